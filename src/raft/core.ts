@@ -1,0 +1,667 @@
+// The Raft consensus core: a deterministic state machine with no I/O, no clock
+// and no randomness of its own. Time enters through tick(), the network through
+// step(), clients through propose()/readIndex(); everything the node wants done
+// leaves through ready(), and the driver reports completion with advance().
+// The structure follows etcd-io/raft's RawNode; the algorithm follows the Raft
+// paper and Ongaro's thesis (PreVote §9.6, CheckQuorum §6.2, ReadIndex §6.4,
+// leadership transfer §3.10).
+
+import {
+  applyConfigChange,
+  committedIndex,
+  ConfigChangeError,
+  decodeConfigChange,
+  encodeConfigChange,
+  isVoter,
+  members,
+  quorumSize,
+  tallyVotes,
+} from './config.js';
+import { entrySize, RaftLog } from './log.js';
+import { Progress } from './progress.js';
+import { ReadIndexQueue } from './read-index.js';
+import type {
+  AppendRequest,
+  AppendResponse,
+  ClusterConfig,
+  ConfigChange,
+  Entry,
+  EntryKind,
+  HardState,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  Message,
+  NodeId,
+  ProposeResult,
+  RaftOptions,
+  ReadIndexRequest,
+  ReadIndexResponse,
+  ReadState,
+  Ready,
+  RestoredState,
+  Role,
+  SoftState,
+  Status,
+  TimeoutNowRequest,
+  VoteRequest,
+  VoteResponse,
+} from './types.js';
+
+type Outgoing = Message extends infer M ? (M extends Message ? Omit<M, 'from' | 'term'> : never) : never;
+
+const EMPTY = new Uint8Array(0);
+
+export class RaftNode {
+  readonly id: NodeId;
+  private readonly opts: RaftOptions;
+  private readonly log: RaftLog;
+
+  private term: number;
+  private vote: NodeId | null;
+  private role: Role = 'follower';
+  private leader: NodeId | null = null;
+  private config: ClusterConfig;
+
+  private electionElapsed = 0;
+  private heartbeatElapsed = 0;
+  private randomizedElectionTimeout = 0;
+
+  /** Candidate and pre-candidate: the answers received so far. */
+  private votes = new Map<NodeId, boolean>();
+  /** Leader: replication state of every other member. */
+  private progress = new Map<NodeId, Progress>();
+  private readonly reads = new ReadIndexQueue();
+  /** Leader: reads that arrived before this term's first commit, released when it commits. */
+  private readsAwaitingTermCommit: Array<{ requester: NodeId; context: string }> = [];
+  private leadTransferee: NodeId | null = null;
+  /** Leader: index of the latest config entry; a new change waits until it has been applied. */
+  private pendingConfigIndex = 0;
+
+  private messages: Message[] = [];
+  private readStates: ReadState[] = [];
+  private lastHardState: HardState;
+  private lastSoftState: SoftState;
+  private readyOutstanding = false;
+
+  constructor(options: RaftOptions, restored: RestoredState) {
+    this.id = options.id;
+    this.opts = options;
+    const { hardState, snapshot, entries, applied } = restored;
+    this.log = new RaftLog(snapshot, entries, hardState.commit, applied);
+    this.term = hardState.term;
+    this.vote = hardState.vote;
+    // The configuration in force is the snapshot's plus every config entry applied since.
+    let config = snapshot.config;
+    for (const e of this.log.slice(snapshot.index + 1, this.log.applying + 1)) {
+      if (e.kind === 'config') config = this.configAfter(config, e);
+    }
+    this.config = config;
+    this.lastHardState = this.hardState();
+    this.lastSoftState = { role: this.role, leader: this.leader };
+    this.resetElectionTimeout();
+  }
+
+  // ---------------------------------------------------------------- inputs
+
+  /** One unit of time. Followers count toward an election; leaders toward heartbeats and the quorum check. */
+  tick(): void {
+    this.electionElapsed++;
+    if (this.role !== 'leader') {
+      if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout) {
+        this.electionElapsed = 0;
+        this.campaign();
+      }
+      return;
+    }
+    if (this.electionElapsed >= this.opts.electionTicks) {
+      this.electionElapsed = 0;
+      if (!this.quorumActive()) {
+        this.becomeFollower(this.term, null); // CheckQuorum: cut off from the majority
+        return;
+      }
+      if (this.leadTransferee !== null) this.leadTransferee = null; // the transfer did not happen in time
+    }
+    this.heartbeatElapsed++;
+    if (this.heartbeatElapsed >= this.opts.heartbeatTicks) {
+      this.heartbeatElapsed = 0;
+      this.broadcastHeartbeat('');
+    }
+  }
+
+  /** Start an election now (PreVote first). A no-op on a leader or a non-voter. */
+  campaign(): void {
+    if (this.role === 'leader' || !this.promotable()) return;
+    this.becomePreCandidate();
+  }
+
+  step(m: Message): void {
+    if (m.to !== this.id || m.from === this.id) return;
+    if (m.term > this.term) {
+      if (m.type === 'vote' || m.type === 'preVote') {
+        // Leader lease (thesis §4.2.3): while we heard from a leader within the election timeout,
+        // a vote request is from a disruptive node, unless a transfer asked for it.
+        const inLease = this.leader !== null && this.electionElapsed < this.opts.electionTicks;
+        if (inLease && !m.transfer) return;
+      }
+      if (m.type === 'preVote' || (m.type === 'preVoteResp' && !m.reject)) {
+        // Pre-votes carry a future term; they never move ours.
+      } else {
+        const fromLeader = m.type === 'app' || m.type === 'heartbeat' || m.type === 'snapshot';
+        this.becomeFollower(m.term, fromLeader ? m.from : null);
+      }
+    } else if (m.term < this.term) {
+      if (m.type === 'app' || m.type === 'heartbeat') {
+        // A stale leader (e.g. after a partition): tell it our term so it steps down.
+        this.send({ type: 'appResp', to: m.from, index: 0, reject: true, hintIndex: 0, hintTerm: 0 });
+      } else if (m.type === 'preVote') {
+        this.send({ type: 'preVoteResp', to: m.from, reject: true });
+      }
+      return;
+    }
+
+    switch (m.type) {
+      case 'vote':
+      case 'preVote':
+        this.handleVoteRequest(m);
+        return;
+      case 'voteResp':
+      case 'preVoteResp':
+        this.handleVoteResponse(m);
+        return;
+      case 'app':
+      case 'heartbeat':
+      case 'snapshot':
+        if (this.role === 'leader') return; // another leader in our term is impossible; ignore a misbehaving peer
+        if (this.role !== 'follower') this.becomeFollower(this.term, m.from);
+        this.leader = m.from;
+        this.electionElapsed = 0;
+        if (m.type === 'app') this.handleAppend(m);
+        else if (m.type === 'heartbeat') this.handleHeartbeat(m);
+        // 'snapshot' is the seam for InstallSnapshot (log compaction); until then it is ignored.
+        return;
+      case 'appResp':
+        if (this.role === 'leader') this.handleAppendResponse(m);
+        return;
+      case 'heartbeatResp':
+        if (this.role === 'leader') this.handleHeartbeatResponse(m);
+        return;
+      case 'timeoutNow':
+        this.handleTimeoutNow(m);
+        return;
+      case 'readIndex':
+        this.handleReadIndexRequest(m);
+        return;
+      case 'readIndexResp':
+        if (m.index > 0) this.readStates.push({ index: m.index, context: m.context });
+        return;
+    }
+  }
+
+  propose(data: Uint8Array): ProposeResult {
+    return this.proposeEntry('command', data);
+  }
+
+  proposeConfigChange(change: ConfigChange): ProposeResult {
+    if (this.role === 'leader' && this.pendingConfigIndex > this.log.applying) {
+      return { ok: false, reason: 'configChangePending', leader: this.id };
+    }
+    const result = this.proposeEntry('config', encodeConfigChange(change));
+    if (result.ok) this.pendingConfigIndex = result.index;
+    return result;
+  }
+
+  /**
+   * Ask for a linearizable read point. The answer appears in a later Ready's
+   * readStates with the same context. Returns false when no leader is known.
+   */
+  readIndex(context: string): boolean {
+    if (this.role === 'leader') {
+      this.startRead(this.id, context);
+      return true;
+    }
+    if (this.leader === null) return false;
+    this.send({ type: 'readIndex', to: this.leader, context });
+    return true;
+  }
+
+  /** Hand leadership to `to` (thesis §3.10). Returns false when this node cannot start such a transfer. */
+  transferLeadership(to: NodeId): boolean {
+    if (this.role !== 'leader' || to === this.id || !isVoter(this.config, to)) return false;
+    if (this.leadTransferee === to) return true;
+    this.leadTransferee = to;
+    this.electionElapsed = 0; // the transfer must finish within one election timeout
+    const pr = this.progress.get(to)!;
+    if (pr.match === this.log.lastIndex()) this.send({ type: 'timeoutNow', to });
+    else this.sendAppend(to, true);
+    return true;
+  }
+
+  // ---------------------------------------------------------------- Ready
+
+  hasReady(): boolean {
+    if (this.readyOutstanding) return false;
+    return (
+      this.messages.length > 0 ||
+      this.readStates.length > 0 ||
+      this.log.hasUnstable() ||
+      this.log.hasCommittedToApply() ||
+      !sameHardState(this.hardState(), this.lastHardState) ||
+      !sameSoftState(this.softState(), this.lastSoftState)
+    );
+  }
+
+  ready(): Ready {
+    if (this.readyOutstanding) throw new Error('ready() called again before advance()');
+    const hs = this.hardState();
+    const ss = this.softState();
+    const rd: Ready = {
+      softState: sameSoftState(ss, this.lastSoftState) ? null : ss,
+      hardState: sameHardState(hs, this.lastHardState) ? null : hs,
+      entries: this.log.takeUnstable(),
+      messages: this.messages,
+      committedEntries: this.log.takeCommitted(),
+      readStates: this.readStates,
+    };
+    this.lastHardState = hs;
+    this.lastSoftState = ss;
+    this.messages = [];
+    this.readStates = [];
+    this.readyOutstanding = true;
+    return rd;
+  }
+
+  /** The Ready's writes are durable and its committed entries applied. */
+  advance(rd: Ready): void {
+    this.readyOutstanding = false;
+    const last = rd.entries[rd.entries.length - 1];
+    if (last) this.log.persistedTo(last.index, last.term);
+    for (const e of rd.committedEntries) {
+      if (e.kind === 'config') this.applyConfigEntry(e);
+    }
+    // A leader counts itself toward a quorum only for entries it has made durable (thesis §10.2.1).
+    if (this.role === 'leader' && this.maybeCommit()) this.broadcastAppend();
+  }
+
+  // ---------------------------------------------------------------- inspection
+
+  status(): Status {
+    const progress: Record<NodeId, { match: number; next: number; recentActive: boolean }> = {};
+    if (this.role === 'leader') {
+      for (const [id, pr] of this.progress) progress[id] = { match: pr.match, next: pr.next, recentActive: pr.recentActive };
+    }
+    return {
+      id: this.id,
+      role: this.role,
+      term: this.term,
+      leader: this.leader,
+      commit: this.log.committed,
+      applied: this.log.applying,
+      lastIndex: this.log.lastIndex(),
+      config: this.config,
+      progress,
+    };
+  }
+
+  /** Log entries with index in [from, to): for tests and diagnostics. */
+  entries(from: number, to: number): readonly Entry[] {
+    return this.log.slice(from, to);
+  }
+
+  lastIndex(): number {
+    return this.log.lastIndex();
+  }
+
+  termAt(index: number): number | null {
+    return this.log.term(index);
+  }
+
+  // ---------------------------------------------------------------- roles
+
+  private becomeFollower(term: number, leader: NodeId | null): void {
+    if (term > this.term) {
+      this.term = term;
+      this.vote = null;
+    }
+    this.role = 'follower';
+    this.leader = leader;
+    this.resetRoleState();
+  }
+
+  private becomePreCandidate(): void {
+    this.role = 'preCandidate';
+    this.leader = null;
+    this.resetRoleState();
+    this.votes.set(this.id, true);
+    this.requestVotes('preVote', this.term + 1, false);
+  }
+
+  private becomeCandidate(transfer: boolean): void {
+    this.role = 'candidate';
+    this.leader = null;
+    this.term += 1;
+    this.vote = this.id;
+    this.resetRoleState();
+    this.votes.set(this.id, true);
+    this.requestVotes('vote', this.term, transfer);
+  }
+
+  private becomeLeader(): void {
+    this.role = 'leader';
+    this.leader = this.id;
+    this.resetRoleState();
+    for (const id of members(this.config)) {
+      if (id !== this.id) this.progress.set(id, this.newProgress());
+    }
+    // Any config entry not yet applied must be applied before a new change is accepted.
+    this.pendingConfigIndex = this.log.lastIndex();
+    // Entries of earlier terms commit only through an entry of this term (paper §5.4.2).
+    this.appendOwn('noop', EMPTY);
+    this.broadcastAppend();
+  }
+
+  private resetRoleState(): void {
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    this.resetElectionTimeout();
+    this.votes = new Map();
+    this.progress = new Map();
+    this.reads.clear();
+    this.readsAwaitingTermCommit = [];
+    this.leadTransferee = null;
+  }
+
+  private resetElectionTimeout(): void {
+    this.randomizedElectionTimeout = this.opts.electionTicks + this.opts.random.int(this.opts.electionTicks);
+  }
+
+  private promotable(): boolean {
+    return isVoter(this.config, this.id);
+  }
+
+  // ---------------------------------------------------------------- elections
+
+  private requestVotes(type: 'vote' | 'preVote', term: number, transfer: boolean): void {
+    if (tallyVotes(this.config, this.votes) === 'won') {
+      this.onElectionWon(type);
+      return;
+    }
+    for (const id of this.config.voters) {
+      if (id === this.id) continue;
+      this.messages.push({
+        type,
+        from: this.id,
+        to: id,
+        term,
+        lastLogIndex: this.log.lastIndex(),
+        lastLogTerm: this.log.lastTerm(),
+        transfer,
+      });
+    }
+  }
+
+  private onElectionWon(type: 'vote' | 'preVote'): void {
+    if (type === 'preVote') this.becomeCandidate(false);
+    else this.becomeLeader();
+  }
+
+  private handleVoteRequest(m: VoteRequest): void {
+    const canVote =
+      this.vote === m.from ||
+      (this.vote === null && this.leader === null) ||
+      (m.type === 'preVote' && m.term > this.term);
+    const grant = canVote && this.log.isUpToDate(m.lastLogIndex, m.lastLogTerm);
+    const respType = m.type === 'vote' ? 'voteResp' : 'preVoteResp';
+    if (grant) {
+      // A granted pre-vote answers in the candidate's future term so it counts it.
+      this.messages.push({ type: respType, from: this.id, to: m.from, term: m.term, reject: false });
+      if (m.type === 'vote') {
+        this.vote = m.from;
+        this.electionElapsed = 0;
+      }
+    } else {
+      this.send({ type: respType, to: m.from, reject: true });
+    }
+  }
+
+  private handleVoteResponse(m: VoteResponse): void {
+    const expected = this.role === 'preCandidate' ? 'preVoteResp' : this.role === 'candidate' ? 'voteResp' : null;
+    if (m.type !== expected) return;
+    this.votes.set(m.from, !m.reject);
+    const outcome = tallyVotes(this.config, this.votes);
+    if (outcome === 'won') this.onElectionWon(m.type === 'preVoteResp' ? 'preVote' : 'vote');
+    else if (outcome === 'lost') this.becomeFollower(this.term, null);
+  }
+
+  private handleTimeoutNow(_m: TimeoutNowRequest): void {
+    if (this.role === 'leader' || !this.promotable()) return;
+    this.becomeCandidate(true); // skip PreVote: the leader asked for this election
+  }
+
+  // ---------------------------------------------------------------- replication: follower side
+
+  private handleAppend(m: AppendRequest): void {
+    if (m.prevIndex < this.log.committed) {
+      // Everything up to our commit index matches any leader's log; acknowledge that much.
+      this.send({ type: 'appResp', to: m.from, index: this.log.committed, reject: false, hintIndex: 0, hintTerm: 0 });
+      return;
+    }
+    if (this.log.matchTerm(m.prevIndex, m.prevTerm)) {
+      const lastNew = this.log.appendFromLeader(m.prevIndex, m.entries);
+      this.log.commitTo(Math.min(m.commit, lastNew));
+      this.send({ type: 'appResp', to: m.from, index: lastNew, reject: false, hintIndex: 0, hintTerm: 0 });
+      return;
+    }
+    const hintIndex = this.log.findConflictByTerm(Math.min(m.prevIndex, this.log.lastIndex()), m.prevTerm);
+    this.send({
+      type: 'appResp',
+      to: m.from,
+      index: m.prevIndex,
+      reject: true,
+      hintIndex,
+      hintTerm: this.log.term(hintIndex) ?? 0,
+    });
+  }
+
+  private handleHeartbeat(m: HeartbeatRequest): void {
+    this.log.commitTo(m.commit);
+    this.send({ type: 'heartbeatResp', to: m.from, context: m.context });
+  }
+
+  // ---------------------------------------------------------------- replication: leader side
+
+  private proposeEntry(kind: EntryKind, data: Uint8Array): ProposeResult {
+    if (this.role !== 'leader') return { ok: false, reason: 'notLeader', leader: this.leader };
+    if (this.leadTransferee !== null) return { ok: false, reason: 'transferring', leader: this.id };
+    const entry = this.appendOwn(kind, data);
+    this.broadcastAppend();
+    return { ok: true, index: entry.index, term: entry.term };
+  }
+
+  private appendOwn(kind: EntryKind, data: Uint8Array): Entry {
+    const entry: Entry = { index: this.log.lastIndex() + 1, term: this.term, kind, data };
+    this.log.append([entry]);
+    return entry;
+  }
+
+  private newProgress(): Progress {
+    return new Progress(this.log.lastIndex() + 1, this.opts.maxInflightMessages, this.opts.maxInflightBytes);
+  }
+
+  private broadcastAppend(): void {
+    for (const id of this.progress.keys()) this.sendAppend(id, true);
+  }
+
+  /**
+   * Send what `to` is missing, as far as flow control allows. With `sendIfEmpty` an
+   * empty append still goes out (to carry the commit index or probe the match point).
+   */
+  private sendAppend(to: NodeId, sendIfEmpty: boolean): void {
+    const pr = this.progress.get(to);
+    if (!pr) return;
+    let first = true;
+    while (!pr.isPaused()) {
+      const prevIndex = pr.next - 1;
+      const prevTerm = this.log.term(prevIndex);
+      if (prevTerm === null) {
+        // The follower needs entries we compacted: the InstallSnapshot seam (log compaction issue).
+        pr.state = 'snapshot';
+        return;
+      }
+      const entries = this.log.sliceBytes(pr.next, this.opts.maxMessageBytes);
+      if (entries.length === 0 && !(first && sendIfEmpty)) return;
+      this.send({ type: 'app', to, prevIndex, prevTerm, entries, commit: this.log.committed });
+      if (entries.length === 0) {
+        if (pr.state === 'probe') pr.probeSent = true;
+        return;
+      }
+      pr.sentEntries(entries[entries.length - 1]!.index, entries.reduce((n, e) => n + entrySize(e), 0));
+      first = false;
+    }
+  }
+
+  private handleAppendResponse(m: AppendResponse): void {
+    const pr = this.progress.get(m.from);
+    if (!pr) return;
+    pr.recentActive = true;
+    if (m.reject) {
+      const hint = m.hintTerm > 0 ? this.log.findConflictByTerm(m.hintIndex, m.hintTerm) : m.hintIndex;
+      if (pr.rejected(m.index, hint)) this.sendAppend(m.from, true);
+      return;
+    }
+    const wasProbing = pr.state === 'probe';
+    if (!pr.acknowledge(m.index)) return;
+    if (wasProbing) pr.becomeReplicate();
+    if (this.maybeCommit()) this.broadcastAppend();
+    else this.sendAppend(m.from, false);
+    if (this.leadTransferee === m.from && pr.match === this.log.lastIndex()) {
+      this.send({ type: 'timeoutNow', to: m.from });
+    }
+  }
+
+  private handleHeartbeatResponse(m: HeartbeatResponse): void {
+    const pr = this.progress.get(m.from);
+    if (!pr) return;
+    pr.heardFrom();
+    if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
+    if (m.context !== '') {
+      const confirmed = this.reads.acknowledge(m.context, m.from, (acks) => this.isQuorum(acks));
+      for (const r of confirmed) this.answerRead(r.requester, r.context, r.index);
+    }
+  }
+
+  private broadcastHeartbeat(context: string): void {
+    for (const [id, pr] of this.progress) {
+      this.send({ type: 'heartbeat', to: id, commit: Math.min(pr.match, this.log.committed), context });
+    }
+  }
+
+  /** Advance the commit index to what a majority holds, counting only entries of this term (paper §5.4.2, figure 8). */
+  private maybeCommit(): boolean {
+    const index = committedIndex(this.config, (id) => (id === this.id ? this.log.persisted : (this.progress.get(id)?.match ?? 0)));
+    if (index <= this.log.committed || this.log.term(index) !== this.term) return false;
+    this.log.commitTo(index);
+    this.releaseReadsAwaitingTermCommit();
+    return true;
+  }
+
+  private quorumActive(): boolean {
+    let active = 0;
+    for (const id of this.config.voters) {
+      if (id === this.id) active++;
+      else if (this.progress.get(id)?.recentActive) active++;
+    }
+    for (const pr of this.progress.values()) pr.recentActive = false;
+    return active >= quorumSize(this.config);
+  }
+
+  private isQuorum(acks: ReadonlySet<NodeId>): boolean {
+    return this.config.voters.filter((id) => acks.has(id)).length >= quorumSize(this.config);
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  private handleReadIndexRequest(m: ReadIndexRequest): void {
+    if (this.role !== 'leader') {
+      this.send({ type: 'readIndexResp', to: m.from, context: m.context, index: 0 });
+      return;
+    }
+    this.startRead(m.from, m.context);
+  }
+
+  private startRead(requester: NodeId, context: string): void {
+    // Our commit index is only known to be complete once an entry of our own term has committed.
+    if (this.log.term(this.log.committed) !== this.term) {
+      this.readsAwaitingTermCommit.push({ requester, context });
+      return;
+    }
+    if (this.config.voters.length === 1 && isVoter(this.config, this.id)) {
+      this.answerRead(requester, context, this.log.committed);
+      return;
+    }
+    const round = this.reads.add(requester, context, this.log.committed, this.id);
+    this.broadcastHeartbeat(round);
+  }
+
+  private releaseReadsAwaitingTermCommit(): void {
+    const waiting = this.readsAwaitingTermCommit;
+    this.readsAwaitingTermCommit = [];
+    for (const r of waiting) this.startRead(r.requester, r.context);
+  }
+
+  private answerRead(requester: NodeId, context: string, index: number): void {
+    if (requester === this.id) this.readStates.push({ index, context });
+    else this.send({ type: 'readIndexResp', to: requester, context, index });
+  }
+
+  // ---------------------------------------------------------------- membership
+
+  private configAfter(config: ClusterConfig, e: Entry): ClusterConfig {
+    try {
+      return applyConfigChange(config, decodeConfigChange(e.data));
+    } catch (err) {
+      if (err instanceof ConfigChangeError) return config; // an invalid change is a no-op on every node alike
+      throw err;
+    }
+  }
+
+  private applyConfigEntry(e: Entry): void {
+    this.config = this.configAfter(this.config, e);
+    if (this.role !== 'leader') return;
+    if (!isVoter(this.config, this.id)) {
+      this.becomeFollower(this.term, null); // removed (or demoted) leader steps down once the change is applied
+      return;
+    }
+    for (const id of members(this.config)) {
+      if (id !== this.id && !this.progress.has(id)) {
+        this.progress.set(id, this.newProgress());
+        this.sendAppend(id, true);
+      }
+    }
+    for (const id of [...this.progress.keys()]) {
+      if (!members(this.config).includes(id)) this.progress.delete(id);
+    }
+    if (this.maybeCommit()) this.broadcastAppend(); // a smaller quorum may commit more now
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private send(m: Outgoing): void {
+    this.messages.push({ ...m, from: this.id, term: this.term } as Message);
+  }
+
+  private hardState(): HardState {
+    return { term: this.term, vote: this.vote, commit: this.log.committed };
+  }
+
+  private softState(): SoftState {
+    return { role: this.role, leader: this.leader };
+  }
+}
+
+function sameHardState(a: HardState, b: HardState): boolean {
+  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
+}
+
+function sameSoftState(a: SoftState, b: SoftState): boolean {
+  return a.role === b.role && a.leader === b.leader;
+}
