@@ -1,0 +1,261 @@
+// Runs a RaftNode against the real world: a timer for ticks, a LogStorage for
+// durability, a transport for messages and an apply function for the state
+// machine. The Ready loop's order is the whole point (see docs/raft.md):
+//   persist (one synced batch) -> send -> apply -> advance.
+// A leader's appends leave before its own write is synced (thesis §10.2.1); everything
+// else waits for the write. Proposals arriving during a write are group-committed
+// by the next Ready.
+
+import { RaftNode } from './core.js';
+import type { LogStorage } from './storage.js';
+import type { ConfigChange, Entry, Message, NodeId, ProposeResult, Ready, SoftState, Status } from './types.js';
+import { mayBeSentBeforePersist } from './types.js';
+
+export type RaftErrorCode = 'NOT_LEADER' | 'NO_LEADER' | 'UNAVAILABLE' | 'TIMEOUT';
+
+/** Why a proposal or read did not complete; the server maps the code onto the protocol's. */
+export class RaftError extends Error {
+  override readonly name = 'RaftError';
+  constructor(
+    readonly code: RaftErrorCode,
+    message: string,
+    readonly leader: NodeId | null = null,
+  ) {
+    super(message);
+  }
+}
+
+export interface Transport {
+  /** Best effort: a message may be dropped; Raft retries what matters. */
+  send(message: Message): void;
+}
+
+export interface DriverOptions<R> {
+  readonly node: RaftNode;
+  readonly storage: LogStorage;
+  readonly transport: Transport;
+  /** Applies one committed entry to the state machine; its result goes to whoever proposed the entry. */
+  readonly apply: (entry: Entry) => Promise<R>;
+  readonly tickMs: number;
+  /** Called when the role or the known leader changes. */
+  readonly onSoftState?: (state: SoftState) => void;
+  /** Called when the storage failed: the node must stop, since its durability promise is broken. */
+  readonly onFatal: (err: unknown) => void;
+}
+
+interface PendingProposal<R> {
+  readonly term: number;
+  resolve(result: R): void;
+  reject(err: RaftError): void;
+}
+
+interface PendingRead {
+  index: number | null;
+  resolve(index: number): void;
+  reject(err: RaftError): void;
+  timer: NodeJS.Timeout;
+}
+
+export class RaftDriver<R> {
+  private readonly node: RaftNode;
+  private readonly opts: DriverOptions<R>;
+  private readonly proposals = new Map<number, PendingProposal<R>>();
+  private readonly reads = new Map<string, PendingRead>();
+  private readonly appliedWaiters: Array<{ index: number; resolve: () => void }> = [];
+  private ticker: NodeJS.Timeout | null = null;
+  private running = false;
+  private scheduled = false;
+  private stopped = false;
+  private nextReadId = 1;
+  private applied: number;
+
+  constructor(options: DriverOptions<R>, appliedIndex: number) {
+    this.node = options.node;
+    this.opts = options;
+    this.applied = appliedIndex;
+  }
+
+  start(): void {
+    this.ticker = setInterval(() => {
+      this.node.tick();
+      this.schedule();
+    }, this.opts.tickMs);
+    // A lone voter need not wait out an election timeout to lead itself.
+    const { voters } = this.node.status().config;
+    if (voters.length === 1 && voters[0] === this.node.id) this.node.campaign();
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.ticker) clearInterval(this.ticker);
+    this.failAll(new RaftError('UNAVAILABLE', 'server is shutting down'));
+    while (this.running) await new Promise((r) => setImmediate(r));
+  }
+
+  get appliedIndex(): number {
+    return this.applied;
+  }
+
+  status(): Status {
+    return this.node.status();
+  }
+
+  /** A message from a peer. */
+  step(message: Message): void {
+    if (this.stopped) return;
+    this.node.step(message);
+    this.schedule();
+  }
+
+  /** Propose a command; resolves with its apply result once committed and applied here. */
+  propose(data: Uint8Array): Promise<R> {
+    return this.track(this.node.propose(data));
+  }
+
+  proposeConfigChange(change: ConfigChange): Promise<R> {
+    return this.track(this.node.proposeConfigChange(change));
+  }
+
+  transferLeadership(to: NodeId): boolean {
+    const ok = this.node.transferLeadership(to);
+    this.schedule();
+    return ok;
+  }
+
+  /**
+   * A linearizable read point: resolves with an index once it is applied locally,
+   * so that reading the state machine now reflects every write acknowledged before the call.
+   */
+  readIndex(timeoutMs: number): Promise<number> {
+    if (this.stopped) return Promise.reject(new RaftError('UNAVAILABLE', 'server is shutting down'));
+    const context = `r${this.nextReadId++}`;
+    if (!this.node.readIndex(context)) {
+      return Promise.reject(new RaftError('NO_LEADER', 'no leader is known for a linearizable read'));
+    }
+    this.schedule();
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.reads.delete(context);
+        reject(new RaftError('TIMEOUT', `linearizable read not confirmed within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.reads.set(context, { index: null, resolve, reject, timer });
+    });
+  }
+
+  /** Resolves once the state machine has applied `index`. */
+  waitApplied(index: number): Promise<void> {
+    if (this.applied >= index) return Promise.resolve();
+    return new Promise((resolve) => this.appliedWaiters.push({ index, resolve }));
+  }
+
+  private track(result: ProposeResult): Promise<R> {
+    if (this.stopped) return Promise.reject(new RaftError('UNAVAILABLE', 'server is shutting down'));
+    if (!result.ok) {
+      if (result.reason === 'notLeader') {
+        return Promise.reject(
+          result.leader === null
+            ? new RaftError('NO_LEADER', 'no leader is known')
+            : new RaftError('NOT_LEADER', `this node is not the leader; ${result.leader} is`, result.leader),
+        );
+      }
+      const why = result.reason === 'transferring' ? 'leadership is being transferred' : 'a membership change is in progress';
+      return Promise.reject(new RaftError('UNAVAILABLE', why, result.leader));
+    }
+    this.schedule();
+    // A proposal of an earlier term at the same index can no longer commit: settle it now.
+    this.proposals.get(result.index)?.reject(new RaftError('UNAVAILABLE', `proposal at index ${result.index} was superseded`));
+    return new Promise<R>((resolve, reject) => {
+      this.proposals.set(result.index, { term: result.term, resolve, reject });
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.running || this.stopped) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.runReadyLoop();
+    });
+  }
+
+  private async runReadyLoop(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (!this.stopped && this.node.hasReady()) {
+        await this.handleReady(this.node.ready());
+      }
+    } catch (err) {
+      this.stopped = true;
+      if (this.ticker) clearInterval(this.ticker);
+      this.failAll(new RaftError('UNAVAILABLE', 'storage failed; the node stopped'));
+      this.opts.onFatal(err);
+    } finally {
+      this.running = false;
+    }
+    if (!this.stopped && this.node.hasReady()) this.schedule();
+  }
+
+  private async handleReady(rd: Ready): Promise<void> {
+    const { transport } = this.opts;
+    const early = rd.messages.filter(mayBeSentBeforePersist);
+    for (const m of early) transport.send(m);
+    if (rd.hardState !== null || rd.entries.length > 0) {
+      await this.opts.storage.persist(rd.hardState, rd.entries);
+    }
+    for (const m of rd.messages) if (!mayBeSentBeforePersist(m)) transport.send(m);
+    for (const entry of rd.committedEntries) {
+      const result = await this.opts.apply(entry);
+      this.applied = entry.index;
+      this.settleProposal(entry, result);
+    }
+    // After applying: a proposal that committed in this very Ready gets its result, not UNAVAILABLE.
+    if (rd.softState !== null) this.onSoftState(rd.softState);
+    this.releaseAppliedWaiters();
+    for (const rs of rd.readStates) {
+      const read = this.reads.get(rs.context);
+      if (!read) continue;
+      this.reads.delete(rs.context);
+      clearTimeout(read.timer);
+      void this.waitApplied(rs.index).then(() => read.resolve(rs.index));
+    }
+    this.node.advance(rd);
+  }
+
+  private settleProposal(entry: Entry, result: R): void {
+    const pending = this.proposals.get(entry.index);
+    if (!pending) return;
+    this.proposals.delete(entry.index);
+    if (pending.term === entry.term) pending.resolve(result);
+    else pending.reject(new RaftError('UNAVAILABLE', `proposal at index ${entry.index} was superseded by a new leader`));
+  }
+
+  private onSoftState(state: SoftState): void {
+    if (state.role !== 'leader') {
+      // The outcome of what we proposed is unknown now: it may still commit under the next leader.
+      const err = new RaftError('UNAVAILABLE', 'leadership was lost while the request was pending; the outcome is unknown', state.leader);
+      for (const p of this.proposals.values()) p.reject(err);
+      this.proposals.clear();
+    }
+    this.opts.onSoftState?.(state);
+  }
+
+  private releaseAppliedWaiters(): void {
+    if (this.appliedWaiters.length === 0) return;
+    const still: typeof this.appliedWaiters = [];
+    for (const w of this.appliedWaiters) (w.index <= this.applied ? w.resolve() : still.push(w));
+    this.appliedWaiters.length = 0;
+    this.appliedWaiters.push(...still);
+  }
+
+  private failAll(err: RaftError): void {
+    for (const p of this.proposals.values()) p.reject(err);
+    this.proposals.clear();
+    for (const r of this.reads.values()) {
+      clearTimeout(r.timer);
+      r.reject(err);
+    }
+    this.reads.clear();
+  }
+}
