@@ -1,0 +1,205 @@
+// One client WebSocket: decodes frames, enforces "hello first" and the in-flight
+// limit, runs each request and sends its reply in the request's encoding.
+// Requests run concurrently; replies may leave out of order, as the protocol allows.
+
+import { randomBytes } from 'node:crypto';
+import type { WebSocket } from 'ws';
+import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
+import type { NotifySink } from './notifier.js';
+import * as ops from './ops.js';
+import { decodeFrame, encodeError, encodeNotify, encodeReply } from './protocol.js';
+import { VeraError } from './protocol-errors.js';
+import type { AnyResult, Encoding, HelloRequest, HelloResult, NotifyPayload, Request } from './protocol-types.js';
+
+interface Established {
+  readonly session: string;
+  /** The encoding of the hello, which notifications use. */
+  readonly encoding: Encoding;
+  readonly resumed: boolean;
+}
+
+export class ClientConnection implements AttachedConnection, NotifySink {
+  private established: Established | null = null;
+  private helloInProgress = false;
+  private inflight = 0;
+  private closed = false;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly remote: string,
+    private readonly fe: FrontEnd,
+  ) {
+    ws.on('message', (data, isBinary) => this.onFrame(toBuffer(data), isBinary));
+    ws.on('close', () => this.onClosed());
+    ws.on('error', (err) => fe.logger.debug({ event: 'client-socket-error', remote, err: err.message }, 'client socket error'));
+  }
+
+  // ---------------------------------------------------------------- NotifySink / AttachedConnection
+
+  sendNotify(payload: NotifyPayload): void {
+    if (!this.established) return;
+    if ('events' in payload) this.fe.metrics.notifications.inc({}, payload.events.length);
+    this.sendFrame(encodeNotify(payload, this.established.encoding));
+  }
+
+  bufferedBytes(): number {
+    return this.ws.bufferedAmount;
+  }
+
+  closeSlow(): void {
+    this.close(CloseCode.slowConsumer, 'notification backlog too large; resume the session to resync');
+  }
+
+  close(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.ws.close(code, reason);
+    this.onClosed();
+  }
+
+  // ---------------------------------------------------------------- frames
+
+  private onFrame(data: Buffer, isBinary: boolean): void {
+    this.fe.metrics.bytesIn.inc({}, data.length);
+    const decoded = decodeFrame(data, isBinary, this.fe.limits);
+    if (!decoded.ok) {
+      this.fe.metrics.requests.inc({ op: 'invalid', code: decoded.error.code });
+      this.sendFrame(encodeError(decoded.id, decoded.error, decoded.encoding));
+      return;
+    }
+    const { request, encoding } = decoded;
+    if (this.established) this.fe.expiry.touch(this.established.session);
+    if (this.inflight >= this.fe.limits.inflightPerConnection) {
+      this.reply(request, encoding, new VeraError('RATE_LIMITED', `too many requests in flight on this connection (limit ${this.fe.limits.inflightPerConnection})`, { retryAfterMs: 50 }));
+      return;
+    }
+    this.inflight++;
+    void this.run(request, encoding).finally(() => this.inflight--);
+  }
+
+  private async run(request: Request, encoding: Encoding): Promise<void> {
+    let result: AnyResult;
+    try {
+      result = await this.execute(request, encoding);
+    } catch (err) {
+      this.reply(request, encoding, toVeraError(err, this.fe));
+      return;
+    }
+    this.reply(request, encoding, result);
+    if (request.op === 'hello' && this.established) this.startFeed(result as HelloResult);
+    if (request.op === 'bye') this.close(1000, 'bye');
+  }
+
+  private async execute(request: Request, encoding: Encoding): Promise<AnyResult> {
+    const fe = this.fe;
+    if (request.op === 'hello') return this.hello(request, encoding);
+    if (this.established === null) {
+      throw new VeraError('BAD_REQUEST', this.helloInProgress ? `op "${request.op}" sent before hello completed` : `the first frame on a connection must be hello, not "${request.op}"`);
+    }
+    const { session } = this.established;
+    if (!fe.isLeader()) throw notLeaderError(fe);
+    switch (request.op) {
+      case 'ping':
+        if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
+        return { index: fe.node.appliedIndex };
+      case 'bye':
+        expectOk(await fe.node.propose({ op: 'closeSession', session, reason: 'bye' }));
+        return {};
+      case 'push':
+        return ops.push(fe, session, request);
+      case 'get':
+        return ops.get(fe, request);
+      case 'ls':
+        return ops.ls(fe, request);
+      case 'delete':
+        return ops.del(fe, session, request);
+      case 'watch':
+        return ops.watch(fe, session, request);
+      case 'unwatch':
+        return ops.unwatch(fe, session, request);
+    }
+  }
+
+  // ---------------------------------------------------------------- sessions
+
+  private async hello(req: HelloRequest, encoding: Encoding): Promise<HelloResult> {
+    const fe = this.fe;
+    if (this.established || this.helloInProgress) throw new VeraError('BAD_REQUEST', 'hello was already sent on this connection');
+    if (!fe.isLeader()) throw notLeaderError(fe);
+    this.helloInProgress = true;
+    try {
+      const sm = fe.node.stateMachine;
+      let session: string;
+      let timeoutMs: number;
+      if (req.session !== undefined) {
+        // Only a state machine that has applied every committed entry can say a session is gone.
+        await fe.node.linearizableBarrier(fe.readTimeoutMs);
+        const info = sm.sessions().get(req.session);
+        if (!info) throw new VeraError('SESSION_EXPIRED', `session ${req.session} has expired or never existed; start a new one`);
+        session = req.session;
+        timeoutMs = info.timeoutMs;
+      } else {
+        if (sm.sessions().size >= fe.limits.sessionsMax) {
+          throw new VeraError('RATE_LIMITED', `session limit reached (${fe.limits.sessionsMax})`, { retryAfterMs: 1000 });
+        }
+        const { min, max } = fe.sessionTimeouts;
+        timeoutMs = Math.min(max, Math.max(min, req.timeoutMs ?? fe.sessionTimeouts.default));
+        session = randomBytes(16).toString('base64url');
+        const r = expectOk(await fe.node.propose({ op: 'openSession', session, timeoutMs, remote: this.remote }));
+        if (r.op !== 'openSession') throw new VeraError('INTERNAL', `openSession applied as ${r.op}`);
+      }
+      if (this.closed) throw new VeraError('UNAVAILABLE', 'connection closed during hello');
+      const previous = fe.connections.get(session);
+      if (previous && previous !== this) previous.close(CloseCode.sessionMoved, 'session resumed on another connection');
+      fe.connections.set(session, this);
+      fe.expiry.track(session, timeoutMs);
+      this.established = { session, encoding, resumed: req.session !== undefined };
+      const st = fe.node.status();
+      return { session, timeoutMs, node: st.id, leader: st.leader, term: st.term, index: fe.node.appliedIndex };
+    } finally {
+      this.helloInProgress = false;
+    }
+  }
+
+  /** After the hello reply: replay what the session missed since its last acknowledgement, then go live. */
+  private startFeed(hello: HelloResult): void {
+    const { session, resumed } = this.established!;
+    // A brand-new session cannot have missed anything; a resumed one gets everything after its last acknowledgement.
+    const after = resumed ? Math.max(this.fe.notifier.ackedIndex(session), this.fe.node.stateMachine.lagOf(session)) : hello.index;
+    this.fe.notifier.attach(session, this, after);
+  }
+
+  private onClosed(): void {
+    this.closed = true;
+    const est = this.established;
+    if (!est) return;
+    if (this.fe.connections.get(est.session) === this) {
+      this.fe.connections.delete(est.session);
+      this.fe.notifier.detach(est.session);
+    }
+  }
+
+  // ---------------------------------------------------------------- output
+
+  private reply(request: Request, encoding: Encoding, result: AnyResult | VeraError): void {
+    if (result instanceof VeraError) {
+      this.fe.metrics.requests.inc({ op: request.op, code: result.code });
+      this.sendFrame(encodeError(request.id, result, encoding));
+    } else {
+      this.fe.metrics.requests.inc({ op: request.op, code: 'OK' });
+      this.sendFrame(encodeReply(request.id, result, encoding));
+    }
+  }
+
+  private sendFrame(frame: Buffer | string): void {
+    if (this.ws.readyState !== this.ws.OPEN) return;
+    this.fe.metrics.bytesOut.inc({}, typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length);
+    this.ws.send(frame);
+  }
+}
+
+function toBuffer(data: Buffer | ArrayBuffer | Buffer[]): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}

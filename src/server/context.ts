@@ -1,0 +1,95 @@
+// What the client-facing parts of a server share: the member, its leader-only
+// duties, limits and observability. One object per running server.
+
+import type { Logger } from 'pino';
+import { RaftError } from '../raft/driver.js';
+import type { NodeId } from '../raft/types.js';
+import type { ApplyOutcome, ApplyResult } from '../statemachine/types.js';
+import type { ExpiryQueue } from './expiry.js';
+import type { Notifier } from './notifier.js';
+import { VeraError } from './protocol-errors.js';
+import type { ProtocolLimits } from './protocol-types.js';
+import type { ServerMetrics } from './server-metrics.js';
+import type { VeraNode } from './vera-node.js';
+
+export interface SessionTimeouts {
+  readonly min: number;
+  readonly max: number;
+  readonly default: number;
+}
+
+export interface FrontEndLimits extends ProtocolLimits {
+  readonly sessionsMax: number;
+  readonly watchesPerSession: number;
+  readonly inflightPerConnection: number;
+}
+
+/** A client connection as the rest of the server sees it. */
+export interface AttachedConnection {
+  /** Close because the session ended or moved; `reason` is sent in the close frame. */
+  close(code: number, reason: string): void;
+}
+
+export interface FrontEnd {
+  readonly node: VeraNode;
+  readonly notifier: Notifier;
+  readonly expiry: ExpiryQueue;
+  readonly limits: FrontEndLimits;
+  readonly sessionTimeouts: SessionTimeouts;
+  /** How long a linearizable read may wait for its read index. */
+  readonly readTimeoutMs: number;
+  readonly logger: Logger;
+  readonly metrics: ServerMetrics;
+  isLeader(): boolean;
+  /** The client URL (`ws://host:port`) of a member, or null if unknown. */
+  clientUrl(id: NodeId): string | null;
+  /** Sessions with a live connection on this node. */
+  readonly connections: Map<string, AttachedConnection>;
+}
+
+/** WebSocket close codes Vera uses (4000-4999 is the application range). */
+export const CloseCode = {
+  sessionEnded: 4001,
+  sessionMoved: 4002,
+  notLeader: 4003,
+  slowConsumer: 4004,
+  shuttingDown: 1001,
+} as const;
+
+/** The protocol error for anything thrown while serving a request. */
+export function toVeraError(err: unknown, fe: FrontEnd): VeraError {
+  if (err instanceof VeraError) return err;
+  if (err instanceof RaftError) {
+    switch (err.code) {
+      case 'NOT_LEADER': {
+        const url = err.leader === null ? null : fe.clientUrl(err.leader);
+        return url === null
+          ? new VeraError('NO_LEADER', 'this node is not the leader and the leader is unknown', { retryAfterMs: 200 })
+          : new VeraError('NOT_LEADER', `this node is not the leader; connect to ${url}`, { leader: url });
+      }
+      case 'NO_LEADER':
+        return new VeraError('NO_LEADER', err.message, { retryAfterMs: 200 });
+      case 'UNAVAILABLE':
+        return new VeraError('UNAVAILABLE', err.message, { retryAfterMs: 200 });
+      case 'TIMEOUT':
+        return new VeraError('TIMEOUT', err.message);
+    }
+  }
+  fe.logger.error({ event: 'internal-error', err }, 'unexpected error while serving a request');
+  return new VeraError('INTERNAL', `internal error: ${err instanceof Error ? err.message : String(err)}`);
+}
+
+/** An apply result as a success value or a thrown protocol error. */
+export function expectOk(outcome: ApplyOutcome): Extract<ApplyResult, { ok: true }> {
+  const r = outcome.result;
+  if (!r.ok) throw new VeraError(r.code, r.message);
+  return r;
+}
+
+/** The error a follower gives to anything that needs the leader. */
+export function notLeaderError(fe: FrontEnd): VeraError {
+  const leader = fe.node.status().leader;
+  const url = leader === null ? null : fe.clientUrl(leader);
+  if (url === null) return new VeraError('NO_LEADER', 'no leader is known right now; retry shortly', { retryAfterMs: 200 });
+  return new VeraError('NOT_LEADER', `this node is not the leader; connect to ${url}`, { leader: url });
+}

@@ -1,0 +1,66 @@
+// The leader's in-memory session clocks (seed 003, ephemeral-data walkthrough):
+// heartbeats only move a deadline here, never touch Raft. When a deadline passes
+// the session is reported once, and the caller proposes its expiry.
+
+interface Deadline {
+  timeoutMs: number;
+  deadline: number;
+  /** Reported as due; waiting for the expiry command to commit. */
+  reported: boolean;
+}
+
+export class ExpiryQueue {
+  private readonly deadlines = new Map<string, Deadline>();
+
+  constructor(private readonly now: () => number) {}
+
+  /** Start (or restart) a session's countdown at its full timeout. */
+  track(session: string, timeoutMs: number): void {
+    this.deadlines.set(session, { timeoutMs, deadline: this.now() + timeoutMs, reported: false });
+  }
+
+  /** Any frame from the session's connection keeps it alive. */
+  touch(session: string): void {
+    const d = this.deadlines.get(session);
+    if (d && !d.reported) d.deadline = this.now() + d.timeoutMs;
+  }
+
+  remove(session: string): void {
+    this.deadlines.delete(session);
+  }
+
+  sessions(): string[] {
+    return [...this.deadlines.keys()];
+  }
+
+  has(session: string): boolean {
+    return this.deadlines.has(session);
+  }
+
+  /** Sessions whose deadline has passed and that were not reported before. */
+  takeDue(): string[] {
+    const now = this.now();
+    const due: string[] = [];
+    for (const [id, d] of this.deadlines) {
+      if (!d.reported && d.deadline <= now) {
+        d.reported = true;
+        due.push(id);
+      }
+    }
+    return due;
+  }
+
+  /** An expiry proposal failed (e.g. leadership wobble): let the session be reported again. */
+  retry(session: string): void {
+    const d = this.deadlines.get(session);
+    if (d) d.reported = false;
+  }
+
+  clear(): void {
+    this.deadlines.clear();
+  }
+
+  get size(): number {
+    return this.deadlines.size;
+  }
+}

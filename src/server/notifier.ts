@@ -1,0 +1,247 @@
+// Delivers change events to the sessions attached to this leader (seed 003,
+// notification walkthrough). Each session has a feed: events queue in index order
+// and go out as one notify frame per turn of the event loop, after the replies of
+// the same turn. A consumer that stops reading never holds anything up: once its
+// socket buffer passes a bound its events are dropped, and when it drains it gets a
+// resync of every list it watches instead. Acknowledged indexes are collected here
+// and written through Raft in batches by the caller.
+
+import type { ChangeEvent, ListView } from '../statemachine/types.js';
+import type { WatchRef } from '../keys/index.js';
+import type { EventLog, RecordedEvent } from './event-log.js';
+import type { NotifyPayload, ResyncList } from './protocol-types.js';
+
+/** The connection side of a feed. */
+export interface NotifySink {
+  sendNotify(payload: NotifyPayload): void;
+  /** Bytes queued in the socket and not yet written to the network. */
+  bufferedBytes(): number;
+  /** Give up on a consumer that does not read at all. */
+  closeSlow(): void;
+}
+
+/** What a feed needs from the state machine to build a resync. */
+export interface ResyncSource {
+  watchesOf(session: string): readonly WatchRef[];
+  getList(path: string): Promise<ListView>;
+  children(path: string): Promise<{ children: readonly string[] }>;
+}
+
+export interface NotifierLimits {
+  /** Past this many bytes buffered in the socket, events are dropped and a resync is owed. */
+  readonly stallBytes: number;
+  /** Past this many, the connection is closed (the session lives on and resumes). */
+  readonly closeBytes: number;
+  /** How often a stalled feed checks whether its socket drained. */
+  readonly drainCheckMs: number;
+}
+
+export const DEFAULT_NOTIFIER_LIMITS: NotifierLimits = { stallBytes: 8 * 1024 * 1024, closeBytes: 64 * 1024 * 1024, drainCheckMs: 50 };
+
+type FeedMode =
+  | { readonly kind: 'live' }
+  | { readonly kind: 'stalled'; readonly timer: NodeJS.Timeout }
+  | { readonly kind: 'resyncing' };
+
+class Feed {
+  pending: ChangeEvent[] = [];
+  mode: FeedMode = { kind: 'live' };
+  /** Events for a resynced list at or below its resync index are already reflected. */
+  floors = new Map<string, number>();
+
+  constructor(
+    readonly session: string,
+    readonly sink: NotifySink,
+  ) {}
+}
+
+export class Notifier {
+  private readonly feeds = new Map<string, Feed>();
+  private readonly dirty = new Set<Feed>();
+  private flushScheduled = false;
+  /** Highest acknowledged index per session, as heard on this leader; written to Raft in batches. */
+  private readonly acked = new Map<string, number>();
+  private readonly ackedUnwritten = new Set<string>();
+  private closed = false;
+
+  constructor(
+    private readonly source: ResyncSource,
+    private readonly log: EventLog,
+    private readonly limits: NotifierLimits,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  /**
+   * Attach a session's connection. Every event for it after `after` is sent: from
+   * the event log when it still has them all, otherwise as a resync.
+   */
+  attach(session: string, sink: NotifySink, after: number): void {
+    this.detach(session);
+    const feed = new Feed(session, sink);
+    this.feeds.set(session, feed);
+    const backlog = this.log.eventsFor(session, after);
+    if (backlog === null) {
+      this.startResync(feed);
+    } else if (backlog.length > 0) {
+      feed.pending.push(...backlog);
+      this.markDirty(feed);
+    }
+  }
+
+  detach(session: string): void {
+    const feed = this.feeds.get(session);
+    if (!feed) return;
+    if (feed.mode.kind === 'stalled') clearTimeout(feed.mode.timer);
+    this.feeds.delete(session);
+    this.dirty.delete(feed);
+  }
+
+  isAttached(session: string): boolean {
+    return this.feeds.has(session);
+  }
+
+  /** Events of one applied entry, with the sessions that watched each list. */
+  deliver(recorded: readonly RecordedEvent[]): void {
+    for (const { event, recipients } of recorded) {
+      for (const session of recipients) {
+        const feed = this.feeds.get(session);
+        if (!feed || feed.mode.kind === 'stalled') continue;
+        feed.pending.push(event);
+        if (feed.mode.kind === 'live') this.markDirty(feed);
+      }
+    }
+  }
+
+  /** The client processed everything up to `index`. */
+  acknowledge(session: string, index: number): void {
+    if (index > (this.acked.get(session) ?? 0)) {
+      this.acked.set(session, index);
+      this.ackedUnwritten.add(session);
+    }
+  }
+
+  ackedIndex(session: string): number {
+    return this.acked.get(session) ?? 0;
+  }
+
+  /** Acknowledgements not yet written through Raft; the caller proposes them as one command. */
+  takeUnwrittenAcks(): Array<[string, number]> {
+    const out: Array<[string, number]> = [];
+    for (const s of this.ackedUnwritten) out.push([s, this.acked.get(s)!]);
+    this.ackedUnwritten.clear();
+    return out;
+  }
+
+  forgetSession(session: string): void {
+    this.detach(session);
+    this.acked.delete(session);
+    this.ackedUnwritten.delete(session);
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const s of [...this.feeds.keys()]) this.detach(s);
+  }
+
+  get attachedCount(): number {
+    return this.feeds.size;
+  }
+
+  /** Events queued in feeds and not yet handed to a socket. */
+  get backlog(): number {
+    let n = 0;
+    for (const f of this.feeds.values()) n += f.pending.length;
+    return n;
+  }
+
+  private markDirty(feed: Feed): void {
+    this.dirty.add(feed);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // After this turn's promise callbacks, so a reply goes out before events that follow it.
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    const feeds = [...this.dirty];
+    this.dirty.clear();
+    for (const feed of feeds) {
+      if (this.feeds.get(feed.session) !== feed || feed.mode.kind !== 'live' || feed.pending.length === 0) continue;
+      const buffered = feed.sink.bufferedBytes();
+      if (buffered > this.limits.closeBytes) {
+        this.detach(feed.session);
+        feed.sink.closeSlow();
+        continue;
+      }
+      if (buffered > this.limits.stallBytes) {
+        this.stall(feed);
+        continue;
+      }
+      const events = feed.pending.filter((e) => e.index > (feed.floors.get(e.path) ?? 0));
+      feed.pending = [];
+      if (events.length > 0) feed.sink.sendNotify({ events });
+    }
+  }
+
+  private stall(feed: Feed): void {
+    feed.pending = [];
+    const check = (): void => {
+      if (this.feeds.get(feed.session) !== feed || this.closed) return;
+      if (feed.sink.bufferedBytes() > this.limits.stallBytes / 2) {
+        feed.mode = { kind: 'stalled', timer: setTimeout(check, this.limits.drainCheckMs) };
+        return;
+      }
+      this.startResync(feed);
+    };
+    feed.mode = { kind: 'stalled', timer: setTimeout(check, this.limits.drainCheckMs) };
+  }
+
+  /** Read every watched list and send it as a resync; events arriving meanwhile queue and are filtered by the read's index. */
+  private startResync(feed: Feed): void {
+    feed.mode = { kind: 'resyncing' };
+    feed.pending = [];
+    void this.readWatchedLists(feed.session).then(
+      (lists) => {
+        if (this.feeds.get(feed.session) !== feed) return;
+        feed.floors = new Map(lists.map((l) => [l.path, l.index]));
+        feed.sink.sendNotify({ resync: lists });
+        feed.mode = { kind: 'live' };
+        if (feed.pending.length > 0) this.markDirty(feed);
+      },
+      (err) => {
+        this.detach(feed.session);
+        feed.sink.closeSlow();
+        this.onError(err);
+      },
+    );
+  }
+
+  private async readWatchedLists(session: string): Promise<ResyncList[]> {
+    const paths = new Set<string>();
+    for (const w of this.source.watchesOf(session)) {
+      if (!w.prefix) paths.add(w.path);
+      else for (const p of await this.listsBelow(w.path)) paths.add(p);
+    }
+    const lists: ResyncList[] = [];
+    for (const path of [...paths].sort()) {
+      const view = await this.source.getList(path);
+      lists.push({ path, index: view.index, items: view.items as ResyncList['items'] });
+    }
+    return lists;
+  }
+
+  /** Every non-empty list at or below `prefix`. */
+  private async listsBelow(prefix: string): Promise<string[]> {
+    const out: string[] = [];
+    const walk = async (path: string): Promise<void> => {
+      if (path !== '/') out.push(path); // an empty list in a resync says "it is empty now"
+      const { children } = await this.source.children(path);
+      for (const c of children) await walk(path === '/' ? `/${c}` : `${path}/${c}`);
+    };
+    await walk(prefix);
+    return out;
+  }
+}

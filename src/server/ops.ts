@@ -1,0 +1,94 @@
+// The data operations of protocol v1, once a session is established on the
+// leader. Each takes a validated request and returns the result fields of the
+// reply, or throws a VeraError. Writes go through Raft; reads are served locally
+// after a ReadIndex barrier unless the client asked for a stale read.
+
+import type { Item as StoredItem } from '../statemachine/types.js';
+import { expectOk, type FrontEnd } from './context.js';
+import { VeraError } from './protocol-errors.js';
+import type {
+  DeleteRequest,
+  EmptyResult,
+  GetRequest,
+  GetResult,
+  Item,
+  LsRequest,
+  LsResult,
+  PushRequest,
+  PushResult,
+  UnwatchRequest,
+  WatchRequest,
+  WatchResult,
+} from './protocol-types.js';
+
+/** Stored items hold whatever value the client sent, which the protocol layer validated as JSON-compatible. */
+function wireItem(item: StoredItem): Item {
+  return item as Item;
+}
+
+function wireItems(items: readonly StoredItem[]): Item[] {
+  return items as Item[];
+}
+
+async function proposeTimed(fe: FrontEnd, command: Parameters<FrontEnd['node']['propose']>[0]) {
+  const started = performance.now();
+  fe.metrics.proposals.inc({ op: command.op });
+  const outcome = await fe.node.propose(command);
+  fe.metrics.proposeLatency.observe((performance.now() - started) / 1000);
+  return outcome;
+}
+
+function checkWatchLimit(fe: FrontEnd, session: string, path: string, prefix: boolean): void {
+  const watches = fe.node.stateMachine.watchesOf(session);
+  if (watches.some((w) => w.path === path && w.prefix === prefix)) return; // re-watching costs nothing
+  if (watches.length >= fe.limits.watchesPerSession) {
+    throw new VeraError('BAD_REQUEST', `watch limit reached: a session may hold at most ${fe.limits.watchesPerSession} watches`);
+  }
+}
+
+export async function push(fe: FrontEnd, session: string, req: PushRequest): Promise<PushResult> {
+  const watch = req.watch ?? true;
+  if (watch) checkWatchLimit(fe, session, req.path, false);
+  const outcome = await proposeTimed(fe, {
+    op: 'push',
+    session,
+    path: req.path,
+    data: req.data,
+    persistent: req.persistent ?? false,
+    watch,
+    ...(req.ifLastIndex === undefined ? {} : { ifLastIndex: req.ifLastIndex }),
+  });
+  const r = expectOk(outcome);
+  if (r.op !== 'push') throw new VeraError('INTERNAL', `push applied as ${r.op}`);
+  return { item: wireItem(r.item) };
+}
+
+export async function get(fe: FrontEnd, req: GetRequest): Promise<GetResult> {
+  if ((req.consistency ?? 'linearizable') === 'linearizable') await fe.node.linearizableBarrier(fe.readTimeoutMs);
+  const view = await fe.node.stateMachine.getList(req.path);
+  return { index: view.index, items: wireItems(view.items) };
+}
+
+export async function ls(fe: FrontEnd, req: LsRequest): Promise<LsResult> {
+  await fe.node.linearizableBarrier(fe.readTimeoutMs);
+  const view = await fe.node.stateMachine.children(req.path);
+  return { index: view.index, children: [...view.children] };
+}
+
+export async function del(fe: FrontEnd, session: string, req: DeleteRequest): Promise<EmptyResult> {
+  expectOk(await proposeTimed(fe, { op: 'delete', session, path: req.path, index: req.index }));
+  return {};
+}
+
+export async function watch(fe: FrontEnd, session: string, req: WatchRequest): Promise<WatchResult> {
+  const prefix = req.prefix ?? false;
+  checkWatchLimit(fe, session, req.path, prefix);
+  const r = expectOk(await proposeTimed(fe, { op: 'watch', session, path: req.path, prefix }));
+  if (r.op !== 'watch') throw new VeraError('INTERNAL', `watch applied as ${r.op}`);
+  return r.items === undefined ? { index: r.index } : { index: r.index, items: wireItems(r.items) };
+}
+
+export async function unwatch(fe: FrontEnd, session: string, req: UnwatchRequest): Promise<EmptyResult> {
+  expectOk(await proposeTimed(fe, { op: 'unwatch', session, path: req.path, prefix: req.prefix ?? false }));
+  return {};
+}
