@@ -1,0 +1,382 @@
+// Byte-level key encodings for every LevelDB bucket (layout from seed 003, see
+// docs/storage.md). Pure functions. Every key starts with a 2-byte big-endian
+// bucket prefix, and within a bucket byte order equals logical order, so range
+// scans and seeks see entries in the order the code reasons about:
+//   - indexes are 8-byte big-endian;
+//   - a path or session id is followed by SEP (0x00 0x00). Paths and ids never
+//     contain NUL and UTF-8 never emits 0x00 for anything else, so SEP sorts
+//     below every byte a path can continue with: all keys of one path are
+//     contiguous and come before the keys of any longer path it is a prefix of.
+
+export const Bucket = {
+  property: 0x0000,
+  internal: 0x0001,
+  log: 0x0002,
+  item: 0x0003,
+  client: 0x0004,
+  clientData: 0x0005,
+  watch: 0x0006,
+  lag: 0x0007,
+} as const;
+export type BucketId = (typeof Bucket)[keyof typeof Bucket];
+
+export const MAX_INDEX = Number.MAX_SAFE_INTEGER; // 2^53-1: the largest index a JS number holds exactly
+export const MAX_SESSION_ID_BYTES = 128;
+
+/** Thrown for input that cannot be (or was not) produced by these encoders. */
+export class KeyError extends Error {
+  override readonly name = 'KeyError';
+}
+
+/** The separator after a path or session id inside a key. */
+export const SEP: Buffer = Buffer.from([0x00, 0x00]);
+// The smallest two bytes above SEP: `X + SEP_END` bounds every key `X + SEP + ...`.
+const SEP_END = Buffer.from([0x00, 0x01]);
+
+// Markers after the bucket prefix, as in the seed's schema table.
+const ITEM = '/data';
+const CLIENT = '/client/';
+const CLIENT_DATA = '/cdata/';
+const EXACT_WATCH = '/watch';
+// Prefix watches share bucket 0x0006 under their own marker; '/pwatch' sorts
+// before '/watch', so the two kinds occupy disjoint ranges of the bucket.
+const PREFIX_WATCH = '/pwatch';
+const LAG = '/lag/';
+
+const INDEX_BYTES = 8;
+const TWO_32 = 2 ** 32;
+const LONE_SURROGATE = /\p{Cs}/u;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+// ---------------------------------------------------------------- indexes
+
+/** 8-byte big-endian encoding of a Raft index (0..MAX_INDEX). */
+export function encodeIndex(index: number): Buffer {
+  assertIndex(index);
+  const out = Buffer.alloc(INDEX_BYTES);
+  const high = Math.floor(index / TWO_32);
+  out.writeUInt32BE(high, 0);
+  out.writeUInt32BE(index - high * TWO_32, 4);
+  return out;
+}
+
+/** Reads the 8-byte big-endian index at `offset`. */
+export function decodeIndex(bytes: Uint8Array, offset = 0): number {
+  if (bytes.length - offset < INDEX_BYTES) throw new KeyError('index needs 8 bytes');
+  const view = Buffer.from(bytes.buffer, bytes.byteOffset + offset, INDEX_BYTES);
+  const high = view.readUInt32BE(0);
+  const index = high * TWO_32 + view.readUInt32BE(4);
+  if (index > MAX_INDEX) throw new KeyError(`encoded index exceeds MAX_INDEX (${MAX_INDEX})`);
+  return index;
+}
+
+function assertIndex(index: number): void {
+  if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > MAX_INDEX) {
+    throw new KeyError(`index must be an integer in [0, ${MAX_INDEX}], got ${String(index)}`);
+  }
+}
+
+// ---------------------------------------------------------------- checks
+
+/** Returns what is wrong with a session id, or null if it can be used in keys. */
+export function validateSessionId(id: unknown): string | null {
+  if (typeof id !== 'string' || id.length === 0) return 'session id must be a non-empty string';
+  if (id.includes('\u0000')) return 'session id must not contain NUL';
+  if (LONE_SURROGATE.test(id)) return 'session id must be valid UTF-8';
+  if (Buffer.byteLength(id, 'utf8') > MAX_SESSION_ID_BYTES) {
+    return `session id is longer than ${MAX_SESSION_ID_BYTES} bytes`;
+  }
+  return null;
+}
+
+function assertSessionId(id: string): void {
+  const problem = validateSessionId(id);
+  if (problem !== null) throw new KeyError(problem);
+}
+
+// Keys need only what keeps the encoding unambiguous and reversible; the full
+// protocol rules live in validatePath (./path.ts).
+function assertKeyPath(path: string): void {
+  if (typeof path !== 'string' || !path.startsWith('/')) throw new KeyError("path must start with '/'");
+  assertKeyText(path, 'path');
+}
+
+function assertKeyText(text: string, what: string): void {
+  if (text.includes('\u0000')) throw new KeyError(`${what} must not contain NUL`);
+  if (LONE_SURROGATE.test(text)) throw new KeyError(`${what} must be valid UTF-8`);
+}
+
+// ---------------------------------------------------------------- buckets
+
+/** The 2-byte big-endian prefix of a bucket. */
+export function bucketPrefix(bucket: number): Buffer {
+  // 0xffff has no finite exclusive upper bound, so it is not a usable bucket.
+  if (!Number.isInteger(bucket) || bucket < 0 || bucket >= 0xffff) {
+    throw new KeyError(`bucket must be an integer in [0, 0xfffe], got ${String(bucket)}`);
+  }
+  const out = Buffer.alloc(2);
+  out.writeUInt16BE(bucket, 0);
+  return out;
+}
+
+/** Bounds of every key in one bucket. */
+export function bucketRange(bucket: number): { gte: Buffer; lt: Buffer } {
+  return { gte: bucketPrefix(bucket), lt: bucketPrefix(bucket + 1) };
+}
+
+function key(bucket: BucketId, ...parts: (string | Buffer)[]): Buffer {
+  return Buffer.concat([bucketPrefix(bucket), ...parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p))]);
+}
+
+/** Cursor over a key being decoded; every failure is a KeyError naming the key kind. */
+class KeyReader {
+  private at = 2;
+  constructor(
+    private readonly bytes: Buffer,
+    private readonly kind: string,
+  ) {}
+
+  static of(raw: Uint8Array, bucket: BucketId, kind: string): KeyReader {
+    const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+    if (bytes.length < 2 || bytes.readUInt16BE(0) !== bucket) {
+      throw new KeyError(`not a ${kind} key (expected bucket 0x${bucket.toString(16).padStart(4, '0')})`);
+    }
+    return new KeyReader(bytes, kind);
+  }
+
+  fail(why: string): never {
+    throw new KeyError(`bad ${this.kind} key: ${why}`);
+  }
+
+  marker(text: string): void {
+    const expected = Buffer.from(text, 'utf8');
+    if (!this.bytes.subarray(this.at, this.at + expected.length).equals(expected)) this.fail(`missing '${text}'`);
+    this.at += expected.length;
+  }
+
+  private text(bytes: Buffer): string {
+    try {
+      return strictUtf8.decode(bytes);
+    } catch {
+      return this.fail('not valid UTF-8');
+    }
+  }
+
+  /** Text up to SEP (which is consumed). Text never contains 0x00, so the first 0x00 starts SEP. */
+  textToSep(): string {
+    const end = this.bytes.indexOf(0x00, this.at);
+    if (end < 0 || this.bytes[end + 1] !== 0x00) this.fail('missing separator');
+    const out = this.text(this.bytes.subarray(this.at, end));
+    this.at = end + SEP.length;
+    return out;
+  }
+
+  rest(): string {
+    const out = this.text(this.bytes.subarray(this.at));
+    this.at = this.bytes.length;
+    return out;
+  }
+
+  index(): number {
+    const out = decodeIndex(this.bytes, this.at);
+    this.at += INDEX_BYTES;
+    return out;
+  }
+
+  done(): void {
+    if (this.at !== this.bytes.length) this.fail('trailing bytes');
+  }
+}
+
+// ---------------------------------------------------------------- 0x0000 / 0x0001 properties
+
+/** Peer-local property (`currentTerm`, `votedFor`, ...): 0x0000 + utf8(name). */
+export function propertyKey(name: string): Buffer {
+  assertPropertyName(name);
+  return key(Bucket.property, name);
+}
+
+/** Property shared through snapshots (applied index, config, ...): 0x0001 + utf8(name). */
+export function internalPropertyKey(name: string): Buffer {
+  assertPropertyName(name);
+  return key(Bucket.internal, name);
+}
+
+export function decodePropertyKey(raw: Uint8Array): string {
+  return decodeProperty(raw, Bucket.property, 'property');
+}
+
+export function decodeInternalPropertyKey(raw: Uint8Array): string {
+  return decodeProperty(raw, Bucket.internal, 'internal property');
+}
+
+function decodeProperty(raw: Uint8Array, bucket: BucketId, kind: string): string {
+  const reader = KeyReader.of(raw, bucket, kind);
+  const name = reader.rest();
+  if (name.length === 0) reader.fail('empty name');
+  return name;
+}
+
+function assertPropertyName(name: string): void {
+  if (typeof name !== 'string' || name.length === 0) throw new KeyError('property name must be a non-empty string');
+  if (LONE_SURROGATE.test(name)) throw new KeyError('property name must be valid UTF-8');
+}
+
+// ---------------------------------------------------------------- 0x0002 Raft log
+
+/** Raft log entry: 0x0002 + 8-byte big-endian index. */
+export function logKey(index: number): Buffer {
+  return key(Bucket.log, encodeIndex(index));
+}
+
+export function decodeLogKey(raw: Uint8Array): number {
+  const reader = KeyReader.of(raw, Bucket.log, 'log');
+  const index = reader.index();
+  reader.done();
+  return index;
+}
+
+// ---------------------------------------------------------------- 0x0003 list items
+
+export interface ItemRef {
+  readonly path: string;
+  readonly index: number;
+}
+
+/** List item: 0x0003 + '/data' + path + SEP + index8. */
+export function itemKey(path: string, index: number): Buffer {
+  assertKeyPath(path);
+  return key(Bucket.item, ITEM, path, SEP, encodeIndex(index));
+}
+
+export function decodeItemKey(raw: Uint8Array): ItemRef {
+  const reader = KeyReader.of(raw, Bucket.item, 'item');
+  const ref = readItemRef(reader);
+  reader.done();
+  return ref;
+}
+
+function readItemRef(reader: KeyReader): ItemRef {
+  reader.marker(ITEM);
+  const path = reader.textToSep();
+  if (!path.startsWith('/')) reader.fail("path does not start with '/'");
+  return { path, index: reader.index() };
+}
+
+/** Every item of one list, in index order. */
+export function itemRange(path: string): { gte: Buffer; lt: Buffer } {
+  assertKeyPath(path);
+  return { gte: key(Bucket.item, ITEM, path, SEP), lt: key(Bucket.item, ITEM, path, SEP_END) };
+}
+
+/**
+ * The item-key bytes of every path that starts with `pathPrefix` begin with
+ * this key, and no other item key does: a seek target for walking the tree of
+ * lists (e.g. `ls`). `pathPrefix` may be any NUL-free text starting with '/'.
+ */
+export function itemSeekKey(pathPrefix: string): Buffer {
+  assertKeyPath(pathPrefix);
+  return key(Bucket.item, ITEM, pathPrefix);
+}
+
+// ---------------------------------------------------------------- 0x0004 clients (sessions)
+
+/** Client (session) record: 0x0004 + '/client/' + id. */
+export function clientKey(session: string): Buffer {
+  assertSessionId(session);
+  return key(Bucket.client, CLIENT, session);
+}
+
+export function decodeClientKey(raw: Uint8Array): string {
+  const reader = KeyReader.of(raw, Bucket.client, 'client');
+  reader.marker(CLIENT);
+  return checkedSession(reader, reader.rest());
+}
+
+function checkedSession(reader: KeyReader, session: string): string {
+  const problem = validateSessionId(session);
+  if (problem !== null) reader.fail(problem);
+  return session;
+}
+
+// ---------------------------------------------------------------- 0x0005 client data (reverse index)
+
+export interface ClientDataRef extends ItemRef {
+  readonly session: string;
+}
+
+/**
+ * Reverse index from a session to an ephemeral item it owns:
+ * 0x0005 + '/cdata/' + id + SEP + (item key without its bucket prefix, i.e.
+ * '/data' + path + SEP + index8), as in the seed's `/cdata/A|/data/foo/bar|0001`.
+ */
+export function clientDataKey(session: string, path: string, index: number): Buffer {
+  assertSessionId(session);
+  return Buffer.concat([key(Bucket.clientData, CLIENT_DATA, session, SEP), itemKey(path, index).subarray(2)]);
+}
+
+export function decodeClientDataKey(raw: Uint8Array): ClientDataRef {
+  const reader = KeyReader.of(raw, Bucket.clientData, 'client data');
+  reader.marker(CLIENT_DATA);
+  const session = checkedSession(reader, reader.textToSep());
+  const ref = readItemRef(reader);
+  reader.done();
+  return { session, ...ref };
+}
+
+/** Every ephemeral item of one session, ordered by path then index. */
+export function clientDataRange(session: string): { gte: Buffer; lt: Buffer } {
+  assertSessionId(session);
+  return { gte: key(Bucket.clientData, CLIENT_DATA, session, SEP), lt: key(Bucket.clientData, CLIENT_DATA, session, SEP_END) };
+}
+
+// ---------------------------------------------------------------- 0x0006 watches
+
+export interface WatchRef {
+  /** true: the session watches every list at or below `path`; false: exactly the list at `path`. */
+  readonly prefix: boolean;
+  readonly path: string;
+  readonly session: string;
+}
+
+/**
+ * Exact watch: 0x0006 + '/watch' + path + SEP + id.
+ * Prefix watch: 0x0006 + '/pwatch' + path + SEP + id (path may be '/').
+ */
+export function watchKey(ref: WatchRef): Buffer {
+  assertKeyPath(ref.path);
+  assertSessionId(ref.session);
+  return key(Bucket.watch, ref.prefix ? PREFIX_WATCH : EXACT_WATCH, ref.path, SEP, ref.session);
+}
+
+export function decodeWatchKey(raw: Uint8Array): WatchRef {
+  const reader = KeyReader.of(raw, Bucket.watch, 'watch');
+  // Both markers start with '/'; the second byte tells them apart.
+  const prefix = raw[3] === 0x70; // 'p'
+  reader.marker(prefix ? PREFIX_WATCH : EXACT_WATCH);
+  const path = reader.textToSep();
+  if (!path.startsWith('/')) reader.fail("path does not start with '/'");
+  const session = checkedSession(reader, reader.rest());
+  return { prefix, path, session };
+}
+
+/** Every watcher of one path of one kind (exact or prefix), ordered by session id. */
+export function watchRange(path: string, prefix: boolean): { gte: Buffer; lt: Buffer } {
+  assertKeyPath(path);
+  const marker = prefix ? PREFIX_WATCH : EXACT_WATCH;
+  return { gte: key(Bucket.watch, marker, path, SEP), lt: key(Bucket.watch, marker, path, SEP_END) };
+}
+
+// ---------------------------------------------------------------- 0x0007 client lag
+
+/** Highest notification index a session acknowledged: 0x0007 + '/lag/' + id. */
+export function lagKey(session: string): Buffer {
+  assertSessionId(session);
+  return key(Bucket.lag, LAG, session);
+}
+
+export function decodeLagKey(raw: Uint8Array): string {
+  const reader = KeyReader.of(raw, Bucket.lag, 'lag');
+  reader.marker(LAG);
+  return checkedSession(reader, reader.rest());
+}

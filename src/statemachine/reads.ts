@@ -1,0 +1,99 @@
+// Read helpers over the state-machine buckets, shared by apply (which reads the
+// state left by the previous entry) and by queries (which read a snapshot).
+import { createHash } from 'node:crypto';
+import {
+  Bucket,
+  bucketRange,
+  decodeItemKey,
+  internalPropertyKey,
+  itemKey,
+  itemRange,
+  itemSeekKey,
+} from '../keys/index.js';
+import { decodeAppliedValue, decodeItemValue } from './codec.js';
+import type { Item, VeraDb } from './types.js';
+
+export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
+
+export const APPLIED_KEY: Buffer = internalPropertyKey('applied');
+
+export async function readApplied(db: VeraDb, snapshot?: DbSnapshot): Promise<number> {
+  const bytes = await db.get(APPLIED_KEY, { snapshot });
+  return bytes === undefined ? 0 : decodeAppliedValue(bytes);
+}
+
+export async function readItem(db: VeraDb, path: string, index: number): Promise<Item | undefined> {
+  const bytes = await db.get(itemKey(path, index));
+  return bytes === undefined ? undefined : { index, ...decodeItemValue(bytes) };
+}
+
+/** Every item of one list, in index order. */
+export async function readList(db: VeraDb, path: string, snapshot?: DbSnapshot): Promise<Item[]> {
+  const items: Item[] = [];
+  for await (const [key, value] of db.iterator({ ...itemRange(path), snapshot })) {
+    items.push({ index: decodeItemKey(key).index, ...decodeItemValue(value) });
+  }
+  return items;
+}
+
+/** The newest index of a list once `removed` indexes are gone (0 when it would be empty). */
+export async function newestRemaining(db: VeraDb, path: string, removed: ReadonlySet<number>): Promise<number> {
+  // Walks back from the newest item; it stops after at most removed.size + 1 keys.
+  for await (const key of db.keys({ ...itemRange(path), reverse: true })) {
+    const { index } = decodeItemKey(key);
+    if (!removed.has(index)) return index;
+  }
+  return 0;
+}
+
+/**
+ * Names of the segments directly below `path` that lead to at least one item,
+ * sorted in UTF-8 byte order (the order of the keys).
+ *
+ * Seeks over whole subtrees instead of reading every item below `path`. For a
+ * child C the item keys are not one contiguous run: paths like C-x or C.x sort
+ * between C's own items (C + SEP) and C's descendants (C + '/'). So on landing
+ * on a key of C we skip just the run we landed in: C's own items (to C + 0x00 0x01)
+ * or C's descendants (to C + '0', '0' being the byte after '/'). Each child is
+ * landed on at most twice.
+ */
+export async function listChildren(db: VeraDb, path: string, snapshot?: DbSnapshot): Promise<string[]> {
+  const base = path === '/' ? '/' : `${path}/`;
+  const lt = path === '/' ? bucketRange(Bucket.item).lt : itemSeekKey(`${path}0`);
+  const names = new Set<string>();
+  const keys = db.keys({ gte: itemSeekKey(base), lt, snapshot });
+  try {
+    for (let key = await keys.next(); key !== undefined; key = await keys.next()) {
+      const below = decodeItemKey(key).path.slice(base.length);
+      const cut = below.indexOf('/');
+      const name = cut < 0 ? below : below.slice(0, cut);
+      names.add(name);
+      const child = base + name;
+      keys.seek(cut < 0 ? itemRange(child).lt : itemSeekKey(`${child}0`));
+    }
+  } finally {
+    await keys.close();
+  }
+  return [...names].sort(compareUtf8);
+}
+
+export function compareUtf8(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** sha256 over every key and value of buckets 0x0003..0x0007 (the replicated Vera data). */
+export async function digestState(db: VeraDb): Promise<string> {
+  const hash = createHash('sha256');
+  const length = Buffer.alloc(4);
+  const frame = (bytes: Buffer): void => {
+    // Length-prefixed so that different key/value splits cannot hash alike.
+    length.writeUInt32BE(bytes.length, 0);
+    hash.update(length);
+    hash.update(bytes);
+  };
+  for await (const [key, value] of db.iterator({ gte: bucketRange(Bucket.item).gte, lt: bucketRange(Bucket.lag).lt })) {
+    frame(key);
+    frame(value);
+  }
+  return hash.digest('hex');
+}

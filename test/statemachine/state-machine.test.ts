@@ -1,0 +1,366 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { pack, unpack } from 'msgpackr';
+import {
+  Bucket,
+  bucketRange,
+  clientDataKey,
+  clientKey,
+  internalPropertyKey,
+  itemKey,
+  lagKey,
+  watchKey,
+} from '../../src/keys/index.js';
+import type { Command } from '../../src/statemachine/commands.js';
+import { StateMachine } from '../../src/statemachine/state-machine.js';
+import { StateMachineError, type ApplyOutcome } from '../../src/statemachine/types.js';
+import { EntryFeed, openTempDb, type TempDb } from './helpers.js';
+
+let tmp: TempDb;
+let sm: StateMachine;
+let feed: EntryFeed;
+
+beforeEach(async () => {
+  tmp = await openTempDb();
+  sm = await StateMachine.open(tmp.db);
+  feed = new EntryFeed();
+});
+afterEach(async () => {
+  await tmp.cleanup();
+});
+
+const run = (c: Command): Promise<ApplyOutcome> => sm.apply(feed.command(c));
+const open = (session: string): Promise<ApplyOutcome> => run({ op: 'openSession', session, timeoutMs: 5000, remote: `ip-${session}` });
+const push = (session: string, path: string, data: unknown, extra: Partial<Command> = {}): Promise<ApplyOutcome> =>
+  run({ op: 'push', session, path, data, persistent: false, watch: true, ...extra } as Command);
+const has = async (key: Buffer): Promise<boolean> => (await tmp.db.get(key)) !== undefined;
+
+async function bucketKeys(bucket: number): Promise<string[]> {
+  const out: string[] = [];
+  for await (const k of tmp.db.keys(bucketRange(bucket))) out.push(k.toString('hex'));
+  return out;
+}
+
+describe('entries and the applied index', () => {
+  it('starts at 0 and advances on noop and config entries without touching state', async () => {
+    expect(sm.appliedIndex).toBe(0);
+    const digest = await sm.digest();
+    const a = await sm.apply(feed.noop());
+    const b = await sm.apply(feed.config());
+    expect(a).toEqual({ index: 1, ignored: false, result: { ok: true, op: 'noop' }, events: [] });
+    expect(b.result).toEqual({ ok: true, op: 'config' });
+    expect(sm.appliedIndex).toBe(2);
+    expect(await sm.digest()).toBe(digest);
+    expect(unpack((await tmp.db.get(internalPropertyKey('applied')))!)).toBe(2);
+  });
+
+  it('ignores an entry at or below the applied index and reports it', async () => {
+    const first = feed.command({ op: 'openSession', session: 'A', timeoutMs: 1, remote: '' });
+    await sm.apply(first);
+    const again = await sm.apply(first);
+    expect(again).toEqual({ index: 1, ignored: true, result: { ok: true, op: 'noop' }, events: [] });
+    expect(sm.appliedIndex).toBe(1);
+  });
+
+  it('throws on a gap in the entry sequence', async () => {
+    await expect(sm.apply({ index: 2, term: 1, kind: 'noop', data: new Uint8Array() })).rejects.toThrow(StateMachineError);
+    expect(sm.appliedIndex).toBe(0);
+  });
+
+  it('answers BAD_REQUEST for undecodable bytes, changing only the applied index', async () => {
+    await open('A');
+    const digest = await sm.digest();
+    const out = await sm.apply(feed.raw(new Uint8Array([0xc1, 0x00])));
+    expect(out.result).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
+    const shape = await sm.apply(feed.raw(pack({ op: 'push', session: 'A', path: 'bad' })));
+    expect(shape.result).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
+    expect(sm.appliedIndex).toBe(3);
+    expect(await sm.digest()).toBe(digest);
+  });
+
+  it('writes state and applied index in exactly one batch per entry', async () => {
+    const batch = vi.spyOn(tmp.db, 'batch');
+    await open('A');
+    await push('A', '/x', 1);
+    await sm.apply(feed.raw(new Uint8Array([0xc1])));
+    expect(batch).toHaveBeenCalledTimes(3);
+    // batch() is overloaded; the calls made here all pass one array of operations.
+    const calls = batch.mock.calls as unknown as Array<[Array<{ key: Buffer }>]>;
+    for (const [ops] of calls) {
+      const keys = ops.map((o) => o.key.toString('hex'));
+      expect(keys).toContain(internalPropertyKey('applied').toString('hex'));
+    }
+    expect(calls[1]?.[0].length).toBe(4); // item, cdata, watch, applied
+  });
+});
+
+describe('openSession', () => {
+  it('creates the client record', async () => {
+    const out = await open('A');
+    expect(out.result).toEqual({ ok: true, op: 'openSession', session: 'A' });
+    expect([...sm.sessions()]).toEqual([['A', { timeoutMs: 5000, remote: 'ip-A' }]]);
+    expect(unpack((await tmp.db.get(clientKey('A')))!)).toEqual({ timeoutMs: 5000, remote: 'ip-A' });
+  });
+
+  it('refuses an id that already exists', async () => {
+    await open('A');
+    const out = await run({ op: 'openSession', session: 'A', timeoutMs: 1, remote: 'other' });
+    expect(out.result).toMatchObject({ ok: false, code: 'CONFLICT' });
+    expect(sm.sessions().get('A')).toEqual({ timeoutMs: 5000, remote: 'ip-A' });
+  });
+});
+
+describe('push', () => {
+  beforeEach(async () => {
+    await open('A');
+  });
+
+  it('writes the item, its reverse entry and the implicit watch, and reports one event', async () => {
+    const out = await push('A', '/foo/bar', { x: 1 });
+    const item = { index: 2, owner: 'A', data: { x: 1 } };
+    expect(out.result).toEqual({ ok: true, op: 'push', item });
+    expect(out.events).toEqual([{ index: 2, type: 'push', path: '/foo/bar', item }]);
+    expect(await has(itemKey('/foo/bar', 2))).toBe(true);
+    expect(await has(clientDataKey('A', '/foo/bar', 2))).toBe(true);
+    expect(await has(watchKey({ prefix: false, path: '/foo/bar', session: 'A' }))).toBe(true);
+    expect(await sm.getList('/foo/bar')).toEqual({ index: 2, items: [item] });
+    expect(sm.lastIndexOf('/foo/bar')).toBe(2);
+    expect(sm.watchersOf('/foo/bar')).toEqual(new Set(['A']));
+  });
+
+  it('stores persistent items with no owner and no reverse entry; watch:false adds no watch', async () => {
+    const out = await push('A', '/p', 'v', { persistent: true, watch: false });
+    expect(out.result).toEqual({ ok: true, op: 'push', item: { index: 2, owner: null, data: 'v' } });
+    expect(await bucketKeys(Bucket.clientData)).toEqual([]);
+    expect(await bucketKeys(Bucket.watch)).toEqual([]);
+    expect(sm.watchersOf('/p').size).toBe(0);
+  });
+
+  it('keeps items in index order', async () => {
+    await push('A', '/l', 'a');
+    await push('A', '/l', 'b');
+    await push('A', '/l', 'c');
+    const list = await sm.getList('/l');
+    expect(list.items.map((i) => [i.index, i.data])).toEqual([
+      [2, 'a'],
+      [3, 'b'],
+      [4, 'c'],
+    ]);
+  });
+
+  it('checks ifLastIndex: 0 means empty, otherwise the newest index; a stale one is a CONFLICT', async () => {
+    expect((await push('A', '/lock', 'me', { ifLastIndex: 0 })).result.ok).toBe(true);
+    const digest = await sm.digest();
+    const stale = await push('A', '/lock', 'me too', { ifLastIndex: 0 });
+    expect(stale.result).toMatchObject({ ok: false, code: 'CONFLICT' });
+    expect(stale.events).toEqual([]);
+    expect(await sm.digest()).toBe(digest);
+    expect((await push('A', '/lock', 'next', { ifLastIndex: 2 })).result.ok).toBe(true);
+  });
+
+  it('refuses an unknown session', async () => {
+    const out = await push('B', '/x', 1);
+    expect(out.result).toMatchObject({ ok: false, code: 'SESSION_EXPIRED' });
+    expect(await bucketKeys(Bucket.item)).toEqual([]);
+  });
+});
+
+describe('delete', () => {
+  beforeEach(async () => {
+    await open('A'); // 1
+    await open('B'); // 2
+    await push('A', '/l', 'a1'); // 3
+    await push('A', '/l', 'p', { persistent: true }); // 4
+    await push('A', '/l', 'a2'); // 5
+  });
+
+  it('removes an own ephemeral item and its reverse entry, reporting the item', async () => {
+    const out = await run({ op: 'delete', session: 'A', path: '/l', index: 3 });
+    expect(out.result).toEqual({ ok: true, op: 'delete' });
+    expect(out.events).toEqual([{ index: 6, type: 'delete', path: '/l', item: { index: 3, owner: 'A', data: 'a1' } }]);
+    expect(await has(itemKey('/l', 3))).toBe(false);
+    expect(await has(clientDataKey('A', '/l', 3))).toBe(false);
+    expect(sm.lastIndexOf('/l')).toBe(5);
+  });
+
+  it('lets any session delete a persistent item', async () => {
+    const out = await run({ op: 'delete', session: 'B', path: '/l', index: 4 });
+    expect(out.result.ok).toBe(true);
+    expect((await sm.getList('/l')).items.map((i) => i.index)).toEqual([3, 5]);
+  });
+
+  it('moves the newest index back when the newest item goes, to 0 when the list empties', async () => {
+    await run({ op: 'delete', session: 'A', path: '/l', index: 5 });
+    expect(sm.lastIndexOf('/l')).toBe(4);
+    await run({ op: 'delete', session: 'A', path: '/l', index: 3 });
+    await run({ op: 'delete', session: 'A', path: '/l', index: 4 });
+    expect(sm.lastIndexOf('/l')).toBe(0);
+    expect((await push('A', '/l', 'again', { ifLastIndex: 0 })).result.ok).toBe(true);
+  });
+
+  it('answers NOT_FOUND for a missing item and FORBIDDEN for another session’s ephemeral item', async () => {
+    const digest = await sm.digest();
+    const missing = await run({ op: 'delete', session: 'A', path: '/l', index: 99 });
+    expect(missing.result).toMatchObject({ ok: false, code: 'NOT_FOUND' });
+    const forbidden = await run({ op: 'delete', session: 'B', path: '/l', index: 3 });
+    expect(forbidden.result).toMatchObject({ ok: false, code: 'FORBIDDEN' });
+    expect(forbidden.events).toEqual([]);
+    expect(await sm.digest()).toBe(digest);
+    expect(sm.appliedIndex).toBe(7);
+  });
+
+  it('answers SESSION_EXPIRED for an unknown session', async () => {
+    const out = await run({ op: 'delete', session: 'Z', path: '/l', index: 4 });
+    expect(out.result).toMatchObject({ ok: false, code: 'SESSION_EXPIRED' });
+  });
+});
+
+describe('watch and unwatch', () => {
+  beforeEach(async () => {
+    await open('A'); // 1
+    await open('B'); // 2
+    await push('A', '/a/b', 'x', { watch: false }); // 3
+  });
+
+  it('an exact watch returns the list as of its entry', async () => {
+    const out = await run({ op: 'watch', session: 'B', path: '/a/b', prefix: false });
+    expect(out.result).toEqual({ ok: true, op: 'watch', index: 4, items: [{ index: 3, owner: 'A', data: 'x' }] });
+    expect(sm.watchersOf('/a/b')).toEqual(new Set(['B']));
+    expect(sm.watchersOf('/a')).toEqual(new Set());
+  });
+
+  it('a prefix watch returns only the index and covers the path and everything below it', async () => {
+    const out = await run({ op: 'watch', session: 'B', path: '/a', prefix: true });
+    expect(out.result).toEqual({ ok: true, op: 'watch', index: 4 });
+    expect(sm.watchersOf('/a')).toEqual(new Set(['B']));
+    expect(sm.watchersOf('/a/b/c')).toEqual(new Set(['B']));
+    expect(sm.watchersOf('/ab')).toEqual(new Set());
+    await run({ op: 'watch', session: 'A', path: '/', prefix: true });
+    expect(sm.watchersOf('/ab')).toEqual(new Set(['A']));
+    expect(sm.watchesOf('B')).toEqual([{ prefix: true, path: '/a', session: 'B' }]);
+  });
+
+  it('unwatch removes only the named kind, and is harmless when absent', async () => {
+    await run({ op: 'watch', session: 'B', path: '/a/b', prefix: false });
+    await run({ op: 'watch', session: 'B', path: '/a/b', prefix: true });
+    const out = await run({ op: 'unwatch', session: 'B', path: '/a/b', prefix: false });
+    expect(out.result).toEqual({ ok: true, op: 'unwatch' });
+    expect(sm.watchesOf('B')).toEqual([{ prefix: true, path: '/a/b', session: 'B' }]);
+    expect((await run({ op: 'unwatch', session: 'B', path: '/zzz', prefix: false })).result.ok).toBe(true);
+    expect(await bucketKeys(Bucket.watch)).toEqual([watchKey({ prefix: true, path: '/a/b', session: 'B' }).toString('hex')]);
+  });
+
+  it('answers SESSION_EXPIRED for an unknown session', async () => {
+    const out = await run({ op: 'watch', session: 'Z', path: '/a', prefix: true });
+    expect(out.result).toMatchObject({ ok: false, code: 'SESSION_EXPIRED' });
+    expect(sm.watchersOf('/a').size).toBe(0);
+  });
+});
+
+describe('ack', () => {
+  it('raises each live session’s acknowledged index, never lowers it, and skips unknown sessions', async () => {
+    await open('A');
+    await open('B');
+    const out = await run({ op: 'ack', acks: [['A', 7], ['B', 3], ['Z', 9], ['A', 5]] });
+    expect(out.result).toEqual({ ok: true, op: 'ack' });
+    expect(sm.lagOf('A')).toBe(7);
+    expect(sm.lagOf('B')).toBe(3);
+    expect(sm.lagOf('Z')).toBe(0);
+    await run({ op: 'ack', acks: [['A', 2]] });
+    expect(sm.lagOf('A')).toBe(7);
+    expect(unpack((await tmp.db.get(lagKey('A')))!)).toEqual({ index: 7 });
+    expect(await has(lagKey('Z'))).toBe(false);
+  });
+});
+
+describe('closeSession', () => {
+  it('deletes everything the session owns in one entry and leaves the rest', async () => {
+    await open('A'); // 1
+    await open('B'); // 2
+    await push('A', '/b', 'a-b'); // 3
+    await push('A', '/a', 'a-a'); // 4
+    await push('A', '/a', 'kept', { persistent: true }); // 5
+    await push('B', '/a', 'b-a'); // 6
+    await push('A', '/a', 'a-a2'); // 7
+    await run({ op: 'watch', session: 'A', path: '/', prefix: true }); // 8
+    await run({ op: 'ack', acks: [['A', 8]] }); // 9
+
+    const out = await run({ op: 'closeSession', session: 'A', reason: 'expired' }); // 10
+    expect(out.result).toEqual({ ok: true, op: 'closeSession' });
+    // Events follow key order: path first, then index.
+    expect(out.events).toEqual([
+      { index: 10, type: 'delete', path: '/a', item: { index: 4, owner: 'A', data: 'a-a' } },
+      { index: 10, type: 'delete', path: '/a', item: { index: 7, owner: 'A', data: 'a-a2' } },
+      { index: 10, type: 'delete', path: '/b', item: { index: 3, owner: 'A', data: 'a-b' } },
+    ]);
+    expect((await sm.getList('/a')).items.map((i) => i.data)).toEqual(['kept', 'b-a']);
+    expect((await sm.getList('/b')).items).toEqual([]);
+    expect(sm.lastIndexOf('/a')).toBe(6);
+    expect(sm.lastIndexOf('/b')).toBe(0);
+    expect([...sm.sessions().keys()]).toEqual(['B']);
+    expect(sm.watchesOf('A')).toEqual([]);
+    expect(sm.lagOf('A')).toBe(0);
+    expect(await has(clientKey('A'))).toBe(false);
+    expect(await has(lagKey('A'))).toBe(false);
+    expect(await bucketKeys(Bucket.clientData)).toEqual([clientDataKey('B', '/a', 6).toString('hex')]);
+    expect(await bucketKeys(Bucket.watch)).toEqual([watchKey({ prefix: false, path: '/a', session: 'B' }).toString('hex')]);
+
+    const after = await push('A', '/a', 'ghost');
+    expect(after.result).toMatchObject({ ok: false, code: 'SESSION_EXPIRED' });
+  });
+
+  it('answers SESSION_EXPIRED for a session that is not open', async () => {
+    const out = await run({ op: 'closeSession', session: 'nobody', reason: 'bye' });
+    expect(out.result).toMatchObject({ ok: false, code: 'SESSION_EXPIRED' });
+  });
+});
+
+describe('queries', () => {
+  it('children lists each name once, sorted, across paths that interleave in key order', async () => {
+    await open('A');
+    // '/a' + '-' and '.' sort between '/a' + SEP and '/a/': the seek logic must not skip them.
+    for (const p of ['/a', '/a/x', '/a-b', '/a.c/d', '/a/y/z', '/b/q', '/a0', '/\u{1F600}', '/é'])
+      await push('A', p, p, { watch: false });
+    expect((await sm.children('/')).children).toEqual(['a', 'a-b', 'a.c', 'a0', 'b', 'é', '\u{1F600}']);
+    expect((await sm.children('/a')).children).toEqual(['x', 'y']);
+    expect((await sm.children('/a/y')).children).toEqual(['z']);
+    expect((await sm.children('/a/x')).children).toEqual([]);
+    expect((await sm.children('/nothing')).children).toEqual([]);
+    expect((await sm.children('/')).index).toBe(sm.appliedIndex);
+  });
+
+  it('children forgets a branch once its last list is empty', async () => {
+    await open('A');
+    await push('A', '/t/u', 1); // 2
+    await push('A', '/t/v/w', 2); // 3
+    await run({ op: 'delete', session: 'A', path: '/t/v/w', index: 3 });
+    expect((await sm.children('/t')).children).toEqual(['u']);
+    await run({ op: 'closeSession', session: 'A', reason: 'bye' });
+    expect((await sm.children('/')).children).toEqual([]);
+  });
+
+  it('getList pairs items with the exact applied index they reflect, even while applies run', async () => {
+    await open('A');
+    const applies: Promise<ApplyOutcome>[] = [];
+    for (let i = 0; i < 200; i++) applies.push(push('A', '/race', i, { watch: false }));
+    let done = false;
+    const all = Promise.all(applies).then(() => (done = true));
+    const views: { index: number; items: readonly { index: number }[] }[] = [];
+    while (!done) views.push(await sm.getList('/race'));
+    await all;
+    views.push(await sm.getList('/race'));
+    for (const view of views) {
+      // Entry 1 opened the session; entries 2..index each pushed one item.
+      expect(view.items.map((it) => it.index)).toEqual(Array.from({ length: view.index - 1 }, (_, k) => k + 2));
+    }
+    expect(views.at(-1)?.index).toBe(201);
+    expect(new Set(views.map((v) => v.index)).size).toBeGreaterThan(2); // the reads really interleaved
+  });
+
+  it('rejects invalid query arguments with a typed error', async () => {
+    await expect(sm.getList('/')).rejects.toThrow(StateMachineError);
+    await expect(sm.getList('x')).rejects.toThrow(StateMachineError);
+    await expect(sm.children('/a/')).rejects.toThrow(StateMachineError);
+    expect(() => sm.watchersOf('/a//b')).toThrow(StateMachineError);
+    expect(() => sm.lagOf('')).toThrow(StateMachineError);
+  });
+});
