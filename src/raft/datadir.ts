@@ -1,0 +1,282 @@
+// A Vera data directory: <dir>/db is the LevelDB (Raft log + state machine);
+// <dir>/snapshots is reserved for snapshot files. The rule that matters most:
+// a directory that is not clearly ours, or is damaged, is refused and left
+// exactly as it was. Nothing here ever deletes or re-initialises a store.
+//
+// A new store is built under a temporary name and renamed to <dir>/db only once
+// its format marker, node id and initial Raft state are synced, so <dir>/db
+// existing means "complete Vera store"; a crash during creation leaves only a
+// temporary directory, which the next start ignores and removes. Once db/ is
+// there it identifies the store, so entries beside it (snapshots/, logs) are fine.
+
+import { ClassicLevel } from 'classic-level';
+import { randomBytes } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
+import { access, mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Packr } from 'msgpackr';
+import { propertyKey } from '../keys/index.js';
+import { LevelLogStorage, type LevelDb } from './leveldb-storage.js';
+import type { ClusterConfig, NodeId } from './types.js';
+
+export const STORE_FORMAT = 'vera-store-v1';
+/** 0x0000 'format': msgpack string STORE_FORMAT. Peer-local, so snapshots never carry it. */
+export const FORMAT_KEY = propertyKey('format');
+/** 0x0000 'nodeId': msgpack string, the id this store was created for. */
+export const NODE_ID_KEY = propertyKey('nodeId');
+export const DB_DIRNAME = 'db';
+export const SNAPSHOTS_DIRNAME = 'snapshots';
+
+const CREATING_PREFIX = '.db-creating-';
+// A filesystem root (a dedicated mount) carries lost+found; that alone does not make a directory foreign.
+const IGNORABLE_ENTRIES: ReadonlySet<string> = new Set(['lost+found']);
+const packr = new Packr({ useRecords: false });
+
+export type DataDirErrorCode =
+  | 'invalidArgument'
+  /** The path exists but is not a directory. */
+  | 'notADirectory'
+  /** Holds something other than a Vera store (other files, or a LevelDB without the Vera marker). */
+  | 'foreign'
+  /** A Vera store of a format this version does not read. */
+  | 'unsupportedFormat'
+  /** A Vera store created for another node id. */
+  | 'wrongNode'
+  /** Looks like a Vera store but cannot be opened or read consistently. */
+  | 'corrupt'
+  /** Permissions or other I/O errors. */
+  | 'unreadable'
+  /** Another process (or another open in this one) holds the LevelDB lock. */
+  | 'locked';
+
+export class DataDirError extends Error {
+  override readonly name = 'DataDirError';
+  constructor(
+    readonly code: DataDirErrorCode,
+    readonly dir: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`data directory ${dir}: ${message}`, options);
+  }
+}
+
+export interface OpenDataDirOptions {
+  /** The cluster configuration a brand-new store starts with; ignored for an existing store. */
+  readonly initialConfig: ClusterConfig;
+  readonly nodeId: NodeId;
+}
+
+export interface OpenedDataDir {
+  /** Shared by the Raft log and the state machine; closed by close(). */
+  readonly db: LevelDb;
+  readonly storage: LevelLogStorage;
+  /** true when this call created the store. */
+  readonly fresh: boolean;
+  /** Closes the log storage, then the database. */
+  close(): Promise<void>;
+}
+
+export async function openDataDir(dir: string, options: OpenDataDirOptions): Promise<OpenedDataDir> {
+  if (typeof dir !== 'string' || dir === '') throw new DataDirError('invalidArgument', String(dir), 'path must be a non-empty string');
+  if (typeof options.nodeId !== 'string' || options.nodeId === '') {
+    throw new DataDirError('invalidArgument', dir, 'node id must be a non-empty string');
+  }
+  const entries = await listOrCreate(dir);
+  const leftovers = entries.filter((name) => name.startsWith(CREATING_PREFIX));
+  const meaningful = entries.filter((name) => !name.startsWith(CREATING_PREFIX) && !IGNORABLE_ENTRIES.has(name));
+
+  let fresh = false;
+  if (!meaningful.includes(DB_DIRNAME)) {
+    if (meaningful.length > 0) {
+      throw new DataDirError('foreign', dir, `not a Vera data directory (no ${DB_DIRNAME}/, but holds: ${meaningful.sort().join(', ')}); refusing to use it`);
+    }
+    fresh = await createStore(dir, options);
+  }
+  const opened = await openExistingStore(dir, options);
+  // Safe only now: we hold <dir>/db's lock, so any creator still running has lost the race to the rename.
+  await Promise.all(leftovers.map((name) => rm(join(dir, name), { recursive: true, force: true })));
+  return { ...opened, fresh };
+}
+
+async function listOrCreate(dir: string): Promise<string[]> {
+  try {
+    const info = await stat(dir);
+    if (!info.isDirectory()) throw new DataDirError('notADirectory', dir, 'exists but is not a directory');
+  } catch (error) {
+    if (error instanceof DataDirError) throw error;
+    if (errorCode(error) !== 'ENOENT') throw ioError(dir, 'cannot stat', error);
+    try {
+      await mkdir(dir, { recursive: true });
+      await fsyncDir(dirname(dir));
+    } catch (cause) {
+      throw ioError(dir, 'cannot create', cause);
+    }
+  }
+  try {
+    return await readdir(dir);
+  } catch (cause) {
+    throw ioError(dir, 'cannot list', cause);
+  }
+}
+
+/** Builds a complete store under a temporary name and renames it into place. Returns false if another creator won. */
+async function createStore(dir: string, options: OpenDataDirOptions): Promise<boolean> {
+  const temporary = join(dir, `${CREATING_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    const db = openLevel(temporary, true);
+    try {
+      await db.open();
+      await db.batch(
+        [
+          { type: 'put', key: FORMAT_KEY, value: packr.pack(STORE_FORMAT) },
+          { type: 'put', key: NODE_ID_KEY, value: packr.pack(options.nodeId) },
+        ],
+        { sync: true },
+      );
+      // Writes the initial snapshot meta (with the initial config) before the store becomes visible.
+      const storage = await LevelLogStorage.open(db, { initialConfig: options.initialConfig });
+      await storage.close();
+    } finally {
+      await db.close();
+    }
+  } catch (cause) {
+    await rm(temporary, { recursive: true, force: true });
+    throw ioError(dir, 'cannot create a new store', cause);
+  }
+  try {
+    await rename(temporary, join(dir, DB_DIRNAME));
+    await fsyncDir(dir);
+    return true;
+  } catch (cause) {
+    await rm(temporary, { recursive: true, force: true });
+    const code = errorCode(cause);
+    if (code === 'ENOTEMPTY' || code === 'EEXIST') return false; // a concurrent creator got there first
+    throw ioError(dir, 'cannot move the new store into place', cause);
+  }
+}
+
+async function openExistingStore(dir: string, options: OpenDataDirOptions): Promise<Omit<OpenedDataDir, 'fresh'>> {
+  const dbPath = join(dir, DB_DIRNAME);
+  await checkLevelFilesBeforeOpen(dir, dbPath);
+  // createIfMissing:false: LevelDB must never create a fresh database over files it could not recover.
+  const db = openLevel(dbPath, false);
+  try {
+    await db.open();
+  } catch (error) {
+    throw openError(dir, error);
+  }
+  try {
+    await checkIdentity(dir, db, options.nodeId);
+    const storage = await LevelLogStorage.open(db, { initialConfig: options.initialConfig });
+    return {
+      db,
+      storage,
+      close: async () => {
+        await storage.close();
+        await db.close();
+      },
+    };
+  } catch (error) {
+    await db.close();
+    if (error instanceof DataDirError) throw error;
+    throw new DataDirError('corrupt', dir, `the Raft log cannot be opened: ${describe(error)}`, { cause: error });
+  }
+}
+
+/**
+ * LevelDB rewrites files as it opens (info log rotation, recovery), so a store
+ * that is visibly broken is refused before LevelDB ever touches it. A missing
+ * CURRENT is the dangerous case: LevelDB would treat the directory as empty.
+ */
+async function checkLevelFilesBeforeOpen(dir: string, dbPath: string): Promise<void> {
+  let current: string;
+  try {
+    const info = await stat(dbPath);
+    if (!info.isDirectory()) throw new DataDirError('corrupt', dir, `${DB_DIRNAME} is not a directory`);
+    await access(dbPath, fsConstants.R_OK | fsConstants.W_OK | fsConstants.X_OK);
+    current = await readFile(join(dbPath, 'CURRENT'), 'utf8');
+  } catch (error) {
+    if (error instanceof DataDirError) throw error;
+    if (errorCode(error) === 'ENOENT') {
+      throw new DataDirError('corrupt', dir, `${DB_DIRNAME}/CURRENT is missing: not a complete LevelDB; refusing to open it`, { cause: error });
+    }
+    throw ioError(dir, `cannot read ${DB_DIRNAME}`, error);
+  }
+  const manifest = /^(MANIFEST-[0-9]+)\n$/.exec(current)?.[1];
+  if (manifest === undefined) {
+    throw new DataDirError('corrupt', dir, `${DB_DIRNAME}/CURRENT does not name a MANIFEST file (got ${JSON.stringify(current.slice(0, 64))})`);
+  }
+  try {
+    const info = await stat(join(dbPath, manifest));
+    if (!info.isFile()) throw new Error(`${manifest} is not a file`);
+  } catch (cause) {
+    throw new DataDirError('corrupt', dir, `${DB_DIRNAME}/CURRENT names ${manifest}, which cannot be found`, { cause });
+  }
+}
+
+async function checkIdentity(dir: string, db: LevelDb, nodeId: NodeId): Promise<void> {
+  const [rawFormat, rawNodeId] = await db.getMany([FORMAT_KEY, NODE_ID_KEY]);
+  if (rawFormat === undefined) {
+    throw new DataDirError('foreign', dir, `${DB_DIRNAME} is a LevelDB without the Vera format marker; refusing to use it`);
+  }
+  const format = unpackOrUndefined(rawFormat);
+  if (format !== STORE_FORMAT) {
+    throw new DataDirError('unsupportedFormat', dir, `store format is ${JSON.stringify(format)}, this version reads ${STORE_FORMAT}`);
+  }
+  const storedNodeId = rawNodeId === undefined ? undefined : unpackOrUndefined(rawNodeId);
+  if (typeof storedNodeId !== 'string') throw new DataDirError('corrupt', dir, 'the store has no valid node id');
+  if (storedNodeId !== nodeId) {
+    throw new DataDirError('wrongNode', dir, `the store belongs to node ${JSON.stringify(storedNodeId)}, not ${JSON.stringify(nodeId)}`);
+  }
+}
+
+function openError(dir: string, error: unknown): DataDirError {
+  const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
+  if (errorCode(error) === 'LEVEL_LOCKED' || errorCode(cause) === 'LEVEL_LOCKED') {
+    return new DataDirError('locked', dir, 'the store is in use by another process or open (LevelDB LOCK is held)', { cause: error });
+  }
+  return new DataDirError('corrupt', dir, `LevelDB cannot open the store: ${describe(cause)}`, { cause: error });
+}
+
+function openLevel(path: string, create: boolean): LevelDb {
+  // Open options go to the constructor: it starts opening at once, and a later open() only waits for that.
+  return new ClassicLevel<Buffer, Buffer>(path, {
+    keyEncoding: 'buffer',
+    valueEncoding: 'buffer',
+    createIfMissing: create,
+    errorIfExists: create,
+  });
+}
+
+async function fsyncDir(path: string): Promise<void> {
+  // Makes a created or renamed entry durable: without it a power loss can forget the rename.
+  const handle = await open(path, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+function unpackOrUndefined(raw: Buffer): unknown {
+  try {
+    return packr.unpack(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+function ioError(dir: string, what: string, cause: unknown): DataDirError {
+  const code = errorCode(cause);
+  const detail = code === 'EACCES' || code === 'EPERM' ? 'permission denied' : describe(cause);
+  return new DataDirError('unreadable', dir, `${what}: ${detail}`, { cause });
+}
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

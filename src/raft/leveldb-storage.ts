@@ -1,0 +1,283 @@
+// The Raft log on LevelDB, laid out as seed 003 says. The database is shared
+// with the state machine (buckets 0x0003+ and the 'applied' internal property),
+// so this class touches only its own keys and never closes the database.
+//
+//   0x0000 'hardState'     msgpack { term, vote, commit }      peer-local, never in a snapshot
+//   0x0001 'snapshot'      msgpack { index, term, config }     start of the log; a fresh store holds
+//                                                              { 0, 0, initialConfig }
+//   0x0001 'lastLogIndex'  msgpack number                      max(snapshot.index, last entry index)
+//   0x0002 + index8        msgpack [index, term, kind, data]   kind: 0 noop, 1 command, 2 config
+//
+// Every persist is one LevelDB batch written with sync:true, so the hard state,
+// the entries, the deletions of a replaced suffix and lastLogIndex land together
+// or not at all.
+
+import type { ClassicLevel } from 'classic-level';
+import { Packr } from 'msgpackr';
+import { Bucket, bucketRange, decodeLogKey, internalPropertyKey, logKey, propertyKey } from '../keys/index.js';
+import {
+  type LoadedLog,
+  type LogBounds,
+  type LogStorage,
+  INITIAL_HARD_STATE,
+  StorageError,
+  checkClusterConfig,
+  checkHardState,
+  checkPersist,
+} from './storage.js';
+import type { ClusterConfig, Entry, EntryKind, HardState, SnapshotMeta } from './types.js';
+
+export type LevelDb = ClassicLevel<Buffer, Buffer>;
+
+export type LevelBatchOp = { readonly type: 'put'; readonly key: Buffer; readonly value: Buffer } | { readonly type: 'del'; readonly key: Buffer };
+
+export const HARD_STATE_KEY = propertyKey('hardState');
+export const SNAPSHOT_KEY = internalPropertyKey('snapshot');
+export const LAST_LOG_INDEX_KEY = internalPropertyKey('lastLogIndex');
+
+// Per-call encodings make the storage independent of the database's defaults.
+const BUFFERS = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
+
+// Plain MessagePack maps and arrays (no msgpackr records), so any decoder can read a dump.
+const packr = new Packr({ useRecords: false });
+
+const KIND_CODES: Readonly<Record<EntryKind, number>> = { noop: 0, command: 1, config: 2 };
+const KINDS_BY_CODE: readonly EntryKind[] = ['noop', 'command', 'config'];
+
+export interface LevelLogStorageOptions {
+  /** Written as the snapshot meta's config when the database holds no log yet; ignored otherwise. */
+  readonly initialConfig: ClusterConfig;
+}
+
+export class LevelLogStorage implements LogStorage {
+  private bounds: LogBounds;
+  /** Writes run one after another, each checked against the bounds the previous one left. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  private constructor(
+    private readonly db: LevelDb,
+    bounds: LogBounds,
+  ) {
+    this.bounds = bounds;
+  }
+
+  /**
+   * Opens the log in `db`. A database without a log gets the initial snapshot meta
+   * and lastLogIndex in one synced batch; an existing one is checked (its last log
+   * key must agree with lastLogIndex) but not fully read; load() does that.
+   */
+  static async open(db: LevelDb, options: LevelLogStorageOptions): Promise<LevelLogStorage> {
+    const [rawSnapshot, rawLast, rawHardState] = await db.getMany([SNAPSHOT_KEY, LAST_LOG_INDEX_KEY, HARD_STATE_KEY], BUFFERS);
+    if (rawSnapshot === undefined) {
+      const highest = await highestLogIndexAbove(db, 0);
+      if (rawLast !== undefined || rawHardState !== undefined || highest !== null) {
+        throw new StorageError('corrupt', 'the database holds Raft state but no snapshot meta (0x0001 snapshot); refusing to start over it');
+      }
+      const snapshot: SnapshotMeta = { index: 0, term: 0, config: checkClusterConfig(options.initialConfig, 'initial config', 'invalidArgument') };
+      await db.batch(
+        [
+          { type: 'put', key: SNAPSHOT_KEY, value: pack(snapshot) },
+          { type: 'put', key: LAST_LOG_INDEX_KEY, value: pack(0) },
+        ],
+        { ...BUFFERS, sync: true },
+      );
+      return new LevelLogStorage(db, { snapshotIndex: 0, lastIndex: 0, commit: 0 });
+    }
+    const snapshot = decodeSnapshot(rawSnapshot);
+    const lastIndex = decodeLastLogIndex(rawLast, snapshot);
+    const highest = await highestLogIndexAbove(db, snapshot.index);
+    if ((highest ?? snapshot.index) !== lastIndex) {
+      throw new StorageError(
+        'corrupt',
+        `lastLogIndex is ${lastIndex} but the highest stored entry after the snapshot is ${highest ?? 'none'}`,
+      );
+    }
+    const hardState = rawHardState === undefined ? INITIAL_HARD_STATE : decodeHardState(rawHardState);
+    if (hardState.commit > lastIndex) {
+      throw new StorageError('corrupt', `hard state commit ${hardState.commit} is beyond the last log index ${lastIndex}`);
+    }
+    return new LevelLogStorage(db, { snapshotIndex: snapshot.index, lastIndex, commit: hardState.commit });
+  }
+
+  load(): Promise<LoadedLog> {
+    return this.enqueue(async () => {
+      const [rawHardState, rawSnapshot, rawLast] = await this.db.getMany([HARD_STATE_KEY, SNAPSHOT_KEY, LAST_LOG_INDEX_KEY], BUFFERS);
+      if (rawSnapshot === undefined) throw new StorageError('corrupt', 'snapshot meta (0x0001 snapshot) is missing');
+      const snapshot = decodeSnapshot(rawSnapshot);
+      const lastIndex = decodeLastLogIndex(rawLast, snapshot);
+      const hardState = rawHardState === undefined ? INITIAL_HARD_STATE : decodeHardState(rawHardState);
+      const entries: Entry[] = [];
+      // Entries at or below snapshot.index are covered by the snapshot and not part of the log.
+      const range = { gte: logKey(snapshot.index + 1), lt: bucketRange(Bucket.log).lt };
+      for await (const [key, value] of this.db.iterator({ ...range, ...BUFFERS })) {
+        const expected = snapshot.index + 1 + entries.length;
+        const index = decodeLogKeyOrCorrupt(key);
+        if (index !== expected) {
+          throw new StorageError('corrupt', `the log is not contiguous: expected entry ${expected}, found ${index}`);
+        }
+        entries.push(decodeEntry(value, index));
+      }
+      const last = snapshot.index + entries.length;
+      if (last !== lastIndex) {
+        throw new StorageError('corrupt', `lastLogIndex is ${lastIndex} but the log ends at ${last}`);
+      }
+      if (hardState.commit > lastIndex) {
+        throw new StorageError('corrupt', `hard state commit ${hardState.commit} is beyond the last log index ${lastIndex}`);
+      }
+      return { hardState, snapshot, entries };
+    });
+  }
+
+  persist(hardState: HardState | null, entries: readonly Entry[]): Promise<void> {
+    return this.persistWith([], hardState, entries);
+  }
+
+  /**
+   * persist() plus `extraOps` (e.g. the state machine's writes) in the same synced
+   * batch, for a driver that wants one fsync per Ready. `extraOps` must not touch
+   * the log's own keys.
+   */
+  persistWith(extraOps: readonly LevelBatchOp[], hardState: HardState | null, entries: readonly Entry[]): Promise<void> {
+    return this.enqueue(async () => {
+      const newBounds = checkPersist(hardState, entries, this.bounds);
+      for (const op of extraOps) {
+        if (isLogOwnedKey(op.key)) {
+          throw new StorageError('invalidArgument', `extra op touches a key the log storage owns: ${op.key.toString('hex')}`);
+        }
+      }
+      const ops = [...this.logOps(hardState, entries, newBounds.lastIndex), ...extraOps];
+      if (ops.length === 0) return;
+      try {
+        await this.db.batch(ops, { ...BUFFERS, sync: true });
+      } catch (cause) {
+        // A failed fsync leaves the disk state uncertain: the driver should stop the node and reopen.
+        throw new StorageError('io', `writing the Raft log failed: ${describe(cause)}`, { cause });
+      }
+      this.bounds = newBounds;
+    });
+  }
+
+  /** Waits for queued calls; later calls fail with StorageError('closed'). The shared database stays open. */
+  async close(): Promise<void> {
+    const drained = this.queue.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.closed = true;
+    await drained;
+  }
+
+  private logOps(hardState: HardState | null, entries: readonly Entry[], newLast: number): LevelBatchOp[] {
+    const ops: LevelBatchOp[] = [];
+    if (hardState !== null) ops.push({ type: 'put', key: HARD_STATE_KEY, value: pack(hardState) });
+    if (entries.length === 0) return ops;
+    // Entries up to newLast are overwritten by the puts; a longer old suffix must be deleted.
+    for (let index = newLast + 1; index <= this.bounds.lastIndex; index++) ops.push({ type: 'del', key: logKey(index) });
+    for (const entry of entries) ops.push({ type: 'put', key: logKey(entry.index), value: encodeEntry(entry) });
+    ops.push({ type: 'put', key: LAST_LOG_INDEX_KEY, value: pack(newLast) });
+    return ops;
+  }
+
+  private enqueue<T>(task: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new StorageError('closed', 'log storage is closed'));
+    const result = this.queue.then(task, task);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+}
+
+const LOG_BUCKET_PREFIX = bucketRange(Bucket.log).gte;
+
+function isLogOwnedKey(key: Buffer): boolean {
+  return (
+    key.subarray(0, 2).equals(LOG_BUCKET_PREFIX) || key.equals(HARD_STATE_KEY) || key.equals(SNAPSHOT_KEY) || key.equals(LAST_LOG_INDEX_KEY)
+  );
+}
+
+async function highestLogIndexAbove(db: LevelDb, index: number): Promise<number | null> {
+  const range = { gt: logKey(index), lt: bucketRange(Bucket.log).lt };
+  for await (const key of db.keys({ ...range, reverse: true, limit: 1, keyEncoding: 'buffer' })) {
+    return decodeLogKeyOrCorrupt(key);
+  }
+  return null;
+}
+
+function pack(value: unknown): Buffer {
+  return packr.pack(value);
+}
+
+function unpack(raw: Buffer, what: string): unknown {
+  try {
+    return packr.unpack(raw);
+  } catch (cause) {
+    throw new StorageError('corrupt', `${what} is not valid MessagePack`, { cause });
+  }
+}
+
+function encodeEntry(entry: Entry): Buffer {
+  return pack([entry.index, entry.term, KIND_CODES[entry.kind], entry.data]);
+}
+
+function decodeEntry(raw: Buffer, index: number): Entry {
+  const value = unpack(raw, `log entry ${index}`);
+  if (!Array.isArray(value) || value.length !== 4) throw new StorageError('corrupt', `log entry ${index} is not [index, term, kind, data]`);
+  const [storedIndex, term, kindCode, data] = value as unknown[];
+  if (storedIndex !== index) throw new StorageError('corrupt', `log entry stored under index ${index} says it is ${String(storedIndex)}`);
+  if (typeof term !== 'number' || !Number.isSafeInteger(term) || term < 1) {
+    throw new StorageError('corrupt', `log entry ${index} has invalid term ${String(term)}`);
+  }
+  const kind = typeof kindCode === 'number' ? KINDS_BY_CODE[kindCode] : undefined;
+  if (kind === undefined) throw new StorageError('corrupt', `log entry ${index} has unknown kind code ${String(kindCode)}`);
+  if (!(data instanceof Uint8Array)) throw new StorageError('corrupt', `log entry ${index} data is not binary`);
+  // A plain Uint8Array view: callers see the same type MemoryLogStorage returns.
+  return { index, term, kind, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+}
+
+function decodeHardState(raw: Buffer): HardState {
+  const value = unpack(raw, 'hard state');
+  if (value === null || typeof value !== 'object') throw new StorageError('corrupt', 'hard state is not a map');
+  const { term, vote, commit } = value as Record<string, unknown>;
+  const hardState = { term, vote, commit } as HardState;
+  try {
+    checkHardState(hardState);
+  } catch (cause) {
+    throw new StorageError('corrupt', `stored hard state is invalid: ${describe(cause)}`, { cause });
+  }
+  return hardState;
+}
+
+function decodeSnapshot(raw: Buffer): SnapshotMeta {
+  const value = unpack(raw, 'snapshot meta');
+  if (value === null || typeof value !== 'object') throw new StorageError('corrupt', 'snapshot meta is not a map');
+  const { index, term, config } = value as Record<string, unknown>;
+  if (!isCount(index) || !isCount(term)) {
+    throw new StorageError('corrupt', `snapshot meta has invalid index/term ${String(index)}/${String(term)}`);
+  }
+  return { index, term, config: checkClusterConfig(config, 'snapshot config', 'corrupt') };
+}
+
+function decodeLastLogIndex(raw: Buffer | undefined, snapshot: SnapshotMeta): number {
+  if (raw === undefined) throw new StorageError('corrupt', 'lastLogIndex (0x0001 lastLogIndex) is missing');
+  const value = unpack(raw, 'lastLogIndex');
+  if (!isCount(value) || value < snapshot.index) {
+    throw new StorageError('corrupt', `lastLogIndex ${String(value)} is not an integer >= snapshot index ${snapshot.index}`);
+  }
+  return value;
+}
+
+function decodeLogKeyOrCorrupt(key: Buffer): number {
+  try {
+    return decodeLogKey(key);
+  } catch (cause) {
+    throw new StorageError('corrupt', `malformed key in the log bucket: ${key.toString('hex')}`, { cause });
+  }
+}
+
+function isCount(n: unknown): n is number {
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
