@@ -1,0 +1,143 @@
+// The receiving half of a link: a socket another member dialed, used only to
+// receive. It must authenticate first (ListenerHandshake); after that every
+// frame is decoded and validated whole, and every message in it must be from the
+// authenticated member and addressed to us, before any of it is delivered.
+// Whatever breaks these rules is logged and the connection closed: nothing a
+// misbehaving peer sends ever reaches the Raft core.
+
+import type WebSocket from 'ws';
+import type { Message, NodeId } from '../types.js';
+import { ListenerHandshake, PeerAuthError } from './auth.js';
+import { decodeMessages, PeerProtocolError } from './codec.js';
+import { CloseCode, closeReason, errorText, MAX_HANDSHAKE_FRAME_BYTES, toBuffer, type PeerLogger } from './shared.js';
+
+export interface InboundConnectionOptions {
+  readonly selfId: NodeId;
+  readonly secret: string | Uint8Array;
+  readonly clusterId: string;
+  readonly logger: PeerLogger;
+  readonly handshakeTimeoutMs: number;
+  readonly isKnownPeer: (id: NodeId) => boolean;
+  /** Called once, when the peer has proven who it is. */
+  readonly onAuthenticated: (conn: InboundConnection) => void;
+  /** Validated messages from the authenticated peer, in arrival order. */
+  readonly deliver: (messages: readonly Message[]) => void;
+  readonly onClosed: (conn: InboundConnection) => void;
+}
+
+export class InboundConnection {
+  private readonly handshake: ListenerHandshake;
+  private handshakeTimer: NodeJS.Timeout | null;
+  /** Set once we decided to drop the connection: later frames are ignored. */
+  private rejected = false;
+  private authenticatedPeer: NodeId | null = null;
+  /** Resolves when the socket has closed. */
+  readonly closed: Promise<void>;
+
+  constructor(
+    private readonly ws: WebSocket,
+    /** The remote address, for logs. */
+    readonly remote: string,
+    private readonly opts: InboundConnectionOptions,
+  ) {
+    this.handshake = new ListenerHandshake(
+      { secret: opts.secret, clusterId: opts.clusterId, selfId: opts.selfId },
+      opts.isKnownPeer,
+    );
+    ws.binaryType = 'nodebuffer';
+    this.handshakeTimer = setTimeout(() => {
+      this.handshakeTimer = null;
+      opts.logger.warn(
+        { event: 'peer.handshakeTimeout', remote, direction: 'inbound' },
+        `dropping peer connection from ${remote}: no authentication within ${opts.handshakeTimeoutMs} ms`,
+      );
+      // terminate, not close: a peer this slow would not finish a close handshake either.
+      this.terminate();
+    }, opts.handshakeTimeoutMs);
+    this.closed = new Promise((resolve) => {
+      ws.on('close', () => {
+        this.clearHandshakeTimer();
+        resolve();
+        opts.onClosed(this);
+      });
+    });
+    ws.on('error', (err) => opts.logger.debug({ event: 'peer.socketError', remote, err: err.message }, 'peer socket error'));
+    ws.on('message', (data, isBinary) => this.onFrame(toBuffer(data), isBinary));
+  }
+
+  /** The authenticated member on the other end, or null while the handshake runs. */
+  get peerId(): NodeId | null {
+    return this.authenticatedPeer;
+  }
+
+  /** Still authenticating (and not already being dropped). */
+  get pending(): boolean {
+    return this.authenticatedPeer === null && !this.rejected;
+  }
+
+  /** Closes the connection with a reason the other side can log. */
+  close(code: number, reason: string): void {
+    this.rejected = true;
+    this.clearHandshakeTimer();
+    this.ws.close(code, closeReason(reason));
+  }
+
+  /** Drops the socket at once (shutdown). */
+  terminate(): void {
+    this.rejected = true;
+    this.clearHandshakeTimer();
+    this.ws.terminate();
+  }
+
+  private onFrame(frame: Buffer, isBinary: boolean): void {
+    if (this.rejected) return;
+    try {
+      if (!isBinary) throw new PeerProtocolError('peer frames must be binary');
+      if (this.authenticatedPeer === null) this.onHandshakeFrame(frame);
+      else this.onMessageFrame(this.authenticatedPeer, frame);
+    } catch (err) {
+      const auth = err instanceof PeerAuthError;
+      this.reject(auth ? CloseCode.authFailed : CloseCode.protocolError, auth ? 'peer.authFailed' : 'peer.protocolError', errorText(err));
+    }
+  }
+
+  private onHandshakeFrame(frame: Buffer): void {
+    if (frame.byteLength > MAX_HANDSHAKE_FRAME_BYTES) {
+      throw new PeerProtocolError(`a ${frame.byteLength}-byte frame arrived before authentication`);
+    }
+    const reply = this.handshake.receive(frame);
+    this.ws.send(reply);
+    const peer = this.handshake.peerId;
+    if (peer === null) return;
+    this.authenticatedPeer = peer;
+    this.clearHandshakeTimer();
+    this.opts.logger.info({ event: 'peer.accepted', peer, remote: this.remote }, `accepted connection from peer ${peer}`);
+    this.opts.onAuthenticated(this);
+  }
+
+  private onMessageFrame(peer: NodeId, frame: Buffer): void {
+    const messages = decodeMessages(frame);
+    // Check the whole frame before delivering any of it.
+    for (const m of messages) {
+      if (m.from !== peer) throw new PeerAuthError(`${peer} sent a message claiming to be from ${m.from}`);
+      if (m.to !== this.opts.selfId) throw new PeerProtocolError(`${peer} sent a message addressed to ${m.to}, not to ${this.opts.selfId}`);
+    }
+    this.opts.deliver(messages);
+  }
+
+  private reject(code: number, event: string, why: string): void {
+    if (this.rejected) return;
+    this.opts.logger.warn(
+      { event, peer: this.authenticatedPeer ?? undefined, remote: this.remote, direction: 'inbound', err: why },
+      `dropping peer connection from ${this.authenticatedPeer ?? this.remote}: ${why}`,
+    );
+    this.close(code, why);
+  }
+
+  private clearHandshakeTimer(): void {
+    if (this.handshakeTimer) {
+      clearTimeout(this.handshakeTimer);
+      this.handshakeTimer = null;
+    }
+  }
+}

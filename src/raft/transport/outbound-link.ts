@@ -1,0 +1,296 @@
+// The sending half of the link to one peer: a WebSocket this node dials and
+// uses only for sending, plus the queue of messages waiting for it.
+//
+// Lifecycle: dial -> authenticate (DialerHandshake) -> open, flushing the queue;
+// on any close, redial after a capped, jittered exponential backoff. Messages
+// queue while the link is down or the socket is backed up; the queue is bounded
+// and drops its oldest messages, since Raft retransmits what still matters.
+// Messages queued in the same tick go out together in as few frames as fit.
+
+import WebSocket from 'ws';
+import type { Message, NodeId } from '../types.js';
+import { DialerHandshake, PeerAuthError } from './auth.js';
+import { backoffDelay, type BackoffOptions } from './backoff.js';
+import { BoundedQueue } from './bounded-queue.js';
+import { encodeMessages, estimateMessageBytes, frameOverheadBytes, PeerProtocolError } from './codec.js';
+import { CloseCode, closeReason, errorText, MAX_HANDSHAKE_FRAME_BYTES, peerUrl, toBuffer, type PeerLogger } from './shared.js';
+import { splitAppend } from './split-append.js';
+
+export interface PeerAddress {
+  readonly id: NodeId;
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface OutboundLinkOptions {
+  readonly selfId: NodeId;
+  readonly peer: PeerAddress;
+  readonly secret: string | Uint8Array;
+  readonly clusterId: string;
+  readonly logger: PeerLogger;
+  readonly maxQueueMessages: number;
+  readonly maxQueueBytes: number;
+  readonly maxFrameBytes: number;
+  /** Stop handing frames to the socket while this many bytes are still unwritten. */
+  readonly maxBufferedBytes: number;
+  readonly backoff: BackoffOptions;
+  /** Dial plus authentication must finish within this, or the attempt is abandoned. */
+  readonly handshakeTimeoutMs: number;
+  readonly random: () => number;
+}
+
+export interface OutboundLinkStatus {
+  readonly connected: boolean;
+  readonly queuedMessages: number;
+  readonly queuedBytes: number;
+  /** Messages dropped since the link was created: queue overflow or too big for a frame. */
+  readonly droppedMessages: number;
+  /** Frames handed to a socket since the link was created. */
+  readonly framesSent: number;
+}
+
+/** One dialed socket; its counters die with it, so a late callback can never touch its successor. */
+interface Dial {
+  readonly ws: WebSocket;
+  readonly handshake: DialerHandshake;
+  authenticated: boolean;
+  /** Bytes handed to ws.send whose write callback has not fired yet. */
+  unwritten: number;
+  readonly closed: Promise<void>;
+}
+
+export class OutboundLink {
+  private readonly queue: BoundedQueue<Message>;
+  private dial: Dial | null = null;
+  private started = false;
+  private stopped = false;
+  private attempt = 0;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private handshakeTimer: NodeJS.Timeout | null = null;
+  private flushImmediate: NodeJS.Immediate | null = null;
+  private dropped = 0;
+  private framesSent = 0;
+  /** Log the first overflow and the first failed dial of an outage, not every one. */
+  private overflowLogged = false;
+  private unreachableLogged = false;
+
+  constructor(private readonly opts: OutboundLinkOptions) {
+    this.queue = new BoundedQueue({ maxItems: opts.maxQueueMessages, maxBytes: opts.maxQueueBytes });
+  }
+
+  get peerId(): NodeId {
+    return this.opts.peer.id;
+  }
+
+  start(): void {
+    if (this.started || this.stopped) return;
+    this.started = true;
+    this.connect();
+  }
+
+  /** Queues `m` (an oversized append is split first) and schedules a flush. */
+  enqueue(m: Message): void {
+    if (this.stopped) return;
+    const pieces = m.type === 'app' ? splitAppend(m, this.opts.maxFrameBytes) : [m];
+    for (const piece of pieces) {
+      const dropped = this.queue.push(piece, estimateMessageBytes(piece));
+      if (dropped.length > 0) this.noteOverflow(dropped.length);
+    }
+    this.scheduleFlush();
+  }
+
+  status(): OutboundLinkStatus {
+    return {
+      connected: this.dial?.authenticated ?? false,
+      queuedMessages: this.queue.length,
+      queuedBytes: this.queue.bytes,
+      droppedMessages: this.dropped,
+      framesSent: this.framesSent,
+    };
+  }
+
+  /** Stops redialing, drops the queue and waits until the socket is really gone. */
+  async close(): Promise<void> {
+    this.stopped = true;
+    this.clearTimers();
+    this.queue.clear();
+    const dial = this.dial;
+    if (dial) {
+      dial.ws.terminate();
+      await dial.closed;
+    }
+  }
+
+  // ------------------------------------------------------------------ dialing
+
+  private connect(): void {
+    const { peer, handshakeTimeoutMs } = this.opts;
+    const ws = new WebSocket(peerUrl(peer.host, peer.port), {
+      perMessageDeflate: false,
+      // The listener only ever sends handshake frames on this socket.
+      maxPayload: MAX_HANDSHAKE_FRAME_BYTES,
+      handshakeTimeout: handshakeTimeoutMs,
+    });
+    ws.binaryType = 'nodebuffer';
+    let closedResolve!: () => void;
+    const closed = new Promise<void>((r) => (closedResolve = r));
+    const handshake = new DialerHandshake(
+      { secret: this.opts.secret, clusterId: this.opts.clusterId, selfId: this.opts.selfId },
+      peer.id,
+    );
+    const dial: Dial = { ws, handshake, authenticated: false, unwritten: 0, closed };
+    this.dial = dial;
+    // ws's own handshakeTimeout covers only the HTTP upgrade; this covers authentication too.
+    this.handshakeTimer = setTimeout(() => {
+      this.handshakeTimer = null;
+      this.opts.logger.warn({ event: 'peer.handshakeTimeout', peer: peer.id }, `no authenticated connection to ${peer.id} within ${handshakeTimeoutMs} ms`);
+      ws.terminate();
+    }, handshakeTimeoutMs);
+
+    ws.on('open', () => ws.send(handshake.hello()));
+    ws.on('message', (data, isBinary) => this.onHandshakeFrame(dial, toBuffer(data), isBinary));
+    ws.on('error', (err) => this.onDialError(err));
+    ws.on('close', (code, reason) => {
+      closedResolve();
+      this.onClose(dial, code, reason.toString('utf8'));
+    });
+  }
+
+  private onHandshakeFrame(dial: Dial, frame: Buffer, isBinary: boolean): void {
+    const { peer, logger } = this.opts;
+    if (dial !== this.dial || this.stopped) return;
+    try {
+      if (dial.authenticated) throw new PeerProtocolError('the listener sent a frame after authentication');
+      if (!isBinary) throw new PeerProtocolError('handshake frames must be binary');
+      const reply = dial.handshake.receive(frame);
+      if (reply !== null) {
+        dial.ws.send(reply);
+        return;
+      }
+      dial.authenticated = true;
+      this.clearHandshakeTimer();
+      this.attempt = 0;
+      this.unreachableLogged = false;
+      this.overflowLogged = false;
+      logger.info({ event: 'peer.connected', peer: peer.id, queued: this.queue.length }, `connected to peer ${peer.id}`);
+      this.scheduleFlush();
+    } catch (err) {
+      const auth = err instanceof PeerAuthError;
+      logger.warn(
+        { event: auth ? 'peer.authFailed' : 'peer.protocolError', peer: peer.id, direction: 'outbound', err: errorText(err) },
+        auth ? `peer ${peer.id} failed authentication` : `peer ${peer.id} broke the peer protocol`,
+      );
+      // The attempt is over; its deadline must not log a second, misleading failure.
+      this.clearHandshakeTimer();
+      dial.ws.close(auth ? CloseCode.authFailed : CloseCode.protocolError, closeReason(errorText(err)));
+    }
+  }
+
+  private onDialError(err: Error): void {
+    // A 'close' always follows; only the first failure of an outage is worth an info line.
+    const { peer, logger } = this.opts;
+    if (!this.unreachableLogged && !this.stopped) {
+      this.unreachableLogged = true;
+      logger.info({ event: 'peer.unreachable', peer: peer.id, err: err.message }, `cannot reach peer ${peer.id}; retrying`);
+    } else {
+      logger.debug({ event: 'peer.dialError', peer: peer.id, err: err.message }, `dial to ${peer.id} failed`);
+    }
+  }
+
+  private onClose(dial: Dial, code: number, reason: string): void {
+    if (dial !== this.dial) return;
+    this.dial = null;
+    this.clearHandshakeTimer();
+    if (this.flushImmediate) {
+      clearImmediate(this.flushImmediate);
+      this.flushImmediate = null;
+    }
+    if (this.stopped) return;
+    const { peer, logger } = this.opts;
+    if (dial.authenticated) {
+      logger.info({ event: 'peer.disconnected', peer: peer.id, code, reason }, `lost connection to peer ${peer.id}`);
+    } else if (code >= 4000) {
+      // The listener refused us and said why (wrong cluster, unknown member, ...).
+      logger.warn({ event: 'peer.refused', peer: peer.id, code, reason }, `peer ${peer.id} refused the connection: ${reason}`);
+    }
+    const delay = backoffDelay(this.attempt++, this.opts.backoff, this.opts.random);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      if (!this.stopped) this.connect();
+    }, delay);
+  }
+
+  // ------------------------------------------------------------------ sending
+
+  private scheduleFlush(): void {
+    if (this.flushImmediate || !this.dial?.authenticated || this.stopped) return;
+    // setImmediate, not a direct flush: everything sent in this tick shares frames.
+    this.flushImmediate = setImmediate(() => {
+      this.flushImmediate = null;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    const dial = this.dial;
+    if (!dial?.authenticated || dial.ws.readyState !== WebSocket.OPEN) return;
+    const { maxFrameBytes, maxBufferedBytes, logger, peer } = this.opts;
+    while (this.queue.length > 0 && dial.unwritten < maxBufferedBytes) {
+      const batch: Message[] = [];
+      let size = frameOverheadBytes();
+      for (let next = this.queue.peek(); next !== undefined; next = this.queue.peek()) {
+        if (batch.length > 0 && size + next.bytes > maxFrameBytes) break;
+        batch.push(this.queue.shift()!);
+        size += next.bytes;
+      }
+      const frame = encodeMessages(batch);
+      if (frame.byteLength > maxFrameBytes) {
+        // Only a lone message can get here (batches stop at the limit): the receiver would refuse it.
+        this.dropped += batch.length;
+        logger.error(
+          { event: 'peer.oversizedMessage', peer: peer.id, type: batch[0]?.type, bytes: frame.byteLength, maxFrameBytes },
+          `dropped a ${batch[0]?.type} message of ${frame.byteLength} bytes to ${peer.id}: above maxFrameBytes; raise it above the largest entry`,
+        );
+        continue;
+      }
+      dial.unwritten += frame.byteLength;
+      this.framesSent++;
+      dial.ws.send(frame, { binary: true }, (err) => {
+        dial.unwritten -= frame.byteLength;
+        // An error means the socket died; its close handler takes over.
+        if (!err && dial === this.dial) this.scheduleFlush();
+      });
+    }
+  }
+
+  private noteOverflow(count: number): void {
+    this.dropped += count;
+    const { peer, logger, maxQueueMessages, maxQueueBytes } = this.opts;
+    if (!this.overflowLogged) {
+      this.overflowLogged = true;
+      logger.warn(
+        { event: 'peer.queueOverflow', peer: peer.id, maxQueueMessages, maxQueueBytes },
+        `send queue to ${peer.id} is full; dropping its oldest messages`,
+      );
+    }
+  }
+
+  private clearHandshakeTimer(): void {
+    if (this.handshakeTimer) {
+      clearTimeout(this.handshakeTimer);
+      this.handshakeTimer = null;
+    }
+  }
+
+  private clearTimers(): void {
+    this.clearHandshakeTimer();
+    if (this.retryTimer) {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = null;
+    }
+    if (this.flushImmediate) {
+      clearImmediate(this.flushImmediate);
+      this.flushImmediate = null;
+    }
+  }
+}

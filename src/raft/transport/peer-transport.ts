@@ -1,0 +1,382 @@
+// The Raft peer transport of a multi-member cluster: what RaftDriver sends through
+// and what feeds it messages from other members.
+//
+// Each member dials every other member once and uses that socket only to send
+// (OutboundLink); sockets others dial to us are used only to receive
+// (InboundConnection). Two one-way sockets per pair need no tie-breaking over who
+// keeps which connection, and a send never waits on a receive. Every socket
+// authenticates with the cluster secret before anything else crosses it.
+
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Transport } from '../driver.js';
+import type { Message, NodeId } from '../types.js';
+import { checkHandshakeOptions } from './auth.js';
+import { checkBackoffOptions, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
+import { MAX_NODE_ID_BYTES } from './codec.js';
+import { InboundConnection } from './inbound-connection.js';
+import { OutboundLink, type OutboundLinkStatus, type PeerAddress } from './outbound-link.js';
+import { errorText, PEER_PATH, peerUrl, type PeerLogger } from './shared.js';
+
+export type { PeerAddress } from './outbound-link.js';
+export type { PeerLogger } from './shared.js';
+
+export type PeerTransportErrorCode = 'invalidOptions' | 'listen' | 'state';
+
+/** Bad options, a peer port that cannot be bound, or a call in the wrong state. */
+export class PeerTransportError extends Error {
+  override readonly name = 'PeerTransportError';
+  constructor(
+    readonly code: PeerTransportErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export interface PeerLimits {
+  /** Messages waiting for one peer; past this the oldest are dropped. */
+  readonly maxQueueMessages: number;
+  /** Estimated bytes waiting for one peer; past this the oldest are dropped. */
+  readonly maxQueueBytes: number;
+  /**
+   * Largest frame sent or accepted. Must be the same on every member and above the
+   * largest entry plus a few hundred bytes: a bigger single entry cannot be sent.
+   */
+  readonly maxFrameBytes: number;
+  /** Bytes handed to one socket but not yet written before the link stops feeding it (default 2 x maxFrameBytes). */
+  readonly maxBufferedBytes?: number;
+}
+
+export const DEFAULT_PEER_LIMITS: Required<PeerLimits> = {
+  maxQueueMessages: 10_000,
+  maxQueueBytes: 64 * 1024 * 1024,
+  maxFrameBytes: 4 * 1024 * 1024,
+  maxBufferedBytes: 8 * 1024 * 1024,
+};
+
+/** Room for a message's own fields (two 255-byte ids, a context) next to its entries. */
+export const MIN_FRAME_BYTES = 4096;
+
+export interface PeerTransportOptions {
+  readonly selfId: NodeId;
+  /** Where to accept peer connections (port 0: any free port, see `address`). */
+  readonly listen: { readonly host: string; readonly port: number };
+  /** Every other member; this node dials each of them. */
+  readonly peers: readonly PeerAddress[];
+  readonly secret: string | Uint8Array;
+  /** Identifies the cluster; see deriveClusterId. Members of different clusters never talk. */
+  readonly clusterId: string;
+  /** Each validated message from an authenticated peer (typically driver.step). */
+  readonly onMessage: (message: Message) => void;
+  readonly logger: PeerLogger;
+  readonly limits?: PeerLimits;
+  readonly reconnect?: BackoffOptions;
+  /** Connect plus authentication deadline, both directions (default 5000 ms). */
+  readonly handshakeTimeoutMs?: number;
+  /** Unauthenticated inbound connections allowed at once (default 32); more are refused. */
+  readonly maxPendingHandshakes?: number;
+  /** [0, 1) source for backoff jitter (default Math.random). */
+  readonly random?: () => number;
+}
+
+export interface PeerTransportStatus {
+  readonly listening: { readonly host: string; readonly port: number } | null;
+  /** Outbound (sending) side, per peer. */
+  readonly peers: Readonly<Record<NodeId, OutboundLinkStatus>>;
+  /** Peers with an authenticated inbound (receiving) connection. */
+  readonly inbound: readonly NodeId[];
+}
+
+export class PeerTransport implements Transport {
+  private readonly opts: PeerTransportOptions;
+  private readonly limits: Required<PeerLimits>;
+  private readonly handshakeTimeoutMs: number;
+  private readonly maxPendingHandshakes: number;
+  private readonly backoff: BackoffOptions;
+  private readonly links = new Map<NodeId, OutboundLink>();
+  /** Every accepted socket, authenticated or not. */
+  private readonly inbound = new Set<InboundConnection>();
+  /** The one authenticated inbound connection per peer; a newer one replaces an older. */
+  private readonly inboundByPeer = new Map<NodeId, InboundConnection>();
+  private readonly unknownLogged = new Set<NodeId>();
+  private http: Server | null = null;
+  private wss: WebSocketServer | null = null;
+  private bound: { host: string; port: number } | null = null;
+  private state: 'new' | 'starting' | 'started' | 'closed' = 'new';
+
+  constructor(options: PeerTransportOptions) {
+    this.opts = options;
+    this.limits = resolveLimits(options.limits);
+    this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5000;
+    this.maxPendingHandshakes = options.maxPendingHandshakes ?? 32;
+    this.backoff = options.reconnect ?? DEFAULT_BACKOFF;
+    checkOptions(options, this.handshakeTimeoutMs, this.maxPendingHandshakes, this.backoff);
+    for (const peer of options.peers) this.links.set(peer.id, this.makeLink(peer));
+  }
+
+  /** The bound peer address once started (the real port when `listen.port` was 0). */
+  get address(): { host: string; port: number } {
+    if (!this.bound) throw new PeerTransportError('state', 'the peer transport is not listening');
+    return this.bound;
+  }
+
+  /** Binds the peer port, then starts dialing every peer. Rejects clearly when the port is taken. */
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new PeerTransportError('state', `start() called on a ${this.state} peer transport`);
+    this.state = 'starting';
+    const { host, port } = this.opts.listen;
+    const http = createServer((_req, res) => {
+      res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
+      res.end('this is a Vera peer port; it speaks only the peer protocol over WebSocket\n');
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        http.once('error', reject);
+        http.listen(port, host, () => {
+          http.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (err) {
+      this.state = 'closed';
+      const code = (err as NodeJS.ErrnoException).code;
+      const why = code === 'EADDRINUSE' ? 'is already in use' : code === 'EADDRNOTAVAIL' ? 'is not an address of this machine' : `cannot be bound (${errorText(err)})`;
+      throw new PeerTransportError('listen', `peer port ${host}:${port} ${why}`, { cause: err });
+    }
+    if (this.state !== 'starting') {
+      // close() ran while we were binding.
+      await new Promise<void>((r) => http.close(() => r()));
+      throw new PeerTransportError('state', 'the peer transport was closed while starting');
+    }
+    http.on('error', (err) => this.opts.logger.error({ event: 'peer.serverError', err: errorText(err) }, 'peer port server error'));
+    this.http = http;
+    this.bound = { host, port: (http.address() as AddressInfo).port };
+    this.wss = new WebSocketServer({
+      server: http,
+      path: PEER_PATH,
+      perMessageDeflate: false,
+      maxPayload: this.limits.maxFrameBytes,
+      clientTracking: false,
+    });
+    this.wss.on('connection', (ws, req) => this.accept(ws, req));
+    this.wss.on('error', (err) => this.opts.logger.error({ event: 'peer.serverError', err: errorText(err) }, 'peer port server error'));
+    this.state = 'started';
+    this.opts.logger.info({ event: 'peer.listening', host, port: this.bound.port }, `peer port listening on ${host}:${this.bound.port}`);
+    for (const link of this.links.values()) link.start();
+  }
+
+  /** Best effort: queues `message` for `message.to`; an unknown destination is dropped and logged. */
+  send(message: Message): void {
+    if (this.state === 'closed') return;
+    const link = this.links.get(message.to);
+    if (link) {
+      link.enqueue(message);
+      return;
+    }
+    // Once per destination: Raft resends every heartbeat, and one line says it all.
+    if (!this.unknownLogged.has(message.to)) {
+      this.unknownLogged.add(message.to);
+      this.opts.logger.warn({ event: 'peer.unknownDestination', to: message.to, type: message.type }, `dropping messages to unknown peer ${message.to}`);
+    }
+  }
+
+  /** Starts talking to a member added after construction (a membership change). */
+  addPeer(peer: PeerAddress): void {
+    if (this.state === 'closed') throw new PeerTransportError('state', 'addPeer() on a closed peer transport');
+    checkPeer(peer, this.opts.selfId);
+    if (this.links.has(peer.id)) throw new PeerTransportError('invalidOptions', `peer ${peer.id} is already known`);
+    const link = this.makeLink(peer);
+    this.links.set(peer.id, link);
+    this.unknownLogged.delete(peer.id);
+    if (this.state === 'started') link.start();
+  }
+
+  /** Stops talking to a removed member: its queue is dropped and its connections closed. */
+  async removePeer(id: NodeId): Promise<void> {
+    const link = this.links.get(id);
+    if (!link) return;
+    this.links.delete(id);
+    const conn = this.inboundByPeer.get(id);
+    // terminate, not close: a removed member need not answer a close handshake.
+    conn?.terminate();
+    await Promise.all([link.close(), conn?.closed]);
+  }
+
+  status(): PeerTransportStatus {
+    const peers: Record<NodeId, OutboundLinkStatus> = {};
+    for (const [id, link] of this.links) peers[id] = link.status();
+    return { listening: this.bound, peers, inbound: [...this.inboundByPeer.keys()] };
+  }
+
+  /** Closes every socket and the peer port; resolves when all are gone and no timer is left. */
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    const waits: Array<Promise<void>> = [];
+    for (const link of this.links.values()) waits.push(link.close());
+    for (const conn of this.inbound) {
+      conn.terminate();
+      waits.push(conn.closed);
+    }
+    this.wss?.close();
+    const http = this.http;
+    if (http) {
+      waits.push(new Promise<void>((r) => http.close(() => r())));
+      http.closeAllConnections();
+    }
+    await Promise.all(waits);
+    this.inbound.clear();
+    this.inboundByPeer.clear();
+    this.opts.logger.info({ event: 'peer.closed' }, 'peer transport closed');
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private makeLink(peer: PeerAddress): OutboundLink {
+    return new OutboundLink({
+      selfId: this.opts.selfId,
+      peer,
+      secret: this.opts.secret,
+      clusterId: this.opts.clusterId,
+      logger: this.opts.logger,
+      maxQueueMessages: this.limits.maxQueueMessages,
+      maxQueueBytes: this.limits.maxQueueBytes,
+      maxFrameBytes: this.limits.maxFrameBytes,
+      maxBufferedBytes: this.limits.maxBufferedBytes,
+      backoff: this.backoff,
+      handshakeTimeoutMs: this.handshakeTimeoutMs,
+      random: this.opts.random ?? Math.random,
+    });
+  }
+
+  private accept(ws: WebSocket, req: IncomingMessage): void {
+    const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
+    if (this.state !== 'started') {
+      ws.terminate();
+      return;
+    }
+    const pending = [...this.inbound].filter((c) => c.pending).length;
+    if (pending >= this.maxPendingHandshakes) {
+      this.opts.logger.warn({ event: 'peer.tooManyHandshakes', remote }, 'refusing a peer connection: too many unauthenticated connections');
+      // terminate, not close: this socket is not tracked, so it must not linger in a close handshake.
+      ws.terminate();
+      return;
+    }
+    const conn = new InboundConnection(ws, remote, {
+      selfId: this.opts.selfId,
+      secret: this.opts.secret,
+      clusterId: this.opts.clusterId,
+      logger: this.opts.logger,
+      handshakeTimeoutMs: this.handshakeTimeoutMs,
+      isKnownPeer: (id) => this.links.has(id),
+      onAuthenticated: (c) => this.onAuthenticated(c),
+      deliver: (messages) => this.deliver(messages),
+      onClosed: (c) => this.onInboundClosed(c),
+    });
+    this.inbound.add(conn);
+  }
+
+  private onAuthenticated(conn: InboundConnection): void {
+    const peer = conn.peerId!;
+    const older = this.inboundByPeer.get(peer);
+    this.inboundByPeer.set(peer, conn);
+    // The peer redialed (e.g. it restarted), so its old socket is abandoned or half-open:
+    // drop it now rather than wait for a close handshake that may never come.
+    older?.terminate();
+  }
+
+  private onInboundClosed(conn: InboundConnection): void {
+    this.inbound.delete(conn);
+    const peer = conn.peerId;
+    if (peer !== null && this.inboundByPeer.get(peer) === conn) this.inboundByPeer.delete(peer);
+  }
+
+  private deliver(messages: readonly Message[]): void {
+    for (const m of messages) {
+      if (this.state !== 'started') return;
+      try {
+        this.opts.onMessage(m);
+      } catch (err) {
+        // Our own consumer failed; the peer did nothing wrong, so its connection stays.
+        this.opts.logger.error({ event: 'peer.onMessageFailed', from: m.from, type: m.type, err: errorText(err) }, 'onMessage threw');
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------ option checks
+
+function resolveLimits(limits: PeerLimits | undefined): Required<PeerLimits> {
+  const merged = { ...DEFAULT_PEER_LIMITS, ...limits };
+  if (limits && limits.maxBufferedBytes === undefined) merged.maxBufferedBytes = 2 * merged.maxFrameBytes;
+  for (const [name, value] of Object.entries(merged)) {
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new PeerTransportError('invalidOptions', `limits.${name} must be a positive integer, got ${String(value)}`);
+    }
+  }
+  if (merged.maxFrameBytes < MIN_FRAME_BYTES) {
+    throw new PeerTransportError('invalidOptions', `limits.maxFrameBytes must be at least ${MIN_FRAME_BYTES}, got ${merged.maxFrameBytes}`);
+  }
+  return merged;
+}
+
+function checkId(id: unknown, what: string): void {
+  if (typeof id !== 'string' || id.length === 0 || Buffer.byteLength(id) > MAX_NODE_ID_BYTES) {
+    throw new PeerTransportError('invalidOptions', `${what} must be a non-empty string of at most ${MAX_NODE_ID_BYTES} bytes`);
+  }
+}
+
+function checkPort(port: unknown, what: string, allowZero: boolean): void {
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < (allowZero ? 0 : 1) || port > 65535) {
+    throw new PeerTransportError('invalidOptions', `${what} must be an integer port in ${allowZero ? 0 : 1}..65535, got ${String(port)}`);
+  }
+}
+
+function checkPeer(peer: PeerAddress, selfId: NodeId): void {
+  checkId(peer.id, 'a peer id');
+  if (peer.id === selfId) throw new PeerTransportError('invalidOptions', `peers must not include this node (${selfId})`);
+  if (typeof peer.host !== 'string' || peer.host.length === 0) {
+    throw new PeerTransportError('invalidOptions', `peer ${peer.id} needs a host`);
+  }
+  checkPort(peer.port, `peer ${peer.id}'s port`, false);
+  // ws would throw on dial, inside a timer; refuse an address that cannot form a URL now.
+  try {
+    const url = new URL(peerUrl(peer.host, peer.port));
+    if (url.port !== String(peer.port) && !(peer.port === 80 && url.port === '')) throw new Error('host contains a port or path');
+  } catch {
+    throw new PeerTransportError('invalidOptions', `peer ${peer.id} has an unusable host ${JSON.stringify(peer.host)}`);
+  }
+}
+
+function checkOptions(o: PeerTransportOptions, handshakeTimeoutMs: number, maxPending: number, backoff: BackoffOptions): void {
+  checkId(o.selfId, 'selfId');
+  if (typeof o.listen?.host !== 'string' || o.listen.host.length === 0) {
+    throw new PeerTransportError('invalidOptions', 'listen.host must be a non-empty string');
+  }
+  checkPort(o.listen.port, 'listen.port', true);
+  const seen = new Set<NodeId>();
+  for (const peer of o.peers) {
+    checkPeer(peer, o.selfId);
+    if (seen.has(peer.id)) throw new PeerTransportError('invalidOptions', `peer ${peer.id} is listed twice`);
+    seen.add(peer.id);
+  }
+  if (typeof o.secret !== 'string' && !(o.secret instanceof Uint8Array)) {
+    throw new PeerTransportError('invalidOptions', 'secret must be a string or bytes');
+  }
+  try {
+    checkHandshakeOptions({ secret: o.secret, clusterId: o.clusterId, selfId: o.selfId });
+    checkBackoffOptions(backoff);
+  } catch (err) {
+    throw new PeerTransportError('invalidOptions', errorText(err), { cause: err });
+  }
+  if (typeof o.onMessage !== 'function') throw new PeerTransportError('invalidOptions', 'onMessage must be a function');
+  if (!Number.isFinite(handshakeTimeoutMs) || handshakeTimeoutMs < 1) {
+    throw new PeerTransportError('invalidOptions', 'handshakeTimeoutMs must be a positive number');
+  }
+  if (!Number.isSafeInteger(maxPending) || maxPending < 1) {
+    throw new PeerTransportError('invalidOptions', 'maxPendingHandshakes must be a positive integer');
+  }
+}
