@@ -1,0 +1,210 @@
+// The client verbs of `vera`: push, get, ls, delete, watch. Arguments are
+// checked before connecting (usage errors exit 2 without touching the network).
+import { connect, type ConnectOptions } from '../client/client.js';
+import type { VeraClient } from '../client/client.js';
+import { sessionUrl } from '../client/urls.js';
+import { validatePath } from '../keys/path.js';
+import { VeraError } from '../server/protocol-errors.js';
+import type { JsonValue } from '../server/protocol-types.js';
+import { boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
+import { EXIT, UsageError } from './errors.js';
+import { formatEvent, formatItem, formatResync } from './format.js';
+import { stopped, type CliIO } from './io.js';
+
+export const DEFAULT_SERVER = 'ws://127.0.0.1:1919';
+export const SERVER_ENV = 'VERA_SERVER';
+const DEFAULT_TIMEOUT_MS = 5_000;
+
+export const CLIENT_FLAGS: FlagSpecs = {
+  server: { kind: 'string' },
+  json: { kind: 'boolean' },
+  encoding: { kind: 'string' },
+  timeout: { kind: 'string' },
+  help: { kind: 'boolean', short: 'h' },
+};
+
+interface Context {
+  readonly args: ParsedArgs;
+  readonly io: CliIO;
+  readonly json: boolean;
+}
+
+interface ClientCommand {
+  readonly flags: FlagSpecs;
+  /** Names of the positional arguments, for arity errors. */
+  readonly positionals: readonly string[];
+  /** Checks the arguments and returns the action to run once connected. */
+  readonly prepare: (ctx: Context) => (client: VeraClient) => Promise<void>;
+}
+
+export const CLIENT_COMMANDS: Readonly<Record<string, ClientCommand>> = {
+  push: {
+    flags: { ...CLIENT_FLAGS, persistent: { kind: 'boolean' }, hold: { kind: 'boolean' }, 'if-last-index': { kind: 'string' } },
+    positionals: ['PATH', 'DATA'],
+    prepare: (ctx) => {
+      const path = pathArg(ctx, 0, false);
+      const data = parseData(ctx.args.positionals[1]!);
+      const persistent = boolFlag(ctx.args, 'persistent');
+      const hold = boolFlag(ctx.args, 'hold');
+      const ifLast = stringFlag(ctx.args, 'if-last-index');
+      const options = { persistent, ...(ifLast === undefined ? {} : { ifLastIndex: indexArg(ifLast, '--if-last-index') }) };
+      return async (client) => {
+        const item = await client.push(path, data, options);
+        print(ctx, item, () => `pushed ${path} ${formatItem(item)}`);
+        if (hold) {
+          ctx.io.stderr(`holding session ${client.session} (and its ephemeral items) until Ctrl-C\n`);
+          await stopped(ctx.io.stop);
+        } else if (!persistent) {
+          ctx.io.stderr('note: the item is ephemeral and is deleted as this command ends its session (use --persistent or --hold)\n');
+        }
+      };
+    },
+  },
+  get: {
+    flags: { ...CLIENT_FLAGS, stale: { kind: 'boolean' } },
+    positionals: ['PATH'],
+    prepare: (ctx) => {
+      const path = pathArg(ctx, 0, false);
+      const consistency = boolFlag(ctx.args, 'stale') ? ('stale' as const) : ('linearizable' as const);
+      return async (client) => {
+        const result = await client.get(path, { consistency });
+        print(ctx, result, () => [`${path} at index ${result.index}: ${result.items.length} item(s)`, ...result.items.map(formatItem)].join('\n'));
+      };
+    },
+  },
+  ls: {
+    flags: CLIENT_FLAGS,
+    positionals: ['PATH'],
+    prepare: (ctx) => {
+      const path = pathArg(ctx, 0, true);
+      return async (client) => {
+        const result = await client.ls(path);
+        if (ctx.json) print(ctx, result, () => '');
+        else if (result.children.length > 0) ctx.io.stdout(`${result.children.join('\n')}\n`);
+      };
+    },
+  },
+  delete: {
+    flags: CLIENT_FLAGS,
+    positionals: ['PATH', 'INDEX'],
+    prepare: (ctx) => {
+      const path = pathArg(ctx, 0, false);
+      const index = indexArg(ctx.args.positionals[1]!, 'INDEX');
+      return async (client) => {
+        await client.delete(path, index);
+        print(ctx, { path, index, deleted: true }, () => `deleted ${path} #${index}`);
+      };
+    },
+  },
+  watch: {
+    flags: { ...CLIENT_FLAGS, prefix: { kind: 'boolean' } },
+    positionals: ['PATH'],
+    prepare: (ctx) => {
+      const prefix = boolFlag(ctx.args, 'prefix');
+      const path = pathArg(ctx, 0, prefix);
+      return async (client) => {
+        // Subscribe before watching: events may arrive in the same packet as the watch reply.
+        const events = client.events();
+        const result = await client.watch(path, { prefix });
+        print(ctx, { type: 'watch', path, ...result }, () =>
+          [`watching ${path}${prefix ? ' and below' : ''} from index ${result.index}`, ...(result.items ?? []).map(formatItem)].join('\n'),
+        );
+        const stop = stopped(ctx.io.stop).then(() => null);
+        for (;;) {
+          const next = await Promise.race([events.next(), stop]);
+          if (next === null || next.done === true) break;
+          const event = next.value;
+          if (event.type === 'resync') print(ctx, event, () => formatResync(event));
+          else print(ctx, event, () => formatEvent(event));
+        }
+        await events.return?.();
+      };
+    },
+  },
+};
+
+/** Runs a client verb: check arguments, connect, act, close. Returns the exit code. */
+export async function runClientCommand(name: string, command: ClientCommand, args: ParsedArgs, io: CliIO): Promise<number> {
+  const json = boolFlag(args, 'json');
+  const ctx: Context = { args, io, json };
+  if (args.positionals.length !== command.positionals.length) {
+    throw new UsageError(`'vera ${name}' takes ${command.positionals.join(' ')}, got ${args.positionals.length} argument(s)`);
+  }
+  const action = command.prepare(ctx);
+  const servers = serverList(args, io);
+  const options = connectOptions(args);
+
+  let client: VeraClient;
+  try {
+    client = await connect(servers, options);
+  } catch (error) {
+    const failure = error instanceof VeraError ? error : new VeraError('INTERNAL', String(error));
+    io.stderr(`vera: ${failure.code}: ${failure.message}\n`);
+    return failure.code === 'UNAVAILABLE' || failure.code === 'NO_LEADER' || failure.code === 'TIMEOUT' ? EXIT.cannotConnect : EXIT.serverError;
+  }
+  try {
+    await action(client);
+    return EXIT.ok;
+  } catch (error) {
+    if (!(error instanceof VeraError)) throw error;
+    io.stderr(`vera: ${error.code}: ${error.message}\n`);
+    return EXIT.serverError;
+  } finally {
+    await client.close();
+  }
+}
+
+export function serverList(args: ParsedArgs, io: CliIO): string[] {
+  const text = stringFlag(args, 'server') ?? io.env[SERVER_ENV] ?? DEFAULT_SERVER;
+  const servers = text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (servers.length === 0) throw new UsageError('--server needs at least one URL');
+  for (const server of servers) {
+    try {
+      sessionUrl(server);
+    } catch (error) {
+      throw new UsageError(error instanceof Error ? error.message : String(error));
+    }
+  }
+  return servers;
+}
+
+export function timeoutArg(args: ParsedArgs): number {
+  const text = stringFlag(args, 'timeout');
+  if (text === undefined) return DEFAULT_TIMEOUT_MS;
+  const ms = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(ms > 0 && Number.isSafeInteger(ms))) throw new UsageError(`--timeout must be a positive number of milliseconds, got ${JSON.stringify(text)}`);
+  return ms;
+}
+
+function connectOptions(args: ParsedArgs): ConnectOptions {
+  const encoding = stringFlag(args, 'encoding') ?? 'msgpack';
+  if (encoding !== 'msgpack' && encoding !== 'json') throw new UsageError(`--encoding must be msgpack or json, got ${JSON.stringify(encoding)}`);
+  const timeout = timeoutArg(args);
+  return { encoding, connectTimeoutMs: timeout, requestTimeoutMs: timeout };
+}
+
+function pathArg(ctx: Context, position: number, allowRoot: boolean): string {
+  const path = ctx.args.positionals[position]!;
+  const problem = validatePath(path, { allowRoot });
+  if (problem !== null) throw new UsageError(problem);
+  return path;
+}
+
+function indexArg(text: string, what: string): number {
+  const index = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(index)) throw new UsageError(`${what} must be a non-negative whole number, got ${JSON.stringify(text)}`);
+  return index;
+}
+
+/** JSON when the text is valid JSON, else the text itself as a string. */
+export function parseData(text: string): JsonValue {
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    return text;
+  }
+}
+
+function print(ctx: Context, value: unknown, readable: () => string): void {
+  ctx.io.stdout(`${ctx.json ? JSON.stringify(value) : readable()}\n`);
+}

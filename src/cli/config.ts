@@ -1,0 +1,258 @@
+// `vera start` configuration: flags (exactly those of PROTOCOL.md "Starting
+// servers", plus a few more), an optional JSON config file with the same keys,
+// and VERA_CLUSTER_SECRET, validated into one typed ServerConfig.
+// Precedence: flag > environment (secret only) > config file > default.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DEFAULT_LIMITS, DEFAULT_SESSION_TIMEOUT_MS } from '../server/protocol-types.js';
+import type { FlagSpecs } from './args.js';
+import { UsageError } from './errors.js';
+import { parseCount, parseDuration, parseHost, parseHostPort, parsePort, parseSize, type HostPort } from './units.js';
+
+export type { HostPort } from './units.js';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface PeerSpec {
+  readonly id: string;
+  readonly host: string;
+  readonly peerPort: number;
+  readonly clientPort: number;
+}
+
+export interface ServerLimits {
+  readonly dataBytes: number;
+  readonly frameBytes: number;
+  readonly pathBytes: number;
+  readonly sessionsMax: number;
+  readonly watchesPerSession: number;
+  readonly inflightPerConnection: number;
+}
+
+export interface ServerConfig {
+  readonly id: string;
+  /** Absolute path of the data directory. */
+  readonly dataDir: string;
+  readonly client: HostPort;
+  readonly peer: HostPort;
+  /** Initial members, this one included; a single-member server lists just itself. */
+  readonly peers: readonly PeerSpec[];
+  readonly secret: string | null;
+  readonly logLevel: LogLevel;
+  /** Milliseconds; a hello's timeoutMs is clamped to [min, max], a hello without one gets `default`. */
+  readonly sessionTimeout: { readonly min: number; readonly max: number; readonly default: number };
+  readonly limits: ServerLimits;
+}
+
+export const SECRET_ENV = 'VERA_CLUSTER_SECRET';
+
+export const DEFAULTS = {
+  id: 'n1',
+  data: './vera-data',
+  client: '127.0.0.1:1919',
+  peer: '127.0.0.1:2919',
+  logLevel: 'info' as LogLevel,
+  sessionTimeoutMin: 1_000,
+  sessionTimeoutMax: 60_000,
+  sessionsMax: 10_000,
+  watchesPerSession: 1_000,
+  inflightPerConnection: 256,
+} as const;
+
+/** Settings a flag or a config-file key can carry: the same names in both. */
+const SETTINGS = [
+  'id',
+  'data',
+  'client',
+  'peer',
+  'peers',
+  'secret',
+  'log-level',
+  'session-timeout-min',
+  'session-timeout-max',
+  'data-limit',
+  'frame-limit',
+  'sessions-max',
+  'watches-per-session',
+  'inflight-per-connection',
+] as const;
+type Setting = (typeof SETTINGS)[number];
+
+export const START_FLAGS: FlagSpecs = {
+  ...Object.fromEntries(SETTINGS.map((name) => [name, { kind: 'string' as const }])),
+  config: { kind: 'string' },
+  help: { kind: 'boolean', short: 'h' },
+};
+
+// Room a push frame needs beside its data (id, op, path, flags; JSON escaping aside).
+const FRAME_OVERHEAD_BYTES = 64 * 1024;
+const MIN_FRAME_BYTES = 2 * FRAME_OVERHEAD_BYTES;
+
+const MEMBER_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+export interface ConfigSources {
+  /** Flag values by name (without the dashes). */
+  readonly flags: ReadonlyMap<string, string | true>;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Relative paths (data dir, config file) resolve against this. */
+  readonly cwd: string;
+  /** Reads the config file; defaults to the file system. */
+  readonly readFile?: (path: string) => string;
+}
+
+export function buildServerConfig(sources: ConfigSources): ServerConfig {
+  const file = loadConfigFile(sources);
+  const given = (name: Setting): string | number | unknown[] | undefined => {
+    const flag = sources.flags.get(name);
+    if (typeof flag === 'string') return flag;
+    if (name === 'secret') {
+      const fromEnv = sources.env[SECRET_ENV];
+      if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+    }
+    return file[name];
+  };
+  const text = (name: Setting): string | undefined => {
+    const value = given(name);
+    if (value === undefined || typeof value === 'string') return value;
+    throw new UsageError(`${name} must be a string, got ${JSON.stringify(value)}`);
+  };
+  const scalar = (name: Setting): string | number | undefined => {
+    const value = given(name);
+    if (value === undefined || typeof value === 'string' || typeof value === 'number') return value;
+    throw new UsageError(`${name} must be a string or number, got ${JSON.stringify(value)}`);
+  };
+
+  const id = text('id') ?? DEFAULTS.id;
+  if (!MEMBER_ID.test(id)) throw new UsageError(`--id must be 1-64 letters, digits, '.', '_' or '-' (starting with a letter or digit), got ${JSON.stringify(id)}`);
+
+  const peersValue = given('peers');
+  const peers = peersValue === undefined ? null : parsePeers(peersValue);
+  const own = peers?.find((p) => p.id === id);
+  if (peers !== null && own === undefined) throw new UsageError(`--peers must include this member (--id ${id})`);
+
+  // Without --client/--peer, a member listed in --peers serves where the list says.
+  const clientText = text('client');
+  const peerText = text('peer');
+  const client =
+    clientText !== undefined ? parseHostPort(clientText, '--client', { allowPortZero: true })
+    : own !== undefined ? { host: own.host, port: own.clientPort }
+    : parseHostPort(DEFAULTS.client, '--client', { allowPortZero: true });
+  const peer =
+    peerText !== undefined ? parseHostPort(peerText, '--peer', { allowPortZero: true })
+    : own !== undefined ? { host: own.host, port: own.peerPort }
+    : parseHostPort(DEFAULTS.peer, '--peer', { allowPortZero: true });
+  const members = peers ?? [{ id, host: peer.host, peerPort: peer.port, clientPort: client.port }];
+
+  const secret = text('secret') ?? null;
+  if (secret === '') throw new UsageError('--secret must not be empty');
+  if (members.length > 1 && secret === null) {
+    throw new UsageError(`a cluster of ${members.length} members needs a shared secret: pass --secret or set ${SECRET_ENV}`);
+  }
+
+  const logLevel = text('log-level') ?? DEFAULTS.logLevel;
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
+  }
+
+  const number = (name: Setting, parse: (v: string | number, what: string) => number, fallback: number): number => {
+    const value = scalar(name);
+    return value === undefined ? fallback : parse(value, `--${name}`);
+  };
+  const min = number('session-timeout-min', parseDuration, DEFAULTS.sessionTimeoutMin);
+  const max = number('session-timeout-max', parseDuration, Math.max(DEFAULTS.sessionTimeoutMax, min));
+  if (min > max) throw new UsageError(`--session-timeout-min (${min} ms) is larger than --session-timeout-max (${max} ms)`);
+  if (max > 2 ** 31 - 1) throw new UsageError(`--session-timeout-max must be at most ${2 ** 31 - 1} ms`);
+
+  const frameBytes = number('frame-limit', parseSize, DEFAULT_LIMITS.frameBytes);
+  if (frameBytes < MIN_FRAME_BYTES) throw new UsageError(`--frame-limit must be at least ${MIN_FRAME_BYTES} bytes, got ${frameBytes}`);
+  const dataBytes = number('data-limit', parseSize, Math.min(DEFAULT_LIMITS.dataBytes, frameBytes - FRAME_OVERHEAD_BYTES));
+  // A push frame carries its data plus a few fields; a data limit the frame limit
+  // cannot carry would turn TOO_LARGE replies into closed connections.
+  if (dataBytes > frameBytes - FRAME_OVERHEAD_BYTES) {
+    throw new UsageError(`--data-limit (${dataBytes} bytes) must be at least 64 KiB below --frame-limit (${frameBytes} bytes)`);
+  }
+
+  return {
+    id,
+    dataDir: resolve(sources.cwd, text('data') ?? DEFAULTS.data),
+    client,
+    peer,
+    peers: members,
+    secret,
+    logLevel: logLevel as LogLevel,
+    sessionTimeout: { min, max, default: Math.min(max, Math.max(min, DEFAULT_SESSION_TIMEOUT_MS)) },
+    limits: {
+      dataBytes,
+      frameBytes,
+      pathBytes: DEFAULT_LIMITS.pathBytes,
+      sessionsMax: number('sessions-max', parseCount, DEFAULTS.sessionsMax),
+      watchesPerSession: number('watches-per-session', parseCount, DEFAULTS.watchesPerSession),
+      inflightPerConnection: number('inflight-per-connection', parseCount, DEFAULTS.inflightPerConnection),
+    },
+  };
+}
+
+/**
+ * `ID=HOST:PEERPORT/CLIENTPORT,...` as in PROTOCOL.md; a config file may also
+ * give an array of such strings or of `{id, host, peerPort, clientPort}` objects.
+ */
+export function parsePeers(value: unknown): PeerSpec[] {
+  const entries: unknown[] = typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter((s) => s !== '') : Array.isArray(value) ? value : [];
+  if (entries.length === 0) throw new UsageError(`--peers must list at least one member as ID=HOST:PEERPORT/CLIENTPORT, got ${JSON.stringify(value)}`);
+  const peers = entries.map(parsePeer);
+  const ids = new Set<string>();
+  const addresses = new Set<string>();
+  for (const p of peers) {
+    if (ids.has(p.id)) throw new UsageError(`--peers lists member ${p.id} twice`);
+    const address = `${p.host}:${p.peerPort}`;
+    if (addresses.has(address)) throw new UsageError(`--peers gives peer address ${address} to two members`);
+    ids.add(p.id);
+    addresses.add(address);
+  }
+  return peers;
+}
+
+function parsePeer(entry: unknown): PeerSpec {
+  if (typeof entry === 'object' && entry !== null && !Array.isArray(entry)) {
+    const e = entry as Record<string, unknown>;
+    return parsePeer(`${String(e.id)}=${bracket(String(e.host))}:${String(e.peerPort)}/${String(e.clientPort)}`);
+  }
+  if (typeof entry !== 'string') throw new UsageError(`--peers entries must be ID=HOST:PEERPORT/CLIENTPORT, got ${JSON.stringify(entry)}`);
+  const match = /^([^=]+)=(\[[^\]]*\]|[^:/[\]]+):([^/]*)\/(.*)$/.exec(entry);
+  if (match === null) throw new UsageError(`--peers entry ${JSON.stringify(entry)} is not ID=HOST:PEERPORT/CLIENTPORT`);
+  const [, id, host, peerPort, clientPort] = match as unknown as [string, string, string, string, string];
+  if (!MEMBER_ID.test(id)) throw new UsageError(`--peers entry ${JSON.stringify(entry)} has an invalid member id ${JSON.stringify(id)}`);
+  const what = `--peers entry for ${id}`;
+  return {
+    id,
+    host: parseHost(host, what),
+    peerPort: parsePort(peerPort, what, { allowPortZero: false }),
+    clientPort: parsePort(clientPort, what, { allowPortZero: false }),
+  };
+}
+
+function bracket(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
+function loadConfigFile(sources: ConfigSources): Partial<Record<Setting, string | number | unknown[]>> {
+  const name = sources.flags.get('config');
+  if (typeof name !== 'string') return {};
+  const path = resolve(sources.cwd, name);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse((sources.readFile ?? ((p: string) => readFileSync(p, 'utf8')))(path));
+  } catch (error) {
+    throw new UsageError(`cannot read config file ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new UsageError(`config file ${path} must hold a JSON object`);
+  }
+  for (const key of Object.keys(parsed)) {
+    if (!(SETTINGS as readonly string[]).includes(key)) {
+      throw new UsageError(`config file ${path}: unknown key ${JSON.stringify(key)} (keys are the flag names: ${SETTINGS.join(', ')})`);
+    }
+  }
+  return parsed as Partial<Record<Setting, string | number | unknown[]>>;
+}

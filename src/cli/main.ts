@@ -1,0 +1,55 @@
+// Entry point of the `vera` command (bin/vera.js runs the compiled form).
+import { parseArgs, boolFlag, type FlagSpecs } from './args.js';
+import { CLIENT_COMMANDS, CLIENT_FLAGS, runClientCommand } from './client-commands.js';
+import { buildServerConfig, START_FLAGS } from './config.js';
+import { EXIT, UsageError } from './errors.js';
+import { processIO, type CliIO } from './io.js';
+import { runStatus } from './status.js';
+import { USAGE } from './usage.js';
+
+const STATUS_FLAGS: FlagSpecs = { server: CLIENT_FLAGS.server!, json: CLIENT_FLAGS.json!, timeout: CLIENT_FLAGS.timeout!, help: CLIENT_FLAGS.help! };
+
+/** Runs `vera <argv...>` and resolves with the exit code. */
+export async function main(argv: string[], io: CliIO = processIO()): Promise<number> {
+  const [verb, ...rest] = argv;
+  if (verb === undefined || verb === '--help' || verb === '-h' || verb === 'help') {
+    const write = verb === undefined ? io.stderr : io.stdout;
+    write(`${USAGE.main}\n`);
+    return verb === undefined ? EXIT.usage : EXIT.ok;
+  }
+  try {
+    return await runVerb(verb, rest, io);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    const hint = verb in USAGE ? `vera ${verb} --help` : 'vera --help';
+    io.stderr(`vera ${verb}: ${error.message}\nRun '${hint}' for usage.\n`);
+    return EXIT.usage;
+  }
+}
+
+async function runVerb(verb: string, argv: string[], io: CliIO): Promise<number> {
+  if (verb === 'start') {
+    const args = parseArgs(argv, START_FLAGS, 'vera start');
+    if (boolFlag(args, 'help')) return help(io, 'start');
+    if (args.positionals.length > 0) throw new UsageError(`'vera start' takes no arguments, got ${args.positionals.join(' ')}`);
+    const config = buildServerConfig({ flags: args.flags, env: io.env, cwd: io.cwd });
+    // Loaded only here, so client verbs never load the server.
+    const { runServer } = await import('./start.js');
+    return runServer(config, io);
+  }
+  if (verb === 'status') {
+    const args = parseArgs(argv, STATUS_FLAGS, 'vera status');
+    if (boolFlag(args, 'help')) return help(io, 'status');
+    return runStatus(args, io);
+  }
+  const command = CLIENT_COMMANDS[verb];
+  if (command === undefined) throw new UsageError(`unknown command ${JSON.stringify(verb)} (commands: start, ${Object.keys(CLIENT_COMMANDS).join(', ')}, status)`);
+  const args = parseArgs(argv, command.flags, `vera ${verb}`);
+  if (boolFlag(args, 'help')) return help(io, verb);
+  return runClientCommand(verb, command, args, io);
+}
+
+function help(io: CliIO, verb: string): number {
+  io.stdout(`${USAGE[verb]}\n`);
+  return EXIT.ok;
+}

@@ -1,0 +1,38 @@
+// `vera status`: GET /v1/status over HTTP, printed readably (or raw with --json).
+import { httpBaseUrl } from '../client/urls.js';
+import { boolFlag, type ParsedArgs } from './args.js';
+import { serverList, timeoutArg } from './client-commands.js';
+import { EXIT, UsageError } from './errors.js';
+import { formatRecord } from './format.js';
+import type { CliIO } from './io.js';
+
+export async function runStatus(args: ParsedArgs, io: CliIO): Promise<number> {
+  if (args.positionals.length > 0) throw new UsageError(`'vera status' takes no arguments, got ${args.positionals.join(' ')}`);
+  const server = serverList(args, io)[0]!;
+  const timeout = timeoutArg(args);
+  const url = `${httpBaseUrl(server)}/v1/status`;
+  let response: Response;
+  try {
+    response = await fetch(url, { signal: AbortSignal.timeout(timeout) });
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error);
+    io.stderr(`vera: cannot reach ${url}: ${cause}\n`);
+    return EXIT.cannotConnect;
+  }
+  const body = await response.text();
+  if (!response.ok) {
+    io.stderr(`vera: ${url} answered ${response.status}: ${body.slice(0, 500)}\n`);
+    return EXIT.serverError;
+  }
+  let status: unknown;
+  try {
+    status = JSON.parse(body);
+  } catch {
+    io.stderr(`vera: ${url} did not answer JSON\n`);
+    return EXIT.serverError;
+  }
+  if (boolFlag(args, 'json')) io.stdout(`${JSON.stringify(status)}\n`);
+  else if (typeof status === 'object' && status !== null && !Array.isArray(status)) io.stdout(`${formatRecord(status as Record<string, unknown>)}\n`);
+  else io.stdout(`${JSON.stringify(status)}\n`);
+  return EXIT.ok;
+}

@@ -1,0 +1,99 @@
+// Help texts of the `vera` command and its verbs.
+
+const CLIENT_FLAGS = `
+Client flags:
+  --server URL[,URL...]  server(s) to talk to (default ws://127.0.0.1:1919, or $VERA_SERVER)
+  --json                 machine-readable output: one JSON value per line
+  --encoding E           frame encoding: msgpack (default) or json
+  --timeout MS           give up connecting or waiting for a reply after MS ms (default 5000)
+  -h, --help             show this help`;
+
+export const USAGE: Readonly<Record<string, string>> = {
+  main: `Usage: vera <command> [flags]
+
+Commands:
+  start     run a server (one member of a cluster)
+  push      push an item onto a list
+  get       read a list
+  ls        list the names below a path
+  delete    delete an item
+  watch     print changes to a list (or to every list below a path) until Ctrl-C
+  status    show a server's status
+
+Run 'vera <command> --help' for the flags of a command.
+Exit codes: 0 ok, 1 error from the server, 2 usage error, 3 cannot connect.`,
+
+  start: `Usage: vera start [flags]
+
+Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in ./vera-data.
+
+  --id ID                     member id, unique for all time (default n1)
+  --data DIR                  data directory, created if missing (default ./vera-data)
+  --client HOST:PORT          client port, WebSocket and HTTP (default 127.0.0.1:1919)
+  --peer HOST:PORT            peer port (default 127.0.0.1:2919)
+  --peers ID=HOST:PEERPORT/CLIENTPORT,...
+                              initial members, this one included (default: just this one).
+                              Without --client/--peer, this member's entry says where to listen.
+  --secret S                  shared cluster secret (or $VERA_CLUSTER_SECRET);
+                              required when there is more than one member
+  --config FILE               JSON object with any of these settings, keyed by flag name
+                              (e.g. {"id": "n2", "data-limit": "4MiB"}); flags win over it
+  --log-level LEVEL           fatal, error, warn, info (default), debug, trace or silent
+  --session-timeout-min DUR   shortest session timeout granted (default 1s)
+  --session-timeout-max DUR   longest session timeout granted (default 60s)
+  --data-limit SIZE           largest item data, as MessagePack (default 1MiB)
+  --frame-limit SIZE          largest frame; bigger ones close the connection (default 16MiB)
+  --sessions-max N            sessions a leader accepts (default 10000)
+  --watches-per-session N     watches one session may hold (default 1000)
+  --inflight-per-connection N requests one connection may have pending (default 256)
+  -h, --help                  show this help
+
+Durations: 5000, 5000ms, 5s, 2m. Sizes: 1048576, 512KiB, 1MiB.
+Logs one JSON line per event on stdout; stops cleanly on SIGTERM or Ctrl-C.`,
+
+  push: `Usage: vera push PATH DATA [flags]
+
+Pushes DATA onto the list at PATH and prints the committed item. DATA is parsed as
+JSON when it is valid JSON, and taken as a plain string otherwise.
+Items are ephemeral by default: they are deleted when this command's session ends,
+which is right after it prints, unless --hold keeps it open until Ctrl-C.
+
+  --persistent         keep the item after the session ends
+  --hold               keep the session (and the ephemeral item) until Ctrl-C
+  --if-last-index N    only push if the list's newest item has index N (0 = empty list)
+${CLIENT_FLAGS}`,
+
+  get: `Usage: vera get PATH [flags]
+
+Prints the items of the list at PATH, oldest first.
+
+  --stale              read from the connected node without a linearizable check
+${CLIENT_FLAGS}`,
+
+  ls: `Usage: vera ls PATH [flags]
+
+Prints the names directly below PATH that lead to at least one non-empty list.
+${CLIENT_FLAGS}`,
+
+  delete: `Usage: vera delete PATH INDEX [flags]
+
+Deletes the item with INDEX from the list at PATH. Ephemeral items of other
+sessions cannot be deleted (FORBIDDEN).
+${CLIENT_FLAGS}`,
+
+  watch: `Usage: vera watch PATH [flags]
+
+Prints the list at PATH, then one line per change, until Ctrl-C.
+
+  --prefix             watch every list at or below PATH ('/' watches everything)
+${CLIENT_FLAGS}`,
+
+  status: `Usage: vera status [flags]
+
+Fetches GET /v1/status from the server and prints it.
+
+  --server URL         server to ask (default ws://127.0.0.1:1919, or $VERA_SERVER)
+  --json               print the raw JSON
+  --timeout MS         give up after MS ms (default 5000)
+  -h, --help           show this help`,
+};

@@ -1,0 +1,572 @@
+// The Vera client: one session kept alive across connections.
+//
+// - connect() tries the given servers in turn, follows NOT_LEADER to the
+//   leader, and backs off (honoring retryAfterMs) on NO_LEADER/UNAVAILABLE.
+// - The session is heartbeated with `ping {ack}` at a third of its timeout; a
+//   connection silent for two thirds of it is presumed dead (as ZooKeeper's
+//   client does) so the session can be resumed elsewhere before it expires.
+// - On connection loss it reconnects to any known server and resumes with
+//   `hello {session}`. Reads in flight are resent; writes in flight reject
+//   with UNAVAILABLE because their outcome is unknown.
+// - SESSION_EXPIRED ends the client for good: its ephemeral items are gone,
+//   and only the application knows how to recover (recipes depend on that).
+import { DEFAULT_LIMITS, validateRequest, VeraError } from '../server/protocol.js';
+import type {
+  ChangeEvent,
+  JsonValue,
+  Encoding,
+  GetResult,
+  HelloResult,
+  Item,
+  LsResult,
+  Op,
+  Request,
+  RequestBody,
+  ResultOf,
+  ResyncList,
+  WatchResult,
+} from '../server/protocol.js';
+import { Backoff, type BackoffOptions } from './backoff.js';
+import { Connection, ConnectionLost } from './connection.js';
+import { TypedEmitter } from './emitter.js';
+import { Notifications, type ClientEvent } from './notifications.js';
+import { checkResult } from './results.js';
+import { leaderSessionUrl, ServerRing } from './urls.js';
+
+export interface ConnectOptions {
+  /** Session timeout to ask for; the server clamps it (and reports what it granted). */
+  readonly timeoutMs?: number;
+  /** Resume this session instead of opening a new one. */
+  readonly session?: string;
+  /** Authentication token, for servers that require one. */
+  readonly token?: string;
+  /** Frame encoding. Default 'msgpack'. */
+  readonly encoding?: Encoding;
+  /** How long connect() keeps trying before it gives up. Default 10 s. */
+  readonly connectTimeoutMs?: number;
+  /** How long a request may take, retries and waiting for a connection included. Default 30 s. */
+  readonly requestTimeoutMs?: number;
+  /** Delays between connection attempts and retried requests. */
+  readonly backoff?: BackoffOptions;
+  /** NOT_LEADER answers followed in a row before backing off (guards against redirect loops). Default 8. */
+  readonly maxRedirects?: number;
+}
+
+export interface PushOptions {
+  /** Default false: the item is deleted when this session ends. */
+  readonly persistent?: boolean;
+  /** Default true: also watch the list from the pushed item on. */
+  readonly watch?: boolean;
+  /** Succeed only if the list's newest item has this index (0 = empty list); else CONFLICT. */
+  readonly ifLastIndex?: number;
+}
+
+export interface GetOptions {
+  readonly consistency?: 'linearizable' | 'stale';
+}
+
+export interface WatchOptions {
+  /** Watch every list at or below the path. */
+  readonly prefix?: boolean;
+}
+
+export type ClientState = 'connecting' | 'open' | 'reconnecting' | 'closing' | 'closed' | 'expired';
+
+export interface ConnectedInfo {
+  readonly url: string;
+  readonly session: string;
+  readonly resumed: boolean;
+  readonly hello: HelloResult;
+}
+
+export interface ClientEvents {
+  /** A change on a watched list (duplicates from resumes already dropped). */
+  event: (event: ChangeEvent) => void;
+  /** Replace your view of these lists: the server could not replay their events. */
+  resync: (lists: readonly ResyncList[]) => void;
+  /** The session is gone (its ephemeral items deleted); the client is finished. */
+  sessionExpired: (error: VeraError) => void;
+  /** A connection was established (first one, or a resume). */
+  connected: (info: ConnectedInfo) => void;
+  /** The connection was lost; the client is reconnecting. */
+  disconnected: (reason: string) => void;
+  /** Reconnecting failed for good (e.g. UNAUTHORIZED); the client is closed. */
+  failed: (error: VeraError) => void;
+}
+
+/**
+ * Close code a server uses when another connection resumed this session
+ * (docs/protocol.md "Close codes"). Reconnecting would steal it back and forth.
+ */
+const CLOSE_SESSION_MOVED = 4002;
+
+const READS: ReadonlySet<Op> = new Set<Op>(['get', 'ls']);
+const FATAL_HELLO_ERRORS: ReadonlySet<string> = new Set(['SESSION_EXPIRED', 'UNAUTHORIZED', 'BAD_REQUEST', 'FORBIDDEN']);
+
+interface Call {
+  readonly body: RequestBody;
+  readonly read: boolean;
+  readonly deadline: number;
+  readonly resolve: (result: Readonly<Record<string, unknown>>) => void;
+  readonly reject: (error: VeraError) => void;
+  readonly backoff: Backoff;
+  deadlineTimer: NodeJS.Timeout | null;
+  retryTimer: NodeJS.Timeout | null;
+  sent: { readonly conn: Connection; readonly id: number } | null;
+  settled: boolean;
+}
+
+/** Connects and opens (or resumes) a session. Rejects with a VeraError when no server accepts it in time. */
+export async function connect(urls: string | readonly string[], options: ConnectOptions = {}): Promise<VeraClient> {
+  const client = new VeraClient(typeof urls === 'string' ? [urls] : urls, options);
+  await client.start();
+  return client;
+}
+
+export class VeraClient extends TypedEmitter<ClientEvents> {
+  private readonly ring: ServerRing;
+  private readonly encoding: Encoding;
+  private readonly connectTimeoutMs: number;
+  private readonly requestTimeoutMs: number;
+  private readonly maxRedirects: number;
+  private readonly notifications: Notifications;
+  private stateValue: ClientState = 'connecting';
+  private conn: Connection | null = null;
+  private sessionId: string | null;
+  private grantedTimeoutMs = 0;
+  private nextId = 1;
+  private readonly calls = new Set<Call>();
+  private readonly queue: Call[] = [];
+  private heartbeat: NodeJS.Timeout | null = null;
+  private readonly stop = new AbortController();
+  private nextPreferredUrl: string | null = null;
+  private closing: Promise<void> | null = null;
+
+  /** Use connect(); the constructor does no I/O. */
+  constructor(
+    urls: readonly string[],
+    private readonly options: ConnectOptions = {},
+  ) {
+    super();
+    this.ring = new ServerRing(urls);
+    this.encoding = options.encoding ?? 'msgpack';
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.maxRedirects = options.maxRedirects ?? 8;
+    this.sessionId = options.session ?? null;
+    this.notifications = new Notifications({
+      event: (event) => this.emit('event', event),
+      resync: (lists) => this.emit('resync', lists),
+    });
+  }
+
+  /** Opens the first connection; connect() calls it. */
+  async start(): Promise<void> {
+    try {
+      await this.establish(false, performance.now() + this.connectTimeoutMs, null);
+    } catch (error) {
+      this.shutDown('closed', asVeraError(error));
+      throw error;
+    }
+  }
+
+  get state(): ClientState {
+    return this.stateValue;
+  }
+
+  /** The session id (set once connected). */
+  get session(): string {
+    if (this.sessionId === null) throw new VeraError('UNAVAILABLE', 'not connected yet');
+    return this.sessionId;
+  }
+
+  /** The session timeout the server granted. */
+  get sessionTimeoutMs(): number {
+    return this.grantedTimeoutMs;
+  }
+
+  /** The server URL of the current connection, or null while disconnected. */
+  get serverUrl(): string | null {
+    return this.conn?.url ?? null;
+  }
+
+  // ---------------------------------------------------------------- operations
+
+  /** Pushes `data` (any JSON value) onto the list at `path`; resolves with the committed item. */
+  async push(path: string, data: unknown, options: PushOptions = {}): Promise<Item> {
+    const result = await this.call('push', { path, data: data as JsonValue, ...options });
+    return result.item;
+  }
+
+  async get(path: string, options: GetOptions = {}): Promise<GetResult> {
+    return this.call('get', { path, ...options });
+  }
+
+  /** Names directly below `path` that lead to a non-empty list. */
+  async ls(path: string): Promise<LsResult> {
+    return this.call('ls', { path });
+  }
+
+  /** Deletes the item with `index` from the list at `path`. */
+  async delete(path: string, index: number): Promise<void> {
+    await this.call('delete', { path, index });
+  }
+
+  /** Watches a list (or, with prefix, every list below a path); events start right after the returned index. */
+  async watch(path: string, options: WatchOptions = {}): Promise<WatchResult> {
+    return this.call('watch', { path, ...options });
+  }
+
+  async unwatch(path: string, options: WatchOptions = {}): Promise<void> {
+    await this.call('unwatch', { path, ...options });
+  }
+
+  /** Notifications as an async iterator, from now on. Ends on close(); throws SESSION_EXPIRED when the session dies. */
+  events(): AsyncIterableIterator<ClientEvent> {
+    return this.notifications.subscribe();
+  }
+
+  /** Ends the session (`bye`: its ephemeral items are deleted) and closes the connection. */
+  close(): Promise<void> {
+    if (this.closing !== null) return this.closing;
+    if (this.stateValue === 'closed' || this.stateValue === 'expired') return Promise.resolve();
+    this.closing = this.closeNow();
+    return this.closing;
+  }
+
+  private async closeNow(): Promise<void> {
+    const conn = this.stateValue === 'open' ? this.conn : null;
+    this.stateValue = 'closing';
+    this.stopHeartbeat();
+    this.stop.abort();
+    if (conn !== null && conn.isOpen) {
+      try {
+        await withTimeout(conn.request({ id: this.nextId++, op: 'bye' }), Math.min(this.requestTimeoutMs, 5_000));
+      } catch {
+        // The session then simply expires on the server; nothing more to do here.
+      }
+    }
+    this.shutDown('closed', new VeraError('UNAVAILABLE', 'the client was closed'));
+  }
+
+  // ---------------------------------------------------------------- requests
+
+  private call<O extends Op>(op: O, args: Omit<RequestBody<O>, 'op'>): Promise<ResultOf<O>> {
+    // The server's own rules, except the data size: only the server knows its data limit.
+    const checked = validateRequest({ id: 0, op, ...args }, DEFAULT_LIMITS, { checkDataSize: false });
+    if (!checked.ok) return Promise.reject(new VeraError(checked.error.code, checked.error.message));
+    const { id: _unused, ...body } = checked.request;
+    return new Promise<Readonly<Record<string, unknown>>>((resolve, reject) => {
+      const call: Call = {
+        body,
+        read: READS.has(op),
+        deadline: performance.now() + this.requestTimeoutMs,
+        resolve,
+        reject,
+        backoff: new Backoff(this.options.backoff),
+        deadlineTimer: null,
+        retryTimer: null,
+        sent: null,
+        settled: false,
+      };
+      call.deadlineTimer = setTimeout(() => this.timeOut(call), this.requestTimeoutMs);
+      this.calls.add(call);
+      this.dispatch(call);
+    }).then((result) => checkResult(op, result));
+  }
+
+  private dispatch(call: Call): void {
+    if (call.settled) return;
+    const state = this.stateValue;
+    if (state === 'closing' || state === 'closed') return this.settle(call, new VeraError('UNAVAILABLE', 'the client was closed'));
+    if (state === 'expired') return this.settle(call, new VeraError('SESSION_EXPIRED', 'the session has expired'));
+    const conn = this.conn;
+    if (state !== 'open' || conn === null || !conn.isOpen) {
+      this.queue.push(call);
+      return;
+    }
+    const id = this.nextId++;
+    call.sent = { conn, id };
+    conn.request({ ...call.body, id } as Request).then(
+      (result) => {
+        call.sent = null;
+        this.settle(call, null, result);
+      },
+      (error: unknown) => {
+        call.sent = null;
+        this.onCallError(call, conn, asVeraError(error));
+      },
+    );
+  }
+
+  private onCallError(call: Call, conn: Connection, error: VeraError): void {
+    if (call.settled) return;
+    const op = call.body.op;
+    if (error instanceof ConnectionLost) {
+      if (call.read) return this.dispatch(call); // reads are safe to resend
+      return this.settle(call, new VeraError('UNAVAILABLE', `${error.message}; ${op} may or may not have been applied`, {}, { cause: error }));
+    }
+    switch (error.code) {
+      case 'NOT_LEADER':
+        // Refused, so not applied: resend it to the leader.
+        this.queue.push(call);
+        this.moveToLeader(conn, error);
+        return;
+      case 'NO_LEADER':
+      case 'RATE_LIMITED':
+        return this.retryLater(call, error);
+      case 'UNAVAILABLE':
+        return call.read ? this.retryLater(call, error) : this.settle(call, error);
+      case 'SESSION_EXPIRED':
+        this.settle(call, error);
+        this.expire(error);
+        return;
+      default:
+        return this.settle(call, error);
+    }
+  }
+
+  private retryLater(call: Call, error: VeraError): void {
+    const delay = call.backoff.next(error.hints.retryAfterMs);
+    if (performance.now() + delay >= call.deadline) return this.settle(call, error);
+    call.retryTimer = setTimeout(() => {
+      call.retryTimer = null;
+      this.dispatch(call);
+    }, delay);
+  }
+
+  private timeOut(call: Call): void {
+    const sent = call.sent;
+    if (sent !== null) sent.conn.forget(sent.id);
+    const unknown = sent !== null && !call.read ? '; it may or may not have been applied' : '';
+    this.settle(call, new VeraError('TIMEOUT', `${call.body.op} got no reply within ${this.requestTimeoutMs} ms${unknown}`));
+  }
+
+  private settle(call: Call, error: VeraError | null, result?: Readonly<Record<string, unknown>>): void {
+    if (call.settled) return;
+    call.settled = true;
+    if (call.deadlineTimer !== null) clearTimeout(call.deadlineTimer);
+    if (call.retryTimer !== null) clearTimeout(call.retryTimer);
+    this.calls.delete(call);
+    const queued = this.queue.indexOf(call);
+    if (queued >= 0) this.queue.splice(queued, 1);
+    if (error !== null) call.reject(error);
+    else call.resolve(result ?? {});
+  }
+
+  // ---------------------------------------------------------------- connections
+
+  /** Connects to some server and says hello, until it works, fails for good, or `deadline` passes. */
+  private async establish(resume: boolean, deadline: number | null, preferredUrl: string | null): Promise<void> {
+    const backoff = new Backoff(this.options.backoff);
+    let redirects = 0;
+    let nextUrl = preferredUrl;
+    let lastError: VeraError | null = null;
+    for (;;) {
+      if (this.stop.signal.aborted) throw new VeraError('UNAVAILABLE', 'the client was closed');
+      const remaining = deadline === null ? this.requestTimeoutMs : deadline - performance.now();
+      if (remaining <= 0) {
+        const reason = lastError === null ? 'no attempt finished' : lastError.message;
+        throw new VeraError(lastError?.code === 'NO_LEADER' ? 'NO_LEADER' : 'UNAVAILABLE', `could not connect to ${this.ring.all().join(', ')} within ${this.connectTimeoutMs} ms: ${reason}`, lastError?.hints ?? {});
+      }
+      const url = nextUrl ?? this.ring.current();
+      nextUrl = null;
+      try {
+        await this.attempt(url, resume, Math.min(remaining, this.attemptTimeoutMs()));
+        return;
+      } catch (error) {
+        lastError = asVeraError(error);
+      }
+      if (FATAL_HELLO_ERRORS.has(lastError.code)) throw lastError;
+      if (lastError.code === 'NOT_LEADER' && lastError.hints.leader !== undefined && redirects < this.maxRedirects) {
+        redirects++;
+        nextUrl = leaderSessionUrl(lastError.hints.leader);
+        this.ring.add(nextUrl);
+        continue;
+      }
+      redirects = 0;
+      this.ring.advance();
+      const delay = backoff.next(lastError.hints.retryAfterMs);
+      await abortableDelay(deadline === null ? delay : Math.min(delay, Math.max(0, deadline - performance.now())), this.stop.signal);
+    }
+  }
+
+  /**
+   * How long one server gets to open a socket and answer hello. Once a session
+   * exists, a server slower than two thirds of its timeout would let it expire,
+   * so move on to the next one; before that, the request timeout applies.
+   */
+  private attemptTimeoutMs(): number {
+    if (this.grantedTimeoutMs === 0) return this.requestTimeoutMs;
+    return Math.min(this.requestTimeoutMs, Math.max(10, (this.grantedTimeoutMs * 2) / 3));
+  }
+
+  /** One connection attempt: open, hello, adopt. Throws what went wrong. */
+  private async attempt(url: string, resume: boolean, timeoutMs: number): Promise<void> {
+    let conn: Connection | null = null;
+    conn = await Connection.open(url, this.encoding, timeoutMs, {
+      onEvents: (events) => this.notifications.onEvents(events),
+      onResync: (lists) => this.notifications.onResync(lists),
+      onClose: (reason, code) => {
+        if (conn === null || conn !== this.conn) return;
+        if (code === CLOSE_SESSION_MOVED) this.fail(new VeraError('UNAVAILABLE', `session ${this.sessionId} was resumed on another connection (${reason}); this client stops`));
+        else this.connectionLost(conn, reason);
+      },
+    });
+    if (this.stop.signal.aborted) {
+      conn.terminate('the client was closed');
+      throw new VeraError('UNAVAILABLE', 'the client was closed');
+    }
+    this.notifications.beginConnection();
+    const session = this.sessionId ?? undefined;
+    const hello: Request = {
+      id: this.nextId++,
+      op: 'hello',
+      ...(this.options.timeoutMs === undefined ? {} : { timeoutMs: this.options.timeoutMs }),
+      ...(session === undefined ? {} : { session }),
+      ...(this.options.token === undefined ? {} : { token: this.options.token }),
+    };
+    let result: HelloResult;
+    try {
+      result = checkResult('hello', await withTimeout(conn.request(hello), timeoutMs));
+    } catch (error) {
+      conn.terminate('hello failed');
+      throw error;
+    }
+    if (!conn.isOpen) throw new VeraError('UNAVAILABLE', `connection to ${url} closed right after hello`);
+    if (this.stop.signal.aborted) {
+      conn.close();
+      throw new VeraError('UNAVAILABLE', 'the client was closed');
+    }
+    if (session !== undefined && result.session !== session) {
+      conn.close();
+      throw new VeraError('SESSION_EXPIRED', `the server did not resume session ${session} (it offered ${result.session})`);
+    }
+    this.adopt(conn, url, result, resume || session !== undefined);
+  }
+
+  private adopt(conn: Connection, url: string, hello: HelloResult, resumed: boolean): void {
+    this.conn = conn;
+    this.sessionId = hello.session;
+    this.grantedTimeoutMs = hello.timeoutMs;
+    this.ring.prefer(url);
+    this.stateValue = 'open';
+    this.startHeartbeat();
+    for (const call of this.queue.splice(0)) this.dispatch(call);
+    this.emit('connected', { url, session: hello.session, resumed, hello });
+  }
+
+  private connectionLost(conn: Connection, reason: string): void {
+    if (this.stateValue !== 'open' || this.conn !== conn) return;
+    this.conn = null;
+    this.stopHeartbeat();
+    this.stateValue = 'reconnecting';
+    this.emit('disconnected', reason);
+    const preferred = this.nextPreferredUrl;
+    this.nextPreferredUrl = null;
+    this.establish(true, null, preferred).catch((error: unknown) => {
+      if (this.stop.signal.aborted) return;
+      const failure = asVeraError(error);
+      if (failure.code === 'SESSION_EXPIRED') this.expire(failure);
+      else this.fail(failure);
+    });
+  }
+
+  /** This server is no longer the leader: drop it and resume on the leader it named. */
+  private moveToLeader(conn: Connection, error: VeraError): void {
+    if (conn !== this.conn) return;
+    if (error.hints.leader !== undefined) this.nextPreferredUrl = leaderSessionUrl(error.hints.leader);
+    conn.terminate(`server is not the leader (${error.message})`);
+  }
+
+  private startHeartbeat(): void {
+    this.stopHeartbeat();
+    const interval = Math.max(10, Math.floor(this.grantedTimeoutMs / 3));
+    this.heartbeat = setInterval(() => this.beat(), interval);
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeat !== null) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+  }
+
+  private beat(): void {
+    const conn = this.conn;
+    if (this.stateValue !== 'open' || conn === null) return;
+    const silentMs = performance.now() - conn.lastReceivedAt;
+    if (silentMs > (this.grantedTimeoutMs * 2) / 3) {
+      conn.terminate(`no frame from the server for ${Math.round(silentMs)} ms`);
+      return;
+    }
+    const ack = this.notifications.ackIndex();
+    conn.request({ id: this.nextId++, op: 'ping', ...(ack > 0 ? { ack } : {}) }).catch((error: unknown) => {
+      const failure = asVeraError(error);
+      if (failure instanceof ConnectionLost) return;
+      if (failure.code === 'SESSION_EXPIRED') this.expire(failure);
+      else if (failure.code === 'NOT_LEADER') this.moveToLeader(conn, failure);
+    });
+  }
+
+  // ---------------------------------------------------------------- endings
+
+  private expire(error: VeraError): void {
+    if (this.stateValue === 'expired' || this.stateValue === 'closed') return;
+    this.shutDown('expired', error);
+    this.emit('sessionExpired', error);
+  }
+
+  private fail(error: VeraError): void {
+    if (this.stateValue === 'expired' || this.stateValue === 'closed') return;
+    this.shutDown('closed', error);
+    this.emit('failed', error);
+  }
+
+  /** Final state: no connection, no timers, every call rejected with `error`. */
+  private shutDown(state: 'closed' | 'expired', error: VeraError): void {
+    this.stateValue = state;
+    this.stop.abort();
+    this.stopHeartbeat();
+    const conn = this.conn;
+    this.conn = null;
+    if (conn !== null) {
+      if (state === 'closed') conn.close();
+      else conn.terminate(error.message);
+    }
+    for (const call of [...this.calls]) this.settle(call, error);
+    this.notifications.end(state === 'expired' ? error : null);
+  }
+}
+
+function asVeraError(error: unknown): VeraError {
+  if (error instanceof VeraError) return error;
+  return new VeraError('INTERNAL', error instanceof Error ? error.message : String(error), {}, { cause: error });
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new VeraError('TIMEOUT', `no reply within ${Math.round(ms)} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done);
+  });
+}

@@ -1,0 +1,137 @@
+// One WebSocket to one server: numbered requests matched to their replies (which
+// may come out of order), notify frames handed to the owner, and every request
+// still waiting rejected with ConnectionLost when the socket goes away.
+// Sessions, retries and reconnection are the client's business, not this one's.
+import WebSocket from 'ws';
+import { decodeServerFrame, encodeRequest, VeraError, type ChangeEvent, type Encoding, type Request, type ResyncList } from '../server/protocol.js';
+
+/** The socket closed before the reply came: the request may or may not have been executed. */
+export class ConnectionLost extends VeraError {
+  constructor(reason: string) {
+    super('UNAVAILABLE', `connection lost: ${reason}`);
+  }
+}
+
+export interface ConnectionHandlers {
+  readonly onEvents: (events: readonly ChangeEvent[]) => void;
+  readonly onResync: (lists: readonly ResyncList[]) => void;
+  /** `code` is the WebSocket close code, when the server sent one. */
+  readonly onClose: (reason: string, code: number | null) => void;
+}
+
+interface Waiter {
+  readonly resolve: (result: Readonly<Record<string, unknown>>) => void;
+  readonly reject: (error: VeraError) => void;
+}
+
+export class Connection {
+  /** Monotonic time (ms) of the last frame received: the client's liveness signal. */
+  lastReceivedAt = performance.now();
+  private readonly waiting = new Map<number, Waiter>();
+  private closedReason: string | null = null;
+  private lastError: string | null = null;
+
+  private constructor(
+    readonly url: string,
+    private readonly ws: WebSocket,
+    private readonly encoding: Encoding,
+    private readonly handlers: ConnectionHandlers,
+  ) {
+    ws.on('message', (data, isBinary) => this.receive(data, isBinary));
+    ws.on('error', (error) => {
+      this.lastError = error.message;
+    });
+    ws.on('close', (code, reason) => {
+      const text = reason.toString('utf8');
+      this.shutDown(this.lastError ?? `closed by the server (code ${code}${text ? `: ${text}` : ''})`, code);
+    });
+  }
+
+  /** Opens a socket to `url`; rejects with UNAVAILABLE when that fails within `timeoutMs`. */
+  static open(url: string, encoding: Encoding, timeoutMs: number, handlers: ConnectionHandlers): Promise<Connection> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, { handshakeTimeout: Math.max(1, Math.round(timeoutMs)) });
+      const fail = (error: Error): void => {
+        ws.removeAllListeners();
+        ws.on('error', () => {}); // a late error must not become an uncaught exception
+        ws.terminate();
+        reject(new VeraError('UNAVAILABLE', `cannot connect to ${url}: ${error.message}`, {}, { cause: error }));
+      };
+      ws.once('error', fail);
+      ws.once('close', () => fail(new Error('closed during the handshake')));
+      ws.once('open', () => {
+        ws.removeAllListeners();
+        resolve(new Connection(url, ws, encoding, handlers));
+      });
+    });
+  }
+
+  get isOpen(): boolean {
+    return this.closedReason === null;
+  }
+
+  /** Sends a request and resolves with its result fields, or rejects with the server's VeraError or ConnectionLost. */
+  request(request: Request): Promise<Readonly<Record<string, unknown>>> {
+    if (this.closedReason !== null) return Promise.reject(new ConnectionLost(this.closedReason));
+    if (this.waiting.has(request.id)) return Promise.reject(new VeraError('INTERNAL', `request id ${request.id} is already in flight`));
+    return new Promise((resolve, reject) => {
+      this.waiting.set(request.id, { resolve, reject });
+      this.ws.send(encodeRequest(request, this.encoding), (error) => {
+        if (error !== undefined && error !== null) this.shutDown(`send failed: ${error.message}`);
+      });
+    });
+  }
+
+  /** Forgets a request the client gave up on (its reply, if any, is ignored). */
+  forget(id: number): void {
+    this.waiting.delete(id);
+  }
+
+  /** Closes cleanly (close frame, code 1000). */
+  close(): void {
+    this.ws.close(1000, 'client closing');
+    this.shutDown('closed by the client');
+  }
+
+  /** Drops the socket at once, without a close handshake: used when the server stopped answering. */
+  terminate(reason: string): void {
+    this.ws.terminate();
+    this.shutDown(reason);
+  }
+
+  private receive(data: WebSocket.RawData, isBinary: boolean): void {
+    this.lastReceivedAt = performance.now();
+    const frame = decodeServerFrame(data, isBinary);
+    switch (frame.kind) {
+      case 'reply':
+      case 'error': {
+        if (frame.id === undefined) return; // the server could not read one of our ids; nothing to match
+        const waiter = this.waiting.get(frame.id);
+        if (waiter === undefined) return; // a reply to a request we gave up on
+        this.waiting.delete(frame.id);
+        if (frame.kind === 'reply') waiter.resolve(frame.result);
+        else waiter.reject(frame.error);
+        return;
+      }
+      case 'notify':
+        this.handlers.onEvents(frame.events);
+        return;
+      case 'resync':
+        this.handlers.onResync(frame.lists);
+        return;
+      case 'invalid':
+        // Ignored rather than fatal: a newer server may push frames this client
+        // does not know. A malformed reply leaves its request to time out.
+        return;
+    }
+  }
+
+  private shutDown(reason: string, code: number | null = null): void {
+    if (this.closedReason !== null) return;
+    this.closedReason = reason;
+    const waiters = [...this.waiting.values()];
+    this.waiting.clear();
+    this.handlers.onClose(reason, code);
+    for (const waiter of waiters) waiter.reject(new ConnectionLost(reason));
+  }
+}

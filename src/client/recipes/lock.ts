@@ -1,0 +1,61 @@
+// A mutex without herd effect: each contender pushes an ephemeral item onto the
+// lock's list; the lowest index holds the lock, and each waiter reacts only to
+// the delete of the item just before its own (queue.ts). The item index is a
+// fencing token. The lock is released by deleting the item, or by the server
+// when the holder's session expires: a holder that may outlive its session
+// must check `lost` or pass the fencing token to what it protects.
+import type { VeraError } from '../../server/protocol-errors.js';
+import type { Item } from '../../server/protocol-types.js';
+import type { VeraClient } from '../client.js';
+import { waitForTurn, watchForLoss } from './queue.js';
+
+export interface LockHandle {
+  readonly item: Item;
+  readonly fencingToken: number;
+  /** Resolves (with the reason) if the lock is lost without release(): session expired, item deleted, client closed. */
+  readonly lost: Promise<VeraError>;
+  release(): Promise<void>;
+}
+
+export interface AcquireOptions {
+  /** Stored in the contender's item (who is waiting, for operators). Default null. */
+  readonly data?: unknown;
+  /** Gives up waiting when aborted; the contender's item is withdrawn. */
+  readonly signal?: AbortSignal;
+}
+
+export class Mutex {
+  /** `path` names the lock: one list, e.g. /locks/reindex. */
+  constructor(
+    private readonly client: VeraClient,
+    readonly path: string,
+  ) {}
+
+  async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
+    const item = await this.client.push(this.path, options.data ?? null);
+    try {
+      await waitForTurn(this.client, this.path, item, options.signal);
+    } catch (error) {
+      await this.client.delete(this.path, item.index).catch(() => undefined);
+      throw error;
+    }
+    return {
+      item,
+      fencingToken: item.index,
+      lost: watchForLoss(this.client, this.path, item),
+      release: () => this.client.delete(this.path, item.index).catch((error: VeraError) => {
+        if (error.code !== 'NOT_FOUND') throw error; // already gone: the lock was lost earlier
+      }),
+    };
+  }
+
+  /** Runs `fn` holding the lock, releasing it afterwards whatever happens. */
+  async withLock<T>(fn: (handle: LockHandle) => Promise<T>, options: AcquireOptions = {}): Promise<T> {
+    const handle = await this.acquire(options);
+    try {
+      return await fn(handle);
+    } finally {
+      await handle.release();
+    }
+  }
+}

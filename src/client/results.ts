@@ -1,0 +1,35 @@
+// Checks that a reply carries what its op promises before the client hands it
+// out, so a misbehaving server surfaces as one clear INTERNAL error instead of
+// an `undefined` somewhere in application code.
+import { isItem, isItemList, VeraError, type Op, type ResultOf } from '../server/protocol.js';
+
+type Fields = Readonly<Record<string, unknown>>;
+
+const isIndex = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+const CHECKS: { readonly [O in Op]: (r: Fields) => string | null } = {
+  hello: (r) =>
+    typeof r.session !== 'string' ? 'session is not a string'
+    : !isIndex(r.timeoutMs) ? 'timeoutMs is not a non-negative integer'
+    : null,
+  ping: (r) => (isIndex(r.index) ? null : 'index is not a non-negative integer'),
+  bye: () => null,
+  push: (r) => (isItem(r.item) ? null : 'item is missing or malformed'),
+  get: (r) => (!isIndex(r.index) ? 'index is not a non-negative integer' : !isItemList(r.items) ? 'items is not a list of items' : null),
+  ls: (r) =>
+    !isIndex(r.index) ? 'index is not a non-negative integer'
+    : !Array.isArray(r.children) || !r.children.every((c) => typeof c === 'string') ? 'children is not a list of strings'
+    : null,
+  delete: () => null,
+  watch: (r) =>
+    !isIndex(r.index) ? 'index is not a non-negative integer'
+    : r.items !== undefined && !isItemList(r.items) ? 'items is not a list of items'
+    : null,
+  unwatch: () => null,
+};
+
+export function checkResult<O extends Op>(op: O, result: Fields): ResultOf<O> {
+  const problem = CHECKS[op](result);
+  if (problem !== null) throw new VeraError('INTERNAL', `malformed ${op} reply from the server: ${problem}`);
+  return result as unknown as ResultOf<O>;
+}

@@ -1,0 +1,217 @@
+// The shapes of protocol v1 frames (../shared/PROTOCOL.md, docs/protocol.md):
+// requests as decodeFrame hands them to the server, and the results, items and
+// notifications the server sends back. Types only, plus the default limits.
+import { MAX_PATH_BYTES } from '../keys/path.js';
+
+export type Encoding = 'msgpack' | 'json';
+
+/** A value that both JSON and MessagePack carry losslessly: what `data` may be. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+export type Consistency = 'linearizable' | 'stale';
+
+export const OPS = ['hello', 'ping', 'bye', 'push', 'get', 'ls', 'delete', 'watch', 'unwatch'] as const;
+export type Op = (typeof OPS)[number];
+
+// ---------------------------------------------------------------- requests
+// Optional arguments stay optional here (absent = the default documented on
+// each field) so that a decoded request is exactly what the client sent.
+
+export interface HelloRequest {
+  readonly id: number;
+  readonly op: 'hello';
+  /** Requested session timeout; the server clamps it to its [min, max]. Default 10000. */
+  readonly timeoutMs?: number;
+  /** Resume this session instead of opening a new one. */
+  readonly session?: string;
+  /** Authentication token, when the server requires one. */
+  readonly token?: string;
+}
+
+export interface PingRequest {
+  readonly id: number;
+  readonly op: 'ping';
+  /** Highest notification index the client has processed. */
+  readonly ack?: number;
+}
+
+export interface ByeRequest {
+  readonly id: number;
+  readonly op: 'bye';
+}
+
+export interface PushRequest {
+  readonly id: number;
+  readonly op: 'push';
+  readonly path: string;
+  readonly data: JsonValue;
+  /** Default false: the item is owned by the session and deleted when it ends. */
+  readonly persistent?: boolean;
+  /** Default true: pushing also watches the list. */
+  readonly watch?: boolean;
+  /** Compare-and-set: succeed only if the list's newest item has this index (0 = empty). */
+  readonly ifLastIndex?: number;
+}
+
+export interface GetRequest {
+  readonly id: number;
+  readonly op: 'get';
+  readonly path: string;
+  /** Default 'linearizable'. */
+  readonly consistency?: Consistency;
+}
+
+export interface LsRequest {
+  readonly id: number;
+  readonly op: 'ls';
+  /** May be '/'. */
+  readonly path: string;
+}
+
+export interface DeleteRequest {
+  readonly id: number;
+  readonly op: 'delete';
+  readonly path: string;
+  readonly index: number;
+}
+
+export interface WatchRequest {
+  readonly id: number;
+  readonly op: 'watch';
+  /** May be '/' when `prefix` is true. */
+  readonly path: string;
+  /** Default false: watch exactly this list; true: every list at or below `path`. */
+  readonly prefix?: boolean;
+}
+
+export interface UnwatchRequest {
+  readonly id: number;
+  readonly op: 'unwatch';
+  readonly path: string;
+  readonly prefix?: boolean;
+}
+
+export type Request =
+  | HelloRequest
+  | PingRequest
+  | ByeRequest
+  | PushRequest
+  | GetRequest
+  | LsRequest
+  | DeleteRequest
+  | WatchRequest
+  | UnwatchRequest;
+
+/** The request of one op, by name. */
+export type RequestOf<O extends Op> = Extract<Request, { op: O }>;
+
+/** A request without its id: what a client asks for before it is numbered. */
+export type RequestBody<O extends Op = Op> = O extends Op ? Omit<RequestOf<O>, 'id'> : never;
+
+// ---------------------------------------------------------------- results
+
+export interface Item {
+  /** Raft index of the entry that created the item; orders the list. */
+  readonly index: number;
+  /** Owning session, or null for a persistent item. */
+  readonly owner: string | null;
+  /** A JsonValue (checked when pushed); typed unknown so stored values pass through untouched. */
+  readonly data: unknown;
+}
+
+export interface HelloResult {
+  readonly session: string;
+  /** The timeout the server granted (after clamping). */
+  readonly timeoutMs: number;
+  /** Member id of the node that answered. */
+  readonly node: string;
+  /** Member id of the leader (the answering node, as sessions live on the leader), or null. */
+  readonly leader: string | null;
+  readonly term: number;
+  readonly index: number;
+}
+
+export interface PingResult {
+  readonly index: number;
+}
+
+export type EmptyResult = Record<string, never>;
+
+export interface PushResult {
+  readonly item: Item;
+}
+
+export interface GetResult {
+  readonly index: number;
+  readonly items: readonly Item[];
+}
+
+export interface LsResult {
+  readonly index: number;
+  readonly children: readonly string[];
+}
+
+export interface WatchResult {
+  readonly index: number;
+  /** Present for exact watches: the list as of `index`. */
+  readonly items?: readonly Item[];
+}
+
+export interface ResultMap {
+  hello: HelloResult;
+  ping: PingResult;
+  bye: EmptyResult;
+  push: PushResult;
+  get: GetResult;
+  ls: LsResult;
+  delete: EmptyResult;
+  watch: WatchResult;
+  unwatch: EmptyResult;
+}
+
+export type ResultOf<O extends Op> = ResultMap[O];
+export type AnyResult = ResultMap[Op];
+
+// ---------------------------------------------------------------- notifications
+
+export interface ChangeEvent {
+  readonly index: number;
+  readonly type: 'push' | 'delete';
+  readonly path: string;
+  readonly item: Item;
+}
+
+/** "Replace your view of this list with these items, as of `index`." */
+export interface ResyncList {
+  readonly path: string;
+  readonly index: number;
+  readonly items: readonly Item[];
+}
+
+export type NotifyPayload = { readonly events: readonly ChangeEvent[] } | { readonly resync: readonly ResyncList[] };
+
+// ---------------------------------------------------------------- limits
+
+export interface ProtocolLimits {
+  /** Hard frame limit: a bigger frame closes the connection with 1009 (ws `maxPayload`). */
+  readonly frameBytes: number;
+  /** `data` of a push, measured as its MessagePack encoding in either frame encoding: over it is TOO_LARGE. */
+  readonly dataBytes: number;
+  /** UTF-8 bytes of a path; cannot exceed MAX_PATH_BYTES (1024), which the path rules fix. */
+  readonly pathBytes: number;
+  /** Nesting levels of `data` (a scalar is 0, `[1]` is 1); deeper is BAD_REQUEST. Guards the decoder's stack. */
+  readonly dataDepth: number;
+}
+
+export const DEFAULT_LIMITS: ProtocolLimits = Object.freeze({
+  frameBytes: 16 * 1024 * 1024,
+  dataBytes: 1024 * 1024,
+  pathBytes: MAX_PATH_BYTES,
+  dataDepth: 64,
+});
+
+/** WebSocket close code for a frame over `frameBytes` (RFC 6455 "Message Too Big"). */
+export const CLOSE_FRAME_TOO_BIG = 1009;
+
+/** The session timeout a hello without `timeoutMs` asks for. */
+export const DEFAULT_SESSION_TIMEOUT_MS = 10_000;

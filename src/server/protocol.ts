@@ -1,0 +1,140 @@
+// The client protocol's wire layer (../shared/PROTOCOL.md, docs/protocol.md):
+// the single place where frames are decoded, validated and encoded. Pure: no
+// I/O, no clocks. The server feeds it every WebSocket message and sends what
+// the encoders return; the TypeScript client uses the same encoders.
+//
+//   const decoded = decodeFrame(data, isBinary, limits);
+//   if (!decoded.ok) ws.send(encodeError(decoded.id, decoded.error, decoded.encoding));
+//   else ... ws.send(encodeReply(decoded.request.id, result, decoded.encoding));
+//
+// The hard frame limit is not checked here: the server sets ws `maxPayload` to
+// `limits.frameBytes`, and ws closes the connection with 1009 on a bigger frame.
+import { packValue, scanMessagePack, unpackScanned } from './frame-msgpack.js';
+import { findStructureProblem } from './frame-values.js';
+import type { ProtocolError } from './protocol-errors.js';
+import type { AnyResult, Encoding, NotifyPayload, ProtocolLimits, Request } from './protocol-types.js';
+import { DEFAULT_LIMITS } from './protocol-types.js';
+import { validateRequest } from './protocol-validate.js';
+
+export * from './protocol-errors.js';
+export * from './protocol-types.js';
+export { describe, helloFirstError, validateRequest, type Validation, type ValidateOptions } from './protocol-validate.js';
+export { packValue } from './frame-msgpack.js';
+
+export type DecodedFrame =
+  | { readonly ok: true; readonly request: Request; readonly encoding: Encoding }
+  | { readonly ok: false; readonly id?: number; readonly error: ProtocolError; readonly encoding: Encoding };
+
+/** What ws hands a 'message' listener, whatever its binaryType. */
+export type RawFrame = Buffer | ArrayBuffer | Buffer[] | Uint8Array;
+
+/**
+ * Decodes and validates one client frame: binary = one MessagePack map, text =
+ * one JSON object. Never throws on bad input: the failure names the problem and
+ * carries the request `id` when one could be read.
+ */
+export function decodeFrame(data: RawFrame, isBinary: boolean, limits: ProtocolLimits = DEFAULT_LIMITS): DecodedFrame {
+  const encoding: Encoding = isBinary ? 'msgpack' : 'json';
+  const bytes = toBuffer(data);
+  const decoded = isBinary ? decodeMessagePack(bytes, limits) : decodeJson(bytes, limits);
+  if (!decoded.ok) return withEncoding(decoded, encoding);
+  const validation = validateRequest(decoded.frame, limits);
+  return validation.ok ? { ok: true, request: validation.request, encoding } : withEncoding(validation, encoding);
+}
+
+type Parsed =
+  | { readonly ok: true; readonly frame: Readonly<Record<string, unknown>> }
+  | { readonly ok: false; readonly id?: number; readonly error: ProtocolError };
+
+function decodeMessagePack(bytes: Buffer, limits: ProtocolLimits): Parsed {
+  const scan = scanMessagePack(bytes, limits.dataDepth + 1);
+  if (scan.problem !== null) return failure(readableId(scan.id), `${scan.problem.where}: ${scan.problem.message}`);
+  let frame: unknown;
+  try {
+    frame = unpackScanned(bytes);
+  } catch (error) {
+    return failure(readableId(scan.id), `frame: does not decode as MessagePack (${errorText(error)})`);
+  }
+  return { ok: true, frame: frame as Record<string, unknown> };
+}
+
+function decodeJson(bytes: Buffer, limits: ProtocolLimits): Parsed {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    return failure(undefined, `frame: not valid JSON (${errorText(error)})`);
+  }
+  if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) {
+    const got = frame === null ? 'null' : Array.isArray(frame) ? 'an array' : `a ${typeof frame}`;
+    return failure(undefined, `frame: must be a JSON object, got ${got}`);
+  }
+  const fields = frame as Record<string, unknown>;
+  const problem = findStructureProblem(fields, limits.dataDepth + 1);
+  if (problem !== null) return failure(readableId(fields.id), `${problem.where}: ${problem.message}`);
+  return { ok: true, frame: fields };
+}
+
+function readableId(id: unknown): number | undefined {
+  return typeof id === 'number' && Number.isSafeInteger(id) && id >= 0 ? id : undefined;
+}
+
+function failure(id: number | undefined, message: string): Parsed {
+  const error: ProtocolError = { code: 'BAD_REQUEST', message };
+  return id === undefined ? { ok: false, error } : { ok: false, id, error };
+}
+
+function withEncoding(f: { readonly id?: number; readonly error: ProtocolError }, encoding: Encoding): DecodedFrame {
+  return f.id === undefined ? { ok: false, error: f.error, encoding } : { ok: false, id: f.id, error: f.error, encoding };
+}
+
+function toBuffer(data: RawFrame): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  if (data instanceof ArrayBuffer) return Buffer.from(data);
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+function errorText(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.length > 120 ? `${text.slice(0, 120)}...` : text;
+}
+
+// ---------------------------------------------------------------- encoders
+
+/** A frame ready for ws.send: a Buffer is sent as a binary frame, a string as a text frame. */
+export type EncodedFrame = Buffer | string;
+
+/** Encodes any frame object; undefined fields are left out in both encodings. */
+export function encodeFrame(frame: Readonly<Record<string, unknown>>, encoding: Encoding): EncodedFrame {
+  const clean = withoutUndefined(frame);
+  return encoding === 'msgpack' ? packValue(clean) : JSON.stringify(clean);
+}
+
+export function encodeReply(id: number, result: AnyResult, encoding: Encoding): EncodedFrame {
+  return encodeFrame({ id, ok: true, ...result }, encoding);
+}
+
+/** An error reply; `id` is left out when the request's id could not be read. */
+export function encodeError(id: number | undefined, error: ProtocolError, encoding: Encoding): EncodedFrame {
+  const body = withoutUndefined({ code: error.code, message: error.message, ...error.hints });
+  return encodeFrame({ id, ok: false, error: body }, encoding);
+}
+
+/** A pushed `notify` frame: change events, or a resync of lists the server can no longer replay. */
+export function encodeNotify(payload: NotifyPayload, encoding: Encoding): EncodedFrame {
+  return encodeFrame({ op: 'notify', ...payload }, encoding);
+}
+
+/** A client request frame. */
+export function encodeRequest(request: Request, encoding: Encoding): EncodedFrame {
+  return encodeFrame(request as unknown as Record<string, unknown>, encoding);
+}
+
+function withoutUndefined(fields: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields)) if (value !== undefined) out[key] = value;
+  return out;
+}
+
+export { decodeServerFrame, isItem, isItemList, type ServerFrame } from './protocol-replies.js';
