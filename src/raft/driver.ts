@@ -8,7 +8,7 @@
 
 import { RaftNode } from './core.js';
 import type { LogStorage } from './storage.js';
-import type { ConfigChange, Entry, Message, NodeId, ProposeResult, Ready, SoftState, Status } from './types.js';
+import type { ConfigChange, Entry, HardState, Message, NodeId, ProposeResult, Ready, SoftState, Status } from './types.js';
 import { mayBeSentBeforePersist } from './types.js';
 
 export type RaftErrorCode = 'NOT_LEADER' | 'NO_LEADER' | 'UNAVAILABLE' | 'TIMEOUT';
@@ -68,6 +68,8 @@ export class RaftDriver<R> {
   private stopped = false;
   private nextReadId = 1;
   private applied: number;
+  /** The hard state last written; null until the first write of this process. */
+  private persistedHardState: HardState | null = null;
 
   constructor(options: DriverOptions<R>, appliedIndex: number) {
     this.node = options.node;
@@ -201,8 +203,9 @@ export class RaftDriver<R> {
     const { transport } = this.opts;
     const early = rd.messages.filter(mayBeSentBeforePersist);
     for (const m of early) transport.send(m);
-    if (rd.hardState !== null || rd.entries.length > 0) {
+    if (this.mustPersist(rd)) {
       await this.opts.storage.persist(rd.hardState, rd.entries);
+      if (rd.hardState !== null) this.persistedHardState = rd.hardState;
     }
     for (const m of rd.messages) if (!mayBeSentBeforePersist(m)) transport.send(m);
     for (const entry of rd.committedEntries) {
@@ -221,6 +224,19 @@ export class RaftDriver<R> {
       void this.waitApplied(rs.index).then(() => read.resolve(rs.index));
     }
     this.node.advance(rd);
+  }
+
+  /**
+   * A Ready that only moved the commit index needs no fsync: the commit index is
+   * recomputed after a restart (it is never below the applied index), so writing it
+   * lazily with the next real write is safe and saves one sync per proposal.
+   */
+  private mustPersist(rd: Ready): boolean {
+    if (rd.entries.length > 0) return true;
+    const hs = rd.hardState;
+    if (hs === null) return false;
+    const prev = this.persistedHardState;
+    return prev === null || hs.term !== prev.term || hs.vote !== prev.vote;
   }
 
   private settleProposal(entry: Entry, result: R): void {

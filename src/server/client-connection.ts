@@ -20,7 +20,8 @@ interface Established {
 
 export class ClientConnection implements AttachedConnection, NotifySink {
   private established: Established | null = null;
-  private helloInProgress = false;
+  /** The hello being served; requests pipelined behind it wait for it. */
+  private pendingHello: Promise<unknown> | null = null;
   private inflight = 0;
   private closed = false;
 
@@ -61,6 +62,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
 
   private onFrame(data: Buffer, isBinary: boolean): void {
     this.fe.metrics.bytesIn.inc({}, data.length);
+    // Any frame, even one we reject, proves the client is alive (PROTOCOL.md "Session").
+    if (this.established) this.fe.expiry.touch(this.established.session);
     const decoded = decodeFrame(data, isBinary, this.fe.limits);
     if (!decoded.ok) {
       this.fe.metrics.requests.inc({ op: 'invalid', code: decoded.error.code });
@@ -68,7 +71,6 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       return;
     }
     const { request, encoding } = decoded;
-    if (this.established) this.fe.expiry.touch(this.established.session);
     if (this.inflight >= this.fe.limits.inflightPerConnection) {
       this.reply(request, encoding, new VeraError('RATE_LIMITED', `too many requests in flight on this connection (limit ${this.fe.limits.inflightPerConnection})`, { retryAfterMs: 50 }));
       return;
@@ -92,9 +94,20 @@ export class ClientConnection implements AttachedConnection, NotifySink {
 
   private async execute(request: Request, encoding: Encoding): Promise<AnyResult> {
     const fe = this.fe;
-    if (request.op === 'hello') return this.hello(request, encoding);
+    if (request.op === 'hello') {
+      if (this.established || this.pendingHello) throw new VeraError('BAD_REQUEST', 'hello was already sent on this connection');
+      const hello = this.hello(request, encoding);
+      // Only a barrier for later requests: its outcome is handled by whoever awaits `hello`.
+      this.pendingHello = hello.then(
+        () => undefined,
+        () => undefined,
+      );
+      void this.pendingHello.then(() => (this.pendingHello = null));
+      return hello;
+    }
+    if (this.established === null && this.pendingHello) await this.pendingHello;
     if (this.established === null) {
-      throw new VeraError('BAD_REQUEST', this.helloInProgress ? `op "${request.op}" sent before hello completed` : `the first frame on a connection must be hello, not "${request.op}"`);
+      throw new VeraError('BAD_REQUEST', `the first frame on a connection must be a successful hello, not "${request.op}"`);
     }
     const { session } = this.established;
     if (!fe.isLeader()) throw notLeaderError(fe);
@@ -124,41 +137,35 @@ export class ClientConnection implements AttachedConnection, NotifySink {
 
   private async hello(req: HelloRequest, encoding: Encoding): Promise<HelloResult> {
     const fe = this.fe;
-    if (this.established || this.helloInProgress) throw new VeraError('BAD_REQUEST', 'hello was already sent on this connection');
     if (!fe.isLeader()) throw notLeaderError(fe);
-    this.helloInProgress = true;
-    try {
-      const sm = fe.node.stateMachine;
-      let session: string;
-      let timeoutMs: number;
-      if (req.session !== undefined) {
-        // Only a state machine that has applied every committed entry can say a session is gone.
-        await fe.node.linearizableBarrier(fe.readTimeoutMs);
-        const info = sm.sessions().get(req.session);
-        if (!info) throw new VeraError('SESSION_EXPIRED', `session ${req.session} has expired or never existed; start a new one`);
-        session = req.session;
-        timeoutMs = info.timeoutMs;
-      } else {
-        if (sm.sessions().size >= fe.limits.sessionsMax) {
-          throw new VeraError('RATE_LIMITED', `session limit reached (${fe.limits.sessionsMax})`, { retryAfterMs: 1000 });
-        }
-        const { min, max } = fe.sessionTimeouts;
-        timeoutMs = Math.min(max, Math.max(min, req.timeoutMs ?? fe.sessionTimeouts.default));
-        session = randomBytes(16).toString('base64url');
-        const r = expectOk(await fe.node.propose({ op: 'openSession', session, timeoutMs, remote: this.remote }));
-        if (r.op !== 'openSession') throw new VeraError('INTERNAL', `openSession applied as ${r.op}`);
+    const sm = fe.node.stateMachine;
+    let session: string;
+    let timeoutMs: number;
+    if (req.session !== undefined) {
+      // Only a state machine that has applied every committed entry can say a session is gone.
+      await fe.node.linearizableBarrier(fe.readTimeoutMs);
+      const info = sm.sessions().get(req.session);
+      if (!info) throw new VeraError('SESSION_EXPIRED', `session ${req.session} has expired or never existed; start a new one`);
+      session = req.session;
+      timeoutMs = info.timeoutMs;
+    } else {
+      if (sm.sessions().size >= fe.limits.sessionsMax) {
+        throw new VeraError('RATE_LIMITED', `session limit reached (${fe.limits.sessionsMax})`, { retryAfterMs: 1000 });
       }
-      if (this.closed) throw new VeraError('UNAVAILABLE', 'connection closed during hello');
-      const previous = fe.connections.get(session);
-      if (previous && previous !== this) previous.close(CloseCode.sessionMoved, 'session resumed on another connection');
-      fe.connections.set(session, this);
-      fe.expiry.track(session, timeoutMs);
-      this.established = { session, encoding, resumed: req.session !== undefined };
-      const st = fe.node.status();
-      return { session, timeoutMs, node: st.id, leader: st.leader, term: st.term, index: fe.node.appliedIndex };
-    } finally {
-      this.helloInProgress = false;
+      const { min, max } = fe.sessionTimeouts;
+      timeoutMs = Math.min(max, Math.max(min, req.timeoutMs ?? fe.sessionTimeouts.default));
+      session = randomBytes(16).toString('base64url');
+      const r = expectOk(await fe.node.propose({ op: 'openSession', session, timeoutMs, remote: this.remote }));
+      if (r.op !== 'openSession') throw new VeraError('INTERNAL', `openSession applied as ${r.op}`);
     }
+    if (this.closed) throw new VeraError('UNAVAILABLE', 'connection closed during hello');
+    const previous = fe.connections.get(session);
+    if (previous && previous !== this) previous.close(CloseCode.sessionMoved, 'session resumed on another connection');
+    fe.connections.set(session, this);
+    fe.expiry.track(session, timeoutMs);
+    this.established = { session, encoding, resumed: req.session !== undefined };
+    const st = fe.node.status();
+    return { session, timeoutMs, node: st.id, leader: st.leader, term: st.term, index: fe.node.appliedIndex };
   }
 
   /** After the hello reply: replay what the session missed since its last acknowledgement, then go live. */

@@ -137,6 +137,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     await veraNode.close();
     throw err;
   }
+  // With --client HOST:0 this member's URL is only known once bound.
+  if (config.client.port === 0) clientUrls.set(config.id, `ws://${config.client.host}:${clientPort}`);
   veraNode.start();
   logger.info({ event: 'started', client: `${config.client.host}:${clientPort}`, dataDir: config.dataDir, members: members.map((m) => m.id) }, 'vera is serving');
 
