@@ -10,7 +10,7 @@
 //   with UNAVAILABLE because their outcome is unknown.
 // - SESSION_EXPIRED ends the client for good: its ephemeral items are gone,
 //   and only the application knows how to recover (recipes depend on that).
-import { DEFAULT_LIMITS, validateRequest, VeraError } from '../server/protocol.js';
+import { CloseCode, DEFAULT_LIMITS, validateRequest, VeraError } from '../server/protocol.js';
 import type {
   ChangeEvent,
   JsonValue,
@@ -98,7 +98,7 @@ export interface ClientEvents {
  * Close code a server uses when another connection resumed this session
  * (docs/protocol.md "Close codes"). Reconnecting would steal it back and forth.
  */
-const CLOSE_SESSION_MOVED = 4002;
+const CLOSE_SESSION_MOVED = CloseCode.sessionMoved;
 
 const READS: ReadonlySet<Op> = new Set<Op>(['get', 'ls']);
 const FATAL_HELLO_ERRORS: ReadonlySet<string> = new Set(['SESSION_EXPIRED', 'UNAUTHORIZED', 'BAD_REQUEST', 'FORBIDDEN']);

@@ -47,14 +47,7 @@ export interface FrontEnd {
   readonly connections: Map<string, AttachedConnection>;
 }
 
-/** WebSocket close codes Vera uses (4000-4999 is the application range). */
-export const CloseCode = {
-  sessionEnded: 4001,
-  sessionMoved: 4002,
-  notLeader: 4003,
-  slowConsumer: 4004,
-  shuttingDown: 1001,
-} as const;
+export { CloseCode } from './protocol-types.js';
 
 /** The protocol error for anything thrown while serving a request. */
 export function toVeraError(err: unknown, fe: FrontEnd): VeraError {

@@ -34,7 +34,7 @@ export interface StartOptions {
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? pino({ level: config.logLevel, base: { node: config.id } });
   const members = config.peers.length > 0 ? config.peers : [{ id: config.id, host: config.client.host, peerPort: config.peer.port, clientPort: config.client.port }];
-  const clientUrls = new Map(members.map((m) => [m.id, `ws://${m.host}:${m.clientPort}`]));
+  const clientUrls = new Map(members.map((m) => [m.id, wsUrl(m.host, m.clientPort)]));
 
   let node: VeraNode | null = null;
   let transport: ClosableTransport | null = null;
@@ -138,7 +138,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     throw err;
   }
   // With --client HOST:0 this member's URL is only known once bound.
-  if (config.client.port === 0) clientUrls.set(config.id, `ws://${config.client.host}:${clientPort}`);
+  if (config.client.port === 0) clientUrls.set(config.id, wsUrl(config.client.host, clientPort));
   veraNode.start();
   logger.info({ event: 'started', client: `${config.client.host}:${clientPort}`, dataDir: config.dataDir, members: members.map((m) => m.id) }, 'vera is serving');
 
@@ -168,6 +168,11 @@ function memberList(node: VeraNode, clientUrls: ReadonlyMap<string, string>): Ar
     ...m,
     clientUrl: clientUrls.get(m.id) ?? null,
   }));
+}
+
+/** A client URL; IPv6 hosts need brackets. */
+function wsUrl(host: string, port: number): string {
+  return host.includes(':') ? `ws://[${host}]:${port}` : `ws://${host}:${port}`;
 }
 
 function listen(server: Server, host: string, port: number): Promise<number> {

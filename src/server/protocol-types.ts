@@ -210,6 +210,19 @@ export const DEFAULT_LIMITS: ProtocolLimits = Object.freeze({
   dataDepth: 64,
 });
 
+/** WebSocket close codes the server uses, shared with the client (4000-4999 is the application range). */
+export const CloseCode = {
+  /** The session expired or said bye. */
+  sessionEnded: 4001,
+  /** The session was resumed on another connection; this one must not fight for it. */
+  sessionMoved: 4002,
+  /** This node stopped being the leader; reconnect and resume. */
+  notLeader: 4003,
+  /** The client read notifications too slowly; resume to resync. */
+  slowConsumer: 4004,
+  shuttingDown: 1001,
+} as const;
+
 /** WebSocket close code for a frame over `frameBytes` (RFC 6455 "Message Too Big"). */
 export const CLOSE_FRAME_TOO_BIG = 1009;
 
