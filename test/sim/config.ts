@@ -1,0 +1,139 @@
+// A simulation run's parameters, all derived from its seed so that the seed
+// alone replays a run: cluster size, timing, flow-control limits, and how
+// hostile the network and the fault schedule are (mild seeds and brutal seeds
+// find different bugs, so the regime varies from seed to seed).
+
+import { type NetworkConditions } from './network.js';
+import { SimRandom } from './random.js';
+
+export interface FaultRates {
+  /** Per-step probabilities. */
+  readonly crash: number;
+  readonly partition: number;
+  readonly storageFailure: number;
+  readonly transfer: number;
+  readonly campaign: number;
+  readonly propose: number;
+  readonly read: number;
+  /** A leader proposes a membership change (add learner, promote, remove). */
+  readonly configChange: number;
+  /** Clients are closed-loop: at most this many commands are open (proposed, not yet committed) at once. */
+  readonly clientConcurrency: number;
+  /** A node's tick is skipped or doubled with this probability (clock drift). */
+  readonly clockSkew: number;
+  /** Down time after a crash, in steps. */
+  readonly minDownSteps: number;
+  readonly maxDownSteps: number;
+  /** How long a partition lasts, in steps. */
+  readonly minPartitionSteps: number;
+  readonly maxPartitionSteps: number;
+}
+
+/** Deliberate driver bugs, used only to prove the checkers catch what they claim to. */
+export type SimMutation =
+  | 'none'
+  /** The disk acknowledges writes it has not synced; a crash loses the last few of them. */
+  | 'lyingDisk'
+  /** The driver sends every message (votes, acknowledgements) before the Ready's write is durable. */
+  | 'sendBeforePersist'
+  /** The network never heals after the fault phase: every link stays cut (liveness must fail). */
+  | 'neverHeal';
+
+export interface SimConfig {
+  readonly seed: number;
+  readonly nodeCount: number;
+  /** Extra node slots, not members at first, that membership changes can add. */
+  readonly spareNodes: number;
+  /** Steps with faults; a calm phase follows until the cluster converges (the liveness check). */
+  readonly faultSteps: number;
+  readonly electionTicks: number;
+  readonly heartbeatTicks: number;
+  /** Steps per tick: messages and I/O take a few steps, so several happen per tick. */
+  readonly stepsPerTick: number;
+  readonly maxInflightMessages: number;
+  readonly maxInflightBytes: number;
+  readonly maxMessageBytes: number;
+  /** An I/O job (persist a Ready) takes [0, maxIoDelay] steps. */
+  readonly maxIoDelay: number;
+  readonly network: NetworkConditions;
+  readonly faults: FaultRates;
+  readonly mutation: SimMutation;
+  /** Calm-phase bound, in election timeouts (electionTicks * stepsPerTick steps each). */
+  readonly livenessElectionTimeouts: number;
+  /** How to rerun exactly this run; goes into every violation message. */
+  readonly replayCommand: string;
+}
+
+export interface ConfigOverrides {
+  readonly nodeCount?: number;
+  readonly faultSteps?: number;
+  readonly mutation?: SimMutation;
+  readonly replayCommand?: string;
+}
+
+export const DEFAULT_FAULT_STEPS = 2000;
+
+export function defaultReplayCommand(seed: number, faultSteps: number): string {
+  const steps = faultSteps === DEFAULT_FAULT_STEPS ? '' : ` VERA_SIM_STEPS=${faultSteps}`;
+  return `VERA_SIM_SEED=${seed}${steps} npx vitest run test/sim`;
+}
+
+export function deriveConfig(seed: number, overrides: ConfigOverrides = {}): SimConfig {
+  const r = new SimRandom(seed).fork(0xc0f19);
+  const nodeCount = overrides.nodeCount ?? (r.chance(0.5) ? 3 : 5);
+  const faultSteps = overrides.faultSteps ?? DEFAULT_FAULT_STEPS;
+  // Regimes: 0 = gentle, 1 = lossy and slow, 2 = crash-heavy, 3 = everything at once.
+  const regime = r.int(4);
+  const lossy = regime === 1 || regime === 3;
+  const crashy = regime === 2 || regime === 3;
+  const mutation = overrides.mutation ?? 'none';
+  const electionTicks = r.pick([6, 10, 10, 15]);
+  const maxIoDelay = r.pick([0, 2, 5, 12]);
+  const network = {
+    lossRate: lossy ? r.pick([0.05, 0.15, 0.3]) : r.pick([0, 0.01]),
+    duplicateRate: r.pick([0, 0.02, 0.1]),
+    minDelay: 1,
+    maxDelay: r.pick([2, 4, 8]),
+    slowRate: lossy ? 0.05 : r.pick([0, 0.01]),
+    slowMaxDelay: r.pick([20, 60]),
+    fifo: r.chance(0.5),
+  };
+  // Raft needs broadcast time << election timeout (paper §5.6). An election takes two
+  // rounds (PreVote, then vote), each a message each way plus a disk write; give an
+  // election timeout room for about three such elections, else no election ever finishes.
+  const electionRound = 2 * (network.maxDelay + maxIoDelay);
+  const stepsPerTick = Math.max(r.pick([2, 3, 4]), Math.ceil((3 * 2 * electionRound) / electionTicks));
+  return {
+    seed,
+    nodeCount,
+    spareNodes: 2,
+    faultSteps,
+    electionTicks,
+    heartbeatTicks: r.pick([1, 2, 2, 3]),
+    stepsPerTick,
+    maxInflightMessages: r.pick([1, 2, 4, 64]),
+    maxInflightBytes: r.pick([64, 256, 1 << 20]),
+    maxMessageBytes: r.pick([1, 60, 300, 1 << 20]),
+    maxIoDelay,
+    network,
+    faults: {
+      crash: mutation === 'lyingDisk' || mutation === 'sendBeforePersist' ? 0.02 : crashy ? r.pick([0.004, 0.01]) : r.pick([0, 0.001]),
+      partition: r.pick([0, 0.002, 0.006, 0.015]),
+      storageFailure: crashy ? 0.002 : r.pick([0, 0.0005]),
+      transfer: r.pick([0, 0.002, 0.01]),
+      campaign: r.pick([0, 0.001, 0.004]),
+      propose: r.pick([0.1, 0.3, 0.6]),
+      read: r.pick([0.02, 0.1, 0.25]),
+      configChange: r.pick([0, 0, 0.002, 0.01]),
+      clientConcurrency: r.pick([1, 4, 16]),
+      clockSkew: r.pick([0, 0.05, 0.2]),
+      minDownSteps: 1,
+      maxDownSteps: r.pick([20, 100, 400]),
+      minPartitionSteps: 10,
+      maxPartitionSteps: r.pick([60, 200, 600]),
+    },
+    mutation,
+    livenessElectionTimeouts: 20,
+    replayCommand: overrides.replayCommand ?? defaultReplayCommand(seed, faultSteps),
+  };
+}

@@ -1,0 +1,89 @@
+// The seeded simulation run.
+//
+//   npx vitest run test/sim                          CI: 2,000 seeds x 2,000 fault steps (3- and 5-node)
+//   VERA_SIM_SEEDS=20000 npx vitest run test/sim     soak: that many seeds
+//   VERA_SIM_FIRST_SEED=50000 ...                    start the seed range elsewhere
+//   VERA_SIM_STEPS=10000 ...                         longer fault phase per run
+//   VERA_SIM_SEED=12345 npx vitest run test/sim      replay one seed, printing every event
+//
+// A failing run throws an InvariantViolation naming the invariant, the seed, the
+// step, the exact replay command and the last events before the failure.
+
+import { describe, expect, it } from 'vitest';
+import { readSimEnvironment, runSeed } from './run.js';
+
+const CI_SEEDS = 2000;
+const CHUNK = 50;
+const env = readSimEnvironment();
+
+if (env.replaySeed !== null) {
+  const seed = env.replaySeed;
+  describe(`replay of seed ${seed}`, () => {
+    it('runs verbosely and passes every check', () => {
+      const result = runSeed(seed, { faultSteps: env.steps, log: (line) => console.log(line) });
+      console.log(JSON.stringify({ config: result.config, stats: result.stats }, null, 2));
+      expect(result.stats.steps).toBeGreaterThanOrEqual(env.steps);
+    }, 600_000);
+  });
+} else {
+  const count = env.seeds ?? CI_SEEDS;
+  const first = env.firstSeed;
+  const sizes = new Map<number, number>();
+  let totalSteps = 0;
+  let totalMs = 0;
+
+  describe(`seeded simulation: ${count} seeds from ${first}, ${env.steps} fault steps each`, () => {
+    for (let start = first; start < first + count; start += CHUNK) {
+      const end = Math.min(start + CHUNK, first + count);
+      it(`seeds ${start}..${end - 1} keep every safety and liveness property`, () => {
+        const t0 = performance.now();
+        for (let seed = start; seed < end; seed++) {
+          const result = runSeed(seed, { faultSteps: env.steps, traceTail: 60 });
+          expect(result.stats.steps).toBeGreaterThanOrEqual(env.steps);
+          sizes.set(result.config.nodeCount, (sizes.get(result.config.nodeCount) ?? 0) + 1);
+          totalSteps += result.stats.steps;
+        }
+        totalMs += performance.now() - t0;
+      }, 600_000);
+    }
+
+    it('ran every seed (both cluster sizes when there are enough) and reports throughput', () => {
+      expect((sizes.get(3) ?? 0) + (sizes.get(5) ?? 0)).toBe(count);
+      if (count >= 50) {
+        expect(sizes.get(3) ?? 0).toBeGreaterThan(0);
+        expect(sizes.get(5) ?? 0).toBeGreaterThan(0);
+      }
+      const seconds = totalMs / 1000;
+      console.log(
+        `simulation: ${count} seeds (${sizes.get(3) ?? 0} x 3 nodes, ${sizes.get(5) ?? 0} x 5 nodes), ${totalSteps} steps ` +
+          `in ${seconds.toFixed(1)} s = ${(count / seconds).toFixed(1)} seeds/s, ${Math.round(totalSteps / seconds)} steps/s`,
+      );
+    });
+  });
+
+  describe('determinism', () => {
+    it('the same seed gives the same run (trace hash and statistics)', () => {
+      for (const seed of [7, 4242, 987654321]) {
+        const a = runSeed(seed, { faultSteps: 1500 });
+        const b = runSeed(seed, { faultSteps: 1500 });
+        expect(b.traceHash).toBe(a.traceHash);
+        expect(b.stats).toEqual(a.stats);
+      }
+    });
+
+    it('a verbose replay follows exactly the same run and logs its events', () => {
+      const lines: string[] = [];
+      const quiet = runSeed(3, { faultSteps: 400 });
+      const verbose = runSeed(3, { faultSteps: 400, log: (line) => lines.push(line) });
+      expect(verbose.traceHash).toBe(quiet.traceHash);
+      expect(lines.some((l) => / is LEADER of term \d+/.test(l))).toBe(true);
+      expect(lines.some((l) => l.includes('deliver n'))).toBe(true);
+      expect(lines.some((l) => l.includes('faults stop'))).toBe(true);
+    });
+
+    it('different seeds give different runs', () => {
+      const hashes = new Set([1, 2, 3, 4, 5, 6].map((seed) => runSeed(seed, { faultSteps: 500 }).traceHash));
+      expect(hashes.size).toBe(6);
+    });
+  });
+}
