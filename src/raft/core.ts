@@ -40,6 +40,9 @@ import type {
   Ready,
   RestoredState,
   Role,
+  SnapshotMeta,
+  SnapshotNeed,
+  SnapshotRequest,
   SoftState,
   Status,
   TimeoutNowRequest,
@@ -79,6 +82,11 @@ export class RaftNode {
 
   private messages: Message[] = [];
   private readStates: ReadState[] = [];
+  private snapshotRequests: SnapshotNeed[] = [];
+  /** The configuration in force after each config entry applied since the log start (first: at the log start). */
+  private configs: Array<{ readonly index: number; readonly config: ClusterConfig }>;
+  /** Ticks since this node started; orders timeouts that span role changes. */
+  private ticks = 0;
   private lastHardState: HardState;
   private lastSoftState: SoftState;
   private readyOutstanding = false;
@@ -92,8 +100,11 @@ export class RaftNode {
     this.vote = hardState.vote;
     // The configuration in force is the snapshot's plus every config entry applied since.
     let config = snapshot.config;
+    this.configs = [{ index: snapshot.index, config }];
     for (const e of this.log.slice(snapshot.index + 1, this.log.applying + 1)) {
-      if (e.kind === 'config') config = this.configAfter(config, e);
+      if (e.kind !== 'config') continue;
+      config = this.configAfter(config, e);
+      this.configs.push({ index: e.index, config });
     }
     this.config = config;
     this.lastHardState = this.hardState();
@@ -105,6 +116,7 @@ export class RaftNode {
 
   /** One unit of time. Followers count toward an election; leaders toward heartbeats and the quorum check. */
   tick(): void {
+    this.ticks++;
     this.electionElapsed++;
     if (this.role !== 'leader') {
       if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout) {
@@ -177,7 +189,7 @@ export class RaftNode {
         this.electionElapsed = 0;
         if (m.type === 'app') this.handleAppend(m);
         else if (m.type === 'heartbeat') this.handleHeartbeat(m);
-        // 'snapshot' is the seam for InstallSnapshot (log compaction); until then it is ignored.
+        else this.handleInstalledSnapshot(m);
         return;
       case 'appResp':
         if (this.role === 'leader') this.handleAppendResponse(m);
@@ -243,6 +255,7 @@ export class RaftNode {
     return (
       this.messages.length > 0 ||
       this.readStates.length > 0 ||
+      this.snapshotRequests.length > 0 ||
       this.log.hasUnstable() ||
       this.log.hasCommittedToApply() ||
       !sameHardState(this.hardState(), this.lastHardState) ||
@@ -261,11 +274,13 @@ export class RaftNode {
       messages: this.messages,
       committedEntries: this.log.takeCommitted(),
       readStates: this.readStates,
+      snapshotRequests: this.snapshotRequests,
     };
     this.lastHardState = hs;
     this.lastSoftState = ss;
     this.messages = [];
     this.readStates = [];
+    this.snapshotRequests = [];
     this.readyOutstanding = true;
     return rd;
   }
@@ -280,6 +295,54 @@ export class RaftNode {
     }
     // A leader counts itself toward a quorum only for entries it has made durable (thesis §10.2.1).
     if (this.role === 'leader' && this.maybeCommit()) this.broadcastAppend();
+  }
+
+  // ---------------------------------------------------------------- snapshots and compaction
+
+  /**
+   * Forget log entries up to `index`, which the state machine has applied (and the
+   * caller has made durable). Returns the new start of the log, for storage to record.
+   */
+  compact(index: number): SnapshotMeta {
+    const meta = this.snapshotMetaAt(index);
+    if (meta === null || index > this.log.persisted) {
+      throw new RangeError(`cannot compact to ${index}: the log holds ${this.log.firstIndex() - 1}..${this.log.lastIndex()}, applied ${this.log.applying}`);
+    }
+    this.log.compactTo(meta);
+    this.configs = [{ index, config: meta.config }, ...this.configs.filter((c) => c.index > index)];
+    return meta;
+  }
+
+  /** What a snapshot of the state machine at applied index `index` is: its term and configuration. */
+  snapshotMetaAt(index: number): SnapshotMeta | null {
+    if (index < this.log.firstIndex() - 1 || index > this.log.applying) return null;
+    const term = this.log.term(index);
+    if (term === null) return null;
+    let config = this.configs[0]!.config;
+    for (const c of this.configs) if (c.index <= index) config = c.config;
+    return { index, term, config };
+  }
+
+  /** Where the log starts: entries at or below this index are compacted. */
+  logStart(): number {
+    return this.log.firstIndex() - 1;
+  }
+
+  /**
+   * Whether a fully received snapshot should be installed: it comes from a leader
+   * not older than our term and carries more than we have committed. The driver
+   * asks before it replaces the state machine, then steps the message in.
+   */
+  shouldInstallSnapshot(m: SnapshotRequest): boolean {
+    return m.to === this.id && m.term >= this.term && m.meta.index > this.log.committed && this.role !== 'leader';
+  }
+
+  /** The driver finished (or failed) streaming a snapshot to `to`. */
+  reportSnapshot(to: NodeId, ok: boolean): void {
+    const pr = this.progress.get(to);
+    if (!pr || pr.state !== 'snapshot') return;
+    // On success wait for the follower's acknowledgement; on failure probe again, which asks for a new snapshot.
+    if (!ok) pr.becomeProbe();
   }
 
   // ---------------------------------------------------------------- inspection
@@ -462,6 +525,18 @@ export class RaftNode {
     });
   }
 
+  /** The driver has installed this snapshot's state (see shouldInstallSnapshot); adopt it as our log's start. */
+  private handleInstalledSnapshot(m: SnapshotRequest): void {
+    if (m.meta.index <= this.log.committed) {
+      this.send({ type: 'appResp', to: m.from, index: this.log.committed, reject: false, hintIndex: 0, hintTerm: 0 });
+      return;
+    }
+    this.log.restore(m.meta);
+    this.config = m.meta.config;
+    this.configs = [{ index: m.meta.index, config: m.meta.config }];
+    this.send({ type: 'appResp', to: m.from, index: m.meta.index, reject: false, hintIndex: 0, hintTerm: 0 });
+  }
+
   private handleHeartbeat(m: HeartbeatRequest): void {
     this.log.commitTo(m.commit);
     this.send({ type: 'heartbeatResp', to: m.from, context: m.context });
@@ -503,8 +578,9 @@ export class RaftNode {
       const prevIndex = pr.next - 1;
       const prevTerm = this.log.term(prevIndex);
       if (prevTerm === null) {
-        // The follower needs entries we compacted: the InstallSnapshot seam (log compaction issue).
-        pr.state = 'snapshot';
+        // The follower needs entries we compacted: it must install a snapshot first.
+        pr.becomeSnapshot(this.log.applying, this.ticks);
+        this.snapshotRequests.push({ to });
         return;
       }
       const entries = this.log.sliceBytes(pr.next, this.opts.maxMessageBytes);
@@ -528,7 +604,7 @@ export class RaftNode {
       if (pr.rejected(m.index, hint)) this.sendAppend(m.from, true);
       return;
     }
-    const wasProbing = pr.state === 'probe';
+    const wasProbing = pr.state !== 'replicate';
     if (!pr.acknowledge(m.index)) return;
     if (wasProbing) pr.becomeReplicate();
     if (this.maybeCommit()) this.broadcastAppend();
@@ -542,6 +618,9 @@ export class RaftNode {
     const pr = this.progress.get(m.from);
     if (!pr) return;
     pr.heardFrom();
+    if (pr.state === 'snapshot' && this.ticks - pr.snapshotRequestedAt > 4 * this.opts.electionTicks) {
+      pr.becomeProbe(); // the snapshot never arrived (or its acknowledgement was lost): start over
+    }
     if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
     if (m.context !== '') {
       const confirmed = this.reads.acknowledge(m.context, m.from, (acks) => this.isQuorum(acks));
@@ -626,6 +705,7 @@ export class RaftNode {
 
   private applyConfigEntry(e: Entry): void {
     this.config = this.configAfter(this.config, e);
+    this.configs.push({ index: e.index, config: this.config });
     if (this.role !== 'leader') return;
     if (!isVoter(this.config, this.id)) {
       this.becomeFollower(this.term, null); // removed (or demoted) leader steps down once the change is applied

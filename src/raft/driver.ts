@@ -6,9 +6,11 @@
 // else waits for the write. Proposals arriving during a write are group-committed
 // by the next Ready.
 
+import { createHash } from 'node:crypto';
 import { RaftNode } from './core.js';
+import { SnapshotAssembler, type CapturedState } from './state-transfer.js';
 import type { LogStorage } from './storage.js';
-import type { ConfigChange, Entry, HardState, Message, NodeId, ProposeResult, Ready, SoftState, Status } from './types.js';
+import type { ConfigChange, Entry, HardState, Message, NodeId, ProposeResult, Ready, SnapshotMeta, SnapshotRequest, SoftState, Status } from './types.js';
 import { mayBeSentBeforePersist } from './types.js';
 
 export type RaftErrorCode = 'NOT_LEADER' | 'NO_LEADER' | 'UNAVAILABLE' | 'TIMEOUT';
@@ -28,6 +30,25 @@ export class RaftError extends Error {
 export interface Transport {
   /** Best effort: a message may be dropped; Raft retries what matters. */
   send(message: Message): void;
+  /** Bytes queued for `to` and not yet written; lets a snapshot stream wait instead of flooding. */
+  queuedBytes?(to: NodeId): number;
+}
+
+/** How the driver reads and replaces the whole state machine (InstallSnapshot). */
+export interface SnapshotIO {
+  capture(): Promise<CapturedState>;
+  /**
+   * Replace the state machine by a verified stream reflecting `meta.index`, and
+   * make the log start after `meta`, atomically and durably.
+   */
+  install(meta: SnapshotMeta, data: Buffer): Promise<void>;
+}
+
+export interface CompactionPolicy {
+  /** Compact once this many applied entries are in the log beyond the kept window. */
+  readonly everyEntries: number;
+  /** Entries kept behind the applied index, so a briefly lagging follower needs no snapshot. */
+  readonly keepEntries: number;
 }
 
 export interface DriverOptions<R> {
@@ -41,7 +62,17 @@ export interface DriverOptions<R> {
   readonly onSoftState?: (state: SoftState) => void;
   /** Called when the storage failed: the node must stop, since its durability promise is broken. */
   readonly onFatal: (err: unknown) => void;
+  /** Without it, the log is never compacted and no snapshot can be sent or installed. */
+  readonly snapshots?: SnapshotIO;
+  readonly compaction?: CompactionPolicy;
+  /** Reports a snapshot sent or installed, or one that failed. */
+  readonly onSnapshotEvent?: (event: { kind: 'sent' | 'installed' | 'failed' | 'compacted'; peer?: NodeId; index: number; bytes?: number; error?: string }) => void;
 }
+
+/** While a snapshot installs, the core must not move; messages wait here (bounded; Raft tolerates loss). */
+const MAX_HELD_MESSAGES = 10_000;
+/** A snapshot stream waits while this much is queued for its peer. */
+const SNAPSHOT_QUEUE_HIGH_WATER = 4 * 1024 * 1024;
 
 interface PendingProposal<R> {
   readonly term: number;
@@ -68,6 +99,11 @@ export class RaftDriver<R> {
   private stopped = false;
   private nextReadId = 1;
   private applied: number;
+  private readonly assembler = new SnapshotAssembler();
+  private pendingInstall: { message: SnapshotRequest; data: Buffer } | null = null;
+  private installing = false;
+  private held: Message[] = [];
+  private readonly streaming = new Set<NodeId>();
   /** The hard state last written; null until the first write of this process. */
   private persistedHardState: HardState | null = null;
 
@@ -79,6 +115,7 @@ export class RaftDriver<R> {
 
   start(): void {
     this.ticker = setInterval(() => {
+      if (this.installing) return; // time stands still for the core while its state is replaced
       this.node.tick();
       this.schedule();
     }, this.opts.tickMs);
@@ -106,6 +143,14 @@ export class RaftDriver<R> {
   /** A message from a peer. */
   step(message: Message): void {
     if (this.stopped) return;
+    if (this.installing) {
+      if (this.held.length < MAX_HELD_MESSAGES) this.held.push(message);
+      return;
+    }
+    if (message.type === 'snapshot') {
+      this.receiveSnapshotChunk(message);
+      return;
+    }
     this.node.step(message);
     this.schedule();
   }
@@ -185,9 +230,11 @@ export class RaftDriver<R> {
     if (this.running) return;
     this.running = true;
     try {
-      while (!this.stopped && this.node.hasReady()) {
-        await this.handleReady(this.node.ready());
+      while (!this.stopped && (this.pendingInstall !== null || this.node.hasReady())) {
+        if (this.pendingInstall !== null) await this.installSnapshot();
+        else await this.handleReady(this.node.ready());
       }
+      if (!this.stopped) await this.maybeCompact();
     } catch (err) {
       this.stopped = true;
       if (this.ticker) clearInterval(this.ticker);
@@ -196,7 +243,7 @@ export class RaftDriver<R> {
     } finally {
       this.running = false;
     }
-    if (!this.stopped && this.node.hasReady()) this.schedule();
+    if (!this.stopped && (this.pendingInstall !== null || this.node.hasReady())) this.schedule();
   }
 
   private async handleReady(rd: Ready): Promise<void> {
@@ -223,7 +270,102 @@ export class RaftDriver<R> {
       clearTimeout(read.timer);
       void this.waitApplied(rs.index).then(() => read.resolve(rs.index));
     }
+    for (const need of rd.snapshotRequests) void this.streamSnapshot(need.to);
     this.node.advance(rd);
+  }
+
+  // ---------------------------------------------------------------- snapshots
+
+  /** Stream the current state machine to a follower whose missing entries were compacted. */
+  private async streamSnapshot(to: NodeId): Promise<void> {
+    const io = this.opts.snapshots;
+    if (!io || this.streaming.has(to)) return;
+    this.streaming.add(to);
+    let index = 0;
+    try {
+      const captured = await io.capture();
+      try {
+        index = captured.index;
+        const meta = this.node.snapshotMetaAt(captured.index);
+        const { term, role } = this.node.status();
+        if (meta === null || role !== 'leader') throw new Error(`no snapshot meta at ${captured.index} (role ${role})`);
+        const hash = createHash('sha256');
+        let offset = 0;
+        const base = { type: 'snapshot' as const, from: this.node.id, to, term, meta };
+        for await (const chunk of captured.chunks()) {
+          await this.waitForRoom(to, term);
+          hash.update(chunk);
+          this.opts.transport.send({ ...base, offset, chunk, done: false, checksum: '' });
+          offset += chunk.length;
+        }
+        this.opts.transport.send({ ...base, offset, chunk: new Uint8Array(0), done: true, checksum: hash.digest('hex') });
+        this.node.reportSnapshot(to, true);
+        this.opts.onSnapshotEvent?.({ kind: 'sent', peer: to, index, bytes: offset });
+      } finally {
+        await captured.release();
+      }
+    } catch (err) {
+      this.node.reportSnapshot(to, false);
+      this.opts.onSnapshotEvent?.({ kind: 'failed', peer: to, index, error: String(err) });
+    } finally {
+      this.streaming.delete(to);
+      this.schedule();
+    }
+  }
+
+  /** Backpressure: wait while the peer's queue is full; give up if leadership moved on. */
+  private async waitForRoom(to: NodeId, term: number): Promise<void> {
+    const queued = this.opts.transport.queuedBytes;
+    while (queued && queued.call(this.opts.transport, to) > SNAPSHOT_QUEUE_HIGH_WATER) {
+      if (this.stopped || this.node.status().term !== term) throw new Error('leadership changed during the snapshot');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    if (this.stopped || this.node.status().term !== term) throw new Error('leadership changed during the snapshot');
+  }
+
+  private receiveSnapshotChunk(m: SnapshotRequest): void {
+    let data: Buffer | null;
+    try {
+      data = this.assembler.accept(`${m.from}/${m.term}/${m.meta.index}`, m.offset, m.chunk, m.done, m.checksum);
+    } catch (err) {
+      this.opts.onSnapshotEvent?.({ kind: 'failed', peer: m.from, index: m.meta.index, error: String(err) });
+      return;
+    }
+    if (data === null) return;
+    this.pendingInstall = { message: m, data };
+    this.schedule();
+  }
+
+  /** Runs inside the Ready loop, with no Ready outstanding: the core holds still until it is done. */
+  private async installSnapshot(): Promise<void> {
+    const { message, data } = this.pendingInstall!;
+    this.pendingInstall = null;
+    const io = this.opts.snapshots;
+    if (!io || !this.node.shouldInstallSnapshot(message)) return;
+    this.installing = true;
+    try {
+      await io.install(message.meta, data);
+      this.applied = message.meta.index;
+      this.node.step({ ...message, chunk: new Uint8Array(0) });
+      this.releaseAppliedWaiters();
+      this.opts.onSnapshotEvent?.({ kind: 'installed', peer: message.from, index: message.meta.index, bytes: data.length });
+    } finally {
+      this.installing = false;
+      const held = this.held;
+      this.held = [];
+      for (const m of held) this.step(m);
+    }
+  }
+
+  /** Drop the log prefix the state machine no longer needs, keeping a window for lagging followers. */
+  private async maybeCompact(): Promise<void> {
+    const policy = this.opts.compaction;
+    if (!policy || !this.opts.snapshots) return;
+    const start = this.node.logStart();
+    if (this.applied - start < policy.everyEntries + policy.keepEntries) return;
+    const meta = this.node.compact(this.applied - policy.keepEntries);
+    await this.opts.storage.compact(meta);
+    this.opts.onSnapshotEvent?.({ kind: 'compacted', index: meta.index });
   }
 
   /**

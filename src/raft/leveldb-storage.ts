@@ -22,6 +22,7 @@ import {
   INITIAL_HARD_STATE,
   StorageError,
   checkClusterConfig,
+  checkCompact,
   checkHardState,
   checkPersist,
 } from './storage.js';
@@ -155,6 +156,49 @@ export class LevelLogStorage implements LogStorage {
         throw new StorageError('io', `writing the Raft log failed: ${describe(cause)}`, { cause });
       }
       this.bounds = newBounds;
+    });
+  }
+
+  compact(meta: SnapshotMeta): Promise<void> {
+    return this.enqueue(async () => {
+      checkCompact(meta, this.bounds);
+      if (meta.index === this.bounds.snapshotIndex) return;
+      try {
+        // The new start is durable first; entries below it are then unreachable (load starts after it),
+        // so deleting them need not be atomic with it. Clearing from the bucket start also removes
+        // leftovers of an earlier compaction interrupted by a crash.
+        await this.db.put(SNAPSHOT_KEY, pack({ index: meta.index, term: meta.term, config: { voters: [...meta.config.voters], learners: [...meta.config.learners] } }), { ...BUFFERS, sync: true });
+        await this.db.clear({ gte: LOG_BUCKET_PREFIX, lte: logKey(meta.index), keyEncoding: 'buffer' });
+      } catch (cause) {
+        throw new StorageError('io', `compacting the Raft log failed: ${describe(cause)}`, { cause });
+      }
+      this.bounds = { ...this.bounds, snapshotIndex: meta.index };
+    });
+  }
+
+  /**
+   * Replace the whole log by a received snapshot, in ONE synced batch with the
+   * state machine's new contents (`stateOps`): the log then starts after `meta` and
+   * is empty. A crash leaves either the old log and state or the new ones. The hard
+   * state (term, vote) is left alone: a vote must never be forgotten.
+   */
+  installSnapshot(meta: SnapshotMeta, stateOps: readonly LevelBatchOp[]): Promise<void> {
+    return this.enqueue(async () => {
+      checkClusterConfig(meta.config, 'snapshot config', 'invalidArgument');
+      for (const op of stateOps) {
+        if (isLogOwnedKey(op.key)) throw new StorageError('invalidArgument', `state op touches a key the log storage owns: ${op.key.toString('hex')}`);
+      }
+      const ops: LevelBatchOp[] = [];
+      for (let index = this.bounds.snapshotIndex + 1; index <= this.bounds.lastIndex; index++) ops.push({ type: 'del', key: logKey(index) });
+      ops.push({ type: 'put', key: SNAPSHOT_KEY, value: pack({ index: meta.index, term: meta.term, config: { voters: [...meta.config.voters], learners: [...meta.config.learners] } }) });
+      ops.push({ type: 'put', key: LAST_LOG_INDEX_KEY, value: pack(meta.index) });
+      ops.push(...stateOps);
+      try {
+        await this.db.batch(ops, { ...BUFFERS, sync: true });
+      } catch (cause) {
+        throw new StorageError('io', `installing a snapshot failed: ${describe(cause)}`, { cause });
+      }
+      this.bounds = { snapshotIndex: meta.index, lastIndex: meta.index, commit: this.bounds.commit };
     });
   }
 

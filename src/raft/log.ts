@@ -148,6 +148,34 @@ export class RaftLog {
     return true;
   }
 
+  /**
+   * Drop entries up to `index` (already applied and captured by the state
+   * machine); the log then starts after `meta`.
+   */
+  compactTo(meta: SnapshotMeta): void {
+    if (meta.index <= this.snapshot.index) return;
+    if (meta.index > this.applying || meta.index > this.persisted) {
+      throw new RaftSafetyError(`cannot compact to ${meta.index}: applied ${this.applying}, persisted ${this.persisted}`);
+    }
+    if (this.term(meta.index) !== meta.term) throw new RaftSafetyError(`compaction point ${meta.index} has term ${this.term(meta.index)}, not ${meta.term}`);
+    this.entries = this.entries.slice(meta.index - this.snapshot.index);
+    this.snapshot = meta;
+  }
+
+  /**
+   * Replace the whole log by an installed snapshot: the state machine now holds
+   * everything up to `meta.index`, which the driver has already made durable.
+   */
+  restore(meta: SnapshotMeta): void {
+    if (meta.index <= this.committed) throw new RaftSafetyError(`snapshot ${meta.index} is not beyond commit ${this.committed}`);
+    this.snapshot = meta;
+    this.entries = [];
+    this.unstableFrom = meta.index + 1;
+    this.persisted = meta.index;
+    this.committed = meta.index;
+    this.applying = meta.index;
+  }
+
   /** Entries to hand to the driver for persisting; marks them handed out. */
   takeUnstable(): Entry[] {
     const out = this.slice(this.unstableFrom, this.lastIndex() + 1);

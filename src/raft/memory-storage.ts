@@ -12,6 +12,7 @@ import {
   INITIAL_HARD_STATE,
   StorageError,
   checkClusterConfig,
+  checkCompact,
   checkPersist,
   copyEntry,
   copyHardState,
@@ -19,21 +20,31 @@ import {
 import type { ClusterConfig, Entry, HardState, SnapshotMeta } from './types.js';
 
 /** One accepted write, already checked and copied. */
-interface LogWrite {
-  readonly hardState: HardState | null;
-  readonly entries: readonly Entry[];
-}
+type LogWrite =
+  | { readonly kind: 'append'; readonly hardState: HardState | null; readonly entries: readonly Entry[] }
+  | { readonly kind: 'compact'; readonly meta: SnapshotMeta }
+  | { readonly kind: 'install'; readonly meta: SnapshotMeta };
 
 /** The stored log as one state; writes are applied to it in order. */
 class LogImage {
   constructor(
     public hardState: HardState,
-    public readonly snapshot: SnapshotMeta,
+    public snapshot: SnapshotMeta,
     /** entries[i] has index snapshot.index + 1 + i. */
-    public readonly entries: Entry[],
+    public entries: Entry[],
   ) {}
 
   apply(write: LogWrite): void {
+    if (write.kind === 'compact') {
+      this.entries = this.entries.slice(write.meta.index - this.snapshot.index);
+      this.snapshot = write.meta;
+      return;
+    }
+    if (write.kind === 'install') {
+      this.entries = [];
+      this.snapshot = write.meta;
+      return;
+    }
     if (write.hardState !== null) this.hardState = write.hardState;
     const first = write.entries[0];
     if (first === undefined) return;
@@ -100,9 +111,34 @@ export class MemoryLogStorage implements LogStorage {
       this.failNext = false;
       throw new StorageError('io', 'injected write failure (failNextWrite)');
     }
-    this.unsynced.push({ hardState: hardState === null ? null : copyHardState(hardState), entries: entries.map(copyEntry) });
+    this.unsynced.push({ kind: 'append', hardState: hardState === null ? null : copyHardState(hardState), entries: entries.map(copyEntry) });
     this.bounds = newBounds;
     if (options.sync ?? true) this.syncSync();
+  }
+
+  compactSync(meta: SnapshotMeta): void {
+    this.assertOpen();
+    checkCompact(meta, this.bounds);
+    if (meta.index === this.bounds.snapshotIndex) return;
+    this.unsynced.push({ kind: 'compact', meta: copyMeta(meta) });
+    this.bounds = { ...this.bounds, snapshotIndex: meta.index };
+    this.syncSync();
+  }
+
+  async compact(meta: SnapshotMeta): Promise<void> {
+    this.compactSync(meta);
+  }
+
+  /** Replace the whole log by an installed snapshot (the simulator keeps its state machine itself). */
+  installSnapshotSync(meta: SnapshotMeta): void {
+    this.assertOpen();
+    if (this.failNext) {
+      this.failNext = false;
+      throw new StorageError('io', 'injected write failure (failNextWrite)');
+    }
+    this.unsynced.push({ kind: 'install', meta: copyMeta(meta) });
+    this.bounds = { snapshotIndex: meta.index, lastIndex: meta.index, commit: this.bounds.commit };
+    this.syncSync();
   }
 
   async persist(hardState: HardState | null, entries: readonly Entry[]): Promise<void> {
@@ -174,6 +210,10 @@ export class MemoryLogStorage implements LogStorage {
   private assertOpen(): void {
     if (this.closed) throw new StorageError('closed', 'log storage is closed');
   }
+}
+
+function copyMeta(meta: SnapshotMeta): SnapshotMeta {
+  return { index: meta.index, term: meta.term, config: copyConfig(meta.config) };
 }
 
 function copyConfig(config: ClusterConfig): ClusterConfig {

@@ -20,6 +20,9 @@ export class Progress {
   probeSent = false;
   /** Heard from since the last CheckQuorum round. */
   recentActive = false;
+  /** In snapshot state: the index the snapshot being sent reflects, and the tick it was requested at. */
+  pendingSnapshot = 0;
+  snapshotRequestedAt = 0;
   private readonly inflight: InflightMessage[] = [];
   private inflightBytes = 0;
 
@@ -45,6 +48,14 @@ export class Progress {
   becomeProbe(): void {
     this.state = 'probe';
     this.probeSent = false;
+    this.clearInflight();
+  }
+
+  /** Stop appends until the follower has installed a snapshot of (at least) `index`. */
+  becomeSnapshot(index: number, now: number): void {
+    this.state = 'snapshot';
+    this.pendingSnapshot = index;
+    this.snapshotRequestedAt = now;
     this.clearInflight();
   }
 

@@ -27,9 +27,11 @@ export interface LogStorage {
    */
   persist(hardState: HardState | null, entries: readonly Entry[]): Promise<void>;
 
-  // Seam for log compaction (issue 5): a future `applySnapshotMeta(meta)` will record
-  // a new SnapshotMeta and delete the entries it covers in the same atomic write.
-  // Both implementations already read `snapshot.index` as the start of the log.
+  /**
+   * Log compaction: the log now starts after `meta` (an index already applied and
+   * durable in the state machine); entries up to it are deleted. Synced.
+   */
+  compact(meta: SnapshotMeta): Promise<void>;
 
   /** Waits for queued writes, then refuses further calls. Does not close a shared database. */
   close(): Promise<void>;
@@ -160,6 +162,18 @@ export function checkClusterConfig(config: unknown, what: string, code: 'corrupt
     throw new StorageError(code, `${what} must have string arrays 'voters' and 'learners'`);
   }
   return { voters: [...voters], learners: [...learners] };
+}
+
+/** Checks a compaction point against the current bounds. */
+export function checkCompact(meta: SnapshotMeta, bounds: LogBounds): void {
+  checkClusterConfig(meta.config, 'snapshot config', 'invalidArgument');
+  if (!isCount(meta.index) || !isCount(meta.term)) throw new StorageError('invalidArgument', 'snapshot index and term must be non-negative integers');
+  if (meta.index < bounds.snapshotIndex) {
+    throw new StorageError('compacted', `cannot compact to ${meta.index}: the log already starts after ${bounds.snapshotIndex}`);
+  }
+  if (meta.index > bounds.lastIndex) {
+    throw new StorageError('invalidArgument', `cannot compact to ${meta.index}: the log ends at ${bounds.lastIndex}`);
+  }
 }
 
 /** A copy the caller cannot change behind the storage's back (and vice versa); data becomes a plain Uint8Array. */

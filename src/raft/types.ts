@@ -106,13 +106,20 @@ export interface HeartbeatResponse extends MessageBase {
   readonly context: string;
 }
 
-/** One chunk of a snapshot. `offset` and `done` let a receiver assemble it; the driver owns the bytes. */
+/**
+ * InstallSnapshot. The core emits one with an empty chunk as a request to its
+ * driver ("send `to` a snapshot"); the driver streams the state as chunks
+ * (`offset` = bytes before this chunk, `checksum` = sha256 of all chunk bytes, on
+ * the last chunk only) and the receiving driver assembles, verifies and installs
+ * them before stepping the final message into its core.
+ */
 export interface SnapshotRequest extends MessageBase {
   readonly type: 'snapshot';
   readonly meta: SnapshotMeta;
   readonly offset: number;
   readonly chunk: Uint8Array;
   readonly done: boolean;
+  readonly checksum: string;
 }
 
 export interface TimeoutNowRequest extends MessageBase {
@@ -163,6 +170,16 @@ export interface Ready {
   readonly messages: readonly Message[];
   readonly committedEntries: readonly Entry[];
   readonly readStates: readonly ReadState[];
+  /**
+   * Followers that need a snapshot because the entries they miss were compacted:
+   * the driver streams its current state machine to each (see SnapshotRequest) and
+   * reports the outcome with reportSnapshot().
+   */
+  readonly snapshotRequests: readonly SnapshotNeed[];
+}
+
+export interface SnapshotNeed {
+  readonly to: NodeId;
 }
 
 /**

@@ -92,6 +92,7 @@ export const messageArb: fc.Arbitrary<Message> = fc.oneof(
     offset: uintArb,
     chunk: bytesArb,
     done: fc.boolean(),
+    checksum: fc.oneof(fc.constant(''), fc.stringMatching(/^[0-9a-f]{64}$/)),
   }),
   fc.record({ type: fc.constant('timeoutNow' as const), from: nodeIdArb, to: nodeIdArb, term: uintArb }),
   fc.record({ type: fc.constant('readIndex' as const), from: nodeIdArb, to: nodeIdArb, term: uintArb, context: contextArb }),

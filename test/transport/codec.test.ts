@@ -59,7 +59,7 @@ describe('peer codec rejects malformed frames', () => {
   const entry = { index: 6, term: 2, kind: 'command', data: Buffer.from('x') };
   const app = { type: 'app', from: 'n1', to: 'n2', term: 3, prevIndex: 5, prevTerm: 2, entries: [entry], commit: 4 };
   const snapshot = {
-    type: 'snapshot', from: 'n1', to: 'n2', term: 1, offset: 0, chunk: Buffer.from('s'), done: true,
+    type: 'snapshot', from: 'n1', to: 'n2', term: 1, offset: 0, chunk: Buffer.from('s'), done: true, checksum: '',
     meta: { index: 1, term: 1, config: { voters: ['n1'], learners: [] } },
   };
   const frame = (...messages: unknown[]): Buffer => pack({ t: 'msgs', m: messages });
@@ -111,6 +111,7 @@ describe('peer codec rejects malformed frames', () => {
     ['a snapshot config with an empty voter id', frame({ ...snapshot, meta: { ...snapshot.meta, config: { voters: [''], learners: [] } } }), /voters\[0\] must be a non-empty string/],
     ['a snapshot config without learners', frame({ ...snapshot, meta: { ...snapshot.meta, config: { voters: ['n1'] } } }), /learners is missing/],
     ['a snapshot chunk that is a string', frame({ ...snapshot, chunk: 's' }), /chunk must be binary data/],
+    ['a snapshot checksum that is not a sha256 digest', frame({ ...snapshot, checksum: 'abc' }), /checksum must be empty or a sha256 hex digest/],
     ['a valid message followed by a bad one', frame(heartbeat, { ...heartbeat, term: -1 }), /frame.m\[1\].term/],
   ];
 

@@ -84,6 +84,7 @@ function messageToWire(m: Message): Record<string, unknown> {
         offset: m.offset,
         chunk: m.chunk,
         done: m.done,
+        checksum: m.checksum,
       };
     case 'timeoutNow':
       return base;
@@ -133,7 +134,7 @@ export function estimateMessageBaseBytes(m: Message): number {
   let bytes = MESSAGE_OVERHEAD + utf8Bytes(m.from) + utf8Bytes(m.to);
   if ('context' in m) bytes += utf8Bytes(m.context);
   if (m.type === 'snapshot') {
-    bytes += m.chunk.byteLength;
+    bytes += m.chunk.byteLength + m.checksum.length;
     for (const id of [...m.meta.config.voters, ...m.meta.config.learners]) bytes += NODE_ID_OVERHEAD + utf8Bytes(id);
   }
   return bytes;
@@ -157,7 +158,7 @@ const MESSAGE_FIELDS: Readonly<Record<MessageType, readonly string[]>> = {
   appResp: ['index', 'reject', 'hintIndex', 'hintTerm'],
   heartbeat: ['commit', 'context'],
   heartbeatResp: ['context'],
-  snapshot: ['meta', 'offset', 'chunk', 'done'],
+  snapshot: ['meta', 'offset', 'chunk', 'done', 'checksum'],
   timeoutNow: [],
   readIndex: ['context'],
   readIndexResp: ['context', 'index'],
@@ -216,6 +217,7 @@ export function validateMessage(value: unknown, where = 'message'): Message {
         offset: uint(v.offset, at('offset')),
         chunk: bytes(v.chunk, at('chunk')),
         done: bool(v.done, at('done')),
+        checksum: checksum(v.checksum, at('checksum')),
       };
     case 'timeoutNow':
       return { type, ...base };
@@ -319,6 +321,14 @@ export function nodeId(value: unknown, where: string): NodeId {
 function context(value: unknown, where: string): string {
   if (typeof value !== 'string') throw new PeerProtocolError(`${where} must be a string, got ${describe(value)}`);
   if (utf8Bytes(value) > MAX_CONTEXT_BYTES) throw new PeerProtocolError(`${where} is longer than ${MAX_CONTEXT_BYTES} bytes`);
+  return value;
+}
+
+/** A snapshot checksum: empty, or 64 lowercase hex digits (sha256). */
+function checksum(value: unknown, where: string): string {
+  if (typeof value !== 'string' || !(value === '' || /^[0-9a-f]{64}$/.test(value))) {
+    throw new PeerProtocolError(`${where} must be empty or a sha256 hex digest, got ${describe(value)}`);
+  }
   return value;
 }
 

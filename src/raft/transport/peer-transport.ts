@@ -211,6 +211,11 @@ export class PeerTransport implements Transport {
     return { listening: this.bound, peers, inbound: [...this.inboundByPeer.keys()] };
   }
 
+  /** Bytes waiting to be sent to `to` (0 for an unknown peer). */
+  queuedBytes(to: NodeId): number {
+    return this.links.get(to)?.status().queuedBytes ?? 0;
+  }
+
   /** Closes every socket and the peer port; resolves when all are gone and no timer is left. */
   async close(): Promise<void> {
     if (this.state === 'closed') return;
