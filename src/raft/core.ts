@@ -87,6 +87,8 @@ export class RaftNode {
   private configs: Array<{ readonly index: number; readonly config: ClusterConfig }>;
   /** Ticks since this node started; orders timeouts that span role changes. */
   private ticks = 0;
+  /** Leader: bytes of entries appended but not yet committed (what a stalled quorum lets pile up). */
+  private uncommittedBytes = 0;
   private lastHardState: HardState;
   private lastSoftState: SoftState;
   private readyOutstanding = false;
@@ -214,7 +216,9 @@ export class RaftNode {
   }
 
   proposeConfigChange(change: ConfigChange): ProposeResult {
-    if (this.role === 'leader' && this.pendingConfigIndex > this.log.applying) {
+    // One change at a time, and none before this leader has committed in its own term
+    // (the single-server change fix from Ongaro's raft-dev post of 2015).
+    if (this.role === 'leader' && (this.pendingConfigIndex > this.log.applying || this.log.term(this.log.committed) !== this.term)) {
       return { ok: false, reason: 'configChangePending', leader: this.id };
     }
     const result = this.proposeEntry('config', encodeConfigChange(change));
@@ -417,6 +421,8 @@ export class RaftNode {
     }
     // Any config entry not yet applied must be applied before a new change is accepted.
     this.pendingConfigIndex = this.log.lastIndex();
+    this.uncommittedBytes = 0;
+    for (const e of this.log.slice(this.log.committed + 1, this.log.lastIndex() + 1)) this.uncommittedBytes += e.data.byteLength;
     // Entries of earlier terms commit only through an entry of this term (paper §5.4.2).
     this.appendOwn('noop', EMPTY);
     this.broadcastAppend();
@@ -547,6 +553,9 @@ export class RaftNode {
   private proposeEntry(kind: EntryKind, data: Uint8Array): ProposeResult {
     if (this.role !== 'leader') return { ok: false, reason: 'notLeader', leader: this.leader };
     if (this.leadTransferee !== null) return { ok: false, reason: 'transferring', leader: this.id };
+    if (this.uncommittedBytes + data.byteLength > (this.opts.maxUncommittedBytes ?? Infinity)) {
+      return { ok: false, reason: 'overloaded', leader: this.id };
+    }
     const entry = this.appendOwn(kind, data);
     this.broadcastAppend();
     return { ok: true, index: entry.index, term: entry.term };
@@ -555,6 +564,7 @@ export class RaftNode {
   private appendOwn(kind: EntryKind, data: Uint8Array): Entry {
     const entry: Entry = { index: this.log.lastIndex() + 1, term: this.term, kind, data };
     this.log.append([entry]);
+    this.uncommittedBytes += data.byteLength;
     return entry;
   }
 
@@ -638,6 +648,7 @@ export class RaftNode {
   private maybeCommit(): boolean {
     const index = committedIndex(this.config, (id) => (id === this.id ? this.log.persisted : (this.progress.get(id)?.match ?? 0)));
     if (index <= this.log.committed || this.log.term(index) !== this.term) return false;
+    for (const e of this.log.slice(this.log.committed + 1, index + 1)) this.uncommittedBytes -= e.data.byteLength;
     this.log.commitTo(index);
     this.releaseReadsAwaitingTermCommit();
     return true;
@@ -684,7 +695,15 @@ export class RaftNode {
   private releaseReadsAwaitingTermCommit(): void {
     const waiting = this.readsAwaitingTermCommit;
     this.readsAwaitingTermCommit = [];
-    for (const r of waiting) this.startRead(r.requester, r.context);
+    if (waiting.length === 0) return;
+    if (this.config.voters.length === 1 && isVoter(this.config, this.id)) {
+      for (const r of waiting) this.answerRead(r.requester, r.context, this.log.committed);
+      return;
+    }
+    // One heartbeat round confirms them all: acknowledging a round confirms every read queued before it.
+    let round = '';
+    for (const r of waiting) round = this.reads.add(r.requester, r.context, this.log.committed, this.id);
+    this.broadcastHeartbeat(round);
   }
 
   private answerRead(requester: NodeId, context: string, index: number): void {

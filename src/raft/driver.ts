@@ -206,7 +206,12 @@ export class RaftDriver<R> {
             : new RaftError('NOT_LEADER', `this node is not the leader; ${result.leader} is`, result.leader),
         );
       }
-      const why = result.reason === 'transferring' ? 'leadership is being transferred' : 'a membership change is in progress';
+      const why =
+        result.reason === 'transferring'
+          ? 'leadership is being transferred'
+          : result.reason === 'overloaded'
+            ? 'too many writes are waiting to commit; retry shortly'
+            : 'a membership change is in progress';
       return Promise.reject(new RaftError('UNAVAILABLE', why, result.leader));
     }
     this.schedule();

@@ -209,6 +209,12 @@ export interface RaftOptions {
   readonly maxInflightBytes: number;
   /** Upper bound on entry bytes in one AppendEntries message (at least one entry is always sent). */
   readonly maxMessageBytes: number;
+  /**
+   * A leader refuses proposals ('overloaded') while this many bytes of entries are
+   * appended but not committed, so a stalled quorum cannot grow its log without bound.
+   * Unlimited when absent.
+   */
+  readonly maxUncommittedBytes?: number;
 }
 
 /** What a node restarts from: everything its storage holds. */
@@ -224,7 +230,7 @@ export interface RestoredState {
 
 export type ProposeResult =
   | { readonly ok: true; readonly index: number; readonly term: number }
-  | { readonly ok: false; readonly reason: 'notLeader' | 'transferring' | 'configChangePending'; readonly leader: NodeId | null };
+  | { readonly ok: false; readonly reason: 'notLeader' | 'transferring' | 'configChangePending' | 'overloaded'; readonly leader: NodeId | null };
 
 export interface Status {
   readonly id: NodeId;

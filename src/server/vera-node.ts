@@ -75,6 +75,7 @@ export class VeraNode {
           maxInflightMessages: 256,
           maxInflightBytes: 32 * 1024 * 1024,
           maxMessageBytes: 1024 * 1024,
+          maxUncommittedBytes: 256 * 1024 * 1024,
         },
         { ...loaded, applied: sm.appliedIndex },
       );
