@@ -43,6 +43,8 @@ export interface ServerConfig {
   /** Milliseconds; a hello's timeoutMs is clamped to [min, max], a hello without one gets `default`. */
   readonly sessionTimeout: { readonly min: number; readonly max: number; readonly default: number };
   readonly limits: ServerLimits;
+  /** Log compaction: compact once `everyEntries` applied entries lie beyond the `keepEntries` kept behind. */
+  readonly compaction: { readonly everyEntries: number; readonly keepEntries: number };
 }
 
 export const SECRET_ENV = 'VERA_CLUSTER_SECRET';
@@ -58,6 +60,8 @@ export const DEFAULTS = {
   sessionsMax: 10_000,
   watchesPerSession: 1_000,
   inflightPerConnection: 256,
+  snapshotEntries: 10_000,
+  snapshotKeep: 1_000,
 } as const;
 
 /** Settings a flag or a config-file key can carry: the same names in both. */
@@ -76,6 +80,8 @@ const SETTINGS = [
   'sessions-max',
   'watches-per-session',
   'inflight-per-connection',
+  'snapshot-entries',
+  'snapshot-keep',
 ] as const;
 type Setting = (typeof SETTINGS)[number];
 
@@ -189,6 +195,10 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
       sessionsMax: number('sessions-max', parseCount, DEFAULTS.sessionsMax),
       watchesPerSession: number('watches-per-session', parseCount, DEFAULTS.watchesPerSession),
       inflightPerConnection: number('inflight-per-connection', parseCount, DEFAULTS.inflightPerConnection),
+    },
+    compaction: {
+      everyEntries: Math.max(1, number('snapshot-entries', parseCount, DEFAULTS.snapshotEntries)),
+      keepEntries: number('snapshot-keep', parseCount, DEFAULTS.snapshotKeep),
     },
   };
 }

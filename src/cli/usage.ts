@@ -46,6 +46,8 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
   --sessions-max N            sessions a leader accepts (default 10000)
   --watches-per-session N     watches one session may hold (default 1000)
   --inflight-per-connection N requests one connection may have pending (default 256)
+  --snapshot-entries N        compact the Raft log every N applied entries (default 10000)
+  --snapshot-keep N           entries kept behind the applied index for lagging followers (default 1000)
   -h, --help                  show this help
 
 Durations: 5000, 5000ms, 5s, 2m. Sizes: 1048576, 512KiB, 1MiB.

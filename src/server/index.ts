@@ -68,6 +68,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         logger,
         eventLogCapacity: 200_000,
         transport,
+        compaction: config.compaction,
       },
       {
         onApplied: (_outcome, recorded) => fe.notifier.deliver(recorded),

@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { RaftNode } from '../raft/core.js';
 import { openDataDir, type OpenedDataDir } from '../raft/datadir.js';
-import { RaftDriver, type Transport } from '../raft/driver.js';
+import { RaftDriver, type CompactionPolicy, type SnapshotIO, type Transport } from '../raft/driver.js';
+import { appliedIndexOf, captureState, replaceStateOps, SnapshotError } from '../raft/state-transfer.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SoftState, Status } from '../raft/types.js';
 import { encodeCommand, StateMachine, type ApplyOutcome, type Command } from '../statemachine/index.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
@@ -31,7 +32,10 @@ export interface VeraNodeOptions {
   readonly eventLogCapacity: number;
   /** Carries messages to the other members; null for a single-member cluster. Incoming ones go to step(). */
   readonly transport: ClosableTransport | null;
+  readonly compaction: CompactionPolicy;
 }
+
+export const DEFAULT_COMPACTION: CompactionPolicy = { everyEntries: 10_000, keepEntries: 1_000 };
 
 export type ClosableTransport = Transport & { close(): Promise<void> };
 
@@ -80,6 +84,16 @@ export class VeraNode {
         { ...loaded, applied: sm.appliedIndex },
       );
       const transport = opts.transport;
+      const snapshots: SnapshotIO = {
+        capture: () => captureState(dir.db),
+        install: async (meta, data) => {
+          const carried = appliedIndexOf(data);
+          if (carried !== meta.index) throw new SnapshotError(`snapshot data reflects index ${carried}, its meta says ${meta.index}`);
+          await dir.storage.installSnapshot(meta, await replaceStateOps(dir.db, data));
+          await sm.reload();
+          events.reset(meta.index);
+        },
+      };
       const apply = async (entry: Entry): Promise<ApplyOutcome> => {
         const outcome = await sm.apply(entry);
         // Recipients are decided now, against the watches as of this entry, so replay later is exact.
@@ -97,6 +111,9 @@ export class VeraNode {
           tickMs: opts.timing.tickMs,
           onSoftState: (s) => hooks.onSoftState(s),
           onFatal: (err) => hooks.onFatal(err),
+          snapshots,
+          compaction: opts.compaction,
+          onSnapshotEvent: (e) => opts.logger.info({ event: `snapshot-${e.kind}`, ...e }, `snapshot ${e.kind} at index ${e.index}`),
         },
         sm.appliedIndex,
       );
