@@ -3,4 +3,4 @@ export { LeaderElection, type CampaignOptions, type Leadership } from './leader-
 export { Mutex, type AcquireOptions, type LockHandle } from './lock.js';
 export { discover, register, servicePath, SERVICES_ROOT, type Discovery, type Registration } from './service-registry.js';
 export { ListView } from './list-view.js';
-export { waitForTurn, watchForLoss } from './queue.js';
+export { contenderItem, PRESENCE_SEGMENT, takeTurn, type Turn } from './queue.js';

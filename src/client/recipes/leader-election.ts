@@ -1,17 +1,17 @@
-// Leader election: candidates push an ephemeral item onto one list; the first
-// item's owner leads, and its item index is the fencing token (strictly
-// increasing across successive leaders, since indexes are Raft indexes).
-// A candidate waits only for the item just before its own to go (queue.ts), so
-// a leader change wakes exactly one candidate. Leadership ends when the item is
-// deleted: by resign(), or by the server when the session expires.
+// Leader election: candidates queue on one list (queue.ts); the first item's
+// owner leads, and its item index is the fencing token (strictly increasing
+// across successive leaders, since indexes are Raft indexes). A candidate waits
+// only on the candidate just before it, so a leader change wakes exactly one
+// candidate. Leadership ends when the item is deleted: by resign(), or by the
+// server when the session expires.
 import type { VeraError } from '../../server/protocol-errors.js';
 import type { Item } from '../../server/protocol-types.js';
 import type { VeraClient } from '../client.js';
 import { ListView } from './list-view.js';
-import { waitForTurn, watchForLoss } from './queue.js';
+import { contenderItem, takeTurn } from './queue.js';
 
 export interface Leadership {
-  /** This candidate's item, first in the list. */
+  /** This candidate's item, first in the list, with the data given to campaign(). */
   readonly item: Item;
   /** Pass to whatever the leader writes to, so writes from a deposed leader can be refused. */
   readonly fencingToken: number;
@@ -37,28 +37,14 @@ export class LeaderElection {
 
   /** Becomes a candidate and resolves once this client leads. */
   async campaign(options: CampaignOptions = {}): Promise<Leadership> {
-    const item = await this.client.push(this.path, options.data ?? null);
-    try {
-      await waitForTurn(this.client, this.path, item, options.signal);
-    } catch (error) {
-      // Withdraw, so a candidate that gave up never becomes leader later.
-      await this.client.delete(this.path, item.index).catch(() => undefined);
-      throw error;
-    }
-    return {
-      item,
-      fencingToken: item.index,
-      lost: watchForLoss(this.client, this.path, item),
-      resign: () => this.client.delete(this.path, item.index).catch((error: VeraError) => {
-        if (error.code !== 'NOT_FOUND') throw error; // already gone: nothing to resign
-      }),
-    };
+    const turn = await takeTurn(this.client, this.path, options.data ?? null, options.signal);
+    return { item: turn.item, fencingToken: turn.fencingToken, lost: turn.lost, resign: () => turn.leave() };
   }
 
-  /** The current leader's item, or null when there is no candidate. */
+  /** The current leader's item (with the data it campaigned with), or null when there is no candidate. */
   async leader(): Promise<Item | null> {
     const { items } = await this.client.get(this.path);
-    return items[0] ?? null;
+    return items[0] === undefined ? null : contenderItem(items[0]);
   }
 
   /**
@@ -69,14 +55,14 @@ export class LeaderElection {
     const events = this.client.events();
     const view = new ListView(this.path, await this.client.watch(this.path));
     let current = view.items[0]?.index ?? null;
-    onChange(view.items[0] ?? null);
+    onChange(view.items[0] === undefined ? null : contenderItem(view.items[0]));
     const loop = (async () => {
       for await (const event of events) {
         if (!view.apply(event)) continue;
         const first = view.items[0] ?? null;
         if ((first?.index ?? null) === current) continue;
         current = first?.index ?? null;
-        onChange(first);
+        onChange(first === null ? null : contenderItem(first));
       }
     })().catch(() => undefined); // ends with the client
     return async () => {

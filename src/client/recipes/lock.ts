@@ -1,13 +1,13 @@
-// A mutex without herd effect: each contender pushes an ephemeral item onto the
-// lock's list; the lowest index holds the lock, and each waiter reacts only to
-// the delete of the item just before its own (queue.ts). The item index is a
-// fencing token. The lock is released by deleting the item, or by the server
-// when the holder's session expires: a holder that may outlive its session
-// must check `lost` or pass the fencing token to what it protects.
+// A mutex without herd effect: contenders queue on the lock's list (queue.ts);
+// the lowest index holds the lock, and each waiter waits only on the contender
+// just before it. The item index is a fencing token. The lock is released by
+// deleting the item, or by the server when the holder's session expires: a
+// holder that may outlive its session must check `lost` or pass the fencing
+// token to what it protects.
 import type { VeraError } from '../../server/protocol-errors.js';
 import type { Item } from '../../server/protocol-types.js';
 import type { VeraClient } from '../client.js';
-import { waitForTurn, watchForLoss } from './queue.js';
+import { takeTurn } from './queue.js';
 
 export interface LockHandle {
   readonly item: Item;
@@ -32,21 +32,8 @@ export class Mutex {
   ) {}
 
   async acquire(options: AcquireOptions = {}): Promise<LockHandle> {
-    const item = await this.client.push(this.path, options.data ?? null);
-    try {
-      await waitForTurn(this.client, this.path, item, options.signal);
-    } catch (error) {
-      await this.client.delete(this.path, item.index).catch(() => undefined);
-      throw error;
-    }
-    return {
-      item,
-      fencingToken: item.index,
-      lost: watchForLoss(this.client, this.path, item),
-      release: () => this.client.delete(this.path, item.index).catch((error: VeraError) => {
-        if (error.code !== 'NOT_FOUND') throw error; // already gone: the lock was lost earlier
-      }),
-    };
+    const turn = await takeTurn(this.client, this.path, options.data ?? null, options.signal);
+    return { item: turn.item, fencingToken: turn.fencingToken, lost: turn.lost, release: () => turn.leave() };
   }
 
   /** Runs `fn` holding the lock, releasing it afterwards whatever happens. */

@@ -1,0 +1,105 @@
+// A real cluster of `vera start` processes on 127.0.0.1 for the failover tests:
+// ports picked with freePort(), one shared secret, temporary data directories.
+// Who leads is read from GET /v1/status, polled: the cluster offers no push
+// notification of it, and every poll is bounded.
+
+import { randomBytes } from 'node:crypto';
+import { freePort, VeraProcess } from '../support/vera-process.js';
+
+export interface Member {
+  readonly id: string;
+  readonly clientPort: number;
+  readonly peerPort: number;
+  readonly process: VeraProcess;
+  readonly url: string;
+}
+
+export interface NodeStatus {
+  readonly id: string;
+  readonly role: string;
+  readonly term: number;
+  readonly leader: string | null;
+  readonly leaderUrl: string | null;
+  readonly applied: number;
+}
+
+export async function fetchStatus(clientPort: number): Promise<NodeStatus> {
+  const response = await fetch(`http://127.0.0.1:${clientPort}/v1/status`, { signal: AbortSignal.timeout(2000) });
+  if (!response.ok) throw new Error(`/v1/status on port ${clientPort} answered ${response.status}`);
+  return (await response.json()) as NodeStatus;
+}
+
+/** Calls `probe` every `everyMs` until it returns a value other than undefined; throws after `timeoutMs`. */
+export async function pollUntil<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  let lastError: unknown = null;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (performance.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError === null ? '' : ` (last error: ${String(lastError)})`}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+export class Cluster {
+  private constructor(readonly members: readonly Member[]) {}
+
+  /** Starts `size` members with the same --peers list and waits until each one serves. */
+  static async start(size: number, extraArgs: readonly string[] = []): Promise<Cluster> {
+    const ports = await distinctFreePorts(size * 2);
+    const specs = Array.from({ length: size }, (_, i) => ({ id: `n${i + 1}`, clientPort: ports[2 * i]!, peerPort: ports[2 * i + 1]! }));
+    const peers = specs.map((s) => `${s.id}=127.0.0.1:${s.peerPort}/${s.clientPort}`).join(',');
+    const secret = randomBytes(16).toString('hex');
+    const processes = await Promise.all(
+      specs.map((s) => VeraProcess.start({ id: s.id, clientPort: s.clientPort, peerPort: s.peerPort, peers, secret, args: extraArgs })),
+    );
+    return new Cluster(specs.map((s, i) => ({ ...s, process: processes[i]!, url: `ws://127.0.0.1:${s.clientPort}` })));
+  }
+
+  get urls(): string[] {
+    return this.members.map((m) => m.url);
+  }
+
+  /** Members whose process has not exited. */
+  get running(): Member[] {
+    return this.members.filter((m) => m.process.proc.exitCode === null && m.process.proc.signalCode === null);
+  }
+
+  /** The leader every running member agrees on (optionally, one other than `not`). */
+  async leader(options: { not?: string; timeoutMs?: number } = {}): Promise<Member> {
+    return pollUntil(
+      async () => {
+        const statuses = await Promise.all(this.running.map((m) => fetchStatus(m.clientPort)));
+        const leaderId = statuses[0]?.leader ?? null;
+        if (leaderId === null || leaderId === options.not) return undefined;
+        if (!statuses.every((s) => s.leader === leaderId)) return undefined;
+        const leading = statuses.find((s) => s.id === leaderId);
+        if (leading?.role !== 'leader') return undefined;
+        return this.members.find((m) => m.id === leaderId);
+      },
+      options.not === undefined ? 'a leader' : `a leader other than ${options.not}`,
+      options.timeoutMs,
+    );
+  }
+
+  /** SIGTERMs every running member; resolves with their exit codes. */
+  async stop(): Promise<Array<number | null>> {
+    return Promise.all(this.running.map((m) => m.process.stop()));
+  }
+
+  removeData(): void {
+    for (const m of this.members) m.process.removeData();
+  }
+}
+
+async function distinctFreePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  return [...ports];
+}
