@@ -140,6 +140,11 @@ export class RaftDriver<R> {
     return this.node.status();
   }
 
+  /** Term and configuration of the state at applied index `index` (see RaftNode.snapshotMetaAt). */
+  snapshotMetaAt(index: number): SnapshotMeta | null {
+    return this.node.snapshotMetaAt(index);
+  }
+
   /** A message from a peer. */
   step(message: Message): void {
     if (this.stopped) return;
@@ -238,8 +243,9 @@ export class RaftDriver<R> {
       while (!this.stopped && (this.pendingInstall !== null || this.node.hasReady())) {
         if (this.pendingInstall !== null) await this.installSnapshot();
         else await this.handleReady(this.node.ready());
+        // Here, not after the loop: under steady load the loop may never drain.
+        await this.maybeCompact();
       }
-      if (!this.stopped) await this.maybeCompact();
     } catch (err) {
       this.stopped = true;
       if (this.ticker) clearInterval(this.ticker);

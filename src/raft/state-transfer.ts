@@ -36,7 +36,7 @@ export class SnapshotError extends Error {
 export interface CapturedState {
   /** The applied index the captured state reflects. */
   readonly index: number;
-  /** The byte stream in chunks of at most SNAPSHOT_CHUNK_BYTES. */
+  /** The byte stream in chunks of about SNAPSHOT_CHUNK_BYTES (a chunk ends at the first record that reaches it). */
   chunks(): AsyncGenerator<Buffer>;
   release(): Promise<void>;
 }
