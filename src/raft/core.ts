@@ -87,6 +87,8 @@ export class RaftNode {
   private configs: Array<{ readonly index: number; readonly config: ClusterConfig }>;
   /** Ticks since this node started; orders timeouts that span role changes. */
   private ticks = 0;
+  /** The highest index whose Ready advance() has processed (so its config changes are in `configs`). */
+  private appliedAdvanced: number;
   /** Leader: bytes of entries appended but not yet committed (what a stalled quorum lets pile up). */
   private uncommittedBytes = 0;
   private lastHardState: HardState;
@@ -109,6 +111,7 @@ export class RaftNode {
       this.configs.push({ index: e.index, config });
     }
     this.config = config;
+    this.appliedAdvanced = this.log.applying;
     this.lastHardState = this.hardState();
     this.lastSoftState = { role: this.role, leader: this.leader };
     this.resetElectionTimeout();
@@ -296,6 +299,7 @@ export class RaftNode {
     if (last) this.log.persistedTo(last.index, last.term);
     for (const e of rd.committedEntries) {
       if (e.kind === 'config') this.applyConfigEntry(e);
+      this.appliedAdvanced = e.index;
     }
     // A leader counts itself toward a quorum only for entries it has made durable (thesis §10.2.1).
     if (this.role === 'leader' && this.maybeCommit()) this.broadcastAppend();
@@ -319,7 +323,8 @@ export class RaftNode {
 
   /** What a snapshot of the state machine at applied index `index` is: its term and configuration. */
   snapshotMetaAt(index: number): SnapshotMeta | null {
-    if (index < this.log.firstIndex() - 1 || index > this.log.applying) return null;
+    // Only indexes whose configuration changes advance() has already taken in.
+    if (index < this.log.firstIndex() - 1 || index > this.appliedAdvanced) return null;
     const term = this.log.term(index);
     if (term === null) return null;
     let config = this.configs[0]!.config;
@@ -338,7 +343,11 @@ export class RaftNode {
    * asks before it replaces the state machine, then steps the message in.
    */
   shouldInstallSnapshot(m: SnapshotRequest): boolean {
-    return m.to === this.id && m.term >= this.term && m.meta.index > this.log.committed && this.role !== 'leader';
+    // A leader of the same term cannot receive a snapshot from a peer (one leader per term); one from a newer term deposes it.
+    const fromRightLeader = m.term > this.term || (m.term === this.term && this.role !== 'leader');
+    // A log that already holds the snapshot's last entry keeps its suffix: entries after it may
+    // have been acknowledged to this leader, and wiping them would break that promise.
+    return m.to === this.id && fromRightLeader && m.meta.index > this.log.committed && !this.log.matchTerm(m.meta.index, m.meta.term);
   }
 
   /** The driver finished (or failed) streaming a snapshot to `to`. */
@@ -531,13 +540,20 @@ export class RaftNode {
     });
   }
 
-  /** The driver has installed this snapshot's state (see shouldInstallSnapshot); adopt it as our log's start. */
+  /**
+   * A complete snapshot. If shouldInstallSnapshot said yes, the driver has installed its state and we adopt it
+   * as our log's start; otherwise nothing was installed and we only answer (and fast-forward the commit index
+   * when our log already holds the snapshot's last entry).
+   */
   private handleInstalledSnapshot(m: SnapshotRequest): void {
+    // Already holding its last entry: everything up to it is committed; keep the log (as etcd-io/raft does).
+    if (this.log.matchTerm(m.meta.index, m.meta.term)) this.log.commitTo(m.meta.index);
     if (m.meta.index <= this.log.committed) {
       this.send({ type: 'appResp', to: m.from, index: this.log.committed, reject: false, hintIndex: 0, hintTerm: 0 });
       return;
     }
     this.log.restore(m.meta);
+    this.appliedAdvanced = m.meta.index;
     this.config = m.meta.config;
     this.configs = [{ index: m.meta.index, config: m.meta.config }];
     this.send({ type: 'appResp', to: m.from, index: m.meta.index, reject: false, hintIndex: 0, hintTerm: 0 });
@@ -589,7 +605,7 @@ export class RaftNode {
       const prevTerm = this.log.term(prevIndex);
       if (prevTerm === null) {
         // The follower needs entries we compacted: it must install a snapshot first.
-        pr.becomeSnapshot(this.log.applying, this.ticks);
+        pr.becomeSnapshot(this.ticks);
         this.snapshotRequests.push({ to });
         return;
       }

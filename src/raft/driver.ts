@@ -352,7 +352,14 @@ export class RaftDriver<R> {
     const { message, data } = this.pendingInstall!;
     this.pendingInstall = null;
     const io = this.opts.snapshots;
-    if (!io || !this.node.shouldInstallSnapshot(message)) return;
+    if (!io) return;
+    if (!this.node.shouldInstallSnapshot(message)) {
+      // Still step it in (nothing is installed): a follower that already has it must
+      // answer with its commit index, or a leader whose acknowledgement was lost would
+      // resend the same snapshot forever while no quorum can form without us.
+      this.node.step({ ...message, chunk: new Uint8Array(0) });
+      return;
+    }
     this.installing = true;
     try {
       await io.install(message.meta, data);

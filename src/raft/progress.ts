@@ -20,8 +20,7 @@ export class Progress {
   probeSent = false;
   /** Heard from since the last CheckQuorum round. */
   recentActive = false;
-  /** In snapshot state: the index the snapshot being sent reflects, and the tick it was requested at. */
-  pendingSnapshot = 0;
+  /** In snapshot state: the tick the snapshot was requested at (it is retried if never acknowledged). */
   snapshotRequestedAt = 0;
   private readonly inflight: InflightMessage[] = [];
   private inflightBytes = 0;
@@ -51,10 +50,9 @@ export class Progress {
     this.clearInflight();
   }
 
-  /** Stop appends until the follower has installed a snapshot of (at least) `index`. */
-  becomeSnapshot(index: number, now: number): void {
+  /** Stop appends until the follower has installed a snapshot and acknowledged it. */
+  becomeSnapshot(now: number): void {
     this.state = 'snapshot';
-    this.pendingSnapshot = index;
     this.snapshotRequestedAt = now;
     this.clearInflight();
   }

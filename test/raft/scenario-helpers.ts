@@ -2,10 +2,32 @@
 // ticks and which message is delivered or dropped. Ready handling is
 // synchronous (persist to MemoryLogStorage, queue the messages, apply, advance),
 // so after any call every node's durable state is up to date.
+//
+// Snapshots follow the real driver (src/raft/driver.ts): a leader's Ready that
+// asks for one makes the leader capture its state machine (here: the list of
+// entries it has applied) and send it as one 'snapshot' message with its sha256;
+// the receiver assembles it, asks shouldInstallSnapshot, and if so replaces its
+// state machine, resets its log storage and steps the message into its core.
+// Compaction happens only when a test calls compact().
 
+import { createHash } from 'node:crypto';
 import { RaftNode } from '../../src/raft/core.js';
 import { MemoryLogStorage } from '../../src/raft/memory-storage.js';
-import type { ClusterConfig, Entry, Message, MessageType, NodeId, ProposeResult, RandomSource, ReadState, Status } from '../../src/raft/types.js';
+import { SnapshotAssembler } from '../../src/raft/state-transfer.js';
+import type {
+  ClusterConfig,
+  Entry,
+  EntryKind,
+  Message,
+  MessageType,
+  NodeId,
+  ProposeResult,
+  RandomSource,
+  ReadState,
+  SnapshotMeta,
+  SnapshotRequest,
+  Status,
+} from '../../src/raft/types.js';
 
 export interface ScenarioOptions {
   readonly electionTicks?: number;
@@ -49,6 +71,11 @@ export class ScenarioCluster {
   readonly sent: Message[] = [];
   /** Directed links that drop everything: `${from}>${to}`. */
   private readonly cut = new Set<string>();
+  private readonly assemblers = new Map<NodeId, SnapshotAssembler>();
+  /** Complete snapshots each node received, and whether it installed them. */
+  readonly snapshotsReceived: Array<{ readonly node: NodeId; readonly index: number; readonly installed: boolean }> = [];
+  /** Nodes whose next snapshot install loses power right after its write, before the core adopts it. */
+  private readonly powerLossAfterInstall = new Set<NodeId>();
 
   constructor(
     ids: readonly NodeId[],
@@ -102,15 +129,79 @@ export class ScenarioCluster {
         progress = true;
         const rd = n.ready();
         this.storage.get(id)!.persistSync(rd.hardState, rd.entries);
-        for (const m of rd.messages) {
-          this.sent.push(m);
-          if (!this.cut.has(`${m.from}>${m.to}`)) this.queue.push(m);
-        }
+        for (const m of rd.messages) this.enqueue(m);
         this.appliedEntries.get(id)!.push(...rd.committedEntries);
         this.reads.get(id)!.push(...rd.readStates);
         n.advance(rd);
+        for (const need of rd.snapshotRequests) this.sendSnapshot(n, need.to);
       }
     }
+  }
+
+  private enqueue(m: Message): void {
+    this.sent.push(m);
+    if (!this.cut.has(`${m.from}>${m.to}`)) this.queue.push(m);
+  }
+
+  /** Leader: capture the state machine (its applied entries) and send it whole, then report it sent. */
+  private sendSnapshot(leader: RaftNode, to: NodeId): void {
+    const state = [...this.appliedEntries.get(leader.id)!];
+    const meta = leader.snapshotMetaAt(state.length);
+    const { term, role } = leader.status();
+    if (meta === null || role !== 'leader') {
+      leader.reportSnapshot(to, false);
+      return;
+    }
+    const chunk = encodeEntries(state);
+    const checksum = createHash('sha256').update(chunk).digest('hex');
+    this.enqueue({ type: 'snapshot', from: leader.id, to, term, meta, offset: 0, chunk, done: true, checksum });
+    leader.reportSnapshot(to, true);
+  }
+
+  /**
+   * Log compaction on `id` up to `index` (default: everything it has applied),
+   * in its core and its storage. Returns the new log start.
+   */
+  compact(id: NodeId, index = this.appliedEntries.get(id)!.length): SnapshotMeta {
+    const meta = this.node(id).compact(index);
+    this.storage.get(id)!.compactSync(meta);
+    return meta;
+  }
+
+  /** The next snapshot `id` installs hits a power loss after the install write, before its core sees it. */
+  losePowerAfterNextInstall(id: NodeId): void {
+    this.powerLossAfterInstall.add(id);
+  }
+
+  /** What `id`'s storage would restart from. */
+  stored(id: NodeId): ReturnType<MemoryLogStorage['loadSync']> {
+    return this.storage.get(id)!.loadSync();
+  }
+
+  /** Receiver side of a snapshot message: assemble, ask the core, install, step it in. */
+  private receiveSnapshot(target: RaftNode, m: SnapshotRequest): void {
+    let assembler = this.assemblers.get(target.id);
+    if (assembler === undefined) {
+      assembler = new SnapshotAssembler();
+      this.assemblers.set(target.id, assembler);
+    }
+    const data = assembler.accept(`${m.from}/${m.term}/${m.meta.index}`, m.offset, m.chunk, m.done, m.checksum);
+    if (data === null) return;
+    const install = target.shouldInstallSnapshot(m);
+    this.snapshotsReceived.push({ node: target.id, index: m.meta.index, installed: install });
+    if (!install) {
+      // As src/raft/driver.ts: step it in without installing, so the core answers with its commit index.
+      target.step({ ...m, chunk: new Uint8Array(0) });
+      return;
+    }
+    // State machine and log reset together, durably (one LevelDB batch in the real driver).
+    this.storage.get(target.id)!.installSnapshotSync(m.meta);
+    this.appliedEntries.set(target.id, decodeEntries(data));
+    if (this.powerLossAfterInstall.delete(target.id)) {
+      this.crash(target.id);
+      return;
+    }
+    target.step({ ...m, chunk: new Uint8Array(0) });
   }
 
   /** Calls into one node, then handles its Ready so the messages it caused are queued. */
@@ -168,7 +259,8 @@ export class ScenarioCluster {
       }
       const target = this.nodes.get(m.to);
       if (target === null || target === undefined || this.cut.has(`${m.from}>${m.to}`)) continue;
-      target.step(m);
+      if (m.type === 'snapshot') this.receiveSnapshot(target, m);
+      else target.step(m);
       delivered++;
       this.flush();
     }
@@ -214,6 +306,7 @@ export class ScenarioCluster {
   /** Power loss: memory and undelivered messages to the node are gone; storage keeps what was persisted. */
   crash(id: NodeId): void {
     this.nodes.set(id, null);
+    this.assemblers.delete(id);
     this.queue = this.queue.filter((m) => m.to !== id && m.from !== id);
     this.storage.get(id)!.crash();
   }
@@ -268,6 +361,16 @@ export class ScenarioCluster {
     this.nodes.set(id, node);
     this.flush();
   }
+}
+
+/** The scenario state machine's snapshot format: its applied entries as JSON. */
+function encodeEntries(entries: readonly Entry[]): Uint8Array {
+  return bytes(JSON.stringify(entries.map((e) => ({ index: e.index, term: e.term, kind: e.kind, data: Array.from(e.data) }))));
+}
+
+function decodeEntries(data: Uint8Array): Entry[] {
+  const parsed = JSON.parse(text(data)) as Array<{ index: number; term: number; kind: EntryKind; data: number[] }>;
+  return parsed.map((e) => ({ index: e.index, term: e.term, kind: e.kind, data: Uint8Array.from(e.data) }));
 }
 
 export const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);

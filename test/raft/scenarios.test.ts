@@ -4,8 +4,8 @@
 // (figure 8) and thesis (PreVote, CheckQuorum, leadership transfer, ReadIndex).
 
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../../src/raft/types.js';
-import { msg, ScenarioCluster, text, type MessageFilter } from './scenario-helpers.js';
+import type { Message, SnapshotRequest } from '../../src/raft/types.js';
+import { msg, ScenarioCluster, text, type MessageFilter, type ScenarioOptions } from './scenario-helpers.js';
 
 const electionOnly = msg(['preVote', 'preVoteResp', 'vote', 'voteResp']);
 const not =
@@ -347,5 +347,194 @@ describe('ReadIndex', () => {
     c.settle(); // appends flow, the noop commits, then the read is confirmed
     expect(c.status('n2').commit).toBe(noopIndex);
     expect(c.readStates('n2')).toEqual([{ index: noopIndex, context: 'early' }]);
+  });
+});
+
+describe('snapshots', () => {
+  const isSnapshot = msg('snapshot');
+  const firstSnapshot = (c: ScenarioCluster): SnapshotRequest => c.sent.find((m): m is SnapshotRequest => m.type === 'snapshot')!;
+
+  /** n1 leads; n3 is cut off while five commands commit; n1 and n2 then compact everything they applied. */
+  function lagBehindCompaction(options: ScenarioOptions = {}) {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3'], options);
+    c.elect('n1');
+    c.isolate('n3');
+    for (const v of ['a', 'b', 'c', 'd', 'e']) c.propose('n1', v);
+    c.settle();
+    expect(c.status('n1').commit).toBe(6); // noop + 5 commands
+    expect(c.node('n3').lastIndex()).toBe(1);
+    const meta = c.compact('n1');
+    c.compact('n2');
+    expect(meta).toMatchObject({ index: 6, term: c.status('n1').term });
+    expect(c.node('n1').logStart()).toBe(6);
+    expect(c.node('n1').termAt(1)).toBeNull();
+    c.heal();
+    return c;
+  }
+
+  it('a slow follower after compaction catches up by snapshot, then by appends', () => {
+    const c = lagBehindCompaction();
+    c.tick('n1'); // heartbeat: n3 answers, the leader probes, finds index 1 compacted
+    c.settle();
+    const snapshots = c.sent.filter(isSnapshot);
+    expect(snapshots).toHaveLength(1);
+    expect(snapshots[0]).toMatchObject({ from: 'n1', to: 'n3', done: true, meta: { index: 6, config: { voters: ['n1', 'n2', 'n3'] } } });
+    expect(c.snapshotsReceived).toEqual([{ node: 'n3', index: 6, installed: true }]);
+    expect(c.status('n3')).toMatchObject({ role: 'follower', leader: 'n1', commit: 6, applied: 6, lastIndex: 6 });
+    expect(c.node('n3').logStart()).toBe(6);
+    expect(commands(c.applied('n3'))).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(c.stored('n3')).toMatchObject({ snapshot: { index: 6 }, entries: [] });
+    expect(c.status('n1').progress['n3']).toMatchObject({ match: 6, next: 7 });
+
+    // Replication resumes with ordinary appends.
+    c.propose('n1', 'f');
+    c.settle();
+    expect(c.sent.filter(isSnapshot)).toHaveLength(1);
+    expect(c.status('n3')).toMatchObject({ commit: 7, lastIndex: 7 });
+    expect(commands(c.applied('n3'))).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+
+    // It restarts from the snapshot plus its log.
+    c.crash('n3');
+    c.restart('n3');
+    expect(c.node('n3').logStart()).toBe(6);
+    expect(c.status('n3')).toMatchObject({ applied: 7, lastIndex: 7 });
+  });
+
+  it('a follower that loses the snapshot message gets another one after the retry timeout', () => {
+    const c = lagBehindCompaction();
+    c.tick('n1');
+    c.settle(not(isSnapshot)); // the snapshot is lost on the way
+    expect(c.sent.filter(isSnapshot)).toHaveLength(1);
+    expect(c.status('n3').commit).toBe(1);
+
+    // The leader waits four election timeouts for the acknowledgement before it retries.
+    let ticks = 0;
+    while (c.sent.filter(isSnapshot).length === 1 && ticks < 10 * c.electionTicks) {
+      c.tick('n1');
+      c.settle();
+      ticks++;
+    }
+    expect(ticks).toBeGreaterThan(4 * c.electionTicks);
+    expect(ticks).toBeLessThanOrEqual(4 * c.electionTicks + 2);
+    expect(c.sent.filter(isSnapshot)).toHaveLength(2);
+    expect(c.status('n1')).toMatchObject({ role: 'leader' }); // heartbeats kept its quorum and n3's timer quiet
+    expect(c.status('n3')).toMatchObject({ role: 'follower', leader: 'n1', commit: 6, applied: 6 });
+    expect(commands(c.applied('n3'))).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
+  // Found by the simulator (seed 269): a follower that had acknowledged entries beyond a snapshot's
+  // index wiped them when the snapshot arrived late, leaving the leader's match index above its log.
+  it('a snapshot whose last entry the follower already holds only advances its commit; the log suffix stays', () => {
+    const c = lagBehindCompaction();
+    c.tick('n1');
+    c.settle();
+    const first = firstSnapshot(c);
+    expect(c.status('n3').commit).toBe(6);
+    // n3 receives and acknowledges 7 and 8, but never hears that they committed.
+    const commitNewsToN3 = (m: Message): boolean => m.to === 'n3' && (m.type === 'heartbeat' || (m.type === 'app' && m.entries.length === 0));
+    c.propose('n1', 'f');
+    c.propose('n1', 'g');
+    c.settle((m) => !commitNewsToN3(m));
+    expect(c.status('n1').commit).toBe(8);
+    expect(c.status('n3')).toMatchObject({ commit: 6, lastIndex: 8 });
+    // A late snapshot of index 7 (same term as n3's entry 7) arrives.
+    c.queue.push({ ...first, meta: { ...first.meta, index: 7 } });
+    const before = c.sent.length;
+    c.deliver(isSnapshot);
+    expect(c.snapshotsReceived.at(-1)).toEqual({ node: 'n3', index: 7, installed: false });
+    expect(c.status('n3')).toMatchObject({ commit: 7, lastIndex: 8 });
+    expect(c.node('n3').termAt(8)).toBe(c.status('n1').term);
+    expect(c.sent.slice(before).filter((m) => m.from === 'n3')).toMatchObject([{ type: 'appResp', index: 7, reject: false }]);
+  });
+
+  it('a stale snapshot (not beyond the follower commit index) is not installed, only answered', () => {
+    const c = lagBehindCompaction();
+    c.tick('n1');
+    c.settle();
+    const first = firstSnapshot(c);
+    expect(c.status('n3').commit).toBe(6);
+
+    // A duplicate of the same snapshot (meta index 6 = commit 6) arrives late.
+    c.queue.push(first);
+    const before = c.sent.length;
+    c.deliver(isSnapshot);
+    expect(c.snapshotsReceived.map((r) => r.installed)).toEqual([true, false]);
+    // Nothing installed; n3 answers with its commit index, which tells the leader where it stands.
+    expect(c.sent.slice(before).filter((m) => m.from === 'n3')).toEqual([
+      { type: 'appResp', from: 'n3', to: 'n1', term: 1, index: 6, reject: false, hintIndex: 0, hintTerm: 0 },
+    ]);
+
+    // Once n3 has committed more, the old snapshot would roll its state back: still ignored.
+    c.propose('n1', 'f');
+    c.propose('n1', 'g');
+    c.settle();
+    expect(c.status('n3')).toMatchObject({ commit: 8, applied: 8, lastIndex: 8 });
+    c.queue.push(first);
+    c.deliver(isSnapshot);
+    expect(c.snapshotsReceived.map((r) => r.installed)).toEqual([true, false, false]);
+    expect(c.status('n3')).toMatchObject({ commit: 8, applied: 8, lastIndex: 8 });
+    expect(c.node('n3').logStart()).toBe(6);
+    expect(commands(c.applied('n3'))).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+    expect(c.stored('n3').entries.map((e) => e.index)).toEqual([7, 8]);
+  });
+
+  it('a snapshot from a leader of an older term is ignored', () => {
+    const c = lagBehindCompaction();
+    c.tick('n1');
+    c.settle();
+    const old = firstSnapshot(c);
+    expect(c.elect('n2').role).toBe('leader');
+    const term = c.status('n2').term;
+    c.settle();
+    expect(c.status('n3')).toMatchObject({ term, leader: 'n2' });
+    c.queue.push({ ...old, meta: { ...old.meta, index: 7 } }); // beyond n3's commit, but from term old.term < term
+    c.deliver(isSnapshot);
+    expect(c.snapshotsReceived.at(-1)).toEqual({ node: 'n3', index: 7, installed: false });
+    expect(c.status('n3')).toMatchObject({ term, leader: 'n2' });
+  });
+
+  /**
+   * n3 installs a snapshot of index 6 but its acknowledgement is lost, then n2 goes down: n1
+   * needs n3 for a quorum. n1 retries the snapshot after four election timeouts, again at
+   * index 6 (nothing new could commit without n3), which n3 (commit 6) finds stale.
+   */
+  function lostInstallAcknowledgement(): ScenarioCluster {
+    const c = lagBehindCompaction();
+    c.tick('n1');
+    c.settle((m) => !(m.type === 'appResp' && m.from === 'n3' && !m.reject && m.index === 6));
+    expect(c.snapshotsReceived).toEqual([{ node: 'n3', index: 6, installed: true }]);
+    c.crash('n2');
+    expect(c.propose('n1', 'f')).toMatchObject({ ok: true, index: 7 });
+    for (let i = 0; i < 10 * c.electionTicks; i++) {
+      c.tick('n1');
+      c.settle();
+    }
+    expect(c.snapshotsReceived.length).toBeGreaterThan(1);
+    expect(c.snapshotsReceived.slice(1).every((r) => r.index === 6 && !r.installed)).toBe(true);
+    return c;
+  }
+
+  // Found by the simulator (seed 4074): the driver used to drop a snapshot its core did not want, so
+  // the follower never answered and the quorum that needed it never committed again.
+  it('a lost install acknowledgement is recovered: the stale retry is stepped into the core, which answers', () => {
+    const c = lostInstallAcknowledgement();
+    expect(c.status('n1').commit).toBe(7);
+    expect(c.status('n3')).toMatchObject({ commit: 7, applied: 7 });
+    expect(commands(c.applied('n3'))).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+  });
+
+  it('power loss after the install write: the follower restarts from the installed snapshot', () => {
+    const c = lagBehindCompaction();
+    c.losePowerAfterNextInstall('n3');
+    c.tick('n1');
+    c.settle();
+    expect(c.snapshotsReceived).toEqual([{ node: 'n3', index: 6, installed: true }]);
+    expect(c.stored('n3')).toMatchObject({ snapshot: { index: 6 }, entries: [] });
+    c.restart('n3');
+    // Its core starts from the snapshot: the commit index is its applied index, though the hard state on disk is older.
+    expect(c.stored('n3').hardState.commit).toBe(1);
+    expect(c.node('n3').logStart()).toBe(6);
+    expect(c.status('n3')).toMatchObject({ commit: 6, applied: 6, lastIndex: 6 });
+    expect(commands(c.applied('n3'))).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 });

@@ -14,6 +14,18 @@
 // durable with its applied index (as the real one: entry and applied index in
 // one LevelDB batch), so a restarted node resumes applying at applied + 1.
 //
+// Snapshots (modelled on the real driver, src/raft/driver.ts): after a node's
+// Ready loop goes idle it may compact its log up to what its state machine has
+// applied (a per-seed policy, plus random compactions). A leader's Ready may ask
+// for a snapshot for a follower: the driver captures its state machine, gets the
+// meta from the core and streams the state in chunks over the lossy network,
+// then reports the stream sent. The receiver assembles the chunks with the real
+// SnapshotAssembler; when one is complete and no Ready is outstanding, it asks the
+// core whether to install, then freezes the core (no ticks, messages held) while
+// the install write lands, durably replaces its state machine and resets its log
+// in one write, and steps the snapshot message in. Power may fail before or after
+// that write.
+//
 // Membership: beyond the initial 3 or 5 voters there are spare node slots. A
 // leader sometimes proposes a single-server change (add a learner, promote a
 // caught-up learner, remove a voter or learner); a spare is provisioned with
@@ -22,6 +34,7 @@
 
 import { decodeConfigChange } from '../../src/raft/config.js';
 import { RaftNode } from '../../src/raft/core.js';
+import { SnapshotAssembler, SnapshotError } from '../../src/raft/state-transfer.js';
 import { StorageError } from '../../src/raft/storage.js';
 import {
   mayBeSentBeforePersist,
@@ -32,6 +45,7 @@ import {
   type NodeId,
   type RaftOptions,
   type Ready,
+  type SnapshotRequest,
   type Status,
 } from '../../src/raft/types.js';
 import { encodeCommand, SimClients } from './clients.js';
@@ -43,7 +57,11 @@ import { convergenceProblem, InvariantViolation, SafetyChecker, type Convergence
 import { CALM_NETWORK, SimNetwork } from './network.js';
 import { SimRandom } from './random.js';
 import { SimLogStore } from './sim-storage.js';
-import { SimStateMachine } from './state-machine.js';
+import { SnapshotStream } from './snapshot-stream.js';
+import { decodeState, encodeState, sameConfig, SimStateMachine, SnapshotFormatError, type SimState } from './state-machine.js';
+
+/** Writes issued while a voter is kept down in the calm phase. */
+const CALM_MINORITY_COMMANDS = 5;
 
 interface IoJob {
   readonly ready: Ready;
@@ -52,12 +70,31 @@ interface IoJob {
   readonly held: readonly Message[];
 }
 
+/** Leader side: one snapshot being streamed to one follower; it stops if leadership moves on. */
+interface OutgoingSnapshot {
+  readonly stream: SnapshotStream;
+  /** When its next chunk leaves. */
+  nextAt: number;
+}
+
+/** Receiver side: a complete, verified snapshot. */
+interface ReceivedSnapshot {
+  readonly message: SnapshotRequest;
+  readonly state: SimState;
+}
+
+interface InstallJob extends ReceivedSnapshot {
+  readonly dueAt: number;
+}
+
 class NodeDriver {
   raft: RaftNode | null = null;
   /** Spare slots start unprovisioned: no process, no data, until a membership change adds them. */
   provisioned = false;
   /** Removed from the cluster (its removal was committed): stopped for good. */
   retired = false;
+  /** Kept down in the calm phase to show that the majority goes on without it. */
+  keptDown = false;
   incarnation = 0;
   job: IoJob | null = null;
   restartAt = 0;
@@ -65,14 +102,43 @@ class NodeDriver {
   readonly calmReads = new Set<string>();
   calmReadAskedAt = -1;
   calmReadAnswered = false;
-  readonly sm = new SimStateMachine();
+  readonly sm: SimStateMachine;
+  /** Chunks of the snapshot being received (memory: a crash loses them). */
+  assembler = new SnapshotAssembler();
+  /** A complete snapshot waiting for the Ready loop to go idle. */
+  pendingInstall: ReceivedSnapshot | null = null;
+  /** An install in progress: the core is frozen (no ticks, no calls) until it completes. */
+  install: InstallJob | null = null;
+  /** Messages that arrived during an install, stepped in once it is done. */
+  held: Message[] = [];
+  /** Leader: snapshot streams in progress, by follower. */
+  readonly streams = new Map<NodeId, OutgoingSnapshot>();
 
   constructor(
     readonly id: NodeId,
     readonly slot: number,
     readonly store: SimLogStore,
     readonly tickPhase: number,
-  ) {}
+    initialConfig: ClusterConfig,
+  ) {
+    this.sm = new SimStateMachine(initialConfig);
+  }
+
+  /** Running, and not frozen by a snapshot install: clients and faults may call into its core. */
+  get callable(): boolean {
+    return this.raft !== null && this.install === null;
+  }
+
+  /** What a process loses when it stops: everything in memory. */
+  forgetMemory(): void {
+    this.raft = null;
+    this.job = null;
+    this.assembler = new SnapshotAssembler();
+    this.pendingInstall = null;
+    this.install = null;
+    this.held = [];
+    this.streams.clear();
+  }
 }
 
 interface Partition {
@@ -101,6 +167,15 @@ export interface SimStats {
   transfers: number;
   configChanges: number;
   retired: number;
+  compactions: number;
+  snapshotsRequested: number;
+  snapshotsSent: number;
+  snapshotChunks: number;
+  snapshotsAborted: number;
+  snapshotsReceived: number;
+  snapshotsIgnored: number;
+  snapshotsInstalled: number;
+  installCrashes: number;
 }
 
 export interface SimResult {
@@ -125,6 +200,8 @@ export class SimCluster {
   private readonly clients: SimClients;
   private partitions: Partition[] = [];
   private readCounter = 0;
+  /** New client commands still to be issued in the calm phase (the minority-down stage writes some). */
+  private calmNewCommands = 0;
   private readonly stats: SimStats = {
     steps: 0,
     calmSteps: 0,
@@ -145,6 +222,15 @@ export class SimCluster {
     transfers: 0,
     configChanges: 0,
     retired: 0,
+    compactions: 0,
+    snapshotsRequested: 0,
+    snapshotsSent: 0,
+    snapshotChunks: 0,
+    snapshotsAborted: 0,
+    snapshotsReceived: 0,
+    snapshotsIgnored: 0,
+    snapshotsInstalled: 0,
+    installCrashes: 0,
   };
   /** Nodes whose removal was applied during this step; stopped at the end of it. */
   private toRetire: NodeId[] = [];
@@ -168,7 +254,7 @@ export class SimCluster {
     this.clients = new SimClients(config.faults.clientConcurrency);
     this.ids.forEach((id, slot) => {
       const store = new SimLogStore(this.initialConfig, config.mutation === 'lyingDisk');
-      this.nodes.push(new NodeDriver(id, slot, store, this.faultRandom.int(config.stepsPerTick)));
+      this.nodes.push(new NodeDriver(id, slot, store, this.faultRandom.int(config.stepsPerTick), this.initialConfig));
     });
     for (const d of this.nodes.slice(0, config.nodeCount)) this.provision(d);
   }
@@ -180,31 +266,76 @@ export class SimCluster {
    * `livenessElectionTimeouts` election timeouts, plus a round trip per entry of the
    * uncommitted backlog the faults left behind (the core does not cap a leader's uncommitted
    * tail, so a long fault phase can leave thousands). Then lagging replicas (a learner added
-   * late, a node that was down long) must catch up within the same kind of budget.
+   * late, a node that was down long) must catch up within the same kind of budget, and the
+   * leader must know they did. In half the seeds one voter is also kept down for a while
+   * (see below): the others must converge without it, and it must catch up when it returns.
    */
   run(): SimResult {
     while (this.now < this.config.faultSteps) this.step();
     this.calmDown();
     const calmStart = this.now;
-    const bound = this.config.livenessElectionTimeouts * this.config.electionTicks * this.config.stepsPerTick;
+    // A majority suffices: with one voter (maybe the leader) down for good, new writes and reads
+    // still complete; then it comes back and catches up (by snapshot, if the others compacted).
+    // While the membership never changed, any one voter is a minority of every configuration in
+    // play, so it goes down at once: the rest must repair what the faults left on their own.
+    // Otherwise (retired nodes, pending changes) only a converged cluster loses a voter.
+    const early = this.config.calmMinorityDown && this.stats.configChanges === 0;
+    if (early) this.runWithOneVoterDown(this.initialConfig.voters);
+    this.converge('');
+    if (this.config.calmMinorityDown && !early) {
+      const leader = this.finalMembers()!.find((d) => d.raft!.status().role === 'leader')!;
+      if (this.runWithOneVoterDown(leader.raft!.status().config.voters)) this.converge('');
+    }
+    this.stats.calmSteps = this.now - calmStart;
+    const logs = new Map<NodeId, LogView>();
+    for (const n of this.convergenceView().nodes) logs.set(n.id, this.nodes[this.slotOf(n.id)]!.raft!);
+    this.checker.checkFinalLogs(logs);
+    return { config: this.config, traceHash: this.trace.value, stats: this.collectStats() };
+  }
+
+  /** Both liveness stages (see run()), each within its bound from now. */
+  private converge(label: string): void {
+    for (const d of this.nodes) {
+      d.calmReadAnswered = false; // every stage needs its own answered reads
+      d.calmReadAskedAt = -1;
+    }
+    const bound = this.livenessBound();
     // At least one entry per round trip (message out, disk write, answer back).
     const perEntry = 2 * CALM_NETWORK.maxDelay + this.config.maxIoDelay + 1;
     const lastIndexes = this.nodes.filter((d) => d.raft !== null).map((d) => d.raft!.lastIndex());
     const backlog = Math.max(0, ...lastIndexes.map((last) => last - this.checker.highestCommitIndex));
     this.stepUntilConverged(
       false,
-      calmStart + bound + backlog * perEntry,
-      `${bound} steps (${this.config.livenessElectionTimeouts} election timeouts) + ${backlog} uncommitted entries x ${perEntry} steps`,
+      this.now + bound + backlog * perEntry,
+      `${bound} steps (${this.config.livenessElectionTimeouts} election timeouts) + ${backlog} uncommitted entries x ${perEntry} steps${label}`,
     );
     const view = this.convergenceView();
     const leaderCommit = view.nodes.find((n) => n.role === 'leader')!.commit;
     const lag = Math.max(0, ...view.nodes.map((n) => leaderCommit - n.applied));
-    this.stepUntilConverged(true, this.now + bound + lag * perEntry, `${bound} steps + catching up ${lag} entries x ${perEntry} steps`);
-    this.stats.calmSteps = this.now - calmStart;
-    const logs = new Map<NodeId, LogView>();
-    for (const n of this.convergenceView().nodes) logs.set(n.id, this.nodes[this.slotOf(n.id)]!.raft!);
-    this.checker.checkFinalLogs(logs);
-    return { config: this.config, traceHash: this.trace.value, stats: this.collectStats() };
+    this.stepUntilConverged(true, this.now + bound + lag * perEntry, `${bound} steps + catching up ${lag} entries x ${perEntry} steps${label}`);
+  }
+
+  private livenessBound(): number {
+    return this.config.livenessElectionTimeouts * this.config.electionTicks * this.config.stepsPerTick;
+  }
+
+  /**
+   * One of `voters` (the voters of every configuration in play) is stopped, if the rest is
+   * still a majority of at least two; the others converge with a few new writes; then it
+   * comes back (the caller checks that everyone converges again). Returns whether it ran.
+   */
+  private runWithOneVoterDown(voters: readonly NodeId[]): boolean {
+    if (voters.length < 3) return false;
+    const victim = this.nodes[this.slotOf(this.faultRandom.pick(voters))]!;
+    if (victim.raft !== null) this.crash(victim, 'kept down: the majority must go on without it');
+    victim.keptDown = true;
+    victim.restartAt = Number.POSITIVE_INFINITY;
+    this.calmNewCommands = CALM_MINORITY_COMMANDS;
+    this.converge(` while ${victim.id} stays down`);
+    this.say(`${victim.id} comes back`);
+    victim.keptDown = false;
+    victim.restartAt = this.now + 1;
+    return true;
   }
 
   private stepUntilConverged(caughtUp: boolean, deadline: number, what: string): void {
@@ -226,7 +357,9 @@ export class SimCluster {
     this.deliverDueMessages();
     this.tickNodes();
     this.completeDueJobs();
+    this.pumpSnapshotStreams();
     this.pumpReadies();
+    this.compactLogs();
     this.retireRemovedNodes();
   }
 
@@ -246,6 +379,7 @@ export class SimCluster {
     const restored = { hardState: loaded.hardState, snapshot: loaded.snapshot, entries: loaded.entries, applied: d.sm.applied };
     d.raft = this.callCore(d, 'constructor', () => new RaftNode(options, restored));
     this.checker.observeRestart(d.id);
+    this.checkConfigMatchesStateMachine(d, 'after a restart');
     this.observe(d);
   }
 
@@ -266,8 +400,7 @@ export class SimCluster {
       this.trace.mix(d.slot);
       this.stats.retired++;
       d.retired = true;
-      d.raft = null;
-      d.job = null;
+      d.forgetMemory();
       this.clients.onCrash(d.id);
     }
     this.toRetire = [];
@@ -278,14 +411,13 @@ export class SimCluster {
     this.trace.mix(0xc4a5);
     this.trace.mix(d.slot);
     this.stats.crashes++;
-    d.raft = null;
-    d.job = null;
+    d.forgetMemory();
     d.incarnation++;
     d.store.crash(this.faultRandom.range(1, 3));
     this.clients.onCrash(d.id);
     d.calmReadAskedAt = -1;
     const { minDownSteps, maxDownSteps } = this.config.faults;
-    d.restartAt = this.phase === 'calm' ? this.now + 1 : this.now + this.faultRandom.range(minDownSteps, maxDownSteps);
+    d.restartAt = d.keptDown ? Number.POSITIVE_INFINITY : this.phase === 'calm' ? this.now + 1 : this.now + this.faultRandom.range(minDownSteps, maxDownSteps);
   }
 
   private restartDueNodes(): void {
@@ -329,7 +461,7 @@ export class SimCluster {
     }
     if (f.campaign > 0 && r.chance(f.campaign)) {
       const d = r.pick(this.nodes);
-      if (d.raft !== null) {
+      if (d.callable) {
         this.say(`${d.id} campaign()`);
         this.callCore(d, 'campaign', () => d.raft!.campaign());
         this.observe(d);
@@ -411,7 +543,7 @@ export class SimCluster {
     if (this.phase === 'faults') {
       if (r.chance(f.read)) {
         const d = r.pick(this.nodes);
-        if (d.raft !== null) this.requestRead(d);
+        if (d.callable) this.requestRead(d);
       }
     } else {
       this.calmReads(retryAfter);
@@ -420,12 +552,14 @@ export class SimCluster {
 
   private propose(): void {
     const r = this.clientRandom;
-    const command = this.clients.nextCommand(this.phase === 'faults');
+    const created = this.clients.created;
+    const command = this.clients.nextCommand(this.phase === 'faults' || this.calmNewCommands > 0);
     if (command === null) return;
+    if (this.phase === 'calm' && this.clients.created > created) this.calmNewCommands--;
     const leaders = this.nodes.filter((d) => d.raft?.status().role === 'leader');
     // Mostly to a leader; sometimes to anyone, which exercises the notLeader answer.
     const target = leaders.length > 0 && !r.chance(0.1) ? r.pick(leaders) : r.pick(this.nodes);
-    if (target.raft === null) return;
+    if (!target.callable) return;
     this.stats.proposals++;
     const result = this.callCore(target, 'propose', () => target.raft!.propose(encodeCommand(command)));
     this.trace.mix(result.ok ? result.index : 0);
@@ -453,7 +587,7 @@ export class SimCluster {
     const members = this.finalMembers();
     if (members === null) return;
     for (const d of members) {
-      if (d.raft === null || d.calmReadAnswered) continue;
+      if (!d.callable || d.calmReadAnswered) continue;
       if (d.calmReadAskedAt < 0 || this.now - d.calmReadAskedAt >= retryAfter) {
         d.calmReads.add(this.requestRead(d));
         d.calmReadAskedAt = this.now;
@@ -478,15 +612,29 @@ export class SimCluster {
       this.trace.mix(this.slotOf(m.from) * 8 + d.slot);
       this.trace.mix(m.term);
       if (this.log !== null) this.say(`deliver ${describeMessage(m)}`);
-      this.callCore(d, `step(${m.type})`, () => d.raft!.step(m));
-      this.observe(d);
+      this.receive(d, m);
     }
+  }
+
+  /** A message reaches a running node's driver. */
+  private receive(d: NodeDriver, m: Message): void {
+    if (d.install !== null) {
+      d.held.push(m); // the core holds still while its state is replaced
+      return;
+    }
+    if (m.type === 'snapshot') {
+      this.receiveSnapshotChunk(d, m);
+      return;
+    }
+    this.callCore(d, `step(${m.type})`, () => d.raft!.step(m));
+    this.observe(d);
   }
 
   private tickNodes(): void {
     const { stepsPerTick, faults } = this.config;
     for (const d of this.nodes) {
-      if (d.raft === null || (this.now + d.tickPhase) % stepsPerTick !== 0) continue;
+      // Time stands still for a core whose state is being replaced (as in the real driver).
+      if (!d.callable || (this.now + d.tickPhase) % stepsPerTick !== 0) continue;
       let ticks = 1;
       if (this.phase === 'faults' && faults.clockSkew > 0 && this.faultRandom.chance(faults.clockSkew)) {
         ticks = this.faultRandom.chance(0.5) ? 0 : 2;
@@ -503,13 +651,19 @@ export class SimCluster {
   private completeDueJobs(): void {
     for (const d of this.nodes) {
       if (d.job !== null && d.job.dueAt <= this.now) this.completeJob(d);
+      if (d.install !== null && d.install.dueAt <= this.now) this.completeInstall(d);
     }
   }
 
   private pumpReadies(): void {
     for (const d of this.nodes) {
       // A zero-delay job completes at once, which may produce the next Ready; bound the loop.
-      for (let round = 0; round < 8 && d.raft !== null && d.job === null; round++) {
+      for (let round = 0; round < 8 && d.raft !== null && d.job === null && d.install === null; round++) {
+        // As in the real driver, a received snapshot is installed before the next Ready is taken.
+        if (d.pendingInstall !== null) {
+          this.beginInstall(d);
+          continue;
+        }
         if (!this.callCore(d, 'hasReady', () => d.raft!.hasReady())) break;
         const job = this.takeReady(d);
         if (job.dueAt <= this.now) this.completeJob(d);
@@ -573,6 +727,7 @@ export class SimCluster {
       if (rd.hardState !== null) this.checker.observeDurableHardState(d.id, rd.hardState);
     }
     for (const m of job.held) this.send(d, m);
+    let configApplied = false;
     for (const e of rd.committedEntries) {
       if (d.store.termAt(e.index) !== e.term) {
         this.checker.fail(
@@ -582,10 +737,14 @@ export class SimCluster {
       }
       d.sm.apply(e);
       this.checker.observeApply(d.id, e);
+      this.checker.observeStateDigest(d.id, e.index, d.sm.digest);
       this.trace.mix(d.slot);
       this.trace.mix(e.index);
       this.trace.mix(e.term);
-      if (e.kind === 'config') this.noteConfigApplied(e);
+      if (e.kind === 'config') {
+        this.noteConfigApplied(e);
+        configApplied = true;
+      }
       const outcome = this.clients.onApplied(d.id, e);
       if (outcome.kind === 'acknowledged') {
         this.checker.observeAcknowledged(d.id, e);
@@ -598,6 +757,238 @@ export class SimCluster {
     }
     if (rd.committedEntries.length > 0) this.say(`${d.id} applied ${describeRange(rd.committedEntries)}`);
     this.callCore(d, 'advance', () => d.raft!.advance(rd));
+    if (configApplied) this.checkConfigMatchesStateMachine(d, 'after applying a config entry');
+    this.observe(d);
+    // As the real driver: capture the state machine now that this Ready's entries are applied.
+    for (const need of rd.snapshotRequests) this.startSnapshotStream(d, need.to);
+  }
+
+  /** The core's configuration is the one its state machine's applied entries lead to. */
+  private checkConfigMatchesStateMachine(d: NodeDriver, when: string): void {
+    const config = d.raft!.status().config;
+    if (!sameConfig(config, d.sm.config)) {
+      this.checker.fail(
+        'stateMachineSafety',
+        `${d.id}'s core has config ${JSON.stringify(config)} ${when}, but its state machine (applied ${d.sm.applied}) has ${JSON.stringify(d.sm.config)}`,
+      );
+    }
+  }
+
+  // ------------------------------------------------------------------ snapshots and compaction
+
+  /** Leader: a Ready asked for a snapshot for `to`. Capture the state machine and start streaming it. */
+  private startSnapshotStream(d: NodeDriver, to: NodeId): void {
+    this.stats.snapshotsRequested++;
+    const raft = d.raft;
+    if (raft === null) return;
+    if (d.streams.has(to)) {
+      this.say(`${d.id} snapshot for ${to} requested while one is streaming: ignored`);
+      return; // as the real driver: the stream in progress will report
+    }
+    const captured = d.sm.capture();
+    // The off-by-one mutation labels the state with the index before the one it reflects.
+    const index = this.config.mutation === 'snapshotOffByOne' ? captured.applied - 1 : captured.applied;
+    const meta = this.callCore(d, 'snapshotMetaAt', () => raft.snapshotMetaAt(index));
+    const st = raft.status();
+    if (meta === null || st.role !== 'leader') {
+      this.say(`${d.id} cannot snapshot for ${to} (meta ${meta === null ? 'none' : meta.index}, role ${st.role})`);
+      this.callCore(d, 'reportSnapshot', () => raft.reportSnapshot(to, false));
+      this.stats.snapshotsAborted++;
+      this.observe(d);
+      return;
+    }
+    const stored = d.store.termAt(index);
+    if (meta.index !== index || meta.term !== stored) {
+      this.checker.fail('driverContract', `${d.id}'s snapshotMetaAt(${index}) gave (index ${meta.index}, term ${meta.term}); its durable log holds ${String(stored)} there`);
+    }
+    if (this.config.mutation !== 'snapshotOffByOne' && !sameConfig(meta.config, captured.config)) {
+      this.checker.fail(
+        'stateMachineSafety',
+        `${d.id}'s snapshotMetaAt(${index}) gives config ${JSON.stringify(meta.config)}, but its state machine there has ${JSON.stringify(captured.config)}`,
+      );
+    }
+    const { paddingBytes, chunkBytes } = this.config.snapshots;
+    const data = encodeState({ ...captured, applied: meta.index }, paddingBytes);
+    const delay = this.ioRandom.int(this.config.maxIoDelay + 1); // capturing takes a moment
+    const separateDone = this.ioRandom.chance(0.5);
+    const stream = new SnapshotStream({ from: d.id, to, term: st.term, meta, data, chunkBytes, separateDone });
+    d.streams.set(to, { stream, nextAt: this.now + delay });
+    this.say(`${d.id} SNAPSHOT for ${to}: captured index ${meta.index}@${meta.term}, ${data.length} bytes`);
+    this.trace.mix(0x5a9);
+    this.trace.mix(meta.index);
+  }
+
+  /** Leaders send the next chunk of each stream that is due; a stream whose leader moved on stops. */
+  private pumpSnapshotStreams(): void {
+    for (const d of this.nodes) {
+      if (d.raft === null || d.streams.size === 0) continue;
+      for (const out of [...d.streams.values()]) {
+        const { stream } = out;
+        if (out.nextAt > this.now || d.raft === null) continue;
+        const raft = d.raft;
+        const st = raft.status();
+        if (st.role !== 'leader' || st.term !== stream.term) {
+          d.streams.delete(stream.to);
+          this.say(`${d.id} snapshot stream to ${stream.to} stopped: no longer leader of term ${stream.term}`);
+          this.callCore(d, 'reportSnapshot', () => raft.reportSnapshot(stream.to, false));
+          this.stats.snapshotsAborted++;
+          this.observe(d);
+          continue;
+        }
+        for (const m of stream.nextMessages()) this.send(d, m);
+        this.stats.snapshotChunks++;
+        if (!stream.finished) {
+          out.nextAt = this.now + this.config.snapshots.chunkGapSteps;
+          continue;
+        }
+        d.streams.delete(stream.to);
+        this.callCore(d, 'reportSnapshot', () => raft.reportSnapshot(stream.to, true));
+        this.stats.snapshotsSent++;
+        this.observe(d);
+      }
+    }
+  }
+
+  /** Receiver: chunks go to the assembler; a complete snapshot waits for the Ready loop to go idle. */
+  private receiveSnapshotChunk(d: NodeDriver, m: SnapshotRequest): void {
+    let data: Buffer | null;
+    try {
+      data = d.assembler.accept(`${m.from}/${m.term}/${m.meta.index}`, m.offset, m.chunk, m.done, m.checksum);
+    } catch (err) {
+      // Chunks are never corrupted here and streams with one key carry the same bytes.
+      if (err instanceof SnapshotError) this.checker.fail('driverContract', `${d.id} rejected a snapshot stream from ${m.from}: ${err.message}`);
+      throw err;
+    }
+    if (data === null) return;
+    let state: SimState;
+    try {
+      state = decodeState(data);
+    } catch (err) {
+      if (err instanceof SnapshotFormatError) this.checker.fail('driverContract', `${d.id} received an undecodable snapshot: ${err.message}`);
+      throw err;
+    }
+    if (state.applied !== m.meta.index) {
+      this.checker.fail('driverContract', `snapshot from ${m.from} carries a state of index ${state.applied} but meta index ${m.meta.index}`);
+    }
+    this.stats.snapshotsReceived++;
+    this.say(`${d.id} received snapshot ${m.meta.index}@${m.meta.term} from ${m.from} (term ${m.term})`);
+    d.pendingInstall = { message: m, state };
+  }
+
+  /** No Ready is outstanding: ask the core, then freeze it while the install write lands. */
+  private beginInstall(d: NodeDriver): void {
+    const received = d.pendingInstall!;
+    d.pendingInstall = null;
+    const raft = d.raft!;
+    const wanted = this.callCore(d, 'shouldInstallSnapshot', () => raft.shouldInstallSnapshot(received.message));
+    if (!wanted && this.config.mutation !== 'installStaleSnapshot') {
+      // As src/raft/driver.ts: nothing is installed, but the message is stepped in so the core
+      // answers with its commit index (dropping it lost liveness: seed 4074).
+      this.stats.snapshotsIgnored++;
+      this.say(`${d.id} ignores snapshot ${received.message.meta.index} (commit ${raft.status().commit}, term ${raft.status().term})`);
+      this.trace.mix(0x1960);
+      this.callCore(d, 'step(snapshot)', () => raft.step({ ...received.message, chunk: new Uint8Array(0) }));
+      this.observe(d);
+      return;
+    }
+    const delay = this.ioRandom.int(this.config.maxIoDelay + 1);
+    d.install = { ...received, dueAt: this.now + delay };
+    this.say(`${d.id} INSTALLING snapshot ${received.message.meta.index} (io=${delay})`);
+    if (delay === 0) this.completeInstall(d);
+  }
+
+  private completeInstall(d: NodeDriver): void {
+    const { message, state } = d.install!;
+    const { meta } = message;
+    const crashChance = this.phase === 'faults' ? this.config.snapshots.installCrash : 0;
+    const powerLoss = crashChance > 0 && this.faultRandom.chance(crashChance) ? (this.faultRandom.chance(0.5) ? 'before' : 'after') : null;
+    if (powerLoss === 'before') {
+      this.stats.installCrashes++;
+      this.crash(d, 'power loss before the snapshot install write');
+      return;
+    }
+    // State machine and log reset in one durable write: either both or neither.
+    try {
+      d.store.installSnapshot(meta);
+    } catch (err) {
+      if (err instanceof StorageError && err.code === 'io') {
+        this.stats.writeFailures++;
+        this.crash(d, 'snapshot install write failed');
+        return;
+      }
+      this.checker.fail('driverContract', `${d.id} could not install snapshot ${meta.index}: ${String(err)}`);
+    }
+    d.sm.restore(state);
+    this.checker.observeInstall(d.id, meta.index, state.digest);
+    this.stats.snapshotsInstalled++;
+    this.trace.mix(0x1457);
+    this.trace.mix(d.slot);
+    this.trace.mix(meta.index);
+    if (powerLoss === 'after') {
+      this.stats.installCrashes++;
+      this.crash(d, 'power loss after the snapshot install write');
+      return;
+    }
+    d.install = null;
+    const raft = d.raft!;
+    this.callCore(d, 'step(snapshot)', () => raft.step({ ...message, chunk: new Uint8Array(0) }));
+    const st = raft.status();
+    if (raft.logStart() !== meta.index || st.commit !== meta.index || st.applied !== meta.index) {
+      this.checker.fail(
+        'driverContract',
+        `${d.id} installed snapshot ${meta.index} but its core did not adopt it: log start ${raft.logStart()}, commit ${st.commit}, applied ${st.applied}`,
+      );
+    }
+    this.checkConfigMatchesStateMachine(d, `after installing snapshot ${meta.index}`);
+    this.say(`${d.id} INSTALLED snapshot ${meta.index}@${meta.term}`);
+    this.observe(d);
+    const held = d.held;
+    d.held = [];
+    for (const m of held) if (d.raft !== null) this.receive(d, m);
+  }
+
+  /**
+   * Idle nodes compact as the real driver does (policy), and in the fault phase one node
+   * sometimes compacts to a random point its state machine holds.
+   */
+  private compactLogs(): void {
+    const { policy, randomCompaction } = this.config.snapshots;
+    if (policy !== null) {
+      for (const d of this.nodes) {
+        if (d.raft === null || d.job !== null || d.install !== null) continue;
+        if (d.sm.applied - d.raft.logStart() >= policy.everyEntries + policy.keepEntries) this.compact(d, d.sm.applied - policy.keepEntries);
+      }
+    }
+    if (randomCompaction > 0 && this.phase === 'faults' && this.faultRandom.chance(randomCompaction)) {
+      const idle = this.nodes.filter((d) => d.raft !== null && d.job === null && d.install === null && d.sm.applied > d.raft.logStart());
+      if (idle.length === 0) return;
+      const d = this.faultRandom.pick(idle);
+      this.compact(d, this.faultRandom.range(d.raft!.logStart() + 1, d.sm.applied));
+    }
+  }
+
+  private compact(d: NodeDriver, index: number): void {
+    const raft = d.raft!;
+    const meta = this.callCore(d, `compact(${index})`, () => raft.compact(index));
+    const stored = d.store.termAt(index);
+    if (meta.index !== index || meta.term !== stored) {
+      this.checker.fail('driverContract', `${d.id}'s compact(${index}) returned (index ${meta.index}, term ${meta.term}); its durable log holds ${String(stored)} there`);
+    }
+    if (index === d.sm.applied && !sameConfig(meta.config, d.sm.config)) {
+      this.checker.fail(
+        'stateMachineSafety',
+        `${d.id}'s compact(${index}) records config ${JSON.stringify(meta.config)}, but its state machine there has ${JSON.stringify(d.sm.config)}`,
+      );
+    }
+    try {
+      d.store.compact(meta);
+    } catch (err) {
+      this.checker.fail('driverContract', `${d.id}'s storage refused compaction to ${index}: ${String(err)}`);
+    }
+    this.stats.compactions++;
+    this.trace.mix(0xc0c0);
+    this.trace.mix(index);
+    if (this.log !== null) this.say(`${d.id} compacted its log to ${index}@${meta.term}`);
     this.observe(d);
   }
 
@@ -686,7 +1077,8 @@ export class SimCluster {
 
   private convergenceView(): ConvergenceView {
     // Without a single leader, show every running node, so the problem names the contenders.
-    const shown = this.finalMembers() ?? this.nodes.filter((d) => d.raft !== null);
+    const shown = (this.finalMembers() ?? this.nodes.filter((d) => d.raft !== null)).filter((d) => !d.keptDown);
+    const leader = shown.find((d) => d.raft?.status().role === 'leader')?.raft?.status() ?? null;
     const nodes = shown.map((d): ConvergenceNode => {
       const st = d.raft?.status();
       return {
@@ -699,6 +1091,7 @@ export class SimCluster {
         lastIndex: st?.lastIndex ?? 0,
         applied: d.sm.applied,
         digest: d.sm.digest,
+        matchAtLeader: leader?.progress[d.id]?.match ?? null,
       };
     });
     return {

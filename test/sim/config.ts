@@ -29,6 +29,27 @@ export interface FaultRates {
   readonly maxPartitionSteps: number;
 }
 
+/**
+ * Log compaction and snapshot transfer. Compaction follows the real driver's rule
+ * (once applied - logStart >= everyEntries + keepEntries, compact to applied - keepEntries),
+ * plus random compactions to any point the state machine holds, so followers that
+ * fall even slightly behind need a snapshot.
+ */
+export interface SnapshotSettings {
+  /** Policy compaction; null: only random compactions (if any). */
+  readonly policy: { readonly everyEntries: number; readonly keepEntries: number } | null;
+  /** Per step: one running node compacts to a random index in [logStart, applied]. */
+  readonly randomCompaction: number;
+  /** Snapshot streams are cut into chunks of this many bytes (a big value: one message). */
+  readonly chunkBytes: number;
+  /** Filler bytes added to the simulated state so that it spans several chunks. */
+  readonly paddingBytes: number;
+  /** Steps between two chunks of one stream (the real driver waits on its transport's queue). */
+  readonly chunkGapSteps: number;
+  /** Per install, in the fault phase: power loss before the install write, or after it but before the core adopts it. */
+  readonly installCrash: number;
+}
+
 /** Deliberate driver bugs, used only to prove the checkers catch what they claim to. */
 export type SimMutation =
   | 'none'
@@ -37,7 +58,11 @@ export type SimMutation =
   /** The driver sends every message (votes, acknowledgements) before the Ready's write is durable. */
   | 'sendBeforePersist'
   /** The network never heals after the fault phase: every link stays cut (liveness must fail). */
-  | 'neverHeal';
+  | 'neverHeal'
+  /** The receiver installs every complete snapshot without asking shouldInstallSnapshot (stale ones too). */
+  | 'installStaleSnapshot'
+  /** The snapshot sender labels its captured state with the index before the one it reflects. */
+  | 'snapshotOffByOne';
 
 export interface SimConfig {
   readonly seed: number;
@@ -57,9 +82,15 @@ export interface SimConfig {
   readonly maxIoDelay: number;
   readonly network: NetworkConditions;
   readonly faults: FaultRates;
+  readonly snapshots: SnapshotSettings;
   readonly mutation: SimMutation;
   /** Calm-phase bound, in election timeouts (electionTicks * stepsPerTick steps each). */
   readonly livenessElectionTimeouts: number;
+  /**
+   * The calm phase first keeps one voter down for good: the remaining majority must still
+   * converge on its own (a majority suffices in Raft), then the voter comes back.
+   */
+  readonly calmMinorityDown: boolean;
   /** How to rerun exactly this run; goes into every violation message. */
   readonly replayCommand: string;
 }
@@ -132,8 +163,41 @@ export function deriveConfig(seed: number, overrides: ConfigOverrides = {}): Sim
       minPartitionSteps: 10,
       maxPartitionSteps: r.pick([60, 200, 600]),
     },
+    snapshots: deriveSnapshotSettings(r, crashy, mutation),
     mutation,
     livenessElectionTimeouts: 20,
+    calmMinorityDown: r.chance(0.5),
     replayCommand: overrides.replayCommand ?? defaultReplayCommand(seed, faultSteps),
+  };
+}
+
+/**
+ * Drawn after everything else, so the older parameters of a seed stay what they were.
+ * About one seed in eight runs without any compaction (the log-only path stays covered).
+ */
+function deriveSnapshotSettings(r: SimRandom, crashy: boolean, mutation: SimMutation): SnapshotSettings {
+  const style = r.int(8);
+  // Every candidate is drawn, whichever is picked, so the draws after it do not depend on the style.
+  const policies: ReadonlyArray<SnapshotSettings['policy']> = [
+    null, // no compaction at all: the log-only path stays covered
+    { everyEntries: 5, keepEntries: r.int(4) }, // aggressive: a follower that misses a little needs a snapshot
+    { everyEntries: 5, keepEntries: r.int(4) },
+    { everyEntries: r.range(10, 40), keepEntries: r.range(0, 10) },
+    { everyEntries: r.range(10, 40), keepEntries: r.range(0, 10) },
+    { everyEntries: r.range(50, 200), keepEntries: r.range(10, 50) },
+    null, // random compactions only
+    null,
+  ];
+  const policy = policies[style] ?? null;
+  const randomCompaction = style === 0 ? 0 : style >= 6 ? r.pick([0.01, 0.05]) : r.pick([0, 0, 0.002, 0.01]);
+  // The snapshot mutations need snapshots to happen at all.
+  const snapshotMutation = mutation === 'installStaleSnapshot' || mutation === 'snapshotOffByOne';
+  return {
+    policy: snapshotMutation ? { everyEntries: 5, keepEntries: 0 } : policy,
+    randomCompaction: snapshotMutation ? 0.05 : randomCompaction,
+    chunkBytes: r.pick([8, 24, 64, 1 << 20]),
+    paddingBytes: r.pick([0, 16, 100]),
+    chunkGapSteps: r.pick([0, 1, 3]),
+    installCrash: crashy ? r.pick([0.05, 0.2]) : r.pick([0, 0, 0.02]),
   };
 }

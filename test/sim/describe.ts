@@ -31,7 +31,7 @@ export function describeMessage(m: Message): string {
     case 'readIndexResp':
       return `${head} ctx=${m.context} index=${m.index}`;
     case 'snapshot':
-      return `${head} meta=${m.meta.index}@${m.meta.term} offset=${m.offset}${m.done ? ' done' : ''}`;
+      return `${head} meta=${m.meta.index}@${m.meta.term} offset=${m.offset} bytes=${m.chunk.length}${m.done ? ' done' : ''}`;
     case 'timeoutNow':
       return head;
   }

@@ -21,7 +21,16 @@ function entry(index: number, term: number, data = `e${index}.${term}`): Entry {
 
 /** A log given as the term of each entry, from index 1. */
 function logOf(...terms: number[]): LogView {
-  return { termAt: (i) => (i === 0 ? 0 : (terms[i - 1] ?? null)), lastIndex: () => terms.length };
+  return { termAt: (i) => (i === 0 ? 0 : (terms[i - 1] ?? null)), lastIndex: () => terms.length, logStart: () => 0 };
+}
+
+/** A log compacted up to `start`, given as the term of each entry from index `start` (its snapshot's term) on. */
+function compactedLogOf(start: number, ...terms: number[]): LogView {
+  return {
+    termAt: (i) => (i < start ? null : (terms[i - start] ?? null)),
+    lastIndex: () => start + terms.length - 1,
+    logStart: () => start,
+  };
 }
 
 function violation(invariant: InvariantName, history: (c: SafetyChecker) => void): InvariantViolation {
@@ -174,6 +183,78 @@ describe('acknowledged writes', () => {
   });
 });
 
+describe('compaction and snapshots', () => {
+  /** Apply entries 1..n of `terms` on `node`, recording the state digest after each as `digest(i)`. */
+  const applyWithDigests = (c: SafetyChecker, node: NodeId, ...terms: number[]) =>
+    terms.forEach((t, i) => {
+      c.observeApply(node, entry(i + 1, t));
+      c.observeStateDigest(node, i + 1, 1000 + i + 1);
+    });
+
+  it('rejects two state machines with different states at one index', () => {
+    violation('stateMachineSafety', (c) => {
+      c.observeStateDigest('n1', 4, 111);
+      c.observeStateDigest('n2', 4, 222);
+    });
+  });
+
+  it('accepts a snapshot install of a state some node reached, and applying on from it', () => {
+    passes((c) => {
+      applyWithDigests(c, 'n1', 1, 1, 2, 2);
+      c.observeCommit('n2', 1);
+      c.observeInstall('n2', 3, 1003);
+      c.observeCommit('n2', 3);
+      c.observeApply('n2', entry(4, 2));
+      c.observeStateDigest('n2', 4, 1004);
+    });
+  });
+
+  it('rejects a snapshot whose state differs from what the index had, or that no node reached', () => {
+    const v = violation('stateMachineSafety', (c) => {
+      applyWithDigests(c, 'n1', 1, 1, 2);
+      c.observeInstall('n2', 3, 999);
+    });
+    expect(v.message).toContain('n2 installed a snapshot of index 3 with digest 999, but n1 had 1003 there');
+    violation('stateMachineSafety', (c) => {
+      applyWithDigests(c, 'n1', 1, 1);
+      c.observeInstall('n2', 3, 1003);
+    });
+  });
+
+  it('rejects a snapshot not beyond the commit index, and one that moves the applied index back', () => {
+    violation('snapshotSafety', (c) => {
+      applyWithDigests(c, 'n1', 1, 1, 2);
+      c.observeCommit('n2', 3);
+      c.observeInstall('n2', 3, 1003);
+    });
+    violation('applyOrder', (c) => {
+      applyWithDigests(c, 'n1', 1, 1, 2);
+      c.observeApply('n2', entry(1, 1));
+      c.observeApply('n2', entry(2, 1));
+      c.observeInstall('n2', 1, 1001);
+    });
+  });
+
+  it('leader completeness looks only at what a leader holds, which must start within its state machine', () => {
+    passes((c) => {
+      c.observeLeader('n1', 2, logOf(1, 2, 2));
+      applyWithDigests(c, 'n1', 1, 2, 2);
+      c.observeAcknowledged('n1', entry(2, 2));
+      // n1 compacted up to 2 (its state machine holds 1..3) and leads term 3.
+      c.observeLeader('n1', 3, compactedLogOf(2, 2, 2));
+      c.checkFinalLogs(new Map([['n1', compactedLogOf(2, 2, 2)]]));
+    });
+    violation('leaderCompleteness', (c) => {
+      applyWithDigests(c, 'n1', 1, 2, 2);
+      c.observeLeader('n2', 3, compactedLogOf(2, 2, 2)); // n2's state machine holds nothing
+    });
+    violation('leaderCompleteness', (c) => {
+      applyWithDigests(c, 'n1', 1, 2, 2);
+      c.observeLeader('n1', 3, compactedLogOf(2, 2, 3)); // the retained part still counts
+    });
+  });
+});
+
 describe('commit index', () => {
   it('rejects a commit index going down', () => {
     violation('commitMonotonic', (c) => {
@@ -295,6 +376,7 @@ describe('liveness (convergence)', () => {
     lastIndex: 10,
     applied: 10,
     digest: 77,
+    matchAtLeader: id === 'n1' ? null : 10,
     ...patch,
   });
   const view = (nodes: ConvergenceNode[], pendingCommands = 0, unansweredReads: NodeId[] = []) => ({ nodes, pendingCommands, unansweredReads });
@@ -313,10 +395,11 @@ describe('liveness (convergence)', () => {
     expect(convergenceProblem(view([node('n1'), node('n2', { digest: 5 }), node('n3')]))).toContain('state machines differ');
     expect(convergenceProblem(view([node('n1'), node('n2'), node('n3')], 2))).toContain('2 client commands');
     expect(convergenceProblem(view([node('n1'), node('n2'), node('n3')], 0, ['n3']))).toContain('reads not answered on n3');
+    expect(convergenceProblem(view([node('n1'), node('n2', { matchAtLeader: 4 }), node('n3')]))).toContain('n2 matched to 4');
   });
 
   it('without caughtUp, tolerates a lagging replica but nothing else', () => {
-    expect(convergenceProblem(view([node('n1'), node('n2', { applied: 7, digest: 5 }), node('n3')]), false)).toBeNull();
+    expect(convergenceProblem(view([node('n1'), node('n2', { applied: 7, digest: 5, matchAtLeader: 1 }), node('n3')]), false)).toBeNull();
     expect(convergenceProblem(view([node('n1'), node('n2'), node('n3')], 1), false)).toContain('1 client commands');
     expect(convergenceProblem(view([node('n1', { commit: 9 }), node('n2'), node('n3')]), false)).toContain('committed 9 of 10');
   });

@@ -7,6 +7,13 @@
 // ever seen with the term of the entry before it: if each (index, term) always
 // comes with the same content and the same previous term, then by induction two
 // logs that agree at (index, term) agree on everything before it.
+//
+// Compaction: a log holds nothing below its start (its snapshot index). What was
+// compacted had been applied, so it lives on in the state machine, which is
+// checked on its own: every state machine state reached at an index (by applying
+// entries or by installing a snapshot) is recorded by digest, and all must agree.
+// Log-based checks therefore look only at the indexes a log still holds, plus the
+// fact that a log never starts beyond what its node's state machine has applied.
 
 import type { Entry, HardState, NodeId, ReadState } from '../../src/raft/types.js';
 import { entryContentHash } from './hash.js';
@@ -20,8 +27,10 @@ export type InvariantName =
   | 'leaderCompleteness'
   /** No two nodes apply different entries at one index. */
   | 'stateMachineSafety'
-  /** A node applies indexes in order, each once, with no gaps (its state machine is durable). */
+  /** A node applies indexes in order, each once, with no gaps (its state machine is durable); its applied index never goes down. */
   | 'applyOrder'
+  /** A snapshot is installed only above the node's commit index. */
+  | 'snapshotSafety'
   /** Every acknowledged proposal is in the log of every later leader. */
   | 'acknowledgedWriteLost'
   /** A node's commit index never decreases, and never restarts below what it made durable. */
@@ -49,9 +58,11 @@ export class InvariantViolation extends Error {
 
 /** Read access to one node's current log; RaftNode has exactly these. */
 export interface LogView {
-  /** The term of the entry at `index`, or null when the log does not hold it. */
+  /** The term of the entry at `index`, or null when the log does not hold it (compacted, or beyond its end). */
   termAt(index: number): number | null;
   lastIndex(): number;
+  /** Where the log starts: entries at or below it are compacted (its term is still known). */
+  logStart(): number;
 }
 
 interface RegisteredEntry {
@@ -104,6 +115,8 @@ export class SafetyChecker {
   /** registry[index]: every distinct term seen at that index (usually one or two). */
   private readonly registry: Array<RegisteredEntry[] | undefined> = [];
   private readonly committed: Array<CommittedEntry | undefined> = [];
+  /** stateAt[i]: digest of the state machine right after applying index i, and who got there first. */
+  private readonly stateAt: Array<{ readonly digest: number; readonly node: NodeId } | undefined> = [];
   private highestCommitted = 0;
   private readonly acknowledged: AcknowledgedWrite[] = [];
   private readonly nodes = new Map<NodeId, NodeRecord>();
@@ -153,8 +166,10 @@ export class SafetyChecker {
     else if (known !== node) this.fail('electionSafety', `two leaders in term ${term}: ${known} and ${node}`);
     if (log === null || this.completenessChecked.has(term)) return;
     this.completenessChecked.add(term);
+    const start = this.checkLogStart(node, log, `leader ${node} of term ${term}`);
     // Bounds grow with the index (an index is first applied no earlier than the one before it).
-    for (let i = 1; i <= this.highestCommitted; i++) {
+    // Below the log start the entries live on in the state machine (see checkLogStart).
+    for (let i = Math.max(1, start); i <= this.highestCommitted; i++) {
       const c = this.committed[i];
       if (c === undefined) continue;
       if (c.boundTerm >= term) break;
@@ -169,6 +184,7 @@ export class SafetyChecker {
     }
     for (const a of this.acknowledged) {
       if (a.boundTerm >= term) break;
+      if (a.index < start) continue;
       const held = log.termAt(a.index);
       if (held !== a.term) {
         this.fail(
@@ -246,6 +262,48 @@ export class SafetyChecker {
       );
     }
     if (entry.index > this.maxCommit) this.maxCommit = entry.index;
+  }
+
+  /**
+   * `node`'s state machine reached index `index` with this digest (after applying the
+   * entry there). Every state machine must pass through the same state at each index.
+   */
+  observeStateDigest(node: NodeId, index: number, digest: number): void {
+    const known = this.stateAt[index];
+    if (known === undefined) this.stateAt[index] = { digest, node };
+    else if (known.digest !== digest) {
+      this.fail(
+        'stateMachineSafety',
+        `${node}'s state machine at index ${index} has digest ${digest}, but ${known.node} had ${known.digest} there`,
+      );
+    }
+  }
+
+  /**
+   * `node` replaced its state machine by a snapshot of index `index` (made durable, about
+   * to be stepped into its core). The state must be one some node reached at that index,
+   * the node's applied index must go up, and the snapshot must be beyond its commit index.
+   */
+  observeInstall(node: NodeId, index: number, digest: number): void {
+    const rec = this.record(node);
+    if (index <= rec.lastCommit) {
+      this.fail('snapshotSafety', `${node} installed a snapshot of index ${index}, not beyond its commit index ${rec.lastCommit}`);
+    }
+    if (index <= rec.applied) {
+      this.fail('applyOrder', `${node}'s applied index went from ${rec.applied} to ${index} by installing a snapshot`);
+    }
+    const known = this.stateAt[index];
+    if (known === undefined) {
+      this.fail('stateMachineSafety', `${node} installed a snapshot of index ${index}, a state no node has reached by applying entries`);
+    }
+    if (known.digest !== digest) {
+      this.fail(
+        'stateMachineSafety',
+        `${node} installed a snapshot of index ${index} with digest ${digest}, but ${known.node} had ${known.digest} there (by applying entries)`,
+      );
+    }
+    rec.applied = index;
+    if (index > this.maxCommit) this.maxCommit = index;
   }
 
   /** The node that accepted a proposal applied it: the client has been told it succeeded. */
@@ -328,21 +386,38 @@ export class SafetyChecker {
   /** At the end of a converged run: every node's log holds every committed entry and every acknowledged write. */
   checkFinalLogs(logs: ReadonlyMap<NodeId, LogView>): void {
     for (const [node, log] of logs) {
+      const start = this.checkLogStart(node, log, `at the end ${node}`);
       for (let i = 1; i <= this.highestCommitted; i++) {
         const c = this.committed[i];
         if (c === undefined) this.fail('stateMachineSafety', `index ${i} was never applied anywhere, but index ${this.highestCommitted} was`);
+        if (i < start) continue;
         const held = log.termAt(i);
         if (held !== c.term) {
           this.fail('leaderCompleteness', `at the end ${node} holds ${describeTerm(held)} at committed index ${i} (term ${c.term})`);
         }
       }
       for (const a of this.acknowledged) {
+        if (a.index < start) continue;
         const held = log.termAt(a.index);
         if (held !== a.term) {
           this.fail('acknowledgedWriteLost', `at the end ${node} holds ${describeTerm(held)} at acknowledged (index ${a.index}, term ${a.term})`);
         }
       }
     }
+  }
+
+  /**
+   * A log may only have compacted what its node's state machine holds: then every
+   * committed entry below the start is captured there (state-machine safety covers it).
+   * Returns the log start.
+   */
+  private checkLogStart(node: NodeId, log: LogView, who: string): number {
+    const start = log.logStart();
+    const applied = this.record(node).applied;
+    if (start > applied) {
+      this.fail('leaderCompleteness', `${who}: the log starts after index ${start}, beyond the ${applied} entries its state machine holds`);
+    }
+    return start;
   }
 
   private record(node: NodeId): NodeRecord {
@@ -371,6 +446,8 @@ export interface ConvergenceNode {
   /** What its state machine has applied. */
   readonly applied: number;
   readonly digest: number;
+  /** How far the leader believes this node's log matches its own (null: it is the leader, or no leader). */
+  readonly matchAtLeader: number | null;
 }
 
 export interface ConvergenceView {
@@ -384,8 +461,9 @@ export interface ConvergenceView {
 /**
  * Why the cluster has not converged yet, or null when it has. Without `caughtUp`: one leader
  * that every member follows, everything in its log committed, every client command committed,
- * every read answered. With `caughtUp`, also: every member has applied everything, and all
- * state machines are identical.
+ * every read answered. With `caughtUp`, also: every member has applied everything, all
+ * state machines are identical, and the leader knows that every member holds its whole log
+ * (else it would go on sending, e.g. snapshots, and could not count that member toward a quorum).
  */
 export function convergenceProblem(view: ConvergenceView, caughtUp = true): string | null {
   const down = view.nodes.filter((n) => !n.up).map((n) => n.id);
@@ -405,5 +483,9 @@ export function convergenceProblem(view: ConvergenceView, caughtUp = true): stri
   if (behind.length > 0) return `not applied up to ${leader.commit} everywhere: ${behind.map((n) => `${n.id} at ${n.applied}`).join(', ')}`;
   const digests = new Set(view.nodes.map((n) => n.digest));
   if (digests.size !== 1) return `state machines differ after applying the same indexes: ${view.nodes.map((n) => `${n.id}=${n.digest}`).join(', ')}`;
+  const unknown = view.nodes.filter((n) => n.role !== 'leader' && n.matchAtLeader !== leader.lastIndex);
+  if (unknown.length > 0) {
+    return `leader ${leader.id} does not know that its log (to ${leader.lastIndex}) is everywhere: ${unknown.map((n) => `${n.id} matched to ${String(n.matchAtLeader)}`).join(', ')}`;
+  }
   return null;
 }

@@ -48,6 +48,22 @@ describe('the simulation catches a broken driver', () => {
     expect(kinds(failures)).toEqual(new Set(['liveness']));
   });
 
+  it('installing a snapshot the core did not ask for (one not beyond the commit index)', () => {
+    const failures = failuresUnder('installStaleSnapshot', 40, 3);
+    expect(failures.size).toBe(3);
+    // Caught as a snapshot below the commit index, or (when the core declined it because its log already
+    // holds the snapshot's last entry) as a core that did not adopt what the driver installed.
+    expect(kinds(failures).size).toBeGreaterThan(0);
+    for (const kind of kinds(failures)) expect(['snapshotSafety', 'driverContract']).toContain(kind);
+  });
+
+  it('a snapshot labelled with the index before the state it holds', () => {
+    const failures = failuresUnder('snapshotOffByOne', 20, 3);
+    expect(failures.size).toBe(3);
+    expect(kinds(failures)).toContain('stateMachineSafety');
+    for (const kind of kinds(failures)) expect(['stateMachineSafety', 'liveness']).toContain(kind);
+  });
+
   it('a failure report ends with the events that led to it', () => {
     let caught: unknown = null;
     try {

@@ -6,11 +6,13 @@
 
 import { MemoryLogStorage } from '../../src/raft/memory-storage.js';
 import type { LoadedLog } from '../../src/raft/storage.js';
-import type { ClusterConfig, Entry, HardState } from '../../src/raft/types.js';
+import type { ClusterConfig, Entry, HardState, SnapshotMeta } from '../../src/raft/types.js';
 
 export class SimLogStore {
   private readonly storage: MemoryLogStorage;
-  /** terms[i]: term of the stored entry at index i; terms[0] is the (empty) snapshot's term. */
+  /** Where the stored log starts (its snapshot index). */
+  private base = 0;
+  /** terms[i]: term of the stored entry at index base + i; terms[0] is the snapshot's term. */
   private terms: number[] = [0];
   private failureArmed = false;
 
@@ -32,17 +34,40 @@ export class SimLogStore {
     this.storage.persistSync(hardState, entries, { sync: !this.lying });
     const first = entries[0];
     if (first !== undefined) {
-      this.terms.length = first.index;
+      this.terms.length = first.index - this.base;
       for (const e of entries) this.terms.push(e.term);
     }
   }
 
+  /** Log compaction: entries up to meta.index are dropped (synced, as the real storage does). */
+  compact(meta: SnapshotMeta): void {
+    this.storage.compactSync(meta);
+    if (meta.index <= this.base) return;
+    this.terms = this.terms.slice(meta.index - this.base);
+    this.base = meta.index;
+  }
+
+  /** The log is reset to start after an installed snapshot. Throws StorageError('io') when a failure was armed. */
+  installSnapshot(meta: SnapshotMeta): void {
+    this.failureArmed = false;
+    this.storage.installSnapshotSync(meta);
+    this.base = meta.index;
+    this.terms = [meta.term];
+  }
+
+  /** The term of the stored entry at `index`; null when compacted away or beyond the log. */
   termAt(index: number): number | null {
-    return this.terms[index] ?? null;
+    if (index < this.base) return null;
+    return this.terms[index - this.base] ?? null;
   }
 
   lastIndex(): number {
-    return this.terms.length - 1;
+    return this.base + this.terms.length - 1;
+  }
+
+  /** Where the stored log starts. */
+  snapshotIndex(): number {
+    return this.base;
   }
 
   load(): LoadedLog {
@@ -62,6 +87,7 @@ export class SimLogStore {
     this.failureArmed = false;
     if (this.lying) {
       const { snapshot, entries } = this.storage.loadSync();
+      this.base = snapshot.index;
       this.terms = [snapshot.term, ...entries.map((e) => e.term)];
     }
   }

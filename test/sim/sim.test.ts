@@ -1,6 +1,7 @@
 // The seeded simulation run.
 //
-//   npx vitest run test/sim                          CI: 2,000 seeds x 2,000 fault steps (3- and 5-node)
+//   npx vitest run test/sim                          CI: 1,000 seeds x 2,000 fault steps (3- and 5-node),
+//                                                    most with log compaction and snapshot transfer
 //   VERA_SIM_SEEDS=20000 npx vitest run test/sim     soak: that many seeds
 //   VERA_SIM_FIRST_SEED=50000 ...                    start the seed range elsewhere
 //   VERA_SIM_STEPS=10000 ...                         longer fault phase per run
@@ -12,7 +13,7 @@
 import { describe, expect, it } from 'vitest';
 import { readSimEnvironment, runSeed } from './run.js';
 
-const CI_SEEDS = 2000;
+const CI_SEEDS = 1000;
 const CHUNK = 50;
 const env = readSimEnvironment();
 
@@ -31,6 +32,8 @@ if (env.replaySeed !== null) {
   const sizes = new Map<number, number>();
   let totalSteps = 0;
   let totalMs = 0;
+  /** Seeds that compacted, that installed a snapshot; totals of snapshot events. */
+  const snapshotCoverage = { compactedSeeds: 0, installedSeeds: 0, installed: 0, installCrashes: 0, ignored: 0, aborted: 0 };
 
   describe(`seeded simulation: ${count} seeds from ${first}, ${env.steps} fault steps each`, () => {
     for (let start = first; start < first + count; start += CHUNK) {
@@ -42,6 +45,13 @@ if (env.replaySeed !== null) {
           expect(result.stats.steps).toBeGreaterThanOrEqual(env.steps);
           sizes.set(result.config.nodeCount, (sizes.get(result.config.nodeCount) ?? 0) + 1);
           totalSteps += result.stats.steps;
+          const st = result.stats;
+          if (st.compactions > 0) snapshotCoverage.compactedSeeds++;
+          if (st.snapshotsInstalled > 0) snapshotCoverage.installedSeeds++;
+          snapshotCoverage.installed += st.snapshotsInstalled;
+          snapshotCoverage.installCrashes += st.installCrashes;
+          snapshotCoverage.ignored += st.snapshotsIgnored;
+          snapshotCoverage.aborted += st.snapshotsAborted;
         }
         totalMs += performance.now() - t0;
       }, 600_000);
@@ -54,11 +64,26 @@ if (env.replaySeed !== null) {
         expect(sizes.get(5) ?? 0).toBeGreaterThan(0);
       }
       const seconds = totalMs / 1000;
+      const c = snapshotCoverage;
       console.log(
         `simulation: ${count} seeds (${sizes.get(3) ?? 0} x 3 nodes, ${sizes.get(5) ?? 0} x 5 nodes), ${totalSteps} steps ` +
-          `in ${seconds.toFixed(1)} s = ${(count / seconds).toFixed(1)} seeds/s, ${Math.round(totalSteps / seconds)} steps/s`,
+          `in ${seconds.toFixed(1)} s = ${(count / seconds).toFixed(1)} seeds/s, ${Math.round(totalSteps / seconds)} steps/s; ` +
+          `${c.compactedSeeds} seeds compacted, ${c.installedSeeds} installed snapshots (${c.installed} installs, ` +
+          `${c.installCrashes} power losses around an install, ${c.ignored} stale snapshots ignored, ${c.aborted} streams aborted)`,
       );
     });
+
+    // A small range proves nothing about coverage, so the check exists only for big ones.
+    if (count >= 200) {
+      it('exercised compaction and snapshot transfer in most seeds', () => {
+        const c = snapshotCoverage;
+        expect(c.compactedSeeds).toBeGreaterThan(0.6 * count);
+        expect(c.installedSeeds).toBeGreaterThan(0.3 * count);
+        expect(c.installCrashes).toBeGreaterThan(0);
+        expect(c.ignored).toBeGreaterThan(0);
+        expect(c.aborted).toBeGreaterThan(0);
+      });
+    }
   });
 
   describe('determinism', () => {
