@@ -4,6 +4,7 @@
 // Precedence: flag > environment (secret only) > config file > default.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { MEMBER_ID_PATTERN } from '../raft/config.js';
 import { DEFAULT_LIMITS, DEFAULT_SESSION_TIMEOUT_MS } from '../server/protocol-types.js';
 import type { FlagSpecs } from './args.js';
 import { UsageError } from './errors.js';
@@ -36,8 +37,17 @@ export interface ServerConfig {
   readonly dataDir: string;
   readonly client: HostPort;
   readonly peer: HostPort;
-  /** Initial members, this one included; a single-member server lists just itself. */
+  /**
+   * Initial members, this one included; a single-member server lists just itself.
+   * With `join`, the members to contact first (and this one).
+   */
   readonly peers: readonly PeerSpec[];
+  /**
+   * --join: do not bootstrap; a new store starts with no configuration and learns
+   * it (and the cluster id) from the cluster that adds this member. Ignored for an
+   * existing store.
+   */
+  readonly join: boolean;
   readonly secret: string | null;
   readonly logLevel: LogLevel;
   /** Milliseconds; a hello's timeoutMs is clamped to [min, max], a hello without one gets `default`. */
@@ -84,9 +94,13 @@ const SETTINGS = [
   'snapshot-keep',
 ] as const;
 type Setting = (typeof SETTINGS)[number];
+/** Settings that are switches: a flag without a value, `true`/`false` in a config file. */
+const SWITCHES = ['join'] as const;
+type Switch = (typeof SWITCHES)[number];
 
 export const START_FLAGS: FlagSpecs = {
   ...Object.fromEntries(SETTINGS.map((name) => [name, { kind: 'string' as const }])),
+  ...Object.fromEntries(SWITCHES.map((name) => [name, { kind: 'boolean' as const }])),
   config: { kind: 'string' },
   help: { kind: 'boolean', short: 'h' },
 };
@@ -95,7 +109,7 @@ export const START_FLAGS: FlagSpecs = {
 const FRAME_OVERHEAD_BYTES = 64 * 1024;
 const MIN_FRAME_BYTES = 2 * FRAME_OVERHEAD_BYTES;
 
-const MEMBER_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const MEMBER_ID = MEMBER_ID_PATTERN;
 
 export interface ConfigSources {
   /** Flag values by name (without the dashes). */
@@ -132,10 +146,18 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
   const id = text('id') ?? DEFAULTS.id;
   if (!MEMBER_ID.test(id)) throw new UsageError(`--id must be 1-64 letters, digits, '.', '_' or '-' (starting with a letter or digit), got ${JSON.stringify(id)}`);
 
+  const join = sources.flags.get('join') === true || file.join === true;
   const peersValue = given('peers');
   const peers = peersValue === undefined ? null : parsePeers(peersValue);
   const own = peers?.find((p) => p.id === id);
-  if (peers !== null && own === undefined) throw new UsageError(`--peers must include this member (--id ${id})`);
+  if (join) {
+    // A joining member needs someone to answer: the leader adds it, then it replies to the members it knows.
+    if (peers === null || peers.every((p) => p.id === id)) {
+      throw new UsageError('--join needs --peers listing at least one existing member (ID=HOST:PEERPORT/CLIENTPORT)');
+    }
+  } else if (peers !== null && own === undefined) {
+    throw new UsageError(`--peers must include this member (--id ${id})`);
+  }
 
   // Without --client/--peer, a member listed in --peers serves where the list says.
   const clientText = text('client');
@@ -148,10 +170,12 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
     peerText !== undefined ? parseHostPort(peerText, '--peer', { allowPortZero: true })
     : own !== undefined ? { host: own.host, port: own.peerPort }
     : parseHostPort(DEFAULTS.peer, '--peer', { allowPortZero: true });
-  const members = peers ?? [{ id, host: peer.host, peerPort: peer.port, clientPort: client.port }];
+  const self = { id, host: peer.host, peerPort: peer.port, clientPort: client.port };
+  const members = peers === null ? [self] : own === undefined ? [...peers, self] : peers;
 
   const secret = text('secret') ?? null;
   if (secret === '') throw new UsageError('--secret must not be empty');
+  if (join && secret === null) throw new UsageError(`--join needs the cluster's shared secret: pass --secret or set ${SECRET_ENV}`);
   if (members.length > 1 && secret === null) {
     throw new UsageError(`a cluster of ${members.length} members needs a shared secret: pass --secret or set ${SECRET_ENV}`);
   }
@@ -185,6 +209,7 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
     client,
     peer,
     peers: members,
+    join,
     secret,
     logLevel: logLevel as LogLevel,
     sessionTimeout: { min, max, default: Math.min(max, Math.max(min, DEFAULT_SESSION_TIMEOUT_MS)) },
@@ -246,7 +271,7 @@ function bracket(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 
-function loadConfigFile(sources: ConfigSources): Partial<Record<Setting, string | number | unknown[]>> {
+function loadConfigFile(sources: ConfigSources): Partial<Record<Setting, string | number | unknown[]> & Record<Switch, boolean>> {
   const name = sources.flags.get('config');
   if (typeof name !== 'string') return {};
   const path = resolve(sources.cwd, name);
@@ -259,10 +284,14 @@ function loadConfigFile(sources: ConfigSources): Partial<Record<Setting, string 
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new UsageError(`config file ${path} must hold a JSON object`);
   }
-  for (const key of Object.keys(parsed)) {
+  for (const [key, value] of Object.entries(parsed)) {
+    if ((SWITCHES as readonly string[]).includes(key)) {
+      if (typeof value !== 'boolean') throw new UsageError(`config file ${path}: ${key} must be true or false, got ${JSON.stringify(value)}`);
+      continue;
+    }
     if (!(SETTINGS as readonly string[]).includes(key)) {
-      throw new UsageError(`config file ${path}: unknown key ${JSON.stringify(key)} (keys are the flag names: ${SETTINGS.join(', ')})`);
+      throw new UsageError(`config file ${path}: unknown key ${JSON.stringify(key)} (keys are the flag names: ${[...SETTINGS, ...SWITCHES].join(', ')})`);
     }
   }
-  return parsed as Partial<Record<Setting, string | number | unknown[]>>;
+  return parsed as Partial<Record<Setting, string | number | unknown[]> & Record<Switch, boolean>>;
 }

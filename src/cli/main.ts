@@ -37,13 +37,30 @@ async function runVerb(verb: string, argv: string[], io: CliIO): Promise<number>
     const { runServer } = await import('./start.js');
     return runServer(config, io);
   }
+  if (verb === 'dev') {
+    const { DEV_FLAGS, parseDevOptions, runDev } = await import('./dev.js');
+    const args = parseArgs(argv, DEV_FLAGS, 'vera dev');
+    if (boolFlag(args, 'help')) return help(io, 'dev');
+    return runDev(parseDevOptions(args, io.cwd), io);
+  }
+  if (verb === 'snapshot') {
+    // Loaded only here: restore opens LevelDB.
+    const { runSnapshot } = await import('./snapshot.js');
+    return runSnapshot(argv, io);
+  }
+  if (verb === 'member' || verb === 'leader') {
+    const { ADMIN_FLAGS, runAdmin } = await import('./member.js');
+    const args = parseArgs(argv, ADMIN_FLAGS, `vera ${verb}`);
+    if (boolFlag(args, 'help')) return help(io, verb);
+    return runAdmin(verb, args, io);
+  }
   if (verb === 'status') {
     const args = parseArgs(argv, STATUS_FLAGS, 'vera status');
     if (boolFlag(args, 'help')) return help(io, 'status');
     return runStatus(args, io);
   }
   const command = CLIENT_COMMANDS[verb];
-  if (command === undefined) throw new UsageError(`unknown command ${JSON.stringify(verb)} (commands: start, ${Object.keys(CLIENT_COMMANDS).join(', ')}, status)`);
+  if (command === undefined) throw new UsageError(`unknown command ${JSON.stringify(verb)} (commands: start, dev, ${Object.keys(CLIENT_COMMANDS).join(', ')}, status, snapshot, member, leader)`);
   const args = parseArgs(argv, command.flags, `vera ${verb}`);
   if (boolFlag(args, 'help')) return help(io, verb);
   return runClientCommand(verb, command, args, io);

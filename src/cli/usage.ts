@@ -13,12 +13,16 @@ export const USAGE: Readonly<Record<string, string>> = {
 
 Commands:
   start     run a server (one member of a cluster)
+  dev       run a local cluster of N servers for trying Vera out
   push      push an item onto a list
   get       read a list
   ls        list the names below a path
   delete    delete an item
   watch     print changes to a list (or to every list below a path) until Ctrl-C
   status    show a server's status
+  member    list, add, promote or remove cluster members
+  leader    hand leadership to another member (leader transfer ID)
+  snapshot  save a backup of a running cluster, or restore one into a new data directory
 
 Run 'vera <command> --help' for the flags of a command.
 Exit codes: 0 ok, 1 error from the server, 2 usage error, 3 cannot connect.`,
@@ -35,7 +39,12 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
                               initial members, this one included (default: just this one).
                               Without --client/--peer, this member's entry says where to listen.
   --secret S                  shared cluster secret (or $VERA_CLUSTER_SECRET);
-                              required when there is more than one member
+                              required when there is more than one member, and to grow
+                              a single member later (it also opens the peer port)
+  --join                      join an existing cluster instead of starting one: a new
+                              data directory starts with no configuration and learns it
+                              from the cluster once 'vera member add' has added this id;
+                              --peers lists existing members to contact (this one optional)
   --config FILE               JSON object with any of these settings, keyed by flag name
                               (e.g. {"id": "n2", "data-limit": "4MiB"}); flags win over it
   --log-level LEVEL           fatal, error, warn, info (default), debug, trace or silent
@@ -52,6 +61,18 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
 
 Durations: 5000, 5000ms, 5s, 2m. Sizes: 1048576, 512KiB, 1MiB.
 Logs one JSON line per event on stdout; stops cleanly on SIGTERM or Ctrl-C.`,
+
+  dev: `Usage: vera dev [flags]
+
+Starts a local cluster for trying Vera out: N 'vera start' processes on 127.0.0.1
+with consecutive ports and a generated secret. Prints the client URLs, streams
+every node's log labelled with its id, and stops every node on Ctrl-C or SIGTERM.
+
+  --nodes N            how many nodes, 1 to 7 (default 3)
+  --data DIR           base data directory; node nK uses DIR/nK (default ./vera-data/dev)
+  --client-port PORT   client port of n1; the others follow (default 1919)
+  --peer-port PORT     peer port of n1; the others follow (default 2919)
+  -h, --help           show this help`,
 
   push: `Usage: vera push PATH DATA [flags]
 
@@ -90,6 +111,35 @@ Prints the list at PATH, then one line per change, until Ctrl-C.
   --prefix             watch every list at or below PATH ('/' watches everything)
 ${CLIENT_FLAGS}`,
 
+  member: `Usage: vera member list|add|promote|remove [ID] [flags]
+
+Changes who is in the cluster, one member at a time, through the leader.
+
+  vera member list                                  members, roles, addresses, progress
+  vera member add ID --peer HOST:PORT --client HOST:PORT
+                                                    add ID as a non-voting learner; then
+                                                    start it with 'vera start --id ID --join'
+  vera member promote ID                            make a caught-up learner a voter
+  vera member remove ID                             remove a member (the leader too)
+
+  --server URL         any member (default ws://127.0.0.1:1919, or $VERA_SERVER);
+                       a follower's NOT_LEADER answer is followed to the leader
+  --secret S           the cluster secret (or $VERA_CLUSTER_SECRET); needed when the
+                       cluster has one, else only loopback may change members
+  --json               print the server's JSON answer
+  --timeout MS         give up after MS ms, retries included (default 5000)
+  -h, --help           show this help`,
+
+  leader: `Usage: vera leader transfer ID [flags]
+
+Hands leadership to voter ID and waits until it leads.
+
+  --server URL         any member (default ws://127.0.0.1:1919, or $VERA_SERVER)
+  --secret S           the cluster secret (or $VERA_CLUSTER_SECRET)
+  --json               print the server's JSON answer
+  --timeout MS         give up after MS ms (default 5000)
+  -h, --help           show this help`,
+
   status: `Usage: vera status [flags]
 
 Fetches GET /v1/status from the server and prints it.
@@ -98,4 +148,30 @@ Fetches GET /v1/status from the server and prints it.
   --json               print the raw JSON
   --timeout MS         give up after MS ms (default 5000)
   -h, --help           show this help`,
+
+  snapshot: `Usage: vera snapshot save FILE [flags]
+       vera snapshot restore FILE --data DIR [flags]
+
+save: downloads a consistent backup from a running member (any member; it holds
+every write acknowledged before the request), verifies its checksum and writes
+FILE atomically. FILE is replaced only by a complete, verified backup.
+
+  --server URL[,URL...]  member(s) to ask, in turn (default ws://127.0.0.1:1919, or $VERA_SERVER)
+  --timeout MS           give up when the server is silent for MS ms (default 5000)
+  --json                 print the result as JSON
+
+restore: verifies the whole of FILE, then creates a new single-member cluster in
+DIR (absent or empty) holding its data, at the backup's index. A truncated or
+corrupt FILE is refused and nothing is written. Start it afterwards with the
+command it prints: 'vera start --id ID --data DIR --client ... --peer ...'.
+
+  --data DIR             the new data directory (required)
+  --id ID                member id of the new cluster's only member (default n1)
+  --client HOST:PORT     the member's client address (default 127.0.0.1:1919)
+  --peer HOST:PORT       the member's peer address (default 127.0.0.1:2919); both are
+                         recorded in the new cluster's member list: start it with the same
+  --json                 print the result as JSON
+
+  -h, --help             show this help
+Exit codes: 0 ok, 1 refused or failed (nothing written), 2 usage error, 3 cannot connect.`,
 };

@@ -8,6 +8,12 @@
 // existing means "complete Vera store"; a crash during creation leaves only a
 // temporary directory, which the next start ignores and removes. Once db/ is
 // there it identifies the store, so entries beside it (snapshots/, logs) are fine.
+//
+// Besides the format marker and node id, bucket 0x0000 holds the store's identity
+// as other members see it: a random incarnation id drawn when the store is
+// created (a wiped and recreated directory gets a new one, so peers can tell it
+// is not the member they knew), the cluster id, and the incarnations of the
+// other members as first seen (trust on first use, see IncarnationGuard).
 
 import { ClassicLevel } from 'classic-level';
 import { randomBytes } from 'node:crypto';
@@ -24,12 +30,22 @@ export const STORE_FORMAT = 'vera-store-v1';
 export const FORMAT_KEY = propertyKey('format');
 /** 0x0000 'nodeId': msgpack string, the id this store was created for. */
 export const NODE_ID_KEY = propertyKey('nodeId');
+/** 0x0000 'incarnation': msgpack string, random, drawn once when the store is created. */
+export const INCARNATION_KEY = propertyKey('incarnation');
+/**
+ * 0x0000 'clusterId': msgpack string, or nil for a store created to join a cluster
+ * that has not yet met it. Absent in stores created before it existed.
+ */
+export const CLUSTER_ID_KEY = propertyKey('clusterId');
+/** 0x0000 'peerIncarnations': msgpack map member id -> incarnation, as first seen. */
+export const PEER_INCARNATIONS_KEY = propertyKey('peerIncarnations');
 export const DB_DIRNAME = 'db';
 export const SNAPSHOTS_DIRNAME = 'snapshots';
 
 const CREATING_PREFIX = '.db-creating-';
 // A filesystem root (a dedicated mount) carries lost+found; that alone does not make a directory foreign.
-const IGNORABLE_ENTRIES: ReadonlySet<string> = new Set(['lost+found']);
+// `vera dev` keeps its members under ./vera-data/dev, beside the default single node's store.
+const IGNORABLE_ENTRIES: ReadonlySet<string> = new Set(['lost+found', 'dev']);
 const packr = new Packr({ useRecords: false });
 
 export type DataDirErrorCode =
@@ -65,6 +81,22 @@ export interface OpenDataDirOptions {
   /** The cluster configuration a brand-new store starts with; ignored for an existing store. */
   readonly initialConfig: ClusterConfig;
   readonly nodeId: NodeId;
+  /**
+   * The cluster id a brand-new store records; null for a store that joins an
+   * existing cluster and learns it from the first member that authenticates.
+   * An older store without one records this value (undefined: leave it unset).
+   */
+  readonly clusterId?: string | null;
+  /** Extra state a brand-new store starts with, written in the batch that creates it (e.g. the address book). */
+  readonly initialState?: ReadonlyArray<{ readonly key: Buffer; readonly value: Buffer }>;
+}
+
+/** Who this store is to the other members. */
+export interface StoreIdentity {
+  /** Random, drawn when the store was created; a recreated directory has a new one. */
+  readonly incarnation: string;
+  /** null while a joining store has not learned its cluster's id. */
+  readonly clusterId: string | null;
 }
 
 export interface OpenedDataDir {
@@ -73,6 +105,7 @@ export interface OpenedDataDir {
   readonly storage: LevelLogStorage;
   /** true when this call created the store. */
   readonly fresh: boolean;
+  readonly identity: StoreIdentity;
   /** Closes the log storage, then the database. */
   close(): Promise<void>;
 }
@@ -131,6 +164,10 @@ async function createStore(dir: string, options: OpenDataDirOptions): Promise<bo
         [
           { type: 'put', key: FORMAT_KEY, value: packr.pack(STORE_FORMAT) },
           { type: 'put', key: NODE_ID_KEY, value: packr.pack(options.nodeId) },
+          { type: 'put', key: INCARNATION_KEY, value: packr.pack(newIncarnation()) },
+          // Undefined (e.g. a restore tool): left unset, so the first real start records its cluster id.
+          ...(options.clusterId === undefined ? [] : [{ type: 'put' as const, key: CLUSTER_ID_KEY, value: packr.pack(options.clusterId) }]),
+          ...(options.initialState ?? []).map((op) => ({ type: 'put' as const, key: op.key, value: op.value })),
         ],
         { sync: true },
       );
@@ -168,10 +205,12 @@ async function openExistingStore(dir: string, options: OpenDataDirOptions): Prom
   }
   try {
     await checkIdentity(dir, db, options.nodeId);
+    const identity = await loadStoreIdentity(dir, db, options.clusterId);
     const storage = await LevelLogStorage.open(db, { initialConfig: options.initialConfig });
     return {
       db,
       storage,
+      identity,
       close: async () => {
         await storage.close();
         await db.close();
@@ -229,6 +268,67 @@ async function checkIdentity(dir: string, db: LevelDb, nodeId: NodeId): Promise<
   if (storedNodeId !== nodeId) {
     throw new DataDirError('wrongNode', dir, `the store belongs to node ${JSON.stringify(storedNodeId)}, not ${JSON.stringify(nodeId)}`);
   }
+}
+
+/**
+ * Reads the incarnation and cluster id. A store from before they existed gets an
+ * incarnation now (peers have never seen one, so nobody can be misled by it)
+ * and records the cluster id it is started with.
+ */
+async function loadStoreIdentity(dir: string, db: LevelDb, clusterId: string | null | undefined): Promise<StoreIdentity> {
+  const [rawIncarnation, rawClusterId] = await db.getMany([INCARNATION_KEY, CLUSTER_ID_KEY]);
+  const ops: Array<{ type: 'put'; key: Buffer; value: Buffer }> = [];
+  let incarnation = rawIncarnation === undefined ? undefined : unpackOrUndefined(rawIncarnation);
+  if (rawIncarnation === undefined) {
+    incarnation = newIncarnation();
+    ops.push({ type: 'put', key: INCARNATION_KEY, value: packr.pack(incarnation) });
+  } else if (typeof incarnation !== 'string' || incarnation === '') {
+    throw new DataDirError('corrupt', dir, 'the store has no valid incarnation id');
+  }
+  let stored: unknown = null;
+  if (rawClusterId === undefined) {
+    stored = clusterId ?? null;
+    if (clusterId !== undefined) ops.push({ type: 'put', key: CLUSTER_ID_KEY, value: packr.pack(clusterId) });
+  } else {
+    stored = unpackOrUndefined(rawClusterId);
+    if (stored !== null && (typeof stored !== 'string' || stored === '')) throw new DataDirError('corrupt', dir, 'the store has an invalid cluster id');
+  }
+  if (ops.length > 0) await db.batch(ops, { sync: true });
+  return { incarnation: incarnation as string, clusterId: stored as string | null };
+}
+
+/** Records the cluster id a joining store learned; never replaces one already known. */
+export async function rememberClusterId(db: LevelDb, clusterId: string): Promise<void> {
+  const raw = await db.get(CLUSTER_ID_KEY);
+  const known = raw === undefined ? null : unpackOrUndefined(raw);
+  if (typeof known === 'string' && known !== '') {
+    if (known !== clusterId) throw new Error(`the store already belongs to cluster ${known}, not ${clusterId}`);
+    return;
+  }
+  await db.put(CLUSTER_ID_KEY, packr.pack(clusterId), { sync: true });
+}
+
+/** The incarnation first seen for each other member. */
+export async function readPeerIncarnations(db: LevelDb): Promise<Map<NodeId, string>> {
+  const raw = await db.get(PEER_INCARNATIONS_KEY);
+  const out = new Map<NodeId, string>();
+  if (raw === undefined) return out;
+  const value = unpackOrUndefined(raw);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('0x0000 peerIncarnations is not a map');
+  for (const [id, inc] of Object.entries(value as Record<string, unknown>)) {
+    if (typeof inc !== 'string') throw new Error(`0x0000 peerIncarnations has a bad entry for ${id}`);
+    out.set(id, inc);
+  }
+  return out;
+}
+
+export async function writePeerIncarnations(db: LevelDb, incarnations: ReadonlyMap<NodeId, string>): Promise<void> {
+  const sorted = Object.fromEntries([...incarnations].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  await db.put(PEER_INCARNATIONS_KEY, packr.pack(sorted), { sync: true });
+}
+
+function newIncarnation(): string {
+  return randomBytes(16).toString('hex');
 }
 
 function openError(dir: string, error: unknown): DataDirError {

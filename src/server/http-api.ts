@@ -1,9 +1,11 @@
-// The plain-HTTP endpoints of the client port: one-list reads, status, health
-// and metrics. Answered by any member; only linearizable reads involve the leader.
+// The plain-HTTP endpoints of the client port: one-list reads, status, health,
+// metrics and backups. Answered by any member; only linearizable reads involve the leader.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { validatePath } from '../keys/path.js';
+import { serveBackup } from './backup.js';
 import { toVeraError, type FrontEnd } from './context.js';
+import { ADMIN_PATHS, handleAdmin, type AdminContext } from './membership.js';
 import { VeraError, type ErrorCode } from './protocol-errors.js';
 
 const STATUS_OF: Partial<Record<ErrorCode, number>> = {
@@ -18,10 +20,16 @@ const STATUS_OF: Partial<Record<ErrorCode, number>> = {
 
 export interface StatusSources {
   members(): Array<{ id: string; clientUrl: string | null; voter: boolean }>;
+  /** The membership endpoints (/v1/members, /v1/leader/transfer; see membership.ts). */
+  readonly admin: AdminContext;
 }
 
 export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? '/', 'http://localhost');
+  if (ADMIN_PATHS.has(url.pathname)) {
+    handleAdmin(src.admin, req, res, url.pathname);
+    return;
+  }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     sendJson(res, 405, { error: { code: 'BAD_REQUEST', message: `method ${req.method} is not allowed; use GET` } });
     return;
@@ -38,6 +46,15 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
   }
   if (url.pathname === '/v1/status') {
     sendJson(res, 200, status(fe, src));
+    return;
+  }
+  if (url.pathname === '/v1/snapshot') {
+    // A backup file (format in backup.ts), reflecting every write acknowledged before the request.
+    const fail = (err: unknown): void => {
+      const e = toVeraError(err, fe);
+      sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
+    };
+    void serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail });
     return;
   }
   if (url.pathname === '/v1/data' || url.pathname.startsWith('/v1/data/')) {

@@ -1,23 +1,28 @@
 // Starts a Vera member: its data directory and Raft node, the peer transport
-// (for a cluster), and the client port (WebSocket at /v1/connect plus HTTP).
+// (whenever a cluster secret is set, so a single member can grow), and the
+// client port (WebSocket at /v1/connect plus HTTP). Which members exist and where
+// they listen comes from the replicated address book (MemberDirectory); the
+// --peers list only seeds a new store, or introduces a joining member.
 
 import { createServer, type Server } from 'node:http';
 import { pino, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import type { ServerConfig } from '../cli/config.js';
-import { deriveClusterId } from '../raft/transport/auth.js';
+import { deriveClusterId, IncarnationGuard } from '../raft/transport/auth.js';
 import { PeerTransport } from '../raft/transport/peer-transport.js';
 import type { Message } from '../raft/types.js';
+import { initialMembers } from '../statemachine/index.js';
 import { ClientConnection } from './client-connection.js';
-import { CloseCode, type AttachedConnection, type FrontEnd } from './context.js';
+import { CloseCode, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
 import { EventLog } from './event-log.js';
 import { ExpiryQueue } from './expiry.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
+import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, wsUrl } from './membership.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier } from './notifier.js';
 import { DEFAULT_LIMITS } from './protocol-types.js';
 import { ServerMetrics } from './server-metrics.js';
-import { DEFAULT_RAFT_TIMING, VeraNode, type ClosableTransport, type RaftTiming } from './vera-node.js';
+import { DEFAULT_RAFT_TIMING, MembershipDivergedError, VeraNode, type RaftTiming } from './vera-node.js';
 
 export interface RunningServer {
   /** The client port actually bound (useful with port 0). */
@@ -33,60 +38,88 @@ export interface StartOptions {
 
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
   const logger = options.logger ?? pino({ level: config.logLevel, base: { node: config.id } });
-  const members = config.peers.length > 0 ? config.peers : [{ id: config.id, host: config.client.host, peerPort: config.peer.port, clientPort: config.client.port }];
-  const clientUrls = new Map(members.map((m) => [m.id, wsUrl(m.host, m.clientPort)]));
+  const timing = options.timing ?? DEFAULT_RAFT_TIMING;
+  // config.peers always lists this member; for a joining member the others are only contacts.
+  const contacts = config.peers;
+  let clientPort = config.client.port;
 
-  let node: VeraNode | null = null;
-  let transport: ClosableTransport | null = null;
-  if (members.length > 1) {
-    if (config.secret === null) throw new Error('a cluster of more than one member needs --secret (or VERA_CLUSTER_SECRET)');
-    const peerTransport = new PeerTransport({
-      selfId: config.id,
-      listen: config.peer,
-      peers: members.filter((m) => m.id !== config.id).map((m) => ({ id: m.id, host: m.host, port: m.peerPort })),
-      secret: config.secret,
-      clusterId: deriveClusterId(members.map((m) => `${m.id}=${m.host}:${m.peerPort}/${m.clientPort}`)),
-      onMessage: (m: Message) => node?.step(m),
-      logger,
-    });
-    await peerTransport.start();
-    transport = peerTransport;
-  }
-
-  // Everything the front end shares; `node` is filled in once the data directory is open.
+  // Everything the front end shares; filled in once the data directory is open.
   const connections = new Map<string, AttachedConnection>();
   const expiry = new ExpiryQueue(() => performance.now());
-  let fe: FrontEnd;
-  let duties: LeaderDuties;
-  try {
-    node = await VeraNode.open(
-      {
-        id: config.id,
-        dataDir: config.dataDir,
-        initialMembers: members.map((m) => m.id),
-        timing: options.timing ?? DEFAULT_RAFT_TIMING,
+  const leaderWatch = new LeaderWatch();
+  let fe: FrontEnd | undefined;
+  let duties: LeaderDuties | undefined;
+  let directory: MemberDirectory | undefined;
+  let node: VeraNode | undefined;
+  const veraNode = await VeraNode.open(
+    {
+      id: config.id,
+      dataDir: config.dataDir,
+      // A joining member starts with no configuration at all: it never campaigns or counts itself.
+      initialMembers: config.join ? [] : initialMembers(contacts),
+      clusterId: config.join ? null : deriveClusterId(contacts.map((m) => `${m.id}=${m.host}:${m.peerPort}/${m.clientPort}`)),
+      timing,
+      logger,
+      eventLogCapacity: 200_000,
+      compaction: config.compaction,
+    },
+    {
+      onApplied: (_outcome, recorded) => fe?.notifier.deliver(recorded),
+      onSoftState: (s) => {
+        logger.info({ event: 'role-changed', role: s.role, leader: s.leader, term: node?.status().term }, `role is now ${s.role}`);
+        duties?.setLeading(s.role === 'leader');
+        leaderWatch.notify(s);
+      },
+      onMembersChanged: (members) => void directory?.update(members),
+      onFatal: (err) => {
+        if (err instanceof MembershipDivergedError) logger.fatal({ event: 'membership-diverged', err: err.message }, `stopping: ${err.message}`);
+        else logger.fatal({ event: 'storage-failed', err: String(err) }, 'storage failed; stopping to keep acknowledged writes safe');
+        process.exit(70);
+      },
+    },
+  );
+  node = veraNode;
+
+  let transport: PeerTransport | null = null;
+  let incarnations: IncarnationGuard | null = null;
+  if (config.secret !== null) {
+    try {
+      const guard = new IncarnationGuard(await veraNode.loadPeerIncarnations(), (known) => veraNode.savePeerIncarnations(known), (err) =>
+        logger.error({ event: 'incarnation-save-failed', err: String(err) }, 'could not save a peer incarnation'),
+      );
+      incarnations = guard;
+      const peerTransport = new PeerTransport({
+        selfId: config.id,
+        listen: config.peer,
+        peers: [],
+        secret: config.secret,
+        clusterId: veraNode.identity.clusterId,
+        onClusterIdLearned: (id) =>
+          void veraNode.rememberClusterId(id).catch((err: unknown) => logger.error({ event: 'cluster-id-save-failed', err: String(err) }, 'could not save the cluster id')),
+        incarnation: veraNode.identity.incarnation,
+        checkPeerIncarnation: (peer, incarnation) => guard.check(peer, incarnation),
+        onMessage: (m: Message) => veraNode.step(m),
         logger,
-        eventLogCapacity: 200_000,
-        transport,
-        compaction: config.compaction,
-      },
-      {
-        onApplied: (_outcome, recorded) => fe.notifier.deliver(recorded),
-        onSoftState: (s) => {
-          logger.info({ event: 'role-changed', role: s.role, leader: s.leader, term: node?.status().term }, `role is now ${s.role}`);
-          duties.setLeading(s.role === 'leader');
-        },
-        onFatal: (err) => {
-          logger.fatal({ event: 'storage-failed', err: String(err) }, 'storage failed; stopping to keep acknowledged writes safe');
-          process.exit(70);
-        },
-      },
-    );
-  } catch (err) {
-    await transport?.close();
-    throw err;
+      });
+      await peerTransport.start();
+      transport = peerTransport;
+      veraNode.attachTransport(peerTransport);
+    } catch (err) {
+      await veraNode.close();
+      throw err;
+    }
   }
-  const veraNode = node;
+  const members = new MemberDirectory(
+    config.id,
+    contacts,
+    () => wsUrl(config.client.host, clientPort),
+    transport,
+    // A removed member may come back with a new data directory once it is added again.
+    (id) => incarnations?.forget(id),
+    logger,
+  );
+  directory = members;
+  await members.update(veraNode.members());
   const metrics = new ServerMetrics({
     raft: () => {
       const st = veraNode.status();
@@ -99,9 +132,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       for (const s of veraNode.stateMachine.sessions().keys()) n += veraNode.stateMachine.watchesOf(s).length;
       return n;
     },
-    notifyBacklog: () => fe.notifier.backlog,
+    notifyBacklog: () => fe?.notifier.backlog ?? 0,
   });
-  fe = {
+  const front: FrontEnd = {
     node: veraNode,
     notifier: new Notifier(veraNode.stateMachine, veraNode.events, DEFAULT_NOTIFIER_LIMITS, (err) =>
       logger.error({ event: 'resync-failed', err: String(err) }, 'could not read lists for a resync'),
@@ -113,35 +146,56 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     logger,
     metrics,
     isLeader: () => veraNode.status().role === 'leader',
-    clientUrl: (id) => clientUrls.get(id) ?? null,
+    clientUrl: (id) => members.clientUrl(id),
     connections,
   };
-  duties = new LeaderDuties(fe, DEFAULT_DUTY_TIMINGS);
+  fe = front;
+  duties = new LeaderDuties(front, DEFAULT_DUTY_TIMINGS);
+  const admin = {
+    node: veraNode,
+    directory: members,
+    leaderWatch,
+    secret: config.secret,
+    canGrow: transport !== null,
+    promoteMaxLag: DEFAULT_PROMOTE_MAX_LAG,
+    // The core gives up a transfer after one election timeout; leave room for the new leader's first heartbeat.
+    transferTimeoutMs: 3 * timing.electionTicks * timing.tickMs,
+    toError: (err: unknown) => toVeraError(err, front),
+    logger,
+  };
 
-  const http = createServer((req, res) =>
-    handleHttp(fe, { members: () => memberList(veraNode, clientUrls) }, req, res),
-  );
-  const wss = new WebSocketServer({ noServer: true, maxPayload: fe.limits.frameBytes, perMessageDeflate: false });
+  const http = createServer((req, res) => handleHttp(front, { members: () => memberList(veraNode, members), admin }, req, res));
+  const wss = new WebSocketServer({ noServer: true, maxPayload: front.limits.frameBytes, perMessageDeflate: false });
   http.on('upgrade', (req, socket, head) => {
     if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/v1/connect') {
       socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      new ClientConnection(ws, `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, fe);
+      new ClientConnection(ws, `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, front);
     });
   });
-  let clientPort: number;
   try {
+    // With --client HOST:0 this member's URL is only known once bound.
     clientPort = await listen(http, config.client.host, config.client.port);
   } catch (err) {
     await veraNode.close();
     throw err;
   }
-  // With --client HOST:0 this member's URL is only known once bound.
-  if (config.client.port === 0) clientUrls.set(config.id, wsUrl(config.client.host, clientPort));
   veraNode.start();
-  logger.info({ event: 'started', client: `${config.client.host}:${clientPort}`, dataDir: config.dataDir, members: members.map((m) => m.id) }, 'vera is serving');
+  const st = veraNode.status();
+  logger.info(
+    {
+      event: 'started',
+      client: `${config.client.host}:${clientPort}`,
+      peer: transport === null ? null : `${transport.address.host}:${transport.address.port}`,
+      dataDir: config.dataDir,
+      members: [...st.config.voters, ...st.config.learners],
+      joining: st.config.voters.length === 0,
+      clusterId: transport?.clusterId ?? null,
+    },
+    'vera is serving',
+  );
 
   let closing: Promise<void> | null = null;
   return {
@@ -149,10 +203,10 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     node: veraNode,
     close: () =>
       (closing ??= (async () => {
-        duties.stop();
+        duties?.stop();
         for (const c of [...connections.values()]) c.close(CloseCode.shuttingDown, 'server shutting down');
         for (const ws of wss.clients) ws.terminate();
-        fe.notifier.close();
+        front.notifier.close();
         await new Promise<void>((resolve) => {
           wss.close(() => resolve());
         });
@@ -163,17 +217,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   };
 }
 
-function memberList(node: VeraNode, clientUrls: ReadonlyMap<string, string>): Array<{ id: string; clientUrl: string | null; voter: boolean }> {
+function memberList(node: VeraNode, directory: MemberDirectory): Array<{ id: string; clientUrl: string | null; voter: boolean }> {
   const { config } = node.status();
   return [...config.voters.map((id) => ({ id, voter: true })), ...config.learners.map((id) => ({ id, voter: false }))].map((m) => ({
     ...m,
-    clientUrl: clientUrls.get(m.id) ?? null,
+    clientUrl: directory.clientUrl(m.id),
   }));
-}
-
-/** A client URL; IPv6 hosts need brackets. */
-function wsUrl(host: string, port: number): string {
-  return host.includes(':') ? `ws://[${host}]:${port}` : `ws://${host}:${port}`;
 }
 
 function listen(server: Server, host: string, port: number): Promise<number> {

@@ -5,12 +5,13 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import { decodeConfigChange, type MemberChange } from '../raft/config.js';
 import { RaftNode } from '../raft/core.js';
-import { openDataDir, type OpenedDataDir } from '../raft/datadir.js';
+import { openDataDir, readPeerIncarnations, rememberClusterId, writePeerIncarnations, type OpenedDataDir, type StoreIdentity } from '../raft/datadir.js';
 import { RaftDriver, type CompactionPolicy, type SnapshotIO, type Transport } from '../raft/driver.js';
-import { appliedIndexOf, captureState, replaceStateOps, SnapshotError } from '../raft/state-transfer.js';
-import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SoftState, Status } from '../raft/types.js';
-import { encodeCommand, StateMachine, type ApplyOutcome, type Command } from '../statemachine/index.js';
+import { appliedIndexOf, captureState, replaceStateOps, SnapshotError, type CapturedState } from '../raft/state-transfer.js';
+import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../raft/types.js';
+import { encodeCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type Command, type Member } from '../statemachine/index.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
 
 export interface RaftTiming {
@@ -24,14 +25,18 @@ export const DEFAULT_RAFT_TIMING: RaftTiming = { tickMs: 50, electionTicks: 20, 
 export interface VeraNodeOptions {
   readonly id: NodeId;
   readonly dataDir: string;
-  /** Voting members a brand-new data directory starts with. */
-  readonly initialMembers: readonly NodeId[];
+  /**
+   * The members (all voters, with addresses) a brand-new data directory starts
+   * with; empty for a member that joins an existing cluster and learns its
+   * configuration from the log or a snapshot.
+   */
+  readonly initialMembers: readonly Member[];
+  /** The cluster id a brand-new store records (null when joining: learned from the first peer). */
+  readonly clusterId: string | null;
   readonly timing: RaftTiming;
   readonly logger: Logger;
   /** How many events (plus their recipients) the event log keeps for replay to resuming sessions. */
   readonly eventLogCapacity: number;
-  /** Carries messages to the other members; null for a single-member cluster. Incoming ones go to step(). */
-  readonly transport: ClosableTransport | null;
   readonly compaction: CompactionPolicy;
 }
 
@@ -44,6 +49,8 @@ export interface VeraNodeHooks {
   /** An entry was applied: its outcome and the recorded events (with recipients). */
   onApplied(outcome: ApplyOutcome, recorded: readonly RecordedEvent[]): void;
   onSoftState(state: SoftState): void;
+  /** The address book changed: a config entry applied or a snapshot was installed. */
+  onMembersChanged(members: readonly Member[]): void;
   onFatal(err: unknown): void;
 }
 
@@ -53,6 +60,39 @@ const cryptoRandom: RandomSource = {
   },
 };
 
+/**
+ * This member's store disagrees with the cluster about the membership, typically
+ * because it was re-added with the store it had before (or a wiped store that
+ * bootstrapped itself). Continuing could let it vote on the wrong configuration.
+ */
+export class MembershipDivergedError extends Error {
+  override readonly name = 'MembershipDivergedError';
+  constructor(id: NodeId) {
+    super(`the cluster changed the membership of ${id} in a way this store's configuration refuses: its data directory is not the cluster's view of it; stop it, wipe its data directory and start it with --join`);
+  }
+}
+
+function changeConcerns(entry: Entry, id: NodeId): boolean {
+  try {
+    return decodeConfigChange(entry.data).node === id;
+  } catch {
+    return false;
+  }
+}
+
+/** Messages go to the transport attached after the node opened (the transport needs the store's identity). */
+class TransportSlot implements Transport {
+  current: ClosableTransport | null = null;
+
+  send(message: Message): void {
+    this.current?.send(message);
+  }
+
+  queuedBytes(to: NodeId): number {
+    return this.current?.queuedBytes?.(to) ?? 0;
+  }
+}
+
 export class VeraNode {
   private constructor(
     readonly id: NodeId,
@@ -60,12 +100,18 @@ export class VeraNode {
     readonly stateMachine: StateMachine,
     readonly events: EventLog,
     private readonly driver: RaftDriver<ApplyOutcome>,
-    private readonly transport: ClosableTransport | null,
+    private readonly slot: TransportSlot,
   ) {}
 
   static async open(opts: VeraNodeOptions, hooks: VeraNodeHooks): Promise<VeraNode> {
-    const initialConfig: ClusterConfig = { voters: [...opts.initialMembers], learners: [] };
-    const dir = await openDataDir(opts.dataDir, { initialConfig, nodeId: opts.id });
+    const initialConfig: ClusterConfig = { voters: opts.initialMembers.map((m) => m.id), learners: [] };
+    const dir = await openDataDir(opts.dataDir, {
+      initialConfig,
+      nodeId: opts.id,
+      clusterId: opts.clusterId,
+      // The address book is part of a new store from the start, so no crash can leave it unseeded.
+      initialState: opts.initialMembers.length === 0 ? [] : [{ key: MEMBERS_KEY, value: encodeMembers(opts.initialMembers) }],
+    });
     try {
       const loaded = await dir.storage.load();
       const sm = await StateMachine.open(dir.db);
@@ -83,7 +129,7 @@ export class VeraNode {
         },
         { ...loaded, applied: sm.appliedIndex },
       );
-      const transport = opts.transport;
+      const slot = new TransportSlot();
       const snapshots: SnapshotIO = {
         capture: () => captureState(dir.db),
         install: async (meta, data) => {
@@ -92,21 +138,31 @@ export class VeraNode {
           await dir.storage.installSnapshot(meta, await replaceStateOps(dir.db, data));
           await sm.reload();
           events.reset(meta.index);
+          hooks.onMembersChanged(sm.members());
         },
       };
       const apply = async (entry: Entry): Promise<ApplyOutcome> => {
+        const bookBefore = sm.members();
         const outcome = await sm.apply(entry);
         // Recipients are decided now, against the watches as of this entry, so replay later is exact.
         const recorded = outcome.events.map((event) => ({ event, recipients: [...sm.watchersOf(event.path)] }));
         events.record(recorded);
         hooks.onApplied(outcome, recorded);
+        if (entry.kind === 'config' && !outcome.ignored) {
+          if (sm.members() !== bookBefore) hooks.onMembersChanged(sm.members());
+          else if (changeConcerns(entry, opts.id)) {
+            // A leader only proposes changes that fit the configuration; one about us that does not
+            // fit ours means this store's idea of the cluster is not the cluster's.
+            hooks.onFatal(new MembershipDivergedError(opts.id));
+          }
+        }
         return outcome;
       };
       const driver = new RaftDriver<ApplyOutcome>(
         {
           node,
           storage: dir.storage,
-          transport: transport ?? { send: () => undefined },
+          transport: slot,
           apply,
           tickMs: opts.timing.tickMs,
           onSoftState: (s) => hooks.onSoftState(s),
@@ -118,7 +174,7 @@ export class VeraNode {
         sm.appliedIndex,
       );
       opts.logger.info({ event: 'node-opened', id: opts.id, fresh: dir.fresh, applied: sm.appliedIndex, term: loaded.hardState.term, lastIndex: node.lastIndex() }, 'data directory opened');
-      return new VeraNode(opts.id, dir, sm, events, driver, transport);
+      return new VeraNode(opts.id, dir, sm, events, driver, slot);
     } catch (err) {
       await dir.close();
       throw err;
@@ -129,10 +185,40 @@ export class VeraNode {
     this.driver.start();
   }
 
+  /** Where messages to other members go from now on (set once, before start()). */
+  attachTransport(transport: ClosableTransport): void {
+    if (this.slot.current !== null) throw new Error('a transport is already attached');
+    this.slot.current = transport;
+  }
+
   async close(): Promise<void> {
     await this.driver.stop();
-    await this.transport?.close();
+    await this.slot.current?.close();
     await this.dir.close();
+  }
+
+  /** The store's incarnation and cluster id (null while a joining store has not learned it). */
+  get identity(): StoreIdentity {
+    return this.dir.identity;
+  }
+
+  /** Persists the cluster id a joining member learned from its first authenticated peer. */
+  rememberClusterId(clusterId: string): Promise<void> {
+    return rememberClusterId(this.dir.db, clusterId);
+  }
+
+  /** The incarnations first seen for other members (trust on first use), and how to save them. */
+  loadPeerIncarnations(): Promise<Map<NodeId, string>> {
+    return readPeerIncarnations(this.dir.db);
+  }
+
+  savePeerIncarnations(known: ReadonlyMap<NodeId, string>): Promise<void> {
+    return writePeerIncarnations(this.dir.db, known);
+  }
+
+  /** The replicated address book as of the applied index. */
+  members(): readonly Member[] {
+    return this.stateMachine.members();
   }
 
   status(): Status {
@@ -158,7 +244,26 @@ export class VeraNode {
     await this.driver.readIndex(timeoutMs);
   }
 
+  /** A consistent view of the state machine, for backups (see state-transfer.ts). */
+  captureState(): Promise<CapturedState> {
+    return captureState(this.dir.db);
+  }
+
+  snapshotMetaAt(index: number): SnapshotMeta | null {
+    return this.driver.snapshotMetaAt(index);
+  }
+
   transferLeadership(to: NodeId): boolean {
     return this.driver.transferLeadership(to);
+  }
+
+  /** Resolves once the state machine has applied `index`. */
+  waitApplied(index: number): Promise<void> {
+    return this.driver.waitApplied(index);
+  }
+
+  /** Propose a membership change; resolves once it is committed and applied here. */
+  proposeConfigChange(change: MemberChange): Promise<ApplyOutcome> {
+    return this.driver.proposeConfigChange(change);
   }
 }

@@ -16,6 +16,7 @@ export {
   type WatchCommand,
 } from './commands.js';
 export { CorruptValueError } from './codec.js';
+export { bookOf, configOf, encodeMembers, initialMembers, MEMBERS_KEY, type Member } from './members.js';
 export type { IndexDump } from './indexes.js';
 export {
   StateMachineError,

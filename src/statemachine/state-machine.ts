@@ -10,6 +10,8 @@ import { planCommand, failure, type BatchOp, type Plan } from './apply.js';
 import { encodeAppliedValue } from './codec.js';
 import { CommandError, decodeCommand, type Command } from './commands.js';
 import { MemoryIndexes, type IndexDump } from './indexes.js';
+import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
+import { decodeMembers, encodeMembers, MEMBERS_KEY, membersAfter, type Member } from './members.js';
 import { APPLIED_KEY, digestState, listChildren, readApplied, readList } from './reads.js';
 import { StateMachineError } from './types.js';
 import type { ApplyError, ApplyOutcome, ChildrenView, ListView, SessionInfo, VeraDb } from './types.js';
@@ -22,12 +24,13 @@ export class StateMachine {
     private readonly db: VeraDb,
     private mem: MemoryIndexes,
     private applied: number,
+    private book: readonly Member[],
   ) {}
 
   /** Loads the applied index and rebuilds the in-memory indexes from an open db. */
   static async open(db: VeraDb): Promise<StateMachine> {
-    const { mem, applied } = await loadFrom(db);
-    return new StateMachine(db, mem, applied);
+    const { mem, applied, book } = await loadFrom(db);
+    return new StateMachine(db, mem, applied, book);
   }
 
   get appliedIndex(): number {
@@ -40,9 +43,10 @@ export class StateMachine {
    */
   reload(): Promise<void> {
     return this.serially(async () => {
-      const { mem, applied } = await loadFrom(this.db);
+      const { mem, applied, book } = await loadFrom(this.db);
       this.mem = mem;
       this.applied = applied;
+      this.book = book;
     });
   }
 
@@ -74,6 +78,7 @@ export class StateMachine {
   }
 
   private async plan(entry: Entry): Promise<Plan | ApplyError> {
+    if (entry.kind === 'config') return this.planConfig(entry);
     if (entry.kind !== 'command') return { result: { ok: true, op: entry.kind }, ops: [], events: [], after: [] };
     let command: Command;
     try {
@@ -83,6 +88,21 @@ export class StateMachine {
       throw err;
     }
     return planCommand(command, { db: this.db, mem: this.mem, index: entry.index });
+  }
+
+  /** A membership change: the address book follows the core's configuration (see members.ts). */
+  private planConfig(entry: Entry): Plan {
+    const plan: Plan = { result: { ok: true, op: 'config' }, ops: [], events: [], after: [] };
+    let next: Member[] | null;
+    try {
+      next = membersAfter(this.book, decodeConfigChange(entry.data));
+    } catch (err) {
+      if (err instanceof ConfigChangeError) return plan; // the core ignores it too
+      throw err;
+    }
+    if (next === null) return plan;
+    const book = next;
+    return { ...plan, ops: [{ type: 'put', key: MEMBERS_KEY, value: encodeMembers(book) }], after: [() => (this.book = book)] };
   }
 
   private serially<T>(work: () => Promise<T>): Promise<T> {
@@ -148,6 +168,14 @@ export class StateMachine {
     return this.mem.lastIndexOf(path);
   }
 
+  /**
+   * The replicated address book as of the applied index, sorted by id (empty for a
+   * joining store). A new array whenever a config entry changed it, the same one otherwise.
+   */
+  members(): readonly Member[] {
+    return this.book;
+  }
+
   /** sha256 of buckets 0x0003..0x0007; equal on peers that applied the same entries. */
   digest(): Promise<string> {
     return digestState(this.db);
@@ -159,10 +187,15 @@ export class StateMachine {
   }
 }
 
-async function loadFrom(db: VeraDb): Promise<{ mem: MemoryIndexes; applied: number }> {
+async function loadFrom(db: VeraDb): Promise<{ mem: MemoryIndexes; applied: number; book: Member[] }> {
   const snapshot = db.snapshot();
   try {
-    return { applied: await readApplied(db, snapshot), mem: await MemoryIndexes.load(db, snapshot) };
+    const rawBook = await db.get(MEMBERS_KEY, { snapshot });
+    return {
+      applied: await readApplied(db, snapshot),
+      mem: await MemoryIndexes.load(db, snapshot),
+      book: rawBook === undefined ? [] : decodeMembers(rawBook),
+    };
   } finally {
     await snapshot.close();
   }

@@ -43,6 +43,8 @@ describe('vera start configuration', () => {
       logLevel: 'info',
       sessionTimeout: { min: 1000, max: 60000, default: 10000 },
       limits: { dataBytes: 1048576, frameBytes: 16777216, pathBytes: 1024, sessionsMax: 10000, watchesPerSession: 1000, inflightPerConnection: 256 },
+      compaction: { everyEntries: 10000, keepEntries: 1000 },
+      join: false,
     });
   });
 

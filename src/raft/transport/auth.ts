@@ -8,12 +8,23 @@
 // of two different clusters from ever talking even if they share a secret.
 //
 // The exchange, started by the side that dials:
-//   dialer   -> hello     { cluster, from, to, nonce: Nd }
-//   listener -> challenge { cluster, from, nonce: Nl }
-//   dialer   -> proof     { proof: HMAC(.., 'dialer', dialerId, Nl, Nd) }
-//   listener -> welcome   { proof: HMAC(.., 'listener', listenerId, Nd, Nl) }
+//   dialer   -> hello     { cluster, from, to, nonce: Nd, inc?: Id }
+//   listener -> challenge { cluster, from, nonce: Nl, inc?: Il }
+//   dialer   -> proof     { proof: HMAC(.., 'dialer', dialerId, Nl, Nd[, Id]) }
+//   listener -> welcome   { proof: HMAC(.., 'listener', listenerId, Nd, Nl[, Il]) }
 // The listener proves itself only after the dialer has, so an unauthenticated
 // stranger who connects learns nothing derived from the secret.
+//
+// `inc` is the sender's store incarnation (a random id drawn when its data
+// directory was created), bound into its own proof. Once a peer has proven
+// itself, each side checks the peer's incarnation against the one it first saw
+// for that member (IncarnationGuard): a member restarted with a wiped data
+// directory has lost its votes and log, so it is refused until an operator
+// removes it and adds it again, and can never vote with an empty log.
+//
+// A member joining an existing cluster may not know the cluster id yet; its
+// listener then takes the id from the first member that proves the secret
+// (ListenerHandshake with clusterId null).
 //
 // The two classes below are pure state machines over frames (no sockets), so the
 // protocol is unit-testable; PeerTransport drives them over WebSocket.
@@ -24,7 +35,7 @@ import type { NodeId } from '../types.js';
 
 /** The peer failed to prove membership (wrong secret, wrong cluster, unknown id, replay). */
 export class PeerAuthError extends Error {
-  override readonly name = 'PeerAuthError';
+  override readonly name: string = 'PeerAuthError';
 }
 
 export const PEER_PROTOCOL_VERSION = 1;
@@ -40,7 +51,20 @@ export interface ProofInput {
   readonly ownId: NodeId;
   readonly peerNonce: Uint8Array;
   readonly ownNonce: Uint8Array;
+  /** The prover's store incarnation, when it sent one. */
+  readonly ownIncarnation?: string;
 }
+
+/** A member showed an incarnation other than the one first seen for it: its data directory was replaced. */
+export class PeerIncarnationError extends PeerAuthError {
+  override readonly name: string = 'PeerIncarnationError';
+  constructor(readonly peer: NodeId) {
+    super(`member ${peer} came back with a new data directory; remove it and add it again`);
+  }
+}
+
+/** Longest incarnation id accepted on the wire. */
+export const MAX_INCARNATION_BYTES = 64;
 
 /**
  * A cluster id derived from the initial members list (`ID=HOST:PEERPORT/CLIENTPORT`
@@ -63,7 +87,10 @@ export function newNonce(): Buffer {
 /** The proof one side sends: HMAC-SHA256 over length-prefixed fields so that field boundaries are unambiguous. */
 export function computeProof(secret: string | Uint8Array, input: ProofInput): Buffer {
   const hmac = createHmac('sha256', secret);
-  for (const field of [DOMAIN, input.clusterId, input.role, input.ownId, input.peerNonce, input.ownNonce]) {
+  const fields: Array<string | Uint8Array> = [DOMAIN, input.clusterId, input.role, input.ownId, input.peerNonce, input.ownNonce];
+  // Appended only when present, so proofs without an incarnation stay what they were.
+  if (input.ownIncarnation !== undefined) fields.push(input.ownIncarnation);
+  for (const field of fields) {
     const b = typeof field === 'string' ? Buffer.from(field, 'utf8') : field;
     const len = Buffer.alloc(4);
     len.writeUInt32BE(b.byteLength);
@@ -85,20 +112,40 @@ export interface HandshakeOptions {
   readonly selfId: NodeId;
   /** Injected for tests; a fresh random nonce by default. */
   readonly nonce?: Uint8Array;
+  /** This node's store incarnation, sent to the peer and bound into our proof. */
+  readonly incarnation?: string;
+  /**
+   * Called once the peer has proven the secret, with the incarnation it sent (null
+   * if none); throws (PeerIncarnationError) to refuse the peer. Absent: no check.
+   */
+  readonly checkPeerIncarnation?: (peer: NodeId, incarnation: string | null) => void;
 }
 
-export function checkHandshakeOptions(o: HandshakeOptions): void {
+/** A listener may not know its cluster id yet (a joining member): null takes the dialer's. */
+export type ListenerHandshakeOptions = Omit<HandshakeOptions, 'clusterId'> & { readonly clusterId: string | null };
+
+export function checkHandshakeOptions(o: HandshakeOptions | ListenerHandshakeOptions): void {
   if (o.secret.length === 0) throw new PeerAuthError('the cluster secret must not be empty');
-  if (o.clusterId.length === 0 || Buffer.byteLength(o.clusterId) > MAX_CLUSTER_ID_BYTES) {
-    throw new PeerAuthError(`the cluster id must be 1..${MAX_CLUSTER_ID_BYTES} bytes`);
-  }
+  if (o.clusterId !== null && !validClusterId(o.clusterId)) throw new PeerAuthError(`the cluster id must be 1..${MAX_CLUSTER_ID_BYTES} bytes`);
   if (o.nonce !== undefined && o.nonce.byteLength !== NONCE_BYTES) throw new PeerAuthError(`a nonce must be ${NONCE_BYTES} bytes`);
+  if (o.incarnation !== undefined && !validIncarnation(o.incarnation)) {
+    throw new PeerAuthError(`an incarnation must be 1..${MAX_INCARNATION_BYTES} bytes`);
+  }
+}
+
+function validClusterId(id: string): boolean {
+  return id.length > 0 && Buffer.byteLength(id) <= MAX_CLUSTER_ID_BYTES;
+}
+
+function validIncarnation(inc: string): boolean {
+  return inc.length > 0 && Buffer.byteLength(inc) <= MAX_INCARNATION_BYTES;
 }
 
 /** The dialing side: sends hello, answers the challenge, verifies the welcome. */
 export class DialerHandshake {
   private readonly nonce: Uint8Array;
   private peerNonce: Uint8Array | null = null;
+  private peerIncarnation: string | null = null;
   private state: 'new' | 'sentHello' | 'sentProof' | 'done' | 'failed' = 'new';
 
   constructor(
@@ -125,6 +172,7 @@ export class DialerHandshake {
       from: this.opts.selfId,
       to: this.peerId,
       nonce: this.nonce,
+      ...(this.opts.incarnation === undefined ? {} : { inc: this.opts.incarnation }),
     });
   }
 
@@ -145,12 +193,13 @@ export class DialerHandshake {
   }
 
   private onChallenge(value: unknown): Buffer {
-    const f = record(value, 'challenge', ['t', 'cluster', 'from', 'nonce']);
+    const { fields: f, incarnation } = withIncarnation(value, 'challenge', ['t', 'cluster', 'from', 'nonce']);
     expectType(f.t, 'challenge');
     checkCluster(f.cluster, this.opts.clusterId);
     const from = nodeId(f.from, 'challenge.from');
     if (from !== this.peerId) throw new PeerAuthError(`dialed ${this.peerId} but the listener says it is ${from}`);
     this.peerNonce = nonce(f.nonce, 'challenge.nonce');
+    this.peerIncarnation = incarnation;
     this.state = 'sentProof';
     const proof = computeProof(this.opts.secret, {
       clusterId: this.opts.clusterId,
@@ -158,6 +207,7 @@ export class DialerHandshake {
       ownId: this.opts.selfId,
       peerNonce: this.peerNonce,
       ownNonce: this.nonce,
+      ...(this.opts.incarnation === undefined ? {} : { ownIncarnation: this.opts.incarnation }),
     });
     return packFrame({ t: 'proof', proof });
   }
@@ -168,10 +218,19 @@ export class DialerHandshake {
     const proof = bytes(f.proof, 'welcome.proof');
     const ok = verifyProof(
       this.opts.secret,
-      { clusterId: this.opts.clusterId, role: 'listener', ownId: this.peerId, peerNonce: this.nonce, ownNonce: this.peerNonce! },
+      {
+        clusterId: this.opts.clusterId,
+        role: 'listener',
+        ownId: this.peerId,
+        peerNonce: this.nonce,
+        ownNonce: this.peerNonce!,
+        ...(this.peerIncarnation === null ? {} : { ownIncarnation: this.peerIncarnation }),
+      },
       proof,
     );
     if (!ok) throw new PeerAuthError(`${this.peerId} failed to prove the cluster secret (different secret?)`);
+    // Only a peer that proved the secret may be remembered (or refused) by its incarnation.
+    this.opts.checkPeerIncarnation?.(this.peerId, this.peerIncarnation);
     this.state = 'done';
     return null;
   }
@@ -186,20 +245,29 @@ export class ListenerHandshake {
   private readonly nonce: Uint8Array;
   private peerNonce: Uint8Array | null = null;
   private claimedPeer: NodeId | null = null;
+  private peerIncarnation: string | null = null;
+  /** Ours, or (for a joining member) the one the dialer claimed. */
+  private cluster: string | null;
   private state: 'awaitHello' | 'awaitProof' | 'done' | 'failed' = 'awaitHello';
 
   constructor(
-    private readonly opts: HandshakeOptions,
+    private readonly opts: ListenerHandshakeOptions,
     /** Whether `id` is a member allowed to connect. */
     private readonly isKnownPeer: (id: NodeId) => boolean,
   ) {
     checkHandshakeOptions(opts);
     this.nonce = opts.nonce ?? newNonce();
+    this.cluster = opts.clusterId;
   }
 
   /** The authenticated peer id once the handshake completed, else null. */
   get peerId(): NodeId | null {
     return this.state === 'done' ? this.claimedPeer : null;
+  }
+
+  /** The cluster id the authenticated peer proved (ours, unless we were started without one). */
+  get clusterId(): string | null {
+    return this.state === 'done' ? this.cluster : null;
   }
 
   /** Handles a frame from the dialer and returns the reply to send. Throws PeerAuthError/PeerProtocolError. */
@@ -216,41 +284,123 @@ export class ListenerHandshake {
   }
 
   private onHello(value: unknown): Buffer {
-    const f = record(value, 'hello', ['t', 'v', 'cluster', 'from', 'to', 'nonce']);
+    const { fields: f, incarnation } = withIncarnation(value, 'hello', ['t', 'v', 'cluster', 'from', 'to', 'nonce']);
     expectType(f.t, 'hello');
     if (f.v !== PEER_PROTOCOL_VERSION) {
       throw new PeerProtocolError(`unsupported peer protocol version ${describe(f.v)} (this node speaks ${PEER_PROTOCOL_VERSION})`);
     }
-    checkCluster(f.cluster, this.opts.clusterId);
+    if (this.cluster === null) {
+      // A joining member: the claim is only believed once the dialer proves the secret over it.
+      if (typeof f.cluster !== 'string' || !validClusterId(f.cluster)) throw new PeerProtocolError(`cluster id must be 1..${MAX_CLUSTER_ID_BYTES} bytes`);
+      this.cluster = f.cluster;
+    } else {
+      checkCluster(f.cluster, this.cluster);
+    }
     const from = nodeId(f.from, 'hello.from');
     const to = nodeId(f.to, 'hello.to');
     if (to !== this.opts.selfId) throw new PeerAuthError(`connection meant for ${to} reached ${this.opts.selfId}`);
     if (from === this.opts.selfId || !this.isKnownPeer(from)) throw new PeerAuthError(`${from} is not a known member`);
     this.claimedPeer = from;
     this.peerNonce = nonce(f.nonce, 'hello.nonce');
+    this.peerIncarnation = incarnation;
     this.state = 'awaitProof';
-    return packFrame({ t: 'challenge', cluster: this.opts.clusterId, from: this.opts.selfId, nonce: this.nonce });
+    return packFrame({
+      t: 'challenge',
+      cluster: this.cluster,
+      from: this.opts.selfId,
+      nonce: this.nonce,
+      ...(this.opts.incarnation === undefined ? {} : { inc: this.opts.incarnation }),
+    });
   }
 
   private onProof(value: unknown): Buffer {
     const f = record(value, 'proof', ['t', 'proof']);
     expectType(f.t, 'proof');
     const peer = this.claimedPeer!;
+    const cluster = this.cluster!;
     const ok = verifyProof(
       this.opts.secret,
-      { clusterId: this.opts.clusterId, role: 'dialer', ownId: peer, peerNonce: this.nonce, ownNonce: this.peerNonce! },
+      {
+        clusterId: cluster,
+        role: 'dialer',
+        ownId: peer,
+        peerNonce: this.nonce,
+        ownNonce: this.peerNonce!,
+        ...(this.peerIncarnation === null ? {} : { ownIncarnation: this.peerIncarnation }),
+      },
       bytes(f.proof, 'proof.proof'),
     );
     if (!ok) throw new PeerAuthError(`${peer} failed to prove the cluster secret (different secret?)`);
+    this.opts.checkPeerIncarnation?.(peer, this.peerIncarnation);
     this.state = 'done';
     const proof = computeProof(this.opts.secret, {
-      clusterId: this.opts.clusterId,
+      clusterId: cluster,
       role: 'listener',
       ownId: this.opts.selfId,
       peerNonce: this.peerNonce!,
       ownNonce: this.nonce,
+      ...(this.opts.incarnation === undefined ? {} : { ownIncarnation: this.opts.incarnation }),
     });
     return packFrame({ t: 'welcome', proof });
+  }
+}
+
+/** A handshake frame's fields plus its optional incarnation (older peers send none). */
+function withIncarnation(value: unknown, where: string, fields: readonly string[]): { fields: Record<string, unknown>; incarnation: string | null } {
+  if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'inc' in value) {
+    const { inc, ...rest } = value as Record<string, unknown>;
+    if (typeof inc !== 'string' || !validIncarnation(inc)) throw new PeerProtocolError(`${where}.inc must be 1..${MAX_INCARNATION_BYTES} bytes of text`);
+    return { fields: record(rest, where, fields), incarnation: inc };
+  }
+  return { fields: record(value, where, fields), incarnation: null };
+}
+
+/**
+ * Trust on first use for member incarnations: the first incarnation a member
+ * proves is remembered (persisted by `save`), and a different one later is
+ * refused. Forgetting a member (it was removed) lets it be added again with a
+ * new data directory. Checks are synchronous (they run inside the handshake);
+ * saving is asynchronous and serialized, so a crash in the few milliseconds
+ * before a first sighting is synced only means that sighting is learned again.
+ */
+export class IncarnationGuard {
+  private saving: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly known: Map<NodeId, string>,
+    private readonly save: (known: ReadonlyMap<NodeId, string>) => Promise<void>,
+    private readonly onSaveError: (err: unknown) => void,
+  ) {}
+
+  /** Throws PeerIncarnationError when `peer` shows an incarnation other than the one first seen. */
+  check(peer: NodeId, incarnation: string | null): void {
+    const first = this.known.get(peer);
+    if (first === undefined) {
+      if (incarnation === null) return; // nothing to remember from a peer that sends none
+      this.known.set(peer, incarnation);
+      this.persist();
+      return;
+    }
+    if (incarnation !== first) throw new PeerIncarnationError(peer);
+  }
+
+  forget(peer: NodeId): void {
+    if (this.known.delete(peer)) this.persist();
+  }
+
+  /** The incarnation first seen for `peer`, if any. */
+  incarnationOf(peer: NodeId): string | undefined {
+    return this.known.get(peer);
+  }
+
+  /** Resolves once every change so far is saved. */
+  flushed(): Promise<void> {
+    return this.saving;
+  }
+
+  private persist(): void {
+    const copy = new Map(this.known);
+    this.saving = this.saving.then(() => this.save(copy)).catch((err: unknown) => this.onSaveError(err));
   }
 }
 

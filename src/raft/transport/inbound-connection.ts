@@ -7,14 +7,19 @@
 
 import type WebSocket from 'ws';
 import type { Message, NodeId } from '../types.js';
-import { ListenerHandshake, PeerAuthError } from './auth.js';
+import { ListenerHandshake, PeerAuthError, PeerIncarnationError } from './auth.js';
 import { decodeMessages, PeerProtocolError } from './codec.js';
 import { CloseCode, closeReason, errorText, MAX_HANDSHAKE_FRAME_BYTES, toBuffer, type PeerLogger } from './shared.js';
 
 export interface InboundConnectionOptions {
   readonly selfId: NodeId;
   readonly secret: string | Uint8Array;
-  readonly clusterId: string;
+  /** null for a joining member, which takes the id the first authenticated peer proves. */
+  readonly clusterId: string | null;
+  /** This node's store incarnation, sent in the challenge. */
+  readonly incarnation?: string;
+  /** Refuses a peer whose incarnation is not the one first seen (throws). */
+  readonly checkPeerIncarnation?: (peer: NodeId, incarnation: string | null) => void;
   readonly logger: PeerLogger;
   readonly handshakeTimeoutMs: number;
   readonly isKnownPeer: (id: NodeId) => boolean;
@@ -41,7 +46,13 @@ export class InboundConnection {
     private readonly opts: InboundConnectionOptions,
   ) {
     this.handshake = new ListenerHandshake(
-      { secret: opts.secret, clusterId: opts.clusterId, selfId: opts.selfId },
+      {
+        secret: opts.secret,
+        clusterId: opts.clusterId,
+        selfId: opts.selfId,
+        ...(opts.incarnation === undefined ? {} : { incarnation: opts.incarnation }),
+        ...(opts.checkPeerIncarnation === undefined ? {} : { checkPeerIncarnation: opts.checkPeerIncarnation }),
+      },
       opts.isKnownPeer,
     );
     ws.binaryType = 'nodebuffer';
@@ -68,6 +79,11 @@ export class InboundConnection {
   /** The authenticated member on the other end, or null while the handshake runs. */
   get peerId(): NodeId | null {
     return this.authenticatedPeer;
+  }
+
+  /** The cluster id the peer proved, once authenticated. */
+  get clusterId(): string | null {
+    return this.handshake.clusterId;
   }
 
   /** Still authenticating (and not already being dropped). */
@@ -97,7 +113,8 @@ export class InboundConnection {
       else this.onMessageFrame(this.authenticatedPeer, frame);
     } catch (err) {
       const auth = err instanceof PeerAuthError;
-      this.reject(auth ? CloseCode.authFailed : CloseCode.protocolError, auth ? 'peer.authFailed' : 'peer.protocolError', errorText(err));
+      const event = err instanceof PeerIncarnationError ? 'peer.incarnationMismatch' : auth ? 'peer.authFailed' : 'peer.protocolError';
+      this.reject(auth ? CloseCode.authFailed : CloseCode.protocolError, event, errorText(err));
     }
   }
 
@@ -127,7 +144,8 @@ export class InboundConnection {
 
   private reject(code: number, event: string, why: string): void {
     if (this.rejected) return;
-    this.opts.logger.warn(
+    const log = event === 'peer.incarnationMismatch' ? this.opts.logger.error.bind(this.opts.logger) : this.opts.logger.warn.bind(this.opts.logger);
+    log(
       { event, peer: this.authenticatedPeer ?? undefined, remote: this.remote, direction: 'inbound', err: why },
       `dropping peer connection from ${this.authenticatedPeer ?? this.remote}: ${why}`,
     );

@@ -9,7 +9,7 @@
 
 import WebSocket from 'ws';
 import type { Message, NodeId } from '../types.js';
-import { DialerHandshake, PeerAuthError } from './auth.js';
+import { DialerHandshake, PeerAuthError, PeerIncarnationError } from './auth.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { BoundedQueue } from './bounded-queue.js';
 import { encodeMessages, estimateMessageBytes, frameOverheadBytes, PeerProtocolError } from './codec.js';
@@ -26,7 +26,12 @@ export interface OutboundLinkOptions {
   readonly selfId: NodeId;
   readonly peer: PeerAddress;
   readonly secret: string | Uint8Array;
-  readonly clusterId: string;
+  /** Read at each dial: a joining member learns its cluster id after its links exist (they start only once it is known). */
+  readonly clusterId: () => string | null;
+  /** This node's store incarnation, sent in hello. */
+  readonly incarnation?: string;
+  /** Refuses a peer whose incarnation is not the one first seen (throws). */
+  readonly checkPeerIncarnation?: (peer: NodeId, incarnation: string | null) => void;
   readonly logger: PeerLogger;
   readonly maxQueueMessages: number;
   readonly maxQueueBytes: number;
@@ -73,6 +78,7 @@ export class OutboundLink {
   /** Log the first overflow and the first failed dial of an outage, not every one. */
   private overflowLogged = false;
   private unreachableLogged = false;
+  private incarnationLogged = false;
 
   constructor(private readonly opts: OutboundLinkOptions) {
     this.queue = new BoundedQueue({ maxItems: opts.maxQueueMessages, maxBytes: opts.maxQueueBytes });
@@ -80,6 +86,10 @@ export class OutboundLink {
 
   get peerId(): NodeId {
     return this.opts.peer.id;
+  }
+
+  get peer(): PeerAddress {
+    return this.opts.peer;
   }
 
   start(): void {
@@ -125,6 +135,8 @@ export class OutboundLink {
 
   private connect(): void {
     const { peer, handshakeTimeoutMs } = this.opts;
+    const clusterId = this.opts.clusterId();
+    if (clusterId === null) throw new Error(`link to ${peer.id} started before the cluster id is known`);
     const ws = new WebSocket(peerUrl(peer.host, peer.port), {
       perMessageDeflate: false,
       // The listener only ever sends handshake frames on this socket.
@@ -135,7 +147,13 @@ export class OutboundLink {
     let closedResolve!: () => void;
     const closed = new Promise<void>((r) => (closedResolve = r));
     const handshake = new DialerHandshake(
-      { secret: this.opts.secret, clusterId: this.opts.clusterId, selfId: this.opts.selfId },
+      {
+        secret: this.opts.secret,
+        clusterId,
+        selfId: this.opts.selfId,
+        ...(this.opts.incarnation === undefined ? {} : { incarnation: this.opts.incarnation }),
+        ...(this.opts.checkPeerIncarnation === undefined ? {} : { checkPeerIncarnation: this.opts.checkPeerIncarnation }),
+      },
       peer.id,
     );
     const dial: Dial = { ws, handshake, authenticated: false, unwritten: 0, closed };
@@ -172,14 +190,23 @@ export class OutboundLink {
       this.attempt = 0;
       this.unreachableLogged = false;
       this.overflowLogged = false;
+      this.incarnationLogged = false;
       logger.info({ event: 'peer.connected', peer: peer.id, queued: this.queue.length }, `connected to peer ${peer.id}`);
       this.scheduleFlush();
     } catch (err) {
       const auth = err instanceof PeerAuthError;
-      logger.warn(
-        { event: auth ? 'peer.authFailed' : 'peer.protocolError', peer: peer.id, direction: 'outbound', err: errorText(err) },
-        auth ? `peer ${peer.id} failed authentication` : `peer ${peer.id} broke the peer protocol`,
-      );
+      if (err instanceof PeerIncarnationError) {
+        // Every redial meets the same refusal: say it once until the peer is accepted again.
+        if (!this.incarnationLogged) {
+          logger.error({ event: 'peer.incarnationMismatch', peer: peer.id, direction: 'outbound', err: errorText(err) }, errorText(err));
+        }
+        this.incarnationLogged = true;
+      } else {
+        logger.warn(
+          { event: auth ? 'peer.authFailed' : 'peer.protocolError', peer: peer.id, direction: 'outbound', err: errorText(err) },
+          auth ? `peer ${peer.id} failed authentication` : `peer ${peer.id} broke the peer protocol`,
+        );
+      }
       // The attempt is over; its deadline must not log a second, misleading failure.
       this.clearHandshakeTimer();
       dial.ws.close(auth ? CloseCode.authFailed : CloseCode.protocolError, closeReason(errorText(err)));

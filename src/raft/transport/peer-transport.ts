@@ -67,8 +67,18 @@ export interface PeerTransportOptions {
   /** Every other member; this node dials each of them. */
   readonly peers: readonly PeerAddress[];
   readonly secret: string | Uint8Array;
-  /** Identifies the cluster; see deriveClusterId. Members of different clusters never talk. */
-  readonly clusterId: string;
+  /**
+   * Identifies the cluster; see deriveClusterId. Members of different clusters never talk.
+   * null for a member joining an existing cluster: it dials nobody until the first
+   * member that proves the secret to it has told it the id (see onClusterIdLearned).
+   */
+  readonly clusterId: string | null;
+  /** Called once when a joining member learns its cluster id; the caller persists it. */
+  readonly onClusterIdLearned?: (clusterId: string) => void;
+  /** This node's store incarnation, sent in every handshake. */
+  readonly incarnation?: string;
+  /** Refuses (by throwing) an authenticated peer whose incarnation is not the one first seen. */
+  readonly checkPeerIncarnation?: (peer: NodeId, incarnation: string | null) => void;
   /** Each validated message from an authenticated peer (typically driver.step). */
   readonly onMessage: (message: Message) => void;
   readonly logger: PeerLogger;
@@ -106,6 +116,7 @@ export class PeerTransport implements Transport {
   private wss: WebSocketServer | null = null;
   private bound: { host: string; port: number } | null = null;
   private state: 'new' | 'starting' | 'started' | 'closed' = 'new';
+  private cluster: string | null;
 
   constructor(options: PeerTransportOptions) {
     this.opts = options;
@@ -114,7 +125,13 @@ export class PeerTransport implements Transport {
     this.maxPendingHandshakes = options.maxPendingHandshakes ?? 32;
     this.backoff = options.reconnect ?? DEFAULT_BACKOFF;
     checkOptions(options, this.handshakeTimeoutMs, this.maxPendingHandshakes, this.backoff);
+    this.cluster = options.clusterId;
     for (const peer of options.peers) this.links.set(peer.id, this.makeLink(peer));
+  }
+
+  /** The cluster id, or null while a joining member has not learned it. */
+  get clusterId(): string | null {
+    return this.cluster;
   }
 
   /** The bound peer address once started (the real port when `listen.port` was 0). */
@@ -165,7 +182,8 @@ export class PeerTransport implements Transport {
     this.wss.on('error', (err) => this.opts.logger.error({ event: 'peer.serverError', err: errorText(err) }, 'peer port server error'));
     this.state = 'started';
     this.opts.logger.info({ event: 'peer.listening', host, port: this.bound.port }, `peer port listening on ${host}:${this.bound.port}`);
-    for (const link of this.links.values()) link.start();
+    if (this.cluster !== null) for (const link of this.links.values()) link.start();
+    else this.opts.logger.info({ event: 'peer.awaitingCluster' }, 'joining: waiting for a member of the cluster to connect before dialing anyone');
   }
 
   /** Best effort: queues `message` for `message.to`; an unknown destination is dropped and logged. */
@@ -191,7 +209,12 @@ export class PeerTransport implements Transport {
     const link = this.makeLink(peer);
     this.links.set(peer.id, link);
     this.unknownLogged.delete(peer.id);
-    if (this.state === 'started') link.start();
+    if (this.state === 'started' && this.cluster !== null) link.start();
+  }
+
+  /** The address of every peer this node dials. */
+  peers(): PeerAddress[] {
+    return [...this.links.values()].map((link) => link.peer);
   }
 
   /** Stops talking to a removed member: its queue is dropped and its connections closed. */
@@ -245,7 +268,8 @@ export class PeerTransport implements Transport {
       selfId: this.opts.selfId,
       peer,
       secret: this.opts.secret,
-      clusterId: this.opts.clusterId,
+      clusterId: () => this.cluster,
+      ...this.identityOptions(),
       logger: this.opts.logger,
       maxQueueMessages: this.limits.maxQueueMessages,
       maxQueueBytes: this.limits.maxQueueBytes,
@@ -273,7 +297,8 @@ export class PeerTransport implements Transport {
     const conn = new InboundConnection(ws, remote, {
       selfId: this.opts.selfId,
       secret: this.opts.secret,
-      clusterId: this.opts.clusterId,
+      clusterId: this.cluster,
+      ...this.identityOptions(),
       logger: this.opts.logger,
       handshakeTimeoutMs: this.handshakeTimeoutMs,
       isKnownPeer: (id) => this.links.has(id),
@@ -284,8 +309,26 @@ export class PeerTransport implements Transport {
     this.inbound.add(conn);
   }
 
+  private identityOptions(): Pick<PeerTransportOptions, 'incarnation' | 'checkPeerIncarnation'> {
+    const { incarnation, checkPeerIncarnation } = this.opts;
+    return { ...(incarnation === undefined ? {} : { incarnation }), ...(checkPeerIncarnation === undefined ? {} : { checkPeerIncarnation }) };
+  }
+
   private onAuthenticated(conn: InboundConnection): void {
     const peer = conn.peerId!;
+    const proven = conn.clusterId;
+    if (this.cluster === null && proven !== null) {
+      // A joining member's first authenticated peer tells it which cluster it is in.
+      this.cluster = proven;
+      this.opts.logger.info({ event: 'peer.clusterLearned', clusterId: proven, from: peer }, `joined cluster ${proven} (introduced by ${peer})`);
+      this.opts.onClusterIdLearned?.(proven);
+      if (this.state === 'started') for (const link of this.links.values()) link.start();
+    } else if (proven !== this.cluster) {
+      // Two clusters raced to introduce themselves; the first one won.
+      this.opts.logger.warn({ event: 'peer.authFailed', peer, err: `cluster id ${String(proven)} is not ${String(this.cluster)}` }, `dropping ${peer}: another cluster`);
+      conn.terminate();
+      return;
+    }
     const older = this.inboundByPeer.get(peer);
     this.inboundByPeer.set(peer, conn);
     // The peer redialed (e.g. it restarted), so its old socket is abandoned or half-open:
@@ -372,7 +415,7 @@ function checkOptions(o: PeerTransportOptions, handshakeTimeoutMs: number, maxPe
     throw new PeerTransportError('invalidOptions', 'secret must be a string or bytes');
   }
   try {
-    checkHandshakeOptions({ secret: o.secret, clusterId: o.clusterId, selfId: o.selfId });
+    checkHandshakeOptions({ secret: o.secret, clusterId: o.clusterId, selfId: o.selfId, ...(o.incarnation === undefined ? {} : { incarnation: o.incarnation }) });
     checkBackoffOptions(backoff);
   } catch (err) {
     throw new PeerTransportError('invalidOptions', errorText(err), { cause: err });
