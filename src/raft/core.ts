@@ -221,7 +221,7 @@ export class RaftNode {
   proposeConfigChange(change: ConfigChange): ProposeResult {
     // One change at a time, and none before this leader has committed in its own term
     // (the single-server change fix from Ongaro's raft-dev post of 2015).
-    if (this.role === 'leader' && (this.pendingConfigIndex > this.log.applying || this.log.term(this.log.committed) !== this.term)) {
+    if (this.role === 'leader' && (this.pendingConfigIndex > this.appliedAdvanced || this.log.term(this.log.committed) !== this.term)) {
       return { ok: false, reason: 'configChangePending', leader: this.id };
     }
     const result = this.proposeEntry('config', encodeConfigChange(change));
