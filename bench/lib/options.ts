@@ -1,0 +1,72 @@
+// `npm run bench -- [--systems vera,etcd,zookeeper] [--quick] [--out DIR] [--no-profile] [--docs FILE]`
+import { resolve } from 'node:path';
+import { SYSTEM_NAMES, type SystemName } from '../systems/system.js';
+
+export interface BenchOptions {
+  readonly systems: readonly SystemName[];
+  readonly quick: boolean;
+  /** Where the result JSON (and plots) go. */
+  readonly outDir: string;
+  /** The markdown report to regenerate. */
+  readonly docsFile: string;
+  /** Take a CPU profile of the Vera leader during an S2 run. */
+  readonly profile: boolean;
+}
+
+export class BenchUsageError extends Error {
+  override readonly name = 'BenchUsageError';
+}
+
+export const USAGE = `usage: npm run bench -- [options]
+  --systems LIST   comma-separated subset of ${SYSTEM_NAMES.join(',')} (default: all)
+  --quick          short smoke run (under 3 minutes)
+  --out DIR        where result JSON and plots go (default: bench/results)
+  --docs FILE      report to regenerate (default: docs/performance.md)
+  --no-profile     skip the CPU profile of the Vera leader
+  --help           this text`;
+
+export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptions | 'help' {
+  let systems: SystemName[] = [...SYSTEM_NAMES];
+  let quick = false;
+  let outDir = resolve(cwd, 'bench/results');
+  let docsFile = resolve(cwd, 'docs/performance.md');
+  let profile = true;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const value = (): string => {
+      const v = inline ?? argv[++i];
+      if (v === undefined || v === '') throw new BenchUsageError(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--systems': {
+        const names = value().split(',').map((s) => s.trim()).filter((s) => s !== '');
+        const unknown = names.filter((n) => !(SYSTEM_NAMES as readonly string[]).includes(n));
+        if (unknown.length > 0) throw new BenchUsageError(`unknown system ${unknown.map((u) => JSON.stringify(u)).join(', ')}; choose from ${SYSTEM_NAMES.join(', ')}`);
+        if (names.length === 0) throw new BenchUsageError('--systems needs at least one system');
+        // Keep the canonical order so reports always read Vera, etcd, ZooKeeper.
+        systems = SYSTEM_NAMES.filter((n) => names.includes(n));
+        break;
+      }
+      case '--quick':
+        quick = true;
+        break;
+      case '--out':
+        outDir = resolve(cwd, value());
+        break;
+      case '--docs':
+        docsFile = resolve(cwd, value());
+        break;
+      case '--no-profile':
+        profile = false;
+        break;
+      case '--help':
+      case '-h':
+        return 'help';
+      default:
+        throw new BenchUsageError(`unknown option ${JSON.stringify(arg)}\n${USAGE}`);
+    }
+  }
+  return { systems, quick, outDir, docsFile, profile };
+}

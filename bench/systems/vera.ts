@@ -1,0 +1,227 @@
+// Vera: three `vera start` processes (bin/vera.js on dist/) with their default
+// durability, driven through the project's own client library.
+import { join, resolve } from 'node:path';
+import { connect, type VeraClient, type ChangeEvent } from '../../src/client/index.js';
+import { spawnManaged, type ManagedProcess } from '../lib/procs.js';
+import { fetchJson, freePorts, LOOPBACK, pollUntil } from '../lib/net.js';
+import { makeTempDir, removeDir, settleAll, startWithRetries } from './common.js';
+import type { BenchClient, ClientRecipe, Cluster, ConnectOptions, MemberInfo, ReadMode, WatchHandle, WatchedChange } from './system.js';
+
+const VERA_BIN = resolve(import.meta.dirname, '../../bin/vera.js');
+const PACKAGE_JSON = resolve(import.meta.dirname, '../../package.json');
+
+interface Member {
+  readonly id: string;
+  readonly clientPort: number;
+  readonly peerPort: number;
+  readonly dataDir: string;
+  process: ManagedProcess | null;
+  /** The inspector's WebSocket URL (for CPU profiles), read from stderr. */
+  inspectorUrl: string | null;
+}
+
+interface VeraStatus {
+  readonly id: string;
+  readonly role: string;
+  readonly term: number;
+  readonly leader: string | null;
+}
+
+export interface VeraClusterOptions {
+  /** Directory for server logs. */
+  readonly logDir: string;
+  /** Opens the V8 inspector on a random loopback port so a CPU profile can be taken later (no cost while unattached). */
+  readonly inspector: boolean;
+}
+
+export class VeraCluster implements Cluster {
+  readonly name = 'vera' as const;
+  version = 'unknown';
+  readonly settings: Record<string, unknown> = {
+    members: 3,
+    durability: 'default: every acknowledged write is synced on a majority (one synced LevelDB batch per Ready)',
+    push: 'persistent items, watch:false (the other systems do not watch on write either)',
+  };
+  private readonly root = makeTempDir('vera-bench-');
+  private readonly secret = `bench-${process.pid}-${Date.now()}`;
+  private members_: Member[] = [];
+
+  constructor(private readonly options: VeraClusterOptions) {}
+
+  async start(): Promise<void> {
+    const { readFileSync } = await import('node:fs');
+    this.version = String((JSON.parse(readFileSync(PACKAGE_JSON, 'utf8')) as { version?: unknown }).version ?? 'unknown');
+    const ports = await freePorts(6);
+    this.members_ = [0, 1, 2].map((i) => ({
+      id: `n${i + 1}`,
+      clientPort: ports[i * 2]!,
+      peerPort: ports[i * 2 + 1]!,
+      dataDir: join(this.root, `n${i + 1}`),
+      process: null,
+      inspectorUrl: null,
+    }));
+    await Promise.all(this.members_.map((m) => this.launch(m)));
+    await this.waitHealthy(30_000);
+  }
+
+  private peersFlag(): string {
+    return this.members_.map((m) => `${m.id}=${LOOPBACK}:${m.peerPort}/${m.clientPort}`).join(',');
+  }
+
+  private async launch(member: Member): Promise<void> {
+    const nodeFlags = this.options.inspector ? [`--inspect=${LOOPBACK}:0`] : [];
+    const args = [
+      ...nodeFlags,
+      VERA_BIN,
+      'start',
+      '--id', member.id,
+      '--data', member.dataDir,
+      '--client', `${LOOPBACK}:${member.clientPort}`,
+      '--peer', `${LOOPBACK}:${member.peerPort}`,
+      '--peers', this.peersFlag(),
+      '--secret', this.secret,
+    ];
+    const proc = spawnManaged(`vera ${member.id}`, process.execPath, args, { logFile: join(this.options.logDir, `vera-${member.id}.log`) });
+    member.process = proc;
+    if (this.options.inspector) {
+      const line = await proc.waitForLine((l) => l.includes('Debugger listening on ws://'), 15_000);
+      member.inspectorUrl = line.slice(line.indexOf('ws://')).trim();
+    }
+    await proc.waitForLine((l) => l.includes('"event":"started"'), 30_000);
+  }
+
+  async stop(): Promise<void> {
+    // The data is thrown away, so no clean shutdown is needed; SIGKILL saves seconds per cluster.
+    await settleAll(this.members_.map((m) => async () => m.process?.kill9()));
+    removeDir(this.root);
+  }
+
+  members(): readonly MemberInfo[] {
+    return this.members_.map((m) => ({ id: m.id, clientPort: m.clientPort, pid: m.process?.pid ?? null, alive: m.process?.isAlive() ?? false }));
+  }
+
+  inspectorUrl(member: string): string | null {
+    return this.member(member).inspectorUrl;
+  }
+
+  private member(id: string): Member {
+    const found = this.members_.find((m) => m.id === id);
+    if (found === undefined) throw new Error(`vera has no member ${id}`);
+    return found;
+  }
+
+  private async status(member: Member): Promise<VeraStatus> {
+    return (await fetchJson(`http://${LOOPBACK}:${member.clientPort}/v1/status`, { timeoutMs: 1_000 })) as VeraStatus;
+  }
+
+  private alive(): Member[] {
+    return this.members_.filter((m) => m.process?.isAlive() === true);
+  }
+
+  async leader(timeoutMs = 20_000): Promise<string> {
+    return pollUntil('a Vera leader', timeoutMs, async () => {
+      const statuses = await Promise.allSettled(this.alive().map((m) => this.status(m)));
+      for (const s of statuses) if (s.status === 'fulfilled' && s.value.role === 'leader') return s.value.id;
+      return undefined;
+    });
+  }
+
+  async electionCounter(): Promise<number> {
+    const statuses = await Promise.allSettled(this.alive().map((m) => this.status(m)));
+    let term = 0;
+    for (const s of statuses) if (s.status === 'fulfilled') term = Math.max(term, s.value.term);
+    return term;
+  }
+
+  async kill9(id: string): Promise<void> {
+    await this.member(id).process?.kill9();
+  }
+
+  async restart(id: string): Promise<void> {
+    const member = this.member(id);
+    if (member.process?.isAlive() === true) throw new Error(`vera ${id} is still running`);
+    await startWithRetries(`vera ${id}`, 3, () => this.launch(member));
+  }
+
+  async waitHealthy(timeoutMs: number): Promise<void> {
+    await pollUntil('every Vera member to serve under one leader', timeoutMs, async () => {
+      const statuses = await Promise.all(this.members_.map((m) => this.status(m)));
+      const leaders = statuses.filter((s) => s.role === 'leader');
+      const leaderId = leaders[0]?.id;
+      return leaders.length === 1 && statuses.every((s) => s.leader === leaderId) ? true : undefined;
+    });
+  }
+
+  async connect(options: ConnectOptions = {}): Promise<BenchClient> {
+    const ports =
+      options.onlyPort !== undefined ? [options.onlyPort]
+      : options.member !== undefined ? [this.member(options.member).clientPort]
+      : this.members_.map((m) => m.clientPort);
+    return connectVera(ports, options);
+  }
+
+  recipe(): ClientRecipe {
+    return { system: 'vera', ports: this.members_.map((m) => m.clientPort) };
+  }
+}
+
+export async function connectVera(ports: readonly number[], options: ConnectOptions = {}): Promise<BenchClient> {
+  const client = await connect(
+    ports.map((p) => `ws://${LOOPBACK}:${p}`),
+    {
+      connectTimeoutMs: 20_000,
+      requestTimeoutMs: 30_000,
+      ...(options.sessionTimeoutMs === undefined ? {} : { timeoutMs: options.sessionTimeoutMs }),
+    },
+  );
+  return new VeraBenchClient(client);
+}
+
+class VeraBenchClient implements BenchClient {
+  constructor(private readonly client: VeraClient) {
+    // A failed or expired client must not crash the bench; the scenario sees its requests fail.
+    client.on('failed', () => undefined);
+    client.on('sessionExpired', () => undefined);
+  }
+
+  async append(list: string, value: string): Promise<void> {
+    await this.client.push(`/bench/${list}`, value, { persistent: true, watch: false });
+  }
+
+  async prepareReadable(key: string, value: string): Promise<void> {
+    await this.client.push(`/bench/${key}`, value, { persistent: true, watch: false });
+  }
+
+  async read(key: string, mode: ReadMode): Promise<void> {
+    await this.client.get(`/bench/${key}`, { consistency: mode });
+  }
+
+  async watch(list: string, onChange: (change: WatchedChange) => void): Promise<WatchHandle> {
+    const path = `/bench/${list}`;
+    this.client.on('event', (event: ChangeEvent) => {
+      if (event.path !== path) return;
+      const at = performance.now();
+      onChange({ kind: event.type === 'push' ? 'append' : 'delete', value: typeof event.item.data === 'string' ? event.item.data : null, at });
+    });
+    await this.client.watch(path);
+    return { oneShot: false, armed: () => Promise.resolve() };
+  }
+
+  async appendEphemeral(list: string, value: string): Promise<void> {
+    // The session's timeout was set at connect (sessionTimeoutMs).
+    await this.client.push(`/bench/${list}`, value, { persistent: false, watch: false });
+  }
+
+  grantedSessionTimeoutMs(): number | null {
+    return this.client.sessionTimeoutMs;
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+
+  abandon(): void {
+    // After a proxy cut the connection is already gone, so close() sends no goodbye.
+    void this.client.close();
+  }
+}
