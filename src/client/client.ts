@@ -101,6 +101,8 @@ export interface ClientEvents {
 const CLOSE_SESSION_MOVED = CloseCode.sessionMoved;
 
 const READS: ReadonlySet<Op> = new Set<Op>(['get', 'ls']);
+/** The shortest time one server gets to answer a first hello, however many servers share the connect budget. */
+const MIN_ATTEMPT_MS = 500;
 const FATAL_HELLO_ERRORS: ReadonlySet<string> = new Set(['SESSION_EXPIRED', 'UNAUTHORIZED', 'BAD_REQUEST', 'FORBIDDEN']);
 
 interface Call {
@@ -397,7 +399,10 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
    * so move on to the next one; before that, the request timeout applies.
    */
   private attemptTimeoutMs(): number {
-    if (this.grantedTimeoutMs === 0) return this.requestTimeoutMs;
+    // Before a session exists, share the connect budget among the servers (as
+    // ZooKeeper's client does), so one that accepts sockets but never answers
+    // (a paused process) cannot use all of it up.
+    if (this.grantedTimeoutMs === 0) return Math.min(this.requestTimeoutMs, Math.max(MIN_ATTEMPT_MS, this.connectTimeoutMs / this.ring.all().length));
     return Math.min(this.requestTimeoutMs, Math.max(10, (this.grantedTimeoutMs * 2) / 3));
   }
 
@@ -464,6 +469,8 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     this.emit('disconnected', reason);
     const preferred = this.nextPreferredUrl;
     this.nextPreferredUrl = null;
+    // The server just lost may be dead or paused: try the others first. Its turn comes again after them.
+    if (preferred === null) this.ring.advance();
     this.establish(true, null, preferred).catch((error: unknown) => {
       if (this.stop.signal.aborted) return;
       const failure = asVeraError(error);

@@ -164,7 +164,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     logger,
   };
 
-  const http = createServer((req, res) => handleHttp(front, { members: () => memberList(veraNode, members), admin }, req, res));
+  let shuttingDown = false;
+  const http = createServer((req, res) => {
+    // While shutting down, answer what arrives but let no keep-alive connection (a health checker's) hold the port open.
+    if (shuttingDown) res.setHeader('connection', 'close');
+    handleHttp(front, { members: () => memberList(veraNode, members), admin }, req, res);
+  });
   const wss = new WebSocketServer({ noServer: true, maxPayload: front.limits.frameBytes, perMessageDeflate: false });
   http.on('upgrade', (req, socket, head) => {
     if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/v1/connect') {
@@ -204,18 +209,33 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     close: () =>
       (closing ??= (async () => {
         duties?.stop();
+        shuttingDown = true;
+        const httpClosed = new Promise<void>((resolve) => http.close(() => resolve()));
+        http.closeIdleConnections();
         for (const c of [...connections.values()]) c.close(CloseCode.shuttingDown, 'server shutting down');
-        for (const ws of wss.clients) ws.terminate();
+        for (const ws of wss.clients) ws.close(CloseCode.shuttingDown, 'server shutting down');
         front.notifier.close();
+        // Clients and requests in flight get a moment to finish; then their connections are cut.
+        const grace = setTimeout(() => {
+          http.getConnections((_err, open) =>
+            logger.warn({ event: 'shutdown-cutting', connections: open, sessions: wss.clients.size }, 'connections still open after the shutdown grace period: cutting them'),
+          );
+          for (const ws of wss.clients) ws.terminate();
+          http.closeAllConnections();
+        }, SHUTDOWN_GRACE_MS);
         await new Promise<void>((resolve) => {
           wss.close(() => resolve());
         });
-        await new Promise<void>((resolve) => http.close(() => resolve()));
+        await httpClosed;
+        clearTimeout(grace);
         await veraNode.close();
         logger.info({ event: 'stopped' }, 'vera stopped');
       })()),
   };
 }
+
+/** How long clients may take to answer the close, and HTTP requests in flight to finish, before their connections are cut at shutdown. */
+const SHUTDOWN_GRACE_MS = 2000;
 
 function memberList(node: VeraNode, directory: MemberDirectory): Array<{ id: string; clientUrl: string | null; voter: boolean }> {
   const { config } = node.status();

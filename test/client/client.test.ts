@@ -203,6 +203,26 @@ describe('connection loss', () => {
     expect((await resumed)[0]).toMatchObject({ url: `${healthy.url}/v1/connect`, session: 's1', resumed: true });
   });
 
+  it('after losing a connection, tries the other servers before the one it lost', async () => {
+    const first = await server({ name: 'n1' });
+    const second = await server({ name: 'n2', state: first.state });
+    const c = await client([first.url, second.url]);
+    expect(c.serverUrl).toBe(`${first.url}/v1/connect`);
+    const resumed = next(c, 'connected');
+    first.dropAll();
+    expect((await resumed)[0]).toMatchObject({ url: `${second.url}/v1/connect`, session: 's1', resumed: true });
+    expect(first.received.filter((r) => r.request.op === 'hello')).toHaveLength(1);
+  });
+
+  it('a first connect shares its budget among the servers: one that never answers cannot use it all up', async () => {
+    const hung = await server({ name: 'n1' });
+    const healthy = await server({ name: 'n2', state: hung.state });
+    hung.silent = true;
+    const c = await client([hung.url, healthy.url], { connectTimeoutMs: 3000 });
+    expect(c.serverUrl).toBe(`${healthy.url}/v1/connect`);
+    expect(hung.received.filter((r) => r.request.op === 'hello')).toHaveLength(1);
+  });
+
   it('reports an expired session once, and fails everything after it', async () => {
     const s = await server();
     const c = await client(s.url);

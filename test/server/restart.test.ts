@@ -3,6 +3,7 @@
 // restarted leader gives each the full timeout again, so a client that comes back
 // keeps its items and one that never does loses them no earlier than that.
 
+import { Agent, request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { killAll, type VeraProcess } from '../support/vera-process.js';
 import { dataUrl, httpJson, keepSending, openSession, startLeader } from './fixture.js';
@@ -104,6 +105,39 @@ describe('restart', () => {
     await gone.close();
     await back.call('bye');
     await watcher.client.call('bye');
+  });
+
+  it('a clean stop is not held up by a keep-alive HTTP client that keeps polling, nor by an open session', async () => {
+    const vp = await startLeader();
+    dataDirs.push(vp);
+    const s = await openSession(vp, 'msgpack');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const poll = (): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port: vp.clientPort, path: '/v1/status', agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    // A health checker on one kept-alive connection: it polls until the server is gone.
+    let answered = 0;
+    const polling = (async () => {
+      for (;;) {
+        try {
+          if ((await poll()) === 200) answered++;
+        } catch {
+          return;
+        }
+      }
+    })();
+    while (answered < 5) await poll().then(() => undefined);
+    expect(await vp.stop()).toBe(0);
+    await polling;
+    agent.destroy();
+    // The session's connection was closed with "going away", not cut.
+    expect((await s.client.waitClose()).code).toBe(1001);
   });
 
   it('a clean stop exits 0 and a restart serves the same data', async () => {
