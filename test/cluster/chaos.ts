@@ -66,6 +66,8 @@ export interface TrialPlan {
   readonly warmupOps?: number;
   readonly afterHealOps?: number;
   readonly clusterArgs?: readonly string[];
+  /** Members outside the first configuration, for faults that add them (ChaosCluster.addMember). */
+  readonly spares?: number;
   /** Where a failed trial leaves its evidence (default: a new directory under the OS temp dir). */
   readonly artifactsDir?: string;
 }
@@ -116,7 +118,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
   const ownerPaths = Array.from({ length: plan.owners ?? 2 }, (_, k) => `/chaos/${tag}/owned${k}`);
   const allPaths = [...paths, ...ownerPaths];
   try {
-    cluster = await ChaosCluster.start({ size: plan.size, ...(plan.clusterArgs === undefined ? {} : { args: plan.clusterArgs }) });
+    cluster = await ChaosCluster.start({ size: plan.size, spares: plan.spares ?? 0, ...(plan.clusterArgs === undefined ? {} : { args: plan.clusterArgs }) });
     const c = cluster;
     debug(`${plan.name}: cluster started`);
     for (let k = 0; k < (plan.watchers ?? 2); k++) watchers.push(await Watcher.start(`w${k + 1}`, c.urls, allPaths));
@@ -146,7 +148,8 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     debug(`${plan.name}: faults done, healing`);
 
     await c.healAll();
-    const checkedMembers = c.members.map((m) => m.index).filter((i) => !excluded.has(i));
+    // Removed members (absent) no longer follow the log: only the members of the final configuration are checked.
+    const checkedMembers = c.members.map((m) => m.index).filter((i) => !excluded.has(i) && c.stateOf(i) !== 'absent');
     await c.waitForLeader({ among: checkedMembers, timeoutMs: 30_000 });
     // Liveness: once healed, the clients must get work done again.
     await w.waitForOps(plan.afterHealOps ?? 25, 30_000);

@@ -37,6 +37,11 @@ export class HarnessError extends Error {
 export interface ClusterOptions {
   /** 3 or 5 members. */
   readonly size: number;
+  /**
+   * Members outside the first configuration (ids after the first `size`), with
+   * their ports and proxies ready: addMember() starts one with --join and adds it.
+   */
+  readonly spares?: number;
   /** Extra `vera start` flags for every member (e.g. --snapshot-entries). */
   readonly args?: readonly string[];
   /** Keep the data directories after close() (to inspect a failure). */
@@ -68,7 +73,8 @@ export interface FaultRecord {
   readonly what: string;
 }
 
-type MemberState = 'up' | 'down' | 'paused';
+/** 'absent': not a member (a spare not added yet, or a member removed); nothing restarts it. */
+type MemberState = 'up' | 'down' | 'paused' | 'absent';
 
 export interface Member {
   readonly index: number;
@@ -132,8 +138,9 @@ export class ChaosCluster {
 
   /** Starts every member, waits until a leader is elected and every peer link carried traffic through its proxy. */
   static async start(options: ClusterOptions): Promise<ChaosCluster> {
-    const size = options.size;
-    if (!Number.isInteger(size) || size < 1 || size > 9) throw new HarnessError(`cluster size must be 1..9, got ${String(size)}`);
+    const spares = options.spares ?? 0;
+    const size = options.size + spares;
+    if (!Number.isInteger(options.size) || options.size < 1 || size > 9) throw new HarnessError(`cluster size must be 1..9 with its spares, got ${String(options.size)}+${String(spares)}`);
     const root = mkdtempSync(join(tmpdir(), 'vera-chaos-'));
     const shimPath = join(root, 'dial-shim.cjs');
     writeFileSync(shimPath, DIAL_SHIM);
@@ -149,7 +156,7 @@ export class ChaosCluster {
         url: `ws://127.0.0.1:${clientPort}`,
         httpUrl: `http://127.0.0.1:${clientPort}`,
         proc: null,
-        state: 'down',
+        state: i < options.size ? 'down' : 'absent',
         startArgs: [],
         history: [],
       };
@@ -164,10 +171,11 @@ export class ChaosCluster {
           proxies[from.index]![to.index] = await FaultProxy.start({ listenPort: list[next++]!, target: { host: '127.0.0.1', port: to.peerPort } });
         }
       }
-      await Promise.all(slots.map((s) => cluster.launch(s)));
+      await Promise.all(slots.filter((s) => s.state === 'down').map((s) => cluster.launch(s)));
       await cluster.waitForLeader();
       // Proof that the dial shim works: each member dialed every other one through its proxy.
-      await Promise.all(cluster.allProxies().map(({ proxy }) => withTimeout(proxy.waitFor((s) => s.connections.accepted > 0), 20_000, 'traffic on every peer proxy')));
+      const firstMembers = (i: number): boolean => i < options.size;
+      await Promise.all(cluster.allProxies().filter(({ from, to }) => firstMembers(from) && firstMembers(to)).map(({ proxy }) => withTimeout(proxy.waitFor((s) => s.connections.accepted > 0), 20_000, 'traffic on every peer proxy')));
     } catch (error) {
       await cluster.close();
       throw error;
@@ -175,8 +183,9 @@ export class ChaosCluster {
     return cluster;
   }
 
+  /** Members in the cluster now (every slot but the absent ones). */
   get size(): number {
-    return this.slots.length;
+    return this.slots.filter((s) => s.state !== 'absent').length;
   }
 
   get members(): readonly Member[] {
@@ -294,39 +303,64 @@ export class ChaosCluster {
   async rejoin(i: number, timeoutMs = 30_000): Promise<void> {
     const s = this.slot(i);
     this.record(`rejoin ${s.id}`);
-    const others = this.slots.filter((o) => o !== s && o.state === 'up').map((o) => o.index);
-    const admin = async (body: object): Promise<void> => {
-      await pollUntil(`${JSON.stringify(body)} accepted by the leader`, timeoutMs, async () => {
-        const leader = await this.waitForLeader({ among: others, timeoutMs });
-        const response = await fetch(`${this.slot(leader).httpUrl}/v1/members`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${this.secret}`, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(5000),
-        });
-        if (response.ok) return true;
-        const text = await response.text();
-        // A change already in place (a retry after a lost answer) counts as done; anything else is retried until the deadline.
-        if (response.status === 409 && /is already a/.test(text)) return true;
-        if (response.status === 404 && /is not a member/.test(text) && (body as { action?: string }).action === 'remove') return true;
-        throw new HarnessError(`${JSON.stringify(body)}: HTTP ${response.status} ${text}`);
-      });
-    };
-    await admin({ action: 'remove', id: s.id });
-    if (s.state === 'paused') s.proc?.proc.kill('SIGCONT');
-    if (s.proc !== null) await s.proc.kill9();
-    s.proc = null;
-    s.state = 'down';
+    await this.removeMember(i, timeoutMs);
     rmSync(s.dataDir, { recursive: true, force: true });
+    await this.addMember(i, timeoutMs);
+  }
+
+  /**
+   * Adds an absent member the way an operator does: start it on an empty store
+   * with --join, add it as a learner through the leader, wait until it applied
+   * as far as the leader had, promote it to voter.
+   */
+  async addMember(i: number, timeoutMs = 30_000): Promise<void> {
+    const s = this.slot(i);
+    if (s.state !== 'absent') throw new HarnessError(`addMember: ${s.id} is ${s.state}, not absent`);
+    this.record(`add ${s.id}`);
+    const others = this.slots.filter((o) => o !== s && o.state === 'up').map((o) => o.index);
     s.startArgs = ['--join'];
     await this.launch(s);
-    await admin({ action: 'add', id: s.id, peer: `127.0.0.1:${s.peerPort}`, client: `127.0.0.1:${s.clientPort}` });
-    // Caught up: the new member applied as far as the leader had when we looked.
+    await this.admin({ action: 'add', id: s.id, peer: `127.0.0.1:${s.peerPort}`, client: `127.0.0.1:${s.clientPort}` }, others, timeoutMs);
     const leader = await this.waitForLeader({ among: others, timeoutMs });
     const target = (await this.status(leader)).applied;
     await pollUntil(`${s.id} to catch up to index ${target}`, timeoutMs, async () => ((await this.status(i)).applied >= target ? true : undefined));
-    await admin({ action: 'promote', id: s.id });
+    await this.admin({ action: 'promote', id: s.id }, others, timeoutMs);
     s.startArgs = [];
+  }
+
+  /**
+   * Removes member `i` from the configuration through the leader (it may be the
+   * leader), then kills it: it is absent from then on (its data directory stays).
+   */
+  async removeMember(i: number, timeoutMs = 30_000): Promise<void> {
+    const s = this.slot(i);
+    if (s.state === 'absent') throw new HarnessError(`removeMember: ${s.id} is already absent`);
+    this.record(`remove ${s.id}`);
+    const among = this.slots.filter((o) => o.state === 'up').map((o) => o.index);
+    await this.admin({ action: 'remove', id: s.id }, among, timeoutMs);
+    if (s.state === 'paused') s.proc?.proc.kill('SIGCONT');
+    if (s.proc !== null) await s.proc.kill9();
+    s.proc = null;
+    s.state = 'absent';
+  }
+
+  /** A membership change through the leader among `among`, retried until `timeoutMs`; a change already made counts as done. */
+  private async admin(body: { action: 'add' | 'promote' | 'remove'; id: string; peer?: string; client?: string }, among: readonly number[], timeoutMs: number): Promise<void> {
+    await pollUntil(`${JSON.stringify(body)} accepted by the leader`, timeoutMs, async () => {
+      const leader = await this.waitForLeader({ among: among.filter((k) => this.slot(k).state === 'up'), timeoutMs });
+      const response = await fetch(`${this.slot(leader).httpUrl}/v1/members`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(5000),
+      });
+      if (response.ok) return true;
+      const text = await response.text();
+      // A change already in place (a retry after a lost answer) counts as done; anything else is retried until the deadline.
+      if (response.status === 409 && /is already a/.test(text)) return true;
+      if (response.status === 404 && /is not a member/.test(text) && body.action === 'remove') return true;
+      throw new HarnessError(`${JSON.stringify(body)}: HTTP ${response.status} ${text}`);
+    });
   }
 
   // ------------------------------------------------------------------ network faults
@@ -553,7 +587,11 @@ export class ChaosCluster {
     if (this.closed) throw new HarnessError('the cluster is closed');
     const routes: Record<string, number> = {};
     for (const other of this.slots) if (other !== s) routes[String(other.peerPort)] = this.proxy(s.index, other.index).port;
-    const peers = this.slots.map((o) => `${o.id}=127.0.0.1:${o.peerPort}/${o.clientPort}`).join(',');
+    // Every store is created from the first configuration; a joining member also names itself.
+    const peers = this.slots
+      .filter((o) => o.index < this.options.size || o === s)
+      .map((o) => `${o.id}=127.0.0.1:${o.peerPort}/${o.clientPort}`)
+      .join(',');
     const proc = await VeraProcess.start({
       id: s.id,
       dataDir: s.dataDir,
