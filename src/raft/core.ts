@@ -68,6 +68,8 @@ export class RaftNode {
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
   private randomizedElectionTimeout = 0;
+  /** Set by leaderUnreachable() until the next role change or leader message: the election timer is the short one. */
+  private shortTimeoutArmed = false;
 
   /** Candidate and pre-candidate: the answers received so far. */
   private votes = new Map<NodeId, boolean>();
@@ -145,6 +147,22 @@ export class RaftNode {
     }
   }
 
+  /**
+   * The I/O layer has evidence that `peer`'s process is gone (e.g. its port
+   * refuses connections). If it is this follower's leader, forget it and campaign
+   * after a short randomized delay (1 to electionTicks/4 ticks) rather than a
+   * whole election timeout; with no leader, this node also grants pre-votes at
+   * once. Only timing changes: a wrong suspicion costs one election, never
+   * safety (reads use ReadIndex, not a lease).
+   */
+  leaderUnreachable(peer: NodeId): void {
+    if (this.role !== 'follower' || this.leader !== peer) return;
+    this.leader = null;
+    this.electionElapsed = 0;
+    this.randomizedElectionTimeout = 1 + this.opts.random.int(Math.max(1, Math.floor(this.opts.electionTicks / 4)));
+    this.shortTimeoutArmed = true;
+  }
+
   /** Start an election now (PreVote first). A no-op on a leader or a non-voter. */
   campaign(): void {
     if (this.role === 'leader' || !this.promotable()) return;
@@ -190,6 +208,11 @@ export class RaftNode {
       case 'snapshot':
         if (this.role === 'leader') return; // another leader in our term is impossible; ignore a misbehaving peer
         if (this.role !== 'follower') this.becomeFollower(this.term, m.from);
+        // A leader is heard again after leaderUnreachable() shortened the timer: the full election timeout applies again.
+        if (this.shortTimeoutArmed) {
+          this.shortTimeoutArmed = false;
+          this.resetElectionTimeout();
+        }
         this.leader = m.from;
         this.electionElapsed = 0;
         if (m.type === 'app') this.handleAppend(m);
@@ -449,6 +472,7 @@ export class RaftNode {
   }
 
   private resetElectionTimeout(): void {
+    this.shortTimeoutArmed = false;
     this.randomizedElectionTimeout = this.opts.electionTicks + this.opts.random.int(this.opts.electionTicks);
   }
 

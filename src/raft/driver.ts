@@ -169,6 +169,13 @@ export class RaftDriver<R> {
     return this.track(this.node.proposeConfigChange(change));
   }
 
+  /** The transport saw `peer`'s process gone: if it led us, elect a new leader soon (RaftNode.leaderUnreachable). */
+  leaderUnreachable(peer: NodeId): void {
+    if (this.stopped) return;
+    this.node.leaderUnreachable(peer);
+    this.schedule();
+  }
+
   transferLeadership(to: NodeId): boolean {
     const ok = this.node.transferLeadership(to);
     this.schedule();

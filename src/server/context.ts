@@ -41,6 +41,8 @@ export interface FrontEnd {
   readonly logger: Logger;
   readonly metrics: ServerMetrics;
   isLeader(): boolean;
+  /** Resolves once this node knows a leader (itself or another), or after `timeoutMs`. */
+  awaitLeader(timeoutMs: number): Promise<void>;
   /** The client URL (`ws://host:port`) of a member, or null if unknown. */
   clientUrl(id: NodeId): string | null;
   /** Sessions with a live connection on this node. */

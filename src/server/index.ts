@@ -99,6 +99,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         incarnation: veraNode.identity.incarnation,
         checkPeerIncarnation: (peer, incarnation) => guard.check(peer, incarnation),
         onMessage: (m: Message) => veraNode.step(m),
+        // A crashed leader's port refuses connections at once: elect a new one without waiting out the timeout.
+        onPeerRefused: (peer) => veraNode.peerProcessGone(peer),
         logger,
       });
       await peerTransport.start();
@@ -146,6 +148,10 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     logger,
     metrics,
     isLeader: () => veraNode.status().role === 'leader',
+    awaitLeader: async (timeoutMs) => {
+      if (veraNode.status().leader !== null) return;
+      await leaderWatch.waitFor((s) => s.leader !== null, timeoutMs);
+    },
     clientUrl: (id) => members.clientUrl(id),
     connections,
   };

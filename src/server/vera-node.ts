@@ -253,6 +253,11 @@ export class VeraNode {
     return this.driver.snapshotMetaAt(index);
   }
 
+  /** A peer's port refused a connection: its process is gone (see RaftNode.leaderUnreachable). */
+  peerProcessGone(peer: NodeId): void {
+    this.driver.leaderUnreachable(peer);
+  }
+
   transferLeadership(to: NodeId): boolean {
     return this.driver.transferLeadership(to);
   }

@@ -336,7 +336,9 @@ export class ChaosCluster {
     const s = this.slot(i);
     if (s.state === 'absent') throw new HarnessError(`removeMember: ${s.id} is already absent`);
     this.record(`remove ${s.id}`);
-    const among = this.slots.filter((o) => o.state === 'up').map((o) => o.index);
+    // Ask among the others, unless it leads: a wiped member knows no leader and would keep the rest from agreeing on one.
+    const leads = s.state === 'up' && (await this.status(i).catch(() => null))?.role === 'leader';
+    const among = this.slots.filter((o) => o.state === 'up' && (leads || o !== s)).map((o) => o.index);
     await this.admin({ action: 'remove', id: s.id }, among, timeoutMs);
     if (s.state === 'paused') s.proc?.proc.kill('SIGCONT');
     if (s.proc !== null) await s.proc.kill9();

@@ -538,3 +538,50 @@ describe('snapshots', () => {
     expect(commands(c.applied('n3'))).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 });
+
+describe('a leader whose process is gone (leaderUnreachable)', () => {
+  it('followers told so elect a new leader within a quarter of an election timeout', () => {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    c.elect('n1');
+    const term = c.status('n1').term;
+    c.crash('n1');
+    c.node('n2').leaderUnreachable('n1');
+    c.node('n3').leaderUnreachable('n1');
+    expect(c.status('n2')).toMatchObject({ role: 'follower', leader: null });
+    c.tick('n2', Math.floor(c.electionTicks / 4));
+    c.settle();
+    expect(c.status('n2')).toMatchObject({ role: 'leader', term: term + 1 });
+    expect(c.status('n3')).toMatchObject({ role: 'follower', term: term + 1, leader: 'n2' });
+  });
+
+  it('a follower that was not told still refuses the pre-vote while its leader lease lasts', () => {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    c.elect('n1');
+    const term = c.status('n1').term;
+    c.crash('n1');
+    c.node('n2').leaderUnreachable('n1');
+    c.tick('n2', Math.floor(c.electionTicks / 4));
+    c.settle();
+    expect(c.sent.some((m) => m.from === 'n2' && m.type === 'preVote')).toBe(true);
+    // n3 ignores it (leader lease): n2 stays a pre-candidate, and no term moved.
+    expect(c.status('n2')).toMatchObject({ role: 'preCandidate', term });
+    expect(c.status('n3')).toMatchObject({ role: 'follower', term, leader: 'n1' });
+  });
+
+  it('is ignored unless it names the leader, and a leader heard again restores the full election timeout', () => {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    c.elect('n1');
+    const term = c.status('n1').term;
+    c.node('n2').leaderUnreachable('n3'); // not its leader
+    expect(c.status('n2').leader).toBe('n1');
+    c.node('n2').leaderUnreachable('n1'); // wrongly: n1 is alive
+    expect(c.status('n2').leader).toBeNull();
+    c.tick('n1', c.heartbeatTicks);
+    c.settle();
+    expect(c.status('n2').leader).toBe('n1');
+    // With the short timer still armed, n2 would campaign after electionTicks/4 ticks of silence.
+    c.tick('n2', c.electionTicks - 1);
+    expect(c.status('n2')).toMatchObject({ role: 'follower', term, leader: 'n1' });
+    expect(c.sent.some((m) => m.from === 'n2' && m.type === 'preVote')).toBe(false);
+  });
+});

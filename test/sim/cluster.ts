@@ -468,6 +468,18 @@ export class SimCluster {
       }
     }
     if (f.configChange > 0 && r.chance(f.configChange)) this.changeMembership();
+    const suspicion = this.config.leaderSuspicion;
+    if (suspicion > 0 && r.chance(suspicion)) {
+      const d = r.pick(this.nodes);
+      if (d.callable) {
+        // Mostly the node's real leader (dead or alive), sometimes any other member.
+        const leader = d.raft!.status().leader;
+        const peer = leader !== null && r.chance(0.8) ? leader : r.pick(this.ids.filter((id) => id !== d.id));
+        this.say(`${d.id} leaderUnreachable(${peer})`);
+        this.callCore(d, 'leaderUnreachable', () => d.raft!.leaderUnreachable(peer));
+        this.observe(d);
+      }
+    }
   }
 
   /** A leader proposes one single-server membership change; a spare it adds is provisioned at once. */

@@ -83,6 +83,12 @@ export interface SimConfig {
   readonly network: NetworkConditions;
   readonly faults: FaultRates;
   readonly snapshots: SnapshotSettings;
+  /**
+   * Per-step probability that a node is told its leader's process is gone
+   * (RaftNode.leaderUnreachable), rightly or wrongly, as the transport does
+   * when a peer's port refuses connections.
+   */
+  readonly leaderSuspicion: number;
   readonly mutation: SimMutation;
   /** Calm-phase bound, in election timeouts (electionTicks * stepsPerTick steps each). */
   readonly livenessElectionTimeouts: number;
@@ -164,6 +170,8 @@ export function deriveConfig(seed: number, overrides: ConfigOverrides = {}): Sim
       maxPartitionSteps: r.pick([60, 200, 600]),
     },
     snapshots: deriveSnapshotSettings(r, crashy, mutation),
+    // Drawn after the snapshot settings, so the older parameters of a seed stay what they were.
+    leaderSuspicion: r.pick([0, 0.002, 0.01]),
     mutation,
     livenessElectionTimeouts: 20,
     calmMinorityDown: r.chance(0.5),

@@ -42,6 +42,8 @@ export interface OutboundLinkOptions {
   /** Dial plus authentication must finish within this, or the attempt is abandoned. */
   readonly handshakeTimeoutMs: number;
   readonly random: () => number;
+  /** A dial was refused (nothing listens on the peer's port): its process is most likely gone. */
+  readonly onRefused?: () => void;
 }
 
 export interface OutboundLinkStatus {
@@ -216,6 +218,7 @@ export class OutboundLink {
   private onDialError(err: Error): void {
     // A 'close' always follows; only the first failure of an outage is worth an info line.
     const { peer, logger } = this.opts;
+    if ((err as NodeJS.ErrnoException).code === 'ECONNREFUSED' && !this.stopped) this.opts.onRefused?.();
     if (!this.unreachableLogged && !this.stopped) {
       this.unreachableLogged = true;
       logger.info({ event: 'peer.unreachable', peer: peer.id, err: err.message }, `cannot reach peer ${peer.id}; retrying`);

@@ -81,6 +81,8 @@ export interface PeerTransportOptions {
   readonly checkPeerIncarnation?: (peer: NodeId, incarnation: string | null) => void;
   /** Each validated message from an authenticated peer (typically driver.step). */
   readonly onMessage: (message: Message) => void;
+  /** A dial to `peer` was refused: nothing listens on its port, its process is most likely gone. */
+  readonly onPeerRefused?: (peer: NodeId) => void;
   readonly logger: PeerLogger;
   readonly limits?: PeerLimits;
   readonly reconnect?: BackoffOptions;
@@ -278,6 +280,7 @@ export class PeerTransport implements Transport {
       backoff: this.backoff,
       handshakeTimeoutMs: this.handshakeTimeoutMs,
       random: this.opts.random ?? Math.random,
+      onRefused: () => this.opts.onPeerRefused?.(peer.id),
     });
   }
 
