@@ -30,6 +30,8 @@ export class EventLog {
   record(events: readonly RecordedEvent[]): void {
     if (events.length === 0) return;
     for (const e of events) {
+      // Nobody watched it when it applied, so no replay can ever include it: keeping it would only cost memory.
+      if (e.recipients.length === 0) continue;
       this.events.push(e);
       this.cost += 1 + e.recipients.length;
     }
