@@ -7,7 +7,7 @@ import type { WebSocket } from 'ws';
 import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
 import type { NotifySink } from './notifier.js';
 import * as ops from './ops.js';
-import { decodeFrame, encodeError, encodeNotify, encodeReply } from './protocol.js';
+import { decodeFrame, encodeError, encodeNotify, encodeReply, type NotifyFrames } from './protocol.js';
 import { VeraError } from './protocol-errors.js';
 import type { AnyResult, Encoding, HelloRequest, HelloResult, NotifyPayload, Request } from './protocol-types.js';
 
@@ -40,10 +40,11 @@ export class ClientConnection implements AttachedConnection, NotifySink {
 
   // ---------------------------------------------------------------- NotifySink / AttachedConnection
 
-  sendNotify(payload: NotifyPayload): void {
+  sendNotify(payload: NotifyPayload, shared?: { readonly frames: NotifyFrames; readonly key: string }): void {
     if (!this.established) return;
     if ('events' in payload) this.fe.metrics.notifications.inc({}, payload.events.length);
-    this.sendFrame(encodeNotify(payload, this.established.encoding));
+    const { encoding } = this.established;
+    this.sendFrame(shared === undefined ? encodeNotify(payload, encoding) : shared.frames.encode(shared.key, payload, encoding));
   }
 
   bufferedBytes(): number {

@@ -10,10 +10,12 @@ import type { ChangeEvent, ListView } from '../statemachine/types.js';
 import type { WatchRef } from '../keys/index.js';
 import type { EventLog, RecordedEvent } from './event-log.js';
 import type { NotifyPayload, ResyncList } from './protocol-types.js';
+import { NotifyFrames } from './protocol.js';
 
 /** The connection side of a feed. */
 export interface NotifySink {
-  sendNotify(payload: NotifyPayload): void;
+  /** `shared`: encode through this fan-out's frame cache, under `key` (the payload's identity). */
+  sendNotify(payload: NotifyPayload, shared?: { readonly frames: NotifyFrames; readonly key: string }): void;
   /** Bytes queued in the socket and not yet written to the network. */
   bufferedBytes(): number;
   /** Give up on a consumer that does not read at all. */
@@ -168,6 +170,7 @@ export class Notifier {
   private flush(): void {
     const feeds = [...this.dirty];
     this.dirty.clear();
+    const frames = new NotifyFrames();
     for (const feed of feeds) {
       if (this.feeds.get(feed.session) !== feed || feed.mode.kind !== 'live' || feed.pending.length === 0) continue;
       const buffered = feed.sink.bufferedBytes();
@@ -182,7 +185,7 @@ export class Notifier {
       }
       const events = feed.pending.filter((e) => e.index > (feed.floors.get(e.path) ?? 0));
       feed.pending = [];
-      if (events.length > 0) feed.sink.sendNotify({ events });
+      if (events.length > 0) feed.sink.sendNotify({ events }, { frames, key: eventsKey(events) });
     }
   }
 
@@ -244,4 +247,11 @@ export class Notifier {
     await walk(prefix);
     return out;
   }
+}
+
+/** Names a list of events by content: an entry index, change type and item index identify one event. */
+function eventsKey(events: readonly ChangeEvent[]): string {
+  let key = '';
+  for (const e of events) key += `${e.index}:${e.type}:${e.item.index}:${e.path}\n`;
+  return key;
 }

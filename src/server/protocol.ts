@@ -126,6 +126,26 @@ export function encodeNotify(payload: NotifyPayload, encoding: Encoding): Encode
   return encodeFrame({ op: 'notify', ...payload }, encoding);
 }
 
+/**
+ * One fan-out's notify frames, each encoded once per encoding: a change watched
+ * by a thousand sessions costs one encode, not a thousand. `key` must name the
+ * payload's content (the notifier derives it from the events). Sharing the bytes
+ * is safe because server frames are not masked, so ws never writes into them.
+ */
+export class NotifyFrames {
+  private readonly cache = new Map<string, EncodedFrame>();
+
+  encode(key: string, payload: NotifyPayload, encoding: Encoding): EncodedFrame {
+    const cacheKey = `${encoding}\n${key}`;
+    let frame = this.cache.get(cacheKey);
+    if (frame === undefined) {
+      frame = encodeNotify(payload, encoding);
+      this.cache.set(cacheKey, frame);
+    }
+    return frame;
+  }
+}
+
 /** A client request frame. */
 export function encodeRequest(request: Request, encoding: Encoding): EncodedFrame {
   return encodeFrame(request as unknown as Record<string, unknown>, encoding);
