@@ -20,6 +20,8 @@ export interface ReportContext {
   /** Result files, relative to the markdown file. */
   readonly resultFiles: readonly string[];
   readonly unavailable: ReadonlyArray<{ readonly system: SystemName; readonly note: string }>;
+  /** Hand-written reading of the misses (bench/report/analysis.md), placed after the targets. */
+  readonly analysis?: string;
 }
 
 const OTHERS: readonly SystemName[] = ['etcd', 'zookeeper'];
@@ -67,6 +69,7 @@ export function renderReport(results: readonly SystemResult[], ctx: ReportContex
   lines.push('| scenario | target | status | detail |', '|---|---|---|---|');
   for (const t of checkTargets(results)) lines.push(`| ${t.scenario} | ${t.target} | ${t.status === 'met' ? '**met**' : t.status === 'not met' ? '**not met**' : 'n/a'} | ${t.detail} |`);
   lines.push('');
+  if (ctx.analysis !== undefined && ctx.analysis.trim() !== '') lines.push(ctx.analysis.trim(), '');
 
   lines.push(...cpuTable(results));
 

@@ -108,6 +108,17 @@ describe('report and plots', () => {
     expect(md).toContain('![plot](p.svg)');
   });
 
+  it('places the hand-written analysis right after the targets table', () => {
+    const base = { command: 'c', finishedAt: 'now', totalSeconds: 1, plots: [], resultFiles: [], unavailable: [] };
+    const md = renderReport([vera, etcd], { ...base, analysis: '## Why some targets are missed\n\nBecause.\n' });
+    const targets = md.indexOf('## Targets (issue 6)');
+    const analysis = md.indexOf('## Why some targets are missed');
+    expect(targets).toBeGreaterThan(0);
+    expect(analysis).toBeGreaterThan(targets);
+    expect(md.indexOf('## ', targets + 1)).toBe(analysis);
+    expect(renderReport([vera, etcd], base)).not.toContain('## Why some targets are missed');
+  });
+
   it('draws one SVG per plot with a series per system', () => {
     const plots = buildPlots([vera, etcd]);
     expect(plots.map((p) => p.name)).toContain('s2-throughput.svg');

@@ -55,8 +55,12 @@ export interface DriverOptions<R> {
   readonly node: RaftNode;
   readonly storage: LogStorage;
   readonly transport: Transport;
-  /** Applies one committed entry to the state machine; its result goes to whoever proposed the entry. */
-  readonly apply: (entry: Entry) => Promise<R>;
+  /**
+   * Applies committed entries, in order, to the state machine (sharing writes
+   * where it can), and calls `applied` for each entry, in order, once it is in;
+   * its result goes to whoever proposed it. Resolves once all are applied.
+   */
+  readonly apply: (entries: readonly Entry[], applied: (entry: Entry, result: R) => void) => Promise<void>;
   readonly tickMs: number;
   /** Called when the role or the known leader changes. */
   readonly onSoftState?: (state: SoftState) => void;
@@ -273,11 +277,18 @@ export class RaftDriver<R> {
       if (rd.hardState !== null) this.persistedHardState = rd.hardState;
     }
     for (const m of rd.messages) if (!mayBeSentBeforePersist(m)) transport.send(m);
-    for (const entry of rd.committedEntries) {
-      const result = await this.opts.apply(entry);
-      this.applied = entry.index;
-      this.settleProposal(entry, result);
+    const results: Array<[Entry, R]> = [];
+    if (rd.committedEntries.length > 0) {
+      await this.opts.apply(rd.committedEntries, (entry, result) => {
+        this.applied = entry.index;
+        results.push([entry, result]);
+      });
+      const last = rd.committedEntries[rd.committedEntries.length - 1]!.index;
+      if (this.applied !== last) throw new Error(`apply reported entries up to ${this.applied}, not ${last}`);
     }
+    // From here to advance() nothing awaits, so a proposer resumes only once the core has taken
+    // the entries in (e.g. a configuration change shows in status()).
+    for (const [entry, result] of results) this.settleProposal(entry, result);
     // After applying: a proposal that committed in this very Ready gets its result, not UNAVAILABLE.
     if (rd.softState !== null) this.onSoftState(rd.softState);
     this.releaseAppliedWaiters();

@@ -27,6 +27,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private pendingHello: Promise<unknown> | null = null;
   private inflight = 0;
   private closed = false;
+  private leavingNow = false;
 
   constructor(
     private readonly ws: WebSocket,
@@ -39,6 +40,10 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   }
 
   // ---------------------------------------------------------------- NotifySink / AttachedConnection
+
+  get leaving(): boolean {
+    return this.leavingNow;
+  }
 
   sendNotify(payload: NotifyPayload, shared?: { readonly frames: NotifyFrames; readonly key: string }): void {
     if (!this.established) return;
@@ -120,7 +125,13 @@ export class ClientConnection implements AttachedConnection, NotifySink {
         if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
         return { index: fe.node.appliedIndex };
       case 'bye':
-        expectOk(await fe.node.propose({ op: 'closeSession', session, reason: 'bye' }));
+        this.leavingNow = true;
+        try {
+          expectOk(await fe.node.propose({ op: 'closeSession', session, reason: 'bye' }));
+        } catch (err) {
+          this.leavingNow = false; // the session lives on
+          throw err;
+        }
         return {};
       case 'push':
         return ops.push(fe, session, request);

@@ -141,14 +141,12 @@ export class VeraNode {
           hooks.onMembersChanged(sm.members());
         },
       };
-      const apply = async (entry: Entry): Promise<ApplyOutcome> => {
+      type Applied = (entry: Entry, outcome: ApplyOutcome) => void;
+      const applyConfig = async (entry: Entry, applied: Applied): Promise<void> => {
         const bookBefore = sm.members();
         const outcome = await sm.apply(entry);
-        // Recipients are decided now, against the watches as of this entry, so replay later is exact.
-        const recorded = outcome.events.map((event) => ({ event, recipients: [...sm.watchersOf(event.path)] }));
-        events.record(recorded);
-        hooks.onApplied(outcome, recorded);
-        if (entry.kind === 'config' && !outcome.ignored) {
+        hooks.onApplied(outcome, []);
+        if (!outcome.ignored) {
           if (sm.members() !== bookBefore) hooks.onMembersChanged(sm.members());
           else if (changeConcerns(entry, opts.id)) {
             // A leader only proposes changes that fit the configuration; one about us that does not
@@ -156,7 +154,35 @@ export class VeraNode {
             hooks.onFatal(new MembershipDivergedError(opts.id));
           }
         }
-        return outcome;
+        applied(entry, outcome);
+      };
+      const applyCommands = async (run: readonly Entry[], applied: Applied): Promise<void> => {
+        // Recipients are decided as each entry is planned, against the watches as of that entry, so replay later is exact.
+        const recipients: RecordedEvent[][] = [];
+        let written = 0;
+        await sm.applyMany(run, {
+          onPlanned: (outcome) => recipients.push(outcome.events.map((event) => ({ event, recipients: [...sm.watchersOf(event.path)] }))),
+          // Only once it is in the db: a watcher told of a change can read it, and so can the proposer.
+          onWritten: (outcome) => {
+            const recorded = recipients[written]!;
+            events.record(recorded);
+            hooks.onApplied(outcome, recorded);
+            applied(run[written++]!, outcome);
+          },
+        });
+      };
+      const apply = async (entries: readonly Entry[], applied: Applied): Promise<void> => {
+        let run: Entry[] = [];
+        for (const entry of entries) {
+          if (entry.kind !== 'config') {
+            run.push(entry);
+            continue;
+          }
+          if (run.length > 0) await applyCommands(run, applied);
+          run = [];
+          await applyConfig(entry, applied);
+        }
+        if (run.length > 0) await applyCommands(run, applied);
       };
       const driver = new RaftDriver<ApplyOutcome>(
         {

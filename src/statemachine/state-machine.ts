@@ -1,8 +1,9 @@
-// The replicated Vera data model. Committed Raft entries go in through apply();
-// each entry's state changes and the new applied index are written in ONE
-// LevelDB batch, so after a crash the state is exactly "all entries up to the
-// stored applied index" and replay resumes right after it. The batch is not
-// synced: the synced Raft log is the durable record.
+// The replicated Vera data model. Committed Raft entries go in through
+// apply()/applyMany(); each entry's state changes are written in the same
+// LevelDB batch as an applied index covering it (a run of entries may share one),
+// so after a crash the state is exactly "all entries up to the stored applied
+// index" and replay resumes right after it. Batches are not synced: the synced
+// Raft log is the durable record.
 import type { Entry } from '../raft/types.js';
 import { validateSessionId, type WatchRef } from '../keys/index.js';
 import { validatePath } from '../keys/path.js';
@@ -54,40 +55,88 @@ export class StateMachine {
    * Applies one committed entry. Entries must come in index order; one at or
    * below the applied index is ignored (replay after a restart), a gap throws.
    */
-  apply(entry: Entry): Promise<ApplyOutcome> {
-    return this.serially(() => this.applyNow(entry));
+  async apply(entry: Entry): Promise<ApplyOutcome> {
+    const [outcome] = await this.applyMany([entry]);
+    return outcome!;
   }
 
-  private async applyNow(entry: Entry): Promise<ApplyOutcome> {
-    if (entry.index <= this.applied) {
-      return { index: entry.index, ignored: true, result: { ok: true, op: 'noop' }, events: [] };
-    }
-    if (entry.index !== this.applied + 1) {
-      throw new StateMachineError('OUT_OF_ORDER', `entry ${entry.index} does not follow applied index ${this.applied}`);
-    }
-    const planned = await this.plan(entry);
-    const ops: BatchOp[] = 'ops' in planned ? [...planned.ops] : [];
-    ops.push({ type: 'put', key: APPLIED_KEY, value: encodeAppliedValue(entry.index) });
-    await this.db.batch(ops);
-    // Only now, with the batch in the db, do the in-memory indexes move forward.
-    if ('after' in planned) for (const update of planned.after) update();
-    this.applied = entry.index;
-    return 'ops' in planned
-      ? { index: entry.index, ignored: false, result: planned.result, events: planned.events }
-      : { index: entry.index, ignored: false, result: planned, events: [] };
+  /**
+   * Applies committed entries in index order and writes them in as few LevelDB
+   * batches as it can: one per run of entries that plan from memory alone; the
+   * others go alone (see goesAlone). `onPlanned` sees each outcome once the
+   * entry's in-memory state has moved (e.g. to decide who watched its events;
+   * the next entry plans against that state); `onWritten` sees it, in order, as
+   * soon as the batch holding it is in the db, so it can be answered at once.
+   */
+  applyMany(entries: readonly Entry[], hooks: ApplyHooks = {}): Promise<ApplyOutcome[]> {
+    return this.serially(() => this.applyNow(entries, hooks));
   }
 
-  private async plan(entry: Entry): Promise<Plan | ApplyError> {
-    if (entry.kind === 'config') return this.planConfig(entry);
-    if (entry.kind !== 'command') return { result: { ok: true, op: entry.kind }, ops: [], events: [], after: [] };
-    let command: Command;
-    try {
-      command = decodeCommand(entry.data);
-    } catch (err) {
-      if (err instanceof CommandError) return failure('BAD_REQUEST', err.message);
-      throw err;
+  private async applyNow(entries: readonly Entry[], hooks: ApplyHooks): Promise<ApplyOutcome[]> {
+    const outcomes: ApplyOutcome[] = [];
+    let unwritten: ApplyOutcome[] = [];
+    let ops: BatchOp[] = [];
+    let planned = this.applied; // the last index planned; written once the batch is
+    const report = (): void => {
+      const done = unwritten;
+      unwritten = [];
+      for (const outcome of done) hooks.onWritten?.(outcome);
+    };
+    const write = async (): Promise<void> => {
+      if (planned !== this.applied) {
+        ops.push({ type: 'put', key: APPLIED_KEY, value: encodeAppliedValue(planned) });
+        await this.db.batch(ops);
+        ops = [];
+        this.applied = planned;
+      }
+      report();
+    };
+    const settled = (outcome: ApplyOutcome): void => {
+      outcomes.push(outcome);
+      hooks.onPlanned?.(outcome);
+      unwritten.push(outcome);
+    };
+    for (const entry of entries) {
+      if (entry.index <= planned) {
+        settled({ index: entry.index, ignored: true, result: { ok: true, op: 'noop' }, events: [] });
+        continue;
+      }
+      if (entry.index !== planned + 1) {
+        throw new StateMachineError('OUT_OF_ORDER', `entry ${entry.index} does not follow applied index ${planned}`);
+      }
+      const decoded = decodeEntry(entry);
+      // An entry that reads the db, ends a session or changes the membership goes alone, as
+      // every entry once did: what was planned before it is written first, and its own
+      // in-memory changes show only once it is written too.
+      const alone = goesAlone(decoded);
+      if (alone || ops.length >= MAX_BATCH_OPS) await write();
+      const plan = await this.plan(entry, decoded);
+      planned = entry.index;
+      if ('ops' in plan) ops.push(...plan.ops);
+      if (alone) await write();
+      if ('ops' in plan) for (const update of plan.after) update();
+      settled(
+        'ops' in plan
+          ? { index: entry.index, ignored: false, result: plan.result, events: plan.events }
+          : { index: entry.index, ignored: false, result: plan, events: [] },
+      );
+      if (alone) report();
     }
-    return planCommand(command, { db: this.db, mem: this.mem, index: entry.index });
+    await write();
+    return outcomes;
+  }
+
+  private async plan(entry: Entry, decoded: DecodedEntry): Promise<Plan | ApplyError> {
+    switch (decoded.kind) {
+      case 'config':
+        return this.planConfig(entry);
+      case 'noop':
+        return { result: { ok: true, op: 'noop' }, ops: [], events: [], after: [] };
+      case 'bad':
+        return decoded.error;
+      case 'command':
+        return planCommand(decoded.command, { db: this.db, mem: this.mem, index: entry.index });
+    }
   }
 
   /** A membership change: the address book follows the core's configuration (see members.ts). */
@@ -209,4 +258,45 @@ function checkPath(path: string, allowRoot: boolean): void {
 function checkSession(session: string): void {
   const problem = validateSessionId(session);
   if (problem !== null) throw new StateMachineError('BAD_REQUEST', problem);
+}
+
+export interface ApplyHooks {
+  /** The entry's in-memory state has moved (the next entry plans against it). */
+  readonly onPlanned?: (outcome: ApplyOutcome) => void;
+  /** The entry is in the db: it may be answered and its events delivered. */
+  readonly onWritten?: (outcome: ApplyOutcome) => void;
+}
+
+/** Past this many batch operations, write what is planned before planning more. */
+const MAX_BATCH_OPS = 4096;
+
+type DecodedEntry =
+  | { readonly kind: 'command'; readonly command: Command }
+  | { readonly kind: 'bad'; readonly error: ApplyError }
+  | { readonly kind: 'config' }
+  | { readonly kind: 'noop' };
+
+function decodeEntry(entry: Entry): DecodedEntry {
+  if (entry.kind === 'config') return { kind: 'config' };
+  if (entry.kind === 'noop') return { kind: 'noop' };
+  try {
+    return { kind: 'command', command: decodeCommand(entry.data) };
+  } catch (err) {
+    if (err instanceof CommandError) return { kind: 'bad', error: failure('BAD_REQUEST', err.message) };
+    throw err;
+  }
+}
+
+/**
+ * Whether an entry is applied on its own: its planning reads the db (so earlier
+ * writes must be in it), it ends a session (no one may see the session gone
+ * before that is written), or it changes the membership. The others (push,
+ * openSession, unwatch, ack, noop) plan from memory alone and share a batch; their
+ * in-memory effects show as soon as they are planned, a batch write early.
+ */
+function goesAlone(decoded: DecodedEntry): boolean {
+  if (decoded.kind === 'config') return true;
+  if (decoded.kind !== 'command') return false;
+  const op = decoded.command.op;
+  return op === 'delete' || op === 'closeSession' || op === 'watch';
 }

@@ -93,6 +93,37 @@ describe('entries and the applied index', () => {
   });
 });
 
+describe('applyMany', () => {
+  it('writes a run of entries that plan from memory as one batch, and applies an entry that reads the db alone, after everything before it', async () => {
+    const entries = [
+      feed.command({ op: 'openSession', session: 'A', timeoutMs: 5000, remote: 'ip' }),
+      feed.command({ op: 'push', session: 'A', path: '/x', data: 1, persistent: true, watch: false }),
+      feed.command({ op: 'push', session: 'A', path: '/x', data: 2, persistent: true, watch: false }),
+      feed.command({ op: 'delete', session: 'A', path: '/x', index: 3 }), // reads item 3 from the db
+      feed.command({ op: 'push', session: 'A', path: '/x', data: 3, persistent: true, watch: false, ifLastIndex: 2 }),
+      feed.command({ op: 'watch', session: 'A', path: '/x', prefix: false }), // reads the list from the db
+    ];
+    const planned: number[] = [];
+    // When each outcome is reported written: how many batches were in the db by then.
+    const writtenAfter: number[] = [];
+    const batch = vi.spyOn(tmp.db, 'batch');
+    const outcomes = await sm.applyMany(entries, { onPlanned: (o) => planned.push(o.index), onWritten: () => writtenAfter.push(batch.mock.calls.length) });
+    expect(planned).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(writtenAfter).toEqual([1, 1, 1, 2, 3, 4]);
+    expect(outcomes.map((o) => o.result.ok)).toEqual([true, true, true, true, true, true]);
+    const watched = outcomes[5]!.result;
+    expect(watched.ok && watched.op === 'watch' ? watched.items?.map((i) => i.data) : null).toEqual([1, 3]);
+    expect(batch).toHaveBeenCalledTimes(4);
+    const calls = batch.mock.calls as unknown as Array<[Array<{ key: Buffer }>]>;
+    const applied = internalPropertyKey('applied').toString('hex');
+    // open + 2 pushes + the applied index; the delete alone; the last push; the watch alone (each + the applied index).
+    expect(calls.map(([ops]) => ops.length)).toEqual([4, 2, 2, 2]);
+    for (const [ops] of calls) expect(ops.filter((o) => o.key.toString('hex') === applied)).toHaveLength(1);
+    expect(sm.appliedIndex).toBe(6);
+    expect((await sm.getList('/x')).items.map((i) => i.data)).toEqual([1, 3]);
+  });
+});
+
 describe('openSession', () => {
   it('creates the client record', async () => {
     const out = await open('A');

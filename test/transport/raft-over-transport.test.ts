@@ -84,9 +84,11 @@ async function startCluster(ids: readonly NodeId[], onLeader: (id: NodeId) => vo
               transport.send(m);
             },
           },
-          apply: async (entry) => {
-            applied.push(entry);
-            return entry.index;
+          apply: async (entries, done) => {
+            for (const entry of entries) {
+              applied.push(entry);
+              done(entry, entry.index);
+            }
           },
           tickMs: 10,
           onSoftState: (s) => {
