@@ -129,7 +129,9 @@ export class ClientConnection implements AttachedConnection, NotifySink {
         try {
           expectOk(await fe.node.propose({ op: 'closeSession', session, reason: 'bye' }));
         } catch (err) {
-          this.leavingNow = false; // the session lives on
+          this.leavingNow = false;
+          // The sweeper let this connection be while the bye was pending: if the session ended meanwhile, close as it would have.
+          if (fe.connections.get(session) !== this) setImmediate(() => this.close(CloseCode.sessionEnded, 'session ended')); // after the error reply
           throw err;
         }
         return {};
