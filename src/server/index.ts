@@ -100,7 +100,13 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         checkPeerIncarnation: (peer, incarnation) => guard.check(peer, incarnation),
         onMessage: (m: Message) => veraNode.step(m),
         // A crashed leader's port refuses connections at once: elect a new one without waiting out the timeout.
-        onPeerRefused: (peer) => veraNode.peerProcessGone(peer),
+        onPeerRefused: (peer) => {
+          const st = veraNode.status();
+          if (st.role === 'follower' && st.leader === peer) {
+            logger.info({ event: 'leader-unreachable', peer }, `leader ${peer} refuses connections (its process is gone): electing a new leader now`);
+          }
+          veraNode.peerProcessGone(peer);
+        },
         logger,
       });
       await peerTransport.start();
