@@ -221,15 +221,12 @@ describe('PeerTransport between real sockets', () => {
   });
 
   it('leaves nothing running after close: a process using it exits by itself', async () => {
-    // The real test of "no open handles": the event loop empties and the process exits
-    // without process.exit(). A leaked socket or timer would keep it alive until the deadline.
+    // The real test of "no open handles": the event loop empties and the process ends on its
+    // own, with no forced exit. A leaked socket or timer would keep it alive until the deadline.
     const transportUrl = new URL('../../src/raft/transport/peer-transport.ts', import.meta.url).href;
     const script = `
       import WebSocket from 'ws';
-      import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createServer } from 'node:net';
-import { fileURLToPath } from 'node:url';
+      import { createServer } from 'node:net';
       const { PeerTransport } = await import(${JSON.stringify(transportUrl)});
       const quiet = { debug() {}, info() {}, warn() {}, error() {} };
       const got = [];
