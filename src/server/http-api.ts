@@ -2,6 +2,7 @@
 // metrics and backups. Answered by any member; only linearizable reads involve the leader.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { NodeId, Role } from '../raft/types.js';
 import { validatePath } from '../keys/path.js';
 import { serveBackup } from './backup.js';
 import { toVeraError, type FrontEnd } from './context.js';
@@ -88,7 +89,23 @@ async function readList(fe: FrontEnd, url: URL): Promise<{ index: number; items:
   return { index: view.index, items: view.items };
 }
 
-function status(fe: FrontEnd, src: StatusSources): object {
+/** The body of GET /v1/status. */
+export interface StatusBody {
+  readonly id: string;
+  readonly role: Role;
+  readonly term: number;
+  readonly commit: number;
+  readonly applied: number;
+  readonly lastIndex: number;
+  readonly leader: NodeId | null;
+  /** The leader's client URL (`ws://host:port`), or null. */
+  readonly leaderUrl: string | null;
+  readonly members: ReadonlyArray<{ readonly id: string; readonly clientUrl: string | null; readonly voter: boolean }>;
+  /** Live sessions, as this member's state machine knows them. */
+  readonly sessions: number;
+}
+
+function status(fe: FrontEnd, src: StatusSources): StatusBody {
   const st = fe.node.status();
   return {
     id: st.id,

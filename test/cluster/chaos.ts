@@ -33,7 +33,8 @@ import {
   type CheckReport,
   type ExpiryObservation,
 } from './checkers.js';
-import { ChaosCluster, pollUntil, type FaultRecord, type ListView } from './harness.js';
+import { pollUntil } from '../support/poll.js';
+import { ChaosCluster, type FaultRecord, type ListView } from './harness.js';
 import { HistoryRecorder, type HistoryItem } from './history.js';
 import { EphemeralOwner, Rng, Watcher, Workload, type WorkloadStats } from './workload.js';
 
@@ -231,13 +232,13 @@ async function readFinalLists(cluster: ChaosCluster, among: readonly number[], p
   for (const path of paths) {
     lists.set(
       path,
-      await pollUntil(`a linearizable read of ${path}`, 20_000, async () => {
+      await pollUntil(`a linearizable read of ${path}`, async () => {
         for (const i of among) {
           const view = await cluster.readLinearizable(i, path).catch(() => null);
           if (view !== null) return view;
         }
         return undefined;
-      }),
+      }, 20_000),
     );
   }
   return lists;

@@ -17,7 +17,8 @@
 
 import { checkHistory } from './linearizability.js';
 import type { HistoryItem, HistoryOp } from './history.js';
-import { ELECTION_TIMEOUT_MAX_MS, pollUntil, type ChaosCluster, type ListView } from './harness.js';
+import { pollUntil } from '../support/poll.js';
+import { ELECTION_TIMEOUT_MAX_MS, type ChaosCluster, type ListView } from './harness.js';
 import type { ObservedEvent, ObservedResync, WatchStart } from './workload.js';
 
 export interface CheckReport {
@@ -421,12 +422,12 @@ export async function snapshotNodes(cluster: ChaosCluster, among: readonly numbe
     );
   try {
     await cluster.waitForQuiet({ among, timeoutMs });
-    await pollUntil('one applied index in every read', timeoutMs, async () => {
+    await pollUntil('one applied index in every read', async () => {
       last = await read();
       const applied = last[0]?.applied;
       const consistent = last.every((n) => n.applied === applied && [...n.lists.values()].every((v) => v.index === applied));
       return consistent ? true : undefined;
-    }, 100);
+    }, timeoutMs, 100);
   } catch {
     if (last.length === 0) last = await read().catch(() => []);
   }
@@ -441,11 +442,11 @@ export async function snapshotNodes(cluster: ChaosCluster, among: readonly numbe
 export async function observeGone(cluster: ChaosCluster, path: string, items: readonly HistoryItem[], timeoutMs: number): Promise<number | null> {
   const newest = Math.max(...items.map((i) => i.index));
   try {
-    return await pollUntil(`the items on ${path} to be gone`, timeoutMs, async () => {
+    return await pollUntil(`the items on ${path} to be gone`, async () => {
       const reads = await Promise.all(cluster.live.map((i) => cluster.readLocal(i, path).catch(() => null)));
       const gone = reads.some((v) => v !== null && v.index >= newest && !v.items.some((x) => items.some((i) => i.index === x.index)));
       return gone ? Date.now() : undefined;
-    }, 50);
+    }, timeoutMs, 50);
   } catch {
     return null;
   }

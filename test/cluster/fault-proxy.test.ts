@@ -3,6 +3,7 @@ import { createConnection, createServer, type AddressInfo, type Server, type Soc
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FaultProxy, FaultProxyError } from './fault-proxy.js';
+import { freePort } from '../support/vera-process.js';
 
 // ---------------------------------------------------------------------------- helpers
 
@@ -115,16 +116,6 @@ async function setUp(): Promise<{ echo: EchoServer; proxy: FaultProxy; connect: 
     return client.connected();
   };
   return { echo, proxy, connect };
-}
-
-/** A loopback port with nothing listening on it. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 // ---------------------------------------------------------------------------- tests

@@ -22,6 +22,8 @@ import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { FaultProxy } from './fault-proxy.js';
+import type { StatusBody } from '../../src/server/http-api.js';
+import { pollUntil, withTimeout } from '../support/poll.js';
 import { VeraProcess, type LogLine } from '../support/vera-process.js';
 
 /** The server's Raft timing (src/server/vera-node.ts DEFAULT_RAFT_TIMING: 50 ms ticks, 20-tick elections). */
@@ -48,18 +50,6 @@ export interface ClusterOptions {
   readonly keepData?: boolean;
 }
 
-export interface NodeStatus {
-  readonly id: string;
-  readonly role: string;
-  readonly term: number;
-  readonly commit: number;
-  readonly applied: number;
-  readonly lastIndex: number;
-  readonly leader: string | null;
-  readonly leaderUrl: string | null;
-  readonly sessions: number;
-  readonly members: ReadonlyArray<{ readonly id: string; readonly voter: boolean; readonly clientUrl: string | null }>;
-}
 
 export interface ListView {
   readonly index: number;
@@ -323,7 +313,7 @@ export class ChaosCluster {
     await this.admin({ action: 'add', id: s.id, peer: `127.0.0.1:${s.peerPort}`, client: `127.0.0.1:${s.clientPort}` }, others, timeoutMs);
     const leader = await this.waitForLeader({ among: others, timeoutMs });
     const target = (await this.status(leader)).applied;
-    await pollUntil(`${s.id} to catch up to index ${target}`, timeoutMs, async () => ((await this.status(i)).applied >= target ? true : undefined));
+    await pollUntil(`${s.id} to catch up to index ${target}`, async () => ((await this.status(i)).applied >= target ? true : undefined), timeoutMs);
     await this.admin({ action: 'promote', id: s.id }, others, timeoutMs);
     s.startArgs = [];
   }
@@ -348,7 +338,7 @@ export class ChaosCluster {
 
   /** A membership change through the leader among `among`, retried until `timeoutMs`; a change already made counts as done. */
   private async admin(body: { action: 'add' | 'promote' | 'remove'; id: string; peer?: string; client?: string }, among: readonly number[], timeoutMs: number): Promise<void> {
-    await pollUntil(`${JSON.stringify(body)} accepted by the leader`, timeoutMs, async () => {
+    await pollUntil(`${JSON.stringify(body)} accepted by the leader`, async () => {
       const leader = await this.waitForLeader({ among: among.filter((k) => this.slot(k).state === 'up'), timeoutMs });
       const response = await fetch(`${this.slot(leader).httpUrl}/v1/members`, {
         method: 'POST',
@@ -362,7 +352,7 @@ export class ChaosCluster {
       if (response.status === 409 && /is already a/.test(text)) return true;
       if (response.status === 404 && /is not a member/.test(text) && body.action === 'remove') return true;
       throw new HarnessError(`${JSON.stringify(body)}: HTTP ${response.status} ${text}`);
-    });
+    }, timeoutMs);
   }
 
   // ------------------------------------------------------------------ network faults
@@ -466,8 +456,8 @@ export class ChaosCluster {
 
   // ------------------------------------------------------------------ observing
 
-  async status(i: number): Promise<NodeStatus> {
-    return getJson<NodeStatus>(`${this.slot(i).httpUrl}/v1/status`);
+  async status(i: number): Promise<StatusBody> {
+    return getJson<StatusBody>(`${this.slot(i).httpUrl}/v1/status`);
   }
 
   /** A stale (local) read of one list on member `i`. */
@@ -488,9 +478,9 @@ export class ChaosCluster {
   async waitForLeader(options: { among?: readonly number[]; not?: number; timeoutMs?: number } = {}): Promise<number> {
     const timeoutMs = options.timeoutMs ?? 20_000;
     const quorum = Math.floor(this.size / 2) + 1;
-    return pollUntil('an agreed leader', timeoutMs, async () => {
+    return pollUntil('an agreed leader', async () => {
       const among = (options.among ?? this.live).filter((i) => this.slot(i).state === 'up');
-      const statuses = (await Promise.all(among.map((i) => this.status(i).catch(() => null)))).filter((s): s is NodeStatus => s !== null);
+      const statuses = (await Promise.all(among.map((i) => this.status(i).catch(() => null)))).filter((s): s is StatusBody => s !== null);
       const leaderId = statuses[0]?.leader ?? null;
       if (leaderId === null || statuses.length < Math.min(quorum, among.length)) return undefined;
       if (!statuses.every((s) => s.leader === leaderId)) return undefined;
@@ -498,7 +488,7 @@ export class ChaosCluster {
       if (leader === undefined || leader.index === options.not || !among.includes(leader.index)) return undefined;
       if (statuses.find((s) => s.id === leaderId)?.role !== 'leader') return undefined;
       return leader.index;
-    });
+    }, timeoutMs);
   }
 
   /**
@@ -508,7 +498,7 @@ export class ChaosCluster {
    */
   async waitForQuiet(options: { among?: readonly number[]; timeoutMs?: number } = {}): Promise<number> {
     let previous = -1;
-    return pollUntil('every member to apply the same index', options.timeoutMs ?? 30_000, async () => {
+    return pollUntil('every member to apply the same index', async () => {
       const among = options.among ?? this.live;
       const statuses = await Promise.all(among.map((i) => this.status(i)));
       const applied = statuses[0]?.applied ?? -1;
@@ -516,7 +506,7 @@ export class ChaosCluster {
       const quiet = same && applied === previous;
       previous = same ? applied : -1;
       return quiet ? applied : undefined;
-    }, 100);
+    }, options.timeoutMs ?? 30_000, 100);
   }
 
   /** The time (Date.now(), from the log line) of the latest election won by any member no later than `before`, or 0. */
@@ -652,41 +642,3 @@ export async function getJson<T>(url: string): Promise<T> {
   return JSON.parse(text) as T;
 }
 
-/**
- * Calls `probe` every `everyMs` until it returns something other than undefined;
- * throws a HarnessError naming `what` (and the probe's last error) after `timeoutMs`.
- */
-export async function pollUntil<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>, everyMs = 50): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  let last: unknown = null;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-      last = null;
-    } catch (error) {
-      last = error;
-    }
-    if (performance.now() >= deadline) {
-      throw new HarnessError(`timed out after ${timeoutMs} ms waiting for ${what}${last === null ? '' : ` (last error: ${last instanceof Error ? last.message : String(last)})`}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
-
-/** Rejects with a HarnessError naming `what` if `promise` does not settle within `ms`. */
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new HarnessError(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
-}

@@ -8,7 +8,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { connect } from '../../src/client/index.js';
 import { describeTrial, runTrial, type TrialPlan, type TrialResult } from './chaos.js';
-import { pollUntil, type ChaosCluster } from './harness.js';
+import { pollUntil } from '../support/poll.js';
+import type { ChaosCluster } from './harness.js';
 import { pushMany } from '../snapshot/support.js';
 import { killAll } from '../support/vera-process.js';
 
@@ -60,10 +61,10 @@ describe('operations under load on a real cluster', () => {
         await c.removeMember(another);
         await t.progress(15);
         const survivor = c.live[0]!;
-        finalConfig = await pollUntil('the final configuration on every member', 20_000, async () => {
+        finalConfig = await pollUntil('the final configuration on every member', async () => {
           const configs = await Promise.all(c.live.map((i) => configOf(c, i)));
           return configs.every((k) => JSON.stringify(k) === JSON.stringify(configs[0])) ? configs[0] : undefined;
-        });
+        }, 20_000);
         t.note(`final configuration seen by ${c.member(survivor).id}: ${JSON.stringify(finalConfig)}`);
       },
     });
@@ -111,7 +112,7 @@ describe('operations under load on a real cluster', () => {
         await c.process(follower).waitForLog((l) => l.event === 'snapshot-installed', 30_000);
         await t.progress(15);
         const target = (await c.status(leader)).commit;
-        await pollUntil(`${followerId} to apply index ${target}`, 20_000, async () => ((await c.status(follower)).applied >= target ? true : undefined));
+        await pollUntil(`${followerId} to apply index ${target}`, async () => ((await c.status(follower)).applied >= target ? true : undefined), 20_000);
         let n = 0;
         for (let k = 0; k < 4; k++) {
           const [mine, theirs] = await Promise.all([c.readLocal(follower, `${BULK}/${k}`), c.readLocal(leader, `${BULK}/${k}`)]);

@@ -16,7 +16,8 @@ import {
   type WatcherEvidence,
 } from './checkers.js';
 import { describeTrial, runTrial, type TrialPlan, type TrialResult } from './chaos.js';
-import { ChaosCluster, ELECTION_TIMEOUT_MAX_MS, pollUntil } from './harness.js';
+import { pollUntil } from '../support/poll.js';
+import { ChaosCluster, ELECTION_TIMEOUT_MAX_MS } from './harness.js';
 import { HistoryRecorder, type HistoryItem } from './history.js';
 import type { ObservedEvent } from './workload.js';
 import { killAll } from '../support/vera-process.js';
@@ -171,7 +172,7 @@ async function pushVia(client: VeraClient, path: string, data: string): Promise<
 
 /** Waits until member `i` no longer says it leads (CheckQuorum: within an election timeout of losing its majority). */
 async function stepsDown(cluster: ChaosCluster, i: number): Promise<void> {
-  await pollUntil(`${cluster.member(i).id} to step down`, ELECTION_TIMEOUT_MAX_MS + 3000, async () => ((await cluster.status(i)).role !== 'leader' ? true : undefined));
+  await pollUntil(`${cluster.member(i).id} to step down`, async () => ((await cluster.status(i)).role !== 'leader' ? true : undefined), ELECTION_TIMEOUT_MAX_MS + 3000);
 }
 
 const SCENARIO_TIMEOUT_MS = 120_000;

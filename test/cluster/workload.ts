@@ -15,7 +15,8 @@ import { pathToFileURL } from 'node:url';
 import { connect, type VeraClient } from '../../src/client/index.js';
 import type { ChangeEvent, Item, ResyncList } from '../../src/client/index.js';
 import type { HistoryItem, HistoryRecorder, OpKind } from './history.js';
-import { HarnessError, withTimeout } from './harness.js';
+import { withTimeout } from '../support/poll.js';
+import { HarnessError } from './harness.js';
 
 // ------------------------------------------------------------------ seeded randomness
 

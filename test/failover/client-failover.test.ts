@@ -8,7 +8,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { VeraClient, type ChangeEvent, type ConnectedInfo, type Item, type ResyncList } from '../../src/client/index.js';
 import { killAll } from '../support/vera-process.js';
-import { Cluster, pollUntil } from './cluster.js';
+import { pollUntil } from '../support/poll.js';
+import { Cluster } from './cluster.js';
 
 const SESSION_TIMEOUT_MS = 10_000;
 const LIST = '/failover/list';
@@ -153,8 +154,8 @@ describe('client failover', () => {
 
     // The watcher hears of every committed push: once each after de-duplication...
     await pollUntil(
-      async () => (finalIndexes.every((index) => delivered.some((e) => e.item.index === index)) ? true : undefined),
       'the watcher to receive every committed push',
+      async () => (finalIndexes.every((index) => delivered.some((e) => e.item.index === index)) ? true : undefined),
       10_000,
     );
     expect(resyncs).toStrictEqual([]);

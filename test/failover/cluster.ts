@@ -5,6 +5,8 @@
 
 import { randomBytes } from 'node:crypto';
 import { freePort, VeraProcess } from '../support/vera-process.js';
+import { pollUntil } from '../support/poll.js';
+import type { StatusBody } from '../../src/server/http-api.js';
 
 export interface Member {
   readonly id: string;
@@ -14,37 +16,10 @@ export interface Member {
   readonly url: string;
 }
 
-export interface NodeStatus {
-  readonly id: string;
-  readonly role: string;
-  readonly term: number;
-  readonly leader: string | null;
-  readonly leaderUrl: string | null;
-  readonly applied: number;
-}
-
-export async function fetchStatus(clientPort: number): Promise<NodeStatus> {
+export async function fetchStatus(clientPort: number): Promise<StatusBody> {
   const response = await fetch(`http://127.0.0.1:${clientPort}/v1/status`, { signal: AbortSignal.timeout(2000) });
   if (!response.ok) throw new Error(`/v1/status on port ${clientPort} answered ${response.status}`);
-  return (await response.json()) as NodeStatus;
-}
-
-/** Calls `probe` every `everyMs` until it returns a value other than undefined; throws after `timeoutMs`. */
-export async function pollUntil<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 20_000, everyMs = 50): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  let lastError: unknown = null;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    if (performance.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError === null ? '' : ` (last error: ${String(lastError)})`}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
+  return (await response.json()) as StatusBody;
 }
 
 export class Cluster {
@@ -74,6 +49,7 @@ export class Cluster {
   /** The leader every running member agrees on (optionally, one other than `not`). */
   async leader(options: { not?: string; timeoutMs?: number } = {}): Promise<Member> {
     return pollUntil(
+      options.not === undefined ? 'a leader' : `a leader other than ${options.not}`,
       async () => {
         const statuses = await Promise.all(this.running.map((m) => fetchStatus(m.clientPort)));
         const leaderId = statuses[0]?.leader ?? null;
@@ -83,7 +59,6 @@ export class Cluster {
         if (leading?.role !== 'leader') return undefined;
         return this.members.find((m) => m.id === leaderId);
       },
-      options.not === undefined ? 'a leader' : `a leader other than ${options.not}`,
       options.timeoutMs,
     );
   }

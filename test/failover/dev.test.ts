@@ -14,7 +14,8 @@ import { claimDataDir, DEV_FLAGS, DEV_MARKER, devMembers, formatLogLine, parseDe
 import { main } from '../../src/cli/main.js';
 import { connect } from '../../src/client/index.js';
 import { captureIO } from '../client/cli-io.js';
-import { fetchStatus, pollUntil } from './cluster.js';
+import { pollUntil } from '../support/poll.js';
+import { fetchStatus } from './cluster.js';
 
 const BIN = resolve(import.meta.dirname, '../../bin/vera.js');
 
@@ -118,7 +119,7 @@ class DevProcess {
   }
 
   /** Resolves with how the process exited; rejects (showing its output) after `timeoutMs`. */
-  exit(timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  waitForExit(timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     return new Promise((res, rej) => {
       const timer = setTimeout(() => rej(new Error(`vera dev did not exit within ${timeoutMs} ms:\n${this.out}\n${this.err}`)), timeoutMs);
       void this.exited.then((e) => {
@@ -215,11 +216,11 @@ describe('vera dev --nodes 3', () => {
     expect(dev.out).toContain(`Try: vera push /demo '{"hi":1}' --server ws://127.0.0.1:${clientBase}`);
 
     // A leader is elected, every node agrees, and its election shows in the labelled log.
-    const leader = await pollUntil(async () => {
+    const leader = await pollUntil('the dev cluster to elect a leader', async () => {
       const statuses = await Promise.all([0, 1, 2].map((i) => fetchStatus(clientBase + i)));
       const id = statuses[0]!.leader;
       return id !== null && statuses.every((s) => s.leader === id) ? id : undefined;
-    }, 'the dev cluster to elect a leader');
+    });
     await dev.waitForOutput(new RegExp(`\\[${leader}\\] role is now leader`));
 
     // Push and get through one node (a follower: the client is sent on to the leader).
@@ -236,7 +237,7 @@ describe('vera dev --nodes 3', () => {
     expect(proc.exitCode).toBeNull();
 
     proc.kill('SIGTERM');
-    const { code, signal } = await dev.exit();
+    const { code, signal } = await dev.waitForExit();
     expect({ code, signal }).toStrictEqual({ code: 0, signal: null });
     expect(dev.out).toContain('[dev] every node has stopped');
     for (const pid of pids.values()) expect(isAlive(pid)).toBe(false);
@@ -258,7 +259,7 @@ describe('vera dev --nodes 3', () => {
     await dev.waitForOutput(/\[n1\] role is now leader/);
 
     dev.proc.kill('SIGINT');
-    expect(await dev.exit()).toStrictEqual({ code: 0, signal: null });
+    expect(await dev.waitForExit()).toStrictEqual({ code: 0, signal: null });
     expect(isAlive(Number(pid))).toBe(false);
     expect(await refuses(clientBase)).toBe(true);
   }, 60_000);
@@ -273,7 +274,7 @@ describe('vera dev --nodes 3', () => {
     await new Promise<void>((res) => squatter.listen(clientBase + 1, '127.0.0.1', () => res()));
     try {
       const dev = startDev(['--nodes', '2', '--data', dataDir, '--client-port', String(clientBase), '--peer-port', String(peerBase)]);
-      expect(await dev.exit()).toStrictEqual({ code: 1, signal: null });
+      expect(await dev.waitForExit()).toStrictEqual({ code: 1, signal: null });
       expect(dev.out).toMatch(/\[dev\] n2 exited unexpectedly \(exit code 1\)/);
       expect(dev.err).toContain(`[n2] vera: cannot start: client port 127.0.0.1:${clientBase + 1} is already in use`);
       expect(dev.err).toContain('vera dev: n2 did not start');

@@ -5,7 +5,8 @@
 // losing its first member, and members restart from what their stores hold (not
 // from their start flags).
 import { afterAll, describe, expect, it } from 'vitest';
-import { Members, until } from './support.js';
+import { pollUntil } from '../support/poll.js';
+import { Members } from './support.js';
 
 let m: Members;
 afterAll(async () => {
@@ -61,7 +62,7 @@ describe('growing a cluster from 1 to 3', () => {
     // Every member knows every other's client URL (from the replicated address book).
     const expected = JSON.stringify(all.map((id) => [id, true, m.url(id)]));
     for (const id of all) {
-      await until(`${id} to list every member as a voter with its URL`, async () => {
+      await pollUntil(`${id} to list every member as a voter with its URL`, async () => {
         const st = await m.status(id);
         return JSON.stringify(st.members.map((x) => [x.id, x.voter, x.clientUrl])) === expected ? st : undefined;
       });

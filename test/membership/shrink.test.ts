@@ -2,7 +2,8 @@
 // hand leadership to a chosen member, remove the leader (it steps down and another
 // leads), remove a follower, and the removed processes are no longer part of it.
 import { afterAll, describe, expect, it } from 'vitest';
-import { Members, until } from './support.js';
+import { pollUntil } from '../support/poll.js';
+import { Members } from './support.js';
 
 let m: Members;
 afterAll(async () => {
@@ -31,7 +32,7 @@ describe('transfer and removal', () => {
     const rest = all.filter((id) => id !== chosen);
     const next = await m.leader(rest, { not: chosen });
     await m.waitForLog(chosen, (l) => l.event === 'member-removed-self');
-    await until(`${chosen} to stop leading`, async () => ((await m.status(chosen)).role !== 'leader' ? true : undefined));
+    await pollUntil(`${chosen} to stop leading`, async () => ((await m.status(chosen)).role !== 'leader' ? true : undefined));
     for (const id of rest) await m.waitForLog(id, (l) => l.event === 'peer-removed' && l.peer === chosen);
     await m.push(rest, '/shrink', 'b');
     for (const id of rest) await m.holds(id, '/shrink', ['a', 'b']);

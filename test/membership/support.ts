@@ -9,6 +9,8 @@ import { connect } from '../../src/client/client.js';
 import { main } from '../../src/cli/main.js';
 import { captureIO } from '../client/cli-io.js';
 import { freePort, VeraProcess, type LogLine } from '../support/vera-process.js';
+import { pollUntil } from '../support/poll.js';
+import type { StatusBody } from '../../src/server/http-api.js';
 
 export interface Spec {
   readonly id: string;
@@ -21,31 +23,6 @@ export interface MemberView {
   readonly role: 'voter' | 'learner';
   readonly match?: number;
   readonly lag?: number;
-}
-
-export interface StatusView {
-  readonly id: string;
-  readonly role: string;
-  readonly term: number;
-  readonly leader: string | null;
-  readonly applied: number;
-  readonly members: ReadonlyArray<{ id: string; voter: boolean; clientUrl: string | null }>;
-}
-
-/** Polls `probe` until it returns a value (not undefined); throws after `timeoutMs` with the last error. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  let last: unknown = null;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}${last === null ? '' : ` (last error: ${String(last)})`}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 export class Members {
@@ -149,14 +126,14 @@ export class Members {
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   }
 
-  async status(id: string): Promise<StatusView> {
+  async status(id: string): Promise<StatusBody> {
     const res = await fetch(`http://127.0.0.1:${this.spec(id).clientPort}/v1/status`, { signal: AbortSignal.timeout(2000) });
-    return (await res.json()) as StatusView;
+    return (await res.json()) as StatusBody;
   }
 
   /** The leader every one of `among` agrees on (and that says it leads). */
   leader(among: readonly string[], options: { not?: string; timeoutMs?: number } = {}): Promise<string> {
-    return until(
+    return pollUntil(
       `a leader among ${among.join(', ')}${options.not === undefined ? '' : ` other than ${options.not}`}`,
       async () => {
         const statuses = await Promise.all(among.map((id) => this.status(id)));
@@ -170,7 +147,7 @@ export class Members {
 
   /** Waits until the leader (asked through `via`) sees `id` holding its whole log. */
   caughtUp(via: string, id: string): Promise<MemberView> {
-    return until(`${id} to catch up`, async () => {
+    return pollUntil(`${id} to catch up`, async () => {
       const r = await this.admin(via, 'GET', '/v1/members');
       const m = (r.body.members as MemberView[] | undefined)?.find((x) => x.id === id);
       return m !== undefined && (m.match ?? 0) > 0 && m.lag === 0 ? m : undefined;
@@ -204,7 +181,7 @@ export class Members {
 
   /** Waits until `id` holds exactly `expected` at `path`. */
   holds(id: string, path: string, expected: readonly unknown[]): Promise<unknown[]> {
-    return until(`${id} to hold ${JSON.stringify(expected)} at ${path}`, async () => {
+    return pollUntil(`${id} to hold ${JSON.stringify(expected)} at ${path}`, async () => {
       const items = await this.localItems(id, path);
       return JSON.stringify(items) === JSON.stringify(expected) ? items : undefined;
     });

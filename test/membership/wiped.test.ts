@@ -4,7 +4,8 @@
 // adds it again with a fresh store started with --join.
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LogLine } from '../support/vera-process.js';
-import { Members, until } from './support.js';
+import { pollUntil } from '../support/poll.js';
+import { Members } from './support.js';
 
 let m: Members;
 afterAll(async () => {
@@ -68,7 +69,7 @@ describe('a member restarted with a wiped data directory', () => {
     expect((await m.cli(['member', 'promote', 'n3', '--server', m.url(leader)])).code).toBe(0);
     const items = await m.holds('n3', '/w', (await m.localItems(leader, '/w')) as unknown[]);
     expect(items.slice(0, 2)).toEqual(['before', 'during']);
-    await until('n3 to see the leader', async () => ((await m.status('n3')).leader === leader ? true : undefined));
+    await pollUntil('n3 to see the leader', async () => ((await m.status('n3')).leader === leader ? true : undefined));
     await m.push(all, '/w', 'after');
     await m.holds('n3', '/w', [...items, 'after']);
   });

@@ -18,7 +18,7 @@ import {
   status,
   type Session,
 } from './fixture.js';
-import { WireClient, type ChangeEvent, type Item, type WireEncoding } from './wire-client.js';
+import { WireClient, type Item, type WireEncoding } from './wire-client.js';
 
 let vp: VeraProcess;
 

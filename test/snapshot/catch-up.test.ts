@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, type VeraClient } from '../../src/client/index.js';
 import { killAll, type LogLine } from '../support/vera-process.js';
-import { listOf, pushMany, statusOf, TestCluster, waitFor, type MemberSpec } from './support.js';
+import { pollUntil } from '../support/poll.js';
+import { listOf, pushMany, statusOf, TestCluster, type MemberSpec } from './support.js';
 
 const LISTS = 10;
 const PREFIX = '/snap';
@@ -26,7 +27,7 @@ afterEach(async () => {
 
 /** Waits until `follower` has applied what the leader has and serves the same items on every list. */
 async function expectSameData(leader: MemberSpec, follower: MemberSpec): Promise<number> {
-  return waitFor(
+  return pollUntil(
     `${follower.id} to serve the same data as ${leader.id}`,
     async () => {
       const [l, f] = await Promise.all([statusOf(leader.clientPort), statusOf(follower.clientPort)]);
@@ -38,8 +39,7 @@ async function expectSameData(leader: MemberSpec, follower: MemberSpec): Promise
       return f.applied;
     },
     20_000,
-    100,
-  );
+    100);
 }
 
 const totalItems = async (member: MemberSpec): Promise<number> => {

@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { VeraClient } from '../../src/client/index.js';
 import { freePort, VeraProcess } from '../support/vera-process.js';
+import { pollUntil } from '../support/poll.js';
+import type { StatusBody } from '../../src/server/http-api.js';
 
 export interface MemberSpec {
   readonly id: string;
@@ -16,36 +18,10 @@ export interface MemberSpec {
   readonly dataDir: string;
 }
 
-export interface StatusBody {
-  readonly id: string;
-  readonly role: string;
-  readonly term: number;
-  readonly commit: number;
-  readonly applied: number;
-  readonly lastIndex: number;
-  readonly leader: string | null;
-  readonly members: ReadonlyArray<{ id: string; voter: boolean }>;
-}
 
 export interface ListBody {
   readonly index: number;
   readonly items: ReadonlyArray<{ index: number; data: unknown; owner: string | null }>;
-}
-
-/** Calls `probe` until it returns something other than undefined; throws after `timeoutMs`. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  let lastError: unknown = null;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError === null ? '' : ` (last error: ${String(lastError)})`}`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
 }
 
 export async function getJson<T>(port: number, path: string): Promise<T> {
@@ -122,7 +98,7 @@ export class TestCluster {
 
   /** The leader every running member agrees on. */
   async leader(): Promise<MemberSpec> {
-    return waitFor('a leader all running members agree on', async () => {
+    return pollUntil('a leader all running members agree on', async () => {
       const statuses = await Promise.all([...this.processes.keys()].map((id) => statusOf(this.spec(id).clientPort)));
       const leader = statuses[0]?.leader ?? null;
       if (leader === null || !statuses.every((s) => s.leader === leader)) return undefined;

@@ -3,44 +3,22 @@
 // Every wait resolves on the real event; the deadline only turns a hang into a
 // readable failure.
 
-import { createServer, type AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { DialerHandshake } from '../../src/raft/transport/auth.js';
 import { PeerTransport, type PeerLogger, type PeerTransportOptions } from '../../src/raft/transport/peer-transport.js';
 import { peerUrl } from '../../src/raft/transport/shared.js';
 import type { HeartbeatRequest, Message, NodeId } from '../../src/raft/types.js';
+import { withTimeout } from '../support/poll.js';
 
 export const SECRET = 'test-cluster-secret';
 export const CLUSTER = 'vera-test';
 const DEADLINE_MS = 10_000;
 
-/** A port that was free a moment ago (bound to port 0, then released). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+export { freePort } from '../support/vera-process.js';
 
 /** `promise`, or a rejection naming `what` if it has not settled within the deadline. */
 export function withDeadline<T>(promise: Promise<T>, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), DEADLINE_MS);
-    promise.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        reject(err instanceof Error ? err : new Error(String(err)));
-      },
-    );
-  });
+  return withTimeout(promise, DEADLINE_MS, what);
 }
 
 /** Resolves when `check()` first returns a value, re-checking whenever `subscribe` signals a change. */
