@@ -1,20 +1,15 @@
 // CPU time of the servers and of the load generator over a run, as percent of
 // one core: on a 2-core machine this shows who is saturated (a server, or the
 // client side that drives it).
-import { readFileSync } from 'node:fs';
+import { readLiveMembers, readProcFile, type MeteredMember } from './proc-fs.js';
 
 /** Linux reports utime/stime in clock ticks; USER_HZ is 100 on every mainstream kernel. */
 const TICKS_PER_SECOND = 100;
 
 /** utime + stime of a process in seconds, or null when it is gone. */
 export function readProcCpuSeconds(pid: number): number | null {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
-  return parseProcStat(text);
+  const text = readProcFile(pid, 'stat');
+  return text === null ? null : parseProcStat(text);
 }
 
 export function parseProcStat(text: string): number | null {
@@ -36,23 +31,16 @@ export interface CpuShare {
   readonly membersPct: Readonly<Record<string, number>>;
 }
 
-type Members = ReadonlyArray<{ readonly id: string; readonly pid: number | null; readonly alive: boolean }>;
-
 /** Starts measuring; the returned function ends the measurement. */
-export function startCpuMeter(members: Members): () => CpuShare {
+export function startCpuMeter(members: readonly MeteredMember[]): () => CpuShare {
   const wallStart = performance.now();
   const selfStart = process.cpuUsage();
-  const start = new Map<string, { pid: number; seconds: number }>();
-  for (const m of members) {
-    if (!m.alive || m.pid === null) continue;
-    const s = readProcCpuSeconds(m.pid);
-    if (s !== null) start.set(m.id, { pid: m.pid, seconds: s });
-  }
+  const start = readLiveMembers(members, readProcCpuSeconds);
   return () => {
     const wallSeconds = (performance.now() - wallStart) / 1000;
     const self = process.cpuUsage(selfStart);
     const membersPct: Record<string, number> = {};
-    for (const [id, { pid, seconds }] of start) {
+    for (const { id, pid, value: seconds } of start) {
       const now = readProcCpuSeconds(pid);
       if (now !== null && wallSeconds > 0) membersPct[id] = Math.round(((now - seconds) / wallSeconds) * 1000) / 10;
     }

@@ -1,7 +1,7 @@
 // Resident memory of server processes, read from /proc (Linux). A tracker
 // samples every member once a second and keeps each member's peak across
 // restarts (VmHWM is per process, and S5 restarts a member).
-import { readFileSync } from 'node:fs';
+import { readLiveMembers, readProcFile, type MeteredMember } from './proc-fs.js';
 
 export interface ProcMemory {
   /** Current resident set, bytes. */
@@ -12,13 +12,8 @@ export interface ProcMemory {
 
 /** Reads /proc/<pid>/status; null when the process is gone. */
 export function readProcMemory(pid: number): ProcMemory | null {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/status`, 'utf8');
-  } catch {
-    return null;
-  }
-  return parseProcStatus(text);
+  const text = readProcFile(pid, 'status');
+  return text === null ? null : parseProcStatus(text);
 }
 
 export function parseProcStatus(text: string): ProcMemory | null {
@@ -36,7 +31,7 @@ export class PeakRssTracker {
   private readonly peaks = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly members: () => ReadonlyArray<{ readonly id: string; readonly pid: number | null; readonly alive: boolean }>) {}
+  constructor(private readonly members: () => readonly MeteredMember[]) {}
 
   start(intervalMs = 1_000): void {
     this.sample();
@@ -46,10 +41,8 @@ export class PeakRssTracker {
 
   /** Takes a sample now (call before killing a member so its peak is not lost). */
   sample(): void {
-    for (const m of this.members()) {
-      if (!m.alive || m.pid === null) continue;
-      const mem = readProcMemory(m.pid);
-      if (mem !== null) this.peaks.set(m.id, Math.max(this.peaks.get(m.id) ?? 0, mem.peakBytes));
+    for (const { id, value } of readLiveMembers(this.members(), readProcMemory)) {
+      this.peaks.set(id, Math.max(this.peaks.get(id) ?? 0, value.peakBytes));
     }
   }
 
@@ -62,12 +55,6 @@ export class PeakRssTracker {
 }
 
 /** Current RSS of every live member, bytes. */
-export function currentRss(members: ReadonlyArray<{ readonly id: string; readonly pid: number | null; readonly alive: boolean }>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const m of members) {
-    if (!m.alive || m.pid === null) continue;
-    const mem = readProcMemory(m.pid);
-    if (mem !== null) out[m.id] = mem.rssBytes;
-  }
-  return out;
+export function currentRss(members: readonly MeteredMember[]): Record<string, number> {
+  return Object.fromEntries(readLiveMembers(members, readProcMemory).map(({ id, value }) => [id, value.rssBytes]));
 }

@@ -48,17 +48,8 @@ export interface ReadFigures {
   readonly load: LoadFigures | null;
 }
 
-export interface FanoutFigures {
-  readonly watchers: number;
-  readonly rounds: number;
-  readonly expected: number;
-  readonly received: number;
-  readonly lost: number;
-  readonly duplicates: number;
-  readonly ackToNotifyMs: LatencySummary;
-  readonly sendToNotifyMs: LatencySummary;
-  readonly ackToNotifyCdfMs: readonly number[];
-}
+/** An S3 run as stored: the raw samples become a CDF. */
+export type FanoutFigures = Omit<FanoutRun, 'ackToNotify'> & { readonly ackToNotifyCdfMs: readonly number[] };
 
 export interface ScenarioResults {
   s1?: Outcome<LoadFigures>;

@@ -2,8 +2,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { killAllSync } from '../lib/procs.js';
+import { killAllSync, type ManagedProcess } from '../lib/procs.js';
 import { reaperGuard } from '../lib/reaper.js';
+import type { ClientRecipe, ConnectOptions, MemberInfo, SystemName } from './system.js';
 
 const liveDirs = new Set<string>();
 let exitHookInstalled = false;
@@ -74,4 +75,73 @@ export async function startWithRetries(what: string, attempts: number, start: ()
     }
   }
   throw new Error(`${what} did not start after ${attempts} attempts: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
+}
+
+/** What the shared bookkeeping needs of a member; each system adds its own ports and paths. */
+export interface ClusterMember {
+  readonly id: string;
+  readonly clientPort: number;
+  process: ManagedProcess | null;
+}
+
+/**
+ * The part of a Cluster that is the same for every system: member lookup,
+ * kill -9, restart, teardown and which ports a client gets. A subclass fills
+ * `members_` in start() and says how one member is launched.
+ */
+export abstract class ProcessCluster<M extends ClusterMember> {
+  abstract readonly name: SystemName;
+  /** As the server reports it, once it has been asked. */
+  version = 'unknown';
+  /** Every member's data lives below this; removed by stop(). */
+  protected readonly root: string;
+  protected members_: M[] = [];
+
+  constructor(tempDirPrefix: string) {
+    this.root = makeTempDir(tempDirPrefix);
+  }
+
+  /** Starts `member`'s server on the data it has and resolves once it serves. */
+  protected abstract launch(member: M): Promise<void>;
+
+  async stop(): Promise<void> {
+    // The data is thrown away, so no clean shutdown is needed; SIGKILL saves seconds per cluster.
+    await settleAll(this.members_.map((m) => async () => m.process?.kill9()));
+    removeDir(this.root);
+  }
+
+  members(): readonly MemberInfo[] {
+    return this.members_.map((m) => ({ id: m.id, clientPort: m.clientPort, pid: m.process?.pid ?? null, alive: m.process?.isAlive() ?? false }));
+  }
+
+  async kill9(id: string): Promise<void> {
+    await this.member(id).process?.kill9();
+  }
+
+  async restart(id: string): Promise<void> {
+    const member = this.member(id);
+    if (member.process?.isAlive() === true) throw new Error(`${this.name} ${id} is still running`);
+    await startWithRetries(`${this.name} ${id}`, 3, () => this.launch(member));
+  }
+
+  recipe(): ClientRecipe {
+    return { system: this.name, ports: this.members_.map((m) => m.clientPort) };
+  }
+
+  protected member(id: string): M {
+    const found = this.members_.find((m) => m.id === id);
+    if (found === undefined) throw new Error(`${this.name} has no member ${id}`);
+    return found;
+  }
+
+  protected alive(): M[] {
+    return this.members_.filter((m) => m.process?.isAlive() === true);
+  }
+
+  /** The client ports a connection made with `options` may use. */
+  protected clientPorts(options: ConnectOptions): number[] {
+    if (options.onlyPort !== undefined) return [options.onlyPort];
+    if (options.member !== undefined) return [this.member(options.member).clientPort];
+    return this.members_.map((m) => m.clientPort);
+  }
 }

@@ -4,17 +4,14 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Etcd3, type Lease } from 'etcd3';
-import { spawnManaged, type ManagedProcess } from '../lib/procs.js';
+import { spawnManaged } from '../lib/procs.js';
 import { fetchJson, freePorts, LOOPBACK, pollUntil, StopPolling } from '../lib/net.js';
-import { makeTempDir, removeDir, settleAll, startWithRetries } from './common.js';
-import type { BenchClient, ClientRecipe, Cluster, ConnectOptions, MemberInfo, ReadMode, WatchHandle, WatchedChange } from './system.js';
+import { ProcessCluster, type ClusterMember } from './common.js';
+import type { BenchClient, Cluster, ConnectOptions, ReadMode, WatchHandle, WatchedChange } from './system.js';
 
-interface Member {
-  readonly id: string;
-  readonly clientPort: number;
+interface Member extends ClusterMember {
   readonly peerPort: number;
   readonly dataDir: string;
-  process: ManagedProcess | null;
 }
 
 interface EtcdStatus {
@@ -24,9 +21,8 @@ interface EtcdStatus {
   readonly raftTerm?: string;
 }
 
-export class EtcdCluster implements Cluster {
+export class EtcdCluster extends ProcessCluster<Member> implements Cluster {
   readonly name = 'etcd' as const;
-  version = 'unknown';
   readonly settings: Record<string, unknown> = {
     members: 3,
     durability: 'default: WAL fsync before acknowledging (no --unsafe-no-fsync)',
@@ -35,10 +31,10 @@ export class EtcdCluster implements Cluster {
     append: 'put of a new key under the list prefix',
     staleRead: 'serializable range request',
   };
-  private readonly root = makeTempDir('etcd-bench-');
-  private members_: Member[] = [];
 
-  constructor(private readonly logDir: string) {}
+  constructor(private readonly logDir: string) {
+    super('etcd-bench-');
+  }
 
   async start(): Promise<void> {
     this.version = parseEtcdVersion(execFileSync('etcd', ['--version'], { encoding: 'utf8' }));
@@ -54,7 +50,7 @@ export class EtcdCluster implements Cluster {
     await this.waitHealthy(30_000);
   }
 
-  private async launch(member: Member): Promise<void> {
+  protected override async launch(member: Member): Promise<void> {
     const cluster = this.members_.map((m) => `${m.id}=http://${LOOPBACK}:${m.peerPort}`).join(',');
     const args = [
       '--name', member.id,
@@ -75,26 +71,6 @@ export class EtcdCluster implements Cluster {
       await this.status(member);
       return true;
     });
-  }
-
-  async stop(): Promise<void> {
-    // The data is thrown away, so no clean shutdown is needed; SIGKILL saves seconds per cluster.
-    await settleAll(this.members_.map((m) => async () => m.process?.kill9()));
-    removeDir(this.root);
-  }
-
-  members(): readonly MemberInfo[] {
-    return this.members_.map((m) => ({ id: m.id, clientPort: m.clientPort, pid: m.process?.pid ?? null, alive: m.process?.isAlive() ?? false }));
-  }
-
-  private member(id: string): Member {
-    const found = this.members_.find((m) => m.id === id);
-    if (found === undefined) throw new Error(`etcd has no member ${id}`);
-    return found;
-  }
-
-  private alive(): Member[] {
-    return this.members_.filter((m) => m.process?.isAlive() === true);
   }
 
   private async status(member: Member): Promise<EtcdStatus> {
@@ -129,16 +105,6 @@ export class EtcdCluster implements Cluster {
     return term;
   }
 
-  async kill9(id: string): Promise<void> {
-    await this.member(id).process?.kill9();
-  }
-
-  async restart(id: string): Promise<void> {
-    const member = this.member(id);
-    if (member.process?.isAlive() === true) throw new Error(`etcd ${id} is still running`);
-    await startWithRetries(`etcd ${id}`, 3, () => this.launch(member));
-  }
-
   async waitHealthy(timeoutMs: number): Promise<void> {
     await pollUntil('every etcd member to serve under one leader', timeoutMs, async () => {
       const statuses = await Promise.all(this.members_.map((m) => this.status(m)));
@@ -148,15 +114,7 @@ export class EtcdCluster implements Cluster {
   }
 
   async connect(options: ConnectOptions = {}): Promise<BenchClient> {
-    const ports =
-      options.onlyPort !== undefined ? [options.onlyPort]
-      : options.member !== undefined ? [this.member(options.member).clientPort]
-      : this.members_.map((m) => m.clientPort);
-    return connectEtcd(ports);
-  }
-
-  recipe(): ClientRecipe {
-    return { system: 'etcd', ports: this.members_.map((m) => m.clientPort) };
+    return connectEtcd(this.clientPorts(options));
   }
 }
 

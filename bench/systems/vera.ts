@@ -2,20 +2,17 @@
 // durability, driven through the project's own client library.
 import { join, resolve } from 'node:path';
 import { connect, type VeraClient, type ChangeEvent } from '../../src/client/index.js';
-import { spawnManaged, type ManagedProcess } from '../lib/procs.js';
+import { spawnManaged } from '../lib/procs.js';
 import { fetchJson, freePorts, LOOPBACK, pollUntil } from '../lib/net.js';
-import { makeTempDir, removeDir, settleAll, startWithRetries } from './common.js';
-import type { BenchClient, ClientRecipe, Cluster, ConnectOptions, MemberInfo, ReadMode, WatchHandle, WatchedChange } from './system.js';
+import { ProcessCluster, type ClusterMember } from './common.js';
+import type { BenchClient, Cluster, ConnectOptions, ReadMode, WatchHandle, WatchedChange } from './system.js';
 
 const VERA_BIN = resolve(import.meta.dirname, '../../bin/vera.js');
 const PACKAGE_JSON = resolve(import.meta.dirname, '../../package.json');
 
-interface Member {
-  readonly id: string;
-  readonly clientPort: number;
+interface Member extends ClusterMember {
   readonly peerPort: number;
   readonly dataDir: string;
-  process: ManagedProcess | null;
   /** The inspector's WebSocket URL (for CPU profiles), read from stderr. */
   inspectorUrl: string | null;
 }
@@ -34,19 +31,18 @@ export interface VeraClusterOptions {
   readonly inspector: boolean;
 }
 
-export class VeraCluster implements Cluster {
+export class VeraCluster extends ProcessCluster<Member> implements Cluster {
   readonly name = 'vera' as const;
-  version = 'unknown';
   readonly settings: Record<string, unknown> = {
     members: 3,
     durability: 'default: every acknowledged write is synced on a majority (one synced LevelDB batch per Ready)',
     push: 'persistent items, watch:false (the other systems do not watch on write either)',
   };
-  private readonly root = makeTempDir('vera-bench-');
   private readonly secret = `bench-${process.pid}-${Date.now()}`;
-  private members_: Member[] = [];
 
-  constructor(private readonly options: VeraClusterOptions) {}
+  constructor(private readonly options: VeraClusterOptions) {
+    super('vera-bench-');
+  }
 
   async start(): Promise<void> {
     const { readFileSync } = await import('node:fs');
@@ -68,7 +64,7 @@ export class VeraCluster implements Cluster {
     return this.members_.map((m) => `${m.id}=${LOOPBACK}:${m.peerPort}/${m.clientPort}`).join(',');
   }
 
-  private async launch(member: Member): Promise<void> {
+  protected override async launch(member: Member): Promise<void> {
     const nodeFlags = this.options.inspector ? [`--inspect=${LOOPBACK}:0`] : [];
     const args = [
       ...nodeFlags,
@@ -90,32 +86,12 @@ export class VeraCluster implements Cluster {
     await proc.waitForLine((l) => l.includes('"event":"started"'), 30_000);
   }
 
-  async stop(): Promise<void> {
-    // The data is thrown away, so no clean shutdown is needed; SIGKILL saves seconds per cluster.
-    await settleAll(this.members_.map((m) => async () => m.process?.kill9()));
-    removeDir(this.root);
-  }
-
-  members(): readonly MemberInfo[] {
-    return this.members_.map((m) => ({ id: m.id, clientPort: m.clientPort, pid: m.process?.pid ?? null, alive: m.process?.isAlive() ?? false }));
-  }
-
   inspectorUrl(member: string): string | null {
     return this.member(member).inspectorUrl;
   }
 
-  private member(id: string): Member {
-    const found = this.members_.find((m) => m.id === id);
-    if (found === undefined) throw new Error(`vera has no member ${id}`);
-    return found;
-  }
-
   private async status(member: Member): Promise<VeraStatus> {
     return (await fetchJson(`http://${LOOPBACK}:${member.clientPort}/v1/status`, { timeoutMs: 1_000 })) as VeraStatus;
-  }
-
-  private alive(): Member[] {
-    return this.members_.filter((m) => m.process?.isAlive() === true);
   }
 
   async leader(timeoutMs = 20_000): Promise<string> {
@@ -133,16 +109,6 @@ export class VeraCluster implements Cluster {
     return term;
   }
 
-  async kill9(id: string): Promise<void> {
-    await this.member(id).process?.kill9();
-  }
-
-  async restart(id: string): Promise<void> {
-    const member = this.member(id);
-    if (member.process?.isAlive() === true) throw new Error(`vera ${id} is still running`);
-    await startWithRetries(`vera ${id}`, 3, () => this.launch(member));
-  }
-
   async waitHealthy(timeoutMs: number): Promise<void> {
     await pollUntil('every Vera member to serve under one leader', timeoutMs, async () => {
       const statuses = await Promise.all(this.members_.map((m) => this.status(m)));
@@ -153,15 +119,7 @@ export class VeraCluster implements Cluster {
   }
 
   async connect(options: ConnectOptions = {}): Promise<BenchClient> {
-    const ports =
-      options.onlyPort !== undefined ? [options.onlyPort]
-      : options.member !== undefined ? [this.member(options.member).clientPort]
-      : this.members_.map((m) => m.clientPort);
-    return connectVera(ports, options);
-  }
-
-  recipe(): ClientRecipe {
-    return { system: 'vera', ports: this.members_.map((m) => m.clientPort) };
+    return connectVera(this.clientPorts(options), options);
   }
 }
 

@@ -6,23 +6,20 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import zookeeper from 'node-zookeeper-client';
 import type { Client as ZkClient, Event as ZkEvent } from 'node-zookeeper-client';
-import { spawnManaged, type ManagedProcess } from '../lib/procs.js';
+import { spawnManaged } from '../lib/procs.js';
 import { freePorts, LOOPBACK, pollUntil, StopPolling, tcpCommand } from '../lib/net.js';
-import { makeTempDir, removeDir, settleAll, startWithRetries, withTimeout } from './common.js';
-import type { BenchClient, ClientRecipe, Cluster, ConnectOptions, MemberInfo, ReadMode, WatchHandle, WatchedChange } from './system.js';
+import { ProcessCluster, withTimeout, type ClusterMember } from './common.js';
+import type { BenchClient, Cluster, ConnectOptions, ReadMode, WatchHandle, WatchedChange } from './system.js';
 
 const CLASSPATH = '/etc/zookeeper/conf:/usr/share/java/zookeeper.jar';
 const MAIN_CLASS = 'org.apache.zookeeper.server.quorum.QuorumPeerMain';
 const TICK_MS = 2000;
 
-interface Member {
-  readonly id: string;
+interface Member extends ClusterMember {
   readonly myid: number;
-  readonly clientPort: number;
   readonly quorumPort: number;
   readonly electionPort: number;
   readonly dir: string;
-  process: ManagedProcess | null;
 }
 
 interface Srvr {
@@ -31,9 +28,8 @@ interface Srvr {
   readonly version: string;
 }
 
-export class ZooKeeperCluster implements Cluster {
+export class ZooKeeperCluster extends ProcessCluster<Member> implements Cluster {
   readonly name = 'zookeeper' as const;
-  version = 'unknown';
   readonly settings: Record<string, unknown> = {
     members: 3,
     durability: 'default: forceSync=yes (transaction log fsynced before acknowledging)',
@@ -47,10 +43,10 @@ export class ZooKeeperCluster implements Cluster {
     staleRead: 'getData (ZooKeeper reads are served locally)',
     linearizableRead: 'not measured: node-zookeeper-client has no sync()',
   };
-  private readonly root = makeTempDir('zk-bench-');
-  private members_: Member[] = [];
 
-  constructor(private readonly logDir: string) {}
+  constructor(private readonly logDir: string) {
+    super('zk-bench-');
+  }
 
   async start(): Promise<void> {
     const ports = await freePorts(9);
@@ -64,7 +60,8 @@ export class ZooKeeperCluster implements Cluster {
       process: null,
     }));
     for (const m of this.members_) this.writeConfig(m);
-    for (const m of this.members_) this.launch(m);
+    // No member serves before a quorum runs, so all three are spawned before any is waited for.
+    for (const m of this.members_) this.spawn(m);
     await this.waitHealthy(60_000);
   }
 
@@ -88,29 +85,9 @@ export class ZooKeeperCluster implements Cluster {
     writeFileSync(join(member.dir, 'zoo.cfg'), lines.join('\n') + '\n');
   }
 
-  private launch(member: Member): void {
+  private spawn(member: Member): void {
     const args = ['-cp', CLASSPATH, `-Dzookeeper.log.dir=${member.dir}`, '-Dzookeeper.root.logger=INFO,CONSOLE', MAIN_CLASS, join(member.dir, 'zoo.cfg')];
     member.process = spawnManaged(`zookeeper ${member.id}`, 'java', args, { logFile: join(this.logDir, `zookeeper-${member.id}.log`) });
-  }
-
-  async stop(): Promise<void> {
-    // The data is thrown away, so no clean shutdown is needed; SIGKILL saves seconds per cluster.
-    await settleAll(this.members_.map((m) => async () => m.process?.kill9()));
-    removeDir(this.root);
-  }
-
-  members(): readonly MemberInfo[] {
-    return this.members_.map((m) => ({ id: m.id, clientPort: m.clientPort, pid: m.process?.pid ?? null, alive: m.process?.isAlive() ?? false }));
-  }
-
-  private member(id: string): Member {
-    const found = this.members_.find((m) => m.id === id);
-    if (found === undefined) throw new Error(`zookeeper has no member ${id}`);
-    return found;
-  }
-
-  private alive(): Member[] {
-    return this.members_.filter((m) => m.process?.isAlive() === true);
   }
 
   private async srvr(member: Member): Promise<Srvr> {
@@ -149,21 +126,14 @@ export class ZooKeeperCluster implements Cluster {
     return epoch;
   }
 
-  async kill9(id: string): Promise<void> {
-    await this.member(id).process?.kill9();
-  }
-
-  async restart(id: string): Promise<void> {
-    const member = this.member(id);
-    if (member.process?.isAlive() === true) throw new Error(`zookeeper ${id} is still running`);
-    await startWithRetries(`zookeeper ${id}`, 3, async () => {
-      this.launch(member);
-      const proc = member.process;
-      await pollUntil(`zookeeper ${id} to serve again`, 60_000, async () => {
-        if (proc?.isAlive() !== true) throw new StopPolling(`zookeeper ${id} exited: ${proc?.tail(5) ?? ''}`);
-        return (await this.srvr(member)).mode !== '' ? true : undefined;
-      }, 100);
-    });
+  /** Used by restart(), when the other members already form a quorum the new one can join. */
+  protected override async launch(member: Member): Promise<void> {
+    this.spawn(member);
+    const proc = member.process;
+    await pollUntil(`zookeeper ${member.id} to serve again`, 60_000, async () => {
+      if (proc?.isAlive() !== true) throw new StopPolling(`zookeeper ${member.id} exited: ${proc?.tail(5) ?? ''}`);
+      return (await this.srvr(member)).mode !== '' ? true : undefined;
+    }, 100);
   }
 
   async waitHealthy(timeoutMs: number): Promise<void> {
@@ -175,15 +145,7 @@ export class ZooKeeperCluster implements Cluster {
   }
 
   async connect(options: ConnectOptions = {}): Promise<BenchClient> {
-    const ports =
-      options.onlyPort !== undefined ? [options.onlyPort]
-      : options.member !== undefined ? [this.member(options.member).clientPort]
-      : this.members_.map((m) => m.clientPort);
-    return connectZooKeeper(ports, options);
-  }
-
-  recipe(): ClientRecipe {
-    return { system: 'zookeeper', ports: this.members_.map((m) => m.clientPort) };
+    return connectZooKeeper(this.clientPorts(options), options);
   }
 }
 
