@@ -35,7 +35,6 @@ import type {
   ProposeResult,
   RaftOptions,
   ReadIndexRequest,
-  ReadIndexResponse,
   ReadState,
   Ready,
   RestoredState,
@@ -68,8 +67,6 @@ export class RaftNode {
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
   private randomizedElectionTimeout = 0;
-  /** Set by leaderUnreachable() until the next role change or leader message: the election timer is the short one. */
-  private shortTimeoutArmed = false;
 
   /** Candidate and pre-candidate: the answers received so far. */
   private votes = new Map<NodeId, boolean>();
@@ -158,9 +155,9 @@ export class RaftNode {
   leaderUnreachable(peer: NodeId): void {
     if (this.role !== 'follower' || this.leader !== peer) return;
     this.leader = null;
-    this.electionElapsed = 0;
-    this.randomizedElectionTimeout = 1 + this.opts.random.int(Math.max(1, Math.floor(this.opts.electionTicks / 4)));
-    this.shortTimeoutArmed = true;
+    // Move the clock, not the timeout: a leader heard again resets the clock, and the full timeout applies.
+    const soon = this.randomizedElectionTimeout - 1 - this.opts.random.int(Math.max(1, Math.floor(this.opts.electionTicks / 4)));
+    this.electionElapsed = Math.max(this.electionElapsed, soon);
   }
 
   /** Start an election now (PreVote first). A no-op on a leader or a non-voter. */
@@ -208,11 +205,6 @@ export class RaftNode {
       case 'snapshot':
         if (this.role === 'leader') return; // another leader in our term is impossible; ignore a misbehaving peer
         if (this.role !== 'follower') this.becomeFollower(this.term, m.from);
-        // A leader is heard again after leaderUnreachable() shortened the timer: the full election timeout applies again.
-        if (this.shortTimeoutArmed) {
-          this.shortTimeoutArmed = false;
-          this.resetElectionTimeout();
-        }
         this.leader = m.from;
         this.electionElapsed = 0;
         if (m.type === 'app') this.handleAppend(m);
@@ -472,7 +464,6 @@ export class RaftNode {
   }
 
   private resetElectionTimeout(): void {
-    this.shortTimeoutArmed = false;
     this.randomizedElectionTimeout = this.opts.electionTicks + this.opts.random.int(this.opts.electionTicks);
   }
 

@@ -349,8 +349,8 @@ function openLevel(path: string, create: boolean): LevelDb {
   });
 }
 
-async function fsyncDir(path: string): Promise<void> {
-  // Makes a created or renamed entry durable: without it a power loss can forget the rename.
+/** Makes a created or renamed directory entry durable: without it a power loss can forget the rename. */
+export async function fsyncDir(path: string): Promise<void> {
   const handle = await open(path, 'r');
   try {
     await handle.sync();

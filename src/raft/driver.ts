@@ -277,18 +277,21 @@ export class RaftDriver<R> {
       if (rd.hardState !== null) this.persistedHardState = rd.hardState;
     }
     for (const m of rd.messages) if (!mayBeSentBeforePersist(m)) transport.send(m);
-    const results: Array<[Entry, R]> = [];
+    // A configuration change takes effect in the core at advance(): its proposer is answered only then
+    // (from here to advance() nothing awaits), so it sees the change in status(). Every other entry is
+    // answered as soon as it is written, before notifications of later entries go out.
+    const configResults: Array<[Entry, R]> = [];
     if (rd.committedEntries.length > 0) {
       await this.opts.apply(rd.committedEntries, (entry, result) => {
+        if (entry.index !== this.applied + 1) throw new Error(`apply reported entry ${entry.index} after ${this.applied}`);
         this.applied = entry.index;
-        results.push([entry, result]);
+        if (entry.kind === 'config') configResults.push([entry, result]);
+        else this.settleProposal(entry, result);
       });
       const last = rd.committedEntries[rd.committedEntries.length - 1]!.index;
       if (this.applied !== last) throw new Error(`apply reported entries up to ${this.applied}, not ${last}`);
     }
-    // From here to advance() nothing awaits, so a proposer resumes only once the core has taken
-    // the entries in (e.g. a configuration change shows in status()).
-    for (const [entry, result] of results) this.settleProposal(entry, result);
+    for (const [entry, result] of configResults) this.settleProposal(entry, result);
     // After applying: a proposal that committed in this very Ready gets its result, not UNAVAILABLE.
     if (rd.softState !== null) this.onSoftState(rd.softState);
     this.releaseAppliedWaiters();

@@ -17,13 +17,13 @@
 // second pass (same snapshot, so the same bytes) sends them.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { readdir, rename, rm, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { addressProblem, type MemberAddress } from '../raft/config.js';
-import { openDataDir } from '../raft/datadir.js';
-import { appliedIndexOf, captureState, decodeRecords, MAX_SNAPSHOT_BYTES, replaceStateOps, type CapturedState } from '../raft/state-transfer.js';
+import { fsyncDir, openDataDir } from '../raft/datadir.js';
+import { appliedIndexOf, decodeRecords, MAX_SNAPSHOT_BYTES, replaceStateOps, type CapturedState } from '../raft/state-transfer.js';
 import type { ClusterConfig, NodeId, SnapshotMeta } from '../raft/types.js';
 import { encodeMembers, initialMembers, MEMBERS_KEY, StateMachine } from '../statemachine/index.js';
 
@@ -361,16 +361,6 @@ async function checkRestored(dir: string, id: NodeId, config: ClusterConfig, ind
     if (members.length !== 1 || members[0] !== id) throw new BackupError('io', `the restored store's address book lists ${members.join(', ')}, expected only ${id}`);
   } finally {
     await opened.close();
-  }
-}
-
-/** Makes a created or renamed directory entry durable. */
-export async function fsyncDir(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 

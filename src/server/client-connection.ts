@@ -27,7 +27,6 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private pendingHello: Promise<unknown> | null = null;
   private inflight = 0;
   private closed = false;
-  private leavingNow = false;
 
   constructor(
     private readonly ws: WebSocket,
@@ -40,10 +39,6 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   }
 
   // ---------------------------------------------------------------- NotifySink / AttachedConnection
-
-  get leaving(): boolean {
-    return this.leavingNow;
-  }
 
   sendNotify(payload: NotifyPayload, shared?: { readonly frames: NotifyFrames; readonly key: string }): void {
     if (!this.established) return;
@@ -125,15 +120,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
         if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
         return { index: fe.node.appliedIndex };
       case 'bye':
-        this.leavingNow = true;
-        try {
-          expectOk(await fe.node.propose({ op: 'closeSession', session, reason: 'bye' }));
-        } catch (err) {
-          this.leavingNow = false;
-          // The sweeper let this connection be while the bye was pending: if the session ended meanwhile, close as it would have.
-          if (fe.connections.get(session) !== this) setImmediate(() => this.close(CloseCode.sessionEnded, 'session ended')); // after the error reply
-          throw err;
-        }
+        expectOk(await fe.node.propose({ op: 'closeSession', session, reason: 'bye' }));
         return {};
       case 'push':
         return ops.push(fe, session, request);

@@ -28,8 +28,6 @@ export interface FrontEndLimits extends ProtocolLimits {
 export interface AttachedConnection {
   /** Close because the session ended or moved; `reason` is sent in the close frame. */
   close(code: number, reason: string): void;
-  /** The client said bye: the connection closes itself once the bye is answered. */
-  readonly leaving: boolean;
 }
 
 export interface FrontEnd {

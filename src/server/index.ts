@@ -14,7 +14,6 @@ import type { Message } from '../raft/types.js';
 import { initialMembers } from '../statemachine/index.js';
 import { ClientConnection } from './client-connection.js';
 import { CloseCode, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
-import { EventLog } from './event-log.js';
 import { ExpiryQueue } from './expiry.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';

@@ -67,8 +67,7 @@ export class LeaderDuties {
       const conn = fe.connections.get(session);
       if (conn) {
         fe.connections.delete(session);
-        // After a bye the client is owed its answer first; the bye path then closes with 1000.
-        if (!conn.leaving) conn.close(CloseCode.sessionEnded, 'session ended');
+        conn.close(CloseCode.sessionEnded, 'session ended');
       }
     }
     for (const session of fe.expiry.takeDue()) {

@@ -43,12 +43,14 @@ export class StateMachine {
    * (e.g. a snapshot was installed). Waits for applies in progress.
    */
   reload(): Promise<void> {
-    return this.serially(async () => {
-      const { mem, applied, book } = await loadFrom(this.db);
-      this.mem = mem;
-      this.applied = applied;
-      this.book = book;
-    });
+    return this.serially(() => this.reloadNow());
+  }
+
+  private async reloadNow(): Promise<void> {
+    const { mem, applied, book } = await loadFrom(this.db);
+    this.mem = mem;
+    this.applied = applied;
+    this.book = book;
   }
 
   /**
@@ -69,7 +71,15 @@ export class StateMachine {
    * soon as the batch holding it is in the db, so it can be answered at once.
    */
   applyMany(entries: readonly Entry[], hooks: ApplyHooks = {}): Promise<ApplyOutcome[]> {
-    return this.serially(() => this.applyNow(entries, hooks));
+    return this.serially(async () => {
+      try {
+        return await this.applyNow(entries, hooks);
+      } catch (err) {
+        // Planned entries moved the in-memory indexes ahead of what was written: go back to the db's word.
+        await this.reloadNow();
+        throw err;
+      }
+    });
   }
 
   private async applyNow(entries: readonly Entry[], hooks: ApplyHooks): Promise<ApplyOutcome[]> {

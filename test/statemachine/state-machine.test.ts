@@ -122,6 +122,20 @@ describe('applyMany', () => {
     expect(sm.appliedIndex).toBe(6);
     expect((await sm.getList('/x')).items.map((i) => i.data)).toEqual([1, 3]);
   });
+  it('after a failed apply, the in-memory indexes are what the db holds again', async () => {
+    await open('A');
+    const entries = [
+      feed.command({ op: 'push', session: 'A', path: '/x', data: 1, persistent: true, watch: false, ifLastIndex: 0 }),
+      feed.command({ op: 'push', session: 'A', path: '/x', data: 2, persistent: true, watch: false }),
+    ];
+    const failing = vi.spyOn(tmp.db, 'batch').mockRejectedValueOnce(new Error('disk full'));
+    await expect(sm.applyMany(entries)).rejects.toThrow('disk full');
+    failing.mockRestore();
+    expect(sm.appliedIndex).toBe(1);
+    expect(sm.inspectIndexes()).toEqual((await StateMachine.open(tmp.db)).inspectIndexes());
+    // The same entries apply cleanly afterwards (the push's compare-and-set sees the list as the db does).
+    expect((await sm.applyMany(entries)).map((o) => o.result.ok)).toEqual([true, true]);
+  });
 });
 
 describe('openSession', () => {
