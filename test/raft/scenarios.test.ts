@@ -585,3 +585,27 @@ describe('a leader whose process is gone (leaderUnreachable)', () => {
     expect(c.sent.some((m) => m.from === 'n2' && m.type === 'preVote')).toBe(false);
   });
 });
+
+describe('membership changes go one at a time', () => {
+  it('a second change is refused until the first has been applied', () => {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    c.elect('n1');
+    expect(c.node('n1').proposeConfigChange({ type: 'addLearner', node: 'n4' })).toMatchObject({ ok: true });
+    // Not yet committed, let alone applied: a second change would overlap the first.
+    expect(c.node('n1').proposeConfigChange({ type: 'addLearner', node: 'n5' })).toMatchObject({ ok: false, reason: 'configChangePending' });
+    c.flush();
+    c.settle();
+    expect(c.status('n1').config).toEqual({ voters: ['n1', 'n2', 'n3'], learners: ['n4'] });
+    expect(c.node('n1').proposeConfigChange({ type: 'addLearner', node: 'n5' })).toMatchObject({ ok: true });
+  });
+
+  it('a new leader proposes no change before an entry of its own term has committed', () => {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    expect(c.elect('n1', electionOnly).role).toBe('leader'); // its no-op has not reached anyone
+    expect(c.node('n1').proposeConfigChange({ type: 'remove', node: 'n3' })).toMatchObject({ ok: false, reason: 'configChangePending' });
+    c.tick('n1', c.heartbeatTicks);
+    c.settle();
+    expect(c.status('n1').commit).toBeGreaterThanOrEqual(1);
+    expect(c.node('n1').proposeConfigChange({ type: 'remove', node: 'n3' })).toMatchObject({ ok: true });
+  });
+});

@@ -1,0 +1,132 @@
+// The driver's ordering promise, which the simulator cannot check (it runs its own
+// Ready loop): nothing that promises durable state leaves the node, and no
+// proposal is answered, before the Ready's write has finished. Storage here is
+// gated by hand, so the test decides when a write completes.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { RaftNode } from '../../src/raft/core.js';
+import { RaftDriver } from '../../src/raft/driver.js';
+import { MemoryLogStorage } from '../../src/raft/memory-storage.js';
+import type { Entry, HardState, Message, NodeId } from '../../src/raft/types.js';
+
+/** MemoryLogStorage whose persist() completes only when the test releases it. */
+class GatedStorage extends MemoryLogStorage {
+  private readonly gates: Array<() => void> = [];
+  private readonly waiting: Array<() => void> = [];
+  private open = false;
+
+  override async persist(hardState: HardState | null, entries: readonly Entry[]): Promise<void> {
+    if (!this.open) {
+      await new Promise<void>((release) => {
+        this.gates.push(release);
+        for (const w of this.waiting.splice(0)) w();
+      });
+    }
+    return super.persist(hardState, entries);
+  }
+
+  /** Lets every write through from now on (so a driver can stop after a failed test). */
+  openGates(): void {
+    this.open = true;
+    for (const release of this.gates.splice(0)) release();
+  }
+
+  /** Resolves once a persist() call is waiting for its release. */
+  async writeStarted(): Promise<void> {
+    if (this.gates.length > 0) return;
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  releaseOne(): void {
+    const release = this.gates.shift();
+    if (release === undefined) throw new Error('no write is waiting');
+    release();
+  }
+}
+
+const started: Array<{ driver: RaftDriver<number>; storage: GatedStorage }> = [];
+afterEach(async () => {
+  for (const { driver, storage } of started.splice(0)) {
+    storage.openGates();
+    await driver.stop();
+  }
+});
+
+async function makeDriver(id: NodeId, voters: NodeId[]): Promise<{ driver: RaftDriver<number>; storage: GatedStorage; node: RaftNode; sent: Message[]; delivered: Promise<Message> }> {
+  const storage = new GatedStorage({ initialConfig: { voters, learners: [] } });
+  const loaded = await storage.load();
+  const node = new RaftNode(
+    { id, electionTicks: 1000, heartbeatTicks: 1, random: { int: () => 0 }, maxInflightMessages: 8, maxInflightBytes: 1 << 20, maxMessageBytes: 1 << 20 },
+    { hardState: loaded.hardState, snapshot: loaded.snapshot, entries: loaded.entries, applied: 0 },
+  );
+  const sent: Message[] = [];
+  let onSend: (m: Message) => void = () => undefined;
+  const delivered = new Promise<Message>((resolve) => (onSend = resolve));
+  const driver = new RaftDriver<number>(
+    {
+      node,
+      storage,
+      transport: {
+        send: (m) => {
+          sent.push(m);
+          onSend(m);
+        },
+      },
+      apply: async (entries, applied) => {
+        for (const entry of entries) applied(entry, entry.index);
+      },
+      tickMs: 60_000, // no ticks: the test drives everything
+      onFatal: (err) => {
+        throw err;
+      },
+    },
+    0,
+  );
+  started.push({ driver, storage });
+  return { driver, storage, node, sent, delivered };
+}
+
+describe('RaftDriver ordering', () => {
+  it('a follower acknowledges appended entries only after they are written', async () => {
+    const { driver, storage, sent, delivered } = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    driver.start();
+    const entry: Entry = { index: 1, term: 1, kind: 'command', data: new Uint8Array([1]) };
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 0 });
+    await storage.writeStarted();
+    expect(sent).toEqual([]);
+    storage.releaseOne();
+    const reply = await delivered;
+    expect(reply).toMatchObject({ type: 'appResp', to: 'n1', index: 1, reject: false });
+  });
+
+  it('a vote is sent only after the vote is written', async () => {
+    const { driver, storage, sent, delivered } = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    driver.start();
+    driver.step({ type: 'vote', from: 'n1', to: 'n2', term: 1, lastLogIndex: 0, lastLogTerm: 0, transfer: false });
+    await storage.writeStarted();
+    expect(sent).toEqual([]);
+    storage.releaseOne();
+    expect(await delivered).toMatchObject({ type: 'voteResp', to: 'n1', reject: false });
+  });
+
+  it('a proposal is answered only after its entry is written', async () => {
+    const { driver, storage, node } = await makeDriver('n1', ['n1']);
+    driver.start(); // a lone voter campaigns at once
+    // Its election and no-op go through storage like everything else.
+    while (node.status().role !== 'leader' || node.status().commit < 1) {
+      await storage.writeStarted();
+      storage.releaseOne();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    let answered = false;
+    const proposal = driver.propose(new Uint8Array([7])).then((index) => {
+      answered = true;
+      return index;
+    });
+    await storage.writeStarted();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toBe(false);
+    storage.releaseOne();
+    expect(await proposal).toBe(2);
+  });
+});
