@@ -19,7 +19,7 @@ import {
 } from './config.js';
 import { entrySize, RaftLog } from './log.js';
 import { Progress } from './progress.js';
-import { ReadIndexQueue } from './read-index.js';
+import { HeartbeatRounds, ReadIndexQueue } from './read-index.js';
 import type {
   AppendRequest,
   AppendResponse,
@@ -73,6 +73,19 @@ export class RaftNode {
   /** Leader: replication state of every other member. */
   private progress = new Map<NodeId, Progress>();
   private readonly reads = new ReadIndexQueue();
+  /** Leader: heartbeat rounds and which a quorum acknowledged (for reads and the lease). */
+  private readonly rounds = new HeartbeatRounds();
+  /**
+   * Leader: rounds below this prove no lease: they were sent before the last configuration
+   * change or in another leadership. Infinity once a transfer started (for the rest of the term).
+   */
+  private leaseFromRound = Number.POSITIVE_INFINITY;
+  /**
+   * Ticks since a leader last reached this node (or since this process started, which may have
+   * been right after one did). Never moved by suspicion: below leaseTicks this node neither votes
+   * nor campaigns, which is what makes a leader's lease safe (see leaseRound).
+   */
+  private sinceLeaderContact = 0;
   /** Leader: reads that arrived before this term's first commit, released when it commits. */
   private readsAwaitingTermCommit: Array<{ requester: NodeId; context: string }> = [];
   private leadTransferee: NodeId | null = null;
@@ -122,8 +135,9 @@ export class RaftNode {
   tick(): void {
     this.ticks++;
     this.electionElapsed++;
+    this.sinceLeaderContact++;
     if (this.role !== 'leader') {
-      if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout) {
+      if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout && !this.inLeaderLease()) {
         this.electionElapsed = 0;
         this.campaign();
       }
@@ -140,7 +154,7 @@ export class RaftNode {
     this.heartbeatElapsed++;
     if (this.heartbeatElapsed >= this.opts.heartbeatTicks) {
       this.heartbeatElapsed = 0;
-      this.broadcastHeartbeat('');
+      this.broadcastHeartbeat();
     }
   }
 
@@ -150,7 +164,8 @@ export class RaftNode {
    * after a short randomized delay (1 to electionTicks/4 ticks) rather than a
    * whole election timeout; with no leader, this node also grants pre-votes at
    * once. Only timing changes: a wrong suspicion costs one election, never
-   * safety (reads use ReadIndex, not a lease).
+   * safety. It does not shorten the lease window (leaseTicks since the leader
+   * was last heard), so a leader wrongly suspected keeps a safe lease.
    */
   leaderUnreachable(peer: NodeId): void {
     if (this.role !== 'follower' || this.leader !== peer) return;
@@ -160,10 +175,44 @@ export class RaftNode {
     this.electionElapsed = Math.max(this.electionElapsed, soon);
   }
 
-  /** Start an election now (PreVote first). A no-op on a leader or a non-voter. */
+  /**
+   * Start an election now (PreVote first). A no-op on a leader, a non-voter, and
+   * within the lease window of a leader heard from (unless this node is the only voter).
+   */
   campaign(): void {
     if (this.role === 'leader' || !this.promotable()) return;
+    if (this.inLeaderLease() && this.config.voters.length > 1) return;
     this.becomePreCandidate();
+  }
+
+  /**
+   * The lease window, in ticks: a node that heard from a leader less than this
+   * many ticks ago grants no vote and starts no election (except a transfer the
+   * leader asked for). Derived from the election timeout so it always ends first.
+   */
+  get leaseTicks(): number {
+    return leaseTicksFor(this.opts.electionTicks);
+  }
+
+  /**
+   * Leader: the latest heartbeat round that proves a lease, or null when reads
+   * must take a ReadIndex round. A round acknowledged by a quorum proves that
+   * none of its members will vote for leaseTicks ticks after receiving it, so no
+   * other leader can exist until then: the driver may serve reads at the commit
+   * index without a round until (leaseTicks - 2) ticks after it sent this round,
+   * measured on a clock that a paused process cannot stop (thesis §6.4.1).
+   * Also null before this leader has committed in its term (its commit index
+   * may be behind) and after it started a leadership transfer.
+   */
+  leaseRound(): number | null {
+    if (this.role !== 'leader' || this.log.term(this.log.committed) !== this.term) return null;
+    const round = this.rounds.confirmed;
+    return round >= this.leaseFromRound ? round : null;
+  }
+
+  /** The commit index as this node knows it. */
+  get committedIndex(): number {
+    return this.log.committed;
   }
 
   step(m: Message): void {
@@ -172,7 +221,7 @@ export class RaftNode {
       if (m.type === 'vote' || m.type === 'preVote') {
         // Leader lease (thesis §4.2.3): while we heard from a leader within the election timeout,
         // a vote request is from a disruptive node, unless a transfer asked for it.
-        const inLease = this.leader !== null && this.electionElapsed < this.opts.electionTicks;
+        const inLease = (this.leader !== null && this.electionElapsed < this.opts.electionTicks) || this.inLeaderLease();
         if (inLease && !m.transfer) return;
       }
       if (m.type === 'preVote' || (m.type === 'preVoteResp' && !m.reject)) {
@@ -207,6 +256,7 @@ export class RaftNode {
         if (this.role !== 'follower') this.becomeFollower(this.term, m.from);
         this.leader = m.from;
         this.electionElapsed = 0;
+        this.sinceLeaderContact = 0;
         if (m.type === 'app') this.handleAppend(m);
         else if (m.type === 'heartbeat') this.handleHeartbeat(m);
         else this.handleInstalledSnapshot(m);
@@ -264,6 +314,8 @@ export class RaftNode {
     if (this.leadTransferee === to) return true;
     this.leadTransferee = to;
     this.electionElapsed = 0; // the transfer must finish within one election timeout
+    // The transferee may campaign whenever timeoutNow reaches it, skipping every lease: none from now on this term.
+    this.leaseFromRound = Number.POSITIVE_INFINITY;
     const pr = this.progress.get(to)!;
     if (pr.match === this.log.lastIndex()) this.send({ type: 'timeoutNow', to });
     else this.sendAppend(to, true);
@@ -440,6 +492,7 @@ export class RaftNode {
     this.role = 'leader';
     this.leader = this.id;
     this.resetRoleState();
+    this.leaseFromRound = this.rounds.nextRound;
     for (const id of members(this.config)) {
       if (id !== this.id) this.progress.set(id, this.newProgress());
     }
@@ -459,6 +512,8 @@ export class RaftNode {
     this.votes = new Map();
     this.progress = new Map();
     this.reads.clear();
+    this.rounds.clear();
+    this.leaseFromRound = Number.POSITIVE_INFINITY;
     this.readsAwaitingTermCommit = [];
     this.leadTransferee = null;
   }
@@ -498,10 +553,12 @@ export class RaftNode {
   }
 
   private handleVoteRequest(m: VoteRequest): void {
+    // Within the lease window no vote at all, even in a term this node reached some other way.
     const canVote =
-      this.vote === m.from ||
-      (this.vote === null && this.leader === null) ||
-      (m.type === 'preVote' && m.term > this.term);
+      (!this.inLeaderLease() || m.transfer) &&
+      (this.vote === m.from ||
+        (this.vote === null && this.leader === null) ||
+        (m.type === 'preVote' && m.term > this.term));
     const grant = canVote && this.log.isUpToDate(m.lastLogIndex, m.lastLogTerm);
     const respType = m.type === 'vote' ? 'voteResp' : 'preVoteResp';
     if (grant) {
@@ -663,16 +720,19 @@ export class RaftNode {
       pr.becomeProbe(); // the snapshot never arrived (or its acknowledgement was lost): start over
     }
     if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
-    if (m.context !== '') {
-      const confirmed = this.reads.acknowledge(m.context, m.from, (acks) => this.isQuorum(acks));
-      for (const r of confirmed) this.answerRead(r.requester, r.context, r.index);
+    if (m.context !== '' && this.rounds.acknowledge(m.context, m.from, (acks) => this.isQuorum(acks))) {
+      for (const r of this.reads.confirmedUpTo(this.rounds.confirmed)) this.answerRead(r.requester, r.context, r.index);
     }
   }
 
-  private broadcastHeartbeat(context: string): void {
+  /** Sends one heartbeat round to every follower; returns its number. */
+  private broadcastHeartbeat(): number {
+    const round = this.rounds.start(this.id, (acks) => this.isQuorum(acks));
+    const context = String(round);
     for (const [id, pr] of this.progress) {
       this.send({ type: 'heartbeat', to: id, commit: Math.min(pr.match, this.log.committed), context });
     }
+    return round;
   }
 
   /** Advance the commit index to what a majority holds, counting only entries of this term (paper §5.4.2, figure 8). */
@@ -719,8 +779,10 @@ export class RaftNode {
       this.answerRead(requester, context, this.log.committed);
       return;
     }
-    const round = this.reads.add(requester, context, this.log.committed, this.id);
-    this.broadcastHeartbeat(round);
+    const index = this.log.committed;
+    const round = this.broadcastHeartbeat();
+    this.reads.add({ requester, context, index, round });
+    for (const r of this.reads.confirmedUpTo(this.rounds.confirmed)) this.answerRead(r.requester, r.context, r.index);
   }
 
   private releaseReadsAwaitingTermCommit(): void {
@@ -731,10 +793,10 @@ export class RaftNode {
       for (const r of waiting) this.answerRead(r.requester, r.context, this.log.committed);
       return;
     }
-    // One heartbeat round confirms them all: acknowledging a round confirms every read queued before it.
-    let round = '';
-    for (const r of waiting) round = this.reads.add(r.requester, r.context, this.log.committed, this.id);
-    this.broadcastHeartbeat(round);
+    // One heartbeat round confirms them all.
+    const round = this.broadcastHeartbeat();
+    for (const r of waiting) this.reads.add({ ...r, index: this.log.committed, round });
+    for (const r of this.reads.confirmedUpTo(this.rounds.confirmed)) this.answerRead(r.requester, r.context, r.index);
   }
 
   private answerRead(requester: NodeId, context: string, index: number): void {
@@ -757,6 +819,8 @@ export class RaftNode {
     this.config = this.configAfter(this.config, e);
     this.configs.push({ index: e.index, config: this.config });
     if (this.role !== 'leader') return;
+    // A lease needs a quorum of the configuration in force; rounds sent before it count no more.
+    if (Number.isFinite(this.leaseFromRound)) this.leaseFromRound = this.rounds.nextRound;
     if (!isVoter(this.config, this.id)) {
       this.becomeFollower(this.term, null); // removed (or demoted) leader steps down once the change is applied
       return;
@@ -779,6 +843,10 @@ export class RaftNode {
     this.messages.push({ ...m, from: this.id, term: this.term } as Message);
   }
 
+  private inLeaderLease(): boolean {
+    return this.sinceLeaderContact < this.leaseTicks;
+  }
+
   private hardState(): HardState {
     return { term: this.term, vote: this.vote, commit: this.log.committed };
   }
@@ -786,6 +854,11 @@ export class RaftNode {
   private softState(): SoftState {
     return { role: this.role, leader: this.leader };
   }
+}
+
+/** The lease window for an election timeout: a fifth of it, at least 3 ticks (so a lease of at least one tick remains). */
+export function leaseTicksFor(electionTicks: number): number {
+  return Math.max(3, Math.ceil(electionTicks / 5));
 }
 
 function sameHardState(a: HardState, b: HardState): boolean {

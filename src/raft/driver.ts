@@ -73,6 +73,14 @@ export interface DriverOptions<R> {
   readonly onSnapshotEvent?: (event: { kind: 'sent' | 'installed' | 'failed' | 'compacted'; peer?: NodeId; index: number; bytes?: number; error?: string }) => void;
 }
 
+/**
+ * How much faster than this node's clock another member's clock may run: the lease
+ * is shortened by this fraction. Real clock rates differ by parts per million.
+ */
+const CLOCK_RATE_ALLOWANCE = 0.1;
+/** Send times of this many recent heartbeat rounds are kept (only the latest confirmed one matters). */
+const MAX_ROUND_TIMES = 128;
+
 /** While a snapshot installs, the core must not move; messages wait here (bounded; Raft tolerates loss). */
 const MAX_HELD_MESSAGES = 10_000;
 /** A snapshot stream waits while this much is queued for its peer. */
@@ -110,11 +118,18 @@ export class RaftDriver<R> {
   private readonly streaming = new Set<NodeId>();
   /** The hard state last written; null until the first write of this process. */
   private persistedHardState: HardState | null = null;
+  /** Heartbeat round -> when its Ready was taken (no later than it was sent), on both clocks (see leaseReadIndex). */
+  private readonly roundSentAt = new Map<number, { readonly monotonic: number; readonly wall: number }>();
+  /** How long after sending a round its quorum acknowledgement lets reads skip a round (RaftNode.leaseRound). */
+  private readonly leaseMs: number;
+  private readonly readCounts = { lease: 0, round: 0 };
 
   constructor(options: DriverOptions<R>, appliedIndex: number) {
     this.node = options.node;
     this.opts = options;
     this.applied = appliedIndex;
+    // Two ticks of margin: a follower's first tick may come right after it heard the round, and timers jitter.
+    this.leaseMs = Math.max(0, (this.node.leaseTicks - 2) * options.tickMs * (1 - CLOCK_RATE_ALLOWANCE));
   }
 
   start(): void {
@@ -192,6 +207,12 @@ export class RaftDriver<R> {
    */
   readIndex(timeoutMs: number): Promise<number> {
     if (this.stopped) return Promise.reject(new RaftError('UNAVAILABLE', 'server is shutting down'));
+    const leased = this.leaseReadIndex();
+    if (leased !== null) {
+      this.readCounts.lease++;
+      return this.waitApplied(leased).then(() => leased);
+    }
+    this.readCounts.round++;
     const context = `r${this.nextReadId++}`;
     if (!this.node.readIndex(context)) {
       return Promise.reject(new RaftError('NO_LEADER', 'no leader is known for a linearizable read'));
@@ -204,6 +225,40 @@ export class RaftDriver<R> {
       }, timeoutMs);
       this.reads.set(context, { index: null, resolve, reject, timer });
     });
+  }
+
+  /** How many linearizable reads were served under the leader lease, and how many took a heartbeat round. */
+  get linearizableReads(): { readonly lease: number; readonly round: number } {
+    return { ...this.readCounts };
+  }
+
+  /**
+   * The commit index, if this leader's lease covers this moment; otherwise null.
+   * The monotonic clock keeps running while the process is paused, but not while
+   * the machine sleeps; the wall clock does, but can be stepped. The lease holds
+   * only while both say it does, and a wall clock stepped back ends it.
+   */
+  private leaseReadIndex(): number | null {
+    const round = this.node.leaseRound();
+    if (round === null) return null;
+    const sent = this.roundSentAt.get(round);
+    if (sent === undefined) return null;
+    const wallElapsed = Date.now() - sent.wall;
+    if (performance.now() - sent.monotonic >= this.leaseMs || wallElapsed >= this.leaseMs || wallElapsed < 0) return null;
+    return this.node.committedIndex;
+  }
+
+  private noteRoundsSent(messages: readonly Message[]): void {
+    const now = { monotonic: performance.now(), wall: Date.now() };
+    for (const m of messages) {
+      if (m.type !== 'heartbeat') continue;
+      const round = Number(m.context);
+      if (!this.roundSentAt.has(round)) this.roundSentAt.set(round, now);
+    }
+    for (const oldest of this.roundSentAt.keys()) {
+      if (this.roundSentAt.size <= MAX_ROUND_TIMES) break;
+      this.roundSentAt.delete(oldest);
+    }
   }
 
   /** Resolves once the state machine has applied `index`. */
@@ -270,6 +325,7 @@ export class RaftDriver<R> {
 
   private async handleReady(rd: Ready): Promise<void> {
     const { transport } = this.opts;
+    this.noteRoundsSent(rd.messages);
     const early = rd.messages.filter(mayBeSentBeforePersist);
     for (const m of early) transport.send(m);
     if (this.mustPersist(rd)) {

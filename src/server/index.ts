@@ -140,6 +140,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       return n;
     },
     notifyBacklog: () => fe?.notifier.backlog ?? 0,
+    linearizableReads: () => veraNode.linearizableReads,
   });
   const front: FrontEnd = {
     node: veraNode,

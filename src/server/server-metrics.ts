@@ -8,6 +8,7 @@ export interface MetricSources {
   attachedSessions(): number;
   watches(): number;
   notifyBacklog(): number;
+  linearizableReads(): { readonly lease: number; readonly round: number };
 }
 
 export class ServerMetrics {
@@ -32,6 +33,15 @@ export class ServerMetrics {
     r.add(new Gauge('vera_sessions', 'Live sessions in the replicated state', () => src.sessions()));
     r.add(new Gauge('vera_sessions_attached', 'Sessions with a connection on this node', () => src.attachedSessions()));
     r.add(new Gauge('vera_watches', 'Watches in the replicated state', () => src.watches()));
+    r.add(
+      new Gauge('vera_linearizable_reads', 'Linearizable reads served since start, by how leadership was confirmed (lease or heartbeat round)', () => {
+        const { lease, round } = src.linearizableReads();
+        return [
+          [{ path: 'lease' }, lease],
+          [{ path: 'round' }, round],
+        ];
+      }),
+    );
     r.add(new Gauge('vera_notify_backlog', 'Events queued for sessions and not yet sent', () => src.notifyBacklog()));
   }
 

@@ -20,7 +20,8 @@ export interface RaftTiming {
   readonly heartbeatTicks: number;
 }
 
-export const DEFAULT_RAFT_TIMING: RaftTiming = { tickMs: 50, electionTicks: 20, heartbeatTicks: 2 };
+// A heartbeat round every tick (50 ms) renews the leader lease (90 ms, see RaftDriver) before it runs out.
+export const DEFAULT_RAFT_TIMING: RaftTiming = { tickMs: 50, electionTicks: 20, heartbeatTicks: 1 };
 
 export interface VeraNodeOptions {
   readonly id: NodeId;
@@ -254,6 +255,11 @@ export class VeraNode {
   /** A message from another member (via the transport). */
   step(message: Message): void {
     this.driver.step(message);
+  }
+
+  /** Linearizable reads served here: under the leader lease, or after a heartbeat round. */
+  get linearizableReads(): { readonly lease: number; readonly round: number } {
+    return this.driver.linearizableReads;
   }
 
   get appliedIndex(): number {

@@ -3,7 +3,7 @@
 // proposal is answered, before the Ready's write has finished. Storage here is
 // gated by hand, so the test decides when a write completes.
 
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RaftNode } from '../../src/raft/core.js';
 import { RaftDriver } from '../../src/raft/driver.js';
 import { MemoryLogStorage } from '../../src/raft/memory-storage.js';
@@ -52,11 +52,11 @@ afterEach(async () => {
   }
 });
 
-async function makeDriver(id: NodeId, voters: NodeId[]): Promise<{ driver: RaftDriver<number>; storage: GatedStorage; node: RaftNode; sent: Message[]; delivered: Promise<Message> }> {
+async function makeDriver(id: NodeId, voters: NodeId[], timing = { electionTicks: 1000, tickMs: 60_000 }): Promise<{ driver: RaftDriver<number>; storage: GatedStorage; node: RaftNode; sent: Message[]; delivered: Promise<Message> }> {
   const storage = new GatedStorage({ initialConfig: { voters, learners: [] } });
   const loaded = await storage.load();
   const node = new RaftNode(
-    { id, electionTicks: 1000, heartbeatTicks: 1, random: { int: () => 0 }, maxInflightMessages: 8, maxInflightBytes: 1 << 20, maxMessageBytes: 1 << 20 },
+    { id, electionTicks: timing.electionTicks, heartbeatTicks: 1, random: { int: () => 0 }, maxInflightMessages: 8, maxInflightBytes: 1 << 20, maxMessageBytes: 1 << 20 },
     { hardState: loaded.hardState, snapshot: loaded.snapshot, entries: loaded.entries, applied: 0 },
   );
   const sent: Message[] = [];
@@ -75,7 +75,7 @@ async function makeDriver(id: NodeId, voters: NodeId[]): Promise<{ driver: RaftD
       apply: async (entries, applied) => {
         for (const entry of entries) applied(entry, entry.index);
       },
-      tickMs: 60_000, // no ticks: the test drives everything
+      tickMs: timing.tickMs, // by default no ticks: the test drives everything
       onFatal: (err) => {
         throw err;
       },
@@ -100,7 +100,8 @@ describe('RaftDriver ordering', () => {
   });
 
   it('a vote is sent only after the vote is written', async () => {
-    const { driver, storage, sent, delivered } = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    const { driver, storage, sent, delivered, node } = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    for (let i = 0; i < node.leaseTicks; i++) node.tick(); // a fresh node votes only once the lease window has passed
     driver.start();
     driver.step({ type: 'vote', from: 'n1', to: 'n2', term: 1, lastLogIndex: 0, lastLogTerm: 0, transfer: false });
     await storage.writeStarted();
@@ -128,5 +129,88 @@ describe('RaftDriver ordering', () => {
     expect(answered).toBe(false);
     storage.releaseOne();
     expect(await proposal).toBe(2);
+  });
+});
+
+describe('RaftDriver leader lease', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const tickMs = 100;
+
+  /** Lets the driver's Ready loop run (setImmediate is not faked). */
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  /** n1 leads n1..n3 (the test plays n2; n3 is silent), has committed, and n2 acknowledged one heartbeat round. */
+  async function leaderWithLease() {
+    // The ticker and both clocks are faked; the Ready loop's setImmediate is real.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance', 'Date'] });
+    const made = await makeDriver('n1', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs });
+    const { driver, storage, node, sent } = made;
+    storage.openGates();
+    for (let i = 0; i < node.leaseTicks; i++) node.tick();
+    driver.start();
+    node.campaign();
+    driver.step({ type: 'preVoteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+    await settle();
+    driver.step({ type: 'voteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+    await settle();
+    expect(node.status().role).toBe('leader');
+    driver.step({ type: 'appResp', from: 'n2', to: 'n1', term: 1, index: 1, reject: false, hintIndex: 0, hintTerm: 0 });
+    await settle();
+    expect(node.committedIndex).toBe(1);
+    // One tick: a heartbeat round goes out; n2's acknowledgement makes a quorum with n1.
+    vi.advanceTimersByTime(tickMs);
+    await settle();
+    const context = lastHeartbeat(sent).context;
+    driver.step({ type: 'heartbeatResp', from: 'n2', to: 'n1', term: 1, context });
+    await settle();
+    expect(node.leaseRound()).toBe(Number(context));
+    return { ...made, round: Number(context) };
+  }
+
+  const lastHeartbeat = (sent: readonly Message[]) => [...sent].reverse().find((m) => m.type === 'heartbeat' && m.to === 'n2') as Extract<Message, { type: 'heartbeat' }>;
+
+  /** A read that must take a heartbeat round: it resolves only once n2 acknowledges a new round. */
+  async function expectRoundRead(made: Awaited<ReturnType<typeof leaderWithLease>>): Promise<void> {
+    const { driver, sent, round } = made;
+    const before = driver.linearizableReads;
+    const read = driver.readIndex(1000);
+    await settle();
+    expect(driver.linearizableReads).toEqual({ lease: before.lease, round: before.round + 1 });
+    const next = lastHeartbeat(sent);
+    expect(Number(next.context)).toBeGreaterThan(round);
+    driver.step({ type: 'heartbeatResp', from: 'n2', to: 'n1', term: 1, context: next.context });
+    expect(await read).toBe(1);
+  }
+
+  it('serves a read without a round while a round a quorum acknowledged is younger than the lease', async () => {
+    const made = await leaderWithLease();
+    const { driver, node, sent, round } = made;
+    const before = sent.length;
+    expect(await driver.readIndex(1000)).toBe(1);
+    expect(driver.linearizableReads).toEqual({ lease: 1, round: 0 });
+    expect(sent.length).toBe(before); // no round for it
+
+    // Past the lease ((leaseTicks - 2) ticks, less the clock allowance) with no newer acknowledged round: a round again.
+    vi.advanceTimersByTime((node.leaseTicks - 2) * tickMs);
+    await settle();
+    expect(node.leaseRound()).toBe(round); // the core still has it; only the clock says it is too old
+    await expectRoundRead(made);
+  });
+
+  it('ends the lease when the wall clock jumps ahead (the machine slept, the monotonic clock did not run)', async () => {
+    const made = await leaderWithLease();
+    vi.setSystemTime(Date.now() + 60_000);
+    await expectRoundRead(made);
+  });
+
+  it('ends the lease when the wall clock is stepped back', async () => {
+    const made = await leaderWithLease();
+    vi.setSystemTime(Date.now() - 1);
+    await expectRoundRead(made);
   });
 });

@@ -11,7 +11,7 @@
 // Compaction happens only when a test calls compact().
 
 import { createHash } from 'node:crypto';
-import { RaftNode } from '../../src/raft/core.js';
+import { leaseTicksFor, RaftNode } from '../../src/raft/core.js';
 import { MemoryLogStorage } from '../../src/raft/memory-storage.js';
 import { SnapshotAssembler } from '../../src/raft/state-transfer.js';
 import type {
@@ -321,13 +321,19 @@ export class ScenarioCluster {
    * timeouts are longer), so their leader lease expires and they answer vote requests.
    */
   expireLeases(ids?: readonly NodeId[]): void {
-    const who = (ids ?? this.ids).filter((id) => {
+    for (const id of ids ?? this.ids) {
       const st = this.nodes.get(id)?.status();
-      return st !== undefined && st.role !== 'leader' && st.leader !== null;
-    });
-    for (const id of who) {
-      for (let i = 0; i < this.electionTicks; i++) this.node(id).tick();
+      if (st === undefined || st.role === 'leader') continue;
+      // A node that knows no leader may still be in the lease window of one it heard (or of its start).
+      const ticks = st.leader !== null ? this.electionTicks : leaseTicksFor(this.electionTicks);
+      for (let i = 0; i < ticks; i++) this.node(id).tick();
     }
+    this.flush();
+  }
+
+  /** Lets the lease window pass on `id` (ticks it, short of its election timeout), so it may campaign. */
+  passLeaseWindow(id: NodeId): void {
+    for (let i = 0; i < leaseTicksFor(this.electionTicks); i++) this.node(id).tick();
     this.flush();
   }
 
@@ -337,6 +343,7 @@ export class ScenarioCluster {
    */
   elect(id: NodeId, filter: MessageFilter = () => true): Status {
     this.expireLeases(this.ids.filter((x) => x !== id));
+    this.passLeaseWindow(id);
     this.node(id).campaign();
     this.flush();
     this.settle(filter);

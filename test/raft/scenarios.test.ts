@@ -4,6 +4,7 @@
 // (figure 8) and thesis (PreVote, CheckQuorum, leadership transfer, ReadIndex).
 
 import { describe, expect, it } from 'vitest';
+import { leaseTicksFor } from '../../src/raft/core.js';
 import type { Message, SnapshotRequest } from '../../src/raft/types.js';
 import { msg, ScenarioCluster, text, type MessageFilter, type ScenarioOptions } from './scenario-helpers.js';
 
@@ -196,6 +197,7 @@ describe('elections', () => {
   it('dueling candidates resolve: a split vote is followed by one leader', () => {
     // n1 times out 3 ticks before n2; n3 would wait longest.
     const c = new ScenarioCluster(['n1', 'n2', 'n3'], { timeoutOffsets: { n1: 0, n2: 3, n3: 9 } });
+    c.expireLeases(); // fresh nodes keep the lease window of a leader they might have just heard
     c.campaign('n1');
     c.campaign('n2');
     // Both win the pre-vote; their vote requests to n3 are lost, so each has only its own vote.
@@ -347,6 +349,118 @@ describe('ReadIndex', () => {
     c.settle(); // appends flow, the noop commits, then the read is confirmed
     expect(c.status('n2').commit).toBe(noopIndex);
     expect(c.readStates('n2')).toEqual([{ index: noopIndex, context: 'early' }]);
+  });
+});
+
+describe('leader lease', () => {
+  /** n1 leads and has committed in its term; every message has been delivered. */
+  function leading(): ScenarioCluster {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    c.elect('n1');
+    c.propose('n1', 'a');
+    c.settle();
+    return c;
+  }
+
+  it('is proved by a heartbeat round a quorum acknowledged, and only on a leader that committed in its term', () => {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    expect(c.elect('n1', electionOnly).role).toBe('leader'); // its noop reached nobody
+    c.tick('n1', c.heartbeatTicks);
+    c.settle(msg(['heartbeat', 'heartbeatResp']));
+    expect(c.node('n1').leaseRound()).toBeNull(); // a quorum heard it, but its commit index may be behind
+    c.tick('n1', c.heartbeatTicks);
+    c.settle();
+    const round = c.node('n1').leaseRound();
+    expect(round).not.toBeNull();
+    expect(c.node('n2').leaseRound()).toBeNull();
+
+    // A round only one follower answered moves nothing; one a quorum answered moves the proof forward.
+    c.tick('n1', c.heartbeatTicks);
+    c.drop(msg('heartbeat', 'n1', 'n3'));
+    c.deliver(msg('heartbeat', 'n1', 'n2'));
+    expect(c.node('n1').leaseRound()).toBe(round);
+    c.settle();
+    expect(c.node('n1').leaseRound()).toBeGreaterThan(round!);
+  });
+
+  it('ends for the rest of the term once a leadership transfer starts', () => {
+    const c = leading();
+    c.tick('n1', c.heartbeatTicks);
+    c.settle(msg(['heartbeat', 'heartbeatResp']));
+    expect(c.node('n1').leaseRound()).not.toBeNull();
+    c.isolate('n2'); // the transfer cannot finish
+    expect(c.transferLeadership('n1', 'n2')).toBe(true);
+    expect(c.node('n1').leaseRound()).toBeNull();
+    for (let i = 0; i < 2 * c.electionTicks; i++) {
+      c.tick('n1'); // the transfer times out; n1 still leads (n3 answers)
+      c.settle();
+    }
+    expect(c.status('n1').role).toBe('leader');
+    expect(c.node('n1').leaseRound()).toBeNull(); // a late timeoutNow could still make n2 campaign
+  });
+
+  it('needs a round sent after the last configuration change', () => {
+    const c = leading();
+    c.tick('n1', c.heartbeatTicks);
+    c.settle();
+    const before = c.node('n1').leaseRound();
+    expect(before).not.toBeNull();
+    expect(c.node('n1').proposeConfigChange({ type: 'addLearner', node: 'n4' })).toMatchObject({ ok: true });
+    c.flush();
+    c.settle(not(msg('heartbeat')));
+    expect(c.status('n1').config.learners).toEqual(['n4']);
+    expect(c.node('n1').leaseRound()).toBeNull();
+    c.tick('n1', c.heartbeatTicks);
+    c.settle(not(msg('app', 'n1', 'n4')));
+    expect(c.node('n1').leaseRound()).toBeGreaterThan(before!);
+  });
+
+  it('a follower that heard the leader grants no vote within the lease window, even when it suspects the leader is gone', () => {
+    const c = leading();
+    const term = c.status('n1').term;
+    c.isolate('n3');
+    c.tick('n3', 2 * c.electionTicks); // n3 heard nothing for long: it may campaign (its pre-votes are lost)
+    c.heal();
+    c.isolate('n1'); // n1 keeps its lease from n2's last acknowledgement
+    c.node('n2').leaderUnreachable('n1'); // a wrong suspicion: n1 is alive
+    c.campaign('n3');
+    c.settle();
+    // n2 ignored the (pre-)vote request: no leader of a later term while n1's lease may hold.
+    expect(c.status('n3').role).not.toBe('leader');
+    expect(c.status('n2')).toMatchObject({ role: 'follower', term });
+    // Once the window has passed on n2, an election succeeds.
+    c.tick('n2', leaseTicksFor(c.electionTicks));
+    c.settle();
+    expect(['n2', 'n3'].map((id) => c.status(id).role)).toContain('leader');
+    expect(c.status('n2').term).toBeGreaterThan(term);
+  });
+
+  it('a restarted node grants no vote within the lease window: it may have heard a leader just before it went down', () => {
+    const c = leading();
+    const term = c.status('n1').term;
+    c.isolate('n3');
+    c.tick('n3', 2 * c.electionTicks);
+    c.heal();
+    c.isolate('n1');
+    c.crash('n2');
+    c.restart('n2');
+    c.campaign('n3');
+    c.settle();
+    expect(c.status('n3').role).not.toBe('leader');
+    expect(c.status('n2').term).toBe(term);
+    c.tick('n2', leaseTicksFor(c.electionTicks));
+    c.campaign('n3');
+    c.settle();
+    expect(c.status('n3')).toMatchObject({ role: 'leader' });
+  });
+
+  it('a node within the window does not campaign, even when told to, unless it is the only voter', () => {
+    const c = leading();
+    c.node('n2').campaign();
+    expect(c.status('n2').role).toBe('follower');
+    const lone = new ScenarioCluster(['n1']);
+    lone.campaign('n1');
+    expect(lone.status('n1').role).toBe('leader');
   });
 });
 
@@ -540,15 +654,25 @@ describe('snapshots', () => {
 });
 
 describe('a leader whose process is gone (leaderUnreachable)', () => {
-  it('followers told so elect a new leader within a quarter of an election timeout', () => {
+  it('followers told so elect a new leader as soon as the lease window has passed, long before an election timeout', () => {
     const c = new ScenarioCluster(['n1', 'n2', 'n3']);
     c.elect('n1');
     const term = c.status('n1').term;
+    const lease = leaseTicksFor(c.electionTicks);
+    expect(lease).toBeLessThan(c.electionTicks);
     c.crash('n1');
+    const sentBefore = c.sent.length;
     c.node('n2').leaderUnreachable('n1');
     c.node('n3').leaderUnreachable('n1');
     expect(c.status('n2')).toMatchObject({ role: 'follower', leader: null });
-    c.tick('n2', Math.floor(c.electionTicks / 4));
+    // Not before the lease window ends, although the short timer has run out: n1's lease may still hold.
+    c.tick('n2', lease - 1);
+    c.tick('n3', lease - 1);
+    c.settle();
+    expect(c.sent.slice(sentBefore).some((m) => m.type === 'preVote')).toBe(false);
+    c.tick('n3', 1); // n3 campaigns first, but n2 (one tick short of the window) ignores it
+    c.settle();
+    c.tick('n2', 1);
     c.settle();
     expect(c.status('n2')).toMatchObject({ role: 'leader', term: term + 1 });
     expect(c.status('n3')).toMatchObject({ role: 'follower', term: term + 1, leader: 'n2' });
@@ -560,7 +684,7 @@ describe('a leader whose process is gone (leaderUnreachable)', () => {
     const term = c.status('n1').term;
     c.crash('n1');
     c.node('n2').leaderUnreachable('n1');
-    c.tick('n2', Math.floor(c.electionTicks / 4));
+    c.tick('n2', leaseTicksFor(c.electionTicks));
     c.settle();
     expect(c.sent.some((m) => m.from === 'n2' && m.type === 'preVote')).toBe(true);
     // n3 ignores it (leader lease): n2 stays a pre-candidate, and no term moved.

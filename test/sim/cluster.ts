@@ -113,6 +113,10 @@ class NodeDriver {
   held: Message[] = [];
   /** Leader: snapshot streams in progress, by follower. */
   readonly streams = new Map<NodeId, OutgoingSnapshot>();
+  /** Leader: heartbeat round -> the step its Ready was taken (no later than it was sent); the lease is timed from it. */
+  readonly roundSentAt = new Map<number, number>();
+  /** The clock fault skipped a tick that has not been made up yet (it is made up at most once: see tickNodes). */
+  owesTick = false;
 
   constructor(
     readonly id: NodeId,
@@ -138,6 +142,7 @@ class NodeDriver {
     this.install = null;
     this.held = [];
     this.streams.clear();
+    this.roundSentAt.clear();
   }
 }
 
@@ -159,6 +164,10 @@ export interface SimStats {
   lostProposals: number;
   readsRequested: number;
   readsAnswered: number;
+  /** Linearizable reads a leader answered under its lease, without a round. */
+  leaseReads: number;
+  /** Steps in which some leader's lease covered the moment (each checked against the cluster). */
+  leaseSteps: number;
   committed: number;
   messagesSent: number;
   messagesLost: number;
@@ -214,6 +223,8 @@ export class SimCluster {
     lostProposals: 0,
     readsRequested: 0,
     readsAnswered: 0,
+    leaseReads: 0,
+    leaseSteps: 0,
     committed: 0,
     messagesSent: 0,
     messagesLost: 0,
@@ -355,6 +366,7 @@ export class SimCluster {
     this.healDuePartitions();
     this.clientActions();
     this.deliverDueMessages();
+    this.checkLeases();
     this.tickNodes();
     this.completeDueJobs();
     this.pumpSnapshotStreams();
@@ -472,12 +484,18 @@ export class SimCluster {
     if (suspicion > 0 && r.chance(suspicion)) {
       const d = r.pick(this.nodes);
       if (d.callable) {
-        // Mostly the node's real leader (dead or alive), sometimes any other member.
+        // Mostly the node's real leader (dead or alive), sometimes any other member; and sometimes
+        // every node at once (a leader whose port rejects all peers while it runs: a firewall).
         const leader = d.raft!.status().leader;
         const peer = leader !== null && r.chance(0.8) ? leader : r.pick(this.ids.filter((id) => id !== d.id));
-        this.say(`${d.id} leaderUnreachable(${peer})`);
-        this.callCore(d, 'leaderUnreachable', () => d.raft!.leaderUnreachable(peer));
-        this.observe(d);
+        const firewall = peer === leader && r.chance(0.3);
+        if (firewall) this.cutOff(peer, `firewall rejects ${peer}`);
+        const told = firewall ? this.nodes.filter((x) => x.callable && x.id !== peer) : [d];
+        for (const x of told) {
+          this.say(`${x.id} leaderUnreachable(${peer})`);
+          this.callCore(x, 'leaderUnreachable', () => x.raft!.leaderUnreachable(peer));
+          this.observe(x);
+        }
       }
     }
   }
@@ -505,8 +523,19 @@ export class SimCluster {
   }
 
   private formPartition(): void {
-    const { minPartitionSteps, maxPartitionSteps } = this.config.faults;
     const { label, links } = randomPartition(this.faultRandom, this.ids);
+    this.cutLinks(label, links);
+  }
+
+  /** Cuts `peer` off from every other node, both ways, for a random while. */
+  private cutOff(peer: NodeId, label: string): void {
+    const links: Array<[NodeId, NodeId]> = [];
+    for (const id of this.ids) if (id !== peer) links.push([peer, id], [id, peer]);
+    this.cutLinks(label, links);
+  }
+
+  private cutLinks(label: string, links: ReadonlyArray<readonly [NodeId, NodeId]>): void {
+    const { minPartitionSteps, maxPartitionSteps } = this.config.faults;
     if (links.length === 0) return;
     for (const [a, b] of links) this.network.cut(a, b);
     const healAt = this.now + this.faultRandom.range(minPartitionSteps, maxPartitionSteps);
@@ -555,7 +584,8 @@ export class SimCluster {
     if (this.phase === 'faults') {
       if (r.chance(f.read)) {
         const d = r.pick(this.nodes);
-        if (d.callable) this.requestRead(d);
+        // As the real driver: a leader whose lease covers this moment answers at once, else a ReadIndex round.
+        if (d.callable && !this.leaseRead(d)) this.requestRead(d);
       }
     } else {
       this.calmReads(retryAfter);
@@ -592,6 +622,39 @@ export class SimCluster {
     this.say(`${d.id} readIndex(${context}) -> ${accepted} (committed anywhere: ${this.checker.highestCommitIndex})`);
     this.observe(d);
     return context;
+  }
+
+  /** A client's read under the leader lease; false when the lease does not cover now (then it takes a ReadIndex round). */
+  private leaseRead(d: NodeDriver): boolean {
+    const commit = this.leaseReadIndex(d);
+    if (commit === null) return false;
+    this.say(`${d.id} lease read at index ${commit} (committed anywhere: ${this.checker.highestCommitIndex})`);
+    this.stats.leaseReads++;
+    return true;
+  }
+
+  /**
+   * The index a lease read would get on `d` now (RaftNode.leaseRound, timed as the real driver
+   * times it: from the step the round's Ready was taken), checked against the whole cluster; null
+   * when its lease does not cover now. Called for every node every step, so that any moment a
+   * stale lease would be trusted is caught, whether or not a client happened to read then.
+   */
+  private leaseReadIndex(d: NodeDriver): number | null {
+    const raft = d.raft!;
+    const round = this.callCore(d, 'leaseRound', () => raft.leaseRound());
+    if (round === null) return null;
+    const sentAt = d.roundSentAt.get(round);
+    const leaseTicks = this.config.mutation === 'leaseTooLong' ? 2 * this.config.electionTicks : raft.leaseTicks - 2;
+    if (sentAt === undefined || this.now >= sentAt + leaseTicks * this.config.stepsPerTick) return null;
+    const { term, commit } = raft.status();
+    this.checker.observeLeaseRead(d.id, term, commit);
+    return commit;
+  }
+
+  private checkLeases(): void {
+    for (const d of this.nodes) {
+      if (d.callable && this.leaseReadIndex(d) !== null) this.stats.leaseSteps++;
+    }
   }
 
   /** In the calm phase every member must answer one read; unanswered ones are asked again after a while. */
@@ -647,9 +710,12 @@ export class SimCluster {
     for (const d of this.nodes) {
       // Time stands still for a core whose state is being replaced (as in the real driver).
       if (!d.callable || (this.now + d.tickPhase) % stepsPerTick !== 0) continue;
+      // A clock may run late without bound (ticks skipped), but makes up at most one skipped tick:
+      // no clock counts more than one tick beyond real time. Leases assume exactly that (docs/raft.md).
       let ticks = 1;
       if (this.phase === 'faults' && faults.clockSkew > 0 && this.faultRandom.chance(faults.clockSkew)) {
-        ticks = this.faultRandom.chance(0.5) ? 0 : 2;
+        ticks = d.owesTick && this.faultRandom.chance(0.5) ? 2 : 0;
+        d.owesTick = ticks === 0;
       }
       for (let i = 0; i < ticks; i++) {
         this.callCore(d, 'tick', () => d.raft!.tick());
@@ -701,6 +767,7 @@ export class SimCluster {
     const appendsEarly = this.ioRandom.chance(0.5);
     for (const m of rd.messages) {
       if (m.from !== d.id) this.checker.fail('driverContract', `${d.id}'s Ready holds a message from ${m.from}`);
+      if (m.type === 'heartbeat' && !d.roundSentAt.has(Number(m.context))) d.roundSentAt.set(Number(m.context), this.now);
       const early = this.config.mutation === 'sendBeforePersist' || (appendsEarly && mayBeSentBeforePersist(m));
       if (early) this.send(d, m);
       else held.push(m);

@@ -62,7 +62,9 @@ export type SimMutation =
   /** The receiver installs every complete snapshot without asking shouldInstallSnapshot (stale ones too). */
   | 'installStaleSnapshot'
   /** The snapshot sender labels its captured state with the index before the one it reflects. */
-  | 'snapshotOffByOne';
+  | 'snapshotOffByOne'
+  /** The driver holds its lease for a whole election timeout, beyond the window followers keep (RaftNode.leaseTicks). */
+  | 'leaseTooLong';
 
 export interface SimConfig {
   readonly seed: number;
@@ -124,7 +126,7 @@ export function deriveConfig(seed: number, overrides: ConfigOverrides = {}): Sim
   const lossy = regime === 1 || regime === 3;
   const crashy = regime === 2 || regime === 3;
   const mutation = overrides.mutation ?? 'none';
-  const electionTicks = r.pick([6, 10, 10, 15]);
+  const electionTicks = r.pick([6, 10, 10, 15, 20, 30]);
   const maxIoDelay = r.pick([0, 2, 5, 12]);
   const network = {
     lossRate: lossy ? r.pick([0.05, 0.15, 0.3]) : r.pick([0, 0.01]),
@@ -158,7 +160,7 @@ export function deriveConfig(seed: number, overrides: ConfigOverrides = {}): Sim
       partition: r.pick([0, 0.002, 0.006, 0.015]),
       storageFailure: crashy ? 0.002 : r.pick([0, 0.0005]),
       transfer: r.pick([0, 0.002, 0.01]),
-      campaign: r.pick([0, 0.001, 0.004]),
+      campaign: mutation === 'leaseTooLong' ? (r.pick([0]), 0.02) : r.pick([0, 0.001, 0.004]),
       propose: r.pick([0.1, 0.3, 0.6]),
       read: r.pick([0.02, 0.1, 0.25]),
       configChange: r.pick([0, 0, 0.002, 0.01]),
@@ -171,7 +173,8 @@ export function deriveConfig(seed: number, overrides: ConfigOverrides = {}): Sim
     },
     snapshots: deriveSnapshotSettings(r, crashy, mutation),
     // Drawn after the snapshot settings, so the older parameters of a seed stay what they were.
-    leaderSuspicion: r.pick([0, 0.002, 0.01]),
+    // A stale lease shows only when a new leader is elected fast (suspicion, forced campaigns), so its mutation gets many.
+    leaderSuspicion: mutation === 'leaseTooLong' ? (r.pick([0]), 0.05) : r.pick([0, 0.002, 0.01]),
     mutation,
     livenessElectionTimeouts: 20,
     calmMinorityDown: r.chance(0.5),

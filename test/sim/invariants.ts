@@ -39,6 +39,8 @@ export type InvariantName =
   | 'voteSafety'
   /** A ReadIndex answer is at least the commit index known anywhere when the read was requested. */
   | 'readLinearizable'
+  /** A read under a leader lease: no leader of a later term exists yet, and nothing committed anywhere is missing. */
+  | 'leaseSafety'
   /** The core broke its contract with the driver (bad Ready, bad message). */
   | 'driverContract'
   /** After faults stop, the cluster elects a leader and commits everything pending in bounded time. */
@@ -125,6 +127,7 @@ export class SafetyChecker {
   private readonly reads = new Map<string, PendingRead>();
   private maxTerm = 0;
   private maxCommit = 0;
+  private maxLeaderTerm = 0;
 
   /** `where` renders the run position (seed, step, replay command) for error messages. */
   constructor(private readonly where: () => string = () => '') {}
@@ -163,6 +166,7 @@ export class SafetyChecker {
     this.observeTerm(term);
     const known = this.leaderOfTerm.get(term);
     if (known === undefined) this.leaderOfTerm.set(term, node);
+    if (term > this.maxLeaderTerm) this.maxLeaderTerm = term;
     else if (known !== node) this.fail('electionSafety', `two leaders in term ${term}: ${known} and ${node}`);
     if (log === null || this.completenessChecked.has(term)) return;
     this.completenessChecked.add(term);
@@ -366,6 +370,16 @@ export class SafetyChecker {
   observeReadRequest(node: NodeId, context: string): void {
     if (this.reads.has(context)) throw new Error(`read context ${context} used twice (simulator bug)`);
     this.reads.set(context, { node, requiredIndex: this.maxCommit });
+  }
+
+  /** `node`, leader of `term`, answered a read at `index` under its lease. */
+  observeLeaseRead(node: NodeId, term: number, index: number): void {
+    if (this.maxLeaderTerm > term) {
+      this.fail('leaseSafety', `${node} read under its lease of term ${term}, but ${this.leaderOfTerm.get(this.maxLeaderTerm)} was already leader of term ${this.maxLeaderTerm}`);
+    }
+    if (index < this.maxCommit) {
+      this.fail('leaseSafety', `${node} read under its lease at index ${index}, but index ${this.maxCommit} was already committed`);
+    }
   }
 
   observeReadState(node: NodeId, rs: ReadState): void {

@@ -64,6 +64,12 @@ describe('the simulation catches a broken driver', () => {
     for (const kind of kinds(failures)) expect(['stateMachineSafety', 'liveness']).toContain(kind);
   });
 
+  it('a driver that trusts its lease beyond the window followers keep', () => {
+    const failures = failuresUnder('leaseTooLong', 200, 2);
+    expect(failures.size).toBe(2);
+    expect(kinds(failures)).toEqual(new Set(['leaseSafety']));
+  });
+
   it('a failure report ends with the events that led to it', () => {
     let caught: unknown = null;
     try {

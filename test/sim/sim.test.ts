@@ -34,6 +34,8 @@ if (env.replaySeed !== null) {
   let totalMs = 0;
   /** Seeds that compacted, that installed a snapshot; totals of snapshot events. */
   const snapshotCoverage = { compactedSeeds: 0, installedSeeds: 0, installed: 0, installCrashes: 0, ignored: 0, aborted: 0 };
+  /** Seeds in which some leader held a lease; steps checked under a lease; client reads it answered. */
+  const leaseCoverage = { seeds: 0, steps: 0, reads: 0 };
 
   describe(`seeded simulation: ${count} seeds from ${first}, ${env.steps} fault steps each`, () => {
     for (let start = first; start < first + count; start += CHUNK) {
@@ -52,6 +54,9 @@ if (env.replaySeed !== null) {
           snapshotCoverage.installCrashes += st.installCrashes;
           snapshotCoverage.ignored += st.snapshotsIgnored;
           snapshotCoverage.aborted += st.snapshotsAborted;
+          if (st.leaseSteps > 0) leaseCoverage.seeds++;
+          leaseCoverage.steps += st.leaseSteps;
+          leaseCoverage.reads += st.leaseReads;
         }
         totalMs += performance.now() - t0;
       }, 600_000);
@@ -69,7 +74,8 @@ if (env.replaySeed !== null) {
         `simulation: ${count} seeds (${sizes.get(3) ?? 0} x 3 nodes, ${sizes.get(5) ?? 0} x 5 nodes), ${totalSteps} steps ` +
           `in ${seconds.toFixed(1)} s = ${(count / seconds).toFixed(1)} seeds/s, ${Math.round(totalSteps / seconds)} steps/s; ` +
           `${c.compactedSeeds} seeds compacted, ${c.installedSeeds} installed snapshots (${c.installed} installs, ` +
-          `${c.installCrashes} power losses around an install, ${c.ignored} stale snapshots ignored, ${c.aborted} streams aborted)`,
+          `${c.installCrashes} power losses around an install, ${c.ignored} stale snapshots ignored, ${c.aborted} streams aborted); ` +
+          `leases held in ${leaseCoverage.seeds} seeds over ${leaseCoverage.steps} steps, each checked against the cluster, ${leaseCoverage.reads} lease reads`,
       );
     });
 
@@ -82,6 +88,8 @@ if (env.replaySeed !== null) {
         expect(c.installCrashes).toBeGreaterThan(0);
         expect(c.ignored).toBeGreaterThan(0);
         expect(c.aborted).toBeGreaterThan(0);
+        expect(leaseCoverage.seeds).toBeGreaterThan(0.6 * count);
+        expect(leaseCoverage.reads).toBeGreaterThan(count);
       });
     }
   });
