@@ -85,7 +85,7 @@ export class RaftNode {
    * been right after one did). Never moved by suspicion: below leaseTicks this node neither votes
    * nor campaigns, which is what makes a leader's lease safe (see leaseRound).
    */
-  private sinceLeaderContact = 0;
+  private sinceLeaderContact: number;
   /** Leader: reads that arrived before this term's first commit, released when it commits. */
   private readsAwaitingTermCommit: Array<{ requester: NodeId; context: string }> = [];
   private leadTransferee: NodeId | null = null;
@@ -106,6 +106,8 @@ export class RaftNode {
   private lastHardState: HardState;
   private lastSoftState: SoftState;
   private readyOutstanding = false;
+  /** Leader: broadcastAppend() was asked for; the appends go out with the next Ready. */
+  private appendsDue = false;
 
   constructor(options: RaftOptions, restored: RestoredState) {
     this.id = options.id;
@@ -114,6 +116,8 @@ export class RaftNode {
     this.log = new RaftLog(snapshot, entries, hardState.commit, applied);
     this.term = hardState.term;
     this.vote = hardState.vote;
+    // A node still in term 0 has never answered a leader (answering one records its term first), so it owes no lease.
+    this.sinceLeaderContact = hardState.term === 0 ? this.leaseTicks : 0;
     // The configuration in force is the snapshot's plus every config entry applied since.
     let config = snapshot.config;
     this.configs = [{ index: snapshot.index, config }];
@@ -137,7 +141,9 @@ export class RaftNode {
     this.electionElapsed++;
     this.sinceLeaderContact++;
     if (this.role !== 'leader') {
-      if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout && !this.inLeaderLease()) {
+      // A lone voter need not wait out an election timeout to lead itself, only the lease window.
+      const due = this.electionElapsed >= this.randomizedElectionTimeout || this.config.voters.length === 1;
+      if (this.promotable() && due && !this.inLeaderLease()) {
         this.electionElapsed = 0;
         this.campaign();
       }
@@ -177,11 +183,11 @@ export class RaftNode {
 
   /**
    * Start an election now (PreVote first). A no-op on a leader, a non-voter, and
-   * within the lease window of a leader heard from (unless this node is the only voter).
+   * within the lease window of a leader heard from (a lone voter too: it may have
+   * just been left alone by a removal its old leader has not yet applied).
    */
   campaign(): void {
-    if (this.role === 'leader' || !this.promotable()) return;
-    if (this.inLeaderLease() && this.config.voters.length > 1) return;
+    if (this.role === 'leader' || !this.promotable() || this.inLeaderLease()) return;
     this.becomePreCandidate();
   }
 
@@ -328,6 +334,7 @@ export class RaftNode {
     if (this.readyOutstanding) return false;
     return (
       this.messages.length > 0 ||
+      (this.appendsDue && this.role === 'leader') ||
       this.readStates.length > 0 ||
       this.snapshotRequests.length > 0 ||
       this.log.hasUnstable() ||
@@ -339,6 +346,7 @@ export class RaftNode {
 
   ready(): Ready {
     if (this.readyOutstanding) throw new Error('ready() called again before advance()');
+    this.sendDueAppends();
     const hs = this.hardState();
     const ss = this.softState();
     const rd: Ready = {
@@ -660,7 +668,19 @@ export class RaftNode {
     return new Progress(this.log.lastIndex() + 1, this.opts.maxInflightMessages, this.opts.maxInflightBytes);
   }
 
+  /**
+   * Every follower gets what it is missing, and the commit index, when the next
+   * Ready is taken: proposals and commits of one turn then share one message per
+   * follower (and one acknowledgement back) instead of one each.
+   */
   private broadcastAppend(): void {
+    this.appendsDue = true;
+  }
+
+  private sendDueAppends(): void {
+    if (!this.appendsDue) return;
+    this.appendsDue = false;
+    if (this.role !== 'leader') return;
     for (const id of this.progress.keys()) this.sendAppend(id, true);
   }
 
@@ -720,14 +740,15 @@ export class RaftNode {
       pr.becomeProbe(); // the snapshot never arrived (or its acknowledgement was lost): start over
     }
     if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
-    if (m.context !== '' && this.rounds.acknowledge(m.context, m.from, (acks) => this.isQuorum(acks))) {
-      for (const r of this.reads.confirmedUpTo(this.rounds.confirmed)) this.answerRead(r.requester, r.context, r.index);
+    if (m.context !== '' && this.rounds.acknowledge(m.context, m.from, this.id, this.config.voters, quorumSize(this.config))) {
+      this.answerConfirmedReads();
     }
   }
 
   /** Sends one heartbeat round to every follower; returns its number. */
   private broadcastHeartbeat(): number {
-    const round = this.rounds.start(this.id, (acks) => this.isQuorum(acks));
+    const round = this.rounds.start();
+    this.rounds.recompute(this.id, this.config.voters, quorumSize(this.config)); // a lone voter is its own quorum
     const context = String(round);
     for (const [id, pr] of this.progress) {
       this.send({ type: 'heartbeat', to: id, commit: Math.min(pr.match, this.log.committed), context });
@@ -739,7 +760,11 @@ export class RaftNode {
   private maybeCommit(): boolean {
     const index = committedIndex(this.config, (id) => (id === this.id ? this.log.persisted : (this.progress.get(id)?.match ?? 0)));
     if (index <= this.log.committed || this.log.term(index) !== this.term) return false;
-    for (const e of this.log.slice(this.log.committed + 1, index + 1)) this.uncommittedBytes -= e.data.byteLength;
+    for (const e of this.log.slice(this.log.committed + 1, index + 1)) {
+      this.uncommittedBytes -= e.data.byteLength;
+      // Followers may apply a configuration as soon as they learn it committed: from then on a lease needs a new round.
+      if (e.kind === 'config' && Number.isFinite(this.leaseFromRound)) this.leaseFromRound = this.rounds.nextRound;
+    }
     this.log.commitTo(index);
     this.releaseReadsAwaitingTermCommit();
     return true;
@@ -753,10 +778,6 @@ export class RaftNode {
     }
     for (const pr of this.progress.values()) pr.recentActive = false;
     return active >= quorumSize(this.config);
-  }
-
-  private isQuorum(acks: ReadonlySet<NodeId>): boolean {
-    return this.config.voters.filter((id) => acks.has(id)).length >= quorumSize(this.config);
   }
 
   // ---------------------------------------------------------------- reads
@@ -782,6 +803,10 @@ export class RaftNode {
     const index = this.log.committed;
     const round = this.broadcastHeartbeat();
     this.reads.add({ requester, context, index, round });
+    this.answerConfirmedReads();
+  }
+
+  private answerConfirmedReads(): void {
     for (const r of this.reads.confirmedUpTo(this.rounds.confirmed)) this.answerRead(r.requester, r.context, r.index);
   }
 
@@ -796,7 +821,7 @@ export class RaftNode {
     // One heartbeat round confirms them all.
     const round = this.broadcastHeartbeat();
     for (const r of waiting) this.reads.add({ ...r, index: this.log.committed, round });
-    for (const r of this.reads.confirmedUpTo(this.rounds.confirmed)) this.answerRead(r.requester, r.context, r.index);
+    this.answerConfirmedReads();
   }
 
   private answerRead(requester: NodeId, context: string, index: number): void {

@@ -138,9 +138,8 @@ export class RaftDriver<R> {
       this.node.tick();
       this.schedule();
     }, this.opts.tickMs);
-    // A lone voter need not wait out an election timeout to lead itself.
-    const { voters } = this.node.status().config;
-    if (voters.length === 1 && voters[0] === this.node.id) this.node.campaign();
+    // A lone voter leads itself at once (after the lease window, if it may have answered a leader before).
+    if (this.node.status().config.voters.length === 1) this.node.campaign();
     this.schedule();
   }
 

@@ -21,25 +21,15 @@ export interface PendingRead {
   readonly round: number;
 }
 
-/** Rounds not yet confirmed are kept up to this many; an older one is dropped (a later confirmation covers its reads). */
-const MAX_OPEN_ROUNDS = 64;
-
 export class HeartbeatRounds {
-  private open: Array<{ readonly round: number; readonly acks: Set<NodeId> }> = [];
   private next = 1;
   private confirmedRound = 0;
+  /** The highest round each peer acknowledged: it heard that round, sent no earlier than any before it. */
+  private readonly acked = new Map<NodeId, number>();
 
   /** Start a round; returns its number, to carry as the heartbeats' context. */
-  start(self: NodeId, isQuorum: (acks: ReadonlySet<NodeId>) => boolean): number {
-    const round = this.next++;
-    const acks = new Set([self]);
-    if (isQuorum(acks)) {
-      this.confirmedRound = round; // a lone voter is its own quorum
-      return round;
-    }
-    this.open.push({ round, acks });
-    if (this.open.length > MAX_OPEN_ROUNDS) this.open.shift();
-    return round;
+  start(): number {
+    return this.next++;
   }
 
   /** The round every later start() will exceed: rounds below it were sent before now. */
@@ -53,24 +43,30 @@ export class HeartbeatRounds {
   }
 
   /**
-   * `from` acknowledged a heartbeat of round `context`. Returns true when that
-   * makes a later round confirmed than before.
+   * `from` acknowledged a heartbeat of round `context`. Recomputes the latest round
+   * that `voters` (this node counting for the latest round it started) acknowledged
+   * to at least `quorum` of them; returns true when that moved forward.
    */
-  acknowledge(context: string, from: NodeId, isQuorum: (acks: ReadonlySet<NodeId>) => boolean): boolean {
+  acknowledge(context: string, from: NodeId, self: NodeId, voters: readonly NodeId[], quorum: number): boolean {
     const round = Number(context);
-    const at = this.open.findIndex((r) => r.round === round);
-    if (at < 0) return false;
-    const entry = this.open[at]!;
-    entry.acks.add(from);
-    if (!isQuorum(entry.acks)) return false;
+    if (!Number.isSafeInteger(round) || round < 1 || round >= this.next) return false; // not a round of ours
+    if (round <= (this.acked.get(from) ?? 0)) return false;
+    this.acked.set(from, round);
+    return this.recompute(self, voters, quorum);
+  }
+
+  /** Recomputes the confirmed round for a (possibly new) configuration; true when it moved forward. */
+  recompute(self: NodeId, voters: readonly NodeId[], quorum: number): boolean {
+    const rounds = voters.map((id) => (id === self ? this.next - 1 : (this.acked.get(id) ?? 0))).sort((a, b) => b - a);
+    const round = rounds[quorum - 1] ?? 0;
+    if (round <= this.confirmedRound) return false;
     this.confirmedRound = round;
-    this.open = this.open.slice(at + 1);
     return true;
   }
 
   /** Forget every round (a new term: rounds of another leadership prove nothing). */
   clear(): void {
-    this.open = [];
+    this.acked.clear();
     this.confirmedRound = 0;
   }
 }

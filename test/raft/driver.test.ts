@@ -112,7 +112,8 @@ describe('RaftDriver ordering', () => {
 
   it('a proposal is answered only after its entry is written', async () => {
     const { driver, storage, node } = await makeDriver('n1', ['n1']);
-    driver.start(); // a lone voter campaigns at once
+    for (let i = 0; i < node.leaseTicks; i++) node.tick(); // a lone voter campaigns once the lease window has passed
+    driver.start();
     // Its election and no-op go through storage like everything else.
     while (node.status().role !== 'leader' || node.status().commit < 1) {
       await storage.writeStarted();
@@ -144,10 +145,13 @@ describe('RaftDriver leader lease', () => {
     for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
   };
 
-  /** n1 leads n1..n3 (the test plays n2; n3 is silent), has committed, and n2 acknowledged one heartbeat round. */
-  async function leaderWithLease() {
-    // The ticker and both clocks are faked; the Ready loop's setImmediate is real.
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance', 'Date'] });
+  /**
+   * n1 leads n1..n3 (the test plays n2; n3 is silent), has committed, and n2 acknowledged
+   * one heartbeat round, `ackAfterMs` after it went out. The ticker and performance.now()
+   * are faked, and Date too unless `fakeWall` is false; the Ready loop's setImmediate is real.
+   */
+  async function leaderWithLease({ ackAfterMs = 0, fakeWall = true } = {}) {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance', ...(fakeWall ? (['Date'] as const) : [])] });
     const made = await makeDriver('n1', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs });
     const { driver, storage, node, sent } = made;
     storage.openGates();
@@ -166,6 +170,7 @@ describe('RaftDriver leader lease', () => {
     vi.advanceTimersByTime(tickMs);
     await settle();
     const context = lastHeartbeat(sent).context;
+    vi.advanceTimersByTime(ackAfterMs);
     driver.step({ type: 'heartbeatResp', from: 'n2', to: 'n1', term: 1, context });
     await settle();
     expect(node.leaseRound()).toBe(Number(context));
@@ -199,6 +204,17 @@ describe('RaftDriver leader lease', () => {
     vi.advanceTimersByTime((node.leaseTicks - 2) * tickMs);
     await settle();
     expect(node.leaseRound()).toBe(round); // the core still has it; only the clock says it is too old
+    await expectRoundRead(made);
+  });
+
+  it('times the lease from when the round went out, not from when it was acknowledged, on the monotonic clock alone', async () => {
+    const made = await leaderWithLease({ ackAfterMs: 150, fakeWall: false });
+    const { driver, node } = made;
+    const leaseMs = (node.leaseTicks - 2) * tickMs * 0.9; // 180 ms here
+    vi.advanceTimersByTime(leaseMs - 150 - 1);
+    expect(await driver.readIndex(1000)).toBe(1);
+    expect(driver.linearizableReads).toEqual({ lease: 1, round: 0 });
+    vi.advanceTimersByTime(1);
     await expectRoundRead(made);
   });
 

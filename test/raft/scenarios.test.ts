@@ -323,6 +323,23 @@ describe('ReadIndex', () => {
     expect(c.readStates('n1')).toEqual([]);
   });
 
+  it('under a steady stream of reads, answers to rounds long superseded still confirm them', () => {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    c.elect('n1');
+    c.propose('n1', 'a');
+    c.settle();
+    // Each read starts its own round; every answer comes back only after 70 newer rounds went out.
+    let asked = 0;
+    for (let batch = 0; batch < 5; batch++) {
+      for (let i = 0; i < 70; i++) expect(c.readIndex('n1', `r${asked++}`)).toBe(true);
+      c.deliver(msg('heartbeatResp'));
+      c.deliver(msg('heartbeat'));
+    }
+    expect(c.readStates('n1').length).toBeGreaterThanOrEqual(4 * 70);
+    c.settle();
+    expect(c.readStates('n1').map((r) => r.context)).toEqual(Array.from({ length: asked }, (_, i) => `r${i}`));
+  });
+
   it('a follower that knows no leader refuses at once', () => {
     const c = new ScenarioCluster(['n1', 'n2', 'n3']);
     expect(c.readIndex('n2', 'nobody')).toBe(false);
@@ -454,13 +471,35 @@ describe('leader lease', () => {
     expect(c.status('n3')).toMatchObject({ role: 'leader' });
   });
 
-  it('a node within the window does not campaign, even when told to, unless it is the only voter', () => {
+  it('a node within the window does not campaign, even when told to, nor does a lone voter', () => {
     const c = leading();
     c.node('n2').campaign();
     expect(c.status('n2').role).toBe('follower');
+    // A restarted lone voter may have just been left alone by a removal its old leader has not applied yet.
     const lone = new ScenarioCluster(['n1']);
     lone.campaign('n1');
+    expect(lone.status('n1')).toMatchObject({ role: 'leader', term: 1 }); // never answered a leader: no window
+    lone.crash('n1');
+    lone.restart('n1');
+    lone.campaign('n1');
+    expect(lone.status('n1').role).toBe('follower');
+    lone.tick('n1', leaseTicksFor(lone.electionTicks) - 1);
+    expect(lone.status('n1').role).toBe('follower');
+    lone.tick('n1'); // then it leads itself at once, without an election timeout
+    lone.settle();
     expect(lone.status('n1').role).toBe('leader');
+  });
+
+  it('a follower moved to a later term by a stray message still refuses a vote in that term within the window', () => {
+    const c = leading();
+    const term = c.status('n1').term;
+    // A stale answer from n3 carrying a later term reaches n2 (n3 campaigned while cut off).
+    c.node('n2').step({ type: 'appResp', from: 'n3', to: 'n2', term: term + 1, index: 0, reject: true, hintIndex: 0, hintTerm: 0 });
+    expect(c.status('n2')).toMatchObject({ term: term + 1, leader: null });
+    const last = c.node('n3').lastIndex();
+    c.node('n2').step({ type: 'vote', from: 'n3', to: 'n2', term: term + 1, lastLogIndex: last, lastLogTerm: c.node('n3').termAt(last)!, transfer: false });
+    c.flush();
+    expect(c.queue.filter((m) => m.type === 'voteResp')).toMatchObject([{ from: 'n2', to: 'n3', reject: true }]);
   });
 });
 

@@ -166,8 +166,8 @@ export class SafetyChecker {
     this.observeTerm(term);
     const known = this.leaderOfTerm.get(term);
     if (known === undefined) this.leaderOfTerm.set(term, node);
-    if (term > this.maxLeaderTerm) this.maxLeaderTerm = term;
     else if (known !== node) this.fail('electionSafety', `two leaders in term ${term}: ${known} and ${node}`);
+    if (term > this.maxLeaderTerm) this.maxLeaderTerm = term;
     if (log === null || this.completenessChecked.has(term)) return;
     this.completenessChecked.add(term);
     const start = this.checkLogStart(node, log, `leader ${node} of term ${term}`);

@@ -7,6 +7,7 @@ import {
   ListenerHandshake,
   NONCE_BYTES,
   PeerAuthError,
+  PEER_PROTOCOL_VERSION,
   type HandshakeOptions,
 } from '../../src/raft/transport/auth.js';
 import { PeerProtocolError } from '../../src/raft/transport/codec.js';
@@ -138,10 +139,10 @@ describe('peer handshake', () => {
     const l2 = listener();
     expect(() => l2.receive(packr.pack({ t: 'msgs', m: [] }))).toThrow(PeerProtocolError);
     const l3 = listener();
-    const badNonce = packr.pack({ t: 'hello', v: 1, cluster: CLUSTER, from: 'n1', to: 'n2', nonce: Buffer.alloc(8) });
+    const badNonce = packr.pack({ t: 'hello', v: PEER_PROTOCOL_VERSION, cluster: CLUSTER, from: 'n1', to: 'n2', nonce: Buffer.alloc(8) });
     expect(() => l3.receive(badNonce)).toThrow(/nonce must be 32 bytes/);
     const l4 = listener();
-    const badVersion = packr.pack({ t: 'hello', v: 2, cluster: CLUSTER, from: 'n1', to: 'n2', nonce: Buffer.alloc(32) });
+    const badVersion = packr.pack({ t: 'hello', v: PEER_PROTOCOL_VERSION - 1, cluster: CLUSTER, from: 'n1', to: 'n2', nonce: Buffer.alloc(32) });
     expect(() => l4.receive(badVersion)).toThrow(/unsupported peer protocol version/);
     // After a failure a handshake stays failed, even for a frame that would have been fine.
     const d = dialer();

@@ -38,7 +38,8 @@ export class PeerAuthError extends Error {
   override readonly name: string = 'PeerAuthError';
 }
 
-export const PEER_PROTOCOL_VERSION = 1;
+/** 2: heartbeat rounds back a leader lease (a node that heard a leader grants no vote for a while); 1 did not, so the two must not mix. */
+export const PEER_PROTOCOL_VERSION = 2;
 export const NONCE_BYTES = 32;
 const MAX_CLUSTER_ID_BYTES = 255;
 const DOMAIN = 'vera-peer-auth-v1';
