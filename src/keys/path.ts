@@ -14,8 +14,26 @@ export interface PathRules {
 // into U+FFFD and the path would no longer round-trip through its key).
 const LONE_SURROGATE = /\p{Cs}/u;
 
+/**
+ * Non-root paths found valid lately (validity of a non-root path does not depend on the
+ * rules). The same few paths come back on every request of a busy client; checking
+ * them again was a few percent of a leader's time. Bounded: cleared when full.
+ */
+const recentlyValid = new Set<string>();
+const MAX_REMEMBERED = 1024;
+
 /** Returns a message naming what is wrong with `path`, or null when it is valid. */
 export function validatePath(path: unknown, rules: PathRules): string | null {
+  if (typeof path === 'string' && recentlyValid.has(path)) return null;
+  const problem = checkPath(path, rules);
+  if (problem === null && path !== '/') {
+    if (recentlyValid.size >= MAX_REMEMBERED) recentlyValid.clear();
+    recentlyValid.add(path as string);
+  }
+  return problem;
+}
+
+function checkPath(path: unknown, rules: PathRules): string | null {
   if (typeof path !== 'string') return 'path must be a string';
   if (!path.startsWith('/')) return `path must start with '/': ${JSON.stringify(path)}`;
   if (path.includes('\u0000')) return 'path must not contain a NUL character';

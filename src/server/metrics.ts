@@ -14,9 +14,17 @@ interface Metric {
 
 export class Counter implements Metric {
   private readonly values = new Map<string, number>();
+  /** Raw label values -> their rendered text: inc() runs on every request, escaping each time showed in profiles. */
+  private readonly rendered = new Map<string, string>();
   constructor(readonly name: string, readonly help: string) {}
   inc(labels: Labels = {}, by = 1): void {
-    const key = labelText(labels);
+    let raw = '';
+    for (const k in labels) raw += `${k}\u0000${labels[k]}\u0000`;
+    let key = this.rendered.get(raw);
+    if (key === undefined) {
+      key = labelText(labels);
+      this.rendered.set(raw, key);
+    }
     this.values.set(key, (this.values.get(key) ?? 0) + by);
   }
   render(): string {
