@@ -30,7 +30,8 @@ interface Request {
 }
 
 interface Target {
-  readonly server: string;
+  /** Asked in turn when one cannot be reached (see call). */
+  readonly servers: readonly string[];
   readonly secret: string | null;
   readonly timeoutMs: number;
 }
@@ -41,7 +42,7 @@ type Reply = { readonly ok: true; readonly body: Record<string, unknown> } | { r
 export async function runAdmin(verb: 'member' | 'leader', args: ParsedArgs, io: CliIO): Promise<number> {
   const [sub, ...rest] = args.positionals;
   const target: Target = {
-    server: serverList(args, io)[0]!,
+    servers: serverList(args, io),
     secret: stringFlag(args, 'secret') ?? nonEmpty(io.env[SECRET_ENV]) ?? null,
     timeoutMs: timeoutArg(args),
   };
@@ -103,13 +104,14 @@ async function listFromLeader(target: Target, io: CliIO): Promise<Reply> {
   const first = await call(target, { method: 'GET', path: '/v1/members' }, io);
   if (!first.ok || first.body.role === 'leader' || typeof first.body.leaderUrl !== 'string') return first;
   const silent: CliIO = { ...io, stderr: () => undefined };
-  const fromLeader = await call({ ...target, server: first.body.leaderUrl }, { method: 'GET', path: '/v1/members' }, silent);
+  const fromLeader = await call({ ...target, servers: [first.body.leaderUrl] }, { method: 'GET', path: '/v1/members' }, silent);
   return fromLeader.ok ? fromLeader : first;
 }
 
 async function call(target: Target, request: Request, io: CliIO): Promise<Reply> {
   const deadline = performance.now() + target.timeoutMs;
-  let server = target.server;
+  const untried = [...target.servers];
+  let server = untried.shift()!;
   let redirects = 0;
   for (;;) {
     const url = `${httpBaseUrl(server)}${request.path}`;
@@ -122,10 +124,17 @@ async function call(target: Target, request: Request, io: CliIO): Promise<Reply>
         method: request.method,
         headers,
         ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
-        signal: AbortSignal.timeout(Math.max(1, Math.ceil(deadline - performance.now()))),
+        // With more servers to try, this one gets its share of the time left, not all of it.
+        signal: AbortSignal.timeout(Math.max(1, Math.ceil((deadline - performance.now()) / (untried.length + 1)))),
       });
     } catch (error) {
       io.stderr(`vera: cannot reach ${url}: ${causeOf(error)}\n`);
+      // Another server is asked only when this request surely did nothing: a read, or a refused connection.
+      const next = untried.shift();
+      if (next !== undefined && (request.method === 'GET' || refused(error))) {
+        server = next;
+        continue;
+      }
       return { ok: false, exit: EXIT.cannotConnect };
     }
     const text = await response.text();
@@ -153,6 +162,11 @@ async function call(target: Target, request: Request, io: CliIO): Promise<Reply>
     io.stderr(`vera: ${String(error.code ?? response.status)}: ${String(error.message ?? text.slice(0, 200))}\n`);
     return { ok: false, exit: EXIT.serverError };
   }
+}
+
+function refused(error: unknown): boolean {
+  const cause = error instanceof Error ? error.cause : undefined;
+  return typeof cause === 'object' && cause !== null && (cause as { code?: unknown }).code === 'ECONNREFUSED';
 }
 
 /** One line per member: id, role, addresses, and the leader's view of its progress. */

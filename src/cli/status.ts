@@ -8,17 +8,21 @@ import type { CliIO } from './io.js';
 
 export async function runStatus(args: ParsedArgs, io: CliIO): Promise<number> {
   if (args.positionals.length > 0) throw new UsageError(`'vera status' takes no arguments, got ${args.positionals.join(' ')}`);
-  const server = serverList(args, io)[0]!;
   const timeout = timeoutArg(args);
-  const url = `${httpBaseUrl(server)}/v1/status`;
-  let response: Response;
-  try {
-    response = await fetch(url, { signal: AbortSignal.timeout(timeout) });
-  } catch (error) {
-    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error);
-    io.stderr(`vera: cannot reach ${url}: ${cause}\n`);
-    return EXIT.cannotConnect;
+  // Each server in turn, until one answers: the first may be the member that is down.
+  let url = '';
+  let response: Response | null = null;
+  for (const server of serverList(args, io)) {
+    url = `${httpBaseUrl(server)}/v1/status`;
+    try {
+      response = await fetch(url, { signal: AbortSignal.timeout(timeout) });
+      break;
+    } catch (error) {
+      const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error);
+      io.stderr(`vera: cannot reach ${url}: ${cause}\n`);
+    }
   }
+  if (response === null) return EXIT.cannotConnect;
   const body = await response.text();
   if (!response.ok) {
     io.stderr(`vera: ${url} answered ${response.status}: ${body.slice(0, 500)}\n`);

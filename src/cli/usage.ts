@@ -122,8 +122,10 @@ Changes who is in the cluster, one member at a time, through the leader.
   vera member promote ID                            make a caught-up learner a voter
   vera member remove ID                             remove a member (the leader too)
 
-  --server URL         any member (default ws://127.0.0.1:1919, or $VERA_SERVER);
-                       a follower's NOT_LEADER answer is followed to the leader
+  --server URL[,URL...]  any member(s) (default ws://127.0.0.1:1919, or $VERA_SERVER);
+                       a follower's NOT_LEADER answer is followed to the leader; the
+                       next URL is tried when one cannot be reached (for a change,
+                       only when its connection was refused: nothing was sent)
   --secret S           the cluster secret (or $VERA_CLUSTER_SECRET); needed when the
                        cluster has one, else only loopback may change members
   --json               print the server's JSON answer
@@ -144,7 +146,8 @@ Hands leadership to voter ID and waits until it leads.
 
 Fetches GET /v1/status from the server and prints it.
 
-  --server URL         server to ask (default ws://127.0.0.1:1919, or $VERA_SERVER)
+  --server URL[,URL...]  server(s) to ask, in turn until one answers (default
+                       ws://127.0.0.1:1919, or $VERA_SERVER)
   --json               print the raw JSON
   --timeout MS         give up after MS ms (default 5000)
   -h, --help           show this help`,

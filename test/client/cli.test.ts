@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '../../src/client/index.js';
 import { parseData } from '../../src/cli/client-commands.js';
@@ -18,9 +18,9 @@ async function fake(): Promise<FakeServer> {
   return s;
 }
 
-async function http(handler: (path: string) => { status: number; body: string }): Promise<string> {
+async function http(handler: (path: string, method: string) => { status: number; body: string }): Promise<string> {
   const server: Server = createServer((req, res) => {
-    const { status, body } = handler(req.url ?? '/');
+    const { status, body } = handler(req.url ?? '/', req.method ?? 'GET');
     res.writeHead(status, { 'content-type': 'application/json' }).end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -212,5 +212,52 @@ describe('vera status', () => {
     const unreachable = captureIO();
     expect(await main(['status', '--server', await closedPortUrl()], unreachable)).toBe(3);
     expect(unreachable.err()).toMatch(/cannot reach http:\/\/127\.0\.0\.1:\d+\/v1\/status/);
+  });
+
+  it('asks each --server in turn until one answers', async () => {
+    const url = await http(() => ({ status: 200, body: '{"id":"n2","role":"follower"}' }));
+    const dead = await closedPortUrl();
+    const io = captureIO();
+    expect(await main(['status', '--json', '--server', `${dead},${url}`], io)).toBe(0);
+    expect(JSON.parse(io.out())).toEqual({ id: 'n2', role: 'follower' });
+    expect(io.err()).toContain(`cannot reach ${dead.replace('ws:', 'http:')}/v1/status`);
+  });
+});
+
+describe('vera member with several --server URLs', () => {
+  /** A port that accepts connections and never answers (a hung member). */
+  async function silentUrl(): Promise<string> {
+    const sockets = new Set<import('node:net').Socket>();
+    const server = createTcpServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(
+      () =>
+        new Promise((resolve) => {
+          for (const socket of sockets) socket.destroy();
+          server.close(() => resolve());
+        }),
+    );
+    return `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  it('a list goes on to the next member when one cannot be reached', async () => {
+    const url = await http(() => ({ status: 200, body: JSON.stringify({ role: 'leader', members: [{ id: 'n2', role: 'leader', voter: true }] }) }));
+    const io = captureIO();
+    expect(await main(['member', 'list', '--json', '--server', `${await silentUrl()},${url}`, '--timeout', '300'], io)).toBe(0);
+    expect(JSON.parse(io.out())).toMatchObject({ role: 'leader' });
+  });
+
+  it('a change goes on only past a refused connection, never past one that may have been received', async () => {
+    const posts: string[] = [];
+    const url = await http((path, method) => {
+      if (method === 'POST') posts.push(path);
+      return { status: 200, body: JSON.stringify({ ok: true, config: { voters: ['n1'], learners: [] } }) };
+    });
+    const refused = captureIO();
+    expect(await main(['member', 'remove', 'n3', '--json', '--server', `${await closedPortUrl()},${url}`], refused)).toBe(0);
+    expect(posts).toEqual(['/v1/members']);
+    const hung = captureIO();
+    expect(await main(['member', 'remove', 'n3', '--json', '--server', `${await silentUrl()},${url}`, '--timeout', '300'], hung)).toBe(3);
+    expect(posts).toEqual(['/v1/members']); // not sent again: the hung member may have acted on it
   });
 });
