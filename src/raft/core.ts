@@ -323,7 +323,7 @@ export class RaftNode {
     // The transferee may campaign whenever timeoutNow reaches it, skipping every lease: none from now on this term.
     this.leaseFromRound = Number.POSITIVE_INFINITY;
     const pr = this.progress.get(to)!;
-    if (pr.match === this.log.lastIndex()) this.send({ type: 'timeoutNow', to });
+    if (pr.match === this.log.lastIndex()) this.sendTimeoutNow(to);
     else this.sendAppend(to, true);
     return true;
   }
@@ -728,7 +728,7 @@ export class RaftNode {
     if (this.maybeCommit()) this.broadcastAppend();
     else this.sendAppend(m.from, false);
     if (this.leadTransferee === m.from && pr.match === this.log.lastIndex()) {
-      this.send({ type: 'timeoutNow', to: m.from });
+      this.sendTimeoutNow(m.from);
     }
   }
 
@@ -866,6 +866,12 @@ export class RaftNode {
 
   private send(m: Outgoing): void {
     this.messages.push({ ...m, from: this.id, term: this.term } as Message);
+  }
+
+  /** Due appends (with the commit index) go first: the transferee should campaign knowing what committed. */
+  private sendTimeoutNow(to: NodeId): void {
+    this.sendDueAppends();
+    this.send({ type: 'timeoutNow', to });
   }
 
   private inLeaderLease(): boolean {

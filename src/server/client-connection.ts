@@ -27,8 +27,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private pendingHello: Promise<unknown> | null = null;
   private inflight = 0;
   private closed = false;
-  /** Socket writes are held until the end of this event-loop turn (see corkUntilTurnEnds). */
-  private corked = false;
+  /** The socket whose writes are held until the end of this event-loop turn (see corkUntilTurnEnds), if any. */
+  private corked: { uncork(): void } | null = null;
 
   constructor(
     private readonly ws: WebSocket,
@@ -46,10 +46,13 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (!this.established) return;
     if ('events' in payload) this.fe.metrics.notifications.inc({}, payload.events.length);
     const { encoding } = this.established;
-    this.sendFrame(shared === undefined ? encodeNotify(payload, encoding) : shared.frames.encode(shared.key, payload, encoding));
+    // Not corked: notifications go out during the notifier's flush, one frame per watcher, and must not wait a loop turn.
+    this.sendFrame(shared === undefined ? encodeNotify(payload, encoding) : shared.frames.encode(shared.key, payload, encoding), false);
   }
 
   bufferedBytes(): number {
+    // Held writes would count as backlog: let them go first, so a fast client is not taken for a slow one.
+    this.uncorkNow();
     return this.ws.bufferedAmount;
   }
 
@@ -207,10 +210,10 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     }
   }
 
-  private sendFrame(frame: Buffer | string): void {
+  private sendFrame(frame: Buffer | string, cork = true): void {
     if (this.ws.readyState !== this.ws.OPEN) return;
     this.fe.metrics.bytesOut.inc({}, typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length);
-    this.corkUntilTurnEnds();
+    if (cork) this.corkUntilTurnEnds();
     this.ws.send(frame);
   }
 
@@ -220,16 +223,20 @@ export class ClientConnection implements AttachedConnection, NotifySink {
    * one each (socket writes were the largest cost of a busy leader).
    */
   private corkUntilTurnEnds(): void {
-    if (this.corked) return;
+    if (this.corked !== null) return;
     // ws keeps its net.Socket here; it has no public way to batch frames.
     const socket = (this.ws as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
     if (socket === undefined) return;
-    this.corked = true;
+    this.corked = socket;
     socket.cork();
-    setImmediate(() => {
-      this.corked = false;
-      socket.uncork();
-    });
+    setImmediate(() => this.uncorkNow());
+  }
+
+  private uncorkNow(): void {
+    const socket = this.corked;
+    if (socket === null) return;
+    this.corked = null;
+    socket.uncork();
   }
 }
 

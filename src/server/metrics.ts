@@ -19,7 +19,7 @@ export class Counter implements Metric {
   constructor(readonly name: string, readonly help: string) {}
   inc(labels: Labels = {}, by = 1): void {
     let raw = '';
-    for (const k in labels) raw += `${k}\u0000${labels[k]}\u0000`;
+    for (const k in labels) raw += `${k}=${JSON.stringify(labels[k])},`;
     let key = this.rendered.get(raw);
     if (key === undefined) {
       key = labelText(labels);

@@ -244,6 +244,23 @@ describe('elections', () => {
 });
 
 describe('leadership transfer', () => {
+  it('the append carrying the commit index reaches the transferee before timeoutNow', () => {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    c.elect('n1');
+    c.isolate('n3');
+    c.propose('n1', 'x');
+    expect(c.transferLeadership('n1', 'n2')).toBe(true);
+    // n2's acknowledgement commits x and completes its catch-up in one step.
+    c.deliver(msg('app', 'n1', 'n2'));
+    c.deliver(msg('appResp', 'n2', 'n1'));
+    const toN2 = c.queue.filter((m) => m.to === 'n2').map((m) => m.type);
+    expect(toN2.indexOf('app')).toBeGreaterThanOrEqual(0);
+    expect(toN2.indexOf('app')).toBeLessThan(toN2.indexOf('timeoutNow'));
+    c.settle();
+    expect(c.status('n2')).toMatchObject({ role: 'leader' });
+    expect(c.status('n1')).toMatchObject({ role: 'follower', leader: 'n2' });
+  });
+
   it('to an up-to-date follower: proposals pause, the target wins the next term', () => {
     const c = new ScenarioCluster(['n1', 'n2', 'n3']);
     c.elect('n1');
