@@ -442,7 +442,7 @@ try {
   process.stdout.write(JSON.stringify({ session: client.session, timeoutMs: client.sessionTimeoutMs, items }) + '\\n');
 } catch (error) {
   process.stdout.write(JSON.stringify({ error: String(error && error.message || error) }) + '\\n');
-  process.exit(1);
+  process.exitCode = 1;
 }
 `;
 

@@ -119,7 +119,7 @@ class DevProcess {
   }
 
   /** Resolves with how the process exited; rejects (showing its output) after `timeoutMs`. */
-  waitForExit(timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  exitStatus(timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     return new Promise((res, rej) => {
       const timer = setTimeout(() => rej(new Error(`vera dev did not exit within ${timeoutMs} ms:\n${this.out}\n${this.err}`)), timeoutMs);
       void this.exited.then((e) => {
@@ -237,7 +237,7 @@ describe('vera dev --nodes 3', () => {
     expect(proc.exitCode).toBeNull();
 
     proc.kill('SIGTERM');
-    const { code, signal } = await dev.waitForExit();
+    const { code, signal } = await dev.exitStatus();
     expect({ code, signal }).toStrictEqual({ code: 0, signal: null });
     expect(dev.out).toContain('[dev] every node has stopped');
     for (const pid of pids.values()) expect(isAlive(pid)).toBe(false);
@@ -259,7 +259,7 @@ describe('vera dev --nodes 3', () => {
     await dev.waitForOutput(/\[n1\] role is now leader/);
 
     dev.proc.kill('SIGINT');
-    expect(await dev.waitForExit()).toStrictEqual({ code: 0, signal: null });
+    expect(await dev.exitStatus()).toStrictEqual({ code: 0, signal: null });
     expect(isAlive(Number(pid))).toBe(false);
     expect(await refuses(clientBase)).toBe(true);
   }, 60_000);
@@ -274,7 +274,7 @@ describe('vera dev --nodes 3', () => {
     await new Promise<void>((res) => squatter.listen(clientBase + 1, '127.0.0.1', () => res()));
     try {
       const dev = startDev(['--nodes', '2', '--data', dataDir, '--client-port', String(clientBase), '--peer-port', String(peerBase)]);
-      expect(await dev.waitForExit()).toStrictEqual({ code: 1, signal: null });
+      expect(await dev.exitStatus()).toStrictEqual({ code: 1, signal: null });
       expect(dev.out).toMatch(/\[dev\] n2 exited unexpectedly \(exit code 1\)/);
       expect(dev.err).toContain(`[n2] vera: cannot start: client port 127.0.0.1:${clientBase + 1} is already in use`);
       expect(dev.err).toContain('vera dev: n2 did not start');
