@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { wireData } from '../support/arbitraries.js';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_LIMITS,
@@ -265,13 +266,7 @@ const path = fc
   .filter((p) => Buffer.byteLength(p) <= 1024);
 const id = fc.maxSafeNat();
 const index = fc.maxSafeNat();
-const hasProtoKey = (value: unknown): boolean =>
-  typeof value === 'object' && value !== null && (Object.keys(value).includes('__proto__') || Object.values(value).some(hasProtoKey));
-// JSON cannot carry -0; normalise through JSON so the generated value is what either encoding can express.
-const data = fc
-  .jsonValue({ maxDepth: 4, stringUnit: 'grapheme' })
-  .map((v) => JSON.parse(JSON.stringify(v)) as unknown)
-  .filter((v) => !hasProtoKey(v));
+const data = wireData(4);
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 
 function withoutUndefined<T extends object>(value: T): T {

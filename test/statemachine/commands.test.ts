@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { pack } from 'msgpackr';
+import { wireData } from '../support/arbitraries.js';
 import { CommandError, decodeCommand, encodeCommand, type Command } from '../../src/statemachine/commands.js';
 
 const sessionId = fc.constantFrom('s1', 'abc-DEF_123', 'é');
 const path = fc.constantFrom('/a', '/a/b', '/x-y/z');
-const json = fc.jsonValue({ maxDepth: 2 }).filter((v) => v !== undefined);
+// Data as the server accepts it (a generated `__proto__` key made this test fail about one run in ten).
+const json = wireData(2);
 const index = fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER });
 
 const command: fc.Arbitrary<Command> = fc.oneof(
