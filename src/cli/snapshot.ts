@@ -4,11 +4,11 @@
 // writes anything. The file format is described in src/server/backup.ts.
 
 import { randomBytes } from 'node:crypto';
-import { open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { httpBaseUrl } from '../client/urls.js';
-import { fsyncDir } from '../raft/datadir.js';
-import { BackupError, MAX_BACKUP_FILE_BYTES, restoreBackup, verifyBackup, type VerifiedBackup } from '../server/backup.js';
+import { fsyncDir } from '../raft/fsync.js';
+import { BackupError, restoreBackup, verifyBackupFile, type VerifiedBackup } from '../server/backup.js';
 import { boolFlag, parseArgs, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
 import { serverList, timeoutArg } from './client-commands.js';
 import { buildServerConfig } from './config.js';
@@ -123,7 +123,6 @@ async function download(url: string, file: string, timeoutMs: number): Promise<D
       for await (const chunk of response.body) {
         touch();
         received += chunk.byteLength;
-        if (received > MAX_BACKUP_FILE_BYTES) throw new BackupError('tooLarge', `the server sent more than ${MAX_BACKUP_FILE_BYTES} bytes`);
         await handle.write(chunk);
       }
       await handle.sync();
@@ -131,8 +130,10 @@ async function download(url: string, file: string, timeoutMs: number): Promise<D
       await handle.close();
     }
     clearTimeout(timer);
-    const backup = verifyBackup(await readFile(temporary));
+    // Verified before it replaces FILE; the saved file is what was verified.
+    const verified = await verifyBackupFile(temporary);
     await rename(temporary, file);
+    const backup = { ...verified, path: file };
     renamed = true;
     await fsyncDir(dirname(file));
     return { kind: 'saved', backup };
@@ -163,7 +164,7 @@ async function restore(args: ParsedArgs, io: CliIO): Promise<number> {
 
   let backup: VerifiedBackup;
   try {
-    backup = verifyBackup(await readBackupFile(file));
+    backup = await verifyBackupFile(file);
   } catch (error) {
     io.stderr(`vera: ${file} cannot be restored: ${causeOf(error)}; nothing was written\n`);
     return EXIT.serverError;
@@ -192,13 +193,6 @@ async function restore(args: ParsedArgs, io: CliIO): Promise<number> {
       : `restored ${file} into ${config.dataDir}: member ${config.id} of a new single-member cluster, index ${backup.header.index} (term ${backup.header.term}), ${backup.records} records\nstart it with: ${summary.start}\n`,
   );
   return EXIT.ok;
-}
-
-async function readBackupFile(file: string): Promise<Buffer> {
-  const info = await stat(file);
-  if (!info.isFile()) throw new BackupError('corrupt', 'not a regular file');
-  if (info.size > MAX_BACKUP_FILE_BYTES) throw new BackupError('tooLarge', `file is ${info.size} bytes, more than the ${MAX_BACKUP_FILE_BYTES} a backup can be`);
-  return readFile(file);
 }
 
 function hostPort(address: { host: string; port: number }): string {

@@ -19,6 +19,8 @@ import { ClassicLevel } from 'classic-level';
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import { access, mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import { fsyncDir } from './fsync.js';
+import { finishInterruptedInstall } from './snapshot-install.js';
 import { dirname, join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { propertyKey } from '../keys/index.js';
@@ -207,6 +209,7 @@ async function openExistingStore(dir: string, options: OpenDataDirOptions): Prom
     await checkIdentity(dir, db, options.nodeId);
     const identity = await loadStoreIdentity(dir, db, options.clusterId);
     const storage = await LevelLogStorage.open(db, { initialConfig: options.initialConfig });
+    await finishSnapshotInstall(dir, db, storage);
     return {
       db,
       storage,
@@ -220,6 +223,21 @@ async function openExistingStore(dir: string, options: OpenDataDirOptions): Prom
     await db.close();
     if (error instanceof DataDirError) throw error;
     throw new DataDirError('corrupt', dir, `the Raft log cannot be opened: ${describe(error)}`, { cause: error });
+  }
+}
+
+/** A snapshot install a crash interrupted is completed before anything reads the store (snapshot-install.ts). */
+async function finishSnapshotInstall(dir: string, db: LevelDb, storage: LevelLogStorage): Promise<void> {
+  try {
+    await finishInterruptedInstall(db, storage, join(dir, SNAPSHOTS_DIRNAME));
+  } catch (error) {
+    await storage.close();
+    throw new DataDirError(
+      'corrupt',
+      dir,
+      `${describe(error)}. This member cannot serve this store: remove it from the cluster (vera member remove ID), delete its data directory, and add it back (vera member add, then start it with --join), as docs/operations.md describes for a wiped member`,
+      { cause: error },
+    );
   }
 }
 
@@ -347,16 +365,6 @@ function openLevel(path: string, create: boolean): LevelDb {
     createIfMissing: create,
     errorIfExists: create,
   });
-}
-
-/** Makes a created or renamed directory entry durable: without it a power loss can forget the rename. */
-export async function fsyncDir(path: string): Promise<void> {
-  const handle = await open(path, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 function unpackOrUndefined(raw: Buffer): unknown {

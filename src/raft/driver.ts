@@ -7,8 +7,9 @@
 // by the next Ready.
 
 import { createHash } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { RaftNode } from './core.js';
-import { SnapshotAssembler, type CapturedState } from './state-transfer.js';
+import { SnapshotAssembler, type CapturedState, type StagedFile, type Staging } from './state-transfer.js';
 import type { LogStorage } from './storage.js';
 import type { ConfigChange, Entry, HardState, Message, NodeId, ProposeResult, Ready, SnapshotMeta, SnapshotRequest, SoftState, Status } from './types.js';
 import { mayBeSentBeforePersist } from './types.js';
@@ -37,11 +38,14 @@ export interface Transport {
 /** How the driver reads and replaces the whole state machine (InstallSnapshot). */
 export interface SnapshotIO {
   capture(): Promise<CapturedState>;
+  /** Where incoming transfers are staged (on disk: a snapshot of any size is received in bounded memory). */
+  readonly staging: Staging<StagedFile>;
   /**
-   * Replace the state machine by a verified stream reflecting `meta.index`, and
-   * make the log start after `meta`, atomically and durably.
+   * Replace the state machine by a verified staged stream reflecting `meta.index`,
+   * and make the log start after `meta`, durably; a crash part way is finished at
+   * the next start (snapshot-install.ts). Removes the staged file once done.
    */
-  install(meta: SnapshotMeta, data: Buffer): Promise<void>;
+  install(meta: SnapshotMeta, staged: StagedFile): Promise<void>;
 }
 
 export interface CompactionPolicy {
@@ -111,8 +115,9 @@ export class RaftDriver<R> {
   private stopped = false;
   private nextReadId = 1;
   private applied: number;
-  private readonly assembler = new SnapshotAssembler();
-  private pendingInstall: { message: SnapshotRequest; data: Buffer } | null = null;
+  /** Null without SnapshotIO: then no snapshot can be received. */
+  private readonly assembler: SnapshotAssembler<StagedFile> | null;
+  private pendingInstall: { message: SnapshotRequest; staged: StagedFile } | null = null;
   private installing = false;
   private held: Message[] = [];
   private readonly streaming = new Set<NodeId>();
@@ -128,6 +133,7 @@ export class RaftDriver<R> {
     this.node = options.node;
     this.opts = options;
     this.applied = appliedIndex;
+    this.assembler = options.snapshots ? new SnapshotAssembler(options.snapshots.staging) : null;
     // Two ticks of margin: a follower's first tick may come right after it heard the round, and timers jitter.
     this.leaseMs = Math.max(0, (this.node.leaseTicks - 2) * options.tickMs * (1 - CLOCK_RATE_ALLOWANCE));
   }
@@ -148,6 +154,8 @@ export class RaftDriver<R> {
     if (this.ticker) clearInterval(this.ticker);
     this.failAll(new RaftError('UNAVAILABLE', 'server is shutting down'));
     while (this.running) await new Promise((r) => setImmediate(r));
+    this.assembler?.abandon();
+    this.discardPendingInstall();
   }
 
   get appliedIndex(): number {
@@ -411,25 +419,33 @@ export class RaftDriver<R> {
   }
 
   private receiveSnapshotChunk(m: SnapshotRequest): void {
-    let data: Buffer | null;
+    if (this.assembler === null) return;
+    let staged: StagedFile | null;
     try {
-      data = this.assembler.accept(`${m.from}/${m.term}/${m.meta.index}`, m.offset, m.chunk, m.done, m.checksum);
+      staged = this.assembler.accept(`${m.from}/${m.term}/${m.meta.index}`, m.offset, m.chunk, m.done, m.checksum);
     } catch (err) {
       this.opts.onSnapshotEvent?.({ kind: 'failed', peer: m.from, index: m.meta.index, error: String(err) });
       return;
     }
-    if (data === null) return;
-    this.pendingInstall = { message: m, data };
+    if (staged === null) return;
+    this.discardPendingInstall(); // a newer complete snapshot replaces one not yet installed
+    this.pendingInstall = { message: m, staged };
     this.schedule();
+  }
+
+  private discardPendingInstall(): void {
+    if (this.pendingInstall === null) return;
+    rmSync(this.pendingInstall.staged.path, { force: true });
+    this.pendingInstall = null;
   }
 
   /** Runs inside the Ready loop, with no Ready outstanding: the core holds still until it is done. */
   private async installSnapshot(): Promise<void> {
-    const { message, data } = this.pendingInstall!;
+    const { message, staged } = this.pendingInstall!;
     this.pendingInstall = null;
     const io = this.opts.snapshots;
-    if (!io) return;
-    if (!this.node.shouldInstallSnapshot(message)) {
+    if (!io || !this.node.shouldInstallSnapshot(message)) {
+      rmSync(staged.path, { force: true });
       // Still step it in (nothing is installed): a follower that already has it must
       // answer with its commit index, or a leader whose acknowledgement was lost would
       // resend the same snapshot forever while no quorum can form without us.
@@ -438,11 +454,11 @@ export class RaftDriver<R> {
     }
     this.installing = true;
     try {
-      await io.install(message.meta, data);
+      await io.install(message.meta, staged);
       this.applied = message.meta.index;
       this.node.step({ ...message, chunk: new Uint8Array(0) });
       this.releaseAppliedWaiters();
-      this.opts.onSnapshotEvent?.({ kind: 'installed', peer: message.from, index: message.meta.index, bytes: data.length });
+      this.opts.onSnapshotEvent?.({ kind: 'installed', peer: message.from, index: message.meta.index, bytes: staged.bytes });
     } finally {
       this.installing = false;
       const held = this.held;
@@ -498,7 +514,7 @@ export class RaftDriver<R> {
     const still: typeof this.appliedWaiters = [];
     for (const w of this.appliedWaiters) (w.index <= this.applied ? w.resolve() : still.push(w));
     this.appliedWaiters.length = 0;
-    this.appliedWaiters.push(...still);
+    for (const w of still) this.appliedWaiters.push(w);
   }
 
   private failAll(err: RaftError): void {

@@ -147,7 +147,8 @@ export class LevelLogStorage implements LogStorage {
           throw new StorageError('invalidArgument', `extra op touches a key the log storage owns: ${op.key.toString('hex')}`);
         }
       }
-      const ops = [...this.logOps(hardState, entries, newBounds.lastIndex), ...extraOps];
+      const ops = this.logOps(hardState, entries, newBounds.lastIndex);
+      for (const op of extraOps) ops.push(op);
       if (ops.length === 0) return;
       try {
         await this.db.batch(ops, { ...BUFFERS, sync: true });
@@ -192,7 +193,7 @@ export class LevelLogStorage implements LogStorage {
       for (let index = this.bounds.snapshotIndex + 1; index <= this.bounds.lastIndex; index++) ops.push({ type: 'del', key: logKey(index) });
       ops.push({ type: 'put', key: SNAPSHOT_KEY, value: pack({ index: meta.index, term: meta.term, config: { voters: [...meta.config.voters], learners: [...meta.config.learners] } }) });
       ops.push({ type: 'put', key: LAST_LOG_INDEX_KEY, value: pack(meta.index) });
-      ops.push(...stateOps);
+      for (const op of stateOps) ops.push(op); // a loop: a spread of a long array overflows the stack
       try {
         await this.db.batch(ops, { ...BUFFERS, sync: true });
       } catch (cause) {

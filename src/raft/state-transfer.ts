@@ -8,14 +8,16 @@
 // Wire format of the byte stream: records of [u32 key length][key][u32 value
 // length][value], in key order; its sha256 travels with the last chunk.
 
-import { createHash, type Hash } from 'node:crypto';
+import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { closeSync, createReadStream, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import { unpack } from 'msgpackr';
 import { Bucket, bucketRange } from '../keys/index.js';
 import { LAST_LOG_INDEX_KEY, SNAPSHOT_KEY, type LevelBatchOp, type LevelDb } from './leveldb-storage.js';
 
 export const SNAPSHOT_CHUNK_BYTES = 512 * 1024;
-/** Received snapshots are staged in memory; a bigger one is refused rather than exhausting it. */
-export const MAX_SNAPSHOT_BYTES = 1024 * 1024 * 1024;
+/** In-memory staging (simulator and tests only) refuses a bigger snapshot rather than exhausting memory. */
+export const MAX_MEMORY_STAGED_BYTES = 256 * 1024 * 1024;
 
 const APPLIED_KEY_SUFFIX = Buffer.from('applied', 'utf8');
 
@@ -90,7 +92,43 @@ function encodeRecord(key: Buffer, value: Buffer): Buffer {
   return out;
 }
 
-/** Parses a whole verified stream into its records. */
+/** Refuses a record a snapshot must never carry: the receiver's own log and peer-local keys. */
+function checkRecordKey(key: Buffer): void {
+  if (key.length < 2 || isLogOwned(key) || key.readUInt16BE(0) === Bucket.property || key.readUInt16BE(0) === Bucket.log) {
+    throw new SnapshotError(`snapshot carries a key it must not: ${key.toString('hex').slice(0, 40)}`);
+  }
+}
+
+/**
+ * Parses a stream of records as it arrives, holding at most one partial record
+ * between chunks, so a snapshot of any size is read in bounded memory.
+ */
+export async function* readRecords(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<[Buffer, Buffer]> {
+  let carry: Buffer = Buffer.alloc(0);
+  for await (const chunk of chunks) {
+    const data = carry.length === 0 ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([carry, chunk]);
+    let at = 0;
+    for (;;) {
+      if (at + 4 > data.length) break;
+      const keyLen = data.readUInt32BE(at);
+      if (at + 8 + keyLen > data.length) break;
+      const valueLen = data.readUInt32BE(at + 4 + keyLen);
+      const end = at + 8 + keyLen + valueLen;
+      if (end > data.length) break;
+      const key = data.subarray(at + 4, at + 4 + keyLen);
+      checkRecordKey(key);
+      yield [key, data.subarray(at + 8 + keyLen, end)];
+      at = end;
+    }
+    // Copied: the chunk it came from may be reused by its producer.
+    carry = Buffer.from(data.subarray(at));
+  }
+  if (carry.length > 0) {
+    throw new SnapshotError(carry.length < 4 ? 'snapshot stream ends inside a record header' : 'snapshot stream ends inside a record');
+  }
+}
+
+/** Parses a whole stream held in memory (tests and small streams; installs use readRecords). */
 export function decodeRecords(data: Buffer): Array<[Buffer, Buffer]> {
   const out: Array<[Buffer, Buffer]> = [];
   let at = 0;
@@ -104,65 +142,208 @@ export function decodeRecords(data: Buffer): Array<[Buffer, Buffer]> {
     if (at + 4 + valueLen > data.length) throw new SnapshotError('snapshot stream ends inside a value');
     const value = data.subarray(at + 4, at + 4 + valueLen);
     at += 4 + valueLen;
-    if (key.length < 2 || isLogOwned(key) || key.readUInt16BE(0) === Bucket.property || key.readUInt16BE(0) === Bucket.log) {
-      throw new SnapshotError(`snapshot carries a key it must not: ${key.toString('hex').slice(0, 40)}`);
-    }
+    checkRecordKey(key);
     out.push([Buffer.from(key), Buffer.from(value)]);
   }
   return out;
 }
 
-/**
- * The batch that replaces this node's state machine by a verified stream: every
- * current state key deleted, every record put (LevelDB applies a batch in order).
- */
-export async function replaceStateOps(db: LevelDb, data: Buffer): Promise<LevelBatchOp[]> {
-  const records = decodeRecords(data);
-  const ops: LevelBatchOp[] = [];
-  for (const range of stateRanges()) {
-    for await (const key of db.keys({ ...range })) {
-      if (!isLogOwned(key)) ops.push({ type: 'del', key });
-    }
-  }
-  for (const [key, value] of records) ops.push({ type: 'put', key, value });
-  return ops;
+/** A stream held in memory, as one chunk. */
+export async function* bufferChunks(data: Uint8Array): AsyncGenerator<Uint8Array> {
+  if (data.byteLength > 0) yield data;
 }
 
-/** The applied index a verified stream carries (the state machine's 'applied' property). */
+/** A stream staged in a file, read in bounded chunks. */
+export async function* fileChunks(path: string, start = 0, end?: number): AsyncGenerator<Buffer> {
+  if (end !== undefined && end <= start) return;
+  const stream = createReadStream(path, { start, end: end === undefined ? undefined : end - 1, highWaterMark: READ_CHUNK_BYTES });
+  for await (const chunk of stream) yield chunk as Buffer;
+}
+
+const READ_CHUNK_BYTES = 1024 * 1024;
+
+/** LevelDB batches of a state replacement stay under this many bytes (a value is at most about 1 MiB). */
+export const STATE_BATCH_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Replaces this node's state machine by a stream of records, in bounded batches:
+ * the internal properties the state machine owns are deleted, every bucket from
+ * 0x0003 on is cleared, then the records are written. Not atomic: the caller
+ * makes a crash in the middle recoverable (snapshot-install.ts) or throws the
+ * store away (a restore builds it in a temporary directory). Returns the record count.
+ */
+export async function replaceState(db: LevelDb, records: AsyncIterable<[Buffer, Buffer]>): Promise<number> {
+  const stale: LevelBatchOp[] = [];
+  for await (const key of db.keys(bucketRange(Bucket.internal))) if (!isLogOwned(key)) stale.push({ type: 'del', key });
+  if (stale.length > 0) await db.batch(stale);
+  await db.clear({ gte: bucketRange(Bucket.item).gte });
+  let batch: LevelBatchOp[] = [];
+  let bytes = 0;
+  let count = 0;
+  for await (const [key, value] of records) {
+    batch.push({ type: 'put', key, value });
+    bytes += key.length + value.length;
+    count++;
+    if (bytes >= STATE_BATCH_BYTES) {
+      await db.batch(batch);
+      batch = [];
+      bytes = 0;
+    }
+  }
+  if (batch.length > 0) await db.batch(batch);
+  return count;
+}
+
+/**
+ * The applied index a stream carries (the state machine's 'applied' property).
+ * The internal bucket sorts first, so this reads only the stream's first records.
+ */
+export async function appliedIndexIn(records: AsyncIterable<[Buffer, Buffer]>): Promise<number> {
+  const appliedKey = Buffer.concat([bucketRange(Bucket.internal).gte, APPLIED_KEY_SUFFIX]);
+  const internalEnd = bucketRange(Bucket.internal).lt;
+  for await (const [key, value] of records) {
+    if (key.equals(appliedKey)) return decodeAppliedIndex(value);
+    if (internalEnd !== undefined && Buffer.compare(key, internalEnd) >= 0) break;
+  }
+  return 0;
+}
+
+/** The applied index a verified in-memory stream carries. */
 export function appliedIndexOf(data: Buffer): number {
   const appliedKey = Buffer.concat([bucketRange(Bucket.internal).gte, APPLIED_KEY_SUFFIX]);
   for (const [key, value] of decodeRecords(data)) if (key.equals(appliedKey)) return decodeAppliedIndex(value);
   return 0;
 }
 
+// ---------------------------------------------------------------- receiving
+
+/** Where one incoming transfer's bytes wait until it is complete. */
+export interface StagingWriter<T> {
+  write(part: Uint8Array): void;
+  /** The transfer is complete and hashes to `sha256`. */
+  finish(sha256: string, bytes: number): T;
+  /** The transfer was abandoned: forget what it wrote. */
+  discard(): void;
+}
+
+/** Opens the staging of a new transfer. */
+export type Staging<T> = () => StagingWriter<T>;
+
 /**
- * Receiver side: assembles one transfer's chunks in order, in memory (the staging
- * area), and hands out the whole stream only when complete and its checksum matches.
- * A chunk out of order, or a new transfer, discards what was staged.
+ * Staging in memory, bounded by MAX_MEMORY_STAGED_BYTES: for the simulator and
+ * tests, whose snapshots are small. Real members stage to disk (fileStaging).
  */
-export class SnapshotAssembler {
-  private staged: { key: string; parts: Buffer[]; size: number; hash: Hash } | null = null;
+export const memoryStaging: Staging<Buffer> = () => {
+  const parts: Buffer[] = [];
+  let size = 0;
+  return {
+    write(part) {
+      if (size + part.byteLength > MAX_MEMORY_STAGED_BYTES) throw new SnapshotError(`snapshot larger than ${MAX_MEMORY_STAGED_BYTES} bytes refused by in-memory staging`);
+      parts.push(Buffer.from(part));
+      size += part.byteLength;
+    },
+    finish: () => Buffer.concat(parts),
+    discard: () => undefined,
+  };
+};
+
+/** A complete, verified transfer staged in a file. */
+export interface StagedFile {
+  readonly path: string;
+  readonly bytes: number;
+  readonly sha256: string;
+}
+
+/** Name prefix of staged transfers in the staging directory; leftovers are removed at start. */
+export const INCOMING_PREFIX = 'incoming-';
+
+/**
+ * Staging in files under `dir` (the data directory's snapshots/), so receiving a
+ * snapshot holds one chunk in memory whatever the snapshot's size; its only bound
+ * is the disk (a failed write, e.g. ENOSPC, abandons the transfer and the leader
+ * retries later). Writes are synchronous so chunks stay in order without a queue;
+ * the file is synced once, before an install depends on it (snapshot-install.ts).
+ */
+export function fileStaging(dir: string): Staging<StagedFile> {
+  return () => {
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, `${INCOMING_PREFIX}${randomBytes(8).toString('hex')}`);
+    const fd = openSync(path, 'wx');
+    let open = true;
+    const close = (): void => {
+      if (!open) return;
+      open = false;
+      closeSync(fd);
+    };
+    return {
+      write(part) {
+        let at = 0;
+        while (at < part.byteLength) at += writeSync(fd, part, at, part.byteLength - at);
+      },
+      finish(sha256, bytes) {
+        close();
+        return { path, bytes, sha256 };
+      },
+      discard() {
+        close();
+        rmSync(path, { force: true });
+      },
+    };
+  };
+}
+
+/**
+ * Receiver side: stages one transfer's chunks in order and hands out the staged
+ * stream only when complete and its checksum matches. A chunk out of order, or a
+ * new transfer, discards what was staged. Without an argument it stages in memory.
+ */
+export class SnapshotAssembler<T = Buffer> {
+  private staged: { key: string; writer: StagingWriter<T>; size: number; hash: Hash } | null = null;
+  private readonly staging: Staging<T>;
+
+  constructor(staging?: Staging<T>) {
+    // The default suits only T = Buffer; every other T passes its staging.
+    this.staging = staging ?? (memoryStaging as unknown as Staging<T>);
+  }
 
   /** Returns the verified stream when `chunk` completes a transfer; null otherwise. */
-  accept(transfer: string, offset: number, chunk: Uint8Array, done: boolean, checksum: string): Buffer | null {
-    if (offset === 0 || this.staged?.key !== transfer) this.staged = { key: transfer, parts: [], size: 0, hash: createHash('sha256') };
-    const staged = this.staged;
-    if (offset !== staged.size) {
-      this.staged = null; // a chunk was lost: the sender will start over
+  accept(transfer: string, offset: number, chunk: Uint8Array, done: boolean, checksum: string): T | null {
+    if (offset === 0) this.restart(transfer);
+    else if (this.staged?.key !== transfer) {
+      this.abandon(); // the start of this transfer was lost: the sender will start over
       return null;
     }
-    if (staged.size + chunk.byteLength > MAX_SNAPSHOT_BYTES) {
-      this.staged = null;
-      throw new SnapshotError(`snapshot larger than ${MAX_SNAPSHOT_BYTES} bytes refused`);
+    const staged = this.staged!;
+    if (offset !== staged.size) {
+      this.abandon(); // a chunk was lost: the sender will start over
+      return null;
     }
-    const part = Buffer.from(chunk);
-    staged.parts.push(part);
-    staged.size += part.length;
-    staged.hash.update(part);
+    try {
+      if (chunk.byteLength > 0) staged.writer.write(chunk);
+    } catch (err) {
+      this.abandon();
+      throw err instanceof SnapshotError ? err : new SnapshotError(`staging the snapshot failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    staged.size += chunk.byteLength;
+    staged.hash.update(chunk);
     if (!done) return null;
     this.staged = null;
     const digest = staged.hash.digest('hex');
-    if (digest !== checksum) throw new SnapshotError(`snapshot checksum mismatch: got ${digest}, expected ${checksum}`);
-    return Buffer.concat(staged.parts);
+    if (digest !== checksum) {
+      staged.writer.discard();
+      throw new SnapshotError(`snapshot checksum mismatch: got ${digest}, expected ${checksum}`);
+    }
+    return staged.writer.finish(digest, staged.size);
+  }
+
+  /** Drops a transfer in progress (e.g. the node is stopping). */
+  abandon(): void {
+    this.staged?.writer.discard();
+    this.staged = null;
+  }
+
+  private restart(transfer: string): void {
+    this.abandon();
+    this.staged = { key: transfer, writer: this.staging(), size: 0, hash: createHash('sha256') };
   }
 }

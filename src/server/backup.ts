@@ -17,13 +17,14 @@
 // second pass (same snapshot, so the same bytes) sends them.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { readdir, rename, rm, stat } from 'node:fs/promises';
+import { open, readdir, rename, rm, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { addressProblem, type MemberAddress } from '../raft/config.js';
-import { fsyncDir, openDataDir } from '../raft/datadir.js';
-import { appliedIndexOf, decodeRecords, MAX_SNAPSHOT_BYTES, replaceStateOps, type CapturedState } from '../raft/state-transfer.js';
+import { openDataDir } from '../raft/datadir.js';
+import { fsyncDir } from '../raft/fsync.js';
+import { appliedIndexIn, fileChunks, readRecords, replaceState, type CapturedState } from '../raft/state-transfer.js';
 import type { ClusterConfig, NodeId, SnapshotMeta } from '../raft/types.js';
 import { encodeMembers, initialMembers, MEMBERS_KEY, StateMachine } from '../statemachine/index.js';
 
@@ -33,8 +34,6 @@ export const MAX_HEADER_BYTES = 64 * 1024;
 const TRAILER_PREFIX = 'sha256 ';
 /** "sha256 " + 64 hex digits + "\n". */
 export const TRAILER_BYTES = TRAILER_PREFIX.length + 64 + 1;
-/** The largest backup file accepted: a body larger than a snapshot could be could not be installed anyway. */
-export const MAX_BACKUP_FILE_BYTES = MAX_HEADER_BYTES + MAX_SNAPSHOT_BYTES + TRAILER_BYTES;
 
 export interface BackupHeader {
   readonly format: typeof BACKUP_FORMAT;
@@ -77,28 +76,38 @@ export function encodeTrailer(sha256Hex: string): Buffer {
 
 export interface VerifiedBackup {
   readonly header: BackupHeader;
-  /** The body: a state-transfer stream, already checked to decode and to carry `header.index`. */
-  readonly state: Buffer;
+  /** The backup file; its body (a state-transfer stream) was checked to decode and to carry `header.index`. */
+  readonly path: string;
+  /** Where the body starts in the file. */
+  readonly bodyStart: number;
   /** The trailer's sha256 (hex). */
   readonly sha256: string;
   readonly records: number;
+}
+
+/** The body of a verified backup, read from its file in bounded chunks. */
+export function backupBody(backup: VerifiedBackup): AsyncGenerator<Buffer> {
+  return fileChunks(backup.path, backup.bodyStart, backup.bodyStart + backup.header.bytes);
 }
 
 /**
  * Checks a whole backup file: header, length, checksum, and that the body decodes
  * and reflects the header's index. Throws BackupError saying what is wrong.
  * Integrity comes before meaning: a damaged header is reported as damage, not as
- * the unsupported format or odd index the damage happens to spell.
+ * the unsupported format or odd index the damage happens to spell. The file is
+ * read as a stream (twice: the checksum first, then the records), never whole,
+ * so a backup of any size is verified in bounded memory.
  */
-export function verifyBackup(file: Buffer): VerifiedBackup {
-  if (file.length > MAX_BACKUP_FILE_BYTES) throw new BackupError('tooLarge', `file is ${file.length} bytes, more than the ${MAX_BACKUP_FILE_BYTES} a backup can be`);
-  if (file.length === 0) throw new BackupError('truncated', 'file is empty');
-  const newline = file.subarray(0, MAX_HEADER_BYTES).indexOf(0x0a);
+export async function verifyBackupFile(path: string): Promise<VerifiedBackup> {
+  const size = await fileSize(path);
+  if (size === 0) throw new BackupError('truncated', 'file is empty');
+  const head = await readHead(path, Math.min(size, MAX_HEADER_BYTES));
+  const newline = head.indexOf(0x0a);
   if (newline < 0) {
-    throw new BackupError('corrupt', file.length < MAX_HEADER_BYTES ? 'no header line: not a Vera backup, or cut short inside its header' : `no header line within the first ${MAX_HEADER_BYTES} bytes: not a Vera backup`);
+    throw new BackupError('corrupt', size < MAX_HEADER_BYTES ? 'no header line: not a Vera backup, or cut short inside its header' : `no header line within the first ${MAX_HEADER_BYTES} bytes: not a Vera backup`);
   }
-  const fields = parseJsonObject(file.subarray(0, newline).toString('utf8'));
-  const sha256 = intactChecksum(file);
+  const fields = parseJsonObject(head.subarray(0, newline).toString('utf8'));
+  const sha256 = await intactChecksum(path, size);
   if (fields.format !== BACKUP_FORMAT) {
     if (sha256 !== null && typeof fields.format === 'string' && /^vera-backup-v\d+$/.test(fields.format)) {
       throw new BackupError('unsupported', `backup format is ${fields.format}; this version reads ${BACKUP_FORMAT}`);
@@ -109,30 +118,61 @@ export function verifyBackup(file: Buffer): VerifiedBackup {
   if (typeof bytes !== 'number' || !Number.isSafeInteger(bytes) || bytes < 0) throw new BackupError('corrupt', `header field bytes must be a non-negative integer, got ${JSON.stringify(bytes)}`);
   const bodyStart = newline + 1;
   const expected = bodyStart + bytes + TRAILER_BYTES;
-  if (file.length < expected) throw new BackupError('truncated', `file is ${file.length} bytes but its header promises ${expected}: it is truncated`);
-  if (file.length > expected) throw new BackupError('corrupt', `file is ${file.length} bytes but its header promises ${expected}: unexpected bytes at the end`);
+  if (size < expected) throw new BackupError('truncated', `file is ${size} bytes but its header promises ${expected}: it is truncated`);
+  if (size > expected) throw new BackupError('corrupt', `file is ${size} bytes but its header promises ${expected}: unexpected bytes at the end`);
   if (sha256 === null) throw new BackupError('corrupt', `checksum mismatch: the file's content does not hash to the sha256 in its trailer`);
   const header = checkHeader(fields);
-  const state = file.subarray(bodyStart, bodyStart + header.bytes);
-  let records: number;
+  const backup: VerifiedBackup = { header, path, bodyStart, sha256, records: 0 };
+  let records = 0;
   let carried: number;
   try {
-    records = decodeRecords(state).length;
-    carried = appliedIndexOf(state);
+    for await (const _record of readRecords(backupBody(backup))) records++;
+    carried = await appliedIndexIn(readRecords(backupBody(backup)));
   } catch (cause) {
     throw new BackupError('corrupt', `the state in the file does not decode: ${describe(cause)}`, { cause });
   }
   if (carried !== header.index) throw new BackupError('corrupt', `the state reflects index ${carried} but the header says ${header.index}`);
-  return { header, state, sha256, records };
+  return { ...backup, records };
+}
+
+async function fileSize(path: string): Promise<number> {
+  const info = await stat(path);
+  if (!info.isFile()) throw new BackupError('corrupt', 'not a regular file');
+  return info.size;
+}
+
+async function readHead(path: string, length: number): Promise<Buffer> {
+  const handle = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(head, 0, length, 0);
+    return head.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
 }
 
 /** The trailer's sha256 when the file ends with one that matches everything before it; null otherwise. */
-function intactChecksum(file: Buffer): string | null {
-  if (file.length < TRAILER_BYTES) return null;
-  const match = /^sha256 ([0-9a-f]{64})\n$/.exec(file.subarray(file.length - TRAILER_BYTES).toString('latin1'));
+async function intactChecksum(path: string, size: number): Promise<string | null> {
+  if (size < TRAILER_BYTES) return null;
+  const trailer = await readRange(path, size - TRAILER_BYTES, TRAILER_BYTES);
+  const match = /^sha256 ([0-9a-f]{64})\n$/.exec(trailer.toString('latin1'));
   if (match === null) return null;
-  const actual = createHash('sha256').update(file.subarray(0, file.length - TRAILER_BYTES)).digest('hex');
+  const hash = createHash('sha256');
+  for await (const chunk of fileChunks(path, 0, size - TRAILER_BYTES)) hash.update(chunk);
+  const actual = hash.digest('hex');
   return actual === match[1] ? actual : null;
+}
+
+async function readRange(path: string, position: number, length: number): Promise<Buffer> {
+  const handle = await open(path, 'r');
+  try {
+    const out = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(out, 0, length, position);
+    return out.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
 }
 
 function parseJsonObject(text: string): Record<string, unknown> {
@@ -160,7 +200,6 @@ function checkHeader(h: Record<string, unknown>): BackupHeader {
   }
   if (typeof h.node !== 'string' || typeof h.created !== 'string') throw new BackupError('corrupt', 'header fields node and created must be strings');
   const bytes = count('bytes');
-  if (bytes > MAX_SNAPSHOT_BYTES) throw new BackupError('tooLarge', `the state is ${bytes} bytes, more than the ${MAX_SNAPSHOT_BYTES} a snapshot may be`);
   return {
     format: BACKUP_FORMAT,
     index: count('index'),
@@ -312,10 +351,11 @@ export async function restoreBackup(backup: VerifiedBackup, dir: string, member:
     const opened = await openDataDir(temporary, { initialConfig: config, nodeId: member.id, clusterId });
     try {
       if (!opened.fresh) throw new BackupError('io', `${temporary} unexpectedly held a store`);
-      const stateOps = (await replaceStateOps(opened.db, backup.state)).filter((op) => op.type === 'del' || !op.key.equals(MEMBERS_KEY));
-      stateOps.push({ type: 'put', key: MEMBERS_KEY, value: book });
-      // The log starts after the backup's index, empty; the state machine holds the backup.
-      await opened.storage.installSnapshot({ index, term, config }, stateOps);
+      // Written in bounded batches, not atomically: a crash leaves only the temporary directory.
+      await replaceState(opened.db, readRecords(backupBody(backup)));
+      // The log starts after the backup's index, empty; the state machine holds the backup, its
+      // address book replaced by one naming only the restored member.
+      await opened.storage.installSnapshot({ index, term, config }, [{ type: 'put', key: MEMBERS_KEY, value: book }]);
       // Start in the backup's term, so the first election opens a newer one and
       // terms never go down along the log.
       await opened.storage.persist({ term, vote: null, commit: index }, []);

@@ -4,12 +4,14 @@
 // hooks below.
 
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { decodeConfigChange, type MemberChange } from '../raft/config.js';
 import { RaftNode } from '../raft/core.js';
-import { openDataDir, readPeerIncarnations, rememberClusterId, writePeerIncarnations, type OpenedDataDir, type StoreIdentity } from '../raft/datadir.js';
+import { openDataDir, SNAPSHOTS_DIRNAME, readPeerIncarnations, rememberClusterId, writePeerIncarnations, type OpenedDataDir, type StoreIdentity } from '../raft/datadir.js';
 import { RaftDriver, type CompactionPolicy, type SnapshotIO, type Transport } from '../raft/driver.js';
-import { appliedIndexOf, captureState, replaceStateOps, SnapshotError, type CapturedState } from '../raft/state-transfer.js';
+import { captureState, fileStaging, type CapturedState } from '../raft/state-transfer.js';
+import { installStagedSnapshot } from '../raft/snapshot-install.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../raft/types.js';
 import { encodeCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type Command, type Member } from '../statemachine/index.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
@@ -133,11 +135,10 @@ export class VeraNode {
       const slot = new TransportSlot();
       const snapshots: SnapshotIO = {
         capture: () => captureState(dir.db),
-        install: async (meta, data) => {
-          const carried = appliedIndexOf(data);
-          if (carried !== meta.index) throw new SnapshotError(`snapshot data reflects index ${carried}, its meta says ${meta.index}`);
-          await dir.storage.installSnapshot(meta, await replaceStateOps(dir.db, data));
-          await sm.reload();
+        staging: fileStaging(join(opts.dataDir, SNAPSHOTS_DIRNAME)),
+        install: async (meta, staged) => {
+          // Reads wait while the state is replaced in several batches: none may see it half done.
+          await sm.replaceUnderneath(() => installStagedSnapshot(dir.db, dir.storage, meta, staged));
           events.reset(meta.index);
           hooks.onMembersChanged(sm.members());
         },

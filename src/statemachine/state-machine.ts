@@ -20,6 +20,8 @@ import type { ApplyError, ApplyOutcome, ChildrenView, ListView, SessionInfo, Ver
 export class StateMachine {
   // Applies run strictly one after another: each plans against the state the previous one wrote.
   private queue: Promise<unknown> = Promise.resolve();
+  /** Settles once a replacement of the whole state (replaceUnderneath) is over; null when none runs. */
+  private replacing: Promise<void> | null = null;
 
   private constructor(
     private readonly db: VeraDb,
@@ -44,6 +46,27 @@ export class StateMachine {
    */
   reload(): Promise<void> {
     return this.serially(() => this.reloadNow());
+  }
+
+  /**
+   * Runs `replace`, which rewrites the db underneath us in several batches (a
+   * snapshot install), then reloads. Applies and reads wait meanwhile, so no
+   * query ever sees a half-replaced state.
+   */
+  replaceUnderneath(replace: () => Promise<void>): Promise<void> {
+    const done = this.serially(async () => {
+      try {
+        await replace();
+      } finally {
+        await this.reloadNow();
+      }
+    });
+    const gate = done.catch(() => undefined);
+    this.replacing = gate;
+    void gate.then(() => {
+      if (this.replacing === gate) this.replacing = null;
+    });
+    return done;
   }
 
   private async reloadNow(): Promise<void> {
@@ -122,7 +145,8 @@ export class StateMachine {
       if (alone || ops.length >= MAX_BATCH_OPS) await write();
       const plan = await this.plan(entry, decoded);
       planned = entry.index;
-      if ('ops' in plan) ops.push(...plan.ops);
+      // A loop, not a spread: a closeSession plan holds one op per item the session owned.
+      if ('ops' in plan) for (const op of plan.ops) ops.push(op);
       if (alone) await write();
       if ('ops' in plan) for (const update of plan.after) update();
       settled(
@@ -191,6 +215,7 @@ export class StateMachine {
   }
 
   private async withSnapshot<T>(read: (snapshot: ReturnType<VeraDb['snapshot']>) => Promise<T>): Promise<T> {
+    while (this.replacing !== null) await this.replacing;
     const snapshot = this.db.snapshot();
     try {
       return await read(snapshot);

@@ -3,7 +3,7 @@
 // a bad file, refuses a used directory), and the restored store served by
 // `vera start` with every item at its original index.
 
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -12,8 +12,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { connect, type VeraClient } from '../../src/client/index.js';
 import { Bucket, itemKey } from '../../src/keys/index.js';
-import { decodeRecords } from '../../src/raft/state-transfer.js';
-import { BACKUP_FORMAT, BackupError, type BackupErrorCode, TRAILER_BYTES, verifyBackup } from '../../src/server/backup.js';
+import { readRecords } from '../../src/raft/state-transfer.js';
+import { BACKUP_FORMAT, BackupError, backupBody, type BackupErrorCode, TRAILER_BYTES, verifyBackupFile, type VerifiedBackup } from '../../src/server/backup.js';
 import { captureIO } from '../client/cli-io.js';
 import { freePort, killAll, VeraProcess } from '../support/vera-process.js';
 import { listOf, statusOf, TestCluster, type ListBody } from './support.js';
@@ -53,9 +53,20 @@ function withHeader(file: Buffer, edit: (h: Record<string, unknown>) => void): B
   return Buffer.concat([content, Buffer.from(`sha256 ${sha(content)}\n`)]);
 }
 
-function refusal(file: Buffer): BackupError {
+/** Verifies `bytes` as a backup file (the production check reads files only). */
+async function verifyBytes(bytes: Buffer): Promise<VerifiedBackup> {
+  const file = join(base, `check-${randomUUID()}.backup`);
+  await writeFile(file, bytes);
   try {
-    verifyBackup(file);
+    return await verifyBackupFile(file);
+  } finally {
+    await rm(file, { force: true });
+  }
+}
+
+async function refusal(file: Buffer): Promise<BackupError> {
+  try {
+    await verifyBytes(file);
   } catch (error) {
     expect(error).toBeInstanceOf(BackupError);
     return error as BackupError;
@@ -92,7 +103,7 @@ describe('backup and restore', () => {
     expect(await readdir(join(base, 'backups'))).toEqual(['vera.backup']); // no temporary left behind
 
     const bytes = await readFile(file);
-    const verified = verifyBackup(bytes);
+    const verified = await verifyBytes(bytes);
     expect(verified.header).toMatchObject({ format: BACKUP_FORMAT, index: summary.index, term: summary.term, node: 'n1', config: { voters: ['n1'], learners: [] } });
     expect(verified.sha256).toBe(summary.sha256);
     expect(bytes.subarray(0, bytes.indexOf(0x0a)).toString()).toMatch(/^\{"format":"vera-backup-v1","index":\d+,"term":\d+,/);
@@ -133,21 +144,21 @@ describe('backup and restore', () => {
     // The saved file is refused when damaged in any part (unit-level checks of the same bytes).
     const newline = bytes.indexOf(0x0a);
     for (const cut of [0, 10, newline, newline + 1, newline + 100, bytes.length - TRAILER_BYTES, bytes.length - 1]) {
-      const error = refusal(bytes.subarray(0, cut));
+      const error = await refusal(bytes.subarray(0, cut));
       expect(['truncated', 'corrupt']).toContain(error.code);
     }
-    expect(refusal(bytes.subarray(0, newline + 100)).code).toBe('truncated');
+    expect((await refusal(bytes.subarray(0, newline + 100))).code).toBe('truncated');
     for (const at of [5, newline + 1, newline + 50, bytes.length - 10]) {
       const flipped = Buffer.from(bytes);
       flipped.writeUInt8(flipped.readUInt8(at) ^ 0x01, at);
-      expect(refusal(flipped).code).toBe<BackupErrorCode>('corrupt');
+      expect((await refusal(flipped)).code).toBe<BackupErrorCode>('corrupt');
     }
-    expect(refusal(Buffer.concat([bytes, Buffer.from('x')])).code).toBe('corrupt');
+    expect((await refusal(Buffer.concat([bytes, Buffer.from('x')]))).code).toBe('corrupt');
     // A format of ours from another version is "unsupported" only when the file is intact.
-    expect(refusal(withHeader(bytes, (h) => (h.format = 'vera-backup-v9'))).code).toBe('unsupported');
-    expect(refusal(withHeader(bytes, (h) => (h.format = 'tarball'))).code).toBe('corrupt');
-    expect(refusal(withHeader(bytes, (h) => (h.index = Number(h.index) + 1))).message).toMatch(/reflects index/);
-    expect(refusal(withHeader(bytes, (h) => (h.bytes = -1))).message).toMatch(/non-negative integer/);
+    expect((await refusal(withHeader(bytes, (h) => (h.format = 'vera-backup-v9')))).code).toBe('unsupported');
+    expect((await refusal(withHeader(bytes, (h) => (h.format = 'tarball')))).code).toBe('corrupt');
+    expect((await refusal(withHeader(bytes, (h) => (h.index = Number(h.index) + 1)))).message).toMatch(/reflects index/);
+    expect((await refusal(withHeader(bytes, (h) => (h.bytes = -1)))).message).toMatch(/non-negative integer/);
   });
 
   it('restore refuses a truncated or corrupt file and writes nothing; refuses a directory that already holds a store', async () => {
@@ -212,7 +223,7 @@ describe('backup and restore', () => {
     // A server that answers /v1/snapshot with a damaged backup.
     const good = Buffer.concat([Buffer.from(`${JSON.stringify({ format: BACKUP_FORMAT, index: 0, term: 0, config: { voters: ['n1'], learners: [] }, bytes: 0, node: 'n1', created: 'now' })}\n`)]);
     const wellFormed = Buffer.concat([good, Buffer.from(`sha256 ${sha(good)}\n`)]);
-    expect(verifyBackup(wellFormed).header.index).toBe(0);
+    expect((await verifyBytes(wellFormed)).header.index).toBe(0);
     const damaged = Buffer.from(wellFormed);
     const inCreated = wellFormed.indexOf('"now"') + 2;
     damaged.writeUInt8(damaged.readUInt8(inCreated) ^ 0x02, inCreated);
@@ -267,11 +278,13 @@ describe('backup and restore', () => {
       const file = join(base, 'follower.backup');
       const saved = await vera('snapshot', 'save', file, '--server', `ws://127.0.0.1:${follower.clientPort}`, '--json');
       expect(saved.code).toBe(0);
-      const { header, state } = verifyBackup(await readFile(file));
+      const backup = await verifyBackupFile(file);
+      const { header } = backup;
       expect(header.node).toBe(follower.id);
       expect(header.config.voters.slice().sort()).toEqual(['n1', 'n2', 'n3']);
       expect(header.index).toBeGreaterThanOrEqual(pushed[pushed.length - 1]!);
-      const keys = new Set(decodeRecords(state).map(([key]) => key.toString('hex')));
+      const keys = new Set<string>();
+      for await (const [key] of readRecords(backupBody(backup))) keys.add(key.toString('hex'));
       pushed.forEach((index, i) => expect(keys.has(itemKey(`/f/${i % 3}`, index).toString('hex'))).toBe(true));
       expect([...keys].filter((k) => k.startsWith(Bucket.item.toString(16).padStart(4, '0'))).length).toBe(30);
     } finally {

@@ -1,5 +1,5 @@
 // The state-transfer pipeline on real LevelDB: capture -> chunks -> SnapshotAssembler
-// -> replaceStateOps on a second database. What must hold: the receiver's state
+// -> replaceState on a second database. What must hold: the receiver's state
 // buckets become byte-identical to the sender's, its peer-local 0x0000 bucket and
 // its Raft log (0x0002 and the log's own 0x0001 keys) are untouched, and a bad or
 // incomplete transfer yields nothing to install.
@@ -17,7 +17,9 @@ import {
   appliedIndexOf,
   captureState,
   decodeRecords,
-  replaceStateOps,
+  replaceState,
+  readRecords,
+  bufferChunks,
   SNAPSHOT_CHUNK_BYTES,
   SnapshotAssembler,
   SnapshotError,
@@ -190,7 +192,7 @@ describe('state transfer over LevelDB', () => {
       expect(isLogOwned(key)).toBe(false);
     }
 
-    await receiver.batch(await replaceStateOps(receiver, data!));
+    await replaceState(receiver, readRecords(bufferChunks(data!)));
 
     const expected = await stateOf(sender);
     expect(expected.length).toBeGreaterThan(400);
@@ -207,7 +209,7 @@ describe('state transfer over LevelDB', () => {
     expect(chunks).toEqual([]);
     const data = feed(new SnapshotAssembler(), 'n1/1/0', chunks, sha256(chunks));
     expect(data).toEqual(Buffer.alloc(0));
-    await receiver.batch(await replaceStateOps(receiver, data!));
+    await replaceState(receiver, readRecords(bufferChunks(data!)));
     expect(await stateOf(receiver)).toEqual([]);
   });
 
