@@ -64,7 +64,7 @@ export class Members {
   }
 
   /** Starts `id`; `peers` as for --peers; `args` extra flags (e.g. --join). Reuses its data directory across restarts. */
-  async start(id: string, options: { peers?: string; args?: readonly string[] } = {}): Promise<VeraProcess> {
+  async start(id: string, options: { peers?: string; args?: readonly string[]; startTimeoutMs?: number } = {}): Promise<VeraProcess> {
     const spec = this.spec(id);
     const args = [...(options.args ?? [])];
     this.startArgs.set(id, { ...(options.peers === undefined ? {} : { peers: options.peers }), args });
@@ -77,10 +77,16 @@ export class Members {
       args,
       ...(options.peers === undefined ? {} : { peers: options.peers }),
       ...(dataDir === undefined ? {} : { dataDir }),
+      ...(options.startTimeoutMs === undefined ? {} : { startTimeoutMs: options.startTimeoutMs }),
     });
     this.dataDirs.set(id, proc.dataDir);
     this.procs.set(id, proc);
     return proc;
+  }
+
+  /** Makes `id` start from an existing data directory (e.g. one `vera snapshot restore` created); removed by cleanup(). */
+  useDataDir(id: string, dataDir: string): void {
+    this.dataDirs.set(id, dataDir);
   }
 
   /** Starts `id` again with the command line it was last started with. */
