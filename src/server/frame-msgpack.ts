@@ -9,6 +9,7 @@
 // accepts only the JSON-like subset (nil, bool, int, float, str, array, map with
 // string keys), bounds nesting and element counts, and requires exactly one value
 // with no trailing bytes, so what reaches msgpackr is harmless.
+import { isUtf8 } from 'node:buffer';
 import { Packr, Unpackr } from 'msgpackr';
 
 const packr = new Packr({
@@ -32,6 +33,8 @@ export interface ScanProblem {
   /** Where in the frame: 'frame', 'data', 'data.list[2]', ... */
   readonly where: string;
   readonly message: string;
+  /** The frame is well formed but holds more than a request may (TOO_LARGE rather than BAD_REQUEST). */
+  readonly tooLarge?: true;
 }
 
 export interface ScanResult {
@@ -57,9 +60,10 @@ const MAX_LABEL_CHARS = 200;
 
 /**
  * Checks that `bytes` is exactly one MessagePack map within the JSON-like subset,
- * nested at most `maxDepth` containers deep (the top-level map counts as 1).
+ * nested at most `maxDepth` containers deep (the top-level map counts as 1), whose
+ * containers together declare at most `maxElements` elements (a map entry is two).
  */
-export function scanMessagePack(input: Uint8Array, maxDepth: number): ScanResult {
+export function scanMessagePack(input: Uint8Array, maxDepth: number, maxElements = Number.MAX_SAFE_INTEGER): ScanResult {
   const bytes = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const end = bytes.length;
@@ -67,9 +71,12 @@ export function scanMessagePack(input: Uint8Array, maxDepth: number): ScanResult
   let pos = 0;
   let id: number | undefined;
   let captureId = false;
+  let elements = 0;
 
-  const fail = (where: string, message: string): ScanResult =>
-    id === undefined ? { problem: { where, message } } : { problem: { where, message }, id };
+  const fail = (where: string, message: string, tooLarge = false): ScanResult => {
+    const problem: ScanProblem = tooLarge ? { where, message, tooLarge } : { where, message };
+    return id === undefined ? { problem } : { problem, id };
+  };
 
   if (end === 0) return fail('frame', 'empty frame');
   const first = bytes[0]!;
@@ -89,6 +96,7 @@ export function scanMessagePack(input: Uint8Array, maxDepth: number): ScanResult
       if (str === null) return fail(where, `map keys must be strings, got ${describeToken(token)}`);
       if (str === 'truncated') return fail(where, 'truncated MessagePack data');
       const key = bytes.subarray(str.start, str.end);
+      if (!isUtf8(key)) return fail(where, 'map key is not valid UTF-8');
       if (key.equals(PROTO_KEY)) return fail(joinKey(top.label, '__proto__'), "the key '__proto__' is not allowed");
       top.pendingKey = key.subarray(0, LABEL_KEY_CHARS * 4).toString('utf8').slice(0, LABEL_KEY_CHARS);
       captureId = stack.length === 1 && key.equals(ID_KEY);
@@ -106,6 +114,10 @@ export function scanMessagePack(input: Uint8Array, maxDepth: number): ScanResult
     else if (token <= 0xbf || token === 0xd9 || token === 0xda || token === 0xdb) {
       const str = stringBounds(bytes, view, pos);
       if (str === null || str === 'truncated') return fail(where, 'truncated MessagePack data');
+      // Checked on the string's exact bytes: msgpackr's decoder reads past the end of a string whose
+      // last character is cut short, which would let it see other tokens than this scan did; and it
+      // turns invalid bytes into U+FFFD, so different paths would land in one list.
+      if (!isUtf8(bytes.subarray(str.start, str.end))) return fail(where, 'string is not valid UTF-8');
       scalarSize = str.end - pos;
     } else if (token === 0xca) scalarSize = 5;
     else if (token === 0xcb) scalarSize = 9;
@@ -131,6 +143,9 @@ export function scanMessagePack(input: Uint8Array, maxDepth: number): ScanResult
       // Every element takes at least one byte: a count the frame cannot hold is a
       // lie that would make the decoder allocate a huge array.
       if (tokens > end - pos - container.header) return fail(where, 'truncated MessagePack data (element count exceeds the frame)');
+      // Refused at the header, before a single element is read: the decode would cost per element.
+      elements += tokens;
+      if (elements > maxElements) return fail(where, `the frame holds more than ${maxElements} elements (array items, map keys and values)`, true);
       pos += container.header;
       if (top !== undefined) top.remaining--;
       captureId = false;

@@ -47,8 +47,8 @@ type Parsed =
   | { readonly ok: false; readonly id?: number; readonly error: ProtocolError };
 
 function decodeMessagePack(bytes: Buffer, limits: ProtocolLimits): Parsed {
-  const scan = scanMessagePack(bytes, limits.dataDepth + 1);
-  if (scan.problem !== null) return failure(readableId(scan.id), `${scan.problem.where}: ${scan.problem.message}`);
+  const scan = scanMessagePack(bytes, limits.dataDepth + 1, limits.elementsMax);
+  if (scan.problem !== null) return failure(readableId(scan.id), `${scan.problem.where}: ${scan.problem.message}`, scan.problem.tooLarge ? 'TOO_LARGE' : 'BAD_REQUEST');
   let frame: unknown;
   try {
     frame = unpackScanned(bytes);
@@ -59,6 +59,9 @@ function decodeMessagePack(bytes: Buffer, limits: ProtocolLimits): Parsed {
 }
 
 function decodeJson(bytes: Buffer, limits: ProtocolLimits): Parsed {
+  if (countJsonElements(bytes, limits.elementsMax) > limits.elementsMax) {
+    return failure(undefined, `frame: holds more than ${limits.elementsMax} elements (array items, object keys and values)`, 'TOO_LARGE');
+  }
   let frame: unknown;
   try {
     frame = JSON.parse(bytes.toString('utf8'));
@@ -79,8 +82,28 @@ function readableId(id: unknown): number | undefined {
   return typeof id === 'number' && Number.isSafeInteger(id) && id >= 0 ? id : undefined;
 }
 
-function failure(id: number | undefined, message: string): Parsed {
-  const error: ProtocolError = { code: 'BAD_REQUEST', message };
+/**
+ * The elements of a JSON text, counted on its bytes before JSON.parse (which
+ * would otherwise build every one of them): each ',' and ':' outside strings
+ * (a container's first element and deep nesting are left to the depth check
+ * after parsing). Stops counting once past `stopAbove`.
+ */
+function countJsonElements(bytes: Buffer, stopAbove: number): number {
+  let count = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length && count <= stopAbove; i++) {
+    const b = bytes[i]!;
+    if (inString) {
+      if (b === 0x5c) i++; // backslash: the next byte is escaped
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) inString = true;
+    else if (b === 0x2c || b === 0x3a) count++;
+  }
+  return count;
+}
+
+function failure(id: number | undefined, message: string, code: 'BAD_REQUEST' | 'TOO_LARGE' = 'BAD_REQUEST'): Parsed {
+  const error: ProtocolError = { code, message };
   return id === undefined ? { ok: false, error } : { ok: false, id, error };
 }
 
