@@ -29,6 +29,11 @@ export interface ServerLimits {
   readonly sessionsMax: number;
   readonly watchesPerSession: number;
   readonly inflightPerConnection: number;
+  /** Ceiling on client-port sockets; the open-file limit may lower it (fd-budget.ts). */
+  readonly connectionsMax: number;
+  readonly connectionsPerAddress: number;
+  /** A WebSocket that has not said hello within this is closed. */
+  readonly helloTimeoutMs: number;
 }
 
 export interface ServerConfig {
@@ -70,6 +75,9 @@ export const DEFAULTS = {
   sessionsMax: 10_000,
   watchesPerSession: 1_000,
   inflightPerConnection: 256,
+  connectionsMax: 10_000,
+  connectionsPerAddress: 256,
+  helloTimeoutMs: 10_000,
   snapshotEntries: 10_000,
   snapshotKeep: 1_000,
 } as const;
@@ -90,6 +98,9 @@ const SETTINGS = [
   'sessions-max',
   'watches-per-session',
   'inflight-per-connection',
+  'connections-max',
+  'connections-per-address',
+  'hello-timeout',
   'snapshot-entries',
   'snapshot-keep',
 ] as const;
@@ -220,6 +231,9 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
       sessionsMax: number('sessions-max', parseCount, DEFAULTS.sessionsMax),
       watchesPerSession: number('watches-per-session', parseCount, DEFAULTS.watchesPerSession),
       inflightPerConnection: number('inflight-per-connection', parseCount, DEFAULTS.inflightPerConnection),
+      connectionsMax: Math.max(1, number('connections-max', parseCount, DEFAULTS.connectionsMax)),
+      connectionsPerAddress: Math.max(1, number('connections-per-address', parseCount, DEFAULTS.connectionsPerAddress)),
+      helloTimeoutMs: Math.max(1, number('hello-timeout', parseDuration, DEFAULTS.helloTimeoutMs)),
     },
     compaction: {
       everyEntries: Math.max(1, number('snapshot-entries', parseCount, DEFAULTS.snapshotEntries)),

@@ -55,6 +55,10 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
   --sessions-max N            sessions a leader accepts (default 10000)
   --watches-per-session N     watches one session may hold (default 1000)
   --inflight-per-connection N requests one connection may have pending (default 256)
+  --connections-max N         client-port connections at once (default 10000, lowered to fit
+                              the open-file limit so storage always has descriptors)
+  --connections-per-address N client-port connections from one address (default 256)
+  --hello-timeout DUR         a WebSocket that has not said hello by then is closed (default 10s)
   --snapshot-entries N        compact the Raft log every N applied entries (default 10000)
   --snapshot-keep N           entries kept behind the applied index for lagging followers (default 1000)
   -h, --help                  show this help

@@ -91,6 +91,8 @@ export interface OpenDataDirOptions {
   readonly clusterId?: string | null;
   /** Extra state a brand-new store starts with, written in the batch that creates it (e.g. the address book). */
   readonly initialState?: ReadonlyArray<{ readonly key: Buffer; readonly value: Buffer }>;
+  /** LevelDB's max_open_files (its default, 1000, when absent): the server sizes it to the open-file limit. */
+  readonly maxOpenFiles?: number;
 }
 
 /** Who this store is to the other members. */
@@ -199,7 +201,7 @@ async function openExistingStore(dir: string, options: OpenDataDirOptions): Prom
   const dbPath = join(dir, DB_DIRNAME);
   await checkLevelFilesBeforeOpen(dir, dbPath);
   // createIfMissing:false: LevelDB must never create a fresh database over files it could not recover.
-  const db = openLevel(dbPath, false);
+  const db = openLevel(dbPath, false, options.maxOpenFiles);
   try {
     await db.open();
   } catch (error) {
@@ -357,13 +359,14 @@ function openError(dir: string, error: unknown): DataDirError {
   return new DataDirError('corrupt', dir, `LevelDB cannot open the store: ${describe(cause)}`, { cause: error });
 }
 
-function openLevel(path: string, create: boolean): LevelDb {
+function openLevel(path: string, create: boolean, maxOpenFiles?: number): LevelDb {
   // Open options go to the constructor: it starts opening at once, and a later open() only waits for that.
   return new ClassicLevel<Buffer, Buffer>(path, {
     keyEncoding: 'buffer',
     valueEncoding: 'buffer',
     createIfMissing: create,
     errorIfExists: create,
+    ...(maxOpenFiles === undefined ? {} : { maxOpenFiles }),
   });
 }
 

@@ -27,6 +27,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private pendingHello: Promise<unknown> | null = null;
   private inflight = 0;
   private closed = false;
+  /** Closes the connection if no hello has succeeded in time; null once one has. */
+  private helloTimer: NodeJS.Timeout | null = null;
   /** The socket whose writes are held until the end of this event-loop turn (see corkUntilTurnEnds), if any. */
   private corked: { uncork(): void } | null = null;
 
@@ -35,6 +37,10 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     private readonly remote: string,
     private readonly fe: FrontEnd,
   ) {
+    // Until the hello, frames are held to the small hello limit and the connection to a deadline:
+    // a socket that never says hello costs a descriptor and little else, and not for long.
+    this.setFrameLimit(fe.limits.helloFrameBytes);
+    this.helloTimer = setTimeout(() => this.close(CloseCode.noHello, `no hello within ${fe.limits.helloTimeoutMs} ms`), fe.limits.helloTimeoutMs);
     ws.on('message', (data, isBinary) => this.onFrame(toBuffer(data), isBinary));
     ws.on('close', () => this.onClosed());
     ws.on('error', (err) => fe.logger.debug({ event: 'client-socket-error', remote, err: err.message }, 'client socket error'));
@@ -105,6 +111,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     const fe = this.fe;
     if (request.op === 'hello') {
       if (this.established || this.pendingHello) throw new VeraError('BAD_REQUEST', 'hello was already sent on this connection');
+      // Requests may be pipelined behind a hello: from here the full frame limit applies.
+      this.setFrameLimit(fe.limits.frameBytes);
       const hello = this.hello(request, encoding);
       // Only a barrier for later requests: its outcome is handled by whoever awaits `hello`.
       this.pendingHello = hello.then(
@@ -176,6 +184,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     fe.connections.set(session, this);
     fe.expiry.track(session, timeoutMs);
     this.established = { session, encoding, resumed: req.session !== undefined };
+    this.clearHelloTimer();
     const st = fe.node.status();
     return { session, timeoutMs, node: st.id, leader: st.leader, term: st.term, index: fe.node.appliedIndex };
   }
@@ -188,8 +197,24 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     this.fe.notifier.attach(session, this, after);
   }
 
+  private clearHelloTimer(): void {
+    if (this.helloTimer !== null) clearTimeout(this.helloTimer);
+    this.helloTimer = null;
+  }
+
+  /**
+   * The largest frame ws will take from this connection (bigger: close 1009). ws has
+   * one maxPayload per server and no public per-connection setter; its receiver
+   * reads this field for every frame header.
+   */
+  private setFrameLimit(bytes: number): void {
+    const receiver = (this.ws as unknown as { _receiver?: { _maxPayload: number } })._receiver;
+    if (receiver !== undefined) receiver._maxPayload = bytes;
+  }
+
   private onClosed(): void {
     this.closed = true;
+    this.clearHelloTimer();
     const est = this.established;
     if (!est) return;
     if (this.fe.connections.get(est.session) === this) {

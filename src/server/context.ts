@@ -22,6 +22,7 @@ export interface FrontEndLimits extends ProtocolLimits {
   readonly sessionsMax: number;
   readonly watchesPerSession: number;
   readonly inflightPerConnection: number;
+  readonly helloTimeoutMs: number;
 }
 
 /** A client connection as the rest of the server sees it. */

@@ -11,8 +11,14 @@ interface Deadline {
 
 export class ExpiryQueue {
   private readonly deadlines = new Map<string, Deadline>();
+  /** When takeDue last ran; null before the first check after clear(). */
+  private lastCheck: number | null = null;
 
-  constructor(private readonly now: () => number) {}
+  /** `checkEveryMs`: how often takeDue is called; a call much later than that means the process stalled. */
+  constructor(
+    private readonly now: () => number,
+    private readonly checkEveryMs: number,
+  ) {}
 
   /** Start (or restart) a session's countdown at its full timeout. */
   track(session: string, timeoutMs: number): void {
@@ -40,6 +46,7 @@ export class ExpiryQueue {
   /** Sessions whose deadline has passed and that were not reported before. */
   takeDue(): string[] {
     const now = this.now();
+    this.giveBackStall(now);
     const due: string[] = [];
     for (const [id, d] of this.deadlines) {
       if (!d.reported && d.deadline <= now) {
@@ -58,6 +65,24 @@ export class ExpiryQueue {
 
   clear(): void {
     this.deadlines.clear();
+    this.lastCheck = null;
+  }
+
+  /**
+   * A check that comes much later than checkEveryMs after the previous one means
+   * this process did not run meanwhile (a long task, a GC pause, SIGSTOP). The
+   * frames clients sent in that time are still unread in socket buffers, and timers
+   * run before they are read, so the stall must not count against any session:
+   * every deadline moves by it. A client that really went away still expires, as
+   * much later as the server stood still. (A 10 s stall once expired a healthy
+   * client's 5 s session and deleted its lock.)
+   */
+  private giveBackStall(now: number): void {
+    if (this.lastCheck !== null) {
+      const stalled = now - this.lastCheck - 2 * this.checkEveryMs;
+      if (stalled > 0) for (const d of this.deadlines.values()) d.deadline += stalled;
+    }
+    this.lastCheck = now;
   }
 
   get size(): number {

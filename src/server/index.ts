@@ -4,7 +4,8 @@
 // they listen comes from the replicated address book (MemberDirectory); the
 // --peers list only seeds a new store, or introduces a joining member.
 
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import type { ServerConfig } from '../cli/config.js';
@@ -12,9 +13,11 @@ import { deriveClusterId, IncarnationGuard } from '../raft/transport/auth.js';
 import { PeerTransport } from '../raft/transport/peer-transport.js';
 import type { Message } from '../raft/types.js';
 import { initialMembers } from '../statemachine/index.js';
+import { Admission } from './admission.js';
 import { ClientConnection } from './client-connection.js';
 import { CloseCode, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
 import { ExpiryQueue } from './expiry.js';
+import { fdBudget, openFileLimit } from './fd-budget.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
 import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, wsUrl } from './membership.js';
@@ -44,7 +47,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 
   // Everything the front end shares; filled in once the data directory is open.
   const connections = new Map<string, AttachedConnection>();
-  const expiry = new ExpiryQueue(() => performance.now());
+  const fds = fdBudget(openFileLimit(), config.limits.connectionsMax);
+  const expiry = new ExpiryQueue(() => performance.now(), DEFAULT_DUTY_TIMINGS.expiryCheckMs);
   const leaderWatch = new LeaderWatch();
   let fe: FrontEnd | undefined;
   let duties: LeaderDuties | undefined;
@@ -61,6 +65,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       logger,
       eventLogCapacity: 200_000,
       compaction: config.compaction,
+      levelMaxOpenFiles: fds.levelFiles,
     },
     {
       onApplied: (_outcome, recorded) => fe?.notifier.deliver(recorded),
@@ -177,13 +182,22 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   };
 
   let shuttingDown = false;
-  const http = createServer((req, res) => {
+  // Sockets that never finish a request's headers are closed after the hello timeout too, checked every second.
+  const http = createServer({ headersTimeout: config.limits.helloTimeoutMs, requestTimeout: 5 * 60_000, connectionsCheckingInterval: 1000 }, (req, res) => {
     // While shutting down, answer what arrives but let no keep-alive connection (a health checker's) hold the port open.
     if (shuttingDown) res.setHeader('connection', 'close');
     handleHttp(front, { members: () => memberList(veraNode, members), admin }, req, res);
   });
+  const admission = new Admission(
+    { connectionsMax: fds.clientConnections, connectionsPerAddress: config.limits.connectionsPerAddress, firstRequestTimeoutMs: config.limits.helloTimeoutMs },
+    logger,
+  );
+  http.on('connection', (socket: Socket) => admission.admit(socket));
+  http.on('request', (req: IncomingMessage) => admission.markUsed(req.socket));
+  logger.info({ event: 'fd-budget', openFileLimit: fds.limit, levelMaxOpenFiles: fds.levelFiles, clientConnections: fds.clientConnections }, 'file descriptors shared out');
   const wss = new WebSocketServer({ noServer: true, maxPayload: front.limits.frameBytes, perMessageDeflate: false });
   http.on('upgrade', (req, socket, head) => {
+    admission.markUsed(req.socket);
     if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/v1/connect') {
       socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
       return;

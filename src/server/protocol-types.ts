@@ -230,6 +230,8 @@ export const CloseCode = {
   notLeader: 4003,
   /** The client read notifications too slowly; resume to resync. */
   slowConsumer: 4004,
+  /** No hello arrived within the server's hello timeout. */
+  noHello: 4005,
   shuttingDown: 1001,
 } as const;
 

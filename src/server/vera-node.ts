@@ -41,6 +41,8 @@ export interface VeraNodeOptions {
   /** How many events (plus their recipients) the event log keeps for replay to resuming sessions. */
   readonly eventLogCapacity: number;
   readonly compaction: CompactionPolicy;
+  /** LevelDB's share of the open-file limit (fd-budget.ts). */
+  readonly levelMaxOpenFiles?: number;
 }
 
 export const DEFAULT_COMPACTION: CompactionPolicy = { everyEntries: 10_000, keepEntries: 1_000 };
@@ -114,6 +116,7 @@ export class VeraNode {
       clusterId: opts.clusterId,
       // The address book is part of a new store from the start, so no crash can leave it unseeded.
       initialState: opts.initialMembers.length === 0 ? [] : [{ key: MEMBERS_KEY, value: encodeMembers(opts.initialMembers) }],
+      ...(opts.levelMaxOpenFiles === undefined ? {} : { maxOpenFiles: opts.levelMaxOpenFiles }),
     });
     try {
       const loaded = await dir.storage.load();

@@ -29,6 +29,8 @@ export interface VeraProcessOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** How long to wait for the 'started' line. */
   readonly startTimeoutMs?: number;
+  /** Runs the process under `ulimit -n` of this many open files. */
+  readonly openFileLimit?: number;
 }
 
 export class VeraProcess {
@@ -70,7 +72,12 @@ export class VeraProcess {
     if (opts.peers !== undefined) args.push('--peers', opts.peers);
     if (opts.secret !== undefined) args.push('--secret', opts.secret);
     args.push(...(opts.args ?? []));
-    const proc = spawn(process.execPath, args, { env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = { ...process.env, ...opts.env };
+    // Through sh only to lower the limit; exec keeps the pid the node process's own.
+    const proc =
+      opts.openFileLimit === undefined
+        ? spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+        : spawn('/bin/sh', ['-c', `ulimit -n ${opts.openFileLimit} && exec "$0" "$@"`, process.execPath, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const vp = new VeraProcess(proc, dataDir);
     live.add(vp);
     const started = vp.waitForLog((l) => l.event === 'started', opts.startTimeoutMs ?? 20_000);
