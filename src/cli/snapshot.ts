@@ -16,6 +16,13 @@ import { EXIT, UsageError } from './errors.js';
 import type { CliIO } from './io.js';
 import { USAGE } from './usage.js';
 
+/**
+ * How long `save` waits on a silent server by default. The server reads the whole state
+ * once (to size the header) before it sends a byte, seconds per 10^6 items, so
+ * the client commands' 5 s would fail a large store on a slower machine.
+ */
+const SAVE_SILENCE_MS = 120_000;
+
 export const SAVE_FLAGS: FlagSpecs = {
   server: { kind: 'string' },
   timeout: { kind: 'string' },
@@ -67,7 +74,7 @@ function fileArg(args: ParsedArgs, command: string, io: CliIO): string {
 async function save(args: ParsedArgs, io: CliIO): Promise<number> {
   const file = fileArg(args, 'vera snapshot save', io);
   const servers = serverList(args, io);
-  const timeoutMs = timeoutArg(args);
+  const timeoutMs = stringFlag(args, 'timeout') === undefined ? SAVE_SILENCE_MS : timeoutArg(args);
   let lastFailure = '';
   for (const server of servers) {
     const url = `${httpBaseUrl(server)}/v1/snapshot`;

@@ -164,7 +164,8 @@ every write acknowledged before the request), verifies its checksum and writes
 FILE atomically. FILE is replaced only by a complete, verified backup.
 
   --server URL[,URL...]  member(s) to ask, in turn (default ws://127.0.0.1:1919, or $VERA_SERVER)
-  --timeout MS           give up when the server is silent for MS ms (default 5000)
+  --timeout MS           give up when the server is silent for MS ms (default 120000;
+                         it reads the whole state once before it answers)
   --json                 print the result as JSON
 
 restore: verifies the whole of FILE, then creates a new single-member cluster in
