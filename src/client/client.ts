@@ -200,8 +200,9 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     return result.item;
   }
 
+  /** The whole list, from one read at the returned index; a list over one frame comes in several (a streamed get). */
   async get(path: string, options: GetOptions = {}): Promise<GetResult> {
-    return this.call('get', { path, ...options });
+    return this.call('get', { path, stream: true, ...options });
   }
 
   /** Names directly below `path` that lead to a non-empty list. */
@@ -216,7 +217,13 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
 
   /** Watches a list (or, with prefix, every list below a path); events start right after the returned index. */
   async watch(path: string, options: WatchOptions = {}): Promise<WatchResult> {
-    return this.call('watch', { path, ...options });
+    const result = await this.call('watch', { path, ...options });
+    if (result.tooLarge !== true) return result;
+    // Too big to come with the watch: read it now and keep what existed at the watch's index.
+    // Items deleted since then are missing here, and their delete events follow.
+    const later = await this.get(path);
+    const items = later.items.filter((item) => item.index <= result.index);
+    return { index: result.index, items };
   }
 
   async unwatch(path: string, options: WatchOptions = {}): Promise<void> {
@@ -411,7 +418,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     let conn: Connection | null = null;
     conn = await Connection.open(url, this.encoding, timeoutMs, {
       onEvents: (events) => this.notifications.onEvents(events),
-      onResync: (lists) => this.notifications.onResync(lists),
+      onResync: (lists, more) => this.notifications.onResync(lists, more),
       onClose: (reason, code) => {
         if (conn === null || conn !== this.conn) return;
         if (code === CLOSE_SESSION_MOVED) this.fail(new VeraError('UNAVAILABLE', `session ${this.sessionId} was resumed on another connection (${reason}); this client stops`));

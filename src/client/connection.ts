@@ -14,7 +14,8 @@ export class ConnectionLost extends VeraError {
 
 export interface ConnectionHandlers {
   readonly onEvents: (events: readonly ChangeEvent[]) => void;
-  readonly onResync: (lists: readonly ResyncList[]) => void;
+  /** `more`: the resync continues in the next frame; apply it once a frame without `more` arrives. */
+  readonly onResync: (lists: readonly ResyncList[], more: boolean) => void;
   /** `code` is the WebSocket close code, when the server sent one. */
   readonly onClose: (reason: string, code: number | null) => void;
 }
@@ -22,6 +23,8 @@ export interface ConnectionHandlers {
 interface Waiter {
   readonly resolve: (result: Readonly<Record<string, unknown>>) => void;
   readonly reject: (error: VeraError) => void;
+  /** Items of the frames of a streamed reply received so far (every frame but the last says `more`). */
+  items?: unknown[];
 }
 
 export class Connection {
@@ -108,16 +111,24 @@ export class Connection {
         if (frame.id === undefined) return; // the server could not read one of our ids; nothing to match
         const waiter = this.waiting.get(frame.id);
         if (waiter === undefined) return; // a reply to a request we gave up on
+        if (frame.kind === 'reply' && frame.result.more === true) {
+          collectItems(waiter, frame.result.items);
+          return;
+        }
         this.waiting.delete(frame.id);
-        if (frame.kind === 'reply') waiter.resolve(frame.result);
-        else waiter.reject(frame.error);
+        if (frame.kind === 'error') waiter.reject(frame.error);
+        else if (waiter.items === undefined) waiter.resolve(frame.result);
+        else {
+          collectItems(waiter, frame.result.items);
+          waiter.resolve({ ...frame.result, items: waiter.items });
+        }
         return;
       }
       case 'notify':
         this.handlers.onEvents(frame.events);
         return;
       case 'resync':
-        this.handlers.onResync(frame.lists);
+        this.handlers.onResync(frame.lists, frame.more);
         return;
       case 'invalid':
         // Ignored rather than fatal: a newer server may push frames this client
@@ -134,4 +145,11 @@ export class Connection {
     this.handlers.onClose(reason, code);
     for (const waiter of waiters) waiter.reject(new ConnectionLost(reason));
   }
+}
+
+/** Appends one frame's items to a streamed reply (one by one: a frame may hold a great many). */
+function collectItems(waiter: Waiter, items: unknown): void {
+  waiter.items ??= [];
+  if (!Array.isArray(items)) return; // the final check of the result reports it
+  for (const item of items) waiter.items.push(item);
 }

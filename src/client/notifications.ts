@@ -49,11 +49,14 @@ export class Notifications {
   private delivered = 0;
   private readonly subscriptions = new Set<Subscription>();
   private ended: { error: VeraError | null } | null = null;
+  /** The lists of a resync that spans frames, gathered until its last frame. */
+  private resyncParts: ResyncList[] = [];
 
   constructor(private readonly sinks: NotificationSinks) {}
 
   /** Call when a connection (re)starts, before its hello: events from here on may be resends. */
   beginConnection(): void {
+    this.resyncParts = []; // a resync cut short by the connection is sent again whole
     this.boundary = this.highest;
     this.boundarySeen = new Set(this.seenAtHighest);
   }
@@ -77,9 +80,25 @@ export class Notifications {
     this.delivered = Math.max(this.delivered, frameIndex);
   }
 
-  onResync(lists: readonly ResyncList[]): void {
-    if (this.ended !== null || lists.length === 0) return;
-    const frameIndex = Math.max(...lists.map((l) => l.index));
+  /** `more`: the resync goes on in the next frame; nothing is applied (or acknowledged) before its last frame. */
+  onResync(frameLists: readonly ResyncList[], more = false): void {
+    if (this.ended !== null) return;
+    for (const list of frameLists) {
+      // A list continued from the previous frame: the same path again, its items going on in order.
+      const last = this.resyncParts[this.resyncParts.length - 1];
+      if (last !== undefined && last.path === list.path && last.index === list.index) {
+        const items = last.items as Item[];
+        for (const item of list.items) items.push(item);
+      } else {
+        this.resyncParts.push({ path: list.path, index: list.index, items: list.items.slice() });
+      }
+    }
+    if (more) return;
+    const lists = this.resyncParts;
+    this.resyncParts = [];
+    if (lists.length === 0) return;
+    let frameIndex = 0;
+    for (const list of lists) frameIndex = Math.max(frameIndex, list.index);
     if (frameIndex > this.highest) {
       this.highest = frameIndex;
       this.seenAtHighest = new Set();
@@ -141,7 +160,7 @@ class Subscription implements AsyncIterableIterator<ClientEvent> {
 
   push(items: readonly Queued[]): void {
     if (this.ended !== null) return;
-    this.queue.push(...items);
+    for (const item of items) this.queue.push(item);
     this.wake();
   }
 

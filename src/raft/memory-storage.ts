@@ -50,7 +50,7 @@ class LogImage {
     if (first === undefined) return;
     // Same rule as LevelLogStorage: everything from the first new index on is replaced.
     this.entries.length = first.index - this.snapshot.index - 1;
-    this.entries.push(...write.entries);
+    for (const entry of write.entries) this.entries.push(entry);
   }
 
   clone(): LogImage {

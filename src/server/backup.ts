@@ -27,6 +27,7 @@ import { fsyncDir } from '../raft/fsync.js';
 import { appliedIndexIn, fileChunks, readRecords, replaceState, type CapturedState } from '../raft/state-transfer.js';
 import type { ClusterConfig, NodeId, SnapshotMeta } from '../raft/types.js';
 import { encodeMembers, initialMembers, MEMBERS_KEY, StateMachine } from '../statemachine/index.js';
+import { writeWithBackpressure } from './http-write.js';
 
 export const BACKUP_FORMAT = 'vera-backup-v1';
 /** A header line longer than this is not one of ours. */
@@ -263,16 +264,16 @@ export async function serveBackup(source: BackupSource, req: IncomingMessage, re
       return;
     }
     const hash = createHash('sha256').update(header);
-    await write(res, header);
+    await writeWithBackpressure(res, header);
     let sent = 0;
     for await (const chunk of state.chunks()) {
       hash.update(chunk);
       sent += chunk.length;
-      await write(res, chunk);
+      await writeWithBackpressure(res, chunk);
     }
     // Same snapshot, same bytes; if not, send a short file rather than a wrong one.
     if (sent !== bytes) throw new Error(`the second pass over the snapshot gave ${sent} bytes, the first ${bytes}`);
-    await write(res, encodeTrailer(hash.digest('hex')));
+    await writeWithBackpressure(res, encodeTrailer(hash.digest('hex')));
     res.end();
     options.logger.info({ event: 'backup-sent', index: meta.index, term: meta.term, bytes, ms: Math.round(performance.now() - started) }, `backup at index ${meta.index} sent`);
   } catch (err) {
@@ -293,24 +294,6 @@ async function captureWithMeta(source: BackupSource): Promise<{ state: CapturedS
     await state.release();
     if (attempt === 3) throw new Error(`no Raft meta for the captured index ${state.index}`);
   }
-}
-
-/** res.write with backpressure; rejects if the client goes away while we wait. */
-function write(res: ServerResponse, chunk: Buffer): Promise<void> {
-  if (res.destroyed) return Promise.reject(new Error('the client went away'));
-  if (res.write(chunk)) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const onDrain = (): void => {
-      res.off('close', onClose);
-      resolve();
-    };
-    const onClose = (): void => {
-      res.off('drain', onDrain);
-      reject(new Error('the client went away'));
-    };
-    res.once('drain', onDrain);
-    res.once('close', onClose);
-  });
 }
 
 // ---------------------------------------------------------------- restore

@@ -5,11 +5,12 @@
 import { randomBytes } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
-import type { NotifySink } from './notifier.js';
+import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
 import * as ops from './ops.js';
+import { OutputBudget, type OutputSocket } from './output-budget.js';
 import { decodeFrame, encodeError, encodeNotify, encodeReply, type NotifyFrames } from './protocol.js';
 import { VeraError } from './protocol-errors.js';
-import type { AnyResult, Encoding, HelloRequest, HelloResult, NotifyPayload, Request } from './protocol-types.js';
+import type { AnyResult, Encoding, GetRequest, GetResult, HelloRequest, HelloResult, NotifyPayload, Request } from './protocol-types.js';
 
 /** How long a hello on a member that knows no leader waits for an election to end (the shortest election timeout). */
 const HELLO_LEADER_WAIT_MS = 1000;
@@ -31,6 +32,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private helloTimer: NodeJS.Timeout | null = null;
   /** The socket whose writes are held until the end of this event-loop turn (see corkUntilTurnEnds), if any. */
   private corked: { uncork(): void } | null = null;
+  /** Replies and notifications not yet written count here; see output-budget.ts. */
+  private readonly output: OutputBudget;
 
   constructor(
     private readonly ws: WebSocket,
@@ -41,6 +44,15 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     // a socket that never says hello costs a descriptor and little else, and not for long.
     this.setFrameLimit(fe.limits.helloFrameBytes);
     this.helloTimer = setTimeout(() => this.close(CloseCode.noHello, `no hello within ${fe.limits.helloTimeoutMs} ms`), fe.limits.helloTimeoutMs);
+    // The same marks as the notifier's: events stop at the first, the socket is dropped at the second.
+    this.output = new OutputBudget(
+      wsOutput(ws),
+      { pauseBytes: DEFAULT_NOTIFIER_LIMITS.stallBytes, closeBytes: DEFAULT_NOTIFIER_LIMITS.closeBytes },
+      (buffered) => this.dropForBacklog(buffered),
+      () => {
+        if (this.established) fe.expiry.touch(this.established.session);
+      },
+    );
     ws.on('message', (data, isBinary) => this.onFrame(toBuffer(data), isBinary));
     ws.on('close', () => this.onClosed());
     ws.on('error', (err) => fe.logger.debug({ event: 'client-socket-error', remote, err: err.message }, 'client socket error'));
@@ -62,6 +74,11 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     return this.ws.bufferedAmount;
   }
 
+  room(): Promise<void> {
+    this.uncorkNow();
+    return this.output.room();
+  }
+
   closeSlow(): void {
     this.close(CloseCode.slowConsumer, 'notification backlog too large; resume the session to resync');
   }
@@ -71,6 +88,14 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     this.closed = true;
     this.ws.close(code, reason);
     this.onClosed();
+  }
+
+  /** Past the output bound the close frame could not get through either: drop the socket, freeing what it held. */
+  private dropForBacklog(buffered: number): void {
+    if (this.closed) return;
+    this.fe.logger.warn({ event: 'client-output-backlog', remote: this.remote, buffered }, 'client left too much output unread; connection dropped');
+    this.close(CloseCode.outputBacklog, 'output backlog too large; read your replies');
+    this.ws.terminate();
   }
 
   // ---------------------------------------------------------------- frames
@@ -138,7 +163,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       case 'push':
         return ops.push(fe, session, request);
       case 'get':
-        return ops.get(fe, request);
+        return this.get(request, encoding);
       case 'ls':
         return ops.ls(fe, request);
       case 'delete':
@@ -148,6 +173,24 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       case 'unwatch':
         return ops.unwatch(fe, session, request);
     }
+  }
+
+  /**
+   * Reads run one at a time per connection, each once its output has room, so a
+   * client that pipelines gets and reads nothing holds one reply's worth of memory.
+   * A streamed get sends every page but the last here; the last is the reply.
+   */
+  private async get(request: GetRequest, encoding: Encoding): Promise<GetResult> {
+    await ops.readBarrier(this.fe, request);
+    return this.output.exclusive(() =>
+      request.stream === true
+        ? ops.streamList(this.fe, request.path, async (page) => {
+            this.sendFrame(encodeReply(request.id, page, encoding));
+            await this.output.room();
+            if (this.closed) throw new VeraError('UNAVAILABLE', 'connection closed during a streamed get');
+          })
+        : ops.readWholeList(this.fe, request.path),
+    );
   }
 
   // ---------------------------------------------------------------- sessions
@@ -229,10 +272,17 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (result instanceof VeraError) {
       this.fe.metrics.requests.inc({ op: request.op, code: result.code });
       this.sendFrame(encodeError(request.id, result, encoding));
-    } else {
-      this.fe.metrics.requests.inc({ op: request.op, code: 'OK' });
-      this.sendFrame(encodeReply(request.id, result, encoding));
+      return;
     }
+    const frame = encodeReply(request.id, result, encoding);
+    const bytes = typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length;
+    // Items are bounded by stored bytes; an encoding that still outgrows the frame limit is refused, not sent.
+    if (bytes > this.fe.limits.frameBytes) {
+      this.reply(request, encoding, new VeraError('TOO_LARGE', `the reply would be ${bytes} bytes, over the ${this.fe.limits.frameBytes}-byte frame limit; use a streamed get`));
+      return;
+    }
+    this.fe.metrics.requests.inc({ op: request.op, code: 'OK' });
+    this.sendFrame(frame);
   }
 
   private sendFrame(frame: Buffer | string, cork = true): void {
@@ -240,6 +290,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     this.fe.metrics.bytesOut.inc({}, typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length);
     if (cork) this.corkUntilTurnEnds();
     this.ws.send(frame);
+    this.output.afterSend();
   }
 
   /**
@@ -263,6 +314,30 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     this.corked = null;
     socket.uncork();
   }
+}
+
+/** The output side of a ws WebSocket, through the net.Socket it keeps (ws has no public drain event). */
+function wsOutput(ws: WebSocket): OutputSocket {
+  const socket = (ws as unknown as { _socket?: import('node:net').Socket })._socket;
+  return {
+    bufferedBytes: () => ws.bufferedAmount,
+    pauseReading: () => ws.pause(),
+    resumeReading: () => ws.resume(),
+    isOpen: () => ws.readyState === ws.OPEN,
+    onceDrainedOrClosed: (listener) => {
+      if (socket === undefined || socket.destroyed) {
+        listener();
+        return;
+      }
+      const once = (): void => {
+        socket.off('drain', once);
+        socket.off('close', once);
+        listener();
+      };
+      socket.on('drain', once);
+      socket.on('close', once);
+    },
+  };
 }
 
 function toBuffer(data: Buffer | ArrayBuffer | Buffer[]): Buffer {

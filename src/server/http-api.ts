@@ -3,8 +3,8 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NodeId, Role } from '../raft/types.js';
-import { validatePath } from '../keys/path.js';
 import { serveBackup } from './backup.js';
+import { serveList } from './http-list.js';
 import { toVeraError, type FrontEnd } from './context.js';
 import { ADMIN_PATHS, handleAdmin, type AdminContext } from './membership.js';
 import { VeraError, type ErrorCode } from './protocol-errors.js';
@@ -27,6 +27,18 @@ export interface StatusSources {
 
 export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? '/', 'http://localhost');
+  // Before anything routes on the parsed (normalised) path.
+  if (isDataTarget(req.url ?? '/')) {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      sendJson(res, 405, { error: { code: 'BAD_REQUEST', message: `method ${req.method} is not allowed; use GET` } });
+      return;
+    }
+    serveList(fe, req, res, (response, err) => {
+      const e = toVeraError(err, fe);
+      sendJson(response, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
+    });
+    return;
+  }
   if (ADMIN_PATHS.has(url.pathname)) {
     handleAdmin(src.admin, req, res, url.pathname);
     return;
@@ -58,35 +70,13 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     void serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail });
     return;
   }
-  if (url.pathname === '/v1/data' || url.pathname.startsWith('/v1/data/')) {
-    void readList(fe, url).then(
-      (body) => sendJson(res, 200, body),
-      (err: unknown) => {
-        const e = toVeraError(err, fe);
-        sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
-      },
-    );
-    return;
-  }
   sendJson(res, 404, { error: { code: 'NOT_FOUND', message: `no endpoint ${url.pathname}` } });
 }
 
-async function readList(fe: FrontEnd, url: URL): Promise<{ index: number; items: readonly unknown[] }> {
-  let path: string;
-  try {
-    path = decodeURIComponent(url.pathname.slice('/v1/data'.length));
-  } catch {
-    throw new VeraError('BAD_REQUEST', 'path is not valid percent-encoded UTF-8');
-  }
-  const problem = validatePath(path, { allowRoot: false });
-  if (problem !== null) throw new VeraError('BAD_REQUEST', `bad path ${JSON.stringify(path)}: ${problem}`);
-  const consistency = url.searchParams.get('consistency') ?? 'stale';
-  if (consistency !== 'stale' && consistency !== 'linearizable') {
-    throw new VeraError('BAD_REQUEST', `consistency must be "stale" or "linearizable", not ${JSON.stringify(consistency)}`);
-  }
-  if (consistency === 'linearizable') await fe.node.linearizableBarrier(fe.readTimeoutMs);
-  const view = await fe.node.stateMachine.getList(path);
-  return { index: view.index, items: view.items };
+/** Judged on the raw target: URL parsing would turn /v1/data/../status into /v1/status. */
+function isDataTarget(target: string): boolean {
+  const path = target.split('?', 1)[0]!;
+  return path === '/v1/data' || path.startsWith('/v1/data/');
 }
 
 /** The body of GET /v1/status. */

@@ -3,10 +3,13 @@
 // and go out as one notify frame per turn of the event loop, after the replies of
 // the same turn. A consumer that stops reading never holds anything up: once its
 // socket buffer passes a bound its events are dropped, and when it drains it gets a
-// resync of every list it watches instead. Acknowledged indexes are collected here
-// and written through Raft in batches by the caller.
+// resync of every list it watches instead. A resync is read list by list and page
+// by page, in frames of at most `replyBytes` of items, each sent only once the
+// socket has room: its memory does not grow with the data. Acknowledged indexes are
+// collected here and written through Raft in batches by the caller.
 
-import type { ChangeEvent, ListView } from '../statemachine/types.js';
+import type { ItemPage } from '../statemachine/reads.js';
+import type { ChangeEvent } from '../statemachine/types.js';
 import type { WatchRef } from '../keys/index.js';
 import type { EventLog, RecordedEvent } from './event-log.js';
 import type { NotifyPayload, ResyncList } from './protocol-types.js';
@@ -20,12 +23,14 @@ export interface NotifySink {
   bufferedBytes(): number;
   /** Give up on a consumer that does not read at all. */
   closeSlow(): void;
+  /** Resolves once the socket's backlog is small enough for another large frame (or it closed). */
+  room(): Promise<void>;
 }
 
 /** What a feed needs from the state machine to build a resync. */
 export interface ResyncSource {
   watchesOf(session: string): readonly WatchRef[];
-  getList(path: string): Promise<ListView>;
+  readListPages(path: string, pageBytes: number, onPage: (page: ItemPage & { readonly index: number }) => Promise<void> | void): Promise<void>;
   children(path: string): Promise<{ children: readonly string[] }>;
 }
 
@@ -36,9 +41,22 @@ export interface NotifierLimits {
   readonly closeBytes: number;
   /** How often a stalled feed checks whether its socket drained. */
   readonly drainCheckMs: number;
+  /** Stored bytes of items per resync frame. */
+  readonly resyncFrameBytes: number;
+  /** Events held for a feed while its resync is read; past this they are dropped and another resync follows. */
+  readonly pendingDuringResync: number;
 }
 
-export const DEFAULT_NOTIFIER_LIMITS: NotifierLimits = { stallBytes: 8 * 1024 * 1024, closeBytes: 64 * 1024 * 1024, drainCheckMs: 50 };
+export const DEFAULT_NOTIFIER_LIMITS: NotifierLimits = {
+  stallBytes: 8 * 1024 * 1024,
+  closeBytes: 64 * 1024 * 1024,
+  drainCheckMs: 50,
+  resyncFrameBytes: 8 * 1024 * 1024,
+  pendingDuringResync: 10_000,
+};
+
+/** Thrown inside a resync read to stop it: the feed went away. */
+class FeedGone extends Error {}
 
 type FeedMode =
   | { readonly kind: 'live' }
@@ -50,6 +68,8 @@ class Feed {
   mode: FeedMode = { kind: 'live' };
   /** Events for a resynced list at or below its resync index are already reflected. */
   floors = new Map<string, number>();
+  /** Events overflowed while a resync was read: another resync follows this one. */
+  resyncAgain = false;
 
   constructor(
     readonly session: string,
@@ -85,7 +105,7 @@ export class Notifier {
     if (backlog === null) {
       this.startResync(feed);
     } else if (backlog.length > 0) {
-      feed.pending.push(...backlog);
+      feed.pending = backlog.slice();
       this.markDirty(feed);
     }
   }
@@ -107,7 +127,12 @@ export class Notifier {
     for (const { event, recipients } of recorded) {
       for (const session of recipients) {
         const feed = this.feeds.get(session);
-        if (!feed || feed.mode.kind === 'stalled') continue;
+        if (!feed || feed.mode.kind === 'stalled' || feed.resyncAgain) continue;
+        if (feed.mode.kind === 'resyncing' && feed.pending.length >= this.limits.pendingDuringResync) {
+          feed.pending = [];
+          feed.resyncAgain = true;
+          continue;
+        }
         feed.pending.push(event);
         if (feed.mode.kind === 'live') this.markDirty(feed);
       }
@@ -202,19 +227,24 @@ export class Notifier {
     feed.mode = { kind: 'stalled', timer: setTimeout(check, this.limits.drainCheckMs) };
   }
 
-  /** Read every watched list and send it as a resync; events arriving meanwhile queue and are filtered by the read's index. */
+  /** Send every watched list as a resync; events arriving meanwhile queue and are filtered by each list's read index. */
   private startResync(feed: Feed): void {
     feed.mode = { kind: 'resyncing' };
     feed.pending = [];
-    void this.readWatchedLists(feed.session).then(
-      (lists) => {
+    feed.floors = new Map();
+    feed.resyncAgain = false;
+    void this.sendResync(feed).then(
+      () => {
         if (this.feeds.get(feed.session) !== feed) return;
-        feed.floors = new Map(lists.map((l) => [l.path, l.index]));
-        feed.sink.sendNotify({ resync: lists });
+        if (feed.resyncAgain) {
+          this.startResync(feed);
+          return;
+        }
         feed.mode = { kind: 'live' };
         if (feed.pending.length > 0) this.markDirty(feed);
       },
-      (err) => {
+      (err: unknown) => {
+        if (err instanceof FeedGone) return;
         this.detach(feed.session);
         feed.sink.closeSlow();
         this.onError(err);
@@ -222,31 +252,58 @@ export class Notifier {
     );
   }
 
-  private async readWatchedLists(session: string): Promise<ResyncList[]> {
-    const paths = new Set<string>();
-    for (const w of this.source.watchesOf(session)) {
-      if (!w.prefix) paths.add(w.path);
-      else for (const p of await this.listsBelow(w.path)) paths.add(p);
+  private async sendResync(feed: Feed): Promise<void> {
+    const frameBytes = this.limits.resyncFrameBytes;
+    let lists: ResyncList[] = [];
+    let bytes = 0;
+    const send = async (more: boolean): Promise<void> => {
+      if (this.feeds.get(feed.session) !== feed) throw new FeedGone();
+      feed.sink.sendNotify(more ? { resync: lists, more: true } : { resync: lists });
+      lists = [];
+      bytes = 0;
+      if (more) await feed.sink.room();
+    };
+    for await (const path of this.watchedLists(feed.session)) {
+      let first = true;
+      await this.source.readListPages(path, frameBytes, async (page) => {
+        if (first) feed.floors.set(path, page.index);
+        first = false;
+        if (lists.length > 0 && bytes + page.bytes > frameBytes) await send(true);
+        lists.push({ path, index: page.index, items: page.items as ResyncList['items'] });
+        bytes += page.bytes;
+      });
     }
-    const lists: ResyncList[] = [];
-    for (const path of [...paths].sort()) {
-      const view = await this.source.getList(path);
-      lists.push({ path, index: view.index, items: view.items as ResyncList['items'] });
-    }
-    return lists;
+    await send(false);
   }
 
-  /** Every non-empty list at or below `prefix`. */
-  private async listsBelow(prefix: string): Promise<string[]> {
-    const out: string[] = [];
-    const walk = async (path: string): Promise<void> => {
-      if (path !== '/') out.push(path); // an empty list in a resync says "it is empty now"
-      const { children } = await this.source.children(path);
-      for (const c of children) await walk(path === '/' ? `/${c}` : `${path}/${c}`);
-    };
-    await walk(prefix);
-    return out;
+  /**
+   * Every list the session watches, each once: exact watches (empty or not) and
+   * every non-empty list below a prefix watch, plus the prefix itself. Only the
+   * outermost prefixes are walked; the few paths named by other watches go first
+   * and the walks skip them, so nothing here grows with the data.
+   */
+  private async *watchedLists(session: string): AsyncGenerator<string> {
+    const watches = this.source.watchesOf(session);
+    const prefixes = [...new Set(watches.filter((w) => w.prefix).map((w) => w.path))];
+    const outermost = prefixes.filter((p) => !prefixes.some((q) => q !== p && isAtOrBelow(p, q)));
+    const named = new Set<string>();
+    for (const w of watches) if (w.path !== '/' && !(w.prefix && outermost.includes(w.path))) named.add(w.path);
+    yield* named;
+    for (const prefix of outermost) {
+      for await (const path of this.listsBelow(prefix)) if (!named.has(path)) yield path;
+    }
   }
+
+  /** Every non-empty list at or below `prefix`, and the prefix itself (an empty list in a resync says "it is empty now"). */
+  private async *listsBelow(prefix: string): AsyncGenerator<string> {
+    if (prefix !== '/') yield prefix;
+    const { children } = await this.source.children(prefix);
+    for (const c of children) yield* this.listsBelow(prefix === '/' ? `/${c}` : `${prefix}/${c}`);
+  }
+}
+
+function isAtOrBelow(path: string, prefix: string): boolean {
+  return prefix === '/' || path === prefix || path.startsWith(`${prefix}/`);
 }
 
 /** Names a list of events by content: an entry index, change type and item index identify one event. */

@@ -63,10 +63,36 @@ export async function push(fe: FrontEnd, session: string, req: PushRequest): Pro
   return { item: wireItem(r.item) };
 }
 
-export async function get(fe: FrontEnd, req: GetRequest): Promise<GetResult> {
+/** A linearizable get waits for its read index; a stale one reads what this member has applied. */
+export async function readBarrier(fe: FrontEnd, req: GetRequest): Promise<void> {
   if ((req.consistency ?? 'linearizable') === 'linearizable') await fe.node.linearizableBarrier(fe.readTimeoutMs);
-  const view = await fe.node.stateMachine.getList(req.path);
-  return { index: view.index, items: wireItems(view.items) };
+}
+
+/** The whole list in one result, or TOO_LARGE once its items pass `replyBytes` (read no further). */
+export async function readWholeList(fe: FrontEnd, path: string): Promise<GetResult> {
+  let result: GetResult | null = null;
+  await fe.node.stateMachine.readListPages(path, fe.limits.replyBytes, (page) => {
+    if (page.more) {
+      throw new VeraError('TOO_LARGE', `the list ${path} holds more than ${fe.limits.replyBytes} bytes of items, more than one reply carries; read it with a streamed get (stream: true)`);
+    }
+    result = { index: page.index, items: wireItems(page.items) };
+  });
+  return result!;
+}
+
+/**
+ * The list from one read, in pages of at most `replyBytes`: every page but the last
+ * goes to `sendPage` (with `more: true`), which may wait for the client to read;
+ * the last is returned.
+ */
+export async function streamList(fe: FrontEnd, path: string, sendPage: (page: GetResult) => Promise<void>): Promise<GetResult> {
+  let last: GetResult | null = null;
+  await fe.node.stateMachine.readListPages(path, fe.limits.replyBytes, async (page) => {
+    const result = { index: page.index, items: wireItems(page.items) };
+    if (page.more) await sendPage({ ...result, more: true });
+    else last = result;
+  });
+  return last!;
 }
 
 export async function ls(fe: FrontEnd, req: LsRequest): Promise<LsResult> {
@@ -85,6 +111,7 @@ export async function watch(fe: FrontEnd, session: string, req: WatchRequest): P
   checkWatchLimit(fe, session, req.path, prefix);
   const r = expectOk(await proposeTimed(fe, { op: 'watch', session, path: req.path, prefix }));
   if (r.op !== 'watch') throw new VeraError('INTERNAL', `watch applied as ${r.op}`);
+  if (r.tooLarge === true) return { index: r.index, tooLarge: true };
   return r.items === undefined ? { index: r.index } : { index: r.index, items: wireItems(r.items) };
 }
 

@@ -9,7 +9,8 @@ export type ServerFrame =
   | { readonly kind: 'reply'; readonly id: number; readonly result: Readonly<Record<string, unknown>> }
   | { readonly kind: 'error'; readonly id?: number; readonly error: VeraError }
   | { readonly kind: 'notify'; readonly events: readonly ChangeEvent[] }
-  | { readonly kind: 'resync'; readonly lists: readonly ResyncList[] }
+  /** `more`: the resync continues in the next frame. */
+  | { readonly kind: 'resync'; readonly lists: readonly ResyncList[]; readonly more: boolean }
   | { readonly kind: 'invalid'; readonly message: string };
 
 // Replies nest data a few levels below the frame (notify > events > event > item > data);
@@ -62,7 +63,7 @@ function decodeNotify(fields: Record<string, unknown>): ServerFrame {
   if (Array.isArray(fields.resync)) {
     const lists = fields.resync;
     if (!lists.every(isResyncList)) return invalid('notify frame has a malformed resync list');
-    return { kind: 'resync', lists };
+    return { kind: 'resync', lists, more: fields.more === true };
   }
   return invalid('notify frame has neither events nor resync');
 }

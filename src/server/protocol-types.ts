@@ -59,6 +59,12 @@ export interface GetRequest {
   readonly path: string;
   /** Default 'linearizable'. */
   readonly consistency?: Consistency;
+  /**
+   * Let the reply come in several frames (each under `replyBytes` of items, all from
+   * one read at one `index`; every frame but the last has `more: true`). Without
+   * it, a list over `replyBytes` is TOO_LARGE.
+   */
+  readonly stream?: boolean;
 }
 
 export interface LsRequest {
@@ -144,6 +150,8 @@ export interface PushResult {
 export interface GetResult {
   readonly index: number;
   readonly items: readonly Item[];
+  /** On a streamed get: more frames of this reply follow. */
+  readonly more?: true;
 }
 
 export interface LsResult {
@@ -155,6 +163,8 @@ export interface WatchResult {
   readonly index: number;
   /** Present for exact watches: the list as of `index`. */
   readonly items?: readonly Item[];
+  /** An exact watch of a list over `replyBytes`: no items came; read them with a streamed get. */
+  readonly tooLarge?: true;
 }
 
 export interface ResultMap {
@@ -188,7 +198,12 @@ export interface ResyncList {
   readonly items: readonly Item[];
 }
 
-export type NotifyPayload = { readonly events: readonly ChangeEvent[] } | { readonly resync: readonly ResyncList[] };
+/**
+ * A resync may span several frames: every frame but the last has `more: true`, and a
+ * list may continue from one frame into the next (the same path again, its items
+ * going on in order). Apply it when the last frame arrives.
+ */
+export type NotifyPayload = { readonly events: readonly ChangeEvent[] } | { readonly resync: readonly ResyncList[]; readonly more?: true };
 
 // ---------------------------------------------------------------- limits
 
@@ -209,6 +224,12 @@ export interface ProtocolLimits {
   readonly elementsMax: number;
   /** Hard frame limit until the connection has sent its hello (a hello is tiny): a bigger frame closes with 1009. */
   readonly helloFrameBytes: number;
+  /**
+   * Stored bytes of items one reply or resync frame may carry (half the frame limit,
+   * leaving room for encoding). A plain get of a bigger list is TOO_LARGE; streamed
+   * gets and resyncs are split into frames of at most this.
+   */
+  readonly replyBytes: number;
 }
 
 export const DEFAULT_LIMITS: ProtocolLimits = Object.freeze({
@@ -218,6 +239,7 @@ export const DEFAULT_LIMITS: ProtocolLimits = Object.freeze({
   dataDepth: 64,
   elementsMax: 100_000,
   helloFrameBytes: 64 * 1024,
+  replyBytes: 8 * 1024 * 1024,
 });
 
 /** WebSocket close codes the server uses, shared with the client (4000-4999 is the application range). */
@@ -232,6 +254,8 @@ export const CloseCode = {
   slowConsumer: 4004,
   /** No hello arrived within the server's hello timeout. */
   noHello: 4005,
+  /** The client left more than the output bound of replies unread; the socket is dropped (the session lives on). */
+  outputBacklog: 4006,
   shuttingDown: 1001,
 } as const;
 

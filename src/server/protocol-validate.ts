@@ -80,6 +80,7 @@ const BUILDERS: { readonly [O in Op]: Builder<O> } = {
     op: 'get',
     path: pathField(f, false, limits),
     ...optional('consistency', consistencyField(f)),
+    ...optional('stream', boolField(f, 'stream')),
   }),
   ls: (f, id, limits) => ({ id, op: 'ls', path: pathField(f, true, limits) }),
   delete: (f, id, limits) => {

@@ -25,8 +25,9 @@ import type {
   WatchCommand,
 } from './commands.js';
 import type { MemoryIndexes } from './indexes.js';
-import { newestRemaining, readItem, readList } from './reads.js';
+import { newestRemaining, readItem, readListWithin } from './reads.js';
 import type { ApplyError, ApplyErrorCode, ApplySuccess, ChangeEvent, Item, VeraDb } from './types.js';
+import { WATCH_ITEMS_MAX_BYTES } from './types.js';
 
 export type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
 
@@ -161,9 +162,12 @@ async function deleteItem(c: DeleteCommand, { db, mem, index }: PlanContext): Pr
 async function watch(c: WatchCommand, { db, mem, index }: PlanContext): Promise<Plan> {
   const ref: WatchRef = { prefix: c.prefix, path: c.path, session: c.session };
   // Apply runs one entry at a time, so this read is the list as of this entry.
-  const result: ApplySuccess = c.prefix
-    ? { ok: true, op: 'watch', index }
-    : { ok: true, op: 'watch', index, items: await readList(db, c.path) };
+  // A list too big for one reply is not read here (on every member, inside apply): the reply says so and the client reads it in pages.
+  const items = c.prefix ? undefined : await readListWithin(db, c.path, WATCH_ITEMS_MAX_BYTES);
+  const result: ApplySuccess =
+    c.prefix ? { ok: true, op: 'watch', index }
+    : items === null ? { ok: true, op: 'watch', index, tooLarge: true }
+    : { ok: true, op: 'watch', index, items };
   return {
     result,
     ops: [{ type: 'put', key: watchKey(ref), value: EMPTY_VALUE }],

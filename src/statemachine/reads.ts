@@ -27,10 +27,59 @@ export async function readItem(db: VeraDb, path: string, index: number): Promise
   return bytes === undefined ? undefined : { index, ...decodeItemValue(bytes) };
 }
 
-/** Every item of one list, in index order. */
+/** Every item of one list, in index order. For lists of any size use readListPages. */
 export async function readList(db: VeraDb, path: string, snapshot?: DbSnapshot): Promise<Item[]> {
   const items: Item[] = [];
   for await (const [key, value] of db.iterator({ ...itemRange(path), snapshot })) {
+    items.push({ index: decodeItemKey(key).index, ...decodeItemValue(value) });
+  }
+  return items;
+}
+
+/** Part of a list: `more` says items follow it. */
+export interface ItemPage {
+  readonly items: Item[];
+  /** Stored bytes (keys and values) of `items`. */
+  readonly bytes: number;
+  readonly more: boolean;
+}
+
+/**
+ * The items of one list, in index order, in pages of at most `pageBytes` stored
+ * bytes (key and value; a page always holds at least one item). `onPage` may wait:
+ * the next page is read only after it settles, so a slow consumer holds one page,
+ * never the list. Throwing from `onPage` stops the read. There is always a last
+ * page with `more: false`, empty for an empty list.
+ */
+export async function readListPages(
+  db: VeraDb,
+  path: string,
+  snapshot: DbSnapshot | undefined,
+  pageBytes: number,
+  onPage: (page: ItemPage) => Promise<void> | void,
+): Promise<void> {
+  let page: Item[] = [];
+  let bytes = 0;
+  for await (const [key, value] of db.iterator({ ...itemRange(path), snapshot })) {
+    const size = key.length + value.length;
+    if (page.length > 0 && bytes + size > pageBytes) {
+      await onPage({ items: page, bytes, more: true });
+      page = [];
+      bytes = 0;
+    }
+    page.push({ index: decodeItemKey(key).index, ...decodeItemValue(value) });
+    bytes += size;
+  }
+  await onPage({ items: page, bytes, more: false });
+}
+
+/** The list's items if their stored bytes are at most `maxBytes`, else null (having read no further than that). */
+export async function readListWithin(db: VeraDb, path: string, maxBytes: number, snapshot?: DbSnapshot): Promise<Item[] | null> {
+  const items: Item[] = [];
+  let bytes = 0;
+  for await (const [key, value] of db.iterator({ ...itemRange(path), snapshot })) {
+    bytes += key.length + value.length;
+    if (bytes > maxBytes) return null;
     items.push({ index: decodeItemKey(key).index, ...decodeItemValue(value) });
   }
   return items;

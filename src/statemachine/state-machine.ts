@@ -13,7 +13,7 @@ import { CommandError, decodeCommand, type Command } from './commands.js';
 import { MemoryIndexes, type IndexDump } from './indexes.js';
 import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
 import { decodeMembers, encodeMembers, MEMBERS_KEY, membersAfter, type Member } from './members.js';
-import { APPLIED_KEY, digestState, listChildren, readApplied, readList } from './reads.js';
+import { APPLIED_KEY, digestState, listChildren, readApplied, readList, readListPages, type ItemPage } from './reads.js';
 import { StateMachineError } from './types.js';
 import type { ApplyError, ApplyOutcome, ChildrenView, ListView, SessionInfo, VeraDb } from './types.js';
 
@@ -203,6 +203,19 @@ export class StateMachine {
       index: await readApplied(this.db, snapshot),
       items: await readList(this.db, path, snapshot),
     }));
+  }
+
+  /**
+   * One list read from one snapshot, in pages of at most `pageBytes` stored bytes,
+   * each tagged with the applied index the whole read reflects. The next page is
+   * read only once `onPage` settles (backpressure); throwing from it stops the read.
+   */
+  async readListPages(path: string, pageBytes: number, onPage: (page: ItemPage & { readonly index: number }) => Promise<void> | void): Promise<void> {
+    checkPath(path, false);
+    await this.withSnapshot(async (snapshot) => {
+      const index = await readApplied(this.db, snapshot);
+      await readListPages(this.db, path, snapshot, pageBytes, (page) => onPage({ ...page, index }));
+    });
   }
 
   /** Sorted (UTF-8 byte order) names directly below `path` that lead to a non-empty list. */

@@ -40,7 +40,7 @@ export type ApplySuccess =
   | { readonly ok: true; readonly op: 'openSession'; readonly session: string }
   | { readonly ok: true; readonly op: 'push'; readonly item: Item }
   /** `items` is present for exact watches only: the list as of this entry. */
-  | { readonly ok: true; readonly op: 'watch'; readonly index: number; readonly items?: readonly Item[] };
+  | { readonly ok: true; readonly op: 'watch'; readonly index: number; readonly items?: readonly Item[]; readonly tooLarge?: true };
 
 export type ApplyResult = ApplySuccess | ApplyError;
 
@@ -77,3 +77,6 @@ export class StateMachineError extends Error {
     super(message);
   }
 }
+
+/** Stored bytes of the items an exact watch returns with its result; a bigger list is answered with `tooLarge` and no items. */
+export const WATCH_ITEMS_MAX_BYTES = 8 * 1024 * 1024;

@@ -251,7 +251,9 @@ describe('encoders', () => {
     const events = encodeNotify({ events: [{ index: 5, type: 'push', path: '/a', item }] }, 'json');
     expect(JSON.parse(events as string)).toEqual({ op: 'notify', events: [{ index: 5, type: 'push', path: '/a', item }] });
     const resync = encodeNotify({ resync: [{ path: '/a', index: 9, items: [item] }] }, 'msgpack');
-    expect(decodeServerFrame(resync, true)).toEqual({ kind: 'resync', lists: [{ path: '/a', index: 9, items: [item] }] });
+    expect(decodeServerFrame(resync, true)).toEqual({ kind: 'resync', lists: [{ path: '/a', index: 9, items: [item] }], more: false });
+    const continued = encodeNotify({ resync: [{ path: '/a', index: 9, items: [item] }], more: true }, 'json');
+    expect(decodeServerFrame(continued, false)).toEqual({ kind: 'resync', lists: [{ path: '/a', index: 9, items: [item] }], more: true });
   });
 });
 

@@ -34,8 +34,9 @@ describe('Notifier fan-out', () => {
       },
       bufferedBytes: () => 0,
       closeSlow: () => undefined,
+      room: async () => undefined,
     });
-    const source = { watchesOf: () => [], getList: async () => ({ index: 0, items: [] }), children: async () => ({ children: [] }) };
+    const source = { watchesOf: () => [], readListPages: async () => undefined, children: async () => ({ children: [] }) };
     const notifier = new Notifier(source, new EventLog(1000, 0), DEFAULT_NOTIFIER_LIMITS, (err) => {
       throw err;
     });
