@@ -28,6 +28,8 @@ export interface ReceivedFrame {
   readonly decodeError?: string;
   /** performance.now() when it arrived. */
   readonly at: number;
+  /** Size of the frame's payload. */
+  readonly bytes: number;
 }
 
 export interface WireError {
@@ -274,8 +276,8 @@ export class WireClient {
       decodeError = `server frame does not decode: ${(err as Error).message}`;
     }
     const frame: ReceivedFrame = decodeError === undefined
-      ? { seq: this.frames.length, encoding, value, at: performance.now() }
-      : { seq: this.frames.length, encoding, value, decodeError, at: performance.now() };
+      ? { seq: this.frames.length, encoding, value, at: performance.now(), bytes: data.length }
+      : { seq: this.frames.length, encoding, value, decodeError, at: performance.now(), bytes: data.length };
     this.frames.push(frame);
     this.wakeAll();
   }
