@@ -3,6 +3,7 @@
 // Absence of an event is checked with a marker: events arrive in index order, so
 // once a later marker event is in, anything earlier that was due is in too.
 
+import { request as httpRequest } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { VeraProcess } from '../support/vera-process.js';
 import { killAll } from '../support/vera-process.js';
@@ -464,6 +465,18 @@ describe('HTTP endpoints', () => {
     expect(badConsistency.body).toMatchObject({ error: { code: 'BAD_REQUEST', message: expect.stringMatching(/consistency/) } });
   });
 
+  it('GET /v1/data takes the path as sent, under the WebSocket\'s rule: no `.` or `..` segment, raw or percent-encoded', async () => {
+    const s = await session('json');
+    await s.client.call('push', { path: '/dots/b', data: 'b', persistent: true });
+    // fetch would normalise /a/../b to /b before sending; a raw request sends the target as written.
+    for (const target of ['/v1/data/dots/a/../b', '/v1/data/dots/%2e%2e/dots/b', '/v1/data/dots/./b', '/v1/data/../v1/status', '/v1/data/dots/%2E%2E/b']) {
+      const r = await rawHttpGet(vp.clientPort, target);
+      expect(r.status, target).toBe(400);
+      expect(JSON.parse(r.text), target).toMatchObject({ error: { code: 'BAD_REQUEST', message: expect.stringMatching(/segment/) } });
+    }
+    expect((await rawHttpGet(vp.clientPort, '/v1/data/dots/b')).status).toBe(200);
+  });
+
   it('GET /v1/status names this node, its role, term, commit/applied, the leader and its client URL, and the members', async () => {
     const st = await status(vp);
     expect(st).toMatchObject({
@@ -512,3 +525,17 @@ describe('HTTP endpoints', () => {
     await expect(WireClient.connect(vp.url.replace(/$/, '/elsewhere'), 'json')).rejects.toThrow(/404|Unexpected server response/);
   });
 });
+
+/** A GET with the request target sent exactly as given (no URL normalisation). */
+function rawHttpGet(port: number, target: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path: target, method: 'GET', timeout: 5000 }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${target} timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
