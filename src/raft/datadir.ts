@@ -21,13 +21,16 @@ import { constants as fsConstants } from 'node:fs';
 import { access, mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { fsyncDir } from './fsync.js';
 import { finishInterruptedInstall } from './snapshot-install.js';
+import { checkedValueEncoding } from './checked-values.js';
+import { ACK_RECORD_FILENAME, AckRecord, rollbackProblem } from './ack-record.js';
 import { dirname, join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { propertyKey } from '../keys/index.js';
 import { LevelLogStorage, type LevelDb } from './leveldb-storage.js';
 import type { ClusterConfig, NodeId } from './types.js';
 
-export const STORE_FORMAT = 'vera-store-v1';
+/** v2: every value carries a CRC-32C (checked-values.ts). */
+export const STORE_FORMAT = 'vera-store-v2';
 /** 0x0000 'format': msgpack string STORE_FORMAT. Peer-local, so snapshots never carry it. */
 export const FORMAT_KEY = propertyKey('format');
 /** 0x0000 'nodeId': msgpack string, the id this store was created for. */
@@ -212,12 +215,15 @@ async function openExistingStore(dir: string, options: OpenDataDirOptions): Prom
     const identity = await loadStoreIdentity(dir, db, options.clusterId);
     const storage = await LevelLogStorage.open(db, { initialConfig: options.initialConfig });
     await finishSnapshotInstall(dir, db, storage);
+    const acked = await checkAgainstAckRecord(dir, storage);
+    storage.recordAcknowledgementsIn(acked);
     return {
       db,
       storage,
       identity,
       close: async () => {
         await storage.close();
+        await acked.close();
         await db.close();
       },
     };
@@ -226,6 +232,34 @@ async function openExistingStore(dir: string, options: OpenDataDirOptions): Prom
     if (error instanceof DataDirError) throw error;
     throw new DataDirError('corrupt', dir, `the Raft log cannot be opened: ${describe(error)}`, { cause: error });
   }
+}
+
+/**
+ * A store that came back behind what this member acknowledged (ack-record.ts) is
+ * refused: serving it would lose committed writes or let the member vote twice.
+ */
+async function checkAgainstAckRecord(dir: string, storage: LevelLogStorage): Promise<AckRecord> {
+  let record: AckRecord;
+  try {
+    record = await AckRecord.open(dir);
+  } catch (error) {
+    await storage.close();
+    throw ioError(join(dir, ACK_RECORD_FILENAME), 'cannot open the acknowledgement record', error);
+  }
+  const acknowledged = record.acknowledged;
+  const problem = acknowledged === null ? null : rollbackProblem(acknowledged, await storage.durableState());
+  if (problem !== null) {
+    await storage.close();
+    await record.close();
+    throw new DataDirError(
+      'corrupt',
+      dir,
+      `the store is behind what this member acknowledged (${ACK_RECORD_FILENAME}: term ${acknowledged!.term}, commit ${acknowledged!.commit}): ${problem}. ` +
+        `Its LevelDB files were damaged or rolled back; serving it could lose acknowledged writes or vote twice. ` +
+        `Remove the member from the cluster (vera member remove ID), delete its data directory, and add it back (vera member add, then start it with --join), as docs/operations.md describes for a wiped member`,
+    );
+  }
+  return record;
 }
 
 /** A snapshot install a crash interrupted is completed before anything reads the store (snapshot-install.ts). */
@@ -275,14 +309,16 @@ async function checkLevelFilesBeforeOpen(dir: string, dbPath: string): Promise<v
 }
 
 async function checkIdentity(dir: string, db: LevelDb, nodeId: NodeId): Promise<void> {
-  const [rawFormat, rawNodeId] = await db.getMany([FORMAT_KEY, NODE_ID_KEY]);
+  // Read raw first: a store of another format has no checksums to verify.
+  const rawFormat = await db.get(FORMAT_KEY, { valueEncoding: 'buffer' });
   if (rawFormat === undefined) {
     throw new DataDirError('foreign', dir, `${DB_DIRNAME} is a LevelDB without the Vera format marker; refusing to use it`);
   }
-  const format = unpackOrUndefined(rawFormat);
+  const format = formatIn(rawFormat);
   if (format !== STORE_FORMAT) {
     throw new DataDirError('unsupportedFormat', dir, `store format is ${JSON.stringify(format)}, this version reads ${STORE_FORMAT}`);
   }
+  const rawNodeId = await db.get(NODE_ID_KEY);
   const storedNodeId = rawNodeId === undefined ? undefined : unpackOrUndefined(rawNodeId);
   if (typeof storedNodeId !== 'string') throw new DataDirError('corrupt', dir, 'the store has no valid node id');
   if (storedNodeId !== nodeId) {
@@ -363,11 +399,20 @@ function openLevel(path: string, create: boolean, maxOpenFiles?: number): LevelD
   // Open options go to the constructor: it starts opening at once, and a later open() only waits for that.
   return new ClassicLevel<Buffer, Buffer>(path, {
     keyEncoding: 'buffer',
-    valueEncoding: 'buffer',
+    valueEncoding: checkedValueEncoding as unknown as 'buffer',
     createIfMissing: create,
     errorIfExists: create,
     ...(maxOpenFiles === undefined ? {} : { maxOpenFiles }),
   });
+}
+
+/** The format name in a stored marker: checksummed (v2 on) or plain (v1). */
+function formatIn(stored: Buffer): unknown {
+  try {
+    return unpackOrUndefined(checkedValueEncoding.decode(stored));
+  } catch {
+    return unpackOrUndefined(stored);
+  }
 }
 
 function unpackOrUndefined(raw: Buffer): unknown {

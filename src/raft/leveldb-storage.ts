@@ -27,6 +27,7 @@ import {
   checkPersist,
 } from './storage.js';
 import type { ClusterConfig, Entry, EntryKind, HardState, SnapshotMeta } from './types.js';
+import type { AckRecord } from './ack-record.js';
 
 export type LevelDb = ClassicLevel<Buffer, Buffer>;
 
@@ -36,8 +37,8 @@ export const HARD_STATE_KEY = propertyKey('hardState');
 export const SNAPSHOT_KEY = internalPropertyKey('snapshot');
 export const LAST_LOG_INDEX_KEY = internalPropertyKey('lastLogIndex');
 
-// Per-call encodings make the storage independent of the database's defaults.
-const BUFFERS = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
+// Keys are buffers; values use the database's own encoding (a Vera store checksums every value, see checked-values.ts).
+const BUFFERS = { keyEncoding: 'buffer' } as const;
 
 // Plain MessagePack maps and arrays (no msgpackr records), so any decoder can read a dump.
 const packr = new Packr({ useRecords: false });
@@ -55,6 +56,7 @@ export class LevelLogStorage implements LogStorage {
   /** Writes run one after another, each checked against the bounds the previous one left. */
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private ackRecord: AckRecord | null = null;
 
   private constructor(
     private readonly db: LevelDb,
@@ -157,7 +159,20 @@ export class LevelLogStorage implements LogStorage {
         throw new StorageError('io', `writing the Raft log failed: ${describe(cause)}`, { cause });
       }
       this.bounds = newBounds;
+      // After the store has it, before the driver sends what depends on it (ack-record.ts).
+      if (hardState !== null && this.ackRecord !== null) await this.ackRecord.update(hardState);
     });
+  }
+
+  /** From now on, every hard state persisted is also given to `record`. */
+  recordAcknowledgementsIn(record: AckRecord): void {
+    this.ackRecord = record;
+  }
+
+  /** The durable hard state and the last index of the log (the snapshot's when the log is empty). */
+  async durableState(): Promise<{ hardState: HardState; lastIndex: number }> {
+    const raw = await this.db.get(HARD_STATE_KEY, BUFFERS);
+    return { hardState: raw === undefined ? INITIAL_HARD_STATE : decodeHardState(raw), lastIndex: this.bounds.lastIndex };
   }
 
   compact(meta: SnapshotMeta): Promise<void> {

@@ -79,7 +79,7 @@ describe('openDataDir', () => {
   it('creates a missing directory as a new store holding the initial config', async () => {
     const opened = await open();
     expect(opened.fresh).toBe(true);
-    expect(await readdir(dir)).toEqual(['db']);
+    expect((await readdir(dir)).sort()).toEqual(['acked', 'db']);
     expect((await opened.storage.load()).snapshot).toEqual({ index: 0, term: 0, config: CONFIG });
   });
 
@@ -212,7 +212,7 @@ describe('openDataDir', () => {
     await writeFile(join(leftover, 'CURRENT'), 'MANIFEST-000001\n');
     const opened = await open();
     expect(opened.fresh).toBe(true);
-    expect(await readdir(dir)).toEqual(['db']);
+    expect((await readdir(dir)).sort()).toEqual(['acked', 'db']);
   });
 
   it('rejects an empty node id with a typed error', async () => {
