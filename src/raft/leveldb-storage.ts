@@ -28,6 +28,7 @@ import {
 } from './storage.js';
 import type { ClusterConfig, Entry, EntryKind, HardState, SnapshotMeta } from './types.js';
 import type { AckRecord } from './ack-record.js';
+import { corruptValueIn } from './checked-values.js';
 
 export type LevelDb = ClassicLevel<Buffer, Buffer>;
 
@@ -113,13 +114,20 @@ export class LevelLogStorage implements LogStorage {
       const entries: Entry[] = [];
       // Entries at or below snapshot.index are covered by the snapshot and not part of the log.
       const range = { gte: logKey(snapshot.index + 1), lt: bucketRange(Bucket.log).lt };
-      for await (const [key, value] of this.db.iterator({ ...range, ...BUFFERS })) {
-        const expected = snapshot.index + 1 + entries.length;
-        const index = decodeLogKeyOrCorrupt(key);
-        if (index !== expected) {
-          throw new StorageError('corrupt', `the log is not contiguous: expected entry ${expected}, found ${index}`);
+      try {
+        for await (const [key, value] of this.db.iterator({ ...range, ...BUFFERS })) {
+          const expected = snapshot.index + 1 + entries.length;
+          const index = decodeLogKeyOrCorrupt(key);
+          if (index !== expected) {
+            throw new StorageError('corrupt', `the log is not contiguous: expected entry ${expected}, found ${index}`);
+          }
+          entries.push(decodeEntry(value, index));
         }
-        entries.push(decodeEntry(value, index));
+      } catch (error) {
+        // Entries are contiguous, so the one that failed to decode is the next expected.
+        const corrupt = corruptValueIn(error);
+        if (corrupt === null) throw error;
+        throw new StorageError('corrupt', `log entry ${snapshot.index + 1 + entries.length} (key ${logKey(snapshot.index + 1 + entries.length).toString('hex')}): ${corrupt.message}`, { cause: error });
       }
       const last = snapshot.index + entries.length;
       if (last !== lastIndex) {

@@ -10,6 +10,7 @@ import {
   itemRange,
   itemSeekKey,
 } from '../keys/index.js';
+import { CorruptValueError, corruptValueIn } from '../raft/checked-values.js';
 import { decodeAppliedValue, decodeItemValue } from './codec.js';
 import type { Item, VeraDb } from './types.js';
 
@@ -60,15 +61,24 @@ export async function readListPages(
 ): Promise<void> {
   let page: Item[] = [];
   let bytes = 0;
-  for await (const [key, value] of db.iterator({ ...itemRange(path), snapshot })) {
-    const size = key.length + value.length;
-    if (page.length > 0 && bytes + size > pageBytes) {
-      await onPage({ items: page, bytes, more: true });
-      page = [];
-      bytes = 0;
+  let lastIndex = 0;
+  try {
+    for await (const [key, value] of db.iterator({ ...itemRange(path), snapshot })) {
+      const size = key.length + value.length;
+      if (page.length > 0 && bytes + size > pageBytes) {
+        await onPage({ items: page, bytes, more: true });
+        page = [];
+        bytes = 0;
+      }
+      lastIndex = decodeItemKey(key).index;
+      page.push({ index: lastIndex, ...decodeItemValue(value) });
+      bytes += size;
     }
-    page.push({ index: decodeItemKey(key).index, ...decodeItemValue(value) });
-    bytes += size;
+  } catch (error) {
+    const corrupt = corruptValueIn(error);
+    if (corrupt === null) throw error;
+    // The iterator failed on the value after the last key it gave.
+    throw new CorruptValueError(`the stored item of ${path} after index ${lastIndex}: ${corrupt.message}`, { cause: error });
   }
   await onPage({ items: page, bytes, more: false });
 }

@@ -15,6 +15,7 @@ import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
 import { decodeMembers, encodeMembers, MEMBERS_KEY, membersAfter, type Member } from './members.js';
 import { APPLIED_KEY, digestState, listChildren, readApplied, readList, readListPages, type ItemPage } from './reads.js';
 import { StateMachineError } from './types.js';
+import { CorruptValueError, corruptValueIn } from '../raft/checked-values.js';
 import type { ApplyError, ApplyOutcome, ChildrenView, ListView, SessionInfo, VeraDb } from './types.js';
 
 export class StateMachine {
@@ -215,7 +216,7 @@ export class StateMachine {
     await this.withSnapshot(async (snapshot) => {
       const index = await readApplied(this.db, snapshot);
       await readListPages(this.db, path, snapshot, pageBytes, (page) => onPage({ ...page, index }));
-    });
+    }, `the list ${path}`);
   }
 
   /** Sorted (UTF-8 byte order) names directly below `path` that lead to a non-empty list. */
@@ -227,11 +228,15 @@ export class StateMachine {
     }));
   }
 
-  private async withSnapshot<T>(read: (snapshot: ReturnType<VeraDb['snapshot']>) => Promise<T>): Promise<T> {
+  private async withSnapshot<T>(read: (snapshot: ReturnType<VeraDb['snapshot']>) => Promise<T>, what = 'the state'): Promise<T> {
     while (this.replacing !== null) await this.replacing;
     const snapshot = this.db.snapshot();
     try {
       return await read(snapshot);
+    } catch (error) {
+      const corrupt = corruptValueIn(error);
+      if (corrupt !== null) throw new CorruptValueError(`reading ${what}: ${corrupt.message}`, { cause: error });
+      throw error;
     } finally {
       await snapshot.close();
     }
