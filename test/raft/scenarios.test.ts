@@ -824,7 +824,7 @@ describe('commit index rules', () => {
     const leader = c.node('n1');
     const before = c.status('n1').commit;
     // Proposed and handed out in a Ready, but the leader's own write has not completed (no advance yet).
-    expect(leader.propose('command', new TextEncoder().encode('X'))).toMatchObject({ ok: true, index: before + 1 });
+    expect(leader.propose(new TextEncoder().encode('X'))).toMatchObject({ ok: true, index: before + 1 });
     const rd = leader.ready();
     const append = rd.messages.find((m) => m.type === 'app' && m.to === 'n2');
     expect(append).toBeDefined();

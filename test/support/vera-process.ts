@@ -144,15 +144,32 @@ export async function killAll(): Promise<void> {
   await Promise.all([...live].map((p) => p.kill9()));
 }
 
-/** A port that was free a moment ago (for peer ports, which must be known before start). */
-export function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
+/**
+ * A port that was free a moment ago (for peer ports, which must be known before start).
+ * Taken below the kernel's ephemeral range (32768 and up here), so no outgoing
+ * connection can take it between this check and the server's bind (a port from
+ * listen(0) is an ephemeral one, and tests that open many sockets once took one);
+ * each vitest worker has its own slice, and a worker hands out its ports in turn.
+ */
+export async function freePort(): Promise<number> {
+  const worker = Number(process.env.VITEST_POOL_ID ?? '1');
+  const base = PORT_RANGE_START + ((Math.max(1, worker) - 1) % PORT_SLICES) * PORT_SLICE;
+  for (let tries = 0; tries < PORT_SLICE; tries++) {
+    const port = base + (nextPortOffset++ % PORT_SLICE);
+    if (await canBind(port)) return port;
+  }
+  throw new Error(`no free port in ${base}..${base + PORT_SLICE - 1}`);
+}
+
+const PORT_RANGE_START = 20_000;
+const PORT_SLICES = 8;
+const PORT_SLICE = 1_500; // 8 slices end at 31,999, below the ephemeral range
+let nextPortOffset = Math.floor(Math.random() * PORT_SLICE);
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((res) => {
     const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => res(port));
-    });
+    srv.once('error', () => res(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
   });
 }
