@@ -482,11 +482,14 @@ async function main(argv: readonly string[]): Promise<number> {
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  // exitCode, not exit(): the process ends once main has stopped every server it started.
   main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
+    (code) => {
+      process.exitCode = code;
+    },
     (err: unknown) => {
       console.error(err);
-      process.exit(1);
+      process.exitCode = 1;
     },
   );
 }
