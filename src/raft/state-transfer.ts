@@ -128,26 +128,6 @@ export async function* readRecords(chunks: AsyncIterable<Uint8Array>): AsyncGene
   }
 }
 
-/** Parses a whole stream held in memory (tests and small streams; installs use readRecords). */
-export function decodeRecords(data: Buffer): Array<[Buffer, Buffer]> {
-  const out: Array<[Buffer, Buffer]> = [];
-  let at = 0;
-  while (at < data.length) {
-    if (at + 4 > data.length) throw new SnapshotError('snapshot stream ends inside a record header');
-    const keyLen = data.readUInt32BE(at);
-    const key = data.subarray(at + 4, at + 4 + keyLen);
-    at += 4 + keyLen;
-    if (at + 4 > data.length) throw new SnapshotError('snapshot stream ends inside a record');
-    const valueLen = data.readUInt32BE(at);
-    if (at + 4 + valueLen > data.length) throw new SnapshotError('snapshot stream ends inside a value');
-    const value = data.subarray(at + 4, at + 4 + valueLen);
-    at += 4 + valueLen;
-    checkRecordKey(key);
-    out.push([Buffer.from(key), Buffer.from(value)]);
-  }
-  return out;
-}
-
 /** A stream held in memory, as one chunk. */
 export async function* bufferChunks(data: Uint8Array): AsyncGenerator<Uint8Array> {
   if (data.byteLength > 0) yield data;
@@ -205,13 +185,6 @@ export async function appliedIndexIn(records: AsyncIterable<[Buffer, Buffer]>): 
     if (key.equals(appliedKey)) return decodeAppliedIndex(value);
     if (internalEnd !== undefined && Buffer.compare(key, internalEnd) >= 0) break;
   }
-  return 0;
-}
-
-/** The applied index a verified in-memory stream carries. */
-export function appliedIndexOf(data: Buffer): number {
-  const appliedKey = Buffer.concat([bucketRange(Bucket.internal).gte, APPLIED_KEY_SUFFIX]);
-  for (const [key, value] of decodeRecords(data)) if (key.equals(appliedKey)) return decodeAppliedIndex(value);
   return 0;
 }
 

@@ -102,7 +102,7 @@ export function backupBody(backup: VerifiedBackup): AsyncGenerator<Buffer> {
 export async function verifyBackupFile(path: string): Promise<VerifiedBackup> {
   const size = await fileSize(path);
   if (size === 0) throw new BackupError('truncated', 'file is empty');
-  const head = await readHead(path, Math.min(size, MAX_HEADER_BYTES));
+  const head = await readRange(path, 0, Math.min(size, MAX_HEADER_BYTES));
   const newline = head.indexOf(0x0a);
   if (newline < 0) {
     throw new BackupError('corrupt', size < MAX_HEADER_BYTES ? 'no header line: not a Vera backup, or cut short inside its header' : `no header line within the first ${MAX_HEADER_BYTES} bytes: not a Vera backup`);
@@ -142,17 +142,6 @@ async function fileSize(path: string): Promise<number> {
   return info.size;
 }
 
-async function readHead(path: string, length: number): Promise<Buffer> {
-  const handle = await open(path, 'r');
-  try {
-    const head = Buffer.alloc(length);
-    const { bytesRead } = await handle.read(head, 0, length, 0);
-    return head.subarray(0, bytesRead);
-  } finally {
-    await handle.close();
-  }
-}
-
 /** The trailer's sha256 when the file ends with one that matches everything before it; null otherwise. */
 async function intactChecksum(path: string, size: number): Promise<string | null> {
   if (size < TRAILER_BYTES) return null;
@@ -165,6 +154,7 @@ async function intactChecksum(path: string, size: number): Promise<string | null
   return actual === match[1] ? actual : null;
 }
 
+/** Up to `length` bytes of the file from `position`. */
 async function readRange(path: string, position: number, length: number): Promise<Buffer> {
   const handle = await open(path, 'r');
   try {

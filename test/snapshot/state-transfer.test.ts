@@ -14,9 +14,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Bucket, bucketPrefix, internalPropertyKey, logKey, propertyKey } from '../../src/keys/index.js';
 import { LAST_LOG_INDEX_KEY, SNAPSHOT_KEY, type LevelDb } from '../../src/raft/leveldb-storage.js';
 import {
-  appliedIndexOf,
+  appliedIndexIn,
   captureState,
-  decodeRecords,
   replaceState,
   readRecords,
   bufferChunks,
@@ -159,6 +158,15 @@ function feed(assembler: SnapshotAssembler, transfer: string, chunks: readonly B
 }
 
 /** Buffer.equals: deep equality over megabytes element by element would be needlessly slow. */
+/** Every record of a stream held in memory, parsed as a receiver parses it. */
+async function decodeAll(data: Buffer): Promise<Array<[Buffer, Buffer]>> {
+  const out: Array<[Buffer, Buffer]> = [];
+  for await (const [key, value] of readRecords(bufferChunks(data))) out.push([Buffer.from(key), Buffer.from(value)]);
+  return out;
+}
+
+const appliedIndexOf = (data: Buffer): Promise<number> => appliedIndexIn(readRecords(bufferChunks(data)));
+
 function expectSameBytes(actual: Buffer | null, expected: Buffer): void {
   expect(actual).not.toBeNull();
   expect(actual!.length).toBe(expected.length);
@@ -184,9 +192,9 @@ describe('state transfer over LevelDB', () => {
 
     const data = feed(new SnapshotAssembler(), 'n1/7/500', chunks, sha256(chunks));
     expect(data).not.toBeNull();
-    expect(appliedIndexOf(data!)).toBe(500);
+    expect(await appliedIndexOf(data!)).toBe(500);
     // The stream carries no key a receiver must keep for itself.
-    for (const [key] of decodeRecords(data!)) {
+    for (const [key] of await decodeAll(data!)) {
       expect(key.readUInt16BE(0)).not.toBe(Bucket.property);
       expect(key.readUInt16BE(0)).not.toBe(Bucket.log);
       expect(isLogOwned(key)).toBe(false);
@@ -287,7 +295,7 @@ describe('state transfer over LevelDB', () => {
     expect(assembler.accept('n1/7/300', 0, a.chunks[0]!, false, '')).toBeNull();
     const gotB = feed(assembler, 'n3/8/400', b.chunks, sha256(b.chunks));
     expectSameBytes(gotB, Buffer.concat(b.chunks));
-    expect(appliedIndexOf(gotB!)).toBe(400);
+    expect(await appliedIndexOf(gotB!)).toBe(400);
 
     // A stale chunk of A arriving mid-way through B (not at offset 0) cannot join B's staging.
     expect(assembler.accept('n3/8/400', 0, b.chunks[0]!, false, '')).toBeNull();
@@ -327,10 +335,10 @@ describe('state transfer over LevelDB', () => {
     }
     expect(writes).toBeGreaterThan(3);
     const data = Buffer.concat(chunks);
-    expect(appliedIndexOf(data)).toBe(600);
+    expect(await appliedIndexOf(data)).toBe(600);
 
     // The stream holds exactly the state as of the capture, not the state now.
-    const streamed: Dump = decodeRecords(data).map(([k, v]) => [k.toString('hex'), v.toString('hex')]);
+    const streamed: Dump = (await decodeAll(data)).map(([k, v]) => [k.toString('hex'), v.toString('hex')]);
     expect(streamed).toEqual(expectedState);
     expect(await stateOf(db)).not.toEqual(expectedState);
   });
@@ -340,8 +348,8 @@ describe('state transfer over LevelDB', () => {
     await seedSender(sender, 50);
     const { chunks } = await captureChunks(sender);
     const data = Buffer.concat(chunks);
-    expect(() => decodeRecords(data.subarray(0, data.length - 3))).toThrow(SnapshotError);
-    expect(() => decodeRecords(data.subarray(0, 2))).toThrow(/record header/);
+    await expect(decodeAll(data.subarray(0, data.length - 3))).rejects.toThrow(SnapshotError);
+    await expect(decodeAll(data.subarray(0, 2))).rejects.toThrow(/record header/);
 
     const record = (key: Buffer, value: Buffer): Buffer => {
       const out = Buffer.alloc(8 + key.length + value.length);
@@ -352,7 +360,7 @@ describe('state transfer over LevelDB', () => {
       return out;
     };
     for (const forbidden of [propertyKey('hardState'), logKey(3), SNAPSHOT_KEY, LAST_LOG_INDEX_KEY, Buffer.from([0x00])]) {
-      expect(() => decodeRecords(Buffer.concat([data, record(forbidden, Buffer.from('x'))]))).toThrow(/must not/);
+      await expect(decodeAll(Buffer.concat([data, record(forbidden, Buffer.from('x'))]))).rejects.toThrow(/must not/);
     }
   });
 });
