@@ -9,9 +9,9 @@
 // CRC-32C and a sequence number, so a write torn by a crash leaves the other slot
 // valid. A term or vote change is written and synced before the persist that
 // carries it returns (so before any message that depends on it is sent); a commit
-// advance alone is written in the background, coalesced, so it costs the write
-// path nothing. The record may therefore trail the newest commit by one write:
-// it detects a rollback of anything older.
+// advance alone is written in the background, at most every 100 ms, so it costs
+// the write path nothing. The record may therefore trail the newest commit by
+// that much: it detects a rollback of anything older.
 
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -22,6 +22,7 @@ import type { HardState } from './types.js';
 export const ACK_RECORD_FILENAME = 'acked';
 const SLOT_BYTES = 512;
 const HEADER_BYTES = 8; // crc32c, then the length of the JSON body
+const COMMIT_WRITE_INTERVAL_MS = 100;
 
 export interface Acknowledged {
   readonly term: number;
@@ -38,6 +39,8 @@ export class AckRecord {
   private recorded: Acknowledged | null;
   /** The newest state asked for in the background, not yet written. */
   private wanted: Acknowledged | null = null;
+  /** Set while a background write of `wanted` is scheduled. */
+  private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> = Promise.resolve();
   private closed = false;
 
@@ -93,22 +96,30 @@ export class AckRecord {
     await this.enqueue(next);
   }
 
-  /** Waits for the background write, if any. */
-  async flush(): Promise<void> {
-    await this.writing;
-  }
-
+  /** Writes what is still wanted, then closes the file. */
   async close(): Promise<void> {
+    if (this.timer !== null) {
+      clearTimeout(this.timer);
+      this.timer = null;
+      void this.enqueue(null).catch(() => undefined);
+    }
     await this.writing;
     this.closed = true;
     await this.handle.close();
   }
 
+  /**
+   * A commit advance comes with nearly every persist under load: written at most once
+   * per COMMIT_WRITE_INTERVAL_MS, so the record adds no steady stream of fsyncs beside
+   * the log's. A failed background write leaves the older record, still a valid lower bound.
+   */
   private writeSoon(next: Acknowledged): void {
-    const pending = this.wanted !== null;
     this.wanted = next;
-    if (pending) return; // the queued write will take the newest
-    void this.enqueue(null).catch(() => undefined); // a failed background write leaves the older record: still a valid lower bound
+    if (this.timer !== null) return; // the scheduled write will take the newest
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.enqueue(null).catch(() => undefined);
+    }, COMMIT_WRITE_INTERVAL_MS);
   }
 
   /** Writes `state` (or, when null, whatever is wanted by then) after the writes before it. */

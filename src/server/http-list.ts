@@ -52,19 +52,20 @@ export function serveList(fe: FrontEnd, req: IncomingMessage, res: ServerRespons
 async function answer(fe: FrontEnd, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { path, consistency } = parseRequest(req.url ?? '/');
   if (consistency === 'linearizable') await fe.node.linearizableBarrier(fe.readTimeoutMs);
-  let first = true;
+  let opened = false;
+  let separator = '';
   await fe.node.stateMachine.readListPages(path, fe.limits.replyBytes, async (page) => {
-    if (first) {
+    if (!opened) {
+      opened = true;
       res.writeHead(200, { 'content-type': 'application/json' });
       if (req.method === 'HEAD') throw new HeadDone();
       await writeWithBackpressure(res, `{"index":${page.index},"items":[`);
     }
     let text = '';
     for (const item of page.items) {
-      text += `${first ? '' : ','}${JSON.stringify(item)}`;
-      first = false;
+      text += separator + JSON.stringify(item);
+      separator = ',';
     }
-    first = false;
     if (text !== '') await writeWithBackpressure(res, text);
   }).catch((err: unknown) => {
     if (!(err instanceof HeadDone)) throw err;

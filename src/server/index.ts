@@ -147,13 +147,15 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     notifyBacklog: () => fe?.notifier.backlog ?? 0,
     linearizableReads: () => veraNode.linearizableReads,
   });
+  // Items per reply or resync frame: half the frame limit (room for the encoding), at most the default.
+  const limits = { ...DEFAULT_LIMITS, ...config.limits, replyBytes: Math.min(DEFAULT_LIMITS.replyBytes, Math.floor(config.limits.frameBytes / 2)) };
   const front: FrontEnd = {
     node: veraNode,
-    notifier: new Notifier(veraNode.stateMachine, veraNode.events, DEFAULT_NOTIFIER_LIMITS, (err) =>
+    notifier: new Notifier(veraNode.stateMachine, veraNode.events, { ...DEFAULT_NOTIFIER_LIMITS, resyncFrameBytes: limits.replyBytes }, (err) =>
       logger.error({ event: 'resync-failed', err: String(err) }, 'could not read lists for a resync'),
     ),
     expiry,
-    limits: { ...DEFAULT_LIMITS, ...config.limits },
+    limits,
     sessionTimeouts: config.sessionTimeout,
     readTimeoutMs: 5000,
     logger,

@@ -70,14 +70,11 @@ export async function readBarrier(fe: FrontEnd, req: GetRequest): Promise<void> 
 
 /** The whole list in one result, or TOO_LARGE once its items pass `replyBytes` (read no further). */
 export async function readWholeList(fe: FrontEnd, path: string): Promise<GetResult> {
-  let result: GetResult | null = null;
-  await fe.node.stateMachine.readListPages(path, fe.limits.replyBytes, (page) => {
-    if (page.more) {
-      throw new VeraError('TOO_LARGE', `the list ${path} holds more than ${fe.limits.replyBytes} bytes of items, more than one reply carries; read it with a streamed get (stream: true)`);
-    }
-    result = { index: page.index, items: wireItems(page.items) };
-  });
-  return result!;
+  const view = await fe.node.stateMachine.readListWithin(path, fe.limits.replyBytes);
+  if (view === null) {
+    throw new VeraError('TOO_LARGE', `the list ${path} holds more than ${fe.limits.replyBytes} bytes of items, more than one reply carries; read it with a streamed get (stream: true)`);
+  }
+  return { index: view.index, items: wireItems(view.items) };
 }
 
 /**

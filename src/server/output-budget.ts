@@ -32,7 +32,7 @@ export class OutputBudget {
     private readonly limits: OutputLimits,
     /** Called once the close mark is passed; must drop the socket. */
     private readonly overflow: (buffered: number) => void,
-    /** Called whenever the client is seen reading while requests are paused: it is alive. */
+    /** Called when the output drained while requests were paused: the client reads, so it is alive. */
     private readonly progress: () => void,
   ) {}
 
@@ -71,13 +71,8 @@ export class OutputBudget {
 
   private whenDrained(done: () => void): void {
     const check = (): void => {
-      if (!this.socket.isOpen() || this.socket.bufferedBytes() <= this.limits.pauseBytes) {
-        done();
-        return;
-      }
-      // Not below the mark yet: some was written, so the client reads.
-      this.progress();
-      this.socket.onceDrainedOrClosed(check);
+      if (!this.socket.isOpen() || this.socket.bufferedBytes() <= this.limits.pauseBytes) done();
+      else this.socket.onceDrainedOrClosed(check);
     };
     this.socket.onceDrainedOrClosed(check);
   }

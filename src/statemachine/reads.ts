@@ -28,12 +28,30 @@ export async function readItem(db: VeraDb, path: string, index: number): Promise
   return bytes === undefined ? undefined : { index, ...decodeItemValue(bytes) };
 }
 
+/**
+ * The items of one list in index order, each with its stored size (key and value).
+ * A value that fails its checksum is an error naming the list and the item before it.
+ */
+async function* storedItems(db: VeraDb, path: string, snapshot: DbSnapshot | undefined): AsyncGenerator<{ item: Item; bytes: number }> {
+  let lastIndex = 0;
+  try {
+    for await (const [key, value] of db.iterator({ ...itemRange(path), snapshot })) {
+      lastIndex = decodeItemKey(key).index;
+      yield { item: { index: lastIndex, ...decodeItemValue(value) }, bytes: key.length + value.length };
+    }
+  } catch (error) {
+    // Only the iterator's own errors land here (a consumer that stops ends the generator by return).
+    const corrupt = corruptValueIn(error);
+    if (corrupt === null) throw error;
+    // The iterator failed on the value after the last key it gave.
+    throw new CorruptValueError(`the stored item of ${path} after index ${lastIndex}: ${corrupt.message}`, { cause: error });
+  }
+}
+
 /** Every item of one list, in index order. For lists of any size use readListPages. */
 export async function readList(db: VeraDb, path: string, snapshot?: DbSnapshot): Promise<Item[]> {
   const items: Item[] = [];
-  for await (const [key, value] of db.iterator({ ...itemRange(path), snapshot })) {
-    items.push({ index: decodeItemKey(key).index, ...decodeItemValue(value) });
-  }
+  for await (const { item } of storedItems(db, path, snapshot)) items.push(item);
   return items;
 }
 
@@ -61,24 +79,14 @@ export async function readListPages(
 ): Promise<void> {
   let page: Item[] = [];
   let bytes = 0;
-  let lastIndex = 0;
-  try {
-    for await (const [key, value] of db.iterator({ ...itemRange(path), snapshot })) {
-      const size = key.length + value.length;
-      if (page.length > 0 && bytes + size > pageBytes) {
-        await onPage({ items: page, bytes, more: true });
-        page = [];
-        bytes = 0;
-      }
-      lastIndex = decodeItemKey(key).index;
-      page.push({ index: lastIndex, ...decodeItemValue(value) });
-      bytes += size;
+  for await (const { item, bytes: size } of storedItems(db, path, snapshot)) {
+    if (page.length > 0 && bytes + size > pageBytes) {
+      await onPage({ items: page, bytes, more: true });
+      page = [];
+      bytes = 0;
     }
-  } catch (error) {
-    const corrupt = corruptValueIn(error);
-    if (corrupt === null) throw error;
-    // The iterator failed on the value after the last key it gave.
-    throw new CorruptValueError(`the stored item of ${path} after index ${lastIndex}: ${corrupt.message}`, { cause: error });
+    page.push(item);
+    bytes += size;
   }
   await onPage({ items: page, bytes, more: false });
 }
@@ -87,10 +95,10 @@ export async function readListPages(
 export async function readListWithin(db: VeraDb, path: string, maxBytes: number, snapshot?: DbSnapshot): Promise<Item[] | null> {
   const items: Item[] = [];
   let bytes = 0;
-  for await (const [key, value] of db.iterator({ ...itemRange(path), snapshot })) {
-    bytes += key.length + value.length;
+  for await (const { item, bytes: size } of storedItems(db, path, snapshot)) {
+    bytes += size;
     if (bytes > maxBytes) return null;
-    items.push({ index: decodeItemKey(key).index, ...decodeItemValue(value) });
+    items.push(item);
   }
   return items;
 }

@@ -13,7 +13,7 @@ import { CommandError, decodeCommand, type Command } from './commands.js';
 import { MemoryIndexes, type IndexDump } from './indexes.js';
 import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
 import { decodeMembers, encodeMembers, MEMBERS_KEY, membersAfter, type Member } from './members.js';
-import { APPLIED_KEY, digestState, listChildren, readApplied, readList, readListPages, type ItemPage } from './reads.js';
+import { APPLIED_KEY, digestState, listChildren, readApplied, readList, readListPages, readListWithin, type ItemPage } from './reads.js';
 import { StateMachineError } from './types.js';
 import { CorruptValueError, corruptValueIn } from '../raft/checked-values.js';
 import type { ApplyError, ApplyOutcome, ChildrenView, ListView, SessionInfo, VeraDb } from './types.js';
@@ -204,6 +204,16 @@ export class StateMachine {
       index: await readApplied(this.db, snapshot),
       items: await readList(this.db, path, snapshot),
     }));
+  }
+
+  /** One list and the applied index it reflects, or null when its items pass `maxBytes` (read no further). */
+  async readListWithin(path: string, maxBytes: number): Promise<ListView | null> {
+    checkPath(path, false);
+    return this.withSnapshot(async (snapshot) => {
+      const index = await readApplied(this.db, snapshot);
+      const items = await readListWithin(this.db, path, maxBytes, snapshot);
+      return items === null ? null : { index, items };
+    }, `the list ${path}`);
   }
 
   /**
