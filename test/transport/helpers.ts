@@ -155,8 +155,12 @@ export class RawPeer {
   readonly opened: Promise<void>;
   readonly closed: Promise<{ code: number; reason: string }>;
 
-  constructor(port: number, path?: string) {
-    this.ws = new WebSocket(path === undefined ? peerUrl('127.0.0.1', port) : `ws://127.0.0.1:${port}${path}`, { perMessageDeflate: false });
+  /** `localAddress` picks the loopback address the socket comes from (any of 127.0.0.0/8). */
+  constructor(port: number, path?: string, localAddress?: string) {
+    this.ws = new WebSocket(path === undefined ? peerUrl('127.0.0.1', port) : `ws://127.0.0.1:${port}${path}`, {
+      perMessageDeflate: false,
+      ...(localAddress === undefined ? {} : { localAddress }),
+    });
     this.ws.on('error', () => undefined); // 'close' follows and is what tests wait on
     this.opened = withDeadline(new Promise((resolve) => this.ws.once('open', () => resolve())), 'the raw peer to connect');
     this.closed = withDeadline(

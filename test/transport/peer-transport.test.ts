@@ -8,9 +8,9 @@ import { WebSocketServer } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DialerHandshake } from '../../src/raft/transport/auth.js';
 import { encodeMessages, packFrame } from '../../src/raft/transport/codec.js';
-import { PeerTransport, PeerTransportError } from '../../src/raft/transport/peer-transport.js';
+import { INBOUND_HANDSHAKE_MS, PeerTransport, PeerTransportError } from '../../src/raft/transport/peer-transport.js';
 import type { AppendRequest, Message } from '../../src/raft/types.js';
-import { CLUSTER, freePort, heartbeat, makeNode, RawPeer, SECRET, type TestNode } from './helpers.js';
+import { CLUSTER, freePort, heartbeat, makeNode, RawPeer, SECRET, withDeadline, type TestNode } from './helpers.js';
 
 const open: Array<PeerTransport> = [];
 const rawPeers: RawPeer[] = [];
@@ -403,5 +403,87 @@ describe('PeerTransport refuses misbehaving peers', () => {
     const b = await started(makeNode('b', p));
     b.transport.send(heartbeat('b', 'a', 3));
     expect(await a.sink.waitForCount(1)).toEqual([heartbeat('b', 'a', 3)]);
+  });
+});
+
+describe('PeerTransport under a flood of unauthenticated sockets', () => {
+  /** Opens `count` idle sockets from `from` and waits until each is open or already closed. */
+  async function idleSockets(port: number, count: number, from?: string): Promise<RawPeer[]> {
+    const peers = Array.from({ length: count }, () => {
+      const peer = new RawPeer(port, undefined, from);
+      rawPeers.push(peer);
+      return peer;
+    });
+    await Promise.all(peers.map((peer) => Promise.race([peer.opened, peer.closed]).catch(() => undefined)));
+    return peers;
+  }
+
+  /** Resolves with the first `count` of `peers` to be closed, in the order they closed. */
+  function firstClosed(peers: readonly RawPeer[], count: number): Promise<RawPeer[]> {
+    const closed: RawPeer[] = [];
+    return withDeadline(
+      new Promise((resolve) => {
+        for (const peer of peers) {
+          void peer.closed.then(() => {
+            closed.push(peer);
+            if (closed.length === count) resolve([...closed]);
+          });
+        }
+      }),
+      `${count} sockets to be closed`,
+    );
+  }
+
+  it('lets one stranger address hold only maxPendingPerAddress slots, and logs the refusals a few lines at a time', async () => {
+    const p = await ports('a');
+    const a = await started(makeNode('a', p, { maxPendingPerAddress: 3 }));
+    const strangers = await idleSockets(p.a!, 40, '127.0.0.2');
+    // Each socket was accepted or refused when its upgrade completed, before it saw 'open'.
+    expect(a.transport.status().pendingHandshakes).toBe(3);
+    const closed = await firstClosed(strangers, 37);
+    // The three admitted are the first three: a full per-address quota refuses the newcomer.
+    expect(strangers.slice(0, 3).some((s) => closed.includes(s))).toBe(false);
+    const refusals = a.logger.events('peer.tooManyHandshakes');
+    expect(refusals.length).toBeLessThanOrEqual(5);
+    expect(refusals[0]!.msg).toContain('127.0.0.2');
+  });
+
+  it('evicts the oldest idle socket so that a member redialing gets in when every slot is taken from its own address', async () => {
+    const p = await ports('a', 'b');
+    const a = await started(makeNode('a', p, { maxPendingHandshakes: 8 }));
+    // 127.0.0.1 is member b's address, so the per-address limit does not apply: the stranger fills all 8 slots.
+    const strangers = await idleSockets(p.a!, 8);
+    expect(a.transport.status().pendingHandshakes).toBe(8);
+    const b = await started(makeNode('b', p));
+    b.transport.send(heartbeat('b', 'a', 7));
+    expect(await a.sink.waitForCount(1)).toEqual([heartbeat('b', 'a', 7)]);
+    // b's socket took the oldest stranger's slot.
+    expect((await strangers[0]!.closed).code).toBe(1006);
+    expect(a.logger.events('peer.handshakeEvicted').length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('evicts a socket that said nothing before one that sent a hello', async () => {
+    const p = await ports('a', 'b');
+    const a = await started(makeNode('a', p, { maxPendingHandshakes: 2 }));
+    const [hello] = await idleSockets(p.a!, 1);
+    const challenge = hello!.nextFrame();
+    hello!.send(new DialerHandshake({ secret: SECRET, clusterId: CLUSTER, selfId: 'b' }, 'a').hello());
+    await challenge;
+    const [silent] = await idleSockets(p.a!, 1);
+    const [newcomer] = await idleSockets(p.a!, 1);
+    expect(await firstClosed([hello!, silent!, newcomer!], 1)).toEqual([silent]);
+    expect(a.transport.status().pendingHandshakes).toBe(2);
+    expect(a.logger.events('peer.handshakeEvicted')).toHaveLength(1);
+  });
+
+  it('drops an idle inbound socket after INBOUND_HANDSHAKE_MS even when the dial deadline is longer', async () => {
+    const p = await ports('a');
+    const a = await started(makeNode('a', p, { handshakeTimeoutMs: 60_000 }));
+    const client = raw(p.a!);
+    await client.opened;
+    const opened = performance.now();
+    expect((await client.closed).code).toBe(1006);
+    expect(performance.now() - opened).toBeLessThan(INBOUND_HANDSHAKE_MS + 1000);
+    expect(a.logger.events('peer.handshakeTimeout')).toHaveLength(1);
   });
 });

@@ -271,6 +271,11 @@ export class ListenerHandshake {
     return this.state === 'done' ? this.cluster : null;
   }
 
+  /** A well-formed hello from a known member arrived (the proof may still be missing). */
+  get heardHello(): boolean {
+    return this.state === 'awaitProof' || this.state === 'done';
+  }
+
   /** Handles a frame from the dialer and returns the reply to send. Throws PeerAuthError/PeerProtocolError. */
   receive(frame: Uint8Array): Buffer {
     try {

@@ -7,6 +7,7 @@
 
 import type WebSocket from 'ws';
 import type { Message, NodeId } from '../types.js';
+import type { RateLimitedLog } from '../../log/rate-limited-log.js';
 import { ListenerHandshake, PeerAuthError, PeerIncarnationError } from './auth.js';
 import { decodeMessages, PeerProtocolError } from './codec.js';
 import { CloseCode, closeReason, errorText, MAX_HANDSHAKE_FRAME_BYTES, toBuffer, type PeerLogger } from './shared.js';
@@ -21,6 +22,8 @@ export interface InboundConnectionOptions {
   /** Refuses a peer whose incarnation is not the one first seen (throws). */
   readonly checkPeerIncarnation?: (peer: NodeId, incarnation: string | null) => void;
   readonly logger: PeerLogger;
+  /** Warnings a stranger can provoke at will (before authentication) go through this. */
+  readonly strangerLog: RateLimitedLog;
   readonly handshakeTimeoutMs: number;
   readonly isKnownPeer: (id: NodeId) => boolean;
   /** Called once, when the peer has proven who it is. */
@@ -41,8 +44,10 @@ export class InboundConnection {
 
   constructor(
     private readonly ws: WebSocket,
-    /** The remote address, for logs. */
+    /** The remote address and port, for logs. */
     readonly remote: string,
+    /** The remote IP alone, for the per-address slot limits. */
+    readonly address: string,
     private readonly opts: InboundConnectionOptions,
   ) {
     this.handshake = new ListenerHandshake(
@@ -58,8 +63,9 @@ export class InboundConnection {
     ws.binaryType = 'nodebuffer';
     this.handshakeTimer = setTimeout(() => {
       this.handshakeTimer = null;
-      opts.logger.warn(
-        { event: 'peer.handshakeTimeout', remote, direction: 'inbound' },
+      opts.strangerLog.warn(
+        'peer.handshakeTimeout',
+        { remote, direction: 'inbound' },
         `dropping peer connection from ${remote}: no authentication within ${opts.handshakeTimeoutMs} ms`,
       );
       // terminate, not close: a peer this slow would not finish a close handshake either.
@@ -89,6 +95,11 @@ export class InboundConnection {
   /** Still authenticating (and not already being dropped). */
   get pending(): boolean {
     return this.authenticatedPeer === null && !this.rejected;
+  }
+
+  /** It sent a hello naming a member, so it has got further than a socket that said nothing. */
+  get progressed(): boolean {
+    return this.handshake.heardHello;
   }
 
   /** Closes the connection with a reason the other side can log. */
@@ -144,11 +155,14 @@ export class InboundConnection {
 
   private reject(code: number, event: string, why: string): void {
     if (this.rejected) return;
-    const log = event === 'peer.incarnationMismatch' ? this.opts.logger.error.bind(this.opts.logger) : this.opts.logger.warn.bind(this.opts.logger);
-    log(
-      { event, peer: this.authenticatedPeer ?? undefined, remote: this.remote, direction: 'inbound', err: why },
-      `dropping peer connection from ${this.authenticatedPeer ?? this.remote}: ${why}`,
-    );
+    const text = `dropping peer connection from ${this.authenticatedPeer ?? this.remote}: ${why}`;
+    if (event === 'peer.incarnationMismatch') {
+      this.opts.logger.error({ event, peer: this.authenticatedPeer ?? undefined, remote: this.remote, direction: 'inbound', err: why }, text);
+    } else if (this.authenticatedPeer === null) {
+      this.opts.strangerLog.warn(event, { remote: this.remote, direction: 'inbound', err: why }, text);
+    } else {
+      this.opts.logger.warn({ event, peer: this.authenticatedPeer, remote: this.remote, direction: 'inbound', err: why }, text);
+    }
     this.close(code, why);
   }
 

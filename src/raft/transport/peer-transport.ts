@@ -7,14 +7,17 @@
 // keeps which connection, and a send never waits on a receive. Every socket
 // authenticates with the cluster secret before anything else crosses it.
 
+import { lookup } from 'node:dns/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Transport } from '../driver.js';
 import type { Message, NodeId } from '../types.js';
 import { checkHandshakeOptions } from './auth.js';
 import { checkBackoffOptions, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
 import { MAX_NODE_ID_BYTES } from './codec.js';
+import { RateLimitedLog } from '../../log/rate-limited-log.js';
+import { decideHandshakeSlot, remoteIp } from './handshake-slots.js';
 import { InboundConnection } from './inbound-connection.js';
 import { OutboundLink, type OutboundLinkStatus, type PeerAddress } from './outbound-link.js';
 import { errorText, PEER_PATH, peerUrl, type PeerLogger } from './shared.js';
@@ -86,10 +89,16 @@ export interface PeerTransportOptions {
   readonly logger: PeerLogger;
   readonly limits?: PeerLimits;
   readonly reconnect?: BackoffOptions;
-  /** Connect plus authentication deadline, both directions (default 5000 ms). */
+  /**
+   * Connect plus authentication deadline for a dial (default 5000 ms). An inbound
+   * connection gets at most INBOUND_HANDSHAKE_MS of it: the dialer speaks first and
+   * needs one round trip, so a longer wait only helps a stranger hold a slot.
+   */
   readonly handshakeTimeoutMs?: number;
-  /** Unauthenticated inbound connections allowed at once (default 32); more are refused. */
+  /** Unauthenticated inbound connections held at once (default 32); see handshake-slots.ts for who gets in when full. */
   readonly maxPendingHandshakes?: number;
+  /** Unauthenticated inbound connections held at once from one address that is not a member's (default 4). */
+  readonly maxPendingPerAddress?: number;
   /** [0, 1) source for backoff jitter (default Math.random). */
   readonly random?: () => number;
 }
@@ -100,13 +109,25 @@ export interface PeerTransportStatus {
   readonly peers: Readonly<Record<NodeId, OutboundLinkStatus>>;
   /** Peers with an authenticated inbound (receiving) connection. */
   readonly inbound: readonly NodeId[];
+  /** Inbound connections still authenticating. */
+  readonly pendingHandshakes: number;
 }
+
+/** Longest an inbound connection may take to authenticate. */
+export const INBOUND_HANDSHAKE_MS = 2000;
+
+/** How often each kind of stranger-provoked warning may be written in full (see RateLimitedLog). */
+const STRANGER_LOG_INTERVAL_MS = 10_000;
 
 export class PeerTransport implements Transport {
   private readonly opts: PeerTransportOptions;
   private readonly limits: Required<PeerLimits>;
   private readonly handshakeTimeoutMs: number;
   private readonly maxPendingHandshakes: number;
+  private readonly maxPendingPerAddress: number;
+  /** IP addresses each member's host stands for (its literal IP, or what its name resolved to). */
+  private readonly memberAddresses = new Map<NodeId, readonly string[]>();
+  private readonly strangerLog: RateLimitedLog;
   private readonly backoff: BackoffOptions;
   private readonly links = new Map<NodeId, OutboundLink>();
   /** Every accepted socket, authenticated or not. */
@@ -125,10 +146,15 @@ export class PeerTransport implements Transport {
     this.limits = resolveLimits(options.limits);
     this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5000;
     this.maxPendingHandshakes = options.maxPendingHandshakes ?? 32;
+    this.maxPendingPerAddress = options.maxPendingPerAddress ?? 4;
     this.backoff = options.reconnect ?? DEFAULT_BACKOFF;
-    checkOptions(options, this.handshakeTimeoutMs, this.maxPendingHandshakes, this.backoff);
+    checkOptions(options, this.handshakeTimeoutMs, this.maxPendingHandshakes, this.maxPendingPerAddress, this.backoff);
+    this.strangerLog = new RateLimitedLog(options.logger, STRANGER_LOG_INTERVAL_MS);
     this.cluster = options.clusterId;
-    for (const peer of options.peers) this.links.set(peer.id, this.makeLink(peer));
+    for (const peer of options.peers) {
+      this.links.set(peer.id, this.makeLink(peer));
+      this.learnAddresses(peer);
+    }
   }
 
   /** The cluster id, or null while a joining member has not learned it. */
@@ -210,6 +236,7 @@ export class PeerTransport implements Transport {
     if (this.links.has(peer.id)) throw new PeerTransportError('invalidOptions', `peer ${peer.id} is already known`);
     const link = this.makeLink(peer);
     this.links.set(peer.id, link);
+    this.learnAddresses(peer);
     this.unknownLogged.delete(peer.id);
     if (this.state === 'started' && this.cluster !== null) link.start();
   }
@@ -224,6 +251,7 @@ export class PeerTransport implements Transport {
     const link = this.links.get(id);
     if (!link) return;
     this.links.delete(id);
+    this.memberAddresses.delete(id);
     const conn = this.inboundByPeer.get(id);
     // terminate, not close: a removed member need not answer a close handshake.
     conn?.terminate();
@@ -233,7 +261,9 @@ export class PeerTransport implements Transport {
   status(): PeerTransportStatus {
     const peers: Record<NodeId, OutboundLinkStatus> = {};
     for (const [id, link] of this.links) peers[id] = link.status();
-    return { listening: this.bound, peers, inbound: [...this.inboundByPeer.keys()] };
+    let pendingHandshakes = 0;
+    for (const conn of this.inbound) if (conn.pending) pendingHandshakes++;
+    return { listening: this.bound, peers, inbound: [...this.inboundByPeer.keys()], pendingHandshakes };
   }
 
   /** Bytes waiting to be sent to `to` (0 for an unknown peer). */
@@ -285,31 +315,69 @@ export class PeerTransport implements Transport {
   }
 
   private accept(ws: WebSocket, req: IncomingMessage): void {
-    const remote = `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? '?'}`;
+    const address = remoteIp(req.socket.remoteAddress);
+    const remote = `${address}:${req.socket.remotePort ?? '?'}`;
     if (this.state !== 'started') {
       ws.terminate();
       return;
     }
-    const pending = [...this.inbound].filter((c) => c.pending).length;
-    if (pending >= this.maxPendingHandshakes) {
-      this.opts.logger.warn({ event: 'peer.tooManyHandshakes', remote }, 'refusing a peer connection: too many unauthenticated connections');
+    const pending = [...this.inbound].filter((c) => c.pending);
+    const decision = decideHandshakeSlot(pending, address, (a) => this.isMemberAddress(a), {
+      total: this.maxPendingHandshakes,
+      perAddress: this.maxPendingPerAddress,
+    });
+    if (decision.kind === 'refuse') {
+      this.strangerLog.warn('peer.tooManyHandshakes', { remote }, `refusing a peer connection from ${remote}: ${decision.why}`);
       // terminate, not close: this socket is not tracked, so it must not linger in a close handshake.
       ws.terminate();
       return;
     }
-    const conn = new InboundConnection(ws, remote, {
+    if (decision.kind === 'evict') {
+      this.strangerLog.warn(
+        'peer.handshakeEvicted',
+        { remote: decision.victim.remote, for: remote },
+        `dropping unauthenticated peer connection from ${decision.victim.remote} to make room for ${remote}`,
+      );
+      decision.victim.terminate();
+    }
+    const conn = new InboundConnection(ws, remote, address, {
       selfId: this.opts.selfId,
       secret: this.opts.secret,
       clusterId: this.cluster,
       ...this.identityOptions(),
       logger: this.opts.logger,
-      handshakeTimeoutMs: this.handshakeTimeoutMs,
+      strangerLog: this.strangerLog,
+      handshakeTimeoutMs: Math.min(this.handshakeTimeoutMs, INBOUND_HANDSHAKE_MS),
       isKnownPeer: (id) => this.links.has(id),
       onAuthenticated: (c) => this.onAuthenticated(c),
       deliver: (messages) => this.deliver(messages),
       onClosed: (c) => this.onInboundClosed(c),
     });
     this.inbound.add(conn);
+  }
+
+  private isMemberAddress(address: string): boolean {
+    for (const addresses of this.memberAddresses.values()) if (addresses.includes(address)) return true;
+    return false;
+  }
+
+  /** Records the IPs `peer.host` stands for; a host name is resolved in the background (until then it counts as a stranger's). */
+  private learnAddresses(peer: PeerAddress): void {
+    const host = peer.host.replace(/^\[(.*)\]$/, '$1');
+    if (isIP(host) !== 0) {
+      this.memberAddresses.set(peer.id, [remoteIp(host)]);
+      return;
+    }
+    this.memberAddresses.set(peer.id, []);
+    lookup(host, { all: true }).then(
+      (found) => {
+        // Only if the member is still the one we looked up for.
+        if (this.memberAddresses.has(peer.id) && this.links.get(peer.id)?.peer === peer) {
+          this.memberAddresses.set(peer.id, found.map((f) => remoteIp(f.address)));
+        }
+      },
+      (err: unknown) => this.opts.logger.warn({ event: 'peer.resolveFailed', peer: peer.id, host, err: errorText(err) }, `cannot resolve ${host} (member ${peer.id})`),
+    );
   }
 
   private identityOptions(): Pick<PeerTransportOptions, 'incarnation' | 'checkPeerIncarnation'> {
@@ -402,7 +470,7 @@ function checkPeer(peer: PeerAddress, selfId: NodeId): void {
   }
 }
 
-function checkOptions(o: PeerTransportOptions, handshakeTimeoutMs: number, maxPending: number, backoff: BackoffOptions): void {
+function checkOptions(o: PeerTransportOptions, handshakeTimeoutMs: number, maxPending: number, maxPerAddress: number, backoff: BackoffOptions): void {
   checkId(o.selfId, 'selfId');
   if (typeof o.listen?.host !== 'string' || o.listen.host.length === 0) {
     throw new PeerTransportError('invalidOptions', 'listen.host must be a non-empty string');
@@ -429,5 +497,8 @@ function checkOptions(o: PeerTransportOptions, handshakeTimeoutMs: number, maxPe
   }
   if (!Number.isSafeInteger(maxPending) || maxPending < 1) {
     throw new PeerTransportError('invalidOptions', 'maxPendingHandshakes must be a positive integer');
+  }
+  if (!Number.isSafeInteger(maxPerAddress) || maxPerAddress < 1) {
+    throw new PeerTransportError('invalidOptions', 'maxPendingPerAddress must be a positive integer');
   }
 }

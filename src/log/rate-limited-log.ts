@@ -3,7 +3,10 @@
 // the rest only counted, and the count is reported with the next line written.
 // A flood then costs a few lines per interval instead of megabytes.
 
-import type { Logger } from 'pino';
+/** What a rate-limited log writes through: pino's logger and the peer transport's PeerLogger fit. */
+export interface WarnLogger {
+  warn(obj: object, msg?: string): void;
+}
 
 /** Lines of one kind written per interval before the rest are only counted. */
 const LINES_PER_INTERVAL = 5;
@@ -18,7 +21,7 @@ export class RateLimitedLog {
   private readonly windows = new Map<string, Window>();
 
   constructor(
-    private readonly logger: Logger,
+    private readonly logger: WarnLogger,
     private readonly intervalMs: number,
     private readonly now: () => number = () => performance.now(),
   ) {}
