@@ -103,6 +103,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         incarnation: veraNode.identity.incarnation,
         checkPeerIncarnation: (peer, incarnation) => guard.check(peer, incarnation),
         onMessage: (m: Message) => veraNode.step(m),
+        currentTerm: () => veraNode.status().term,
         // A crashed leader's port refuses connections at once: elect a new one without waiting out the timeout.
         onPeerRefused: (peer) => {
           const st = veraNode.status();

@@ -7,7 +7,7 @@ import pino from 'pino';
 import { WebSocketServer } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DialerHandshake } from '../../src/raft/transport/auth.js';
-import { encodeMessages, packFrame } from '../../src/raft/transport/codec.js';
+import { encodeMessages, MAX_TERM_JUMP, packFrame } from '../../src/raft/transport/codec.js';
 import { INBOUND_HANDSHAKE_MS, PeerTransport, PeerTransportError } from '../../src/raft/transport/peer-transport.js';
 import type { AppendRequest, Message } from '../../src/raft/types.js';
 import { CLUSTER, freePort, heartbeat, makeNode, RawPeer, SECRET, withDeadline, type TestNode } from './helpers.js';
@@ -346,6 +346,20 @@ describe('PeerTransport refuses misbehaving peers', () => {
     expect((await client.closed).code).toBe(4002);
     await a.logger.waitFor('peer.protocolError', { direction: 'inbound', peer: 'b' });
     expect(a.sink.messages).toEqual([]);
+  });
+
+  it('drops a member whose message jumps more than MAX_TERM_JUMP above our term, delivering nothing from that frame', async () => {
+    const p = await ports('a', 'b');
+    const a = await started(makeNode('a', p, { currentTerm: () => 7 }));
+    const client = raw(p.a!);
+    expect(await client.authenticate('b', 'a')).toBe(true);
+    client.send(encodeMessages([heartbeat('b', 'a', 7 + MAX_TERM_JUMP)]));
+    expect(await a.sink.waitForCount(1)).toEqual([heartbeat('b', 'a', 7 + MAX_TERM_JUMP)]);
+    client.send(encodeMessages([heartbeat('b', 'a', 8), heartbeat('b', 'a', Number.MAX_SAFE_INTEGER)]));
+    expect((await client.closed).code).toBe(4002);
+    const logged = await a.logger.waitFor('peer.protocolError', { direction: 'inbound', peer: 'b' });
+    expect(logged.obj.err).toMatch(/more than 16777216 above this member's term 7/);
+    expect(a.sink.messages).toHaveLength(1);
   });
 
   it('drops an authenticated peer whose message claims another sender', async () => {

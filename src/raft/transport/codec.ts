@@ -109,13 +109,35 @@ export function encodeMessages(messages: readonly Message[]): Buffer {
 }
 
 /** Decodes and validates a frame made by encodeMessages. Throws PeerProtocolError on anything else. */
-export function decodeMessages(frame: Uint8Array): Message[] {
+/**
+ * How far above the receiver's own term a message's term may be. Terms grow by one
+ * per election that got past pre-vote, so a real cluster does not get this far
+ * ahead of one of its members (16.7 million elections: half a year of one a second).
+ * Without a bound, one message from a member that knows the secret could set the
+ * term to 2^53-1, after which term + 1 is no longer a safe integer and no election
+ * can ever succeed; with it, that takes hundreds of millions of messages.
+ */
+export const MAX_TERM_JUMP = 2 ** 24;
+
+/**
+ * Decodes and validates a frame. `currentTerm` is the receiver's term: a message
+ * more than MAX_TERM_JUMP above it is refused like any other malformed message.
+ */
+export function decodeMessages(frame: Uint8Array, currentTerm?: number): Message[] {
   const value = unpackFrame(frame);
   const f = record(value, 'frame', ['t', 'm']);
   if (f.t !== 'msgs') throw new PeerProtocolError(`frame.t must be 'msgs', got ${describe(f.t)}`);
   if (!Array.isArray(f.m)) throw new PeerProtocolError(`frame.m must be an array, got ${describe(f.m)}`);
   if (f.m.length === 0) throw new PeerProtocolError('frame.m must not be empty');
-  return f.m.map((m: unknown, i: number) => validateMessage(m, `frame.m[${i}]`));
+  const messages = f.m.map((m: unknown, i: number) => validateMessage(m, `frame.m[${i}]`));
+  if (currentTerm !== undefined) {
+    for (const [i, m] of messages.entries()) {
+      if (m.term - currentTerm > MAX_TERM_JUMP) {
+        throw new PeerProtocolError(`frame.m[${i}].term ${m.term} is more than ${MAX_TERM_JUMP} above this member's term ${currentTerm}`);
+      }
+    }
+  }
+  return messages;
 }
 
 // ------------------------------------------------------------------ size estimates

@@ -26,6 +26,8 @@ export interface InboundConnectionOptions {
   readonly strangerLog: RateLimitedLog;
   readonly handshakeTimeoutMs: number;
   readonly isKnownPeer: (id: NodeId) => boolean;
+  /** The receiver's current term, for refusing absurd term jumps (see MAX_TERM_JUMP); absent: no bound. */
+  readonly currentTerm?: () => number;
   /** Called once, when the peer has proven who it is. */
   readonly onAuthenticated: (conn: InboundConnection) => void;
   /** Validated messages from the authenticated peer, in arrival order. */
@@ -144,7 +146,7 @@ export class InboundConnection {
   }
 
   private onMessageFrame(peer: NodeId, frame: Buffer): void {
-    const messages = decodeMessages(frame);
+    const messages = decodeMessages(frame, this.opts.currentTerm?.());
     // Check the whole frame before delivering any of it.
     for (const m of messages) {
       if (m.from !== peer) throw new PeerAuthError(`${peer} sent a message claiming to be from ${m.from}`);

@@ -82,6 +82,8 @@ export interface PeerTransportOptions {
   readonly incarnation?: string;
   /** Refuses (by throwing) an authenticated peer whose incarnation is not the one first seen. */
   readonly checkPeerIncarnation?: (peer: NodeId, incarnation: string | null) => void;
+  /** The node's current term: a message more than MAX_TERM_JUMP above it is refused (see codec.ts). */
+  readonly currentTerm?: () => number;
   /** Each validated message from an authenticated peer (typically driver.step). */
   readonly onMessage: (message: Message) => void;
   /** A dial to `peer` was refused: nothing listens on its port, its process is most likely gone. */
@@ -349,6 +351,7 @@ export class PeerTransport implements Transport {
       strangerLog: this.strangerLog,
       handshakeTimeoutMs: Math.min(this.handshakeTimeoutMs, INBOUND_HANDSHAKE_MS),
       isKnownPeer: (id) => this.links.has(id),
+      ...(this.opts.currentTerm === undefined ? {} : { currentTerm: this.opts.currentTerm }),
       onAuthenticated: (c) => this.onAuthenticated(c),
       deliver: (messages) => this.deliver(messages),
       onClosed: (c) => this.onInboundClosed(c),
