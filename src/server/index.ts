@@ -20,7 +20,7 @@ import { ExpiryQueue } from './expiry.js';
 import { fdBudget, openFileLimit } from './fd-budget.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
-import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, wsUrl } from './membership.js';
+import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier } from './notifier.js';
 import { DEFAULT_LIMITS } from './protocol-types.js';
 import { ServerMetrics } from './server-metrics.js';
@@ -133,6 +133,16 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   );
   directory = members;
   await members.update(veraNode.members());
+  if (config.peers.length > 1) {
+    const differences = peersFlagDisagreements(config.id, contacts, veraNode.members());
+    if (differences.length > 0) {
+      logger.warn(
+        { event: 'peers-flag-disagrees', differences },
+        `--peers disagrees with the cluster's replicated address book, which this member uses instead: ${differences.join('; ')}. ` +
+          'Addresses change only through membership changes (vera member add/remove); start with --peers matching `vera member list` to silence this.',
+      );
+    }
+  }
   const metrics = new ServerMetrics({
     raft: () => {
       const st = veraNode.status();

@@ -130,6 +130,31 @@ export class MemberDirectory {
   }
 }
 
+/**
+ * How the `--peers` list given at start differs from the replicated address book,
+ * one sentence per difference (empty when they agree, or when there is no book
+ * yet to disagree with: a new store, or a member still joining). The book is what
+ * the member uses, so a stale `--peers` list silently changes nothing but what
+ * the operator believes: say so.
+ */
+export function peersFlagDisagreements(selfId: NodeId, contacts: readonly ContactSpec[], book: readonly Member[]): string[] {
+  if (!book.some((m) => m.id === selfId)) return [];
+  const out: string[] = [];
+  const address = (a: MemberAddress): string => `${a.host}:${a.peerPort}/${a.clientPort}`;
+  for (const c of contacts) {
+    const line = book.find((m) => m.id === c.id);
+    if (line === undefined) {
+      out.push(`--peers lists ${c.id}, which is not a member (the address book has ${book.map((m) => m.id).join(', ')})`);
+    } else if (line.address !== null && c.peerPort !== 0 && c.clientPort !== 0 && address(line.address) !== address({ host: c.host, peerPort: c.peerPort, clientPort: c.clientPort })) {
+      out.push(`--peers gives ${c.id} as ${address({ host: c.host, peerPort: c.peerPort, clientPort: c.clientPort })}, the address book as ${address(line.address)}`);
+    }
+  }
+  for (const m of book) {
+    if (!contacts.some((c) => c.id === m.id)) out.push(`member ${m.id} is missing from --peers`);
+  }
+  return out;
+}
+
 /** A client URL; IPv6 hosts need brackets. */
 export function wsUrl(host: string, port: number): string {
   return host.includes(':') ? `ws://[${host}]:${port}` : `ws://${host}:${port}`;

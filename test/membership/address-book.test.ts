@@ -10,6 +10,7 @@ import type { ClusterConfig, Entry } from '../../src/raft/types.js';
 import { bookOf, configOf, encodeMembers, initialMembers, MEMBERS_KEY, type Member } from '../../src/statemachine/index.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { openTempDb, type TempDb } from '../statemachine/helpers.js';
+import { peersFlagDisagreements } from '../../src/server/membership.js';
 
 const SEED = [
   { id: 'n1', host: '127.0.0.1', peerPort: 2919, clientPort: 1919 },
@@ -151,5 +152,25 @@ describe('store identity in 0x0000', () => {
     const opened = await openDataDir(dir, { initialConfig: config, nodeId: 'n1', clusterId: 'c1', initialState: [{ key: MEMBERS_KEY, value: book }] });
     expect(await opened.db.get(MEMBERS_KEY)).toEqual(book);
     await opened.close();
+  });
+});
+
+describe('peersFlagDisagreements', () => {
+  const contacts = SEED.map((s) => ({ ...s }));
+  const book = initialMembers(SEED);
+
+  it('finds nothing when --peers matches the book, or when there is no book with this member yet', () => {
+    expect(peersFlagDisagreements('n1', contacts, book)).toEqual([]);
+    expect(peersFlagDisagreements('n1', contacts, [])).toEqual([]);
+    expect(peersFlagDisagreements('n9', [{ id: 'n9', host: 'h', peerPort: 1, clientPort: 2 }], book)).toEqual([]);
+  });
+
+  it('names each member with another address, each listed one that is no member, and each member left out', () => {
+    const moved = [contacts[0]!, { ...contacts[1]!, peerPort: 3920 }, { id: 'n7', host: '127.0.0.1', peerPort: 2927, clientPort: 1927 }];
+    expect(peersFlagDisagreements('n1', moved, book)).toEqual([
+      '--peers gives n2 as 127.0.0.1:3920/1920, the address book as 127.0.0.1:2920/1920',
+      '--peers lists n7, which is not a member (the address book has n1, n2)',
+    ]);
+    expect(peersFlagDisagreements('n1', [contacts[0]!], book)).toEqual(['member n2 is missing from --peers']);
   });
 });
