@@ -27,7 +27,12 @@ export interface ServerLimits {
   readonly frameBytes: number;
   readonly pathBytes: number;
   readonly sessionsMax: number;
+  readonly sessionsPerAddress: number;
   readonly watchesPerSession: number;
+  /** Ephemeral items one session may own, and their stored bytes. */
+  readonly itemsPerSession: number;
+  readonly bytesPerSession: number;
+  readonly itemsPerList: number;
   readonly inflightPerConnection: number;
   /** Ceiling on client-port sockets; the open-file limit may lower it (fd-budget.ts). */
   readonly connectionsMax: number;
@@ -73,7 +78,11 @@ export const DEFAULTS = {
   sessionTimeoutMin: 1_000,
   sessionTimeoutMax: 60_000,
   sessionsMax: 10_000,
+  sessionsPerAddress: 1_000,
   watchesPerSession: 1_000,
+  itemsPerSession: 100_000,
+  bytesPerSession: 256 * 1024 * 1024,
+  itemsPerList: 1_000_000,
   inflightPerConnection: 256,
   connectionsMax: 10_000,
   connectionsPerAddress: 256,
@@ -96,7 +105,11 @@ const SETTINGS = [
   'data-limit',
   'frame-limit',
   'sessions-max',
+  'sessions-per-address',
   'watches-per-session',
+  'items-per-session',
+  'bytes-per-session',
+  'items-per-list',
   'inflight-per-connection',
   'connections-max',
   'connections-per-address',
@@ -229,7 +242,11 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
       frameBytes,
       pathBytes: DEFAULT_LIMITS.pathBytes,
       sessionsMax: number('sessions-max', parseCount, DEFAULTS.sessionsMax),
-      watchesPerSession: number('watches-per-session', parseCount, DEFAULTS.watchesPerSession),
+      sessionsPerAddress: Math.max(1, number('sessions-per-address', parseCount, DEFAULTS.sessionsPerAddress)),
+      watchesPerSession: Math.max(1, number('watches-per-session', parseCount, DEFAULTS.watchesPerSession)),
+      itemsPerSession: Math.max(1, number('items-per-session', parseCount, DEFAULTS.itemsPerSession)),
+      bytesPerSession: Math.max(1, number('bytes-per-session', parseSize, DEFAULTS.bytesPerSession)),
+      itemsPerList: Math.max(1, number('items-per-list', parseCount, DEFAULTS.itemsPerList)),
       inflightPerConnection: number('inflight-per-connection', parseCount, DEFAULTS.inflightPerConnection),
       connectionsMax: Math.max(1, number('connections-max', parseCount, DEFAULTS.connectionsMax)),
       connectionsPerAddress: Math.max(1, number('connections-per-address', parseCount, DEFAULTS.connectionsPerAddress)),

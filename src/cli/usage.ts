@@ -53,7 +53,11 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
   --data-limit SIZE           largest item data, as MessagePack (default 1MiB)
   --frame-limit SIZE          largest frame; bigger ones close the connection (default 16MiB)
   --sessions-max N            sessions a leader accepts (default 10000)
+  --sessions-per-address N    sessions one client address may hold (default 1000)
   --watches-per-session N     watches one session may hold (default 1000)
+  --items-per-session N       ephemeral items one session may own (default 100000)
+  --bytes-per-session SIZE    bytes of ephemeral items one session may own (default 256MiB)
+  --items-per-list N          items one list may hold (default 1000000)
   --inflight-per-connection N requests one connection may have pending (default 256)
   --connections-max N         client-port connections at once (default 10000, lowered to fit
                               the open-file limit so storage always has descriptors)

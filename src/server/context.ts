@@ -20,7 +20,11 @@ export interface SessionTimeouts {
 
 export interface FrontEndLimits extends ProtocolLimits {
   readonly sessionsMax: number;
+  readonly sessionsPerAddress: number;
   readonly watchesPerSession: number;
+  readonly itemsPerSession: number;
+  readonly bytesPerSession: number;
+  readonly itemsPerList: number;
   readonly inflightPerConnection: number;
   readonly helloTimeoutMs: number;
 }

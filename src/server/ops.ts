@@ -38,17 +38,9 @@ async function proposeTimed(fe: FrontEnd, command: Parameters<FrontEnd['node']['
   return outcome;
 }
 
-function checkWatchLimit(fe: FrontEnd, session: string, path: string, prefix: boolean): void {
-  const watches = fe.node.stateMachine.watchesOf(session);
-  if (watches.some((w) => w.path === path && w.prefix === prefix)) return; // re-watching costs nothing
-  if (watches.length >= fe.limits.watchesPerSession) {
-    throw new VeraError('BAD_REQUEST', `watch limit reached: a session may hold at most ${fe.limits.watchesPerSession} watches`);
-  }
-}
-
 export async function push(fe: FrontEnd, session: string, req: PushRequest): Promise<PushResult> {
   const watch = req.watch ?? true;
-  if (watch) checkWatchLimit(fe, session, req.path, false);
+  const { watchesPerSession, itemsPerSession, bytesPerSession, itemsPerList } = fe.limits;
   const outcome = await proposeTimed(fe, {
     op: 'push',
     session,
@@ -57,6 +49,8 @@ export async function push(fe: FrontEnd, session: string, req: PushRequest): Pro
     persistent: req.persistent ?? false,
     watch,
     ...(req.ifLastIndex === undefined ? {} : { ifLastIndex: req.ifLastIndex }),
+    // Judged in apply, so concurrent pushes cannot together pass a limit.
+    quota: { watches: watchesPerSession, items: itemsPerSession, bytes: bytesPerSession, listItems: itemsPerList },
   });
   const r = expectOk(outcome);
   if (r.op !== 'push') throw new VeraError('INTERNAL', `push applied as ${r.op}`);
@@ -105,8 +99,7 @@ export async function del(fe: FrontEnd, session: string, req: DeleteRequest): Pr
 
 export async function watch(fe: FrontEnd, session: string, req: WatchRequest): Promise<WatchResult> {
   const prefix = req.prefix ?? false;
-  checkWatchLimit(fe, session, req.path, prefix);
-  const r = expectOk(await proposeTimed(fe, { op: 'watch', session, path: req.path, prefix }));
+  const r = expectOk(await proposeTimed(fe, { op: 'watch', session, path: req.path, prefix, quota: { watches: fe.limits.watchesPerSession } }));
   if (r.op !== 'watch') throw new VeraError('INTERNAL', `watch applied as ${r.op}`);
   if (r.tooLarge === true) return { index: r.index, tooLarge: true };
   return r.items === undefined ? { index: r.index } : { index: r.index, items: wireItems(r.items) };

@@ -22,9 +22,10 @@ import type {
   DeleteCommand,
   OpenSessionCommand,
   PushCommand,
+  PushQuota,
   WatchCommand,
 } from './commands.js';
-import type { MemoryIndexes } from './indexes.js';
+import { clientAddress, type MemoryIndexes } from './indexes.js';
 import { newestRemaining, readItem, readListWithin } from './reads.js';
 import type { ApplyError, ApplyErrorCode, ApplySuccess, ChangeEvent, Item, VeraDb } from './types.js';
 import { WATCH_ITEMS_MAX_BYTES } from './types.js';
@@ -74,13 +75,27 @@ export async function planCommand(command: Command, ctx: PlanContext): Promise<P
 
 function openSession(c: OpenSessionCommand, { mem }: PlanContext): Plan | ApplyError {
   if (mem.sessions.has(c.session)) return failure('CONFLICT', `session ${c.session} already exists`);
+  if (c.quota !== undefined) {
+    const address = clientAddress(c.remote);
+    const from = mem.sessionsFrom(address);
+    if (from >= c.quota.sessionsPerAddress) {
+      return failure('QUOTA_EXCEEDED', `${address} already has ${from} sessions open, the most one address may hold (--sessions-per-address ${c.quota.sessionsPerAddress})`);
+    }
+  }
   const info = { timeoutMs: c.timeoutMs, remote: c.remote };
   return {
     result: { ok: true, op: 'openSession', session: c.session },
     ops: [{ type: 'put', key: clientKey(c.session), value: encodeClientValue(info) }],
     events: [],
-    after: [() => mem.sessions.set(c.session, info)],
+    after: [() => mem.addSession(c.session, info)],
   };
+}
+
+/** Why the session may not take one more watch, or null; watching what it already watches is free. */
+function watchQuotaProblem(mem: MemoryIndexes, ref: WatchRef, limit: number): ApplyError | null {
+  if (mem.holdsWatch(ref)) return null;
+  const held = mem.watchCount(ref.session);
+  return held >= limit ? failure('QUOTA_EXCEEDED', `the session holds ${held} watches, the most it may hold (--watches-per-session ${limit})`) : null;
 }
 
 async function closeSession(c: CloseSessionCommand, { db, mem, index }: PlanContext): Promise<Plan> {
@@ -111,21 +126,27 @@ async function closeSession(c: CloseSessionCommand, { db, mem, index }: PlanCont
     after: [
       () => {
         for (const [path, last] of newest) mem.setLastIndex(path, last);
+        for (const [path, removed] of removedByPath) mem.usage.removedFromList(path, removed.size);
         mem.removeSession(c.session);
       },
     ],
   };
 }
 
-function push(c: PushCommand, { mem, index }: PlanContext): Plan | ApplyError {
+async function push(c: PushCommand, { db, mem, index }: PlanContext): Promise<Plan | ApplyError> {
   const last = mem.lastIndexOf(c.path);
   if (c.ifLastIndex !== undefined && c.ifLastIndex !== last) {
     return failure('CONFLICT', `newest index of ${c.path} is ${last}, not ${c.ifLastIndex}`);
   }
   const item: Item = { index, owner: c.persistent ? null : c.session, data: c.data };
-  const ops: BatchOp[] = [{ type: 'put', key: itemKey(c.path, index), value: encodeItemValue(item) }];
-  if (!c.persistent) ops.push({ type: 'put', key: clientDataKey(c.session, c.path, index), value: EMPTY_VALUE });
+  const value = encodeItemValue(item);
   const ref: WatchRef = { prefix: false, path: c.path, session: c.session };
+  if (c.quota !== undefined) {
+    const problem = await pushQuotaProblem(c, c.quota, db, mem, ref, value.byteLength);
+    if (problem !== null) return problem;
+  }
+  const ops: BatchOp[] = [{ type: 'put', key: itemKey(c.path, index), value }];
+  if (!c.persistent) ops.push({ type: 'put', key: clientDataKey(c.session, c.path, index), value: EMPTY_VALUE });
   if (c.watch) ops.push({ type: 'put', key: watchKey(ref), value: EMPTY_VALUE });
   return {
     result: { ok: true, op: 'push', item },
@@ -134,15 +155,34 @@ function push(c: PushCommand, { mem, index }: PlanContext): Plan | ApplyError {
     after: [
       () => {
         mem.setLastIndex(c.path, index);
+        mem.usage.added(item.owner, c.path, value.byteLength);
         if (c.watch) mem.addWatch(ref);
       },
     ],
   };
 }
 
+async function pushQuotaProblem(c: PushCommand, quota: PushQuota, db: VeraDb, mem: MemoryIndexes, ref: WatchRef, bytes: number): Promise<ApplyError | null> {
+  const length = await mem.usage.listLength(db, c.path, quota.listItems);
+  if (length >= quota.listItems) {
+    return failure('QUOTA_EXCEEDED', `${c.path} holds ${quota.listItems} items, the most one list may hold (--items-per-list); delete some first`);
+  }
+  if (!c.persistent) {
+    const owned = await mem.usage.ofSession(db, c.session);
+    if (owned.items >= quota.items) {
+      return failure('QUOTA_EXCEEDED', `the session owns ${owned.items} ephemeral items, the most it may own (--items-per-session ${quota.items})`);
+    }
+    if (owned.bytes + bytes > quota.bytes) {
+      return failure('QUOTA_EXCEEDED', `the session's ephemeral items hold ${owned.bytes} bytes; ${bytes} more would pass its limit (--bytes-per-session ${quota.bytes})`);
+    }
+  }
+  return c.watch ? watchQuotaProblem(mem, ref, quota.watches) : null;
+}
+
 async function deleteItem(c: DeleteCommand, { db, mem, index }: PlanContext): Promise<Plan | ApplyError> {
   const bytes = await db.get(itemKey(c.path, c.index));
   if (bytes === undefined) return failure('NOT_FOUND', `no item ${c.index} in ${c.path}`);
+  const storedBytes = bytes.byteLength;
   const item: Item = { index: c.index, ...decodeItemValue(bytes) };
   if (item.owner !== null && item.owner !== c.session) {
     return failure('FORBIDDEN', `item ${c.index} in ${c.path} belongs to another session`);
@@ -155,12 +195,21 @@ async function deleteItem(c: DeleteCommand, { db, mem, index }: PlanContext): Pr
     result: { ok: true, op: 'delete' },
     ops,
     events: [{ index, type: 'delete', path: c.path, item }],
-    after: [() => mem.setLastIndex(c.path, newest)],
+    after: [
+      () => {
+        mem.setLastIndex(c.path, newest);
+        mem.usage.removed(item.owner, c.path, storedBytes);
+      },
+    ],
   };
 }
 
-async function watch(c: WatchCommand, { db, mem, index }: PlanContext): Promise<Plan> {
+async function watch(c: WatchCommand, { db, mem, index }: PlanContext): Promise<Plan | ApplyError> {
   const ref: WatchRef = { prefix: c.prefix, path: c.path, session: c.session };
+  if (c.quota !== undefined) {
+    const problem = watchQuotaProblem(mem, ref, c.quota.watches);
+    if (problem !== null) return problem;
+  }
   // Apply runs one entry at a time, so this read is the list as of this entry.
   // A list too big for one reply is not read here (on every member, inside apply): the reply says so and the client reads it in pages.
   const items = c.prefix ? undefined : await readListWithin(db, c.path, WATCH_ITEMS_MAX_BYTES);

@@ -8,12 +8,40 @@ import { pack, unpack } from './codec.js';
 export const MAX_TIMEOUT_MS = 2 ** 31 - 1; // the largest delay a Node timer accepts
 export const MAX_REMOTE_LENGTH = 256;
 
+/**
+ * Limits the leader was configured with when it proposed a command, carried in
+ * the command so that every member judges them the same way in apply: checked
+ * before proposing, two concurrent requests could both pass and together go over
+ * (1,240 watches of 1,000 were once seen that way). Entries written before these
+ * fields existed carry none and are applied without limits, as they were.
+ */
+export interface SessionQuota {
+  /** Sessions opened from one client address (the `remote` without its port). */
+  readonly sessionsPerAddress: number;
+}
+
+export interface PushQuota {
+  /** Watches one session may hold (a push also watches its list unless `watch: false`). */
+  readonly watches: number;
+  /** Ephemeral items one session may own. */
+  readonly items: number;
+  /** Bytes of ephemeral items (their stored values) one session may own. */
+  readonly bytes: number;
+  /** Items one list may hold. */
+  readonly listItems: number;
+}
+
+export interface WatchQuota {
+  readonly watches: number;
+}
+
 export interface OpenSessionCommand {
   readonly op: 'openSession';
   readonly session: string;
   readonly timeoutMs: number;
-  /** The client's address as the leader saw it; informational. */
+  /** The client's address and port as the leader saw it (`host:port`); the host counts against sessionsPerAddress. */
   readonly remote: string;
+  readonly quota?: SessionQuota;
 }
 
 export interface CloseSessionCommand {
@@ -31,6 +59,7 @@ export interface PushCommand {
   readonly watch: boolean;
   /** Compare-and-set: the list's newest index must equal this (0 = empty list). */
   readonly ifLastIndex?: number;
+  readonly quota?: PushQuota;
 }
 
 export interface DeleteCommand {
@@ -46,6 +75,8 @@ export interface WatchCommand {
   /** '/' is allowed only when `prefix` is true. */
   readonly path: string;
   readonly prefix: boolean;
+  /** Only on 'watch'. */
+  readonly quota?: WatchQuota;
 }
 
 export interface AckCommand {
@@ -80,11 +111,11 @@ export function decodeCommand(bytes: Uint8Array): Command {
 
 // Field names each op allows; anything else is rejected so typos cannot pass silently.
 const FIELDS: Record<CommandOp, readonly string[]> = {
-  openSession: ['op', 'session', 'timeoutMs', 'remote'],
+  openSession: ['op', 'session', 'timeoutMs', 'remote', 'quota'],
   closeSession: ['op', 'session', 'reason'],
-  push: ['op', 'session', 'path', 'data', 'persistent', 'watch', 'ifLastIndex'],
+  push: ['op', 'session', 'path', 'data', 'persistent', 'watch', 'ifLastIndex', 'quota'],
   delete: ['op', 'session', 'path', 'index'],
-  watch: ['op', 'session', 'path', 'prefix'],
+  watch: ['op', 'session', 'path', 'prefix', 'quota'],
   unwatch: ['op', 'session', 'path', 'prefix'],
   ack: ['op', 'acks'],
 };
@@ -100,13 +131,15 @@ function canonical(raw: unknown): Command {
     if (!allowed.includes(field)) throw new CommandError(`${op} has an unexpected field '${field}'`);
   }
   switch (op as CommandOp) {
-    case 'openSession':
-      return {
+    case 'openSession': {
+      const open: OpenSessionCommand = {
         op: 'openSession',
         session: session(c.session),
         timeoutMs: integer(c.timeoutMs, 'timeoutMs', 1, MAX_TIMEOUT_MS),
         remote: remote(c.remote),
       };
+      return c.quota === undefined ? open : { ...open, quota: quota(c.quota, ['sessionsPerAddress']) };
+    }
     case 'closeSession':
       if (c.reason !== 'bye' && c.reason !== 'expired') throw new CommandError("reason must be 'bye' or 'expired'");
       return { op: 'closeSession', session: session(c.session), reason: c.reason };
@@ -120,9 +153,8 @@ function canonical(raw: unknown): Command {
         persistent: bool(c.persistent, 'persistent'),
         watch: bool(c.watch, 'watch'),
       };
-      return c.ifLastIndex === undefined
-        ? push
-        : { ...push, ifLastIndex: integer(c.ifLastIndex, 'ifLastIndex', 0, MAX_INDEX) };
+      const withIf = c.ifLastIndex === undefined ? push : { ...push, ifLastIndex: integer(c.ifLastIndex, 'ifLastIndex', 0, MAX_INDEX) };
+      return c.quota === undefined ? withIf : { ...withIf, quota: quota(c.quota, ['watches', 'items', 'bytes', 'listItems']) };
     }
     case 'delete':
       return {
@@ -134,7 +166,8 @@ function canonical(raw: unknown): Command {
     case 'watch':
     case 'unwatch': {
       const prefix = bool(c.prefix, 'prefix');
-      return { op: op as 'watch' | 'unwatch', session: session(c.session), path: path(c.path, prefix), prefix };
+      const w: WatchCommand = { op: op as 'watch' | 'unwatch', session: session(c.session), path: path(c.path, prefix), prefix };
+      return c.quota === undefined ? w : { ...w, quota: quota(c.quota, ['watches']) };
     }
     case 'ack':
       return { op: 'ack', acks: acks(c.acks) };
@@ -158,6 +191,19 @@ function integer(value: unknown, name: string, min: number, max: number): number
     throw new CommandError(`${name} must be an integer in [${min}, ${max}]`);
   }
   return value;
+}
+
+/** Largest limit a quota field may carry. */
+export const MAX_QUOTA = 2 ** 48;
+
+/** A quota map with exactly `fields`, each a positive integer, in that order. */
+function quota<F extends string>(value: unknown, fields: readonly F[]): Record<F, number> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CommandError('quota must be a map');
+  const v = value as Record<string, unknown>;
+  for (const key of Object.keys(v)) if (!(fields as readonly string[]).includes(key)) throw new CommandError(`quota has an unexpected field '${key}'`);
+  const out = {} as Record<F, number>;
+  for (const f of fields) out[f] = integer(v[f], `quota.${f}`, 1, MAX_QUOTA);
+  return out;
 }
 
 function bool(value: unknown, name: string): boolean {

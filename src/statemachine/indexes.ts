@@ -17,6 +17,7 @@ import {
 import { pathAndAncestors } from '../keys/path.js';
 import { decodeClientValue, decodeLagValue } from './codec.js';
 import type { DbSnapshot } from './reads.js';
+import { UsageCounts } from './usage.js';
 import type { SessionInfo, VeraDb } from './types.js';
 
 /** A plain, sorted copy of every index; equal dumps mean equal indexes. */
@@ -29,7 +30,11 @@ export interface IndexDump {
 }
 
 export class MemoryIndexes {
-  readonly sessions = new Map<string, SessionInfo>();
+  private readonly sessionInfo = new Map<string, SessionInfo>();
+  /** Open sessions per client address, for the sessionsPerAddress quota. */
+  private readonly sessionsByAddress = new Map<string, number>();
+  /** Lazily counted items per session and per list, for the other quotas. */
+  readonly usage = new UsageCounts();
   private readonly exact = new Map<string, Set<string>>();
   private readonly prefix = new Map<string, Set<string>>();
   /** session -> its watches, so closing a session need not scan the watch bucket. */
@@ -40,7 +45,7 @@ export class MemoryIndexes {
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<MemoryIndexes> {
     const mem = new MemoryIndexes();
     for await (const [key, value] of db.iterator({ ...bucketRange(Bucket.client), snapshot })) {
-      mem.sessions.set(decodeClientKey(key), decodeClientValue(value));
+      mem.addSession(decodeClientKey(key), decodeClientValue(value));
     }
     for await (const key of db.keys({ ...bucketRange(Bucket.watch), snapshot })) {
       mem.addWatch(decodeWatchKey(key));
@@ -75,6 +80,14 @@ export class MemoryIndexes {
   }
 
   /** The watches of one session, in key order. */
+  watchCount(session: string): number {
+    return this.watchesBySession.get(session)?.size ?? 0;
+  }
+
+  holdsWatch(ref: WatchRef): boolean {
+    return this.watchesBySession.get(ref.session)?.has(watchId(ref)) ?? false;
+  }
+
   watchesOf(session: string): WatchRef[] {
     const refs = [...(this.watchesBySession.get(session)?.values() ?? [])];
     return refs
@@ -104,6 +117,20 @@ export class MemoryIndexes {
 
   // ---- sessions
 
+  get sessions(): ReadonlyMap<string, SessionInfo> {
+    return this.sessionInfo;
+  }
+
+  addSession(session: string, info: SessionInfo): void {
+    this.sessionInfo.set(session, info);
+    const address = clientAddress(info.remote);
+    this.sessionsByAddress.set(address, (this.sessionsByAddress.get(address) ?? 0) + 1);
+  }
+
+  sessionsFrom(address: string): number {
+    return this.sessionsByAddress.get(address) ?? 0;
+  }
+
   lagOf(session: string): number {
     return this.lag.get(session) ?? 0;
   }
@@ -116,7 +143,15 @@ export class MemoryIndexes {
   removeSession(session: string): void {
     for (const ref of this.watchesOf(session)) this.removeWatch(ref);
     this.lag.delete(session);
-    this.sessions.delete(session);
+    const info = this.sessionInfo.get(session);
+    if (info !== undefined) {
+      const address = clientAddress(info.remote);
+      const left = (this.sessionsByAddress.get(address) ?? 1) - 1;
+      if (left === 0) this.sessionsByAddress.delete(address);
+      else this.sessionsByAddress.set(address, left);
+    }
+    this.sessionInfo.delete(session);
+    this.usage.forgetSession(session);
   }
 
   dump(): IndexDump {
@@ -125,13 +160,19 @@ export class MemoryIndexes {
     const sets = (m: Map<string, Set<string>>): Array<[string, string[]]> =>
       sorted(m).map(([k, v]) => [k, [...v].sort()]);
     return {
-      sessions: sorted(this.sessions).map(([k, v]) => [k, { ...v }]),
+      sessions: sorted(this.sessionInfo).map(([k, v]) => [k, { ...v }]),
       exactWatchers: sets(this.exact),
       prefixWatchers: sets(this.prefix),
       newestIndex: sorted(this.newest),
       lag: sorted(this.lag),
     };
   }
+}
+
+/** The host part of a `host:port` remote (IPv6 hosts contain colons; the port follows the last one). */
+export function clientAddress(remote: string): string {
+  const colon = remote.lastIndexOf(':');
+  return colon < 0 ? remote : remote.slice(0, colon);
 }
 
 function watchId(ref: WatchRef): string {

@@ -27,7 +27,7 @@ export interface SessionInfo {
 }
 
 /** Codes a command can fail with at apply time; the same on every peer. */
-export type ApplyErrorCode = 'BAD_REQUEST' | 'NOT_FOUND' | 'FORBIDDEN' | 'CONFLICT' | 'SESSION_EXPIRED';
+export type ApplyErrorCode = 'BAD_REQUEST' | 'NOT_FOUND' | 'FORBIDDEN' | 'CONFLICT' | 'SESSION_EXPIRED' | 'QUOTA_EXCEEDED';
 
 export interface ApplyError {
   readonly ok: false;

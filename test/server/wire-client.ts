@@ -100,8 +100,13 @@ export class WireClient {
   }
 
   /** Opens a WebSocket to `<baseUrl>/v1/connect` (baseUrl like ws://127.0.0.1:PORT). */
-  static connect(baseUrl: string, encoding: WireEncoding, timeoutMs = DEFAULT_WAIT_MS): Promise<WireClient> {
-    const ws = new WebSocket(`${baseUrl}/v1/connect`, { perMessageDeflate: false, maxPayload: 256 * 1024 * 1024 });
+  static connect(baseUrl: string, encoding: WireEncoding, options: { timeoutMs?: number; localAddress?: string } = {}): Promise<WireClient> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_MS;
+    const ws = new WebSocket(`${baseUrl}/v1/connect`, {
+      perMessageDeflate: false,
+      maxPayload: 256 * 1024 * 1024,
+      ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }),
+    });
     const client = new WireClient(ws, encoding);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {

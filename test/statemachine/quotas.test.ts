@@ -1,0 +1,119 @@
+// Quotas carried in commands and judged in apply: every member reaches the same
+// verdict (whether it counted usage before or opens the store fresh), a refused
+// command changes nothing, and deleting or closing gives the room back.
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { itemKey, itemRange } from '../../src/keys/index.js';
+import type { Command, PushQuota } from '../../src/statemachine/commands.js';
+import { StateMachine } from '../../src/statemachine/state-machine.js';
+import type { ApplyOutcome } from '../../src/statemachine/types.js';
+import { EntryFeed, openTempDb, type TempDb } from './helpers.js';
+
+let tmp: TempDb;
+let sm: StateMachine;
+let feed: EntryFeed;
+
+beforeEach(async () => {
+  tmp = await openTempDb();
+  sm = await StateMachine.open(tmp.db);
+  feed = new EntryFeed();
+});
+afterEach(async () => {
+  await tmp.cleanup();
+});
+
+const LOOSE: PushQuota = { watches: 1000, items: 1000, bytes: 1 << 30, listItems: 1000 };
+const run = (c: Command): Promise<ApplyOutcome> => sm.apply(feed.command(c));
+const open = (session: string, remote = `10.0.0.1:${session.length}`, perAddress = 1000): Promise<ApplyOutcome> =>
+  run({ op: 'openSession', session, timeoutMs: 5000, remote, quota: { sessionsPerAddress: perAddress } });
+const push = (session: string, path: string, quota: Partial<PushQuota>, extra: { persistent?: boolean; watch?: boolean; data?: unknown } = {}): Promise<ApplyOutcome> =>
+  run({ op: 'push', session, path, data: extra.data ?? 'x', persistent: extra.persistent ?? false, watch: extra.watch ?? false, quota: { ...LOOSE, ...quota } });
+const watch = (session: string, path: string, watches: number): Promise<ApplyOutcome> => run({ op: 'watch', session, path, prefix: false, quota: { watches } });
+
+async function listLength(path: string): Promise<number> {
+  let n = 0;
+  for await (const _ of tmp.db.keys(itemRange(path))) n++;
+  return n;
+}
+
+function refused(outcome: ApplyOutcome, pattern: RegExp): void {
+  expect(outcome.result.ok).toBe(false);
+  if (outcome.result.ok) return;
+  expect(outcome.result.code).toBe('QUOTA_EXCEEDED');
+  expect(outcome.result.message).toMatch(pattern);
+}
+
+/** Restarts the state machine on the same store: every lazily kept count starts over. */
+async function restart(): Promise<void> {
+  sm = await StateMachine.open(await tmp.reopen());
+}
+
+describe('quotas judged in apply', () => {
+  it('watches per session: the one past the limit is refused, re-watching is free, and a push that would watch is refused whole', async () => {
+    await open('S');
+    for (const p of ['/a', '/b', '/c']) expect((await watch('S', p, 3)).result.ok).toBe(true);
+    refused(await watch('S', '/d', 3), /holds 3 watches.*--watches-per-session 3/);
+    expect((await watch('S', '/a', 3)).result.ok).toBe(true);
+    refused(await push('S', '/e', { watches: 3 }, { watch: true }), /holds 3 watches/);
+    expect(await listLength('/e')).toBe(0);
+    expect((await push('S', '/e', { watches: 3 }, { watch: false })).result.ok).toBe(true);
+    expect(sm.watchesOf('S')).toHaveLength(3);
+    await run({ op: 'unwatch', session: 'S', path: '/b', prefix: false });
+    expect((await watch('S', '/d', 3)).result.ok).toBe(true);
+  });
+
+  it('sessions per client address, counted by host without the port, and given back when a session closes or after a restart', async () => {
+    expect((await open('A', '10.0.0.1:1000', 2)).result.ok).toBe(true);
+    expect((await open('B', '10.0.0.1:1001', 2)).result.ok).toBe(true);
+    refused(await open('C', '10.0.0.1:1002', 2), /10\.0\.0\.1 already has 2 sessions.*--sessions-per-address 2/);
+    expect(sm.sessions().has('C')).toBe(false);
+    expect((await open('D', '[::1]:1002', 2)).result.ok).toBe(true);
+    expect((await open('E', '10.0.0.2:1002', 2)).result.ok).toBe(true);
+    await restart();
+    refused(await open('C', '10.0.0.1:1003', 2), /already has 2 sessions/);
+    await run({ op: 'closeSession', session: 'A', reason: 'bye' });
+    expect((await open('C', '10.0.0.1:1003', 2)).result.ok).toBe(true);
+  });
+
+  it('ephemeral items and bytes per session: persistent items do not count, deletes and a restart keep the count exact', async () => {
+    await open('S');
+    for (let i = 0; i < 3; i++) expect((await push('S', `/l${i}`, { items: 3 })).result.ok).toBe(true);
+    refused(await push('S', '/l9', { items: 3 }), /owns 3 ephemeral items.*--items-per-session 3/);
+    expect((await push('S', '/l9', { items: 3 }, { persistent: true })).result.ok).toBe(true);
+    const first = (await tmp.db.get(itemKey('/l0', 2)))!;
+    await restart();
+    refused(await push('S', '/l9', { items: 3 }), /owns 3 ephemeral items/);
+    expect((await run({ op: 'delete', session: 'S', path: '/l0', index: 2 })).result.ok).toBe(true);
+    expect((await push('S', '/l9', { items: 3 })).result.ok).toBe(true);
+
+    // Bytes: the session owns three stored values of `first.byteLength` each (same owner, same data).
+    const owned = 3 * first.byteLength;
+    refused(await push('S', '/more', { items: 100, bytes: owned + first.byteLength - 1 }), new RegExp(`hold ${owned} bytes; ${first.byteLength} more.*--bytes-per-session`));
+    expect((await push('S', '/more', { items: 100, bytes: owned + first.byteLength })).result.ok).toBe(true);
+  });
+
+  it('items per list: a full list refuses pushes from anyone until an item goes, and closing a session frees its items there', async () => {
+    await open('A');
+    await open('B');
+    expect((await push('A', '/q', { listItems: 3 })).result.ok).toBe(true);
+    expect((await push('A', '/q', { listItems: 3 })).result.ok).toBe(true);
+    expect((await push('B', '/q', { listItems: 3 }, { persistent: true })).result.ok).toBe(true);
+    refused(await push('B', '/q', { listItems: 3 }), /\/q holds 3 items.*--items-per-list/);
+    await restart();
+    refused(await push('B', '/q', { listItems: 3 }), /\/q holds 3 items/);
+    await run({ op: 'closeSession', session: 'A', reason: 'expired' });
+    expect(await listLength('/q')).toBe(1);
+    expect((await push('B', '/q', { listItems: 3 })).result.ok).toBe(true);
+    expect((await push('B', '/q', { listItems: 3 })).result.ok).toBe(true);
+    refused(await push('B', '/q', { listItems: 3 }), /holds 3 items/);
+  });
+
+  it('applies entries without a quota (written before quotas existed) as before', async () => {
+    await run({ op: 'openSession', session: 'S', timeoutMs: 5000, remote: '10.0.0.1:1' });
+    for (let i = 0; i < 5; i++) {
+      expect((await run({ op: 'watch', session: 'S', path: `/w${i}`, prefix: false })).result.ok).toBe(true);
+      expect((await run({ op: 'push', session: 'S', path: '/p', data: i, persistent: false, watch: true })).result.ok).toBe(true);
+    }
+    expect(await listLength('/p')).toBe(5);
+  });
+});
