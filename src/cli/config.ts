@@ -33,6 +33,8 @@ export interface ServerLimits {
   readonly itemsPerSession: number;
   readonly bytesPerSession: number;
   readonly itemsPerList: number;
+  /** Free bytes on the data disk below which requests that add data are refused (disk-guard.ts). */
+  readonly diskReserveBytes: number;
   readonly inflightPerConnection: number;
   /** Ceiling on client-port sockets; the open-file limit may lower it (fd-budget.ts). */
   readonly connectionsMax: number;
@@ -83,6 +85,7 @@ export const DEFAULTS = {
   itemsPerSession: 100_000,
   bytesPerSession: 256 * 1024 * 1024,
   itemsPerList: 1_000_000,
+  diskReserveBytes: 64 * 1024 * 1024,
   inflightPerConnection: 256,
   connectionsMax: 10_000,
   connectionsPerAddress: 256,
@@ -110,6 +113,7 @@ const SETTINGS = [
   'items-per-session',
   'bytes-per-session',
   'items-per-list',
+  'disk-reserve',
   'inflight-per-connection',
   'connections-max',
   'connections-per-address',
@@ -247,6 +251,7 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
       itemsPerSession: Math.max(1, number('items-per-session', parseCount, DEFAULTS.itemsPerSession)),
       bytesPerSession: Math.max(1, number('bytes-per-session', parseSize, DEFAULTS.bytesPerSession)),
       itemsPerList: Math.max(1, number('items-per-list', parseCount, DEFAULTS.itemsPerList)),
+      diskReserveBytes: number('disk-reserve', parseSize, DEFAULTS.diskReserveBytes),
       inflightPerConnection: number('inflight-per-connection', parseCount, DEFAULTS.inflightPerConnection),
       connectionsMax: Math.max(1, number('connections-max', parseCount, DEFAULTS.connectionsMax)),
       connectionsPerAddress: Math.max(1, number('connections-per-address', parseCount, DEFAULTS.connectionsPerAddress)),

@@ -58,6 +58,8 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
   --items-per-session N       ephemeral items one session may own (default 100000)
   --bytes-per-session SIZE    bytes of ephemeral items one session may own (default 256MiB)
   --items-per-list N          items one list may hold (default 1000000)
+  --disk-reserve SIZE         free space on the data disk below which pushes,
+                              watches and new sessions are refused (default 64MiB)
   --inflight-per-connection N requests one connection may have pending (default 256)
   --connections-max N         client-port connections at once (default 10000, lowered to fit
                               the open-file limit so storage always has descriptors)

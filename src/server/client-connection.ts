@@ -218,6 +218,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       const { min, max } = fe.sessionTimeouts;
       timeoutMs = Math.min(max, Math.max(min, req.timeoutMs ?? fe.sessionTimeouts.default));
       session = randomBytes(16).toString('base64url');
+      fe.disk.assertRoom();
       const quota = { sessionsPerAddress: fe.limits.sessionsPerAddress };
       const r = expectOk(await fe.node.propose({ op: 'openSession', session, timeoutMs, remote: this.remote, quota }));
       if (r.op !== 'openSession') throw new VeraError('INTERNAL', `openSession applied as ${r.op}`);

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { RaftError } from '../raft/driver.js';
 import type { NodeId } from '../raft/types.js';
 import type { ApplyOutcome, ApplyResult } from '../statemachine/types.js';
+import type { DiskGuard } from './disk-guard.js';
 import type { ExpiryQueue } from './expiry.js';
 import type { Notifier } from './notifier.js';
 import { VeraError } from './protocol-errors.js';
@@ -25,6 +26,7 @@ export interface FrontEndLimits extends ProtocolLimits {
   readonly itemsPerSession: number;
   readonly bytesPerSession: number;
   readonly itemsPerList: number;
+  readonly diskReserveBytes: number;
   readonly inflightPerConnection: number;
   readonly helloTimeoutMs: number;
 }
@@ -39,6 +41,8 @@ export interface FrontEnd {
   readonly node: VeraNode;
   readonly notifier: Notifier;
   readonly expiry: ExpiryQueue;
+  /** Refuses requests that add data while the data disk is below its reserve. */
+  readonly disk: DiskGuard;
   readonly limits: FrontEndLimits;
   readonly sessionTimeouts: SessionTimeouts;
   /** How long a linearizable read may wait for its read index. */

@@ -22,6 +22,7 @@ import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
 import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier } from './notifier.js';
+import { DiskGuard } from './disk-guard.js';
 import { DEFAULT_LIMITS } from './protocol-types.js';
 import { ServerMetrics } from './server-metrics.js';
 import { DEFAULT_RAFT_TIMING, MembershipDivergedError, VeraNode, type RaftTiming } from './vera-node.js';
@@ -160,8 +161,11 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   });
   // Items per reply or resync frame: half the frame limit (room for the encoding), at most the default.
   const limits = { ...DEFAULT_LIMITS, ...config.limits, replyBytes: Math.min(DEFAULT_LIMITS.replyBytes, Math.floor(config.limits.frameBytes / 2)) };
+  const disk = new DiskGuard(config.dataDir, config.limits.diskReserveBytes, logger);
+  await disk.start();
   const front: FrontEnd = {
     node: veraNode,
+    disk,
     notifier: new Notifier(veraNode.stateMachine, veraNode.events, { ...DEFAULT_NOTIFIER_LIMITS, resyncFrameBytes: limits.replyBytes }, (err) =>
       logger.error({ event: 'resync-failed', err: String(err) }, 'could not read lists for a resync'),
     ),
@@ -248,6 +252,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     close: () =>
       (closing ??= (async () => {
         duties?.stop();
+        disk.stop();
         shuttingDown = true;
         const httpClosed = new Promise<void>((resolve) => http.close(() => resolve()));
         http.closeIdleConnections();

@@ -39,6 +39,7 @@ async function proposeTimed(fe: FrontEnd, command: Parameters<FrontEnd['node']['
 }
 
 export async function push(fe: FrontEnd, session: string, req: PushRequest): Promise<PushResult> {
+  fe.disk.assertRoom();
   const watch = req.watch ?? true;
   const { watchesPerSession, itemsPerSession, bytesPerSession, itemsPerList } = fe.limits;
   const outcome = await proposeTimed(fe, {
@@ -99,6 +100,7 @@ export async function del(fe: FrontEnd, session: string, req: DeleteRequest): Pr
 
 export async function watch(fe: FrontEnd, session: string, req: WatchRequest): Promise<WatchResult> {
   const prefix = req.prefix ?? false;
+  fe.disk.assertRoom();
   const r = expectOk(await proposeTimed(fe, { op: 'watch', session, path: req.path, prefix, quota: { watches: fe.limits.watchesPerSession } }));
   if (r.op !== 'watch') throw new VeraError('INTERNAL', `watch applied as ${r.op}`);
   if (r.tooLarge === true) return { index: r.index, tooLarge: true };
