@@ -110,6 +110,41 @@ describe('RaftDriver ordering', () => {
     expect(await delivered).toMatchObject({ type: 'voteResp', to: 'n1', reject: false });
   });
 
+  it('a vote granted in a term already written (the term unchanged, only the vote new) is written before it is sent', async () => {
+    const { driver, storage, sent, node } = await makeDriver('n2', ['n1', 'n2', 'n3'], { electionTicks: 10, tickMs: 60_000 });
+    driver.start();
+    /** Resolves when a message matching `match` has been sent (polling the send log once per event-loop turn). */
+    const sentMatching = (match: (m: Message) => boolean): Promise<'sent'> =>
+      new Promise((resolve) => {
+        const check = (): void => (sent.some(match) ? resolve('sent') : void setImmediate(check));
+        check();
+      });
+    const voteRespTo = (to: NodeId) => (m: Message) => m.type === 'voteResp' && m.to === to;
+    // n2 holds entry 1 of term 1, so a candidate with an empty log is refused.
+    const entry: Entry = { index: 1, term: 1, kind: 'command', data: new Uint8Array([1]) };
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 0 });
+    await storage.writeStarted();
+    storage.releaseOne();
+    await sentMatching((m) => m.type === 'appResp');
+    // Past the leader lease (and the election timeout), so vote requests are considered.
+    for (let i = 0; i < Math.max(node.leaseTicks, 10); i++) node.tick();
+    // n3 asks in term 2 with a shorter log: n2 moves to term 2 (written) but votes for nobody.
+    driver.step({ type: 'vote', from: 'n3', to: 'n2', term: 2, lastLogIndex: 0, lastLogTerm: 0, transfer: false });
+    await storage.writeStarted();
+    storage.releaseOne();
+    await sentMatching(voteRespTo('n3'));
+    expect(sent.find(voteRespTo('n3'))).toMatchObject({ term: 2, reject: true });
+    expect((await storage.load()).hardState).toMatchObject({ term: 2, vote: null });
+    // n1 asks in the same term with a log as long as n2's: the grant changes only the vote, and must be written first.
+    driver.step({ type: 'vote', from: 'n1', to: 'n2', term: 2, lastLogIndex: 1, lastLogTerm: 1, transfer: false });
+    const first = await Promise.race([storage.writeStarted().then(() => 'write' as const), sentMatching(voteRespTo('n1'))]);
+    expect(first).toBe('write');
+    storage.releaseOne();
+    await sentMatching(voteRespTo('n1'));
+    expect(sent.find(voteRespTo('n1'))).toMatchObject({ term: 2, reject: false });
+    expect((await storage.load()).hardState).toMatchObject({ term: 2, vote: 'n1' });
+  });
+
   it('a proposal is answered only after its entry is written', async () => {
     const { driver, storage, node } = await makeDriver('n1', ['n1']);
     for (let i = 0; i < node.leaseTicks; i++) node.tick(); // a lone voter campaigns once the lease window has passed
