@@ -42,7 +42,7 @@ describe('vera start configuration', () => {
       secret: null,
       logLevel: 'info',
       sessionTimeout: { min: 1000, max: 60000, default: 10000 },
-      limits: { dataBytes: 1048576, frameBytes: 16777216, pathBytes: 1024, sessionsMax: 10000, sessionsPerAddress: 1000, watchesPerSession: 1000, itemsPerSession: 100_000, bytesPerSession: 256 * 1024 * 1024, itemsPerList: 1_000_000, inflightPerConnection: 256, connectionsMax: 10000, connectionsPerAddress: 256, helloTimeoutMs: 10000 },
+      limits: { dataBytes: 1048576, frameBytes: 16777216, pathBytes: 1024, sessionsMax: 10000, sessionsPerAddress: 1000, watchesPerSession: 1000, itemsPerSession: 100_000, bytesPerSession: 256 * 1024 * 1024, itemsPerList: 1_000_000, diskReserveBytes: 64 * 1024 * 1024, inflightPerConnection: 256, connectionsMax: 10000, connectionsPerAddress: 256, helloTimeoutMs: 10000 },
       compaction: { everyEntries: 10000, keepEntries: 1000 },
       join: false,
     });
@@ -101,6 +101,7 @@ describe('vera start configuration', () => {
       '--items-per-session', '12',
       '--bytes-per-session', '13KiB',
       '--items-per-list', '14',
+      '--disk-reserve', '15MiB',
       '--connections-max', '300',
       '--connections-per-address', '20',
       '--hello-timeout', '2500ms',
@@ -108,7 +109,7 @@ describe('vera start configuration', () => {
     ]);
     expect(c.logLevel).toBe('debug');
     expect(c.sessionTimeout).toEqual({ min: 500, max: 120_000, default: 10_000 });
-    expect(c.limits).toEqual({ dataBytes: 4 * 1024 * 1024, frameBytes: 32 * 1024 * 1024, pathBytes: 1024, sessionsMax: 50, sessionsPerAddress: 11, watchesPerSession: 7, itemsPerSession: 12, bytesPerSession: 13 * 1024, itemsPerList: 14, inflightPerConnection: 9, connectionsMax: 300, connectionsPerAddress: 20, helloTimeoutMs: 2500 });
+    expect(c.limits).toEqual({ dataBytes: 4 * 1024 * 1024, frameBytes: 32 * 1024 * 1024, pathBytes: 1024, sessionsMax: 50, sessionsPerAddress: 11, watchesPerSession: 7, itemsPerSession: 12, bytesPerSession: 13 * 1024, itemsPerList: 14, diskReserveBytes: 15 * 1024 * 1024, inflightPerConnection: 9, connectionsMax: 300, connectionsPerAddress: 20, helloTimeoutMs: 2500 });
   });
 
   it('clamps the default session timeout into [min, max]', () => {
