@@ -19,7 +19,7 @@ import { PeakRssTracker } from './lib/rss.js';
 import { renderReport } from './report/markdown.js';
 import { buildPlots } from './report/plots.js';
 import { fanoutFigures, readFigures, RESULT_SCHEMA, resultFileName, s2Figures, writeFigures, type Outcome, type ScenarioId, type ScenarioResults, type SystemResult } from './report/results.js';
-import { FULL_SCALE, QUICK_SCALE, type Scale, type ScenarioContext } from './scenarios/context.js';
+import { FULL_SCALE, QUICK_SCALE, SCALE_RUN, type Scale, type ScenarioContext } from './scenarios/context.js';
 import { runS1, runS2, runWriteLoad } from './scenarios/s1-s2-writes.js';
 import { runS3 } from './scenarios/s3-fanout.js';
 import { runS4 } from './scenarios/s4-ephemeral.js';
@@ -40,9 +40,9 @@ const ANALYSIS_FILE = join(ROOT, 'bench/report/analysis.md');
  * minutes, --quick under 3; `npm run build` before it takes up to ~30 s on a
  * busy machine). S7 grows the data while its share of the budget lasts.
  */
-const BUDGET_MS = { full: 14 * 60_000, quick: 2.4 * 60_000 } as const;
+const BUDGET_MS = { full: 14 * 60_000, quick: 2.4 * 60_000, scale: 50 * 60_000 } as const;
 /** The watchdog's grace past the budget before it kills everything. */
-const WATCHDOG_GRACE_MS = { full: 40_000, quick: 15_000 } as const;
+const WATCHDOG_GRACE_MS = { full: 40_000, quick: 15_000, scale: 60_000 } as const;
 
 /** Rough cost of each scenario for one system (ms), to skip what no longer fits. */
 const ESTIMATE_MS: Readonly<Record<'full' | 'quick', Readonly<Record<ScenarioId, number>>>> = {
@@ -73,9 +73,10 @@ async function main(): Promise<number> {
   }
   installSignalHandlers();
   const runStart = performance.now();
-  const budgetMs = options.quick ? BUDGET_MS.quick : BUDGET_MS.full;
+  const mode = options.quick ? 'quick' : options.scale ? 'scale' : 'full';
+  const budgetMs = BUDGET_MS[mode];
   // The last line of defence: whatever hangs, the suite ends, and takes its servers with it.
-  const graceMs = options.quick ? WATCHDOG_GRACE_MS.quick : WATCHDOG_GRACE_MS.full;
+  const graceMs = WATCHDOG_GRACE_MS[mode];
   const watchdog = setTimeout(() => {
     process.stderr.write(`bench: still running after ${Math.round((budgetMs + graceMs) / 1000)} s; stopping every server and giving up\n`);
     killAllSync();
@@ -87,11 +88,11 @@ async function main(): Promise<number> {
     process.stderr.write('bench: dist/ is missing; run `npm run build` first (npm run bench does)\n');
     return 2;
   }
-  const scale = options.quick ? QUICK_SCALE : FULL_SCALE;
+  const scale = options.quick ? QUICK_SCALE : options.scale ? SCALE_RUN : FULL_SCALE;
   const startedAt = new Date().toISOString();
   const command = `npm run bench${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`;
   const logDir = mkdtempSync(join(tmpdir(), 'vera-bench-logs-'));
-  log(`${options.quick ? 'quick' : 'full'} run of ${options.systems.join(', ')}; server logs in ${logDir} (removed after a run without failures)`);
+  log(`${mode} run of ${options.systems.join(', ')}; server logs in ${logDir} (removed after a run without failures)`);
 
   const machine = machineInfo();
   if (machine.loadAverage1m > machine.cpus) {
@@ -118,6 +119,7 @@ async function main(): Promise<number> {
   const runs = await runAll(available, {
     scale,
     quick: options.quick,
+    s7Only: options.scale,
     profile: options.profile,
     logDir,
     outDir: options.outDir,
@@ -185,6 +187,8 @@ async function main(): Promise<number> {
 interface RunOptions {
   readonly scale: Scale;
   readonly quick: boolean;
+  /** Skip S1-S6 (`--scale`). */
+  readonly s7Only: boolean;
   readonly profile: boolean;
   readonly logDir: string;
   readonly outDir: string;
@@ -248,7 +252,7 @@ async function runAll(systems: readonly SystemName[], opts: RunOptions): Promise
   };
 
   try {
-    for (const run of runs) {
+    for (const run of opts.s7Only ? [] : runs) {
       const name = DISPLAY_NAMES[run.system];
       const cluster = makeCluster(run.system, opts, opts.profile && run.system === 'vera');
       const rss = new PeakRssTracker(() => cluster.members());
@@ -272,7 +276,7 @@ async function runAll(systems: readonly SystemName[], opts: RunOptions): Promise
 
     // The brief's order: S1, S2, S3, S6, S5, S4 (the destructive ones last); S7 below.
     // Time is kept for S7: at least its estimate per system.
-    const mainEnd = opts.budgetEnd - estimates.s7 * systems.length;
+    const mainEnd = opts.s7Only ? 0 : opts.budgetEnd - estimates.s7 * systems.length;
     const main: Array<[ScenarioId, (e: (typeof live)[number]) => Promise<Outcome<unknown>>]> = [
       ['s1', async (e) => mapOk(await scenario(e.run, 's1', mainEnd, () => runS1(e.ctx)), writeFigures)],
       ['s2', async (e) => {
@@ -285,7 +289,7 @@ async function runAll(systems: readonly SystemName[], opts: RunOptions): Promise
       ['s5', (e) => scenario(e.run, 's5', mainEnd, () => runS5(e.ctx, e.rss))],
       ['s4', (e) => scenario(e.run, 's4', mainEnd, () => runS4(e.ctx))],
     ];
-    for (const [k, [id, go]] of main.entries()) {
+    for (const [k, [id, go]] of (opts.s7Only ? [] : main).entries()) {
       // Each scenario starts with the next system, so no system always goes first (right after a cluster start or another's load).
       const order = live.map((_, i) => live[(i + k) % live.length]!);
       for (const e of order) {

@@ -1,10 +1,12 @@
-// `npm run bench -- [--systems vera,etcd,zookeeper] [--quick] [--out DIR] [--no-profile] [--docs FILE]`
+// `npm run bench -- [--systems vera,etcd,zookeeper] [--quick | --scale] [--out DIR] [--no-profile] [--docs FILE]`
 import { resolve } from 'node:path';
 import { SYSTEM_NAMES, type SystemName } from '../systems/system.js';
 
 export interface BenchOptions {
   readonly systems: readonly SystemName[];
   readonly quick: boolean;
+  /** S7 alone, up to 10^6 items, with a budget of its own (its report goes to docs/performance-scale.md). */
+  readonly scale: boolean;
   /** Where the result JSON (and plots) go. */
   readonly outDir: string;
   /** The markdown report to regenerate. */
@@ -20,6 +22,8 @@ export class BenchUsageError extends Error {
 export const USAGE = `usage: npm run bench -- [options]
   --systems LIST   comma-separated subset of ${SYSTEM_NAMES.join(',')} (default: all)
   --quick          short smoke run (under 3 minutes)
+  --scale          S7 alone, up to 10^6 items per system (under 50 minutes;
+                   report in docs/performance-scale.md)
   --out DIR        where result JSON and plots go (default: bench/results)
   --docs FILE      report to regenerate (default: docs/performance.md)
   --no-profile     skip the CPU profile of the Vera leader
@@ -28,8 +32,9 @@ export const USAGE = `usage: npm run bench -- [options]
 export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptions | 'help' {
   let systems: SystemName[] = [...SYSTEM_NAMES];
   let quick = false;
+  let scale = false;
   let outDir = resolve(cwd, 'bench/results');
-  let docsFile = resolve(cwd, 'docs/performance.md');
+  let docsFile: string | null = null;
   let profile = true;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -52,6 +57,9 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
       case '--quick':
         quick = true;
         break;
+      case '--scale':
+        scale = true;
+        break;
       case '--out':
         outDir = resolve(cwd, value());
         break;
@@ -68,5 +76,6 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
         throw new BenchUsageError(`unknown option ${JSON.stringify(arg)}\n${USAGE}`);
     }
   }
-  return { systems, quick, outDir, docsFile, profile };
+  if (quick && scale) throw new BenchUsageError('--quick and --scale do not go together');
+  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, scale ? 'docs/performance-scale.md' : 'docs/performance.md'), profile };
 }

@@ -26,6 +26,12 @@ export const FULL_SCALE: Scale = {
   s7: { itemSteps: [10_000, 30_000, 100_000, 300_000], sessions: 1_000, watchesPerSession: 10, probeMs: 2_000 },
 };
 
+/** `--scale`: S7 alone, growing to 10^6 items (the scale issue's target). */
+export const SCALE_RUN: Scale = {
+  ...FULL_SCALE,
+  s7: { ...FULL_SCALE.s7, itemSteps: [10_000, 30_000, 100_000, 300_000, 1_000_000] },
+};
+
 /** A smoke run: every scenario once, tiny, so it fits in 3 minutes even on a busy machine. */
 export const QUICK_SCALE: Scale = {
   warmupMs: 500,
