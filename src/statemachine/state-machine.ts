@@ -142,7 +142,7 @@ export class StateMachine {
       // An entry that reads the db, ends a session or changes the membership goes alone, as
       // every entry once did: what was planned before it is written first, and its own
       // in-memory changes show only once it is written too.
-      const alone = goesAlone(decoded);
+      const alone = goesAlone(decoded, this.mem);
       if (alone || ops.length >= MAX_BATCH_OPS) await write();
       const plan = await this.plan(entry, decoded);
       planned = entry.index;
@@ -357,9 +357,13 @@ function decodeEntry(entry: Entry): DecodedEntry {
  * openSession, unwatch, ack, noop) plan from memory alone and share a batch; their
  * in-memory effects show as soon as they are planned, a batch write early.
  */
-function goesAlone(decoded: DecodedEntry): boolean {
+function goesAlone(decoded: DecodedEntry, mem: MemoryIndexes): boolean {
   if (decoded.kind === 'config') return true;
   if (decoded.kind !== 'command') return false;
-  const op = decoded.command.op;
-  return op === 'delete' || op === 'closeSession' || op === 'watch';
+  const c = decoded.command;
+  if (c.op === 'push') {
+    // A push judged against a count not yet taken reads the db, which must then hold every entry before it.
+    return c.quota !== undefined && !mem.usage.knows(c.path, c.persistent ? null : c.session, c.quota.listItems);
+  }
+  return c.op === 'delete' || c.op === 'closeSession' || c.op === 'watch';
 }

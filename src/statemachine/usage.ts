@@ -13,9 +13,28 @@ export interface SessionUsage {
   bytes: number;
 }
 
+/**
+ * A list's length, or (when counting stopped at the limit it was asked about) a
+ * lower bound of it: enough to refuse a push, and kept valid by the same
+ * increments and decrements, so a full list is not recounted on every push.
+ */
+interface ListCount {
+  n: number;
+  exact: boolean;
+}
+
 export class UsageCounts {
   private readonly sessions = new Map<string, SessionUsage>();
-  private readonly lists = new Map<string, number>();
+  private readonly lists = new Map<string, ListCount>();
+
+  /**
+   * Whether a push to `path` by `owner` (null: a persistent item) can be judged
+   * against a limit of `listItems` without reading the db.
+   */
+  knows(path: string, owner: string | null, listItems: number): boolean {
+    const list = this.lists.get(path);
+    return list !== undefined && (list.exact || list.n >= listItems) && (owner === null || this.sessions.has(owner));
+  }
 
   /** The session's owned items and their stored bytes, counting them on first use. */
   async ofSession(db: VeraDb, session: string): Promise<Readonly<SessionUsage>> {
@@ -33,21 +52,20 @@ export class UsageCounts {
     return usage;
   }
 
-  /** How many items `path` holds, counting at most `atMost` of them (enough to judge a limit of that size). */
+  /** How many items `path` holds, or at least `atMost` when it holds that many (enough to judge a limit of that size). */
   async listLength(db: VeraDb, path: string, atMost: number): Promise<number> {
     const known = this.lists.get(path);
-    if (known !== undefined) return known;
+    if (known !== undefined && (known.exact || known.n >= atMost)) return known.n;
     let n = 0;
     for await (const _ of db.keys({ ...itemRange(path), limit: atMost })) n++;
-    // A count cut off at the limit is not the length: keep only exact ones.
-    if (n < atMost) this.lists.set(path, n);
+    this.lists.set(path, { n, exact: n < atMost });
     return n;
   }
 
   /** An item was written (after its batch); `owner` null for a persistent item. */
   added(owner: string | null, path: string, bytes: number): void {
     const list = this.lists.get(path);
-    if (list !== undefined) this.lists.set(path, list + 1);
+    if (list !== undefined) list.n++;
     if (owner === null) return;
     const usage = this.sessions.get(owner);
     if (usage !== undefined) {
@@ -70,8 +88,9 @@ export class UsageCounts {
   removedFromList(path: string, count: number): void {
     const list = this.lists.get(path);
     if (list === undefined) return;
-    if (list - count === 0) this.lists.delete(path);
-    else this.lists.set(path, list - count);
+    list.n = Math.max(0, list.n - count);
+    // An emptied list is forgotten: counting it again costs nothing.
+    if (list.n === 0) this.lists.delete(path);
   }
 
   /** The session is gone, and its items with it (their lists are updated with removedFromList). */

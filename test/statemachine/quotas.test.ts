@@ -117,3 +117,29 @@ describe('quotas judged in apply', () => {
     expect(await listLength('/p')).toBe(5);
   });
 });
+
+describe('quotas and batched apply', () => {
+  it('judges a push the same whether its entries are applied one by one or in one batch with unwritten entries before it', async () => {
+    const other = await openTempDb();
+    try {
+      const entries = new EntryFeed();
+      const commands: Command[] = [
+        { op: 'openSession', session: 'S', timeoutMs: 5000, remote: '10.0.0.1:1' },
+        // Written before quotas existed: no quota, so nothing counts the list when they are planned.
+        { op: 'push', session: 'S', path: '/q', data: 1, persistent: true, watch: false },
+        { op: 'push', session: 'S', path: '/q', data: 2, persistent: true, watch: false },
+        ...[3, 4, 5].map((data): Command => ({ op: 'push', session: 'S', path: '/q', data, persistent: true, watch: false, quota: { ...LOOSE, listItems: 3 } })),
+      ];
+      const batch = commands.map((c) => entries.command(c));
+      const oneByOne = await StateMachine.open(other.db);
+      const single = [];
+      for (const e of batch) single.push((await oneByOne.apply(e)).result.ok);
+      const together = (await sm.applyMany(batch)).map((o) => o.result.ok);
+      expect(single).toEqual([true, true, true, true, false, false]);
+      expect(together).toEqual(single);
+      expect(await sm.digest()).toBe(await oneByOne.digest());
+    } finally {
+      await other.cleanup();
+    }
+  });
+});
