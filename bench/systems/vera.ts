@@ -37,6 +37,7 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
     members: 3,
     durability: 'default: every acknowledged write is synced on a majority (one synced LevelDB batch per Ready)',
     push: 'persistent items, watch:false (the other systems do not watch on write either)',
+    perAddressLimits: '--connections-per-address and --sessions-per-address raised to 100000, because every client shares 127.0.0.1 (as ZooKeeper runs with maxClientCnxns=0)',
   };
   private readonly secret = `bench-${process.pid}-${Date.now()}`;
 
@@ -76,6 +77,8 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
       '--peer', `${LOOPBACK}:${member.peerPort}`,
       '--peers', this.peersFlag(),
       '--secret', this.secret,
+      '--connections-per-address', '100000',
+      '--sessions-per-address', '100000',
     ];
     const proc = spawnManaged(`vera ${member.id}`, process.execPath, args, { logFile: join(this.options.logDir, `vera-${member.id}.log`) });
     member.process = proc;
