@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    // bench/test holds the benchmark suite's own tests (its samples, report and load generator).
+    include: ['test/**/*.test.ts', 'bench/test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -18,7 +18,7 @@ import { roundTo } from './lib/samples.js';
 import { PeakRssTracker } from './lib/rss.js';
 import { renderReport } from './report/markdown.js';
 import { buildPlots } from './report/plots.js';
-import { fanoutFigures, readFigures, RESULT_SCHEMA, resultFileName, s2Figures, writeFigures, type Outcome, type ScenarioId, type ScenarioResults, type SystemResult } from './report/results.js';
+import { fanoutFigures, readFigures, RESULT_SCHEMA, resultFileName, runFilePrefix, s2Figures, writeFigures, type Outcome, type ScenarioId, type ScenarioResults, type SystemResult } from './report/results.js';
 import { FULL_SCALE, QUICK_SCALE, SCALE_RUN, type Scale, type ScenarioContext } from './scenarios/context.js';
 import { runS1, runS2, runWriteLoad } from './scenarios/s1-s2-writes.js';
 import { runS3 } from './scenarios/s3-fanout.js';
@@ -90,6 +90,7 @@ async function main(): Promise<number> {
   }
   const scale = options.quick ? QUICK_SCALE : options.scale ? SCALE_RUN : FULL_SCALE;
   const startedAt = new Date().toISOString();
+  const filePrefix = runFilePrefix(startedAt, options.scale);
   const command = `npm run bench${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`;
   const logDir = mkdtempSync(join(tmpdir(), 'vera-bench-logs-'));
   log(`${mode} run of ${options.systems.join(', ')}; server logs in ${logDir} (removed after a run without failures)`);
@@ -150,7 +151,7 @@ async function main(): Promise<number> {
       profile: run.profile,
     };
     failures += Object.values(result.scenarios).filter((o) => o?.status === 'failed').length;
-    const path = join(options.outDir, resultFileName(startedAt, run.system));
+    const path = join(options.outDir, resultFileName(filePrefix, run.system));
     writeFileSync(path, JSON.stringify(result, jsonRounding, 2) + '\n');
     log(`wrote ${relative(ROOT, path)}`);
     results.push(result);
@@ -158,8 +159,8 @@ async function main(): Promise<number> {
   }
 
   const docsDir = dirname(options.docsFile);
-  const plots = buildPlots(results).map((p) => {
-    const path = join(options.outDir, `${startedAt.slice(0, 10)}-${p.name}`);
+  const plots = buildPlots(results).filter((p) => p.hasData).map((p) => {
+    const path = join(options.outDir, `${filePrefix}${p.name}`);
     writeFileSync(path, p.svg + '\n');
     return { href: relative(docsDir, path), title: p.title };
   });

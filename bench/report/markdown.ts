@@ -3,7 +3,7 @@
 // the profile summary, the plots and the command that reproduces it all.
 import { DISPLAY_NAMES, type SystemName } from '../systems/system.js';
 import { buildFigures, ratio, scenarioData } from './figures.js';
-import { SCENARIO_IDS, type SystemResult } from './results.js';
+import { SCENARIO_IDS, type ScenarioResults, type SystemResult } from './results.js';
 import { checkTargets } from './targets.js';
 
 export interface Plot {
@@ -53,6 +53,8 @@ export function renderReport(results: readonly SystemResult[], ctx: ReportContex
   lines.push('## Side by side', '');
   lines.push('Ratios are Vera ÷ the other system for every figure; read them with the "better" column (for ops/s above 1 is good, for latency and memory below 1 is good). "—" means not measured (see the notes below the table).', '');
   const present = new Set(results.map((r) => r.system));
+  // A --scale run measures S7 alone: the other scenarios' rows would all read "not run".
+  const ran = (scenario: string): boolean => results.some((r) => r.scenarios[scenario.toLowerCase() as keyof ScenarioResults] !== undefined);
   const systems = (['vera', 'etcd', 'zookeeper'] as const).filter((s) => present.has(s));
   const others = OTHERS.filter((s) => present.has(s));
   lines.push(`| figure | unit | better | ${systems.map((s) => DISPLAY_NAMES[s]).join(' | ')} | ${others.map((o) => `Vera/${DISPLAY_NAMES[o]}`).join(' | ')} |`);
@@ -67,7 +69,7 @@ export function renderReport(results: readonly SystemResult[], ctx: ReportContex
 
   lines.push('## Targets (issue 6)', '');
   lines.push('| scenario | target | status | detail |', '|---|---|---|---|');
-  for (const t of checkTargets(results)) lines.push(`| ${t.scenario} | ${t.target} | ${t.status === 'met' ? '**met**' : t.status === 'not met' ? '**not met**' : 'n/a'} | ${t.detail} |`);
+  for (const t of checkTargets(results).filter((c) => ran(c.scenario))) lines.push(`| ${t.scenario} | ${t.target} | ${t.status === 'met' ? '**met**' : t.status === 'not met' ? '**not met**' : 'n/a'} | ${t.detail} |`);
   lines.push('');
   if (ctx.analysis !== undefined && ctx.analysis.trim() !== '') lines.push(ctx.analysis.trim(), '');
 
@@ -92,7 +94,7 @@ export function renderReport(results: readonly SystemResult[], ctx: ReportContex
 
   lines.push('## Scenario status', '', 'How long each scenario took, and the machine\'s 1-minute load average when it started (other work on the machine; the 2 cores are shared).', '');
   lines.push(`| scenario | ${systems.map((s) => DISPLAY_NAMES[s]).join(' | ')} |`, `|---|${systems.map(() => '---').join('|')}|`);
-  for (const id of SCENARIO_IDS) {
+  for (const id of SCENARIO_IDS.filter(ran)) {
     const cells = systems.map((s) => {
       const o = results.find((r) => r.system === s)?.scenarios[id];
       if (o === undefined) return 'not run';

@@ -132,6 +132,11 @@ export function readFigures(run: ReadRun): ReadFigures {
   };
 }
 
-export function resultFileName(startedAt: string, system: SystemName): string {
-  return `${startedAt.slice(0, 10)}-${system}.json`;
+/** The date of the run, and "scale-" for `--scale` runs, so a full run the same day does not overwrite them. */
+export function runFilePrefix(startedAt: string, scaleRun: boolean): string {
+  return `${startedAt.slice(0, 10)}-${scaleRun ? 'scale-' : ''}`;
+}
+
+export function resultFileName(prefix: string, system: SystemName): string {
+  return `${prefix}${system}.json`;
 }

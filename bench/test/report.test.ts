@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildFigures, ratio } from '../report/figures.js';
 import { renderReport } from '../report/markdown.js';
 import { buildPlots } from '../report/plots.js';
-import type { LoadFigures, SystemResult } from '../report/results.js';
+import { resultFileName, runFilePrefix, type LoadFigures, type SystemResult } from '../report/results.js';
 import { lineChart } from '../report/svg.js';
 import { checkTargets } from '../report/targets.js';
 import type { SystemName } from '../systems/system.js';
@@ -126,8 +126,24 @@ describe('report and plots', () => {
     expect(s2.startsWith('<svg')).toBe(true);
     expect(s2.match(/<polyline/g)?.length).toBe(2);
     expect(s2).toContain('>Vera<');
-    const s7 = plots.find((p) => p.name === 's7-memory.svg')!.svg;
-    expect(s7).toContain('no data');
+    const s7 = plots.find((p) => p.name === 's7-memory.svg')!;
+    expect(s7.svg).toContain('no data');
+    expect(s7.hasData).toBe(false);
+    expect(plots.find((p) => p.name === 's2-throughput.svg')!.hasData).toBe(true);
+  });
+
+  it('leaves out the targets and status rows of scenarios no system ran (a --scale run)', () => {
+    const s7Only = (r: SystemResult): SystemResult => ({ ...r, scenarios: { s7: r.scenarios.s7! } });
+    const md = renderReport([s7Only(vera), s7Only(etcd)], { command: 'c', finishedAt: 'now', totalSeconds: 1, plots: [], resultFiles: [], unavailable: [] });
+    expect(md).toContain('| S7 | skipped: did not fit in the time budget |');
+    expect(md).not.toMatch(/^\| S[1-6] \|/m);
+    expect(renderReport([vera, etcd], { command: 'c', finishedAt: 'now', totalSeconds: 1, plots: [], resultFiles: [], unavailable: [] })).toMatch(/^\| S6 \| failed: boom/m);
+  });
+
+  it('names a --scale run\'s files apart from a full run of the same day', () => {
+    const started = '2026-11-24T09:26:05.000Z';
+    expect(resultFileName(runFilePrefix(started, false), 'vera')).toBe('2026-11-24-vera.json');
+    expect(resultFileName(runFilePrefix(started, true), 'vera')).toBe('2026-11-24-scale-vera.json');
   });
 });
 

@@ -24,7 +24,8 @@ import { encodeHeader, encodeTrailer, BACKUP_FORMAT } from '../../src/server/bac
 import { encodeAppliedValue, encodeItemValue } from '../../src/statemachine/codec.js';
 import { APPLIED_KEY } from '../../src/statemachine/reads.js';
 import { Members } from '../membership/support.js';
-import { pollUntil } from '../support/poll.js';
+import { pollUntil, withTimeout } from '../support/poll.js';
+import { connect } from '../../src/client/index.js';
 
 // VERA_SCALE_ITEMS (a multiple of 1000) runs the same test at another size, e.g. to see that peak memory does not grow with it.
 const ITEMS = Number(process.env.VERA_SCALE_ITEMS ?? 1_000_000);
@@ -205,6 +206,23 @@ describe('10^6 items', () => {
       await pollUntil(`${id} to hold the write made after the join`, async () => ((await members.localItems(id, listPath(3))).length === PER_LIST + 1 ? true : undefined), 60_000);
       await expectList(members, id, 999);
     }
+
+    // A watcher of everything follows the leadership from n1 to n2. n2 holds no event log for
+    // its session, so resuming there brings every item as a resync, in frames of at most 8 MiB.
+    const watcher = await connect(['n1', 'n2', 'n3'].map((id) => members.url(id)), { requestTimeoutMs: 120_000, timeoutMs: 60_000, connectTimeoutMs: 60_000 });
+    try {
+      await watcher.watch('/', { prefix: true });
+      const resynced = new Promise<number>((done) => watcher.on('resync', (lists) => done(lists.reduce((n, l) => n + l.items.length, 0))));
+      await timed('resync of every item after a leadership transfer', figures, async () => {
+        expect((await members.admin('n1', 'POST', '/v1/leader/transfer', { to: 'n2' })).status).toBe(200);
+        expect(await withTimeout(resynced, 300_000, 'the resync of every item')).toBe(ITEMS + 1);
+      });
+    } finally {
+      await watcher.close();
+    }
+    const resyncPeak = await peakRssMiB(members.proc('n2').proc.pid!);
+    figures['n2 peak RSS after sending the resync'] = `${resyncPeak.toFixed(0)} MiB`;
+    expect(resyncPeak).toBeLessThan(RSS_BOUND_MIB);
     console.log(`10^6 items (${ITEMS} items over ${LISTS} lists):\n${Object.entries(figures).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
   });
 });
