@@ -128,7 +128,7 @@ function methodNotes(results: readonly SystemResult[]): string[] {
   const s7 = scaleNote === undefined ? undefined : scenarioData(scaleNote, 's7');
   if (s7 !== undefined) {
     const maxItems = Math.max(...s7.steps.map((s) => s.items));
-    if (maxItems < 1_000_000) out.push(`S7 ran at reduced scale (up to ${maxItems.toLocaleString('en-US')} items, not 10^6) to keep the suite under 15 minutes on 2 cores.`, '');
+    if (maxItems < 1_000_000) out.push(`S7 ran at reduced scale (up to ${maxItems.toLocaleString('en-US')} items, not 10^6) to keep the suite under 15 minutes on 2 cores; \`npm run bench -- --scale\` runs S7 alone to 10^6 items (docs/performance-scale.md, summarised in docs/scale.md).`, '');
   }
   return out;
 }
