@@ -116,13 +116,13 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       return;
     }
     this.inflight++;
-    void this.run(request, encoding).finally(() => this.inflight--);
+    void this.run(request, encoding, data.length).finally(() => this.inflight--);
   }
 
-  private async run(request: Request, encoding: Encoding): Promise<void> {
+  private async run(request: Request, encoding: Encoding, frameBytes: number): Promise<void> {
     let result: AnyResult;
     try {
-      result = await this.execute(request, encoding);
+      result = await this.execute(request, encoding, frameBytes);
     } catch (err) {
       this.reply(request, encoding, toVeraError(err, this.fe));
       return;
@@ -132,13 +132,13 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (request.op === 'bye') this.close(1000, 'bye');
   }
 
-  private async execute(request: Request, encoding: Encoding): Promise<AnyResult> {
+  private async execute(request: Request, encoding: Encoding, frameBytes: number): Promise<AnyResult> {
     const fe = this.fe;
     if (request.op === 'hello') {
       if (this.established || this.pendingHello) throw new VeraError('BAD_REQUEST', 'hello was already sent on this connection');
       // Requests may be pipelined behind a hello: from here the full frame limit applies.
       this.setFrameLimit(fe.limits.frameBytes);
-      const hello = this.hello(request, encoding);
+      const hello = this.hello(request, encoding, frameBytes);
       // Only a barrier for later requests: its outcome is handled by whoever awaits `hello`.
       this.pendingHello = hello.then(
         () => undefined,
@@ -161,7 +161,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
         expectOk(await fe.node.propose({ op: 'closeSession', session, reason: 'bye' }));
         return {};
       case 'push':
-        return ops.push(fe, session, request);
+        return ops.push(fe, session, request, frameBytes);
       case 'get':
         return this.get(request, encoding);
       case 'ls':
@@ -169,7 +169,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       case 'delete':
         return ops.del(fe, session, request);
       case 'watch':
-        return ops.watch(fe, session, request);
+        return ops.watch(fe, session, request, frameBytes);
       case 'unwatch':
         return ops.unwatch(fe, session, request);
     }
@@ -195,7 +195,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
 
   // ---------------------------------------------------------------- sessions
 
-  private async hello(req: HelloRequest, encoding: Encoding): Promise<HelloResult> {
+  private async hello(req: HelloRequest, encoding: Encoding, frameBytes: number): Promise<HelloResult> {
     const fe = this.fe;
     // During an election, answer when it is decided (NOT_LEADER naming the winner) rather than
     // NO_LEADER at once: the client then moves in one step instead of polling.
@@ -218,7 +218,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       const { min, max } = fe.sessionTimeouts;
       timeoutMs = Math.min(max, Math.max(min, req.timeoutMs ?? fe.sessionTimeouts.default));
       session = randomBytes(16).toString('base64url');
-      fe.disk.assertRoom();
+      fe.disk.admit(frameBytes);
       const quota = { sessionsPerAddress: fe.limits.sessionsPerAddress };
       const r = expectOk(await fe.node.propose({ op: 'openSession', session, timeoutMs, remote: this.remote, quota }));
       if (r.op !== 'openSession') throw new VeraError('INTERNAL', `openSession applied as ${r.op}`);

@@ -162,7 +162,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   // Items per reply or resync frame: half the frame limit (room for the encoding), at most the default.
   const limits = { ...DEFAULT_LIMITS, ...config.limits, replyBytes: Math.min(DEFAULT_LIMITS.replyBytes, Math.floor(config.limits.frameBytes / 2)) };
   const disk = new DiskGuard(config.dataDir, config.limits.diskReserveBytes, logger);
-  await disk.start();
+  disk.start();
   const front: FrontEnd = {
     node: veraNode,
     disk,

@@ -38,8 +38,9 @@ async function proposeTimed(fe: FrontEnd, command: Parameters<FrontEnd['node']['
   return outcome;
 }
 
-export async function push(fe: FrontEnd, session: string, req: PushRequest): Promise<PushResult> {
-  fe.disk.assertRoom();
+/** `frameBytes` is the size of the request's frame, charged against the disk's free space. */
+export async function push(fe: FrontEnd, session: string, req: PushRequest, frameBytes: number): Promise<PushResult> {
+  fe.disk.admit(frameBytes);
   const watch = req.watch ?? true;
   const { watchesPerSession, itemsPerSession, bytesPerSession, itemsPerList } = fe.limits;
   const outcome = await proposeTimed(fe, {
@@ -98,9 +99,9 @@ export async function del(fe: FrontEnd, session: string, req: DeleteRequest): Pr
   return {};
 }
 
-export async function watch(fe: FrontEnd, session: string, req: WatchRequest): Promise<WatchResult> {
+export async function watch(fe: FrontEnd, session: string, req: WatchRequest, frameBytes: number): Promise<WatchResult> {
   const prefix = req.prefix ?? false;
-  fe.disk.assertRoom();
+  fe.disk.admit(frameBytes);
   const r = expectOk(await proposeTimed(fe, { op: 'watch', session, path: req.path, prefix, quota: { watches: fe.limits.watchesPerSession } }));
   if (r.op !== 'watch') throw new VeraError('INTERNAL', `watch applied as ${r.op}`);
   if (r.tooLarge === true) return { index: r.index, tooLarge: true };

@@ -1,0 +1,81 @@
+// The disk guard's admission arithmetic, with the free space given by the test.
+// The full-disk test drives a real tmpfs; this one pins down the cases a
+// once-a-second reading missed: space that vanishes between readings, and many
+// requests admitted before any of them reaches the disk.
+
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { DiskGuard, WRITE_AMPLIFICATION } from '../../src/server/disk-guard.js';
+import { VeraError } from '../../src/server/protocol-errors.js';
+
+const MIB = 1024 * 1024;
+const RESERVE = 64 * MIB;
+
+function guardOver(free: { bytes: number }): DiskGuard {
+  return new DiskGuard('/unused', RESERVE, pino({ level: 'silent' }), () => free.bytes);
+}
+
+function refusal(guard: DiskGuard, bytes: number): VeraError | null {
+  try {
+    guard.admit(bytes);
+    return null;
+  } catch (err) {
+    if (err instanceof VeraError) return err;
+    throw err;
+  }
+}
+
+describe('DiskGuard', () => {
+  it('reads the free space at admission, so space that vanished since the last periodic reading is seen at once', () => {
+    const free = { bytes: 10 * 1024 * MIB };
+    const guard = guardOver(free);
+    guard.poll();
+    expect(refusal(guard, 1024)).toBeNull();
+    free.bytes = 3 * MIB; // filled by something else, no periodic reading since
+    const err = refusal(guard, 1024);
+    expect(err?.code).toBe('QUOTA_EXCEEDED');
+    expect(err?.message).toMatch(/has 3\.0 MiB free, below its reserve \(--disk-reserve 64\.0 MiB\)/);
+    expect(guard.full).toBe(true);
+  });
+
+  it('charges what it admitted until the next periodic reading, so a burst cannot overrun the reserve', () => {
+    const free = { bytes: RESERVE + 30 * MIB };
+    const guard = guardOver(free);
+    guard.poll();
+    // 30 MiB above the reserve takes 10 MiB of admitted frames at the amplification of 3.
+    let admitted = 0;
+    while (refusal(guard, MIB) === null) admitted++;
+    expect(admitted).toBe(Math.ceil(30 / WRITE_AMPLIFICATION));
+    expect(guard.full).toBe(true);
+    // The statfs reading has not moved (nothing was written): a reading clears the charges.
+    free.bytes = RESERVE * 1.25;
+    guard.poll();
+    expect(guard.full).toBe(false);
+    expect(refusal(guard, MIB)).toBeNull();
+  });
+
+  it('takes writes again only once space is back above 1.25 times the reserve', () => {
+    const free = { bytes: RESERVE - 1 };
+    const guard = guardOver(free);
+    guard.poll();
+    expect(guard.full).toBe(true);
+    free.bytes = RESERVE + MIB; // above the reserve but within the margin: still refused
+    expect(refusal(guard, 1)?.code).toBe('QUOTA_EXCEEDED');
+    free.bytes = RESERVE * 1.25 + MIB;
+    expect(refusal(guard, 1)).toBeNull();
+    expect(guard.full).toBe(false);
+  });
+
+  it('keeps its last reading when the file system cannot be read', () => {
+    let fail = false;
+    const guard = new DiskGuard('/unused', RESERVE, pino({ level: 'silent' }), () => {
+      if (fail) throw new Error('EIO');
+      return RESERVE - 1;
+    });
+    guard.poll();
+    fail = true;
+    expect(refusal(guard, 1)?.code).toBe('QUOTA_EXCEEDED');
+    guard.poll();
+    expect(guard.full).toBe(true);
+  });
+});
