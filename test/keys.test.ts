@@ -29,7 +29,7 @@ import {
   watchKey,
   watchRange,
 } from '../src/keys/index.js';
-import { MAX_PATH_BYTES, parentPath, pathAndAncestors, validatePath } from '../src/keys/path.js';
+import { MAX_PATH_BYTES, parentPath, pathAndAncestors, validatePath } from '../src/protocol/index.js';
 
 // Characters chosen to sit on both sides of '/' (0x2f) and SEP in byte order,
 // plus multi-byte UTF-8, so ordering bugs around separators show up.

@@ -1,11 +1,8 @@
 // The client verbs of `vera`: push, get, ls, delete, watch. Arguments are
 // checked before connecting (usage errors exit 2 without touching the network).
-import { connect, type ConnectOptions } from '../client/client.js';
-import type { VeraClient } from '../client/client.js';
+import { connect, type ConnectOptions, type VeraClient } from '../client/client.js';
 import { sessionUrl } from '../client/urls.js';
-import { validatePath } from '../keys/path.js';
-import { VeraError } from '../server/protocol-errors.js';
-import type { JsonValue } from '../server/protocol-types.js';
+import { validatePath, VeraError, type JsonValue } from '../protocol/index.js';
 import { boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
 import { EXIT, UsageError } from './errors.js';
 import { formatEvent, formatItem, formatResync } from './format.js';

@@ -5,69 +5,13 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MEMBER_ID_PATTERN } from '../raft/config.js';
-import { DEFAULT_LIMITS, DEFAULT_SESSION_TIMEOUT_MS } from '../server/protocol-types.js';
+import { DEFAULT_LIMITS, DEFAULT_SESSION_TIMEOUT_MS } from '../protocol/index.js';
 import type { FlagSpecs } from './args.js';
 import { UsageError } from './errors.js';
-import { parseCount, parseDuration, parseHost, parseHostPort, parsePort, parseSize, type HostPort } from './units.js';
+import { LOG_LEVELS, type LogLevel, type PeerSpec, type ServerConfig, type ServerLimits } from '../server/config.js';
+import { parseCount, parseDuration, parseHost, parseHostPort, parsePort, parseSize } from './units.js';
 
-export type { HostPort } from './units.js';
-
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-export interface PeerSpec {
-  readonly id: string;
-  readonly host: string;
-  readonly peerPort: number;
-  readonly clientPort: number;
-}
-
-export interface ServerLimits {
-  readonly dataBytes: number;
-  readonly frameBytes: number;
-  readonly pathBytes: number;
-  readonly sessionsMax: number;
-  readonly sessionsPerAddress: number;
-  readonly watchesPerSession: number;
-  /** Ephemeral items one session may own, and their stored bytes. */
-  readonly itemsPerSession: number;
-  readonly bytesPerSession: number;
-  readonly itemsPerList: number;
-  /** Free bytes on the data disk below which requests that add data are refused (disk-guard.ts). */
-  readonly diskReserveBytes: number;
-  readonly inflightPerConnection: number;
-  /** Ceiling on client-port sockets; the open-file limit may lower it (fd-budget.ts). */
-  readonly connectionsMax: number;
-  readonly connectionsPerAddress: number;
-  /** A WebSocket that has not said hello within this is closed. */
-  readonly helloTimeoutMs: number;
-}
-
-export interface ServerConfig {
-  readonly id: string;
-  /** Absolute path of the data directory. */
-  readonly dataDir: string;
-  readonly client: HostPort;
-  readonly peer: HostPort;
-  /**
-   * Initial members, this one included; a single-member server lists just itself.
-   * With `join`, the members to contact first (and this one).
-   */
-  readonly peers: readonly PeerSpec[];
-  /**
-   * --join: do not bootstrap; a new store starts with no configuration and learns
-   * it (and the cluster id) from the cluster that adds this member. Ignored for an
-   * existing store.
-   */
-  readonly join: boolean;
-  readonly secret: string | null;
-  readonly logLevel: LogLevel;
-  /** Milliseconds; a hello's timeoutMs is clamped to [min, max], a hello without one gets `default`. */
-  readonly sessionTimeout: { readonly min: number; readonly max: number; readonly default: number };
-  readonly limits: ServerLimits;
-  /** Log compaction: compact once `everyEntries` applied entries lie beyond the `keepEntries` kept behind. */
-  readonly compaction: { readonly everyEntries: number; readonly keepEntries: number };
-}
+export type { HostPort, LogLevel, PeerSpec, ServerConfig, ServerLimits } from '../server/config.js';
 
 export const SECRET_ENV = 'VERA_CLUSTER_SECRET';
 

@@ -1,5 +1,5 @@
 // Readable output of the CLI. (--json output is plain JSON.stringify.)
-import type { ChangeEvent, Item, ResyncList } from '../server/protocol-types.js';
+import type { ChangeEvent, Item, ResyncList } from '../protocol/index.js';
 
 export function formatItem(item: Item): string {
   const owner = item.owner === null ? 'persistent' : `owner=${item.owner}`;

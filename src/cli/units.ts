@@ -1,11 +1,7 @@
 // Parsing of the values flags and config files carry: host:port pairs,
 // durations, byte sizes, counts. Each throws a UsageError naming the flag.
+import type { HostPort } from '../server/config.js';
 import { UsageError } from './errors.js';
-
-export interface HostPort {
-  readonly host: string;
-  readonly port: number;
-}
 
 // A hostname or IPv4 address, or an IPv6 address in brackets.
 const HOST = /^(?:\[[0-9a-fA-F:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)$/;

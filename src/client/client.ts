@@ -10,22 +10,7 @@
 //   with UNAVAILABLE because their outcome is unknown.
 // - SESSION_EXPIRED ends the client for good: its ephemeral items are gone,
 //   and only the application knows how to recover (recipes depend on that).
-import { CloseCode, DEFAULT_LIMITS, validateRequest, VeraError } from '../server/protocol.js';
-import type {
-  ChangeEvent,
-  JsonValue,
-  Encoding,
-  GetResult,
-  HelloResult,
-  Item,
-  LsResult,
-  Op,
-  Request,
-  RequestBody,
-  ResultOf,
-  ResyncList,
-  WatchResult,
-} from '../server/protocol.js';
+import { CloseCode, DEFAULT_LIMITS, validateRequest, VeraError, type ChangeEvent, type Encoding, type GetResult, type HelloResult, type Item, type JsonValue, type LsResult, type Op, type Request, type RequestBody, type ResultOf, type ResyncList, type WatchResult } from '../protocol/index.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import { Connection, ConnectionLost } from './connection.js';
 import { TypedEmitter } from './emitter.js';

@@ -3,7 +3,7 @@
 // still waiting rejected with ConnectionLost when the socket goes away.
 // Sessions, retries and reconnection are the client's business, not this one's.
 import WebSocket from 'ws';
-import { decodeServerFrame, encodeRequest, VeraError, type ChangeEvent, type Encoding, type Request, type ResyncList } from '../server/protocol.js';
+import { decodeServerFrame, encodeRequest, VeraError, type ChangeEvent, type Encoding, type Request, type ResyncList } from '../protocol/index.js';
 
 /** The socket closed before the reply came: the request may or may not have been executed. */
 export class ConnectionLost extends VeraError {

@@ -4,6 +4,6 @@ export type { ClientEvents, ClientState, ConnectedInfo, ConnectOptions, GetOptio
 export type { ClientEvent, ResyncEvent } from './notifications.js';
 export type { BackoffOptions } from './backoff.js';
 export { sessionUrl, leaderSessionUrl, httpBaseUrl } from './urls.js';
-export { VeraError, isErrorCode, ERROR_CODES } from '../server/protocol-errors.js';
-export type { ErrorCode, ErrorHints } from '../server/protocol-errors.js';
-export type { ChangeEvent, Encoding, GetResult, Item, JsonValue, LsResult, ResyncList, WatchResult } from '../server/protocol-types.js';
+export { VeraError, isErrorCode, ERROR_CODES } from '../protocol/index.js';
+export type { ErrorCode, ErrorHints } from '../protocol/index.js';
+export type { ChangeEvent, Encoding, GetResult, Item, JsonValue, LsResult, ResyncList, WatchResult } from '../protocol/index.js';

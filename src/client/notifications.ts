@@ -11,8 +11,7 @@
 // Acks: a callback is done when it returns; an iterator's consumer is done with
 // an event when it asks for the next one. Only whole frames are acked, because
 // the server sends all events of one index in one frame (docs/protocol.md).
-import type { VeraError } from '../server/protocol-errors.js';
-import type { ChangeEvent, Item, ResyncList } from '../server/protocol-types.js';
+import type { ChangeEvent, Item, ResyncList, VeraError } from '../protocol/index.js';
 
 /** A resync as the iterator yields it: replace your view of `path` with `items`, as of `index`. */
 export interface ResyncEvent {

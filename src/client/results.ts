@@ -1,7 +1,7 @@
 // Checks that a reply carries what its op promises before the client hands it
 // out, so a misbehaving server surfaces as one clear INTERNAL error instead of
 // an `undefined` somewhere in application code.
-import { isItem, isItemList, VeraError, type Op, type ResultOf } from '../server/protocol.js';
+import { isItem, isItemList, VeraError, type Op, type ResultOf } from '../protocol/index.js';
 
 type Fields = Readonly<Record<string, unknown>>;
 

@@ -1,6 +1,6 @@
 // Server addresses: what users pass to connect(), and the leader hints servers
 // send back in NOT_LEADER errors.
-import { VeraError } from '../server/protocol-errors.js';
+import { VeraError } from '../protocol/index.js';
 
 export const CONNECT_PATH = '/v1/connect';
 

@@ -8,6 +8,10 @@
 //     below every byte a path can continue with: all keys of one path are
 //     contiguous and come before the keys of any longer path it is a prefix of.
 
+import { validateSessionId } from '../protocol/session-id.js';
+
+export { MAX_SESSION_ID_BYTES, validateSessionId } from '../protocol/session-id.js';
+
 export const Bucket = {
   property: 0x0000,
   internal: 0x0001,
@@ -21,7 +25,6 @@ export const Bucket = {
 export type BucketId = (typeof Bucket)[keyof typeof Bucket];
 
 export const MAX_INDEX = Number.MAX_SAFE_INTEGER; // 2^53-1: the largest index a JS number holds exactly
-export const MAX_SESSION_ID_BYTES = 128;
 
 /** Thrown for input that cannot be (or was not) produced by these encoders. */
 export class KeyError extends Error {
@@ -77,17 +80,6 @@ function assertIndex(index: number): void {
 }
 
 // ---------------------------------------------------------------- checks
-
-/** Returns what is wrong with a session id, or null if it can be used in keys. */
-export function validateSessionId(id: unknown): string | null {
-  if (typeof id !== 'string' || id.length === 0) return 'session id must be a non-empty string';
-  if (id.includes('\u0000')) return 'session id must not contain NUL';
-  if (LONE_SURROGATE.test(id)) return 'session id must be valid UTF-8';
-  if (Buffer.byteLength(id, 'utf8') > MAX_SESSION_ID_BYTES) {
-    return `session id is longer than ${MAX_SESSION_ID_BYTES} bytes`;
-  }
-  return null;
-}
 
 function assertSessionId(id: string): void {
   const problem = validateSessionId(id);

@@ -8,9 +8,7 @@ import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnecti
 import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
 import * as ops from './ops.js';
 import { OutputBudget, type OutputSocket } from './output-budget.js';
-import { decodeFrame, encodeError, encodeNotify, encodeReply, type NotifyFrames } from './protocol.js';
-import { VeraError } from './protocol-errors.js';
-import type { AnyResult, Encoding, GetRequest, GetResult, HelloRequest, HelloResult, NotifyPayload, Request } from './protocol-types.js';
+import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Request } from '../protocol/index.js';
 
 /** How long a hello on a member that knows no leader waits for an election to end (the shortest election timeout). */
 const HELLO_LEADER_WAIT_MS = 1000;

@@ -8,8 +8,7 @@ import type { ApplyOutcome, ApplyResult } from '../statemachine/types.js';
 import type { DiskGuard } from './disk-guard.js';
 import type { ExpiryQueue } from './expiry.js';
 import type { Notifier } from './notifier.js';
-import { VeraError } from './protocol-errors.js';
-import type { ProtocolLimits } from './protocol-types.js';
+import { VeraError, type ProtocolLimits } from '../protocol/index.js';
 import type { ServerMetrics } from './server-metrics.js';
 import type { VeraNode } from './vera-node.js';
 
@@ -58,7 +57,7 @@ export interface FrontEnd {
   readonly connections: Map<string, AttachedConnection>;
 }
 
-export { CloseCode } from './protocol-types.js';
+export { CloseCode } from '../protocol/index.js';
 
 /** The protocol error for anything thrown while serving a request. */
 export function toVeraError(err: unknown, fe: FrontEnd): VeraError {

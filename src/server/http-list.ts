@@ -6,10 +6,9 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { validatePath } from '../keys/path.js';
+import { validatePath, VeraError } from '../protocol/index.js';
 import type { FrontEnd } from './context.js';
 import { writeWithBackpressure } from './http-write.js';
-import { VeraError } from './protocol-errors.js';
 
 /** Requests one socket may have waiting behind the one being answered. */
 export const HTTP_PIPELINE_MAX = 16;

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import type { ServerConfig } from '../cli/config.js';
+import type { ServerConfig } from './config.js';
 import { deriveClusterId, IncarnationGuard } from '../raft/transport/auth.js';
 import { PeerTransport } from '../raft/transport/peer-transport.js';
 import type { Message } from '../raft/types.js';
@@ -23,7 +23,7 @@ import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
 import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier } from './notifier.js';
 import { DiskGuard } from './disk-guard.js';
-import { DEFAULT_LIMITS } from './protocol-types.js';
+import { DEFAULT_LIMITS } from '../protocol/index.js';
 import { ServerMetrics } from './server-metrics.js';
 import { DEFAULT_RAFT_TIMING, MembershipDivergedError, VeraNode, type RaftTiming } from './vera-node.js';
 

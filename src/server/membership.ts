@@ -18,7 +18,7 @@ import { MEMBER_ID_PATTERN, type MemberAddress, type MemberChange } from '../raf
 import type { PeerAddress } from '../raft/transport/peer-transport.js';
 import type { NodeId, SoftState, Status } from '../raft/types.js';
 import { bookOf, type Member } from '../statemachine/index.js';
-import { VeraError, type ErrorCode } from './protocol-errors.js';
+import { VeraError, type ErrorCode } from '../protocol/index.js';
 
 // ---------------------------------------------------------------- the directory
 

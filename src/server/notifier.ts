@@ -12,8 +12,7 @@ import type { ItemPage } from '../statemachine/reads.js';
 import type { ChangeEvent } from '../statemachine/types.js';
 import type { WatchRef } from '../keys/index.js';
 import type { EventLog, RecordedEvent } from './event-log.js';
-import type { NotifyPayload, ResyncList } from './protocol-types.js';
-import { NotifyFrames } from './protocol.js';
+import { NotifyFrames, type NotifyPayload, type ResyncList } from '../protocol/index.js';
 
 /** The connection side of a feed. */
 export interface NotifySink {

@@ -5,21 +5,7 @@
 
 import type { Item as StoredItem } from '../statemachine/types.js';
 import { expectOk, type FrontEnd } from './context.js';
-import { VeraError } from './protocol-errors.js';
-import type {
-  DeleteRequest,
-  EmptyResult,
-  GetRequest,
-  GetResult,
-  Item,
-  LsRequest,
-  LsResult,
-  PushRequest,
-  PushResult,
-  UnwatchRequest,
-  WatchRequest,
-  WatchResult,
-} from './protocol-types.js';
+import { VeraError, type DeleteRequest, type EmptyResult, type GetRequest, type GetResult, type Item, type LsRequest, type LsResult, type PushRequest, type PushResult, type UnwatchRequest, type WatchRequest, type WatchResult } from '../protocol/index.js';
 
 /** Stored items hold whatever value the client sent, which the protocol layer validated as JSON-compatible. */
 function wireItem(item: StoredItem): Item {

@@ -2,7 +2,7 @@
 // entry. Anything time-dependent or random (session ids, expiry) is decided by
 // the leader before proposing, so applying a command needs no clock.
 import { MAX_INDEX, validateSessionId } from '../keys/index.js';
-import { validatePath } from '../keys/path.js';
+import { validatePath } from '../protocol/index.js';
 import { pack, unpack } from './codec.js';
 
 export const MAX_TIMEOUT_MS = 2 ** 31 - 1; // the largest delay a Node timer accepts

@@ -14,7 +14,7 @@ import {
   watchKey,
   type WatchRef,
 } from '../keys/index.js';
-import { pathAndAncestors } from '../keys/path.js';
+import { pathAndAncestors } from '../protocol/index.js';
 import { decodeClientValue, decodeLagValue } from './codec.js';
 import type { DbSnapshot } from './reads.js';
 import { UsageCounts } from './usage.js';

@@ -6,7 +6,7 @@
 // Raft log is the durable record.
 import type { Entry } from '../raft/types.js';
 import { validateSessionId, type WatchRef } from '../keys/index.js';
-import { validatePath } from '../keys/path.js';
+import { validatePath } from '../protocol/index.js';
 import { planCommand, failure, type BatchOp, type Plan } from './apply.js';
 import { encodeAppliedValue } from './codec.js';
 import { CommandError, decodeCommand, type Command } from './commands.js';
@@ -14,9 +14,8 @@ import { MemoryIndexes, type IndexDump } from './indexes.js';
 import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
 import { decodeMembers, encodeMembers, MEMBERS_KEY, membersAfter, type Member } from './members.js';
 import { APPLIED_KEY, digestState, listChildren, readApplied, readList, readListPages, readListWithin, type ItemPage } from './reads.js';
-import { StateMachineError } from './types.js';
+import { StateMachineError, type ApplyError, type ApplyOutcome, type ChildrenView, type ListView, type SessionInfo, type VeraDb } from './types.js';
 import { CorruptValueError, corruptValueIn } from '../raft/checked-values.js';
-import type { ApplyError, ApplyOutcome, ChildrenView, ListView, SessionInfo, VeraDb } from './types.js';
 
 export class StateMachine {
   // Applies run strictly one after another: each plans against the state the previous one wrote.

@@ -19,7 +19,7 @@ import {
   type ProtocolError,
   type Request,
   type ResyncList,
-} from '../../src/server/protocol.js';
+} from '../../src/protocol/index.js';
 
 interface Session {
   readonly id: string;

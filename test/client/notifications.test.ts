@@ -3,7 +3,7 @@ import { Backoff } from '../../src/client/backoff.js';
 import { Notifications } from '../../src/client/notifications.js';
 import { httpBaseUrl, leaderSessionUrl, ServerRing, sessionUrl } from '../../src/client/urls.js';
 import { ListView } from '../../src/client/recipes/list-view.js';
-import { VeraError, type ChangeEvent, type ResyncList } from '../../src/server/protocol.js';
+import { VeraError, type ChangeEvent, type ResyncList } from '../../src/protocol/index.js';
 
 const push = (index: number, path = '/a'): ChangeEvent => ({ index, type: 'push', path, item: { index, owner: 's1', data: index } });
 const del = (index: number, itemIndex: number, path = '/a'): ChangeEvent => ({ index, type: 'delete', path, item: { index: itemIndex, owner: 's1', data: itemIndex } });

@@ -9,7 +9,7 @@ import type { MemberChange } from '../../src/raft/config.js';
 import { RaftError } from '../../src/raft/driver.js';
 import type { NodeId, Status } from '../../src/raft/types.js';
 import { handleAdmin, LeaderWatch, MemberDirectory, type AdminContext, type MembershipNode } from '../../src/server/membership.js';
-import { VeraError } from '../../src/server/protocol-errors.js';
+import { VeraError } from '../../src/protocol/index.js';
 import { initialMembers, type Member } from '../../src/statemachine/index.js';
 
 const SECRET = 'admin-secret';

@@ -6,7 +6,7 @@
 // different byte strings named one list. All are refused on the raw bytes now.
 
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LIMITS, decodeFrame } from '../../src/server/protocol.js';
+import { DEFAULT_LIMITS, decodeFrame } from '../../src/protocol/index.js';
 
 function str(text: string | Buffer): Buffer {
   const bytes = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;

@@ -13,7 +13,7 @@ import {
   type Encoding,
   type ErrorCode,
   type Request,
-} from '../../src/server/protocol.js';
+} from '../../src/protocol/index.js';
 
 // ---------------------------------------------------------------- helpers
 

@@ -4,8 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { EventLog } from '../../src/server/event-log.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier, type NotifySink } from '../../src/server/notifier.js';
-import { decodeServerFrame, NotifyFrames } from '../../src/server/protocol.js';
-import type { NotifyPayload } from '../../src/server/protocol-types.js';
+import { decodeServerFrame, NotifyFrames, type NotifyPayload } from '../../src/protocol/index.js';
 import type { ChangeEvent } from '../../src/statemachine/types.js';
 
 const push = (index: number, path = '/a'): ChangeEvent => ({ index, type: 'push', path, item: { index, owner: null, data: `v${index}` } });

@@ -4,8 +4,7 @@
 // only on the candidate just before it, so a leader change wakes exactly one
 // candidate. Leadership ends when the item is deleted: by resign(), or by the
 // server when the session expires.
-import type { VeraError } from '../../server/protocol-errors.js';
-import type { Item } from '../../server/protocol-types.js';
+import type { Item, VeraError } from '../../protocol/index.js';
 import type { VeraClient } from '../client.js';
 import { ListView } from './list-view.js';
 import { contenderItem, takeTurn } from './queue.js';

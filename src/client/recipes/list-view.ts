@@ -1,7 +1,7 @@
 // A local copy of one list, kept current from a watch snapshot plus the events
 // and resyncs that follow it. Recipes use it to decide without asking the
 // server again: only their own decision points cost a request.
-import type { Item } from '../../server/protocol-types.js';
+import type { Item } from '../../protocol/index.js';
 import type { ClientEvent } from '../notifications.js';
 
 export class ListView {

@@ -4,8 +4,7 @@
 // deleting the item, or by the server when the holder's session expires: a
 // holder that may outlive its session must check `lost` or pass the fencing
 // token to what it protects.
-import type { VeraError } from '../../server/protocol-errors.js';
-import type { Item } from '../../server/protocol-types.js';
+import type { Item, VeraError } from '../../protocol/index.js';
 import type { VeraClient } from '../client.js';
 import { takeTurn } from './queue.js';
 

@@ -17,9 +17,7 @@
 // - leaving: the queue item first, then the presence item, so whoever wakes up
 //   on the presence delete already finds the queue item gone.
 import { randomBytes } from 'node:crypto';
-import { validatePath } from '../../keys/path.js';
-import { VeraError } from '../../server/protocol-errors.js';
-import type { Item } from '../../server/protocol-types.js';
+import { validatePath, VeraError, type Item } from '../../protocol/index.js';
 import type { VeraClient } from '../client.js';
 import type { ClientEvent } from '../notifications.js';
 import { ListView } from './list-view.js';

@@ -2,9 +2,7 @@
 // its endpoint onto /services/<name>, so it disappears when the instance's
 // session dies. Discovery watches the list (the watch reply is the starting
 // snapshot, atomically with the start of the events) and keeps a live view.
-import { validatePath } from '../../keys/path.js';
-import { VeraError } from '../../server/protocol-errors.js';
-import type { Item } from '../../server/protocol-types.js';
+import { validatePath, VeraError, type Item } from '../../protocol/index.js';
 import type { VeraClient } from '../client.js';
 import { ListView } from './list-view.js';
 

@@ -3,7 +3,7 @@
 // here for JSON ones), and that `data` is a value both encodings carry the same
 // way, so a push from a JSON session reads back identically from a MessagePack
 // one and the other way round.
-import type { ScanProblem } from './frame-msgpack.js';
+import type { ScanProblem } from './msgpack.js';
 
 // With the `u` flag a surrogate pair is one code point: this matches lone
 // surrogates only, which UTF-8 (MessagePack strings) cannot represent.

@@ -1,7 +1,7 @@
 // The shapes of protocol v1 frames (../shared/PROTOCOL.md, docs/protocol.md):
 // requests as decodeFrame hands them to the server, and the results, items and
 // notifications the server sends back. Types only, plus the default limits.
-import { MAX_PATH_BYTES } from '../keys/path.js';
+import { MAX_PATH_BYTES } from './path.js';
 
 export type Encoding = 'msgpack' | 'json';
 
@@ -264,3 +264,6 @@ export const CLOSE_FRAME_TOO_BIG = 1009;
 
 /** The session timeout a hello without `timeoutMs` asks for. */
 export const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
+
+/** What ws (or a browser WebSocket) hands a 'message' listener, whatever its binaryType. */
+export type RawFrame = Buffer | ArrayBuffer | Buffer[] | Uint8Array;

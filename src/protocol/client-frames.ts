@@ -1,7 +1,7 @@
-// The client protocol's wire layer (../shared/PROTOCOL.md, docs/protocol.md):
-// the single place where frames are decoded, validated and encoded. Pure: no
-// I/O, no clocks. The server feeds it every WebSocket message and sends what
-// the encoders return; the TypeScript client uses the same encoders.
+// Client frames (requests) decoded and validated, and every frame encoded
+// (../shared/PROTOCOL.md, docs/protocol.md). Pure: no I/O, no clocks. The server
+// feeds it every WebSocket message and sends what the encoders return; the
+// TypeScript client uses the same encoders.
 //
 //   const decoded = decodeFrame(data, isBinary, limits);
 //   if (!decoded.ok) ws.send(encodeError(decoded.id, decoded.error, decoded.encoding));
@@ -9,24 +9,17 @@
 //
 // The hard frame limit is not checked here: the server sets ws `maxPayload` to
 // `limits.frameBytes`, and ws closes the connection with 1009 on a bigger frame.
-import { packValue, scanMessagePack, unpackScanned } from './frame-msgpack.js';
-import { findStructureProblem } from './frame-values.js';
-import type { ProtocolError } from './protocol-errors.js';
-import type { AnyResult, Encoding, NotifyPayload, ProtocolLimits, Request } from './protocol-types.js';
-import { DEFAULT_LIMITS } from './protocol-types.js';
-import { validateRequest } from './protocol-validate.js';
-
-export * from './protocol-errors.js';
-export * from './protocol-types.js';
-export { describe, helloFirstError, validateRequest, type Validation, type ValidateOptions } from './protocol-validate.js';
-export { packValue } from './frame-msgpack.js';
+import { packValue, scanMessagePack, unpackScanned } from './msgpack.js';
+import { findStructureProblem } from './values.js';
+import type { ProtocolError } from './errors.js';
+import type { AnyResult, Encoding, NotifyPayload, ProtocolLimits, RawFrame, Request } from './types.js';
+import { DEFAULT_LIMITS } from './types.js';
+import { validateRequest } from './validate.js';
 
 export type DecodedFrame =
   | { readonly ok: true; readonly request: Request; readonly encoding: Encoding }
   | { readonly ok: false; readonly id?: number; readonly error: ProtocolError; readonly encoding: Encoding };
 
-/** What ws hands a 'message' listener, whatever its binaryType. */
-export type RawFrame = Buffer | ArrayBuffer | Buffer[] | Uint8Array;
 
 /**
  * Decodes and validates one client frame: binary = one MessagePack map, text =
@@ -180,4 +173,3 @@ function withoutUndefined(fields: Readonly<Record<string, unknown>>): Record<str
   return out;
 }
 
-export { decodeServerFrame, isItem, isItemList, type ServerFrame } from './protocol-replies.js';

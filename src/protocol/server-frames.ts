@@ -1,9 +1,8 @@
 // Decoding of what a server sends (replies and notify frames), for clients.
 // Lives next to the request decoder so the whole wire format stays in one place.
-import { scanMessagePack, unpackScanned } from './frame-msgpack.js';
-import { VeraError } from './protocol-errors.js';
-import type { ChangeEvent, Item, ResyncList } from './protocol-types.js';
-import type { RawFrame } from './protocol.js';
+import { scanMessagePack, unpackScanned } from './msgpack.js';
+import { VeraError } from './errors.js';
+import type { ChangeEvent, Item, RawFrame, ResyncList } from './types.js';
 
 export type ServerFrame =
   | { readonly kind: 'reply'; readonly id: number; readonly result: Readonly<Record<string, unknown>> }

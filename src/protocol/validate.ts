@@ -1,12 +1,12 @@
 // Turns a decoded frame object into a typed Request, or says exactly which field
 // is wrong. Every rule of ../shared/PROTOCOL.md about request arguments lives
 // here; docs/protocol.md lists the choices made where that page is silent.
-import { validateSessionId } from '../keys/index.js';
-import { validatePath } from '../keys/path.js';
-import { packValue } from './frame-msgpack.js';
-import { findDataProblem } from './frame-values.js';
-import { VeraError, type ProtocolError } from './protocol-errors.js';
-import { OPS, type Consistency, type JsonValue, type Op, type ProtocolLimits, type Request, type RequestOf } from './protocol-types.js';
+import { validateSessionId } from './session-id.js';
+import { validatePath } from './path.js';
+import { packValue } from './msgpack.js';
+import { findDataProblem } from './values.js';
+import { VeraError, type ProtocolError } from './errors.js';
+import { OPS, type Consistency, type JsonValue, type Op, type ProtocolLimits, type Request, type RequestOf } from './types.js';
 
 export type Validation = { readonly ok: true; readonly request: Request } | { readonly ok: false; readonly id?: number; readonly error: ProtocolError };
 

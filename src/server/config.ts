@@ -1,0 +1,66 @@
+// What a Vera server is started with. The CLI builds it (src/cli/config.ts: flags,
+// config file, environment); tests and embedders may build it themselves. The
+// server never imports the CLI.
+
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface PeerSpec {
+  readonly id: string;
+  readonly host: string;
+  readonly peerPort: number;
+  readonly clientPort: number;
+}
+
+export interface ServerLimits {
+  readonly dataBytes: number;
+  readonly frameBytes: number;
+  readonly pathBytes: number;
+  readonly sessionsMax: number;
+  readonly sessionsPerAddress: number;
+  readonly watchesPerSession: number;
+  /** Ephemeral items one session may own, and their stored bytes. */
+  readonly itemsPerSession: number;
+  readonly bytesPerSession: number;
+  readonly itemsPerList: number;
+  /** Free bytes on the data disk below which requests that add data are refused (disk-guard.ts). */
+  readonly diskReserveBytes: number;
+  readonly inflightPerConnection: number;
+  /** Ceiling on client-port sockets; the open-file limit may lower it (fd-budget.ts). */
+  readonly connectionsMax: number;
+  readonly connectionsPerAddress: number;
+  /** A WebSocket that has not said hello within this is closed. */
+  readonly helloTimeoutMs: number;
+}
+
+export interface ServerConfig {
+  readonly id: string;
+  /** Absolute path of the data directory. */
+  readonly dataDir: string;
+  readonly client: HostPort;
+  readonly peer: HostPort;
+  /**
+   * Initial members, this one included; a single-member server lists just itself.
+   * With `join`, the members to contact first (and this one).
+   */
+  readonly peers: readonly PeerSpec[];
+  /**
+   * --join: do not bootstrap; a new store starts with no configuration and learns
+   * it (and the cluster id) from the cluster that adds this member. Ignored for an
+   * existing store.
+   */
+  readonly join: boolean;
+  readonly secret: string | null;
+  readonly logLevel: LogLevel;
+  /** Milliseconds; a hello's timeoutMs is clamped to [min, max], a hello without one gets `default`. */
+  readonly sessionTimeout: { readonly min: number; readonly max: number; readonly default: number };
+  readonly limits: ServerLimits;
+  /** Log compaction: compact once `everyEntries` applied entries lie beyond the `keepEntries` kept behind. */
+  readonly compaction: { readonly everyEntries: number; readonly keepEntries: number };
+}
+

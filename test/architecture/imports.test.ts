@@ -1,0 +1,95 @@
+// The import graph keeps its layers: the protocol and the client library can be
+// used without the server, the store, Raft or the CLI (issue: command families),
+// and the server does not reach into the CLI. Read from the source files
+// themselves, so a new import that crosses a layer fails here at once.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const SPECIFIER = /(?:^|[\s;])(?:import|export)\b[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*\(?\s*['"]([^'"]+)['"]/gm;
+
+interface Imports {
+  /** Project files (relative to the root). */
+  readonly files: string[];
+  /** Packages and node built-ins, by name. */
+  readonly packages: string[];
+}
+
+function importsOf(file: string): Imports {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  const files: string[] = [];
+  const packages: string[] = [];
+  for (const m of text.matchAll(SPECIFIER)) {
+    const spec = m[1] ?? m[2]!;
+    if (spec.startsWith('.')) {
+      const target = relative(ROOT, resolve(ROOT, dirname(file), spec.replace(/\.js$/, '.ts')));
+      if (!existsSync(join(ROOT, target))) throw new Error(`${file} imports ${spec}, which is not a file`);
+      files.push(target);
+    } else {
+      packages.push(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+    }
+  }
+  return { files, packages };
+}
+
+/** Every project file reachable from `entries`, and every package they import. */
+function closure(entries: string[]): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const todo = [...entries];
+  while (todo.length > 0) {
+    const file = todo.pop()!;
+    if (files.has(file)) continue;
+    files.add(file);
+    const found = importsOf(file);
+    for (const p of found.packages) packages.add(p);
+    todo.push(...found.files);
+  }
+  return { files, packages };
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => join(dir, f));
+}
+
+const outside = (files: Iterable<string>, allowed: string[]): string[] => [...files].filter((f) => !allowed.some((a) => f.startsWith(a)));
+
+describe('the import graph', () => {
+  it('from the protocol package stays inside src/protocol and needs only msgpackr', () => {
+    const { files, packages } = closure(sourceFiles('src/protocol'));
+    expect(outside(files, ['src/protocol/'])).toEqual([]);
+    expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['msgpackr']);
+  });
+
+  it('from the client library reaches only the client and the protocol, never the server, store, Raft, CLI or LevelDB', () => {
+    const { files, packages } = closure(['src/client/index.ts', ...sourceFiles('src/client')]);
+    expect(outside(files, ['src/client/', 'src/protocol/'])).toEqual([]);
+    expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['msgpackr', 'ws']);
+  });
+
+  it('from the server, state machine and Raft never reaches the CLI', () => {
+    const { files } = closure([...sourceFiles('src/server'), ...sourceFiles('src/statemachine'), ...sourceFiles('src/raft')]);
+    expect([...files].filter((f) => f.startsWith('src/cli/'))).toEqual([]);
+  });
+
+  it('exports the client library as vera/client, with types, built from src/client/index.ts', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
+    const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { outDir: string; rootDir: string; declaration: boolean } };
+    const { outDir, rootDir, declaration } = build.compilerOptions;
+    expect(declaration).toBe(true);
+    const entry = pkg.exports['./client']!;
+    expect(entry.default).toBe(`./${outDir}/client/index.js`);
+    expect(entry.types).toBe(`./${outDir}/client/index.d.ts`);
+    expect(existsSync(join(ROOT, rootDir, 'client/index.ts'))).toBe(true);
+  });
+
+  it('is read correctly: the CLI is seen to import the server', () => {
+    // Guards the reader itself: if the pattern stopped matching, the checks above would pass on nothing.
+    const { files, packages } = closure(['src/cli/main.ts']);
+    expect(files.has('src/server/index.ts')).toBe(true);
+    expect(packages.has('classic-level')).toBe(true);
+  });
+});
