@@ -8,7 +8,7 @@ import { MEMBER_ID_PATTERN } from '../raft/config.js';
 import { DEFAULT_LIMITS, DEFAULT_SESSION_TIMEOUT_MS } from '../protocol/index.js';
 import type { FlagSpecs } from './args.js';
 import { UsageError } from './errors.js';
-import { LOG_LEVELS, type LogLevel, type PeerSpec, type ServerConfig, type ServerLimits } from '../server/config.js';
+import { LOG_LEVELS, type LogLevel, type PeerSpec, type ServerConfig } from '../server/config.js';
 import { parseCount, parseDuration, parseHost, parseHostPort, parsePort, parseSize } from './units.js';
 
 export type { HostPort, LogLevel, PeerSpec, ServerConfig, ServerLimits } from '../server/config.js';

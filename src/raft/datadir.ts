@@ -18,7 +18,7 @@
 import { ClassicLevel } from 'classic-level';
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
-import { access, mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import { access, mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { fsyncDir } from './fsync.js';
 import { finishInterruptedInstall } from './snapshot-install.js';
 import { checkedValueEncoding } from './checked-values.js';

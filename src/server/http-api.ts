@@ -7,7 +7,7 @@ import { serveBackup } from './backup.js';
 import { serveList } from './http-list.js';
 import { toVeraError, type FrontEnd } from './context.js';
 import { ADMIN_PATHS, handleAdmin, type AdminContext } from './membership.js';
-import { VeraError, type ErrorCode } from '../protocol/index.js';
+import type { ErrorCode } from '../protocol/index.js';
 
 const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   BAD_REQUEST: 400,

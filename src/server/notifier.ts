@@ -8,7 +8,7 @@
 // socket has room: its memory does not grow with the data. Acknowledged indexes are
 // collected here and written through Raft in batches by the caller.
 
-import type { ItemPage } from '../statemachine/reads.js';
+import type { ItemPage } from '../families/lists/reads.js';
 import type { ChangeEvent } from '../statemachine/types.js';
 import type { WatchRef } from '../keys/index.js';
 import type { EventLog, RecordedEvent } from './event-log.js';

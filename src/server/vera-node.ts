@@ -13,7 +13,7 @@ import { RaftDriver, type CompactionPolicy, type SnapshotIO, type Transport } fr
 import { captureState, fileStaging, type CapturedState } from '../raft/state-transfer.js';
 import { installStagedSnapshot } from '../raft/snapshot-install.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../raft/types.js';
-import { encodeCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type Command, type Member } from '../statemachine/index.js';
+import { encodeCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type AnyCommand, type Member } from '../statemachine/index.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
 
 export interface RaftTiming {
@@ -271,8 +271,9 @@ export class VeraNode {
   }
 
   /** Propose a state-machine command; resolves with its apply outcome once committed and applied here. */
-  propose(command: Command): Promise<ApplyOutcome> {
-    return this.driver.propose(encodeCommand(command));
+  propose(command: AnyCommand): Promise<ApplyOutcome> {
+    // The leader's wall clock rides in the entry: the replicated clock every member applies with.
+    return this.driver.propose(encodeCommand(command, Date.now()));
   }
 
   /** Resolves once a linearizable read may be served from the local state machine. */

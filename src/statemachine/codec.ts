@@ -79,5 +79,16 @@ export function decodeAppliedValue(bytes: Uint8Array): number {
   return v;
 }
 
+// 0x0001 'clock': the replicated clock in ms, a plain MessagePack number.
+export function encodeClockValue(ms: number): Buffer {
+  return pack(ms);
+}
+
+export function decodeClockValue(bytes: Uint8Array): number {
+  const v = unpack(bytes);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new CorruptValueError('clock is not a number');
+  return v;
+}
+
 /** Value of keys whose presence is the whole fact (client data, watches). */
 export const EMPTY_VALUE: Buffer = Buffer.alloc(0);

@@ -1,227 +1,123 @@
-// State-machine commands: what the leader proposes as the data of a 'command'
-// entry. Anything time-dependent or random (session ids, expiry) is decided by
-// the leader before proposing, so applying a command needs no clock.
-import { MAX_INDEX, validateSessionId } from '../keys/index.js';
-import { validatePath } from '../protocol/index.js';
+// The data of a 'command' entry: an envelope naming the command's family, its
+// op, the command version it needs and the leader's clock when it proposed,
+// then the op's own fields:
+//
+//   { v: 1, family: 'lists', op: 'push', t: 1764000000000, session, path, ... }
+//
+// Entries written before the envelope carry only `op` and the fields; their ops
+// are those of version 1 (LEGACY_OPS) and they keep applying as they did.
+// A member that meets a family, op or version it does not know stops with an
+// UnknownCommandError before writing anything of that entry: applying it as a
+// no-op while newer members apply it would silently split the replicas.
+import { CommandError, type AnyFamily } from '../families/family.js';
+import { MAX_INDEX } from '../keys/index.js';
+import { COMMAND_VERSION, FAMILY_BY_NAME, LEGACY_OPS } from '../families/registry.js';
+import type { AckCommand } from '../families/lag/index.js';
+import type { DeleteCommand, PushCommand, PushQuota } from '../families/lists/index.js';
+import type { CloseSessionCommand, OpenSessionCommand, SessionQuota } from '../families/sessions/index.js';
+import type { WatchCommand, WatchQuota } from '../families/watches/index.js';
 import { pack, unpack } from './codec.js';
 
-export const MAX_TIMEOUT_MS = 2 ** 31 - 1; // the largest delay a Node timer accepts
-export const MAX_REMOTE_LENGTH = 256;
+export { CommandError } from '../families/family.js';
+export { MAX_QUOTA } from '../families/fields.js';
+export { MAX_REMOTE_LENGTH, MAX_TIMEOUT_MS } from '../families/sessions/index.js';
+export type { AckCommand, CloseSessionCommand, DeleteCommand, OpenSessionCommand, PushCommand, PushQuota, SessionQuota, WatchCommand, WatchQuota };
 
-/**
- * Limits the leader was configured with when it proposed a command, carried in
- * the command so that every member judges them the same way in apply: checked
- * before proposing, two concurrent requests could both pass and together go over
- * (1,240 watches of 1,000 were once seen that way). Entries written before these
- * fields existed carry none and are applied without limits, as they were.
- */
-export interface SessionQuota {
-  /** Sessions opened from one client address (the `remote` without its port). */
-  readonly sessionsPerAddress: number;
-}
-
-export interface PushQuota {
-  /** Watches one session may hold (a push also watches its list unless `watch: false`). */
-  readonly watches: number;
-  /** Ephemeral items one session may own. */
-  readonly items: number;
-  /** Bytes of ephemeral items (their stored values) one session may own. */
-  readonly bytes: number;
-  /** Items one list may hold. */
-  readonly listItems: number;
-}
-
-export interface WatchQuota {
-  readonly watches: number;
-}
-
-export interface OpenSessionCommand {
-  readonly op: 'openSession';
-  readonly session: string;
-  readonly timeoutMs: number;
-  /** The client's address and port as the leader saw it (`host:port`); the host counts against sessionsPerAddress. */
-  readonly remote: string;
-  readonly quota?: SessionQuota;
-}
-
-export interface CloseSessionCommand {
-  readonly op: 'closeSession';
-  readonly session: string;
-  readonly reason: 'bye' | 'expired';
-}
-
-export interface PushCommand {
-  readonly op: 'push';
-  readonly session: string;
-  readonly path: string;
-  readonly data: unknown;
-  readonly persistent: boolean;
-  readonly watch: boolean;
-  /** Compare-and-set: the list's newest index must equal this (0 = empty list). */
-  readonly ifLastIndex?: number;
-  readonly quota?: PushQuota;
-}
-
-export interface DeleteCommand {
-  readonly op: 'delete';
-  readonly session: string;
-  readonly path: string;
-  readonly index: number;
-}
-
-export interface WatchCommand {
-  readonly op: 'watch' | 'unwatch';
-  readonly session: string;
-  /** '/' is allowed only when `prefix` is true. */
-  readonly path: string;
-  readonly prefix: boolean;
-  /** Only on 'watch'. */
-  readonly quota?: WatchQuota;
-}
-
-export interface AckCommand {
-  readonly op: 'ack';
-  /** [session, highest notification index it has processed]. */
-  readonly acks: ReadonlyArray<readonly [string, number]>;
-}
-
+/** The commands of version 1's families, which name no family (their ops are unique). */
 export type Command = OpenSessionCommand | CloseSessionCommand | PushCommand | DeleteCommand | WatchCommand | AckCommand;
 export type CommandOp = Command['op'];
 
-/** The bytes are not a well-formed command. */
-export class CommandError extends Error {
-  override readonly name = 'CommandError';
+/** A command of any family named explicitly (every family added after version 1). */
+export interface FamilyCommand {
+  readonly family: string;
+  readonly op: string;
+  readonly [field: string]: unknown;
 }
 
-export function encodeCommand(command: Command): Uint8Array {
-  // Validating on the way out keeps a buggy leader from proposing what every
-  // peer would then reject; the canonical copy fixes the key order of the bytes.
-  return pack(canonical(command));
+export type AnyCommand = Command | FamilyCommand;
+
+/** The entry needs a family, op or command version this member does not have: it must stop. */
+export class UnknownCommandError extends CommandError {
+  override readonly name = 'UnknownCommandError';
 }
 
+/** A decoded command entry. */
+export interface DecodedCommand {
+  readonly family: AnyFamily;
+  readonly command: { readonly op: string };
+  /** The leader's wall clock when it proposed (ms), 0 for entries from before the envelope. */
+  readonly t: number;
+}
+
+const ENVELOPE = ['v', 'family', 'op', 't'] as const;
+
+/**
+ * Validates `command` and encodes it in an envelope with the proposer's clock
+ * `t` (ms). Validating on the way out keeps a buggy leader from proposing what
+ * every member would then reject; the canonical copy fixes the bytes' key order.
+ */
+export function encodeCommand(command: AnyCommand, t = 0): Uint8Array {
+  const family = 'family' in command ? FAMILY_BY_NAME.get(command.family) : LEGACY_OPS.get(command.op);
+  if (family === undefined) throw new UnknownCommandError(`unknown command ${'family' in command ? `family ${JSON.stringify(command.family)}` : `op ${JSON.stringify(command.op)}`}`);
+  const decoded = decodeFields(family, command as unknown as Record<string, unknown>, ['family']);
+  const spec = family.ops[command.op as never] as AnyFamily['ops'][string];
+  const v = Math.max(family.since, spec.since);
+  return pack({ v, family: family.name, op: command.op, t: integerIn(t, 't', 0, MAX_INDEX), ...withoutOp(decoded) });
+}
+
+/** The bare command an entry carries (without its envelope); throws CommandError. */
 export function decodeCommand(bytes: Uint8Array): Command {
+  return decodeEntryCommand(bytes).command as Command;
+}
+
+/** An entry's command, its family and its proposer's clock; throws CommandError, or UnknownCommandError when this member cannot apply it. */
+export function decodeEntryCommand(bytes: Uint8Array): DecodedCommand {
   let raw: unknown;
   try {
     raw = unpack(bytes);
   } catch (err) {
     throw new CommandError(`command is not valid MessagePack: ${(err as Error).message}`);
   }
-  return canonical(raw);
-}
-
-// Field names each op allows; anything else is rejected so typos cannot pass silently.
-const FIELDS: Record<CommandOp, readonly string[]> = {
-  openSession: ['op', 'session', 'timeoutMs', 'remote', 'quota'],
-  closeSession: ['op', 'session', 'reason'],
-  push: ['op', 'session', 'path', 'data', 'persistent', 'watch', 'ifLastIndex', 'quota'],
-  delete: ['op', 'session', 'path', 'index'],
-  watch: ['op', 'session', 'path', 'prefix', 'quota'],
-  unwatch: ['op', 'session', 'path', 'prefix'],
-  ack: ['op', 'acks'],
-};
-
-/** Checks an untrusted value and returns a fresh command with a fixed field order. */
-function canonical(raw: unknown): Command {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new CommandError('command must be a map');
   const c = raw as Record<string, unknown>;
+  if (!('family' in c)) {
+    // Written before the envelope: an op of version 1, no clock.
+    if (typeof c.op !== 'string') throw new CommandError(`unknown command op ${JSON.stringify(c.op)}`);
+    const family = LEGACY_OPS.get(c.op);
+    if (family === undefined) throw new UnknownCommandError(`unknown command op ${JSON.stringify(c.op)}: this member applies command version ${COMMAND_VERSION} and does not know it; upgrade it`);
+    return { family, command: decodeFields(family, c, []), t: 0 };
+  }
+  const v = integerIn(c.v, 'v', 1, MAX_INDEX);
+  const family = typeof c.family === 'string' ? FAMILY_BY_NAME.get(c.family) : undefined;
+  const known = family !== undefined && typeof c.op === 'string' && Object.hasOwn(family.ops, c.op);
+  if (v > COMMAND_VERSION || !known) {
+    throw new UnknownCommandError(
+      `the entry needs command version ${v} (family ${JSON.stringify(c.family)}, op ${JSON.stringify(c.op)}); this member applies version ${COMMAND_VERSION}: upgrade it before it rejoins`,
+    );
+  }
+  const t = integerIn(c.t, 't', 0, MAX_INDEX);
+  return { family, command: decodeFields(family, c, ENVELOPE), t };
+}
+
+/** Checks every field against the op's spec and returns the family's canonical command. */
+function decodeFields(family: AnyFamily, c: Readonly<Record<string, unknown>>, envelope: readonly string[]): { readonly op: string } {
   const op = c.op;
-  if (typeof op !== 'string' || !Object.hasOwn(FIELDS, op)) throw new CommandError(`unknown command op ${JSON.stringify(op)}`);
-  const allowed = FIELDS[op as CommandOp];
+  if (typeof op !== 'string' || !Object.hasOwn(family.ops, op)) throw new CommandError(`unknown command op ${JSON.stringify(op)}`);
+  const spec = family.ops[op]!;
   for (const field of Object.keys(c)) {
-    if (!allowed.includes(field)) throw new CommandError(`${op} has an unexpected field '${field}'`);
+    if (field !== 'op' && !envelope.includes(field) && !spec.fields.includes(field)) throw new CommandError(`${op} has an unexpected field '${field}'`);
   }
-  switch (op as CommandOp) {
-    case 'openSession': {
-      const open: OpenSessionCommand = {
-        op: 'openSession',
-        session: session(c.session),
-        timeoutMs: integer(c.timeoutMs, 'timeoutMs', 1, MAX_TIMEOUT_MS),
-        remote: remote(c.remote),
-      };
-      return c.quota === undefined ? open : { ...open, quota: quota(c.quota, ['sessionsPerAddress']) };
-    }
-    case 'closeSession':
-      if (c.reason !== 'bye' && c.reason !== 'expired') throw new CommandError("reason must be 'bye' or 'expired'");
-      return { op: 'closeSession', session: session(c.session), reason: c.reason };
-    case 'push': {
-      if (c.data === undefined) throw new CommandError('push needs data');
-      const push: PushCommand = {
-        op: 'push',
-        session: session(c.session),
-        path: path(c.path, false),
-        data: c.data,
-        persistent: bool(c.persistent, 'persistent'),
-        watch: bool(c.watch, 'watch'),
-      };
-      const withIf = c.ifLastIndex === undefined ? push : { ...push, ifLastIndex: integer(c.ifLastIndex, 'ifLastIndex', 0, MAX_INDEX) };
-      return c.quota === undefined ? withIf : { ...withIf, quota: quota(c.quota, ['watches', 'items', 'bytes', 'listItems']) };
-    }
-    case 'delete':
-      return {
-        op: 'delete',
-        session: session(c.session),
-        path: path(c.path, false),
-        index: integer(c.index, 'index', 0, MAX_INDEX),
-      };
-    case 'watch':
-    case 'unwatch': {
-      const prefix = bool(c.prefix, 'prefix');
-      const w: WatchCommand = { op: op as 'watch' | 'unwatch', session: session(c.session), path: path(c.path, prefix), prefix };
-      return c.quota === undefined ? w : { ...w, quota: quota(c.quota, ['watches']) };
-    }
-    case 'ack':
-      return { op: 'ack', acks: acks(c.acks) };
-  }
+  return spec.decode(c);
 }
 
-function session(value: unknown): string {
-  const problem = validateSessionId(value);
-  if (problem !== null) throw new CommandError(problem);
-  return value as string;
+function withoutOp(command: { readonly op: string }): Record<string, unknown> {
+  const { op: _op, ...fields } = command as { op: string } & Record<string, unknown>;
+  return fields;
 }
 
-function path(value: unknown, allowRoot: boolean): string {
-  const problem = validatePath(value, { allowRoot });
-  if (problem !== null) throw new CommandError(problem);
-  return value as string;
-}
-
-function integer(value: unknown, name: string, min: number, max: number): number {
+function integerIn(value: unknown, name: string, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new CommandError(`${name} must be an integer in [${min}, ${max}]`);
   }
   return value;
-}
-
-/** Largest limit a quota field may carry. */
-export const MAX_QUOTA = 2 ** 48;
-
-/** A quota map with exactly `fields`, each a positive integer, in that order. */
-function quota<F extends string>(value: unknown, fields: readonly F[]): Record<F, number> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CommandError('quota must be a map');
-  const v = value as Record<string, unknown>;
-  for (const key of Object.keys(v)) if (!(fields as readonly string[]).includes(key)) throw new CommandError(`quota has an unexpected field '${key}'`);
-  const out = {} as Record<F, number>;
-  for (const f of fields) out[f] = integer(v[f], `quota.${f}`, 1, MAX_QUOTA);
-  return out;
-}
-
-function bool(value: unknown, name: string): boolean {
-  if (typeof value !== 'boolean') throw new CommandError(`${name} must be a boolean`);
-  return value;
-}
-
-function remote(value: unknown): string {
-  if (typeof value !== 'string' || value.length > MAX_REMOTE_LENGTH) {
-    throw new CommandError(`remote must be a string of at most ${MAX_REMOTE_LENGTH} characters`);
-  }
-  return value;
-}
-
-function acks(value: unknown): Array<readonly [string, number]> {
-  if (!Array.isArray(value)) throw new CommandError('acks must be an array');
-  return value.map((pair: unknown) => {
-    if (!Array.isArray(pair) || pair.length !== 2) throw new CommandError('each ack must be [session, index]');
-    return [session(pair[0]), integer(pair[1], 'ack index', 0, MAX_INDEX)] as const;
-  });
 }

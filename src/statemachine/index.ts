@@ -6,6 +6,9 @@ export {
   MAX_TIMEOUT_MS,
   decodeCommand,
   encodeCommand,
+  UnknownCommandError,
+  type AnyCommand,
+  type FamilyCommand,
   type AckCommand,
   type CloseSessionCommand,
   type Command,
@@ -17,7 +20,7 @@ export {
 } from './commands.js';
 export { CorruptValueError } from './codec.js';
 export { bookOf, configOf, encodeMembers, initialMembers, MEMBERS_KEY, type Member } from './members.js';
-export type { IndexDump } from './indexes.js';
+export type { IndexDump } from './state-machine.js';
 export {
   StateMachineError,
   type ApplyError,

@@ -5,17 +5,25 @@
 // index" and replay resumes right after it. Batches are not synced: the synced
 // Raft log is the durable record.
 import type { Entry } from '../raft/types.js';
-import { validateSessionId, type WatchRef } from '../keys/index.js';
+import { internalPropertyKey, validateSessionId, type WatchRef } from '../keys/index.js';
 import { validatePath } from '../protocol/index.js';
-import { planCommand, failure, type BatchOp, type Plan } from './apply.js';
-import { encodeAppliedValue } from './codec.js';
-import { CommandError, decodeCommand, type Command } from './commands.js';
-import { MemoryIndexes, type IndexDump } from './indexes.js';
+import { failure, type AnyFamily, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../families/family.js';
+import { FAMILIES } from '../families/registry.js';
+import { lag } from '../families/lag/index.js';
+import { lists } from '../families/lists/index.js';
+import { listChildren, readList, readListPages, readListWithin, type ItemPage } from '../families/lists/reads.js';
+import { sessions } from '../families/sessions/index.js';
+import { watches } from '../families/watches/index.js';
+import { encodeAppliedValue, encodeClockValue, decodeClockValue } from './codec.js';
+import { CommandError, decodeEntryCommand, UnknownCommandError } from './commands.js';
 import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
 import { decodeMembers, encodeMembers, MEMBERS_KEY, membersAfter, type Member } from './members.js';
-import { APPLIED_KEY, digestState, listChildren, readApplied, readList, readListPages, readListWithin, type ItemPage } from './reads.js';
+import { APPLIED_KEY, digestState, readApplied, type DbSnapshot } from './applied.js';
 import { StateMachineError, type ApplyError, type ApplyOutcome, type ChildrenView, type ListView, type SessionInfo, type VeraDb } from './types.js';
 import { CorruptValueError, corruptValueIn } from '../raft/checked-values.js';
+
+/** The replicated clock (see PlanContext.now), kept only once an entry has moved it. */
+export const CLOCK_KEY: Buffer = internalPropertyKey('clock');
 
 export class StateMachine {
   // Applies run strictly one after another: each plans against the state the previous one wrote.
@@ -25,15 +33,17 @@ export class StateMachine {
 
   private constructor(
     private readonly db: VeraDb,
-    private mem: MemoryIndexes,
+    private states: FamilyStates,
     private applied: number,
     private book: readonly Member[],
+    /** The replicated clock: the largest proposer time of any entry applied (ms). */
+    private now: number,
   ) {}
 
-  /** Loads the applied index and rebuilds the in-memory indexes from an open db. */
+  /** Loads the applied index and the families' in-memory indexes from an open db. */
   static async open(db: VeraDb): Promise<StateMachine> {
-    const { mem, applied, book } = await loadFrom(db);
-    return new StateMachine(db, mem, applied, book);
+    const { states, applied, book, now } = await loadFrom(db);
+    return new StateMachine(db, states, applied, book, now);
   }
 
   get appliedIndex(): number {
@@ -70,10 +80,11 @@ export class StateMachine {
   }
 
   private async reloadNow(): Promise<void> {
-    const { mem, applied, book } = await loadFrom(this.db);
-    this.mem = mem;
+    const { states, applied, book, now } = await loadFrom(this.db);
+    this.states = states;
     this.applied = applied;
     this.book = book;
+    this.now = now;
   }
 
   /**
@@ -110,17 +121,20 @@ export class StateMachine {
     let unwritten: ApplyOutcome[] = [];
     let ops: BatchOp[] = [];
     let planned = this.applied; // the last index planned; written once the batch is
+    let written = { applied: this.applied, now: this.now }; // what the db holds of the kernel's own keys
     const report = (): void => {
       const done = unwritten;
       unwritten = [];
       for (const outcome of done) hooks.onWritten?.(outcome);
     };
     const write = async (): Promise<void> => {
-      if (planned !== this.applied) {
+      if (planned !== written.applied) {
         ops.push({ type: 'put', key: APPLIED_KEY, value: encodeAppliedValue(planned) });
+        if (this.now !== written.now) ops.push({ type: 'put', key: CLOCK_KEY, value: encodeClockValue(this.now) });
         await this.db.batch(ops);
         ops = [];
         this.applied = planned;
+        written = { applied: planned, now: this.now };
       }
       report();
     };
@@ -137,11 +151,18 @@ export class StateMachine {
       if (entry.index !== planned + 1) {
         throw new StateMachineError('OUT_OF_ORDER', `entry ${entry.index} does not follow applied index ${planned}`);
       }
-      const decoded = decodeEntry(entry);
+      let decoded: DecodedEntry;
+      try {
+        decoded = decodeEntry(entry);
+      } catch (err) {
+        // A command this member cannot apply: write what came before it, then stop.
+        if (err instanceof UnknownCommandError) await write();
+        throw err;
+      }
       // An entry that reads the db, ends a session or changes the membership goes alone, as
       // every entry once did: what was planned before it is written first, and its own
       // in-memory changes show only once it is written too.
-      const alone = goesAlone(decoded, this.mem);
+      const alone = goesAlone(decoded, this.states);
       if (alone || ops.length >= MAX_BATCH_OPS) await write();
       const plan = await this.plan(entry, decoded);
       planned = entry.index;
@@ -168,8 +189,12 @@ export class StateMachine {
         return { result: { ok: true, op: 'noop' }, ops: [], events: [], after: [] };
       case 'bad':
         return decoded.error;
-      case 'command':
-        return planCommand(decoded.command, { db: this.db, mem: this.mem, index: entry.index });
+      case 'command': {
+        // The clock never goes back, whatever the proposer's: every member computes the same value.
+        if (decoded.t > this.now) this.now = decoded.t;
+        const ctx: PlanContext = { db: this.db, states: this.states, index: entry.index, now: this.now, families: FAMILIES };
+        return decoded.family.plan(decoded.command, ctx);
+      }
     }
   }
 
@@ -251,32 +276,42 @@ export class StateMachine {
     }
   }
 
+  /** A family's in-memory state as of the applied index, for its reads. */
+  stateOf<S>(family: Family<never, S>): S {
+    return this.states.of(family);
+  }
+
+  /** The replicated clock as of the applied index (ms; 0 before any entry carried one). */
+  get clock(): number {
+    return this.now;
+  }
+
   /** Live sessions (as of the applied index). */
   sessions(): ReadonlyMap<string, SessionInfo> {
-    return this.mem.sessions;
+    return this.states.of(sessions).sessions;
   }
 
   /** Sessions to notify of a change to `path`: its exact watchers and prefix watchers of it or any ancestor. */
   watchersOf(path: string): Set<string> {
     checkPath(path, true);
-    return this.mem.watchersOf(path);
+    return this.states.of(watches).watchersOf(path);
   }
 
   /** The watches one session holds, in key order. */
   watchesOf(session: string): WatchRef[] {
-    return this.mem.watchesOf(session);
+    return this.states.of(watches).of(session);
   }
 
   /** Highest notification index the session acknowledged (0 if none). */
   lagOf(session: string): number {
     checkSession(session);
-    return this.mem.lagOf(session);
+    return this.states.of(lag).of(session);
   }
 
   /** Newest item index of a list (0 when empty); what `ifLastIndex` is compared with. */
   lastIndexOf(path: string): number {
     checkPath(path, false);
-    return this.mem.lastIndexOf(path);
+    return this.states.of(lists).lastIndexOf(path);
   }
 
   /**
@@ -294,18 +329,47 @@ export class StateMachine {
 
   /** A sorted copy of the in-memory indexes, for tests and diagnostics. */
   inspectIndexes(): IndexDump {
-    return this.mem.dump();
+    const live = [...this.states.of(sessions).sessions.entries()].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    return {
+      sessions: live.map(([k, v]) => [k, { ...v }]),
+      ...this.states.of(watches).dump(),
+      newestIndex: this.states.of(lists).dump(),
+      lag: this.states.of(lag).dump(),
+    };
   }
 }
 
-async function loadFrom(db: VeraDb): Promise<{ mem: MemoryIndexes; applied: number; book: Member[] }> {
-  const snapshot = db.snapshot();
+/** A plain, sorted copy of the core families' indexes; equal dumps mean equal indexes. */
+export interface IndexDump {
+  readonly sessions: Array<[string, SessionInfo]>;
+  readonly exactWatchers: Array<[string, string[]]>;
+  readonly prefixWatchers: Array<[string, string[]]>;
+  readonly newestIndex: Array<[string, number]>;
+  readonly lag: Array<[string, number]>;
+}
+
+/** Every registered family's state, by family. */
+class FamilyStates implements States {
+  constructor(private readonly byFamily: ReadonlyMap<AnyFamily, unknown>) {}
+
+  of<S>(family: Family<never, S>): S {
+    if (!this.byFamily.has(family as AnyFamily)) throw new Error(`command family ${family.name} is not registered`);
+    return this.byFamily.get(family as AnyFamily) as S;
+  }
+}
+
+async function loadFrom(db: VeraDb): Promise<{ states: FamilyStates; applied: number; book: Member[]; now: number }> {
+  const snapshot: DbSnapshot = db.snapshot();
   try {
     const rawBook = await db.get(MEMBERS_KEY, { snapshot });
+    const rawClock = await db.get(CLOCK_KEY, { snapshot });
+    const states = new Map<AnyFamily, unknown>();
+    for (const family of FAMILIES) states.set(family, await family.load(db, snapshot));
     return {
       applied: await readApplied(db, snapshot),
-      mem: await MemoryIndexes.load(db, snapshot),
+      states: new FamilyStates(states),
       book: rawBook === undefined ? [] : decodeMembers(rawBook),
+      now: rawClock === undefined ? 0 : decodeClockValue(rawClock),
     };
   } finally {
     await snapshot.close();
@@ -333,7 +397,7 @@ export interface ApplyHooks {
 const MAX_BATCH_OPS = 4096;
 
 type DecodedEntry =
-  | { readonly kind: 'command'; readonly command: Command }
+  | { readonly kind: 'command'; readonly family: AnyFamily; readonly command: { readonly op: string }; readonly t: number }
   | { readonly kind: 'bad'; readonly error: ApplyError }
   | { readonly kind: 'config' }
   | { readonly kind: 'noop' };
@@ -342,27 +406,22 @@ function decodeEntry(entry: Entry): DecodedEntry {
   if (entry.kind === 'config') return { kind: 'config' };
   if (entry.kind === 'noop') return { kind: 'noop' };
   try {
-    return { kind: 'command', command: decodeCommand(entry.data) };
+    return { kind: 'command', ...decodeEntryCommand(entry.data) };
   } catch (err) {
-    if (err instanceof CommandError) return { kind: 'bad', error: failure('BAD_REQUEST', err.message) };
+    if (err instanceof CommandError && !(err instanceof UnknownCommandError)) return { kind: 'bad', error: failure('BAD_REQUEST', err.message) };
     throw err;
   }
 }
 
 /**
- * Whether an entry is applied on its own: its planning reads the db (so earlier
- * writes must be in it), it ends a session (no one may see the session gone
- * before that is written), or it changes the membership. The others (push,
- * openSession, unwatch, ack, noop) plan from memory alone and share a batch; their
- * in-memory effects show as soon as they are planned, a batch write early.
+ * Whether an entry is applied on its own: its family says its planning reads the
+ * db (so earlier writes must be in it) or it ends something no one may see gone
+ * before it is written; a membership change always does. The others plan from
+ * memory alone and share a batch; their in-memory effects show as soon as they
+ * are planned, a batch write early.
  */
-function goesAlone(decoded: DecodedEntry, mem: MemoryIndexes): boolean {
+function goesAlone(decoded: DecodedEntry, states: States): boolean {
   if (decoded.kind === 'config') return true;
   if (decoded.kind !== 'command') return false;
-  const c = decoded.command;
-  if (c.op === 'push') {
-    // A push judged against a count not yet taken reads the db, which must then hold every entry before it.
-    return c.quota !== undefined && !mem.usage.knows(c.path, c.persistent ? null : c.session, c.quota.listItems);
-  }
-  return c.op === 'delete' || c.op === 'closeSession' || c.op === 'watch';
+  return decoded.family.goesAlone(decoded.command, states);
 }

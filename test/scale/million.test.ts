@@ -22,7 +22,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { itemKey } from '../../src/keys/index.js';
 import { encodeHeader, encodeTrailer, BACKUP_FORMAT } from '../../src/server/backup.js';
 import { encodeAppliedValue, encodeItemValue } from '../../src/statemachine/codec.js';
-import { APPLIED_KEY } from '../../src/statemachine/reads.js';
+import { APPLIED_KEY } from '../../src/statemachine/applied.js';
 import { Members } from '../membership/support.js';
 import { pollUntil, withTimeout } from '../support/poll.js';
 import { connect } from '../../src/client/index.js';

@@ -17,7 +17,7 @@ import { captureState, fileStaging, SnapshotAssembler, type StagedFile } from '.
 import type { ClusterConfig, SnapshotMeta } from '../../src/raft/types.js';
 import { encodeAppliedValue, encodeItemValue } from '../../src/statemachine/codec.js';
 import { StateMachine } from '../../src/statemachine/index.js';
-import { APPLIED_KEY } from '../../src/statemachine/reads.js';
+import { APPLIED_KEY } from '../../src/statemachine/applied.js';
 
 const config: ClusterConfig = { voters: ['n1', 'n2', 'n3'], learners: [] };
 let base: string;

@@ -1,27 +1,18 @@
-// Read helpers over the state-machine buckets, shared by apply (which reads the
-// state left by the previous entry) and by queries (which read a snapshot).
-import { createHash } from 'node:crypto';
+// Reads of the lists family's items, shared by apply (which reads the state
+// left by the previous entry) and by queries (which read a snapshot).
 import {
   Bucket,
   bucketRange,
   decodeItemKey,
-  internalPropertyKey,
   itemKey,
   itemRange,
   itemSeekKey,
-} from '../keys/index.js';
-import { CorruptValueError, corruptValueIn } from '../raft/checked-values.js';
-import { decodeAppliedValue, decodeItemValue } from './codec.js';
-import type { Item, VeraDb } from './types.js';
+} from '../../keys/index.js';
+import { CorruptValueError, corruptValueIn } from '../../raft/checked-values.js';
+import { decodeItemValue } from '../../statemachine/codec.js';
+import type { Item, VeraDb } from '../../statemachine/types.js';
 
 export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
-
-export const APPLIED_KEY: Buffer = internalPropertyKey('applied');
-
-export async function readApplied(db: VeraDb, snapshot?: DbSnapshot): Promise<number> {
-  const bytes = await db.get(APPLIED_KEY, { snapshot });
-  return bytes === undefined ? 0 : decodeAppliedValue(bytes);
-}
 
 export async function readItem(db: VeraDb, path: string, index: number): Promise<Item | undefined> {
   const bytes = await db.get(itemKey(path, index));
@@ -146,21 +137,4 @@ export async function listChildren(db: VeraDb, path: string, snapshot?: DbSnapsh
 
 export function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
-}
-
-/** sha256 over every key and value of buckets 0x0003..0x0007 (the replicated Vera data). */
-export async function digestState(db: VeraDb): Promise<string> {
-  const hash = createHash('sha256');
-  const length = Buffer.alloc(4);
-  const frame = (bytes: Buffer): void => {
-    // Length-prefixed so that different key/value splits cannot hash alike.
-    length.writeUInt32BE(bytes.length, 0);
-    hash.update(length);
-    hash.update(bytes);
-  };
-  for await (const [key, value] of db.iterator({ gte: bucketRange(Bucket.item).gte, lt: bucketRange(Bucket.lag).lt })) {
-    frame(key);
-    frame(value);
-  }
-  return hash.digest('hex');
 }

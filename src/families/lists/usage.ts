@@ -5,8 +5,8 @@
 // store's contents, so every member that applies the same entries reaches the
 // same verdicts whether or not it had counted before.
 
-import { clientDataRange, decodeClientDataKey, itemKey, itemRange } from '../keys/index.js';
-import type { VeraDb } from './types.js';
+import { clientDataRange, decodeClientDataKey, itemKey, itemRange } from '../../keys/index.js';
+import type { VeraDb } from '../../statemachine/types.js';
 
 export interface SessionUsage {
   items: number;

@@ -1,0 +1,94 @@
+// A command family: one capability of the replicated state (lists, sessions,
+// watches, ...) behind one interface, so the store kernel knows families only
+// through it and a new capability is a new folder plus one line in
+// registry.ts. The idea of registering commands per feature comes from
+// Consul's FSM (`registerCommand`); the shape here is our own.
+//
+// A family owns: its command types and their decoding (`ops`), planning an
+// entry (LevelDB writes, change events, reply, in-memory updates run once the
+// writes are in the db), its in-memory indexes (`load`, rebuilt from the db at
+// start and after a snapshot install), the LevelDB buckets it writes
+// (`buckets`), and what happens to its data when a session ends.
+import type { ApplyError, ApplySuccess, ChangeEvent, VeraDb } from '../statemachine/types.js';
+
+export type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
+export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
+
+/** What one entry does: its writes, its events and reply, and the index updates to run once written. */
+export interface Plan {
+  readonly result: ApplySuccess;
+  readonly ops: BatchOp[];
+  readonly events: ChangeEvent[];
+  /** Index updates, run in order after the batch is written. */
+  readonly after: Array<() => void>;
+}
+
+/** A family's share of ending a session: what it deletes and reports. */
+export interface SessionEndPlan {
+  readonly ops: BatchOp[];
+  readonly events: ChangeEvent[];
+  readonly after: Array<() => void>;
+}
+
+/** The bytes are not a well-formed command (the same verdict on every member). */
+export class CommandError extends Error {
+  override readonly name: string = 'CommandError';
+}
+
+/** How one op's fields are read from an entry. */
+export interface OpSpec<C> {
+  /** Field names the op allows besides `op` (and the envelope's); anything else is refused. */
+  readonly fields: readonly string[];
+  /** The command version that introduced this op; a member below it cannot apply it. */
+  readonly since: number;
+  /** Checks untrusted fields and returns a fresh command with a fixed field order; throws CommandError. */
+  decode(raw: Readonly<Record<string, unknown>>): C;
+}
+
+/** The family states of one store, by family. */
+export interface States {
+  of<S>(family: Family<never, S>): S;
+}
+
+export interface PlanContext {
+  readonly db: VeraDb;
+  readonly states: States;
+  /** The index of the entry being applied. */
+  readonly index: number;
+  /** The replicated clock: the leader's milliseconds when it proposed, never decreasing (0 before any entry carried one). */
+  readonly now: number;
+  /** Every registered family, in registry order (for session ends). */
+  readonly families: readonly AnyFamily[];
+}
+
+/** A LevelDB bucket a family writes: its 2-byte prefix, unique across families (registry.ts checks). */
+export interface BucketDecl {
+  readonly id: number;
+  readonly name: string;
+}
+
+export interface Family<C extends { readonly op: string }, S> {
+  readonly name: string;
+  /** The command version that introduced the family. */
+  readonly since: number;
+  readonly buckets: readonly BucketDecl[];
+  readonly ops: { readonly [K in C['op']]: OpSpec<C> };
+  /** Builds the family's in-memory state from the db (at start and after a snapshot install). */
+  load(db: VeraDb, snapshot: DbSnapshot): Promise<S>;
+  plan(command: C, ctx: PlanContext): Promise<Plan | ApplyError> | Plan | ApplyError;
+  /**
+   * Whether the entry must be written alone: it reads the db (so earlier writes must be
+   * in it) or ends something no one may see gone before it is written. The others plan
+   * from memory and share a batch.
+   */
+  goesAlone(command: C, states: States): boolean;
+  /** What the family deletes when a session ends (in the session-ending entry's batch). */
+  endSession?(session: string, ctx: PlanContext): Promise<SessionEndPlan> | SessionEndPlan;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds families of every command type
+export type AnyFamily = Family<any, unknown>;
+
+export function failure(code: ApplyError['code'], message: string): ApplyError {
+  return { ok: false, code, message };
+}

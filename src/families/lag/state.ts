@@ -1,0 +1,35 @@
+// The lag family's in-memory index: the highest notification index each
+// session has acknowledged. Rebuilt from the lag bucket at load.
+import { Bucket, bucketRange, decodeLagKey } from '../../keys/index.js';
+import { decodeLagValue } from '../../statemachine/codec.js';
+import type { VeraDb } from '../../statemachine/types.js';
+import type { DbSnapshot } from '../family.js';
+
+export class LagState {
+  private readonly acked = new Map<string, number>();
+
+  static async load(db: VeraDb, snapshot: DbSnapshot): Promise<LagState> {
+    const state = new LagState();
+    for await (const [key, value] of db.iterator({ ...bucketRange(Bucket.lag), snapshot })) {
+      state.acked.set(decodeLagKey(key), decodeLagValue(value));
+    }
+    return state;
+  }
+
+  /** Highest notification index the session acknowledged (0 if none). */
+  of(session: string): number {
+    return this.acked.get(session) ?? 0;
+  }
+
+  set(session: string, index: number): void {
+    this.acked.set(session, index);
+  }
+
+  delete(session: string): void {
+    this.acked.delete(session);
+  }
+
+  dump(): Array<[string, number]> {
+    return [...this.acked.entries()].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  }
+}

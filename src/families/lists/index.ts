@@ -1,0 +1,195 @@
+// The lists family: items pushed onto lists at paths and deleted from them,
+// ephemeral items owned by a session (deleted when it ends) or persistent.
+// A push also watches its list unless told not to (through the watches family).
+import { Bucket, clientDataKey, clientDataRange, decodeClientDataKey, itemKey, type WatchRef } from '../../keys/index.js';
+import { EMPTY_VALUE, decodeItemValue, encodeItemValue } from '../../statemachine/codec.js';
+import type { ApplyError, ChangeEvent, Item, VeraDb } from '../../statemachine/types.js';
+import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../family.js';
+import { CommandError } from '../family.js';
+import { boolField, indexField, pathField, quotaField, sessionField } from '../fields.js';
+import { sessionProblem } from '../sessions/index.js';
+import { addWatchOps, watchQuotaProblem } from '../watches/index.js';
+import { newestRemaining, readItem } from './reads.js';
+import { ListsState } from './state.js';
+
+export interface PushQuota {
+  /** Watches one session may hold (a push also watches its list unless `watch: false`). */
+  readonly watches: number;
+  /** Ephemeral items one session may own. */
+  readonly items: number;
+  /** Bytes of ephemeral items (their stored values) one session may own. */
+  readonly bytes: number;
+  /** Items one list may hold. */
+  readonly listItems: number;
+}
+
+export interface PushCommand {
+  readonly op: 'push';
+  readonly session: string;
+  readonly path: string;
+  readonly data: unknown;
+  readonly persistent: boolean;
+  readonly watch: boolean;
+  /** Compare-and-set: the list's newest index must equal this (0 = empty list). */
+  readonly ifLastIndex?: number;
+  readonly quota?: PushQuota;
+}
+
+export interface DeleteCommand {
+  readonly op: 'delete';
+  readonly session: string;
+  readonly path: string;
+  readonly index: number;
+}
+
+export type ListsCommand = PushCommand | DeleteCommand;
+
+async function push(c: PushCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
+  const expired = sessionProblem(states, c.session);
+  if (expired !== null) return expired;
+  const state = states.of(lists);
+  const last = state.lastIndexOf(c.path);
+  if (c.ifLastIndex !== undefined && c.ifLastIndex !== last) {
+    return failure('CONFLICT', `newest index of ${c.path} is ${last}, not ${c.ifLastIndex}`);
+  }
+  const item: Item = { index, owner: c.persistent ? null : c.session, data: c.data };
+  const value = encodeItemValue(item);
+  const ref: WatchRef = { prefix: false, path: c.path, session: c.session };
+  if (c.quota !== undefined) {
+    const problem = await pushQuotaProblem(c, c.quota, db, states, ref, value.byteLength);
+    if (problem !== null) return problem;
+  }
+  const ops: BatchOp[] = [{ type: 'put', key: itemKey(c.path, index), value }];
+  if (!c.persistent) ops.push({ type: 'put', key: clientDataKey(c.session, c.path, index), value: EMPTY_VALUE });
+  const after = [
+    () => {
+      state.setLastIndex(c.path, index);
+      state.usage.added(item.owner, c.path, value.byteLength);
+    },
+  ];
+  if (c.watch) {
+    const watch = addWatchOps(states, ref);
+    for (const op of watch.ops) ops.push(op);
+    after.push(...watch.after);
+  }
+  return { result: { ok: true, op: 'push', item }, ops, events: [{ index, type: 'push', path: c.path, item }], after };
+}
+
+async function pushQuotaProblem(c: PushCommand, quota: PushQuota, db: VeraDb, states: States, ref: WatchRef, bytes: number): Promise<ApplyError | null> {
+  const usage = states.of(lists).usage;
+  const length = await usage.listLength(db, c.path, quota.listItems);
+  if (length >= quota.listItems) {
+    return failure('QUOTA_EXCEEDED', `${c.path} holds ${quota.listItems} items, the most one list may hold (--items-per-list); delete some first`);
+  }
+  if (!c.persistent) {
+    const owned = await usage.ofSession(db, c.session);
+    if (owned.items >= quota.items) {
+      return failure('QUOTA_EXCEEDED', `the session owns ${owned.items} ephemeral items, the most it may own (--items-per-session ${quota.items})`);
+    }
+    if (owned.bytes + bytes > quota.bytes) {
+      return failure('QUOTA_EXCEEDED', `the session's ephemeral items hold ${owned.bytes} bytes; ${bytes} more would pass its limit (--bytes-per-session ${quota.bytes})`);
+    }
+  }
+  return c.watch ? watchQuotaProblem(states, ref, quota.watches) : null;
+}
+
+async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
+  const expired = sessionProblem(states, c.session);
+  if (expired !== null) return expired;
+  const state = states.of(lists);
+  const bytes = await db.get(itemKey(c.path, c.index));
+  if (bytes === undefined) return failure('NOT_FOUND', `no item ${c.index} in ${c.path}`);
+  const storedBytes = bytes.byteLength;
+  const item: Item = { index: c.index, ...decodeItemValue(bytes) };
+  if (item.owner !== null && item.owner !== c.session) {
+    return failure('FORBIDDEN', `item ${c.index} in ${c.path} belongs to another session`);
+  }
+  const ops: BatchOp[] = [{ type: 'del', key: itemKey(c.path, c.index) }];
+  if (item.owner !== null) ops.push({ type: 'del', key: clientDataKey(item.owner, c.path, c.index) });
+  const newest = state.lastIndexOf(c.path) === c.index ? await newestRemaining(db, c.path, new Set([c.index])) : state.lastIndexOf(c.path);
+  return {
+    result: { ok: true, op: 'delete' },
+    ops,
+    events: [{ index, type: 'delete', path: c.path, item }],
+    after: [
+      () => {
+        state.setLastIndex(c.path, newest);
+        state.usage.removed(item.owner, c.path, storedBytes);
+      },
+    ],
+  };
+}
+
+/** Deletes every item the session owns, with a delete event for each, in item-key order. */
+async function endSession(session: string, { db, states, index }: PlanContext): Promise<SessionEndPlan> {
+  const state = states.of(lists);
+  const ops: BatchOp[] = [];
+  const events: ChangeEvent[] = [];
+  const removedByPath = new Map<string, Set<number>>();
+  // The reverse index yields the session's items in item-key order (path, then index).
+  for await (const key of db.keys(clientDataRange(session))) {
+    const ref = decodeClientDataKey(key);
+    ops.push({ type: 'del', key });
+    const item = await readItem(db, ref.path, ref.index);
+    if (item === undefined) continue; // a dangling reverse entry: dropping it is all there is to do
+    ops.push({ type: 'del', key: itemKey(ref.path, ref.index) });
+    events.push({ index, type: 'delete', path: ref.path, item });
+    let removed = removedByPath.get(ref.path);
+    if (removed === undefined) removedByPath.set(ref.path, (removed = new Set()));
+    removed.add(ref.index);
+  }
+  const newest: Array<[string, number]> = [];
+  for (const [path, removed] of removedByPath) newest.push([path, await newestRemaining(db, path, removed)]);
+  return {
+    ops,
+    events,
+    after: [
+      () => {
+        for (const [path, last] of newest) state.setLastIndex(path, last);
+        for (const [path, removed] of removedByPath) state.usage.removedFromList(path, removed.size);
+        state.usage.forgetSession(session);
+      },
+    ],
+  };
+}
+
+export const lists: Family<ListsCommand, ListsState> = {
+  name: 'lists',
+  since: 1,
+  buckets: [
+    { id: Bucket.item, name: 'item' },
+    { id: Bucket.clientData, name: 'clientData' },
+  ],
+  ops: {
+    push: {
+      fields: ['session', 'path', 'data', 'persistent', 'watch', 'ifLastIndex', 'quota'],
+      since: 1,
+      decode: (c) => {
+        if (c.data === undefined) throw new CommandError('push needs data');
+        const base: PushCommand = {
+          op: 'push',
+          session: sessionField(c.session),
+          path: pathField(c.path, false),
+          data: c.data,
+          persistent: boolField(c.persistent, 'persistent'),
+          watch: boolField(c.watch, 'watch'),
+        };
+        const withIf = c.ifLastIndex === undefined ? base : { ...base, ifLastIndex: indexField(c.ifLastIndex, 'ifLastIndex') };
+        return c.quota === undefined ? withIf : { ...withIf, quota: quotaField(c.quota, ['watches', 'items', 'bytes', 'listItems']) };
+      },
+    },
+    delete: {
+      fields: ['session', 'path', 'index'],
+      since: 1,
+      decode: (c) => ({ op: 'delete', session: sessionField(c.session), path: pathField(c.path, false), index: indexField(c.index, 'index') }),
+    },
+  },
+  load: (db, snapshot) => ListsState.load(db, snapshot),
+  plan: (command, ctx) => (command.op === 'push' ? push(command, ctx) : deleteItem(command, ctx)),
+  goesAlone: (command, states) => {
+    // A delete reads the db. A push judged against a count not yet taken reads it too, which must then hold every entry before it.
+    if (command.op === 'delete') return true;
+    return command.quota !== undefined && !states.of(lists).usage.knows(command.path, command.persistent ? null : command.session, command.quota.listItems);
+  },
+  endSession,
+};

@@ -1,0 +1,63 @@
+// The one list of command families. Adding a capability is a folder under
+// src/families and one line here; the store kernel, the entry codec and the
+// state machine's loaders know families only through this list.
+import { Bucket } from '../keys/index.js';
+import type { AnyFamily } from './family.js';
+import { lag } from './lag/index.js';
+import { lists } from './lists/index.js';
+import { sessions } from './sessions/index.js';
+import { watches } from './watches/index.js';
+
+export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag];
+
+/** Buckets that belong to no family: properties, the store's own keys, the Raft log. */
+export const KERNEL_BUCKETS = [Bucket.property, Bucket.internal, Bucket.log] as const;
+
+/**
+ * The command version this build can apply: the highest `since` of any family or
+ * op. An entry that needs more stops the member rather than being skipped.
+ */
+export const COMMAND_VERSION = Math.max(...FAMILIES.flatMap((f) => [f.since, ...Object.values(f.ops).map((op) => op.since)]));
+
+/**
+ * Entries written before the envelope carried a family name only an op; these are
+ * the ops of version 1, whose names are therefore unique across families for good.
+ */
+export const LEGACY_OPS: ReadonlyMap<string, AnyFamily> = legacyOps(FAMILIES);
+
+export const FAMILY_BY_NAME: ReadonlyMap<string, AnyFamily> = byName(FAMILIES);
+
+function byName(families: readonly AnyFamily[]): Map<string, AnyFamily> {
+  const out = new Map<string, AnyFamily>();
+  for (const f of families) {
+    if (out.has(f.name)) throw new Error(`two command families are named ${f.name}`);
+    out.set(f.name, f);
+  }
+  checkBuckets(families);
+  return out;
+}
+
+function legacyOps(families: readonly AnyFamily[]): Map<string, AnyFamily> {
+  const out = new Map<string, AnyFamily>();
+  for (const f of families) {
+    if (f.since !== 1) continue;
+    for (const [op, spec] of Object.entries(f.ops)) {
+      if (spec.since !== 1) continue;
+      if (out.has(op)) throw new Error(`op ${op} of version 1 is in both ${out.get(op)!.name} and ${f.name}`);
+      out.set(op, f);
+    }
+  }
+  return out;
+}
+
+/** No bucket is claimed twice, by two families or by a family and the kernel. */
+export function checkBuckets(families: readonly AnyFamily[]): void {
+  const owner = new Map<number, string>(KERNEL_BUCKETS.map((id) => [id, 'the kernel']));
+  for (const f of families) {
+    for (const b of f.buckets) {
+      const taken = owner.get(b.id);
+      if (taken !== undefined) throw new Error(`bucket 0x${b.id.toString(16).padStart(4, '0')} of ${f.name} is already ${taken}'s`);
+      owner.set(b.id, f.name);
+    }
+  }
+}

@@ -1,0 +1,124 @@
+// The sessions family: opening and closing client sessions. Closing one asks
+// every family what it holds for the session (endSession) and deletes it all in
+// the same entry, so no member ever sees a session gone but its items left.
+import { Bucket, clientKey } from '../../keys/index.js';
+import { encodeClientValue } from '../../statemachine/codec.js';
+import type { ApplyError } from '../../statemachine/types.js';
+import { failure, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../family.js';
+import { CommandError } from '../family.js';
+import { integerField, quotaField, sessionField } from '../fields.js';
+import { clientAddress, SessionsState } from './state.js';
+
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1; // the largest delay a Node timer accepts
+export const MAX_REMOTE_LENGTH = 256;
+
+/**
+ * Limits the leader was configured with when it proposed a command, carried in
+ * the command so that every member judges them the same way in apply: checked
+ * before proposing, two concurrent requests could both pass and together go over.
+ * Entries written before these fields existed carry none and apply without limits.
+ */
+export interface SessionQuota {
+  /** Sessions opened from one client address (the `remote` without its port). */
+  readonly sessionsPerAddress: number;
+}
+
+export interface OpenSessionCommand {
+  readonly op: 'openSession';
+  readonly session: string;
+  readonly timeoutMs: number;
+  /** The client's address and port as the leader saw it (`host:port`); the host counts against sessionsPerAddress. */
+  readonly remote: string;
+  readonly quota?: SessionQuota;
+}
+
+export interface CloseSessionCommand {
+  readonly op: 'closeSession';
+  readonly session: string;
+  readonly reason: 'bye' | 'expired';
+}
+
+export type SessionsCommand = OpenSessionCommand | CloseSessionCommand;
+
+function remoteField(value: unknown): string {
+  if (typeof value !== 'string' || value.length > MAX_REMOTE_LENGTH) {
+    throw new CommandError(`remote must be a string of at most ${MAX_REMOTE_LENGTH} characters`);
+  }
+  return value;
+}
+
+/** SESSION_EXPIRED unless `session` is live: what every op of a session checks first. */
+export function sessionProblem(states: States, session: string): ApplyError | null {
+  return states.of(sessions).has(session) ? null : failure('SESSION_EXPIRED', `session ${session} is unknown or has expired`);
+}
+
+function openSession(c: OpenSessionCommand, { states }: PlanContext): Plan | ApplyError {
+  const state = states.of(sessions);
+  if (state.has(c.session)) return failure('CONFLICT', `session ${c.session} already exists`);
+  if (c.quota !== undefined) {
+    const address = clientAddress(c.remote);
+    const from = state.sessionsFrom(address);
+    if (from >= c.quota.sessionsPerAddress) {
+      return failure('QUOTA_EXCEEDED', `${address} already has ${from} sessions open, the most one address may hold (--sessions-per-address ${c.quota.sessionsPerAddress})`);
+    }
+  }
+  const info = { timeoutMs: c.timeoutMs, remote: c.remote };
+  return {
+    result: { ok: true, op: 'openSession', session: c.session },
+    ops: [{ type: 'put', key: clientKey(c.session), value: encodeClientValue(info) }],
+    events: [],
+    after: [() => state.add(c.session, info)],
+  };
+}
+
+async function closeSession(c: CloseSessionCommand, ctx: PlanContext): Promise<Plan | ApplyError> {
+  const expired = sessionProblem(ctx.states, c.session);
+  if (expired !== null) return expired;
+  const ops: BatchOp[] = [];
+  const plan: Plan = { result: { ok: true, op: 'closeSession' }, ops, events: [], after: [] };
+  for (const family of ctx.families) {
+    if (family.endSession === undefined) continue;
+    const share = await family.endSession(c.session, ctx);
+    // Loops, not spreads: a session may own a million items.
+    for (const op of share.ops) ops.push(op);
+    for (const event of share.events) plan.events.push(event);
+    for (const step of share.after) plan.after.push(step);
+  }
+  ops.push({ type: 'del', key: clientKey(c.session) });
+  const state = ctx.states.of(sessions);
+  plan.after.push(() => state.remove(c.session));
+  return plan;
+}
+
+export const sessions: Family<SessionsCommand, SessionsState> = {
+  name: 'sessions',
+  since: 1,
+  buckets: [{ id: Bucket.client, name: 'client' }],
+  ops: {
+    openSession: {
+      fields: ['session', 'timeoutMs', 'remote', 'quota'],
+      since: 1,
+      decode: (c) => {
+        const open: OpenSessionCommand = {
+          op: 'openSession',
+          session: sessionField(c.session),
+          timeoutMs: integerField(c.timeoutMs, 'timeoutMs', 1, MAX_TIMEOUT_MS),
+          remote: remoteField(c.remote),
+        };
+        return c.quota === undefined ? open : { ...open, quota: quotaField(c.quota, ['sessionsPerAddress']) };
+      },
+    },
+    closeSession: {
+      fields: ['session', 'reason'],
+      since: 1,
+      decode: (c) => {
+        if (c.reason !== 'bye' && c.reason !== 'expired') throw new CommandError("reason must be 'bye' or 'expired'");
+        return { op: 'closeSession', session: sessionField(c.session), reason: c.reason };
+      },
+    },
+  },
+  load: (db, snapshot) => SessionsState.load(db, snapshot),
+  plan: (command, ctx) => (command.op === 'openSession' ? openSession(command, ctx) : closeSession(command, ctx)),
+  // No one may see a session gone before that is written.
+  goesAlone: (command) => command.op === 'closeSession',
+};

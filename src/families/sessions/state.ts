@@ -1,0 +1,55 @@
+// The sessions family's in-memory index: every live session and how many each
+// client address holds. Rebuilt from the client bucket at load; changed only by
+// plans' after-steps, once their batch is written.
+import { Bucket, bucketRange, decodeClientKey } from '../../keys/index.js';
+import { decodeClientValue } from '../../statemachine/codec.js';
+import type { SessionInfo, VeraDb } from '../../statemachine/types.js';
+import type { DbSnapshot } from '../family.js';
+
+export class SessionsState {
+  private readonly info = new Map<string, SessionInfo>();
+  /** Open sessions per client address, for the sessionsPerAddress quota. */
+  private readonly byAddress = new Map<string, number>();
+
+  static async load(db: VeraDb, snapshot: DbSnapshot): Promise<SessionsState> {
+    const state = new SessionsState();
+    for await (const [key, value] of db.iterator({ ...bucketRange(Bucket.client), snapshot })) {
+      state.add(decodeClientKey(key), decodeClientValue(value));
+    }
+    return state;
+  }
+
+  get sessions(): ReadonlyMap<string, SessionInfo> {
+    return this.info;
+  }
+
+  has(session: string): boolean {
+    return this.info.has(session);
+  }
+
+  add(session: string, info: SessionInfo): void {
+    this.info.set(session, info);
+    const address = clientAddress(info.remote);
+    this.byAddress.set(address, (this.byAddress.get(address) ?? 0) + 1);
+  }
+
+  remove(session: string): void {
+    const info = this.info.get(session);
+    if (info === undefined) return;
+    const address = clientAddress(info.remote);
+    const left = (this.byAddress.get(address) ?? 1) - 1;
+    if (left === 0) this.byAddress.delete(address);
+    else this.byAddress.set(address, left);
+    this.info.delete(session);
+  }
+
+  sessionsFrom(address: string): number {
+    return this.byAddress.get(address) ?? 0;
+  }
+}
+
+/** The host part of a `host:port` remote (IPv6 hosts contain colons; the port follows the last one). */
+export function clientAddress(remote: string): string {
+  const colon = remote.lastIndexOf(':');
+  return colon < 0 ? remote : remote.slice(0, colon);
+}

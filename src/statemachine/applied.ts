@@ -1,0 +1,32 @@
+// What the store kernel itself keeps beside the families' buckets: the applied
+// index, and the digest over the replicated data.
+import { createHash } from 'node:crypto';
+import { Bucket, bucketRange, internalPropertyKey } from '../keys/index.js';
+import { decodeAppliedValue } from './codec.js';
+import type { VeraDb } from './types.js';
+
+export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
+
+export const APPLIED_KEY: Buffer = internalPropertyKey('applied');
+
+export async function readApplied(db: VeraDb, snapshot?: DbSnapshot): Promise<number> {
+  const bytes = await db.get(APPLIED_KEY, { snapshot });
+  return bytes === undefined ? 0 : decodeAppliedValue(bytes);
+}
+
+/** sha256 over every key and value of buckets 0x0003..0x0007 (the replicated Vera data). */
+export async function digestState(db: VeraDb): Promise<string> {
+  const hash = createHash('sha256');
+  const length = Buffer.alloc(4);
+  const frame = (bytes: Buffer): void => {
+    // Length-prefixed so that different key/value splits cannot hash alike.
+    length.writeUInt32BE(bytes.length, 0);
+    hash.update(length);
+    hash.update(bytes);
+  };
+  for await (const [key, value] of db.iterator({ gte: bucketRange(Bucket.item).gte, lt: bucketRange(Bucket.lag).lt })) {
+    frame(key);
+    frame(value);
+  }
+  return hash.digest('hex');
+}

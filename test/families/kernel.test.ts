@@ -1,0 +1,109 @@
+// The store kernel's side of command families: the entry envelope, the
+// replicated clock, commands a member does not know, and the registry's rules.
+import { pack } from 'msgpackr';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AnyFamily } from '../../src/families/family.js';
+import { checkBuckets, COMMAND_VERSION, FAMILIES, LEGACY_OPS } from '../../src/families/registry.js';
+import { Bucket } from '../../src/keys/index.js';
+import { decodeEntryCommand, encodeCommand, UnknownCommandError } from '../../src/statemachine/commands.js';
+import { CLOCK_KEY, StateMachine } from '../../src/statemachine/state-machine.js';
+import { dumpDb, EntryFeed, openTempDb, type TempDb } from '../statemachine/helpers.js';
+
+const temps: TempDb[] = [];
+afterEach(async () => {
+  for (const t of temps.splice(0)) await t.cleanup();
+});
+
+async function fresh(): Promise<{ temp: TempDb; sm: StateMachine; feed: EntryFeed }> {
+  const temp = await openTempDb();
+  temps.push(temp);
+  return { temp, sm: await StateMachine.open(temp.db), feed: new EntryFeed() };
+}
+
+const open = (session: string) => ({ op: 'openSession' as const, session, timeoutMs: 5000, remote: '10.0.0.1:1' });
+const push = (session: string, data: unknown) => ({ op: 'push' as const, session, path: '/a', data, persistent: false, watch: false });
+
+describe('the entry envelope', () => {
+  it('names the family, op, version and proposer clock, and decodes back to the bare command', () => {
+    const bytes = encodeCommand(push('s1', 7), 1234);
+    const decoded = decodeEntryCommand(bytes);
+    expect(decoded.family.name).toBe('lists');
+    expect(decoded.t).toBe(1234);
+    expect(decoded.command).toEqual(push('s1', 7));
+  });
+
+  it('still reads entries written before it (an op alone, no clock)', () => {
+    const decoded = decodeEntryCommand(pack(push('s1', 7)));
+    expect(decoded.family.name).toBe('lists');
+    expect(decoded.t).toBe(0);
+  });
+
+  it.each([
+    ['an unknown family', { v: 1, family: 'journal', op: 'add', t: 0 }],
+    ['an unknown op of a known family', { v: 1, family: 'lists', op: 'put', t: 0, session: 's' }],
+    ['a version above this build', { v: COMMAND_VERSION + 1, family: 'lists', op: 'push', t: 0, ...push('s1', 1) }],
+    ['an unknown op of an entry without envelope', { op: 'frobnicate' }],
+  ])('refuses %s as unknown, naming the version it needs', (_what, raw) => {
+    expect(() => decodeEntryCommand(pack(raw))).toThrow(UnknownCommandError);
+    if ('v' in raw) expect(() => decodeEntryCommand(pack(raw))).toThrow(`needs command version ${raw.v}`);
+  });
+});
+
+describe('applying', () => {
+  it('stops at an entry it cannot apply: what came before it is written, nothing of it or after it', async () => {
+    const { temp, sm, feed } = await fresh();
+    await sm.apply(feed.command(open('s1')));
+    const entries = [feed.command(push('s1', 1)), feed.raw(pack({ v: COMMAND_VERSION + 1, family: 'journal', op: 'add', t: 5 })), feed.command(push('s1', 2))];
+    await expect(sm.applyMany(entries)).rejects.toThrow(UnknownCommandError);
+    expect(sm.appliedIndex).toBe(2);
+    expect((await sm.getList('/a')).items.map((i) => i.data)).toEqual([1]);
+    // A restart meets the same entry and stops again: nothing was skipped.
+    const reopened = await StateMachine.open(await temp.reopen());
+    expect(reopened.appliedIndex).toBe(2);
+    await expect(reopened.applyMany(entries.slice(1))).rejects.toThrow(/needs command version/);
+    expect(reopened.appliedIndex).toBe(2);
+  });
+
+  it('keeps a replicated clock that never goes back, the same on every member and across a restart', async () => {
+    const a = await fresh();
+    const b = await fresh();
+    const times = [0, 1000, 900, 2500, 2400];
+    const entries = [a.feed.command(open('s1')), ...times.map((t, k) => a.feed.raw(encodeCommand(push('s1', k), t)))];
+    const clocks: number[][] = [[], []];
+    for (const entry of entries) {
+      await a.sm.apply(entry);
+      await b.sm.apply(entry);
+      clocks[0]!.push(a.sm.clock);
+      clocks[1]!.push(b.sm.clock);
+    }
+    expect(clocks[0]).toEqual([0, 0, 1000, 1000, 2500, 2500]);
+    expect(clocks[1]).toEqual(clocks[0]);
+    expect(await dumpDb(b.temp.db)).toEqual(await dumpDb(a.temp.db));
+    expect(await a.temp.db.get(CLOCK_KEY)).toBeDefined();
+    const reopened = await StateMachine.open(await a.temp.reopen());
+    expect(reopened.clock).toBe(2500);
+  });
+
+  it('writes no clock for entries that carry none (the legacy fixture stays byte-identical)', async () => {
+    const { temp, sm, feed } = await fresh();
+    await sm.apply(feed.command(open('s1')));
+    await sm.apply(feed.raw(pack(push('s1', 1))));
+    expect(await temp.db.get(CLOCK_KEY)).toBeUndefined();
+    expect(sm.clock).toBe(0);
+  });
+});
+
+describe('the registry', () => {
+  it('has the families of version 1, their ops unique, and no bucket claimed twice', () => {
+    expect(FAMILIES.map((f) => f.name)).toEqual(['sessions', 'lists', 'watches', 'lag']);
+    expect([...LEGACY_OPS.keys()].sort()).toEqual(['ack', 'closeSession', 'delete', 'openSession', 'push', 'unwatch', 'watch']);
+    expect(() => checkBuckets(FAMILIES)).not.toThrow();
+  });
+
+  it('refuses a family that claims a bucket already taken', () => {
+    const thief = { ...FAMILIES[1]!, name: 'thief', buckets: [{ id: Bucket.watch, name: 'mine' }] } as AnyFamily;
+    expect(() => checkBuckets([...FAMILIES, thief])).toThrow(/bucket 0x0006 of thief is already watches's/);
+    const kernel = { ...FAMILIES[1]!, name: 'kernel-thief', buckets: [{ id: Bucket.log, name: 'log' }] } as AnyFamily;
+    expect(() => checkBuckets([...FAMILIES, kernel])).toThrow(/already the kernel's/);
+  });
+});
