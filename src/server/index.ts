@@ -12,7 +12,7 @@ import type { ServerConfig } from './config.js';
 import { deriveClusterId, IncarnationGuard } from '../raft/transport/auth.js';
 import { PeerTransport } from '../raft/transport/peer-transport.js';
 import type { Message } from '../raft/types.js';
-import { initialMembers } from '../statemachine/index.js';
+import { initialMembers, UnknownCommandError } from '../statemachine/index.js';
 import { Admission } from './admission.js';
 import { ClientConnection } from './client-connection.js';
 import { CloseCode, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
@@ -78,6 +78,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       onMembersChanged: (members) => void directory?.update(members),
       onFatal: (err) => {
         if (err instanceof MembershipDivergedError) logger.fatal({ event: 'membership-diverged', err: err.message }, `stopping: ${err.message}`);
+        else if (err instanceof UnknownCommandError) logger.fatal({ event: 'command-unknown', err: err.message }, `stopping: ${err.message}`);
         else logger.fatal({ event: 'storage-failed', err: String(err) }, 'storage failed; stopping to keep acknowledged writes safe');
         process.exit(70);
       },

@@ -41,7 +41,7 @@ describe('the entry envelope', () => {
   it.each([
     ['an unknown family', { v: 1, family: 'journal', op: 'add', t: 0 }],
     ['an unknown op of a known family', { v: 1, family: 'lists', op: 'put', t: 0, session: 's' }],
-    ['a version above this build', { v: COMMAND_VERSION + 1, family: 'lists', op: 'push', t: 0, ...push('s1', 1) }],
+    ['a version above this build', { v: COMMAND_VERSION + 1, family: 'lists', t: 0, ...push('s1', 1) }],
     ['an unknown op of an entry without envelope', { op: 'frobnicate' }],
   ])('refuses %s as unknown, naming the version it needs', (_what, raw) => {
     expect(() => decodeEntryCommand(pack(raw))).toThrow(UnknownCommandError);
