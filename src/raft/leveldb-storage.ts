@@ -1,5 +1,5 @@
 // The Raft log on LevelDB, laid out as seed 003 says. The database is shared
-// with the state machine (buckets 0x0003+ and the 'applied' internal property),
+// with the state machine (every key outside the buckets and properties below),
 // so this class touches only its own keys and never closes the database.
 //
 //   0x0000 'hardState'     msgpack { term, vote, commit }      peer-local, never in a snapshot

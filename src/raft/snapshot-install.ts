@@ -27,7 +27,7 @@ import { Packr } from 'msgpackr';
 import { propertyKey } from '../keys/index.js';
 import { fsyncDir, fsyncFile } from './fsync.js';
 import type { LevelDb, LevelLogStorage } from './leveldb-storage.js';
-import { appliedIndexIn, fileChunks, INCOMING_PREFIX, readRecords, replaceState, SnapshotError, type StagedFile } from './state-transfer.js';
+import { appliedIndexIn, fileChunks, INCOMING_PREFIX, readRecords, replaceState, SnapshotError, type AppliedIndexField, type StagedFile } from './state-transfer.js';
 import { checkClusterConfig } from './storage.js';
 import type { SnapshotMeta } from './types.js';
 
@@ -52,9 +52,16 @@ export type InstallStep = 'afterMarker' | 'afterState';
  * must carry `meta.index` as its applied index; it is checked before anything
  * is written. `failAt` exists for crash tests only.
  */
-export async function installStagedSnapshot(db: LevelDb, storage: LevelLogStorage, meta: SnapshotMeta, staged: StagedFile, failAt?: InstallStep): Promise<void> {
+export async function installStagedSnapshot(
+  db: LevelDb,
+  storage: LevelLogStorage,
+  meta: SnapshotMeta,
+  staged: StagedFile,
+  applied: AppliedIndexField,
+  failAt?: InstallStep,
+): Promise<void> {
   checkClusterConfig(meta.config, 'snapshot config', 'invalidArgument');
-  const carried = await appliedIndexIn(readRecords(fileChunks(staged.path)));
+  const carried = await appliedIndexIn(readRecords(fileChunks(staged.path)), applied);
   if (carried !== meta.index) throw new SnapshotError(`snapshot data reflects index ${carried}, its meta says ${meta.index}`);
   await fsyncFile(staged.path);
   await fsyncDir(dirname(staged.path));

@@ -1,8 +1,10 @@
 // Moving a whole state machine between nodes (InstallSnapshot) and into backup
-// files. Following seed 003, a snapshot is everything from bucket 0x0001 to the
-// end of the database, except what belongs to the Raft log itself (the 0x0002
-// bucket and the log's own 0x0001 properties) — the peer-local 0x0000 bucket is
-// never included. It is read through a LevelDB snapshot, so applying carries on
+// files. Following seed 003, a snapshot is everything in the database except
+// what belongs to Raft itself: the peer-local 0x0000 bucket, the 0x0002 log
+// bucket and the log's own 0x0001 properties. Which keys the store keeps beside
+// those, and how it encodes its applied index, is the store's business: it
+// supplies the applied index's key and decoder (AppliedIndexField). A state is
+// read through a LevelDB snapshot, so applying carries on
 // while it is being sent.
 //
 // Wire format of the byte stream: records of [u32 key length][key][u32 value
@@ -11,7 +13,6 @@
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { closeSync, createReadStream, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { unpack } from 'msgpackr';
 import { Bucket, bucketRange } from '../keys/index.js';
 import { LAST_LOG_INDEX_KEY, SNAPSHOT_KEY, type LevelBatchOp, type LevelDb } from './leveldb-storage.js';
 
@@ -19,11 +20,17 @@ export const SNAPSHOT_CHUNK_BYTES = 512 * 1024;
 /** In-memory staging (simulator and tests only) refuses a bigger snapshot rather than exhausting memory. */
 export const MAX_MEMORY_STAGED_BYTES = 256 * 1024 * 1024;
 
-const APPLIED_KEY_SUFFIX = Buffer.from('applied', 'utf8');
+/** Where the store keeps the applied index a state reflects, and how it reads it. */
+export interface AppliedIndexField {
+  /** A key of the state (it sorts within the first range of stateRanges). */
+  readonly key: Buffer;
+  /** Throws on bytes that are not an applied index. */
+  decode(raw: Uint8Array): number;
+}
 
-/** The key ranges a snapshot covers. */
+/** The key ranges a snapshot covers: everything but the peer-local bucket and the log bucket. */
 function stateRanges(): Array<{ gte: Buffer; lt?: Buffer }> {
-  return [bucketRange(Bucket.internal), { gte: bucketRange(Bucket.item).gte }];
+  return [bucketRange(Bucket.internal), { gte: bucketRange(Bucket.log).lt }];
 }
 
 function isLogOwned(key: Buffer): boolean {
@@ -43,11 +50,11 @@ export interface CapturedState {
   release(): Promise<void>;
 }
 
-export async function captureState(db: LevelDb): Promise<CapturedState> {
+export async function captureState(db: LevelDb, applied: AppliedIndexField): Promise<CapturedState> {
   const snapshot = db.snapshot();
   try {
-    const appliedRaw = await db.get(Buffer.concat([bucketRange(Bucket.internal).gte, APPLIED_KEY_SUFFIX]), { snapshot });
-    const index = appliedRaw === undefined ? 0 : decodeAppliedIndex(appliedRaw);
+    const appliedRaw = await db.get(applied.key, { snapshot });
+    const index = appliedRaw === undefined ? 0 : decodeAppliedIndex(applied, appliedRaw);
     return {
       index,
       async *chunks() {
@@ -76,11 +83,12 @@ export async function captureState(db: LevelDb): Promise<CapturedState> {
   }
 }
 
-/** The state machine stores its applied index as a MessagePack integer. */
-function decodeAppliedIndex(raw: Buffer): number {
-  const value: unknown = unpack(raw);
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new SnapshotError('applied index in the snapshot is not a non-negative integer');
-  return value;
+function decodeAppliedIndex(applied: AppliedIndexField, raw: Uint8Array): number {
+  try {
+    return applied.decode(raw);
+  } catch (err) {
+    throw new SnapshotError(`the applied index in the snapshot is not one: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 function encodeRecord(key: Buffer, value: Buffer): Buffer {
@@ -147,8 +155,8 @@ export const STATE_BATCH_BYTES = 4 * 1024 * 1024;
 
 /**
  * Replaces this node's state machine by a stream of records, in bounded batches:
- * the internal properties the state machine owns are deleted, every bucket from
- * 0x0003 on is cleared, then the records are written. Not atomic: the caller
+ * the internal properties the state machine owns are deleted, every bucket after
+ * the log's is cleared, then the records are written. Not atomic: the caller
  * makes a crash in the middle recoverable (snapshot-install.ts) or throws the
  * store away (a restore builds it in a temporary directory). Returns the record count.
  */
@@ -156,7 +164,7 @@ export async function replaceState(db: LevelDb, records: AsyncIterable<[Buffer, 
   const stale: LevelBatchOp[] = [];
   for await (const key of db.keys(bucketRange(Bucket.internal))) if (!isLogOwned(key)) stale.push({ type: 'del', key });
   if (stale.length > 0) await db.batch(stale);
-  await db.clear({ gte: bucketRange(Bucket.item).gte });
+  await db.clear({ gte: bucketRange(Bucket.log).lt });
   let batch: LevelBatchOp[] = [];
   let bytes = 0;
   let count = 0;
@@ -175,15 +183,14 @@ export async function replaceState(db: LevelDb, records: AsyncIterable<[Buffer, 
 }
 
 /**
- * The applied index a stream carries (the state machine's 'applied' property).
- * The internal bucket sorts first, so this reads only the stream's first records.
+ * The applied index a stream carries. Records come in key order, so this stops
+ * at the first key past the applied index's: it reads only the stream's first records.
  */
-export async function appliedIndexIn(records: AsyncIterable<[Buffer, Buffer]>): Promise<number> {
-  const appliedKey = Buffer.concat([bucketRange(Bucket.internal).gte, APPLIED_KEY_SUFFIX]);
-  const internalEnd = bucketRange(Bucket.internal).lt;
+export async function appliedIndexIn(records: AsyncIterable<[Buffer, Buffer]>, applied: AppliedIndexField): Promise<number> {
   for await (const [key, value] of records) {
-    if (key.equals(appliedKey)) return decodeAppliedIndex(value);
-    if (internalEnd !== undefined && Buffer.compare(key, internalEnd) >= 0) break;
+    const order = Buffer.compare(key, applied.key);
+    if (order === 0) return decodeAppliedIndex(applied, value);
+    if (order > 0) break;
   }
   return 0;
 }

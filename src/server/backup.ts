@@ -28,6 +28,7 @@ import { appliedIndexIn, fileChunks, readRecords, replaceState, type CapturedSta
 import type { ClusterConfig, NodeId, SnapshotMeta } from '../raft/types.js';
 import { encodeMembers, initialMembers, MEMBERS_KEY, StateMachine } from '../statemachine/index.js';
 import { writeWithBackpressure } from './http-write.js';
+import { APPLIED_INDEX } from '../statemachine/applied.js';
 
 export const BACKUP_FORMAT = 'vera-backup-v1';
 /** A header line longer than this is not one of ours. */
@@ -128,7 +129,7 @@ export async function verifyBackupFile(path: string): Promise<VerifiedBackup> {
   let carried: number;
   try {
     for await (const _record of readRecords(backupBody(backup))) records++;
-    carried = await appliedIndexIn(readRecords(backupBody(backup)));
+    carried = await appliedIndexIn(readRecords(backupBody(backup)), APPLIED_INDEX);
   } catch (cause) {
     throw new BackupError('corrupt', `the state in the file does not decode: ${describe(cause)}`, { cause });
   }

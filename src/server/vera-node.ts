@@ -15,6 +15,7 @@ import { installStagedSnapshot } from '../raft/snapshot-install.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../raft/types.js';
 import { encodeCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type AnyCommand, type Member } from '../statemachine/index.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
+import { APPLIED_INDEX } from '../statemachine/applied.js';
 
 export interface RaftTiming {
   readonly tickMs: number;
@@ -137,11 +138,11 @@ export class VeraNode {
       );
       const slot = new TransportSlot();
       const snapshots: SnapshotIO = {
-        capture: () => captureState(dir.db),
+        capture: () => captureState(dir.db, APPLIED_INDEX),
         staging: fileStaging(join(opts.dataDir, SNAPSHOTS_DIRNAME)),
         install: async (meta, staged) => {
           // Reads wait while the state is replaced in several batches: none may see it half done.
-          await sm.replaceUnderneath(() => installStagedSnapshot(dir.db, dir.storage, meta, staged));
+          await sm.replaceUnderneath(() => installStagedSnapshot(dir.db, dir.storage, meta, staged, APPLIED_INDEX));
           events.reset(meta.index);
           hooks.onMembersChanged(sm.members());
         },
@@ -283,7 +284,7 @@ export class VeraNode {
 
   /** A consistent view of the state machine, for backups (see state-transfer.ts). */
   captureState(): Promise<CapturedState> {
-    return captureState(this.dir.db);
+    return captureState(this.dir.db, APPLIED_INDEX);
   }
 
   snapshotMetaAt(index: number): SnapshotMeta | null {

@@ -2,12 +2,16 @@
 // index, and the digest over the replicated data.
 import { createHash } from 'node:crypto';
 import { Bucket, bucketRange, internalPropertyKey } from '../keys/index.js';
+import type { AppliedIndexField } from '../raft/state-transfer.js';
 import { decodeAppliedValue } from './codec.js';
 import type { VeraDb } from './types.js';
 
 export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
 
 export const APPLIED_KEY: Buffer = internalPropertyKey('applied');
+
+/** The applied index as Raft's state transfer reads it from a snapshot: its key and encoding are the store's. */
+export const APPLIED_INDEX: AppliedIndexField = { key: APPLIED_KEY, decode: decodeAppliedValue };
 
 export async function readApplied(db: VeraDb, snapshot?: DbSnapshot): Promise<number> {
   const bytes = await db.get(APPLIED_KEY, { snapshot });

@@ -75,6 +75,11 @@ describe('the import graph', () => {
     expect([...files].filter((f) => f.startsWith('src/cli/'))).toEqual([]);
   });
 
+  it('from Raft never reaches the state machine or the families: the store supplies what Raft must know of it', () => {
+    const { files } = closure(sourceFiles('src/raft'));
+    expect([...files].filter((f) => f.startsWith('src/statemachine/') || f.startsWith('src/families/') || f.startsWith('src/server/'))).toEqual([]);
+  });
+
   it('exports the client library as vera/client, with types, built from src/client/index.ts', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
     const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { outDir: string; rootDir: string; declaration: boolean } };

@@ -17,7 +17,7 @@ import { captureState, fileStaging, SnapshotAssembler, type StagedFile } from '.
 import type { ClusterConfig, SnapshotMeta } from '../../src/raft/types.js';
 import { encodeAppliedValue, encodeItemValue } from '../../src/statemachine/codec.js';
 import { StateMachine } from '../../src/statemachine/index.js';
-import { APPLIED_KEY } from '../../src/statemachine/applied.js';
+import { APPLIED_INDEX, APPLIED_KEY } from '../../src/statemachine/applied.js';
 
 const config: ClusterConfig = { voters: ['n1', 'n2', 'n3'], learners: [] };
 let base: string;
@@ -53,7 +53,7 @@ async function writeItems(dir: OpenedDataDir, prefix: string, count: number, app
 
 /** The sender's state, captured and streamed through the real file staging of the receiver. */
 async function stageFrom(sender: OpenedDataDir, receiverDir: string): Promise<{ staged: StagedFile; meta: SnapshotMeta }> {
-  const captured = await captureState(sender.db);
+  const captured = await captureState(sender.db, APPLIED_INDEX);
   const assembler = new SnapshotAssembler(fileStaging(join(base, receiverDir, SNAPSHOTS_DIRNAME)));
   const { createHash } = await import('node:crypto');
   const hash = createHash('sha256');
@@ -91,7 +91,7 @@ describe('snapshot install crash points', () => {
     const { sender, receiver, senderDigest, receiverDigest } = await pair();
     expect(senderDigest).not.toBe(receiverDigest);
     const { staged, meta } = await stageFrom(sender, 'receiver');
-    await installStagedSnapshot(receiver.db, receiver.storage, meta, staged);
+    await installStagedSnapshot(receiver.db, receiver.storage, meta, staged, APPLIED_INDEX);
     expect(await digestOf(receiver)).toBe(senderDigest);
     const loaded = await receiver.storage.load();
     expect(loaded.snapshot.index).toBe(2000);
@@ -105,7 +105,7 @@ describe('snapshot install crash points', () => {
     it(`a crash ${step === 'afterMarker' ? 'after the marker, before any state was written' : 'after the state, before the log was reset'} is finished by the next open`, async () => {
       const { sender, receiver, senderDigest } = await pair();
       const { staged, meta } = await stageFrom(sender, 'receiver');
-      await expect(installStagedSnapshot(receiver.db, receiver.storage, meta, staged, step)).rejects.toThrow(/injected failure/);
+      await expect(installStagedSnapshot(receiver.db, receiver.storage, meta, staged, APPLIED_INDEX, step)).rejects.toThrow(/injected failure/);
       expect(await receiver.db.get(INSTALL_MARKER_KEY)).toBeDefined();
       await close(receiver);
 
@@ -122,7 +122,7 @@ describe('snapshot install crash points', () => {
   it('a snapshot whose data does not reflect its meta index is refused before anything is written', async () => {
     const { sender, receiver, receiverDigest } = await pair();
     const { staged, meta } = await stageFrom(sender, 'receiver');
-    await expect(installStagedSnapshot(receiver.db, receiver.storage, { ...meta, index: meta.index + 1 }, staged)).rejects.toThrow(/reflects index 2000/);
+    await expect(installStagedSnapshot(receiver.db, receiver.storage, { ...meta, index: meta.index + 1 }, staged, APPLIED_INDEX)).rejects.toThrow(/reflects index 2000/);
     expect(await receiver.db.get(INSTALL_MARKER_KEY)).toBeUndefined();
     expect(await digestOf(receiver)).toBe(receiverDigest);
     expect((await receiver.storage.load()).snapshot.index).toBe(0);
@@ -132,7 +132,7 @@ describe('snapshot install crash points', () => {
     for (const damage of ['deleted', 'changed'] as const) {
       const { sender, receiver } = await pair();
       const { staged, meta } = await stageFrom(sender, 'receiver');
-      await expect(installStagedSnapshot(receiver.db, receiver.storage, meta, staged, 'afterState')).rejects.toThrow(/injected/);
+      await expect(installStagedSnapshot(receiver.db, receiver.storage, meta, staged, APPLIED_INDEX, 'afterState')).rejects.toThrow(/injected/);
       await close(receiver);
       if (damage === 'deleted') await rm(staged.path);
       else await writeFile(staged.path, 'not the staged snapshot');

@@ -23,6 +23,7 @@ import {
   SnapshotAssembler,
   SnapshotError,
 } from '../../src/raft/state-transfer.js';
+import { APPLIED_INDEX } from '../../src/statemachine/applied.js';
 
 const packr = new Packr({ useRecords: false });
 const APPLIED_KEY = internalPropertyKey('applied');
@@ -130,7 +131,7 @@ const privateOf = async (db: LevelDb): Promise<Dump> => [
 ];
 
 async function captureChunks(db: LevelDb): Promise<{ index: number; chunks: Buffer[] }> {
-  const captured = await captureState(db);
+  const captured = await captureState(db, APPLIED_INDEX);
   try {
     const chunks: Buffer[] = [];
     for await (const chunk of captured.chunks()) chunks.push(chunk);
@@ -165,7 +166,7 @@ async function decodeAll(data: Buffer): Promise<Array<[Buffer, Buffer]>> {
   return out;
 }
 
-const appliedIndexOf = (data: Buffer): Promise<number> => appliedIndexIn(readRecords(bufferChunks(data)));
+const appliedIndexOf = (data: Buffer): Promise<number> => appliedIndexIn(readRecords(bufferChunks(data)), APPLIED_INDEX);
 
 function expectSameBytes(actual: Buffer | null, expected: Buffer): void {
   expect(actual).not.toBeNull();
@@ -309,7 +310,7 @@ describe('state transfer over LevelDB', () => {
     await seedSender(db, 600);
     const expectedState = await stateOf(db);
 
-    const captured = await captureState(db);
+    const captured = await captureState(db, APPLIED_INDEX);
     const chunks: Buffer[] = [];
     let writes = 0;
     try {
