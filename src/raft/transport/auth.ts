@@ -38,8 +38,12 @@ export class PeerAuthError extends Error {
   override readonly name: string = 'PeerAuthError';
 }
 
-/** 2: heartbeat rounds back a leader lease (a node that heard a leader grants no vote for a while); 1 did not, so the two must not mix. */
-export const PEER_PROTOCOL_VERSION = 2;
+/**
+ * 2: heartbeat rounds back a leader lease (a node that heard a leader grants no vote for a while); 1 did not.
+ * 3: command entries carry an envelope ({v, family, op, t}); a version-2 member would apply every one of them
+ * as a malformed no-op while the others applied it, so the two must not mix.
+ */
+export const PEER_PROTOCOL_VERSION = 3;
 export const NONCE_BYTES = 32;
 const MAX_CLUSTER_ID_BYTES = 255;
 const DOMAIN = 'vera-peer-auth-v1';
