@@ -8,7 +8,9 @@
 // entry (LevelDB writes, change events, reply, in-memory updates run once the
 // writes are in the db), its in-memory indexes (`load`, rebuilt from the db at
 // start and after a snapshot install), the LevelDB buckets it writes
-// (`buckets`), and what happens to its data when a session ends.
+// (`buckets`), what happens to its data when a session ends, and, loaded only
+// by the server, its client ops and leader duties (`server`).
+import type { ServerPart } from '../server/family-part.js';
 import type { ApplyError, ApplySuccess, ChangeEvent, VeraDb } from '../statemachine/types.js';
 
 export type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
@@ -84,6 +86,8 @@ export interface Family<C extends { readonly op: string }, S> {
   goesAlone(command: C, states: States): boolean;
   /** What the family deletes when a session ends (in the session-ending entry's batch). */
   endSession?(session: string, ctx: PlanContext): Promise<SessionEndPlan> | SessionEndPlan;
+  /** Loads the family's server part (its client ops and leader duties); only the server calls it. */
+  server?(): Promise<ServerPart>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds families of every command type

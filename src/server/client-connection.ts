@@ -8,7 +8,8 @@ import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnecti
 import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
 import * as ops from './ops.js';
 import { OutputBudget, type OutputSocket } from './output-budget.js';
-import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Request } from '../protocol/index.js';
+import type { OpHandler } from './family-part.js';
+import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request } from '../protocol/index.js';
 
 /** How long a hello on a member that knows no leader waits for an election to end (the shortest election timeout). */
 const HELLO_LEADER_WAIT_MS = 1000;
@@ -155,22 +156,19 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       case 'ping':
         if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
         return { index: fe.node.appliedIndex };
-      case 'bye':
-        expectOk(await fe.node.propose({ op: 'closeSession', session, reason: 'bye' }));
-        return {};
-      case 'push':
-        return ops.push(fe, session, request, frameBytes);
       case 'get':
         return this.get(request, encoding);
-      case 'ls':
-        return ops.ls(fe, request);
-      case 'delete':
-        return ops.del(fe, session, request);
-      case 'watch':
-        return ops.watch(fe, session, request, frameBytes);
-      case 'unwatch':
-        return ops.unwatch(fe, session, request);
+      default:
+        return this.familyOp(request, session, frameBytes);
     }
+  }
+
+  /** An op a command family answers. */
+  private familyOp(request: Exclude<Request, { op: 'hello' | 'ping' | 'get' }>, session: string, frameBytes: number): Promise<AnyResult> {
+    // The handler registered under an op takes that op's request: the table is keyed so.
+    const handler = this.fe.ops[request.op] as OpHandler<Op> | undefined;
+    if (handler === undefined) return Promise.reject(new VeraError('BAD_REQUEST', `no command family answers "${request.op}"`));
+    return handler({ fe: this.fe, session, request, frameBytes });
   }
 
   /**

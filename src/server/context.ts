@@ -7,6 +7,7 @@ import type { NodeId } from '../raft/types.js';
 import type { ApplyOutcome, ApplyResult } from '../statemachine/types.js';
 import type { DiskGuard } from './disk-guard.js';
 import type { ExpiryQueue } from './expiry.js';
+import type { OpHandlers } from './family-part.js';
 import type { Notifier } from './notifier.js';
 import { VeraError, type ProtocolLimits } from '../protocol/index.js';
 import type { ServerMetrics } from './server-metrics.js';
@@ -38,6 +39,8 @@ export interface AttachedConnection {
 
 export interface FrontEnd {
   readonly node: VeraNode;
+  /** The client ops the command families answer (all but hello, ping and get, which the connection does). */
+  readonly ops: OpHandlers;
   readonly notifier: Notifier;
   readonly expiry: ExpiryQueue;
   /** Refuses requests that add data while the data disk is below its reserve. */

@@ -20,6 +20,8 @@ import { ExpiryQueue } from './expiry.js';
 import { fdBudget, openFileLimit } from './fd-budget.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
+import { loadServerParts } from './family-part.js';
+import { FAMILIES } from '../families/registry.js';
 import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier } from './notifier.js';
 import { DiskGuard } from './disk-guard.js';
@@ -49,7 +51,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   // Everything the front end shares; filled in once the data directory is open.
   const connections = new Map<string, AttachedConnection>();
   const fds = fdBudget(openFileLimit(), config.limits.connectionsMax);
-  const expiry = new ExpiryQueue(() => performance.now(), DEFAULT_DUTY_TIMINGS.expiryCheckMs);
+  const expiry = new ExpiryQueue(() => performance.now(), DEFAULT_DUTY_TIMINGS['session-expiry']!);
   const leaderWatch = new LeaderWatch();
   let fe: FrontEnd | undefined;
   let duties: LeaderDuties | undefined;
@@ -164,8 +166,10 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const limits = { ...DEFAULT_LIMITS, ...config.limits, replyBytes: Math.min(DEFAULT_LIMITS.replyBytes, Math.floor(config.limits.frameBytes / 2)) };
   const disk = new DiskGuard(config.dataDir, config.limits.diskReserveBytes, logger);
   disk.start();
+  const parts = await loadServerParts(FAMILIES);
   const front: FrontEnd = {
     node: veraNode,
+    ops: parts.ops,
     disk,
     notifier: new Notifier(veraNode.stateMachine, veraNode.events, { ...DEFAULT_NOTIFIER_LIMITS, resyncFrameBytes: limits.replyBytes }, (err) =>
       logger.error({ event: 'resync-failed', err: String(err) }, 'could not read lists for a resync'),
@@ -185,7 +189,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     connections,
   };
   fe = front;
-  duties = new LeaderDuties(front, DEFAULT_DUTY_TIMINGS);
+  duties = new LeaderDuties(front, parts.duties, DEFAULT_DUTY_TIMINGS);
   const admin = {
     node: veraNode,
     directory: members,

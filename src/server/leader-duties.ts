@@ -1,17 +1,19 @@
-// What only the leader does: keep every session's clock, propose expiry when one
-// runs out, and write acknowledged notification indexes through Raft in batches.
-// A new leader starts every session's clock at the full timeout (seed 003).
+// What only the leader does, on timers: the duties the command families declare
+// (session clocks and expiry, writing acknowledged indexes, ...). Each runs every
+// `timings[name]` ms while this member leads; when it stops leading, the duties
+// stop and the clients attached here are sent to the new leader.
 
 import { CloseCode, type FrontEnd } from './context.js';
+import type { LeaderDuty } from './family-part.js';
 
-export interface LeaderDutyTimings {
-  /** How often session deadlines are checked: bounds how late an expiry is proposed. */
-  readonly expiryCheckMs: number;
-  /** How often acknowledged indexes are written through Raft. */
-  readonly ackFlushMs: number;
-}
+/** Period of each duty by name (ms). */
+export type LeaderDutyTimings = Readonly<Record<string, number>>;
 
-export const DEFAULT_DUTY_TIMINGS: LeaderDutyTimings = { expiryCheckMs: 25, ackFlushMs: 1000 };
+export const DEFAULT_DUTY_TIMINGS: LeaderDutyTimings = {
+  // Bounds how late an expiry is proposed.
+  'session-expiry': 25,
+  'ack-flush': 1000,
+};
 
 export class LeaderDuties {
   private timers: NodeJS.Timeout[] = [];
@@ -19,8 +21,11 @@ export class LeaderDuties {
 
   constructor(
     private readonly fe: FrontEnd,
+    private readonly duties: readonly LeaderDuty[],
     private readonly timings: LeaderDutyTimings,
-  ) {}
+  ) {
+    for (const duty of duties) if (!(timings[duty.name]! > 0)) throw new Error(`no period for the leader duty ${duty.name}`);
+  }
 
   /** Called on every role change. */
   setLeading(leading: boolean): void {
@@ -28,13 +33,13 @@ export class LeaderDuties {
     this.leading = leading;
     this.stopTimers();
     const { fe } = this;
-    fe.expiry.clear();
     if (leading) {
-      for (const [session, info] of fe.node.stateMachine.sessions()) fe.expiry.track(session, info.timeoutMs);
-      this.timers.push(setInterval(() => this.checkSessions(), this.timings.expiryCheckMs));
-      this.timers.push(setInterval(() => this.flushAcks(), this.timings.ackFlushMs));
-      fe.logger.info({ event: 'leader-duties-started', sessions: fe.expiry.size }, 'this node leads: session clocks started');
+      for (const duty of this.duties) {
+        duty.start?.(fe);
+        this.timers.push(setInterval(() => duty.tick(fe), this.timings[duty.name]));
+      }
     } else {
+      for (const duty of this.duties) duty.stop?.(fe);
       // Sessions live on the leader: send their clients to the new one.
       for (const conn of [...fe.connections.values()]) conn.close(CloseCode.notLeader, 'this node is no longer the leader; reconnect');
       fe.connections.clear();
@@ -50,46 +55,5 @@ export class LeaderDuties {
   private stopTimers(): void {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
-  }
-
-  /**
-   * Bring the clocks in line with the replicated sessions (some open or close through
-   * entries applied after we took over), then propose the expiry of overdue ones.
-   */
-  private checkSessions(): void {
-    const { fe } = this;
-    const live = fe.node.stateMachine.sessions();
-    for (const [session, info] of live) if (!fe.expiry.has(session)) fe.expiry.track(session, info.timeoutMs);
-    for (const session of fe.expiry.sessions()) {
-      if (live.has(session)) continue;
-      fe.expiry.remove(session);
-      fe.notifier.forgetSession(session);
-      const conn = fe.connections.get(session);
-      if (conn) {
-        fe.connections.delete(session);
-        conn.close(CloseCode.sessionEnded, 'session ended');
-      }
-    }
-    for (const session of fe.expiry.takeDue()) {
-      fe.logger.info({ event: 'session-expired', session }, 'session timed out; deleting its ephemeral items');
-      fe.metrics.expirations.inc();
-      fe.node.propose({ op: 'closeSession', session, reason: 'expired' }).then(
-        () => undefined,
-        (err: unknown) => {
-          fe.logger.warn({ event: 'session-expiry-failed', session, err: String(err) }, 'expiry proposal failed; will retry');
-          fe.expiry.retry(session);
-        },
-      );
-    }
-  }
-
-  private flushAcks(): void {
-    const { fe } = this;
-    const live = fe.node.stateMachine.sessions();
-    const acks = fe.notifier.takeUnwrittenAcks().filter(([s, index]) => live.has(s) && index > fe.node.stateMachine.lagOf(s));
-    if (acks.length === 0) return;
-    fe.node.propose({ op: 'ack', acks }).catch((err: unknown) => {
-      fe.logger.debug({ event: 'ack-write-failed', err: String(err) }, 'acknowledged indexes not written; a resume may replay more');
-    });
   }
 }

@@ -10,6 +10,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FrontEnd } from '../../src/server/context.js';
 import { ExpiryQueue } from '../../src/server/expiry.js';
 import { LeaderDuties } from '../../src/server/leader-duties.js';
+import { sessionExpiry } from '../../src/families/sessions/server.js';
+import { ackFlush } from '../../src/families/lag/server.js';
 import type { Command } from '../../src/statemachine/commands.js';
 
 const CHECK_MS = 25;
@@ -56,7 +58,7 @@ const expiries = (): Command[] => proposals.filter((c) => c.op === 'closeSession
 
 describe('LeaderDuties across a lost and regained leadership', () => {
   it('gives every session its full timeout again when this member leads again', () => {
-    const duties = new LeaderDuties(frontEnd(), { expiryCheckMs: CHECK_MS, ackFlushMs: 60_000 });
+    const duties = new LeaderDuties(frontEnd(), [sessionExpiry, ackFlush], { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
     duties.setLeading(true);
     advance(900);
     expect(expiries()).toEqual([]);

@@ -192,4 +192,5 @@ export const lists: Family<ListsCommand, ListsState> = {
     return command.quota !== undefined && !states.of(lists).usage.knows(command.path, command.persistent ? null : command.session, command.quota.listItems);
   },
   endSession,
+  server: async () => (await import('./server.js')).server,
 };

@@ -100,4 +100,5 @@ export const watches: Family<WatchCommand, WatchesState> = {
   // A watch reads its list from the db, which must hold every entry before it.
   goesAlone: (command) => command.op === 'watch',
   endSession,
+  server: async () => (await import('./server.js')).server,
 };

@@ -1,0 +1,19 @@
+// The lag family on the server: the leader writes the notification indexes
+// clients acknowledged through Raft, in batches, so a new leader knows what to
+// replay to each session.
+import type { LeaderDuty, ServerPart } from '../../server/family-part.js';
+
+export const ackFlush: LeaderDuty = {
+  name: 'ack-flush',
+  tick: (fe) => {
+    const sm = fe.node.stateMachine;
+    const live = sm.sessions();
+    const acks = fe.notifier.takeUnwrittenAcks().filter(([s, index]) => live.has(s) && index > sm.lagOf(s));
+    if (acks.length === 0) return;
+    fe.node.propose({ op: 'ack', acks }).catch((err: unknown) => {
+      fe.logger.debug({ event: 'ack-write-failed', err: String(err) }, 'acknowledged indexes not written; a resume may replay more');
+    });
+  },
+};
+
+export const server: ServerPart = { duties: [ackFlush] };

@@ -1,0 +1,38 @@
+// The lists family's client ops: push, delete and ls. (A get is answered by the
+// connection itself, which streams large lists at the pace the client reads.)
+import { VeraError, type EmptyResult, type LsResult, type PushResult } from '../../protocol/index.js';
+import { expectOk } from '../../server/context.js';
+import { proposeTimed, type OpCall, type ServerPart } from '../../server/family-part.js';
+import { wireItem } from '../../server/ops.js';
+
+async function push({ fe, session, request: req, frameBytes }: OpCall<'push'>): Promise<PushResult> {
+  fe.disk.admit(frameBytes);
+  const { watchesPerSession, itemsPerSession, bytesPerSession, itemsPerList } = fe.limits;
+  const outcome = await proposeTimed(fe, {
+    op: 'push',
+    session,
+    path: req.path,
+    data: req.data,
+    persistent: req.persistent ?? false,
+    watch: req.watch ?? true,
+    ...(req.ifLastIndex === undefined ? {} : { ifLastIndex: req.ifLastIndex }),
+    // Judged in apply, so concurrent pushes cannot together pass a limit.
+    quota: { watches: watchesPerSession, items: itemsPerSession, bytes: bytesPerSession, listItems: itemsPerList },
+  });
+  const r = expectOk(outcome);
+  if (r.op !== 'push') throw new VeraError('INTERNAL', `push applied as ${r.op}`);
+  return { item: wireItem(r.item) };
+}
+
+async function del({ fe, session, request: req }: OpCall<'delete'>): Promise<EmptyResult> {
+  expectOk(await proposeTimed(fe, { op: 'delete', session, path: req.path, index: req.index }));
+  return {};
+}
+
+async function ls({ fe, request: req }: OpCall<'ls'>): Promise<LsResult> {
+  await fe.node.linearizableBarrier(fe.readTimeoutMs);
+  const view = await fe.node.stateMachine.children(req.path);
+  return { index: view.index, children: [...view.children] };
+}
+
+export const server: ServerPart = { ops: { push, delete: del, ls } };
