@@ -2,13 +2,14 @@
 // src/families and one line here; the store kernel, the entry codec and the
 // state machine's loaders know families only through this list.
 import { Bucket } from '../keys/index.js';
+import { cluster } from './cluster/index.js';
 import type { AnyFamily } from './family.js';
 import { lag } from './lag/index.js';
 import { lists } from './lists/index.js';
 import { sessions } from './sessions/index.js';
 import { watches } from './watches/index.js';
 
-export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag];
+export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster];
 
 /** Buckets that belong to no family: properties, the store's own keys, the Raft log. */
 export const KERNEL_BUCKETS = [Bucket.property, Bucket.internal, Bucket.log] as const;

@@ -58,6 +58,8 @@ export interface FrontEnd {
   clientUrl(id: NodeId): string | null;
   /** Sessions with a live connection on this node. */
   readonly connections: Map<string, AttachedConnection>;
+  /** The command version each authenticated peer advertised in its handshake. */
+  readonly peerCommandVersions: ReadonlyMap<NodeId, number>;
 }
 
 export { CloseCode } from '../protocol/index.js';

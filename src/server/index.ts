@@ -12,7 +12,8 @@ import type { ServerConfig } from './config.js';
 import { deriveClusterId, IncarnationGuard } from '../raft/transport/auth.js';
 import { PeerTransport } from '../raft/transport/peer-transport.js';
 import type { Message } from '../raft/types.js';
-import { initialMembers, UnknownCommandError } from '../statemachine/index.js';
+import { initialMembers, requiredVersion, UnknownCommandError } from '../statemachine/index.js';
+import { assertCommandVersion } from '../families/cluster/server.js';
 import { Admission } from './admission.js';
 import { ClientConnection } from './client-connection.js';
 import { CloseCode, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
@@ -21,7 +22,7 @@ import { fdBudget, openFileLimit } from './fd-budget.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
 import { loadServerParts } from './family-part.js';
-import { FAMILIES } from '../families/registry.js';
+import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
 import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier } from './notifier.js';
 import { DiskGuard } from './disk-guard.js';
@@ -50,6 +51,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 
   // Everything the front end shares; filled in once the data directory is open.
   const connections = new Map<string, AttachedConnection>();
+  /** The command version each authenticated peer advertised (see families/cluster/versions.ts). */
+  const peerCommandVersions = new Map<string, number>();
   const fds = fdBudget(openFileLimit(), config.limits.connectionsMax);
   const expiry = new ExpiryQueue(() => performance.now(), DEFAULT_DUTY_TIMINGS['session-expiry']!);
   const leaderWatch = new LeaderWatch();
@@ -106,6 +109,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
           void veraNode.rememberClusterId(id).catch((err: unknown) => logger.error({ event: 'cluster-id-save-failed', err: String(err) }, 'could not save the cluster id')),
         incarnation: veraNode.identity.incarnation,
         checkPeerIncarnation: (peer, incarnation) => guard.check(peer, incarnation),
+        commandVersion: COMMAND_VERSION,
+        notePeerCommandVersion: (peer, version) => peerCommandVersions.set(peer, version),
         onMessage: (m: Message) => veraNode.step(m),
         currentTerm: () => veraNode.status().term,
         // A crashed leader's port refuses connections at once: elect a new one without waiting out the timeout.
@@ -187,8 +192,10 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     },
     clientUrl: (id) => members.clientUrl(id),
     connections,
+    peerCommandVersions,
   };
   fe = front;
+  veraNode.setProposalGate((command) => assertCommandVersion(front, 'family' in command ? `${command.family}.${command.op}` : command.op, requiredVersion(command)));
   duties = new LeaderDuties(front, parts.duties, DEFAULT_DUTY_TIMINGS);
   const admin = {
     node: veraNode,

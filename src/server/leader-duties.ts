@@ -13,6 +13,7 @@ export const DEFAULT_DUTY_TIMINGS: LeaderDutyTimings = {
   // Bounds how late an expiry is proposed.
   'session-expiry': 25,
   'ack-flush': 1000,
+  'command-version': 1000,
 };
 
 export class LeaderDuties {

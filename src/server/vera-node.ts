@@ -271,8 +271,20 @@ export class VeraNode {
     return this.driver.appliedIndex;
   }
 
+  /** Checked before every proposal; throws to refuse one (the cluster's command version, see families/cluster). */
+  private proposalGate: ((command: AnyCommand) => void) | null = null;
+
+  setProposalGate(gate: (command: AnyCommand) => void): void {
+    this.proposalGate = gate;
+  }
+
   /** Propose a state-machine command; resolves with its apply outcome once committed and applied here. */
   propose(command: AnyCommand): Promise<ApplyOutcome> {
+    try {
+      this.proposalGate?.(command);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     // The leader's wall clock rides in the entry: the replicated clock every member applies with.
     return this.driver.propose(encodeCommand(command, Date.now()));
   }

@@ -18,7 +18,7 @@ export async function readApplied(db: VeraDb, snapshot?: DbSnapshot): Promise<nu
   return bytes === undefined ? 0 : decodeAppliedValue(bytes);
 }
 
-/** sha256 over every key and value of buckets 0x0003..0x0007 (the replicated Vera data). */
+/** sha256 over every key and value of the families' buckets (0x0003 on: the replicated Vera data). */
 export async function digestState(db: VeraDb): Promise<string> {
   const hash = createHash('sha256');
   const length = Buffer.alloc(4);
@@ -28,7 +28,7 @@ export async function digestState(db: VeraDb): Promise<string> {
     hash.update(length);
     hash.update(bytes);
   };
-  for await (const [key, value] of db.iterator({ gte: bucketRange(Bucket.item).gte, lt: bucketRange(Bucket.lag).lt })) {
+  for await (const [key, value] of db.iterator({ gte: bucketRange(Bucket.item).gte })) {
     frame(key);
     frame(value);
   }

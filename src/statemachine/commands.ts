@@ -65,6 +65,14 @@ export function encodeCommand(command: AnyCommand, t = 0): Uint8Array {
   return pack({ v, family: family.name, op: command.op, t: integerIn(t, 't', 0, MAX_INDEX), ...withoutOp(decoded) });
 }
 
+/** The command version `command` needs (its family's or its op's, whichever is newer); throws UnknownCommandError. */
+export function requiredVersion(command: AnyCommand): number {
+  const family = 'family' in command ? FAMILY_BY_NAME.get(command.family) : LEGACY_OPS.get(command.op);
+  const spec = family?.ops[command.op];
+  if (family === undefined || spec === undefined) throw new UnknownCommandError(`unknown command ${'family' in command ? `${command.family}.` : ''}${command.op}`);
+  return Math.max(family.since, spec.since);
+}
+
 /** The bare command an entry carries (without its envelope); throws CommandError. */
 export function decodeCommand(bytes: Uint8Array): Command {
   return decodeEntryCommand(bytes).command as Command;

@@ -6,6 +6,7 @@ export {
   MAX_TIMEOUT_MS,
   decodeCommand,
   encodeCommand,
+  requiredVersion,
   UnknownCommandError,
   type AnyCommand,
   type FamilyCommand,

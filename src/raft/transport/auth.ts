@@ -58,6 +58,8 @@ export interface ProofInput {
   readonly ownNonce: Uint8Array;
   /** The prover's store incarnation, when it sent one. */
   readonly ownIncarnation?: string;
+  /** The command version the prover advertised, when it sent one. */
+  readonly ownCommandVersion?: number;
 }
 
 /** A member showed an incarnation other than the one first seen for it: its data directory was replaced. */
@@ -95,6 +97,7 @@ export function computeProof(secret: string | Uint8Array, input: ProofInput): Bu
   const fields: Array<string | Uint8Array> = [DOMAIN, input.clusterId, input.role, input.ownId, input.peerNonce, input.ownNonce];
   // Appended only when present, so proofs without an incarnation stay what they were.
   if (input.ownIncarnation !== undefined) fields.push(input.ownIncarnation);
+  if (input.ownCommandVersion !== undefined) fields.push(`cv=${input.ownCommandVersion}`);
   for (const field of fields) {
     const b = typeof field === 'string' ? Buffer.from(field, 'utf8') : field;
     const len = Buffer.alloc(4);
@@ -124,6 +127,13 @@ export interface HandshakeOptions {
    * if none); throws (PeerIncarnationError) to refuse the peer. Absent: no check.
    */
   readonly checkPeerIncarnation?: (peer: NodeId, incarnation: string | null) => void;
+  /**
+   * The command version this member's state machine applies, advertised to the peer
+   * and bound into our proof. The transport does not interpret it.
+   */
+  readonly commandVersion?: number;
+  /** Called once the peer has proven the secret, with the command version it advertised (1 if none). */
+  readonly notePeerCommandVersion?: (peer: NodeId, version: number) => void;
 }
 
 /** A listener may not know its cluster id yet (a joining member): null takes the dialer's. */
@@ -136,6 +146,29 @@ export function checkHandshakeOptions(o: HandshakeOptions | ListenerHandshakeOpt
   if (o.incarnation !== undefined && !validIncarnation(o.incarnation)) {
     throw new PeerAuthError(`an incarnation must be 1..${MAX_INCARNATION_BYTES} bytes`);
   }
+  if (o.commandVersion !== undefined && !validCommandVersion(o.commandVersion)) throw new PeerAuthError('a command version must be a positive integer');
+}
+
+function validCommandVersion(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 1;
+}
+
+/** What this side adds to its proof and its first frame. */
+function ownIdentity(o: HandshakeOptions | ListenerHandshakeOptions): { proof: Pick<ProofInput, 'ownIncarnation' | 'ownCommandVersion'>; frame: Record<string, unknown> } {
+  return {
+    proof: { ...(o.incarnation === undefined ? {} : { ownIncarnation: o.incarnation }), ...(o.commandVersion === undefined ? {} : { ownCommandVersion: o.commandVersion }) },
+    frame: { ...(o.incarnation === undefined ? {} : { inc: o.incarnation }), ...(o.commandVersion === undefined ? {} : { cv: o.commandVersion }) },
+  };
+}
+
+/** What the peer added to its first frame, to check its proof with and to report once it is proven. */
+interface PeerIdentity {
+  readonly incarnation: string | null;
+  readonly commandVersion: number | null;
+}
+
+function peerProofFields(peer: PeerIdentity): Pick<ProofInput, 'ownIncarnation' | 'ownCommandVersion'> {
+  return { ...(peer.incarnation === null ? {} : { ownIncarnation: peer.incarnation }), ...(peer.commandVersion === null ? {} : { ownCommandVersion: peer.commandVersion }) };
 }
 
 function validClusterId(id: string): boolean {
@@ -150,7 +183,7 @@ function validIncarnation(inc: string): boolean {
 export class DialerHandshake {
   private readonly nonce: Uint8Array;
   private peerNonce: Uint8Array | null = null;
-  private peerIncarnation: string | null = null;
+  private peer: PeerIdentity = { incarnation: null, commandVersion: null };
   private state: 'new' | 'sentHello' | 'sentProof' | 'done' | 'failed' = 'new';
 
   constructor(
@@ -177,7 +210,7 @@ export class DialerHandshake {
       from: this.opts.selfId,
       to: this.peerId,
       nonce: this.nonce,
-      ...(this.opts.incarnation === undefined ? {} : { inc: this.opts.incarnation }),
+      ...ownIdentity(this.opts).frame,
     });
   }
 
@@ -198,13 +231,13 @@ export class DialerHandshake {
   }
 
   private onChallenge(value: unknown): Buffer {
-    const { fields: f, incarnation } = withIncarnation(value, 'challenge', ['t', 'cluster', 'from', 'nonce']);
+    const { fields: f, peer } = withIdentity(value, 'challenge', ['t', 'cluster', 'from', 'nonce']);
     expectType(f.t, 'challenge');
     checkCluster(f.cluster, this.opts.clusterId);
     const from = nodeId(f.from, 'challenge.from');
     if (from !== this.peerId) throw new PeerAuthError(`dialed ${this.peerId} but the listener says it is ${from}`);
     this.peerNonce = nonce(f.nonce, 'challenge.nonce');
-    this.peerIncarnation = incarnation;
+    this.peer = peer;
     this.state = 'sentProof';
     const proof = computeProof(this.opts.secret, {
       clusterId: this.opts.clusterId,
@@ -212,7 +245,7 @@ export class DialerHandshake {
       ownId: this.opts.selfId,
       peerNonce: this.peerNonce,
       ownNonce: this.nonce,
-      ...(this.opts.incarnation === undefined ? {} : { ownIncarnation: this.opts.incarnation }),
+      ...ownIdentity(this.opts).proof,
     });
     return packFrame({ t: 'proof', proof });
   }
@@ -229,13 +262,14 @@ export class DialerHandshake {
         ownId: this.peerId,
         peerNonce: this.nonce,
         ownNonce: this.peerNonce!,
-        ...(this.peerIncarnation === null ? {} : { ownIncarnation: this.peerIncarnation }),
+        ...peerProofFields(this.peer),
       },
       proof,
     );
     if (!ok) throw new PeerAuthError(`${this.peerId} failed to prove the cluster secret (different secret?)`);
     // Only a peer that proved the secret may be remembered (or refused) by its incarnation.
-    this.opts.checkPeerIncarnation?.(this.peerId, this.peerIncarnation);
+    this.opts.checkPeerIncarnation?.(this.peerId, this.peer.incarnation);
+    this.opts.notePeerCommandVersion?.(this.peerId, this.peer.commandVersion ?? 1);
     this.state = 'done';
     return null;
   }
@@ -250,7 +284,7 @@ export class ListenerHandshake {
   private readonly nonce: Uint8Array;
   private peerNonce: Uint8Array | null = null;
   private claimedPeer: NodeId | null = null;
-  private peerIncarnation: string | null = null;
+  private peer: PeerIdentity = { incarnation: null, commandVersion: null };
   /** Ours, or (for a joining member) the one the dialer claimed. */
   private cluster: string | null;
   private state: 'awaitHello' | 'awaitProof' | 'done' | 'failed' = 'awaitHello';
@@ -294,7 +328,7 @@ export class ListenerHandshake {
   }
 
   private onHello(value: unknown): Buffer {
-    const { fields: f, incarnation } = withIncarnation(value, 'hello', ['t', 'v', 'cluster', 'from', 'to', 'nonce']);
+    const { fields: f, peer } = withIdentity(value, 'hello', ['t', 'v', 'cluster', 'from', 'to', 'nonce']);
     expectType(f.t, 'hello');
     if (f.v !== PEER_PROTOCOL_VERSION) {
       throw new PeerProtocolError(`unsupported peer protocol version ${describe(f.v)} (this node speaks ${PEER_PROTOCOL_VERSION})`);
@@ -312,14 +346,14 @@ export class ListenerHandshake {
     if (from === this.opts.selfId || !this.isKnownPeer(from)) throw new PeerAuthError(`${from} is not a known member`);
     this.claimedPeer = from;
     this.peerNonce = nonce(f.nonce, 'hello.nonce');
-    this.peerIncarnation = incarnation;
+    this.peer = peer;
     this.state = 'awaitProof';
     return packFrame({
       t: 'challenge',
       cluster: this.cluster,
       from: this.opts.selfId,
       nonce: this.nonce,
-      ...(this.opts.incarnation === undefined ? {} : { inc: this.opts.incarnation }),
+      ...ownIdentity(this.opts).frame,
     });
   }
 
@@ -336,12 +370,13 @@ export class ListenerHandshake {
         ownId: peer,
         peerNonce: this.nonce,
         ownNonce: this.peerNonce!,
-        ...(this.peerIncarnation === null ? {} : { ownIncarnation: this.peerIncarnation }),
+        ...peerProofFields(this.peer),
       },
       bytes(f.proof, 'proof.proof'),
     );
     if (!ok) throw new PeerAuthError(`${peer} failed to prove the cluster secret (different secret?)`);
-    this.opts.checkPeerIncarnation?.(peer, this.peerIncarnation);
+    this.opts.checkPeerIncarnation?.(peer, this.peer.incarnation);
+    this.opts.notePeerCommandVersion?.(peer, this.peer.commandVersion ?? 1);
     this.state = 'done';
     const proof = computeProof(this.opts.secret, {
       clusterId: cluster,
@@ -349,20 +384,22 @@ export class ListenerHandshake {
       ownId: this.opts.selfId,
       peerNonce: this.peerNonce!,
       ownNonce: this.nonce,
-      ...(this.opts.incarnation === undefined ? {} : { ownIncarnation: this.opts.incarnation }),
+      ...ownIdentity(this.opts).proof,
     });
     return packFrame({ t: 'welcome', proof });
   }
 }
 
-/** A handshake frame's fields plus its optional incarnation (older peers send none). */
-function withIncarnation(value: unknown, where: string, fields: readonly string[]): { fields: Record<string, unknown>; incarnation: string | null } {
-  if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'inc' in value) {
-    const { inc, ...rest } = value as Record<string, unknown>;
-    if (typeof inc !== 'string' || !validIncarnation(inc)) throw new PeerProtocolError(`${where}.inc must be 1..${MAX_INCARNATION_BYTES} bytes of text`);
-    return { fields: record(rest, where, fields), incarnation: inc };
-  }
-  return { fields: record(value, where, fields), incarnation: null };
+/** A handshake frame's fields plus the optional identity a peer adds: its incarnation and its command version. */
+function withIdentity(value: unknown, where: string, fields: readonly string[]): { fields: Record<string, unknown>; peer: PeerIdentity } {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { fields: record(value, where, fields), peer: { incarnation: null, commandVersion: null } };
+  const { inc, cv, ...rest } = value as Record<string, unknown>;
+  if (inc !== undefined && (typeof inc !== 'string' || !validIncarnation(inc))) throw new PeerProtocolError(`${where}.inc must be 1..${MAX_INCARNATION_BYTES} bytes of text`);
+  if (cv !== undefined && !validCommandVersion(cv)) throw new PeerProtocolError(`${where}.cv must be a positive integer, got ${describe(cv)}`);
+  return {
+    fields: record(rest, where, fields),
+    peer: { incarnation: inc === undefined ? null : (inc as string), commandVersion: cv === undefined ? null : (cv as number) },
+  };
 }
 
 /**

@@ -82,6 +82,10 @@ export interface PeerTransportOptions {
   readonly incarnation?: string;
   /** Refuses (by throwing) an authenticated peer whose incarnation is not the one first seen. */
   readonly checkPeerIncarnation?: (peer: NodeId, incarnation: string | null) => void;
+  /** The command version this node applies, advertised in every handshake (opaque to the transport). */
+  readonly commandVersion?: number;
+  /** Told the command version each authenticated peer advertised. */
+  readonly notePeerCommandVersion?: (peer: NodeId, version: number) => void;
   /** The node's current term: a message more than MAX_TERM_JUMP above it is refused (see codec.ts). */
   readonly currentTerm?: () => number;
   /** Each validated message from an authenticated peer (typically driver.step). */
@@ -383,9 +387,14 @@ export class PeerTransport implements Transport {
     );
   }
 
-  private identityOptions(): Pick<PeerTransportOptions, 'incarnation' | 'checkPeerIncarnation'> {
-    const { incarnation, checkPeerIncarnation } = this.opts;
-    return { ...(incarnation === undefined ? {} : { incarnation }), ...(checkPeerIncarnation === undefined ? {} : { checkPeerIncarnation }) };
+  private identityOptions(): Pick<PeerTransportOptions, 'incarnation' | 'checkPeerIncarnation' | 'commandVersion' | 'notePeerCommandVersion'> {
+    const { incarnation, checkPeerIncarnation, commandVersion, notePeerCommandVersion } = this.opts;
+    return {
+      ...(incarnation === undefined ? {} : { incarnation }),
+      ...(checkPeerIncarnation === undefined ? {} : { checkPeerIncarnation }),
+      ...(commandVersion === undefined ? {} : { commandVersion }),
+      ...(notePeerCommandVersion === undefined ? {} : { notePeerCommandVersion }),
+    };
   }
 
   private onAuthenticated(conn: InboundConnection): void {

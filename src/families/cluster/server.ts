@@ -1,0 +1,32 @@
+// The cluster family on the server: the leader raises the active command version
+// once every voter advertises it, and every proposal is checked against it.
+import { VeraError } from '../../protocol/index.js';
+import type { FrontEnd } from '../../server/context.js';
+import type { LeaderDuty, ServerPart } from '../../server/family-part.js';
+import { COMMAND_VERSION } from '../registry.js';
+import { cluster } from './index.js';
+import { versionProblem, versionToActivate } from './versions.js';
+
+export const raiseCommandVersion: LeaderDuty = {
+  name: 'command-version',
+  tick: (fe) => {
+    const { id, config } = fe.node.status();
+    const target = versionToActivate(config.voters, id, COMMAND_VERSION, fe.peerCommandVersions);
+    if (target === null || target <= fe.node.stateMachine.stateOf(cluster).active) return;
+    fe.logger.info({ event: 'command-version-raised', version: target }, `every voter applies command version ${target}: raising the cluster's`);
+    fe.node.propose({ family: 'cluster', op: 'setCommandVersion', version: target }).catch((err: unknown) => {
+      fe.logger.debug({ event: 'command-version-raise-failed', err: String(err) }, 'raising the command version failed; will retry');
+    });
+  },
+};
+
+/** Throws UNAVAILABLE when `what` needs a command version the cluster does not run yet. */
+export function assertCommandVersion(fe: FrontEnd, what: string, required: number): void {
+  const active = fe.node.stateMachine.stateOf(cluster).active;
+  if (required <= active) return; // every proposal comes here: keep the common case cheap
+  const { id, config } = fe.node.status();
+  const problem = versionProblem(what, required, active, config.voters, id, COMMAND_VERSION, fe.peerCommandVersions);
+  if (problem !== null) throw new VeraError('UNAVAILABLE', problem);
+}
+
+export const server: ServerPart = { duties: [raiseCommandVersion] };
