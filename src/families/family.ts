@@ -43,6 +43,12 @@ export interface OpSpec<C> {
   readonly fields: readonly string[];
   /** The command version that introduced this op; a member below it cannot apply it. */
   readonly since: number;
+  /**
+   * Fields added to the op after it was introduced, with the version that added
+   * each: an entry that carries one needs that version, so an older member stops
+   * on it instead of refusing it as an unexpected field while newer members apply it.
+   */
+  readonly fieldsSince?: Readonly<Record<string, number>>;
   /** Checks untrusted fields and returns a fresh command with a fixed field order; throws CommandError. */
   decode(raw: Readonly<Record<string, unknown>>): C;
 }

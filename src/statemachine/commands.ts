@@ -60,17 +60,27 @@ export function encodeCommand(command: AnyCommand, t = 0): Uint8Array {
   const family = 'family' in command ? FAMILY_BY_NAME.get(command.family) : LEGACY_OPS.get(command.op);
   if (family === undefined) throw new UnknownCommandError(`unknown command ${'family' in command ? `family ${JSON.stringify(command.family)}` : `op ${JSON.stringify(command.op)}`}`);
   const decoded = decodeFields(family, command as unknown as Record<string, unknown>, ['family']);
-  const spec = family.ops[command.op as never] as AnyFamily['ops'][string];
-  const v = Math.max(family.since, spec.since);
+  const v = versionOf(family, decoded);
   return pack({ v, family: family.name, op: command.op, t: integerIn(t, 't', 0, MAX_INDEX), ...withoutOp(decoded) });
 }
 
 /** The command version `command` needs (its family's or its op's, whichever is newer); throws UnknownCommandError. */
 export function requiredVersion(command: AnyCommand): number {
   const family = 'family' in command ? FAMILY_BY_NAME.get(command.family) : LEGACY_OPS.get(command.op);
-  const spec = family?.ops[command.op];
-  if (family === undefined || spec === undefined) throw new UnknownCommandError(`unknown command ${'family' in command ? `${command.family}.` : ''}${command.op}`);
-  return Math.max(family.since, spec.since);
+  if (family === undefined || !Object.hasOwn(family.ops, command.op)) {
+    throw new UnknownCommandError(`unknown command ${'family' in command ? `${command.family}.` : ''}${command.op}`);
+  }
+  return versionOf(family, command);
+}
+
+/** The newest of the family's, the op's and every present field's version. */
+export function versionOf(family: AnyFamily, command: object & { readonly op: string }): number {
+  const spec = family.ops[command.op]!;
+  let v = Math.max(family.since, spec.since);
+  if (spec.fieldsSince !== undefined) {
+    for (const [field, since] of Object.entries(spec.fieldsSince)) if ((command as Record<string, unknown>)[field] !== undefined) v = Math.max(v, since);
+  }
+  return v;
 }
 
 /** The bare command an entry carries (without its envelope); throws CommandError. */
@@ -88,11 +98,11 @@ export function decodeEntryCommand(bytes: Uint8Array): DecodedCommand {
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new CommandError('command must be a map');
   const c = raw as Record<string, unknown>;
-  if (!('family' in c)) {
-    // Written before the envelope: an op of version 1, no clock.
-    if (typeof c.op !== 'string') throw new CommandError(`unknown command op ${JSON.stringify(c.op)}`);
-    const family = LEGACY_OPS.get(c.op);
-    if (family === undefined) throw new UnknownCommandError(`unknown command op ${JSON.stringify(c.op)}: this member applies command version ${COMMAND_VERSION} and does not know it; upgrade it`);
+  if (!('v' in c && 'family' in c)) {
+    // Written before the envelope: an op of version 1, no clock. Nothing writes this
+    // form any more, so an op it does not name is garbage, refused as it always was.
+    const family = typeof c.op === 'string' ? LEGACY_OPS.get(c.op) : undefined;
+    if (family === undefined) throw new CommandError(`unknown command op ${JSON.stringify(c.op)}`);
     return { family, command: decodeFields(family, c, []), t: 0 };
   }
   const v = integerIn(c.v, 'v', 1, MAX_INDEX);

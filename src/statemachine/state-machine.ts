@@ -281,7 +281,10 @@ export class StateMachine {
     return this.states.of(family);
   }
 
-  /** The replicated clock as of the applied index (ms; 0 before any entry carried one). */
+  /**
+   * The replicated clock (ms; 0 before any entry carried one): as of the applied
+   * index once applies settle; during one, as of the entries planned so far.
+   */
   get clock(): number {
     return this.now;
   }
@@ -322,7 +325,7 @@ export class StateMachine {
     return this.book;
   }
 
-  /** sha256 of buckets 0x0003..0x0007; equal on peers that applied the same entries. */
+  /** sha256 of every family bucket (0x0003 on); equal on peers that applied the same entries. */
   digest(): Promise<string> {
     return digestState(this.db);
   }

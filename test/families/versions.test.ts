@@ -8,7 +8,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { cluster } from '../../src/families/cluster/index.js';
 import { versionProblem, versionToActivate } from '../../src/families/cluster/versions.js';
 import { DialerHandshake, ListenerHandshake, PeerAuthError, type HandshakeOptions } from '../../src/raft/transport/auth.js';
-import { encodeCommand, requiredVersion } from '../../src/statemachine/commands.js';
+import type { AnyFamily } from '../../src/families/family.js';
+import { FAMILIES } from '../../src/families/registry.js';
+import { encodeCommand, requiredVersion, versionOf } from '../../src/statemachine/commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { dumpDb, EntryFeed, openTempDb, type TempDb } from '../statemachine/helpers.js';
 
@@ -31,6 +33,15 @@ describe('which version the cluster may run', () => {
     const problem = versionProblem('journal.add', 3, 2, ['n1', 'n2', 'n3', 'n4'], 'n1', 3, peers);
     expect(problem).toBe('journal.add needs command version 3, and the cluster runs version 2: members behind: n3 (version 2), n4 (not heard from); upgrade them first');
     expect(versionProblem('journal.add', 3, 2, ['n1', 'n2'], 'n1', 3, peers)).toMatch(/raised within a second/);
+  });
+
+  it('counts a field added to an op after it: an entry carrying it needs the field\u2019s version', () => {
+    const base = FAMILIES.find((f) => f.name === 'lists')!;
+    const withTtl = { ...base, ops: { ...base.ops, push: { ...base.ops.push!, fieldsSince: { ttl: 2 } } } } as AnyFamily;
+    const push = { op: 'push', session: 's', path: '/a', data: 1, persistent: false, watch: true };
+    expect(versionOf(withTtl, push)).toBe(1);
+    const withField = { ...push, ttl: 5 } as object & { op: string };
+    expect(versionOf(withTtl, withField)).toBe(2);
   });
 
   it('knows what each command needs', () => {

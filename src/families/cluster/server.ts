@@ -7,16 +7,29 @@ import { COMMAND_VERSION } from '../registry.js';
 import { cluster } from './index.js';
 import { versionProblem, versionToActivate } from './versions.js';
 
+/** A raise is in flight: the next tick waits for it rather than proposing it again. */
+let raising = false;
+
+/** Voters and learners alike: a learner applies every entry too, so it must know every command. */
+function membersOf(config: { readonly voters: readonly string[]; readonly learners: readonly string[] }): string[] {
+  return [...config.voters, ...config.learners];
+}
+
 export const raiseCommandVersion: LeaderDuty = {
   name: 'command-version',
   tick: (fe) => {
+    if (raising) return;
     const { id, config } = fe.node.status();
-    const target = versionToActivate(config.voters, id, COMMAND_VERSION, fe.peerCommandVersions);
+    const target = versionToActivate(membersOf(config), id, COMMAND_VERSION, fe.peerCommandVersions);
     if (target === null || target <= fe.node.stateMachine.stateOf(cluster).active) return;
-    fe.logger.info({ event: 'command-version-raised', version: target }, `every voter applies command version ${target}: raising the cluster's`);
-    fe.node.propose({ family: 'cluster', op: 'setCommandVersion', version: target }).catch((err: unknown) => {
-      fe.logger.debug({ event: 'command-version-raise-failed', err: String(err) }, 'raising the command version failed; will retry');
-    });
+    fe.logger.info({ event: 'command-version-raised', version: target }, `every member applies command version ${target}: raising the cluster's`);
+    raising = true;
+    fe.node
+      .propose({ family: 'cluster', op: 'setCommandVersion', version: target })
+      .catch((err: unknown) => {
+        fe.logger.debug({ event: 'command-version-raise-failed', err: String(err) }, 'raising the command version failed; will retry');
+      })
+      .finally(() => (raising = false));
   },
 };
 
@@ -25,7 +38,7 @@ export function assertCommandVersion(fe: FrontEnd, what: string, required: numbe
   const active = fe.node.stateMachine.stateOf(cluster).active;
   if (required <= active) return; // every proposal comes here: keep the common case cheap
   const { id, config } = fe.node.status();
-  const problem = versionProblem(what, required, active, config.voters, id, COMMAND_VERSION, fe.peerCommandVersions);
+  const problem = versionProblem(what, required, active, membersOf(config), id, COMMAND_VERSION, fe.peerCommandVersions);
   if (problem !== null) throw new VeraError('UNAVAILABLE', problem);
 }
 

@@ -96,7 +96,8 @@ export function computeProof(secret: string | Uint8Array, input: ProofInput): Bu
   const hmac = createHmac('sha256', secret);
   const fields: Array<string | Uint8Array> = [DOMAIN, input.clusterId, input.role, input.ownId, input.peerNonce, input.ownNonce];
   // Appended only when present, so proofs without an incarnation stay what they were.
-  if (input.ownIncarnation !== undefined) fields.push(input.ownIncarnation);
+  // Each tagged, so that one optional field can never be read as the other.
+  if (input.ownIncarnation !== undefined) fields.push(`inc=${input.ownIncarnation}`);
   if (input.ownCommandVersion !== undefined) fields.push(`cv=${input.ownCommandVersion}`);
   for (const field of fields) {
     const b = typeof field === 'string' ? Buffer.from(field, 'utf8') : field;
