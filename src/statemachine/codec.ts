@@ -68,27 +68,21 @@ export function decodeLagValue(bytes: Uint8Array): number {
   return v.index;
 }
 
-// 0x0001 'applied': a plain MessagePack number.
-export function encodeAppliedValue(index: number): Buffer {
-  return pack(index);
+// 0x0001 'applied' and 'clock': plain MessagePack numbers (an entry index; ms).
+function encodeCount(n: number): Buffer {
+  return pack(n);
 }
 
-export function decodeAppliedValue(bytes: Uint8Array): number {
+function decodeCount(bytes: Uint8Array, what: string): number {
   const v = unpack(bytes);
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new CorruptValueError('applied index is not a number');
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new CorruptValueError(`${what} is not a number`);
   return v;
 }
 
-// 0x0001 'clock': the replicated clock in ms, a plain MessagePack number.
-export function encodeClockValue(ms: number): Buffer {
-  return pack(ms);
-}
-
-export function decodeClockValue(bytes: Uint8Array): number {
-  const v = unpack(bytes);
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new CorruptValueError('clock is not a number');
-  return v;
-}
+export const encodeAppliedValue = encodeCount;
+export const decodeAppliedValue = (bytes: Uint8Array): number => decodeCount(bytes, 'applied index');
+export const encodeClockValue = encodeCount;
+export const decodeClockValue = (bytes: Uint8Array): number => decodeCount(bytes, 'clock');
 
 /** Value of keys whose presence is the whole fact (client data, watches). */
 export const EMPTY_VALUE: Buffer = Buffer.alloc(0);
