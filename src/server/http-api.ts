@@ -8,6 +8,8 @@ import { serveList } from './http-list.js';
 import { toVeraError, type FrontEnd } from './context.js';
 import { ADMIN_PATHS, handleAdmin, type AdminContext } from './membership.js';
 import type { ErrorCode } from '../protocol/index.js';
+import { cluster } from '../families/cluster/index.js';
+import { COMMAND_VERSION } from '../families/registry.js';
 
 const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   BAD_REQUEST: 400,
@@ -93,6 +95,8 @@ export interface StatusBody {
   readonly members: ReadonlyArray<{ readonly id: string; readonly clientUrl: string | null; readonly voter: boolean }>;
   /** Live sessions, as this member's state machine knows them. */
   readonly sessions: number;
+  /** The command version this member applies, and the one the cluster runs (docs/architecture.md). */
+  readonly commandVersion: { readonly applies: number; readonly active: number };
 }
 
 function status(fe: FrontEnd, src: StatusSources): StatusBody {
@@ -108,6 +112,7 @@ function status(fe: FrontEnd, src: StatusSources): StatusBody {
     leaderUrl: st.leader === null ? null : fe.clientUrl(st.leader),
     members: src.members(),
     sessions: fe.node.stateMachine.sessions().size,
+    commandVersion: { applies: COMMAND_VERSION, active: fe.node.stateMachine.stateOf(cluster).active },
   };
 }
 

@@ -20,6 +20,7 @@ import {
   type Session,
 } from './fixture.js';
 import { WireClient, type Item, type WireEncoding } from './wire-client.js';
+import { COMMAND_VERSION } from '../../src/families/registry.js';
 
 let vp: VeraProcess;
 
@@ -493,6 +494,11 @@ describe('HTTP endpoints', () => {
     // The URL a client must use to reach the leader: this very process, on the port it actually bound.
     expect(st.leaderUrl).toBe(vp.url);
     expect(st.members).toEqual([{ id: 'n1', clientUrl: vp.url, voter: true }]);
+  });
+
+  it('GET /v1/status says which command version this member applies and which the cluster runs', async () => {
+    const st = await status(vp);
+    expect(st.commandVersion).toEqual({ applies: COMMAND_VERSION, active: 1 });
   });
 
   it('GET /healthz answers 200 while serving', async () => {
