@@ -21,10 +21,11 @@ export const KERNEL_BUCKETS = [Bucket.property, Bucket.internal, Bucket.log] as 
 export const COMMAND_VERSION = Math.max(...FAMILIES.flatMap((f) => [f.since, ...Object.values(f.ops).map((op) => op.since)]));
 
 /**
- * Entries written before the envelope carried a family name only an op; these are
- * the ops of version 1, whose names are therefore unique across families for good.
+ * Entries written before the envelope named no family, only an op: the ops of the
+ * four families Vera had then, whose names are therefore unique for good. Frozen:
+ * no family or op added since may be named this way.
  */
-export const LEGACY_OPS: ReadonlyMap<string, AnyFamily> = legacyOps(FAMILIES);
+export const LEGACY_OPS: ReadonlyMap<string, AnyFamily> = legacyOps([sessions, lists, watches, lag]);
 
 export const FAMILY_BY_NAME: ReadonlyMap<string, AnyFamily> = byName(FAMILIES);
 
@@ -41,10 +42,8 @@ function byName(families: readonly AnyFamily[]): Map<string, AnyFamily> {
 function legacyOps(families: readonly AnyFamily[]): Map<string, AnyFamily> {
   const out = new Map<string, AnyFamily>();
   for (const f of families) {
-    if (f.since !== 1) continue;
-    for (const [op, spec] of Object.entries(f.ops)) {
-      if (spec.since !== 1) continue;
-      if (out.has(op)) throw new Error(`op ${op} of version 1 is in both ${out.get(op)!.name} and ${f.name}`);
+    for (const op of Object.keys(f.ops)) {
+      if (out.has(op)) throw new Error(`op ${op} is in both ${out.get(op)!.name} and ${f.name}`);
       out.set(op, f);
     }
   }

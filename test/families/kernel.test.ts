@@ -110,7 +110,7 @@ describe('applying', () => {
 describe('the registry', () => {
   it('has the families of version 1, their ops unique, and no bucket claimed twice', () => {
     expect(FAMILIES.map((f) => f.name)).toEqual(['sessions', 'lists', 'watches', 'lag', 'cluster']);
-    expect([...LEGACY_OPS.keys()].sort()).toEqual(['ack', 'closeSession', 'delete', 'openSession', 'push', 'setCommandVersion', 'unwatch', 'watch']);
+    expect([...LEGACY_OPS.keys()].sort()).toEqual(['ack', 'closeSession', 'delete', 'openSession', 'push', 'unwatch', 'watch']);
     expect(() => checkBuckets(FAMILIES)).not.toThrow();
   });
 
