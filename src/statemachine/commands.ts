@@ -5,7 +5,8 @@
 //   { v: 1, family: 'lists', op: 'push', t: 1764000000000, session, path, ... }
 //
 // Entries written before the envelope carry only `op` and the fields; their ops
-// are those of version 1 (LEGACY_OPS) and they keep applying as they did.
+// are those of the four families Vera had then (LEGACY_OPS) and they keep
+// applying as they did.
 // A member that meets a family, op or version it does not know stops with an
 // UnknownCommandError before writing anything of that entry: applying it as a
 // no-op while newer members apply it would silently split the replicas.
@@ -23,11 +24,11 @@ export { MAX_QUOTA } from '../families/fields.js';
 export { MAX_REMOTE_LENGTH, MAX_TIMEOUT_MS } from '../families/sessions/index.js';
 export type { AckCommand, CloseSessionCommand, DeleteCommand, OpenSessionCommand, PushCommand, PushQuota, SessionQuota, WatchCommand, WatchQuota };
 
-/** The commands of version 1's families, which name no family (their ops are unique). */
+/** The commands of the four families Vera had before the envelope, which name no family (their ops are unique). */
 export type Command = OpenSessionCommand | CloseSessionCommand | PushCommand | DeleteCommand | WatchCommand | AckCommand;
 export type CommandOp = Command['op'];
 
-/** A command of any family named explicitly (every family added after version 1). */
+/** A command of any other family, which names it. */
 export interface FamilyCommand {
   readonly family: string;
   readonly op: string;
@@ -99,7 +100,7 @@ export function decodeEntryCommand(bytes: Uint8Array): DecodedCommand {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new CommandError('command must be a map');
   const c = raw as Record<string, unknown>;
   if (!('v' in c && 'family' in c)) {
-    // Written before the envelope: an op of version 1, no clock. Nothing writes this
+    // Written before the envelope: an op of the four first families, no clock. Nothing writes this
     // form any more, so an op it does not name is garbage, refused as it always was.
     const family = typeof c.op === 'string' ? LEGACY_OPS.get(c.op) : undefined;
     if (family === undefined) throw new CommandError(`unknown command op ${JSON.stringify(c.op)}`);
