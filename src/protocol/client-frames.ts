@@ -12,12 +12,13 @@
 import { packValue, scanMessagePack, unpackScanned } from './msgpack.js';
 import { findStructureProblem } from './values.js';
 import type { ProtocolError } from './errors.js';
+import type { FamilyRequest, FamilyResult, ProtocolExtensions } from './extension.js';
 import type { AnyResult, Encoding, NotifyPayload, ProtocolLimits, RawFrame, Request } from './types.js';
 import { DEFAULT_LIMITS } from './types.js';
 import { validateRequest } from './validate.js';
 
-export type DecodedFrame =
-  | { readonly ok: true; readonly request: Request; readonly encoding: Encoding }
+export type DecodedFrame<R = Request> =
+  | { readonly ok: true; readonly request: R; readonly encoding: Encoding }
   | { readonly ok: false; readonly id?: number; readonly error: ProtocolError; readonly encoding: Encoding };
 
 
@@ -26,12 +27,15 @@ export type DecodedFrame =
  * one JSON object. Never throws on bad input: the failure names the problem and
  * carries the request `id` when one could be read.
  */
-export function decodeFrame(data: RawFrame, isBinary: boolean, limits: ProtocolLimits = DEFAULT_LIMITS): DecodedFrame {
+export function decodeFrame(data: RawFrame, isBinary: boolean, limits?: ProtocolLimits): DecodedFrame;
+/** The same, knowing the ops command families added as well. */
+export function decodeFrame(data: RawFrame, isBinary: boolean, limits: ProtocolLimits, extensions: ProtocolExtensions): DecodedFrame<Request | FamilyRequest>;
+export function decodeFrame(data: RawFrame, isBinary: boolean, limits: ProtocolLimits = DEFAULT_LIMITS, extensions?: ProtocolExtensions): DecodedFrame<Request | FamilyRequest> {
   const encoding: Encoding = isBinary ? 'msgpack' : 'json';
   const bytes = toBuffer(data);
   const decoded = isBinary ? decodeMessagePack(bytes, limits) : decodeJson(bytes, limits);
   if (!decoded.ok) return withEncoding(decoded, encoding);
-  const validation = validateRequest(decoded.frame, limits);
+  const validation = validateRequest(decoded.frame, limits, extensions === undefined ? {} : { extensions });
   return validation.ok ? { ok: true, request: validation.request, encoding } : withEncoding(validation, encoding);
 }
 
@@ -127,7 +131,7 @@ export function encodeFrame(frame: Readonly<Record<string, unknown>>, encoding: 
   return encoding === 'msgpack' ? packValue(clean) : JSON.stringify(clean);
 }
 
-export function encodeReply(id: number, result: AnyResult, encoding: Encoding): EncodedFrame {
+export function encodeReply(id: number, result: AnyResult | FamilyResult, encoding: Encoding): EncodedFrame {
   return encodeFrame({ id, ok: true, ...result }, encoding);
 }
 

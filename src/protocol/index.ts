@@ -6,7 +6,22 @@
 // keeps it that way.
 export * from './errors.js';
 export * from './types.js';
-export { describe, helloFirstError, validateRequest, type Validation, type ValidateOptions } from './validate.js';
+export {
+  boolField,
+  checkDataSize,
+  dataField,
+  describe,
+  helloFirstError,
+  invalid,
+  isCoreRequest,
+  optional,
+  pathField,
+  uintField,
+  validateRequest,
+  type Validation,
+  type ValidateOptions,
+} from './validate.js';
+export type { FamilyRequest, FamilyResult, ProtocolExtensions, RequestBuilder } from './extension.js';
 export { packValue } from './msgpack.js';
 export { decodeFrame, encodeError, encodeFrame, encodeNotify, encodeReply, encodeRequest, NotifyFrames, type DecodedFrame, type EncodedFrame } from './client-frames.js';
 export { decodeServerFrame, isItem, isItemList, type ServerFrame } from './server-frames.js';

@@ -6,9 +6,10 @@ import { validatePath } from './path.js';
 import { packValue } from './msgpack.js';
 import { findDataProblem } from './values.js';
 import { VeraError, type ProtocolError } from './errors.js';
+import type { FamilyRequest, ProtocolExtensions } from './extension.js';
 import { OPS, type Consistency, type JsonValue, type Op, type ProtocolLimits, type Request, type RequestOf } from './types.js';
 
-export type Validation = { readonly ok: true; readonly request: Request } | { readonly ok: false; readonly id?: number; readonly error: ProtocolError };
+export type Validation<R = Request> = { readonly ok: true; readonly request: R } | { readonly ok: false; readonly id?: number; readonly error: ProtocolError };
 
 type Fields = Readonly<Record<string, unknown>>;
 
@@ -18,21 +19,43 @@ const MAX_TOKEN_BYTES = 4096;
 export interface ValidateOptions {
   /** Default true. A client checks everything but the size, since only the server knows its data limit. */
   readonly checkDataSize?: boolean;
+  /** Ops that command families add (extension.ts); without them only the core ops are known. */
+  readonly extensions?: ProtocolExtensions;
+}
+
+/** True for a request of a core op (the ones validate.ts knows), false for a family op. */
+export function isCoreRequest(request: Request | FamilyRequest): request is Request {
+  return OP_SET.has(request.op);
 }
 
 /** Validates a frame that decoded to a map/object. Unknown extra fields are ignored. */
-export function validateRequest(frame: Fields, limits: ProtocolLimits, options: ValidateOptions = {}): Validation {
+export function validateRequest(frame: Fields, limits: ProtocolLimits, options?: ValidateOptions & { readonly extensions?: undefined }): Validation;
+export function validateRequest(frame: Fields, limits: ProtocolLimits, options: ValidateOptions): Validation<Request | FamilyRequest>;
+export function validateRequest(frame: Fields, limits: ProtocolLimits, options: ValidateOptions = {}): Validation<Request | FamilyRequest> {
   if (!('id' in frame)) return badRequest(undefined, 'id is missing');
   const id = frame.id;
   if (!isUint(id)) return badRequest(undefined, `id must be a non-negative safe integer, got ${describe(id)}`);
   const op = frame.op;
   if (op === undefined) return badRequest(id, 'op is missing');
   if (typeof op !== 'string') return badRequest(id, `op must be a string, got ${describe(op)}`);
-  if (!OP_SET.has(op)) return badRequest(id, `unknown op ${describe(op)} (expected one of ${OPS.join(', ')})`);
+  if (!OP_SET.has(op)) return familyRequest(frame, op, id, limits, options.extensions);
   try {
     const request = BUILDERS[op as Op](frame, id, limits);
     // Size last: TOO_LARGE is for an otherwise valid push.
     if (request.op === 'push' && options.checkDataSize !== false) checkDataSize(request.data, limits);
+    return { ok: true, request };
+  } catch (error) {
+    if (error instanceof VeraError) return { ok: false, id, error };
+    throw error;
+  }
+}
+
+function familyRequest(frame: Fields, op: string, id: number, limits: ProtocolLimits, extensions: ProtocolExtensions | undefined): Validation<FamilyRequest> {
+  const build = extensions?.get(op);
+  if (build === undefined) return badRequest(id, `unknown op ${describe(op)} (expected one of ${[...OPS, ...(extensions?.keys() ?? [])].join(', ')})`);
+  try {
+    const request = build(frame, id, limits);
+    if (request.id !== id || request.op !== op) throw new VeraError('INTERNAL', `the builder of ${op} returned a request for ${describe(request.op)}`);
     return { ok: true, request };
   } catch (error) {
     if (error instanceof VeraError) return { ok: false, id, error };
@@ -45,7 +68,7 @@ export function helloFirstError(op: string): ProtocolError {
   return { code: 'BAD_REQUEST', message: `the first request on a connection must be hello, got ${describe(op)}` };
 }
 
-function badRequest(id: number | undefined, message: string): Validation {
+function badRequest(id: number | undefined, message: string): { readonly ok: false; readonly id?: number; readonly error: ProtocolError } {
   const error: ProtocolError = { code: 'BAD_REQUEST', message };
   return id === undefined ? { ok: false, error } : { ok: false, id, error };
 }
@@ -101,11 +124,11 @@ function watchLike<O extends 'watch' | 'unwatch'>(op: O, f: Fields, id: number, 
 
 // ---------------------------------------------------------------- fields
 
-function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+export function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
-function invalid(message: string): VeraError {
+export function invalid(message: string): VeraError {
   return new VeraError('BAD_REQUEST', message);
 }
 
@@ -113,14 +136,14 @@ function isUint(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
 
-function uintField(f: Fields, name: string): number | undefined {
+export function uintField(f: Fields, name: string): number | undefined {
   const value = f[name];
   if (value === undefined) return undefined;
   if (!isUint(value)) throw invalid(`${name} must be a non-negative safe integer, got ${describe(value)}`);
   return value;
 }
 
-function boolField(f: Fields, name: string): boolean | undefined {
+export function boolField(f: Fields, name: string): boolean | undefined {
   const value = f[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'boolean') throw invalid(`${name} must be a boolean, got ${describe(value)}`);
@@ -152,7 +175,7 @@ function tokenField(f: Fields): string | undefined {
   return value;
 }
 
-function pathField(f: Fields, allowRoot: boolean, limits: ProtocolLimits): string {
+export function pathField(f: Fields, allowRoot: boolean, limits: ProtocolLimits): string {
   const value = f.path;
   if (value === undefined) throw invalid('path is missing');
   if (typeof value !== 'string') throw invalid(`path must be a string, got ${describe(value)}`);
@@ -163,14 +186,14 @@ function pathField(f: Fields, allowRoot: boolean, limits: ProtocolLimits): strin
   return value;
 }
 
-function dataField(f: Fields, limits: ProtocolLimits): JsonValue {
+export function dataField(f: Fields, limits: ProtocolLimits): JsonValue {
   if (!('data' in f) || f.data === undefined) throw invalid('data is missing (push needs a value; send null for none)');
   const problem = findDataProblem(f.data, 'data', limits.dataDepth);
   if (problem !== null) throw invalid(`${problem.where}: ${problem.message}`);
   return f.data as JsonValue;
 }
 
-function checkDataSize(data: JsonValue, limits: ProtocolLimits): void {
+export function checkDataSize(data: JsonValue, limits: ProtocolLimits): void {
   // Measured as MessagePack whatever the frame's encoding, so the limit means the
   // same for every client and matches what is stored and replicated.
   const size = packValue(data).length;

@@ -9,7 +9,7 @@ import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
 import * as ops from './ops.js';
 import { OutputBudget, type OutputSocket } from './output-budget.js';
 import type { OpHandler } from './family-part.js';
-import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request } from '../protocol/index.js';
+import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request, isCoreRequest, type FamilyRequest, type FamilyResult } from '../protocol/index.js';
 
 /** How long a hello on a member that knows no leader waits for an election to end (the shortest election timeout). */
 const HELLO_LEADER_WAIT_MS = 1000;
@@ -103,7 +103,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     this.fe.metrics.bytesIn.inc({}, data.length);
     // Any frame, even one we reject, proves the client is alive (PROTOCOL.md "Session").
     if (this.established) this.fe.expiry.touch(this.established.session);
-    const decoded = decodeFrame(data, isBinary, this.fe.limits);
+    const decoded = decodeFrame(data, isBinary, this.fe.limits, this.fe.extensions);
     if (!decoded.ok) {
       this.fe.metrics.requests.inc({ op: 'invalid', code: decoded.error.code });
       this.sendFrame(encodeError(decoded.id, decoded.error, decoded.encoding));
@@ -118,8 +118,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     void this.run(request, encoding, data.length).finally(() => this.inflight--);
   }
 
-  private async run(request: Request, encoding: Encoding, frameBytes: number): Promise<void> {
-    let result: AnyResult;
+  private async run(request: Request | FamilyRequest, encoding: Encoding, frameBytes: number): Promise<void> {
+    let result: AnyResult | FamilyResult;
     try {
       result = await this.execute(request, encoding, frameBytes);
     } catch (err) {
@@ -131,9 +131,9 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (request.op === 'bye') this.close(1000, 'bye');
   }
 
-  private async execute(request: Request, encoding: Encoding, frameBytes: number): Promise<AnyResult> {
+  private async execute(request: Request | FamilyRequest, encoding: Encoding, frameBytes: number): Promise<AnyResult | FamilyResult> {
     const fe = this.fe;
-    if (request.op === 'hello') {
+    if (isCoreRequest(request) && request.op === 'hello') {
       if (this.established || this.pendingHello) throw new VeraError('BAD_REQUEST', 'hello was already sent on this connection');
       // Requests may be pipelined behind a hello: from here the full frame limit applies.
       this.setFrameLimit(fe.limits.frameBytes);
@@ -152,6 +152,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     }
     const { session } = this.established;
     if (!fe.isLeader()) throw notLeaderError(fe);
+    if (!isCoreRequest(request)) return this.addedOp(request, session, frameBytes);
     switch (request.op) {
       case 'ping':
         if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
@@ -163,7 +164,16 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     }
   }
 
-  /** An op a command family answers. */
+  /** An op a command family added to the protocol (the decoder knew it, so a family answers it). */
+  private async addedOp(request: FamilyRequest, session: string, frameBytes: number): Promise<FamilyResult> {
+    const op = this.fe.familyOps.get(request.op);
+    if (op === undefined) throw new VeraError('BAD_REQUEST', `no command family answers "${request.op}"`);
+    const result = await op.handle({ fe: this.fe, session, request, frameBytes });
+    if ('id' in result || 'ok' in result) throw new VeraError('INTERNAL', `the reply to ${request.op} sets id or ok, which belong to the reply frame`);
+    return result;
+  }
+
+  /** A core op a command family answers. */
   private familyOp(request: Exclude<Request, { op: 'hello' | 'ping' | 'get' }>, session: string, frameBytes: number): Promise<AnyResult> {
     // The handler registered under an op takes that op's request: the table is keyed so.
     const handler = this.fe.ops[request.op] as OpHandler<Op> | undefined;
@@ -266,7 +276,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
 
   // ---------------------------------------------------------------- output
 
-  private reply(request: Request, encoding: Encoding, result: AnyResult | VeraError): void {
+  private reply(request: Request | FamilyRequest, encoding: Encoding, result: AnyResult | FamilyResult | VeraError): void {
     if (result instanceof VeraError) {
       this.fe.metrics.requests.inc({ op: request.op, code: result.code });
       this.sendFrame(encodeError(request.id, result, encoding));

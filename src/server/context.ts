@@ -7,9 +7,9 @@ import type { NodeId } from '../raft/types.js';
 import type { ApplyOutcome, ApplyResult } from '../statemachine/types.js';
 import type { DiskGuard } from './disk-guard.js';
 import type { ExpiryQueue } from './expiry.js';
-import type { OpHandlers } from './family-part.js';
+import type { FamilyOp, OpHandlers } from './family-part.js';
 import type { Notifier } from './notifier.js';
-import { VeraError, type ProtocolLimits } from '../protocol/index.js';
+import { VeraError, type ProtocolExtensions, type ProtocolLimits } from '../protocol/index.js';
 import type { ServerMetrics } from './server-metrics.js';
 import type { VeraNode } from './vera-node.js';
 
@@ -41,6 +41,9 @@ export interface FrontEnd {
   readonly node: VeraNode;
   /** The client ops the command families answer (all but hello, ping and get, which the connection does). */
   readonly ops: OpHandlers;
+  /** Ops the command families added to the protocol: how to check them, and who answers them. */
+  readonly extensions: ProtocolExtensions;
+  readonly familyOps: ReadonlyMap<string, FamilyOp>;
   readonly notifier: Notifier;
   readonly expiry: ExpiryQueue;
   /** Refuses requests that add data while the data disk is below its reserve. */

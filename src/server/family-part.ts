@@ -5,7 +5,7 @@
 // registered family's part once at start (loadServerParts).
 
 import type { AnyFamily } from '../families/family.js';
-import type { AnyResult, Op, RequestOf } from '../protocol/index.js';
+import { OPS, type AnyResult, type FamilyRequest, type FamilyResult, type Op, type ProtocolExtensions, type RequestBuilder, type RequestOf } from '../protocol/index.js';
 import type { AnyCommand, ApplyOutcome } from '../statemachine/index.js';
 import type { FrontEnd } from './context.js';
 
@@ -22,6 +22,19 @@ export type OpHandler<O extends Op> = (call: OpCall<O>) => Promise<AnyResult>;
 
 export type OpHandlers = { readonly [O in Op]?: OpHandler<O> };
 
+/** An op a family adds to the protocol: how its request is checked, and how it is answered. */
+export interface FamilyOp {
+  readonly build: RequestBuilder;
+  readonly handle: (call: FamilyOpCall) => Promise<FamilyResult>;
+}
+
+export interface FamilyOpCall {
+  readonly fe: FrontEnd;
+  readonly session: string;
+  readonly request: FamilyRequest;
+  readonly frameBytes: number;
+}
+
 export interface LeaderDuty {
   /** Also the key of its period in the server's timings. */
   readonly name: string;
@@ -33,14 +46,30 @@ export interface LeaderDuty {
 }
 
 export interface ServerPart {
+  /** Core protocol ops this family answers. */
   readonly ops?: OpHandlers;
+  /** Ops this family adds to the protocol. */
+  readonly protocolOps?: Readonly<Record<string, FamilyOp>>;
   readonly duties?: readonly LeaderDuty[];
 }
 
-/** Every registered family's client ops (an op answered by two families is an error) and leader duties. */
-export async function loadServerParts(families: readonly AnyFamily[]): Promise<{ ops: OpHandlers; duties: LeaderDuty[] }> {
+export interface ServerParts {
+  readonly ops: OpHandlers;
+  /** The ops families added, for the frame decoder. */
+  readonly extensions: ProtocolExtensions;
+  readonly familyOps: ReadonlyMap<string, FamilyOp>;
+  readonly duties: readonly LeaderDuty[];
+}
+
+/**
+ * Every registered family's client ops and leader duties. An op answered by two
+ * families, or a family op named like a core op, is an error.
+ */
+export async function loadServerParts(families: readonly AnyFamily[]): Promise<ServerParts> {
   const ops: Record<string, unknown> = {};
+  const familyOps = new Map<string, FamilyOp>();
   const duties: LeaderDuty[] = [];
+  const core: ReadonlySet<string> = new Set(OPS);
   for (const family of families) {
     if (family.server === undefined) continue;
     const part = await family.server();
@@ -48,9 +77,15 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<{
       if (op in ops) throw new Error(`client op ${op} is answered by two families (the second is ${family.name})`);
       ops[op] = handler;
     }
+    for (const [op, spec] of Object.entries(part.protocolOps ?? {})) {
+      if (core.has(op)) throw new Error(`${family.name} adds an op named ${op}, which is a core op`);
+      if (familyOps.has(op)) throw new Error(`client op ${op} is answered by two families (the second is ${family.name})`);
+      familyOps.set(op, spec);
+    }
     duties.push(...(part.duties ?? []));
   }
-  return { ops: ops as OpHandlers, duties };
+  const extensions = new Map([...familyOps].map(([op, spec]) => [op, spec.build]));
+  return { ops: ops as OpHandlers, extensions, familyOps, duties };
 }
 
 /** Proposes a command, counting it and timing it. */

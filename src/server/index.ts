@@ -23,6 +23,7 @@ import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
 import { loadServerParts } from './family-part.js';
 import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
+import type { AnyFamily } from '../families/family.js';
 import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier } from './notifier.js';
 import { DiskGuard } from './disk-guard.js';
@@ -40,6 +41,11 @@ export interface RunningServer {
 export interface StartOptions {
   readonly logger?: Logger;
   readonly timing?: RaftTiming;
+  /**
+   * Families whose client ops and leader duties this server runs (the registry's by
+   * default). The store applies entries through the registry whatever this says.
+   */
+  readonly families?: readonly AnyFamily[];
 }
 
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
@@ -171,10 +177,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const limits = { ...DEFAULT_LIMITS, ...config.limits, replyBytes: Math.min(DEFAULT_LIMITS.replyBytes, Math.floor(config.limits.frameBytes / 2)) };
   const disk = new DiskGuard(config.dataDir, config.limits.diskReserveBytes, logger);
   disk.start();
-  const parts = await loadServerParts(FAMILIES);
+  const parts = await loadServerParts(options.families ?? FAMILIES);
   const front: FrontEnd = {
     node: veraNode,
     ops: parts.ops,
+    extensions: parts.extensions,
+    familyOps: parts.familyOps,
     disk,
     notifier: new Notifier(veraNode.stateMachine, veraNode.events, { ...DEFAULT_NOTIFIER_LIMITS, resyncFrameBytes: limits.replyBytes }, (err) =>
       logger.error({ event: 'resync-failed', err: String(err) }, 'could not read lists for a resync'),

@@ -1,0 +1,136 @@
+// A command family can add an op to the client protocol without editing the
+// protocol package: it supplies a request builder (checked with the core ops'
+// own field helpers) and a handler. Tested on the frame decoder alone, on the
+// server's gathering of family parts, and end to end on a real server (in this
+// process, on loopback) with a test family whose `clock` op answers the
+// replicated clock.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AnyFamily } from '../../src/families/family.js';
+import { FAMILIES } from '../../src/families/registry.js';
+import {
+  decodeFrame,
+  DEFAULT_LIMITS,
+  invalid,
+  isCoreRequest,
+  pathField,
+  uintField,
+  type FamilyRequest,
+  type ProtocolExtensions,
+  type RequestBuilder,
+} from '../../src/protocol/index.js';
+import type { ServerConfig } from '../../src/server/config.js';
+import { loadServerParts, type ServerPart } from '../../src/server/family-part.js';
+import { startServer, type RunningServer } from '../../src/server/index.js';
+import { WireClient } from '../server/wire-client.js';
+
+/** `clock {path, after?}`: a made-up op, as a family would add one. */
+const buildClock: RequestBuilder = (f, id, limits) => {
+  const after = uintField(f, 'after');
+  if (after !== undefined && after > 2 ** 40) throw invalid('after is too far in the future');
+  return { id, op: 'clock', path: pathField(f, false, limits), ...(after === undefined ? {} : { after }) };
+};
+const extensions: ProtocolExtensions = new Map([['clock', buildClock]]);
+const json = (frame: object): Buffer => Buffer.from(JSON.stringify(frame));
+
+describe('an op a family adds to the protocol', () => {
+  it('is decoded by its family\u2019s builder once the decoder is given it, and unknown without', () => {
+    const decoded = decodeFrame(json({ id: 7, op: 'clock', path: '/a', after: 3 }), false, DEFAULT_LIMITS, extensions);
+    expect(decoded).toEqual({ ok: true, encoding: 'json', request: { id: 7, op: 'clock', path: '/a', after: 3 } });
+    expect(decoded.ok && isCoreRequest(decoded.request)).toBe(false);
+    const without = decodeFrame(json({ id: 7, op: 'clock', path: '/a' }), false);
+    expect(without).toMatchObject({ ok: false, id: 7, error: { code: 'BAD_REQUEST', message: expect.stringMatching(/unknown op "clock"/) } });
+    const unknown = decodeFrame(json({ id: 8, op: 'frob' }), false, DEFAULT_LIMITS, extensions);
+    expect(unknown).toMatchObject({ ok: false, id: 8, error: { message: expect.stringMatching(/expected one of hello, .*, unwatch, clock\)/) } });
+  });
+
+  it('is refused with its builder\u2019s error and the request id', () => {
+    const bad = decodeFrame(json({ id: 9, op: 'clock', path: 'no-slash' }), false, DEFAULT_LIMITS, extensions);
+    expect(bad).toMatchObject({ ok: false, id: 9, error: { code: 'BAD_REQUEST' } });
+    const far = decodeFrame(json({ id: 10, op: 'clock', path: '/a', after: 2 ** 41 }), false, DEFAULT_LIMITS, extensions);
+    expect(far).toMatchObject({ ok: false, id: 10, error: { code: 'BAD_REQUEST', message: 'after is too far in the future' } });
+  });
+
+  it('can never replace a core op, and two families cannot add the same op', async () => {
+    const core = decodeFrame(json({ id: 1, op: 'ping' }), false, DEFAULT_LIMITS, new Map([['ping', () => ({ id: 1, op: 'ping', hijacked: true })]]));
+    expect(core).toEqual({ ok: true, encoding: 'json', request: { id: 1, op: 'ping' } });
+    const adding = (name: string, op: string): AnyFamily =>
+      ({ ...FAMILIES[3]!, name, server: async (): Promise<ServerPart> => ({ protocolOps: { [op]: { build: buildClock, handle: async () => ({}) } } }) }) as AnyFamily;
+    await expect(loadServerParts([...FAMILIES, adding('pinger', 'ping')])).rejects.toThrow(/pinger adds an op named ping, which is a core op/);
+    await expect(loadServerParts([...FAMILIES, adding('a', 'clock'), adding('b', 'clock')])).rejects.toThrow(/clock is answered by two families \(the second is b\)/);
+    const parts = await loadServerParts([...FAMILIES, adding('a', 'clock')]);
+    expect([...parts.extensions.keys()]).toEqual(['clock']);
+  });
+});
+
+describe('a family op on a real server', () => {
+  let server: RunningServer | null = null;
+  let dir = '';
+  afterEach(async () => {
+    await server?.close();
+    server = null;
+    if (dir !== '') rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is answered over the WebSocket by the family that added it, in both encodings', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'vera-family-op-'));
+    const clockFamily = {
+      ...FAMILIES[3]!,
+      name: 'clock-test',
+      server: async (): Promise<ServerPart> => ({
+        protocolOps: {
+          clock: {
+            build: buildClock,
+            handle: async ({ fe, request, session }) => ({ path: (request as FamilyRequest & { path: string }).path, clock: fe.node.stateMachine.clock, mine: fe.node.stateMachine.sessions().has(session) }),
+          },
+        },
+      }),
+    } as AnyFamily;
+    const config: ServerConfig = {
+      id: 'n1',
+      dataDir: dir,
+      client: { host: '127.0.0.1', port: 0 },
+      peer: { host: '127.0.0.1', port: 0 },
+      peers: [{ id: 'n1', host: '127.0.0.1', peerPort: 0, clientPort: 0 }],
+      join: false,
+      secret: null,
+      logLevel: 'silent',
+      sessionTimeout: { min: 1000, max: 60_000, default: 10_000 },
+      limits: {
+        dataBytes: 1024 * 1024,
+        frameBytes: 16 * 1024 * 1024,
+        pathBytes: 1024,
+        sessionsMax: 100,
+        sessionsPerAddress: 100,
+        watchesPerSession: 100,
+        itemsPerSession: 1000,
+        bytesPerSession: 1024 * 1024,
+        itemsPerList: 1000,
+        diskReserveBytes: 1024 * 1024,
+        inflightPerConnection: 64,
+        connectionsMax: 100,
+        connectionsPerAddress: 100,
+        helloTimeoutMs: 10_000,
+      },
+      compaction: { everyEntries: 10_000, keepEntries: 1000 },
+    };
+    server = await startServer(config, { logger: pino({ level: 'silent' }), families: [...FAMILIES, clockFamily] });
+    for (const encoding of ['json', 'msgpack'] as const) {
+      const client = await WireClient.connect(`ws://127.0.0.1:${server.clientPort}`, encoding);
+      try {
+        await client.hello({ timeoutMs: 10_000 });
+        await client.call('push', { path: '/a', data: 1 });
+        const reply = await client.call('clock', { path: '/a' });
+        expect(reply).toMatchObject({ path: '/a', mine: true });
+        expect(reply.clock).toBeGreaterThan(0); // the push carried the leader's clock
+        const refused = await client.request('clock', { path: 'nope' });
+        expect(refused.error?.code).toBe('BAD_REQUEST');
+      } finally {
+        client.terminate();
+      }
+    }
+  }, 30_000);
+});
