@@ -10,7 +10,7 @@
 //   with UNAVAILABLE because their outcome is unknown.
 // - SESSION_EXPIRED ends the client for good: its ephemeral items are gone,
 //   and only the application knows how to recover (recipes depend on that).
-import { CloseCode, DEFAULT_LIMITS, validateRequest, VeraError, type ChangeEvent, type Encoding, type GetResult, type HelloResult, type Item, type JsonValue, type LsResult, type Op, type Request, type RequestBody, type ResultOf, type ResyncList, type WatchResult } from '../protocol/index.js';
+import { CloseCode, DEFAULT_LIMITS, validateRequest, VeraError, type FamilyRequest, type FamilyResult, type RequestBuilder, type ChangeEvent, type Encoding, type GetResult, type HelloResult, type Item, type JsonValue, type LsResult, type Op, type Request, type RequestBody, type ResultOf, type ResyncList, type WatchResult } from '../protocol/index.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import { Connection, ConnectionLost } from './connection.js';
 import { TypedEmitter } from './emitter.js';
@@ -250,10 +250,30 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     const checked = validateRequest({ id: 0, op, ...args }, DEFAULT_LIMITS, { checkDataSize: false });
     if (!checked.ok) return Promise.reject(new VeraError(checked.error.code, checked.error.message));
     const { id: _unused, ...body } = checked.request;
+    return this.send(body, READS.has(op)).then((result) => checkResult(op, result));
+  }
+
+  /**
+   * Sends an op a command family added to the protocol (src/protocol/extension.ts),
+   * checked first with that family's request builder. Treated as a write: once it
+   * may have reached a server it is not sent again. Resolves with the reply's fields.
+   */
+  callFamilyOp(op: string, fields: Readonly<Record<string, unknown>>, build: RequestBuilder): Promise<FamilyResult> {
+    let checked: FamilyRequest;
+    try {
+      checked = build({ ...fields, id: 0, op }, 0, DEFAULT_LIMITS);
+    } catch (error) {
+      return Promise.reject(error instanceof VeraError ? error : new VeraError('BAD_REQUEST', String(error)));
+    }
+    const { id: _unused, ...body } = checked;
+    return this.send(body as unknown as RequestBody, false).then(({ ok: _ok, ...result }) => result);
+  }
+
+  private send(body: RequestBody, read: boolean): Promise<Readonly<Record<string, unknown>>> {
     return new Promise<Readonly<Record<string, unknown>>>((resolve, reject) => {
       const call: Call = {
         body,
-        read: READS.has(op),
+        read,
         deadline: performance.now() + this.requestTimeoutMs,
         resolve,
         reject,
@@ -266,7 +286,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
       call.deadlineTimer = setTimeout(() => this.timeOut(call), this.requestTimeoutMs);
       this.calls.add(call);
       this.dispatch(call);
-    }).then((result) => checkResult(op, result));
+    });
   }
 
   private dispatch(call: Call): void {

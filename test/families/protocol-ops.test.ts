@@ -25,6 +25,7 @@ import {
 import type { ServerConfig } from '../../src/server/config.js';
 import { loadServerParts, type ServerPart } from '../../src/server/family-part.js';
 import { startServer, type RunningServer } from '../../src/server/index.js';
+import { connect } from '../../src/client/client.js';
 import { WireClient } from '../server/wire-client.js';
 
 /** `clock {path, after?}`: a made-up op, as a family would add one. */
@@ -131,6 +132,15 @@ describe('a family op on a real server', () => {
       } finally {
         client.terminate();
       }
+    }
+    // The client library sends it too, checked with the same builder first.
+    const lib = await connect(`ws://127.0.0.1:${server.clientPort}`, { timeoutMs: 10_000 });
+    try {
+      await lib.push('/b', 2);
+      expect(await lib.callFamilyOp('clock', { path: '/b' }, buildClock)).toMatchObject({ path: '/b', mine: true, clock: expect.any(Number) });
+      await expect(lib.callFamilyOp('clock', { path: 'relative' }, buildClock)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    } finally {
+      await lib.close();
     }
   }, 30_000);
 });
