@@ -152,12 +152,23 @@ export class Members {
   }
 
   /** Waits until the leader (asked through `via`) sees `id` holding its whole log. */
-  caughtUp(via: string, id: string): Promise<MemberView> {
-    return pollUntil(`${id} to catch up`, async () => {
-      const r = await this.admin(via, 'GET', '/v1/members');
-      const m = (r.body.members as MemberView[] | undefined)?.find((x) => x.id === id);
-      return m !== undefined && (m.match ?? 0) > 0 && m.lag === 0 ? m : undefined;
-    });
+  /** Waits until `id` has matched the leader's whole log (as the leader `via` knows reports it). */
+  async caughtUp(via: string, id: string): Promise<MemberView> {
+    let last: MemberView | undefined;
+    try {
+      return await pollUntil(`${id} to catch up`, async () => {
+        // Replication progress lives on the leader: ask the one `via` knows, should leadership have moved.
+        const st = await this.status(via);
+        const at = st.role === 'leader' || st.leader === null ? via : st.leader;
+        const r = await this.admin(at, 'GET', '/v1/members');
+        last = (r.body.members as MemberView[] | undefined)?.find((x) => x.id === id);
+        return last !== undefined && (last.match ?? 0) > 0 && last.lag === 0 ? last : undefined;
+      });
+    } catch (error) {
+      // Say where it stood and what it and the leader last logged: a rare stall must be diagnosable from CI output.
+      const tail = (who: string): string => (this.procs.get(who)?.logs.slice(-15) ?? []).map((l) => `  ${who}: ${JSON.stringify(l)}`).join('\n');
+      throw new Error(`${(error as Error).message}; last seen ${JSON.stringify(last ?? null)} from ${via}\n${tail(id)}\n${tail(via)}`, { cause: error });
+    }
   }
 
   /** Pushes a persistent item through any of `via` (the client follows redirects to the leader). */
