@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { RaftError } from '../raft/driver.js';
 import type { NodeId } from '../raft/types.js';
 import type { ApplyOutcome, ApplyResult } from '../statemachine/types.js';
+import type { ServerLimits } from './config.js';
 import type { DiskGuard } from './disk-guard.js';
 import type { ExpiryQueue } from './expiry.js';
 import type { FamilyOp, OpHandlers } from './family-part.js';
@@ -19,17 +20,20 @@ export interface SessionTimeouts {
   readonly default: number;
 }
 
-export interface FrontEndLimits extends ProtocolLimits {
-  readonly sessionsMax: number;
-  readonly sessionsPerAddress: number;
-  readonly watchesPerSession: number;
-  readonly itemsPerSession: number;
-  readonly bytesPerSession: number;
-  readonly itemsPerList: number;
-  readonly diskReserveBytes: number;
-  readonly inflightPerConnection: number;
-  readonly helloTimeoutMs: number;
-}
+/** The protocol's limits with the server's own (config.ts) that requests are judged by. */
+export type FrontEndLimits = ProtocolLimits &
+  Pick<
+    ServerLimits,
+    | 'sessionsMax'
+    | 'sessionsPerAddress'
+    | 'watchesPerSession'
+    | 'itemsPerSession'
+    | 'bytesPerSession'
+    | 'itemsPerList'
+    | 'diskReserveBytes'
+    | 'inflightPerConnection'
+    | 'helloTimeoutMs'
+  >;
 
 /** A client connection as the rest of the server sees it. */
 export interface AttachedConnection {
