@@ -482,7 +482,7 @@ async function main(argv: readonly string[]): Promise<number> {
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  // exitCode, not exit(): the process ends once main has stopped every server it started.
+  // Only the exit code is set: the process ends by itself once main has stopped every server it started.
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;
