@@ -372,3 +372,15 @@ export function decodeLagKey(raw: Uint8Array): string {
   reader.marker(LAG);
   return checkedSession(reader, reader.rest());
 }
+
+// ---------------------------------------------------------------- order
+
+/** UTF-8 byte order of two strings: the order their keys sort in. */
+export function compareUtf8(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** A map's entries sorted by key in UTF-8 byte order (for dumps that compare equal when the maps do). */
+export function entriesInKeyOrder<V>(map: ReadonlyMap<string, V>): Array<[string, V]> {
+  return [...map.entries()].sort(([a], [b]) => compareUtf8(a, b));
+}

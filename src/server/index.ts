@@ -12,7 +12,7 @@ import type { ServerConfig } from './config.js';
 import { deriveClusterId, IncarnationGuard } from '../raft/transport/auth.js';
 import { PeerTransport } from '../raft/transport/peer-transport.js';
 import type { Message } from '../raft/types.js';
-import { initialMembers, requiredVersion, UnknownCommandError } from '../statemachine/index.js';
+import { initialMembers, UnknownCommandError } from '../statemachine/index.js';
 import { assertCommandVersion } from '../families/cluster/server.js';
 import { Admission } from './admission.js';
 import { ClientConnection } from './client-connection.js';
@@ -203,7 +203,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     peerCommandVersions,
   };
   fe = front;
-  veraNode.setProposalGate((command) => assertCommandVersion(front, 'family' in command ? `${command.family}.${command.op}` : command.op, requiredVersion(command)));
+  veraNode.setProposalGate((command, version) => assertCommandVersion(front, 'family' in command ? `${command.family}.${command.op}` : command.op, version));
   duties = new LeaderDuties(front, parts.duties, DEFAULT_DUTY_TIMINGS);
   const admin = {
     node: veraNode,

@@ -13,7 +13,7 @@ import { RaftDriver, type CompactionPolicy, type SnapshotIO, type Transport } fr
 import { captureState, fileStaging, type CapturedState } from '../raft/state-transfer.js';
 import { installStagedSnapshot } from '../raft/snapshot-install.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../raft/types.js';
-import { encodeCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type AnyCommand, type Member } from '../statemachine/index.js';
+import { encodeEntryCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type AnyCommand, type Member } from '../statemachine/index.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
 import { APPLIED_INDEX } from '../statemachine/applied.js';
 
@@ -271,22 +271,28 @@ export class VeraNode {
     return this.driver.appliedIndex;
   }
 
-  /** Checked before every proposal; throws to refuse one (the cluster's command version, see families/cluster). */
-  private proposalGate: ((command: AnyCommand) => void) | null = null;
+  /**
+   * Checked before every proposal with the command version its entry needs; throws
+   * to refuse it (the cluster's active command version, see families/cluster).
+   */
+  private proposalGate: ((command: AnyCommand, version: number) => void) | null = null;
 
-  setProposalGate(gate: (command: AnyCommand) => void): void {
+  setProposalGate(gate: (command: AnyCommand, version: number) => void): void {
     this.proposalGate = gate;
   }
 
   /** Propose a state-machine command; resolves with its apply outcome once committed and applied here. */
   propose(command: AnyCommand): Promise<ApplyOutcome> {
+    let bytes: Uint8Array;
     try {
-      this.proposalGate?.(command);
+      // The leader's wall clock rides in the entry: the replicated clock every member applies with.
+      const entry = encodeEntryCommand(command, Date.now());
+      this.proposalGate?.(command, entry.version);
+      bytes = entry.bytes;
     } catch (err) {
       return Promise.reject(err);
     }
-    // The leader's wall clock rides in the entry: the replicated clock every member applies with.
-    return this.driver.propose(encodeCommand(command, Date.now()));
+    return this.driver.propose(bytes);
   }
 
   /** Resolves once a linearizable read may be served from the local state machine. */

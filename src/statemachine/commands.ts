@@ -17,6 +17,7 @@ import type { AckCommand } from '../families/lag/index.js';
 import type { DeleteCommand, PushCommand, PushQuota } from '../families/lists/index.js';
 import type { CloseSessionCommand, OpenSessionCommand, SessionQuota } from '../families/sessions/index.js';
 import type { WatchCommand, WatchQuota } from '../families/watches/index.js';
+import { indexField, integerField } from '../families/fields.js';
 import { pack, unpack } from './codec.js';
 
 export { CommandError } from '../families/family.js';
@@ -58,20 +59,29 @@ const ENVELOPE = ['v', 'family', 'op', 't'] as const;
  * every member would then reject; the canonical copy fixes the bytes' key order.
  */
 export function encodeCommand(command: AnyCommand, t = 0): Uint8Array {
-  const family = 'family' in command ? FAMILY_BY_NAME.get(command.family) : LEGACY_OPS.get(command.op);
-  if (family === undefined) throw new UnknownCommandError(`unknown command ${'family' in command ? `family ${JSON.stringify(command.family)}` : `op ${JSON.stringify(command.op)}`}`);
+  return encodeEntryCommand(command, t).bytes;
+}
+
+/** `encodeCommand`, also saying which command version the entry needs (its `v`). */
+export function encodeEntryCommand(command: AnyCommand, t: number): { readonly bytes: Uint8Array; readonly version: number } {
+  const family = familyOf(command);
   const decoded = decodeFields(family, command as unknown as Record<string, unknown>, ['family']);
-  const v = versionOf(family, decoded);
-  return pack({ v, family: family.name, op: command.op, t: integerIn(t, 't', 0, MAX_INDEX), ...withoutOp(decoded) });
+  const version = versionOf(family, decoded);
+  return { bytes: pack({ v: version, family: family.name, op: command.op, t: indexField(t, 't'), ...withoutOp(decoded) }), version };
 }
 
 /** The command version `command` needs (its family's or its op's, whichever is newer); throws UnknownCommandError. */
 export function requiredVersion(command: AnyCommand): number {
+  return versionOf(familyOf(command), command);
+}
+
+/** The family a command names (or, for the first four families' commands, whose op it is); throws UnknownCommandError. */
+function familyOf(command: AnyCommand): AnyFamily {
   const family = 'family' in command ? FAMILY_BY_NAME.get(command.family) : LEGACY_OPS.get(command.op);
   if (family === undefined || !Object.hasOwn(family.ops, command.op)) {
     throw new UnknownCommandError(`unknown command ${'family' in command ? `${command.family}.` : ''}${command.op}`);
   }
-  return versionOf(family, command);
+  return family;
 }
 
 /** The newest of the family's, the op's and every present field's version. */
@@ -106,7 +116,7 @@ export function decodeEntryCommand(bytes: Uint8Array): DecodedCommand {
     if (family === undefined) throw new CommandError(`unknown command op ${JSON.stringify(c.op)}`);
     return { family, command: decodeFields(family, c, []), t: 0 };
   }
-  const v = integerIn(c.v, 'v', 1, MAX_INDEX);
+  const v = integerField(c.v, 'v', 1, MAX_INDEX);
   const family = typeof c.family === 'string' ? FAMILY_BY_NAME.get(c.family) : undefined;
   const known = family !== undefined && typeof c.op === 'string' && Object.hasOwn(family.ops, c.op);
   if (v > COMMAND_VERSION || !known) {
@@ -114,7 +124,7 @@ export function decodeEntryCommand(bytes: Uint8Array): DecodedCommand {
       `the entry needs command version ${v} (family ${JSON.stringify(c.family)}, op ${JSON.stringify(c.op)}); this member applies version ${COMMAND_VERSION}: upgrade it before it rejoins`,
     );
   }
-  const t = integerIn(c.t, 't', 0, MAX_INDEX);
+  const t = indexField(c.t, 't');
   return { family, command: decodeFields(family, c, ENVELOPE), t };
 }
 
@@ -132,11 +142,4 @@ function decodeFields(family: AnyFamily, c: Readonly<Record<string, unknown>>, e
 function withoutOp(command: { readonly op: string }): Record<string, unknown> {
   const { op: _op, ...fields } = command as { op: string } & Record<string, unknown>;
   return fields;
-}
-
-function integerIn(value: unknown, name: string, min: number, max: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new CommandError(`${name} must be an integer in [${min}, ${max}]`);
-  }
-  return value;
 }

@@ -6,6 +6,7 @@ export {
   MAX_TIMEOUT_MS,
   decodeCommand,
   encodeCommand,
+  encodeEntryCommand,
   requiredVersion,
   UnknownCommandError,
   type AnyCommand,

@@ -5,7 +5,7 @@
 // index" and replay resumes right after it. Batches are not synced: the synced
 // Raft log is the durable record.
 import type { Entry } from '../raft/types.js';
-import { internalPropertyKey, validateSessionId, type WatchRef } from '../keys/index.js';
+import { entriesInKeyOrder, internalPropertyKey, validateSessionId, type WatchRef } from '../keys/index.js';
 import { validatePath } from '../protocol/index.js';
 import { failure, type AnyFamily, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../families/family.js';
 import { FAMILIES } from '../families/registry.js';
@@ -121,20 +121,20 @@ export class StateMachine {
     let unwritten: ApplyOutcome[] = [];
     let ops: BatchOp[] = [];
     let planned = this.applied; // the last index planned; written once the batch is
-    let written = { applied: this.applied, now: this.now }; // what the db holds of the kernel's own keys
+    let writtenClock = this.now; // the clock the db holds
     const report = (): void => {
       const done = unwritten;
       unwritten = [];
       for (const outcome of done) hooks.onWritten?.(outcome);
     };
     const write = async (): Promise<void> => {
-      if (planned !== written.applied) {
+      if (planned !== this.applied) {
         ops.push({ type: 'put', key: APPLIED_KEY, value: encodeAppliedValue(planned) });
-        if (this.now !== written.now) ops.push({ type: 'put', key: CLOCK_KEY, value: encodeClockValue(this.now) });
+        if (this.now !== writtenClock) ops.push({ type: 'put', key: CLOCK_KEY, value: encodeClockValue(this.now) });
         await this.db.batch(ops);
         ops = [];
         this.applied = planned;
-        written = { applied: planned, now: this.now };
+        writtenClock = this.now;
       }
       report();
     };
@@ -332,9 +332,8 @@ export class StateMachine {
 
   /** A sorted copy of the in-memory indexes, for tests and diagnostics. */
   inspectIndexes(): IndexDump {
-    const live = [...this.states.of(sessions).sessions.entries()].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     return {
-      sessions: live.map(([k, v]) => [k, { ...v }]),
+      sessions: entriesInKeyOrder(this.states.of(sessions).sessions).map(([k, v]) => [k, { ...v }]),
       ...this.states.of(watches).dump(),
       newestIndex: this.states.of(lists).dump(),
       lag: this.states.of(lag).dump(),
@@ -356,8 +355,9 @@ class FamilyStates implements States {
   constructor(private readonly byFamily: ReadonlyMap<AnyFamily, unknown>) {}
 
   of<S>(family: Family<never, S>): S {
-    if (!this.byFamily.has(family as AnyFamily)) throw new Error(`command family ${family.name} is not registered`);
-    return this.byFamily.get(family as AnyFamily) as S;
+    const state = this.byFamily.get(family as AnyFamily);
+    if (state === undefined) throw new Error(`command family ${family.name} is not registered`);
+    return state as S;
   }
 }
 

@@ -9,7 +9,10 @@ import { cluster } from '../../src/families/cluster/index.js';
 import { versionProblem, versionToActivate } from '../../src/families/cluster/versions.js';
 import { DialerHandshake, ListenerHandshake, PeerAuthError, type HandshakeOptions } from '../../src/raft/transport/auth.js';
 import type { AnyFamily } from '../../src/families/family.js';
-import { FAMILIES } from '../../src/families/registry.js';
+import { assertCommandVersion } from '../../src/families/cluster/server.js';
+import { COMMAND_VERSION, FAMILIES } from '../../src/families/registry.js';
+import { VeraError } from '../../src/protocol/index.js';
+import type { FrontEnd } from '../../src/server/context.js';
 import { encodeCommand, requiredVersion, versionOf } from '../../src/statemachine/commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { dumpDb, EntryFeed, openTempDb, type TempDb } from '../statemachine/helpers.js';
@@ -48,6 +51,28 @@ describe('which version the cluster may run', () => {
     expect(requiredVersion({ op: 'push', session: 's', path: '/a', data: 1, persistent: false, watch: true })).toBe(1);
     expect(requiredVersion({ family: 'cluster', op: 'setCommandVersion', version: 2 })).toBe(1);
     expect(() => requiredVersion({ family: 'journal', op: 'add' })).toThrow(/unknown command journal.add/);
+  });
+});
+
+describe('the proposal gate', () => {
+  it('passes commands the cluster runs and refuses newer ones with UNAVAILABLE, naming the members behind, learners included', () => {
+    const fe = {
+      node: {
+        status: () => ({ id: 'n1', config: { voters: ['n1', 'n2'], learners: ['n3'] } }),
+        stateMachine: { stateOf: () => ({ active: COMMAND_VERSION }) },
+      },
+      peerCommandVersions: new Map([['n2', COMMAND_VERSION + 1]]),
+    } as unknown as FrontEnd;
+    expect(() => assertCommandVersion(fe, 'lists.push', COMMAND_VERSION)).not.toThrow();
+    let refused: unknown = null;
+    try {
+      assertCommandVersion(fe, 'journal.add', COMMAND_VERSION + 1);
+    } catch (err) {
+      refused = err;
+    }
+    expect(refused).toBeInstanceOf(VeraError);
+    expect((refused as VeraError).code).toBe('UNAVAILABLE');
+    expect((refused as VeraError).message).toMatch(new RegExp(`members behind: n1 \\(version ${COMMAND_VERSION}\\), n3 \\(not heard from\\)`));
   });
 });
 

@@ -7,8 +7,8 @@ import { COMMAND_VERSION } from '../registry.js';
 import { cluster } from './index.js';
 import { versionProblem, versionToActivate } from './versions.js';
 
-/** A raise is in flight: the next tick waits for it rather than proposing it again. */
-let raising = false;
+/** Servers (by front end) with a raise in flight: the next tick waits for it rather than proposing it again. */
+const raising = new WeakSet<FrontEnd>();
 
 /** Voters and learners alike: a learner applies every entry too, so it must know every command. */
 function membersOf(config: { readonly voters: readonly string[]; readonly learners: readonly string[] }): string[] {
@@ -18,18 +18,18 @@ function membersOf(config: { readonly voters: readonly string[]; readonly learne
 export const raiseCommandVersion: LeaderDuty = {
   name: 'command-version',
   tick: (fe) => {
-    if (raising) return;
+    if (raising.has(fe)) return;
     const { id, config } = fe.node.status();
     const target = versionToActivate(membersOf(config), id, COMMAND_VERSION, fe.peerCommandVersions);
     if (target === null || target <= fe.node.stateMachine.stateOf(cluster).active) return;
     fe.logger.info({ event: 'command-version-raised', version: target }, `every member applies command version ${target}: raising the cluster's`);
-    raising = true;
+    raising.add(fe);
     fe.node
       .propose({ family: 'cluster', op: 'setCommandVersion', version: target })
       .catch((err: unknown) => {
         fe.logger.debug({ event: 'command-version-raise-failed', err: String(err) }, 'raising the command version failed; will retry');
       })
-      .finally(() => (raising = false));
+      .finally(() => raising.delete(fe));
   },
 };
 

@@ -1,6 +1,6 @@
 // The lag family's in-memory index: the highest notification index each
 // session has acknowledged. Rebuilt from the lag bucket at load.
-import { Bucket, bucketRange, decodeLagKey } from '../../keys/index.js';
+import { Bucket, bucketRange, decodeLagKey, entriesInKeyOrder } from '../../keys/index.js';
 import { decodeLagValue } from '../../statemachine/codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
@@ -30,6 +30,6 @@ export class LagState {
   }
 
   dump(): Array<[string, number]> {
-    return [...this.acked.entries()].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    return entriesInKeyOrder(this.acked);
   }
 }

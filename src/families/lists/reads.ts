@@ -7,6 +7,7 @@ import {
   itemKey,
   itemRange,
   itemSeekKey,
+  compareUtf8,
 } from '../../keys/index.js';
 import { CorruptValueError, corruptValueIn } from '../../raft/checked-values.js';
 import { decodeItemValue } from '../../statemachine/codec.js';
@@ -133,8 +134,4 @@ export async function listChildren(db: VeraDb, path: string, snapshot?: DbSnapsh
     await keys.close();
   }
   return [...names].sort(compareUtf8);
-}
-
-export function compareUtf8(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }

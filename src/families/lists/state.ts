@@ -2,7 +2,7 @@
 // (what `ifLastIndex` is compared with) and the usage counts quotas are judged
 // against. Rebuilt from the item bucket at load; changed only by plans'
 // after-steps, once their batch is written.
-import { Bucket, bucketRange, decodeItemKey, itemRange } from '../../keys/index.js';
+import { Bucket, bucketRange, decodeItemKey, entriesInKeyOrder, itemRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 import { UsageCounts } from './usage.js';
@@ -30,7 +30,7 @@ export class ListsState {
 
   /** Every non-empty list's newest index, sorted by path (UTF-8 byte order). */
   dump(): Array<[string, number]> {
-    return [...this.newest.entries()].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    return entriesInKeyOrder(this.newest);
   }
 }
 

@@ -2,7 +2,7 @@
 // prefix, and each session's watches (so ending a session need not scan the
 // watch bucket). Rebuilt from the watch bucket at load; changed only by plans'
 // after-steps, once their batch is written.
-import { Bucket, bucketRange, decodeWatchKey, watchKey, type WatchRef } from '../../keys/index.js';
+import { Bucket, bucketRange, decodeWatchKey, entriesInKeyOrder, watchKey, type WatchRef } from '../../keys/index.js';
 import { pathAndAncestors } from '../../protocol/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
@@ -62,7 +62,7 @@ export class WatchesState {
   /** Sorted copies, for tests and diagnostics. */
   dump(): { exactWatchers: Array<[string, string[]]>; prefixWatchers: Array<[string, string[]]> } {
     const sets = (m: Map<string, Set<string>>): Array<[string, string[]]> =>
-      [...m.entries()].sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b))).map(([k, v]) => [k, [...v].sort()]);
+      entriesInKeyOrder(m).map(([k, v]) => [k, [...v].sort()]);
     return { exactWatchers: sets(this.exact), prefixWatchers: sets(this.prefix) };
   }
 }
