@@ -152,7 +152,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     }
     const { session } = this.established;
     if (!fe.isLeader()) throw notLeaderError(fe);
-    if (!isCoreRequest(request)) return this.addedOp(request, session, frameBytes);
+    if (!isCoreRequest(request)) return this.answerAddedOp(request, session, frameBytes);
     switch (request.op) {
       case 'ping':
         if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
@@ -160,12 +160,12 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       case 'get':
         return this.get(request, encoding);
       default:
-        return this.familyOp(request, session, frameBytes);
+        return this.answerCoreOp(request, session, frameBytes);
     }
   }
 
   /** An op a command family added to the protocol (the decoder knew it, so a family answers it). */
-  private async addedOp(request: FamilyRequest, session: string, frameBytes: number): Promise<FamilyResult> {
+  private async answerAddedOp(request: FamilyRequest, session: string, frameBytes: number): Promise<FamilyResult> {
     const op = this.fe.familyOps.get(request.op);
     if (op === undefined) throw new VeraError('BAD_REQUEST', `no command family answers "${request.op}"`);
     const result = await op.handle({ fe: this.fe, session, request, frameBytes });
@@ -174,7 +174,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   }
 
   /** A core op a command family answers. */
-  private familyOp(request: Exclude<Request, { op: 'hello' | 'ping' | 'get' }>, session: string, frameBytes: number): Promise<AnyResult> {
+  private answerCoreOp(request: Exclude<Request, { op: 'hello' | 'ping' | 'get' }>, session: string, frameBytes: number): Promise<AnyResult> {
     // The handler registered under an op takes that op's request: the table is keyed so.
     const handler = this.fe.ops[request.op] as OpHandler<Op> | undefined;
     if (handler === undefined) return Promise.reject(new VeraError('BAD_REQUEST', `no command family answers "${request.op}"`));
