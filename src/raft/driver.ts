@@ -7,7 +7,7 @@
 // by the next Ready.
 
 import { createHash } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { systemClock, type Cancel, type DriverClock } from './clock.js';
 import { RaftNode } from './core.js';
 import { SnapshotAssembler, type CapturedState, type StagedFile, type Staging } from './state-transfer.js';
 import type { LogStorage } from './storage.js';
@@ -35,17 +35,24 @@ export interface Transport {
   queuedBytes?(to: NodeId): number;
 }
 
+/** A complete, verified incoming transfer, wherever it is staged. */
+export interface StagedTransfer {
+  readonly bytes: number;
+}
+
 /** How the driver reads and replaces the whole state machine (InstallSnapshot). */
-export interface SnapshotIO {
+export interface SnapshotIO<S extends StagedTransfer = StagedFile> {
   capture(): Promise<CapturedState>;
   /** Where incoming transfers are staged (on disk: a snapshot of any size is received in bounded memory). */
-  readonly staging: Staging<StagedFile>;
+  readonly staging: Staging<S>;
   /**
    * Replace the state machine by a verified staged stream reflecting `meta.index`,
    * and make the log start after `meta`, durably; a crash part way is finished at
-   * the next start (snapshot-install.ts). Removes the staged file once done.
+   * the next start (snapshot-install.ts). Removes the staged transfer once done.
    */
-  install(meta: SnapshotMeta, staged: StagedFile): Promise<void>;
+  install(meta: SnapshotMeta, staged: S): Promise<void>;
+  /** Forget a staged transfer that will not be installed. */
+  discard(staged: S): void;
 }
 
 export interface CompactionPolicy {
@@ -55,7 +62,7 @@ export interface CompactionPolicy {
   readonly keepEntries: number;
 }
 
-export interface DriverOptions<R> {
+export interface DriverOptions<R, S extends StagedTransfer = StagedFile> {
   readonly node: RaftNode;
   readonly storage: LogStorage;
   readonly transport: Transport;
@@ -66,15 +73,25 @@ export interface DriverOptions<R> {
    */
   readonly apply: (entries: readonly Entry[], applied: (entry: Entry, result: R) => void) => Promise<void>;
   readonly tickMs: number;
+  /** Clocks and timers; the system's unless a simulation supplies virtual ones. */
+  readonly clock?: DriverClock;
   /** Called when the role or the known leader changes. */
   readonly onSoftState?: (state: SoftState) => void;
   /** Called when the storage failed: the node must stop, since its durability promise is broken. */
   readonly onFatal: (err: unknown) => void;
   /** Without it, the log is never compacted and no snapshot can be sent or installed. */
-  readonly snapshots?: SnapshotIO;
+  readonly snapshots?: SnapshotIO<S>;
   readonly compaction?: CompactionPolicy;
-  /** Reports a snapshot sent or installed, or one that failed. */
-  readonly onSnapshotEvent?: (event: { kind: 'sent' | 'installed' | 'failed' | 'compacted'; peer?: NodeId; index: number; bytes?: number; error?: string }) => void;
+  /** Reports a snapshot sent, installed or compacted into; one whose sending failed; or one received that failed verification (refused). */
+  readonly onSnapshotEvent?: (event: SnapshotEvent) => void;
+}
+
+export interface SnapshotEvent {
+  readonly kind: 'sent' | 'installed' | 'failed' | 'refused' | 'compacted';
+  readonly peer?: NodeId;
+  readonly index: number;
+  readonly bytes?: number;
+  readonly error?: string;
 }
 
 /**
@@ -100,38 +117,40 @@ interface PendingRead {
   index: number | null;
   resolve(index: number): void;
   reject(err: RaftError): void;
-  timer: NodeJS.Timeout;
+  cancelTimer: Cancel;
 }
 
-export class RaftDriver<R> {
+export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private readonly node: RaftNode;
-  private readonly opts: DriverOptions<R>;
+  private readonly opts: DriverOptions<R, S>;
+  private readonly clock: DriverClock;
   private readonly proposals = new Map<number, PendingProposal<R>>();
   private readonly reads = new Map<string, PendingRead>();
   private readonly appliedWaiters: Array<{ index: number; resolve: () => void }> = [];
-  private ticker: NodeJS.Timeout | null = null;
+  private stopTicker: Cancel | null = null;
   private running = false;
   private scheduled = false;
   private stopped = false;
   private nextReadId = 1;
   private applied: number;
   /** Null without SnapshotIO: then no snapshot can be received. */
-  private readonly assembler: SnapshotAssembler<StagedFile> | null;
-  private pendingInstall: { message: SnapshotRequest; staged: StagedFile } | null = null;
+  private readonly assembler: SnapshotAssembler<S> | null;
+  private pendingInstall: { message: SnapshotRequest; staged: S } | null = null;
   private installing = false;
   private held: Message[] = [];
   private readonly streaming = new Set<NodeId>();
   /** The hard state last written; null until the first write of this process. */
   private persistedHardState: HardState | null = null;
-  /** Heartbeat round -> when its Ready was taken (no later than it was sent), on both clocks (see leaseReadIndex). */
+  /** Heartbeat round -> when its Ready was taken (no later than it was sent), on both clocks (see leaseIndex). */
   private readonly roundSentAt = new Map<number, { readonly monotonic: number; readonly wall: number }>();
   /** How long after sending a round its quorum acknowledgement lets reads skip a round (RaftNode.leaseRound). */
   private readonly leaseMs: number;
   private readonly readCounts = { lease: 0, round: 0 };
 
-  constructor(options: DriverOptions<R>, appliedIndex: number) {
+  constructor(options: DriverOptions<R, S>, appliedIndex: number) {
     this.node = options.node;
     this.opts = options;
+    this.clock = options.clock ?? systemClock;
     this.applied = appliedIndex;
     this.assembler = options.snapshots ? new SnapshotAssembler(options.snapshots.staging) : null;
     // Two ticks of margin: a follower's first tick may come right after it heard the round, and timers jitter.
@@ -139,11 +158,11 @@ export class RaftDriver<R> {
   }
 
   start(): void {
-    this.ticker = setInterval(() => {
+    this.stopTicker = this.clock.every(this.opts.tickMs, () => {
       if (this.installing) return; // time stands still for the core while its state is replaced
       this.node.tick();
       this.schedule();
-    }, this.opts.tickMs);
+    });
     // A lone voter leads itself at once (after the lease window, if it may have answered a leader before).
     if (this.node.status().config.voters.length === 1) this.node.campaign();
     this.schedule();
@@ -151,9 +170,9 @@ export class RaftDriver<R> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.ticker) clearInterval(this.ticker);
+    this.stopTicker?.();
     this.failAll(new RaftError('UNAVAILABLE', 'server is shutting down'));
-    while (this.running) await new Promise((r) => setImmediate(r));
+    while (this.running) await new Promise<void>((r) => this.clock.defer(r));
     this.assembler?.abandon();
     this.discardPendingInstall();
   }
@@ -202,6 +221,13 @@ export class RaftDriver<R> {
     this.schedule();
   }
 
+  /** Start an election now (an operator's or a test's choice; the core campaigns on its own on timeouts). */
+  campaign(): void {
+    if (this.stopped || this.installing) return;
+    this.node.campaign();
+    this.schedule();
+  }
+
   transferLeadership(to: NodeId): boolean {
     const ok = this.node.transferLeadership(to);
     this.schedule();
@@ -214,7 +240,7 @@ export class RaftDriver<R> {
    */
   readIndex(timeoutMs: number): Promise<number> {
     if (this.stopped) return Promise.reject(new RaftError('UNAVAILABLE', 'server is shutting down'));
-    const leased = this.leaseReadIndex();
+    const leased = this.leaseIndex();
     if (leased !== null) {
       this.readCounts.lease++;
       return this.waitApplied(leased).then(() => leased);
@@ -226,11 +252,11 @@ export class RaftDriver<R> {
     }
     this.schedule();
     return new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const cancelTimer = this.clock.after(timeoutMs, () => {
         this.reads.delete(context);
         reject(new RaftError('TIMEOUT', `linearizable read not confirmed within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.reads.set(context, { index: null, resolve, reject, timer });
+      });
+      this.reads.set(context, { index: null, resolve, reject, cancelTimer });
     });
   }
 
@@ -245,18 +271,18 @@ export class RaftDriver<R> {
    * the machine sleeps; the wall clock does, but can be stepped. The lease holds
    * only while both say it does, and a wall clock stepped back ends it.
    */
-  private leaseReadIndex(): number | null {
+  leaseIndex(): number | null {
     const round = this.node.leaseRound();
     if (round === null) return null;
     const sent = this.roundSentAt.get(round);
     if (sent === undefined) return null;
-    const wallElapsed = Date.now() - sent.wall;
-    if (performance.now() - sent.monotonic >= this.leaseMs || wallElapsed >= this.leaseMs || wallElapsed < 0) return null;
+    const wallElapsed = this.clock.wall() - sent.wall;
+    if (this.clock.monotonic() - sent.monotonic >= this.leaseMs || wallElapsed >= this.leaseMs || wallElapsed < 0) return null;
     return this.node.committedIndex;
   }
 
   private noteRoundsSent(messages: readonly Message[]): void {
-    const now = { monotonic: performance.now(), wall: Date.now() };
+    const now = { monotonic: this.clock.monotonic(), wall: this.clock.wall() };
     for (const m of messages) {
       if (m.type !== 'heartbeat') continue;
       const round = Number(m.context);
@@ -303,7 +329,7 @@ export class RaftDriver<R> {
   private schedule(): void {
     if (this.scheduled || this.running || this.stopped) return;
     this.scheduled = true;
-    setImmediate(() => {
+    this.clock.defer(() => {
       this.scheduled = false;
       void this.runReadyLoop();
     });
@@ -321,7 +347,7 @@ export class RaftDriver<R> {
       }
     } catch (err) {
       this.stopped = true;
-      if (this.ticker) clearInterval(this.ticker);
+      this.stopTicker?.();
       this.failAll(new RaftError('UNAVAILABLE', 'storage failed; the node stopped'));
       this.opts.onFatal(err);
     } finally {
@@ -362,7 +388,7 @@ export class RaftDriver<R> {
       const read = this.reads.get(rs.context);
       if (!read) continue;
       this.reads.delete(rs.context);
-      clearTimeout(read.timer);
+      read.cancelTimer();
       void this.waitApplied(rs.index).then(() => read.resolve(rs.index));
     }
     for (const need of rd.snapshotRequests) void this.streamSnapshot(need.to);
@@ -413,18 +439,18 @@ export class RaftDriver<R> {
     const queued = this.opts.transport.queuedBytes;
     while (queued && queued.call(this.opts.transport, to) > SNAPSHOT_QUEUE_HIGH_WATER) {
       if (this.stopped || this.node.status().term !== term) throw new Error('leadership changed during the snapshot');
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise<void>((r) => this.clock.after(5, r));
     }
     if (this.stopped || this.node.status().term !== term) throw new Error('leadership changed during the snapshot');
   }
 
   private receiveSnapshotChunk(m: SnapshotRequest): void {
     if (this.assembler === null) return;
-    let staged: StagedFile | null;
+    let staged: S | null;
     try {
       staged = this.assembler.accept(`${m.from}/${m.term}/${m.meta.index}`, m.offset, m.chunk, m.done, m.checksum);
     } catch (err) {
-      this.opts.onSnapshotEvent?.({ kind: 'failed', peer: m.from, index: m.meta.index, error: String(err) });
+      this.opts.onSnapshotEvent?.({ kind: 'refused', peer: m.from, index: m.meta.index, error: String(err) });
       return;
     }
     if (staged === null) return;
@@ -435,7 +461,7 @@ export class RaftDriver<R> {
 
   private discardPendingInstall(): void {
     if (this.pendingInstall === null) return;
-    rmSync(this.pendingInstall.staged.path, { force: true });
+    this.opts.snapshots?.discard(this.pendingInstall.staged);
     this.pendingInstall = null;
   }
 
@@ -445,7 +471,7 @@ export class RaftDriver<R> {
     this.pendingInstall = null;
     const io = this.opts.snapshots;
     if (!io || !this.node.shouldInstallSnapshot(message)) {
-      rmSync(staged.path, { force: true });
+      io?.discard(staged);
       // Still step it in (nothing is installed): a follower that already has it must
       // answer with its commit index, or a leader whose acknowledgement was lost would
       // resend the same snapshot forever while no quorum can form without us.
@@ -521,7 +547,7 @@ export class RaftDriver<R> {
     for (const p of this.proposals.values()) p.reject(err);
     this.proposals.clear();
     for (const r of this.reads.values()) {
-      clearTimeout(r.timer);
+      r.cancelTimer();
       r.reject(err);
     }
     this.reads.clear();

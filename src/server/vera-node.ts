@@ -4,6 +4,7 @@
 // hooks below.
 
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { decodeConfigChange, type MemberChange } from '../raft/config.js';
@@ -140,6 +141,7 @@ export class VeraNode {
       const snapshots: SnapshotIO = {
         capture: () => captureState(dir.db, APPLIED_INDEX),
         staging: fileStaging(join(opts.dataDir, SNAPSHOTS_DIRNAME)),
+        discard: (staged) => rmSync(staged.path, { force: true }),
         install: async (meta, staged) => {
           // Reads wait while the state is replaced in several batches: none may see it half done.
           await sm.replaceUnderneath(() => installStagedSnapshot(dir.db, dir.storage, meta, staged, APPLIED_INDEX));
