@@ -6,12 +6,12 @@
 // else waits for the write. Proposals arriving during a write are group-committed
 // by the next Ready.
 
-import { createHash } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import { systemClock, type Cancel, type DriverClock } from './clock.js';
 import { RaftNode } from './core.js';
 import { SnapshotAssembler, type CapturedState, type StagedFile, type Staging } from './state-transfer.js';
 import type { LogStorage } from './storage.js';
-import type { ConfigChange, Entry, HardState, Message, NodeId, ProposeResult, Ready, SnapshotMeta, SnapshotRequest, SoftState, Status } from './types.js';
+import type { ConfigChange, Entry, HardState, Message, NodeId, ProposeResult, RandomSource, Ready, SnapshotMeta, SnapshotRequest, SoftState, Status } from './types.js';
 import { mayBeSentBeforePersist } from './types.js';
 
 export type RaftErrorCode = 'NOT_LEADER' | 'NO_LEADER' | 'UNAVAILABLE' | 'TIMEOUT';
@@ -75,6 +75,8 @@ export interface DriverOptions<R, S extends StagedTransfer = StagedFile> {
   readonly tickMs: number;
   /** Clocks and timers; the system's unless a simulation supplies virtual ones. */
   readonly clock?: DriverClock;
+  /** Draws this process's tag for read contexts (crypto-random unless a simulation supplies its own). */
+  readonly random?: RandomSource;
   /** Called when the role or the known leader changes. */
   readonly onSoftState?: (state: SoftState) => void;
   /** Called when the storage failed: the node must stop, since its durability promise is broken. */
@@ -132,6 +134,12 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private scheduled = false;
   private stopped = false;
   private nextReadId = 1;
+  /**
+   * Read contexts are `${readTag}.${n}`, unique to this process: a leader may still answer a
+   * context an earlier process of this node asked (a queued or delayed message), and that
+   * answer must not be taken for one of ours, whose index it may be below.
+   */
+  private readonly readTag: string;
   private applied: number;
   /** Null without SnapshotIO: then no snapshot can be received. */
   private readonly assembler: SnapshotAssembler<S> | null;
@@ -151,6 +159,8 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     this.node = options.node;
     this.opts = options;
     this.clock = options.clock ?? systemClock;
+    const random = options.random ?? { int: (n: number) => randomInt(n) };
+    this.readTag = `${random.int(2 ** 32).toString(36)}-${random.int(2 ** 32).toString(36)}`;
     this.applied = appliedIndex;
     this.assembler = options.snapshots ? new SnapshotAssembler(options.snapshots.staging) : null;
     // Two ticks of margin: a follower's first tick may come right after it heard the round, and timers jitter.
@@ -246,7 +256,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       return this.waitApplied(leased).then(() => leased);
     }
     this.readCounts.round++;
-    const context = `r${this.nextReadId++}`;
+    const context = `${this.readTag}.${this.nextReadId++}`;
     if (!this.node.readIndex(context)) {
       return Promise.reject(new RaftError('NO_LEADER', 'no leader is known for a linearizable read'));
     }

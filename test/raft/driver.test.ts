@@ -1,7 +1,8 @@
-// The driver's ordering promise, which the simulator cannot check (it runs its own
-// Ready loop): nothing that promises durable state leaves the node, and no
-// proposal is answered, before the Ready's write has finished. Storage here is
-// gated by hand, so the test decides when a write completes.
+// The driver's ordering promise, case by case (the simulator runs the same driver
+// over many seeded fault schedules; these name each rule): nothing that promises
+// durable state leaves the node, and no proposal is answered, before the Ready's
+// write has finished. Storage here is gated by hand, so the test decides when a
+// write completes. Also the lease's clocks and the uniqueness of read contexts.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RaftNode } from '../../src/raft/core.js';
@@ -263,5 +264,42 @@ describe('RaftDriver leader lease', () => {
     const made = await leaderWithLease();
     vi.setSystemTime(Date.now() - 1);
     await expectRoundRead(made);
+  });
+});
+
+describe('RaftDriver read contexts', () => {
+  /** Resolves once `sent` holds a message matching `match` (checked once per event-loop turn). */
+  const sentMatching = (sent: readonly Message[], match: (m: Message) => boolean): Promise<Message> =>
+    new Promise((resolve) => {
+      const check = (): void => {
+        const found = sent.find(match);
+        if (found === undefined) setImmediate(check);
+        else resolve(found);
+      };
+      check();
+    });
+
+  /** A process of follower n2 that knows its leader n1 and asked for a read. */
+  async function followerAsking() {
+    const made = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    made.storage.openGates();
+    made.driver.start();
+    made.driver.step({ type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 0, context: '1' });
+    const read = made.driver.readIndex(60_000);
+    const asked = await sentMatching(made.sent, (m) => m.type === 'readIndex');
+    return { ...made, read, context: (asked as Extract<Message, { type: 'readIndex' }>).context };
+  }
+
+  it('an answer the leader gives an earlier process of this node is not taken for a read of this one', async () => {
+    const earlier = await followerAsking();
+    const later = await followerAsking();
+    expect(later.context).not.toBe(earlier.context);
+    // The leader's answer to the earlier process (queued for n2 while it restarted) arrives first: index 0, stale.
+    later.driver.step({ type: 'readIndexResp', from: 'n1', to: 'n2', term: 1, context: earlier.context, index: 0 });
+    // Entry 1 commits, and the answer to this process's own read says 1.
+    const entry: Entry = { index: 1, term: 1, kind: 'command', data: new Uint8Array([1]) };
+    later.driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 1 });
+    later.driver.step({ type: 'readIndexResp', from: 'n1', to: 'n2', term: 1, context: later.context, index: 1 });
+    expect(await later.read).toBe(1);
   });
 });
