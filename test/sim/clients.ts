@@ -1,9 +1,9 @@
-// Simulated clients: numbered commands proposed to whoever leads, retried when
-// a proposal is rejected, lost (its slot was overwritten) or seems stuck. A
-// command counts as committed once any node applies it; retries may therefore
-// commit a command twice, which is fine (at-least-once clients). What matters
-// for safety is the acknowledgement: the accepting node applying the very
-// (index, term) it handed out.
+// Simulated clients: numbered commands proposed through a node's driver to
+// whoever leads, retried when the driver refuses or gives up on a proposal, or
+// when it seems stuck. A command counts as committed once any node applies it;
+// retries may therefore commit a command twice, which is fine (at-least-once
+// clients). What matters for safety is the acknowledgement: the driver answers a
+// proposal only with the entry that carries it, and only once it is committed.
 
 import type { Entry, NodeId } from '../../src/raft/types.js';
 
@@ -27,17 +27,16 @@ interface Command {
   proposedAt: number;
 }
 
-interface Acceptance {
-  readonly term: number;
-  readonly command: number;
+/** What the simulated state machine reports to the driver for each applied entry: the proposer's answer. */
+export interface SimApplied {
+  readonly entry: Entry;
+  /** The client command the entry carries; null for other entries. */
+  readonly command: number | null;
 }
 
-export type ApplyOutcome =
-  | { readonly kind: 'none' }
+export type AnswerOutcome =
   | { readonly kind: 'acknowledged'; readonly command: number }
-  /** The accepting node applied something else at that index: the proposal was overwritten. */
-  | { readonly kind: 'lost'; readonly command: number }
-  /** Same index and term as accepted, but another command: the core mislabelled a proposal. */
+  /** The driver answered a proposal with another command's entry: it settled the wrong proposal. */
   | { readonly kind: 'mismatch'; readonly expected: number; readonly got: number | null };
 
 export class SimClients {
@@ -45,8 +44,8 @@ export class SimClients {
   private readonly commands = new Map<number, Command>();
   /** Pending command ids, oldest first; may hold ids that are no longer pending (skipped lazily). */
   private queue: number[] = [];
-  /** Per node (current incarnation): index -> the proposal it accepted there. */
-  private readonly accepted = new Map<NodeId, Map<number, Acceptance>>();
+  /** Per node (current incarnation): commands handed to its driver and not yet answered. */
+  private readonly proposedTo = new Map<NodeId, Set<number>>();
   acknowledged = 0;
   lost = 0;
 
@@ -70,48 +69,54 @@ export class SimClients {
     return id;
   }
 
-  onAccepted(node: NodeId, command: number, index: number, term: number, now: number): void {
+  /** `command` was handed to `node`'s driver; its answer comes later (or never, if the node crashes). */
+  onProposed(node: NodeId, command: number, now: number): void {
     const c = this.commands.get(command)!;
     if (c.state === 'pending') c.state = 'inflight';
     c.proposedAt = now;
-    let byIndex = this.accepted.get(node);
-    if (byIndex === undefined) {
-      byIndex = new Map();
-      this.accepted.set(node, byIndex);
+    let mine = this.proposedTo.get(node);
+    if (mine === undefined) {
+      mine = new Set();
+      this.proposedTo.set(node, mine);
     }
-    byIndex.set(index, { term, command });
+    mine.add(command);
   }
 
-  /** `node` applied `entry`: settles its own acceptance at that index, and marks the command committed. */
-  onApplied(node: NodeId, entry: Entry): ApplyOutcome {
-    const got = entry.kind === 'command' ? decodeCommand(entry.data) : null;
-    if (got !== null) {
-      const c = this.commands.get(got);
-      if (c !== undefined && c.state !== 'done') {
-        c.state = 'done';
-        this.open--;
-      }
-    }
-    const byIndex = this.accepted.get(node);
-    const mine = byIndex?.get(entry.index);
-    if (mine === undefined) return { kind: 'none' };
-    byIndex!.delete(entry.index);
-    if (mine.term !== entry.term) {
-      this.lost++;
-      this.requeue(mine.command);
-      return { kind: 'lost', command: mine.command };
-    }
-    if (got !== mine.command) return { kind: 'mismatch', expected: mine.command, got };
+  /** `node`'s driver answered the proposal of `command` with what it applied: the client is told it succeeded. */
+  onAnswered(node: NodeId, command: number, applied: SimApplied): AnswerOutcome {
+    this.proposedTo.get(node)?.delete(command);
+    if (applied.command !== command) return { kind: 'mismatch', expected: command, got: applied.command };
     this.acknowledged++;
-    return { kind: 'acknowledged', command: got };
+    return { kind: 'acknowledged', command };
   }
 
-  /** A crashed node's clients lose their connections: its proposals will never be acknowledged. */
+  /**
+   * `node`'s driver refused the proposal, or gave up on it (superseded, leadership lost,
+   * storage failed): it may or may not commit, so the client retries it.
+   */
+  onRejected(node: NodeId, command: number, afterAcceptance: boolean): void {
+    this.proposedTo.get(node)?.delete(command);
+    if (afterAcceptance) this.lost++;
+    this.requeue(command);
+  }
+
+  /** Some node applied `entry`: the command it carries is committed. */
+  onApplied(entry: Entry): void {
+    const got = entry.kind === 'command' ? decodeCommand(entry.data) : null;
+    if (got === null) return;
+    const c = this.commands.get(got);
+    if (c !== undefined && c.state !== 'done') {
+      c.state = 'done';
+      this.open--;
+    }
+  }
+
+  /** A crashed node's clients lose their connections: its proposals will never be answered. */
   onCrash(node: NodeId): void {
-    const byIndex = this.accepted.get(node);
-    if (byIndex === undefined) return;
-    for (const a of byIndex.values()) this.requeue(a.command);
-    byIndex.clear();
+    const mine = this.proposedTo.get(node);
+    if (mine === undefined) return;
+    for (const command of mine) this.requeue(command);
+    mine.clear();
   }
 
   /** Proposals without an answer for `timeout` steps are retried (the accepting leader may be cut off). */

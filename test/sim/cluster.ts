@@ -1,30 +1,29 @@
-// The deterministic cluster simulator: 3 or 5 RaftNodes, a simulated network,
-// simulated disks and clients, all in virtual time and all driven by one seed.
+// The deterministic cluster simulator: 3 or 5 nodes, each running the real
+// RaftNode under the real RaftDriver (src/raft/driver.ts), over a simulated
+// network, simulated disks and clients, all in virtual time and all driven by
+// one seed.
 //
-// One step is one unit of virtual time. In each step: faults and client actions
-// happen, due messages are delivered, nodes tick, due I/O jobs complete, nodes
-// with work hand out a Ready, and the safety checker has seen every state.
+// One step is one unit of virtual time (the drivers' milliseconds). In each step:
+// faults and client actions happen, due messages are delivered, nodes tick, then
+// the drivers run until they wait on something the simulator has not finished:
+// their deferred Ready loops and timers run, due I/O completes (a Ready's write,
+// a state capture, a snapshot install, each after a random delay) and the promise
+// chains they resume are drained. The safety checker sees every call into every
+// core (observed-node.ts) and every message, write and apply.
 //
-// Ready handling is an asynchronous I/O job, as in the real driver: the Ready's
-// writes land after a random delay; a leader's 'app' messages may leave at once
-// or after the write (coin flip), everything else only after; then committed
-// entries are applied and advance() is called. A crash drops the pending job
-// (the unsynced write and the held-back messages) and the node's memory; the
-// restarted node is rebuilt from its storage. The simulated state machine is
-// durable with its applied index (as the real one: entry and applied index in
-// one LevelDB batch), so a restarted node resumes applying at applied + 1.
+// The driver's clock, storage, transport, state machine and snapshot I/O are
+// simulated; its Ready rules (persist, send, apply, advance, snapshots,
+// compaction, leases) are the real ones. A crash kills the process's clock, its
+// pending I/O and its transport: the unsynced write and everything in memory are
+// lost, and the restarted node is rebuilt from its storage. The simulated state
+// machine is durable with its applied index (as the real one: entry and applied
+// index in one LevelDB batch), so a restarted node resumes applying at applied + 1.
 //
-// Snapshots (modelled on the real driver, src/raft/driver.ts): after a node's
-// Ready loop goes idle it may compact its log up to what its state machine has
-// applied (a per-seed policy, plus random compactions). A leader's Ready may ask
-// for a snapshot for a follower: the driver captures its state machine, gets the
-// meta from the core and streams the state in chunks over the lossy network,
-// then reports the stream sent. The receiver assembles the chunks with the real
-// SnapshotAssembler; when one is complete and no Ready is outstanding, it asks the
-// core whether to install, then freezes the core (no ticks, messages held) while
-// the install write lands, durably replaces its state machine and resets its log
-// in one write, and steps the snapshot message in. Power may fail before or after
-// that write.
+// Snapshots: each driver compacts by its policy; a leader's driver captures the
+// state machine and streams it in chunks over the lossy network; the receiver's
+// driver assembles them (the real SnapshotAssembler), asks its core, and installs
+// through the simulator, whose install write may be hit by power loss before or
+// after it lands.
 //
 // Membership: beyond the initial 3 or 5 voters there are spare node slots. A
 // leader sometimes proposes a single-server change (add a learner, promote a
@@ -33,62 +32,75 @@
 // stopped for good (as an operator would), never re-added under the same id.
 
 import { decodeConfigChange } from '../../src/raft/config.js';
-import { RaftNode } from '../../src/raft/core.js';
-import { SnapshotAssembler, SnapshotError } from '../../src/raft/state-transfer.js';
-import { StorageError } from '../../src/raft/storage.js';
-import {
-  mayBeSentBeforePersist,
-  type ClusterConfig,
-  type ConfigChange,
-  type Entry,
-  type Message,
-  type NodeId,
-  type RaftOptions,
-  type Ready,
-  type SnapshotRequest,
-  type Status,
-} from '../../src/raft/types.js';
-import { encodeCommand, SimClients } from './clients.js';
+import { RaftDriver, type SnapshotEvent, type SnapshotIO } from '../../src/raft/driver.js';
+import { memoryStaging, type CapturedState, type Staging } from '../../src/raft/state-transfer.js';
+import { StorageError, type LogStorage } from '../../src/raft/storage.js';
+import type { ClusterConfig, ConfigChange, Entry, HardState, Message, NodeId, RaftOptions, Ready, SnapshotMeta, SnapshotRequest, Status } from '../../src/raft/types.js';
+import { decodeCommand, encodeCommand, SimClients, type SimApplied } from './clients.js';
 import type { SimConfig } from './config.js';
 import { describeMessage, describeRange, MESSAGE_CODE } from './describe.js';
 import { randomMembershipChange, randomPartition } from './faults.js';
 import { TraceHash } from './hash.js';
 import { convergenceProblem, InvariantViolation, SafetyChecker, type ConvergenceNode, type ConvergenceView, type LogView } from './invariants.js';
 import { CALM_NETWORK, SimNetwork } from './network.js';
+import { ObservedRaftNode, type CoreWatch } from './observed-node.js';
 import { SimRandom } from './random.js';
+import { SimClock } from './sim-clock.js';
 import { SimLogStore } from './sim-storage.js';
-import { SnapshotStream } from './snapshot-stream.js';
 import { decodeState, encodeState, sameConfig, SimStateMachine, SnapshotFormatError, type SimState } from './state-machine.js';
 
 /** Writes issued while a voter is kept down in the calm phase. */
 const CALM_MINORITY_COMMANDS = 5;
+/** Rounds of (timers, I/O, deferred callbacks, drain) per step; what is left runs next step. */
+const MAX_SETTLE_ROUNDS = 16;
+/** The leaseTooLong mutation: the driver's clocks run at this fraction of real speed. */
+const SLOW_CLOCK_RATE = 0.4;
+
+/** An incoming snapshot, staged in memory. */
+interface SimStaged {
+  readonly bytes: number;
+  readonly data: Buffer;
+}
+
+const simStaging: Staging<SimStaged> = () => {
+  const inner = memoryStaging();
+  return {
+    write: (part) => inner.write(part),
+    finish: (sha256, bytes) => ({ bytes, data: inner.finish(sha256, bytes) }),
+    discard: () => inner.discard(),
+  };
+};
+
+/** Lets the promise chains started so far run to their next wait (nothing real is pending: all I/O is simulated). */
+function drain(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
 
 interface IoJob {
-  readonly ready: Ready;
   readonly dueAt: number;
-  /** Messages that may only leave once the write is durable. */
-  readonly held: readonly Message[];
+  readonly seq: number;
+  readonly complete: () => void;
 }
 
-/** Leader side: one snapshot being streamed to one follower; it stops if leadership moves on. */
-interface OutgoingSnapshot {
-  readonly stream: SnapshotStream;
-  /** When its next chunk leaves. */
-  nextAt: number;
+/** One run of a node's process: its core, driver, clock and pending I/O. A crash ends it. */
+class Incarnation {
+  alive = true;
+  raft!: ObservedRaftNode;
+  driver!: RaftDriver<SimApplied, SimStaged>;
+  io: IoJob[] = [];
+  /** Writes land in the order they were issued. */
+  lastWriteDue = 0;
+  /** Writes issued and not landed yet, and what waits for them (the sendBeforePersist mutation only). */
+  unlandedWrites = 0;
+  whenLanded: Array<() => void> = [];
+  /** A snapshot installed and not yet stepped into the core (checked when it is). */
+  installed: SnapshotMeta | null = null;
+
+  constructor(readonly clock: SimClock) {}
 }
 
-/** Receiver side: a complete, verified snapshot. */
-interface ReceivedSnapshot {
-  readonly message: SnapshotRequest;
-  readonly state: SimState;
-}
-
-interface InstallJob extends ReceivedSnapshot {
-  readonly dueAt: number;
-}
-
-class NodeDriver {
-  raft: RaftNode | null = null;
+class SimNode {
+  run: Incarnation | null = null;
   /** Spare slots start unprovisioned: no process, no data, until a membership change adds them. */
   provisioned = false;
   /** Removed from the cluster (its removal was committed): stopped for good. */
@@ -96,25 +108,12 @@ class NodeDriver {
   /** Kept down in the calm phase to show that the majority goes on without it. */
   keptDown = false;
   incarnation = 0;
-  job: IoJob | null = null;
   restartAt = 0;
   /** This node's end-of-run reads (retries included), when the last was asked, and whether one was answered. */
   readonly calmReads = new Set<string>();
   calmReadAskedAt = -1;
   calmReadAnswered = false;
   readonly sm: SimStateMachine;
-  /** Chunks of the snapshot being received (memory: a crash loses them). */
-  assembler = new SnapshotAssembler();
-  /** A complete snapshot waiting for the Ready loop to go idle. */
-  pendingInstall: ReceivedSnapshot | null = null;
-  /** An install in progress: the core is frozen (no ticks, no calls) until it completes. */
-  install: InstallJob | null = null;
-  /** Messages that arrived during an install, stepped in once it is done. */
-  held: Message[] = [];
-  /** Leader: snapshot streams in progress, by follower. */
-  readonly streams = new Map<NodeId, OutgoingSnapshot>();
-  /** Leader: heartbeat round -> the step its Ready was taken (no later than it was sent); the lease is timed from it. */
-  readonly roundSentAt = new Map<number, number>();
   /** The clock fault skipped a tick that has not been made up yet (it is made up at most once: see tickNodes). */
   owesTick = false;
 
@@ -128,21 +127,18 @@ class NodeDriver {
     this.sm = new SimStateMachine(initialConfig);
   }
 
-  /** Running, and not frozen by a snapshot install: clients and faults may call into its core. */
-  get callable(): boolean {
-    return this.raft !== null && this.install === null;
+  get raft(): ObservedRaftNode | null {
+    return this.run?.raft ?? null;
   }
 
-  /** What a process loses when it stops: everything in memory. */
+  /** What a process loses when it stops: everything in memory, and whatever it had scheduled. */
   forgetMemory(): void {
-    this.raft = null;
-    this.job = null;
-    this.assembler = new SnapshotAssembler();
-    this.pendingInstall = null;
-    this.install = null;
-    this.held = [];
-    this.streams.clear();
-    this.roundSentAt.clear();
+    const run = this.run;
+    if (run === null) return;
+    run.alive = false;
+    run.clock.kill();
+    run.io = [];
+    this.run = null;
   }
 }
 
@@ -193,12 +189,13 @@ export interface SimResult {
   readonly stats: SimStats;
 }
 
+
 export class SimCluster {
   readonly checker: SafetyChecker;
   readonly trace = new TraceHash();
   private now = 0;
   private phase: 'faults' | 'calm' = 'faults';
-  private readonly nodes: NodeDriver[] = [];
+  private readonly nodes: SimNode[] = [];
   private readonly ids: NodeId[];
   private readonly initialConfig: ClusterConfig;
   private readonly network: SimNetwork;
@@ -209,8 +206,14 @@ export class SimCluster {
   private readonly clients: SimClients;
   private partitions: Partition[] = [];
   private readCounter = 0;
+  private ioSeq = 0;
   /** New client commands still to be issued in the calm phase (the minority-down stage writes some). */
   private calmNewCommands = 0;
+  /**
+   * The first failure raised where the driver, not the simulator, would catch it (its Ready loop,
+   * a promise callback); thrown from step() once the drivers have settled.
+   */
+  private failure: { readonly error: unknown } | null = null;
   private readonly stats: SimStats = {
     steps: 0,
     calmSteps: 0,
@@ -265,7 +268,7 @@ export class SimCluster {
     this.clients = new SimClients(config.faults.clientConcurrency);
     this.ids.forEach((id, slot) => {
       const store = new SimLogStore(this.initialConfig, config.mutation === 'lyingDisk');
-      this.nodes.push(new NodeDriver(id, slot, store, this.faultRandom.int(config.stepsPerTick), this.initialConfig));
+      this.nodes.push(new SimNode(id, slot, store, this.faultRandom.int(config.stepsPerTick), this.initialConfig));
     });
     for (const d of this.nodes.slice(0, config.nodeCount)) this.provision(d);
   }
@@ -281,8 +284,8 @@ export class SimCluster {
    * leader must know they did. In half the seeds one voter is also kept down for a while
    * (see below): the others must converge without it, and it must catch up when it returns.
    */
-  run(): SimResult {
-    while (this.now < this.config.faultSteps) this.step();
+  async run(): Promise<SimResult> {
+    while (this.now < this.config.faultSteps) await this.step();
     this.calmDown();
     const calmStart = this.now;
     // A majority suffices: with one voter (maybe the leader) down for good, new writes and reads
@@ -291,11 +294,11 @@ export class SimCluster {
     // play, so it goes down at once: the rest must repair what the faults left on their own.
     // Otherwise (retired nodes, pending changes) only a converged cluster loses a voter.
     const early = this.config.calmMinorityDown && this.stats.configChanges === 0;
-    if (early) this.runWithOneVoterDown(this.initialConfig.voters);
-    this.converge('');
+    if (early) await this.runWithOneVoterDown(this.initialConfig.voters);
+    await this.converge('');
     if (this.config.calmMinorityDown && !early) {
       const leader = this.finalMembers()!.find((d) => d.raft!.status().role === 'leader')!;
-      if (this.runWithOneVoterDown(leader.raft!.status().config.voters)) this.converge('');
+      if (await this.runWithOneVoterDown(leader.raft!.status().config.voters)) await this.converge('');
     }
     this.stats.calmSteps = this.now - calmStart;
     const logs = new Map<NodeId, LogView>();
@@ -305,7 +308,7 @@ export class SimCluster {
   }
 
   /** Both liveness stages (see run()), each within its bound from now. */
-  private converge(label: string): void {
+  private async converge(label: string): Promise<void> {
     for (const d of this.nodes) {
       d.calmReadAnswered = false; // every stage needs its own answered reads
       d.calmReadAskedAt = -1;
@@ -315,7 +318,7 @@ export class SimCluster {
     const perEntry = 2 * CALM_NETWORK.maxDelay + this.config.maxIoDelay + 1;
     const lastIndexes = this.nodes.filter((d) => d.raft !== null).map((d) => d.raft!.lastIndex());
     const backlog = Math.max(0, ...lastIndexes.map((last) => last - this.checker.highestCommitIndex));
-    this.stepUntilConverged(
+    await this.stepUntilConverged(
       false,
       this.now + bound + backlog * perEntry,
       `${bound} steps (${this.config.livenessElectionTimeouts} election timeouts) + ${backlog} uncommitted entries x ${perEntry} steps${label}`,
@@ -323,7 +326,7 @@ export class SimCluster {
     const view = this.convergenceView();
     const leaderCommit = view.nodes.find((n) => n.role === 'leader')!.commit;
     const lag = Math.max(0, ...view.nodes.map((n) => leaderCommit - n.applied));
-    this.stepUntilConverged(true, this.now + bound + lag * perEntry, `${bound} steps + catching up ${lag} entries x ${perEntry} steps${label}`);
+    await this.stepUntilConverged(true, this.now + bound + lag * perEntry, `${bound} steps + catching up ${lag} entries x ${perEntry} steps${label}`);
   }
 
   private livenessBound(): number {
@@ -335,30 +338,30 @@ export class SimCluster {
    * still a majority of at least two; the others converge with a few new writes; then it
    * comes back (the caller checks that everyone converges again). Returns whether it ran.
    */
-  private runWithOneVoterDown(voters: readonly NodeId[]): boolean {
+  private async runWithOneVoterDown(voters: readonly NodeId[]): Promise<boolean> {
     if (voters.length < 3) return false;
     const victim = this.nodes[this.slotOf(this.faultRandom.pick(voters))]!;
-    if (victim.raft !== null) this.crash(victim, 'kept down: the majority must go on without it');
+    if (victim.run !== null) this.crash(victim, 'kept down: the majority must go on without it');
     victim.keptDown = true;
     victim.restartAt = Number.POSITIVE_INFINITY;
     this.calmNewCommands = CALM_MINORITY_COMMANDS;
-    this.converge(` while ${victim.id} stays down`);
+    await this.converge(` while ${victim.id} stays down`);
     this.say(`${victim.id} comes back`);
     victim.keptDown = false;
     victim.restartAt = this.now + 1;
     return true;
   }
 
-  private stepUntilConverged(caughtUp: boolean, deadline: number, what: string): void {
+  private async stepUntilConverged(caughtUp: boolean, deadline: number, what: string): Promise<void> {
     for (;;) {
       const problem = convergenceProblem(this.convergenceView(), caughtUp);
       if (problem === null) return;
       if (this.now >= deadline) this.checker.fail('liveness', `not converged after faults stopped, within ${what}: ${problem}`);
-      this.step();
+      await this.step();
     }
   }
 
-  step(): void {
+  async step(): Promise<void> {
     this.now++;
     this.stats.steps++;
     if (this.phase === 'faults') this.injectFaults();
@@ -368,16 +371,52 @@ export class SimCluster {
     this.deliverDueMessages();
     this.checkLeases();
     this.tickNodes();
-    this.completeDueJobs();
-    this.pumpSnapshotStreams();
-    this.pumpReadies();
-    this.compactLogs();
+    await this.settle();
     this.retireRemovedNodes();
+  }
+
+  /**
+   * Lets every driver run until it waits on the simulator: due timers fire, due I/O completes,
+   * deferred callbacks (the Ready loops) run, and the promise chains they start are drained.
+   */
+  private async settle(): Promise<void> {
+    for (let round = 0; round < MAX_SETTLE_ROUNDS; round++) {
+      let progressed = false;
+      for (const d of this.nodes) {
+        const run = d.run;
+        if (run === null) continue;
+        if (run.clock.fireDueTimers()) progressed = true;
+        if (run.alive && this.completeDueIo(run)) progressed = true;
+        if (run.alive && run.clock.runDeferred()) progressed = true;
+      }
+      await drain();
+      if (this.failure !== null) throw this.failure.error;
+      if (!progressed) return;
+    }
+  }
+
+  /** Runs `fn`; a failure is remembered (to be thrown once the drivers settle) and passed on to the caller. */
+  private guard<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      this.failure ??= { error: err };
+      throw err;
+    }
+  }
+
+  /** Runs `fn` where nobody would see its exception (a promise callback): a failure is remembered only. */
+  private noting(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.failure ??= { error: err };
+    }
   }
 
   // ------------------------------------------------------------------ node lifecycle
 
-  private start(d: NodeDriver): void {
+  private start(d: SimNode): void {
     const loaded = d.store.load();
     const options: RaftOptions = {
       id: d.id,
@@ -388,15 +427,43 @@ export class SimCluster {
       maxInflightBytes: this.config.maxInflightBytes,
       maxMessageBytes: this.config.maxMessageBytes,
     };
+    const rate = this.config.mutation === 'leaseTooLong' ? SLOW_CLOCK_RATE : 1;
+    const run = new Incarnation(new SimClock(() => this.now, rate, this.config.stepsPerTick));
+    d.run = run;
     const restored = { hardState: loaded.hardState, snapshot: loaded.snapshot, entries: loaded.entries, applied: d.sm.applied };
-    d.raft = this.callCore(d, 'constructor', () => new RaftNode(options, restored));
+    run.raft = this.callCore(d, 'constructor', () => new ObservedRaftNode(options, restored, this.watch(d, run)));
+    const compaction = this.compactionPolicy();
+    run.driver = new RaftDriver<SimApplied, SimStaged>(
+      {
+        node: run.raft,
+        storage: this.storage(d, run),
+        transport: { send: (m) => this.guard(() => run.alive && this.send(d, m)) },
+        apply: (entries, applied) => this.apply(d, run, entries, applied),
+        tickMs: this.config.stepsPerTick,
+        clock: run.clock,
+        random: this.nodeRandom.fork(0x7ead + d.slot * 7919 + d.incarnation),
+        onFatal: (err) => this.onFatal(d, run, err),
+        snapshots: this.snapshotIO(d, run),
+        ...(compaction === null ? {} : { compaction }),
+        onSnapshotEvent: (e) => this.guard(() => run.alive && this.onSnapshotEvent(d, e)),
+      },
+      d.sm.applied,
+    );
     this.checker.observeRestart(d.id);
     this.checkConfigMatchesStateMachine(d, 'after a restart');
     this.observe(d);
+    run.driver.start();
+  }
+
+  /** The seed's compaction policy, or one drawn for this process (aggressive, so followers need snapshots). */
+  private compactionPolicy(): { everyEntries: number; keepEntries: number } | null {
+    const { policy, perNodePolicies } = this.config.snapshots;
+    if (policy !== null || !perNodePolicies) return policy;
+    return { everyEntries: this.faultRandom.range(1, 12), keepEntries: this.faultRandom.int(4) };
   }
 
   /** A node joins (initial members, or a spare a membership change adds): fresh storage, first start. */
-  private provision(d: NodeDriver): void {
+  private provision(d: SimNode): void {
     d.provisioned = true;
     this.say(`${d.id} PROVISIONED`);
     this.start(d);
@@ -418,7 +485,7 @@ export class SimCluster {
     this.toRetire = [];
   }
 
-  private crash(d: NodeDriver, why: string): void {
+  private crash(d: SimNode, why: string): void {
     this.say(`${d.id} CRASH (${why})`);
     this.trace.mix(0xc4a5);
     this.trace.mix(d.slot);
@@ -432,9 +499,23 @@ export class SimCluster {
     d.restartAt = d.keptDown ? Number.POSITIVE_INFINITY : this.phase === 'calm' ? this.now + 1 : this.now + this.faultRandom.range(minDownSteps, maxDownSteps);
   }
 
+  /** The driver stopped (as the real one does when its storage fails): the process exits. */
+  private onFatal(d: SimNode, run: Incarnation, err: unknown): void {
+    if (err instanceof InvariantViolation) {
+      this.failure ??= { error: err };
+      return;
+    }
+    if (!run.alive) return;
+    if (err instanceof StorageError && err.code === 'io') {
+      this.crash(d, `the driver stopped: ${err.message}`);
+      return;
+    }
+    this.noting(() => this.checker.fail('driverContract', `${d.id}'s driver stopped: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`));
+  }
+
   private restartDueNodes(): void {
     for (const d of this.nodes) {
-      if (d.raft === null && d.provisioned && !d.retired && d.restartAt <= this.now) {
+      if (d.run === null && d.provisioned && !d.retired && d.restartAt <= this.now) {
         this.say(`${d.id} RESTART (durable log to ${d.store.lastIndex()}, applied ${d.sm.applied})`);
         this.trace.mix(0x5e57);
         this.trace.mix(d.slot);
@@ -450,7 +531,7 @@ export class SimCluster {
     const r = this.faultRandom;
     if (f.crash > 0 && r.chance(f.crash)) {
       // Half the crashes hit a leader: that is what forces elections and log repair.
-      const up = this.nodes.filter((d) => d.raft !== null);
+      const up = this.nodes.filter((d) => d.run !== null);
       const leaders = up.filter((d) => d.raft!.status().role === 'leader');
       const victims = leaders.length > 0 && r.chance(0.5) ? leaders : up;
       if (victims.length > 0) this.crash(r.pick(victims), 'fault schedule');
@@ -465,36 +546,33 @@ export class SimCluster {
       const leader = this.nodes.find((d) => d.raft?.status().role === 'leader');
       if (leader !== undefined) {
         const to = r.pick(this.ids.filter((id) => id !== leader.id && !this.nodes[this.slotOf(id)]!.retired));
-        const accepted = this.callCore(leader, 'transferLeadership', () => leader.raft!.transferLeadership(to));
+        const accepted = leader.run!.driver.transferLeadership(to);
         this.say(`${leader.id} transferLeadership(${to}) -> ${accepted}`);
         if (accepted) this.stats.transfers++;
-        this.observe(leader);
       }
     }
     if (f.campaign > 0 && r.chance(f.campaign)) {
       const d = r.pick(this.nodes);
-      if (d.callable) {
+      if (d.run !== null) {
         this.say(`${d.id} campaign()`);
-        this.callCore(d, 'campaign', () => d.raft!.campaign());
-        this.observe(d);
+        d.run.driver.campaign();
       }
     }
     if (f.configChange > 0 && r.chance(f.configChange)) this.changeMembership();
     const suspicion = this.config.leaderSuspicion;
     if (suspicion > 0 && r.chance(suspicion)) {
       const d = r.pick(this.nodes);
-      if (d.callable) {
+      if (d.run !== null) {
         // Mostly the node's real leader (dead or alive), sometimes any other member; and sometimes
         // every node at once (a leader whose port rejects all peers while it runs: a firewall).
         const leader = d.raft!.status().leader;
         const peer = leader !== null && r.chance(0.8) ? leader : r.pick(this.ids.filter((id) => id !== d.id));
         const firewall = peer === leader && r.chance(0.3);
         if (firewall) this.cutOff(peer, `firewall rejects ${peer}`);
-        const told = firewall ? this.nodes.filter((x) => x.callable && x.id !== peer) : [d];
+        const told = firewall ? this.nodes.filter((x) => x.run !== null && x.id !== peer) : [d];
         for (const x of told) {
           this.say(`${x.id} leaderUnreachable(${peer})`);
-          this.callCore(x, 'leaderUnreachable', () => x.raft!.leaderUnreachable(peer));
-          this.observe(x);
+          x.run!.driver.leaderUnreachable(peer);
         }
       }
     }
@@ -506,20 +584,22 @@ export class SimCluster {
     const leaders = this.nodes.filter((d) => d.raft?.status().role === 'leader');
     if (leaders.length === 0) return;
     const leader = r.pick(leaders);
-    const st = leader.raft!.status();
+    const run = leader.run!;
+    const st = run.raft.status();
     const members = new Set([...st.config.voters, ...st.config.learners]);
     const outsiders = this.nodes.filter((d) => !members.has(d.id) && !d.retired).map((d) => d.id);
     const change = randomMembershipChange(r, st, outsiders, { minVoters: 3, maxVoters: this.config.nodeCount + 1 });
     if (change === null) return;
-    const result = this.callCore(leader, 'proposeConfigChange', () => leader.raft!.proposeConfigChange(change));
-    this.say(`${leader.id} proposeConfigChange(${change.type} ${change.node}) -> ${result.ok ? `accepted at ${result.index}` : result.reason}`);
-    this.trace.mix(result.ok ? result.index : 0);
-    if (result.ok) {
+    const before = run.raft.lastIndex();
+    run.driver.proposeConfigChange(change).catch(() => undefined); // its outcome shows in the configuration
+    const accepted = run.raft.lastIndex() > before;
+    this.say(`${leader.id} proposeConfigChange(${change.type} ${change.node}) -> ${accepted ? `accepted at ${run.raft.lastIndex()}` : 'refused'}`);
+    this.trace.mix(accepted ? run.raft.lastIndex() : 0);
+    if (accepted) {
       this.stats.configChanges++;
       const target = this.nodes[this.slotOf(change.node)]!;
       if (change.type === 'addLearner' && !target.provisioned) this.provision(target);
     }
-    this.observe(leader);
   }
 
   private formPartition(): void {
@@ -570,28 +650,32 @@ export class SimCluster {
     if (this.config.mutation === 'neverHeal') {
       for (const a of this.ids) for (const b of this.ids) if (a !== b) this.network.cut(a, b);
     }
-    for (const d of this.nodes) if (d.raft === null && d.provisioned && !d.retired) d.restartAt = this.now + 1;
+    for (const d of this.nodes) if (d.run === null && d.provisioned && !d.retired) d.restartAt = this.now + 1;
   }
 
   // ------------------------------------------------------------------ clients
 
+  private readTimeout(): number {
+    return 2 * this.config.electionTicks * this.config.stepsPerTick;
+  }
+
   private clientActions(): void {
     const f = this.config.faults;
     const r = this.clientRandom;
-    const retryAfter = 2 * this.config.electionTicks * this.config.stepsPerTick;
+    const retryAfter = this.readTimeout();
     if (this.now % 16 === 0) this.clients.retryStuck(this.now, retryAfter);
     if (r.chance(f.propose)) this.propose();
     if (this.phase === 'faults') {
       if (r.chance(f.read)) {
         const d = r.pick(this.nodes);
-        // As the real driver: a leader whose lease covers this moment answers at once, else a ReadIndex round.
-        if (d.callable && !this.leaseRead(d)) this.requestRead(d);
+        if (d.run !== null) this.requestRead(d);
       }
     } else {
       this.calmReads(retryAfter);
     }
   }
 
+  /** A client command through a node's driver, as the server proposes: answered once applied, or refused. */
   private propose(): void {
     const r = this.clientRandom;
     const created = this.clients.created;
@@ -601,59 +685,72 @@ export class SimCluster {
     const leaders = this.nodes.filter((d) => d.raft?.status().role === 'leader');
     // Mostly to a leader; sometimes to anyone, which exercises the notLeader answer.
     const target = leaders.length > 0 && !r.chance(0.1) ? r.pick(leaders) : r.pick(this.nodes);
-    if (!target.callable) return;
+    const run = target.run;
+    if (run === null) return;
     this.stats.proposals++;
-    const result = this.callCore(target, 'propose', () => target.raft!.propose(encodeCommand(command)));
-    this.trace.mix(result.ok ? result.index : 0);
-    if (result.ok) {
-      this.say(`${target.id} propose c${command} -> accepted at (${result.index}, ${result.term})`);
-      this.clients.onAccepted(target.id, command, result.index, result.term, this.now);
-    } else {
-      this.say(`${target.id} propose c${command} -> ${result.reason}`);
-    }
-    this.observe(target);
+    const before = run.raft.lastIndex();
+    const answer = run.driver.propose(encodeCommand(command));
+    const accepted = run.raft.lastIndex() > before;
+    this.trace.mix(accepted ? run.raft.lastIndex() : 0);
+    this.say(`${target.id} propose c${command} -> ${accepted ? `accepted at ${run.raft.lastIndex()}` : 'refused'}`);
+    this.clients.onProposed(target.id, command, this.now);
+    answer.then(
+      (applied) => this.noting(() => this.answered(target, command, applied)),
+      () => this.noting(() => this.clients.onRejected(target.id, command, accepted)),
+    );
   }
 
-  private requestRead(d: NodeDriver): string {
+  /** A driver answered a proposal: the client now counts on it. */
+  private answered(d: SimNode, command: number, applied: SimApplied): void {
+    const outcome = this.clients.onAnswered(d.id, command, applied);
+    const { index, term } = applied.entry;
+    if (outcome.kind === 'mismatch') {
+      this.checker.fail(
+        'acknowledgedWriteLost',
+        `${d.id} answered the proposal of c${outcome.expected} with (index ${index}, term ${term}), which holds ${outcome.got === null ? 'a non-command' : `c${outcome.got}`}`,
+      );
+    }
+    this.say(`${d.id} answered c${command}: applied at (${index}, ${term})`);
+    this.checker.observeAcknowledged(d.id, applied.entry);
+  }
+
+  /** A linearizable read through the node's driver: under its lease if that covers now, else a ReadIndex round. */
+  private requestRead(d: SimNode): string {
+    const run = d.run!;
     const context = `r${++this.readCounter}`;
     this.checker.observeReadRequest(d.id, context);
     this.stats.readsRequested++;
-    const accepted = this.callCore(d, 'readIndex', () => d.raft!.readIndex(context));
-    this.say(`${d.id} readIndex(${context}) -> ${accepted} (committed anywhere: ${this.checker.highestCommitIndex})`);
-    this.observe(d);
+    const leaseReadsBefore = run.driver.linearizableReads.lease;
+    const answer = run.driver.readIndex(this.readTimeout());
+    const leased = run.driver.linearizableReads.lease > leaseReadsBefore;
+    if (leased) this.stats.leaseReads++;
+    this.say(`${d.id} read ${context}${leased ? ' under its lease' : ''} (committed anywhere: ${this.checker.highestCommitIndex})`);
+    answer.then(
+      (index) =>
+        this.noting(() => {
+          this.say(`${d.id} read ${context} answered at index ${index}`);
+          this.checker.observeReadState(d.id, { context, index });
+          this.stats.readsAnswered++;
+          if (run.alive && d.calmReads.has(context)) d.calmReadAnswered = true;
+        }),
+      () => undefined, // timed out or refused: the client asks again
+    );
     return context;
   }
 
-  /** A client's read under the leader lease; false when the lease does not cover now (then it takes a ReadIndex round). */
-  private leaseRead(d: NodeDriver): boolean {
-    const commit = this.leaseReadIndex(d);
-    if (commit === null) return false;
-    this.say(`${d.id} lease read at index ${commit} (committed anywhere: ${this.checker.highestCommitIndex})`);
-    this.stats.leaseReads++;
-    return true;
-  }
-
   /**
-   * The index a lease read would get on `d` now (RaftNode.leaseRound, timed as the real driver
-   * times it: from the step the round's Ready was taken), checked against the whole cluster; null
-   * when its lease does not cover now. Called for every node every step, so that any moment a
-   * stale lease would be trusted is caught, whether or not a client happened to read then.
+   * Every step, for every node, the index a lease read would get now (the driver's own
+   * leaseIndex), checked against the whole cluster: any moment a stale lease would be
+   * trusted is caught, whether or not a client happened to read then.
    */
-  private leaseReadIndex(d: NodeDriver): number | null {
-    const raft = d.raft!;
-    const round = this.callCore(d, 'leaseRound', () => raft.leaseRound());
-    if (round === null) return null;
-    const sentAt = d.roundSentAt.get(round);
-    const leaseTicks = this.config.mutation === 'leaseTooLong' ? 2 * this.config.electionTicks : raft.leaseTicks - 2;
-    if (sentAt === undefined || this.now >= sentAt + leaseTicks * this.config.stepsPerTick) return null;
-    const { term, commit } = raft.status();
-    this.checker.observeLeaseRead(d.id, term, commit);
-    return commit;
-  }
-
   private checkLeases(): void {
     for (const d of this.nodes) {
-      if (d.callable && this.leaseReadIndex(d) !== null) this.stats.leaseSteps++;
+      const run = d.run;
+      if (run === null) continue;
+      const index = run.driver.leaseIndex();
+      if (index === null) continue;
+      this.checker.observeLeaseRead(d.id, run.raft.status().term, index);
+      this.stats.leaseSteps++;
     }
   }
 
@@ -662,7 +759,7 @@ export class SimCluster {
     const members = this.finalMembers();
     if (members === null) return;
     for (const d of members) {
-      if (!d.callable || d.calmReadAnswered) continue;
+      if (d.run === null || d.calmReadAnswered) continue;
       if (d.calmReadAskedAt < 0 || this.now - d.calmReadAskedAt >= retryAfter) {
         d.calmReads.add(this.requestRead(d));
         d.calmReadAskedAt = this.now;
@@ -681,35 +778,21 @@ export class SimCluster {
         this.network.stats.cutOff++;
         continue;
       }
-      if (d.raft === null) continue;
+      if (d.run === null) continue;
       this.network.stats.delivered++;
       this.trace.mix(MESSAGE_CODE[m.type]);
       this.trace.mix(this.slotOf(m.from) * 8 + d.slot);
       this.trace.mix(m.term);
       if (this.log !== null) this.say(`deliver ${describeMessage(m)}`);
-      this.receive(d, m);
+      d.run.driver.step(m);
     }
-  }
-
-  /** A message reaches a running node's driver. */
-  private receive(d: NodeDriver, m: Message): void {
-    if (d.install !== null) {
-      d.held.push(m); // the core holds still while its state is replaced
-      return;
-    }
-    if (m.type === 'snapshot') {
-      this.receiveSnapshotChunk(d, m);
-      return;
-    }
-    this.callCore(d, `step(${m.type})`, () => d.raft!.step(m));
-    this.observe(d);
   }
 
   private tickNodes(): void {
     const { stepsPerTick, faults } = this.config;
     for (const d of this.nodes) {
-      // Time stands still for a core whose state is being replaced (as in the real driver).
-      if (!d.callable || (this.now + d.tickPhase) % stepsPerTick !== 0) continue;
+      const ticker = d.run?.clock.ticker;
+      if (ticker == null || (this.now + d.tickPhase) % stepsPerTick !== 0) continue;
       // A clock may run late without bound (ticks skipped), but makes up at most one skipped tick:
       // no clock counts more than one tick beyond real time. Leases assume exactly that (docs/raft.md).
       let ticks = 1;
@@ -717,268 +800,171 @@ export class SimCluster {
         ticks = d.owesTick && this.faultRandom.chance(0.5) ? 2 : 0;
         d.owesTick = ticks === 0;
       }
-      for (let i = 0; i < ticks; i++) {
-        this.callCore(d, 'tick', () => d.raft!.tick());
-        this.observe(d);
-      }
+      for (let i = 0; i < ticks; i++) ticker();
     }
   }
 
-  // ------------------------------------------------------------------ Ready handling (the I/O jobs)
+  // ------------------------------------------------------------------ the driver's world: storage, state machine, snapshots
 
-  private completeDueJobs(): void {
-    for (const d of this.nodes) {
-      if (d.job !== null && d.job.dueAt <= this.now) this.completeJob(d);
-      if (d.install !== null && d.install.dueAt <= this.now) this.completeInstall(d);
-    }
+  /** Completes the I/O of `run` that is due, in the order it was issued; whether any was. */
+  private completeDueIo(run: Incarnation): boolean {
+    if (run.io.length === 0) return false;
+    const due = run.io.filter((j) => j.dueAt <= this.now);
+    if (due.length === 0) return false;
+    run.io = run.io.filter((j) => j.dueAt > this.now);
+    due.sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
+    for (const job of due) if (run.alive) job.complete();
+    return true;
   }
 
-  private pumpReadies(): void {
-    for (const d of this.nodes) {
-      // A zero-delay job completes at once, which may produce the next Ready; bound the loop.
-      for (let round = 0; round < 8 && d.raft !== null && d.job === null && d.install === null; round++) {
-        // As in the real driver, a received snapshot is installed before the next Ready is taken.
-        if (d.pendingInstall !== null) {
-          this.beginInstall(d);
-          continue;
-        }
-        if (!this.callCore(d, 'hasReady', () => d.raft!.hasReady())) break;
-        const job = this.takeReady(d);
-        if (job.dueAt <= this.now) this.completeJob(d);
-      }
-    }
+  private scheduleIo(run: Incarnation, dueAt: number, complete: () => void): void {
+    run.io.push({ dueAt, seq: this.ioSeq++, complete });
   }
 
-  private takeReady(d: NodeDriver): IoJob {
-    const raft = d.raft!;
-    const rd = this.callCore(d, 'ready', () => raft.ready());
-    if (rd.hardState !== null) this.checker.observeTerm(rd.hardState.term);
-    const first = rd.entries[0];
-    if (first !== undefined) this.checker.observeEntries(`${d.id}'s new entries`, first.index - 1, raft.termAt(first.index - 1), rd.entries);
-    for (const rs of rd.readStates) {
-      this.say(`${d.id} read state ${rs.context} at index ${rs.index}`);
-      this.checker.observeReadState(d.id, rs);
-      this.stats.readsAnswered++;
-      if (d.calmReads.has(rs.context)) d.calmReadAnswered = true;
-    }
-    const held: Message[] = [];
-    // Like a real driver, decide per Ready (not per message) whether the leader's appends go
-    // out before the write: deciding per message would reorder even a FIFO link.
-    const appendsEarly = this.ioRandom.chance(0.5);
-    for (const m of rd.messages) {
-      if (m.from !== d.id) this.checker.fail('driverContract', `${d.id}'s Ready holds a message from ${m.from}`);
-      if (m.type === 'heartbeat' && !d.roundSentAt.has(Number(m.context))) d.roundSentAt.set(Number(m.context), this.now);
-      const early = this.config.mutation === 'sendBeforePersist' || (appendsEarly && mayBeSentBeforePersist(m));
-      if (early) this.send(d, m);
-      else held.push(m);
-    }
-    // Nothing to write or apply: nothing to wait for (the real driver would not touch the disk).
-    const idle = rd.hardState === null && rd.entries.length === 0 && rd.committedEntries.length === 0;
-    const delay = idle ? 0 : this.ioRandom.int(this.config.maxIoDelay + 1);
-    const job: IoJob = { ready: rd, dueAt: this.now + delay, held };
-    d.job = job;
-    if (this.log !== null) {
-      this.say(
-        `${d.id} ready: hs=${rd.hardState === null ? '-' : `${rd.hardState.term}/${String(rd.hardState.vote)}/${rd.hardState.commit}`} ` +
-          `entries=${describeRange(rd.entries)} msgs=${rd.messages.length} (held ${held.length}) apply=${describeRange(rd.committedEntries)} io=${delay}`,
-      );
-    }
-    return job;
+  /** The driver's LogStorage: each write lands after a random delay; a crash before it loses it. */
+  private storage(d: SimNode, run: Incarnation): LogStorage {
+    return {
+      load: async () => d.store.load(),
+      persist: (hardState, entries) =>
+        new Promise<void>((resolve, reject) => {
+          if (!run.alive) return; // a dead process's write never completes
+          const delay = this.ioRandom.int(this.config.maxIoDelay + 1);
+          const dueAt = Math.max(this.now + delay, run.lastWriteDue);
+          run.lastWriteDue = dueAt;
+          // The mutation: a write-back cache tells the driver at once; the write lands later, or never.
+          const early = this.config.mutation === 'sendBeforePersist';
+          if (early) resolve();
+          run.unlandedWrites++;
+          if (this.log !== null) {
+            this.say(`${d.id} write: hs=${hardState === null ? '-' : `${hardState.term}/${String(hardState.vote)}/${hardState.commit}`} entries=${describeRange(entries)} io=${dueAt - this.now}`);
+          }
+          this.scheduleIo(run, dueAt, () => {
+            run.unlandedWrites--;
+            this.completeWrite(d, hardState, entries, early ? null : { resolve, reject });
+            if (run.unlandedWrites === 0 && run.alive) for (const go of run.whenLanded.splice(0)) go();
+          });
+        }),
+      compact: async (meta) => this.guard(() => this.compactStore(d, meta)),
+      close: async () => undefined,
+    };
   }
 
-  private completeJob(d: NodeDriver): void {
-    const job = d.job!;
-    d.job = null;
-    const rd = job.ready;
-    if (rd.hardState !== null || rd.entries.length > 0) {
-      try {
-        d.store.persist(rd.hardState, rd.entries);
-      } catch (err) {
-        if (err instanceof StorageError && err.code === 'io') {
-          this.stats.writeFailures++;
-          this.crash(d, 'write failed');
-          return;
-        }
-        this.checker.fail('driverContract', `${d.id}'s Ready could not be persisted: ${String(err)}`);
-      }
-      const first = rd.entries[0];
-      if (first !== undefined) this.checker.observeEntries(`${d.id}'s durable log`, first.index - 1, d.store.termAt(first.index - 1), rd.entries);
-      if (rd.hardState !== null) this.checker.observeDurableHardState(d.id, rd.hardState);
-    }
-    for (const m of job.held) this.send(d, m);
-    let configApplied = false;
-    for (const e of rd.committedEntries) {
-      if (d.store.termAt(e.index) !== e.term) {
-        this.checker.fail(
-          'driverContract',
-          `${d.id} was asked to apply (index ${e.index}, term ${e.term}) but its durable log holds ${String(d.store.termAt(e.index))} there`,
-        );
-      }
-      d.sm.apply(e);
-      this.checker.observeApply(d.id, e);
-      this.checker.observeStateDigest(d.id, e.index, d.sm.digest);
-      this.trace.mix(d.slot);
-      this.trace.mix(e.index);
-      this.trace.mix(e.term);
-      if (e.kind === 'config') {
-        this.noteConfigApplied(e);
-        configApplied = true;
-      }
-      const outcome = this.clients.onApplied(d.id, e);
-      if (outcome.kind === 'acknowledged') {
-        this.checker.observeAcknowledged(d.id, e);
-      } else if (outcome.kind === 'mismatch') {
-        this.checker.fail(
-          'acknowledgedWriteLost',
-          `${d.id} accepted c${outcome.expected} at (index ${e.index}, term ${e.term}) but applied ${outcome.got === null ? 'a non-command' : `c${outcome.got}`} there`,
-        );
-      }
-    }
-    if (rd.committedEntries.length > 0) this.say(`${d.id} applied ${describeRange(rd.committedEntries)}`);
-    this.callCore(d, 'advance', () => d.raft!.advance(rd));
-    if (configApplied) this.checkConfigMatchesStateMachine(d, 'after applying a config entry');
-    this.observe(d);
-    // As the real driver: capture the state machine now that this Ready's entries are applied.
-    for (const need of rd.snapshotRequests) this.startSnapshotStream(d, need.to);
-  }
-
-  /** The core's configuration is the one its state machine's applied entries lead to. */
-  private checkConfigMatchesStateMachine(d: NodeDriver, when: string): void {
-    const config = d.raft!.status().config;
-    if (!sameConfig(config, d.sm.config)) {
-      this.checker.fail(
-        'stateMachineSafety',
-        `${d.id}'s core has config ${JSON.stringify(config)} ${when}, but its state machine (applied ${d.sm.applied}) has ${JSON.stringify(d.sm.config)}`,
-      );
-    }
-  }
-
-  // ------------------------------------------------------------------ snapshots and compaction
-
-  /** Leader: a Ready asked for a snapshot for `to`. Capture the state machine and start streaming it. */
-  private startSnapshotStream(d: NodeDriver, to: NodeId): void {
-    this.stats.snapshotsRequested++;
-    const raft = d.raft;
-    if (raft === null) return;
-    if (d.streams.has(to)) {
-      this.say(`${d.id} snapshot for ${to} requested while one is streaming: ignored`);
-      return; // as the real driver: the stream in progress will report
-    }
-    const captured = d.sm.capture();
-    // The off-by-one mutation labels the state with the index before the one it reflects.
-    const index = this.config.mutation === 'snapshotOffByOne' ? captured.applied - 1 : captured.applied;
-    const meta = this.callCore(d, 'snapshotMetaAt', () => raft.snapshotMetaAt(index));
-    const st = raft.status();
-    if (meta === null || st.role !== 'leader') {
-      this.say(`${d.id} cannot snapshot for ${to} (meta ${meta === null ? 'none' : meta.index}, role ${st.role})`);
-      this.callCore(d, 'reportSnapshot', () => raft.reportSnapshot(to, false));
-      this.stats.snapshotsAborted++;
-      this.observe(d);
-      return;
-    }
-    const stored = d.store.termAt(index);
-    if (meta.index !== index || meta.term !== stored) {
-      this.checker.fail('driverContract', `${d.id}'s snapshotMetaAt(${index}) gave (index ${meta.index}, term ${meta.term}); its durable log holds ${String(stored)} there`);
-    }
-    if (this.config.mutation !== 'snapshotOffByOne' && !sameConfig(meta.config, captured.config)) {
-      this.checker.fail(
-        'stateMachineSafety',
-        `${d.id}'s snapshotMetaAt(${index}) gives config ${JSON.stringify(meta.config)}, but its state machine there has ${JSON.stringify(captured.config)}`,
-      );
-    }
-    const { paddingBytes, chunkBytes } = this.config.snapshots;
-    const data = encodeState({ ...captured, applied: meta.index }, paddingBytes);
-    const delay = this.ioRandom.int(this.config.maxIoDelay + 1); // capturing takes a moment
-    const separateDone = this.ioRandom.chance(0.5);
-    const stream = new SnapshotStream({ from: d.id, to, term: st.term, meta, data, chunkBytes, separateDone });
-    d.streams.set(to, { stream, nextAt: this.now + delay });
-    this.say(`${d.id} SNAPSHOT for ${to}: captured index ${meta.index}@${meta.term}, ${data.length} bytes`);
-    this.trace.mix(0x5a9);
-    this.trace.mix(meta.index);
-  }
-
-  /** Leaders send the next chunk of each stream that is due; a stream whose leader moved on stops. */
-  private pumpSnapshotStreams(): void {
-    for (const d of this.nodes) {
-      if (d.raft === null || d.streams.size === 0) continue;
-      for (const out of [...d.streams.values()]) {
-        const { stream } = out;
-        if (out.nextAt > this.now || d.raft === null) continue;
-        const raft = d.raft;
-        const st = raft.status();
-        if (st.role !== 'leader' || st.term !== stream.term) {
-          d.streams.delete(stream.to);
-          this.say(`${d.id} snapshot stream to ${stream.to} stopped: no longer leader of term ${stream.term}`);
-          this.callCore(d, 'reportSnapshot', () => raft.reportSnapshot(stream.to, false));
-          this.stats.snapshotsAborted++;
-          this.observe(d);
-          continue;
-        }
-        for (const m of stream.nextMessages()) this.send(d, m);
-        this.stats.snapshotChunks++;
-        if (!stream.finished) {
-          out.nextAt = this.now + this.config.snapshots.chunkGapSteps;
-          continue;
-        }
-        d.streams.delete(stream.to);
-        this.callCore(d, 'reportSnapshot', () => raft.reportSnapshot(stream.to, true));
-        this.stats.snapshotsSent++;
-        this.observe(d);
-      }
-    }
-  }
-
-  /** Receiver: chunks go to the assembler; a complete snapshot waits for the Ready loop to go idle. */
-  private receiveSnapshotChunk(d: NodeDriver, m: SnapshotRequest): void {
-    let data: Buffer | null;
+  private completeWrite(d: SimNode, hardState: HardState | null, entries: readonly Entry[], waiting: { resolve(): void; reject(err: unknown): void } | null): void {
     try {
-      data = d.assembler.accept(`${m.from}/${m.term}/${m.meta.index}`, m.offset, m.chunk, m.done, m.checksum);
+      d.store.persist(hardState, entries);
     } catch (err) {
-      // Chunks are never corrupted here and streams with one key carry the same bytes.
-      if (err instanceof SnapshotError) this.checker.fail('driverContract', `${d.id} rejected a snapshot stream from ${m.from}: ${err.message}`);
-      throw err;
+      if (err instanceof StorageError && err.code === 'io') {
+        this.stats.writeFailures++;
+        this.say(`${d.id} write FAILED`);
+        if (waiting !== null) waiting.reject(err);
+        else this.crash(d, 'write failed after it was acknowledged');
+        return;
+      }
+      this.checker.fail('driverContract', `${d.id}'s Ready could not be persisted: ${String(err)}`);
     }
-    if (data === null) return;
+    const first = entries[0];
+    if (first !== undefined) this.checker.observeEntries(`${d.id}'s durable log`, first.index - 1, d.store.termAt(first.index - 1), entries);
+    if (hardState !== null) this.checker.observeDurableHardState(d.id, hardState);
+    waiting?.resolve();
+  }
+
+  private compactStore(d: SimNode, meta: SnapshotMeta): void {
+    try {
+      d.store.compact(meta);
+    } catch (err) {
+      this.checker.fail('driverContract', `${d.id}'s storage refused compaction to ${meta.index}: ${String(err)}`);
+    }
+    this.stats.compactions++;
+    this.trace.mix(0xc0c0);
+    this.trace.mix(meta.index);
+    if (this.log !== null) this.say(`${d.id} compacted its log to ${meta.index}@${meta.term}`);
+  }
+
+  /** The driver's apply: committed entries go into the durable simulated state machine, in order. */
+  private apply(d: SimNode, run: Incarnation, entries: readonly Entry[], applied: (entry: Entry, result: SimApplied) => void): Promise<void> {
+    if (!run.alive) return new Promise(() => undefined); // a dead process applies nothing
+    if (this.config.mutation === 'sendBeforePersist' && run.unlandedWrites > 0) {
+      // The mutation is about what the driver says too early, not what it applies: that waits for the disk.
+      return new Promise((resolve) => run.whenLanded.push(() => resolve(this.apply(d, run, entries, applied))));
+    }
+    this.guard(() => {
+      for (const e of entries) {
+        if (d.store.termAt(e.index) !== e.term) {
+          this.checker.fail(
+            'driverContract',
+            `${d.id} was asked to apply (index ${e.index}, term ${e.term}) but its durable log holds ${String(d.store.termAt(e.index))} there`,
+          );
+        }
+        this.checker.observeApply(d.id, e);
+        d.sm.apply(e);
+        this.checker.observeStateDigest(d.id, e.index, d.sm.digest);
+        this.trace.mix(d.slot);
+        this.trace.mix(e.index);
+        this.trace.mix(e.term);
+        if (e.kind === 'config') this.noteConfigApplied(e);
+        this.clients.onApplied(e);
+        applied(e, { entry: e, command: e.kind === 'command' ? decodeCommand(e.data) : null });
+      }
+      if (entries.length > 0) this.say(`${d.id} applied ${describeRange(entries)}`);
+    });
+    return Promise.resolve();
+  }
+
+  private snapshotIO(d: SimNode, run: Incarnation): SnapshotIO<SimStaged> {
+    return {
+      capture: () =>
+        new Promise<CapturedState>((resolve) => {
+          if (!run.alive) return;
+          const state = d.sm.capture();
+          // The off-by-one mutation labels the state with the index before the one it reflects.
+          const index = this.config.mutation === 'snapshotOffByOne' ? state.applied - 1 : state.applied;
+          const data = Buffer.from(encodeState({ ...state, applied: index }, this.config.snapshots.paddingBytes));
+          const delay = this.ioRandom.int(this.config.maxIoDelay + 1); // capturing takes a moment
+          this.say(`${d.id} captures its state at ${index}: ${data.length} bytes`);
+          this.trace.mix(0x5a9);
+          this.trace.mix(index);
+          this.scheduleIo(run, this.now + delay, () => resolve({ index, chunks: () => this.chunks(run, data), release: async () => undefined }));
+        }),
+      staging: simStaging,
+      install: (meta, staged) => new Promise<void>((resolve, reject) => this.guard(() => this.beginInstall(d, run, meta, staged, resolve, reject))),
+      discard: () => undefined,
+    };
+  }
+
+  /** A captured state in chunks, paced as a transport's queue would pace them. */
+  private async *chunks(run: Incarnation, data: Buffer): AsyncGenerator<Buffer> {
+    const { chunkBytes, chunkGapSteps } = this.config.snapshots;
+    for (let at = 0; at < data.length; at += chunkBytes) {
+      if (at > 0 && chunkGapSteps > 0) await new Promise<void>((resolve) => run.clock.after(chunkGapSteps, resolve));
+      yield data.subarray(at, at + chunkBytes);
+    }
+  }
+
+  /** Receiver: the driver installs a complete snapshot the core asked for; the write lands after a delay. */
+  private beginInstall(d: SimNode, run: Incarnation, meta: SnapshotMeta, staged: SimStaged, resolve: () => void, reject: (err: unknown) => void): void {
+    if (!run.alive) return;
     let state: SimState;
     try {
-      state = decodeState(data);
+      state = decodeState(staged.data);
     } catch (err) {
-      if (err instanceof SnapshotFormatError) this.checker.fail('driverContract', `${d.id} received an undecodable snapshot: ${err.message}`);
+      if (err instanceof SnapshotFormatError) this.checker.fail('driverContract', `${d.id} was asked to install an undecodable snapshot: ${err.message}`);
       throw err;
     }
-    if (state.applied !== m.meta.index) {
-      this.checker.fail('driverContract', `snapshot from ${m.from} carries a state of index ${state.applied} but meta index ${m.meta.index}`);
+    if (state.applied !== meta.index) {
+      this.checker.fail('driverContract', `${d.id} was asked to install a state of index ${state.applied} under meta index ${meta.index}`);
     }
-    this.stats.snapshotsReceived++;
-    this.say(`${d.id} received snapshot ${m.meta.index}@${m.meta.term} from ${m.from} (term ${m.term})`);
-    d.pendingInstall = { message: m, state };
-  }
-
-  /** No Ready is outstanding: ask the core, then freeze it while the install write lands. */
-  private beginInstall(d: NodeDriver): void {
-    const received = d.pendingInstall!;
-    d.pendingInstall = null;
-    const raft = d.raft!;
-    const wanted = this.callCore(d, 'shouldInstallSnapshot', () => raft.shouldInstallSnapshot(received.message));
-    if (!wanted && this.config.mutation !== 'installStaleSnapshot') {
-      // As src/raft/driver.ts: nothing is installed, but the message is stepped in so the core
-      // answers with its commit index (dropping it lost liveness: seed 4074).
-      this.stats.snapshotsIgnored++;
-      this.say(`${d.id} ignores snapshot ${received.message.meta.index} (commit ${raft.status().commit}, term ${raft.status().term})`);
-      this.trace.mix(0x1960);
-      this.callCore(d, 'step(snapshot)', () => raft.step({ ...received.message, chunk: new Uint8Array(0) }));
-      this.observe(d);
-      return;
+    if (!sameConfig(meta.config, state.config)) {
+      this.checker.fail(
+        'stateMachineSafety',
+        `the snapshot of index ${meta.index} for ${d.id} carries config ${JSON.stringify(meta.config)} in its meta, but its state has ${JSON.stringify(state.config)}`,
+      );
     }
     const delay = this.ioRandom.int(this.config.maxIoDelay + 1);
-    d.install = { ...received, dueAt: this.now + delay };
-    this.say(`${d.id} INSTALLING snapshot ${received.message.meta.index} (io=${delay})`);
-    if (delay === 0) this.completeInstall(d);
+    this.say(`${d.id} INSTALLING snapshot ${meta.index} (io=${delay})`);
+    this.scheduleIo(run, this.now + delay, () => this.completeInstall(d, run, meta, state, resolve, reject));
   }
 
-  private completeInstall(d: NodeDriver): void {
-    const { message, state } = d.install!;
-    const { meta } = message;
+  private completeInstall(d: SimNode, run: Incarnation, meta: SnapshotMeta, state: SimState, resolve: () => void, reject: (err: unknown) => void): void {
     const crashChance = this.phase === 'faults' ? this.config.snapshots.installCrash : 0;
     const powerLoss = crashChance > 0 && this.faultRandom.chance(crashChance) ? (this.faultRandom.chance(0.5) ? 'before' : 'after') : null;
     if (powerLoss === 'before') {
@@ -992,7 +978,7 @@ export class SimCluster {
     } catch (err) {
       if (err instanceof StorageError && err.code === 'io') {
         this.stats.writeFailures++;
-        this.crash(d, 'snapshot install write failed');
+        reject(err);
         return;
       }
       this.checker.fail('driverContract', `${d.id} could not install snapshot ${meta.index}: ${String(err)}`);
@@ -1008,47 +994,69 @@ export class SimCluster {
       this.crash(d, 'power loss after the snapshot install write');
       return;
     }
-    d.install = null;
-    const raft = d.raft!;
-    this.callCore(d, 'step(snapshot)', () => raft.step({ ...message, chunk: new Uint8Array(0) }));
-    const st = raft.status();
-    if (raft.logStart() !== meta.index || st.commit !== meta.index || st.applied !== meta.index) {
-      this.checker.fail(
-        'driverContract',
-        `${d.id} installed snapshot ${meta.index} but its core did not adopt it: log start ${raft.logStart()}, commit ${st.commit}, applied ${st.applied}`,
+    run.installed = meta;
+    this.say(`${d.id} INSTALLED snapshot ${meta.index}@${meta.term}`);
+    resolve();
+  }
+
+  private onSnapshotEvent(d: SimNode, e: SnapshotEvent): void {
+    switch (e.kind) {
+      case 'sent':
+        this.stats.snapshotsSent++;
+        this.say(`${d.id} sent snapshot ${e.index} to ${String(e.peer)} (${String(e.bytes)} bytes)`);
+        break;
+      case 'failed':
+        this.stats.snapshotsAborted++;
+        this.say(`${d.id} snapshot stream to ${String(e.peer)} stopped: ${String(e.error)}`);
+        break;
+      case 'refused':
+        // Chunks are never corrupted here, and streams under one key carry the same bytes.
+        this.checker.fail('driverContract', `${d.id} refused a snapshot stream from ${String(e.peer)}: ${String(e.error)}`);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // ------------------------------------------------------------------ watching the core
+
+  /** What the simulator checks around each call into `run`'s core (see observed-node.ts). */
+  private watch(d: SimNode, run: Incarnation): CoreWatch {
+    return {
+      call: (what, fn) =>
+        this.guard(() => {
+          const result = this.callCore(d, what, fn);
+          if (run.alive) this.observe(d);
+          return result;
+        }),
+      onReady: (rd) => this.guard(() => run.alive && this.onReady(d, run, rd)),
+      onAdvance: (rd) =>
+        this.guard(() => {
+          if (run.alive && rd.committedEntries.some((e) => e.kind === 'config')) this.checkConfigMatchesStateMachine(d, 'after applying a config entry');
+        }),
+      onCompact: (index, meta) => this.guard(() => run.alive && this.checkCompaction(d, index, meta)),
+      onSnapshotMeta: (index, meta) => this.guard(() => run.alive && this.checkSnapshotMeta(d, index, meta)),
+      shouldInstall: (m, wanted) => this.guard(() => this.shouldInstall(d, m, wanted)),
+      onSnapshotStepped: (m) => this.guard(() => run.alive && this.checkSnapshotAdopted(d, run, m)),
+    };
+  }
+
+  private onReady(d: SimNode, run: Incarnation, rd: Ready): void {
+    if (rd.hardState !== null) this.checker.observeTerm(rd.hardState.term);
+    const first = rd.entries[0];
+    if (first !== undefined) this.checker.observeEntries(`${d.id}'s new entries`, first.index - 1, run.raft.termAt(first.index - 1), rd.entries);
+    for (const m of rd.messages) if (m.from !== d.id) this.checker.fail('driverContract', `${d.id}'s Ready holds a message from ${m.from}`);
+    this.stats.snapshotsRequested += rd.snapshotRequests.length;
+    if (this.log !== null) {
+      this.say(
+        `${d.id} ready: hs=${rd.hardState === null ? '-' : `${rd.hardState.term}/${String(rd.hardState.vote)}/${rd.hardState.commit}`} ` +
+          `entries=${describeRange(rd.entries)} msgs=${rd.messages.length} apply=${describeRange(rd.committedEntries)}` +
+          (rd.snapshotRequests.length > 0 ? ` snapshots for ${rd.snapshotRequests.map((s) => s.to).join(',')}` : ''),
       );
     }
-    this.checkConfigMatchesStateMachine(d, `after installing snapshot ${meta.index}`);
-    this.say(`${d.id} INSTALLED snapshot ${meta.index}@${meta.term}`);
-    this.observe(d);
-    const held = d.held;
-    d.held = [];
-    for (const m of held) if (d.raft !== null) this.receive(d, m);
   }
 
-  /**
-   * Idle nodes compact as the real driver does (policy), and in the fault phase one node
-   * sometimes compacts to a random point its state machine holds.
-   */
-  private compactLogs(): void {
-    const { policy, randomCompaction } = this.config.snapshots;
-    if (policy !== null) {
-      for (const d of this.nodes) {
-        if (d.raft === null || d.job !== null || d.install !== null) continue;
-        if (d.sm.applied - d.raft.logStart() >= policy.everyEntries + policy.keepEntries) this.compact(d, d.sm.applied - policy.keepEntries);
-      }
-    }
-    if (randomCompaction > 0 && this.phase === 'faults' && this.faultRandom.chance(randomCompaction)) {
-      const idle = this.nodes.filter((d) => d.raft !== null && d.job === null && d.install === null && d.sm.applied > d.raft.logStart());
-      if (idle.length === 0) return;
-      const d = this.faultRandom.pick(idle);
-      this.compact(d, this.faultRandom.range(d.raft!.logStart() + 1, d.sm.applied));
-    }
-  }
-
-  private compact(d: NodeDriver, index: number): void {
-    const raft = d.raft!;
-    const meta = this.callCore(d, `compact(${index})`, () => raft.compact(index));
+  private checkCompaction(d: SimNode, index: number, meta: SnapshotMeta): void {
     const stored = d.store.termAt(index);
     if (meta.index !== index || meta.term !== stored) {
       this.checker.fail('driverContract', `${d.id}'s compact(${index}) returned (index ${meta.index}, term ${meta.term}); its durable log holds ${String(stored)} there`);
@@ -1059,16 +1067,39 @@ export class SimCluster {
         `${d.id}'s compact(${index}) records config ${JSON.stringify(meta.config)}, but its state machine there has ${JSON.stringify(d.sm.config)}`,
       );
     }
-    try {
-      d.store.compact(meta);
-    } catch (err) {
-      this.checker.fail('driverContract', `${d.id}'s storage refused compaction to ${index}: ${String(err)}`);
+  }
+
+  private checkSnapshotMeta(d: SimNode, index: number, meta: SnapshotMeta | null): void {
+    if (meta === null) return;
+    const stored = d.store.termAt(index);
+    if (meta.index !== index || meta.term !== stored) {
+      this.checker.fail('driverContract', `${d.id}'s snapshotMetaAt(${index}) gave (index ${meta.index}, term ${meta.term}); its durable log holds ${String(stored)} there`);
     }
-    this.stats.compactions++;
-    this.trace.mix(0xc0c0);
-    this.trace.mix(index);
-    if (this.log !== null) this.say(`${d.id} compacted its log to ${index}@${meta.term}`);
-    this.observe(d);
+  }
+
+  /** The core's answer to whether a complete snapshot should be installed (overruled by the installStaleSnapshot mutation). */
+  private shouldInstall(d: SimNode, m: SnapshotRequest, wanted: boolean): boolean {
+    this.stats.snapshotsReceived++;
+    this.say(`${d.id} received snapshot ${m.meta.index}@${m.meta.term} from ${m.from} (term ${m.term}): ${wanted ? 'install' : 'not needed'}`);
+    if (wanted || this.config.mutation === 'installStaleSnapshot') return true;
+    this.stats.snapshotsIgnored++;
+    this.trace.mix(0x1960);
+    return false;
+  }
+
+  /** After installing, the driver steps the snapshot in: the core must adopt exactly what was installed. */
+  private checkSnapshotAdopted(d: SimNode, run: Incarnation, m: SnapshotRequest): void {
+    const meta = run.installed;
+    if (meta === null || meta.index !== m.meta.index) return;
+    run.installed = null;
+    const st = run.raft.status();
+    if (run.raft.logStart() !== meta.index || st.commit !== meta.index || st.applied !== meta.index) {
+      this.checker.fail(
+        'driverContract',
+        `${d.id} installed snapshot ${meta.index} but its core did not adopt it: log start ${run.raft.logStart()}, commit ${st.commit}, applied ${st.applied}`,
+      );
+    }
+    this.checkConfigMatchesStateMachine(d, `after installing snapshot ${meta.index}`);
   }
 
   private noteConfigApplied(e: Entry): void {
@@ -1081,16 +1112,30 @@ export class SimCluster {
     if (change.type === 'remove' && !this.toRetire.includes(change.node)) this.toRetire.push(change.node);
   }
 
+  /** The core's configuration is the one its state machine's applied entries lead to. */
+  private checkConfigMatchesStateMachine(d: SimNode, when: string): void {
+    const config = d.raft!.status().config;
+    if (!sameConfig(config, d.sm.config)) {
+      this.checker.fail(
+        'stateMachineSafety',
+        `${d.id}'s core has config ${JSON.stringify(config)} ${when}, but its state machine (applied ${d.sm.applied}) has ${JSON.stringify(d.sm.config)}`,
+      );
+    }
+  }
+
   /** A message leaves the node: the moment it counts as said (a vote is granted when its answer is sent). */
-  private send(d: NodeDriver, m: Message): void {
+  private send(d: SimNode, m: Message): void {
     this.checker.observeTerm(m.term);
     switch (m.type) {
       case 'app':
         this.observeLeaderMessage(d, m.term);
         this.checker.observeEntries(`${m.from}->${m.to} append`, m.prevIndex, m.prevTerm, m.entries);
         break;
-      case 'heartbeat':
       case 'snapshot':
+        if (m.chunk.length > 0) this.stats.snapshotChunks++;
+        this.observeLeaderMessage(d, m.term);
+        break;
+      case 'heartbeat':
       case 'timeoutNow':
         this.observeLeaderMessage(d, m.term);
         break;
@@ -1107,7 +1152,7 @@ export class SimCluster {
   }
 
   /** Only leaders send these; the sender's log is checked only while it still leads that term. */
-  private observeLeaderMessage(d: NodeDriver, term: number): void {
+  private observeLeaderMessage(d: SimNode, term: number): void {
     const st = d.raft?.status();
     const stillLeading = st !== undefined && st.role === 'leader' && st.term === term;
     this.checker.observeLeader(d.id, term, stillLeading ? d.raft : null);
@@ -1116,7 +1161,7 @@ export class SimCluster {
   // ------------------------------------------------------------------ observation
 
   /** After every call into a node: its role, term and commit index go to the checker. */
-  private observe(d: NodeDriver): void {
+  private observe(d: SimNode): void {
     const raft = d.raft;
     if (raft === null) return;
     const st: Status = raft.status();
@@ -1133,7 +1178,7 @@ export class SimCluster {
   }
 
   /** Runs one call into the core; an exception from the core is a failure of the run, with its position. */
-  private callCore<T>(d: NodeDriver, what: string, call: () => T): T {
+  private callCore<T>(d: SimNode, what: string, call: () => T): T {
     try {
       return call();
     } catch (err) {
@@ -1147,7 +1192,7 @@ export class SimCluster {
    * The members of the configuration of the one node that leads (all of them must converge),
    * or null when not exactly one node leads.
    */
-  private finalMembers(): NodeDriver[] | null {
+  private finalMembers(): SimNode[] | null {
     const leaders = this.nodes.filter((d) => d.raft?.status().role === 'leader');
     if (leaders.length !== 1) return null;
     const { voters, learners } = leaders[0]!.raft!.status().config;
@@ -1156,7 +1201,7 @@ export class SimCluster {
 
   private convergenceView(): ConvergenceView {
     // Without a single leader, show every running node, so the problem names the contenders.
-    const shown = (this.finalMembers() ?? this.nodes.filter((d) => d.raft !== null)).filter((d) => !d.keptDown);
+    const shown = (this.finalMembers() ?? this.nodes.filter((d) => d.run !== null)).filter((d) => !d.keptDown);
     const leader = shown.find((d) => d.raft?.status().role === 'leader')?.raft?.status() ?? null;
     const nodes = shown.map((d): ConvergenceNode => {
       const st = d.raft?.status();

@@ -30,21 +30,21 @@ export interface FaultRates {
 }
 
 /**
- * Log compaction and snapshot transfer. Compaction follows the real driver's rule
- * (once applied - logStart >= everyEntries + keepEntries, compact to applied - keepEntries),
- * plus random compactions to any point the state machine holds, so followers that
- * fall even slightly behind need a snapshot.
+ * Log compaction and snapshot transfer. Every node's driver compacts by its policy
+ * (once applied - logStart >= everyEntries + keepEntries, compact to applied - keepEntries):
+ * the seed's, or with `perNodePolicies` one drawn per process start, aggressive and
+ * different on each node, so followers that fall even slightly behind need a snapshot.
  */
 export interface SnapshotSettings {
-  /** Policy compaction; null: only random compactions (if any). */
+  /** The seed's policy; null: none, unless `perNodePolicies`. */
   readonly policy: { readonly everyEntries: number; readonly keepEntries: number } | null;
-  /** Per step: one running node compacts to a random index in [logStart, applied]. */
-  readonly randomCompaction: number;
+  /** Without a seed policy: each process start draws its own. */
+  readonly perNodePolicies: boolean;
   /** Snapshot streams are cut into chunks of this many bytes (a big value: one message). */
   readonly chunkBytes: number;
   /** Filler bytes added to the simulated state so that it spans several chunks. */
   readonly paddingBytes: number;
-  /** Steps between two chunks of one stream (the real driver waits on its transport's queue). */
+  /** Steps between two chunks of one stream (a real transport's queue paces them). */
   readonly chunkGapSteps: number;
   /** Per install, in the fault phase: power loss before the install write, or after it but before the core adopts it. */
   readonly installCrash: number;
@@ -55,15 +55,22 @@ export type SimMutation =
   | 'none'
   /** The disk acknowledges writes it has not synced; a crash loses the last few of them. */
   | 'lyingDisk'
-  /** The driver sends every message (votes, acknowledgements) before the Ready's write is durable. */
+  /**
+   * Writes are acknowledged to the driver before they are durable (a write-back cache), so the
+   * driver sends votes and acknowledgements before the Ready's write is durable (the simulated
+   * state machine still applies only what is on disk).
+   */
   | 'sendBeforePersist'
   /** The network never heals after the fault phase: every link stays cut (liveness must fail). */
   | 'neverHeal'
-  /** The receiver installs every complete snapshot without asking shouldInstallSnapshot (stale ones too). */
+  /** The core's shouldInstallSnapshot always says yes, so the driver installs stale snapshots too. */
   | 'installStaleSnapshot'
   /** The snapshot sender labels its captured state with the index before the one it reflects. */
   | 'snapshotOffByOne'
-  /** The driver holds its lease for a whole election timeout, beyond the window followers keep (RaftNode.leaseTicks). */
+  /**
+   * The driver's clocks run at a fraction of real speed (far beyond the rate error it allows for),
+   * so it holds its lease beyond the window followers keep (RaftNode.leaseTicks).
+   */
   | 'leaseTooLong';
 
 export interface SimConfig {
@@ -80,7 +87,7 @@ export interface SimConfig {
   readonly maxInflightMessages: number;
   readonly maxInflightBytes: number;
   readonly maxMessageBytes: number;
-  /** An I/O job (persist a Ready) takes [0, maxIoDelay] steps. */
+  /** An I/O job (a Ready's write, a state capture, a snapshot install) takes [0, maxIoDelay] steps. */
   readonly maxIoDelay: number;
   readonly network: NetworkConditions;
   readonly faults: FaultRates;
@@ -196,16 +203,15 @@ function deriveSnapshotSettings(r: SimRandom, crashy: boolean, mutation: SimMuta
     { everyEntries: r.range(10, 40), keepEntries: r.range(0, 10) },
     { everyEntries: r.range(10, 40), keepEntries: r.range(0, 10) },
     { everyEntries: r.range(50, 200), keepEntries: r.range(10, 50) },
-    null, // random compactions only
+    null, // per-node policies only
     null,
   ];
   const policy = policies[style] ?? null;
-  const randomCompaction = style === 0 ? 0 : style >= 6 ? r.pick([0.01, 0.05]) : r.pick([0, 0, 0.002, 0.01]);
   // The snapshot mutations need snapshots to happen at all.
   const snapshotMutation = mutation === 'installStaleSnapshot' || mutation === 'snapshotOffByOne';
   return {
     policy: snapshotMutation ? { everyEntries: 5, keepEntries: 0 } : policy,
-    randomCompaction: snapshotMutation ? 0.05 : randomCompaction,
+    perNodePolicies: !snapshotMutation && style >= 6,
     chunkBytes: r.pick([8, 24, 64, 1 << 20]),
     paddingBytes: r.pick([0, 16, 100]),
     chunkGapSteps: r.pick([0, 1, 3]),

@@ -13,16 +13,16 @@ export interface RunOptions extends ConfigOverrides {
   readonly traceTail?: number;
 }
 
-export function runSeed(seed: number, options: RunOptions = {}): SimResult {
+export async function runSeed(seed: number, options: RunOptions = {}): Promise<SimResult> {
   const config = deriveConfig(seed, options);
   try {
-    return new SimCluster(config, options.log ?? null).run();
+    return await new SimCluster(config, options.log ?? null).run();
   } catch (err) {
     const tail = options.traceTail ?? 0;
     if (!(err instanceof InvariantViolation) || tail <= 0 || options.log !== undefined) throw err;
     const lines: string[] = [];
     try {
-      new SimCluster(config, (line) => {
+      await new SimCluster(config, (line) => {
         lines.push(line);
         if (lines.length > tail * 2) lines.splice(0, lines.length - tail);
       }).run();

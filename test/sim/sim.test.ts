@@ -20,8 +20,8 @@ const env = readSimEnvironment();
 if (env.replaySeed !== null) {
   const seed = env.replaySeed;
   describe(`replay of seed ${seed}`, () => {
-    it('runs verbosely and passes every check', () => {
-      const result = runSeed(seed, { faultSteps: env.steps, log: (line) => console.log(line) });
+    it('runs verbosely and passes every check', async () => {
+      const result = await runSeed(seed, { faultSteps: env.steps, log: (line) => console.log(line) });
       console.log(JSON.stringify({ config: result.config, stats: result.stats }, null, 2));
       expect(result.stats.steps).toBeGreaterThanOrEqual(env.steps);
     }, 600_000);
@@ -40,10 +40,10 @@ if (env.replaySeed !== null) {
   describe(`seeded simulation: ${count} seeds from ${first}, ${env.steps} fault steps each`, () => {
     for (let start = first; start < first + count; start += CHUNK) {
       const end = Math.min(start + CHUNK, first + count);
-      it(`seeds ${start}..${end - 1} keep every safety and liveness property`, () => {
+      it(`seeds ${start}..${end - 1} keep every safety and liveness property`, async () => {
         const t0 = performance.now();
         for (let seed = start; seed < end; seed++) {
-          const result = runSeed(seed, { faultSteps: env.steps, traceTail: 60 });
+          const result = await runSeed(seed, { faultSteps: env.steps, traceTail: 60 });
           expect(result.stats.steps).toBeGreaterThanOrEqual(env.steps);
           sizes.set(result.config.nodeCount, (sizes.get(result.config.nodeCount) ?? 0) + 1);
           totalSteps += result.stats.steps;
@@ -95,27 +95,28 @@ if (env.replaySeed !== null) {
   });
 
   describe('determinism', () => {
-    it('the same seed gives the same run (trace hash and statistics)', () => {
+    it('the same seed gives the same run (trace hash and statistics)', async () => {
       for (const seed of [7, 4242, 987654321]) {
-        const a = runSeed(seed, { faultSteps: 1500 });
-        const b = runSeed(seed, { faultSteps: 1500 });
+        const a = await runSeed(seed, { faultSteps: 1500 });
+        const b = await runSeed(seed, { faultSteps: 1500 });
         expect(b.traceHash).toBe(a.traceHash);
         expect(b.stats).toEqual(a.stats);
       }
     });
 
-    it('a verbose replay follows exactly the same run and logs its events', () => {
+    it('a verbose replay follows exactly the same run and logs its events', async () => {
       const lines: string[] = [];
-      const quiet = runSeed(3, { faultSteps: 400 });
-      const verbose = runSeed(3, { faultSteps: 400, log: (line) => lines.push(line) });
+      const quiet = await runSeed(3, { faultSteps: 400 });
+      const verbose = await runSeed(3, { faultSteps: 400, log: (line) => lines.push(line) });
       expect(verbose.traceHash).toBe(quiet.traceHash);
       expect(lines.some((l) => / is LEADER of term \d+/.test(l))).toBe(true);
       expect(lines.some((l) => l.includes('deliver n'))).toBe(true);
       expect(lines.some((l) => l.includes('faults stop'))).toBe(true);
     });
 
-    it('different seeds give different runs', () => {
-      const hashes = new Set([1, 2, 3, 4, 5, 6].map((seed) => runSeed(seed, { faultSteps: 500 }).traceHash));
+    it('different seeds give different runs', async () => {
+      const hashes = new Set<number>();
+      for (const seed of [1, 2, 3, 4, 5, 6]) hashes.add((await runSeed(seed, { faultSteps: 500 })).traceHash);
       expect(hashes.size).toBe(6);
     });
   });
