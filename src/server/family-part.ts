@@ -51,6 +51,12 @@ export interface ServerPart {
   /** Ops this family adds to the protocol. */
   readonly protocolOps?: Readonly<Record<string, FamilyOp>>;
   readonly duties?: readonly LeaderDuty[];
+  /**
+   * Sees the outcome of every entry this member applies, in log order, once it is in
+   * the db: how a family tells its own waiters (list changes reach watchers through
+   * the notifier instead). Must not throw or block.
+   */
+  readonly onApplied?: (outcome: ApplyOutcome, fe: FrontEnd) => void;
 }
 
 export interface ServerParts {
@@ -59,6 +65,7 @@ export interface ServerParts {
   readonly extensions: ProtocolExtensions;
   readonly familyOps: ReadonlyMap<string, FamilyOp>;
   readonly duties: readonly LeaderDuty[];
+  readonly appliedHooks: ReadonlyArray<(outcome: ApplyOutcome, fe: FrontEnd) => void>;
 }
 
 /**
@@ -69,6 +76,7 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
   const ops: Record<string, unknown> = {};
   const familyOps = new Map<string, FamilyOp>();
   const duties: LeaderDuty[] = [];
+  const appliedHooks: Array<(outcome: ApplyOutcome, fe: FrontEnd) => void> = [];
   const core: ReadonlySet<string> = new Set(OPS);
   for (const family of families) {
     if (family.server === undefined) continue;
@@ -83,9 +91,10 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
       familyOps.set(op, spec);
     }
     duties.push(...(part.duties ?? []));
+    if (part.onApplied !== undefined) appliedHooks.push(part.onApplied);
   }
   const extensions = new Map([...familyOps].map(([op, spec]) => [op, spec.build]));
-  return { ops: ops as OpHandlers, extensions, familyOps, duties };
+  return { ops: ops as OpHandlers, extensions, familyOps, duties, appliedHooks };
 }
 
 /** Proposes a command, counting it and timing it. */

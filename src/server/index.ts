@@ -21,7 +21,7 @@ import { ExpiryQueue } from './expiry.js';
 import { fdBudget, openFileLimit } from './fd-budget.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
-import { loadServerParts } from './family-part.js';
+import { loadServerParts, type ServerParts } from './family-part.js';
 import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
 import type { AnyFamily } from '../families/family.js';
 import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
@@ -63,6 +63,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const expiry = new ExpiryQueue(() => performance.now(), DEFAULT_DUTY_TIMINGS['session-expiry']!);
   const leaderWatch = new LeaderWatch();
   let fe: FrontEnd | undefined;
+  /** The families' own listeners to applied entries (ServerPart.onApplied); set once their parts load. */
+  let appliedHooks: ServerParts['appliedHooks'] = [];
   let duties: LeaderDuties | undefined;
   let directory: MemberDirectory | undefined;
   let node: VeraNode | undefined;
@@ -80,7 +82,11 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       levelMaxOpenFiles: fds.levelFiles,
     },
     {
-      onApplied: (_outcome, recorded) => fe?.notifier.deliver(recorded),
+      onApplied: (outcome, recorded) => {
+        if (fe === undefined) return;
+        fe.notifier.deliver(recorded);
+        for (const hook of appliedHooks) hook(outcome, fe);
+      },
       onSoftState: (s) => {
         logger.info({ event: 'role-changed', role: s.role, leader: s.leader, term: node?.status().term }, `role is now ${s.role}`);
         duties?.setLeading(s.role === 'leader');
@@ -178,6 +184,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const disk = new DiskGuard(config.dataDir, config.limits.diskReserveBytes, logger);
   disk.start();
   const parts = await loadServerParts(options.families ?? FAMILIES);
+  appliedHooks = parts.appliedHooks;
   const front: FrontEnd = {
     node: veraNode,
     ops: parts.ops,

@@ -276,6 +276,14 @@ export class StateMachine {
     }
   }
 
+  /**
+   * A family's read of the db: from one LevelDB snapshot, with the applied index it
+   * reflects (waiting out a replacement of the whole state, as every query does).
+   */
+  read<T>(what: string, read: (db: VeraDb, snapshot: ReturnType<VeraDb['snapshot']>, index: number) => Promise<T>): Promise<T> {
+    return this.withSnapshot(async (snapshot) => read(this.db, snapshot, await readApplied(this.db, snapshot)), what);
+  }
+
   /** A family's in-memory state as of the applied index, for its reads. */
   stateOf<S>(family: Family<never, S>): S {
     return this.states.of(family);

@@ -40,7 +40,16 @@ export type ApplySuccess =
   | { readonly ok: true; readonly op: 'openSession'; readonly session: string }
   | { readonly ok: true; readonly op: 'push'; readonly item: Item }
   /** `items` is present for exact watches only: the list as of this entry. */
-  | { readonly ok: true; readonly op: 'watch'; readonly index: number; readonly items?: readonly Item[]; readonly tooLarge?: true };
+  | { readonly ok: true; readonly op: 'watch'; readonly index: number; readonly items?: readonly Item[]; readonly tooLarge?: true }
+  /** The result of a family added after these: opaque to the kernel, read by the family's own server part. */
+  | FamilySuccess;
+
+export interface FamilySuccess {
+  readonly ok: true;
+  readonly op: 'family';
+  readonly family: string;
+  readonly value: unknown;
+}
 
 export type ApplyResult = ApplySuccess | ApplyError;
 
