@@ -316,7 +316,8 @@ export class SimCluster {
     const bound = this.livenessBound();
     // At least one entry per round trip (message out, disk write, answer back).
     const perEntry = 2 * CALM_NETWORK.maxDelay + this.config.maxIoDelay + 1;
-    const lastIndexes = this.nodes.filter((d) => d.raft !== null).map((d) => d.raft!.lastIndex());
+    // Down nodes count too: one restarting with the longest log may lead and must commit all of it.
+    const lastIndexes = this.nodes.filter((d) => d.provisioned && !d.retired).map((d) => Math.max(d.raft?.lastIndex() ?? 0, d.store.lastIndex()));
     const backlog = Math.max(0, ...lastIndexes.map((last) => last - this.checker.highestCommitIndex));
     await this.stepUntilConverged(
       false,
