@@ -3,13 +3,14 @@
 // state machine's loaders know families only through this list.
 import { Bucket } from '../keys/index.js';
 import { cluster } from './cluster/index.js';
+import { journal } from './journal/index.js';
 import type { AnyFamily } from './family.js';
 import { lag } from './lag/index.js';
 import { lists } from './lists/index.js';
 import { sessions } from './sessions/index.js';
 import { watches } from './watches/index.js';
 
-export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster];
+export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal];
 
 /** Buckets that belong to no family: properties, the store's own keys, the Raft log. */
 export const KERNEL_BUCKETS = [Bucket.property, Bucket.internal, Bucket.log] as const;

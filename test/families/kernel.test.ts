@@ -39,7 +39,7 @@ describe('the entry envelope', () => {
   });
 
   it.each([
-    ['an unknown family', { v: 1, family: 'journal', op: 'add', t: 0 }],
+    ['an unknown family', { v: 1, family: 'frobs', op: 'add', t: 0 }],
     ['an unknown op of a known family', { v: 1, family: 'lists', op: 'put', t: 0, session: 's' }],
     ['a version above this build', { v: COMMAND_VERSION + 1, family: 'lists', t: 0, ...push('s1', 1) }],
   ])('refuses %s as unknown, naming the version it needs', (_what, raw) => {
@@ -108,8 +108,8 @@ describe('applying', () => {
 });
 
 describe('the registry', () => {
-  it('has the families of version 1, their ops unique, and no bucket claimed twice', () => {
-    expect(FAMILIES.map((f) => f.name)).toEqual(['sessions', 'lists', 'watches', 'lag', 'cluster']);
+  it('has the families of version 1 first, then the journal of version 2, their ops unique, and no bucket claimed twice', () => {
+    expect(FAMILIES.map((f) => [f.name, f.since])).toEqual([['sessions', 1], ['lists', 1], ['watches', 1], ['lag', 1], ['cluster', 1], ['journal', 2]]);
     expect([...LEGACY_OPS.keys()].sort()).toEqual(['ack', 'closeSession', 'delete', 'openSession', 'push', 'unwatch', 'watch']);
     expect(() => checkBuckets(FAMILIES)).not.toThrow();
   });

@@ -50,7 +50,8 @@ describe('which version the cluster may run', () => {
   it('knows what each command needs', () => {
     expect(requiredVersion({ op: 'push', session: 's', path: '/a', data: 1, persistent: false, watch: true })).toBe(1);
     expect(requiredVersion({ family: 'cluster', op: 'setCommandVersion', version: 2 })).toBe(1);
-    expect(() => requiredVersion({ family: 'journal', op: 'add' })).toThrow(/unknown command journal.add/);
+    expect(requiredVersion({ family: 'journal', op: 'claim', name: 'jobs', max: 1 })).toBe(2);
+    expect(() => requiredVersion({ family: 'frobs', op: 'add' })).toThrow(/unknown command frobs.add/);
   });
 });
 

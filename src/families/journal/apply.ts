@@ -1,0 +1,200 @@
+// Planning the journal family's entries. Every plan reads the db (the items it
+// touches), so journal entries are applied alone; `now` is the replicated clock,
+// the same on every member, and the lease of a claim is its entry's index.
+import type { ApplyError } from '../../statemachine/types.js';
+import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
+import { MAX_JOURNALS, type AddedItem, type JournalCommand } from './commands.js';
+import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey } from './keys.js';
+import { encodeDefinition, type FlaggedItem, type JournalDefinition, type JournalItem } from './records.js';
+import { added, afterDone, afterExpiry, backToWaiting, isExpired, type Incoming } from './rules.js';
+import type { JournalState } from './state.js';
+import { JournalTx } from './tx.js';
+
+/** Expired items a claim deletes when it meets them, at most, per entry (the rest wait for the expiry duty). */
+const EXPIRED_PER_CLAIM = 1000;
+/** Keys one drop entry deletes, at most. */
+export const DROP_BATCH = 5000;
+
+/** What a claim hands a worker for each item. */
+export interface ClaimedItem {
+  readonly key: string;
+  readonly data: unknown;
+  readonly priority: number;
+  readonly processAt: number;
+  readonly insertedAt: number;
+  readonly timeouts: number;
+}
+
+export type JournalValue =
+  | { readonly op: 'create' | 'configure' | 'drop' | 'extend' | 'done' | 'release' | 'requeue' | 'forget'; readonly journal: string }
+  | { readonly op: 'add'; readonly journal: string; readonly inserted: number; readonly merged: number; readonly deferred: number }
+  | { readonly op: 'claim'; readonly journal: string; readonly lease: number; readonly items: readonly ClaimedItem[] }
+  | { readonly op: 'timeout'; readonly journal: string; readonly requeued: readonly string[]; readonly flagged: readonly string[] }
+  | { readonly op: 'expire'; readonly journal: string; readonly expired: number };
+
+function success(value: JournalValue, ops: BatchOp[], after: Array<() => void>): Plan {
+  return { result: { ok: true, op: 'family', family: 'journal', value }, ops, events: [], after };
+}
+
+export async function planJournal(c: JournalCommand, ctx: PlanContext, state: JournalState): Promise<Plan | ApplyError> {
+  if (c.op === 'create') return create(c.name, c.settings, state);
+  const existing = state.journals.get(c.name);
+  if (existing === undefined) return failure('NOT_FOUND', `no journal ${c.name}`);
+  if (c.op === 'drop') return drop(c.name, existing, ctx, state);
+  if (existing.dropping) return failure('NOT_FOUND', `journal ${c.name} is being dropped`);
+  const tx = new JournalTx(ctx.db, c.name, existing);
+  const commit = (value: JournalValue, definition = tx.definitionAfter()): Plan =>
+    success(value, tx.ops(definition), [() => state.journals.set(c.name, definition)]);
+  const journal = c.name;
+  switch (c.op) {
+    case 'configure':
+      return commit({ op: 'configure', journal }, tx.definitionAfter({ settings: c.settings }));
+    case 'add':
+      return add(c.items, tx, ctx.now, commit);
+    case 'claim':
+      return commit({ op: 'claim', journal, lease: ctx.index, items: await claim(tx, c.max, ctx) });
+    case 'extend':
+    case 'done':
+    case 'release': {
+      const item = await tx.get(c.key);
+      if (item === null || item.status !== 'processing' || item.lease !== c.lease) {
+        return failure('CONFLICT', `${c.key} in ${journal} is not held by lease ${c.lease} (it timed out, was done or released, or was claimed again)`);
+      }
+      if (c.op === 'extend') tx.set(c.key, { ...item, startedAt: ctx.now });
+      else if (c.op === 'done') tx.set(c.key, afterDone(item));
+      else tx.set(c.key, backToWaiting(c.processAt === undefined ? item : { ...item, processAt: c.processAt }));
+      return commit({ op: c.op, journal });
+    }
+    case 'timeout':
+      return commit(await timeout(c.claims, tx, ctx.now));
+    case 'expire':
+      return commit({ op: 'expire', journal, expired: await expire(tx, c.max, ctx) });
+    case 'requeue': {
+      const flagged = await tx.getFlagged(c.key);
+      if (flagged === null) return failure('NOT_FOUND', `no flagged item ${c.key} in ${journal}`);
+      if ((await tx.get(c.key)) !== null) return failure('CONFLICT', `${c.key} was added to ${journal} again since it was flagged; forget the flagged copy instead`);
+      tx.set(c.key, { ...flagged.item, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, next: null, processAt: ctx.now });
+      await tx.setFlagged(c.key, null);
+      return commit({ op: 'requeue', journal });
+    }
+    case 'forget': {
+      if ((await tx.getFlagged(c.key)) === null) return failure('NOT_FOUND', `no flagged item ${c.key} in ${journal}`);
+      await tx.setFlagged(c.key, null);
+      return commit({ op: 'forget', journal });
+    }
+  }
+}
+
+function create(name: string, settings: JournalDefinition['settings'], state: JournalState): Plan | ApplyError {
+  const existing = state.journals.get(name);
+  if (existing !== undefined) return failure('CONFLICT', existing.dropping ? `journal ${name} is still being dropped` : `journal ${name} exists`);
+  if (state.journals.size >= MAX_JOURNALS) return failure('QUOTA_EXCEEDED', `the cluster holds ${MAX_JOURNALS} journals, the most it may`);
+  const definition: JournalDefinition = { settings, counts: { waiting: 0, processing: 0, flagged: 0, byPriority: {} }, dropping: false };
+  return success({ op: 'create', journal: name }, [{ type: 'put', key: definitionKey(name), value: encodeDefinition(definition) }], [
+    () => state.journals.set(name, definition),
+  ]);
+}
+
+async function add(items: readonly AddedItem[], tx: JournalTx, now: number, commit: (v: JournalValue) => Plan): Promise<Plan | ApplyError> {
+  const { settings } = tx.definition;
+  let inserted = 0;
+  let merged = 0;
+  let deferred = 0;
+  for (const a of items) {
+    const incoming: Incoming = {
+      key: a.key,
+      data: a.data,
+      priority: a.priority ?? settings.priority,
+      processAt: a.processAt ?? now,
+      expiresAt: a.expiresAt ?? (settings.expiresInMs === 0 ? 0 : now + settings.expiresInMs),
+    };
+    let existing = await tx.get(a.key);
+    if (existing !== null && isExpired(existing.expiresAt, now)) existing = afterExpiry(existing, now); // an expired item is as good as gone
+    if (existing === null) inserted++;
+    else if (existing.status === 'waiting') merged++;
+    else deferred++;
+    tx.set(a.key, added(existing, incoming, now));
+  }
+  const counts = tx.counts();
+  if (counts.waiting + counts.processing > settings.maxItems) {
+    return failure('QUOTA_EXCEEDED', `journal ${tx.name} would hold ${counts.waiting + counts.processing} items, over its limit of ${settings.maxItems}`);
+  }
+  return commit({ op: 'add', journal: tx.name, inserted, merged, deferred });
+}
+
+/** Up to `max` Waiting, due, unexpired items in (priority, process date, key) order become Processing under this entry's lease. */
+async function claim(tx: JournalTx, max: number, { db, now, index }: PlanContext): Promise<ClaimedItem[]> {
+  const claimed: ClaimedItem[] = [];
+  let expiredBudget = EXPIRED_PER_CLAIM;
+  const priorities = Object.keys(tx.definition.counts.byPriority)
+    .map(Number)
+    .sort((a, b) => a - b);
+  for (const priority of priorities) {
+    if (claimed.length >= max) break;
+    for await (const indexKey of db.keys({ ...dueRange(tx.name, priority, now), limit: max - claimed.length + expiredBudget })) {
+      if (claimed.length >= max) break;
+      const key = keyAfterDate(indexKey, tx.name, 1);
+      const item = await tx.get(key);
+      if (item === null || item.status !== 'waiting') continue;
+      if (isExpired(item.expiresAt, now)) {
+        if (expiredBudget === 0) continue;
+        expiredBudget--;
+        tx.set(key, afterExpiry(item, now));
+        continue;
+      }
+      tx.set(key, { ...item, status: 'processing', startedAt: now, lease: index });
+      claimed.push({ key, data: item.data, priority: item.priority, processAt: item.processAt, insertedAt: item.insertedAt, timeouts: item.timeouts });
+    }
+  }
+  return claimed;
+}
+
+/** Claims the leader found past the journal's timeout: back to Waiting with one more timeout, or flagged past the maximum. */
+async function timeout(claims: ReadonlyArray<readonly [string, number]>, tx: JournalTx, now: number): Promise<JournalValue> {
+  const { timeoutMs, maxTimeouts } = tx.definition.settings;
+  const requeued: string[] = [];
+  const flagged: string[] = [];
+  for (const [key, lease] of claims) {
+    const item = await tx.get(key);
+    // Extended, done or released since the leader looked: nothing to do.
+    if (item === null || item.status !== 'processing' || item.lease !== lease || item.startedAt + timeoutMs > now) continue;
+    const timedOut: JournalItem = { ...item, timeouts: item.timeouts + 1 };
+    if (timedOut.timeouts > maxTimeouts) {
+      const record: FlaggedItem = { item: { ...timedOut, next: null }, flaggedAt: now };
+      await tx.setFlagged(key, record);
+      tx.set(key, item.next === null ? null : backToWaiting(timedOut));
+      flagged.push(key);
+    } else {
+      tx.set(key, backToWaiting(timedOut));
+      requeued.push(key);
+    }
+  }
+  return { op: 'timeout', journal: tx.name, requeued, flagged };
+}
+
+/** Deletes up to `max` expired items through the expiration index. */
+async function expire(tx: JournalTx, max: number, { db, now }: PlanContext): Promise<number> {
+  let expired = 0;
+  for await (const indexKey of db.keys({ ...expiredRange(tx.name, now), limit: max })) {
+    const key = keyAfterDate(indexKey, tx.name, 0);
+    const item = await tx.get(key);
+    if (item === null || !isExpired(item.expiresAt, now)) continue;
+    tx.set(key, afterExpiry(item, now));
+    expired++;
+  }
+  return expired;
+}
+
+/** Deletes up to DROP_BATCH of the journal's keys; the definition goes with the last of them. */
+async function drop(name: string, definition: JournalDefinition, { db }: PlanContext, state: JournalState): Promise<Plan> {
+  const ops: BatchOp[] = [];
+  for (const bucket of [JournalBucket.item, JournalBucket.waiting, JournalBucket.processing, JournalBucket.expiry, JournalBucket.flagged]) {
+    for await (const key of db.keys({ ...journalRange(bucket, name), limit: DROP_BATCH - ops.length })) ops.push({ type: 'del', key });
+    if (ops.length >= DROP_BATCH) break;
+  }
+  const finished = ops.length < DROP_BATCH;
+  const after: JournalDefinition = { ...definition, dropping: true };
+  if (finished) ops.push({ type: 'del', key: definitionKey(name) });
+  else ops.push({ type: 'put', key: definitionKey(name), value: encodeDefinition(after) });
+  return success({ op: 'drop', journal: name }, ops, [() => (finished ? state.journals.delete(name) : state.journals.set(name, after))]);
+}

@@ -1,0 +1,115 @@
+// The journal family's commands: what its entries carry, checked field by field
+// (on the leader before proposing, and on every member when decoding an entry).
+import { MAX_INDEX } from '../../keys/index.js';
+import { CommandError } from '../family.js';
+import { integerField, indexField } from '../fields.js';
+import type { JournalSettings } from './records.js';
+
+export const JOURNAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const MAX_KEY_BYTES = 1024;
+/** Items one add may carry. */
+export const MAX_ADD_ITEMS = 1000;
+/** Items one claim may take. */
+export const MAX_CLAIM_ITEMS = 1000;
+/** Journals one cluster may hold. */
+export const MAX_JOURNALS = 10_000;
+/** Dates are ms since the epoch; this is year 10889, far beyond any real one. */
+export const MAX_DATE = 2 ** 48;
+const LONE_SURROGATE = /\p{Cs}/u;
+
+export interface AddedItem {
+  readonly key: string;
+  readonly data: unknown;
+  /** Defaults: the journal's priority, now, and its default expiry. */
+  readonly priority?: number;
+  readonly processAt?: number;
+  readonly expiresAt?: number;
+}
+
+export type JournalCommand =
+  | { readonly op: 'create'; readonly name: string; readonly settings: JournalSettings }
+  | { readonly op: 'configure'; readonly name: string; readonly settings: JournalSettings }
+  | { readonly op: 'drop'; readonly name: string }
+  | { readonly op: 'add'; readonly name: string; readonly items: readonly AddedItem[] }
+  | { readonly op: 'claim'; readonly name: string; readonly max: number }
+  | { readonly op: 'extend'; readonly name: string; readonly key: string; readonly lease: number }
+  | { readonly op: 'done'; readonly name: string; readonly key: string; readonly lease: number }
+  | { readonly op: 'release'; readonly name: string; readonly key: string; readonly lease: number; readonly processAt?: number }
+  | { readonly op: 'timeout'; readonly name: string; readonly claims: ReadonlyArray<readonly [string, number]> }
+  | { readonly op: 'expire'; readonly name: string; readonly max: number }
+  | { readonly op: 'requeue'; readonly name: string; readonly key: string }
+  | { readonly op: 'forget'; readonly name: string; readonly key: string };
+
+export function nameField(value: unknown): string {
+  if (typeof value !== 'string' || !JOURNAL_NAME.test(value)) {
+    throw new CommandError('name must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit');
+  }
+  return value;
+}
+
+export function keyField(value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0) throw new CommandError('key must be a non-empty string');
+  if (LONE_SURROGATE.test(value)) throw new CommandError('key is not valid Unicode (it holds a lone surrogate)');
+  if (Buffer.byteLength(value, 'utf8') > MAX_KEY_BYTES) throw new CommandError(`key is longer than ${MAX_KEY_BYTES} UTF-8 bytes`);
+  return value;
+}
+
+export function priorityField(value: unknown, name = 'priority'): number {
+  return integerField(value, name, 0, 255);
+}
+
+export function dateField(value: unknown, name: string): number {
+  return integerField(value, name, 0, MAX_DATE);
+}
+
+export function settingsField(value: unknown): JournalSettings {
+  const v = record(value, 'settings', ['timeoutMs', 'maxTimeouts', 'priority', 'expiresInMs', 'maxItems']);
+  return {
+    timeoutMs: integerField(v.timeoutMs, 'settings.timeoutMs', 1, 2 ** 40),
+    maxTimeouts: integerField(v.maxTimeouts, 'settings.maxTimeouts', 0, 255),
+    priority: priorityField(v.priority, 'settings.priority'),
+    expiresInMs: integerField(v.expiresInMs, 'settings.expiresInMs', 0, MAX_DATE),
+    maxItems: integerField(v.maxItems, 'settings.maxItems', 1, 2 ** 40),
+  };
+}
+
+export function itemsField(value: unknown): AddedItem[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_ADD_ITEMS) {
+    throw new CommandError(`items must be an array of 1 to ${MAX_ADD_ITEMS} items`);
+  }
+  return value.map((raw: unknown, i) => {
+    const v = record(raw, `items[${i}]`, ['key', 'data', 'priority', 'processAt', 'expiresAt']);
+    if (!('data' in v) || v.data === undefined) throw new CommandError(`items[${i}].data is missing`);
+    return {
+      key: keyField(v.key),
+      data: v.data,
+      ...(v.priority === undefined ? {} : { priority: priorityField(v.priority, `items[${i}].priority`) }),
+      ...(v.processAt === undefined ? {} : { processAt: dateField(v.processAt, `items[${i}].processAt`) }),
+      ...(v.expiresAt === undefined ? {} : { expiresAt: dateField(v.expiresAt, `items[${i}].expiresAt`) }),
+    };
+  });
+}
+
+export function leaseField(value: unknown): number {
+  return integerField(value, 'lease', 1, MAX_INDEX);
+}
+
+export function claimsField(value: unknown): Array<readonly [string, number]> {
+  if (!Array.isArray(value) || value.length > MAX_CLAIM_ITEMS) throw new CommandError(`claims must be an array of at most ${MAX_CLAIM_ITEMS}`);
+  return value.map((pair: unknown) => {
+    if (!Array.isArray(pair) || pair.length !== 2) throw new CommandError('each claim must be [key, lease]');
+    return [keyField(pair[0]), leaseField(pair[1])] as const;
+  });
+}
+
+export function countField(value: unknown, name: string, max: number): number {
+  return integerField(value, name, 1, max);
+}
+
+export { indexField };
+
+function record(value: unknown, what: string, allowed: readonly string[]): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CommandError(`${what} must be a map`);
+  for (const key of Object.keys(value)) if (!allowed.includes(key)) throw new CommandError(`${what} has an unexpected field '${key}'`);
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,66 @@
+// The journal family: durable priority work queues (seed 002). Items wait by
+// priority and process date, are claimed under a lease (the claim entry's
+// index), extended, done or released, time out back to Waiting (flagged after
+// too many timeouts), expire, and merge by key as the seed says. See
+// docs/journal.md; the layout is in keys.ts and docs/storage.md.
+import type { Family } from '../family.js';
+import { planJournal } from './apply.js';
+import {
+  claimsField,
+  countField,
+  dateField,
+  itemsField,
+  keyField,
+  leaseField,
+  MAX_CLAIM_ITEMS,
+  nameField,
+  settingsField,
+  type JournalCommand,
+} from './commands.js';
+import { JournalBucket } from './keys.js';
+import { JournalState } from './state.js';
+
+/** The command version that brought the journal: a cluster runs it once every member can apply it. */
+export const JOURNAL_SINCE = 2;
+
+
+export const journal: Family<JournalCommand, JournalState> = {
+  name: 'journal',
+  since: JOURNAL_SINCE,
+  buckets: [
+    { id: JournalBucket.definition, name: 'journal definitions' },
+    { id: JournalBucket.item, name: 'journal items by key' },
+    { id: JournalBucket.waiting, name: 'journal waiting items by priority and process date' },
+    { id: JournalBucket.processing, name: 'journal processing items by start date' },
+    { id: JournalBucket.expiry, name: 'journal items by expiration date' },
+    { id: JournalBucket.flagged, name: 'journal flagged items' },
+  ],
+  ops: {
+    create: { fields: ['name', 'settings'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'create', name: nameField(c.name), settings: settingsField(c.settings) }) },
+    configure: { fields: ['name', 'settings'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'configure', name: nameField(c.name), settings: settingsField(c.settings) }) },
+    drop: { fields: ['name'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'drop', name: nameField(c.name) }) },
+    add: { fields: ['name', 'items'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'add', name: nameField(c.name), items: itemsField(c.items) }) },
+    claim: { fields: ['name', 'max'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'claim', name: nameField(c.name), max: countField(c.max, 'max', MAX_CLAIM_ITEMS) }) },
+    extend: { fields: ['name', 'key', 'lease'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'extend', name: nameField(c.name), key: keyField(c.key), lease: leaseField(c.lease) }) },
+    done: { fields: ['name', 'key', 'lease'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'done', name: nameField(c.name), key: keyField(c.key), lease: leaseField(c.lease) }) },
+    release: {
+      fields: ['name', 'key', 'lease', 'processAt'],
+      since: JOURNAL_SINCE,
+      decode: (c) => ({
+        op: 'release',
+        name: nameField(c.name),
+        key: keyField(c.key),
+        lease: leaseField(c.lease),
+        ...(c.processAt === undefined ? {} : { processAt: dateField(c.processAt, 'processAt') }),
+      }),
+    },
+    timeout: { fields: ['name', 'claims'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'timeout', name: nameField(c.name), claims: claimsField(c.claims) }) },
+    expire: { fields: ['name', 'max'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'expire', name: nameField(c.name), max: countField(c.max, 'max', 100_000) }) },
+    requeue: { fields: ['name', 'key'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'requeue', name: nameField(c.name), key: keyField(c.key) }) },
+    forget: { fields: ['name', 'key'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'forget', name: nameField(c.name), key: keyField(c.key) }) },
+  },
+  load: (db, snapshot) => JournalState.load(db, snapshot),
+  plan: (command, ctx) => planJournal(command, ctx, ctx.states.of(journal)),
+  // Every journal entry reads the items it changes from the db.
+  goesAlone: () => true,
+};

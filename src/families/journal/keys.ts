@@ -1,0 +1,99 @@
+// The journal family's LevelDB layout (docs/storage.md, "Journal buckets").
+// Every key starts with its bucket's 2-byte prefix and the journal's name
+// (1 length byte, then its bytes: names are at most 64 ASCII bytes), so one
+// journal's keys are contiguous in every bucket and dropping it is a range.
+// Dates and indexes are 8-byte big-endian, so byte order is time order.
+import { createHash } from 'node:crypto';
+import { bucketPrefix, encodeIndex } from '../../keys/index.js';
+
+export const JournalBucket = {
+  /** name -> the journal's settings and counts. */
+  definition: 0x0009,
+  /** name, hash128(key), key -> the item (the seed's key index; the key after the hash keeps colliding keys apart). */
+  item: 0x000a,
+  /** name, priority, process date, key -> empty: the Waiting items in claim order (the seed's primary key). */
+  waiting: 0x000b,
+  /** name, start-processing date, key -> empty: the Processing items by when their claim started (timeouts). */
+  processing: 0x000c,
+  /** name, expiration date, key -> empty: items that expire (the seed's expiration index). */
+  expiry: 0x000d,
+  /** name, key -> a flagged item (dead letter) with its history. */
+  flagged: 0x000e,
+} as const;
+
+export const KEY_HASH_BYTES = 16;
+
+function nameBytes(name: string): Buffer {
+  const bytes = Buffer.from(name, 'ascii');
+  return Buffer.concat([Buffer.from([bytes.length]), bytes]);
+}
+
+/** Every key of `name` in `bucket`. */
+export function journalRange(bucket: number, name: string): { gte: Buffer; lt: Buffer } {
+  const start = Buffer.concat([bucketPrefix(bucket), nameBytes(name)]);
+  return { gte: start, lt: Buffer.concat([start, Buffer.alloc(KEY_HASH_BYTES + 9, 0xff)]) };
+}
+
+/** A fixed-length hash of an item key (sha256's first 128 bits; the seed suggests a 128-bit hash). */
+export function keyHash(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest().subarray(0, KEY_HASH_BYTES);
+}
+
+export function definitionKey(name: string): Buffer {
+  return Buffer.concat([bucketPrefix(JournalBucket.definition), nameBytes(name)]);
+}
+
+export function itemKey(name: string, key: string): Buffer {
+  return Buffer.concat([bucketPrefix(JournalBucket.item), nameBytes(name), keyHash(key), Buffer.from(key, 'utf8')]);
+}
+
+export function waitingKey(name: string, priority: number, processAt: number, key: string): Buffer {
+  return Buffer.concat([bucketPrefix(JournalBucket.waiting), nameBytes(name), Buffer.from([priority]), encodeIndex(processAt), Buffer.from(key, 'utf8')]);
+}
+
+/** The Waiting items of one priority, due by `now` (process date <= now). */
+export function dueRange(name: string, priority: number, now: number): { gte: Buffer; lt: Buffer } {
+  const head = Buffer.concat([bucketPrefix(JournalBucket.waiting), nameBytes(name), Buffer.from([priority])]);
+  return { gte: head, lt: Buffer.concat([head, encodeIndex(now + 1)]) };
+}
+
+/** The Waiting items of one priority, whenever due. */
+export function priorityRange(name: string, priority: number): { gte: Buffer; lt: Buffer } {
+  const head = Buffer.concat([bucketPrefix(JournalBucket.waiting), nameBytes(name), Buffer.from([priority])]);
+  return { gte: head, lt: Buffer.concat([head, Buffer.alloc(9, 0xff)]) };
+}
+
+export function processingKey(name: string, startedAt: number, key: string): Buffer {
+  return Buffer.concat([bucketPrefix(JournalBucket.processing), nameBytes(name), encodeIndex(startedAt), Buffer.from(key, 'utf8')]);
+}
+
+/** Processing items whose claim started at or before `startedBy`. */
+export function startedByRange(name: string, startedBy: number): { gte: Buffer; lt: Buffer } {
+  const head = Buffer.concat([bucketPrefix(JournalBucket.processing), nameBytes(name)]);
+  return { gte: head, lt: Buffer.concat([head, encodeIndex(startedBy + 1)]) };
+}
+
+export function expiryKey(name: string, expiresAt: number, key: string): Buffer {
+  return Buffer.concat([bucketPrefix(JournalBucket.expiry), nameBytes(name), encodeIndex(expiresAt), Buffer.from(key, 'utf8')]);
+}
+
+/** Items that expire at or before `now`. */
+export function expiredRange(name: string, now: number): { gte: Buffer; lt: Buffer } {
+  const head = Buffer.concat([bucketPrefix(JournalBucket.expiry), nameBytes(name)]);
+  return { gte: head, lt: Buffer.concat([head, encodeIndex(now + 1)]) };
+}
+
+export function flaggedKey(name: string, key: string): Buffer {
+  return Buffer.concat([bucketPrefix(JournalBucket.flagged), nameBytes(name), Buffer.from(key, 'utf8')]);
+}
+
+/** The item key at the end of a waiting/processing/expiry index key of `name`. */
+export function keyAfterDate(indexKey: Buffer, name: string, extra: number): string {
+  return indexKey.subarray(2 + 1 + Buffer.byteLength(name, 'ascii') + extra + 8).toString('utf8');
+}
+
+/** The date in a processing or expiry index key of `name`. */
+export function dateIn(indexKey: Buffer, name: string): number {
+  const at = 2 + 1 + Buffer.byteLength(name, 'ascii');
+  return indexKey.readUInt32BE(at) * 2 ** 32 + indexKey.readUInt32BE(at + 4);
+}

@@ -1,0 +1,143 @@
+// The journal family's values: a journal's definition (settings and counts)
+// and an item, MessagePack-encoded with a fixed field order so every member
+// writes the same bytes.
+import { CorruptValueError, pack, unpack } from '../../statemachine/codec.js';
+
+export interface JournalSettings {
+  /** How long a claim lasts without an extension (ms). */
+  readonly timeoutMs: number;
+  /** Timeouts an item may have; one more and it is flagged (moved aside) instead. */
+  readonly maxTimeouts: number;
+  /** The priority of an added item that names none (0-255, smallest first). */
+  readonly priority: number;
+  /** An added item that names no expiration date expires this long after it was added (ms); 0: never. */
+  readonly expiresInMs: number;
+  /** Items the journal may hold (Waiting and Processing); an add that would pass it is refused. */
+  readonly maxItems: number;
+}
+
+export interface JournalCounts {
+  readonly waiting: number;
+  readonly processing: number;
+  readonly flagged: number;
+  /** Waiting items per priority (only the priorities that have some), so a claim seeks only those. */
+  readonly byPriority: Readonly<Record<number, number>>;
+}
+
+export interface JournalDefinition {
+  readonly settings: JournalSettings;
+  readonly counts: JournalCounts;
+  /** Being dropped: its items are deleted a batch per entry; it answers nothing meanwhile. */
+  readonly dropping: boolean;
+}
+
+/** A version of an item added while it was Processing: it becomes the item when processing ends. */
+export interface NextVersion {
+  readonly data: unknown;
+  readonly priority: number;
+  readonly processAt: number;
+  /** 0: never. */
+  readonly expiresAt: number;
+}
+
+export interface JournalItem {
+  readonly key: string;
+  readonly data: unknown;
+  readonly priority: number;
+  readonly processAt: number;
+  readonly insertedAt: number;
+  /** 0: never. */
+  readonly expiresAt: number;
+  readonly status: 'waiting' | 'processing';
+  /** When the current claim started or was last extended; 0 while Waiting. */
+  readonly startedAt: number;
+  readonly timeouts: number;
+  /** The index of the claim entry that holds it; 0 while Waiting. */
+  readonly lease: number;
+  readonly next: NextVersion | null;
+}
+
+export interface FlaggedItem {
+  readonly item: JournalItem;
+  readonly flaggedAt: number;
+}
+
+export function encodeDefinition(d: JournalDefinition): Buffer {
+  const s = d.settings;
+  const c = d.counts;
+  const byPriority = Object.entries(c.byPriority)
+    .map(([p, n]) => [Number(p), n] as const)
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => a[0] - b[0]);
+  return pack([s.timeoutMs, s.maxTimeouts, s.priority, s.expiresInMs, s.maxItems, c.waiting, c.processing, c.flagged, byPriority, d.dropping]);
+}
+
+export function decodeDefinition(bytes: Uint8Array): JournalDefinition {
+  const v = unpack(bytes);
+  if (!Array.isArray(v) || v.length !== 10 || !v.slice(0, 8).every(isCount) || !Array.isArray(v[8]) || typeof v[9] !== 'boolean') {
+    throw new CorruptValueError('journal definition is not [settings..., counts..., byPriority, dropping]');
+  }
+  const byPriority: Record<number, number> = {};
+  for (const pair of v[8] as unknown[]) {
+    if (!Array.isArray(pair) || pair.length !== 2 || !isCount(pair[0]) || !isCount(pair[1])) throw new CorruptValueError('journal priority count is not [priority, count]');
+    byPriority[pair[0]] = pair[1];
+  }
+  const [timeoutMs, maxTimeouts, priority, expiresInMs, maxItems, waiting, processing, flagged] = v as number[];
+  return {
+    settings: { timeoutMs: timeoutMs!, maxTimeouts: maxTimeouts!, priority: priority!, expiresInMs: expiresInMs!, maxItems: maxItems! },
+    counts: { waiting: waiting!, processing: processing!, flagged: flagged!, byPriority },
+    dropping: v[9] as boolean,
+  };
+}
+
+export function encodeItem(item: JournalItem): Buffer {
+  return pack(itemFields(item));
+}
+
+function itemFields(i: JournalItem): unknown[] {
+  const next = i.next === null ? null : [i.next.data, i.next.priority, i.next.processAt, i.next.expiresAt];
+  return [i.key, i.data, i.priority, i.processAt, i.insertedAt, i.expiresAt, i.status === 'processing' ? 1 : 0, i.startedAt, i.timeouts, i.lease, next];
+}
+
+export function decodeItem(bytes: Uint8Array): JournalItem {
+  return itemFrom(unpack(bytes));
+}
+
+function itemFrom(v: unknown): JournalItem {
+  if (!Array.isArray(v) || v.length !== 11 || typeof v[0] !== 'string' || ![2, 3, 4, 5, 7, 8, 9].every((i) => isCount(v[i])) || (v[6] !== 0 && v[6] !== 1)) {
+    throw new CorruptValueError('journal item is not [key, data, priority, processAt, insertedAt, expiresAt, status, startedAt, timeouts, lease, next]');
+  }
+  let next: NextVersion | null = null;
+  if (v[10] !== null) {
+    const n = v[10] as unknown;
+    if (!Array.isArray(n) || n.length !== 4 || !isCount(n[1]) || !isCount(n[2]) || !isCount(n[3])) throw new CorruptValueError('journal item next version is malformed');
+    next = { data: n[0], priority: n[1], processAt: n[2], expiresAt: n[3] };
+  }
+  return {
+    key: v[0],
+    data: v[1],
+    priority: v[2],
+    processAt: v[3],
+    insertedAt: v[4],
+    expiresAt: v[5],
+    status: v[6] === 1 ? 'processing' : 'waiting',
+    startedAt: v[7],
+    timeouts: v[8],
+    lease: v[9],
+    next,
+  };
+}
+
+export function encodeFlagged(f: FlaggedItem): Buffer {
+  return pack([itemFields(f.item), f.flaggedAt]);
+}
+
+export function decodeFlagged(bytes: Uint8Array): FlaggedItem {
+  const v = unpack(bytes);
+  if (!Array.isArray(v) || v.length !== 2 || !isCount(v[1])) throw new CorruptValueError('flagged journal item is not [item, flaggedAt]');
+  return { item: itemFrom(v[0]), flaggedAt: v[1] };
+}
+
+function isCount(x: unknown): x is number {
+  return typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+}

@@ -1,0 +1,82 @@
+// The journal's item rules as pure functions (seed 002): how an add merges into
+// an existing key, and what an item becomes when its processing ends.
+import type { JournalItem, NextVersion } from './records.js';
+
+/** What an add brings for one key. */
+export interface Incoming extends NextVersion {
+  readonly key: string;
+}
+
+/** 0 means never: never is later than any date. */
+export function laterExpiry(a: number, b: number): number {
+  return a === 0 || b === 0 ? 0 : Math.max(a, b);
+}
+
+export function isExpired(expiresAt: number, now: number): boolean {
+  return expiresAt !== 0 && expiresAt <= now;
+}
+
+/** A new key: Waiting, inserted now. */
+export function inserted(add: Incoming, now: number): JournalItem {
+  return {
+    key: add.key,
+    data: add.data,
+    priority: add.priority,
+    processAt: add.processAt,
+    insertedAt: now,
+    expiresAt: add.expiresAt,
+    status: 'waiting',
+    startedAt: 0,
+    timeouts: 0,
+    lease: 0,
+    next: null,
+  };
+}
+
+/**
+ * The seed's merge of a new version into a Waiting item: insertion date kept,
+ * the later expiration, the smaller priority, the later process date, the
+ * status kept, the timeout counter reset, the user data replaced.
+ */
+export function merged(item: JournalItem, add: NextVersion): JournalItem {
+  return {
+    ...item,
+    data: add.data,
+    priority: Math.min(item.priority, add.priority),
+    processAt: Math.max(item.processAt, add.processAt),
+    expiresAt: laterExpiry(item.expiresAt, add.expiresAt),
+    timeouts: 0,
+  };
+}
+
+/** An add for a key: inserted, merged into a Waiting item, or kept aside while it is Processing. */
+export function added(existing: JournalItem | null, add: Incoming, now: number): JournalItem {
+  if (existing === null) return inserted(add, now);
+  if (existing.status === 'waiting') return merged(existing, add);
+  const next = existing.next === null ? stripKey(add) : stripKey({ ...merged({ ...existing, ...existing.next }, add), key: add.key });
+  return { ...existing, next };
+}
+
+function stripKey(v: NextVersion & { readonly key: string }): NextVersion {
+  return { data: v.data, priority: v.priority, processAt: v.processAt, expiresAt: v.expiresAt };
+}
+
+/**
+ * Processing ends without the work being done (release, timeout): the item waits
+ * again, or, when a newer version was added meanwhile, that version merged in.
+ */
+export function backToWaiting(item: JournalItem): JournalItem {
+  const waiting: JournalItem = { ...item, status: 'waiting', startedAt: 0, lease: 0, next: null };
+  return item.next === null ? waiting : merged(waiting, item.next);
+}
+
+/** Processing ends with the work done: the item is gone, unless a newer version was added meanwhile. */
+export function afterDone(item: JournalItem): JournalItem | null {
+  return item.next === null ? null : backToWaiting(item);
+}
+
+/** An item expires: it is gone, unless a newer version that has not expired was added meanwhile. */
+export function afterExpiry(item: JournalItem, now: number): JournalItem | null {
+  if (item.next === null || isExpired(item.next.expiresAt, now)) return null;
+  return { ...item, ...item.next, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, next: null };
+}

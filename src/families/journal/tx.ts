@@ -1,0 +1,113 @@
+// One journal entry's changes to one journal, staged in memory: reads see the
+// entry's own earlier changes (a batch may add one key twice), and the writes
+// are derived at the end from each touched item's before and after (item value,
+// the index entries of its status and expiry, the journal's counts).
+import type { BatchOp } from '../family.js';
+import type { VeraDb } from '../../statemachine/types.js';
+import { definitionKey, expiryKey, flaggedKey, itemKey, processingKey, waitingKey } from './keys.js';
+import { decodeFlagged, decodeItem, encodeDefinition, encodeFlagged, encodeItem, type FlaggedItem, type JournalCounts, type JournalDefinition, type JournalItem } from './records.js';
+
+interface Change<T> {
+  readonly before: T | null;
+  after: T | null;
+}
+
+export class JournalTx {
+  private readonly items = new Map<string, Change<JournalItem>>();
+  private readonly flags = new Map<string, Change<FlaggedItem>>();
+
+  constructor(
+    private readonly db: VeraDb,
+    readonly name: string,
+    readonly definition: JournalDefinition,
+  ) {}
+
+  async get(key: string): Promise<JournalItem | null> {
+    const staged = this.items.get(key);
+    if (staged !== undefined) return staged.after;
+    const raw = await this.db.get(itemKey(this.name, key));
+    const item = raw === undefined ? null : decodeItem(raw);
+    this.items.set(key, { before: item, after: item });
+    return item;
+  }
+
+  /** Call get(key) first: the change is recorded against what it read. */
+  set(key: string, item: JournalItem | null): void {
+    const staged = this.items.get(key);
+    if (staged === undefined) throw new Error(`journal tx: set(${key}) before get`);
+    staged.after = item;
+  }
+
+  async getFlagged(key: string): Promise<FlaggedItem | null> {
+    const staged = this.flags.get(key);
+    if (staged !== undefined) return staged.after;
+    const raw = await this.db.get(flaggedKey(this.name, key));
+    const flagged = raw === undefined ? null : decodeFlagged(raw);
+    this.flags.set(key, { before: flagged, after: flagged });
+    return flagged;
+  }
+
+  async setFlagged(key: string, flagged: FlaggedItem | null): Promise<void> {
+    await this.getFlagged(key);
+    this.flags.get(key)!.after = flagged;
+  }
+
+  /** The journal's counts once the staged changes are written. */
+  counts(): JournalCounts {
+    const c = this.definition.counts;
+    let waiting = c.waiting;
+    let processing = c.processing;
+    let flagged = c.flagged;
+    const byPriority: Record<number, number> = { ...c.byPriority };
+    const count = (item: JournalItem | null, sign: 1 | -1): void => {
+      if (item === null) return;
+      if (item.status === 'processing') processing += sign;
+      else {
+        waiting += sign;
+        byPriority[item.priority] = (byPriority[item.priority] ?? 0) + sign;
+        if (byPriority[item.priority] === 0) delete byPriority[item.priority];
+      }
+    };
+    for (const { before, after } of this.items.values()) {
+      count(before, -1);
+      count(after, 1);
+    }
+    for (const { before, after } of this.flags.values()) flagged += (after === null ? 0 : 1) - (before === null ? 0 : 1);
+    return { waiting, processing, flagged, byPriority };
+  }
+
+  /** The definition after this entry (counts updated; settings and dropping as given). */
+  definitionAfter(changes: Partial<Omit<JournalDefinition, 'counts'>> = {}): JournalDefinition {
+    return { ...this.definition, ...changes, counts: this.counts() };
+  }
+
+  /** Every write of the staged changes, and the definition with its new counts. */
+  ops(definition: JournalDefinition | null = this.definitionAfter()): BatchOp[] {
+    const ops: BatchOp[] = [];
+    for (const [key, { before, after }] of this.items) {
+      if (before === after) continue;
+      const old = indexKeys(this.name, before);
+      const now = indexKeys(this.name, after);
+      for (const k of old) if (!now.some((n) => n.equals(k))) ops.push({ type: 'del', key: k });
+      for (const k of now) if (!old.some((o) => o.equals(k))) ops.push({ type: 'put', key: k, value: EMPTY });
+      ops.push(after === null ? { type: 'del', key: itemKey(this.name, key) } : { type: 'put', key: itemKey(this.name, key), value: encodeItem(after) });
+    }
+    for (const [key, { before, after }] of this.flags) {
+      if (before === after) continue;
+      ops.push(after === null ? { type: 'del', key: flaggedKey(this.name, key) } : { type: 'put', key: flaggedKey(this.name, key), value: encodeFlagged(after) });
+    }
+    if (definition === null) ops.push({ type: 'del', key: definitionKey(this.name) });
+    else ops.push({ type: 'put', key: definitionKey(this.name), value: encodeDefinition(definition) });
+    return ops;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** The index entries an item has: its place in claim order or among the claims, and its expiry. */
+function indexKeys(name: string, item: JournalItem | null): Buffer[] {
+  if (item === null) return [];
+  const keys = [item.status === 'waiting' ? waitingKey(name, item.priority, item.processAt, item.key) : processingKey(name, item.startedAt, item.key)];
+  if (item.expiresAt !== 0) keys.push(expiryKey(name, item.expiresAt, item.key));
+  return keys;
+}

@@ -1,0 +1,197 @@
+// The journal family on a real state machine: the seed's merge rules, leases,
+// timeouts and flags, expiry, claim order, limits and drop.
+import { afterEach, describe, expect, it } from 'vitest';
+import { JournalHarness, SETTINGS } from './harness.js';
+
+const open: JournalHarness[] = [];
+afterEach(async () => {
+  for (const h of open.splice(0)) await h.close();
+});
+
+async function withJournal(settings = SETTINGS): Promise<JournalHarness> {
+  const h = await JournalHarness.open();
+  open.push(h);
+  await h.ok({ op: 'create', name: 'jobs', settings });
+  return h;
+}
+
+describe('adding', () => {
+  it('inserts a new key as Waiting, inserted now, due now unless told', async () => {
+    const h = await withJournal();
+    expect(await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: { n: 1 } }] })).toEqual({ op: 'add', journal: 'jobs', inserted: 1, merged: 0, deferred: 0 });
+    const a = (await h.items('jobs')).get('a')!;
+    expect(a).toMatchObject({ key: 'a', data: { n: 1 }, priority: 100, processAt: h.now, insertedAt: h.now, expiresAt: 0, status: 'waiting', timeouts: 0, lease: 0 });
+  });
+});
+
+describe('merging by key (seed 002)', () => {
+  it('a Waiting item keeps its insertion date, takes the later expiry and process date, the smaller priority, the new data, and a reset counter', async () => {
+    const h = await withJournal();
+    await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 'v1', priority: 50, processAt: h.now + 500, expiresAt: h.now + 10_000 }] });
+    const inserted = h.now;
+    h.now += 100;
+    const merged = await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 'v2', priority: 80, processAt: h.now + 100, expiresAt: h.now + 50_000 }] });
+    expect(merged).toMatchObject({ inserted: 0, merged: 1, deferred: 0 });
+    expect((await h.items('jobs')).get('a')).toMatchObject({
+      data: 'v2',
+      insertedAt: inserted,
+      priority: 50,
+      processAt: inserted + 500,
+      expiresAt: h.now + 50_000,
+      status: 'waiting',
+      timeouts: 0,
+    });
+    // Never expiring is the later expiry.
+    await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 'v3', priority: 10, expiresAt: 0 }] });
+    expect((await h.items('jobs')).get('a')).toMatchObject({ data: 'v3', priority: 10, expiresAt: 0 });
+  });
+
+  it('an item being processed keeps the new version aside; it becomes Waiting, merged, when processing ends (done, release or timeout)', async () => {
+    for (const ending of ['done', 'release', 'timeout'] as const) {
+      const h = await withJournal();
+      await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 'old', priority: 50 }] });
+      const lease = h.nextIndex;
+      expect(await h.ok({ op: 'claim', name: 'jobs', max: 1 })).toMatchObject({ lease, items: [{ key: 'a', data: 'old' }] });
+      h.now += 10;
+      expect(await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 'new', priority: 70, processAt: h.now + 5 }] })).toMatchObject({ deferred: 1 });
+      expect((await h.items('jobs')).get('a')).toMatchObject({ status: 'processing', data: 'old', lease });
+      if (ending === 'timeout') {
+        h.now += SETTINGS.timeoutMs;
+        await h.ok({ op: 'timeout', name: 'jobs', claims: [['a', lease]] });
+      } else {
+        await h.ok({ op: ending, name: 'jobs', key: 'a', lease });
+      }
+      expect((await h.items('jobs')).get('a'), ending).toMatchObject({ status: 'waiting', data: 'new', priority: 50, lease: 0, startedAt: 0, timeouts: 0, next: null });
+    }
+  });
+
+  it('a batch may name one key twice: the second merges into the first', async () => {
+    const h = await withJournal();
+    const value = await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 1, priority: 9 }, { key: 'a', data: 2, priority: 20 }] });
+    expect(value).toMatchObject({ inserted: 1, merged: 1 });
+    expect((await h.items('jobs')).get('a')).toMatchObject({ data: 2, priority: 9 });
+    expect(h.definition('jobs')!.counts).toEqual({ waiting: 1, processing: 0, flagged: 0, byPriority: { 9: 1 } });
+  });
+});
+
+describe('claims and leases', () => {
+  it('claims due items in (priority, process date, key) order, never one not yet due; the lease is the claim entry index', async () => {
+    const h = await withJournal();
+    await h.ok({
+      op: 'add',
+      name: 'jobs',
+      items: [
+        { key: 'late', data: 0, priority: 0, processAt: h.now + 1 },
+        { key: 'b', data: 0, priority: 5, processAt: h.now - 10 },
+        { key: 'a', data: 0, priority: 5, processAt: h.now - 10 },
+        { key: 'c', data: 0, priority: 5, processAt: h.now - 20 },
+        { key: 'urgent', data: 0, priority: 1 },
+        { key: 'low', data: 0, priority: 200, processAt: 0 },
+      ],
+    });
+    const lease = h.nextIndex;
+    const claimed = await h.ok({ op: 'claim', name: 'jobs', max: 10 });
+    expect(claimed).toMatchObject({ lease, items: ['urgent', 'c', 'a', 'b', 'low'].map((key) => ({ key })) });
+    expect(await h.ok({ op: 'claim', name: 'jobs', max: 10 })).toMatchObject({ items: [] });
+    h.now += 1;
+    expect(await h.ok({ op: 'claim', name: 'jobs', max: 10 })).toMatchObject({ items: [{ key: 'late' }] });
+  });
+
+  it('a stale lease changes nothing and is a CONFLICT in extend, done and release (after a timeout and a new claim, and after done)', async () => {
+    const h = await withJournal();
+    await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 0 }] });
+    const first = h.nextIndex;
+    await h.ok({ op: 'claim', name: 'jobs', max: 1 });
+    h.now += SETTINGS.timeoutMs;
+    await h.ok({ op: 'timeout', name: 'jobs', claims: [['a', first]] });
+    const second = h.nextIndex;
+    await h.ok({ op: 'claim', name: 'jobs', max: 1 });
+    const before = await h.items('jobs');
+    for (const op of ['extend', 'done', 'release'] as const) {
+      const result = await h.run({ op, name: 'jobs', key: 'a', lease: first });
+      expect(result, op).toMatchObject({ ok: false, code: 'CONFLICT' });
+    }
+    expect(await h.items('jobs')).toEqual(before);
+    await h.ok({ op: 'done', name: 'jobs', key: 'a', lease: second });
+    for (const op of ['extend', 'done', 'release'] as const) {
+      expect(await h.run({ op, name: 'jobs', key: 'a', lease: second }), op).toMatchObject({ ok: false, code: 'CONFLICT' });
+    }
+    expect((await h.items('jobs')).size).toBe(0);
+  });
+
+  it('an extension pushes the timeout back: a timeout decided before it does nothing', async () => {
+    const h = await withJournal();
+    await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 0 }] });
+    const lease = h.nextIndex;
+    await h.ok({ op: 'claim', name: 'jobs', max: 1 });
+    h.now += SETTINGS.timeoutMs - 1;
+    await h.ok({ op: 'extend', name: 'jobs', key: 'a', lease });
+    h.now += 1;
+    expect(await h.ok({ op: 'timeout', name: 'jobs', claims: [['a', lease]] })).toMatchObject({ requeued: [], flagged: [] });
+    await h.ok({ op: 'done', name: 'jobs', key: 'a', lease });
+  });
+});
+
+describe('timeouts and flags', () => {
+  it('an item times out back to Waiting with its counter raised, and is flagged once, with its history, past the maximum', async () => {
+    const h = await withJournal({ ...SETTINGS, maxTimeouts: 2 });
+    await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 'x' }] });
+    const flagsSeen: string[] = [];
+    for (let round = 1; round <= 3; round++) {
+      const lease = h.nextIndex;
+      await h.ok({ op: 'claim', name: 'jobs', max: 1 });
+      h.now += SETTINGS.timeoutMs;
+      const value = await h.ok({ op: 'timeout', name: 'jobs', claims: [['a', lease]] });
+      if (value.op !== 'timeout') throw new Error('not a timeout');
+      flagsSeen.push(...value.flagged);
+      if (round < 3) expect((await h.items('jobs')).get('a')).toMatchObject({ status: 'waiting', timeouts: round });
+    }
+    expect(flagsSeen).toEqual(['a']);
+    expect((await h.items('jobs')).size).toBe(0);
+    expect((await h.flagged()).get('a')).toMatchObject({ item: { key: 'a', data: 'x', timeouts: 3 }, flaggedAt: h.now });
+    expect(h.definition('jobs')!.counts).toMatchObject({ waiting: 0, processing: 0, flagged: 1 });
+    // A repeated timeout entry for the same claim finds nothing to do: still exactly one flag.
+    expect(await h.ok({ op: 'timeout', name: 'jobs', claims: [['a', h.nextIndex - 2]] })).toMatchObject({ flagged: [] });
+    await h.ok({ op: 'requeue', name: 'jobs', key: 'a' });
+    expect((await h.items('jobs')).get('a')).toMatchObject({ status: 'waiting', timeouts: 0, processAt: h.now });
+    expect((await h.flagged()).size).toBe(0);
+  });
+});
+
+describe('expiry', () => {
+  it('an expired item is never claimed, even before the expiry duty deletes it; expire deletes through the index', async () => {
+    const h = await withJournal();
+    await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'soon', data: 0, expiresAt: h.now + 5 }, { key: 'later', data: 0, expiresAt: h.now + 50 }, { key: 'never', data: 0 }] });
+    h.now += 5;
+    expect(await h.ok({ op: 'claim', name: 'jobs', max: 1 })).toMatchObject({ items: [{ key: 'later' }] });
+    h.now += 100;
+    // 'soon' (Waiting, met by no claim) and 'later' (Processing) have both expired.
+    expect(await h.ok({ op: 'expire', name: 'jobs', max: 10 })).toMatchObject({ expired: 2 });
+    expect([...(await h.items('jobs')).keys()]).toEqual(['never']);
+  });
+});
+
+describe('limits and lifecycle', () => {
+  it('refuses an add past maxItems whole, and unknown journals', async () => {
+    const h = await withJournal({ ...SETTINGS, maxItems: 2 });
+    expect(await h.run({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 0 }, { key: 'b', data: 0 }, { key: 'c', data: 0 }] })).toMatchObject({ ok: false, code: 'QUOTA_EXCEEDED' });
+    expect((await h.items('jobs')).size).toBe(0);
+    expect(await h.run({ op: 'claim', name: 'nope', max: 1 })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
+    expect(await h.run({ op: 'create', name: 'jobs', settings: SETTINGS })).toMatchObject({ ok: false, code: 'CONFLICT' });
+  });
+
+  it('drops a journal of many items in a bounded number of entries', async () => {
+    const h = await withJournal();
+    for (let batch = 0; batch < 6; batch++) {
+      await h.ok({ op: 'add', name: 'jobs', items: Array.from({ length: 1000 }, (_, i) => ({ key: `k${batch}-${i}`, data: i, expiresAt: h.now + 1e9 })) });
+    }
+    let entries = 0;
+    while (h.definition('jobs') !== undefined) {
+      await h.ok({ op: 'drop', name: 'jobs' });
+      entries++;
+      if (entries === 1) expect(await h.run({ op: 'claim', name: 'jobs', max: 1 })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
+    }
+    expect(entries).toBe(4); // 18,000 keys (item, waiting and expiry index per item) at 5,000 per entry
+    expect((await h.items('jobs')).size).toBe(0);
+  });
+});
