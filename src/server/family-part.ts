@@ -38,6 +38,8 @@ export interface FamilyOpCall {
 export interface LeaderDuty {
   /** Also the key of its period in the server's timings. */
   readonly name: string;
+  /** Its period (ms) when the server's timings do not name it. */
+  readonly periodMs?: number;
   /** Runs once when this member starts leading, before the first tick. */
   readonly start?: (fe: FrontEnd) => void;
   readonly tick: (fe: FrontEnd) => void;

@@ -17,6 +17,8 @@ function membersOf(config: { readonly voters: readonly string[]; readonly learne
 
 export const raiseCommandVersion: LeaderDuty = {
   name: 'command-version',
+  // At once when leading starts too: a new cluster whose members all run this build needs no wait.
+  start: (fe) => raiseCommandVersion.tick(fe),
   tick: (fe) => {
     if (raising.has(fe)) return;
     const { id, config } = fe.node.status();

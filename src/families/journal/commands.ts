@@ -4,18 +4,11 @@ import { MAX_INDEX } from '../../keys/index.js';
 import { CommandError } from '../family.js';
 import { integerField, indexField } from '../fields.js';
 import type { JournalSettings } from './records.js';
+import { journalKeyProblem, journalNameProblem, MAX_ADD_ITEMS, MAX_CLAIM_ITEMS, MAX_DATE } from './wire.js';
 
-export const JOURNAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-export const MAX_KEY_BYTES = 1024;
-/** Items one add may carry. */
-export const MAX_ADD_ITEMS = 1000;
-/** Items one claim may take. */
-export const MAX_CLAIM_ITEMS = 1000;
+export { MAX_CLAIM_ITEMS };
 /** Journals one cluster may hold. */
 export const MAX_JOURNALS = 10_000;
-/** Dates are ms since the epoch; this is year 10889, far beyond any real one. */
-export const MAX_DATE = 2 ** 48;
-const LONE_SURROGATE = /\p{Cs}/u;
 
 export interface AddedItem {
   readonly key: string;
@@ -41,17 +34,15 @@ export type JournalCommand =
   | { readonly op: 'forget'; readonly name: string; readonly key: string };
 
 export function nameField(value: unknown): string {
-  if (typeof value !== 'string' || !JOURNAL_NAME.test(value)) {
-    throw new CommandError('name must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit');
-  }
-  return value;
+  const problem = journalNameProblem(value);
+  if (problem !== null) throw new CommandError(problem);
+  return value as string;
 }
 
 export function keyField(value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0) throw new CommandError('key must be a non-empty string');
-  if (LONE_SURROGATE.test(value)) throw new CommandError('key is not valid Unicode (it holds a lone surrogate)');
-  if (Buffer.byteLength(value, 'utf8') > MAX_KEY_BYTES) throw new CommandError(`key is longer than ${MAX_KEY_BYTES} UTF-8 bytes`);
-  return value;
+  const problem = journalKeyProblem(value);
+  if (problem !== null) throw new CommandError(problem);
+  return value as string;
 }
 
 export function priorityField(value: unknown, name = 'priority'): number {

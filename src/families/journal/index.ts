@@ -63,4 +63,5 @@ export const journal: Family<JournalCommand, JournalState> = {
   plan: (command, ctx) => planJournal(command, ctx, ctx.states.of(journal)),
   // Every journal entry reads the items it changes from the db.
   goesAlone: () => true,
+  server: async () => (await import('./server.js')).server,
 };

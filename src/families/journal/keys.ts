@@ -83,6 +83,10 @@ export function expiredRange(name: string, now: number): { gte: Buffer; lt: Buff
   return { gte: head, lt: Buffer.concat([head, encodeIndex(now + 1)]) };
 }
 
+export function flaggedRange(name: string): { gte: Buffer; lt: Buffer } {
+  return journalRange(JournalBucket.flagged, name);
+}
+
 export function flaggedKey(name: string, key: string): Buffer {
   return Buffer.concat([bucketPrefix(JournalBucket.flagged), nameBytes(name), Buffer.from(key, 'utf8')]);
 }

@@ -1,0 +1,191 @@
+// The journal in the client library: typed calls over VeraClient's family ops,
+// and a worker helper that listens (long-polling claims), keeps its leases alive
+// while the handler runs, and finishes each item with done or release.
+import type { VeraClient } from '../../client/client.js';
+import { VeraError } from '../../protocol/index.js';
+import { JOURNAL_OPS } from './wire.js';
+
+export interface JournalSettingsInput {
+  readonly timeoutMs?: number;
+  readonly maxTimeouts?: number;
+  readonly priority?: number;
+  readonly expiresInMs?: number;
+  readonly maxItems?: number;
+}
+
+export interface JournalInfo {
+  readonly name: string;
+  readonly settings: Required<JournalSettingsInput>;
+  readonly counts: { readonly waiting: number; readonly processing: number; readonly flagged: number; readonly byPriority: Readonly<Record<string, number>> };
+}
+
+export interface NewItem {
+  readonly key: string;
+  readonly data: unknown;
+  readonly priority?: number;
+  /** When it may be processed (ms since the epoch); default now. */
+  readonly processAt?: number;
+  /** When it is no longer wanted (ms since the epoch); default the journal's expiresInMs from now, or never. */
+  readonly expiresAt?: number;
+}
+
+export interface ClaimedItem {
+  readonly key: string;
+  readonly data: unknown;
+  readonly priority: number;
+  readonly processAt: number;
+  readonly insertedAt: number;
+  readonly timeouts: number;
+}
+
+export interface Claim {
+  /** Present to extend, done and release; stale once the claim timed out or ended. */
+  readonly lease: number;
+  readonly items: readonly ClaimedItem[];
+}
+
+export interface FlaggedItem {
+  readonly key: string;
+  readonly data: unknown;
+  readonly priority: number;
+  readonly insertedAt: number;
+  readonly timeouts: number;
+  readonly flaggedAt: number;
+}
+
+export interface ProcessOptions {
+  /** Items handled at once. Default 1. */
+  readonly concurrency?: number;
+  /** How long one claim waits for work before asking again (ms). Default 10 s. */
+  readonly waitMs?: number;
+  /** The delay before a failed item is offered again: attempt -> ms. Default 1 s doubling to 1 min. */
+  readonly retryDelayMs?: (timeouts: number) => number;
+  /** Called when the handler throws (the item is released for a retry). */
+  readonly onError?: (err: unknown, item: ClaimedItem) => void;
+}
+
+export interface Worker {
+  /** Stops claiming; resolves once the items in hand are finished. */
+  stop(): Promise<void>;
+}
+
+function op(name: string) {
+  const build = JOURNAL_OPS.get(name);
+  if (build === undefined) throw new Error(`no journal op ${name}`);
+  return build;
+}
+
+export class JournalClient {
+  constructor(private readonly client: VeraClient) {}
+
+  private call(name: string, fields: Readonly<Record<string, unknown>>): Promise<Readonly<Record<string, unknown>>> {
+    return this.client.callFamilyOp(name, fields, op(name));
+  }
+
+  async create(name: string, settings: JournalSettingsInput = {}): Promise<void> {
+    await this.call('journal.create', { name, ...settings });
+  }
+
+  async configure(name: string, settings: JournalSettingsInput): Promise<void> {
+    await this.call('journal.configure', { name, ...settings });
+  }
+
+  async drop(name: string): Promise<void> {
+    await this.call('journal.drop', { name });
+  }
+
+  async list(): Promise<JournalInfo[]> {
+    return (await this.call('journal.list', {})).journals as JournalInfo[];
+  }
+
+  async show(name: string): Promise<JournalInfo> {
+    return (await this.call('journal.show', { name })) as unknown as JournalInfo;
+  }
+
+  async add(name: string, items: readonly NewItem[]): Promise<{ inserted: number; merged: number; deferred: number }> {
+    return (await this.call('journal.add', { name, items })) as { inserted: number; merged: number; deferred: number };
+  }
+
+  /** Up to `max` due items, waiting up to `waitMs` for one. */
+  async claim(name: string, options: { max?: number; waitMs?: number } = {}): Promise<Claim> {
+    return (await this.call('journal.claim', { name, ...options })) as unknown as Claim;
+  }
+
+  async extend(name: string, key: string, lease: number): Promise<void> {
+    await this.call('journal.extend', { name, key, lease });
+  }
+
+  async done(name: string, key: string, lease: number): Promise<void> {
+    await this.call('journal.done', { name, key, lease });
+  }
+
+  async release(name: string, key: string, lease: number, processAt?: number): Promise<void> {
+    await this.call('journal.release', { name, key, lease, ...(processAt === undefined ? {} : { processAt }) });
+  }
+
+  async flagged(name: string, limit?: number): Promise<FlaggedItem[]> {
+    return (await this.call('journal.flagged', { name, ...(limit === undefined ? {} : { limit }) })).items as FlaggedItem[];
+  }
+
+  async requeue(name: string, key: string): Promise<void> {
+    await this.call('journal.requeue', { name, key });
+  }
+
+  async forget(name: string, key: string): Promise<void> {
+    await this.call('journal.forget', { name, key });
+  }
+
+  /**
+   * Runs `handler` on the journal's items as they become due, `concurrency` at a
+   * time: each claim's lease is extended while the handler runs (every third of
+   * the journal's timeout), done when it resolves, released for a later retry
+   * (with backoff) when it throws. A lost lease (CONFLICT) means the item timed
+   * out and belongs to someone else now: the result is dropped.
+   */
+  process(name: string, handler: (item: ClaimedItem) => Promise<void>, options: ProcessOptions = {}): Worker {
+    const concurrency = options.concurrency ?? 1;
+    const waitMs = options.waitMs ?? 10_000;
+    const retryDelayMs = options.retryDelayMs ?? ((n: number) => Math.min(60_000, 1000 * 2 ** n));
+    let stopping = false;
+    const loops: Array<Promise<void>> = [];
+    const runOne = async (timeoutMs: number): Promise<void> => {
+      while (!stopping) {
+        let claim: Claim;
+        try {
+          claim = await this.claim(name, { max: 1, waitMs });
+        } catch (err) {
+          if (stopping) return;
+          if (err instanceof VeraError && err.code === 'NOT_FOUND') throw err;
+          continue; // the client retries its connection; ask again
+        }
+        for (const item of claim.items) {
+          const keepAlive = setInterval(() => void this.extend(name, item.key, claim.lease).catch(() => undefined), Math.max(50, timeoutMs / 3));
+          try {
+            await handler(item);
+            clearInterval(keepAlive);
+            await this.done(name, item.key, claim.lease).catch(ignoreLostLease);
+          } catch (err) {
+            clearInterval(keepAlive);
+            options.onError?.(err, item);
+            await this.release(name, item.key, claim.lease, Date.now() + retryDelayMs(item.timeouts)).catch(ignoreLostLease);
+          }
+        }
+      }
+    };
+    const started = this.show(name).then((info) => {
+      for (let i = 0; i < concurrency; i++) loops.push(runOne(info.settings.timeoutMs));
+    });
+    return {
+      stop: async () => {
+        stopping = true;
+        await started;
+        await Promise.allSettled(loops);
+      },
+    };
+  }
+}
+
+function ignoreLostLease(err: unknown): void {
+  if (err instanceof VeraError && err.code === 'CONFLICT') return;
+  throw err;
+}

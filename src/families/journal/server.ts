@@ -1,0 +1,209 @@
+// The journal on the server: its client ops (wire.ts checks them), the leader's
+// duties (timeouts, expiry, finishing drops) and waking claimers that wait.
+import { VeraError, type FamilyResult } from '../../protocol/index.js';
+import type { FrontEnd } from '../../server/context.js';
+import { expectOk } from '../../server/context.js';
+import { proposeTimed, type FamilyOp, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
+import type { ApplyOutcome } from '../../statemachine/types.js';
+import type { JournalValue } from './apply.js';
+import type { AddedItem, JournalCommand } from './commands.js';
+import { journal } from './index.js';
+import { expiredRange, startedByRange, keyAfterDate, itemKey } from './keys.js';
+import { readFlagged } from './reads.js';
+import { decodeItem, type JournalDefinition, type JournalSettings } from './records.js';
+import { JournalWaiters } from './waiters.js';
+import { JOURNAL_OPS } from './wire.js';
+
+export const DEFAULT_SETTINGS: JournalSettings = { timeoutMs: 30_000, maxTimeouts: 5, priority: 100, expiresInMs: 0, maxItems: 10_000_000 };
+/** Timed-out claims or expired items one duty entry handles, at most. */
+const DUTY_BATCH = 1000;
+
+const waitersOf = new WeakMap<FrontEnd, JournalWaiters>();
+function waiters(fe: FrontEnd): JournalWaiters {
+  let w = waitersOf.get(fe);
+  if (w === undefined) {
+    w = new JournalWaiters(fe);
+    waitersOf.set(fe, w);
+  }
+  return w;
+}
+
+async function propose(fe: FrontEnd, command: JournalCommand): Promise<JournalValue> {
+  const r = expectOk(await proposeTimed(fe, { family: 'journal', ...command }));
+  if (r.op !== 'family' || r.family !== 'journal') throw new VeraError('INTERNAL', `journal ${command.op} applied as ${r.op}`);
+  return r.value as JournalValue;
+}
+
+function definitionOf(fe: FrontEnd, name: string): JournalDefinition {
+  const d = fe.node.stateMachine.stateOf(journal).live(name);
+  if (d === null) throw new VeraError('NOT_FOUND', `no journal ${name}`);
+  return d;
+}
+
+function describeJournal(name: string, d: JournalDefinition): FamilyResult {
+  const { waiting, processing, flagged, byPriority } = d.counts;
+  return { name, settings: { ...d.settings }, counts: { waiting, processing, flagged, byPriority: { ...byPriority } } };
+}
+
+const settingsIn = (r: Readonly<Record<string, unknown>>): Partial<JournalSettings> => {
+  const out: Partial<Record<keyof JournalSettings, number>> = {};
+  for (const k of ['timeoutMs', 'maxTimeouts', 'priority', 'expiresInMs', 'maxItems'] as const) if (typeof r[k] === 'number') out[k] = r[k];
+  return out;
+};
+
+type Handler = (call: FamilyOpCall) => Promise<FamilyResult>;
+
+const handlers: Record<string, Handler> = {
+  'journal.create': async ({ fe, request: r }) => {
+    await propose(fe, { op: 'create', name: r.name as string, settings: { ...DEFAULT_SETTINGS, ...settingsIn(r) } });
+    return {};
+  },
+  'journal.configure': async ({ fe, request: r }) => {
+    const current = definitionOf(fe, r.name as string);
+    await propose(fe, { op: 'configure', name: r.name as string, settings: { ...current.settings, ...settingsIn(r) } });
+    return {};
+  },
+  'journal.drop': async ({ fe, request: r }) => {
+    await propose(fe, { op: 'drop', name: r.name as string });
+    return {};
+  },
+  'journal.list': async ({ fe }) => {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    const all = [...fe.node.stateMachine.stateOf(journal).journals].filter(([, d]) => !d.dropping).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return { journals: all.map(([name, d]) => describeJournal(name, d)) };
+  },
+  'journal.show': async ({ fe, request: r }) => {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    return describeJournal(r.name as string, definitionOf(fe, r.name as string));
+  },
+  'journal.add': async ({ fe, request: r, frameBytes }) => {
+    fe.disk.admit(frameBytes);
+    const value = await propose(fe, { op: 'add', name: r.name as string, items: r.items as AddedItem[] });
+    if (value.op !== 'add') throw new VeraError('INTERNAL', 'add gave another result');
+    return { inserted: value.inserted, merged: value.merged, deferred: value.deferred };
+  },
+  'journal.claim': async ({ fe, request: r }) => {
+    const name = r.name as string;
+    const deadline = performance.now() + (r.waitMs as number);
+    for (;;) {
+      const value = await propose(fe, { op: 'claim', name, max: r.max as number });
+      if (value.op !== 'claim') throw new VeraError('INTERNAL', 'claim gave another result');
+      if (value.items.length > 0 || performance.now() >= deadline) return { lease: value.lease, items: value.items.map((i) => ({ ...i })) };
+      await waiters(fe).wait(name, deadline);
+    }
+  },
+  'journal.extend': async ({ fe, request: r }) => {
+    await propose(fe, { op: 'extend', name: r.name as string, key: r.key as string, lease: r.lease as number });
+    return {};
+  },
+  'journal.done': async ({ fe, request: r }) => {
+    await propose(fe, { op: 'done', name: r.name as string, key: r.key as string, lease: r.lease as number });
+    return {};
+  },
+  'journal.release': async ({ fe, request: r }) => {
+    const processAt = r.processAt as number | undefined;
+    await propose(fe, { op: 'release', name: r.name as string, key: r.key as string, lease: r.lease as number, ...(processAt === undefined ? {} : { processAt }) });
+    return {};
+  },
+  'journal.flagged': async ({ fe, request: r }) => {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    const name = r.name as string;
+    definitionOf(fe, name);
+    const flagged = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readFlagged(db, snapshot, name, r.limit as number));
+    return {
+      items: flagged.map(({ item, flaggedAt }) => ({ key: item.key, data: item.data, priority: item.priority, insertedAt: item.insertedAt, timeouts: item.timeouts, flaggedAt })),
+    };
+  },
+  'journal.requeue': async ({ fe, request: r }) => {
+    await propose(fe, { op: 'requeue', name: r.name as string, key: r.key as string });
+    return {};
+  },
+  'journal.forget': async ({ fe, request: r }) => {
+    await propose(fe, { op: 'forget', name: r.name as string, key: r.key as string });
+    return {};
+  },
+};
+
+const protocolOps: Record<string, FamilyOp> = Object.fromEntries([...JOURNAL_OPS].map(([op, build]) => [op, { build, handle: handlers[op]! }]));
+
+/** Entries the duties proposed and that are not applied yet, by journal: one at a time each. */
+const inFlight = new WeakMap<FrontEnd, Set<string>>();
+
+function runDuty(fe: FrontEnd, key: string, work: () => Promise<JournalCommand | null>): void {
+  let busy = inFlight.get(fe);
+  if (busy === undefined) {
+    busy = new Set();
+    inFlight.set(fe, busy);
+  }
+  if (busy.has(key)) return;
+  busy.add(key);
+  const done = busy;
+  void work()
+    .then((command) => (command === null ? null : propose(fe, command)))
+    .catch((err: unknown) => fe.logger.debug({ event: 'journal-duty-failed', duty: key, err: String(err) }, 'a journal duty failed; it runs again next tick'))
+    .finally(() => done.delete(key));
+}
+
+/** Claims past their journal's timeout go back (or are flagged) through one entry per journal per tick. */
+const timeouts: LeaderDuty = {
+  name: 'journal-timeouts',
+  periodMs: 50,
+  tick: (fe) => {
+    const now = Date.now();
+    for (const [name, d] of fe.node.stateMachine.stateOf(journal).journals) {
+      if (d.dropping || d.counts.processing === 0) continue;
+      runDuty(fe, `timeout ${name}`, () =>
+        fe.node.stateMachine.read(`journal ${name}`, async (db, snapshot) => {
+          const claims: Array<readonly [string, number]> = [];
+          for await (const indexKey of db.keys({ ...startedByRange(name, now - d.settings.timeoutMs), snapshot, limit: DUTY_BATCH })) {
+            const key = keyAfterDate(indexKey, name, 0);
+            const raw = await db.get(itemKey(name, key), { snapshot });
+            if (raw !== undefined) claims.push([key, decodeItem(raw).lease]);
+          }
+          return claims.length === 0 ? null : { op: 'timeout', name, claims };
+        }),
+      );
+    }
+  },
+};
+
+/** Expired items are deleted through the expiration index, a bounded batch per entry. */
+const expiry: LeaderDuty = {
+  name: 'journal-expiry',
+  periodMs: 250,
+  tick: (fe) => {
+    const now = Date.now();
+    for (const [name, d] of fe.node.stateMachine.stateOf(journal).journals) {
+      if (d.dropping || d.counts.waiting + d.counts.processing === 0) continue;
+      runDuty(fe, `expire ${name}`, () =>
+        fe.node.stateMachine.read(`journal ${name}`, async (db, snapshot) => {
+          for await (const _ of db.keys({ ...expiredRange(name, now), snapshot, limit: 1 })) return { op: 'expire', name, max: DUTY_BATCH };
+          return null;
+        }),
+      );
+    }
+  },
+};
+
+/** A journal being dropped loses a batch of keys per entry until it is gone. */
+const drops: LeaderDuty = {
+  name: 'journal-drops',
+  periodMs: 100,
+  tick: (fe) => {
+    for (const [name, d] of fe.node.stateMachine.stateOf(journal).journals) {
+      if (d.dropping) runDuty(fe, `drop ${name}`, async () => ({ op: 'drop', name }));
+    }
+  },
+};
+
+/** Items that became available wake as many waiting claimers. */
+function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
+  const r = outcome.result;
+  if (!r.ok || r.op !== 'family' || r.family !== 'journal') return;
+  const v = r.value as JournalValue;
+  const available =
+    v.op === 'add' ? v.inserted + v.merged + v.deferred : v.op === 'release' || v.op === 'requeue' || v.op === 'done' ? 1 : v.op === 'timeout' ? v.requeued.length + v.flagged.length : 0;
+  if (available > 0) waiters(fe).wake(v.journal, available);
+}
+
+export const server: ServerPart = { protocolOps, duties: [timeouts, expiry, drops], onApplied };

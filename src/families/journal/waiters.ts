@@ -1,0 +1,82 @@
+// Claims that wait for work (long-poll), on the member that serves them. When
+// items become available, as many waiting claimers are woken as there are new
+// items, oldest first (no herd); when only future items wait, one timer wakes
+// one claimer at the earliest process date. Nothing polls.
+import type { FrontEnd } from '../../server/context.js';
+import { journal } from './index.js';
+import { earliestProcessAt } from './reads.js';
+
+interface Waiter {
+  readonly deadline: number;
+  readonly wake: () => void;
+  timer: NodeJS.Timeout;
+}
+
+export class JournalWaiters {
+  private readonly byJournal = new Map<string, Waiter[]>();
+  private readonly dueTimers = new Map<string, NodeJS.Timeout>();
+
+  constructor(private readonly fe: FrontEnd) {}
+
+  /** Resolves when woken for `name` or at `deadline` (ms, performance.now()), whichever is first. */
+  wait(name: string, deadline: number): Promise<void> {
+    return new Promise((resolve) => {
+      const queue = this.byJournal.get(name) ?? [];
+      this.byJournal.set(name, queue);
+      const waiter: Waiter = {
+        deadline,
+        wake: () => {
+          clearTimeout(waiter.timer);
+          resolve();
+        },
+        timer: setTimeout(() => {
+          const at = queue.indexOf(waiter);
+          if (at >= 0) queue.splice(at, 1);
+          resolve();
+        }, Math.max(0, deadline - performance.now())).unref(),
+      };
+      queue.push(waiter);
+      this.armDueTimer(name);
+    });
+  }
+
+  /** `count` items of `name` became available: wake that many claimers, oldest first. */
+  wake(name: string, count: number): void {
+    const queue = this.byJournal.get(name);
+    if (queue === undefined) return;
+    for (const waiter of queue.splice(0, count)) waiter.wake();
+    if (queue.length === 0) this.byJournal.delete(name);
+    else this.armDueTimer(name);
+  }
+
+  /** One timer per journal with claimers waiting, at its earliest future process date. */
+  private armDueTimer(name: string): void {
+    const old = this.dueTimers.get(name);
+    if (old !== undefined) clearTimeout(old);
+    this.dueTimers.delete(name);
+    const definition = this.fe.node.stateMachine.stateOf(journal).live(name);
+    if (definition === null || definition.counts.waiting === 0) return;
+    void this.fe.node.stateMachine
+      .read(`journal ${name}`, (db, snapshot) => earliestProcessAt(db, snapshot, name, definition))
+      .then((earliest) => {
+        if (earliest === null || !this.byJournal.has(name) || this.dueTimers.has(name)) return;
+        // The replicated clock stands in for the leader's: dates are compared with it in the claim.
+        const delay = Math.max(1, earliest - Date.now());
+        this.dueTimers.set(
+          name,
+          setTimeout(() => {
+            this.dueTimers.delete(name);
+            this.wake(name, 1);
+          }, Math.min(delay, 2 ** 31 - 1)).unref(),
+        );
+      })
+      .catch(() => undefined);
+  }
+
+  close(): void {
+    for (const t of this.dueTimers.values()) clearTimeout(t);
+    this.dueTimers.clear();
+    for (const queue of this.byJournal.values()) for (const w of queue) w.wake();
+    this.byJournal.clear();
+  }
+}

@@ -1,0 +1,168 @@
+// The journal end to end on a real server (in this process, on loopback): its
+// ops over the WebSocket in both encodings and through the client library,
+// claims that wait for work, the leader's timeout duty, and the worker helper.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { connect, type VeraClient } from '../../../src/client/client.js';
+import { JournalClient, type ClaimedItem } from '../../../src/families/journal/client.js';
+import type { ServerConfig } from '../../../src/server/config.js';
+import { startServer, type RunningServer } from '../../../src/server/index.js';
+import { WireClient } from '../../server/wire-client.js';
+
+let server: RunningServer | null = null;
+let client: VeraClient | null = null;
+let dir = '';
+afterEach(async () => {
+  await client?.close();
+  client = null;
+  await server?.close();
+  server = null;
+  if (dir !== '') rmSync(dir, { recursive: true, force: true });
+});
+
+async function start(): Promise<{ url: string; journals: JournalClient }> {
+  dir = mkdtempSync(join(tmpdir(), 'vera-journal-'));
+  const config: ServerConfig = {
+    id: 'n1',
+    dataDir: dir,
+    client: { host: '127.0.0.1', port: 0 },
+    peer: { host: '127.0.0.1', port: 0 },
+    peers: [{ id: 'n1', host: '127.0.0.1', peerPort: 0, clientPort: 0 }],
+    join: false,
+    secret: null,
+    logLevel: 'silent',
+    sessionTimeout: { min: 1000, max: 60_000, default: 10_000 },
+    limits: {
+      dataBytes: 1024 * 1024,
+      frameBytes: 16 * 1024 * 1024,
+      pathBytes: 1024,
+      sessionsMax: 100,
+      sessionsPerAddress: 100,
+      watchesPerSession: 100,
+      itemsPerSession: 1000,
+      bytesPerSession: 1024 * 1024,
+      itemsPerList: 1000,
+      diskReserveBytes: 1024 * 1024,
+      inflightPerConnection: 64,
+      connectionsMax: 100,
+      connectionsPerAddress: 100,
+      helloTimeoutMs: 10_000,
+    },
+    compaction: { everyEntries: 10_000, keepEntries: 1000 },
+  };
+  server = await startServer(config, { logger: pino({ level: 'silent' }) });
+  const url = `ws://127.0.0.1:${server.clientPort}`;
+  client = await connect(url, { timeoutMs: 10_000 });
+  const journals = new JournalClient(client);
+  // A new cluster raises its command version as its first leader starts; the journal needs version 2.
+  for (;;) {
+    try {
+      await journals.list();
+      break;
+    } catch (err) {
+      if (!(err instanceof Error && /command version/.test(err.message))) throw err;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  return { url, journals };
+}
+
+describe('the journal on a server', () => {
+  it('answers its ops in both encodings, refusing bad requests before proposing anything', async () => {
+    const { url, journals } = await start();
+    await journals.create('jobs', { timeoutMs: 60_000 });
+    for (const encoding of ['json', 'msgpack'] as const) {
+      const wire = await WireClient.connect(url, encoding);
+      try {
+        await wire.hello({ timeoutMs: 10_000 });
+        expect(await wire.call('journal.add', { name: 'jobs', items: [{ key: `k-${encoding}`, data: { enc: encoding }, priority: 3 }] })).toMatchObject({ inserted: 1 });
+        const claimed = await wire.call('journal.claim', { name: 'jobs', max: 5 });
+        expect(claimed).toMatchObject({ lease: expect.any(Number), items: [{ key: `k-${encoding}`, data: { enc: encoding }, priority: 3, timeouts: 0 }] });
+        expect((await wire.request('journal.done', { name: 'jobs', key: `k-${encoding}`, lease: (claimed.lease as number) + 1 })).error?.code).toBe('CONFLICT');
+        expect(await wire.call('journal.done', { name: 'jobs', key: `k-${encoding}`, lease: claimed.lease })).toEqual({});
+        for (const bad of [
+          { name: 'jobs', items: [{ key: 'x', data: 1, priority: 256 }] },
+          { name: 'no spaces', items: [{ key: 'x', data: 1 }] },
+          { name: 'jobs', items: [] },
+          { name: 'jobs', items: [{ key: '', data: 1 }] },
+          { name: 'jobs', items: [{ key: 'x' }] },
+          { name: 'jobs', items: [{ key: 'x', data: 1, colour: 'red' }] },
+        ]) {
+          expect((await wire.request('journal.add', bad)).error?.code, JSON.stringify(bad)).toBe('BAD_REQUEST');
+        }
+        expect((await wire.request('journal.claim', { name: 'jobs', max: 100_000 })).error?.code).toBe('BAD_REQUEST');
+        expect((await wire.request('journal.claim', { name: 'missing' })).error?.code).toBe('NOT_FOUND');
+      } finally {
+        wire.terminate();
+      }
+    }
+    expect((await journals.show('jobs')).counts).toMatchObject({ waiting: 0, processing: 0 });
+  });
+
+  it('a claim that waits is answered when work is added, and a timed-out claim comes back with its counter raised', async () => {
+    const { journals } = await start();
+    await journals.create('jobs', { timeoutMs: 200, maxTimeouts: 1 });
+    const waiting = journals.claim('jobs', { waitMs: 20_000 });
+    await journals.add('jobs', [{ key: 'a', data: 'x' }]);
+    const first = await waiting;
+    expect(first.items.map((i) => i.key)).toEqual(['a']);
+    // Not extended: the leader's timeout duty puts it back, and a waiting claim gets it again.
+    const again = await journals.claim('jobs', { waitMs: 20_000 });
+    expect(again.items).toMatchObject([{ key: 'a', timeouts: 1 }]);
+    expect(again.lease).toBeGreaterThan(first.lease);
+    await expect(journals.done('jobs', 'a', first.lease)).rejects.toMatchObject({ code: 'CONFLICT' });
+    // Timing out past maxTimeouts flags it: it leaves the queue and shows among the flagged.
+    for (;;) {
+      const flagged = await journals.flagged('jobs');
+      if (flagged.length > 0) {
+        expect(flagged).toMatchObject([{ key: 'a', timeouts: 2 }]);
+        break;
+      }
+      await journals.claim('jobs', { waitMs: 300 });
+    }
+    expect((await journals.show('jobs')).counts).toMatchObject({ waiting: 0, processing: 0, flagged: 1 });
+    await journals.requeue('jobs', 'a');
+    expect((await journals.claim('jobs')).items).toMatchObject([{ key: 'a', timeouts: 0 }]);
+  });
+
+  it('a claim waiting for a delayed item is answered once it is due, without polling', async () => {
+    const { journals } = await start();
+    await journals.create('later');
+    const due = Date.now() + 300;
+    await journals.add('later', [{ key: 'd', data: 1, processAt: due }]);
+    const claim = await journals.claim('later', { waitMs: 20_000 });
+    expect(claim.items.map((i) => i.key)).toEqual(['d']);
+    expect(Date.now()).toBeGreaterThanOrEqual(due);
+  });
+
+  it('the worker helper handles every item once, retries a failure, and stops cleanly', async () => {
+    const { journals } = await start();
+    await journals.create('work', { timeoutMs: 5_000 });
+    await journals.add('work', Array.from({ length: 50 }, (_, i) => ({ key: `job-${i}`, data: i })));
+    const handled = new Map<string, number>();
+    let failedOnce = false;
+    let finish: () => void = () => undefined;
+    const allDone = new Promise<void>((resolve) => (finish = resolve));
+    const worker = journals.process(
+      'work',
+      async (item: ClaimedItem) => {
+        if (item.key === 'job-7' && !failedOnce) {
+          failedOnce = true;
+          throw new Error('flaky');
+        }
+        handled.set(item.key, (handled.get(item.key) ?? 0) + 1);
+        if (handled.size === 50) finish();
+      },
+      { concurrency: 4, waitMs: 500, retryDelayMs: () => 0 },
+    );
+    await allDone;
+    await worker.stop();
+    expect(failedOnce).toBe(true);
+    expect([...handled.values()].every((n) => n === 1)).toBe(true);
+    expect(handled.size).toBe(50);
+    expect((await journals.show('work')).counts).toMatchObject({ waiting: 0, processing: 0 });
+  });
+});
