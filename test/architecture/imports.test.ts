@@ -70,6 +70,18 @@ describe('the import graph', () => {
     expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['msgpackr', 'ws']);
   });
 
+  it("from a family's client part reaches only the client, the protocol and the family's own wire, never its store or server code", () => {
+    const parts = readdirSync(join(ROOT, 'src/families'), { withFileTypes: true })
+      .filter((d) => d.isDirectory() && existsSync(join(ROOT, 'src/families', d.name, 'client.ts')))
+      .map((d) => d.name);
+    expect(parts).toContain('journal');
+    for (const family of parts) {
+      const { files, packages } = closure([`src/families/${family}/client.ts`]);
+      expect(outside(files, ['src/client/', 'src/protocol/', `src/families/${family}/client.ts`, `src/families/${family}/wire.ts`]), family).toEqual([]);
+      expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['msgpackr', 'ws']);
+    }
+  });
+
   it('from the server, state machine and Raft never reaches the CLI', () => {
     const { files } = closure([...sourceFiles('src/server'), ...sourceFiles('src/statemachine'), ...sourceFiles('src/raft')]);
     expect([...files].filter((f) => f.startsWith('src/cli/'))).toEqual([]);
