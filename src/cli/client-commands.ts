@@ -20,13 +20,13 @@ export const CLIENT_FLAGS: FlagSpecs = {
   help: { kind: 'boolean', short: 'h' },
 };
 
-interface Context {
+export interface Context {
   readonly args: ParsedArgs;
   readonly io: CliIO;
   readonly json: boolean;
 }
 
-interface ClientCommand {
+export interface ClientCommand {
   readonly flags: FlagSpecs;
   /** Names of the positional arguments, for arity errors. */
   readonly positionals: readonly string[];
@@ -202,6 +202,6 @@ export function parseData(text: string): JsonValue {
   }
 }
 
-function print(ctx: Context, value: unknown, readable: () => string): void {
+export function print(ctx: Context, value: unknown, readable: () => string): void {
   ctx.io.stdout(`${ctx.json ? JSON.stringify(value) : readable()}\n`);
 }

@@ -5,6 +5,7 @@ import { buildServerConfig, START_FLAGS } from './config.js';
 import { EXIT, UsageError } from './errors.js';
 import { processIO, type CliIO } from './io.js';
 import { runStatus } from './status.js';
+import { FAMILY_VERBS } from './family-verbs.js';
 import { USAGE } from './usage.js';
 
 const STATUS_FLAGS: FlagSpecs = { server: CLIENT_FLAGS.server!, json: CLIENT_FLAGS.json!, timeout: CLIENT_FLAGS.timeout!, help: CLIENT_FLAGS.help! };
@@ -59,8 +60,10 @@ async function runVerb(verb: string, argv: string[], io: CliIO): Promise<number>
     if (boolFlag(args, 'help')) return help(io, 'status');
     return runStatus(args, io);
   }
+  const family = FAMILY_VERBS[verb];
+  if (family !== undefined) return (await family()).run(argv, io);
   const command = CLIENT_COMMANDS[verb];
-  if (command === undefined) throw new UsageError(`unknown command ${JSON.stringify(verb)} (commands: start, dev, ${Object.keys(CLIENT_COMMANDS).join(', ')}, status, snapshot, member, leader)`);
+  if (command === undefined) throw new UsageError(`unknown command ${JSON.stringify(verb)} (commands: start, dev, ${[...Object.keys(CLIENT_COMMANDS), ...Object.keys(FAMILY_VERBS)].join(', ')}, status, snapshot, member, leader)`);
   const args = parseArgs(argv, command.flags, `vera ${verb}`);
   if (boolFlag(args, 'help')) return help(io, verb);
   return runClientCommand(verb, command, args, io);

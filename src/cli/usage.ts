@@ -19,6 +19,7 @@ Commands:
   ls        list the names below a path
   delete    delete an item
   watch     print changes to a list (or to every list below a path) until Ctrl-C
+  journal   work queues: create, add, claim, done, release, flagged, ... ('vera journal --help')
   status    show a server's status
   member    list, add, promote or remove cluster members
   leader    hand leadership to another member (leader transfer ID)

@@ -11,6 +11,8 @@ import { JournalClient, type ClaimedItem } from '../../../src/families/journal/c
 import type { ServerConfig } from '../../../src/server/config.js';
 import { startServer, type RunningServer } from '../../../src/server/index.js';
 import { WireClient } from '../../server/wire-client.js';
+import { main } from '../../../src/cli/main.js';
+import { captureIO } from '../../client/cli-io.js';
 
 let server: RunningServer | null = null;
 let client: VeraClient | null = null;
@@ -164,5 +166,29 @@ describe('the journal on a server', () => {
     expect([...handled.values()].every((n) => n === 1)).toBe(true);
     expect(handled.size).toBe(50);
     expect((await journals.show('work')).counts).toMatchObject({ waiting: 0, processing: 0 });
+  });
+
+  it('is driven from the command line: vera journal create, add, claim, done, show, with --json and usage errors', async () => {
+    const { url } = await start();
+    const run = async (...argv: string[]) => {
+      const io = captureIO();
+      const code = await main(['journal', ...argv, '--server', url], io);
+      return { code, out: io.out(), err: io.err() };
+    };
+    expect(await run('create', 'mail', '--timeout-ms', '30s', '--max-timeouts', '3')).toMatchObject({ code: 0, out: 'created journal mail\n' });
+    expect(await run('add', 'mail', 'user-1', '{"to":"a@b"}', '--priority', '10')).toMatchObject({ code: 0, out: 'added item user-1\n' });
+    expect(await run('add', 'mail', 'user-1', '{"to":"c@d"}', '--priority', '50')).toMatchObject({ code: 0, out: 'merged into the waiting item user-1\n' });
+    const claimed = await run('claim', 'mail', '--max', '5', '--json');
+    expect(claimed.code).toBe(0);
+    const claim = JSON.parse(claimed.out) as { lease: number; items: Array<{ key: string; data: unknown; priority: number }> };
+    expect(claim.items).toEqual([expect.objectContaining({ key: 'user-1', data: { to: 'c@d' }, priority: 10 })]);
+    expect(await run('done', 'mail', 'user-1', String(claim.lease + 1))).toMatchObject({ code: 1, err: expect.stringContaining('CONFLICT') });
+    expect(await run('done', 'mail', 'user-1', String(claim.lease))).toMatchObject({ code: 0 });
+    const shown = JSON.parse((await run('show', 'mail', '--json')).out) as { settings: { timeoutMs: number; maxTimeouts: number }; counts: { waiting: number } };
+    expect(shown).toMatchObject({ settings: { timeoutMs: 30_000, maxTimeouts: 3 }, counts: { waiting: 0, processing: 0 } });
+    expect(await run('add', 'mail', 'k', '1', '--priority', '300')).toMatchObject({ code: 2, err: expect.stringContaining('--priority') });
+    expect(await run('frob', 'mail')).toMatchObject({ code: 2, err: expect.stringContaining('unknown journal subcommand') });
+    expect(await run('show', 'no such')).toMatchObject({ code: 2 });
+    expect(await run('show', 'missing')).toMatchObject({ code: 1, err: expect.stringContaining('NOT_FOUND') });
   });
 });

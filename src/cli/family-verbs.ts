@@ -1,0 +1,12 @@
+// The verbs command families add to `vera`, each loaded only when used: one
+// line per family that has a command line.
+import type { CliIO } from './io.js';
+
+export interface FamilyVerb {
+  /** Runs `vera <verb> <argv...>`; resolves with the exit code. */
+  run(argv: readonly string[], io: CliIO): Promise<number>;
+}
+
+export const FAMILY_VERBS: Readonly<Record<string, () => Promise<FamilyVerb>>> = {
+  journal: () => import('../families/journal/cli.js'),
+};

@@ -1,0 +1,260 @@
+// `vera journal ...`: the journal from the command line, one subcommand per op,
+// each a client verb (arguments checked before connecting; --json for scripts).
+import { parseArgs, boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from '../../cli/args.js';
+import { CLIENT_FLAGS, parseData, print, runClientCommand, type ClientCommand, type Context } from '../../cli/client-commands.js';
+import { EXIT, UsageError } from '../../cli/errors.js';
+import type { CliIO } from '../../cli/io.js';
+import { parseCount, parseDuration } from '../../cli/units.js';
+import { JournalClient, type JournalSettingsInput } from './client.js';
+import { journalKeyProblem, journalNameProblem } from './wire.js';
+
+export const USAGE = `Usage: vera journal <subcommand> [flags]
+
+Durable priority work queues (see docs/journal.md).
+
+Subcommands:
+  create NAME [--timeout-ms D] [--max-timeouts N] [--priority P] [--expires-in D] [--max-items N]
+  configure NAME [same flags as create]
+  ls                          list journals with their counts
+  show NAME                   settings and counts of one journal
+  add NAME KEY DATA [--priority P] [--at MS|+D] [--expires MS|+D]
+  claim NAME [--max N] [--wait D]
+  extend NAME KEY LEASE
+  done NAME KEY LEASE
+  release NAME KEY LEASE [--at MS|+D]
+  flagged NAME                items that timed out too often
+  requeue NAME KEY            put a flagged item back, due now
+  forget NAME KEY             delete a flagged item
+  drop NAME                   delete the journal and all its items
+
+Durations (D) are like 5000, 5s or 2m; dates are ms since the epoch, or +D from now.
+Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, -h/--help`;
+
+const SETTING_FLAGS: FlagSpecs = {
+  'timeout-ms': { kind: 'string' },
+  'max-timeouts': { kind: 'string' },
+  priority: { kind: 'string' },
+  'expires-in': { kind: 'string' },
+  'max-items': { kind: 'string' },
+};
+
+function name(ctx: Context, position = 0): string {
+  const value = ctx.args.positionals[position]!;
+  const problem = journalNameProblem(value);
+  if (problem !== null) throw new UsageError(problem);
+  return value;
+}
+
+function key(ctx: Context, position: number): string {
+  const value = ctx.args.positionals[position]!;
+  const problem = journalKeyProblem(value);
+  if (problem !== null) throw new UsageError(problem);
+  return value;
+}
+
+function lease(ctx: Context, position: number): number {
+  return parseCount(ctx.args.positionals[position]!, 'LEASE');
+}
+
+function byteValue(text: string | undefined, what: string, max: number): number | undefined {
+  if (text === undefined) return undefined;
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n) || n > max) throw new UsageError(`${what} must be a whole number from 0 to ${max}, got ${JSON.stringify(text)}`);
+  return n;
+}
+
+/** `1700000000000` (ms since the epoch) or `+5s` (from now). */
+function dateFlag(args: ParsedArgs, flag: string): number | undefined {
+  const text = stringFlag(args, flag);
+  if (text === undefined) return undefined;
+  if (text.startsWith('+')) return Date.now() + parseDuration(text.slice(1), `--${flag}`);
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n)) throw new UsageError(`--${flag} must be ms since the epoch or +DURATION, got ${JSON.stringify(text)}`);
+  return n;
+}
+
+function settings(args: ParsedArgs): JournalSettingsInput {
+  const out: Record<string, number> = {};
+  const timeout = stringFlag(args, 'timeout-ms');
+  if (timeout !== undefined) out.timeoutMs = parseDuration(timeout, '--timeout-ms');
+  const maxTimeouts = byteValue(stringFlag(args, 'max-timeouts'), '--max-timeouts', 255);
+  if (maxTimeouts !== undefined) out.maxTimeouts = maxTimeouts;
+  const priority = byteValue(stringFlag(args, 'priority'), '--priority', 255);
+  if (priority !== undefined) out.priority = priority;
+  const expiresIn = stringFlag(args, 'expires-in');
+  if (expiresIn !== undefined) out.expiresInMs = expiresIn === '0' ? 0 : parseDuration(expiresIn, '--expires-in');
+  const maxItems = stringFlag(args, 'max-items');
+  if (maxItems !== undefined) out.maxItems = parseCount(maxItems, '--max-items');
+  return out;
+}
+
+const ok = (ctx: Context, what: string) => () => print(ctx, {}, () => what);
+
+const COMMANDS: Readonly<Record<string, ClientCommand>> = {
+  create: {
+    flags: { ...CLIENT_FLAGS, ...SETTING_FLAGS },
+    positionals: ['NAME'],
+    prepare: (ctx) => {
+      const n = name(ctx);
+      const s = settings(ctx.args);
+      return async (client) => {
+        await new JournalClient(client).create(n, s);
+        ok(ctx, `created journal ${n}`)();
+      };
+    },
+  },
+  configure: {
+    flags: { ...CLIENT_FLAGS, ...SETTING_FLAGS },
+    positionals: ['NAME'],
+    prepare: (ctx) => {
+      const n = name(ctx);
+      const s = settings(ctx.args);
+      return async (client) => {
+        await new JournalClient(client).configure(n, s);
+        ok(ctx, `configured journal ${n}`)();
+      };
+    },
+  },
+  ls: {
+    flags: CLIENT_FLAGS,
+    positionals: [],
+    prepare: (ctx) => async (client) => {
+      const journals = await new JournalClient(client).list();
+      print(ctx, journals, () =>
+        journals.length === 0 ? '(no journals)' : journals.map((j) => `${j.name}  waiting ${j.counts.waiting}  processing ${j.counts.processing}  flagged ${j.counts.flagged}`).join('\n'),
+      );
+    },
+  },
+  show: {
+    flags: CLIENT_FLAGS,
+    positionals: ['NAME'],
+    prepare: (ctx) => {
+      const n = name(ctx);
+      return async (client) => {
+        const j = await new JournalClient(client).show(n);
+        print(ctx, j, () =>
+          [
+            `journal ${j.name}`,
+            `  timeout ${j.settings.timeoutMs} ms, flagged after ${j.settings.maxTimeouts} timeouts, default priority ${j.settings.priority}`,
+            `  expires ${j.settings.expiresInMs === 0 ? 'never' : `${j.settings.expiresInMs} ms after adding`}, at most ${j.settings.maxItems} items`,
+            `  waiting ${j.counts.waiting}, processing ${j.counts.processing}, flagged ${j.counts.flagged}`,
+          ].join('\n'),
+        );
+      };
+    },
+  },
+  add: {
+    flags: { ...CLIENT_FLAGS, priority: { kind: 'string' }, at: { kind: 'string' }, expires: { kind: 'string' } },
+    positionals: ['NAME', 'KEY', 'DATA'],
+    prepare: (ctx) => {
+      const n = name(ctx);
+      const k = key(ctx, 1);
+      const data = parseData(ctx.args.positionals[2]!);
+      const priority = byteValue(stringFlag(ctx.args, 'priority'), '--priority', 255);
+      const processAt = dateFlag(ctx.args, 'at');
+      const expiresAt = dateFlag(ctx.args, 'expires');
+      return async (client) => {
+        const r = await new JournalClient(client).add(n, [
+          { key: k, data, ...(priority === undefined ? {} : { priority }), ...(processAt === undefined ? {} : { processAt }), ...(expiresAt === undefined ? {} : { expiresAt }) },
+        ]);
+        print(ctx, r, () => `${r.inserted > 0 ? 'added' : r.merged > 0 ? 'merged into the waiting' : 'kept for after the processing of the'} item ${k}`);
+      };
+    },
+  },
+  claim: {
+    flags: { ...CLIENT_FLAGS, max: { kind: 'string' }, wait: { kind: 'string' } },
+    positionals: ['NAME'],
+    prepare: (ctx) => {
+      const n = name(ctx);
+      const max = parseCount(stringFlag(ctx.args, 'max') ?? '1', '--max');
+      const wait = stringFlag(ctx.args, 'wait');
+      const waitMs = wait === undefined || wait === '0' ? 0 : parseDuration(wait, '--wait');
+      return async (client) => {
+        const c = await new JournalClient(client).claim(n, { max, waitMs });
+        print(ctx, c, () => (c.items.length === 0 ? 'nothing due' : [`lease ${c.lease}`, ...c.items.map((i) => `  ${i.key}  ${JSON.stringify(i.data)}  (priority ${i.priority}, timeouts ${i.timeouts})`)].join('\n')));
+      };
+    },
+  },
+  ...Object.fromEntries(
+    (['extend', 'done'] as const).map((op) => [
+      op,
+      {
+        flags: CLIENT_FLAGS,
+        positionals: ['NAME', 'KEY', 'LEASE'],
+        prepare: (ctx: Context) => {
+          const [n, k, l] = [name(ctx), key(ctx, 1), lease(ctx, 2)];
+          return async (client) => {
+            await new JournalClient(client)[op](n, k, l);
+            ok(ctx, `${op === 'done' ? 'done with' : 'extended the claim on'} ${k}`)();
+          };
+        },
+      } satisfies ClientCommand,
+    ]),
+  ),
+  release: {
+    flags: { ...CLIENT_FLAGS, at: { kind: 'string' } },
+    positionals: ['NAME', 'KEY', 'LEASE'],
+    prepare: (ctx) => {
+      const [n, k, l] = [name(ctx), key(ctx, 1), lease(ctx, 2)];
+      const processAt = dateFlag(ctx.args, 'at');
+      return async (client) => {
+        await new JournalClient(client).release(n, k, l, processAt);
+        ok(ctx, `released ${k}`)();
+      };
+    },
+  },
+  flagged: {
+    flags: CLIENT_FLAGS,
+    positionals: ['NAME'],
+    prepare: (ctx) => {
+      const n = name(ctx);
+      return async (client) => {
+        const items = await new JournalClient(client).flagged(n);
+        print(ctx, items, () => (items.length === 0 ? '(none flagged)' : items.map((i) => `${i.key}  ${JSON.stringify(i.data)}  timeouts ${i.timeouts}, flagged at ${new Date(i.flaggedAt).toISOString()}`).join('\n')));
+      };
+    },
+  },
+  ...Object.fromEntries(
+    (['requeue', 'forget'] as const).map((op) => [
+      op,
+      {
+        flags: CLIENT_FLAGS,
+        positionals: ['NAME', 'KEY'],
+        prepare: (ctx: Context) => {
+          const [n, k] = [name(ctx), key(ctx, 1)];
+          return async (client) => {
+            await new JournalClient(client)[op](n, k);
+            ok(ctx, `${op === 'requeue' ? 'requeued' : 'forgot'} ${k}`)();
+          };
+        },
+      } satisfies ClientCommand,
+    ]),
+  ),
+  drop: {
+    flags: CLIENT_FLAGS,
+    positionals: ['NAME'],
+    prepare: (ctx) => {
+      const n = name(ctx);
+      return async (client) => {
+        await new JournalClient(client).drop(n);
+        ok(ctx, `dropped journal ${n}`)();
+      };
+    },
+  },
+};
+
+export async function run(argv: readonly string[], io: CliIO): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
+    (sub === undefined ? io.stderr : io.stdout)(`${USAGE}\n`);
+    return sub === undefined ? EXIT.usage : EXIT.ok;
+  }
+  const command = COMMANDS[sub];
+  if (command === undefined) throw new UsageError(`unknown journal subcommand ${JSON.stringify(sub)} (subcommands: ${Object.keys(COMMANDS).join(', ')})`);
+  const args = parseArgs(rest, command.flags, `vera journal ${sub}`);
+  if (boolFlag(args, 'help')) {
+    io.stdout(`${USAGE}\n`);
+    return EXIT.ok;
+  }
+  return runClientCommand(`journal ${sub}`, command, args, io);
+}
