@@ -47,6 +47,14 @@ export interface LeaderDuty {
   readonly stop?: (fe: FrontEnd) => void;
 }
 
+/** A read-only HTTP endpoint a family adds on the client port: GET `prefix` or below it, answered as JSON. */
+export interface FamilyHttpRoute {
+  /** Starts with /v1/ and names the family, e.g. /v1/journals. */
+  readonly prefix: string;
+  /** `rest` is the path after the prefix ('' or '/...'); throw a VeraError to answer an error. */
+  readonly get: (fe: FrontEnd, rest: string, url: URL) => Promise<unknown>;
+}
+
 export interface ServerPart {
   /** Core protocol ops this family answers. */
   readonly ops?: OpHandlers;
@@ -59,6 +67,9 @@ export interface ServerPart {
    * the notifier instead). Must not throw or block.
    */
   readonly onApplied?: (outcome: ApplyOutcome, fe: FrontEnd) => void;
+  readonly http?: readonly FamilyHttpRoute[];
+  /** Renders the family's metrics in the Prometheus text format, appended to /metrics. */
+  readonly metrics?: (fe: FrontEnd) => Promise<string>;
 }
 
 export interface ServerParts {
@@ -68,6 +79,8 @@ export interface ServerParts {
   readonly familyOps: ReadonlyMap<string, FamilyOp>;
   readonly duties: readonly LeaderDuty[];
   readonly appliedHooks: ReadonlyArray<(outcome: ApplyOutcome, fe: FrontEnd) => void>;
+  readonly http: readonly FamilyHttpRoute[];
+  readonly metrics: ReadonlyArray<(fe: FrontEnd) => Promise<string>>;
 }
 
 /**
@@ -79,6 +92,8 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
   const familyOps = new Map<string, FamilyOp>();
   const duties: LeaderDuty[] = [];
   const appliedHooks: Array<(outcome: ApplyOutcome, fe: FrontEnd) => void> = [];
+  const http: FamilyHttpRoute[] = [];
+  const metrics: Array<(fe: FrontEnd) => Promise<string>> = [];
   const core: ReadonlySet<string> = new Set(OPS);
   for (const family of families) {
     if (family.server === undefined) continue;
@@ -94,9 +109,14 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
     }
     duties.push(...(part.duties ?? []));
     if (part.onApplied !== undefined) appliedHooks.push(part.onApplied);
+    for (const route of part.http ?? []) {
+      if (!route.prefix.startsWith('/v1/') || http.some((r) => r.prefix === route.prefix)) throw new Error(`${family.name} adds the HTTP prefix ${route.prefix}, which is taken or not under /v1/`);
+      http.push(route);
+    }
+    if (part.metrics !== undefined) metrics.push(part.metrics);
   }
   const extensions = new Map([...familyOps].map(([op, spec]) => [op, spec.build]));
-  return { ops: ops as OpHandlers, extensions, familyOps, duties, appliedHooks };
+  return { ops: ops as OpHandlers, extensions, familyOps, duties, appliedHooks, http, metrics };
 }
 
 /** Proposes a command, counting it and timing it. */

@@ -56,7 +56,8 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     return;
   }
   if (url.pathname === '/metrics') {
-    sendText(res, 200, fe.metrics.render(), 'text/plain; version=0.0.4; charset=utf-8');
+    void Promise.all(fe.familyMetrics.map((render) => render(fe).catch(() => '')))
+      .then((parts) => sendText(res, 200, [fe.metrics.render(), ...parts.filter((p) => p !== '')].join('\n'), 'text/plain; version=0.0.4; charset=utf-8'));
     return;
   }
   if (url.pathname === '/v1/status') {
@@ -70,6 +71,17 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
       sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
     };
     void serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail });
+    return;
+  }
+  const route = fe.familyHttp.find((r) => url.pathname === r.prefix || url.pathname.startsWith(`${r.prefix}/`));
+  if (route !== undefined) {
+    route.get(fe, url.pathname.slice(route.prefix.length), url).then(
+      (body) => sendJson(res, 200, body),
+      (err: unknown) => {
+        const e = toVeraError(err, fe);
+        sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
+      },
+    );
     return;
   }
   sendJson(res, 404, { error: { code: 'NOT_FOUND', message: `no endpoint ${url.pathname}` } });

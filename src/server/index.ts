@@ -190,6 +190,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     ops: parts.ops,
     extensions: parts.extensions,
     familyOps: parts.familyOps,
+    familyHttp: parts.http,
+    familyMetrics: parts.metrics,
     disk,
     notifier: new Notifier(veraNode.stateMachine, veraNode.events, { ...DEFAULT_NOTIFIER_LIMITS, resyncFrameBytes: limits.replyBytes }, (err) =>
       logger.error({ event: 'resync-failed', err: String(err) }, 'could not read lists for a resync'),

@@ -2,7 +2,7 @@
 // earliest process date of a journal's Waiting items (for waking claimers).
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
-import { flaggedRange, priorityRange } from './keys.js';
+import { dueRange, flaggedRange, priorityRange } from './keys.js';
 import { decodeFlagged, type FlaggedItem, type JournalDefinition } from './records.js';
 
 export async function readFlagged(db: VeraDb, snapshot: DbSnapshot, name: string, limit: number): Promise<FlaggedItem[]> {
@@ -22,4 +22,14 @@ export async function earliestProcessAt(db: VeraDb, snapshot: DbSnapshot, name: 
     }
   }
   return earliest;
+}
+
+/** Waiting items due by `now`, counted up to `cap` (expired ones not yet deleted included). */
+export async function countDue(db: VeraDb, snapshot: DbSnapshot, name: string, definition: JournalDefinition, now: number, cap: number): Promise<number> {
+  let n = 0;
+  for (const p of Object.keys(definition.counts.byPriority)) {
+    for await (const _ of db.keys({ ...dueRange(name, Number(p), now), snapshot, limit: cap - n })) n++;
+    if (n >= cap) break;
+  }
+  return n;
 }

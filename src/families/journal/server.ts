@@ -3,13 +3,13 @@
 import { VeraError, type FamilyResult } from '../../protocol/index.js';
 import type { FrontEnd } from '../../server/context.js';
 import { expectOk } from '../../server/context.js';
-import { proposeTimed, type FamilyOp, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
+import { proposeTimed, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import type { JournalValue } from './apply.js';
 import type { AddedItem, JournalCommand } from './commands.js';
 import { journal } from './index.js';
 import { expiredRange, startedByRange, keyAfterDate, itemKey } from './keys.js';
-import { readFlagged } from './reads.js';
+import { countDue, earliestProcessAt, readFlagged } from './reads.js';
 import { decodeItem, type JournalDefinition, type JournalSettings } from './records.js';
 import { JournalWaiters } from './waiters.js';
 import { JOURNAL_OPS } from './wire.js';
@@ -196,14 +196,115 @@ const drops: LeaderDuty = {
   },
 };
 
+/** What this member applied, per journal (every member applies every entry, so any member's counters tell). */
+interface Applied {
+  added: number;
+  claimed: number;
+  done: number;
+  released: number;
+  timeouts: number;
+  flagged: number;
+  expired: number;
+}
+const appliedCounts = new WeakMap<FrontEnd, Map<string, Applied>>();
+
+function count(fe: FrontEnd, v: JournalValue): void {
+  let byJournal = appliedCounts.get(fe);
+  if (byJournal === undefined) {
+    byJournal = new Map();
+    appliedCounts.set(fe, byJournal);
+  }
+  let c = byJournal.get(v.journal);
+  if (c === undefined) {
+    c = { added: 0, claimed: 0, done: 0, released: 0, timeouts: 0, flagged: 0, expired: 0 };
+    byJournal.set(v.journal, c);
+  }
+  if (v.op === 'add') c.added += v.inserted + v.merged + v.deferred;
+  else if (v.op === 'claim') c.claimed += v.items.length;
+  else if (v.op === 'done') c.done++;
+  else if (v.op === 'release') c.released++;
+  else if (v.op === 'timeout') {
+    c.timeouts += v.requeued.length + v.flagged.length;
+    c.flagged += v.flagged.length;
+  } else if (v.op === 'expire') c.expired += v.expired;
+  else if (v.op === 'drop') byJournal.delete(v.journal);
+}
+
+/** Counts past this many due items are reported as this many (a scrape stays cheap). */
+const DUE_COUNT_CAP = 10_000;
+
+/** Per journal: items by status, due now (capped), the oldest due item's age, and what this member applied. */
+async function metrics(fe: FrontEnd): Promise<string> {
+  const journals = [...fe.node.stateMachine.stateOf(journal).journals].filter(([, d]) => !d.dropping);
+  const now = Math.max(fe.node.stateMachine.clock, Date.now());
+  const lines: string[] = [];
+  const gauge = (name: string, help: string, rows: Array<[string, string, number]>): void => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+    for (const [j, extra, n] of rows) lines.push(`${name}{journal="${j}"${extra}} ${n}`);
+  };
+  gauge(
+    'vera_journal_items',
+    'Items in each journal by status (waiting, processing, flagged).',
+    journals.flatMap(([name, d]) => [
+      [name, ',status="waiting"', d.counts.waiting] as [string, string, number],
+      [name, ',status="processing"', d.counts.processing] as [string, string, number],
+      [name, ',status="flagged"', d.counts.flagged] as [string, string, number],
+    ]),
+  );
+  const due: Array<[string, string, number]> = [];
+  const age: Array<[string, string, number]> = [];
+  for (const [name, d] of journals) {
+    const [n, earliest] = await fe.node.stateMachine.read(`journal ${name}`, async (db, snapshot) => [
+      await countDue(db, snapshot, name, d, now, DUE_COUNT_CAP),
+      await earliestProcessAt(db, snapshot, name, d),
+    ]);
+    due.push([name, '', n]);
+    age.push([name, '', earliest === null || earliest > now ? 0 : (now - earliest) / 1000]);
+  }
+  gauge('vera_journal_due', `Waiting items due now (counted up to ${DUE_COUNT_CAP}).`, due);
+  gauge('vera_journal_oldest_due_age_seconds', 'How long the earliest due Waiting item has been due (0 when none is).', age);
+  const applied = appliedCounts.get(fe) ?? new Map<string, Applied>();
+  for (const [field, help] of [
+    ['added', 'Items added (inserted, merged or kept for after processing).'],
+    ['claimed', 'Items claimed.'],
+    ['done', 'Items done.'],
+    ['released', 'Items released.'],
+    ['timeouts', 'Claims that timed out.'],
+    ['flagged', 'Items flagged after too many timeouts.'],
+    ['expired', 'Items deleted because they expired.'],
+  ] as const) {
+    const name = `vera_journal_${field}_total`;
+    lines.push(`# HELP ${name} ${help} Applied on this member since it started.`, `# TYPE ${name} counter`);
+    for (const [j, c] of applied) lines.push(`${name}{journal="${j}"} ${c[field]}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** GET /v1/journals (every journal), /v1/journals/NAME, /v1/journals/NAME/flagged: linearizable reads, as JSON. */
+const http: FamilyHttpRoute = {
+  prefix: '/v1/journals',
+  get: async (fe, rest, url) => {
+    const parts = rest.split('/').filter((p) => p !== '').map(decodeURIComponent);
+    if (parts.length === 0) return handlers['journal.list']!({ fe, session: '', request: { id: 0, op: 'journal.list' }, frameBytes: 0 });
+    const name = parts[0]!;
+    const build = JOURNAL_OPS.get(parts.length === 1 ? 'journal.show' : 'journal.flagged')!;
+    if (parts.length > 2 || (parts.length === 2 && parts[1] !== 'flagged')) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
+    const limit = url.searchParams.get('limit');
+    const fields: Record<string, unknown> = { name, ...(parts.length === 2 && limit !== null ? { limit: Number(limit) } : {}) };
+    const request = build(fields, 0, fe.limits);
+    return handlers[request.op]!({ fe, session: '', request, frameBytes: 0 });
+  },
+};
+
 /** Items that became available wake as many waiting claimers. */
 function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   const r = outcome.result;
   if (!r.ok || r.op !== 'family' || r.family !== 'journal') return;
   const v = r.value as JournalValue;
+  count(fe, v);
   const available =
     v.op === 'add' ? v.inserted + v.merged + v.deferred : v.op === 'release' || v.op === 'requeue' || v.op === 'done' ? 1 : v.op === 'timeout' ? v.requeued.length + v.flagged.length : 0;
   if (available > 0) waiters(fe).wake(v.journal, available);
 }
 
-export const server: ServerPart = { protocolOps, duties: [timeouts, expiry, drops], onApplied };
+export const server: ServerPart = { protocolOps, duties: [timeouts, expiry, drops], onApplied, http: [http], metrics };

@@ -191,4 +191,27 @@ describe('the journal on a server', () => {
     expect(await run('show', 'no such')).toMatchObject({ code: 2 });
     expect(await run('show', 'missing')).toMatchObject({ code: 1, err: expect.stringContaining('NOT_FOUND') });
   });
+
+  it('answers HTTP reads of journals and reports per-journal metrics', async () => {
+    const { url, journals } = await start();
+    const base = url.replace('ws://', 'http://');
+    await journals.create('jobs', { timeoutMs: 60_000 });
+    await journals.add('jobs', [{ key: 'a', data: 1 }, { key: 'b', data: 2 }, { key: 'later', data: 3, processAt: Date.now() + 3_600_000 }]);
+    await journals.claim('jobs');
+    const list = (await (await fetch(`${base}/v1/journals`)).json()) as { journals: Array<{ name: string; counts: { waiting: number; processing: number } }> };
+    expect(list.journals).toMatchObject([{ name: 'jobs', counts: { waiting: 2, processing: 1 } }]);
+    expect(await (await fetch(`${base}/v1/journals/jobs`)).json()).toMatchObject({ name: 'jobs', settings: { timeoutMs: 60_000 } });
+    expect(await (await fetch(`${base}/v1/journals/jobs/flagged`)).json()).toEqual({ items: [] });
+    const missing = await fetch(`${base}/v1/journals/nope`);
+    expect(missing.status).toBe(404);
+    expect((await fetch(`${base}/v1/journals/jobs/flagged?limit=abc`)).status).toBe(400);
+    expect((await fetch(`${base}/v1/journals/jobs/other`)).status).toBe(404);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toContain('vera_journal_items{journal="jobs",status="waiting"} 2');
+    expect(metrics).toContain('vera_journal_items{journal="jobs",status="processing"} 1');
+    expect(metrics).toContain('vera_journal_due{journal="jobs"} 1');
+    expect(metrics).toContain('vera_journal_claimed_total{journal="jobs"} 1');
+    expect(metrics).toMatch(/vera_journal_added_total\{journal="jobs"\} 3/);
+    expect(metrics).toContain('vera_proposals_total'); // the server's own metrics are still there
+  });
 });
