@@ -301,5 +301,12 @@ describe('RaftDriver read contexts', () => {
     later.driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 1 });
     later.driver.step({ type: 'readIndexResp', from: 'n1', to: 'n2', term: 1, context: later.context, index: 1 });
     expect(await later.read).toBe(1);
+    // The earlier process never got its answer; stopping it fails its read rather than leaving it pending.
+    const earlierOutcome = earlier.read.then(
+      () => 'answered',
+      (err: { code?: string }) => err.code,
+    );
+    await earlier.driver.stop();
+    expect(await earlierOutcome).toBe('UNAVAILABLE');
   });
 });
