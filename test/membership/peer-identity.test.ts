@@ -160,3 +160,29 @@ describe('a joining transport', () => {
     expect(member.transport.status().peers.n2?.connected).toBe(false);
   });
 });
+
+describe('command versions over real peer links', () => {
+  const nodes: TestNode[] = [];
+  afterEach(async () => {
+    await Promise.all(nodes.splice(0).map((n) => n.transport.close()));
+  });
+
+  it('each member learns the version the other advertises, whichever side dialed', async () => {
+    const ports = { n1: await freePort(), n2: await freePort() };
+    const heard = { n1: new Map<NodeId, number>(), n2: new Map<NodeId, number>() };
+    const bothHeard = new Promise<void>((resolve) => {
+      const note = (self: 'n1' | 'n2') => (peer: NodeId, version: number) => {
+        heard[self].set(peer, version);
+        if (heard.n1.size > 0 && heard.n2.size > 0) resolve();
+      };
+      nodes.push(
+        makeNode('n1', ports, { commandVersion: 3, notePeerCommandVersion: note('n1') }),
+        makeNode('n2', ports, { commandVersion: 5, notePeerCommandVersion: note('n2') }),
+      );
+    });
+    await Promise.all(nodes.map((n) => n.transport.start()));
+    await withDeadline(bothHeard, 'both members hearing the other\u2019s command version');
+    expect(heard.n1.get('n2')).toBe(5);
+    expect(heard.n2.get('n1')).toBe(3);
+  });
+});

@@ -137,6 +137,9 @@ export interface HandshakeOptions {
   readonly notePeerCommandVersion?: (peer: NodeId, version: number) => void;
 }
 
+/** What a member says about itself in every handshake and learns about its peer: one object, so a link cannot forget a field. */
+export type PeerIdentityOptions = Pick<HandshakeOptions, 'incarnation' | 'checkPeerIncarnation' | 'commandVersion' | 'notePeerCommandVersion'>;
+
 /** A listener may not know its cluster id yet (a joining member): null takes the dialer's. */
 export type ListenerHandshakeOptions = Omit<HandshakeOptions, 'clusterId'> & { readonly clusterId: string | null };
 

@@ -8,7 +8,7 @@
 import type WebSocket from 'ws';
 import type { Message, NodeId } from '../types.js';
 import type { RateLimitedLog } from '../../log/rate-limited-log.js';
-import { ListenerHandshake, PeerAuthError, PeerIncarnationError } from './auth.js';
+import { ListenerHandshake, PeerAuthError, PeerIncarnationError, type PeerIdentityOptions } from './auth.js';
 import { decodeMessages, PeerProtocolError } from './codec.js';
 import { CloseCode, closeReason, errorText, MAX_HANDSHAKE_FRAME_BYTES, toBuffer, type PeerLogger } from './shared.js';
 
@@ -17,10 +17,8 @@ export interface InboundConnectionOptions {
   readonly secret: string | Uint8Array;
   /** null for a joining member, which takes the id the first authenticated peer proves. */
   readonly clusterId: string | null;
-  /** This node's store incarnation, sent in the challenge. */
-  readonly incarnation?: string;
-  /** Refuses a peer whose incarnation is not the one first seen (throws). */
-  readonly checkPeerIncarnation?: (peer: NodeId, incarnation: string | null) => void;
+  /** What this node advertises in the challenge and checks of the peer (incarnation, command version). */
+  readonly identity: PeerIdentityOptions;
   readonly logger: PeerLogger;
   /** Warnings a stranger can provoke at will (before authentication) go through this. */
   readonly strangerLog: RateLimitedLog;
@@ -57,8 +55,7 @@ export class InboundConnection {
         secret: opts.secret,
         clusterId: opts.clusterId,
         selfId: opts.selfId,
-        ...(opts.incarnation === undefined ? {} : { incarnation: opts.incarnation }),
-        ...(opts.checkPeerIncarnation === undefined ? {} : { checkPeerIncarnation: opts.checkPeerIncarnation }),
+        ...opts.identity,
       },
       opts.isKnownPeer,
     );

@@ -9,7 +9,7 @@
 
 import WebSocket from 'ws';
 import type { Message, NodeId } from '../types.js';
-import { DialerHandshake, PeerAuthError, PeerIncarnationError } from './auth.js';
+import { DialerHandshake, PeerAuthError, PeerIncarnationError, type PeerIdentityOptions } from './auth.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { BoundedQueue } from './bounded-queue.js';
 import { encodeMessages, estimateMessageBytes, frameOverheadBytes, PeerProtocolError } from './codec.js';
@@ -28,10 +28,8 @@ export interface OutboundLinkOptions {
   readonly secret: string | Uint8Array;
   /** Read at each dial: a joining member learns its cluster id after its links exist (they start only once it is known). */
   readonly clusterId: () => string | null;
-  /** This node's store incarnation, sent in hello. */
-  readonly incarnation?: string;
-  /** Refuses a peer whose incarnation is not the one first seen (throws). */
-  readonly checkPeerIncarnation?: (peer: NodeId, incarnation: string | null) => void;
+  /** What this node advertises in hello and checks of the peer (incarnation, command version). */
+  readonly identity: PeerIdentityOptions;
   readonly logger: PeerLogger;
   readonly maxQueueMessages: number;
   readonly maxQueueBytes: number;
@@ -153,8 +151,7 @@ export class OutboundLink {
         secret: this.opts.secret,
         clusterId,
         selfId: this.opts.selfId,
-        ...(this.opts.incarnation === undefined ? {} : { incarnation: this.opts.incarnation }),
-        ...(this.opts.checkPeerIncarnation === undefined ? {} : { checkPeerIncarnation: this.opts.checkPeerIncarnation }),
+        ...this.opts.identity,
       },
       peer.id,
     );

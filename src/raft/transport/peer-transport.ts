@@ -13,7 +13,7 @@ import { isIP, type AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Transport } from '../driver.js';
 import type { Message, NodeId } from '../types.js';
-import { checkHandshakeOptions } from './auth.js';
+import { checkHandshakeOptions, type PeerIdentityOptions } from './auth.js';
 import { checkBackoffOptions, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
 import { MAX_NODE_ID_BYTES } from './codec.js';
 import { RateLimitedLog } from '../../log/rate-limited-log.js';
@@ -307,7 +307,7 @@ export class PeerTransport implements Transport {
       peer,
       secret: this.opts.secret,
       clusterId: () => this.cluster,
-      ...this.identityOptions(),
+      identity: this.identityOptions(),
       logger: this.opts.logger,
       maxQueueMessages: this.limits.maxQueueMessages,
       maxQueueBytes: this.limits.maxQueueBytes,
@@ -350,7 +350,7 @@ export class PeerTransport implements Transport {
       selfId: this.opts.selfId,
       secret: this.opts.secret,
       clusterId: this.cluster,
-      ...this.identityOptions(),
+      identity: this.identityOptions(),
       logger: this.opts.logger,
       strangerLog: this.strangerLog,
       handshakeTimeoutMs: Math.min(this.handshakeTimeoutMs, INBOUND_HANDSHAKE_MS),
@@ -387,7 +387,7 @@ export class PeerTransport implements Transport {
     );
   }
 
-  private identityOptions(): Pick<PeerTransportOptions, 'incarnation' | 'checkPeerIncarnation' | 'commandVersion' | 'notePeerCommandVersion'> {
+  private identityOptions(): PeerIdentityOptions {
     const { incarnation, checkPeerIncarnation, commandVersion, notePeerCommandVersion } = this.opts;
     return {
       ...(incarnation === undefined ? {} : { incarnation }),
