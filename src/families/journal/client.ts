@@ -53,6 +53,29 @@ export interface FlaggedItem {
   readonly flaggedAt: number;
 }
 
+/** One item flagged: `index` is the entry that flagged it, and the cursor to watch on from. */
+export interface FlagEvent {
+  readonly index: number;
+  readonly key: string;
+}
+
+export interface FlagPage {
+  readonly events: readonly FlagEvent[];
+  /** Ask from here next time. */
+  readonly next: number;
+  /** Flags after the cursor may have been missed (the member restarted or kept no older ones): re-read `flagged()`. */
+  readonly missed: boolean;
+}
+
+export interface FlagWatchOptions {
+  /** The cursor to start after (a `next` or an event's `index`); default: flags from now on. */
+  readonly after?: number;
+  /** Called when flags may have been missed, before watching on; re-read `flagged()` here. */
+  readonly onMissed?: () => void | Promise<void>;
+  /** How long each request waits for a flag (ms). Default 30 s. */
+  readonly waitMs?: number;
+}
+
 export interface ProcessOptions {
   /** Items handled at once. Default 1. */
   readonly concurrency?: number;
@@ -77,6 +100,11 @@ function op(name: string) {
 
 export class JournalClient {
   constructor(private readonly client: VeraClient) {}
+
+  /** The client is closed or its session expired: asking again would fail at once, forever. */
+  private get closed(): boolean {
+    return this.client.state === 'closed' || this.client.state === 'expired';
+  }
 
   private call(name: string, fields: Readonly<Record<string, unknown>>): Promise<Readonly<Record<string, unknown>>> {
     return this.client.callFamilyOp(name, fields, op(name));
@@ -127,6 +155,49 @@ export class JournalClient {
     return (await this.call('journal.flagged', { name, ...(limit === undefined ? {} : { limit }) })).items as FlaggedItem[];
   }
 
+  /** Flag events after `after` (default: from now), waiting up to `waitMs` for one. */
+  async flags(name: string, options: { after?: number; waitMs?: number; limit?: number } = {}): Promise<FlagPage> {
+    return (await this.call('journal.flags', { name, ...options })) as unknown as FlagPage;
+  }
+
+  /**
+   * Calls `onFlag` once for each item flagged in the journal from now (or after
+   * `options.after`), in order, across reconnects: the cursor is the flagging
+   * entry's index, which every member agrees on. `stop()` ends it at once (a
+   * request still waiting is left to run out; its answer is ignored); a dropped
+   * journal ends it with NOT_FOUND in `done`.
+   */
+  watchFlags(name: string, onFlag: (event: FlagEvent) => void | Promise<void>, options: FlagWatchOptions = {}): { stop(): void; readonly done: Promise<void> } {
+    let stopping = false;
+    let stopped!: () => void;
+    const stopSignal = new Promise<void>((resolve) => (stopped = resolve));
+    const waitMs = options.waitMs ?? 30_000;
+    const loop = (async () => {
+      let after = options.after;
+      while (!stopping) {
+        let page: FlagPage;
+        try {
+          page = await this.flags(name, { ...(after === undefined ? {} : { after }), waitMs });
+        } catch (err) {
+          if (stopping || this.closed || (err instanceof VeraError && (err.code === 'NOT_FOUND' || err.code === 'BAD_REQUEST'))) throw err;
+          continue; // the client reconnects; ask again from the same cursor
+        }
+        if (page.missed) await options.onMissed?.();
+        for (const event of page.events) if (!stopping) await onFlag(event);
+        after = page.next;
+      }
+    })().catch((err: unknown) => {
+      if (!stopping) throw err;
+    });
+    return {
+      stop: () => {
+        stopping = true;
+        stopped();
+      },
+      done: Promise.race([loop, stopSignal]),
+    };
+  }
+
   async requeue(name: string, key: string): Promise<void> {
     await this.call('journal.requeue', { name, key });
   }
@@ -155,7 +226,7 @@ export class JournalClient {
           claim = await this.claim(name, { max: 1, waitMs });
         } catch (err) {
           if (stopping) return;
-          if (err instanceof VeraError && err.code === 'NOT_FOUND') throw err;
+          if (this.closed || (err instanceof VeraError && err.code === 'NOT_FOUND')) throw err;
           continue; // the client retries its connection; ask again
         }
         for (const item of claim.items) {

@@ -11,6 +11,7 @@ import { journal } from './index.js';
 import { expiredRange, startedByRange, keyAfterDate, itemKey } from './keys.js';
 import { countDue, earliestProcessAt, readFlagged } from './reads.js';
 import { decodeItem, type JournalDefinition, type JournalSettings } from './records.js';
+import { FlagFeed } from './flag-feed.js';
 import { JournalWaiters } from './waiters.js';
 import { JOURNAL_OPS } from './wire.js';
 
@@ -26,6 +27,16 @@ function waiters(fe: FrontEnd): JournalWaiters {
     waitersOf.set(fe, w);
   }
   return w;
+}
+
+const feedOf = new WeakMap<FrontEnd, FlagFeed>();
+function flagFeed(fe: FrontEnd): FlagFeed {
+  let f = feedOf.get(fe);
+  if (f === undefined) {
+    f = new FlagFeed(fe.node.stateMachine.appliedIndex);
+    feedOf.set(fe, f);
+  }
+  return f;
 }
 
 async function propose(fe: FrontEnd, command: JournalCommand): Promise<JournalValue> {
@@ -113,6 +124,21 @@ const handlers: Record<string, Handler> = {
     return {
       items: flagged.map(({ item, flaggedAt }) => ({ key: item.key, data: item.data, priority: item.priority, insertedAt: item.insertedAt, timeouts: item.timeouts, flaggedAt })),
     };
+  },
+  'journal.flags': async ({ fe, request: r }) => {
+    const name = r.name as string;
+    definitionOf(fe, name);
+    const feed = flagFeed(fe);
+    const after = (r.after as number | undefined) ?? feed.now;
+    const deadline = performance.now() + (r.waitMs as number);
+    for (;;) {
+      const page = feed.read(name, after, r.limit as number);
+      if (page.events.length > 0 || page.missed || performance.now() >= deadline) {
+        return { events: page.events.map((e) => ({ index: e.index, key: e.key })), next: page.next, missed: page.missed };
+      }
+      await feed.wait(name, deadline);
+      definitionOf(fe, name); // dropped while waiting
+    }
   },
   'journal.requeue': async ({ fe, request: r }) => {
     await propose(fe, { op: 'requeue', name: r.name as string, key: r.key as string });
@@ -299,8 +325,14 @@ const http: FamilyHttpRoute = {
 /** Items that became available wake as many waiting claimers. */
 function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   const r = outcome.result;
-  if (!r.ok || r.op !== 'family' || r.family !== 'journal') return;
+  const feed = flagFeed(fe);
+  if (!r.ok || r.op !== 'family' || r.family !== 'journal') {
+    feed.applied(outcome.index);
+    return;
+  }
   const v = r.value as JournalValue;
+  if (v.op === 'drop') feed.dropped(v.journal, outcome.index);
+  feed.applied(outcome.index, v.op === 'timeout' ? { name: v.journal, keys: v.flagged } : undefined);
   count(fe, v);
   const available =
     v.op === 'add' ? v.inserted + v.merged + v.deferred : v.op === 'release' || v.op === 'requeue' || v.op === 'done' ? 1 : v.op === 'timeout' ? v.requeued.length + v.flagged.length : 0;

@@ -10,8 +10,10 @@ export const MAX_KEY_BYTES = 1024;
 export const MAX_ADD_ITEMS = 1000;
 /** Items one claim may take. */
 export const MAX_CLAIM_ITEMS = 1000;
-/** The longest a claim may wait for work (ms). */
+/** The longest a claim, or a watch of flags, may wait (ms). */
 export const MAX_CLAIM_WAIT_MS = 60_000;
+/** Flag events one answer may carry (one entry's are never split, so it may carry a few more). */
+export const MAX_FLAG_EVENTS = 1000;
 /** Dates are ms since the epoch; this is year 10889, far beyond any real one. */
 export const MAX_DATE = 2 ** 48;
 const LONE_SURROGATE = /\p{Cs}/u;
@@ -119,6 +121,16 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
     },
   ],
   ['journal.flagged', (f, id) => (only(f, ['name', 'limit']), { id, op: 'journal.flagged', name: name(f), limit: bounded(f, 'limit', 1, 10_000) ?? 1000 })],
+  [
+    'journal.flags',
+    (f, id) => {
+      only(f, ['name', 'after', 'waitMs', 'limit']);
+      const after = uintField(f, 'after');
+      const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
+      const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
+      return { id, op: 'journal.flags', name: name(f), ...(after === undefined ? {} : { after }), waitMs, limit };
+    },
+  ],
   ['journal.requeue', (f, id) => (only(f, ['name', 'key']), { id, op: 'journal.requeue', name: name(f), key: key(f.key) })],
   ['journal.forget', (f, id) => (only(f, ['name', 'key']), { id, op: 'journal.forget', name: name(f), key: key(f.key) })],
 ]);

@@ -130,6 +130,46 @@ describe('the journal on a server', () => {
     expect((await journals.claim('jobs')).items).toMatchObject([{ key: 'a', timeouts: 0 }]);
   });
 
+  it('sends exactly one flag event per flagged item to every watcher, by cursor, and says when a cursor is too old', async () => {
+    const { journals } = await start();
+    await journals.create('jobs', { timeoutMs: 100, maxTimeouts: 0 });
+    const from = (await journals.flags('jobs')).next; // "from now": nothing flagged yet, answered at once
+    const seen: string[] = [];
+    const watcher = journals.watchFlags('jobs', (e) => void seen.push(`${e.key}@${e.index}`), { after: from, waitMs: 5_000 });
+    const waiting = journals.flags('jobs', { after: from, waitMs: 20_000 });
+    await journals.add('jobs', [
+      { key: 'a', data: 1 },
+      { key: 'b', data: 2 },
+    ]);
+    const claim = await journals.claim('jobs', { max: 2 });
+    expect(claim.items).toHaveLength(2);
+    // Not extended: with maxTimeouts 0 the first timeout flags both, in one entry.
+    const page = await waiting;
+    expect(page.missed).toBe(false);
+    expect(page.events.map((e) => e.key).sort()).toEqual(['a', 'b']);
+    const [first, second] = page.events;
+    expect(first!.index).toBe(second!.index);
+    expect(page.next).toBe(first!.index);
+    // Asked again from the cursor: nothing new (the wait runs out).
+    expect(await journals.flags('jobs', { after: page.next, waitMs: 200 })).toMatchObject({ events: [], missed: false });
+    // Asked from before the feed began (index 0: this member saw no entries from the start), it says flags may be missed.
+    const old = await journals.flags('jobs', { after: 0 });
+    expect(old.missed).toBe(true);
+    expect(old.events.map((e) => e.key).sort()).toEqual(['a', 'b']);
+    // The helper saw each once; requeue and a second flagging is a second event.
+    await journals.requeue('jobs', 'a');
+    const again = await journals.claim('jobs');
+    expect(again.items.map((i) => i.key)).toEqual(['a']);
+    const next = await journals.flags('jobs', { after: page.next, waitMs: 20_000 });
+    expect(next.events.map((e) => e.key)).toEqual(['a']);
+    expect(next.events[0]!.index).toBeGreaterThan(first!.index);
+    await expect.poll(() => seen.length).toBe(3);
+    watcher.stop();
+    await watcher.done;
+    expect(seen.sort()).toEqual([`a@${first!.index}`, `a@${next.events[0]!.index}`, `b@${first!.index}`].sort());
+    await expect(journals.flags('missing')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
   it('a claim waiting for a delayed item is answered once it is due, without polling', async () => {
     const { journals } = await start();
     await journals.create('later');
