@@ -3,9 +3,9 @@
 // the same on every member, and the lease of a claim is its entry's index.
 import type { ApplyError } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
-import { MAX_JOURNALS, type AddedItem, type JournalCommand } from './commands.js';
-import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey } from './keys.js';
-import { encodeDefinition, type FlaggedItem, type JournalDefinition, type JournalItem } from './records.js';
+import { type AddedItem, type JournalCommand } from './commands.js';
+import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey } from './keys.js';
+import { encodeDefinition, encodeLimits, type FlaggedItem, type JournalDefinition, type JournalItem } from './records.js';
 import { added, afterDone, afterExpiry, backToWaiting, isExpired, type Incoming } from './rules.js';
 import type { JournalState } from './state.js';
 import { JournalTx } from './tx.js';
@@ -30,13 +30,18 @@ export type JournalValue =
   | { readonly op: 'add'; readonly journal: string; readonly inserted: number; readonly merged: number; readonly deferred: number }
   | { readonly op: 'claim'; readonly journal: string; readonly lease: number; readonly items: readonly ClaimedItem[] }
   | { readonly op: 'timeout'; readonly journal: string; readonly requeued: readonly string[]; readonly flagged: readonly string[] }
-  | { readonly op: 'expire'; readonly journal: string; readonly expired: number };
+  | { readonly op: 'expire'; readonly journal: string; readonly expired: number }
+  | { readonly op: 'limits'; readonly maxJournals: number };
 
 function success(value: JournalValue, ops: BatchOp[], after: Array<() => void>): Plan {
   return { result: { ok: true, op: 'family', family: 'journal', value }, ops, events: [], after };
 }
 
 export async function planJournal(c: JournalCommand, ctx: PlanContext, state: JournalState): Promise<Plan | ApplyError> {
+  if (c.op === 'limits') {
+    const limits = { maxJournals: c.maxJournals };
+    return success({ op: 'limits', maxJournals: c.maxJournals }, [{ type: 'put', key: limitsKey(), value: encodeLimits(limits) }], [() => (state.limits = limits)]);
+  }
   if (c.op === 'create') return create(c.name, c.settings, state);
   const existing = state.journals.get(c.name);
   if (existing === undefined) return failure('NOT_FOUND', `no journal ${c.name}`);
@@ -88,7 +93,9 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
 function create(name: string, settings: JournalDefinition['settings'], state: JournalState): Plan | ApplyError {
   const existing = state.journals.get(name);
   if (existing !== undefined) return failure('CONFLICT', existing.dropping ? `journal ${name} is still being dropped` : `journal ${name} exists`);
-  if (state.journals.size >= MAX_JOURNALS) return failure('QUOTA_EXCEEDED', `the cluster holds ${MAX_JOURNALS} journals, the most it may`);
+  // A lowered limit keeps the journals there are and refuses new ones until enough are dropped.
+  const { maxJournals } = state.limits;
+  if (state.journals.size >= maxJournals) return failure('QUOTA_EXCEEDED', `the cluster holds ${state.journals.size} journals and its limit is ${maxJournals} (journal.limits raises it)`);
   const definition: JournalDefinition = { settings, counts: { waiting: 0, processing: 0, flagged: 0, byPriority: {} }, dropping: false };
   return success({ op: 'create', journal: name }, [{ type: 'put', key: definitionKey(name), value: encodeDefinition(definition) }], [
     () => state.journals.set(name, definition),

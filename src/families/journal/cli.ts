@@ -26,6 +26,7 @@ Subcommands:
   requeue NAME KEY            put a flagged item back, due now
   forget NAME KEY             delete a flagged item
   drop NAME                   delete the journal and all its items
+  limits [--max-journals N]   the cluster-wide limit on journals (and set it)
 
 Durations (D) are like 5000, 5s or 2m; dates are ms since the epoch, or +D from now.
 Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, -h/--help`;
@@ -230,6 +231,18 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
       } satisfies ClientCommand,
     ]),
   ),
+  limits: {
+    flags: { ...CLIENT_FLAGS, 'max-journals': { kind: 'string' } },
+    positionals: [],
+    prepare: (ctx) => {
+      const text = stringFlag(ctx.args, 'max-journals');
+      const maxJournals = text === undefined ? undefined : parseCount(text, '--max-journals');
+      return async (client) => {
+        const limits = await new JournalClient(client).limits(maxJournals === undefined ? {} : { maxJournals });
+        print(ctx, limits, () => `${limits.journals} journals, at most ${limits.maxJournals}`);
+      };
+    },
+  },
   drop: {
     flags: CLIENT_FLAGS,
     positionals: ['NAME'],

@@ -198,6 +198,11 @@ export class JournalClient {
     };
   }
 
+  /** The cluster-wide journal limits (and how many journals there are); sets `maxJournals` when given. */
+  async limits(set: { maxJournals?: number } = {}): Promise<{ maxJournals: number; journals: number }> {
+    return (await this.call('journal.limits', set)) as { maxJournals: number; journals: number };
+  }
+
   async requeue(name: string, key: string): Promise<void> {
     await this.call('journal.requeue', { name, key });
   }

@@ -4,11 +4,12 @@ import { MAX_INDEX } from '../../keys/index.js';
 import { CommandError } from '../family.js';
 import { integerField, indexField } from '../fields.js';
 import type { JournalSettings } from './records.js';
-import { journalKeyProblem, journalNameProblem, MAX_ADD_ITEMS, MAX_CLAIM_ITEMS, MAX_DATE } from './wire.js';
+import { journalKeyProblem, journalNameProblem, MAX_ADD_ITEMS, MAX_CLAIM_ITEMS, MAX_DATE, MAX_JOURNALS_CEILING } from './wire.js';
 
-export { MAX_CLAIM_ITEMS };
-/** Journals one cluster may hold. */
-export const MAX_JOURNALS = 10_000;
+export { MAX_CLAIM_ITEMS, MAX_JOURNALS_CEILING };
+/** Journals one cluster may hold until an operator sets another limit. */
+export const DEFAULT_MAX_JOURNALS = 10_000;
+
 
 export interface AddedItem {
   readonly key: string;
@@ -31,7 +32,8 @@ export type JournalCommand =
   | { readonly op: 'timeout'; readonly name: string; readonly claims: ReadonlyArray<readonly [string, number]> }
   | { readonly op: 'expire'; readonly name: string; readonly max: number }
   | { readonly op: 'requeue'; readonly name: string; readonly key: string }
-  | { readonly op: 'forget'; readonly name: string; readonly key: string };
+  | { readonly op: 'forget'; readonly name: string; readonly key: string }
+  | { readonly op: 'limits'; readonly maxJournals: number };
 
 export function nameField(value: unknown): string {
   const problem = journalNameProblem(value);

@@ -13,6 +13,7 @@ import {
   keyField,
   leaseField,
   MAX_CLAIM_ITEMS,
+  MAX_JOURNALS_CEILING,
   nameField,
   settingsField,
   type JournalCommand,
@@ -34,6 +35,7 @@ export const journal: Family<JournalCommand, JournalState> = {
     { id: JournalBucket.processing, name: 'journal processing items by start date' },
     { id: JournalBucket.expiry, name: 'journal items by expiration date' },
     { id: JournalBucket.flagged, name: 'journal flagged items' },
+    { id: JournalBucket.limits, name: 'journal cluster-wide limits' },
   ],
   ops: {
     create: { fields: ['name', 'settings'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'create', name: nameField(c.name), settings: settingsField(c.settings) }) },
@@ -58,6 +60,7 @@ export const journal: Family<JournalCommand, JournalState> = {
     expire: { fields: ['name', 'max'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'expire', name: nameField(c.name), max: countField(c.max, 'max', 100_000) }) },
     requeue: { fields: ['name', 'key'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'requeue', name: nameField(c.name), key: keyField(c.key) }) },
     forget: { fields: ['name', 'key'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'forget', name: nameField(c.name), key: keyField(c.key) }) },
+    limits: { fields: ['maxJournals'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'limits', maxJournals: countField(c.maxJournals, 'maxJournals', MAX_JOURNALS_CEILING) }) },
   },
   load: (db, snapshot) => JournalState.load(db, snapshot),
   plan: (command, ctx) => planJournal(command, ctx, ctx.states.of(journal)),

@@ -19,7 +19,14 @@ export const JournalBucket = {
   expiry: 0x000d,
   /** name, key -> a flagged item (dead letter) with its history. */
   flagged: 0x000e,
+  /** One key (the bucket's prefix alone) -> the cluster-wide journal limits. */
+  limits: 0x000f,
 } as const;
+
+/** Where the cluster-wide journal limits are kept. */
+export function limitsKey(): Buffer {
+  return bucketPrefix(JournalBucket.limits);
+}
 
 export const KEY_HASH_BYTES = 16;
 

@@ -62,6 +62,21 @@ export interface FlaggedItem {
   readonly flaggedAt: number;
 }
 
+/** Cluster-wide limits, replicated so every member enforces the same. */
+export interface JournalLimits {
+  readonly maxJournals: number;
+}
+
+export function encodeLimits(l: JournalLimits): Buffer {
+  return pack([l.maxJournals]);
+}
+
+export function decodeLimits(bytes: Uint8Array): JournalLimits {
+  const v = unpack(bytes);
+  if (!Array.isArray(v) || v.length !== 1 || !isCount(v[0])) throw new CorruptValueError('journal limits are not [maxJournals]');
+  return { maxJournals: v[0] };
+}
+
 export function encodeDefinition(d: JournalDefinition): Buffer {
   const s = d.settings;
   const c = d.counts;

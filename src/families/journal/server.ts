@@ -140,6 +140,12 @@ const handlers: Record<string, Handler> = {
       definitionOf(fe, name); // dropped while waiting
     }
   },
+  'journal.limits': async ({ fe, request: r }) => {
+    if (typeof r.maxJournals === 'number') await propose(fe, { op: 'limits', maxJournals: r.maxJournals });
+    else await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    const state = fe.node.stateMachine.stateOf(journal);
+    return { maxJournals: state.limits.maxJournals, journals: state.journals.size };
+  },
   'journal.requeue': async ({ fe, request: r }) => {
     await propose(fe, { op: 'requeue', name: r.name as string, key: r.key as string });
     return {};
@@ -234,7 +240,7 @@ interface Applied {
 }
 const appliedCounts = new WeakMap<FrontEnd, Map<string, Applied>>();
 
-function count(fe: FrontEnd, v: JournalValue): void {
+function count(fe: FrontEnd, v: Exclude<JournalValue, { op: 'limits' }>): void {
   let byJournal = appliedCounts.get(fe);
   if (byJournal === undefined) {
     byJournal = new Map();
@@ -331,6 +337,10 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
     return;
   }
   const v = r.value as JournalValue;
+  if (v.op === 'limits') {
+    feed.applied(outcome.index);
+    return;
+  }
   if (v.op === 'drop') feed.dropped(v.journal, outcome.index);
   feed.applied(outcome.index, v.op === 'timeout' ? { name: v.journal, keys: v.flagged } : undefined);
   count(fe, v);

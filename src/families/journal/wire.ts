@@ -14,6 +14,8 @@ export const MAX_CLAIM_ITEMS = 1000;
 export const MAX_CLAIM_WAIT_MS = 60_000;
 /** Flag events one answer may carry (one entry's are never split, so it may carry a few more). */
 export const MAX_FLAG_EVENTS = 1000;
+/** The highest journals-per-cluster limit an operator may set (every member holds each journal's definition in memory). */
+export const MAX_JOURNALS_CEILING = 1_000_000;
 /** Dates are ms since the epoch; this is year 10889, far beyond any real one. */
 export const MAX_DATE = 2 ** 48;
 const LONE_SURROGATE = /\p{Cs}/u;
@@ -129,6 +131,14 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
       const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
       const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
       return { id, op: 'journal.flags', name: name(f), ...(after === undefined ? {} : { after }), waitMs, limit };
+    },
+  ],
+  [
+    'journal.limits',
+    (f, id) => {
+      only(f, ['maxJournals']);
+      const maxJournals = bounded(f, 'maxJournals', 1, MAX_JOURNALS_CEILING);
+      return { id, op: 'journal.limits', ...(maxJournals === undefined ? {} : { maxJournals }) };
     },
   ],
   ['journal.requeue', (f, id) => (only(f, ['name', 'key']), { id, op: 'journal.requeue', name: name(f), key: key(f.key) })],

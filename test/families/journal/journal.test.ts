@@ -1,6 +1,8 @@
 // The journal family on a real state machine: the seed's merge rules, leases,
 // timeouts and flags, expiry, claim order, limits and drop.
 import { afterEach, describe, expect, it } from 'vitest';
+import { journal } from '../../../src/families/journal/index.js';
+import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import { JournalHarness, SETTINGS } from './harness.js';
 
 const open: JournalHarness[] = [];
@@ -178,6 +180,21 @@ describe('limits and lifecycle', () => {
     expect((await h.items('jobs')).size).toBe(0);
     expect(await h.run({ op: 'claim', name: 'nope', max: 1 })).toMatchObject({ ok: false, code: 'NOT_FOUND' });
     expect(await h.run({ op: 'create', name: 'jobs', settings: SETTINGS })).toMatchObject({ ok: false, code: 'CONFLICT' });
+  });
+
+  it('holds at most the cluster-wide number of journals, a replicated limit an operator changes and every member reloads', async () => {
+    const h = await withJournal();
+    expect(await h.ok({ op: 'limits', maxJournals: 2 })).toEqual({ op: 'limits', maxJournals: 2 });
+    await h.ok({ op: 'create', name: 'second', settings: SETTINGS });
+    expect(await h.run({ op: 'create', name: 'third', settings: SETTINGS })).toMatchObject({ ok: false, code: 'QUOTA_EXCEEDED' });
+    // Lowered below what there is: the journals stay, new ones wait until enough are dropped.
+    await h.ok({ op: 'limits', maxJournals: 1 });
+    expect(h.definition('second')).toBeDefined();
+    // A member that restarts (or installs a snapshot) loads the limit from its db.
+    const reloaded = await StateMachine.open(h.temp.db);
+    expect(reloaded.stateOf(journal).limits).toEqual({ maxJournals: 1 });
+    await h.ok({ op: 'limits', maxJournals: 3 });
+    await h.ok({ op: 'create', name: 'third', settings: SETTINGS });
   });
 
   it('drops a journal of many items in a bounded number of entries', async () => {

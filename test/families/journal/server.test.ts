@@ -102,6 +102,11 @@ describe('the journal on a server', () => {
       }
     }
     expect((await journals.show('jobs')).counts).toMatchObject({ waiting: 0, processing: 0 });
+    // The cluster-wide limit on journals: read, set, enforced, and checked before proposing.
+    expect(await journals.limits()).toEqual({ maxJournals: 10_000, journals: 1 });
+    expect(await journals.limits({ maxJournals: 1 })).toEqual({ maxJournals: 1, journals: 1 });
+    await expect(journals.create('more')).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED' });
+    await expect(journals.limits({ maxJournals: 0 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
   });
 
   it('a claim that waits is answered when work is added, and a timed-out claim comes back with its counter raised', async () => {
@@ -230,6 +235,8 @@ describe('the journal on a server', () => {
     expect(await run('frob', 'mail')).toMatchObject({ code: 2, err: expect.stringContaining('unknown journal subcommand') });
     expect(await run('show', 'no such')).toMatchObject({ code: 2 });
     expect(await run('show', 'missing')).toMatchObject({ code: 1, err: expect.stringContaining('NOT_FOUND') });
+    expect(await run('limits', '--max-journals', '50')).toMatchObject({ code: 0, out: '1 journals, at most 50\n' });
+    expect(await run('limits', '--max-journals', 'lots')).toMatchObject({ code: 2 });
   });
 
   it('answers HTTP reads of journals and reports per-journal metrics', async () => {
