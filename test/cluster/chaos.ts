@@ -36,6 +36,8 @@ import {
 import { pollUntil } from '../support/poll.js';
 import { ChaosCluster, type FaultRecord, type ListView } from './harness.js';
 import { HistoryRecorder, type HistoryItem } from './history.js';
+import { checkJournal } from './journal-checker.js';
+import { JournalWorkload } from './journal-workload.js';
 import { EphemeralOwner, Rng, Watcher, Workload, type WorkloadStats } from './workload.js';
 
 // ------------------------------------------------------------------ trials
@@ -71,6 +73,8 @@ export interface TrialPlan {
   readonly spares?: number;
   /** Where a failed trial leaves its evidence (default: a new directory under the OS temp dir). */
   readonly artifactsDir?: string;
+  /** Also run a journal producer and workers through the faults, drained and checked after (default true). */
+  readonly journal?: boolean;
 }
 
 export interface TrialResult {
@@ -108,6 +112,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
   const recorder = new HistoryRecorder();
   let cluster: ChaosCluster | null = null;
   let workload: Workload | null = null;
+  let journalLoad: JournalWorkload | null = null;
   const watchers: Watcher[] = [];
   const owners: EphemeralOwner[] = [];
   let stats: WorkloadStats | null = null;
@@ -128,6 +133,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     workload = w;
     debug(`${plan.name}: watchers and owners ready`);
     w.start();
+    if (plan.journal ?? true) journalLoad = await JournalWorkload.start(c.urls);
     await w.waitForOps(plan.warmupOps ?? 25, 30_000);
 
     // The owners die as the faults begin: their sessions must expire through whatever follows.
@@ -156,6 +162,10 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     await w.waitForOps(plan.afterHealOps ?? 25, 30_000);
     debug(`${plan.name}: stopping the load`);
     stats = await w.stop();
+    if (journalLoad !== null) {
+      debug(`${plan.name}: draining the journal`);
+      await journalLoad.drain();
+    }
     debug(`${plan.name}: waiting for expiries`);
     const observations = await Promise.all(expiries);
 
@@ -178,7 +188,9 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
       debug(`${plan.name}: ${r.name} took ${Math.round(performance.now() - t0)} ms`);
       return r;
     };
+    const journalFinal = journalLoad === null ? null : (await c.waitForQuiet({ among: checkedMembers }), await journalLoad.final(c, checkedMembers));
     reports = [
+      ...(journalLoad === null || journalFinal === null ? [] : [timed(() => checkJournal(journalLoad!.history(), journalFinal))]),
       timed(() => checkConvergence(snapshots, allPaths)),
       timed(() => checkNoLostWrites(history, snapshots)),
       timed(() => checkWatchStreams(watchers, history, finalLists, ephemeral)),
@@ -190,6 +202,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
   } finally {
     debug(`${plan.name}: cleaning up`);
     if (workload !== null && stats === null) stats = await workload.stop().catch(() => null);
+    await journalLoad?.close();
     await Promise.all(watchers.map((wt) => wt.close().catch(() => undefined)));
     await Promise.all(owners.map((o) => o.kill9().catch(() => undefined)));
     const ok = error === null && reports.every(passed);
@@ -202,6 +215,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
         writeFileSync(join(artifacts, 'faults.txt'), cluster.faults.map((f) => `${new Date(f.at).toISOString()} ${f.what}`).join('\n') + '\n');
         writeFileSync(join(artifacts, 'watchers.json'), JSON.stringify(watchers.map((wt) => ({ name: wt.name, starts: [...wt.starts.values()], events: wt.events, resyncs: wt.resyncs, ended: wt.ended })), null, 1));
         writeFileSync(join(artifacts, 'reports.txt'), `${error ?? ''}\n${formatReports(reports)}\n`);
+        if (journalLoad !== null) writeFileSync(join(artifacts, 'journal.json'), JSON.stringify(journalLoad.history(), null, 1));
       } catch (dumpError) {
         notes.push(`could not write the evidence: ${String(dumpError)}`);
       }
