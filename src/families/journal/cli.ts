@@ -23,6 +23,8 @@ Subcommands:
   done NAME KEY LEASE
   release NAME KEY LEASE [--at MS|+D]
   flagged NAME                items that timed out too often
+  flags NAME [--after CURSOR] [--wait D]
+                              flag events after a cursor (default: from now), waiting up to D for one
   requeue NAME KEY            put a flagged item back, due now
   forget NAME KEY             delete a flagged item
   drop NAME                   delete the journal and all its items
@@ -173,6 +175,27 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
       return async (client) => {
         const c = await new JournalClient(client).claim(n, { max, waitMs });
         print(ctx, c, () => (c.items.length === 0 ? 'nothing due' : [`lease ${c.lease}`, ...c.items.map((i) => `  ${i.key}  ${JSON.stringify(i.data)}  (priority ${i.priority}, timeouts ${i.timeouts})`)].join('\n')));
+      };
+    },
+  },
+  flags: {
+    flags: { ...CLIENT_FLAGS, after: { kind: 'string' }, wait: { kind: 'string' } },
+    positionals: ['NAME'],
+    prepare: (ctx) => {
+      const n = name(ctx);
+      const afterText = stringFlag(ctx.args, 'after');
+      const after = afterText === undefined ? undefined : parseCount(afterText, '--after');
+      const wait = stringFlag(ctx.args, 'wait');
+      const waitMs = wait === undefined || wait === '0' ? 0 : parseDuration(wait, '--wait');
+      return async (client) => {
+        const page = await new JournalClient(client).flags(n, { ...(after === undefined ? {} : { after }), waitMs });
+        print(ctx, page, () =>
+          [
+            ...(page.missed ? ['(flags after this cursor may have been missed here: see `vera journal flagged`)'] : []),
+            ...page.events.map((e) => `${e.key}  flagged by entry ${e.index}`),
+            `next: --after ${page.next}`,
+          ].join('\n'),
+        );
       };
     },
   },

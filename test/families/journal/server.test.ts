@@ -237,6 +237,12 @@ describe('the journal on a server', () => {
     expect(await run('show', 'missing')).toMatchObject({ code: 1, err: expect.stringContaining('NOT_FOUND') });
     expect(await run('limits', '--max-journals', '50')).toMatchObject({ code: 0, out: '1 journals, at most 50\n' });
     expect(await run('limits', '--max-journals', 'lots')).toMatchObject({ code: 2 });
+    const flags = JSON.parse((await run('flags', 'mail', '--json')).out) as { events: unknown[]; next: number; missed: boolean };
+    expect(flags).toMatchObject({ events: [], missed: false });
+    // Nothing flagged since: only the cursor, which moves on with whatever else the member applied (this CLI's own session, for one).
+    const later = await run('flags', 'mail', '--after', String(flags.next));
+    expect(later).toMatchObject({ code: 0, out: expect.stringMatching(/^next: --after \d+\n$/) });
+    expect(Number(/\d+/.exec(later.out)![0])).toBeGreaterThanOrEqual(flags.next);
   });
 
   it('answers HTTP reads of journals and reports per-journal metrics', async () => {
