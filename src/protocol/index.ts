@@ -15,6 +15,8 @@ export {
   invalid,
   isCoreRequest,
   optional,
+  packData,
+  packedData,
   pathField,
   uintField,
   validateRequest,
@@ -23,6 +25,7 @@ export {
 } from './validate.js';
 export type { FamilyRequest, FamilyResult, ProtocolExtensions, RequestBuilder } from './extension.js';
 export { packValue } from './msgpack.js';
+export { PackedValue } from './packed.js';
 export { decodeFrame, encodeError, encodeFrame, encodeNotify, encodeReply, encodeRequest, NotifyFrames, type DecodedFrame, type EncodedFrame } from './client-frames.js';
 export { decodeServerFrame, isItem, isItemList, type ServerFrame } from './server-frames.js';
 export { MAX_PATH_BYTES, parentPath, pathAndAncestors, validatePath, type PathRules } from './path.js';

@@ -4,10 +4,11 @@
 import { validateSessionId } from './session-id.js';
 import { validatePath } from './path.js';
 import { packValue } from './msgpack.js';
+import { PackedValue } from './packed.js';
 import { findDataProblem } from './values.js';
 import { VeraError, type ProtocolError } from './errors.js';
 import type { FamilyRequest, ProtocolExtensions } from './extension.js';
-import { OPS, type Consistency, type JsonValue, type Op, type ProtocolLimits, type Request, type RequestOf } from './types.js';
+import { OPS, type Consistency, type JsonValue, type Op, type ProtocolLimits, type PushRequest, type Request, type RequestOf } from './types.js';
 
 export type Validation<R = Request> = { readonly ok: true; readonly request: R } | { readonly ok: false; readonly id?: number; readonly error: ProtocolError };
 
@@ -42,7 +43,7 @@ export function validateRequest(frame: Fields, limits: ProtocolLimits, options: 
   try {
     const request = BUILDERS[op as Op](frame, id, limits);
     // Size last: TOO_LARGE is for an otherwise valid push.
-    if (request.op === 'push' && options.checkDataSize !== false) checkDataSize(request.data, limits);
+    if (request.op === 'push' && options.checkDataSize !== false) measured.set(request, packData(request.data, limits));
     return { ok: true, request };
   } catch (error) {
     if (error instanceof VeraError) return { ok: false, id, error };
@@ -194,12 +195,27 @@ export function dataField(f: Fields, limits: ProtocolLimits): JsonValue {
 }
 
 export function checkDataSize(data: JsonValue, limits: ProtocolLimits): void {
+  packData(data, limits);
+}
+
+/** `data` encoded as MessagePack, which is what its size limit is measured in; TOO_LARGE past the limit. */
+export function packData(data: JsonValue, limits: ProtocolLimits): PackedValue {
   // Measured as MessagePack whatever the frame's encoding, so the limit means the
   // same for every client and matches what is stored and replicated.
-  const size = packValue(data).length;
-  if (size > limits.dataBytes) {
-    throw new VeraError('TOO_LARGE', `data is ${size} bytes encoded as MessagePack; the limit is ${limits.dataBytes} bytes`);
+  const packed = new PackedValue(data, packValue(data));
+  if (packed.bytes.length > limits.dataBytes) {
+    throw new VeraError('TOO_LARGE', `data is ${packed.bytes.length} bytes encoded as MessagePack; the limit is ${limits.dataBytes} bytes`);
   }
+  return packed;
+}
+
+// The bytes a push's data was measured in when its request was checked, so the
+// server carries them on instead of encoding the data again (packed.ts).
+const measured = new WeakMap<PushRequest, PackedValue>();
+
+/** A checked push's data with its MessagePack bytes: those it was measured in, or encoded now. */
+export function packedData(request: PushRequest): PackedValue {
+  return measured.get(request) ?? new PackedValue(request.data, packValue(request.data));
 }
 
 /** A short description of a bad value for error messages; never echoes a huge string. */

@@ -67,8 +67,20 @@ export function encodeEntryCommand(command: AnyCommand, t: number): { readonly b
   const family = familyOf(command);
   const decoded = decodeFields(family, command as unknown as Record<string, unknown>, ['family']);
   const version = versionOf(family, decoded);
-  return { bytes: pack({ v: version, family: family.name, op: command.op, t: indexField(t, 't'), ...withoutOp(decoded) }), version };
+  const at = indexField(t, 't');
+  const bytes = pack({ v: version, family: family.name, op: command.op, t: at, ...withoutOp(decoded) });
+  proposed.set(bytes, { family, command: decoded, t: at });
+  return { bytes, version };
 }
+
+// The leader applies the entries it proposed from the very bytes it encoded (the
+// Raft log hands the same object back), so it keeps what it encoded and skips
+// decoding it again. A cached command is the canonical decode of its fields, the
+// same one a follower's decode gives (a pushed value may be a PackedValue, which
+// encodes to the same bytes as the plain value), so every member plans the same
+// writes; test/statemachine/proposed-cache.test.ts checks this. Taken on first
+// use: an entry re-read from disk, or applied a second time, is decoded.
+const proposed = new WeakMap<Uint8Array, DecodedCommand>();
 
 /** The command version `command` needs (its family's or its op's, whichever is newer); throws UnknownCommandError. */
 export function requiredVersion(command: AnyCommand): number {
@@ -101,6 +113,11 @@ export function decodeCommand(bytes: Uint8Array): Command {
 
 /** An entry's command, its family and its proposer's clock; throws CommandError, or UnknownCommandError when this member cannot apply it. */
 export function decodeEntryCommand(bytes: Uint8Array): DecodedCommand {
+  const mine = proposed.get(bytes);
+  if (mine !== undefined) {
+    proposed.delete(bytes);
+    return mine;
+  }
   let raw: unknown;
   try {
     raw = unpack(bytes);

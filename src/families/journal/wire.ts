@@ -2,7 +2,7 @@
 // checked. Imports only the protocol package, so the client library uses the
 // same checks as the server (a bad request is refused before anything is sent
 // or proposed). Documented in docs/protocol.md ("Journal ops").
-import { checkDataSize, dataField, invalid, uintField, type FamilyRequest, type ProtocolLimits, type RequestBuilder } from '../../protocol/index.js';
+import { dataField, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder } from '../../protocol/index.js';
 
 export const JOURNAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const MAX_KEY_BYTES = 1024;
@@ -74,8 +74,8 @@ function items(f: Fields, limits: ProtocolLimits): unknown[] {
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(`items[${i}] must be a map`);
     const item = raw as Fields;
     for (const k of Object.keys(item)) if (!['key', 'data', 'priority', 'processAt', 'expiresAt'].includes(k)) throw invalid(`items[${i}] has an unexpected field '${k}'`);
-    const data = dataField(item, limits);
-    checkDataSize(data, limits);
+    // Encoded once here, in the bytes its limit is measured in; they ride on into the entry and the stored item.
+    const data = packData(dataField(item, limits), limits);
     const priority = bounded(item, 'priority', 0, 255);
     const processAt = bounded(item, 'processAt', 0, MAX_DATE);
     const expiresAt = bounded(item, 'expiresAt', 0, MAX_DATE);

@@ -1,6 +1,6 @@
 // The lists family's client ops: push, delete and ls. (A get is answered by the
 // connection itself, which streams large lists at the pace the client reads.)
-import { VeraError, type EmptyResult, type LsResult, type PushResult } from '../../protocol/index.js';
+import { packedData, VeraError, type EmptyResult, type LsResult, type PushResult } from '../../protocol/index.js';
 import { expectOk } from '../../server/context.js';
 import { proposeTimed, type OpCall, type ServerPart } from '../../server/family-part.js';
 import { wireItem } from '../../server/ops.js';
@@ -12,7 +12,8 @@ async function push({ fe, session, request: req, frameBytes }: OpCall<'push'>): 
     op: 'push',
     session,
     path: req.path,
-    data: req.data,
+    // The bytes the data was measured in ride on into the entry, the stored item and the reply.
+    data: packedData(req),
     persistent: req.persistent ?? false,
     watch: req.watch ?? true,
     ...(req.ifLastIndex === undefined ? {} : { ifLastIndex: req.ifLastIndex }),
