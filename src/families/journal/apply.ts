@@ -48,16 +48,28 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
   if (c.op === 'drop') return drop(c.name, existing, ctx, state);
   if (existing.dropping) return failure('NOT_FOUND', `journal ${c.name} is being dropped`);
   const tx = new JournalTx(ctx.db, c.name, existing);
-  const commit = (value: JournalValue, definition = tx.definitionAfter()): Plan =>
-    success(value, tx.ops(definition), [() => state.journals.set(c.name, definition)]);
+  const commit = (value: JournalValue, definition = tx.definitionAfter(), floors: readonly Floor[] = []): Plan => {
+    const ops = tx.ops(definition);
+    const puts = [...tx.waitingPuts];
+    return success(value, ops, [
+      () => {
+        state.journals.set(c.name, definition);
+        for (const f of floors) state.raiseFloor(c.name, f.priority, f.key);
+        for (const p of puts) state.keepFloorBelow(c.name, p.priority, p.key);
+      },
+    ]);
+  };
   const journal = c.name;
   switch (c.op) {
     case 'configure':
       return commit({ op: 'configure', journal }, tx.definitionAfter({ settings: c.settings }));
     case 'add':
       return add(c.items, tx, ctx.now, commit);
-    case 'claim':
-      return commit({ op: 'claim', journal, lease: ctx.index, items: await claim(tx, c.max, ctx) });
+    case 'claim': {
+      const floors: Floor[] = [];
+      const items = await claim(tx, c.max, ctx, state, floors);
+      return commit({ op: 'claim', journal, lease: ctx.index, items }, undefined, floors);
+    }
     case 'extend':
     case 'done':
     case 'release': {
@@ -130,7 +142,7 @@ async function add(items: readonly AddedItem[], tx: JournalTx, now: number, comm
 }
 
 /** Up to `max` Waiting, due, unexpired items in (priority, process date, key) order become Processing under this entry's lease. */
-async function claim(tx: JournalTx, max: number, { db, now, index }: PlanContext): Promise<ClaimedItem[]> {
+async function claim(tx: JournalTx, max: number, { db, now, index }: PlanContext, state: JournalState, floors: Floor[]): Promise<ClaimedItem[]> {
   const claimed: ClaimedItem[] = [];
   let expiredBudget = EXPIRED_PER_CLAIM;
   const priorities = Object.keys(tx.definition.counts.byPriority)
@@ -138,23 +150,56 @@ async function claim(tx: JournalTx, max: number, { db, now, index }: PlanContext
     .sort((a, b) => a - b);
   for (const priority of priorities) {
     if (claimed.length >= max) break;
-    for await (const indexKey of db.keys({ ...dueRange(tx.name, priority, now), limit: max - claimed.length + expiredBudget })) {
-      if (claimed.length >= max) break;
-      const key = keyAfterDate(indexKey, tx.name, 1);
-      const item = await tx.get(key);
-      if (item === null || item.status !== 'waiting') continue;
-      if (isExpired(item.expiresAt, now)) {
-        if (expiredBudget === 0) continue;
-        expiredBudget--;
-        tx.set(key, afterExpiry(item, now));
-        continue;
+    // At most this many index keys are looked at in this priority: what is still wanted plus the
+    // expired items a claim may clear on the way. They are read in small chunks, since a claim
+    // usually takes the first few: an iterator left to read ahead fetches hundreds of keys.
+    const bound = max - claimed.length + expiredBudget;
+    let looked = 0;
+    const range = dueRange(tx.name, priority, now);
+    const floor = state.floorOf(tx.name, priority);
+    const start = floor !== undefined && Buffer.compare(floor, range.gte) > 0 ? { gte: floor, lt: range.lt } : range;
+    let after: Buffer | undefined;
+    let firstLeft: Buffer | undefined; // the first key looked at that stays in the index
+    while (claimed.length < max && looked < bound) {
+      const chunk = Math.min(bound - looked, max - claimed.length + CLAIM_SLACK);
+      const keys = await db.keys({ ...(after === undefined ? start : { gt: after, lt: range.lt }), limit: chunk }).all();
+      for (const indexKey of keys) {
+        if (claimed.length >= max) break;
+        looked++;
+        after = indexKey;
+        const key = keyAfterDate(indexKey, tx.name, 1);
+        const item = await tx.get(key);
+        const stays = item === null || item.status !== 'waiting' || (isExpired(item.expiresAt, now) && expiredBudget === 0);
+        if (stays) {
+          firstLeft ??= indexKey;
+          continue;
+        }
+        if (isExpired(item.expiresAt, now)) {
+          expiredBudget--;
+          tx.set(key, afterExpiry(item, now));
+          continue;
+        }
+        tx.set(key, { ...item, status: 'processing', startedAt: now, lease: index });
+        claimed.push({ key, data: item.data, priority: item.priority, processAt: item.processAt, insertedAt: item.insertedAt, timeouts: item.timeouts });
       }
-      tx.set(key, { ...item, status: 'processing', startedAt: now, lease: index });
-      claimed.push({ key, data: item.data, priority: item.priority, processAt: item.processAt, insertedAt: item.insertedAt, timeouts: item.timeouts });
+      if (keys.length < chunk) break; // the due range is exhausted
     }
+    // Everything before the first key left (or after the last one looked at) is gone from the index.
+    if (after !== undefined) floors.push({ priority, key: firstLeft ?? Buffer.concat([after, ZERO]) });
   }
   return claimed;
 }
+
+/** A claim's new floor in one priority (state.ts). */
+interface Floor {
+  readonly priority: number;
+  readonly key: Buffer;
+}
+
+const ZERO = Buffer.from([0]);
+
+/** Keys a claim reads beyond what it still wants, per chunk: room for a few expired ones without another read. */
+const CLAIM_SLACK = 8;
 
 /** Claims the leader found past the journal's timeout: back to Waiting with one more timeout, or flagged past the maximum. */
 async function timeout(claims: ReadonlyArray<readonly [string, number]>, tx: JournalTx, now: number): Promise<JournalValue> {
@@ -203,5 +248,11 @@ async function drop(name: string, definition: JournalDefinition, { db }: PlanCon
   const after: JournalDefinition = { ...definition, dropping: true };
   if (finished) ops.push({ type: 'del', key: definitionKey(name) });
   else ops.push({ type: 'put', key: definitionKey(name), value: encodeDefinition(after) });
-  return success({ op: 'drop', journal: name }, ops, [() => (finished ? state.journals.delete(name) : state.journals.set(name, after))]);
+  return success({ op: 'drop', journal: name }, ops, [
+    () => {
+      if (!finished) return void state.journals.set(name, after);
+      state.journals.delete(name);
+      state.forgetFloors(name);
+    },
+  ]);
 }

@@ -22,9 +22,42 @@ export class JournalState {
     return state;
   }
 
+  // Per journal and priority, a key no live Waiting index key is below. Claims take
+  // from the front of the index, so LevelDB keeps a growing run of deleted keys
+  // there until it compacts; a claim that seeks from the range's start steps over
+  // all of them. Starting at the floor skips them. Memory only, and only ever a
+  // lower bound, so where a claim starts never changes what it finds: after a
+  // restart or a snapshot the floors are gone and the first claim starts at the
+  // range's start.
+  private readonly floors = new Map<string, Buffer>();
+
+  floorOf(name: string, priority: number): Buffer | undefined {
+    return this.floors.get(floorName(name, priority));
+  }
+
+  /** After a claim: nothing below `key` is left in the index of this priority. */
+  raiseFloor(name: string, priority: number, key: Buffer): void {
+    this.floors.set(floorName(name, priority), key);
+  }
+
+  /** A Waiting index key was written: the floor must not be above it. */
+  keepFloorBelow(name: string, priority: number, key: Buffer): void {
+    const id = floorName(name, priority);
+    const floor = this.floors.get(id);
+    if (floor !== undefined && Buffer.compare(key, floor) < 0) this.floors.set(id, key);
+  }
+
+  forgetFloors(name: string): void {
+    for (let p = 0; p <= 255; p++) this.floors.delete(floorName(name, p));
+  }
+
   /** A journal that answers requests (defined, not being dropped). */
   live(name: string): JournalDefinition | null {
     const d = this.journals.get(name);
     return d === undefined || d.dropping ? null : d;
   }
+}
+
+function floorName(name: string, priority: number): string {
+  return `${priority}/${name}`;
 }

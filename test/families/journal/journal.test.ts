@@ -99,6 +99,26 @@ describe('claims and leases', () => {
     expect(await h.ok({ op: 'claim', name: 'jobs', max: 10 })).toMatchObject({ items: [{ key: 'late' }] });
   });
 
+  it('a claim starts past the items earlier claims took, yet finds every item put back or added before that point', async () => {
+    const h = await withJournal();
+    const keys = Array.from({ length: 30 }, (_, i) => `k${String(i).padStart(2, '0')}`);
+    await h.ok({ op: 'add', name: 'jobs', items: keys.map((key, i) => ({ key, data: i, processAt: h.now - 100 + i })) });
+    const first = (await h.ok({ op: 'claim', name: 'jobs', max: 10 })) as { lease: number; items: Array<{ key: string }> };
+    expect(first.items.map((i) => i.key)).toEqual(keys.slice(0, 10));
+    // Put back below where the next claim would start: a release with an early date, a new early item, and a timeout.
+    await h.ok({ op: 'release', name: 'jobs', key: 'k03', lease: first.lease, processAt: 0 });
+    await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'early', data: 'e', processAt: h.now - 1000 }] });
+    const next = (await h.ok({ op: 'claim', name: 'jobs', max: 3 })) as { items: Array<{ key: string }> };
+    expect(next.items.map((i) => i.key)).toEqual(['k03', 'early', 'k10']);
+    h.now += SETTINGS.timeoutMs + 1;
+    await h.ok({ op: 'timeout', name: 'jobs', claims: [['k05', first.lease]] });
+    const after = (await h.ok({ op: 'claim', name: 'jobs', max: 2 })) as { items: Array<{ key: string }> };
+    expect(after.items.map((i) => i.key)).toEqual(['k05', 'k11']);
+    // A member that restarts (no floors) claims exactly the same next items.
+    const rest = (await h.ok({ op: 'claim', name: 'jobs', max: 100 })) as { items: Array<{ key: string }> };
+    expect(rest.items.map((i) => i.key)).toEqual(keys.slice(12));
+  });
+
   it('a stale lease changes nothing and is a CONFLICT in extend, done and release (after a timeout and a new claim, and after done)', async () => {
     const h = await withJournal();
     await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 0 }] });
