@@ -12,6 +12,7 @@
 // by the server, its client ops and leader duties (`server`).
 import type { ServerPart } from '../server/family-part.js';
 import type { ApplyError, ApplySuccess, ChangeEvent, VeraDb } from '../statemachine/types.js';
+import type { PlanReads } from '../statemachine/pending-reads.js';
 
 export type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
 export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
@@ -59,7 +60,10 @@ export interface States {
 }
 
 export interface PlanContext {
+  /** The db as written so far: read it only from an entry that goes alone (goesAlone), when it is also as planned so far. */
   readonly db: VeraDb;
+  /** The db as planned so far (earlier entries of the same batch included): an entry that shares a batch reads through this. */
+  readonly reads: PlanReads;
   readonly states: States;
   /** The index of the entry being applied. */
   readonly index: number;
@@ -85,9 +89,9 @@ export interface Family<C extends { readonly op: string }, S> {
   load(db: VeraDb, snapshot: DbSnapshot): Promise<S>;
   plan(command: C, ctx: PlanContext): Promise<Plan | ApplyError> | Plan | ApplyError;
   /**
-   * Whether the entry must be written alone: it reads the db (so earlier writes must be
+   * Whether the entry must be written alone: it reads `ctx.db` (so earlier writes must be
    * in it) or ends something no one may see gone before it is written. The others plan
-   * from memory and share a batch.
+   * from memory, or read through `ctx.reads`, and share a batch.
    */
   goesAlone(command: C, states: States): boolean;
   /** What the family deletes when a session ends (in the session-ending entry's batch). */

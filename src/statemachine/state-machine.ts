@@ -16,6 +16,7 @@ import { sessions } from '../families/sessions/index.js';
 import { watches } from '../families/watches/index.js';
 import { encodeAppliedValue, encodeClockValue, decodeClockValue } from './codec.js';
 import { CommandError, decodeEntryCommand, UnknownCommandError } from './commands.js';
+import { PendingReads, type PlanReads } from './pending-reads.js';
 import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
 import { decodeMembers, encodeMembers, MEMBERS_KEY, membersAfter, type Member } from './members.js';
 import { APPLIED_KEY, digestState, readApplied, type DbSnapshot } from './applied.js';
@@ -120,6 +121,7 @@ export class StateMachine {
     const outcomes: ApplyOutcome[] = [];
     let unwritten: ApplyOutcome[] = [];
     let ops: BatchOp[] = [];
+    const reads = new PendingReads(this.db); // what an entry sharing the batch reads: the db plus `ops`
     let planned = this.applied; // the last index planned; written once the batch is
     let writtenClock = this.now; // the clock the db holds
     const report = (): void => {
@@ -133,6 +135,7 @@ export class StateMachine {
         if (this.now !== writtenClock) ops.push({ type: 'put', key: CLOCK_KEY, value: encodeClockValue(this.now) });
         await this.db.batch(ops);
         ops = [];
+        reads.clear();
         this.applied = planned;
         writtenClock = this.now;
       }
@@ -164,10 +167,15 @@ export class StateMachine {
       // in-memory changes show only once it is written too.
       const alone = goesAlone(decoded, this.states);
       if (alone || ops.length >= MAX_BATCH_OPS) await write();
-      const plan = await this.plan(entry, decoded);
+      const plan = await this.plan(entry, decoded, reads);
       planned = entry.index;
       // A loop, not a spread: a closeSession plan holds one op per item the session owned.
-      if ('ops' in plan) for (const op of plan.ops) ops.push(op);
+      if ('ops' in plan) {
+        for (const op of plan.ops) {
+          ops.push(op);
+          if (!alone) reads.note(op);
+        }
+      }
       if (alone) await write();
       if ('ops' in plan) for (const update of plan.after) update();
       settled(
@@ -181,7 +189,7 @@ export class StateMachine {
     return outcomes;
   }
 
-  private async plan(entry: Entry, decoded: DecodedEntry): Promise<Plan | ApplyError> {
+  private async plan(entry: Entry, decoded: DecodedEntry, reads: PlanReads): Promise<Plan | ApplyError> {
     switch (decoded.kind) {
       case 'config':
         return this.planConfig(entry);
@@ -192,7 +200,7 @@ export class StateMachine {
       case 'command': {
         // The clock never goes back, whatever the proposer's: every member computes the same value.
         if (decoded.t > this.now) this.now = decoded.t;
-        const ctx: PlanContext = { db: this.db, states: this.states, index: entry.index, now: this.now, families: FAMILIES };
+        const ctx: PlanContext = { db: this.db, reads, states: this.states, index: entry.index, now: this.now, families: FAMILIES };
         return decoded.family.plan(decoded.command, ctx);
       }
     }

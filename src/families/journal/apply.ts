@@ -1,6 +1,7 @@
-// Planning the journal family's entries. Every plan reads the db (the items it
-// touches), so journal entries are applied alone; `now` is the replicated clock,
-// the same on every member, and the lease of a claim is its entry's index.
+// Planning the journal family's entries. Plans read the items they touch through
+// ctx.reads (the db as planned so far), so journal entries share LevelDB batches;
+// a drop reads the db itself and goes alone. `now` is the replicated clock, the
+// same on every member, and the lease of a claim is its entry's index.
 import type { ApplyError } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
 import { type AddedItem, type JournalCommand } from './commands.js';
@@ -47,7 +48,7 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
   if (existing === undefined) return failure('NOT_FOUND', `no journal ${c.name}`);
   if (c.op === 'drop') return drop(c.name, existing, ctx, state);
   if (existing.dropping) return failure('NOT_FOUND', `journal ${c.name} is being dropped`);
-  const tx = new JournalTx(ctx.db, c.name, existing);
+  const tx = new JournalTx(ctx.reads, c.name, existing);
   const commit = (value: JournalValue, definition = tx.definitionAfter(), floors: readonly Floor[] = []): Plan => {
     const ops = tx.ops(definition);
     const puts = [...tx.waitingPuts];
@@ -142,7 +143,7 @@ async function add(items: readonly AddedItem[], tx: JournalTx, now: number, comm
 }
 
 /** Up to `max` Waiting, due, unexpired items in (priority, process date, key) order become Processing under this entry's lease. */
-async function claim(tx: JournalTx, max: number, { db, now, index }: PlanContext, state: JournalState, floors: Floor[]): Promise<ClaimedItem[]> {
+async function claim(tx: JournalTx, max: number, { reads, now, index }: PlanContext, state: JournalState, floors: Floor[]): Promise<ClaimedItem[]> {
   const claimed: ClaimedItem[] = [];
   let expiredBudget = EXPIRED_PER_CLAIM;
   const priorities = Object.keys(tx.definition.counts.byPriority)
@@ -162,7 +163,7 @@ async function claim(tx: JournalTx, max: number, { db, now, index }: PlanContext
     let firstLeft: Buffer | undefined; // the first key looked at that stays in the index
     while (claimed.length < max && looked < bound) {
       const chunk = Math.min(bound - looked, max - claimed.length + CLAIM_SLACK);
-      const keys = await db.keys({ ...(after === undefined ? start : { gt: after, lt: range.lt }), limit: chunk }).all();
+      const keys = await reads.keys({ ...(after === undefined ? start : { gt: after, lt: range.lt }), limit: chunk });
       for (const indexKey of keys) {
         if (claimed.length >= max) break;
         looked++;
@@ -225,9 +226,9 @@ async function timeout(claims: ReadonlyArray<readonly [string, number]>, tx: Jou
 }
 
 /** Deletes up to `max` expired items through the expiration index. */
-async function expire(tx: JournalTx, max: number, { db, now }: PlanContext): Promise<number> {
+async function expire(tx: JournalTx, max: number, { reads, now }: PlanContext): Promise<number> {
   let expired = 0;
-  for await (const indexKey of db.keys({ ...expiredRange(tx.name, now), limit: max })) {
+  for (const indexKey of await reads.keys({ ...expiredRange(tx.name, now), limit: max })) {
     const key = keyAfterDate(indexKey, tx.name, 0);
     const item = await tx.get(key);
     if (item === null || !isExpired(item.expiresAt, now)) continue;

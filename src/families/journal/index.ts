@@ -64,7 +64,7 @@ export const journal: Family<JournalCommand, JournalState> = {
   },
   load: (db, snapshot) => JournalState.load(db, snapshot),
   plan: (command, ctx) => planJournal(command, ctx, ctx.states.of(journal)),
-  // Every journal entry reads the items it changes from the db.
-  goesAlone: () => true,
+  // A drop deletes what it finds in the db (ctx.db); every other op reads through ctx.reads.
+  goesAlone: (command) => command.op === 'drop',
   server: async () => (await import('./server.js')).server,
 };

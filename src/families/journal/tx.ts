@@ -3,7 +3,7 @@
 // are derived at the end from each touched item's before and after (item value,
 // the index entries of its status and expiry, the journal's counts).
 import type { BatchOp } from '../family.js';
-import type { VeraDb } from '../../statemachine/types.js';
+import type { PlanReads } from '../../statemachine/pending-reads.js';
 import { definitionKey, expiryKey, flaggedKey, itemKey, processingKey, waitingKey } from './keys.js';
 import { decodeFlagged, decodeItem, encodeDefinition, encodeFlagged, encodeItem, type FlaggedItem, type JournalCounts, type JournalDefinition, type JournalItem } from './records.js';
 
@@ -17,7 +17,7 @@ export class JournalTx {
   private readonly flags = new Map<string, Change<FlaggedItem>>();
 
   constructor(
-    private readonly db: VeraDb,
+    private readonly db: PlanReads,
     readonly name: string,
     readonly definition: JournalDefinition,
   ) {}

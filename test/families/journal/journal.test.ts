@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { journal } from '../../../src/families/journal/index.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
+import type { JournalValue } from '../../../src/families/journal/apply.js';
 import { JournalHarness, SETTINGS } from './harness.js';
 
 const open: JournalHarness[] = [];
@@ -15,6 +16,11 @@ async function withJournal(settings = SETTINGS): Promise<JournalHarness> {
   open.push(h);
   await h.ok({ op: 'create', name: 'jobs', settings });
   return h;
+}
+
+function claimOf(value: JournalValue): Extract<JournalValue, { op: 'claim' }> {
+  if (value.op !== 'claim') throw new Error(`expected a claim, got ${value.op}`);
+  return value;
 }
 
 describe('adding', () => {
@@ -103,19 +109,19 @@ describe('claims and leases', () => {
     const h = await withJournal();
     const keys = Array.from({ length: 30 }, (_, i) => `k${String(i).padStart(2, '0')}`);
     await h.ok({ op: 'add', name: 'jobs', items: keys.map((key, i) => ({ key, data: i, processAt: h.now - 100 + i })) });
-    const first = (await h.ok({ op: 'claim', name: 'jobs', max: 10 })) as { lease: number; items: Array<{ key: string }> };
+    const first = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 10 }));
     expect(first.items.map((i) => i.key)).toEqual(keys.slice(0, 10));
     // Put back below where the next claim would start: a release with an early date, a new early item, and a timeout.
     await h.ok({ op: 'release', name: 'jobs', key: 'k03', lease: first.lease, processAt: 0 });
     await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'early', data: 'e', processAt: h.now - 1000 }] });
-    const next = (await h.ok({ op: 'claim', name: 'jobs', max: 3 })) as { items: Array<{ key: string }> };
+    const next = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 3 }));
     expect(next.items.map((i) => i.key)).toEqual(['k03', 'early', 'k10']);
     h.now += SETTINGS.timeoutMs + 1;
     await h.ok({ op: 'timeout', name: 'jobs', claims: [['k05', first.lease]] });
-    const after = (await h.ok({ op: 'claim', name: 'jobs', max: 2 })) as { items: Array<{ key: string }> };
+    const after = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 2 }));
     expect(after.items.map((i) => i.key)).toEqual(['k05', 'k11']);
     // A member that restarts (no floors) claims exactly the same next items.
-    const rest = (await h.ok({ op: 'claim', name: 'jobs', max: 100 })) as { items: Array<{ key: string }> };
+    const rest = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 100 }));
     expect(rest.items.map((i) => i.key)).toEqual(keys.slice(12));
   });
 

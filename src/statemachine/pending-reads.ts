@@ -1,0 +1,86 @@
+// Reads for planning an entry that shares a LevelDB batch with the entries
+// planned before it: the db as it will be once those entries' writes are in.
+//
+// The kernel writes a run of entries in one batch (state-machine.ts). An entry
+// that reads the db used to go alone, so its reads saw every earlier write. A
+// family whose reads go through these instead may share the batch: a read
+// consults the planned-but-unwritten writes first and the db after, so it gets
+// exactly what it would have got had every earlier entry been written alone.
+// Only point reads and forward key ranges are offered: what the journal needs.
+import type { BatchOp } from '../families/family.js';
+import type { VeraDb } from './types.js';
+
+/** At most one lower bound (gt or gte) and one upper bound (lt or lte). */
+export interface KeyRange {
+  readonly gt?: Buffer;
+  readonly gte?: Buffer;
+  readonly lt?: Buffer;
+  readonly lte?: Buffer;
+  /** At most this many keys. */
+  readonly limit?: number;
+}
+
+export interface PlanReads {
+  get(key: Buffer): Promise<Buffer | undefined>;
+  /** The keys in `range`, in ascending order. */
+  keys(range: KeyRange): Promise<Buffer[]>;
+}
+
+export class PendingReads implements PlanReads {
+  // key (as a latin1 string: one char per byte, so equal keys are equal strings) -> value, null = deleted
+  private readonly pending = new Map<string, { readonly key: Buffer; readonly value: Buffer | null }>();
+
+  constructor(private readonly db: VeraDb) {}
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** A write planned but not yet in the db. */
+  note(op: BatchOp): void {
+    this.pending.set(op.key.toString('latin1'), { key: op.key, value: op.type === 'put' ? op.value : null });
+  }
+
+  /** The batch is written: the db has it all. */
+  clear(): void {
+    this.pending.clear();
+  }
+
+  async get(key: Buffer): Promise<Buffer | undefined> {
+    const staged = this.pending.get(key.toString('latin1'));
+    if (staged !== undefined) return staged.value ?? undefined;
+    return this.db.get(key);
+  }
+
+  async keys(range: KeyRange): Promise<Buffer[]> {
+    const limit = range.limit ?? Infinity;
+    if (this.pending.size === 0) return this.db.keys(range).all();
+    const inRange = (key: Buffer): boolean =>
+      (range.gt === undefined || Buffer.compare(key, range.gt) > 0) &&
+      (range.gte === undefined || Buffer.compare(key, range.gte) >= 0) &&
+      (range.lt === undefined || Buffer.compare(key, range.lt) < 0) &&
+      (range.lte === undefined || Buffer.compare(key, range.lte) <= 0);
+    const staged = new Map<string, Buffer | null>();
+    const added: Buffer[] = [];
+    for (const [id, { key, value }] of this.pending) {
+      if (!inRange(key)) continue;
+      staged.set(id, value);
+      if (value !== null) added.push(key);
+    }
+    if (staged.size === 0) return this.db.keys(range).all();
+    added.sort(Buffer.compare);
+    // Merge the db's keys (less those deleted or rewritten here) with the ones written here.
+    const out: Buffer[] = [];
+    let next = 0;
+    const { limit: _limit, ...bounds } = range;
+    for await (const key of this.db.keys(bounds)) {
+      while (next < added.length && Buffer.compare(added[next]!, key) < 0 && out.length < limit) out.push(added[next++]!);
+      if (out.length >= limit) return out;
+      if (staged.has(key.toString('latin1'))) continue; // deleted here, or rewritten and already among `added`
+      out.push(key);
+      if (out.length >= limit) return out;
+    }
+    while (next < added.length && out.length < limit) out.push(added[next++]!);
+    return out;
+  }
+}
