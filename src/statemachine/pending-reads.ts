@@ -49,7 +49,9 @@ export class PendingReads implements PlanReads {
   async get(key: Buffer): Promise<Buffer | undefined> {
     const staged = this.pending.get(key.toString('latin1'));
     if (staged !== undefined) return staged.value ?? undefined;
-    return this.db.get(key);
+    // Synchronous: planning runs one entry at a time, and a point read of a hot key (in
+    // LevelDB's memtable or cache) costs microseconds, far less than a thread-pool round trip.
+    return this.db.getSync(key);
   }
 
   async keys(range: KeyRange): Promise<Buffer[]> {
