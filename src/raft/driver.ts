@@ -245,6 +245,14 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   }
 
   /**
+   * The core was called directly, not through this driver (a scripted test steps a
+   * core by hand): handle whatever Ready that left, as after any call made here.
+   */
+  wake(): void {
+    this.schedule();
+  }
+
+  /**
    * A linearizable read point: resolves with an index once it is applied locally,
    * so that reading the state machine now reflects every write acknowledged before the call.
    */

@@ -1,8 +1,9 @@
 // The driver's ordering promise, case by case (the simulator runs the same driver
-// over many seeded fault schedules; these name each rule): nothing that promises
-// durable state leaves the node, and no proposal is answered, before the Ready's
-// write has finished. Storage here is gated by hand, so the test decides when a
-// write completes. Also the lease's clocks and the uniqueness of read contexts.
+// over many seeded fault schedules, and the scenario tests over scripted ones;
+// these name each rule): nothing that promises durable state leaves the node, and
+// no proposal is answered, before the Ready's write has finished. Storage here is
+// gated by hand, so the test decides when a write completes. Also the lease's
+// clocks and the uniqueness of read contexts.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RaftNode } from '../../src/raft/core.js';

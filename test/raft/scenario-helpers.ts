@@ -1,19 +1,26 @@
 // A hand-driven cluster for scenario tests: the test decides when each node
-// ticks and which message is delivered or dropped. Ready handling is
-// synchronous (persist to MemoryLogStorage, queue the messages, apply, advance),
-// so after any call every node's durable state is up to date.
+// ticks and which message is delivered or dropped. Each node runs the real
+// RaftDriver (src/raft/driver.ts) over a MemoryLogStorage, a list of applied
+// entries as its state machine, and the simulator's clock (test/sim/sim-clock.ts),
+// so the Ready rules (persist, send, apply, advance, snapshots) are the driver's
+// own. Its messages go into this helper's queue; delivering one steps it into the
+// receiving driver.
 //
-// Snapshots follow the real driver (src/raft/driver.ts): a leader's Ready that
-// asks for one makes the leader capture its state machine (here: the list of
-// entries it has applied) and send it as one 'snapshot' message with its sha256;
-// the receiver assembles it, asks shouldInstallSnapshot, and if so replaces its
-// state machine, resets its log storage and steps the message into its core.
-// Compaction happens only when a test calls compact().
+// Every operation that can give a core a Ready ends by draining the drivers (see
+// flush()), so after an awaited call every node's durable state is up to date.
+// Calls a test makes on a core directly (c.node(id).step(...)) are picked up by
+// the next flush.
+//
+// Snapshots go through the driver too: a leader's driver captures the state
+// machine (its applied entries) and streams it; the scenario network joins the
+// stream into one message (see send()), so a test can count, drop or replay a
+// snapshot as one. The receiver's driver assembles it, asks its core, installs it
+// here and steps it in. Compaction happens only when a test calls compact().
 
-import { createHash } from 'node:crypto';
+import { RaftDriver, type SnapshotIO } from '../../src/raft/driver.js';
 import { leaseTicksFor, RaftNode } from '../../src/raft/core.js';
 import { MemoryLogStorage } from '../../src/raft/memory-storage.js';
-import { SnapshotAssembler } from '../../src/raft/state-transfer.js';
+import type { CapturedState } from '../../src/raft/state-transfer.js';
 import type {
   ClusterConfig,
   Entry,
@@ -22,12 +29,17 @@ import type {
   MessageType,
   NodeId,
   ProposeResult,
+  RaftOptions,
   RandomSource,
+  Ready,
   ReadState,
+  RestoredState,
   SnapshotMeta,
   SnapshotRequest,
   Status,
 } from '../../src/raft/types.js';
+import { simStaging, type SimStaged } from '../sim/cluster.js';
+import { SimClock } from '../sim/sim-clock.js';
 
 export interface ScenarioOptions {
   readonly electionTicks?: number;
@@ -41,12 +53,73 @@ export interface ScenarioOptions {
   readonly maxMessageBytes?: number;
 }
 
+/** Virtual milliseconds per tick on each node's clock (only the driver's lease arithmetic reads them). */
+const TICK_MS = 10;
+/** Rounds of (timers, deferred callbacks, drain) in one flush before the drivers count as livelocked. */
+const MAX_FLUSH_ROUNDS = 1000;
+
 /** Always returns the same number (clamped), so election timeouts are exact. */
 class FixedRandom implements RandomSource {
   constructor(private readonly value: number) {}
   int(n: number): number {
     return Math.min(this.value, n - 1);
   }
+}
+
+/** What the helper hears from a core while its driver runs it. */
+interface CoreHooks {
+  onReady(rd: Ready): void;
+  onInstallDecision(m: SnapshotRequest, install: boolean): void;
+}
+
+/** The real RaftNode; it reports its Readys and snapshot decisions, and keeps its answers to proposals. */
+class ScenarioNode extends RaftNode {
+  /** The core's answer to the latest proposal (the driver turns it into a promise). */
+  lastProposal: ProposeResult | null = null;
+
+  constructor(
+    options: RaftOptions,
+    restored: RestoredState,
+    private readonly hooks: CoreHooks,
+  ) {
+    super(options, restored);
+  }
+
+  override propose(data: Uint8Array): ProposeResult {
+    this.lastProposal = super.propose(data);
+    return this.lastProposal;
+  }
+
+  override ready(): Ready {
+    const rd = super.ready();
+    this.hooks.onReady(rd);
+    return rd;
+  }
+
+  override shouldInstallSnapshot(m: SnapshotRequest): boolean {
+    const install = super.shouldInstallSnapshot(m);
+    this.hooks.onInstallDecision(m, install);
+    return install;
+  }
+}
+
+/** One run of a node's process: its core, driver and clock. A crash ends it. */
+class Incarnation {
+  alive = true;
+  /** This process's virtual time, in ticks. */
+  ticks = 0;
+  readonly clock = new SimClock(() => this.ticks * TICK_MS, 1, TICK_MS);
+  core!: ScenarioNode;
+  driver!: RaftDriver<Entry, SimStaged>;
+}
+
+/**
+ * Lets the promise chains the drivers started run to their end. All their I/O here
+ * resolves at once (storage, apply, capture, install), so a chain waits only on
+ * microtasks, and a macrotask runs only once none is left: this is deterministic.
+ */
+function drain(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 export type MessageFilter = (m: Message) => boolean;
@@ -61,7 +134,7 @@ export class ScenarioCluster {
   readonly ids: readonly NodeId[];
   readonly electionTicks: number;
   readonly heartbeatTicks: number;
-  private readonly nodes = new Map<NodeId, RaftNode | null>();
+  private readonly runs = new Map<NodeId, Incarnation | null>();
   private readonly storage = new Map<NodeId, MemoryLogStorage>();
   private readonly appliedEntries = new Map<NodeId, Entry[]>();
   private readonly reads = new Map<NodeId, ReadState[]>();
@@ -71,11 +144,14 @@ export class ScenarioCluster {
   readonly sent: Message[] = [];
   /** Directed links that drop everything: `${from}>${to}`. */
   private readonly cut = new Set<string>();
-  private readonly assemblers = new Map<NodeId, SnapshotAssembler>();
+  /** Chunks of snapshot streams under way, per link, until their last message joins them. */
+  private readonly streams = new Map<string, Uint8Array[]>();
   /** Complete snapshots each node received, and whether it installed them. */
   readonly snapshotsReceived: Array<{ readonly node: NodeId; readonly index: number; readonly installed: boolean }> = [];
   /** Nodes whose next snapshot install loses power right after its write, before the core adopts it. */
   private readonly powerLossAfterInstall = new Set<NodeId>();
+  /** The first failure a driver reported where no caller sees it (its Ready loop); thrown by flush(). */
+  private failure: { readonly error: unknown } | null = null;
 
   constructor(
     ids: readonly NodeId[],
@@ -94,9 +170,7 @@ export class ScenarioCluster {
   }
 
   node(id: NodeId): RaftNode {
-    const n = this.nodes.get(id);
-    if (n === undefined || n === null) throw new Error(`node ${id} is down or unknown`);
-    return n;
+    return this.run(id).core;
   }
 
   status(id: NodeId): Status {
@@ -118,24 +192,54 @@ export class ScenarioCluster {
     return this.reads.get(id)!;
   }
 
-  /** Handles every pending Ready of every live node (persist, queue messages, apply, advance). */
-  flush(): void {
-    let progress = true;
-    while (progress) {
-      progress = false;
-      for (const id of this.ids) {
-        const n = this.nodes.get(id);
-        if (n === null || n === undefined || !n.hasReady()) continue;
-        progress = true;
-        const rd = n.ready();
-        this.storage.get(id)!.persistSync(rd.hardState, rd.entries);
-        for (const m of rd.messages) this.enqueue(m);
-        this.appliedEntries.get(id)!.push(...rd.committedEntries);
-        this.reads.get(id)!.push(...rd.readStates);
-        n.advance(rd);
-        for (const need of rd.snapshotRequests) this.sendSnapshot(n, need.to);
+  /**
+   * Runs every live driver until it waits for the test: each whose core has a Ready
+   * (also from a direct call) is woken, then deferred callbacks (the Ready loops) and
+   * due timers run and the promise chains they start are drained, until none is left.
+   */
+  async flush(): Promise<void> {
+    for (const run of this.live()) if (run.core.hasReady()) run.driver.wake();
+    for (let round = 0; ; round++) {
+      if (round >= MAX_FLUSH_ROUNDS) throw new Error(`drivers still busy after ${MAX_FLUSH_ROUNDS} rounds`);
+      let progressed = false;
+      for (const run of this.live()) {
+        if (run.clock.fireDueTimers()) progressed = true;
+        if (run.alive && run.clock.runDeferred()) progressed = true;
       }
+      await drain();
+      if (this.failure !== null) throw this.failure.error;
+      if (!progressed) break;
     }
+    for (const run of this.live()) {
+      if (run.core.hasReady()) throw new Error(`${run.core.id}'s driver left a Ready unhandled`);
+    }
+  }
+
+  private live(): Incarnation[] {
+    return this.ids.map((id) => this.runs.get(id)).filter((r): r is Incarnation => r != null && r.alive);
+  }
+
+  private run(id: NodeId): Incarnation {
+    const run = this.runs.get(id);
+    if (run === undefined || run === null) throw new Error(`node ${id} is down or unknown`);
+    return run;
+  }
+
+  /** The driver's transport: a snapshot stream is joined into one message; everything else is queued as sent. */
+  private send(m: Message): void {
+    if (m.type !== 'snapshot') {
+      this.enqueue(m);
+      return;
+    }
+    const link = `${m.from}>${m.to}`;
+    const parts = m.offset === 0 ? [] : (this.streams.get(link) ?? []);
+    parts.push(m.chunk);
+    if (!m.done) {
+      this.streams.set(link, parts);
+      return;
+    }
+    this.streams.delete(link);
+    this.enqueue({ ...m, offset: 0, chunk: Buffer.concat(parts) });
   }
 
   private enqueue(m: Message): void {
@@ -143,24 +247,41 @@ export class ScenarioCluster {
     if (!this.cut.has(`${m.from}>${m.to}`)) this.queue.push(m);
   }
 
-  /** Leader: capture the state machine (its applied entries) and send it whole, then report it sent. */
-  private sendSnapshot(leader: RaftNode, to: NodeId): void {
-    const state = [...this.appliedEntries.get(leader.id)!];
-    const meta = leader.snapshotMetaAt(state.length);
-    const { term, role } = leader.status();
-    if (meta === null || role !== 'leader') {
-      leader.reportSnapshot(to, false);
-      return;
+  /** The driver's state machine: its applied entries, durable with them (it survives a crash). */
+  private apply(id: NodeId, entries: readonly Entry[], applied: (entry: Entry, result: Entry) => void): Promise<void> {
+    const list = this.appliedEntries.get(id)!;
+    for (const e of entries) {
+      list.push(e);
+      applied(e, e);
     }
-    const chunk = encodeEntries(state);
-    const checksum = createHash('sha256').update(chunk).digest('hex');
-    this.enqueue({ type: 'snapshot', from: leader.id, to, term, meta, offset: 0, chunk, done: true, checksum });
-    leader.reportSnapshot(to, true);
+    return Promise.resolve();
+  }
+
+  /** How a driver captures and replaces the state machine (its applied entries, as JSON). */
+  private snapshotIO(id: NodeId): SnapshotIO<SimStaged> {
+    return {
+      capture: async (): Promise<CapturedState> => {
+        const state = [...this.appliedEntries.get(id)!];
+        const data = Buffer.from(encodeEntries(state));
+        return { index: state.length, chunks: () => oneChunk(data), release: async () => undefined };
+      },
+      staging: simStaging,
+      install: async (meta, staged) => {
+        // State machine and log reset together, durably (one LevelDB batch in a real member).
+        this.storage.get(id)!.installSnapshotSync(meta);
+        this.appliedEntries.set(id, decodeEntries(staged.data));
+        if (this.powerLossAfterInstall.delete(id)) {
+          this.crash(id);
+          return new Promise<void>(() => undefined); // the process is gone: its driver never goes on
+        }
+      },
+      discard: () => undefined,
+    };
   }
 
   /**
    * Log compaction on `id` up to `index` (default: everything it has applied),
-   * in its core and its storage. Returns the new log start.
+   * in its core and its storage, as the driver's compaction does. Returns the new log start.
    */
   compact(id: NodeId, index = this.appliedEntries.get(id)!.length): SnapshotMeta {
     const meta = this.node(id).compact(index);
@@ -178,68 +299,53 @@ export class ScenarioCluster {
     return this.storage.get(id)!.loadSync();
   }
 
-  /** Receiver side of a snapshot message: assemble, ask the core, install, step it in. */
-  private receiveSnapshot(target: RaftNode, m: SnapshotRequest): void {
-    let assembler = this.assemblers.get(target.id);
-    if (assembler === undefined) {
-      assembler = new SnapshotAssembler();
-      this.assemblers.set(target.id, assembler);
-    }
-    const data = assembler.accept(`${m.from}/${m.term}/${m.meta.index}`, m.offset, m.chunk, m.done, m.checksum);
-    if (data === null) return;
-    const install = target.shouldInstallSnapshot(m);
-    this.snapshotsReceived.push({ node: target.id, index: m.meta.index, installed: install });
-    if (!install) {
-      // As src/raft/driver.ts: step it in without installing, so the core answers with its commit index.
-      target.step({ ...m, chunk: new Uint8Array(0) });
-      return;
-    }
-    // State machine and log reset together, durably (one LevelDB batch in the real driver).
-    this.storage.get(target.id)!.installSnapshotSync(m.meta);
-    this.appliedEntries.set(target.id, decodeEntries(data));
-    if (this.powerLossAfterInstall.delete(target.id)) {
-      this.crash(target.id);
-      return;
-    }
-    target.step({ ...m, chunk: new Uint8Array(0) });
-  }
-
-  /** Calls into one node, then handles its Ready so the messages it caused are queued. */
-  propose(id: NodeId, data: string): ProposeResult {
-    const result = this.node(id).propose(bytes(data));
-    this.flush();
+  /** A proposal through the node's driver; returns the core's answer once the drivers have settled. */
+  async propose(id: NodeId, data: string): Promise<ProposeResult> {
+    const run = this.run(id);
+    run.driver.propose(bytes(data)).catch(() => undefined); // its outcome shows in the logs and applied entries
+    const result = run.core.lastProposal!;
+    await this.flush();
     return result;
   }
 
-  readIndex(id: NodeId, context: string): boolean {
+  /** A ReadIndex with the test's context, into the core (the driver would pick its own context); its read states are kept. */
+  async readIndex(id: NodeId, context: string): Promise<boolean> {
     const accepted = this.node(id).readIndex(context);
-    this.flush();
+    await this.flush();
     return accepted;
   }
 
-  transferLeadership(id: NodeId, to: NodeId): boolean {
-    const accepted = this.node(id).transferLeadership(to);
-    this.flush();
+  async transferLeadership(id: NodeId, to: NodeId): Promise<boolean> {
+    const accepted = this.run(id).driver.transferLeadership(to);
+    await this.flush();
     return accepted;
   }
 
-  campaign(id: NodeId): void {
-    this.node(id).campaign();
-    this.flush();
+  async campaign(id: NodeId): Promise<void> {
+    this.run(id).driver.campaign();
+    await this.flush();
   }
 
-  tick(id: NodeId, times = 1): void {
+  /** One tick of the node's clock: its driver's ticker runs, and time moves on by a tick. */
+  private tickOnce(id: NodeId): void {
+    const run = this.run(id);
+    run.ticks++;
+    if (run.clock.ticker === null) throw new Error(`${id}'s driver has no ticker`);
+    run.clock.ticker();
+  }
+
+  async tick(id: NodeId, times = 1): Promise<void> {
     for (let i = 0; i < times; i++) {
-      this.node(id).tick();
-      this.flush();
+      this.tickOnce(id);
+      await this.flush();
     }
   }
 
   /** Ticks every live node `times` times, delivering nothing. */
-  tickAll(times = 1): void {
+  async tickAll(times = 1): Promise<void> {
     for (let i = 0; i < times; i++) {
-      for (const id of this.ids) if (this.nodes.get(id)) this.node(id).tick();
-      this.flush();
+      for (const id of this.ids) if (this.runs.get(id)) this.tickOnce(id);
+      await this.flush();
     }
   }
 
@@ -247,8 +353,8 @@ export class ScenarioCluster {
    * Delivers the queued messages that match (in order), leaving the rest queued.
    * Messages they cause are queued, not delivered. Returns how many were delivered.
    */
-  deliver(filter: MessageFilter = () => true): number {
-    this.flush();
+  async deliver(filter: MessageFilter = () => true): Promise<number> {
+    await this.flush();
     const now = this.queue;
     this.queue = [];
     let delivered = 0;
@@ -257,30 +363,29 @@ export class ScenarioCluster {
         this.queue.push(m);
         continue;
       }
-      const target = this.nodes.get(m.to);
+      const target = this.runs.get(m.to);
       if (target === null || target === undefined || this.cut.has(`${m.from}>${m.to}`)) continue;
-      if (m.type === 'snapshot') this.receiveSnapshot(target, m);
-      else target.step(m);
+      target.driver.step(m);
       delivered++;
-      this.flush();
+      await this.flush();
     }
     return delivered;
   }
 
   /** Drops queued messages that match; returns how many. */
-  drop(filter: MessageFilter = () => true): number {
-    this.flush();
+  async drop(filter: MessageFilter = () => true): Promise<number> {
+    await this.flush();
     const before = this.queue.length;
     this.queue = this.queue.filter((m) => !filter(m));
     return before - this.queue.length;
   }
 
   /** Delivers until no message is left (cut links drop theirs); `filter` drops non-matching ones. */
-  settle(filter: MessageFilter = () => true, maxRounds = 1000): void {
+  async settle(filter: MessageFilter = () => true, maxRounds = 1000): Promise<void> {
     for (let round = 0; this.queue.length > 0; round++) {
       if (round >= maxRounds) throw new Error(`messages still flowing after ${maxRounds} rounds`);
-      this.drop((m) => !filter(m));
-      this.deliver();
+      await this.drop((m) => !filter(m));
+      await this.deliver();
     }
   }
 
@@ -303,16 +408,22 @@ export class ScenarioCluster {
     this.cut.clear();
   }
 
-  /** Power loss: memory and undelivered messages to the node are gone; storage keeps what was persisted. */
+  /** Power loss: the process (core, driver, clock) and undelivered messages to it are gone; storage keeps what was persisted. */
   crash(id: NodeId): void {
-    this.nodes.set(id, null);
-    this.assemblers.delete(id);
+    const run = this.runs.get(id);
+    if (run) {
+      run.alive = false;
+      run.clock.kill();
+    }
+    this.runs.set(id, null);
+    for (const link of this.streams.keys()) if (link.startsWith(`${id}>`)) this.streams.delete(link);
     this.queue = this.queue.filter((m) => m.to !== id && m.from !== id);
     this.storage.get(id)!.crash();
   }
 
-  restart(id: NodeId): void {
+  async restart(id: NodeId): Promise<void> {
     this.start(id);
+    await this.flush();
   }
 
   /**
@@ -320,40 +431,47 @@ export class ScenarioCluster {
    * all live non-leaders) that know a leader, without them campaigning (their
    * timeouts are longer), so their leader lease expires and they answer vote requests.
    */
-  expireLeases(ids?: readonly NodeId[]): void {
+  async expireLeases(ids?: readonly NodeId[]): Promise<void> {
     for (const id of ids ?? this.ids) {
-      const st = this.nodes.get(id)?.status();
+      const st = this.runs.get(id)?.core.status();
       if (st === undefined || st.role === 'leader') continue;
       // A node that knows no leader may still be in the lease window of one it heard (or of its start).
       const ticks = st.leader !== null ? this.electionTicks : leaseTicksFor(this.electionTicks);
-      for (let i = 0; i < ticks; i++) this.node(id).tick();
+      for (let i = 0; i < ticks; i++) this.tickOnce(id);
     }
-    this.flush();
+    await this.flush();
   }
 
   /** Lets the lease window pass on `id` (ticks it, short of its election timeout), so it may campaign. */
-  passLeaseWindow(id: NodeId): void {
-    for (let i = 0; i < leaseTicksFor(this.electionTicks); i++) this.node(id).tick();
-    this.flush();
+  async passLeaseWindow(id: NodeId): Promise<void> {
+    for (let i = 0; i < leaseTicksFor(this.electionTicks); i++) this.tickOnce(id);
+    await this.flush();
   }
 
   /**
    * Makes `id` campaign and delivers messages until quiet; with `filter`, only the
    * matching ones (the rest are dropped). Returns its status afterwards.
    */
-  elect(id: NodeId, filter: MessageFilter = () => true): Status {
-    this.expireLeases(this.ids.filter((x) => x !== id));
-    this.passLeaseWindow(id);
-    this.node(id).campaign();
-    this.flush();
-    this.settle(filter);
+  async elect(id: NodeId, filter: MessageFilter = () => true): Promise<Status> {
+    await this.expireLeases(this.ids.filter((x) => x !== id));
+    await this.passLeaseWindow(id);
+    await this.campaign(id);
+    await this.settle(filter);
     return this.status(id);
   }
 
+  /** A process starts from its storage and its (durable) state machine; its driver's first Ready waits for the next flush. */
   private start(id: NodeId): void {
-    const loaded = this.storage.get(id)!.loadSync();
+    const storage = this.storage.get(id)!;
+    const loaded = storage.loadSync();
     const offset = this.options.timeoutOffsets?.[id] ?? this.electionTicks - 1;
-    const node = new RaftNode(
+    const applied = this.appliedEntries.get(id)!.length;
+    const run = new Incarnation();
+    const hooks: CoreHooks = {
+      onReady: (rd) => this.reads.get(id)!.push(...rd.readStates),
+      onInstallDecision: (m, installed) => this.snapshotsReceived.push({ node: id, index: m.meta.index, installed }),
+    };
+    run.core = new ScenarioNode(
       {
         id,
         electionTicks: this.electionTicks,
@@ -363,11 +481,37 @@ export class ScenarioCluster {
         maxInflightBytes: 1 << 20,
         maxMessageBytes: this.options.maxMessageBytes ?? 1 << 20,
       },
-      { ...loaded, applied: this.appliedEntries.get(id)!.length },
+      { ...loaded, applied },
+      hooks,
     );
-    this.nodes.set(id, node);
-    this.flush();
+    run.driver = new RaftDriver<Entry, SimStaged>(
+      {
+        node: run.core,
+        storage,
+        transport: { send: (m) => run.alive && this.send(m) },
+        apply: (entries, done) => this.apply(id, entries, done),
+        tickMs: TICK_MS,
+        clock: run.clock,
+        random: new FixedRandom(0),
+        onFatal: (error) => {
+          this.failure ??= { error };
+        },
+        snapshots: this.snapshotIO(id),
+        onSnapshotEvent: (e) => {
+          // Scenario streams are never corrupted: a refused one is a helper or driver bug.
+          if (e.kind === 'refused') this.failure ??= { error: new Error(`${id} refused a snapshot from ${String(e.peer)}: ${String(e.error)}`) };
+        },
+      },
+      applied,
+    );
+    this.runs.set(id, run);
+    run.driver.start();
   }
+}
+
+/** A captured state as one chunk. */
+async function* oneChunk(data: Buffer): AsyncGenerator<Buffer> {
+  yield data;
 }
 
 /** The scenario state machine's snapshot format: its applied entries as JSON. */

@@ -57,12 +57,12 @@ const MAX_SETTLE_ROUNDS = 16;
 const SLOW_CLOCK_RATE = 0.4;
 
 /** An incoming snapshot, staged in memory. */
-interface SimStaged {
+export interface SimStaged {
   readonly bytes: number;
   readonly data: Buffer;
 }
 
-const simStaging: Staging<SimStaged> = () => {
+export const simStaging: Staging<SimStaged> = () => {
   const inner = memoryStaging();
   return {
     write: (part) => inner.write(part),
