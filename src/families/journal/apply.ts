@@ -27,7 +27,9 @@ export interface ClaimedItem {
 }
 
 export type JournalValue =
-  | { readonly op: 'create' | 'configure' | 'drop' | 'extend' | 'done' | 'release' | 'requeue' | 'forget'; readonly journal: string }
+  | { readonly op: 'create' | 'configure' | 'drop' | 'extend' | 'release' | 'requeue' | 'forget'; readonly journal: string }
+  /** `requeued`: a version added while the item was processed is Waiting now. */
+  | { readonly op: 'done'; readonly journal: string; readonly requeued: boolean }
   | { readonly op: 'add'; readonly journal: string; readonly inserted: number; readonly merged: number; readonly deferred: number }
   | { readonly op: 'claim'; readonly journal: string; readonly lease: number; readonly items: readonly ClaimedItem[] }
   | { readonly op: 'timeout'; readonly journal: string; readonly requeued: readonly string[]; readonly flagged: readonly string[] }
@@ -78,8 +80,12 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       if (item === null || item.status !== 'processing' || item.lease !== c.lease) {
         return failure('CONFLICT', `${c.key} in ${journal} is not held by lease ${c.lease} (it timed out, was done or released, or was claimed again)`);
       }
+      if (c.op === 'done') {
+        const next = afterDone(item);
+        tx.set(c.key, next);
+        return commit({ op: 'done', journal, requeued: next !== null });
+      }
       if (c.op === 'extend') tx.set(c.key, { ...item, startedAt: ctx.now });
-      else if (c.op === 'done') tx.set(c.key, afterDone(item));
       else tx.set(c.key, backToWaiting(c.processAt === undefined ? item : { ...item, processAt: c.processAt }));
       return commit({ op: c.op, journal });
     }

@@ -345,7 +345,13 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   feed.applied(outcome.index, v.op === 'timeout' ? { name: v.journal, keys: v.flagged } : undefined);
   count(fe, v);
   const available =
-    v.op === 'add' ? v.inserted + v.merged + v.deferred : v.op === 'release' || v.op === 'requeue' || v.op === 'done' ? 1 : v.op === 'timeout' ? v.requeued.length + v.flagged.length : 0;
+    v.op === 'add'
+      ? v.inserted + v.merged
+      : v.op === 'release' || v.op === 'requeue' || (v.op === 'done' && v.requeued)
+        ? 1
+        : v.op === 'timeout'
+          ? v.requeued.length + v.flagged.length
+          : 0;
   if (available > 0) waiters(fe).wake(v.journal, available);
 }
 

@@ -66,6 +66,9 @@ describe('merging by key (seed 002)', () => {
       if (ending === 'timeout') {
         h.now += SETTINGS.timeoutMs;
         await h.ok({ op: 'timeout', name: 'jobs', claims: [['a', lease]] });
+      } else if (ending === 'done') {
+        // The result says the kept version is Waiting now: the server wakes a waiting claimer for it.
+        expect(await h.ok({ op: 'done', name: 'jobs', key: 'a', lease })).toEqual({ op: 'done', journal: 'jobs', requeued: true });
       } else {
         await h.ok({ op: ending, name: 'jobs', key: 'a', lease });
       }
@@ -140,7 +143,7 @@ describe('claims and leases', () => {
       expect(result, op).toMatchObject({ ok: false, code: 'CONFLICT' });
     }
     expect(await h.items('jobs')).toEqual(before);
-    await h.ok({ op: 'done', name: 'jobs', key: 'a', lease: second });
+    expect(await h.ok({ op: 'done', name: 'jobs', key: 'a', lease: second })).toEqual({ op: 'done', journal: 'jobs', requeued: false });
     for (const op of ['extend', 'done', 'release'] as const) {
       expect(await h.run({ op, name: 'jobs', key: 'a', lease: second }), op).toMatchObject({ ok: false, code: 'CONFLICT' });
     }
