@@ -28,8 +28,8 @@ export interface ClaimedItem {
 
 export type JournalValue =
   | { readonly op: 'create' | 'configure' | 'drop' | 'extend' | 'release' | 'requeue' | 'forget'; readonly journal: string }
-  /** `requeued`: a version added while the item was processed is Waiting now. */
-  | { readonly op: 'done'; readonly journal: string; readonly requeued: boolean }
+  /** `requeued`: a version added while the item was processed is Waiting now; `next`: what a done that also claimed took. */
+  | { readonly op: 'done'; readonly journal: string; readonly requeued: boolean; readonly next?: { readonly lease: number; readonly items: readonly ClaimedItem[] } }
   | { readonly op: 'add'; readonly journal: string; readonly inserted: number; readonly merged: number; readonly deferred: number }
   | { readonly op: 'claim'; readonly journal: string; readonly lease: number; readonly items: readonly ClaimedItem[] }
   | { readonly op: 'timeout'; readonly journal: string; readonly requeued: readonly string[]; readonly flagged: readonly string[] }
@@ -81,9 +81,13 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
         return failure('CONFLICT', `${c.key} in ${journal} is not held by lease ${c.lease} (it timed out, was done or released, or was claimed again)`);
       }
       if (c.op === 'done') {
-        const next = afterDone(item);
-        tx.set(c.key, next);
-        return commit({ op: 'done', journal, requeued: next !== null });
+        const after = afterDone(item);
+        tx.set(c.key, after);
+        if (c.claim === undefined) return commit({ op: 'done', journal, requeued: after !== null });
+        // The worker's next job in the same entry: claimed after the done, under this entry's lease.
+        const floors: Floor[] = [];
+        const items = await claim(tx, c.claim, ctx, state, floors);
+        return commit({ op: 'done', journal, requeued: after !== null, next: { lease: ctx.index, items } }, undefined, floors);
       }
       if (c.op === 'extend') tx.set(c.key, { ...item, startedAt: ctx.now });
       else tx.set(c.key, backToWaiting(c.processAt === undefined ? item : { ...item, processAt: c.processAt }));

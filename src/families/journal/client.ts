@@ -147,6 +147,15 @@ export class JournalClient {
     await this.call('journal.done', { name, key, lease });
   }
 
+  /**
+   * Done, and in the same entry a claim of up to `max` due items (a worker's next job,
+   * one round trip and one Raft entry instead of two). It never waits: with nothing
+   * due the claim is empty.
+   */
+  async doneAndClaim(name: string, key: string, lease: number, max = 1): Promise<Claim> {
+    return (await this.call('journal.done', { name, key, lease, claim: max })) as unknown as Claim;
+  }
+
   async release(name: string, key: string, lease: number, processAt?: number): Promise<void> {
     await this.call('journal.release', { name, key, lease, ...(processAt === undefined ? {} : { processAt }) });
   }
@@ -225,21 +234,29 @@ export class JournalClient {
     let stopping = false;
     const loops: Array<Promise<void>> = [];
     const runOne = async (timeoutMs: number): Promise<void> => {
+      // The next job, when the last done claimed it in the same entry.
+      let next: Claim | null = null;
       while (!stopping) {
         let claim: Claim;
-        try {
-          claim = await this.claim(name, { max: 1, waitMs });
-        } catch (err) {
-          if (stopping) return;
-          if (this.closed || (err instanceof VeraError && err.code === 'NOT_FOUND')) throw err;
-          continue; // the client retries its connection; ask again
+        if (next !== null && next.items.length > 0) {
+          claim = next;
+        } else {
+          try {
+            claim = await this.claim(name, { max: 1, waitMs });
+          } catch (err) {
+            if (stopping) return;
+            if (this.closed || (err instanceof VeraError && err.code === 'NOT_FOUND')) throw err;
+            continue; // the client retries its connection; ask again
+          }
         }
+        next = null;
         for (const item of claim.items) {
           const keepAlive = setInterval(() => void this.extend(name, item.key, claim.lease).catch(() => undefined), Math.max(50, timeoutMs / 3));
           try {
             await handler(item);
             clearInterval(keepAlive);
-            await this.done(name, item.key, claim.lease).catch(ignoreLostLease);
+            if (stopping) await this.done(name, item.key, claim.lease).catch(ignoreLostLease);
+            else next = await this.doneAndClaim(name, item.key, claim.lease).catch((err: unknown) => (ignoreLostLease(err), null));
           } catch (err) {
             clearInterval(keepAlive);
             options.onError?.(err, item);
@@ -247,6 +264,8 @@ export class JournalClient {
           }
         }
       }
+      // Stopped with a job already claimed for it: hand it back rather than let it time out.
+      for (const item of (next as Claim | null)?.items ?? []) await this.release(name, item.key, next!.lease).catch(() => undefined);
     };
     const started = this.show(name).then((info) => {
       for (let i = 0; i < concurrency; i++) loops.push(runOne(info.settings.timeoutMs));

@@ -27,7 +27,8 @@ export type JournalCommand =
   | { readonly op: 'add'; readonly name: string; readonly items: readonly AddedItem[] }
   | { readonly op: 'claim'; readonly name: string; readonly max: number }
   | { readonly op: 'extend'; readonly name: string; readonly key: string; readonly lease: number }
-  | { readonly op: 'done'; readonly name: string; readonly key: string; readonly lease: number }
+  /** `claim`: also claim up to this many items under this entry's lease (a worker's next job, in the same entry). */
+  | { readonly op: 'done'; readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number }
   | { readonly op: 'release'; readonly name: string; readonly key: string; readonly lease: number; readonly processAt?: number }
   | { readonly op: 'timeout'; readonly name: string; readonly claims: ReadonlyArray<readonly [string, number]> }
   | { readonly op: 'expire'; readonly name: string; readonly max: number }

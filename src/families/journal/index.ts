@@ -44,7 +44,17 @@ export const journal: Family<JournalCommand, JournalState> = {
     add: { fields: ['name', 'items'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'add', name: nameField(c.name), items: itemsField(c.items) }) },
     claim: { fields: ['name', 'max'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'claim', name: nameField(c.name), max: countField(c.max, 'max', MAX_CLAIM_ITEMS) }) },
     extend: { fields: ['name', 'key', 'lease'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'extend', name: nameField(c.name), key: keyField(c.key), lease: leaseField(c.lease) }) },
-    done: { fields: ['name', 'key', 'lease'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'done', name: nameField(c.name), key: keyField(c.key), lease: leaseField(c.lease) }) },
+    done: {
+      fields: ['name', 'key', 'lease', 'claim'],
+      since: JOURNAL_SINCE,
+      decode: (c) => ({
+        op: 'done',
+        name: nameField(c.name),
+        key: keyField(c.key),
+        lease: leaseField(c.lease),
+        ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }),
+      }),
+    },
     release: {
       fields: ['name', 'key', 'lease', 'processAt'],
       since: JOURNAL_SINCE,

@@ -108,8 +108,11 @@ const handlers: Record<string, Handler> = {
     return {};
   },
   'journal.done': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'done', name: r.name as string, key: r.key as string, lease: r.lease as number });
-    return {};
+    const claim = r.claim as number | undefined;
+    const value = await propose(fe, { op: 'done', name: r.name as string, key: r.key as string, lease: r.lease as number, ...(claim === undefined ? {} : { claim }) });
+    if (value.op !== 'done') throw new VeraError('INTERNAL', 'done gave another result');
+    // With `claim`, the reply is a claim's: the worker's next items, under the done's entry.
+    return value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items.map((i) => ({ ...i })) };
   },
   'journal.release': async ({ fe, request: r }) => {
     const processAt = r.processAt as number | undefined;
@@ -253,7 +256,10 @@ function count(fe: FrontEnd, v: Exclude<JournalValue, { op: 'limits' }>): void {
   }
   if (v.op === 'add') c.added += v.inserted + v.merged + v.deferred;
   else if (v.op === 'claim') c.claimed += v.items.length;
-  else if (v.op === 'done') c.done++;
+  else if (v.op === 'done') {
+    c.done++;
+    c.claimed += v.next?.items.length ?? 0;
+  }
   else if (v.op === 'release') c.released++;
   else if (v.op === 'timeout') {
     c.timeouts += v.requeued.length + v.flagged.length;

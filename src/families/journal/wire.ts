@@ -113,7 +113,14 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
     },
   ],
   ['journal.extend', (f, id) => (only(f, ['name', 'key', 'lease']), { id, op: 'journal.extend', name: name(f), key: key(f.key), lease: lease(f) })],
-  ['journal.done', (f, id) => (only(f, ['name', 'key', 'lease']), { id, op: 'journal.done', name: name(f), key: key(f.key), lease: lease(f) })],
+  [
+    'journal.done',
+    (f, id) => {
+      only(f, ['name', 'key', 'lease', 'claim']);
+      const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
+      return { id, op: 'journal.done', name: name(f), key: key(f.key), lease: lease(f), ...(claim === undefined ? {} : { claim }) };
+    },
+  ],
   [
     'journal.release',
     (f, id) => {

@@ -24,6 +24,7 @@ const command: fc.Arbitrary<JournalCommand> = fc.oneof(
   { weight: 4, arbitrary: fc.array(fc.record({ key, data: fc.integer(), priority: fc.constantFrom(0, 10, 200), processAt: date, expiresAt: fc.constantFrom(0, T0 + 500, T0 + 5000) }, { requiredKeys: ['key', 'data'] }), { minLength: 1, maxLength: 4 }).map((items) => ({ op: 'add' as const, name: 'j', items })) },
   { weight: 4, arbitrary: fc.integer({ min: 1, max: 3 }).map((max) => ({ op: 'claim' as const, name: 'j', max })) },
   { weight: 3, arbitrary: fc.tuple(fc.constantFrom('done' as const, 'extend' as const), key, lease).map(([op, k, l]) => ({ op, name: 'j', key: k, lease: l })) },
+  { weight: 2, arbitrary: fc.tuple(key, lease, fc.integer({ min: 1, max: 3 })).map(([k, l, claim]) => ({ op: 'done' as const, name: 'j', key: k, lease: l, claim })) },
   { weight: 2, arbitrary: fc.tuple(key, lease, fc.option(date, { nil: undefined })).map(([k, l, processAt]) => ({ op: 'release' as const, name: 'j', key: k, lease: l, ...(processAt === undefined ? {} : { processAt }) })) },
   { weight: 2, arbitrary: fc.array(fc.tuple(key, lease), { minLength: 1, maxLength: 3 }).map((claims) => ({ op: 'timeout' as const, name: 'j', claims })) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }).map((max) => ({ op: 'expire' as const, name: 'j', max })) },
@@ -42,7 +43,7 @@ function entries(list: readonly Step[]): Entry[] {
     let resolved: JournalCommand = c;
     if ('lease' in c) resolved = { ...c, lease: resolve(c.lease) };
     if (c.op === 'timeout') resolved = { ...c, claims: c.claims.map(([k, l]) => [k, resolve(l)] as const) };
-    if (c.op === 'claim') lastClaim = i + 1;
+    if (c.op === 'claim' || (c.op === 'done' && c.claim !== undefined)) lastClaim = i + 1;
     return { index: i + 1, term: 1, kind: 'command', data: encodeCommand({ family: 'journal', ...resolved } as never, now) };
   });
 }

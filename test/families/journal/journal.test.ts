@@ -128,6 +128,26 @@ describe('claims and leases', () => {
     expect(rest.items.map((i) => i.key)).toEqual(keys.slice(12));
   });
 
+  it('a done may claim the next items in the same entry, under that entry\u2019s lease', async () => {
+    const h = await withJournal();
+    await h.ok({ op: 'add', name: 'jobs', items: ['a', 'b', 'c'].map((key, i) => ({ key, data: i, processAt: h.now - 10 + i })) });
+    const first = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 1 }));
+    expect(first.items.map((i) => i.key)).toEqual(['a']);
+    const lease = h.nextIndex;
+    expect(await h.ok({ op: 'done', name: 'jobs', key: 'a', lease: first.lease, claim: 2 })).toMatchObject({
+      op: 'done',
+      requeued: false,
+      next: { lease, items: [{ key: 'b', data: 1 }, { key: 'c', data: 2 }] },
+    });
+    const items = await h.items('jobs');
+    expect([...items.keys()].sort()).toEqual(['b', 'c']);
+    expect(items.get('b')).toMatchObject({ status: 'processing', lease });
+    // With nothing due the claim part is empty; a refused done claims nothing either.
+    expect(await h.ok({ op: 'done', name: 'jobs', key: 'b', lease, claim: 1 })).toMatchObject({ next: { items: [] } });
+    expect(await h.run({ op: 'done', name: 'jobs', key: 'b', lease, claim: 1 })).toMatchObject({ ok: false, code: 'CONFLICT' });
+    expect((await h.items('jobs')).get('c')).toMatchObject({ status: 'processing', lease });
+  });
+
   it('a stale lease changes nothing and is a CONFLICT in extend, done and release (after a timeout and a new claim, and after done)', async () => {
     const h = await withJournal();
     await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 0 }] });
