@@ -30,6 +30,7 @@ import { EtcdCluster } from './systems/etcd.js';
 import { DISPLAY_NAMES, type Cluster, type SystemName } from './systems/system.js';
 import { VeraCluster } from './systems/vera.js';
 import { ZooKeeperCluster } from './systems/zookeeper.js';
+import { runJournalBench, type JournalBenchOptions } from './journal/run.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** The hand-written reading of the targets Vera misses, placed in the report under the targets table. */
@@ -41,6 +42,8 @@ const ANALYSIS_FILE = join(ROOT, 'bench/report/analysis.md');
  * busy machine). S7 grows the data while its share of the budget lasts.
  */
 const BUDGET_MS = { full: 14 * 60_000, quick: 2.4 * 60_000, scale: 50 * 60_000 } as const;
+/** J1 (bench/journal): four queues, three worker levels capped at 15 s each, lateness, a dead worker. */
+const JOURNAL_BUDGET_MS = { full: 5 * 60_000, quick: 1.5 * 60_000 } as const;
 /** The watchdog's grace past the budget before it kills everything. */
 const WATCHDOG_GRACE_MS = { full: 40_000, quick: 15_000, scale: 60_000 } as const;
 
@@ -74,7 +77,8 @@ async function main(): Promise<number> {
   installSignalHandlers();
   const runStart = performance.now();
   const mode = options.quick ? 'quick' : options.scale ? 'scale' : 'full';
-  const budgetMs = BUDGET_MS[mode];
+  // J1 has a budget of its own, after the main run's (or alone with --journal-only).
+  const budgetMs = (options.journal === 'only' ? 0 : BUDGET_MS[mode]) + (options.journal === 'no' ? 0 : JOURNAL_BUDGET_MS[options.quick ? 'quick' : 'full']);
   // The last line of defence: whatever hangs, the suite ends, and takes its servers with it.
   const graceMs = WATCHDOG_GRACE_MS[mode];
   const watchdog = setTimeout(() => {
@@ -94,6 +98,13 @@ async function main(): Promise<number> {
   const command = `npm run bench${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`;
   const logDir = mkdtempSync(join(tmpdir(), 'vera-bench-logs-'));
   log(`${mode} run of ${options.systems.join(', ')}; server logs in ${logDir} (removed after a run without failures)`);
+
+  if (options.journal === 'only') {
+    const journal = await runJournalBench(journalOptions(options, logDir, startedAt, command), log);
+    clearTimeout(watchdog);
+    if (journal.failures === 0) rmSync(logDir, { recursive: true, force: true });
+    return journal.failures > 0 ? 1 : 0;
+  }
 
   const machine = machineInfo();
   if (machine.loadAverage1m > machine.cpus) {
@@ -178,11 +189,19 @@ async function main(): Promise<number> {
   const endLoad = loadavg()[0] ?? 0;
   if (endLoad > machine.cpus) log(`warning: load average ${endLoad.toFixed(1)} at the end of the run`);
   log(`wrote ${relative(ROOT, options.docsFile)} after ${Math.round((performance.now() - runStart) / 1000)} s${failures > 0 ? `; ${failures} scenario run(s) failed (see the report)` : ''}`);
+  if (options.journal === 'after') {
+    const journal = await runJournalBench(journalOptions({ ...options, docsFile: join(dirname(options.docsFile), 'performance-journal.md') }, logDir, startedAt, command), log);
+    failures += journal.failures;
+  }
   clearTimeout(watchdog);
   // Server logs are only worth keeping when something went wrong.
   if (failures === 0) rmSync(logDir, { recursive: true, force: true });
   else log(`server logs kept in ${logDir}`);
   return failures > 0 ? 1 : 0;
+}
+
+function journalOptions(options: BenchOptions, logDir: string, startedAt: string, command: string): JournalBenchOptions {
+  return { quick: options.quick, outDir: options.outDir, docsFile: options.docsFile, logDir, filePrefix: `${startedAt.slice(0, 10)}-`, command, root: ROOT };
 }
 
 interface RunOptions {

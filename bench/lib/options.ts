@@ -13,6 +13,8 @@ export interface BenchOptions {
   readonly docsFile: string;
   /** Take a CPU profile of the Vera leader during an S2 run. */
   readonly profile: boolean;
+  /** J1, the journal against BullMQ and pg-boss: after the main run, alone, or not at all. */
+  readonly journal: 'after' | 'only' | 'no';
 }
 
 export class BenchUsageError extends Error {
@@ -27,6 +29,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --out DIR        where result JSON and plots go (default: bench/results)
   --docs FILE      report to regenerate (default: docs/performance.md)
   --no-profile     skip the CPU profile of the Vera leader
+  --journal-only   J1 alone: the journal against BullMQ and pg-boss
+                   (report in docs/performance-journal.md)
+  --no-journal     skip J1
   --help           this text`;
 
 export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptions | 'help' {
@@ -36,6 +41,7 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   let outDir = resolve(cwd, 'bench/results');
   let docsFile: string | null = null;
   let profile = true;
+  let journal: BenchOptions['journal'] = 'after';
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -69,6 +75,12 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
       case '--no-profile':
         profile = false;
         break;
+      case '--journal-only':
+        journal = 'only';
+        break;
+      case '--no-journal':
+        journal = 'no';
+        break;
       case '--help':
       case '-h':
         return 'help';
@@ -77,5 +89,9 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
     }
   }
   if (quick && scale) throw new BenchUsageError('--quick and --scale do not go together');
-  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, scale ? 'docs/performance-scale.md' : 'docs/performance.md'), profile };
+  if (argv.includes('--journal-only') && argv.includes('--no-journal')) throw new BenchUsageError('--journal-only and --no-journal do not go together');
+  // The scale run is S7 alone; J1 runs with the ordinary and quick runs.
+  if (scale && journal === 'after') journal = 'no';
+  const defaultDocs = journal === 'only' ? 'docs/performance-journal.md' : scale ? 'docs/performance-scale.md' : 'docs/performance.md';
+  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, defaultDocs), profile, journal };
 }

@@ -21,6 +21,15 @@ let aptUpdated = false;
 export function ensureSystem(system: SystemName, log: (m: string) => void): Availability {
   if (system === 'vera') return { available: true, note: 'built from this tree' };
   const { pkg, present } = PACKAGES[system];
+  return ensureInstalled(pkg, present, log);
+}
+
+/** A Debian package the journal benchmark needs (redis-server, postgresql); `command` tells whether it is there. */
+export function ensurePackage(pkg: string, command: string | null, log: (m: string) => void): Availability {
+  return ensureInstalled(pkg, () => (command === null ? spawnSync('dpkg', ['-s', pkg], { stdio: 'ignore' }).status === 0 : commandExists(command)), log);
+}
+
+function ensureInstalled(pkg: string, present: () => boolean, log: (m: string) => void): Availability {
   if (present()) return { available: true, note: `${pkg} already installed` };
   if (!commandExists('apt-get')) return { available: false, note: `${pkg} is not installed and apt-get is not available` };
   log(`installing ${pkg} with apt-get (one-time)`);

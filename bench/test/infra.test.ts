@@ -13,11 +13,14 @@ import { parseProcStatus, readProcMemory } from '../lib/rss.js';
 describe('options', () => {
   it('defaults to every system and the repository paths', () => {
     const o = parseBenchArgs([], '/repo');
-    expect(o).toEqual({ systems: ['vera', 'etcd', 'zookeeper'], quick: false, scale: false, outDir: '/repo/bench/results', docsFile: '/repo/docs/performance.md', profile: true });
+    expect(o).toEqual({ systems: ['vera', 'etcd', 'zookeeper'], quick: false, scale: false, outDir: '/repo/bench/results', docsFile: '/repo/docs/performance.md', profile: true, journal: 'after' });
   });
 
   it('sends a --scale run to its own report, and refuses it with --quick', () => {
-    expect(parseBenchArgs(['--scale'], '/repo')).toMatchObject({ scale: true, docsFile: '/repo/docs/performance-scale.md' });
+    expect(parseBenchArgs(['--scale'], '/repo')).toMatchObject({ scale: true, docsFile: '/repo/docs/performance-scale.md', journal: 'no' });
+    expect(parseBenchArgs(['--journal-only'], '/repo')).toMatchObject({ journal: 'only', docsFile: '/repo/docs/performance-journal.md' });
+    expect(parseBenchArgs(['--no-journal', '--quick'], '/repo')).toMatchObject({ journal: 'no', quick: true, docsFile: '/repo/docs/performance.md' });
+    expect(() => parseBenchArgs(['--journal-only', '--no-journal'], '/repo')).toThrow(/do not go together/);
     expect(parseBenchArgs(['--scale', '--docs', 'x.md'], '/repo')).toMatchObject({ scale: true, docsFile: '/repo/x.md' });
     expect(() => parseBenchArgs(['--scale', '--quick'], '/repo')).toThrow(/--quick and --scale do not go together/);
   });
