@@ -72,10 +72,13 @@ export class PendingReads implements PlanReads {
     if (staged.size === 0) return this.db.keys(range).all();
     added.sort(Buffer.compare);
     // Merge the db's keys (less those deleted or rewritten here) with the ones written here.
+    // At most staged.size of the db's keys drop out, so that many more than the limit is
+    // enough, read in one go (an iterator stepped key by key costs a thread-pool trip each).
     const out: Buffer[] = [];
     let next = 0;
     const { limit: _limit, ...bounds } = range;
-    for await (const key of this.db.keys(bounds)) {
+    const fromDb = await this.db.keys(limit === Infinity ? bounds : { ...bounds, limit: limit + staged.size }).all();
+    for (const key of fromDb) {
       while (next < added.length && Buffer.compare(added[next]!, key) < 0 && out.length < limit) out.push(added[next++]!);
       if (out.length >= limit) return out;
       if (staged.has(key.toString('latin1'))) continue; // deleted here, or rewritten and already among `added`

@@ -5,10 +5,11 @@
 import type { ApplyError } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
 import { type AddedItem, type JournalCommand } from './commands.js';
-import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey } from './keys.js';
+import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey, priorityRange } from './keys.js';
 import { encodeDefinition, encodeLimits, type FlaggedItem, type JournalDefinition, type JournalItem } from './records.js';
 import { added, afterDone, afterExpiry, backToWaiting, isExpired, type Incoming } from './rules.js';
-import type { JournalState } from './state.js';
+import type { DueFront, JournalState } from './state.js';
+import type { PlanReads } from '../../statemachine/pending-reads.js';
 import { JournalTx } from './tx.js';
 
 /** Expired items a claim deletes when it meets them, at most, per entry (the rest wait for the expiry duty). */
@@ -51,14 +52,15 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
   if (c.op === 'drop') return drop(c.name, existing, ctx, state);
   if (existing.dropping) return failure('NOT_FOUND', `journal ${c.name} is being dropped`);
   const tx = new JournalTx(ctx.reads, c.name, existing);
-  const commit = (value: JournalValue, definition = tx.definitionAfter(), floors: readonly Floor[] = []): Plan => {
+  const commit = (value: JournalValue, definition = tx.definitionAfter(), fronts: readonly Front[] = []): Plan => {
     const ops = tx.ops(definition);
-    const puts = [...tx.waitingPuts];
+    const changes = [...tx.waitingChanges];
     return success(value, ops, [
       () => {
         state.journals.set(c.name, definition);
-        for (const f of floors) state.raiseFloor(c.name, f.priority, f.key);
-        for (const p of puts) state.keepFloorBelow(c.name, p.priority, p.key);
+        // Fronts a claim read hold the index as it was before this entry; then this entry's changes.
+        for (const f of fronts) state.setFront(c.name, f.priority, f.front);
+        for (const w of changes) state.noteWaiting(c.name, w.priority, w.key, w.put);
       },
     ]);
   };
@@ -69,9 +71,9 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
     case 'add':
       return add(c.items, tx, ctx.now, commit);
     case 'claim': {
-      const floors: Floor[] = [];
-      const items = await claim(tx, c.max, ctx, state, floors);
-      return commit({ op: 'claim', journal, lease: ctx.index, items }, undefined, floors);
+      const fronts: Front[] = [];
+      const items = await claim(tx, c.max, ctx, state, fronts);
+      return commit({ op: 'claim', journal, lease: ctx.index, items }, undefined, fronts);
     }
     case 'extend':
     case 'done':
@@ -85,9 +87,9 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
         tx.set(c.key, after);
         if (c.claim === undefined) return commit({ op: 'done', journal, requeued: after !== null });
         // The worker's next job in the same entry: claimed after the done, under this entry's lease.
-        const floors: Floor[] = [];
-        const items = await claim(tx, c.claim, ctx, state, floors);
-        return commit({ op: 'done', journal, requeued: after !== null, next: { lease: ctx.index, items } }, undefined, floors);
+        const fronts: Front[] = [];
+        const items = await claim(tx, c.claim, ctx, state, fronts);
+        return commit({ op: 'done', journal, requeued: after !== null, next: { lease: ctx.index, items } }, undefined, fronts);
       }
       if (c.op === 'extend') tx.set(c.key, { ...item, startedAt: ctx.now });
       else tx.set(c.key, backToWaiting(c.processAt === undefined ? item : { ...item, processAt: c.processAt }));
@@ -153,7 +155,7 @@ async function add(items: readonly AddedItem[], tx: JournalTx, now: number, comm
 }
 
 /** Up to `max` Waiting, due, unexpired items in (priority, process date, key) order become Processing under this entry's lease. */
-async function claim(tx: JournalTx, max: number, { reads, now, index }: PlanContext, state: JournalState, floors: Floor[]): Promise<ClaimedItem[]> {
+async function claim(tx: JournalTx, max: number, { reads, now, index }: PlanContext, state: JournalState, fronts: Front[]): Promise<ClaimedItem[]> {
   const claimed: ClaimedItem[] = [];
   let expiredBudget = EXPIRED_PER_CLAIM;
   const priorities = Object.keys(tx.definition.counts.byPriority)
@@ -161,56 +163,66 @@ async function claim(tx: JournalTx, max: number, { reads, now, index }: PlanCont
     .sort((a, b) => a - b);
   for (const priority of priorities) {
     if (claimed.length >= max) break;
-    // At most this many index keys are looked at in this priority: what is still wanted plus the
-    // expired items a claim may clear on the way. They are read in small chunks, since a claim
-    // usually takes the first few: an iterator left to read ahead fetches hundreds of keys.
+    const due = dueRange(tx.name, priority, now);
+    const all = priorityRange(tx.name, priority);
+    // The index's front in memory (state.ts), read from the db when there is none yet.
+    let front = state.frontOf(tx.name, priority);
+    if (front === undefined) {
+      front = await readFront(reads, all.gte, all.lt);
+      fronts.push({ priority, front });
+    }
+    // At most this many index keys are looked at in this priority: what is still wanted plus
+    // the expired items a claim may clear on the way.
     const bound = max - claimed.length + expiredBudget;
     let looked = 0;
-    const range = dueRange(tx.name, priority, now);
-    const floor = state.floorOf(tx.name, priority);
-    const start = floor !== undefined && Buffer.compare(floor, range.gte) > 0 ? { gte: floor, lt: range.lt } : range;
-    let after: Buffer | undefined;
-    let firstLeft: Buffer | undefined; // the first key looked at that stays in the index
-    while (claimed.length < max && looked < bound) {
-      const chunk = Math.min(bound - looked, max - claimed.length + CLAIM_SLACK);
-      const keys = await reads.keys({ ...(after === undefined ? start : { gt: after, lt: range.lt }), limit: chunk });
-      for (const indexKey of keys) {
-        if (claimed.length >= max) break;
-        looked++;
-        after = indexKey;
-        const key = keyAfterDate(indexKey, tx.name, 1);
-        const item = await tx.get(key);
-        const stays = item === null || item.status !== 'waiting' || (isExpired(item.expiresAt, now) && expiredBudget === 0);
-        if (stays) {
-          firstLeft ??= indexKey;
-          continue;
+    for (let i = 0; claimed.length < max && looked < bound; ) {
+      if (i === front.keys.length) {
+        // Past what the front holds: more of the index may be due beyond it.
+        if (front.end === null || Buffer.compare(front.end, due.lt) >= 0) break;
+        const more = await readFront(reads, front.end, all.lt);
+        if (more.keys.length === 0 && more.end === null) {
+          front = { keys: front.keys, end: null };
+        } else {
+          front = { keys: front.keys.concat(more.keys), end: more.end };
         }
-        if (isExpired(item.expiresAt, now)) {
-          expiredBudget--;
-          tx.set(key, afterExpiry(item, now));
-          continue;
-        }
-        tx.set(key, { ...item, status: 'processing', startedAt: now, lease: index });
-        claimed.push({ key, data: item.data, priority: item.priority, processAt: item.processAt, insertedAt: item.insertedAt, timeouts: item.timeouts });
+        fronts.push({ priority, front });
+        if (i === front.keys.length) break;
       }
-      if (keys.length < chunk) break; // the due range is exhausted
+      const indexKey = front.keys[i++]!;
+      if (Buffer.compare(indexKey, due.lt) >= 0) break; // in order: the rest are not due yet
+      looked++;
+      const key = keyAfterDate(indexKey, tx.name, 1);
+      const item = await tx.get(key);
+      if (item === null || item.status !== 'waiting') continue;
+      if (isExpired(item.expiresAt, now)) {
+        if (expiredBudget === 0) continue;
+        expiredBudget--;
+        tx.set(key, afterExpiry(item, now));
+        continue;
+      }
+      tx.set(key, { ...item, status: 'processing', startedAt: now, lease: index });
+      claimed.push({ key, data: item.data, priority: item.priority, processAt: item.processAt, insertedAt: item.insertedAt, timeouts: item.timeouts });
     }
-    // Everything before the first key left (or after the last one looked at) is gone from the index.
-    if (after !== undefined) floors.push({ priority, key: firstLeft ?? Buffer.concat([after, ZERO]) });
   }
   return claimed;
 }
 
-/** A claim's new floor in one priority (state.ts). */
-interface Floor {
+/** Index keys a front is read with at a time. */
+const FRONT_KEYS = 256;
+
+/** Up to FRONT_KEYS live Waiting index keys from `from`, and where what was read stops being complete. */
+async function readFront(reads: PlanReads, from: Buffer, to: Buffer): Promise<DueFront> {
+  const keys = await reads.keys({ gte: from, lt: to, limit: FRONT_KEYS });
+  return { keys, end: keys.length < FRONT_KEYS ? null : Buffer.concat([keys[keys.length - 1]!, ZERO]) };
+}
+
+/** A front a claim read or extended (state.ts), to keep once the entry is applied. */
+interface Front {
   readonly priority: number;
-  readonly key: Buffer;
+  readonly front: DueFront;
 }
 
 const ZERO = Buffer.from([0]);
-
-/** Keys a claim reads beyond what it still wants, per chunk: room for a few expired ones without another read. */
-const CLAIM_SLACK = 8;
 
 /** Claims the leader found past the journal's timeout: back to Waiting with one more timeout, or flagged past the maximum. */
 async function timeout(claims: ReadonlyArray<readonly [string, number]>, tx: JournalTx, now: number): Promise<JournalValue> {
@@ -261,9 +273,9 @@ async function drop(name: string, definition: JournalDefinition, { db }: PlanCon
   else ops.push({ type: 'put', key: definitionKey(name), value: encodeDefinition(after) });
   return success({ op: 'drop', journal: name }, ops, [
     () => {
+      state.forgetFronts(name); // a drop deletes index keys behind the fronts' back
       if (!finished) return void state.journals.set(name, after);
       state.journals.delete(name);
-      state.forgetFloors(name);
     },
   ]);
 }

@@ -22,33 +22,44 @@ export class JournalState {
     return state;
   }
 
-  // Per journal and priority, a key no live Waiting index key is below. Claims take
-  // from the front of the index, so LevelDB keeps a growing run of deleted keys
-  // there until it compacts; a claim that seeks from the range's start steps over
-  // all of them. Starting at the floor skips them. Memory only, and only ever a
-  // lower bound, so where a claim starts never changes what it finds: after a
-  // restart or a snapshot the floors are gone and the first claim starts at the
-  // range's start.
-  private readonly floors = new Map<string, Buffer>();
+  // Per journal and priority, the front of the Waiting index held in memory: every
+  // live index key below `end` (all of them when `end` is null), in order. A claim
+  // takes from it without reading LevelDB: reading the index for every claim cost a
+  // thread-pool round trip each (claims are planned one after another), and stepped
+  // over the deleted keys of earlier claims, which LevelDB keeps until it compacts.
+  // Kept exact by noteWaiting, which every write to the index passes through (a
+  // journal tx's ops); built by a claim when missing, so after a restart or a
+  // snapshot the first claim reads it. It never changes what a claim finds, only
+  // where it looks.
+  private readonly fronts = new Map<string, DueFront>();
 
-  floorOf(name: string, priority: number): Buffer | undefined {
-    return this.floors.get(floorName(name, priority));
+  frontOf(name: string, priority: number): DueFront | undefined {
+    return this.fronts.get(frontName(name, priority));
   }
 
-  /** After a claim: nothing below `key` is left in the index of this priority. */
-  raiseFloor(name: string, priority: number, key: Buffer): void {
-    this.floors.set(floorName(name, priority), key);
+  setFront(name: string, priority: number, front: DueFront): void {
+    this.fronts.set(frontName(name, priority), front);
   }
 
-  /** A Waiting index key was written: the floor must not be above it. */
-  keepFloorBelow(name: string, priority: number, key: Buffer): void {
-    const id = floorName(name, priority);
-    const floor = this.floors.get(id);
-    if (floor !== undefined && Buffer.compare(key, floor) < 0) this.floors.set(id, key);
+  /** A Waiting index key of `name` was written (`put`) or deleted: the front follows. */
+  noteWaiting(name: string, priority: number, key: Buffer, put: boolean): void {
+    const front = this.fronts.get(frontName(name, priority));
+    if (front === undefined || (front.end !== null && Buffer.compare(key, front.end) >= 0)) return;
+    const keys = front.keys;
+    let lo = 0;
+    let hi = keys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (Buffer.compare(keys[mid]!, key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    const present = lo < keys.length && keys[lo]!.equals(key);
+    if (put && !present) keys.splice(lo, 0, key);
+    else if (!put && present) keys.splice(lo, 1);
   }
 
-  forgetFloors(name: string): void {
-    for (let p = 0; p <= 255; p++) this.floors.delete(floorName(name, p));
+  forgetFronts(name: string): void {
+    for (let p = 0; p <= 255; p++) this.fronts.delete(frontName(name, p));
   }
 
   /** A journal that answers requests (defined, not being dropped). */
@@ -58,6 +69,12 @@ export class JournalState {
   }
 }
 
-function floorName(name: string, priority: number): string {
+/** The front of one priority's Waiting index: every live key below `end` (null: every one), in order. */
+export interface DueFront {
+  readonly keys: Buffer[];
+  readonly end: Buffer | null;
+}
+
+function frontName(name: string, priority: number): string {
   return `${priority}/${name}`;
 }

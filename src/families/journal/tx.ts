@@ -81,22 +81,24 @@ export class JournalTx {
     return { ...this.definition, ...changes, counts: this.counts() };
   }
 
-  /** The Waiting index keys the last ops() puts, with their priorities (claims' floors must stay below them). */
-  readonly waitingPuts: Array<{ readonly priority: number; readonly key: Buffer }> = [];
+  /** What the last ops() writes to and deletes from the Waiting index, in order (state.ts keeps claims' fronts by it). */
+  readonly waitingChanges: Array<{ readonly priority: number; readonly key: Buffer; readonly put: boolean }> = [];
 
   /** Every write of the staged changes, and the definition with its new counts. */
   ops(definition: JournalDefinition | null = this.definitionAfter()): BatchOp[] {
     const ops: BatchOp[] = [];
-    this.waitingPuts.length = 0;
+    this.waitingChanges.length = 0;
     for (const [key, { before, after }] of this.items) {
       if (before === after) continue;
       const old = indexKeys(this.name, before);
       const now = indexKeys(this.name, after);
       for (const k of old) if (!now.some((n) => n.equals(k))) ops.push({ type: 'del', key: k });
       for (const k of now) if (!old.some((o) => o.equals(k))) ops.push({ type: 'put', key: k, value: EMPTY });
-      if (after !== null && after.status === 'waiting' && (before === null || before.status !== 'waiting' || !now[0]!.equals(old[0]!))) {
-        this.waitingPuts.push({ priority: after.priority, key: now[0]! });
-      }
+      // Changes to the Waiting index (its first key, when the item waits), for the claims' fronts.
+      const was = before !== null && before.status === 'waiting' ? old[0]! : null;
+      const is = after !== null && after.status === 'waiting' ? now[0]! : null;
+      if (was !== null && (is === null || !is.equals(was))) this.waitingChanges.push({ priority: before!.priority, key: was, put: false });
+      if (is !== null && (was === null || !was.equals(is))) this.waitingChanges.push({ priority: after!.priority, key: is, put: true });
       ops.push(after === null ? { type: 'del', key: itemKey(this.name, key) } : { type: 'put', key: itemKey(this.name, key), value: encodeItem(after) });
     }
     for (const [key, { before, after }] of this.flags) {

@@ -108,7 +108,7 @@ describe('claims and leases', () => {
     expect(await h.ok({ op: 'claim', name: 'jobs', max: 10 })).toMatchObject({ items: [{ key: 'late' }] });
   });
 
-  it('a claim starts past the items earlier claims took, yet finds every item put back or added before that point', async () => {
+  it('a claim takes from the index front held in memory, yet finds every item put back or added in front of it', async () => {
     const h = await withJournal();
     const keys = Array.from({ length: 30 }, (_, i) => `k${String(i).padStart(2, '0')}`);
     await h.ok({ op: 'add', name: 'jobs', items: keys.map((key, i) => ({ key, data: i, processAt: h.now - 100 + i })) });
@@ -126,6 +126,25 @@ describe('claims and leases', () => {
     // A member that restarts (no floors) claims exactly the same next items.
     const rest = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 100 }));
     expect(rest.items.map((i) => i.key)).toEqual(keys.slice(12));
+  });
+
+  it('claims past the in-memory front read more of the index, and items put anywhere are found in order', async () => {
+    const h = await withJournal();
+    const base = h.now - 10_000;
+    const keys = Array.from({ length: 700 }, (_, i) => `k${String(i).padStart(3, '0')}`);
+    for (let i = 0; i < keys.length; i += 100) {
+      await h.ok({ op: 'add', name: 'jobs', items: keys.slice(i, i + 100).map((key, k) => ({ key, data: 0, processAt: base + (i + k) * 10 })) });
+    }
+    const first = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 300 }));
+    expect(first.items.map((i) => i.key)).toEqual(keys.slice(0, 300));
+    // Put back in front of what is left, added in the middle and far beyond what any front read.
+    await h.ok({ op: 'release', name: 'jobs', key: 'k010', lease: first.lease, processAt: 0 });
+    await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'mid', data: 0, processAt: base + 450 * 10 + 5 }, { key: 'end', data: 0, processAt: base + 699 * 10 + 5 }] });
+    const rest = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 1000 }));
+    const expected = ['k010', ...keys.slice(300, 451), 'mid', ...keys.slice(451), 'end'];
+    expect(rest.items.map((i) => i.key)).toEqual(expected);
+    // Nothing is left.
+    expect(claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 10 })).items).toEqual([]);
   });
 
   it('a done may claim the next items in the same entry, under that entry\u2019s lease', async () => {
