@@ -5,7 +5,7 @@
 import type { ApplyError } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
 import { type AddedItem, type JournalCommand } from './commands.js';
-import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey, priorityRange } from './keys.js';
+import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey, priorityRange, waitingKey } from './keys.js';
 import { encodeDefinition, encodeLimits, type FlaggedItem, type JournalDefinition, type JournalItem } from './records.js';
 import { added, afterDone, afterExpiry, backToWaiting, isExpired, type Incoming } from './rules.js';
 import type { DueFront, JournalState } from './state.js';
@@ -158,7 +158,8 @@ async function add(items: readonly AddedItem[], tx: JournalTx, now: number, comm
 async function claim(tx: JournalTx, max: number, { reads, now, index }: PlanContext, state: JournalState, fronts: Front[]): Promise<ClaimedItem[]> {
   const claimed: ClaimedItem[] = [];
   let expiredBudget = EXPIRED_PER_CLAIM;
-  const priorities = Object.keys(tx.definition.counts.byPriority)
+  // The priorities with Waiting items as this entry has left them so far (a done may have put one back).
+  const priorities = Object.keys(tx.counts().byPriority)
     .map(Number)
     .sort((a, b) => a - b);
   for (const priority of priorities) {
@@ -175,25 +176,32 @@ async function claim(tx: JournalTx, max: number, { reads, now, index }: PlanCont
     // the expired items a claim may clear on the way.
     const bound = max - claimed.length + expiredBudget;
     let looked = 0;
-    for (let i = 0; claimed.length < max && looked < bound; ) {
-      if (i === front.keys.length) {
+    // Items this entry itself put back to Waiting (a done that claims next) are not in the front yet.
+    const staged = tx.stagedWaitingKeys(priority);
+    for (let i = 0, j = 0; claimed.length < max && looked < bound; ) {
+      if (i === front.keys.length && front.end !== null && Buffer.compare(front.end, due.lt) < 0) {
         // Past what the front holds: more of the index may be due beyond it.
-        if (front.end === null || Buffer.compare(front.end, due.lt) >= 0) break;
         const more = await readFront(reads, front.end, all.lt);
-        if (more.keys.length === 0 && more.end === null) {
-          front = { keys: front.keys, end: null };
-        } else {
-          front = { keys: front.keys.concat(more.keys), end: more.end };
-        }
+        front = { keys: front.keys.concat(more.keys), end: more.end };
         fronts.push({ priority, front });
-        if (i === front.keys.length) break;
       }
-      const indexKey = front.keys[i++]!;
+      const fromFront = i < front.keys.length ? front.keys[i]! : null;
+      const fromEntry = j < staged.length ? staged[j]! : null;
+      let indexKey: Buffer;
+      if (fromFront !== null && (fromEntry === null || Buffer.compare(fromFront, fromEntry) <= 0)) {
+        indexKey = fromFront;
+        i++;
+      } else if (fromEntry !== null) {
+        indexKey = fromEntry;
+        j++;
+      } else {
+        break;
+      }
       if (Buffer.compare(indexKey, due.lt) >= 0) break; // in order: the rest are not due yet
       looked++;
       const key = keyAfterDate(indexKey, tx.name, 1);
       const item = await tx.get(key);
-      if (item === null || item.status !== 'waiting') continue;
+      if (item === null || item.status !== 'waiting' || !waitingKey(tx.name, item.priority, item.processAt, key).equals(indexKey)) continue;
       if (isExpired(item.expiresAt, now)) {
         if (expiredBudget === 0) continue;
         expiredBudget--;

@@ -31,6 +31,18 @@ export class JournalTx {
     return item;
   }
 
+  /** Waiting index keys of `priority` this entry has made so far (items it put back to Waiting), in order. */
+  stagedWaitingKeys(priority: number): Buffer[] {
+    const out: Buffer[] = [];
+    for (const { before, after } of this.items.values()) {
+      if (after === null || after.status !== 'waiting' || after.priority !== priority) continue;
+      const key = waitingKey(this.name, after.priority, after.processAt, after.key);
+      if (before !== null && before.status === 'waiting' && waitingKey(this.name, before.priority, before.processAt, before.key).equals(key)) continue;
+      out.push(key);
+    }
+    return out.sort(Buffer.compare);
+  }
+
   /** Call get(key) first: the change is recorded against what it read. */
   set(key: string, item: JournalItem | null): void {
     const staged = this.items.get(key);

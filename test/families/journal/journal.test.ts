@@ -167,6 +167,19 @@ describe('claims and leases', () => {
     expect((await h.items('jobs')).get('c')).toMatchObject({ status: 'processing', lease });
   });
 
+  it('a done that claims next can take the version it just put back, even at a priority nothing else waits at', async () => {
+    // Found by the model test (oracle.test.ts): the claim looked only at what waited before the entry.
+    const h = await withJournal();
+    await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'e', data: 'old', priority: 50 }] });
+    const first = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 1 }));
+    await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'e', data: 'new', priority: 0 }] });
+    const lease = h.nextIndex;
+    expect(await h.ok({ op: 'done', name: 'jobs', key: 'e', lease: first.lease, claim: 1 })).toMatchObject({
+      requeued: true,
+      next: { lease, items: [{ key: 'e', data: 'new', priority: 0 }] },
+    });
+  });
+
   it('a stale lease changes nothing and is a CONFLICT in extend, done and release (after a timeout and a new claim, and after done)', async () => {
     const h = await withJournal();
     await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 0 }] });

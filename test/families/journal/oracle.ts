@@ -1,0 +1,199 @@
+// A small in-memory model of one journal, written from docs/journal.md and the
+// seed's rules rather than from the family's code, to test the family against:
+// a map of items by key and a map of flagged items, each op a few lines.
+// Order of claims: priority, then process date, then the key's bytes (the
+// generated keys are ASCII, so string order is byte order).
+
+export interface Version {
+  readonly data: unknown;
+  readonly priority: number;
+  readonly processAt: number;
+  /** 0 = never. */
+  readonly expiresAt: number;
+}
+
+export interface ModelItem extends Version {
+  readonly key: string;
+  readonly insertedAt: number;
+  readonly status: 'waiting' | 'processing';
+  readonly startedAt: number;
+  readonly timeouts: number;
+  readonly lease: number;
+  /** The version added while this one is processed. */
+  readonly next: Version | null;
+}
+
+export interface ModelSettings {
+  readonly timeoutMs: number;
+  readonly maxTimeouts: number;
+  readonly priority: number;
+}
+
+export type ModelResult =
+  | { readonly ok: false; readonly code: string }
+  | { readonly ok: true; readonly value: Record<string, unknown> };
+
+const refused = (code: string): ModelResult => ({ ok: false, code });
+const ok = (value: Record<string, unknown>): ModelResult => ({ ok: true, value });
+
+const expired = (expiresAt: number, now: number): boolean => expiresAt !== 0 && expiresAt <= now;
+/** "Never" is later than any date. */
+const laterOf = (a: number, b: number): number => (a === 0 || b === 0 ? 0 : Math.max(a, b));
+
+export class JournalModel {
+  readonly items = new Map<string, ModelItem>();
+  readonly flagged = new Map<string, { readonly item: ModelItem; readonly flaggedAt: number }>();
+
+  constructor(private readonly settings: ModelSettings) {}
+
+  /** The seed's merge of a new version into a waiting one. */
+  private static merge(item: ModelItem, v: Version): ModelItem {
+    return {
+      ...item,
+      data: v.data,
+      priority: Math.min(item.priority, v.priority),
+      processAt: Math.max(item.processAt, v.processAt),
+      expiresAt: laterOf(item.expiresAt, v.expiresAt),
+      timeouts: 0,
+    };
+  }
+
+  /** Processing ended undone: waiting again, with the kept version merged in. */
+  private static waitingAgain(item: ModelItem): ModelItem {
+    const w: ModelItem = { ...item, status: 'waiting', startedAt: 0, lease: 0, next: null };
+    return item.next === null ? w : JournalModel.merge(w, item.next);
+  }
+
+  /** What is left of an expired item: its kept version, if that has not expired too. */
+  private static whenExpired(item: ModelItem, now: number): ModelItem | null {
+    if (item.next === null || expired(item.next.expiresAt, now)) return null;
+    return { ...item, ...item.next, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, next: null };
+  }
+
+  private put(key: string, item: ModelItem | null): void {
+    if (item === null) this.items.delete(key);
+    else this.items.set(key, item);
+  }
+
+  add(adds: ReadonlyArray<{ key: string; data: unknown; priority?: number; processAt?: number; expiresAt?: number }>, now: number): ModelResult {
+    let inserted = 0;
+    let merged = 0;
+    let deferred = 0;
+    for (const a of adds) {
+      const v: Version = { data: a.data, priority: a.priority ?? this.settings.priority, processAt: a.processAt ?? now, expiresAt: a.expiresAt ?? 0 };
+      let cur = this.items.get(a.key) ?? null;
+      if (cur !== null && expired(cur.expiresAt, now)) cur = JournalModel.whenExpired(cur, now);
+      if (cur === null) {
+        inserted++;
+        this.put(a.key, { key: a.key, ...v, insertedAt: now, status: 'waiting', startedAt: 0, timeouts: 0, lease: 0, next: null });
+      } else if (cur.status === 'waiting') {
+        merged++;
+        this.put(a.key, JournalModel.merge(cur, v));
+      } else {
+        deferred++;
+        const kept: Version =
+          cur.next === null
+            ? v
+            : (({ data, priority, processAt, expiresAt }) => ({ data, priority, processAt, expiresAt }))(JournalModel.merge({ ...cur, ...cur.next }, v));
+        this.put(a.key, { ...cur, next: kept });
+      }
+    }
+    return ok({ op: 'add', inserted, merged, deferred });
+  }
+
+  /** Due, unexpired Waiting items in claim order; expired ones met on the way are deleted (up to 1000). */
+  claim(max: number, now: number, lease: number): ModelResult {
+    const waiting = [...this.items.values()]
+      .filter((i) => i.status === 'waiting' && i.processAt <= now)
+      .sort((a, b) => a.priority - b.priority || a.processAt - b.processAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const taken: Array<Record<string, unknown>> = [];
+    let budget = 1000;
+    for (const i of waiting) {
+      if (taken.length >= max) break;
+      if (expired(i.expiresAt, now)) {
+        if (budget > 0) {
+          budget--;
+          this.put(i.key, JournalModel.whenExpired(i, now));
+        }
+        continue;
+      }
+      this.put(i.key, { ...i, status: 'processing', startedAt: now, lease });
+      taken.push({ key: i.key, data: i.data, priority: i.priority, processAt: i.processAt, insertedAt: i.insertedAt, timeouts: i.timeouts });
+    }
+    return ok({ op: 'claim', lease, items: taken });
+  }
+
+  private held(key: string, lease: number): ModelItem | null {
+    const i = this.items.get(key);
+    return i !== undefined && i.status === 'processing' && i.lease === lease ? i : null;
+  }
+
+  extend(key: string, lease: number, now: number): ModelResult {
+    const i = this.held(key, lease);
+    if (i === null) return refused('CONFLICT');
+    this.put(key, { ...i, startedAt: now });
+    return ok({ op: 'extend' });
+  }
+
+  done(key: string, lease: number, now: number, claimNext: number | undefined, entry: number): ModelResult {
+    const i = this.held(key, lease);
+    if (i === null) return refused('CONFLICT');
+    this.put(key, i.next === null ? null : JournalModel.waitingAgain(i));
+    const value: Record<string, unknown> = { op: 'done', requeued: i.next !== null };
+    if (claimNext !== undefined) {
+      const c = this.claim(claimNext, now, entry) as unknown as { value: { items: unknown[] } };
+      value.next = { lease: entry, items: c.value.items };
+    }
+    return ok(value);
+  }
+
+  release(key: string, lease: number, processAt: number | undefined): ModelResult {
+    const i = this.held(key, lease);
+    if (i === null) return refused('CONFLICT');
+    this.put(key, JournalModel.waitingAgain(processAt === undefined ? i : { ...i, processAt }));
+    return ok({ op: 'release' });
+  }
+
+  timeout(claims: ReadonlyArray<readonly [string, number]>, now: number): ModelResult {
+    const requeued: string[] = [];
+    const flagged: string[] = [];
+    for (const [key, lease] of claims) {
+      const i = this.held(key, lease);
+      if (i === null || i.startedAt + this.settings.timeoutMs > now) continue;
+      const counted: ModelItem = { ...i, timeouts: i.timeouts + 1 };
+      if (counted.timeouts > this.settings.maxTimeouts) {
+        this.flagged.set(key, { item: { ...counted, next: null }, flaggedAt: now });
+        this.put(key, i.next === null ? null : JournalModel.waitingAgain(counted));
+        flagged.push(key);
+      } else {
+        this.put(key, JournalModel.waitingAgain(counted));
+        requeued.push(key);
+      }
+    }
+    return ok({ op: 'timeout', requeued, flagged });
+  }
+
+  /** Expired items (any status) in expiry order, at most `max` looked at. */
+  expire(max: number, now: number): ModelResult {
+    const due = [...this.items.values()]
+      .filter((i) => expired(i.expiresAt, now))
+      .sort((a, b) => a.expiresAt - b.expiresAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+      .slice(0, max);
+    for (const i of due) this.put(i.key, JournalModel.whenExpired(i, now));
+    return ok({ op: 'expire', expired: due.length });
+  }
+
+  requeue(key: string, now: number): ModelResult {
+    const f = this.flagged.get(key);
+    if (f === undefined) return refused('NOT_FOUND');
+    if (this.items.has(key)) return refused('CONFLICT');
+    this.put(key, { ...f.item, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, next: null, processAt: now });
+    this.flagged.delete(key);
+    return ok({ op: 'requeue' });
+  }
+
+  forget(key: string): ModelResult {
+    if (!this.flagged.delete(key)) return refused('NOT_FOUND');
+    return ok({ op: 'forget' });
+  }
+}
