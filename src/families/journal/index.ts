@@ -25,6 +25,11 @@ import { JournalState } from './state.js';
 export const JOURNAL_SINCE = 2;
 
 
+/** The fields of an op on a claimed item: which journal, which item, under which lease. */
+function leased(c: Readonly<Record<string, unknown>>): { name: string; key: string; lease: number } {
+  return { name: nameField(c.name), key: keyField(c.key), lease: leaseField(c.lease) };
+}
+
 export const journal: Family<JournalCommand, JournalState> = {
   name: 'journal',
   since: JOURNAL_SINCE,
@@ -43,28 +48,16 @@ export const journal: Family<JournalCommand, JournalState> = {
     drop: { fields: ['name'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'drop', name: nameField(c.name) }) },
     add: { fields: ['name', 'items'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'add', name: nameField(c.name), items: itemsField(c.items) }) },
     claim: { fields: ['name', 'max'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'claim', name: nameField(c.name), max: countField(c.max, 'max', MAX_CLAIM_ITEMS) }) },
-    extend: { fields: ['name', 'key', 'lease'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'extend', name: nameField(c.name), key: keyField(c.key), lease: leaseField(c.lease) }) },
+    extend: { fields: ['name', 'key', 'lease'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'extend', ...leased(c) }) },
     done: {
       fields: ['name', 'key', 'lease', 'claim'],
       since: JOURNAL_SINCE,
-      decode: (c) => ({
-        op: 'done',
-        name: nameField(c.name),
-        key: keyField(c.key),
-        lease: leaseField(c.lease),
-        ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }),
-      }),
+      decode: (c) => ({ op: 'done', ...leased(c), ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }) }),
     },
     release: {
       fields: ['name', 'key', 'lease', 'processAt'],
       since: JOURNAL_SINCE,
-      decode: (c) => ({
-        op: 'release',
-        name: nameField(c.name),
-        key: keyField(c.key),
-        lease: leaseField(c.lease),
-        ...(c.processAt === undefined ? {} : { processAt: dateField(c.processAt, 'processAt') }),
-      }),
+      decode: (c) => ({ op: 'release', ...leased(c), ...(c.processAt === undefined ? {} : { processAt: dateField(c.processAt, 'processAt') }) }),
     },
     timeout: { fields: ['name', 'claims'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'timeout', name: nameField(c.name), claims: claimsField(c.claims) }) },
     expire: { fields: ['name', 'max'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'expire', name: nameField(c.name), max: countField(c.max, 'max', 100_000) }) },
