@@ -3,7 +3,7 @@
 // exiting: an adversary who filled the disk saw clients cut off (1006) and exit
 // 70. Instead every request that adds data (push, watch, a new session) is
 // admitted against the free space of the data directory's file system, read at
-// most FRESH_MS before, less what was admitted since the last periodic reading
+// most FRESH_MS before, less what was admitted in the last two poll intervals
 // and may not be on disk yet. While that is below the reserve the leader refuses
 // such requests with QUOTA_EXCEEDED.
 // Everything else goes on: reads, deletes, unwatch, session close and expiry,
@@ -24,9 +24,9 @@ import { VeraError } from '../protocol/index.js';
 /** Space must come back to this multiple of the reserve before writes resume, so the state does not flap. */
 const RESUME_FACTOR = 1.25;
 /**
- * An admitted request's bytes are charged this many times over until the next
- * periodic reading: its log entry, the applied item, and LevelDB rewriting both
- * when it compacts.
+ * An admitted request's bytes are charged this many times over until a whole
+ * poll interval has passed since it was admitted: its log entry, the applied
+ * item, and LevelDB rewriting both when it compacts.
  */
 export const WRITE_AMPLIFICATION = 3;
 /** How often the free space is read when nothing is admitted, which also clears the charges. */
@@ -47,6 +47,12 @@ export class DiskGuard {
   private readAt = Number.NEGATIVE_INFINITY;
   /** Bytes admitted since the last periodic reading, times WRITE_AMPLIFICATION. */
   private charged = 0;
+  /**
+   * What was charged in the poll interval before that. A frame admitted just before a
+   * reading may not be written yet when it is taken (a burst on a busy machine: four
+   * half-MiB pushes got in where three fit), so a charge lasts one more interval.
+   */
+  private chargedBefore = 0;
   private low = false;
   private timer: NodeJS.Timeout | null = null;
 
@@ -84,22 +90,23 @@ export class DiskGuard {
   admit(bytes: number): void {
     const charge = bytes * WRITE_AMPLIFICATION;
     if (this.now() - this.readAt >= FRESH_MS) this.read();
-    this.judge(this.available - this.charged - charge);
+    this.judge(this.available - this.chargedBefore - this.charged - charge);
     if (this.low) {
       throw new VeraError(
         'QUOTA_EXCEEDED',
-        `the disk holding this member's data has ${formatBytes(Math.max(0, this.available - this.charged))} free, below its reserve (--disk-reserve ${formatBytes(this.reserveBytes)}): ` +
+        `the disk holding this member's data has ${formatBytes(Math.max(0, this.available - this.chargedBefore - this.charged))} free, below its reserve (--disk-reserve ${formatBytes(this.reserveBytes)}): ` +
           'requests that add data are refused until space is freed; reads, deletes and closing sessions still work',
       );
     }
     this.charged += charge;
   }
 
-  /** A periodic reading: what was admitted before it is on disk by now (or covered by the reserve). */
+  /** A periodic reading: what was admitted before the previous one is on disk by now (or covered by the reserve). */
   poll(): void {
     if (!this.read()) return;
+    this.chargedBefore = this.charged;
     this.charged = 0;
-    this.judge(this.available);
+    this.judge(this.available - this.chargedBefore);
   }
 
   /** Reads the free space; false (keeping the last reading) if it cannot be read, which says nothing about space. */
