@@ -29,24 +29,35 @@ export interface PlanReads {
 export class PendingReads implements PlanReads {
   // key (as a latin1 string: one char per byte, so equal keys are equal strings) -> value, null = deleted
   private readonly pending = new Map<string, { readonly key: Buffer; readonly value: Buffer | null }>();
+  /** The batch `pending` indexes, and how much of it. */
+  private source: readonly BatchOp[] | null = null;
+  private indexed = 0;
 
-  constructor(private readonly db: VeraDb) {}
+  /**
+   * `unwritten()`: the writes planned but not yet in the db, in order; a new array once
+   * they are written. Indexed only when something reads, so entries whose families
+   * plan from memory (a push) cost nothing here.
+   */
+  constructor(
+    private readonly db: VeraDb,
+    private readonly unwritten: () => readonly BatchOp[],
+  ) {}
 
-  get size(): number {
-    return this.pending.size;
-  }
-
-  /** A write planned but not yet in the db. */
-  note(op: BatchOp): void {
-    this.pending.set(op.key.toString('latin1'), { key: op.key, value: op.type === 'put' ? op.value : null });
-  }
-
-  /** The batch is written: the db has it all. */
-  clear(): void {
-    this.pending.clear();
+  private catchUp(): void {
+    const ops = this.unwritten();
+    if (ops !== this.source) {
+      this.source = ops;
+      this.indexed = 0;
+      this.pending.clear();
+    }
+    for (; this.indexed < ops.length; this.indexed++) {
+      const op = ops[this.indexed]!;
+      this.pending.set(op.key.toString('latin1'), { key: op.key, value: op.type === 'put' ? op.value : null });
+    }
   }
 
   async get(key: Buffer): Promise<Buffer | undefined> {
+    this.catchUp();
     const staged = this.pending.get(key.toString('latin1'));
     if (staged !== undefined) return staged.value ?? undefined;
     // Synchronous: planning runs one entry at a time, and a point read of a hot key (in
@@ -55,6 +66,7 @@ export class PendingReads implements PlanReads {
   }
 
   async keys(range: KeyRange): Promise<Buffer[]> {
+    this.catchUp();
     const limit = range.limit ?? Infinity;
     if (this.pending.size === 0) return this.db.keys(range).all();
     const inRange = (key: Buffer): boolean =>

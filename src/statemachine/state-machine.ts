@@ -121,7 +121,7 @@ export class StateMachine {
     const outcomes: ApplyOutcome[] = [];
     let unwritten: ApplyOutcome[] = [];
     let ops: BatchOp[] = [];
-    const reads = new PendingReads(this.db); // what an entry sharing the batch reads: the db plus `ops`
+    const reads = new PendingReads(this.db, () => ops); // what an entry sharing the batch reads: the db plus `ops`
     let planned = this.applied; // the last index planned; written once the batch is
     let writtenClock = this.now; // the clock the db holds
     const report = (): void => {
@@ -135,7 +135,6 @@ export class StateMachine {
         if (this.now !== writtenClock) ops.push({ type: 'put', key: CLOCK_KEY, value: encodeClockValue(this.now) });
         await this.db.batch(ops);
         ops = [];
-        reads.clear();
         this.applied = planned;
         writtenClock = this.now;
       }
@@ -170,12 +169,7 @@ export class StateMachine {
       const plan = await this.plan(entry, decoded, reads);
       planned = entry.index;
       // A loop, not a spread: a closeSession plan holds one op per item the session owned.
-      if ('ops' in plan) {
-        for (const op of plan.ops) {
-          ops.push(op);
-          if (!alone) reads.note(op);
-        }
-      }
+      if ('ops' in plan) for (const op of plan.ops) ops.push(op);
       if (alone) await write();
       if ('ops' in plan) for (const update of plan.after) update();
       settled(

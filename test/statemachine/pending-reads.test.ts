@@ -28,11 +28,11 @@ describe('PendingReads', () => {
         try {
           await a.db.batch(written);
           await b.db.batch([...written, ...pending]);
-          const reads = new PendingReads(a.db);
-          for (const o of pending) reads.note(o);
+          let unwritten: readonly BatchOp[] = pending;
+          const reads = new PendingReads(a.db, () => unwritten);
           for (const k of gets) expect(await reads.get(k)).toEqual(await b.db.get(k));
           for (const r of ranges) expect(await reads.keys(r)).toEqual(await b.db.keys(r).all());
-          reads.clear();
+          unwritten = []; // written: a new, empty batch
           for (const r of ranges) expect(await reads.keys(r)).toEqual(await a.db.keys(r).all());
         } finally {
           await a.cleanup();
