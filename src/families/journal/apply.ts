@@ -52,14 +52,14 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
   if (c.op === 'drop') return drop(c.name, existing, ctx, state);
   if (existing.dropping) return failure('NOT_FOUND', `journal ${c.name} is being dropped`);
   const tx = new JournalTx(ctx.reads, c.name, existing);
-  const commit = (value: JournalValue, definition = tx.definitionAfter(), fronts: readonly Front[] = []): Plan => {
+  const commit = (value: JournalValue, definition = tx.definitionAfter()): Plan => {
     const ops = tx.ops(definition);
     const changes = [...tx.waitingChanges];
     return success(value, ops, [
       () => {
         state.journals.set(c.name, definition);
         // Fronts a claim read hold the index as it was before this entry; then this entry's changes.
-        for (const f of fronts) state.setFront(c.name, f.priority, f.front);
+        for (const [priority, front] of tx.frontsRead) state.setFront(c.name, priority, front);
         for (const w of changes) state.noteWaiting(c.name, w.priority, w.key, w.put);
       },
     ]);
@@ -70,11 +70,8 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       return commit({ op: 'configure', journal }, tx.definitionAfter({ settings: c.settings }));
     case 'add':
       return add(c.items, tx, ctx.now, commit);
-    case 'claim': {
-      const fronts: Front[] = [];
-      const items = await claim(tx, c.max, ctx, state, fronts);
-      return commit({ op: 'claim', journal, lease: ctx.index, items }, undefined, fronts);
-    }
+    case 'claim':
+      return commit({ op: 'claim', journal, lease: ctx.index, items: await claim(tx, c.max, c.maxBytes, ctx, state) });
     case 'extend':
     case 'done':
     case 'release': {
@@ -87,9 +84,8 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
         tx.set(c.key, after);
         if (c.claim === undefined) return commit({ op: 'done', journal, requeued: after !== null });
         // The worker's next job in the same entry: claimed after the done, under this entry's lease.
-        const fronts: Front[] = [];
-        const items = await claim(tx, c.claim, ctx, state, fronts);
-        return commit({ op: 'done', journal, requeued: after !== null, next: { lease: ctx.index, items } }, undefined, fronts);
+        const items = await claim(tx, c.claim, c.claimBytes, ctx, state);
+        return commit({ op: 'done', journal, requeued: after !== null, next: { lease: ctx.index, items } });
       }
       if (c.op === 'extend') tx.set(c.key, { ...item, startedAt: ctx.now });
       else tx.set(c.key, backToWaiting(c.processAt === undefined ? item : { ...item, processAt: c.processAt }));
@@ -154,23 +150,29 @@ async function add(items: readonly AddedItem[], tx: JournalTx, now: number, comm
   return commit({ op: 'add', journal: tx.name, inserted, merged, deferred });
 }
 
-/** Up to `max` Waiting, due, unexpired items in (priority, process date, key) order become Processing under this entry's lease. */
-async function claim(tx: JournalTx, max: number, { reads, now, index }: PlanContext, state: JournalState, fronts: Front[]): Promise<ClaimedItem[]> {
+/**
+ * Up to `max` Waiting, due, unexpired items in (priority, process date, key) order become
+ * Processing under this entry's lease, stopping before their stored bytes pass `maxBytes`
+ * (the reply must fit the serving member's budget; the first item is always taken).
+ */
+async function claim(tx: JournalTx, max: number, maxBytes: number | undefined, { reads, now, index }: PlanContext, state: JournalState): Promise<ClaimedItem[]> {
   const claimed: ClaimedItem[] = [];
+  let claimedBytes = 0;
+  let full = false;
   let expiredBudget = EXPIRED_PER_CLAIM;
   // The priorities with Waiting items as this entry has left them so far (a done may have put one back).
   const priorities = Object.keys(tx.counts().byPriority)
     .map(Number)
     .sort((a, b) => a - b);
   for (const priority of priorities) {
-    if (claimed.length >= max) break;
+    if (claimed.length >= max || full) break;
     const due = dueRange(tx.name, priority, now);
     const all = priorityRange(tx.name, priority);
     // The index's front in memory (state.ts), read from the db when there is none yet.
     let front = state.frontOf(tx.name, priority);
     if (front === undefined) {
       front = await readFront(reads, all.gte, all.lt);
-      fronts.push({ priority, front });
+      tx.frontsRead.set(priority, front);
     }
     // At most this many index keys are looked at in this priority: what is still wanted plus
     // the expired items a claim may clear on the way.
@@ -183,7 +185,7 @@ async function claim(tx: JournalTx, max: number, { reads, now, index }: PlanCont
         // Past what the front holds: more of the index may be due beyond it.
         const more = await readFront(reads, front.end, all.lt);
         front = { keys: front.keys.concat(more.keys), end: more.end };
-        fronts.push({ priority, front });
+        tx.frontsRead.set(priority, front);
       }
       const fromFront = i < front.keys.length ? front.keys[i]! : null;
       const fromEntry = j < staged.length ? staged[j]! : null;
@@ -208,6 +210,12 @@ async function claim(tx: JournalTx, max: number, { reads, now, index }: PlanCont
         tx.set(key, afterExpiry(item, now));
         continue;
       }
+      const bytes = tx.storedBytes(key);
+      if (maxBytes !== undefined && claimed.length > 0 && claimedBytes + bytes > maxBytes) {
+        full = true;
+        break;
+      }
+      claimedBytes += bytes;
       tx.set(key, { ...item, status: 'processing', startedAt: now, lease: index });
       claimed.push({ key, data: item.data, priority: item.priority, processAt: item.processAt, insertedAt: item.insertedAt, timeouts: item.timeouts });
     }
@@ -222,12 +230,6 @@ const FRONT_KEYS = 256;
 async function readFront(reads: PlanReads, from: Buffer, to: Buffer): Promise<DueFront> {
   const keys = await reads.keys({ gte: from, lt: to, limit: FRONT_KEYS });
   return { keys, end: keys.length < FRONT_KEYS ? null : Buffer.concat([keys[keys.length - 1]!, ZERO]) };
-}
-
-/** A front a claim read or extended (state.ts), to keep once the entry is applied. */
-interface Front {
-  readonly priority: number;
-  readonly front: DueFront;
 }
 
 const ZERO = Buffer.from([0]);

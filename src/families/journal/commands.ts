@@ -25,10 +25,11 @@ export type JournalCommand =
   | { readonly op: 'configure'; readonly name: string; readonly settings: JournalSettings }
   | { readonly op: 'drop'; readonly name: string }
   | { readonly op: 'add'; readonly name: string; readonly items: readonly AddedItem[] }
-  | { readonly op: 'claim'; readonly name: string; readonly max: number }
+  /** `maxBytes`: stop before the claimed items' stored bytes pass this (the serving member's reply budget); at least one is taken. */
+  | { readonly op: 'claim'; readonly name: string; readonly max: number; readonly maxBytes?: number }
   | { readonly op: 'extend'; readonly name: string; readonly key: string; readonly lease: number }
   /** `claim`: also claim up to this many items under this entry's lease (a worker's next job, in the same entry). */
-  | { readonly op: 'done'; readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number }
+  | { readonly op: 'done'; readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number; readonly claimBytes?: number }
   | { readonly op: 'release'; readonly name: string; readonly key: string; readonly lease: number; readonly processAt?: number }
   | { readonly op: 'timeout'; readonly name: string; readonly claims: ReadonlyArray<readonly [string, number]> }
   | { readonly op: 'expire'; readonly name: string; readonly max: number }

@@ -25,6 +25,9 @@ import { JournalState } from './state.js';
 export const JOURNAL_SINCE = 2;
 
 
+/** The largest byte budget a claim may carry (a sanity bound: members set theirs from their reply limit). */
+const MAX_BYTE_BUDGET = 2 ** 40;
+
 /** The fields of an op on a claimed item: which journal, which item, under which lease. */
 function leased(c: Readonly<Record<string, unknown>>): { name: string; key: string; lease: number } {
   return { name: nameField(c.name), key: keyField(c.key), lease: leaseField(c.lease) };
@@ -47,12 +50,21 @@ export const journal: Family<JournalCommand, JournalState> = {
     configure: { fields: ['name', 'settings'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'configure', name: nameField(c.name), settings: settingsField(c.settings) }) },
     drop: { fields: ['name'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'drop', name: nameField(c.name) }) },
     add: { fields: ['name', 'items'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'add', name: nameField(c.name), items: itemsField(c.items) }) },
-    claim: { fields: ['name', 'max'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'claim', name: nameField(c.name), max: countField(c.max, 'max', MAX_CLAIM_ITEMS) }) },
+    claim: {
+      fields: ['name', 'max', 'maxBytes'],
+      since: JOURNAL_SINCE,
+      decode: (c) => ({ op: 'claim', name: nameField(c.name), max: countField(c.max, 'max', MAX_CLAIM_ITEMS), ...(c.maxBytes === undefined ? {} : { maxBytes: countField(c.maxBytes, 'maxBytes', MAX_BYTE_BUDGET) }) }),
+    },
     extend: { fields: ['name', 'key', 'lease'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'extend', ...leased(c) }) },
     done: {
-      fields: ['name', 'key', 'lease', 'claim'],
+      fields: ['name', 'key', 'lease', 'claim', 'claimBytes'],
       since: JOURNAL_SINCE,
-      decode: (c) => ({ op: 'done', ...leased(c), ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }) }),
+      decode: (c) => ({
+        op: 'done',
+        ...leased(c),
+        ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }),
+        ...(c.claimBytes === undefined ? {} : { claimBytes: countField(c.claimBytes, 'claimBytes', MAX_BYTE_BUDGET) }),
+      }),
     },
     release: {
       fields: ['name', 'key', 'lease', 'processAt'],

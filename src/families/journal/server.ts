@@ -97,7 +97,8 @@ const handlers: Record<string, Handler> = {
     const name = r.name as string;
     const deadline = performance.now() + (r.waitMs as number);
     for (;;) {
-      const value = await propose(fe, { op: 'claim', name, max: r.max as number });
+      // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
+      const value = await propose(fe, { op: 'claim', name, max: r.max as number, maxBytes: fe.limits.replyBytes });
       if (value.op !== 'claim') throw new VeraError('INTERNAL', 'claim gave another result');
       if (value.items.length > 0 || performance.now() >= deadline) return { lease: value.lease, items: value.items.map((i) => ({ ...i })) };
       await waiters(fe).wait(name, deadline);
@@ -109,7 +110,13 @@ const handlers: Record<string, Handler> = {
   },
   'journal.done': async ({ fe, request: r }) => {
     const claim = r.claim as number | undefined;
-    const value = await propose(fe, { op: 'done', name: r.name as string, key: r.key as string, lease: r.lease as number, ...(claim === undefined ? {} : { claim }) });
+    const value = await propose(fe, {
+      op: 'done',
+      name: r.name as string,
+      key: r.key as string,
+      lease: r.lease as number,
+      ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }),
+    });
     if (value.op !== 'done') throw new VeraError('INTERNAL', 'done gave another result');
     // With `claim`, the reply is a claim's: the worker's next items, under the done's entry.
     return value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items.map((i) => ({ ...i })) };

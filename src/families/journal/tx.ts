@@ -4,6 +4,7 @@
 // the index entries of its status and expiry, the journal's counts).
 import type { BatchOp } from '../family.js';
 import type { PlanReads } from '../../statemachine/pending-reads.js';
+import type { DueFront } from './state.js';
 import { definitionKey, expiryKey, flaggedKey, itemKey, processingKey, waitingKey } from './keys.js';
 import { decodeFlagged, decodeItem, encodeDefinition, encodeFlagged, encodeItem, type FlaggedItem, type JournalCounts, type JournalDefinition, type JournalItem } from './records.js';
 
@@ -12,8 +13,15 @@ interface Change<T> {
   after: T | null;
 }
 
+interface ItemChange extends Change<JournalItem> {
+  /** Bytes of the stored record read for `before` (0 when there was none). */
+  readonly storedBytes: number;
+}
+
 export class JournalTx {
-  private readonly items = new Map<string, Change<JournalItem>>();
+  private readonly items = new Map<string, ItemChange>();
+  /** Fronts of the Waiting index a claim read or extended, per priority, to keep once the entry is applied (state.ts). */
+  readonly frontsRead = new Map<number, DueFront>();
   private readonly flags = new Map<string, Change<FlaggedItem>>();
 
   constructor(
@@ -27,8 +35,13 @@ export class JournalTx {
     if (staged !== undefined) return staged.after;
     const raw = await this.db.get(itemKey(this.name, key));
     const item = raw === undefined ? null : decodeItem(raw);
-    this.items.set(key, { before: item, after: item });
+    this.items.set(key, { before: item, after: item, storedBytes: raw?.length ?? 0 });
     return item;
+  }
+
+  /** The size of `key`'s stored record as this entry found it (call get first): what a reply carrying it costs, near enough. */
+  storedBytes(key: string): number {
+    return this.items.get(key)?.storedBytes ?? 0;
   }
 
   /** Waiting index keys of `priority` this entry has made so far (items it put back to Waiting), in order. */

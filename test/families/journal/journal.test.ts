@@ -147,6 +147,19 @@ describe('claims and leases', () => {
     expect(claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 10 })).items).toEqual([]);
   });
 
+  it('stops a claim before its items pass the byte budget the entry carries, always taking one', async () => {
+    const h = await withJournal();
+    const data = 'x'.repeat(100_000);
+    await h.ok({ op: 'add', name: 'jobs', items: ['a', 'b', 'c', 'd'].map((key, i) => ({ key, data, processAt: h.now - 10 + i })) });
+    expect(claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 10, maxBytes: 250_000 })).items.map((i) => i.key)).toEqual(['a', 'b']);
+    // One item over the budget still goes alone, rather than never.
+    expect(claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 10, maxBytes: 1000 })).items.map((i) => i.key)).toEqual(['c']);
+    const first = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 10 }));
+    expect(first.items.map((i) => i.key)).toEqual(['d']);
+    await h.ok({ op: 'add', name: 'jobs', items: ['e', 'f'].map((key) => ({ key, data })) });
+    expect(await h.ok({ op: 'done', name: 'jobs', key: 'd', lease: first.lease, claim: 5, claimBytes: 150_000 })).toMatchObject({ next: { items: [{ key: 'e' }] } });
+  });
+
   it('a done may claim the next items in the same entry, under that entry\u2019s lease', async () => {
     const h = await withJournal();
     await h.ok({ op: 'add', name: 'jobs', items: ['a', 'b', 'c'].map((key, i) => ({ key, data: i, processAt: h.now - 10 + i })) });
