@@ -14,7 +14,7 @@ import { connect, type VeraClient } from '../../src/client/index.js';
 import { JournalClient, type Claim } from '../../src/families/journal/client.js';
 import { LOOPBACK } from '../lib/net.js';
 import { VeraCluster } from '../systems/vera.js';
-import type { Job, QueueHandle, QueueSystem, Workers } from './queue.js';
+import type { QueueSystem, Workers } from './queue.js';
 import { startPostgres, startRedis, type RunningServer } from './servers.js';
 
 const PAYLOAD = 'x'.repeat(64);
@@ -28,12 +28,13 @@ export async function veraQueues(logDir: string): Promise<QueueSystem> {
   const leader = await cluster.leader();
   const url = `ws://${LOOPBACK}:${cluster.members().find((m) => m.id === leader)!.clientPort}`;
   const opened: VeraClient[] = [];
-  const client = async (): Promise<JournalClient> => {
+  const open = async (): Promise<VeraClient> => {
     const c = await connect(url, { connectTimeoutMs: 20_000, requestTimeoutMs: 30_000 });
     c.on('failed', () => undefined);
     opened.push(c);
-    return new JournalClient(c);
+    return c;
   };
+  const client = async (): Promise<JournalClient> => new JournalClient(await open());
   const admin = await client();
   return {
     name: 'Vera journal',
@@ -77,10 +78,10 @@ export async function veraQueues(logDir: string): Promise<QueueSystem> {
           });
         },
         async takeAndDie() {
-          const j = await client();
-          const claim = await j.claim(queue, { max: 1, waitMs: 10_000 });
+          const dying = await open();
+          const claim = await new JournalClient(dying).claim(queue, { max: 1, waitMs: 10_000 });
           // The worker's process is gone: its lease is left to time out.
-          await opened.pop()!.close();
+          await dying.close();
           return claim.items[0]!.key;
         },
         close: async () => undefined,
@@ -181,7 +182,6 @@ export async function pgBossQueues(logDir: string): Promise<QueueSystem> {
     settings: 'one PostgreSQL 15 server, fsync on, synchronous_commit on; fetch()/complete() loops, 0.5 s sleep when empty (work()\'s shortest polling interval); pool of 32 connections; jobs expire after the lock timeout and are retried',
     async open(name, lockMs) {
       await main.createQueue(name, { name, expireInSeconds: Math.max(1, Math.round(lockMs / 1000)), retryLimit: 1000, retryDelay: 0 });
-      const workerIds: Array<{ boss: PgBoss; id: string }> = [];
       return {
         async add(jobs) {
           for (let i = 0; i < jobs.length; i += ADD_BATCH) {
@@ -226,7 +226,6 @@ export async function pgBossQueues(logDir: string): Promise<QueueSystem> {
           return key;
         },
         async close() {
-          for (const { boss: b, id } of workerIds) await b.offWork({ id }).catch(() => undefined);
           await main.deleteQueue(name).catch(() => undefined);
         },
       };
@@ -241,5 +240,3 @@ export async function pgBossQueues(logDir: string): Promise<QueueSystem> {
 function stopper(stop: () => Promise<unknown>): Workers {
   return { stop: async () => void (await stop()) };
 }
-
-export type { Job, QueueHandle };

@@ -265,7 +265,8 @@ export class JournalClient {
         }
       }
       // Stopped with a job already claimed for it: hand it back rather than let it time out.
-      for (const item of (next as Claim | null)?.items ?? []) await this.release(name, item.key, next!.lease).catch(() => undefined);
+      const held: Claim | null = next;
+      if (held !== null) for (const item of held.items) await this.release(name, item.key, held.lease).catch(() => undefined);
     };
     const started = this.show(name).then((info) => {
       for (let i = 0; i < concurrency; i++) loops.push(runOne(info.settings.timeoutMs));
