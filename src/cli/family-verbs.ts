@@ -9,4 +9,5 @@ export interface FamilyVerb {
 
 export const FAMILY_VERBS: Readonly<Record<string, () => Promise<FamilyVerb>>> = {
   journal: () => import('../families/journal/cli.js'),
+  assign: () => import('../families/assign/cli.js'),
 };

@@ -20,6 +20,7 @@ Commands:
   delete    delete an item
   watch     print changes to a list (or to every list below a path) until Ctrl-C
   journal   work queues: create, add, claim, done, release, flagged, ... ('vera journal --help')
+  assign    node assignment (Tokenserver): service, node, user, retire, purge, ... ('vera assign --help')
   status    show a server's status
   member    list, add, promote or remove cluster members
   leader    hand leadership to another member (leader transfer ID)

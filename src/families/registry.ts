@@ -3,6 +3,7 @@
 // state machine's loaders know families only through this list.
 import { Bucket } from '../keys/index.js';
 import { cluster } from './cluster/index.js';
+import { assign } from './assign/index.js';
 import { journal } from './journal/index.js';
 import type { AnyFamily } from './family.js';
 import { lag } from './lag/index.js';
@@ -10,7 +11,7 @@ import { lists } from './lists/index.js';
 import { sessions } from './sessions/index.js';
 import { watches } from './watches/index.js';
 
-export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal];
+export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign];
 
 /** Buckets that belong to no family: properties, the store's own keys, the Raft log. */
 export const KERNEL_BUCKETS = [Bucket.property, Bucket.internal, Bucket.log] as const;

@@ -33,6 +33,8 @@ export interface ErrorHints {
   readonly leader?: string;
   /** NO_LEADER, RATE_LIMITED, UNAVAILABLE: how long to wait before retrying. */
   readonly retryAfterMs?: number;
+  /** A family's machine-readable reason beside the code, e.g. node assignment's `invalid-generation`. */
+  readonly reason?: string;
 }
 
 /** The shape every protocol error has; VeraError satisfies it, and so do cheap plain objects. */
@@ -63,8 +65,9 @@ export class VeraError extends Error implements ProtocolError {
     if (!isErrorCode(fields.code)) {
       return new VeraError('INTERNAL', `server sent an unknown error code ${JSON.stringify(fields.code)}: ${message}`);
     }
-    const hints: { leader?: string; retryAfterMs?: number } = {};
+    const hints: { leader?: string; retryAfterMs?: number; reason?: string } = {};
     if (typeof fields.leader === 'string') hints.leader = fields.leader;
+    if (typeof fields.reason === 'string') hints.reason = fields.reason;
     if (typeof fields.retryAfterMs === 'number' && Number.isFinite(fields.retryAfterMs) && fields.retryAfterMs >= 0) {
       hints.retryAfterMs = fields.retryAfterMs;
     }

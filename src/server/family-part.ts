@@ -53,6 +53,8 @@ export interface FamilyHttpRoute {
   readonly prefix: string;
   /** `rest` is the path after the prefix ('' or '/...'); throw a VeraError to answer an error. */
   readonly get: (fe: FrontEnd, rest: string, url: URL) => Promise<unknown>;
+  /** POST `prefix` or below it with a JSON object body (at most 64 KiB), answered as JSON; absent: GET only. */
+  readonly post?: (fe: FrontEnd, rest: string, url: URL, body: Readonly<Record<string, unknown>>) => Promise<unknown>;
 }
 
 export interface ServerPart {

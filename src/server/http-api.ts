@@ -6,6 +6,8 @@ import type { NodeId, Role } from '../raft/types.js';
 import { serveBackup } from './backup.js';
 import { serveList } from './http-list.js';
 import { toVeraError, type FrontEnd } from './context.js';
+import type { FamilyHttpRoute } from './family-part.js';
+import { readJsonBody } from './http-body.js';
 import { ADMIN_PATHS, handleAdmin, type AdminContext } from './membership.js';
 import type { ErrorCode } from '../protocol/index.js';
 import { cluster } from '../families/cluster/index.js';
@@ -13,7 +15,11 @@ import { COMMAND_VERSION } from '../families/registry.js';
 
 const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
   NOT_FOUND: 404,
+  CONFLICT: 409,
+  QUOTA_EXCEEDED: 429,
   TOO_LARGE: 413,
   NOT_LEADER: 421,
   NO_LEADER: 503,
@@ -45,6 +51,11 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     handleAdmin(src.admin, req, res, url.pathname);
     return;
   }
+  const route = fe.familyHttp.find((r) => url.pathname === r.prefix || url.pathname.startsWith(`${r.prefix}/`));
+  if (route !== undefined) {
+    serveFamily(fe, route, req, res, url);
+    return;
+  }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     sendJson(res, 405, { error: { code: 'BAD_REQUEST', message: `method ${req.method} is not allowed; use GET` } });
     return;
@@ -73,18 +84,27 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     void serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail });
     return;
   }
-  const route = fe.familyHttp.find((r) => url.pathname === r.prefix || url.pathname.startsWith(`${r.prefix}/`));
-  if (route !== undefined) {
-    route.get(fe, url.pathname.slice(route.prefix.length), url).then(
-      (body) => sendJson(res, 200, body),
-      (err: unknown) => {
-        const e = toVeraError(err, fe);
-        sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
-      },
-    );
+  sendJson(res, 404, { error: { code: 'NOT_FOUND', message: `no endpoint ${url.pathname}` } });
+}
+
+/** A family's route: GET (and HEAD) always, POST with a JSON body when the family takes it. */
+function serveFamily(fe: FrontEnd, route: FamilyHttpRoute, req: IncomingMessage, res: ServerResponse, url: URL): void {
+  const rest = url.pathname.slice(route.prefix.length);
+  const post = route.post;
+  let answer: Promise<unknown>;
+  if (req.method === 'GET' || req.method === 'HEAD') answer = route.get(fe, rest, url);
+  else if (req.method === 'POST' && post !== undefined) answer = readJsonBody(req).then((body) => post(fe, rest, url, body));
+  else {
+    sendJson(res, 405, { error: { code: 'BAD_REQUEST', message: `method ${req.method} is not allowed; use ${post === undefined ? 'GET' : 'GET or POST'}` } });
     return;
   }
-  sendJson(res, 404, { error: { code: 'NOT_FOUND', message: `no endpoint ${url.pathname}` } });
+  answer.then(
+    (body) => sendJson(res, 200, body),
+    (err: unknown) => {
+      const e = toVeraError(err, fe);
+      sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
+    },
+  );
 }
 
 /** Judged on the raw target: URL parsing would turn /v1/data/../status into /v1/status. */

@@ -19,6 +19,7 @@ import type { PeerAddress } from '../raft/transport/peer-transport.js';
 import type { NodeId, SoftState, Status } from '../raft/types.js';
 import { bookOf, type Member } from '../statemachine/index.js';
 import { VeraError, type ErrorCode } from '../protocol/index.js';
+import { readJsonBody } from './http-body.js';
 
 // ---------------------------------------------------------------- the directory
 
@@ -229,7 +230,6 @@ export interface AdminContext {
 
 export const ADMIN_PATHS: ReadonlySet<string> = new Set(['/v1/members', '/v1/leader/transfer']);
 export const DEFAULT_PROMOTE_MAX_LAG = 100;
-const MAX_BODY_BYTES = 64 * 1024;
 
 export const HTTP_STATUS: Readonly<Partial<Record<ErrorCode, number>>> = {
   BAD_REQUEST: 400,
@@ -272,7 +272,7 @@ async function serve(ctx: AdminContext, req: IncomingMessage, pathname: string):
   authorize(ctx, req);
   if (pathname === '/v1/members' && (req.method === 'GET' || req.method === 'HEAD')) return listMembers(ctx);
   if (req.method !== 'POST') throw new VeraError('BAD_REQUEST', `method ${req.method ?? '?'} is not allowed on ${pathname}`);
-  const body = await readJson(req);
+  const body = await readJsonBody(req);
   if (pathname === '/v1/leader/transfer') return transfer(ctx, body);
   return changeMembers(ctx, body);
 }
@@ -440,24 +440,6 @@ function address(value: unknown, field: string): { host: string; port: number } 
 
 function hostPort(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new VeraError('TOO_LARGE', `request body is larger than ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk);
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new VeraError('BAD_REQUEST', 'request body must be a JSON object');
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new VeraError('BAD_REQUEST', 'request body must be a JSON object');
-  return parsed as Record<string, unknown>;
 }
 
 function sendJson(res: ServerResponse, code: number, body: unknown): void {

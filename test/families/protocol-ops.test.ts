@@ -11,6 +11,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AnyFamily } from '../../src/families/family.js';
 import { FAMILIES } from '../../src/families/registry.js';
+import { ASSIGN_OPS } from '../../src/families/assign/wire.js';
 import { JOURNAL_OPS } from '../../src/families/journal/wire.js';
 import {
   decodeFrame,
@@ -64,7 +65,7 @@ describe('an op a family adds to the protocol', () => {
     await expect(loadServerParts([...FAMILIES, adding('pinger', 'ping')])).rejects.toThrow(/pinger adds an op named ping, which is a core op/);
     await expect(loadServerParts([...FAMILIES, adding('a', 'clock'), adding('b', 'clock')])).rejects.toThrow(/clock is answered by two families \(the second is b\)/);
     const parts = await loadServerParts([...FAMILIES, adding('a', 'clock')]);
-    expect([...parts.extensions.keys()]).toEqual([...JOURNAL_OPS.keys(), 'clock']);
+    expect([...parts.extensions.keys()]).toEqual([...JOURNAL_OPS.keys(), ...ASSIGN_OPS.keys(), 'clock']);
   });
 });
 

@@ -1,0 +1,238 @@
+// Planning node assignment's entries. A login (Tokenserver's get-or-create with
+// update) is one entry: looking the user up, allocating a node, validating the
+// request and updating the records happen together, so two requests for one
+// email are ordered by the log and no email ever has two current records.
+// Plans read user records through ctx.reads and nodes from memory, so
+// assignment entries share LevelDB batches.
+import type { ApplyError } from '../../statemachine/types.js';
+import { failure, type Plan, type PlanContext } from '../family.js';
+import { allocate } from './allocate.js';
+import type { AssignCommand } from './commands.js';
+import { serviceKey } from './keys.js';
+import { encodeService, type UserRecord } from './records.js';
+import { isRetired, newestFirst, oldClientStates, updateOf, validate, type RejectionReason } from './rules.js';
+import type { AssignState } from './state.js';
+import { AssignTx } from './tx.js';
+import { byNodeRange, uidAtEnd } from './keys.js';
+import { endpointOf, MAX_GENERATION, MAX_NODES_PER_SERVICE, MAX_SERVICES } from './wire.js';
+
+/** A user as a login answers it. */
+export interface Assignment {
+  readonly uid: number;
+  readonly node: string;
+  readonly endpoint: string;
+  readonly generation: number;
+  readonly keysChangedAt: number;
+  readonly clientState: string;
+  readonly oldClientStates: readonly string[];
+  readonly firstSeenAt: number;
+  readonly createdAt: number;
+}
+
+/** Why a login was refused, beside the request checks of rules.ts. */
+export type LoginRefusal = RejectionReason | 'new-users-disabled' | 'no-node-available' | 'user-retired';
+
+export type AssignValue =
+  | { readonly op: 'service'; readonly service: string; readonly created: boolean }
+  | { readonly op: 'addNode' | 'updateNode' | 'removeNode'; readonly service: string; readonly node: string }
+  /** `created`: the email was unknown; `allocated`: it got a (new) node in this entry. */
+  | { readonly op: 'login'; readonly service: string; readonly user: Assignment; readonly created: boolean; readonly allocated: boolean }
+  | { readonly op: 'login'; readonly service: string; readonly refused: LoginRefusal; readonly message: string }
+  | { readonly op: 'retire'; readonly email: string; readonly services: number }
+  | { readonly op: 'decommission'; readonly service: string; readonly node: string; readonly replaced: number; readonly more: boolean }
+  | { readonly op: 'event'; readonly email: string; readonly changed: number }
+  | { readonly op: 'purge'; readonly service: string; readonly purged: ReadonlyArray<{ readonly uid: number; readonly email: string; readonly node: string }>; readonly skipped: number };
+
+function done(value: AssignValue, tx: AssignTx, extra: { ops?: Plan['ops']; after?: () => void } = {}): Plan {
+  const { ops, after } = tx.commit();
+  return {
+    result: { ok: true, op: 'family', family: 'assign', value },
+    ops: [...(extra.ops ?? []), ...ops],
+    events: [],
+    after: [...(extra.after === undefined ? [] : [extra.after]), after],
+  };
+}
+
+export async function planAssign(c: AssignCommand, ctx: PlanContext, state: AssignState): Promise<Plan | ApplyError> {
+  const tx = new AssignTx(ctx.reads, state);
+  switch (c.op) {
+    case 'service': {
+      const existing = state.services.get(c.service);
+      if (existing === undefined && state.services.size >= MAX_SERVICES) return failure('QUOTA_EXCEEDED', `the cluster holds ${MAX_SERVICES} services, its limit`);
+      return done({ op: 'service', service: c.service, created: existing === undefined }, tx, {
+        ops: [{ type: 'put', key: serviceKey(c.service), value: encodeService(c.settings) }],
+        after: () => state.services.set(c.service, { settings: c.settings, nodes: existing?.nodes ?? new Map() }),
+      });
+    }
+    case 'login':
+      return login(c, ctx.now, tx);
+    case 'retire':
+      return done({ op: 'retire', email: c.email, services: await retire(tx, c.email, c.service ?? null, ctx.now) }, tx);
+    case 'event':
+      return event(c, ctx.now, tx);
+  }
+  const service = tx.service(c.service);
+  if (service === undefined) return failure('NOT_FOUND', `no service ${c.service}`);
+  if (c.op === 'addNode') {
+    if (service.nodes.has(c.node)) return failure('CONFLICT', `${c.service} already has a node ${c.node}`);
+    if (service.nodes.size >= MAX_NODES_PER_SERVICE) return failure('QUOTA_EXCEEDED', `${c.service} has ${MAX_NODES_PER_SERVICE} nodes, its limit`);
+    tx.setNode(c.service, c.node, { capacity: c.capacity, load: 0, available: c.available, downed: c.downed, backoff: c.backoff });
+    return done({ op: 'addNode', service: c.service, node: c.node }, tx);
+  }
+  if (c.op === 'purge') return purge(c, tx);
+  const node = tx.node(c.service, c.node);
+  if (node === null) return failure('NOT_FOUND', `${c.service} has no node ${c.node}`);
+  switch (c.op) {
+    case 'updateNode': {
+      const { op: _op, service: _s, node: _n, ...changes } = c;
+      tx.setNode(c.service, c.node, { ...node, ...changes });
+      return done({ op: 'updateNode', service: c.service, node: c.node }, tx);
+    }
+    case 'removeNode':
+      if (node.load > 0) return failure('CONFLICT', `${c.node} still has ${node.load} current users: decommission it first`);
+      tx.setNode(c.service, c.node, null);
+      return done({ op: 'removeNode', service: c.service, node: c.node }, tx);
+    case 'decommission': {
+      // The given users, or the first `max` current records on the node: replaced now, so
+      // their next request allocates them again.
+      const uids = c.uids ?? (await ctx.reads.keys({ ...byNodeRange(c.service, c.node), limit: c.max })).map(uidAtEnd);
+      let replaced = 0;
+      for (const uid of uids) {
+        const u = await tx.user(uid);
+        if (u === null || u.service !== c.service || u.node !== c.node || u.replacedAt !== 0) continue;
+        tx.put({ ...u, replacedAt: ctx.now });
+        replaced++;
+      }
+      return done({ op: 'decommission', service: c.service, node: c.node, replaced, more: c.uids === undefined && uids.length === c.max }, tx);
+    }
+  }
+}
+
+function refuse(service: string, refused: LoginRefusal, message: string, tx: AssignTx | null): Plan {
+  const value: AssignValue = { op: 'login', service, refused, message };
+  // Capacity released while looking for a node stays released (as Tokenserver commits it); nothing else is kept.
+  if (tx !== null) return done(value, tx);
+  return { result: { ok: true, op: 'family', family: 'assign', value }, ops: [], events: [], after: [] };
+}
+
+async function login(c: Extract<AssignCommand, { op: 'login' }>, now: number, tx: AssignTx): Promise<Plan | ApplyError> {
+  const service = tx.service(c.service);
+  if (service === undefined) return failure('NOT_FOUND', `no service ${c.service}`);
+  const stored = await tx.records(c.email, c.service);
+  // Stages the chosen node's slot and any capacity released on the way; null when no node qualifies.
+  const allocation = (): string | null => {
+    const a = allocate(tx.nodesOf(c.service), service.settings, c.pick);
+    for (const [name, n] of a.nodes) if (n !== tx.node(c.service, name)) tx.setNode(c.service, name, n);
+    return a.node;
+  };
+  let records: UserRecord[];
+  let created = false;
+  let allocated = false;
+  if (stored.length === 0) {
+    if (!service.settings.newUsers) return refuse(c.service, 'new-users-disabled', `${c.service} accepts no new users`, null);
+    const node = allocation();
+    if (node === null) return refuse(c.service, 'no-node-available', `no node of ${c.service} can take a new user`, tx);
+    const user: UserRecord = { uid: tx.newUid(), service: c.service, email: c.email, generation: c.generation, clientState: c.clientState, keysChangedAt: c.keysChangedAt, createdAt: now, replacedAt: 0, node };
+    tx.put(user);
+    records = [user];
+    created = true;
+    allocated = true;
+  } else {
+    records = newestFirst(stored);
+    const current = records[0]!;
+    const nodeGone = tx.node(c.service, current.node) === null;
+    if ((current.replacedAt !== 0 || nodeGone) && !isRetired(current)) {
+      // Replaced (decommissioned, retired elsewhere, or its node removed): a copy of it on a
+      // newly allocated node, keeping its generation, client state and keys-changed-at.
+      const node = allocation();
+      if (node === null) return refuse(c.service, 'no-node-available', `no node of ${c.service} can take ${c.email} again`, tx);
+      if (current.replacedAt === 0) tx.put({ ...current, replacedAt: now });
+      const copy: UserRecord = { ...current, uid: tx.newUid(), createdAt: now, replacedAt: 0, node };
+      tx.put(copy);
+      records = [copy, ...records.map((r) => (r.uid === current.uid && r.replacedAt === 0 ? { ...r, replacedAt: now } : r))];
+      allocated = true;
+    } else if (nodeGone) {
+      return refuse(c.service, 'user-retired', `${c.email} is retired from ${c.service}`, null);
+    }
+  }
+  const user = records[0]!;
+  const old = oldClientStates(records);
+  const problem = validate(c, user, old);
+  // A refused request changes nothing: not even the allocation it would have needed.
+  if (problem !== null) return refuse(c.service, problem.reason, problem.message, null);
+  const update = updateOf(c, user);
+  let result: UserRecord = user;
+  let oldStates = old;
+  if (update.newRecord) {
+    // A new encryption key: a new record on the same node; every other record is replaced.
+    for (const r of records) if (r.replacedAt === 0) tx.put({ ...r, replacedAt: now });
+    result = { ...user, uid: tx.newUid(), generation: update.generation, keysChangedAt: update.keysChangedAt, clientState: c.clientState, createdAt: now, replacedAt: 0 };
+    tx.put(result);
+    oldStates = [user.clientState, ...old.filter((s) => s !== user.clientState && s !== c.clientState)];
+  } else if (update.generation !== user.generation || update.keysChangedAt !== user.keysChangedAt) {
+    result = { ...user, generation: update.generation, keysChangedAt: update.keysChangedAt };
+    tx.put(result);
+  }
+  let firstSeenAt = result.createdAt;
+  for (const r of records) if (r.createdAt < firstSeenAt) firstSeenAt = r.createdAt;
+  const assignment: Assignment = {
+    uid: result.uid,
+    node: result.node,
+    endpoint: endpointOf(service.settings.pattern, c.service, result.node, result.uid),
+    generation: result.generation,
+    keysChangedAt: result.keysChangedAt,
+    clientState: result.clientState,
+    oldClientStates: oldStates,
+    firstSeenAt,
+    createdAt: result.createdAt,
+  };
+  return done({ op: 'login', service: c.service, user: assignment, created, allocated }, tx);
+}
+
+/** Generation to the maximum on each service's current record, and every record replaced. */
+async function retire(tx: AssignTx, email: string, service: string | null, now: number): Promise<number> {
+  const byService = new Map<string, UserRecord[]>();
+  for (const r of await tx.records(email, service)) byService.set(r.service, [...(byService.get(r.service) ?? []), r]);
+  for (const records of byService.values()) {
+    const [current, ...others] = newestFirst(records);
+    tx.put({ ...current!, generation: MAX_GENERATION, replacedAt: current!.replacedAt === 0 ? now : current!.replacedAt });
+    for (const r of others) if (r.replacedAt === 0) tx.put({ ...r, replacedAt: now });
+  }
+  return byService.size;
+}
+
+/** FxA account events (Tokenserver's process_account_events): delete retires; a password change or reset moves the generation up to the event's - 1. */
+async function event(c: Extract<AssignCommand, { op: 'event' }>, now: number, tx: AssignTx): Promise<Plan> {
+  if (c.kind === 'delete') return done({ op: 'event', email: c.email, changed: await retire(tx, c.email, null, now) }, tx);
+  const generation = c.generation! - 1;
+  const byService = new Map<string, UserRecord[]>();
+  for (const r of await tx.records(c.email, null)) byService.set(r.service, [...(byService.get(r.service) ?? []), r]);
+  let changed = 0;
+  for (const records of byService.values()) {
+    const current = newestFirst(records)[0]!;
+    // Only a current record, and never backwards; an unknown user gets nothing.
+    if (current.replacedAt !== 0 || current.generation >= generation) continue;
+    tx.put({ ...current, generation });
+    changed++;
+  }
+  return done({ op: 'event', email: c.email, changed }, tx);
+}
+
+/** Deletes the listed records that are still replaced before the cutoff; a deleted record frees a slot on its node. */
+async function purge(c: Extract<AssignCommand, { op: 'purge' }>, tx: AssignTx): Promise<Plan> {
+  const purged: Array<{ uid: number; email: string; node: string }> = [];
+  let skipped = 0;
+  for (const uid of c.uids) {
+    const u = await tx.user(uid);
+    if (u === null || u.service !== c.service || u.replacedAt === 0 || u.replacedAt >= c.before) continue;
+    const node = tx.node(c.service, u.node);
+    if (node !== null && node.downed && !c.force) {
+      skipped++;
+      continue;
+    }
+    tx.delete(uid);
+    if (node !== null) tx.freeSlot(c.service, u.node);
+    purged.push({ uid, email: u.email, node: u.node });
+  }
+  return done({ op: 'purge', service: c.service, purged, skipped }, tx);
+}

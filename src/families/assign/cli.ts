@@ -1,0 +1,302 @@
+// `vera assign ...`: node assignment from the command line, one subcommand per
+// operation, each a client verb (arguments checked before connecting; --json for scripts).
+import { parseArgs, boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from '../../cli/args.js';
+import { CLIENT_FLAGS, print, runClientCommand, type ClientCommand, type Context } from '../../cli/client-commands.js';
+import { EXIT, UsageError } from '../../cli/errors.js';
+import type { CliIO } from '../../cli/io.js';
+import { parseCount, parseDuration } from '../../cli/units.js';
+import { AssignClient, type Assignment, type NodeInfo, type NodeInput } from './client.js';
+import { clientStateProblem, EVENT_KINDS, nameProblem, serviceNameProblem, type AccountEventKind } from './wire.js';
+
+export const USAGE = `Usage: vera assign <subcommand> [flags]
+
+Node assignment: Tokenserver's user-to-storage-node database (see docs/assignment.md).
+
+Subcommands:
+  service NAME [--pattern P] [--release-rate R] [--new-users yes|no] [--top-n N]
+                              create a service or change its settings
+  services                    list services
+  node add SERVICE NODE --capacity N [--available N] [--downed] [--backoff N]
+  node set SERVICE NODE [--capacity N] [--available N] [--downed yes|no] [--backoff N]
+  node rm SERVICE NODE        down the node, move its users off, remove it
+  node ls SERVICE             nodes with load, capacity and available slots
+  user SERVICE EMAIL [--generation N] [--keys-changed-at N] [--client-state HEX]
+                              get or create the user's assignment (Tokenserver's request)
+  lookup SERVICE EMAIL        the user's records, changing nothing
+  retire EMAIL [--service S]  retire the user (every service unless --service)
+  decommission SERVICE NODE [--uids 1,2,...]
+                              replace the node's users (or those uids); they move on their next request
+  purge SERVICE [--grace D] [--max N] [--force] [--dry-run] [--journal NAME]
+                              delete one batch of records replaced longer ago than D (default 7d)
+  events delete|passwordChange|reset EMAIL [--generation N]
+                              apply an account event
+  count SERVICE [--at MS]     users assigned at a time (default now)
+
+Durations (D) are like 5000, 5s, 2m or 7d.
+Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, -h/--help`;
+
+function checked(value: string, problem: string | null): string {
+  if (problem !== null) throw new UsageError(problem);
+  return value;
+}
+
+const service = (ctx: Context, at: number): string => checked(ctx.args.positionals[at]!, serviceNameProblem(ctx.args.positionals[at]));
+const node = (ctx: Context, at: number): string => checked(ctx.args.positionals[at]!, nameProblem(ctx.args.positionals[at], 'node'));
+const email = (ctx: Context, at: number): string => checked(ctx.args.positionals[at]!, nameProblem(ctx.args.positionals[at], 'email'));
+
+function count(args: ParsedArgs, flag: string): number | undefined {
+  const text = stringFlag(args, flag);
+  if (text === undefined) return undefined;
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text))) throw new UsageError(`--${flag} must be a whole number, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+function yesNo(args: ParsedArgs, flag: string): boolean | undefined {
+  const text = stringFlag(args, flag);
+  if (text === undefined) return undefined;
+  if (text !== 'yes' && text !== 'no') throw new UsageError(`--${flag} must be yes or no, got ${JSON.stringify(text)}`);
+  return text === 'yes';
+}
+
+function describeAssignment(a: Assignment): string {
+  return [
+    `uid ${a.uid} on ${a.node}${a.created ? ' (new user)' : a.allocated ? ' (moved to a new node)' : ''}`,
+    `  endpoint ${a.endpoint}`,
+    `  generation ${a.generation}, keys changed at ${a.keysChangedAt}, client state ${a.clientState === '' ? '(none)' : a.clientState}`,
+    `  old client states ${a.oldClientStates.length === 0 ? '(none)' : a.oldClientStates.join(', ')}; first seen ${new Date(a.firstSeenAt).toISOString()}`,
+  ].join('\n');
+}
+
+function describeNode(n: NodeInfo): string {
+  return `${n.node}  load ${n.load}/${n.capacity}  available ${n.available}${n.downed ? '  DOWNED' : ''}${n.backoff !== 0 ? `  backoff ${n.backoff}` : ''}`;
+}
+
+const NODE_FLAGS: FlagSpecs = { ...CLIENT_FLAGS, capacity: { kind: 'string' }, available: { kind: 'string' }, backoff: { kind: 'string' } };
+
+function nodeInput(args: ParsedArgs, downed: boolean | undefined): NodeInput {
+  const out: { capacity?: number; available?: number; downed?: boolean; backoff?: number } = {};
+  const capacity = count(args, 'capacity');
+  if (capacity !== undefined) out.capacity = capacity;
+  const available = count(args, 'available');
+  if (available !== undefined) out.available = available;
+  const backoff = count(args, 'backoff');
+  if (backoff !== undefined) out.backoff = backoff;
+  if (downed !== undefined) out.downed = downed;
+  return out;
+}
+
+const NODE_COMMANDS: Readonly<Record<string, ClientCommand>> = {
+  add: {
+    flags: { ...NODE_FLAGS, downed: { kind: 'boolean' } },
+    positionals: ['SERVICE', 'NODE'],
+    prepare: (ctx) => {
+      const [s, n] = [service(ctx, 0), node(ctx, 1)];
+      const input = nodeInput(ctx.args, boolFlag(ctx.args, 'downed'));
+      if (input.capacity === undefined) throw new UsageError('--capacity is required');
+      const capacity = input.capacity;
+      return async (client) => {
+        await new AssignClient(client).addNode(s, n, { ...input, capacity });
+        print(ctx, {}, () => `added ${n} to ${s}`);
+      };
+    },
+  },
+  set: {
+    flags: { ...NODE_FLAGS, downed: { kind: 'string' } },
+    positionals: ['SERVICE', 'NODE'],
+    prepare: (ctx) => {
+      const [s, n] = [service(ctx, 0), node(ctx, 1)];
+      const input = nodeInput(ctx.args, yesNo(ctx.args, 'downed'));
+      if (Object.keys(input).length === 0) throw new UsageError('nothing to change: give --capacity, --available, --downed or --backoff');
+      return async (client) => {
+        await new AssignClient(client).updateNode(s, n, input);
+        print(ctx, {}, () => `updated ${n}`);
+      };
+    },
+  },
+  rm: {
+    flags: CLIENT_FLAGS,
+    positionals: ['SERVICE', 'NODE'],
+    prepare: (ctx) => {
+      const [s, n] = [service(ctx, 0), node(ctx, 1)];
+      return async (client) => {
+        const r = await new AssignClient(client).removeNode(s, n);
+        print(ctx, r, () => `removed ${n} (${r.replaced} users will move on their next request)`);
+      };
+    },
+  },
+  ls: {
+    flags: CLIENT_FLAGS,
+    positionals: ['SERVICE'],
+    prepare: (ctx) => {
+      const s = service(ctx, 0);
+      return async (client) => {
+        const nodes = await new AssignClient(client).nodes(s);
+        print(ctx, nodes, () => (nodes.length === 0 ? '(no nodes)' : nodes.map(describeNode).join('\n')));
+      };
+    },
+  },
+};
+
+const COMMANDS: Readonly<Record<string, ClientCommand>> = {
+  service: {
+    flags: { ...CLIENT_FLAGS, pattern: { kind: 'string' }, 'release-rate': { kind: 'string' }, 'new-users': { kind: 'string' }, 'top-n': { kind: 'string' } },
+    positionals: ['NAME'],
+    prepare: (ctx) => {
+      const s = service(ctx, 0);
+      const pattern = stringFlag(ctx.args, 'pattern');
+      const rateText = stringFlag(ctx.args, 'release-rate');
+      const releaseRate = rateText === undefined ? undefined : Number(rateText);
+      if (releaseRate !== undefined && !(releaseRate > 0 && releaseRate <= 1)) throw new UsageError(`--release-rate must be a number in (0, 1], got ${JSON.stringify(rateText)}`);
+      const newUsers = yesNo(ctx.args, 'new-users');
+      const topN = count(ctx.args, 'top-n');
+      const settings = { ...(pattern === undefined ? {} : { pattern }), ...(releaseRate === undefined ? {} : { releaseRate }), ...(newUsers === undefined ? {} : { newUsers }), ...(topN === undefined ? {} : { topN }) };
+      return async (client) => {
+        const r = await new AssignClient(client).service(s, settings);
+        print(ctx, r, () => `${r.created ? 'created' : 'updated'} ${s}: pattern ${r.pattern}, release rate ${r.releaseRate}, new users ${r.newUsers ? 'yes' : 'no'}, top ${r.topN}`);
+      };
+    },
+  },
+  services: {
+    flags: CLIENT_FLAGS,
+    positionals: [],
+    prepare: (ctx) => async (client) => {
+      const services = await new AssignClient(client).services();
+      print(ctx, services, () => (services.length === 0 ? '(no services)' : services.map((s) => `${s.service}  ${s.pattern}  ${s.nodes} nodes${s.newUsers ? '' : '  (no new users)'}`).join('\n')));
+    },
+  },
+  user: {
+    flags: { ...CLIENT_FLAGS, generation: { kind: 'string' }, 'keys-changed-at': { kind: 'string' }, 'client-state': { kind: 'string' } },
+    positionals: ['SERVICE', 'EMAIL'],
+    prepare: (ctx) => {
+      const [s, e] = [service(ctx, 0), email(ctx, 1)];
+      const generation = count(ctx.args, 'generation');
+      const keysChangedAt = count(ctx.args, 'keys-changed-at');
+      const clientState = stringFlag(ctx.args, 'client-state');
+      if (clientState !== undefined) checked(clientState, clientStateProblem(clientState));
+      const login = { ...(generation === undefined ? {} : { generation }), ...(keysChangedAt === undefined ? {} : { keysChangedAt }), ...(clientState === undefined ? {} : { clientState }) };
+      return async (client) => {
+        const a = await new AssignClient(client).user(s, e, login);
+        print(ctx, a, () => describeAssignment(a));
+      };
+    },
+  },
+  lookup: {
+    flags: CLIENT_FLAGS,
+    positionals: ['SERVICE', 'EMAIL'],
+    prepare: (ctx) => {
+      const [s, e] = [service(ctx, 0), email(ctx, 1)];
+      return async (client) => {
+        const l = await new AssignClient(client).lookup(s, e);
+        print(ctx, l, () =>
+          [
+            `current: uid ${l.current.uid} on ${l.current.node}${l.current.replacedAt !== 0 ? ' (replaced: moves on its next request)' : ''}, endpoint ${l.current.endpoint}`,
+            `old client states: ${l.oldClientStates.length === 0 ? '(none)' : l.oldClientStates.join(', ')}`,
+            ...l.records.map((r) => `  uid ${r.uid}  ${r.node}  generation ${r.generation}  state ${r.clientState || '-'}  created ${new Date(r.createdAt).toISOString()}${r.replacedAt === 0 ? '' : `  replaced ${new Date(r.replacedAt).toISOString()}`}`),
+          ].join('\n'),
+        );
+      };
+    },
+  },
+  retire: {
+    flags: { ...CLIENT_FLAGS, service: { kind: 'string' } },
+    positionals: ['EMAIL'],
+    prepare: (ctx) => {
+      const e = email(ctx, 0);
+      const s = stringFlag(ctx.args, 'service');
+      if (s !== undefined) checked(s, serviceNameProblem(s));
+      return async (client) => {
+        const r = await new AssignClient(client).retire(e, s);
+        print(ctx, r, () => `retired ${e} from ${r.services} service${r.services === 1 ? '' : 's'}`);
+      };
+    },
+  },
+  decommission: {
+    flags: { ...CLIENT_FLAGS, uids: { kind: 'string' } },
+    positionals: ['SERVICE', 'NODE'],
+    prepare: (ctx) => {
+      const [s, n] = [service(ctx, 0), node(ctx, 1)];
+      const text = stringFlag(ctx.args, 'uids');
+      const uids = text === undefined ? undefined : text.split(',').map((u) => parseCount(u.trim(), '--uids'));
+      return async (client) => {
+        const r = await new AssignClient(client).decommission(s, n, uids);
+        print(ctx, r, () => `replaced ${r.replaced} users on ${n}; they move on their next request`);
+      };
+    },
+  },
+  purge: {
+    flags: { ...CLIENT_FLAGS, grace: { kind: 'string' }, max: { kind: 'string' }, force: { kind: 'boolean' }, 'dry-run': { kind: 'boolean' }, journal: { kind: 'string' } },
+    positionals: ['SERVICE'],
+    prepare: (ctx) => {
+      const s = service(ctx, 0);
+      const grace = stringFlag(ctx.args, 'grace');
+      const max = count(ctx.args, 'max');
+      const journal = stringFlag(ctx.args, 'journal');
+      const options = {
+        ...(grace === undefined ? {} : { graceMs: grace === '0' ? 0 : parseDuration(grace, '--grace') }),
+        ...(max === undefined ? {} : { max }),
+        force: boolFlag(ctx.args, 'force'),
+        dryRun: boolFlag(ctx.args, 'dry-run'),
+        ...(journal === undefined ? {} : { journal }),
+      };
+      return async (client) => {
+        const r = await new AssignClient(client).purge(s, options);
+        print(ctx, r, () =>
+          [`${r.dryRun ? 'would purge' : 'purged'} ${r.purged.length} records${r.skipped > 0 ? `, skipped ${r.skipped} on downed nodes (--force purges them)` : ''}`, ...r.purged.map((p) => `  uid ${p.uid}  ${p.email}  ${p.node}`)].join('\n'),
+        );
+      };
+    },
+  },
+  events: {
+    flags: { ...CLIENT_FLAGS, generation: { kind: 'string' } },
+    positionals: ['KIND', 'EMAIL'],
+    prepare: (ctx) => {
+      const kind = ctx.args.positionals[0]!;
+      if (!EVENT_KINDS.includes(kind as AccountEventKind)) throw new UsageError(`KIND must be one of ${EVENT_KINDS.join(', ')}`);
+      const e = email(ctx, 1);
+      const generation = count(ctx.args, 'generation');
+      if (kind !== 'delete' && generation === undefined) throw new UsageError(`a ${kind} event needs --generation`);
+      return async (client) => {
+        const r = await new AssignClient(client).event(kind as AccountEventKind, e, generation);
+        print(ctx, r, () => `${kind}: ${r.changed} record${r.changed === 1 ? '' : 's'} changed`);
+      };
+    },
+  },
+  count: {
+    flags: { ...CLIENT_FLAGS, at: { kind: 'string' } },
+    positionals: ['SERVICE'],
+    prepare: (ctx) => {
+      const s = service(ctx, 0);
+      const at = count(ctx.args, 'at');
+      return async (client) => {
+        const users = await new AssignClient(client).count(s, at);
+        print(ctx, { users }, () => `${users} users`);
+      };
+    },
+  },
+};
+
+export async function run(argv: readonly string[], io: CliIO): Promise<number> {
+  let [sub, ...rest] = argv;
+  if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
+    (sub === undefined ? io.stderr : io.stdout)(`${USAGE}\n`);
+    return sub === undefined ? EXIT.usage : EXIT.ok;
+  }
+  let table = COMMANDS;
+  let name = sub;
+  if (sub === 'node') {
+    const [action, ...more] = rest;
+    if (action === undefined || NODE_COMMANDS[action] === undefined) throw new UsageError(`vera assign node needs one of ${Object.keys(NODE_COMMANDS).join(', ')}`);
+    table = NODE_COMMANDS;
+    name = action;
+    sub = `node ${action}`;
+    rest = more;
+  }
+  const command = table[name];
+  if (command === undefined) throw new UsageError(`unknown assign subcommand ${JSON.stringify(sub)} (subcommands: ${[...Object.keys(COMMANDS), 'node'].join(', ')})`);
+  const args = parseArgs(rest, command.flags, `vera assign ${sub}`);
+  if (boolFlag(args, 'help')) {
+    io.stdout(`${USAGE}\n`);
+    return EXIT.ok;
+  }
+  return runClientCommand(`assign ${sub}`, command, args, io);
+}

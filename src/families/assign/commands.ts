@@ -1,0 +1,100 @@
+// Node assignment's commands: what its entries carry, checked field by field
+// (on the leader before proposing, and on every member when decoding an entry).
+import { CommandError } from '../family.js';
+import { boolField, integerField } from '../fields.js';
+import type { ServiceSettings } from './records.js';
+import {
+  clientStateProblem,
+  EVENT_KINDS,
+  MAX_BATCH,
+  MAX_CAPACITY,
+  MAX_GENERATION,
+  MAX_TOP_N,
+  nameProblem,
+  patternProblem,
+  serviceNameProblem,
+  type AccountEventKind,
+} from './wire.js';
+
+export interface NodeChanges {
+  readonly capacity?: number;
+  readonly available?: number;
+  readonly downed?: boolean;
+  readonly backoff?: number;
+}
+
+export type AssignCommand =
+  | { readonly op: 'service'; readonly service: string; readonly settings: ServiceSettings }
+  | { readonly op: 'addNode'; readonly service: string; readonly node: string; readonly capacity: number; readonly available: number; readonly downed: boolean; readonly backoff: number }
+  | ({ readonly op: 'updateNode'; readonly service: string; readonly node: string } & NodeChanges)
+  | { readonly op: 'removeNode'; readonly service: string; readonly node: string }
+  /**
+   * Tokenserver's request: get or create the user, validate, update. `pick` is the
+   * leader's random choice among the top N nodes, carried so every member agrees.
+   */
+  | {
+      readonly op: 'login';
+      readonly service: string;
+      readonly email: string;
+      readonly generation: number;
+      readonly keysChangedAt: number;
+      readonly clientState: string;
+      readonly pick: number;
+    }
+  | { readonly op: 'retire'; readonly email: string; readonly service?: string }
+  | { readonly op: 'decommission'; readonly service: string; readonly node: string; readonly uids?: readonly number[]; readonly max: number }
+  | { readonly op: 'event'; readonly kind: AccountEventKind; readonly email: string; readonly generation?: number }
+  /** Deletes the listed replaced records if they are still replaced before `before` (and not on a downed node, unless forced). */
+  | { readonly op: 'purge'; readonly service: string; readonly before: number; readonly uids: readonly number[]; readonly force: boolean };
+
+function text(value: unknown, problem: string | null): string {
+  if (problem !== null) throw new CommandError(problem);
+  return value as string;
+}
+
+export const serviceField = (v: unknown): string => text(v, serviceNameProblem(v));
+export const nodeField = (v: unknown): string => text(v, nameProblem(v, 'node'));
+export const emailField = (v: unknown): string => text(v, nameProblem(v, 'email'));
+export const clientStateField = (v: unknown): string => text(v, clientStateProblem(v));
+
+export function generationField(v: unknown, name: string): number {
+  return integerField(v, name, 0, MAX_GENERATION);
+}
+
+export function settingsField(value: unknown): ServiceSettings {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CommandError('settings must be a map');
+  const v = value as Record<string, unknown>;
+  for (const key of Object.keys(v)) if (!['pattern', 'releaseRate', 'newUsers', 'topN'].includes(key)) throw new CommandError(`settings has an unexpected field '${key}'`);
+  const { pattern, releaseRate } = v;
+  if (typeof releaseRate !== 'number' || !Number.isFinite(releaseRate) || releaseRate <= 0 || releaseRate > 1) throw new CommandError('releaseRate must be in (0, 1]');
+  // A fixed field order: the leader applies the command it encoded, and every member the decoded one.
+  return { pattern: text(pattern, patternProblem(pattern)), releaseRate, newUsers: boolField(v.newUsers, 'newUsers'), topN: integerField(v.topN, 'topN', 1, MAX_TOP_N) };
+}
+
+export function capacityField(v: unknown, name: string): number {
+  return integerField(v, name, 0, MAX_CAPACITY);
+}
+
+export function backoffField(v: unknown): number {
+  return integerField(v, 'backoff', 0, 2 ** 31);
+}
+
+export function uidsField(v: unknown, allowEmpty: boolean): number[] {
+  if (!Array.isArray(v) || (!allowEmpty && v.length === 0) || v.length > MAX_BATCH) throw new CommandError(`uids must be an array of ${allowEmpty ? 0 : 1} to ${MAX_BATCH} uids`);
+  return v.map((u, i) => integerField(u, `uids[${i}]`, 1, Number.MAX_SAFE_INTEGER));
+}
+
+export function kindField(v: unknown): AccountEventKind {
+  if (!EVENT_KINDS.includes(v as AccountEventKind)) throw new CommandError(`kind must be one of ${EVENT_KINDS.join(', ')}`);
+  return v as AccountEventKind;
+}
+
+export function nodeChanges(c: Readonly<Record<string, unknown>>): NodeChanges {
+  const out: { capacity?: number; available?: number; downed?: boolean; backoff?: number } = {};
+  if (c.capacity !== undefined) out.capacity = capacityField(c.capacity, 'capacity');
+  if (c.available !== undefined) out.available = capacityField(c.available, 'available');
+  if (c.downed !== undefined) out.downed = boolField(c.downed, 'downed');
+  if (c.backoff !== undefined) out.backoff = backoffField(c.backoff);
+  if (Object.keys(out).length === 0) throw new CommandError('updateNode changes nothing');
+  return out;
+}

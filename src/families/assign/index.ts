@@ -1,0 +1,113 @@
+// The node-assignment family: Tokenserver's user-to-storage-node database
+// (seeds 000 and 001) as replicated state. Services and their nodes live in
+// memory on every member; user records and the seed's indexes in LevelDB. Every
+// decision (an allocation with its load counters, a client-state change, a
+// retirement, a purge) is one entry. See docs/assignment.md; the layout is in
+// keys.ts and docs/storage.md.
+import { CommandError, type Family } from '../family.js';
+import { boolField, integerField } from '../fields.js';
+import { planAssign } from './apply.js';
+import {
+  backoffField,
+  capacityField,
+  clientStateField,
+  emailField,
+  generationField,
+  kindField,
+  nodeChanges,
+  nodeField,
+  serviceField,
+  settingsField,
+  uidsField,
+  type AssignCommand,
+} from './commands.js';
+import { AssignBucket } from './keys.js';
+import { AssignState } from './state.js';
+import { MAX_BATCH } from './wire.js';
+
+/** The command version that brought node assignment. */
+export const ASSIGN_SINCE = 3;
+
+export const assign: Family<AssignCommand, AssignState> = {
+  name: 'assign',
+  since: ASSIGN_SINCE,
+  buckets: [
+    { id: AssignBucket.service, name: 'assignment services' },
+    { id: AssignBucket.node, name: 'assignment nodes by service' },
+    { id: AssignBucket.user, name: 'assignment user records by uid' },
+    { id: AssignBucket.lookup, name: 'assignment records by email, service and creation date' },
+    { id: AssignBucket.replaced, name: 'assignment replaced records by service and replacement date' },
+    { id: AssignBucket.byNode, name: 'assignment current records by node' },
+    { id: AssignBucket.meta, name: 'assignment next uid' },
+  ],
+  ops: {
+    service: { fields: ['service', 'settings'], since: ASSIGN_SINCE, decode: (c) => ({ op: 'service', service: serviceField(c.service), settings: settingsField(c.settings) }) },
+    addNode: {
+      fields: ['service', 'node', 'capacity', 'available', 'downed', 'backoff'],
+      since: ASSIGN_SINCE,
+      decode: (c) => ({
+        op: 'addNode',
+        service: serviceField(c.service),
+        node: nodeField(c.node),
+        capacity: capacityField(c.capacity, 'capacity'),
+        available: capacityField(c.available, 'available'),
+        downed: boolField(c.downed, 'downed'),
+        backoff: backoffField(c.backoff),
+      }),
+    },
+    updateNode: {
+      fields: ['service', 'node', 'capacity', 'available', 'downed', 'backoff'],
+      since: ASSIGN_SINCE,
+      decode: (c) => ({ op: 'updateNode', service: serviceField(c.service), node: nodeField(c.node), ...nodeChanges(c) }),
+    },
+    removeNode: { fields: ['service', 'node'], since: ASSIGN_SINCE, decode: (c) => ({ op: 'removeNode', service: serviceField(c.service), node: nodeField(c.node) }) },
+    login: {
+      fields: ['service', 'email', 'generation', 'keysChangedAt', 'clientState', 'pick'],
+      since: ASSIGN_SINCE,
+      decode: (c) => ({
+        op: 'login',
+        service: serviceField(c.service),
+        email: emailField(c.email),
+        generation: generationField(c.generation, 'generation'),
+        keysChangedAt: generationField(c.keysChangedAt, 'keysChangedAt'),
+        clientState: clientStateField(c.clientState),
+        pick: integerField(c.pick, 'pick', 0, 2 ** 32 - 1),
+      }),
+    },
+    retire: {
+      fields: ['email', 'service'],
+      since: ASSIGN_SINCE,
+      decode: (c) => ({ op: 'retire', email: emailField(c.email), ...(c.service === undefined ? {} : { service: serviceField(c.service) }) }),
+    },
+    decommission: {
+      fields: ['service', 'node', 'uids', 'max'],
+      since: ASSIGN_SINCE,
+      decode: (c) => ({
+        op: 'decommission',
+        service: serviceField(c.service),
+        node: nodeField(c.node),
+        ...(c.uids === undefined ? {} : { uids: uidsField(c.uids, false) }),
+        max: integerField(c.max, 'max', 1, MAX_BATCH),
+      }),
+    },
+    event: {
+      fields: ['kind', 'email', 'generation'],
+      since: ASSIGN_SINCE,
+      decode: (c) => {
+        const kind = kindField(c.kind);
+        if (kind !== 'delete' && c.generation === undefined) throw new CommandError(`a ${kind} event needs a generation`);
+        return { op: 'event', kind, email: emailField(c.email), ...(c.generation === undefined ? {} : { generation: integerField(c.generation, 'generation', 1, Number.MAX_SAFE_INTEGER) }) };
+      },
+    },
+    purge: {
+      fields: ['service', 'before', 'uids', 'force'],
+      since: ASSIGN_SINCE,
+      decode: (c) => ({ op: 'purge', service: serviceField(c.service), before: integerField(c.before, 'before', 0, 2 ** 48), uids: uidsField(c.uids, true), force: boolField(c.force, 'force') }),
+    },
+  },
+  load: (db, snapshot) => AssignState.load(db, snapshot),
+  plan: (command, ctx) => planAssign(command, ctx, ctx.states.of(assign)),
+  // Every plan reads through ctx.reads and plans nodes from memory: none needs to go alone.
+  goesAlone: () => false,
+  server: async () => (await import('./server.js')).server,
+};

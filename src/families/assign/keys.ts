@@ -1,0 +1,103 @@
+// Node assignment's LevelDB layout (docs/storage.md, "Node assignment buckets").
+// Text parts (service, node URL, email) are written as 1 length byte and their
+// UTF-8 bytes (each is at most 255 bytes), so a key's parts never run into each
+// other and a shorter prefix ranges over exactly what it names. Dates and uids
+// are 8-byte big-endian, so byte order is numeric order.
+import { bucketPrefix, encodeIndex } from '../../keys/index.js';
+
+export const AssignBucket = {
+  /** service -> its pattern and allocation settings. */
+  service: 0x0010,
+  /** service, node URL -> capacity, load, available, downed, backoff. */
+  node: 0x0011,
+  /** uid -> the user record (service, email, generation, client state, keys-changed-at, dates, node). */
+  user: 0x0012,
+  /** email, service, created-at, uid -> empty: seed 001's lookup_idx (every record of a user). */
+  lookup: 0x0013,
+  /** service, replaced-at, uid -> empty: seed 001's replaced_at_idx (replaced records only, for purge). */
+  replaced: 0x0014,
+  /** service, node URL, uid -> empty: seed 001's node_idx, holding current records only (decommission). */
+  byNode: 0x0015,
+  /** One key (the bucket's prefix) -> the next uid. */
+  meta: 0x0016,
+} as const;
+
+function text(value: string): Buffer {
+  const bytes = Buffer.from(value, 'utf8');
+  return Buffer.concat([Buffer.from([bytes.length]), bytes]);
+}
+
+const MAX_8 = Buffer.alloc(8, 0xff);
+
+export function serviceKey(service: string): Buffer {
+  return Buffer.concat([bucketPrefix(AssignBucket.service), text(service)]);
+}
+
+export function nodeKey(service: string, node: string): Buffer {
+  return Buffer.concat([bucketPrefix(AssignBucket.node), text(service), text(node)]);
+}
+
+export function userKey(uid: number): Buffer {
+  return Buffer.concat([bucketPrefix(AssignBucket.user), encodeIndex(uid)]);
+}
+
+export function uidOfUserKey(key: Buffer): number {
+  return key.readUInt32BE(2) * 2 ** 32 + key.readUInt32BE(6);
+}
+
+export function lookupKey(email: string, service: string, createdAt: number, uid: number): Buffer {
+  return Buffer.concat([bucketPrefix(AssignBucket.lookup), text(email), text(service), encodeIndex(createdAt), encodeIndex(uid)]);
+}
+
+/** Every record of one user of one service, oldest first. */
+export function lookupRange(email: string, service: string): { gte: Buffer; lt: Buffer } {
+  const head = Buffer.concat([bucketPrefix(AssignBucket.lookup), text(email), text(service)]);
+  return { gte: head, lt: Buffer.concat([head, MAX_8, MAX_8, Buffer.from([0xff])]) };
+}
+
+/** Every record of one email, in every service. */
+export function emailRange(email: string): { gte: Buffer; lt: Buffer } {
+  const head = Buffer.concat([bucketPrefix(AssignBucket.lookup), text(email)]);
+  return { gte: head, lt: Buffer.concat([head, Buffer.alloc(300, 0xff)]) };
+}
+
+/** The uid that ends a lookup, replaced or byNode key. */
+export function uidAtEnd(key: Buffer): number {
+  return key.readUInt32BE(key.length - 8) * 2 ** 32 + key.readUInt32BE(key.length - 4);
+}
+
+export function replacedKey(service: string, replacedAt: number, uid: number): Buffer {
+  return Buffer.concat([bucketPrefix(AssignBucket.replaced), text(service), encodeIndex(replacedAt), encodeIndex(uid)]);
+}
+
+/** Replaced records of `service` replaced before `before`, oldest replacement first. */
+export function replacedBeforeRange(service: string, before: number): { gte: Buffer; lt: Buffer } {
+  const head = Buffer.concat([bucketPrefix(AssignBucket.replaced), text(service)]);
+  return { gte: head, lt: Buffer.concat([head, encodeIndex(before)]) };
+}
+
+export function byNodeKey(service: string, node: string, uid: number): Buffer {
+  return Buffer.concat([bucketPrefix(AssignBucket.byNode), text(service), text(node), encodeIndex(uid)]);
+}
+
+/** The current records on one node. */
+export function byNodeRange(service: string, node: string): { gte: Buffer; lt: Buffer } {
+  const head = Buffer.concat([bucketPrefix(AssignBucket.byNode), text(service), text(node)]);
+  return { gte: head, lt: Buffer.concat([head, MAX_8, Buffer.from([0xff])]) };
+}
+
+export function metaKey(): Buffer {
+  return bucketPrefix(AssignBucket.meta);
+}
+
+/** The service and node URL in a node key. */
+export function nodeKeyParts(key: Buffer): { service: string; node: string } {
+  const serviceLength = key[2]!;
+  const service = key.subarray(3, 3 + serviceLength).toString('utf8');
+  const nodeLength = key[3 + serviceLength]!;
+  return { service, node: key.subarray(4 + serviceLength, 4 + serviceLength + nodeLength).toString('utf8') };
+}
+
+export function serviceOfKey(key: Buffer): string {
+  return key.subarray(3, 3 + key[2]!).toString('utf8');
+}

@@ -1,0 +1,41 @@
+// Node assignment's reads, each from one snapshot of the db: a user's records,
+// purge candidates, and counting users as of a time.
+import { bucketRange } from '../../keys/index.js';
+import type { VeraDb } from '../../statemachine/types.js';
+import type { DbSnapshot } from '../family.js';
+import { AssignBucket, lookupRange, replacedBeforeRange, uidAtEnd, userKey } from './keys.js';
+import { decodeUser, type UserRecord } from './records.js';
+
+export async function userRecords(db: VeraDb, snapshot: DbSnapshot, email: string, service: string): Promise<UserRecord[]> {
+  const out: UserRecord[] = [];
+  for await (const key of db.keys({ ...lookupRange(email, service), snapshot })) {
+    const raw = await db.get(userKey(uidAtEnd(key)), { snapshot });
+    if (raw !== undefined) out.push(decodeUser(raw));
+  }
+  return out;
+}
+
+/** Up to `limit` records of `service` replaced before `before`, earliest replaced first. */
+export async function replacedBefore(db: VeraDb, snapshot: DbSnapshot, service: string, before: number, limit: number): Promise<UserRecord[]> {
+  const out: UserRecord[] = [];
+  for await (const key of db.keys({ ...replacedBeforeRange(service, before), snapshot, limit })) {
+    const raw = await db.get(userKey(uidAtEnd(key)), { snapshot });
+    if (raw !== undefined) out.push(decodeUser(raw));
+  }
+  return out;
+}
+
+/**
+ * Users of `service` assigned at time `at` (Tokenserver's count_users): records created
+ * by then and not replaced by then. A replacement and the record that replaces it share
+ * one entry's time, so at any moment an email has at most one such record and counting
+ * records counts emails. One pass over the user records; yields to the event loop as it goes.
+ */
+export async function countUsers(db: VeraDb, snapshot: DbSnapshot, service: string, at: number): Promise<number> {
+  let n = 0;
+  for await (const raw of db.values({ ...bucketRange(AssignBucket.user), snapshot })) {
+    const u = decodeUser(raw);
+    if (u.service === service && u.createdAt <= at && (u.replacedAt === 0 || u.replacedAt > at)) n++;
+  }
+  return n;
+}

@@ -1,0 +1,297 @@
+// Node assignment on the server: its client ops (wire.ts checks them), the
+// multi-entry operations (decommissioning a node in bounded batches, removing
+// it, purging with the storage-node work queued in a journal first), its HTTP
+// API and its metrics.
+import { randomInt } from 'node:crypto';
+import { VeraError, type FamilyResult } from '../../protocol/index.js';
+import type { FrontEnd } from '../../server/context.js';
+import { expectOk } from '../../server/context.js';
+import { proposeTimed, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
+import type { ApplyOutcome } from '../../statemachine/types.js';
+import type { AssignValue, LoginRefusal } from './apply.js';
+import type { AssignCommand } from './commands.js';
+import { assign } from './index.js';
+import { countUsers, replacedBefore, userRecords } from './reads.js';
+import type { ServiceSettings, UserRecord } from './records.js';
+import { newestFirst, oldClientStates } from './rules.js';
+import type { ServiceState } from './state.js';
+import { ASSIGN_OPS, endpointOf, MAX_BATCH } from './wire.js';
+
+export const DEFAULT_SERVICE: ServiceSettings = { pattern: '{node}/1.5/{uid}', releaseRate: 0.1, newUsers: true, topN: 1 };
+/** Batches one decommission or remove request proposes at most before answering (a million users at MAX_BATCH each). */
+const MAX_ROUNDS = 1000;
+
+async function propose(fe: FrontEnd, command: AssignCommand): Promise<AssignValue> {
+  const r = expectOk(await proposeTimed(fe, { family: 'assign', ...command }));
+  if (r.op !== 'family' || r.family !== 'assign') throw new VeraError('INTERNAL', `assign ${command.op} applied as ${r.op}`);
+  return r.value as AssignValue;
+}
+
+function serviceOf(fe: FrontEnd, name: string): ServiceState {
+  const s = fe.node.stateMachine.stateOf(assign).services.get(name);
+  if (s === undefined) throw new VeraError('NOT_FOUND', `no service ${name}`);
+  return s;
+}
+
+/** Tokenserver's refusals as protocol errors: the reason rides beside the code. */
+const REFUSAL_CODE: Record<LoginRefusal, 'CONFLICT' | 'FORBIDDEN' | 'UNAVAILABLE'> = {
+  'invalid-generation': 'CONFLICT',
+  'invalid-keysChangedAt': 'CONFLICT',
+  'invalid-client-state': 'CONFLICT',
+  'new-users-disabled': 'FORBIDDEN',
+  'user-retired': 'FORBIDDEN',
+  'no-node-available': 'UNAVAILABLE',
+};
+
+function describeNodes(s: ServiceState): FamilyResult[] {
+  return [...s.nodes]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([node, n]) => ({ node, capacity: n.capacity, load: n.load, available: n.available, downed: n.downed, backoff: n.backoff }));
+}
+
+function describeRecord(r: UserRecord): FamilyResult {
+  return { ...r };
+}
+
+type Handler = (call: FamilyOpCall) => Promise<FamilyResult>;
+
+const handlers: Record<string, Handler> = {
+  'assign.service': async ({ fe, request: r }) => {
+    const current = fe.node.stateMachine.stateOf(assign).services.get(r.service as string)?.settings ?? DEFAULT_SERVICE;
+    const settings: ServiceSettings = {
+      pattern: (r.pattern as string | undefined) ?? current.pattern,
+      releaseRate: (r.releaseRate as number | undefined) ?? current.releaseRate,
+      newUsers: (r.newUsers as boolean | undefined) ?? current.newUsers,
+      topN: (r.topN as number | undefined) ?? current.topN,
+    };
+    const v = await propose(fe, { op: 'service', service: r.service as string, settings });
+    return { service: r.service, created: v.op === 'service' && v.created, ...settings };
+  },
+  'assign.services': async ({ fe }) => {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    const services = [...fe.node.stateMachine.stateOf(assign).services].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return { services: services.map(([service, s]) => ({ service, ...s.settings, nodes: s.nodes.size })) };
+  },
+  'assign.addNode': async ({ fe, request: r }) => {
+    const capacity = r.capacity as number;
+    await propose(fe, {
+      op: 'addNode',
+      service: r.service as string,
+      node: r.node as string,
+      capacity,
+      available: (r.available as number | undefined) ?? capacity,
+      downed: (r.downed as boolean | undefined) ?? false,
+      backoff: (r.backoff as number | undefined) ?? 0,
+    });
+    return {};
+  },
+  'assign.updateNode': async ({ fe, request: r }) => {
+    const { id: _id, op: _op, ...fields } = r;
+    await propose(fe, { op: 'updateNode', ...(fields as { service: string; node: string }) });
+    return {};
+  },
+  'assign.removeNode': async ({ fe, request: r }) => {
+    const service = r.service as string;
+    const node = r.node as string;
+    // Down first, so no new user lands on it, then its users are replaced a batch at a time.
+    await propose(fe, { op: 'updateNode', service, node, downed: true });
+    const replaced = await decommission(fe, service, node);
+    await propose(fe, { op: 'removeNode', service, node });
+    return { replaced };
+  },
+  'assign.nodes': async ({ fe, request: r }) => {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    return { nodes: describeNodes(serviceOf(fe, r.service as string)) };
+  },
+  'assign.user': async ({ fe, request: r }) => {
+    const service = r.service as string;
+    // The leader's choice among the top N rides in the entry, so every member allocates alike.
+    const topN = fe.node.stateMachine.stateOf(assign).services.get(service)?.settings.topN ?? 1;
+    const pick = topN > 1 ? randomInt(0, 2 ** 32 - 1) : 0;
+    const v = await propose(fe, {
+      op: 'login',
+      service,
+      email: r.email as string,
+      generation: r.generation as number,
+      keysChangedAt: r.keysChangedAt as number,
+      clientState: r.clientState as string,
+      pick,
+    });
+    if (v.op !== 'login') throw new VeraError('INTERNAL', 'a login gave another result');
+    if ('refused' in v) throw new VeraError(REFUSAL_CODE[v.refused], `${v.refused}: ${v.message}`, { reason: v.refused });
+    return { ...v.user, oldClientStates: [...v.user.oldClientStates], created: v.created, allocated: v.allocated };
+  },
+  'assign.lookup': async ({ fe, request: r }) => {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    const service = r.service as string;
+    const s = serviceOf(fe, service);
+    const records = newestFirst(await fe.node.stateMachine.read('assignment lookup', (db, snapshot) => userRecords(db, snapshot, r.email as string, service)));
+    if (records.length === 0) throw new VeraError('NOT_FOUND', `${service} has no user ${r.email as string}`);
+    const current = records[0]!;
+    let firstSeenAt = current.createdAt;
+    for (const x of records) if (x.createdAt < firstSeenAt) firstSeenAt = x.createdAt;
+    return {
+      current: { ...describeRecord(current), endpoint: endpointOf(s.settings.pattern, service, current.node, current.uid) },
+      oldClientStates: oldClientStates(records),
+      firstSeenAt,
+      records: records.map(describeRecord),
+    };
+  },
+  'assign.retire': async ({ fe, request: r }) => {
+    const v = await propose(fe, { op: 'retire', email: r.email as string, ...(r.service === undefined ? {} : { service: r.service as string }) });
+    return { services: v.op === 'retire' ? v.services : 0 };
+  },
+  'assign.decommission': async ({ fe, request: r }) => {
+    const service = r.service as string;
+    const node = r.node as string;
+    if (r.uids !== undefined) {
+      const v = await propose(fe, { op: 'decommission', service, node, uids: r.uids as number[], max: MAX_BATCH });
+      return { replaced: v.op === 'decommission' ? v.replaced : 0 };
+    }
+    return { replaced: await decommission(fe, service, node) };
+  },
+  'assign.event': async ({ fe, request: r }) => {
+    const v = await propose(fe, { op: 'event', kind: r.kind as 'delete', email: r.email as string, ...(r.generation === undefined ? {} : { generation: r.generation as number }) });
+    return { changed: v.op === 'event' ? v.changed : 0 };
+  },
+  'assign.purge': async ({ fe, request: r }) => purge(fe, r),
+  'assign.count': async ({ fe, request: r }) => {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    const service = r.service as string;
+    serviceOf(fe, service);
+    const at = (r.at as number | undefined) ?? Math.max(fe.node.stateMachine.clock, Date.now());
+    return { service, at, users: await fe.node.stateMachine.read('assignment count', (db, snapshot) => countUsers(db, snapshot, service, at)) };
+  },
+};
+
+/** Replaces every current record on the node, a batch per entry; how many. */
+async function decommission(fe: FrontEnd, service: string, node: string): Promise<number> {
+  let replaced = 0;
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const v = await propose(fe, { op: 'decommission', service, node, max: MAX_BATCH });
+    if (v.op !== 'decommission') throw new VeraError('INTERNAL', 'decommission gave another result');
+    replaced += v.replaced;
+    if (!v.more) return replaced;
+  }
+  throw new VeraError('UNAVAILABLE', `${node} still has users after ${MAX_ROUNDS} batches; ask again`, { retryAfterMs: 0 });
+}
+
+/**
+ * Purges one batch of records replaced longer than the grace period ago. With a journal,
+ * each record's storage-node cleanup is added to it first (keyed by uid, so asking again
+ * merges rather than doubles), then the records are deleted: a storage node that is
+ * down delays its cleanup instead of losing it.
+ */
+async function purge(fe: FrontEnd, r: FamilyOpCall['request']): Promise<FamilyResult> {
+  await fe.node.linearizableBarrier(fe.readTimeoutMs);
+  const service = r.service as string;
+  const s = serviceOf(fe, service);
+  const before = Math.max(fe.node.stateMachine.clock, Date.now()) - (r.graceMs as number);
+  const force = r.force as boolean;
+  const candidates = await fe.node.stateMachine.read('assignment purge', (db, snapshot) => replacedBefore(db, snapshot, service, before, r.max as number));
+  const onDowned = (u: UserRecord): boolean => s.nodes.get(u.node)?.downed === true;
+  const chosen = candidates.filter((u) => force || !onDowned(u));
+  const describe = (u: UserRecord): FamilyResult => ({ uid: u.uid, email: u.email, node: u.node, replacedAt: u.replacedAt });
+  if (r.dryRun as boolean) return { dryRun: true, purged: chosen.map(describe), skipped: candidates.length - chosen.length };
+  const journalName = r.journal as string | undefined;
+  if (journalName !== undefined && chosen.length > 0) {
+    const items = chosen.map((u) => ({ key: `${service}/${u.uid}`, data: { service, uid: u.uid, email: u.email, node: u.node, endpoint: endpointOf(s.settings.pattern, service, u.node, u.uid) } }));
+    expectOk(await proposeTimed(fe, { family: 'journal', op: 'add', name: journalName, items } as never));
+  }
+  const v = await propose(fe, { op: 'purge', service, before, uids: chosen.map((u) => u.uid), force });
+  if (v.op !== 'purge') throw new VeraError('INTERNAL', 'purge gave another result');
+  return { dryRun: false, purged: v.purged.map((p) => ({ ...p })), skipped: v.skipped + candidates.length - chosen.length };
+}
+
+const protocolOps: Record<string, FamilyOp> = Object.fromEntries([...ASSIGN_OPS].map(([op, build]) => [op, { build, handle: handlers[op]! }]));
+
+/** What this member applied, per service and node (every member applies every entry). */
+interface Counters {
+  readonly allocations: Map<string, number>;
+  readonly refusals: Map<string, number>;
+}
+const countersOf = new WeakMap<FrontEnd, Map<string, Counters>>();
+
+function countersFor(fe: FrontEnd, service: string): Counters {
+  let byService = countersOf.get(fe);
+  if (byService === undefined) {
+    byService = new Map();
+    countersOf.set(fe, byService);
+  }
+  let c = byService.get(service);
+  if (c === undefined) {
+    c = { allocations: new Map(), refusals: new Map() };
+    byService.set(service, c);
+  }
+  return c;
+}
+
+function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
+  const r = outcome.result;
+  if (!r.ok || r.op !== 'family' || r.family !== 'assign') return;
+  const v = r.value as AssignValue;
+  if (v.op !== 'login') return;
+  const c = countersFor(fe, v.service);
+  if ('refused' in v) c.refusals.set(v.refused, (c.refusals.get(v.refused) ?? 0) + 1);
+  else if (v.allocated) c.allocations.set(v.user.node, (c.allocations.get(v.user.node) ?? 0) + 1);
+}
+
+function label(value: string): string {
+  return value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n');
+}
+
+/** Per node: load, capacity, available; allocations and refusals this member applied. */
+async function metrics(fe: FrontEnd): Promise<string> {
+  const services = fe.node.stateMachine.stateOf(assign).services;
+  const lines: string[] = [];
+  for (const [field, help] of [
+    ['load', 'Current users assigned to the node.'],
+    ['capacity', 'Users the node may hold.'],
+    ['available', 'Slots allocation may take before capacity is released again.'],
+  ] as const) {
+    const name = `vera_assign_node_${field}`;
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+    for (const [service, s] of services) for (const [node, n] of s.nodes) lines.push(`${name}{service="${label(service)}",node="${label(node)}"} ${n[field]}`);
+  }
+  lines.push('# HELP vera_assign_allocations_total Users allocated to the node, applied on this member since it started.', '# TYPE vera_assign_allocations_total counter');
+  for (const [service, c] of countersOf.get(fe) ?? []) for (const [node, n] of c.allocations) lines.push(`vera_assign_allocations_total{service="${label(service)}",node="${label(node)}"} ${n}`);
+  lines.push('# HELP vera_assign_refusals_total Requests refused, by reason (no-node-available is an allocation failure), applied on this member since it started.', '# TYPE vera_assign_refusals_total counter');
+  for (const [service, c] of countersOf.get(fe) ?? []) for (const [reason, n] of c.refusals) lines.push(`vera_assign_refusals_total{service="${label(service)}",reason="${reason}"} ${n}`);
+  return `${lines.join('\n')}\n`;
+}
+
+function call(fe: FrontEnd, op: string, fields: Readonly<Record<string, unknown>>): Promise<FamilyResult> {
+  const build = ASSIGN_OPS.get(op);
+  if (build === undefined) throw new VeraError('NOT_FOUND', `no assignment operation ${op}`);
+  const request = build(fields, 0, fe.limits);
+  return handlers[request.op]!({ fe, session: '', request, frameBytes: 0 });
+}
+
+/**
+ * GET /v1/assign/services, /services/S (its nodes), /services/S/users/EMAIL (lookup),
+ * /services/S/count?at=MS; POST /v1/assign/OP with the op's fields as a JSON object
+ * (OP is an op name without `assign.`, e.g. POST /v1/assign/user).
+ */
+const http: FamilyHttpRoute = {
+  prefix: '/v1/assign',
+  get: async (fe, rest, url) => {
+    const parts = rest.split('/').filter((p) => p !== '').map(decodeURIComponent);
+    if (parts[0] !== 'services' || parts.length > 4) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
+    if (parts.length === 1) return call(fe, 'assign.services', {});
+    const service = parts[1]!;
+    if (parts.length === 2) return call(fe, 'assign.nodes', { service });
+    if (parts.length === 3 && parts[2] === 'count') {
+      const at = url.searchParams.get('at');
+      return call(fe, 'assign.count', { service, ...(at === null ? {} : { at: Number(at) }) });
+    }
+    if (parts.length === 4 && parts[2] === 'users') return call(fe, 'assign.lookup', { service, email: parts[3] });
+    throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
+  },
+  post: async (fe, rest, url, body) => {
+    const op = rest.replace(/^\//, '');
+    if (op === '' || op.includes('/')) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
+    return call(fe, `assign.${op}`, body);
+  },
+};
+
+export const server: ServerPart = { protocolOps, onApplied, http: [http], metrics };

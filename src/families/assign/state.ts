@@ -1,0 +1,35 @@
+// Node assignment's in-memory index: every service's settings and its nodes'
+// records (a few hundred bytes per node, bounded by MAX_SERVICES and
+// MAX_NODES_PER_SERVICE), and the next uid. Allocation plans from it without
+// reading LevelDB; user records stay in the db.
+import { bucketRange } from '../../keys/index.js';
+import type { VeraDb } from '../../statemachine/types.js';
+import type { DbSnapshot } from '../family.js';
+import { AssignBucket, metaKey, nodeKeyParts, serviceOfKey } from './keys.js';
+import { decodeMeta, decodeNode, decodeService, type NodeRecord, type ServiceSettings } from './records.js';
+
+export interface ServiceState {
+  readonly settings: ServiceSettings;
+  /** By node URL. */
+  readonly nodes: ReadonlyMap<string, NodeRecord>;
+}
+
+export class AssignState {
+  readonly services = new Map<string, ServiceState>();
+  nextUid = 1;
+
+  static async load(db: VeraDb, snapshot: DbSnapshot): Promise<AssignState> {
+    const state = new AssignState();
+    for await (const [key, value] of db.iterator({ ...bucketRange(AssignBucket.service), snapshot })) {
+      state.services.set(serviceOfKey(key), { settings: decodeService(value), nodes: new Map() });
+    }
+    for await (const [key, value] of db.iterator({ ...bucketRange(AssignBucket.node), snapshot })) {
+      const { service, node } = nodeKeyParts(key);
+      const s = state.services.get(service);
+      if (s !== undefined) (s.nodes as Map<string, NodeRecord>).set(node, decodeNode(value));
+    }
+    const meta = await db.get(metaKey(), { snapshot });
+    if (meta !== undefined) state.nextUid = decodeMeta(meta);
+    return state;
+  }
+}

@@ -1,0 +1,213 @@
+// Node assignment's client protocol: the ops it adds and how each request is
+// checked. Imports only the protocol package, so the client library uses the
+// same checks as the server (a bad request is refused before anything is sent
+// or proposed). Documented in docs/protocol.md ("Node assignment ops") and
+// docs/assignment.md.
+import { invalid, uintField, type RequestBuilder } from '../../protocol/index.js';
+
+/** `{app}-{version}` as Tokenserver names services (sync-1.5); its column is 30 characters. */
+export const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,29}$/;
+/** Node URLs, emails: at most this many UTF-8 bytes (Tokenserver's email column is 255). */
+export const MAX_NAME_BYTES = 255;
+/** Tokenserver's client state: a hash in hex, at most 32 characters; empty means none yet. */
+export const CLIENT_STATE = /^[A-Za-z0-9._-]{0,32}$/;
+/** Endpoint patterns (Tokenserver's column is 128 characters). */
+export const MAX_PATTERN_BYTES = 128;
+/**
+ * A retired user's generation. Tokenserver uses the largest 64-bit integer; JavaScript
+ * numbers are exact up to 2^53 - 1, so Vera's maximum is that and larger values are refused.
+ */
+export const MAX_GENERATION = Number.MAX_SAFE_INTEGER;
+/** Records one decommission, retire or purge entry changes at most. */
+export const MAX_BATCH = 1000;
+/** Services one cluster may define, and nodes one service may have (all are held in memory on every member). */
+export const MAX_SERVICES = 1000;
+export const MAX_NODES_PER_SERVICE = 10_000;
+/** The largest "choose among the top N" a service may ask for. */
+export const MAX_TOP_N = 100;
+export const MAX_CAPACITY = 2 ** 40;
+
+export const EVENT_KINDS = ['delete', 'passwordChange', 'reset'] as const;
+export type AccountEventKind = (typeof EVENT_KINDS)[number];
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const LONE_SURROGATE = /\p{Cs}/u;
+
+export function serviceNameProblem(value: unknown): string | null {
+  return typeof value === 'string' && SERVICE_NAME.test(value) ? null : 'service must be 1-30 characters of A-Z a-z 0-9 . _ - starting with a letter or digit (e.g. sync-1.5)';
+}
+
+/** Node URLs and emails: non-empty text, no control characters, at most 255 UTF-8 bytes. */
+export function nameProblem(value: unknown, what: 'node' | 'email'): string | null {
+  if (typeof value !== 'string' || value.length === 0) return `${what} must be a non-empty string`;
+  if (CONTROL.test(value) || LONE_SURROGATE.test(value)) return `${what} must not hold control characters or lone surrogates`;
+  if (Buffer.byteLength(value, 'utf8') > MAX_NAME_BYTES) return `${what} is longer than ${MAX_NAME_BYTES} UTF-8 bytes`;
+  return null;
+}
+
+export function clientStateProblem(value: unknown): string | null {
+  return typeof value === 'string' && CLIENT_STATE.test(value) ? null : 'clientState must be 0-32 characters of A-Z a-z 0-9 . _ - (a hash in hex; empty for none)';
+}
+
+export function patternProblem(value: unknown): string | null {
+  if (typeof value !== 'string' || CONTROL.test(value) || LONE_SURROGATE.test(value)) return 'pattern must be text without control characters';
+  if (Buffer.byteLength(value, 'utf8') > MAX_PATTERN_BYTES) return `pattern is longer than ${MAX_PATTERN_BYTES} UTF-8 bytes`;
+  return null;
+}
+
+/** The endpoint a pattern gives for a node and uid (Tokenserver's `{node}`, `{uid}`, and `{service}`). */
+export function endpointOf(pattern: string, service: string, node: string, uid: number): string {
+  return pattern.replaceAll('{node}', node).replaceAll('{uid}', String(uid)).replaceAll('{service}', service);
+}
+
+type Fields = Readonly<Record<string, unknown>>;
+
+function only(f: Fields, allowed: readonly string[]): void {
+  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`unexpected field '${key}'`);
+}
+
+function checked(value: unknown, problem: string | null): string {
+  if (problem !== null) throw invalid(problem);
+  return value as string;
+}
+
+const service = (f: Fields): string => checked(f.service, serviceNameProblem(f.service));
+const node = (f: Fields): string => checked(f.node, nameProblem(f.node, 'node'));
+const email = (f: Fields): string => checked(f.email, nameProblem(f.email, 'email'));
+
+function bounded(f: Fields, field: string, min: number, max: number): number | undefined {
+  const v = uintField(f, field);
+  if (v !== undefined && (v < min || v > max)) throw invalid(`${field} must be in [${min}, ${max}], got ${v}`);
+  return v;
+}
+
+function bool(f: Fields, field: string): boolean | undefined {
+  const v = f[field];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'boolean') throw invalid(`${field} must be true or false`);
+  return v;
+}
+
+function rate(f: Fields): number | undefined {
+  const v = f.releaseRate;
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > 1) throw invalid('releaseRate must be a number in (0, 1]');
+  return v;
+}
+
+function uids(f: Fields): number[] | undefined {
+  const v = f.uids;
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v) || v.length === 0 || v.length > MAX_BATCH) throw invalid(`uids must be an array of 1 to ${MAX_BATCH} uids`);
+  return v.map((u: unknown, i) => {
+    if (typeof u !== 'number' || !Number.isSafeInteger(u) || u < 1) throw invalid(`uids[${i}] must be a positive integer`);
+    return u;
+  });
+}
+
+/** Fields that are present, in a fixed order (a request never carries `undefined`). */
+function present(fields: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+}
+
+function nodeFields(f: Fields): Record<string, unknown> {
+  return present({
+    capacity: bounded(f, 'capacity', 0, MAX_CAPACITY),
+    available: bounded(f, 'available', 0, MAX_CAPACITY),
+    downed: bool(f, 'downed'),
+    backoff: bounded(f, 'backoff', 0, 2 ** 31),
+  });
+}
+
+/** The ops node assignment adds, by name, with the request each takes. */
+export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
+  [
+    'assign.service',
+    (f, id) => {
+      only(f, ['service', 'pattern', 'releaseRate', 'newUsers', 'topN']);
+      const pattern = f.pattern === undefined ? undefined : checked(f.pattern, patternProblem(f.pattern));
+      return { id, op: 'assign.service', service: service(f), ...present({ pattern, releaseRate: rate(f), newUsers: bool(f, 'newUsers'), topN: bounded(f, 'topN', 1, MAX_TOP_N) }) };
+    },
+  ],
+  ['assign.services', (f, id) => (only(f, []), { id, op: 'assign.services' })],
+  [
+    'assign.addNode',
+    (f, id) => {
+      only(f, ['service', 'node', 'capacity', 'available', 'downed', 'backoff']);
+      if (f.capacity === undefined) throw invalid('capacity is required');
+      return { id, op: 'assign.addNode', service: service(f), node: node(f), ...nodeFields(f) };
+    },
+  ],
+  [
+    'assign.updateNode',
+    (f, id) => {
+      only(f, ['service', 'node', 'capacity', 'available', 'downed', 'backoff']);
+      const changes = nodeFields(f);
+      if (Object.keys(changes).length === 0) throw invalid('nothing to change: give capacity, available, downed or backoff');
+      return { id, op: 'assign.updateNode', service: service(f), node: node(f), ...changes };
+    },
+  ],
+  ['assign.removeNode', (f, id) => (only(f, ['service', 'node']), { id, op: 'assign.removeNode', service: service(f), node: node(f) })],
+  ['assign.nodes', (f, id) => (only(f, ['service']), { id, op: 'assign.nodes', service: service(f) })],
+  [
+    'assign.user',
+    (f, id) => {
+      only(f, ['service', 'email', 'generation', 'keysChangedAt', 'clientState']);
+      const clientState = checked(f.clientState ?? '', clientStateProblem(f.clientState ?? ''));
+      return {
+        id,
+        op: 'assign.user',
+        service: service(f),
+        email: email(f),
+        generation: bounded(f, 'generation', 0, MAX_GENERATION) ?? 0,
+        keysChangedAt: bounded(f, 'keysChangedAt', 0, MAX_GENERATION) ?? 0,
+        clientState,
+      };
+    },
+  ],
+  ['assign.lookup', (f, id) => (only(f, ['service', 'email']), { id, op: 'assign.lookup', service: service(f), email: email(f) })],
+  [
+    'assign.retire',
+    (f, id) => {
+      only(f, ['email', 'service']);
+      return { id, op: 'assign.retire', email: email(f), ...(f.service === undefined ? {} : { service: service(f) }) };
+    },
+  ],
+  [
+    'assign.decommission',
+    (f, id) => {
+      only(f, ['service', 'node', 'uids']);
+      const list = uids(f);
+      return { id, op: 'assign.decommission', service: service(f), node: node(f), ...(list === undefined ? {} : { uids: list }) };
+    },
+  ],
+  [
+    'assign.event',
+    (f, id) => {
+      only(f, ['kind', 'email', 'generation']);
+      if (!EVENT_KINDS.includes(f.kind as AccountEventKind)) throw invalid(`kind must be one of ${EVENT_KINDS.join(', ')}`);
+      const generation = bounded(f, 'generation', 1, MAX_GENERATION);
+      if (f.kind !== 'delete' && generation === undefined) throw invalid(`a ${f.kind as string} event needs the account's new generation`);
+      return { id, op: 'assign.event', kind: f.kind, email: email(f), ...(generation === undefined ? {} : { generation }) };
+    },
+  ],
+  [
+    'assign.purge',
+    (f, id) => {
+      only(f, ['service', 'graceMs', 'max', 'force', 'dryRun', 'journal']);
+      const journal = f.journal;
+      if (journal !== undefined && (typeof journal !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal))) throw invalid('journal must be the name of a journal');
+      return {
+        id,
+        op: 'assign.purge',
+        service: service(f),
+        graceMs: bounded(f, 'graceMs', 0, 2 ** 48) ?? 7 * 24 * 3600 * 1000,
+        max: bounded(f, 'max', 1, MAX_BATCH) ?? 100,
+        force: bool(f, 'force') ?? false,
+        dryRun: bool(f, 'dryRun') ?? false,
+        ...(journal === undefined ? {} : { journal }),
+      };
+    },
+  ],
+  ['assign.count', (f, id) => (only(f, ['service', 'at']), { id, op: 'assign.count', service: service(f), ...present({ at: bounded(f, 'at', 0, 2 ** 48) }) })],
+]);

@@ -1,0 +1,25 @@
+// Reading a small JSON request body (the membership endpoints, families' POST routes).
+import type { IncomingMessage } from 'node:http';
+import { VeraError } from '../protocol/index.js';
+
+/** The largest body read: these endpoints take a few fields, never data. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** The body as a JSON object; TOO_LARGE past MAX_BODY_BYTES, BAD_REQUEST if it is not a JSON object. */
+export async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new VeraError('TOO_LARGE', `request body is larger than ${MAX_BODY_BYTES} bytes`);
+    chunks.push(chunk);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new VeraError('BAD_REQUEST', 'request body must be a JSON object');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new VeraError('BAD_REQUEST', 'request body must be a JSON object');
+  return parsed as Record<string, unknown>;
+}
