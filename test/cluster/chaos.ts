@@ -36,6 +36,8 @@ import {
 import { pollUntil } from '../support/poll.js';
 import { ChaosCluster, type FaultRecord, type ListView } from './harness.js';
 import { HistoryRecorder, type HistoryItem } from './history.js';
+import { checkAssign } from './assign-checker.js';
+import { AssignWorkload } from './assign-workload.js';
 import { checkJournal } from './journal-checker.js';
 import { JournalWorkload } from './journal-workload.js';
 import { EphemeralOwner, Rng, Watcher, Workload, type WorkloadStats } from './workload.js';
@@ -75,6 +77,8 @@ export interface TrialPlan {
   readonly artifactsDir?: string;
   /** Also run a journal producer and workers through the faults, drained and checked after (default true). */
   readonly journal?: boolean;
+  /** Also run node assignment clients through the faults, checked after (default true). */
+  readonly assign?: boolean;
 }
 
 export interface TrialResult {
@@ -113,6 +117,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
   let cluster: ChaosCluster | null = null;
   let workload: Workload | null = null;
   let journalLoad: JournalWorkload | null = null;
+  let assignLoad: AssignWorkload | null = null;
   const watchers: Watcher[] = [];
   const owners: EphemeralOwner[] = [];
   let stats: WorkloadStats | null = null;
@@ -134,6 +139,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     debug(`${plan.name}: watchers and owners ready`);
     w.start();
     if (plan.journal ?? true) journalLoad = await JournalWorkload.start(c.urls);
+    if (plan.assign ?? true) assignLoad = await AssignWorkload.start(c, new Rng(plan.seed ^ 0x61737367)); // its own stream: the fault schedule of a seed stays as it was
     await w.waitForOps(plan.warmupOps ?? 25, 30_000);
 
     // The owners die as the faults begin: their sessions must expire through whatever follows.
@@ -162,6 +168,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     await w.waitForOps(plan.afterHealOps ?? 25, 30_000);
     debug(`${plan.name}: stopping the load`);
     stats = await w.stop();
+    await assignLoad?.stop();
     if (journalLoad !== null) {
       debug(`${plan.name}: draining the journal`);
       await journalLoad.drain();
@@ -189,8 +196,10 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
       return r;
     };
     const journalFinal = journalLoad === null ? null : (await c.waitForQuiet({ among: checkedMembers }), await journalLoad.final(c, checkedMembers));
+    const assignFinal = assignLoad === null ? null : (await c.waitForQuiet({ among: checkedMembers }), await assignLoad.final(checkedMembers));
     reports = [
       ...(journalLoad === null || journalFinal === null ? [] : [timed(() => checkJournal(journalLoad!.history(), journalFinal))]),
+      ...(assignLoad === null || assignFinal === null ? [] : [timed(() => checkAssign(assignLoad!.history(), assignFinal))]),
       timed(() => checkConvergence(snapshots, allPaths)),
       timed(() => checkNoLostWrites(history, snapshots)),
       timed(() => checkWatchStreams(watchers, history, finalLists, ephemeral)),
@@ -203,6 +212,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     debug(`${plan.name}: cleaning up`);
     if (workload !== null && stats === null) stats = await workload.stop().catch(() => null);
     await journalLoad?.close();
+    await assignLoad?.close();
     await Promise.all(watchers.map((wt) => wt.close().catch(() => undefined)));
     await Promise.all(owners.map((o) => o.kill9().catch(() => undefined)));
     const ok = error === null && reports.every(passed);
@@ -216,6 +226,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
         writeFileSync(join(artifacts, 'watchers.json'), JSON.stringify(watchers.map((wt) => ({ name: wt.name, starts: [...wt.starts.values()], events: wt.events, resyncs: wt.resyncs, ended: wt.ended })), null, 1));
         writeFileSync(join(artifacts, 'reports.txt'), `${error ?? ''}\n${formatReports(reports)}\n`);
         if (journalLoad !== null) writeFileSync(join(artifacts, 'journal.json'), JSON.stringify(journalLoad.history(), null, 1));
+        if (assignLoad !== null) writeFileSync(join(artifacts, 'assign.json'), JSON.stringify(assignLoad.history(), null, 1));
       } catch (dumpError) {
         notes.push(`could not write the evidence: ${String(dumpError)}`);
       }

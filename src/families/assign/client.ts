@@ -81,6 +81,11 @@ export interface Lookup {
   readonly records: readonly UserRecord[];
 }
 
+/** Reads go through the leader (linearizable, the default) or answer from the member's own state (stale). */
+export interface ReadOptions {
+  readonly consistency?: 'linearizable' | 'stale';
+}
+
 export interface PurgeOptions {
   /** Only records replaced at least this long ago (ms). Default 7 days. */
   readonly graceMs?: number;
@@ -119,8 +124,8 @@ export class AssignClient {
     return (await this.call('assign.service', { service, ...settings })) as unknown as ServiceInfo & { created: boolean };
   }
 
-  async services(): Promise<ServiceInfo[]> {
-    return (await this.call('assign.services', {})).services as ServiceInfo[];
+  async services(options: ReadOptions = {}): Promise<ServiceInfo[]> {
+    return (await this.call('assign.services', { ...options })).services as ServiceInfo[];
   }
 
   async addNode(service: string, node: string, settings: NodeInput & { capacity: number }): Promise<void> {
@@ -136,8 +141,8 @@ export class AssignClient {
     return (await this.call('assign.removeNode', { service, node })) as { replaced: number };
   }
 
-  async nodes(service: string): Promise<NodeInfo[]> {
-    return (await this.call('assign.nodes', { service })).nodes as NodeInfo[];
+  async nodes(service: string, options: ReadOptions = {}): Promise<NodeInfo[]> {
+    return (await this.call('assign.nodes', { service, ...options })).nodes as NodeInfo[];
   }
 
   /**
@@ -151,8 +156,8 @@ export class AssignClient {
   }
 
   /** A user's records as stored, without creating or changing anything. */
-  async lookup(service: string, email: string): Promise<Lookup> {
-    return (await this.call('assign.lookup', { service, email })) as unknown as Lookup;
+  async lookup(service: string, email: string, options: ReadOptions = {}): Promise<Lookup> {
+    return (await this.call('assign.lookup', { service, email, ...options })) as unknown as Lookup;
   }
 
   /** Generation to the maximum and every record replaced, in one service or all. */
@@ -176,7 +181,7 @@ export class AssignClient {
   }
 
   /** Users assigned at `at` (default now). */
-  async count(service: string, at?: number): Promise<number> {
-    return (await this.call('assign.count', { service, ...(at === undefined ? {} : { at }) })).users as number;
+  async count(service: string, at?: number, options: ReadOptions = {}): Promise<number> {
+    return (await this.call('assign.count', { service, ...(at === undefined ? {} : { at }), ...options })).users as number;
   }
 }

@@ -67,8 +67,8 @@ const handlers: Record<string, Handler> = {
     const v = await propose(fe, { op: 'service', service: r.service as string, settings });
     return { service: r.service, created: v.op === 'service' && v.created, ...settings };
   },
-  'assign.services': async ({ fe }) => {
-    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+  'assign.services': async ({ fe, request: r }) => {
+    await barrier(fe, r);
     const services = [...fe.node.stateMachine.stateOf(assign).services].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return { services: services.map(([service, s]) => ({ service, ...s.settings, nodes: s.nodes.size })) };
   },
@@ -100,7 +100,7 @@ const handlers: Record<string, Handler> = {
     return { replaced };
   },
   'assign.nodes': async ({ fe, request: r }) => {
-    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    await barrier(fe, r);
     return { nodes: describeNodes(serviceOf(fe, r.service as string)) };
   },
   'assign.user': async ({ fe, request: r }) => {
@@ -122,7 +122,7 @@ const handlers: Record<string, Handler> = {
     return { ...v.user, oldClientStates: [...v.user.oldClientStates], created: v.created, allocated: v.allocated };
   },
   'assign.lookup': async ({ fe, request: r }) => {
-    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    await barrier(fe, r);
     const service = r.service as string;
     const s = serviceOf(fe, service);
     const records = newestFirst(await fe.node.stateMachine.read('assignment lookup', (db, snapshot) => userRecords(db, snapshot, r.email as string, service)));
@@ -156,13 +156,18 @@ const handlers: Record<string, Handler> = {
   },
   'assign.purge': async ({ fe, request: r }) => purge(fe, r),
   'assign.count': async ({ fe, request: r }) => {
-    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    await barrier(fe, r);
     const service = r.service as string;
     serviceOf(fe, service);
     const at = (r.at as number | undefined) ?? Math.max(fe.node.stateMachine.clock, Date.now());
     return { service, at, users: await fe.node.stateMachine.read('assignment count', (db, snapshot) => countUsers(db, snapshot, service, at)) };
   },
 };
+
+/** Reads are linearizable unless the request asks for this member's state as it stands. */
+async function barrier(fe: FrontEnd, r: FamilyOpCall['request']): Promise<void> {
+  if (r.consistency !== 'stale') await fe.node.linearizableBarrier(fe.readTimeoutMs);
+}
 
 /** Replaces every current record on the node, a batch per entry; how many. */
 async function decommission(fe: FrontEnd, service: string, node: string): Promise<number> {
@@ -269,7 +274,7 @@ function call(fe: FrontEnd, op: string, fields: Readonly<Record<string, unknown>
 
 /**
  * GET /v1/assign/services, /services/S (its nodes), /services/S/users/EMAIL (lookup),
- * /services/S/count?at=MS; POST /v1/assign/OP with the op's fields as a JSON object
+ * /services/S/count?at=MS, each with ?consistency=stale (default) or linearizable; POST /v1/assign/OP with the op's fields as a JSON object
  * (OP is an op name without `assign.`, e.g. POST /v1/assign/user).
  */
 const http: FamilyHttpRoute = {
@@ -277,14 +282,16 @@ const http: FamilyHttpRoute = {
   get: async (fe, rest, url) => {
     const parts = rest.split('/').filter((p) => p !== '').map(decodeURIComponent);
     if (parts[0] !== 'services' || parts.length > 4) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
-    if (parts.length === 1) return call(fe, 'assign.services', {});
+    // Like GET /v1/data: this member's state unless ?consistency=linearizable.
+    const consistency = url.searchParams.get('consistency') ?? 'stale';
+    if (parts.length === 1) return call(fe, 'assign.services', { consistency });
     const service = parts[1]!;
-    if (parts.length === 2) return call(fe, 'assign.nodes', { service });
+    if (parts.length === 2) return call(fe, 'assign.nodes', { service, consistency });
     if (parts.length === 3 && parts[2] === 'count') {
       const at = url.searchParams.get('at');
-      return call(fe, 'assign.count', { service, ...(at === null ? {} : { at: Number(at) }) });
+      return call(fe, 'assign.count', { service, consistency, ...(at === null ? {} : { at: Number(at) }) });
     }
-    if (parts.length === 4 && parts[2] === 'users') return call(fe, 'assign.lookup', { service, email: parts[3] });
+    if (parts.length === 4 && parts[2] === 'users') return call(fe, 'assign.lookup', { service, email: parts[3], consistency });
     throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
   },
   post: async (fe, rest, url, body) => {

@@ -88,6 +88,14 @@ function bool(f: Fields, field: string): boolean | undefined {
   return v;
 }
 
+/** A read's consistency: linearizable (through the leader, the default) or stale (this member's applied state). */
+function consistency(f: Fields): Record<string, unknown> {
+  const v = f.consistency;
+  if (v === undefined) return {};
+  if (v !== 'linearizable' && v !== 'stale') throw invalid('consistency must be "linearizable" or "stale"');
+  return { consistency: v };
+}
+
 function rate(f: Fields): number | undefined {
   const v = f.releaseRate;
   if (v === undefined) return undefined;
@@ -129,7 +137,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
       return { id, op: 'assign.service', service: service(f), ...present({ pattern, releaseRate: rate(f), newUsers: bool(f, 'newUsers'), topN: bounded(f, 'topN', 1, MAX_TOP_N) }) };
     },
   ],
-  ['assign.services', (f, id) => (only(f, []), { id, op: 'assign.services' })],
+  ['assign.services', (f, id) => (only(f, ['consistency']), { id, op: 'assign.services', ...consistency(f) })],
   [
     'assign.addNode',
     (f, id) => {
@@ -148,7 +156,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
     },
   ],
   ['assign.removeNode', (f, id) => (only(f, ['service', 'node']), { id, op: 'assign.removeNode', service: service(f), node: node(f) })],
-  ['assign.nodes', (f, id) => (only(f, ['service']), { id, op: 'assign.nodes', service: service(f) })],
+  ['assign.nodes', (f, id) => (only(f, ['service', 'consistency']), { id, op: 'assign.nodes', service: service(f), ...consistency(f) })],
   [
     'assign.user',
     (f, id) => {
@@ -165,7 +173,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
       };
     },
   ],
-  ['assign.lookup', (f, id) => (only(f, ['service', 'email']), { id, op: 'assign.lookup', service: service(f), email: email(f) })],
+  ['assign.lookup', (f, id) => (only(f, ['service', 'email', 'consistency']), { id, op: 'assign.lookup', service: service(f), email: email(f), ...consistency(f) })],
   [
     'assign.retire',
     (f, id) => {
@@ -209,5 +217,8 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
       };
     },
   ],
-  ['assign.count', (f, id) => (only(f, ['service', 'at']), { id, op: 'assign.count', service: service(f), ...present({ at: bounded(f, 'at', 0, 2 ** 48) }) })],
+  [
+    'assign.count',
+    (f, id) => (only(f, ['service', 'at', 'consistency']), { id, op: 'assign.count', service: service(f), ...present({ at: bounded(f, 'at', 0, 2 ** 48) }), ...consistency(f) }),
+  ],
 ]);
