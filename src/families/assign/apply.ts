@@ -10,7 +10,7 @@ import { allocate } from './allocate.js';
 import type { AssignCommand } from './commands.js';
 import { serviceKey } from './keys.js';
 import { encodeService, type UserRecord } from './records.js';
-import { isRetired, newestFirst, oldClientStates, updateOf, validate, type RejectionReason } from './rules.js';
+import { isRetired, newestFirst, oldClientStates, updateOf, validate, type LoginRequest, type RejectionReason } from './rules.js';
 import type { AssignState } from './state.js';
 import { AssignTx } from './tx.js';
 import { byNodeRange, uidAtEnd } from './keys.js';
@@ -27,6 +27,42 @@ export interface Assignment {
   readonly oldClientStates: readonly string[];
   readonly firstSeenAt: number;
   readonly createdAt: number;
+}
+
+/** What a login answers for `result`, given every record of the user (for the first-seen time). */
+export function assignmentOf(pattern: string, service: string, result: UserRecord, records: readonly UserRecord[], oldStates: readonly string[]): Assignment {
+  let firstSeenAt = result.createdAt;
+  for (const r of records) if (r.createdAt < firstSeenAt) firstSeenAt = r.createdAt;
+  return {
+    uid: result.uid,
+    node: result.node,
+    endpoint: endpointOf(pattern, service, result.node, result.uid),
+    generation: result.generation,
+    keysChangedAt: result.keysChangedAt,
+    clientState: result.clientState,
+    oldClientStates: oldStates,
+    firstSeenAt,
+    createdAt: result.createdAt,
+  };
+}
+
+/**
+ * The answer to a login that would change nothing: the user's current record is in
+ * place on a node that exists, and the request is acceptable and moves nothing
+ * forward. Null when the login needs an entry (to create, move, update or refuse).
+ * The leader answers such a login from a linearizable read instead of the log,
+ * which is what most of Tokenserver's requests are: a returning user, unchanged.
+ */
+export function unchangedLogin(pattern: string, service: string, stored: readonly UserRecord[], request: LoginRequest, nodeExists: (node: string) => boolean): Assignment | null {
+  if (stored.length === 0) return null;
+  const records = newestFirst(stored);
+  const current = records[0]!;
+  if (current.replacedAt !== 0 || !nodeExists(current.node)) return null;
+  const old = oldClientStates(records);
+  if (validate(request, current, old) !== null) return null;
+  const update = updateOf(request, current);
+  if (update.newRecord || update.generation !== current.generation || update.keysChangedAt !== current.keysChangedAt) return null;
+  return assignmentOf(pattern, service, current, records, old);
 }
 
 /** Why a login was refused, beside the request checks of rules.ts. */
@@ -173,19 +209,7 @@ async function login(c: Extract<AssignCommand, { op: 'login' }>, now: number, tx
     result = { ...user, generation: update.generation, keysChangedAt: update.keysChangedAt };
     tx.put(result);
   }
-  let firstSeenAt = result.createdAt;
-  for (const r of records) if (r.createdAt < firstSeenAt) firstSeenAt = r.createdAt;
-  const assignment: Assignment = {
-    uid: result.uid,
-    node: result.node,
-    endpoint: endpointOf(service.settings.pattern, c.service, result.node, result.uid),
-    generation: result.generation,
-    keysChangedAt: result.keysChangedAt,
-    clientState: result.clientState,
-    oldClientStates: oldStates,
-    firstSeenAt,
-    createdAt: result.createdAt,
-  };
+  const assignment = assignmentOf(service.settings.pattern, c.service, result, records, oldStates);
   return done({ op: 'login', service: c.service, user: assignment, created, allocated }, tx);
 }
 

@@ -8,12 +8,12 @@ import type { FrontEnd } from '../../server/context.js';
 import { expectOk } from '../../server/context.js';
 import { proposeTimed, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
-import type { AssignValue, LoginRefusal } from './apply.js';
+import { unchangedLogin, type Assignment, type AssignValue, type LoginRefusal } from './apply.js';
 import type { AssignCommand } from './commands.js';
 import { assign } from './index.js';
 import { countUsers, replacedBefore, userRecords } from './reads.js';
 import type { ServiceSettings, UserRecord } from './records.js';
-import { newestFirst, oldClientStates } from './rules.js';
+import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
 import type { ServiceState } from './state.js';
 import { ASSIGN_OPS, endpointOf, MAX_BATCH } from './wire.js';
 
@@ -105,18 +105,14 @@ const handlers: Record<string, Handler> = {
   },
   'assign.user': async ({ fe, request: r }) => {
     const service = r.service as string;
+    const request = { generation: r.generation as number, keysChangedAt: r.keysChangedAt as number, clientState: r.clientState as string };
+    // A returning user whose request changes nothing is answered from a linearizable read.
+    const unchanged = await answerUnchanged(fe, service, r.email as string, request);
+    if (unchanged !== null) return { ...unchanged, oldClientStates: [...unchanged.oldClientStates], created: false, allocated: false };
     // The leader's choice among the top N rides in the entry, so every member allocates alike.
     const topN = fe.node.stateMachine.stateOf(assign).services.get(service)?.settings.topN ?? 1;
     const pick = topN > 1 ? randomInt(0, 2 ** 32 - 1) : 0;
-    const v = await propose(fe, {
-      op: 'login',
-      service,
-      email: r.email as string,
-      generation: r.generation as number,
-      keysChangedAt: r.keysChangedAt as number,
-      clientState: r.clientState as string,
-      pick,
-    });
+    const v = await propose(fe, { op: 'login', service, email: r.email as string, ...request, pick });
     if (v.op !== 'login') throw new VeraError('INTERNAL', 'a login gave another result');
     if ('refused' in v) throw new VeraError(REFUSAL_CODE[v.refused], `${v.refused}: ${v.message}`, { reason: v.refused });
     return { ...v.user, oldClientStates: [...v.user.oldClientStates], created: v.created, allocated: v.allocated };
@@ -163,6 +159,26 @@ const handlers: Record<string, Handler> = {
     return { service, at, users: await fe.node.stateMachine.read('assignment count', (db, snapshot) => countUsers(db, snapshot, service, at)) };
   },
 };
+
+/**
+ * The answer to a login that changes nothing, read after a linearizable barrier (so it
+ * reflects every entry committed before the request came), or null when the login
+ * needs an entry. A member that cannot confirm it leads proposes instead, which
+ * forwards or fails as any write does.
+ */
+async function answerUnchanged(fe: FrontEnd, service: string, email: string, request: LoginRequest): Promise<Assignment | null> {
+  const s = fe.node.stateMachine.stateOf(assign).services.get(service);
+  if (s === undefined) return null;
+  try {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+  } catch {
+    return null;
+  }
+  const stored = await fe.node.stateMachine.read('assignment login', (db, snapshot) => userRecords(db, snapshot, email, service));
+  const now = fe.node.stateMachine.stateOf(assign).services.get(service);
+  if (now === undefined) return null;
+  return unchangedLogin(now.settings.pattern, service, stored, request, (node) => now.nodes.has(node));
+}
 
 /** Reads are linearizable unless the request asks for this member's state as it stands. */
 async function barrier(fe: FrontEnd, r: FamilyOpCall['request']): Promise<void> {

@@ -119,6 +119,28 @@ describe('node assignment on a server', () => {
     expect(await assign.nodes('sync-1.5')).toMatchObject([{ node: 'https://b', load: 0 }]);
   });
 
+  it('answers a returning user whose request changes nothing from a linearizable read, appending nothing to the log', async () => {
+    const { assign, vp } = await start();
+    await assign.service('sync-1.5');
+    await assign.addNode('sync-1.5', 'https://a', { capacity: 10 });
+    const first = await assign.user('sync-1.5', 'r@example.com', { generation: 5, keysChangedAt: 5, clientState: 'aa' });
+    const lastIndex = async (): Promise<number> => ((await fetch(`${vp.httpUrl}/v1/status`).then((r) => r.json())) as { lastIndex: number }).lastIndex;
+    const before = await lastIndex();
+    // Unchanged: the same values, or an absent generation (0), which moves nothing.
+    for (const login of [{ generation: 5, keysChangedAt: 5, clientState: 'aa' }, { keysChangedAt: 5, clientState: 'aa' }]) {
+      expect(await assign.user('sync-1.5', 'r@example.com', login)).toEqual({ ...first, created: false, allocated: false });
+    }
+    expect(await lastIndex()).toBe(before);
+    // A change is an entry, and the next unchanged login sees it.
+    const bumped = await assign.user('sync-1.5', 'r@example.com', { generation: 6, keysChangedAt: 5, clientState: 'aa' });
+    expect(bumped).toMatchObject({ uid: first.uid, generation: 6 });
+    expect(await lastIndex()).toBe(before + 1);
+    expect(await assign.user('sync-1.5', 'r@example.com', { generation: 6, keysChangedAt: 5, clientState: 'aa' })).toMatchObject({ generation: 6 });
+    // Refusals still go through the log's answer (and change nothing).
+    await expect(assign.user('sync-1.5', 'r@example.com', { generation: 7, keysChangedAt: 5, clientState: 'bb' })).rejects.toMatchObject({ hints: { reason: 'invalid-client-state' } });
+    expect((await assign.lookup('sync-1.5', 'r@example.com')).records).toHaveLength(1);
+  });
+
   it('removing a node moves its users off in bounded batches; no node left is a clear UNAVAILABLE', async () => {
     const { assign } = await start();
     await assign.service('sync-1.5');
