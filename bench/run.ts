@@ -31,6 +31,7 @@ import { DISPLAY_NAMES, type Cluster, type SystemName } from './systems/system.j
 import { VeraCluster } from './systems/vera.js';
 import { ZooKeeperCluster } from './systems/zookeeper.js';
 import { runJournalBench, type JournalBenchOptions } from './journal/run.js';
+import { runAssignBench } from './assign/run.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** The hand-written reading of the targets Vera misses, placed in the report under the targets table. */
@@ -44,6 +45,8 @@ const ANALYSIS_FILE = join(ROOT, 'bench/report/analysis.md');
 const BUDGET_MS = { full: 14 * 60_000, quick: 2.4 * 60_000, scale: 50 * 60_000 } as const;
 /** J1 (bench/journal): four queues, three worker levels capped at 15 s each, lateness, a dead worker. */
 const JOURNAL_BUDGET_MS = { full: 5 * 60_000, quick: 1.5 * 60_000 } as const;
+/** A1 (bench/assign): two systems, seeding and three 10 s levels each. */
+const ASSIGN_BUDGET_MS = { full: 3 * 60_000, quick: 1.5 * 60_000 } as const;
 /** The watchdog's grace past the budget before it kills everything. */
 const WATCHDOG_GRACE_MS = { full: 40_000, quick: 15_000, scale: 60_000 } as const;
 
@@ -77,8 +80,12 @@ async function main(): Promise<number> {
   installSignalHandlers();
   const runStart = performance.now();
   const mode = options.quick ? 'quick' : options.scale ? 'scale' : 'full';
-  // J1 has a budget of its own, after the main run's (or alone with --journal-only).
-  const budgetMs = (options.journal === 'only' ? 0 : BUDGET_MS[mode]) + (options.journal === 'no' ? 0 : JOURNAL_BUDGET_MS[options.quick ? 'quick' : 'full']);
+  // J1 and A1 have budgets of their own, after the main run's (or alone with --journal-only, --assign-only).
+  const extrasOnly = options.journal === 'only' || options.assign === 'only';
+  const budgetMs =
+    (extrasOnly ? 0 : BUDGET_MS[mode]) +
+    (options.journal === 'no' ? 0 : JOURNAL_BUDGET_MS[options.quick ? 'quick' : 'full']) +
+    (options.assign === 'no' ? 0 : ASSIGN_BUDGET_MS[options.quick ? 'quick' : 'full']);
   // The last line of defence: whatever hangs, the suite ends, and takes its servers with it.
   const graceMs = WATCHDOG_GRACE_MS[mode];
   const watchdog = setTimeout(() => {
@@ -99,11 +106,16 @@ async function main(): Promise<number> {
   const logDir = mkdtempSync(join(tmpdir(), 'vera-bench-logs-'));
   log(`${mode} run of ${options.systems.join(', ')}; server logs in ${logDir} (removed after a run without failures)`);
 
-  if (options.journal === 'only') {
-    const journal = await runJournalBench(journalOptions(options, logDir, startedAt, command), log);
+  if (extrasOnly) {
+    let failures = 0;
+    if (options.journal === 'only') failures += (await runJournalBench(journalOptions(options, logDir, startedAt, command), log)).failures;
+    if (options.assign === 'only') {
+      const docsFile = options.journal === 'only' ? join(dirname(options.docsFile), 'performance-assign.md') : options.docsFile;
+      failures += (await runAssignBench(journalOptions({ ...options, docsFile }, logDir, startedAt, command), log)).failures;
+    }
     clearTimeout(watchdog);
-    if (journal.failures === 0) rmSync(logDir, { recursive: true, force: true });
-    return journal.failures > 0 ? 1 : 0;
+    if (failures === 0) rmSync(logDir, { recursive: true, force: true });
+    return failures > 0 ? 1 : 0;
   }
 
   const machine = machineInfo();
@@ -193,6 +205,10 @@ async function main(): Promise<number> {
     const journal = await runJournalBench(journalOptions({ ...options, docsFile: join(dirname(options.docsFile), 'performance-journal.md') }, logDir, startedAt, command), log);
     failures += journal.failures;
   }
+  if (options.assign === 'after') {
+    const assign = await runAssignBench(journalOptions({ ...options, docsFile: join(dirname(options.docsFile), 'performance-assign.md') }, logDir, startedAt, command), log);
+    failures += assign.failures;
+  }
   clearTimeout(watchdog);
   // Server logs are only worth keeping when something went wrong.
   if (failures === 0) rmSync(logDir, { recursive: true, force: true });
@@ -200,6 +216,7 @@ async function main(): Promise<number> {
   return failures > 0 ? 1 : 0;
 }
 
+/** What J1 and A1 need of the run (their options have the same shape). */
 function journalOptions(options: BenchOptions, logDir: string, startedAt: string, command: string): JournalBenchOptions {
   return { quick: options.quick, outDir: options.outDir, docsFile: options.docsFile, logDir, filePrefix: `${startedAt.slice(0, 10)}-`, command, root: ROOT };
 }

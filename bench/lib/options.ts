@@ -15,6 +15,8 @@ export interface BenchOptions {
   readonly profile: boolean;
   /** J1, the journal against BullMQ and pg-boss: after the main run, alone, or not at all. */
   readonly journal: 'after' | 'only' | 'no';
+  /** A1, node assignment against Tokenserver's schema on PostgreSQL: after the main run, alone, or not at all. */
+  readonly assign: 'after' | 'only' | 'no';
 }
 
 export class BenchUsageError extends Error {
@@ -32,6 +34,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --journal-only   J1 alone: the journal against BullMQ and pg-boss
                    (report in docs/performance-journal.md)
   --no-journal     skip J1
+  --assign-only    A1 alone: node assignment against Tokenserver on PostgreSQL
+                   (report in docs/performance-assign.md)
+  --no-assign      skip A1
   --help           this text`;
 
 export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptions | 'help' {
@@ -42,6 +47,7 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   let docsFile: string | null = null;
   let profile = true;
   let journal: BenchOptions['journal'] = 'after';
+  let assign: BenchOptions['assign'] = 'after';
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -81,6 +87,12 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
       case '--no-journal':
         journal = 'no';
         break;
+      case '--assign-only':
+        assign = 'only';
+        break;
+      case '--no-assign':
+        assign = 'no';
+        break;
       case '--help':
       case '-h':
         return 'help';
@@ -90,8 +102,12 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   }
   if (quick && scale) throw new BenchUsageError('--quick and --scale do not go together');
   if (argv.includes('--journal-only') && argv.includes('--no-journal')) throw new BenchUsageError('--journal-only and --no-journal do not go together');
-  // The scale run is S7 alone; J1 runs with the ordinary and quick runs.
+  if (argv.includes('--assign-only') && argv.includes('--no-assign')) throw new BenchUsageError('--assign-only and --no-assign do not go together');
+  // The scale run is S7 alone; J1 and A1 run with the ordinary and quick runs. One "-only" leaves out what it does not name.
   if (scale && journal === 'after') journal = 'no';
-  const defaultDocs = journal === 'only' ? 'docs/performance-journal.md' : scale ? 'docs/performance-scale.md' : 'docs/performance.md';
-  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, defaultDocs), profile, journal };
+  if (scale && assign === 'after') assign = 'no';
+  if (assign === 'only' && journal === 'after') journal = 'no';
+  if (journal === 'only' && assign === 'after') assign = 'no';
+  const defaultDocs = journal === 'only' ? 'docs/performance-journal.md' : assign === 'only' ? 'docs/performance-assign.md' : scale ? 'docs/performance-scale.md' : 'docs/performance.md';
+  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, defaultDocs), profile, journal, assign };
 }

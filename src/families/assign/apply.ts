@@ -254,7 +254,7 @@ async function purge(c: Extract<AssignCommand, { op: 'purge' }>, tx: AssignTx): 
       skipped++;
       continue;
     }
-    tx.delete(uid);
+    await tx.delete(uid);
     if (node !== null) tx.freeSlot(c.service, u.node);
     purged.push({ uid, email: u.email, node: u.node });
   }

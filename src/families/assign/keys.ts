@@ -12,7 +12,11 @@ export const AssignBucket = {
   node: 0x0011,
   /** uid -> the user record (service, email, generation, client state, keys-changed-at, dates, node). */
   user: 0x0012,
-  /** email, service, created-at, uid -> empty: seed 001's lookup_idx (every record of a user). */
+  /**
+   * email, service -> the uids of the user's records, ascending: seed 001's lookup_idx
+   * (email, service, created-at), each user's entries in one value. uids are given in
+   * creation order, so uid order is created-at order. One point read finds a user.
+   */
   lookup: 0x0013,
   /** service, replaced-at, uid -> empty: seed 001's replaced_at_idx (replaced records only, for purge). */
   replaced: 0x0014,
@@ -45,23 +49,17 @@ export function uidOfUserKey(key: Buffer): number {
   return key.readUInt32BE(2) * 2 ** 32 + key.readUInt32BE(6);
 }
 
-export function lookupKey(email: string, service: string, createdAt: number, uid: number): Buffer {
-  return Buffer.concat([bucketPrefix(AssignBucket.lookup), text(email), text(service), encodeIndex(createdAt), encodeIndex(uid)]);
+export function lookupKey(email: string, service: string): Buffer {
+  return Buffer.concat([bucketPrefix(AssignBucket.lookup), text(email), text(service)]);
 }
 
-/** Every record of one user of one service, oldest first. */
-export function lookupRange(email: string, service: string): { gte: Buffer; lt: Buffer } {
-  const head = Buffer.concat([bucketPrefix(AssignBucket.lookup), text(email), text(service)]);
-  return { gte: head, lt: Buffer.concat([head, MAX_8, MAX_8, Buffer.from([0xff])]) };
-}
-
-/** Every record of one email, in every service. */
+/** The lookup keys of one email, in every service. */
 export function emailRange(email: string): { gte: Buffer; lt: Buffer } {
   const head = Buffer.concat([bucketPrefix(AssignBucket.lookup), text(email)]);
   return { gte: head, lt: Buffer.concat([head, Buffer.alloc(300, 0xff)]) };
 }
 
-/** The uid that ends a lookup, replaced or byNode key. */
+/** The uid that ends a replaced or byNode key. */
 export function uidAtEnd(key: Buffer): number {
   return key.readUInt32BE(key.length - 8) * 2 ** 32 + key.readUInt32BE(key.length - 4);
 }

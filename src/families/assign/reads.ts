@@ -3,13 +3,16 @@
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
-import { AssignBucket, lookupRange, replacedBeforeRange, uidAtEnd, userKey } from './keys.js';
-import { decodeUser, type UserRecord } from './records.js';
+import { AssignBucket, lookupKey, replacedBeforeRange, uidAtEnd, userKey } from './keys.js';
+import { decodeUids, decodeUser, type UserRecord } from './records.js';
 
+/** A user's records: point reads, synchronous (each a LevelDB lookup in memory or cache, cheaper than a thread-pool trip). */
 export async function userRecords(db: VeraDb, snapshot: DbSnapshot, email: string, service: string): Promise<UserRecord[]> {
+  const list = db.getSync(lookupKey(email, service), { snapshot });
+  if (list === undefined) return [];
   const out: UserRecord[] = [];
-  for await (const key of db.keys({ ...lookupRange(email, service), snapshot })) {
-    const raw = await db.get(userKey(uidAtEnd(key)), { snapshot });
+  for (const uid of decodeUids(list)) {
+    const raw = db.getSync(userKey(uid), { snapshot });
     if (raw !== undefined) out.push(decodeUser(raw));
   }
   return out;

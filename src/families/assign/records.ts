@@ -80,6 +80,17 @@ export function decodeUser(bytes: Uint8Array): UserRecord {
   return { uid: v[0], service: v[1], email: v[2], generation: v[3], clientState: v[4], keysChangedAt: v[5], createdAt: v[6], replacedAt: v[7], node: v[8] };
 }
 
+/** A user's lookup entry: the uids of its records, ascending. */
+export function encodeUids(uids: readonly number[]): Buffer {
+  return pack(uids);
+}
+
+export function decodeUids(bytes: Uint8Array): number[] {
+  const v = unpack(bytes);
+  if (!Array.isArray(v) || v.length === 0 || !v.every((u, i) => isCount(u) && u >= 1 && (i === 0 || u > v[i - 1]))) throw new CorruptValueError('assignment lookup entry is not an ascending list of uids');
+  return v;
+}
+
 export function encodeMeta(nextUid: number): Buffer {
   return pack([nextUid]);
 }

@@ -6,8 +6,8 @@
 // records on the node, whatever the op.
 import type { PlanReads } from '../../statemachine/pending-reads.js';
 import type { BatchOp } from '../family.js';
-import { byNodeKey, emailRange, lookupKey, lookupRange, metaKey, nodeKey, replacedKey, uidAtEnd, userKey } from './keys.js';
-import { decodeUser, encodeMeta, encodeNode, encodeUser, type NodeRecord, type UserRecord } from './records.js';
+import { byNodeKey, emailRange, lookupKey, metaKey, nodeKey, replacedKey, userKey } from './keys.js';
+import { decodeUids, decodeUser, encodeMeta, encodeNode, encodeUids, encodeUser, type NodeRecord, type UserRecord } from './records.js';
 import type { AssignState, ServiceState } from './state.js';
 
 interface Change {
@@ -16,10 +16,13 @@ interface Change {
 }
 
 const EMPTY = Buffer.alloc(0);
+const userId = (email: string, service: string): string => `${service}\u0000${email}`;
 const nodeId = (service: string, node: string): string => `${service}\u0000${node}`;
 
 export class AssignTx {
   private readonly users = new Map<number, Change>();
+  /** Users' lookup entries as stored, by service and email (read before any record of theirs is created or deleted). */
+  private readonly lookups = new Map<string, { readonly email: string; readonly service: string; readonly uids: readonly number[] }>();
   private readonly nodes = new Map<string, { service: string; node: string; record: NodeRecord | null }>();
   /** Slots freed by purged records, by node: applied after load (available never passes capacity - load). */
   private readonly freed = new Map<string, number>();
@@ -45,28 +48,48 @@ export class AssignTx {
     return user;
   }
 
+  /** The uids of a user's records as stored (one point read). */
+  private async lookup(email: string, service: string): Promise<readonly number[]> {
+    const id = userId(email, service);
+    const known = this.lookups.get(id);
+    if (known !== undefined) return known.uids;
+    const raw = await this.reads.get(lookupKey(email, service));
+    const uids = raw === undefined ? [] : decodeUids(raw);
+    this.lookups.set(id, { email, service, uids });
+    return uids;
+  }
+
   /** Every record of `email` in `service` (or in every service), as stored before this entry changed any. */
   async records(email: string, service: string | null): Promise<UserRecord[]> {
-    const keys = await this.reads.keys(service === null ? emailRange(email) : lookupRange(email, service));
+    const services: string[] = [];
+    if (service !== null) services.push(service);
+    else for (const key of await this.reads.keys(emailRange(email))) services.push(serviceOfLookupKey(key, email));
     const out: UserRecord[] = [];
-    for (const key of keys) {
-      const user = await this.user(uidAtEnd(key));
-      if (user !== null) out.push(user);
+    for (const s of services) {
+      for (const uid of await this.lookup(email, s)) {
+        const user = await this.user(uid);
+        if (user !== null) out.push(user);
+      }
     }
     return out;
   }
 
-  /** Stages a new or changed record (a new one's uid from newUid). */
+  /** Stages a new or changed record (a new one's uid from newUid; read the user's records first). */
   put(user: UserRecord): void {
     const staged = this.users.get(user.uid);
-    if (staged === undefined) this.users.set(user.uid, { before: null, after: user });
-    else staged.after = user;
+    if (staged !== undefined) {
+      staged.after = user;
+      return;
+    }
+    if (!this.lookups.has(userId(user.email, user.service))) throw new Error(`assign tx: a new record of ${user.email} before reading its records`);
+    this.users.set(user.uid, { before: null, after: user });
   }
 
-  /** Call user(uid) first. */
-  delete(uid: number): void {
+  /** Stages a record's deletion (call user(uid) first). */
+  async delete(uid: number): Promise<void> {
     const staged = this.users.get(uid);
-    if (staged === undefined) throw new Error(`assign tx: delete(${uid}) before reading it`);
+    if (staged === undefined || staged.before === null) throw new Error(`assign tx: delete(${uid}) before reading it`);
+    await this.lookup(staged.before.email, staged.before.service);
     staged.after = null;
   }
 
@@ -111,8 +134,23 @@ export class AssignTx {
       loadDelta.set(id, (loadDelta.get(id) ?? 0) + sign);
       if (!this.nodes.has(id)) this.nodes.set(id, { service: u.service, node: u.node, record: this.node(u.service, u.node) });
     };
+    const lookups = new Map<string, { email: string; service: string; uids: number[] }>();
+    const lookupOf = (u: UserRecord): { uids: number[] } => {
+      const id = userId(u.email, u.service);
+      let l = lookups.get(id);
+      if (l === undefined) {
+        l = { email: u.email, service: u.service, uids: [...this.lookups.get(id)!.uids] };
+        lookups.set(id, l);
+      }
+      return l;
+    };
     for (const [uid, { before, after }] of this.users) {
       if (before === after) continue;
+      if (before === null && after !== null) lookupOf(after).uids.push(uid);
+      if (before !== null && after === null) {
+        const l = lookupOf(before);
+        l.uids.splice(l.uids.indexOf(uid), 1);
+      }
       move(before, -1);
       move(after, 1);
       const old = indexKeys(before);
@@ -120,6 +158,10 @@ export class AssignTx {
       for (const k of old) if (!now.some((n) => n.equals(k))) ops.push({ type: 'del', key: k });
       for (const k of now) if (!old.some((o) => o.equals(k))) ops.push({ type: 'put', key: k, value: EMPTY });
       ops.push(after === null ? { type: 'del', key: userKey(uid) } : { type: 'put', key: userKey(uid), value: encodeUser(after) });
+    }
+    for (const { email, service, uids } of lookups.values()) {
+      uids.sort((a, b) => a - b);
+      ops.push(uids.length === 0 ? { type: 'del', key: lookupKey(email, service) } : { type: 'put', key: lookupKey(email, service), value: encodeUids(uids) });
     }
     for (const id of this.freed.keys()) if (!this.nodes.has(id)) this.nodes.set(id, { ...splitId(id), record: this.node(splitId(id).service, splitId(id).node) });
     const finalNodes: Array<{ service: string; node: string; record: NodeRecord | null }> = [];
@@ -160,8 +202,14 @@ function splitId(id: string): { service: string; node: string } {
   return { service: id.slice(0, at), node: id.slice(at + 1) };
 }
 
-/** The index entries a record has: lookup always; replaced or by-node by whether it is current. */
+/** The index entries of a record besides its user's lookup entry: by-node while current, replaced after. */
 function indexKeys(u: UserRecord | null): Buffer[] {
   if (u === null) return [];
-  return [lookupKey(u.email, u.service, u.createdAt, u.uid), u.replacedAt === 0 ? byNodeKey(u.service, u.node, u.uid) : replacedKey(u.service, u.replacedAt, u.uid)];
+  return [u.replacedAt === 0 ? byNodeKey(u.service, u.node, u.uid) : replacedKey(u.service, u.replacedAt, u.uid)];
+}
+
+/** The service named in one of `email`'s lookup keys. */
+function serviceOfLookupKey(key: Buffer, email: string): string {
+  const at = 2 + 1 + Buffer.byteLength(email, 'utf8');
+  return key.toString('utf8', at + 1, at + 1 + key[at]!);
 }

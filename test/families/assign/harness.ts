@@ -5,8 +5,8 @@ import { bucketRange } from '../../../src/keys/index.js';
 import type { AssignValue } from '../../../src/families/assign/apply.js';
 import type { AssignCommand } from '../../../src/families/assign/commands.js';
 import { assign, ASSIGN_SINCE } from '../../../src/families/assign/index.js';
-import { AssignBucket } from '../../../src/families/assign/keys.js';
-import { decodeUser, type NodeRecord, type UserRecord } from '../../../src/families/assign/records.js';
+import { AssignBucket, lookupKey } from '../../../src/families/assign/keys.js';
+import { decodeUids, decodeUser, type NodeRecord, type UserRecord } from '../../../src/families/assign/records.js';
 import { encodeCommand } from '../../../src/statemachine/commands.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import type { ApplyResult } from '../../../src/statemachine/types.js';
@@ -109,6 +109,17 @@ export class AssignHarness {
       }
     }
     if (current.size > 0) throw new Error(`current records on nodes that do not exist: ${[...current.keys()].join(', ')}`);
+    // Each user's lookup entry lists exactly its records' uids, ascending.
+    const expected = new Map<string, number[]>();
+    for (const u of [...users].sort((a, b) => a.uid - b.uid)) {
+      const id = lookupKey(u.email, u.service).toString('hex');
+      expected.set(id, [...(expected.get(id) ?? []), u.uid]);
+    }
+    const stored = new Map<string, number[]>();
+    for await (const [key, value] of this.temp.db.iterator(bucketRange(AssignBucket.lookup))) stored.set(key.toString('hex'), decodeUids(value));
+    if (JSON.stringify([...stored].sort()) !== JSON.stringify([...expected].sort())) {
+      throw new Error(`lookup entries ${JSON.stringify([...stored])} do not list the records ${JSON.stringify([...expected])}`);
+    }
   }
 
   close(): Promise<void> {
