@@ -1,11 +1,6 @@
 // docs/performance-assign.md from an A1 run: the table and issue 14's targets.
+import type { Target } from '../journal/report.js';
 import type { A1Result } from './a1.js';
-
-export interface Target {
-  readonly what: string;
-  readonly met: boolean | null;
-  readonly detail: string;
-}
 
 function perSec(r: A1Result | undefined, clients: number): number | null {
   return r?.levels.find((l) => l.clients === clients)?.perSec ?? null;

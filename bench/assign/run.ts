@@ -2,6 +2,7 @@
 // Called by bench/run.ts (npm run bench; --assign-only runs this part alone).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { measureEach, type Contender } from '../lib/each-system.js';
 import { ensurePackage } from '../lib/packages.js';
 import { postgresAvailable } from '../journal/servers.js';
 import { A1_FULL, A1_QUICK, runA1, type A1Result } from './a1.js';
@@ -23,32 +24,17 @@ export async function runAssignBench(options: AssignBenchOptions, log: (m: strin
   const scale = options.quick ? A1_QUICK : A1_FULL;
   const started = performance.now();
   const postgres = postgresAvailable() ? { available: true, note: 'postgresql already installed' } : ensurePackage('postgresql', null, log);
-  const systems: Array<{ name: string; open: () => Promise<AssignSystem>; unavailable?: string }> = [
+  const systems: Array<Contender<AssignSystem>> = [
     { name: 'Vera', open: () => veraAssign(options.logDir) },
     { name: 'PostgreSQL 15 (Tokenserver schema)', open: () => postgresAssign(options.logDir), ...(postgres.available && postgresAvailable() ? {} : { unavailable: postgres.note }) },
   ];
-  const results: A1Result[] = [];
-  let failures = 0;
-  for (const s of systems) {
-    if (s.unavailable !== undefined) {
-      log(`A1 ${s.name}: not measured: ${s.unavailable}`);
-      results.push({ system: s.name, settings: '', levels: [], counters: null, drift: null, errors: [`not available: ${s.unavailable}`] });
-      continue;
-    }
-    let system: AssignSystem | null = null;
-    try {
-      system = await s.open();
-      const r = await runA1(system, scale, (m) => log(`A1 ${m}`));
-      results.push(r);
-      failures += r.errors.length;
-    } catch (err) {
-      failures++;
-      log(`A1 ${s.name}: failed: ${(err as Error).message}`);
-      results.push({ system: s.name, settings: '', levels: [], counters: null, drift: null, errors: [(err as Error).message] });
-    } finally {
-      await system?.stop().catch(() => undefined);
-    }
-  }
+  const { results, failures } = await measureEach(
+    'A1',
+    systems,
+    (system) => runA1(system, scale, (m) => log(`A1 ${m}`)),
+    (system, error): A1Result => ({ system, settings: '', levels: [], counters: null, drift: null, errors: [error] }),
+    log,
+  );
   mkdirSync(options.outDir, { recursive: true });
   const path = join(options.outDir, `${options.filePrefix}assign.json`);
   const seconds = (performance.now() - started) / 1000;

@@ -384,3 +384,15 @@ export function compareUtf8(a: string, b: string): number {
 export function entriesInKeyOrder<V>(map: ReadonlyMap<string, V>): Array<[string, V]> {
   return [...map.entries()].sort(([a], [b]) => compareUtf8(a, b));
 }
+
+/** The index of the first key in `sorted` (ascending) that is not below `key`: where `key` is or would go. */
+export function firstNotBelow(sorted: readonly Buffer[], key: Buffer): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (Buffer.compare(sorted[mid]!, key) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -29,8 +29,6 @@ export interface PlanReads {
 export class PendingReads implements PlanReads {
   // key (as a latin1 string: one char per byte, so equal keys are equal strings) -> value, null = deleted
   private readonly pending = new Map<string, { readonly key: Buffer; readonly value: Buffer | null }>();
-  /** The keys of `pending`, ascending: a range read finds its keys by binary search, not by a pass over the batch. */
-  private readonly sorted: Buffer[] = [];
   /** The batch `pending` indexes, and how much of it. */
   private source: readonly BatchOp[] | null = null;
   private indexed = 0;
@@ -51,13 +49,10 @@ export class PendingReads implements PlanReads {
       this.source = ops;
       this.indexed = 0;
       this.pending.clear();
-      this.sorted.length = 0;
     }
     for (; this.indexed < ops.length; this.indexed++) {
       const op = ops[this.indexed]!;
-      const id = op.key.toString('latin1');
-      if (!this.pending.has(id)) this.sorted.splice(firstNotBelow(this.sorted, op.key), 0, op.key);
-      this.pending.set(id, { key: op.key, value: op.type === 'put' ? op.value : null });
+      this.pending.set(op.key.toString('latin1'), { key: op.key, value: op.type === 'put' ? op.value : null });
     }
   }
 
@@ -74,23 +69,20 @@ export class PendingReads implements PlanReads {
     this.catchUp();
     const limit = range.limit ?? Infinity;
     if (this.pending.size === 0) return this.db.keys(range).all();
-    const pastEnd = (key: Buffer): boolean => (range.lt !== undefined && Buffer.compare(key, range.lt) >= 0) || (range.lte !== undefined && Buffer.compare(key, range.lte) > 0);
-    let from = 0;
-    if (range.gte !== undefined) from = firstNotBelow(this.sorted, range.gte);
-    if (range.gt !== undefined) {
-      from = firstNotBelow(this.sorted, range.gt);
-      if (from < this.sorted.length && this.sorted[from]!.equals(range.gt)) from++;
-    }
+    const inRange = (key: Buffer): boolean =>
+      (range.gt === undefined || Buffer.compare(key, range.gt) > 0) &&
+      (range.gte === undefined || Buffer.compare(key, range.gte) >= 0) &&
+      (range.lt === undefined || Buffer.compare(key, range.lt) < 0) &&
+      (range.lte === undefined || Buffer.compare(key, range.lte) <= 0);
     const staged = new Map<string, Buffer | null>();
-    const added: Buffer[] = []; // ascending, as `sorted` is
-    for (let i = from; i < this.sorted.length && !pastEnd(this.sorted[i]!); i++) {
-      const key = this.sorted[i]!;
-      const id = key.toString('latin1');
-      const value = this.pending.get(id)!.value;
+    const added: Buffer[] = [];
+    for (const [id, { key, value }] of this.pending) {
+      if (!inRange(key)) continue;
       staged.set(id, value);
       if (value !== null) added.push(key);
     }
     if (staged.size === 0) return this.db.keys(range).all();
+    added.sort(Buffer.compare);
     // Merge the db's keys (less those deleted or rewritten here) with the ones written here.
     // At most staged.size of the db's keys drop out, so that many more than the limit is
     // enough, read in one go (an iterator stepped key by key costs a thread-pool trip each).
@@ -108,16 +100,4 @@ export class PendingReads implements PlanReads {
     while (next < added.length && out.length < limit) out.push(added[next++]!);
     return out;
   }
-}
-
-/** The index of the first key in `sorted` that is not below `key`. */
-function firstNotBelow(sorted: readonly Buffer[], key: Buffer): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (Buffer.compare(sorted[mid]!, key) < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }

@@ -93,3 +93,19 @@ export async function keepSending<T>(tick: () => void, everyMs: number, until: P
     clearInterval(timer);
   }
 }
+
+/**
+ * Calls `probe` until the cluster runs the command version it needs: a new cluster raises
+ * its version as its first leader starts, and a family's ops are refused until then.
+ */
+export async function untilCommandVersion(probe: () => Promise<unknown>): Promise<void> {
+  for (;;) {
+    try {
+      await probe();
+      return;
+    } catch (err) {
+      if (!(err instanceof Error && /command version/.test(err.message))) throw err;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}

@@ -167,17 +167,16 @@ const handlers: Record<string, Handler> = {
  * forwards or fails as any write does.
  */
 async function answerUnchanged(fe: FrontEnd, service: string, email: string, request: LoginRequest): Promise<Assignment | null> {
-  const s = fe.node.stateMachine.stateOf(assign).services.get(service);
-  if (s === undefined) return null;
+  if (!fe.node.stateMachine.stateOf(assign).services.has(service)) return null; // the entry answers NOT_FOUND
   try {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
   } catch {
     return null;
   }
   const stored = await fe.node.stateMachine.read('assignment login', (db, snapshot) => userRecords(db, snapshot, email, service));
-  const now = fe.node.stateMachine.stateOf(assign).services.get(service);
-  if (now === undefined) return null;
-  return unchangedLogin(now.settings.pattern, service, stored, request, (node) => now.nodes.has(node));
+  const s = fe.node.stateMachine.stateOf(assign).services.get(service);
+  if (s === undefined) return null;
+  return unchangedLogin(s.settings.pattern, service, stored, request, (node) => s.nodes.has(node));
 }
 
 /** Reads are linearizable unless the request asks for this member's state as it stands. */

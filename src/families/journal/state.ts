@@ -1,7 +1,7 @@
 // The journal family's in-memory index: each journal's definition (settings and
 // counts, a few hundred bytes whatever the number of items), loaded from the
 // definition bucket and changed only by plans' after-steps.
-import { bucketRange } from '../../keys/index.js';
+import { bucketRange, firstNotBelow } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 import { DEFAULT_MAX_JOURNALS } from './commands.js';
@@ -46,13 +46,7 @@ export class JournalState {
     const front = this.fronts.get(frontName(name, priority));
     if (front === undefined || (front.end !== null && Buffer.compare(key, front.end) >= 0)) return;
     const keys = front.keys;
-    let lo = 0;
-    let hi = keys.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (Buffer.compare(keys[mid]!, key) < 0) lo = mid + 1;
-      else hi = mid;
-    }
+    const lo = firstNotBelow(keys, key);
     const present = lo < keys.length && keys[lo]!.equals(key);
     if (put && !present) keys.splice(lo, 0, key);
     else if (!put && present) keys.splice(lo, 1);

@@ -7,7 +7,7 @@ import { AssignClient } from '../../../src/families/assign/client.js';
 import { JournalClient } from '../../../src/families/journal/client.js';
 import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';
-import { ENCODINGS, openSession, startLeader } from '../../server/fixture.js';
+import { ENCODINGS, openSession, startLeader, untilCommandVersion } from '../../server/fixture.js';
 import type { VeraProcess } from '../../support/vera-process.js';
 
 let vp: VeraProcess | null = null;
@@ -23,16 +23,7 @@ async function start(): Promise<{ assign: AssignClient; vp: VeraProcess }> {
   vp = await startLeader();
   client = await connect(vp.url, { timeoutMs: 10_000 });
   const assign = new AssignClient(client);
-  // A new cluster raises its command version as its first leader starts; node assignment needs version 3.
-  for (;;) {
-    try {
-      await assign.services();
-      break;
-    } catch (err) {
-      if (!(err instanceof Error && /command version/.test(err.message))) throw err;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
+  await untilCommandVersion(() => assign.services());
   return { assign, vp };
 }
 

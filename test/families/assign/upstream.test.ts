@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type VeraClient } from '../../../src/client/client.js';
 import { AssignClient, type LoginInput, type NodeInfo } from '../../../src/families/assign/client.js';
-import { startLeader } from '../../server/fixture.js';
+import { startLeader, untilCommandVersion } from '../../server/fixture.js';
 import type { VeraProcess } from '../../support/vera-process.js';
 
 let vp: VeraProcess;
@@ -20,16 +20,7 @@ beforeAll(async () => {
   vp = await startLeader();
   client = await connect(vp.url, { timeoutMs: 10_000 });
   assign = new AssignClient(client);
-  // A new cluster raises its command version as its first leader starts; node assignment needs version 3.
-  for (;;) {
-    try {
-      await assign.services();
-      break;
-    } catch (err) {
-      if (!(err instanceof Error && /command version/.test(err.message))) throw err;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
+  await untilCommandVersion(() => assign.services());
 }, 30_000);
 
 afterAll(async () => {

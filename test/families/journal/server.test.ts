@@ -10,6 +10,7 @@ import { connect, type VeraClient } from '../../../src/client/client.js';
 import { JournalClient, type ClaimedItem } from '../../../src/families/journal/client.js';
 import type { ServerConfig } from '../../../src/server/config.js';
 import { startServer, type RunningServer } from '../../../src/server/index.js';
+import { untilCommandVersion } from '../../server/fixture.js';
 import { WireClient } from '../../server/wire-client.js';
 import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';
@@ -59,16 +60,7 @@ async function start(): Promise<{ url: string; journals: JournalClient }> {
   const url = `ws://127.0.0.1:${server.clientPort}`;
   client = await connect(url, { timeoutMs: 10_000 });
   const journals = new JournalClient(client);
-  // A new cluster raises its command version as its first leader starts; the journal needs version 2.
-  for (;;) {
-    try {
-      await journals.list();
-      break;
-    } catch (err) {
-      if (!(err instanceof Error && /command version/.test(err.message))) throw err;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
+  await untilCommandVersion(() => journals.list());
   return { url, journals };
 }
 
