@@ -1,0 +1,191 @@
+// The cold store of hibernation (issue 15, seed 004): one file per hibernated
+// unit in a directory of its own (the slow, large disk), holding the unit's
+// LevelDB entries exactly as they were (keys and values as bytes, so thawing
+// restores them byte for byte, whatever family wrote them).
+//
+// A file is written whole and made durable before anything may rely on it:
+// written under a temporary name, synced, renamed into place, and the
+// directory synced, so a crash leaves either no file, a leftover temporary
+// (ignored, and removed by sweep), or the complete file. Reading verifies it:
+// a missing, truncated, corrupt, foreign or unknown-version file is a
+// ColdStoreError naming the unit, never silently less data.
+//
+// Format (version 1), all integers big-endian:
+//   magic "VERACOLD" (8) | format version u16 | reserved u16 (0) |
+//   body length u32 | SHA-256 of (version, reserved, length, body) (32) | body
+// body = deflate(msgpack [unit, meta, [[key, value], ...]]).
+// A later format adds a decoder beside decodeV1; files of older versions stay
+// readable, and thawing a unit rewrites nothing, so each unit moves to the
+// new format the next time it freezes (the seed's schema-change hazard).
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { deflateSync, inflateSync } from 'node:zlib';
+import { pack, unpack } from 'msgpackr';
+import { fsyncDir } from '../../raft/fsync.js';
+
+export const COLD_FORMAT_VERSION = 1;
+const MAGIC = Buffer.from('VERACOLD', 'ascii');
+const HEADER_BYTES = MAGIC.length + 2 + 2 + 4 + 32;
+/** The largest body one file holds; a larger unit is not hibernated. */
+export const MAX_COLD_BODY_BYTES = 1 << 30;
+const SUFFIX = '.cold';
+const TEMP_MARK = '.tmp-';
+
+/** What one hibernated unit holds. */
+export interface ColdUnit {
+  /** The unit's path (a child of a hibernation root, such as `/users/alice`). */
+  readonly unit: string;
+  /** What the hibernation family records beside the entries (counts, the index it froze at). */
+  readonly meta: Readonly<Record<string, unknown>>;
+  /** The unit's LevelDB entries, keys ascending. */
+  readonly entries: ReadonlyArray<readonly [Buffer, Buffer]>;
+}
+
+export type ColdProblem = 'missing' | 'truncated' | 'corrupt' | 'foreign' | 'unknown-version' | 'too-large';
+
+/** A cold file that cannot be read (or written): which unit, what is wrong. */
+export class ColdStoreError extends Error {
+  override readonly name = 'ColdStoreError';
+
+  constructor(
+    readonly unit: string,
+    readonly problem: ColdProblem,
+    detail: string,
+  ) {
+    super(`cold store: unit ${unit}: ${problem}: ${detail}`);
+  }
+}
+
+/** What a stored file says of itself without being decoded. */
+export interface ColdFileInfo {
+  readonly unit: string;
+  readonly bytes: number;
+  readonly version: number;
+}
+
+export class ColdStore {
+  private constructor(readonly dir: string) {}
+
+  /** Opens (creating) the directory. */
+  static async open(dir: string): Promise<ColdStore> {
+    await mkdir(dir, { recursive: true });
+    return new ColdStore(dir);
+  }
+
+  /** The file of a unit: named by a hash of its path, so any path makes a safe file name. */
+  fileOf(unit: string): string {
+    return join(this.dir, `${createHash('sha256').update(unit, 'utf8').digest('hex').slice(0, 40)}${SUFFIX}`);
+  }
+
+  /** Writes the unit's file durably (replacing an older one); its size in bytes. */
+  async write(cold: ColdUnit): Promise<number> {
+    const body = deflateSync(pack([cold.unit, cold.meta, cold.entries.map(([k, v]) => [k, v])]));
+    if (body.byteLength > MAX_COLD_BODY_BYTES) throw new ColdStoreError(cold.unit, 'too-large', `${body.byteLength} compressed bytes is over ${MAX_COLD_BODY_BYTES}`);
+    const header = Buffer.alloc(HEADER_BYTES);
+    MAGIC.copy(header, 0);
+    header.writeUInt16BE(COLD_FORMAT_VERSION, 8);
+    header.writeUInt16BE(0, 10);
+    header.writeUInt32BE(body.byteLength, 12);
+    checksum(header, body).copy(header, 16);
+    const final = this.fileOf(cold.unit);
+    const temp = `${final}${TEMP_MARK}${randomBytes(6).toString('hex')}`;
+    const handle = await open(temp, 'wx');
+    try {
+      await handle.writev([header, body]);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, final);
+    await fsyncDir(this.dir);
+    return header.byteLength + body.byteLength;
+  }
+
+  /** Reads and verifies the unit's file. */
+  async read(unit: string): Promise<ColdUnit> {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(this.fileOf(unit));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new ColdStoreError(unit, 'missing', `no file ${this.fileOf(unit)}`);
+      throw err;
+    }
+    return decodeColdFile(unit, bytes);
+  }
+
+  async exists(unit: string): Promise<boolean> {
+    try {
+      await stat(this.fileOf(unit));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Removes the unit's file (after its thaw is durable in the hot store); durable. */
+  async remove(unit: string): Promise<void> {
+    await rm(this.fileOf(unit), { force: true });
+    await fsyncDir(this.dir);
+  }
+
+  /**
+   * Removes what a crash can leave: temporary files of writes that never finished,
+   * and the files of units `keep` does not claim (thawed, or never frozen). Returns
+   * the names removed.
+   */
+  async sweep(keep: (file: string) => boolean): Promise<string[]> {
+    const removed: string[] = [];
+    for (const name of await readdir(this.dir)) {
+      const temp = name.includes(TEMP_MARK);
+      if (!temp && (!name.endsWith(SUFFIX) || keep(join(this.dir, name)))) continue;
+      await rm(join(this.dir, name), { force: true });
+      removed.push(name);
+    }
+    if (removed.length > 0) await fsyncDir(this.dir);
+    return removed;
+  }
+}
+
+/** Decodes and verifies a cold file's bytes, which must hold `unit`. */
+export function decodeColdFile(unit: string, bytes: Buffer): ColdUnit {
+  if (bytes.byteLength < HEADER_BYTES) throw new ColdStoreError(unit, 'truncated', `${bytes.byteLength} bytes is shorter than the ${HEADER_BYTES}-byte header`);
+  if (!bytes.subarray(0, MAGIC.length).equals(MAGIC)) throw new ColdStoreError(unit, 'corrupt', 'not a cold file (bad magic)');
+  const version = bytes.readUInt16BE(8);
+  const length = bytes.readUInt32BE(12);
+  if (bytes.byteLength < HEADER_BYTES + length) throw new ColdStoreError(unit, 'truncated', `the body should be ${length} bytes, ${bytes.byteLength - HEADER_BYTES} are there`);
+  if (bytes.byteLength > HEADER_BYTES + length) throw new ColdStoreError(unit, 'corrupt', `${bytes.byteLength - HEADER_BYTES - length} bytes after the body`);
+  const body = bytes.subarray(HEADER_BYTES);
+  if (!checksum(bytes, body).equals(bytes.subarray(16, 48))) throw new ColdStoreError(unit, 'corrupt', 'the file does not match its checksum');
+  const decoder = DECODERS.get(version);
+  if (decoder === undefined) throw new ColdStoreError(unit, 'unknown-version', `format version ${version}; this build reads ${[...DECODERS.keys()].join(', ')}`);
+  const cold = decoder(unit, body);
+  if (cold.unit !== unit) throw new ColdStoreError(unit, 'foreign', `the file holds unit ${cold.unit}`);
+  return cold;
+}
+
+/** Covers the header's fields after the magic as well as the body: a flipped length or version is caught too. */
+function checksum(header: Buffer, body: Buffer): Buffer {
+  return createHash('sha256').update(header.subarray(8, 16)).update(body).digest();
+}
+
+/** Format decoders by version: each gives today's ColdUnit. */
+const DECODERS = new Map<number, (unit: string, body: Buffer) => ColdUnit>([[1, decodeV1]]);
+
+function decodeV1(unit: string, body: Buffer): ColdUnit {
+  let value: unknown;
+  try {
+    value = unpack(inflateSync(body));
+  } catch (err) {
+    throw new ColdStoreError(unit, 'corrupt', `the body does not decode: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(value) || value.length !== 3 || typeof value[0] !== 'string' || typeof value[1] !== 'object' || value[1] === null || !Array.isArray(value[2])) {
+    throw new ColdStoreError(unit, 'corrupt', 'the body is not [unit, meta, entries]');
+  }
+  const entries: Array<readonly [Buffer, Buffer]> = [];
+  for (const e of value[2] as unknown[]) {
+    if (!Array.isArray(e) || e.length !== 2 || !(e[0] instanceof Uint8Array) || !(e[1] instanceof Uint8Array)) throw new ColdStoreError(unit, 'corrupt', 'an entry is not [key bytes, value bytes]');
+    entries.push([Buffer.from(e[0]), Buffer.from(e[1])]);
+  }
+  return { unit: value[0], meta: value[1] as Record<string, unknown>, entries };
+}

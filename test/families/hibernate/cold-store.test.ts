@@ -1,0 +1,149 @@
+// The cold store on a real directory: units round-trip byte for byte, a file is
+// replaced whole, and every way a file can go bad (missing, any byte flipped,
+// cut short at any length, another unit's file, a format this build does not
+// know) is an error that names the unit, never a different answer. A write cut
+// short by a crash leaves a temporary file that reads ignore and sweep removes.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, copyFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ColdStore, ColdStoreError, decodeColdFile, type ColdUnit } from '../../../src/families/hibernate/cold-store.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+async function store(): Promise<ColdStore> {
+  const dir = mkdtempSync(join(tmpdir(), 'vera-cold-'));
+  dirs.push(dir);
+  return ColdStore.open(join(dir, 'cold'));
+}
+
+const entry = (k: string, v: string): readonly [Buffer, Buffer] => [Buffer.from(k), Buffer.from(v)];
+const small: ColdUnit = { unit: '/users/alice', meta: { items: 2, frozenAt: 42 }, entries: [entry('a', 'one'), entry('b', 'two')] };
+
+function problemOf(f: () => unknown): string {
+  try {
+    f();
+  } catch (err) {
+    if (err instanceof ColdStoreError) return err.problem;
+    throw err;
+  }
+  return 'none';
+}
+
+describe('the cold store', () => {
+  it('round-trips any unit byte for byte, and says how many bytes it wrote', async () => {
+    const s = await store();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.string({ minLength: 1, maxLength: 40 }).map((x) => `/u/${x}`),
+        fc.array(fc.tuple(fc.uint8Array({ maxLength: 24 }), fc.uint8Array({ maxLength: 200 })), { maxLength: 40 }),
+        fc.dictionary(fc.string({ maxLength: 8 }), fc.oneof(fc.integer(), fc.string({ maxLength: 8 }))),
+        async (unit, raw, meta) => {
+          const cold: ColdUnit = { unit, meta, entries: raw.map(([k, v]) => [Buffer.from(k), Buffer.from(v)] as const) };
+          const bytes = await s.write(cold);
+          expect(statSync(s.fileOf(unit)).size).toBe(bytes);
+          const back = await s.read(unit);
+          expect(back.unit).toBe(unit);
+          expect(back.meta).toEqual(meta);
+          expect(back.entries.map(([k, v]) => [k.toString('hex'), v.toString('hex')])).toEqual(cold.entries.map(([k, v]) => [k.toString('hex'), v.toString('hex')]));
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('replaces a unit\'s file whole', async () => {
+    const s = await store();
+    await s.write(small);
+    await s.write({ ...small, entries: [entry('c', 'three')] });
+    expect((await s.read(small.unit)).entries).toEqual([entry('c', 'three')]);
+    expect(readdirSync(s.dir)).toHaveLength(1);
+  });
+
+  it('a missing file is an error naming the unit', async () => {
+    const s = await store();
+    await expect(s.read('/users/bob')).rejects.toMatchObject({ name: 'ColdStoreError', unit: '/users/bob', problem: 'missing' });
+    expect(await s.exists('/users/bob')).toBe(false);
+  });
+
+  it('any byte flipped, anywhere in the file, is refused', async () => {
+    const s = await store();
+    await s.write(small);
+    const good = readFileSync(s.fileOf(small.unit));
+    const seen = new Set<string>();
+    for (let i = 0; i < good.length; i++) {
+      for (const bit of [0x01, 0x80]) {
+        const bad = Buffer.from(good);
+        bad[i]! ^= bit;
+        const problem = problemOf(() => decodeColdFile(small.unit, bad));
+        expect(problem, `byte ${i} bit ${bit}`).not.toBe('none');
+        seen.add(problem);
+      }
+    }
+    // A length made longer reads as a file cut short; everything else fails the checksum (which covers the header too).
+    expect([...seen].sort()).toEqual(['corrupt', 'truncated']);
+  });
+
+  it('a file cut short at any length is refused', async () => {
+    const s = await store();
+    await s.write(small);
+    const good = readFileSync(s.fileOf(small.unit));
+    for (let n = 0; n < good.length; n++) {
+      expect(problemOf(() => decodeColdFile(small.unit, good.subarray(0, n))), `length ${n}`).toMatch(/^(truncated|corrupt)$/);
+    }
+  });
+
+  it('another unit\'s file under this unit\'s name is refused', async () => {
+    const s = await store();
+    await s.write(small);
+    copyFileSync(s.fileOf(small.unit), s.fileOf('/users/mallory'));
+    await expect(s.read('/users/mallory')).rejects.toMatchObject({ problem: 'foreign', message: expect.stringContaining('/users/alice') });
+  });
+
+  it('a format this build does not know is refused by name, even with a good checksum', async () => {
+    const s = await store();
+    await s.write(small);
+    const file = readFileSync(s.fileOf(small.unit));
+    file.writeUInt16BE(7, 8);
+    createHash('sha256').update(file.subarray(8, 16)).update(file.subarray(48)).digest().copy(file, 16);
+    expect(() => decodeColdFile(small.unit, file)).toThrow(/format version 7; this build reads 1/);
+  });
+
+  it('a write cut short by a crash leaves a temporary file: reads ignore it, sweep removes it and unclaimed files', async () => {
+    const s = await store();
+    await s.write(small);
+    await s.write({ ...small, unit: '/users/thawed' });
+    writeFileSync(`${s.fileOf(small.unit)}.tmp-deadbeef`, 'half a file');
+    expect((await s.read(small.unit)).entries).toEqual(small.entries);
+    const kept = s.fileOf(small.unit);
+    const removed = await s.sweep((file) => file === kept);
+    expect(removed.sort()).toEqual([`${kept.split('/').pop()}.tmp-deadbeef`, s.fileOf('/users/thawed').split('/').pop()].sort());
+    expect(readdirSync(s.dir)).toEqual([kept.split('/').pop()]);
+    await s.remove(small.unit);
+    expect(readdirSync(s.dir)).toEqual([]);
+  });
+
+  it('holds 10^6 entries over 1,000 units and gives every one back', { timeout: 120_000 }, async () => {
+    const s = await store();
+    const UNITS = 1000;
+    const PER = 1000;
+    let bytes = 0;
+    for (let u = 0; u < UNITS; u++) {
+      const entries = Array.from({ length: PER }, (_, i) => entry(`/users/u${u}/list\u0000${String(i).padStart(8, '0')}`, JSON.stringify({ n: i, u })));
+      bytes += await s.write({ unit: `/users/u${u}`, meta: { items: PER }, entries });
+    }
+    let count = 0;
+    for (let u = 0; u < UNITS; u++) {
+      const back = await s.read(`/users/u${u}`);
+      expect(back.entries[PER - 1]![1].toString()).toBe(JSON.stringify({ n: PER - 1, u }));
+      count += back.entries.length;
+    }
+    expect(count).toBe(UNITS * PER);
+    console.info(`10^6 entries in ${UNITS} cold files: ${Math.round(bytes / 2 ** 20)} MiB`);
+  });
+});
