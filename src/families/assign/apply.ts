@@ -14,7 +14,7 @@ import { isRetired, newestFirst, oldClientStates, updateOf, validate, type Login
 import type { AssignState } from './state.js';
 import { AssignTx } from './tx.js';
 import { byNodeRange, uidAtEnd } from './keys.js';
-import { endpointOf, MAX_GENERATION, MAX_NODES_PER_SERVICE, MAX_SERVICES } from './wire.js';
+import { endpointOf, MAX_GENERATION, MAX_NODES_PER_SERVICE, MAX_RECORDS_PER_USER, MAX_SERVICES } from './wire.js';
 
 /** A user as a login answers it. */
 export interface Assignment {
@@ -65,8 +65,12 @@ export function unchangedLogin(pattern: string, service: string, stored: readonl
   return assignmentOf(pattern, service, current, records, old);
 }
 
+function tooMany(email: string): string {
+  return `${email} has ${MAX_RECORDS_PER_USER} records, the most one user may have; purge its replaced records first`;
+}
+
 /** Why a login was refused, beside the request checks of rules.ts. */
-export type LoginRefusal = RejectionReason | 'new-users-disabled' | 'no-node-available' | 'user-retired';
+export type LoginRefusal = RejectionReason | 'new-users-disabled' | 'no-node-available' | 'too-many-records';
 
 export type AssignValue =
   | { readonly op: 'service'; readonly service: string; readonly created: boolean }
@@ -176,10 +180,12 @@ async function login(c: Extract<AssignCommand, { op: 'login' }>, now: number, tx
   } else {
     records = newestFirst(stored);
     const current = records[0]!;
-    const nodeGone = tx.node(c.service, current.node) === null;
-    if ((current.replacedAt !== 0 || nodeGone) && !isRetired(current)) {
-      // Replaced (decommissioned, retired elsewhere, or its node removed): a copy of it on a
-      // newly allocated node, keeping its generation, client state and keys-changed-at.
+    // Retired (deleted from FxA) is for good: no request brings the user back, whatever it reports.
+    if (isRetired(current)) return refuse(c.service, 'invalid-generation', `${c.email} is retired from ${c.service}`, null);
+    if (current.replacedAt !== 0 || tx.node(c.service, current.node) === null) {
+      // Replaced (decommissioned, or its node removed): a copy of it on a newly allocated
+      // node, keeping its generation, client state and keys-changed-at.
+      if (records.length >= MAX_RECORDS_PER_USER) return refuse(c.service, 'too-many-records', tooMany(c.email), null);
       const node = allocation();
       if (node === null) return refuse(c.service, 'no-node-available', `no node of ${c.service} can take ${c.email} again`, tx);
       if (current.replacedAt === 0) tx.put({ ...current, replacedAt: now });
@@ -187,8 +193,6 @@ async function login(c: Extract<AssignCommand, { op: 'login' }>, now: number, tx
       tx.put(copy);
       records = [copy, ...records.map((r) => (r.uid === current.uid && r.replacedAt === 0 ? { ...r, replacedAt: now } : r))];
       allocated = true;
-    } else if (nodeGone) {
-      return refuse(c.service, 'user-retired', `${c.email} is retired from ${c.service}`, null);
     }
   }
   const user = records[0]!;
@@ -200,6 +204,7 @@ async function login(c: Extract<AssignCommand, { op: 'login' }>, now: number, tx
   let result: UserRecord = user;
   let oldStates = old;
   if (update.newRecord) {
+    if (records.length >= MAX_RECORDS_PER_USER) return refuse(c.service, 'too-many-records', tooMany(c.email), null);
     // A new encryption key: a new record on the same node; every other record is replaced.
     for (const r of records) if (r.replacedAt === 0) tx.put({ ...r, replacedAt: now });
     result = { ...user, uid: tx.newUid(), generation: update.generation, keysChangedAt: update.keysChangedAt, clientState: c.clientState, createdAt: now, replacedAt: 0 };

@@ -26,7 +26,7 @@ Subcommands:
   retire EMAIL [--service S]  retire the user (every service unless --service)
   decommission SERVICE NODE [--uids 1,2,...]
                               replace the node's users (or those uids); they move on their next request
-  purge SERVICE [--grace D] [--max N] [--force] [--dry-run] [--journal NAME]
+  purge SERVICE [--grace D] [--max N] [--force] [--dry-run] [--journal NAME] [--after CURSOR]
                               delete one batch of records replaced longer ago than D (default 7d)
   events delete|passwordChange|reset EMAIL [--generation N]
                               apply an account event
@@ -224,24 +224,30 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
     },
   },
   purge: {
-    flags: { ...CLIENT_FLAGS, grace: { kind: 'string' }, max: { kind: 'string' }, force: { kind: 'boolean' }, 'dry-run': { kind: 'boolean' }, journal: { kind: 'string' } },
+    flags: { ...CLIENT_FLAGS, grace: { kind: 'string' }, max: { kind: 'string' }, force: { kind: 'boolean' }, 'dry-run': { kind: 'boolean' }, journal: { kind: 'string' }, after: { kind: 'string' } },
     positionals: ['SERVICE'],
     prepare: (ctx) => {
       const s = service(ctx, 0);
       const grace = stringFlag(ctx.args, 'grace');
       const max = count(ctx.args, 'max');
       const journal = stringFlag(ctx.args, 'journal');
+      const after = stringFlag(ctx.args, 'after');
       const options = {
         ...(grace === undefined ? {} : { graceMs: grace === '0' ? 0 : parseDuration(grace, '--grace') }),
         ...(max === undefined ? {} : { max }),
         force: boolFlag(ctx.args, 'force'),
         dryRun: boolFlag(ctx.args, 'dry-run'),
         ...(journal === undefined ? {} : { journal }),
+        ...(after === undefined ? {} : { after }),
       };
       return async (client) => {
         const r = await new AssignClient(client).purge(s, options);
         print(ctx, r, () =>
-          [`${r.dryRun ? 'would purge' : 'purged'} ${r.purged.length} records${r.skipped > 0 ? `, skipped ${r.skipped} on downed nodes (--force purges them)` : ''}`, ...r.purged.map((p) => `  uid ${p.uid}  ${p.email}  ${p.node}`)].join('\n'),
+          [
+            `${r.dryRun ? 'would purge' : 'purged'} ${r.purged.length} records${r.skipped > 0 ? `, skipped ${r.skipped} on downed nodes (--force purges them)` : ''}`,
+            ...r.purged.map((p) => `  uid ${p.uid}  ${p.email}  ${p.node}`),
+            ...(r.next === null ? [] : [`more to look at: --after ${r.next}`]),
+          ].join('\n'),
         );
       };
     },

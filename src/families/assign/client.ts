@@ -97,6 +97,8 @@ export interface PurgeOptions {
   readonly dryRun?: boolean;
   /** Queue each record's storage-node cleanup in this journal before deleting it. */
   readonly journal?: string;
+  /** Go on from where an earlier batch stopped (its `next`). */
+  readonly after?: string;
 }
 
 export interface PurgeResult {
@@ -104,6 +106,8 @@ export interface PurgeResult {
   readonly purged: ReadonlyArray<{ readonly uid: number; readonly email: string; readonly node: string }>;
   /** Records passed over because their node is downed. */
   readonly skipped: number;
+  /** Where this batch stopped, to pass as `after`; null when it looked at every record due. */
+  readonly next: string | null;
 }
 
 function op(name: string) {

@@ -57,8 +57,9 @@ export const nodeField = (v: unknown): string => text(v, nameProblem(v, 'node'))
 export const emailField = (v: unknown): string => text(v, nameProblem(v, 'email'));
 export const clientStateField = (v: unknown): string => text(v, clientStateProblem(v));
 
+/** A generation or keys-changed-at a request reports: below MAX_GENERATION, which only retirement sets. */
 export function generationField(v: unknown, name: string): number {
-  return integerField(v, name, 0, MAX_GENERATION);
+  return integerField(v, name, 0, MAX_GENERATION - 1);
 }
 
 export function settingsField(value: unknown): ServiceSettings {

@@ -69,9 +69,17 @@ export function replacedKey(service: string, replacedAt: number, uid: number): B
 }
 
 /** Replaced records of `service` replaced before `before`, oldest replacement first. */
-export function replacedBeforeRange(service: string, before: number): { gte: Buffer; lt: Buffer } {
+/** Replaced records of `service` replaced before `before`, after the cursor `after` if given. */
+export function replacedBeforeRange(service: string, before: number, after?: PurgeCursor): { gte?: Buffer; gt?: Buffer; lt: Buffer } {
   const head = Buffer.concat([bucketPrefix(AssignBucket.replaced), text(service)]);
-  return { gte: head, lt: Buffer.concat([head, encodeIndex(before)]) };
+  const lt = Buffer.concat([head, encodeIndex(before)]);
+  return after === undefined ? { gte: head, lt } : { gt: replacedKey(service, after.replacedAt, after.uid), lt };
+}
+
+/** Where one purge batch stopped: the last replaced record it looked at. */
+export interface PurgeCursor {
+  readonly replacedAt: number;
+  readonly uid: number;
 }
 
 export function byNodeKey(service: string, node: string, uid: number): Buffer {

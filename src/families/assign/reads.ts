@@ -3,7 +3,7 @@
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
-import { AssignBucket, lookupKey, replacedBeforeRange, uidAtEnd, userKey } from './keys.js';
+import { AssignBucket, lookupKey, replacedBeforeRange, uidAtEnd, userKey, type PurgeCursor } from './keys.js';
 import { decodeUids, decodeUser, type UserRecord } from './records.js';
 
 /** A user's records: point reads, synchronous (each a LevelDB lookup in memory or cache, cheaper than a thread-pool trip). */
@@ -18,10 +18,10 @@ export async function userRecords(db: VeraDb, snapshot: DbSnapshot, email: strin
   return out;
 }
 
-/** Up to `limit` records of `service` replaced before `before`, earliest replaced first. */
-export async function replacedBefore(db: VeraDb, snapshot: DbSnapshot, service: string, before: number, limit: number): Promise<UserRecord[]> {
+/** Up to `limit` records of `service` replaced before `before` (and after `after`), earliest replaced first. */
+export async function replacedBefore(db: VeraDb, snapshot: DbSnapshot, service: string, before: number, limit: number, after?: PurgeCursor): Promise<UserRecord[]> {
   const out: UserRecord[] = [];
-  for await (const key of db.keys({ ...replacedBeforeRange(service, before), snapshot, limit })) {
+  for await (const key of db.keys({ ...replacedBeforeRange(service, before, after), snapshot, limit })) {
     const raw = await db.get(userKey(uidAtEnd(key)), { snapshot });
     if (raw !== undefined) out.push(decodeUser(raw));
   }

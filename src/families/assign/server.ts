@@ -11,6 +11,7 @@ import type { ApplyOutcome } from '../../statemachine/types.js';
 import { unchangedLogin, type Assignment, type AssignValue, type LoginRefusal } from './apply.js';
 import type { AssignCommand } from './commands.js';
 import { assign } from './index.js';
+import type { PurgeCursor } from './keys.js';
 import { countUsers, replacedBefore, userRecords } from './reads.js';
 import type { ServiceSettings, UserRecord } from './records.js';
 import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
@@ -34,12 +35,12 @@ function serviceOf(fe: FrontEnd, name: string): ServiceState {
 }
 
 /** Tokenserver's refusals as protocol errors: the reason rides beside the code. */
-const REFUSAL_CODE: Record<LoginRefusal, 'CONFLICT' | 'FORBIDDEN' | 'UNAVAILABLE'> = {
+const REFUSAL_CODE: Record<LoginRefusal, 'CONFLICT' | 'FORBIDDEN' | 'UNAVAILABLE' | 'QUOTA_EXCEEDED'> = {
   'invalid-generation': 'CONFLICT',
   'invalid-keysChangedAt': 'CONFLICT',
   'invalid-client-state': 'CONFLICT',
   'new-users-disabled': 'FORBIDDEN',
-  'user-retired': 'FORBIDDEN',
+  'too-many-records': 'QUOTA_EXCEEDED',
   'no-node-available': 'UNAVAILABLE',
 };
 
@@ -206,21 +207,44 @@ async function purge(fe: FrontEnd, r: FamilyOpCall['request']): Promise<FamilyRe
   await fe.node.linearizableBarrier(fe.readTimeoutMs);
   const service = r.service as string;
   const s = serviceOf(fe, service);
-  const before = Math.max(fe.node.stateMachine.clock, Date.now()) - (r.graceMs as number);
+  const max = r.max as number;
+  const before = Math.max(0, Math.max(fe.node.stateMachine.clock, Date.now()) - (r.graceMs as number));
   const force = r.force as boolean;
-  const candidates = await fe.node.stateMachine.read('assignment purge', (db, snapshot) => replacedBefore(db, snapshot, service, before, r.max as number));
-  const onDowned = (u: UserRecord): boolean => s.nodes.get(u.node)?.downed === true;
-  const chosen = candidates.filter((u) => force || !onDowned(u));
+  // Records on downed nodes are passed over (unless forced): look at up to ten times the batch,
+  // and say where this batch stopped, so the next one goes on past them.
+  const window = force ? max : Math.min(max * PURGE_SCAN_FACTOR, MAX_PURGE_SCAN);
+  const after = parseCursor(r.after as string | undefined);
+  const candidates = await fe.node.stateMachine.read('assignment purge', (db, snapshot) => replacedBefore(db, snapshot, service, before, window, after));
+  const chosen: UserRecord[] = [];
+  let examined = 0;
+  for (const u of candidates) {
+    if (chosen.length === max) break;
+    examined++;
+    if (force || s.nodes.get(u.node)?.downed !== true) chosen.push(u);
+  }
+  const skipped = examined - chosen.length;
+  const last = candidates[examined - 1];
+  const next = last !== undefined && (examined < candidates.length || candidates.length === window) ? `${last.replacedAt}:${last.uid}` : null;
   const describe = (u: UserRecord): FamilyResult => ({ uid: u.uid, email: u.email, node: u.node, replacedAt: u.replacedAt });
-  if (r.dryRun as boolean) return { dryRun: true, purged: chosen.map(describe), skipped: candidates.length - chosen.length };
+  if (r.dryRun as boolean) return { dryRun: true, purged: chosen.map(describe), skipped, next };
   const journalName = r.journal as string | undefined;
   if (journalName !== undefined && chosen.length > 0) {
     const items = chosen.map((u) => ({ key: `${service}/${u.uid}`, data: { service, uid: u.uid, email: u.email, node: u.node, endpoint: endpointOf(s.settings.pattern, service, u.node, u.uid) } }));
     expectOk(await proposeTimed(fe, { family: 'journal', op: 'add', name: journalName, items } as never));
   }
-  const v = await propose(fe, { op: 'purge', service, before, uids: chosen.map((u) => u.uid), force });
-  if (v.op !== 'purge') throw new VeraError('INTERNAL', 'purge gave another result');
-  return { dryRun: false, purged: v.purged.map((p) => ({ ...p })), skipped: v.skipped + candidates.length - chosen.length };
+  const v = chosen.length === 0 ? null : await propose(fe, { op: 'purge', service, before, uids: chosen.map((u) => u.uid), force });
+  if (v !== null && v.op !== 'purge') throw new VeraError('INTERNAL', 'purge gave another result');
+  return { dryRun: false, purged: v === null ? [] : v.purged.map((p) => ({ ...p })), skipped: skipped + (v?.skipped ?? 0), next };
+}
+
+/** How far past a batch's size one purge looks for records not on downed nodes. */
+const PURGE_SCAN_FACTOR = 10;
+const MAX_PURGE_SCAN = 10_000;
+
+function parseCursor(after: string | undefined): PurgeCursor | undefined {
+  if (after === undefined) return undefined;
+  const [replacedAt, uid] = after.split(':').map(Number);
+  return { replacedAt: replacedAt!, uid: uid! };
 }
 
 const protocolOps: Record<string, FamilyOp> = Object.fromEntries([...ASSIGN_OPS].map(([op, build]) => [op, { build, handle: handlers[op]! }]));

@@ -18,11 +18,18 @@ export const MAX_PATTERN_BYTES = 128;
  * numbers are exact up to 2^53 - 1, so Vera's maximum is that and larger values are refused.
  */
 export const MAX_GENERATION = Number.MAX_SAFE_INTEGER;
+/**
+ * Records one user may have in one service (current and replaced). Each key change adds
+ * one; purge removes the replaced ones. Bounds what one login reads and writes.
+ */
+export const MAX_RECORDS_PER_USER = 100;
 /** Records one decommission, retire or purge entry changes at most. */
 export const MAX_BATCH = 1000;
 /** Services one cluster may define, and nodes one service may have (all are held in memory on every member). */
 export const MAX_SERVICES = 1000;
 export const MAX_NODES_PER_SERVICE = 10_000;
+/** A purge cursor: `replacedAt:uid` of the last record a batch looked at. */
+export const PURGE_CURSOR = /^\d{1,15}:\d{1,16}$/;
 /** The largest "choose among the top N" a service may ask for. */
 export const MAX_TOP_N = 100;
 export const MAX_CAPACITY = 2 ** 40;
@@ -167,8 +174,9 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
         op: 'assign.user',
         service: service(f),
         email: email(f),
-        generation: bounded(f, 'generation', 0, MAX_GENERATION) ?? 0,
-        keysChangedAt: bounded(f, 'keysChangedAt', 0, MAX_GENERATION) ?? 0,
+        // MAX_GENERATION marks a retired user: a request may not claim it.
+        generation: bounded(f, 'generation', 0, MAX_GENERATION - 1) ?? 0,
+        keysChangedAt: bounded(f, 'keysChangedAt', 0, MAX_GENERATION - 1) ?? 0,
         clientState,
       };
     },
@@ -194,7 +202,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
     (f, id) => {
       only(f, ['kind', 'email', 'generation']);
       if (!EVENT_KINDS.includes(f.kind as AccountEventKind)) throw invalid(`kind must be one of ${EVENT_KINDS.join(', ')}`);
-      const generation = bounded(f, 'generation', 1, MAX_GENERATION);
+      const generation = bounded(f, 'generation', 1, MAX_GENERATION - 1);
       if (f.kind !== 'delete' && generation === undefined) throw invalid(`a ${f.kind as string} event needs the account's new generation`);
       return { id, op: 'assign.event', kind: f.kind, email: email(f), ...(generation === undefined ? {} : { generation }) };
     },
@@ -202,7 +210,10 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
   [
     'assign.purge',
     (f, id) => {
-      only(f, ['service', 'graceMs', 'max', 'force', 'dryRun', 'journal']);
+      only(f, ['service', 'graceMs', 'max', 'force', 'dryRun', 'journal', 'after']);
+      if (f.after !== undefined && (typeof f.after !== 'string' || !PURGE_CURSOR.test(f.after) || !f.after.split(':').every((n) => Number.isSafeInteger(Number(n))))) {
+        throw invalid('after must be the `next` a purge answered');
+      }
       const journal = f.journal;
       if (journal !== undefined && (typeof journal !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal))) throw invalid('journal must be the name of a journal');
       return {
@@ -214,6 +225,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
         force: bool(f, 'force') ?? false,
         dryRun: bool(f, 'dryRun') ?? false,
         ...(journal === undefined ? {} : { journal }),
+        ...(f.after === undefined ? {} : { after: f.after }),
       };
     },
   ],

@@ -3,7 +3,7 @@
 // backend and view tests), restated as black-box tests of the family's entries.
 import { afterEach, describe, expect, it } from 'vitest';
 import { AssignBucket } from '../../../src/families/assign/keys.js';
-import { MAX_GENERATION } from '../../../src/families/assign/wire.js';
+import { MAX_GENERATION, MAX_RECORDS_PER_USER } from '../../../src/families/assign/wire.js';
 import { AssignHarness, SERVICE } from './harness.js';
 
 const open: AssignHarness[] = [];
@@ -213,6 +213,31 @@ describe('retire, decommission, remove', () => {
     expect(records.find((r) => r.uid === 2)!.generation).toBe(MAX_GENERATION);
     expect(h.node('https://n')!.load).toBe(0);
     expect(await h.refused('a@x', { generation: 12, clientState: 'bbbb' })).toMatchObject({ refused: 'invalid-generation' });
+    // For good: not with no generation, not with a new client state (which would make a current record again).
+    const before = JSON.stringify(await h.users());
+    expect(await h.refused('a@x', { clientState: 'bbbb' })).toMatchObject({ refused: 'invalid-generation' });
+    expect(await h.refused('a@x', { clientState: 'cccc' })).toMatchObject({ refused: 'invalid-generation' });
+    expect(JSON.stringify(await h.users())).toBe(before);
+    expect(h.node('https://n')!.load).toBe(0);
+    // No request may claim the retired generation itself.
+    expect(await h.runRaw({ op: 'login', service: SERVICE, email: 'b@x', generation: MAX_GENERATION, keysChangedAt: 0, clientState: '', pick: 0 })).toMatchObject({ ok: false, code: 'BAD_REQUEST' });
+    await h.checkInvariants();
+  });
+
+  it('a user has at most MAX_RECORDS_PER_USER records: one more key change (or move) is refused until purge', async () => {
+    const h = await harness();
+    await h.addNode('https://n', 10);
+    for (let g = 1; g <= MAX_RECORDS_PER_USER; g++) await h.login('a@x', { generation: g, keysChangedAt: g, clientState: `s${g}` });
+    const before = JSON.stringify(await h.users());
+    expect(await h.refused('a@x', { generation: 1000, keysChangedAt: 1000, clientState: 'new' })).toMatchObject({ refused: 'too-many-records' });
+    await h.ok({ op: 'decommission', service: SERVICE, node: 'https://n', max: 10 });
+    expect(await h.refused('a@x', { generation: 100, keysChangedAt: 100, clientState: `s${MAX_RECORDS_PER_USER}` })).toMatchObject({ refused: 'too-many-records' });
+    expect(JSON.stringify((await h.users()).map((u) => ({ ...u, replacedAt: u.uid === MAX_RECORDS_PER_USER ? 0 : u.replacedAt })))).toBe(before);
+    // Purging the replaced records makes room again.
+    h.now += 10;
+    const uids = (await h.users()).map((u) => u.uid);
+    await h.ok({ op: 'purge', service: SERVICE, before: h.now, uids: uids.slice(0, 50), force: false });
+    expect((await h.login('a@x', { generation: 1000, keysChangedAt: 1000, clientState: 'new' })).user.oldClientStates).toHaveLength(50);
     await h.checkInvariants();
   });
 

@@ -36,6 +36,8 @@ export type MLoginResult =
   | { uid: number; node: string; generation: number; keysChangedAt: number; clientState: string; oldClientStates: string[]; firstSeenAt: number; created: boolean; allocated: boolean };
 
 const MAX_GENERATION = Number.MAX_SAFE_INTEGER;
+/** Records one user may have; a login that would add one more is refused. */
+const MAX_RECORDS_PER_USER = 100;
 
 export class AssignModel {
   records: MRecord[] = [];
@@ -107,14 +109,14 @@ export class AssignModel {
       created = allocated = true;
     } else {
       const current = AssignModel.newest(this.mine(req.email))[0]!;
-      if ((current.replacedAt !== 0 || !this.nodes.has(current.node)) && current.generation < MAX_GENERATION) {
+      if (current.generation >= MAX_GENERATION) return rollback('invalid-generation');
+      if (current.replacedAt !== 0 || !this.nodes.has(current.node)) {
+        if (this.mine(req.email).length >= MAX_RECORDS_PER_USER) return rollback('too-many-records');
         const node = this.allocate(req.pick);
         if (node === null) return { refused: 'no-node-available' }; // released capacity stays; nothing else changed
         if (current.replacedAt === 0) current.replacedAt = now;
         this.records.push({ ...current, uid: this.nextUid++, createdAt: now, replacedAt: 0, node });
         allocated = true;
-      } else if (!this.nodes.has(current.node)) {
-        return rollback('user-retired');
       }
     }
     const sorted = AssignModel.newest(this.mine(req.email));
@@ -135,6 +137,7 @@ export class AssignModel {
     else if (kca !== null && ukca !== null && ukca > kca) refused = 'invalid-keysChangedAt';
     else if (kca === null && ukca !== null) refused = 'invalid-keysChangedAt';
     if (refused !== null) return rollback(refused);
+    if (changed && this.mine(req.email).length >= MAX_RECORDS_PER_USER) return rollback('too-many-records');
     const newKca = Math.max(req.keysChangedAt, user.keysChangedAt);
     const newGen = req.generation !== 0 ? Math.max(req.generation, user.generation) : req.keysChangedAt > user.keysChangedAt ? Math.max(req.keysChangedAt, user.generation) : user.generation;
     let result = user;

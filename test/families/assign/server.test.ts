@@ -157,7 +157,7 @@ describe('node assignment on a server', () => {
     expect((await fetch(`${vp.httpUrl}/v1/assign/user`, { method: 'POST', body: 'not json' })).status).toBe(400);
     expect((await fetch(`${vp.httpUrl}/v1/assign/user`, { method: 'DELETE' })).status).toBe(405);
     expect(await post(vp, 'event', { kind: 'passwordChange', email: 'h@example.com', generation: 10 })).toEqual({ status: 200, body: { changed: 1 } });
-    expect(await post(vp, 'purge', { service: 'sync-1.5', dryRun: true })).toEqual({ status: 200, body: { dryRun: true, purged: [], skipped: 0 } });
+    expect(await post(vp, 'purge', { service: 'sync-1.5', dryRun: true })).toEqual({ status: 200, body: { dryRun: true, purged: [], skipped: 0, next: null } });
     expect(await get(vp, '/v1/assign/services')).toMatchObject({ status: 200, body: { services: [{ service: 'sync-1.5', nodes: 1 }] } });
     expect(await get(vp, '/v1/assign/services/sync-1.5')).toMatchObject({ status: 200, body: { nodes: [{ node: 'https://n', load: 1 }] } });
     expect(await get(vp, `/v1/assign/services/sync-1.5/users/${encodeURIComponent('h@example.com')}`)).toMatchObject({ status: 200, body: { current: { generation: 9, email: 'h@example.com' } } });

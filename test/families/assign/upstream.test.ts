@@ -269,6 +269,24 @@ describe('purge (upstream: purge_old_records)', () => {
     expect(await assign.purge(s, { graceMs: 0, force: true })).toMatchObject({ purged: [], skipped: 0 });
   });
 
+  it('a batch passes over records on downed nodes and says where it stopped, so the next goes on past them', async () => {
+    const s = await service();
+    await assign.addNode(s, 'https://d', { capacity: 100 });
+    for (let g = 1; g <= 12; g++) await assign.user(s, 'u@x', { generation: g, keysChangedAt: g, clientState: `s${g}` }); // 11 replaced on d
+    await assign.updateNode(s, 'https://d', { downed: true });
+    await assign.addNode(s, 'https://a', { capacity: 100 });
+    await assign.user(s, 'w@x', { generation: 1, keysChangedAt: 1, clientState: 'x' });
+    await assign.user(s, 'w@x', { generation: 2, keysChangedAt: 2, clientState: 'y' }); // replaced on a, after all of u's
+    const first = await assign.purge(s, { graceMs: 0, max: 1 });
+    expect(first).toMatchObject({ purged: [], skipped: 10 }); // it looks at ten times the batch, no further
+    expect(first.next).not.toBeNull();
+    const second = await assign.purge(s, { graceMs: 0, max: 1, after: first.next! });
+    expect(second).toMatchObject({ purged: [{ email: 'w@x', node: 'https://a' }], skipped: 1, next: null });
+    await expect(assign.purge(s, { after: 'nonsense' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    // A grace longer than all time: nothing is due, and that is no error.
+    expect(await assign.purge(s, { graceMs: 2 ** 48 })).toMatchObject({ purged: [], skipped: 0, next: null });
+  });
+
   it('count gives the users assigned at a time', async () => {
     const s = await service();
     await assign.addNode(s, 'https://a', { capacity: 10 });
