@@ -7,9 +7,9 @@
 import type { ApplyError } from '../../statemachine/types.js';
 import { failure, type Plan, type PlanContext } from '../family.js';
 import { allocate } from './allocate.js';
-import type { AssignCommand } from './commands.js';
+import { DEFAULT_SERVICE, type AssignCommand } from './commands.js';
 import { serviceKey } from './keys.js';
-import { encodeService, type UserRecord } from './records.js';
+import { encodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { isRetired, newestFirst, oldClientStates, updateOf, validate, type LoginRequest, type RejectionReason } from './rules.js';
 import type { AssignState } from './state.js';
 import { AssignTx } from './tx.js';
@@ -73,7 +73,7 @@ function tooMany(email: string): string {
 export type LoginRefusal = RejectionReason | 'new-users-disabled' | 'no-node-available' | 'too-many-records';
 
 export type AssignValue =
-  | { readonly op: 'service'; readonly service: string; readonly created: boolean }
+  | { readonly op: 'service'; readonly service: string; readonly created: boolean; readonly settings: ServiceSettings }
   | { readonly op: 'addNode' | 'updateNode' | 'removeNode'; readonly service: string; readonly node: string }
   /** `created`: the email was unknown; `allocated`: it got a (new) node in this entry. */
   | { readonly op: 'login'; readonly service: string; readonly user: Assignment; readonly created: boolean; readonly allocated: boolean }
@@ -99,9 +99,11 @@ export async function planAssign(c: AssignCommand, ctx: PlanContext, state: Assi
     case 'service': {
       const existing = state.services.get(c.service);
       if (existing === undefined && state.services.size >= MAX_SERVICES) return failure('QUOTA_EXCEEDED', `the cluster holds ${MAX_SERVICES} services, its limit`);
-      return done({ op: 'service', service: c.service, created: existing === undefined }, tx, {
-        ops: [{ type: 'put', key: serviceKey(c.service), value: encodeService(c.settings) }],
-        after: () => state.services.set(c.service, { settings: c.settings, nodes: existing?.nodes ?? new Map() }),
+      // Only the settings the request gave change: two requests changing different settings both count.
+      const settings: ServiceSettings = { ...(existing?.settings ?? DEFAULT_SERVICE), ...c.settings };
+      return done({ op: 'service', service: c.service, created: existing === undefined, settings }, tx, {
+        ops: [{ type: 'put', key: serviceKey(c.service), value: encodeService(settings) }],
+        after: () => state.services.set(c.service, { settings, nodes: existing?.nodes ?? new Map() }),
       });
     }
     case 'login':

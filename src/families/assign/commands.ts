@@ -24,7 +24,8 @@ export interface NodeChanges {
 }
 
 export type AssignCommand =
-  | { readonly op: 'service'; readonly service: string; readonly settings: ServiceSettings }
+  /** Creates the service, or changes the settings given (the others keep their values, or take the defaults when new). */
+  | { readonly op: 'service'; readonly service: string; readonly settings: Partial<ServiceSettings> }
   | { readonly op: 'addNode'; readonly service: string; readonly node: string; readonly capacity: number; readonly available: number; readonly downed: boolean; readonly backoff: number }
   | ({ readonly op: 'updateNode'; readonly service: string; readonly node: string } & NodeChanges)
   | { readonly op: 'removeNode'; readonly service: string; readonly node: string }
@@ -62,14 +63,23 @@ export function generationField(v: unknown, name: string): number {
   return integerField(v, name, 0, MAX_GENERATION - 1);
 }
 
-export function settingsField(value: unknown): ServiceSettings {
+/** The settings a new service takes where its request gives none. */
+export const DEFAULT_SERVICE: ServiceSettings = { pattern: '{node}/1.5/{uid}', releaseRate: 0.1, newUsers: true, topN: 1 };
+
+/** Any of a service's settings; each present one checked. */
+export function settingsField(value: unknown): Partial<ServiceSettings> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CommandError('settings must be a map');
   const v = value as Record<string, unknown>;
   for (const key of Object.keys(v)) if (!['pattern', 'releaseRate', 'newUsers', 'topN'].includes(key)) throw new CommandError(`settings has an unexpected field '${key}'`);
   const { pattern, releaseRate } = v;
-  if (typeof releaseRate !== 'number' || !Number.isFinite(releaseRate) || releaseRate <= 0 || releaseRate > 1) throw new CommandError('releaseRate must be in (0, 1]');
+  if (releaseRate !== undefined && (typeof releaseRate !== 'number' || !Number.isFinite(releaseRate) || releaseRate <= 0 || releaseRate > 1)) throw new CommandError('releaseRate must be in (0, 1]');
   // A fixed field order: the leader applies the command it encoded, and every member the decoded one.
-  return { pattern: text(pattern, patternProblem(pattern)), releaseRate, newUsers: boolField(v.newUsers, 'newUsers'), topN: integerField(v.topN, 'topN', 1, MAX_TOP_N) };
+  const out: { -readonly [K in keyof ServiceSettings]?: ServiceSettings[K] } = {};
+  if (pattern !== undefined) out.pattern = text(pattern, patternProblem(pattern));
+  if (releaseRate !== undefined) out.releaseRate = releaseRate as number;
+  if (v.newUsers !== undefined) out.newUsers = boolField(v.newUsers, 'newUsers');
+  if (v.topN !== undefined) out.topN = integerField(v.topN, 'topN', 1, MAX_TOP_N);
+  return out;
 }
 
 export function capacityField(v: unknown, name: string): number {

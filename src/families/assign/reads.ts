@@ -30,9 +30,10 @@ export async function replacedBefore(db: VeraDb, snapshot: DbSnapshot, service: 
 
 /**
  * Users of `service` assigned at time `at` (Tokenserver's count_users): records created
- * by then and not replaced by then. A replacement and the record that replaces it share
- * one entry's time, so at any moment an email has at most one such record and counting
- * records counts emails. One pass over the user records; yields to the event loop as it goes.
+ * by then and not replaced by then. An email has at most one current record at any
+ * moment (a key change replaces the old record in the entry that makes the new one),
+ * so this counts emails; a decommissioned user is not counted from its decommission
+ * until its next request moves it. One pass over the user records.
  */
 export async function countUsers(db: VeraDb, snapshot: DbSnapshot, service: string, at: number): Promise<number> {
   let n = 0;

@@ -11,14 +11,13 @@ import type { ApplyOutcome } from '../../statemachine/types.js';
 import { unchangedLogin, type Assignment, type AssignValue, type LoginRefusal } from './apply.js';
 import type { AssignCommand } from './commands.js';
 import { assign } from './index.js';
-import type { PurgeCursor } from './keys.js';
+import { nodeKey, serviceKey, type PurgeCursor } from './keys.js';
 import { countUsers, replacedBefore, userRecords } from './reads.js';
-import type { ServiceSettings, UserRecord } from './records.js';
+import { decodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
 import type { ServiceState } from './state.js';
 import { ASSIGN_OPS, endpointOf, MAX_BATCH } from './wire.js';
 
-export const DEFAULT_SERVICE: ServiceSettings = { pattern: '{node}/1.5/{uid}', releaseRate: 0.1, newUsers: true, topN: 1 };
 /** Batches one decommission or remove request proposes at most before answering (a million users at MAX_BATCH each). */
 const MAX_ROUNDS = 1000;
 
@@ -58,15 +57,10 @@ type Handler = (call: FamilyOpCall) => Promise<FamilyResult>;
 
 const handlers: Record<string, Handler> = {
   'assign.service': async ({ fe, request: r }) => {
-    const current = fe.node.stateMachine.stateOf(assign).services.get(r.service as string)?.settings ?? DEFAULT_SERVICE;
-    const settings: ServiceSettings = {
-      pattern: (r.pattern as string | undefined) ?? current.pattern,
-      releaseRate: (r.releaseRate as number | undefined) ?? current.releaseRate,
-      newUsers: (r.newUsers as boolean | undefined) ?? current.newUsers,
-      topN: (r.topN as number | undefined) ?? current.topN,
-    };
-    const v = await propose(fe, { op: 'service', service: r.service as string, settings });
-    return { service: r.service, created: v.op === 'service' && v.created, ...settings };
+    const given: Partial<ServiceSettings> = Object.fromEntries(['pattern', 'releaseRate', 'newUsers', 'topN'].filter((k) => r[k] !== undefined).map((k) => [k, r[k]]));
+    const v = await propose(fe, { op: 'service', service: r.service as string, settings: given });
+    if (v.op !== 'service') throw new VeraError('INTERNAL', 'a service entry gave another result');
+    return { service: r.service, created: v.created, ...v.settings };
   },
   'assign.services': async ({ fe, request: r }) => {
     await barrier(fe, r);
@@ -174,10 +168,13 @@ async function answerUnchanged(fe: FrontEnd, service: string, email: string, req
   } catch {
     return null;
   }
-  const stored = await fe.node.stateMachine.read('assignment login', (db, snapshot) => userRecords(db, snapshot, email, service));
-  const s = fe.node.stateMachine.stateOf(assign).services.get(service);
-  if (s === undefined) return null;
-  return unchangedLogin(s.settings.pattern, service, stored, request, (node) => s.nodes.has(node));
+  // Everything from one snapshot of the db: the service's pattern, the user's records, whether their node exists.
+  return fe.node.stateMachine.read('assignment login', async (db, snapshot) => {
+    const raw = db.getSync(serviceKey(service), { snapshot });
+    if (raw === undefined) return null;
+    const stored = await userRecords(db, snapshot, email, service);
+    return unchangedLogin(decodeService(raw).pattern, service, stored, request, (node) => db.getSync(nodeKey(service, node), { snapshot }) !== undefined);
+  });
 }
 
 /** Reads are linearizable unless the request asks for this member's state as it stands. */

@@ -2,6 +2,7 @@
 // suites check (syncstorage-rs tokenserver-db tests, the Python tokenserver's
 // backend and view tests), restated as black-box tests of the family's entries.
 import { afterEach, describe, expect, it } from 'vitest';
+import { assign } from '../../../src/families/assign/index.js';
 import { AssignBucket } from '../../../src/families/assign/keys.js';
 import { MAX_GENERATION, MAX_RECORDS_PER_USER } from '../../../src/families/assign/wire.js';
 import { AssignHarness, SERVICE } from './harness.js';
@@ -11,10 +12,10 @@ afterEach(async () => {
   for (const h of open.splice(0)) await h.close();
 });
 
-async function harness(): Promise<AssignHarness> {
+async function harness(settings: Parameters<AssignHarness['service']>[0] = {}): Promise<AssignHarness> {
   const h = await AssignHarness.open();
   open.push(h);
-  await h.service();
+  await h.service(settings);
   return h;
 }
 
@@ -107,6 +108,17 @@ describe('allocation', () => {
     const r = await h.run({ op: 'login', service: 'nope-1.0', email: 'a@x', generation: 0, keysChangedAt: 0, clientState: '', pick: 0 });
     expect(r).toMatchObject({ ok: false, code: 'NOT_FOUND' });
     expect(await h.users()).toEqual([]);
+  });
+});
+
+describe('services', () => {
+  it('a change names only the settings it changes: two changes made at once both count', async () => {
+    const h = await harness({ pattern: '{node}/x/{uid}' });
+    await h.ok({ op: 'service', service: SERVICE, settings: { topN: 3 } });
+    await h.ok({ op: 'service', service: SERVICE, settings: { newUsers: false } });
+    expect(h.sm.stateOf(assign).services.get(SERVICE)!.settings).toEqual({ pattern: '{node}/x/{uid}', releaseRate: 0.1, newUsers: false, topN: 3 });
+    // A new service takes the defaults for what its request leaves out.
+    expect(await h.ok({ op: 'service', service: 'other-1.0', settings: { releaseRate: 0.5 } })).toMatchObject({ created: true, settings: { pattern: '{node}/1.5/{uid}', releaseRate: 0.5, newUsers: true, topN: 1 } });
   });
 });
 
