@@ -19,7 +19,8 @@ export interface TempDb {
 export async function openTempDb(): Promise<TempDb> {
   const dir = await mkdtemp(join(tmpdir(), 'vera-sm-'));
   const open = async (): Promise<VeraDb> => {
-    const db = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    // In a subdirectory, as in a data directory: what lives beside the db (the cold store) goes in `dir` too.
+    const db = new ClassicLevel<Buffer, Buffer>(join(dir, 'db'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
     await db.open();
     return db;
   };

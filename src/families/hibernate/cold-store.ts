@@ -19,7 +19,7 @@
 // new format the next time it freezes (the seed's schema-change hazard).
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { deflateSync, inflateSync } from 'node:zlib';
 import { pack, unpack } from 'msgpackr';
 import { fsyncDir } from '../../raft/fsync.js';
@@ -65,12 +65,20 @@ export interface ColdFileInfo {
 }
 
 export class ColdStore {
+  private made = false;
+
   private constructor(readonly dir: string) {}
 
-  /** Opens (creating) the directory. */
+  /** The store in `dir`, created with its first file (a server that never hibernates has none). */
   static async open(dir: string): Promise<ColdStore> {
-    await mkdir(dir, { recursive: true });
     return new ColdStore(dir);
+  }
+
+  private async ensureDir(): Promise<void> {
+    if (this.made) return;
+    await mkdir(this.dir, { recursive: true });
+    await fsyncDir(dirname(this.dir)); // the directory's own entry, so a power loss cannot forget it
+    this.made = true;
   }
 
   /** The file of a unit: named by a hash of its path, so any path makes a safe file name. */
@@ -88,6 +96,7 @@ export class ColdStore {
     header.writeUInt16BE(0, 10);
     header.writeUInt32BE(body.byteLength, 12);
     checksum(header, body).copy(header, 16);
+    await this.ensureDir();
     const final = this.fileOf(cold.unit);
     const temp = `${final}${TEMP_MARK}${randomBytes(6).toString('hex')}`;
     const handle = await open(temp, 'wx');
@@ -136,7 +145,14 @@ export class ColdStore {
    */
   async sweep(keep: (file: string) => boolean): Promise<string[]> {
     const removed: string[] = [];
-    for (const name of await readdir(this.dir)) {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return removed;
+      throw err;
+    }
+    for (const name of names) {
       const temp = name.includes(TEMP_MARK);
       if (!temp && (!name.endsWith(SUFFIX) || keep(join(this.dir, name)))) continue;
       await rm(join(this.dir, name), { force: true });

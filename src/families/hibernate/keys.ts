@@ -1,0 +1,30 @@
+// Hibernation's LevelDB layout (docs/storage.md): one bucket of Frozen units.
+// A unit's own data stays where its family keeps it while Hot (the lists'
+// item bucket) and moves to the cold store while Frozen.
+import { bucketPrefix, itemRange, itemSeekKey } from '../../keys/index.js';
+
+export const HibernateBucket = {
+  /** unit path (UTF-8) -> its Frozen record. Hot units have none. */
+  unit: 0x0017,
+} as const;
+
+export function unitKey(unit: string): Buffer {
+  return Buffer.concat([bucketPrefix(HibernateBucket.unit), Buffer.from(unit, 'utf8')]);
+}
+
+export function unitOfKey(key: Buffer): string {
+  return key.toString('utf8', 2);
+}
+
+/**
+ * The item-key ranges a unit covers: its own list, and every list below it
+ * (`/users/alice/...`, but not `/users/alice2`: '0' is the byte after '/').
+ */
+export function unitItemRanges(unit: string): Array<{ gte: Buffer; lt: Buffer }> {
+  return [itemRange(unit), { gte: itemSeekKey(`${unit}/`), lt: itemSeekKey(`${unit}0`) }];
+}
+
+/** Whether `path` is the unit's list or below it. */
+export function inUnit(path: string, unit: string): boolean {
+  return path === unit || path.startsWith(`${unit}/`);
+}

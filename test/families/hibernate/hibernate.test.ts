@@ -1,0 +1,239 @@
+// The hibernation family on a real state machine over a real LevelDB and a real
+// cold directory: freeze moves a unit's items to its cold file and thaw brings
+// them back byte for byte; a freeze is cancelled by any change after the leader
+// looked, by ephemeral items, by an empty or nested unit; lists refuse changes
+// in a frozen unit; a restarted member agrees with one that never stopped; and
+// each crash point of freeze and thaw (a step failing, then the entry applied
+// again as a restart does) leaves the hot copy or a verified cold copy.
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ColdStore } from '../../../src/families/hibernate/cold-store.js';
+import { hibernate, type HibernateValue } from '../../../src/families/hibernate/index.js';
+import { coldDirOf } from '../../../src/families/hibernate/state.js';
+import { lists } from '../../../src/families/lists/index.js';
+import { encodeCommand, type Command } from '../../../src/statemachine/commands.js';
+import { StateMachine } from '../../../src/statemachine/state-machine.js';
+import type { ApplyResult } from '../../../src/statemachine/types.js';
+import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
+
+class Member {
+  private index = 0;
+  now = 1_000_000;
+
+  constructor(
+    readonly temp: TempDb,
+    public sm: StateMachine,
+  ) {}
+
+  static async open(): Promise<Member> {
+    const temp = await openTempDb();
+    return new Member(temp, await StateMachine.open(temp.db));
+  }
+
+  async run(command: Command | Record<string, unknown>): Promise<ApplyResult> {
+    return (await this.sm.apply({ index: ++this.index, term: 1, kind: 'command', data: encodeCommand(command as Command, this.now) })).result;
+  }
+
+  /** Applies the same entry again, as a member does at restart when its batch was never written. */
+  async again(command: Command | Record<string, unknown>): Promise<ApplyResult> {
+    return (await this.sm.apply({ index: this.index, term: 1, kind: 'command', data: encodeCommand(command as Command, this.now) })).result;
+  }
+
+  /** A restart: the db closed and opened, the state machine loaded from it. */
+  async restart(): Promise<void> {
+    this.sm = await StateMachine.open(await this.temp.reopen());
+  }
+
+  async push(path: string, data: unknown, persistent = true): Promise<number> {
+    const r = await this.run({ op: 'push', session: 's1', path, data, persistent, watch: false });
+    if (!r.ok || r.op !== 'push') throw new Error(`push to ${path}: ${JSON.stringify(r)}`);
+    return r.item.index;
+  }
+
+  async hibernate(command: Record<string, unknown>): Promise<HibernateValue> {
+    const r = await this.run({ family: 'hibernate', ...command });
+    if (!r.ok || r.op !== 'family') throw new Error(`${String(command.op)}: ${JSON.stringify(r)}`);
+    return r.value as HibernateValue;
+  }
+
+  async items(path: string): Promise<unknown[]> {
+    return (await this.sm.getList(path)).items.map((i) => i.data);
+  }
+}
+
+/** The cold directory's files (it is made with the first one). */
+function coldFiles(m: Member): string[] {
+  const dir = coldDirOf(m.temp.db);
+  return existsSync(dir) ? readdirSync(dir) : [];
+}
+
+const members: Member[] = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const m of members.splice(0)) await m.temp.cleanup();
+});
+
+async function member(): Promise<Member> {
+  const m = await Member.open();
+  members.push(m);
+  await m.run({ op: 'openSession', session: 's1', timeoutMs: 60_000, remote: 'test' });
+  return m;
+}
+
+/** A unit /users/alice of two lists, and a neighbour /users/alice2 that must stay out of it. */
+async function aliceUnit(m: Member): Promise<number> {
+  await m.push('/users/alice', { n: 1 });
+  await m.push('/users/alice/bookmarks', 'b1');
+  await m.push('/users/alice2', 'not alice');
+  return m.push('/users/alice/bookmarks', 'b2');
+}
+
+describe('freeze and thaw', () => {
+  it('moves a unit to its cold file and back byte for byte, leaving its neighbours and no events', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    const before = await dumpDb(m.temp.db);
+    const r = await m.run({ family: 'hibernate', op: 'freeze', unit: '/users/alice', seen: newest });
+    expect(r).toMatchObject({ ok: true, value: { frozen: true, items: 3 } });
+    expect(await m.items('/users/alice')).toEqual([]);
+    expect(await m.items('/users/alice/bookmarks')).toEqual([]);
+    expect(await m.items('/users/alice2')).toEqual(['not alice']);
+    expect(coldFiles(m)).toHaveLength(1);
+    expect(m.sm.stateOf(hibernate).frozen.get('/users/alice')).toMatchObject({ lists: [{ path: '/users/alice', items: 1 }, { path: '/users/alice/bookmarks', newest, items: 2 }] });
+    expect(m.sm.stateOf(lists).lastIndexOf('/users/alice/bookmarks')).toBe(0);
+
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/alice' })).toEqual({ op: 'thaw', unit: '/users/alice', thawed: true, items: 3 });
+    expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
+    expect(m.sm.stateOf(lists).lastIndexOf('/users/alice/bookmarks')).toBe(newest);
+    // Every key as it was, but the applied index and clock the two entries moved.
+    const after = await dumpDb(m.temp.db);
+    const data = (rows: Array<[string, string]>): Array<[string, string]> => rows.filter(([k]) => k.startsWith('0003'));
+    expect(data(after)).toEqual(data(before));
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/alice' })).toMatchObject({ thawed: false });
+  });
+
+  it('is cancelled by a change after the leader looked, ephemeral items, an empty unit, or a frozen unit around or inside it', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    expect(await m.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest - 1 })).toMatchObject({ frozen: false, why: 'changed' });
+    expect(await m.hibernate({ op: 'freeze', unit: '/users/nobody', seen: 0 })).toMatchObject({ frozen: false, why: 'empty' });
+    const eph = await m.push('/users/bob/presence', 'here', false);
+    expect(await m.hibernate({ op: 'freeze', unit: '/users/bob', seen: eph })).toMatchObject({ frozen: false, why: 'ephemeral' });
+    const inner = await m.push('/users/carol/inner', 'x');
+    await m.push('/users/carol', 'y');
+    expect(await m.hibernate({ op: 'freeze', unit: '/users/carol/inner', seen: inner })).toMatchObject({ frozen: true });
+    expect(await m.hibernate({ op: 'freeze', unit: '/users/carol', seen: inner + 1 })).toMatchObject({ frozen: false, why: 'holds-frozen' });
+    expect(await m.hibernate({ op: 'freeze', unit: '/users/carol/inner', seen: inner })).toMatchObject({ frozen: false, why: 'frozen' });
+    expect(await m.items('/users/alice')).toEqual([{ n: 1 }]);
+  });
+
+  it('a list change in a frozen unit is refused and changes nothing; the thawed unit takes it', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    await m.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest });
+    expect(await m.run({ op: 'push', session: 's1', path: '/users/alice/bookmarks', data: 'b3', persistent: true, watch: false })).toMatchObject({ ok: false, code: 'CONFLICT', message: expect.stringContaining('hibernated unit /users/alice') });
+    expect(await m.run({ op: 'delete', session: 's1', path: '/users/alice/bookmarks', index: newest })).toMatchObject({ ok: false, code: 'CONFLICT' });
+    expect(await m.push('/users/alice2', 'next door is fine')).toBeGreaterThan(newest);
+    await m.hibernate({ op: 'thaw', unit: '/users/alice' });
+    await m.push('/users/alice/bookmarks', 'b3');
+    expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2', 'b3']);
+  });
+
+  it('a restarted member holds what one that never stopped holds, frozen or thawed', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    await m.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest });
+    const frozen = m.sm.stateOf(hibernate).frozen.get('/users/alice');
+    const listsDump = m.sm.stateOf(lists).dump();
+    await m.restart();
+    expect(m.sm.stateOf(hibernate).frozen.get('/users/alice')).toEqual(frozen);
+    expect(m.sm.stateOf(lists).dump()).toEqual(listsDump);
+    await m.hibernate({ op: 'thaw', unit: '/users/alice' });
+    const thawedDump = m.sm.stateOf(lists).dump();
+    await m.restart();
+    expect(m.sm.stateOf(lists).dump()).toEqual(thawedDump);
+    // The thawed unit's file was left for the sweep at start, which removed it.
+    expect(coldFiles(m)).toEqual([]);
+  });
+});
+
+describe('crash points', () => {
+  /** Makes ColdStore.write fail at one step (the crash), leaving what a crash there leaves. */
+  function failWrite(at: 'before' | 'after-temp'): void {
+    vi.spyOn(ColdStore.prototype, 'write').mockImplementationOnce(async function (this: ColdStore, cold) {
+      if (at === 'after-temp') {
+        mkdirSync(this.dir, { recursive: true });
+        writeFileSync(`${this.fileOf(cold.unit)}.tmp-crashed`, 'half');
+      }
+      throw new Error(`crash ${at}`);
+    });
+  }
+
+  for (const at of ['before', 'after-temp'] as const) {
+    it(`freeze, crash ${at === 'before' ? 'before the cold file' : 'with a temporary file written'}: the hot copy stays, and the entry applied again freezes`, async () => {
+      const m = await member();
+      const newest = await aliceUnit(m);
+      failWrite(at);
+      const freeze = { family: 'hibernate', op: 'freeze', unit: '/users/alice', seen: newest };
+      await expect(m.run(freeze)).rejects.toThrow(/crash/);
+      await m.restart();
+      expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
+      expect(m.sm.stateOf(hibernate).frozen.size).toBe(0);
+      expect(coldFiles(m)).toEqual([]); // the sweep took the leftover
+      expect(await m.again(freeze)).toMatchObject({ ok: true, value: { frozen: true } });
+      expect(await m.items('/users/alice/bookmarks')).toEqual([]);
+    });
+  }
+
+  it('freeze, crash with the cold file durable but the batch unwritten: the hot copy stays, the file is swept, the entry applied again freezes', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    // The batch write fails after the file is in place: the db keeps the hot copy.
+    vi.spyOn(m.temp.db, 'batch').mockImplementationOnce((() => Promise.reject(new Error('crash before the batch'))) as never);
+    const freeze = { family: 'hibernate', op: 'freeze', unit: '/users/alice', seen: newest };
+    await expect(m.run(freeze)).rejects.toThrow(/crash before the batch/);
+    vi.restoreAllMocks();
+    // The failed apply reloaded the state from the db, as a restart does: the unit is Hot (its batch never
+    // happened), so the sweep removed the file, and the items are there.
+    await m.restart();
+    expect(coldFiles(m)).toEqual([]);
+    expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
+    expect(await m.again(freeze)).toMatchObject({ ok: true, value: { frozen: true } });
+    await m.restart();
+    expect(m.sm.stateOf(hibernate).frozen.has('/users/alice')).toBe(true);
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/alice' })).toMatchObject({ thawed: true, items: 3 });
+  });
+
+  it('thaw, crash before its batch: still frozen with its file, and the entry applied again thaws', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    await m.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest });
+    vi.spyOn(m.temp.db, 'batch').mockImplementationOnce((() => Promise.reject(new Error('crash before the batch'))) as never);
+    const thaw = { family: 'hibernate', op: 'thaw', unit: '/users/alice' };
+    await expect(m.run(thaw)).rejects.toThrow(/crash/);
+    vi.restoreAllMocks();
+    await m.restart();
+    expect(m.sm.stateOf(hibernate).frozen.has('/users/alice')).toBe(true);
+    expect(coldFiles(m)).toHaveLength(1);
+    expect(await m.again(thaw)).toMatchObject({ ok: true, value: { thawed: true, items: 3 } });
+    expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
+  });
+
+  it('a missing or damaged cold file stops the thaw, naming the unit, and changes nothing', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    await m.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest });
+    const file = (await ColdStore.open(coldDirOf(m.temp.db))).fileOf('/users/alice');
+    const good = readFileSync(file);
+    const bad = Buffer.from(good);
+    bad[bad.length - 1]! ^= 0xff;
+    writeFileSync(file, bad);
+    await expect(m.run({ family: 'hibernate', op: 'thaw', unit: '/users/alice' })).rejects.toThrow(/unit \/users\/alice: corrupt/);
+    rmSync(file);
+    await expect(m.again({ family: 'hibernate', op: 'thaw', unit: '/users/alice' })).rejects.toThrow(/unit \/users\/alice: missing/);
+    expect(m.sm.stateOf(hibernate).frozen.has('/users/alice')).toBe(true);
+    // Put back, the same entry thaws.
+    writeFileSync(file, good);
+    expect(await m.again({ family: 'hibernate', op: 'thaw', unit: '/users/alice' })).toMatchObject({ ok: true, value: { thawed: true } });
+  });
+});
