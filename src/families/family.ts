@@ -96,6 +96,12 @@ export interface Family<C extends { readonly op: string }, S> {
   goesAlone(command: C, states: States): boolean;
   /** What the family deletes when a session ends (in the session-ending entry's batch). */
   endSession?(session: string, ctx: PlanContext): Promise<SessionEndPlan> | SessionEndPlan;
+  /**
+   * State the family keeps beside the db (hibernation's cold files), as records of one of its
+   * own buckets, read at `snapshot`: snapshots and backups carry them after the db's keys, and
+   * `load` turns such records, once installed, back into files.
+   */
+  filesInState?(db: VeraDb, snapshot: DbSnapshot): AsyncIterable<readonly [Buffer, Buffer]>;
   /** Loads the family's server part (its client ops and leader duties); only the server calls it. */
   server?(): Promise<ServerPart>;
 }

@@ -50,7 +50,14 @@ export interface CapturedState {
   release(): Promise<void>;
 }
 
-export async function captureState(db: LevelDb, applied: AppliedIndexField): Promise<CapturedState> {
+/**
+ * State the store keeps beside the db (hibernation's cold files), as records that sort
+ * after every key of the db's state; read at the same snapshot. Installing a stream
+ * writes them into the db like any record, and the store turns them back into files.
+ */
+export type StateExtras = (snapshot: ReturnType<LevelDb['snapshot']>) => AsyncIterable<readonly [Buffer, Buffer]>;
+
+export async function captureState(db: LevelDb, applied: AppliedIndexField, extras?: StateExtras): Promise<CapturedState> {
   const snapshot = db.snapshot();
   try {
     const appliedRaw = await db.get(applied.key, { snapshot });
@@ -60,17 +67,20 @@ export async function captureState(db: LevelDb, applied: AppliedIndexField): Pro
       async *chunks() {
         let pending: Buffer[] = [];
         let size = 0;
-        for (const range of stateRanges()) {
-          for await (const [key, value] of db.iterator({ ...range, snapshot })) {
-            if (isLogOwned(key)) continue;
-            const record = encodeRecord(key, value);
-            pending.push(record);
-            size += record.length;
-            if (size >= SNAPSHOT_CHUNK_BYTES) {
-              yield Buffer.concat(pending);
-              pending = [];
-              size = 0;
-            }
+        const all = async function* (): AsyncGenerator<readonly [Buffer, Buffer]> {
+          for (const range of stateRanges()) {
+            for await (const [key, value] of db.iterator({ ...range, snapshot })) if (!isLogOwned(key)) yield [key, value];
+          }
+          if (extras !== undefined) yield* extras(snapshot);
+        };
+        for await (const [key, value] of all()) {
+          const record = encodeRecord(key, value);
+          pending.push(record);
+          size += record.length;
+          if (size >= SNAPSHOT_CHUNK_BYTES) {
+            yield Buffer.concat(pending);
+            pending = [];
+            size = 0;
           }
         }
         if (size > 0) yield Buffer.concat(pending);

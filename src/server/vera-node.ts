@@ -17,6 +17,7 @@ import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta,
 import { encodeEntryCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type AnyCommand, type Member } from '../statemachine/index.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
 import { APPLIED_INDEX } from '../statemachine/applied.js';
+import { stateExtras } from '../statemachine/state-extras.js';
 
 export interface RaftTiming {
   readonly tickMs: number;
@@ -139,7 +140,7 @@ export class VeraNode {
       );
       const slot = new TransportSlot();
       const snapshots: SnapshotIO = {
-        capture: () => captureState(dir.db, APPLIED_INDEX),
+        capture: () => captureState(dir.db, APPLIED_INDEX, stateExtras(dir.db)),
         staging: fileStaging(join(opts.dataDir, SNAPSHOTS_DIRNAME)),
         discard: (staged) => rmSync(staged.path, { force: true }),
         install: async (meta, staged) => {
@@ -304,7 +305,7 @@ export class VeraNode {
 
   /** A consistent view of the state machine, for backups (see state-transfer.ts). */
   captureState(): Promise<CapturedState> {
-    return captureState(this.dir.db, APPLIED_INDEX);
+    return captureState(this.dir.db, APPLIED_INDEX, stateExtras(this.dir.db));
   }
 
   snapshotMetaAt(index: number): SnapshotMeta | null {

@@ -97,30 +97,45 @@ export class ColdStore {
     header.writeUInt32BE(body.byteLength, 12);
     checksum(header, body).copy(header, 16);
     await this.ensureDir();
-    const final = this.fileOf(cold.unit);
+    await this.install(this.fileOf(cold.unit), [header, body]);
+    return header.byteLength + body.byteLength;
+  }
+
+  /** Writes `parts` as `final`: under a temporary name, synced, renamed, the directory synced. */
+  private async install(final: string, parts: Buffer[]): Promise<void> {
     const temp = `${final}${TEMP_MARK}${randomBytes(6).toString('hex')}`;
     const handle = await open(temp, 'wx');
     try {
-      await handle.writev([header, body]);
+      await handle.writev(parts);
       await handle.sync();
     } finally {
       await handle.close();
     }
     await rename(temp, final);
     await fsyncDir(this.dir);
-    return header.byteLength + body.byteLength;
   }
 
   /** Reads and verifies the unit's file. */
   async read(unit: string): Promise<ColdUnit> {
-    let bytes: Buffer;
+    return decodeColdFile(unit, await this.readBytes(unit));
+  }
+
+  /** The unit's file as it is on disk (for a snapshot), unverified. */
+  async readBytes(unit: string): Promise<Buffer> {
     try {
-      bytes = await readFile(this.fileOf(unit));
+      return await readFile(this.fileOf(unit));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new ColdStoreError(unit, 'missing', `no file ${this.fileOf(unit)}`);
       throw err;
     }
-    return decodeColdFile(unit, bytes);
+  }
+
+  /** Writes a file that came in a snapshot, after verifying it holds `unit`; durable as write() is. */
+  async writeBytes(unit: string, bytes: Buffer): Promise<ColdUnit> {
+    const cold = decodeColdFile(unit, bytes);
+    await this.ensureDir();
+    await this.install(this.fileOf(unit), [bytes]);
+    return cold;
   }
 
   async exists(unit: string): Promise<boolean> {

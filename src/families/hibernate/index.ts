@@ -19,7 +19,7 @@ import { lists } from '../lists/index.js';
 import { ColdStoreError } from './cold-store.js';
 import { HibernateBucket, unitItemRanges, unitKey } from './keys.js';
 import { encodeFrozen, type FrozenList, type FrozenUnit } from './records.js';
-import { HibernateState } from './state.js';
+import { coldFilesAt, HibernateState } from './state.js';
 
 export const HIBERNATE_SINCE = 4;
 /** The most items one unit may hold and still be frozen: a larger unit stays hot. */
@@ -112,7 +112,10 @@ export function hibernatedUnit(states: States, path: string): string | null {
 export const hibernate: Family<HibernateCommand, HibernateState> = {
   name: 'hibernate',
   since: HIBERNATE_SINCE,
-  buckets: [{ id: HibernateBucket.unit, name: 'hibernated units' }],
+  buckets: [
+    { id: HibernateBucket.unit, name: 'hibernated units' },
+    { id: HibernateBucket.transit, name: 'cold files in a snapshot' },
+  ],
   ops: {
     freeze: {
       fields: ['unit', 'seen'],
@@ -129,6 +132,7 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
     },
   },
   load: (db, snapshot) => HibernateState.load(db, snapshot),
+  filesInState: coldFilesAt,
   plan: (command, ctx) => (command.op === 'freeze' ? freeze(command, ctx) : thaw(command, ctx)),
   // Both read the db (the unit's items, the cold file) and must see every write before them.
   goesAlone: () => true,

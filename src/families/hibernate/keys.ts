@@ -6,7 +6,17 @@ import { bucketPrefix, itemRange, itemSeekKey } from '../../keys/index.js';
 export const HibernateBucket = {
   /** unit path (UTF-8) -> its Frozen record. Hot units have none. */
   unit: 0x0017,
+  /**
+   * unit path -> its cold file's bytes: only in snapshot streams and backups, and in the
+   * db of a member between installing one and loading it (load writes the files, then
+   * deletes these keys).
+   */
+  transit: 0x0018,
 } as const;
+
+export function transitKey(unit: string): Buffer {
+  return Buffer.concat([bucketPrefix(HibernateBucket.transit), Buffer.from(unit, 'utf8')]);
+}
 
 export function unitKey(unit: string): Buffer {
   return Buffer.concat([bucketPrefix(HibernateBucket.unit), Buffer.from(unit, 'utf8')]);

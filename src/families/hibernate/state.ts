@@ -5,8 +5,8 @@ import { dirname, join } from 'node:path';
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
-import { ColdStore } from './cold-store.js';
-import { HibernateBucket, inUnit, unitOfKey } from './keys.js';
+import { ColdStore, ColdStoreError, decodeColdFile } from './cold-store.js';
+import { HibernateBucket, inUnit, transitKey, unitOfKey } from './keys.js';
 import { decodeFrozen, type FrozenUnit } from './records.js';
 
 export class HibernateState {
@@ -19,6 +19,7 @@ export class HibernateState {
     const frozen = new Map<string, FrozenUnit>();
     for await (const [key, value] of db.iterator({ ...bucketRange(HibernateBucket.unit), snapshot })) frozen.set(unitOfKey(key), decodeFrozen(value));
     const cold = await ColdStore.open(coldDirOf(db));
+    await landTransit(db, snapshot, cold, frozen);
     // What a crash can leave: temporary files, and the files of units thawed since (their thaw is in the db).
     const keep = new Set([...frozen.keys()].map((u) => cold.fileOf(u)));
     await cold.sweep((file) => keep.has(file));
@@ -44,4 +45,39 @@ export class HibernateState {
 
 export function coldDirOf(db: VeraDb): string {
   return join(dirname(db.location), 'cold');
+}
+
+/**
+ * Cold files that came in an installed snapshot or a restored backup (records of the
+ * transit bucket): each is verified against its unit's record, written durably, and
+ * only then are the records deleted, so a crash in between finds them again.
+ */
+async function landTransit(db: VeraDb, snapshot: DbSnapshot, cold: ColdStore, frozen: ReadonlyMap<string, FrozenUnit>): Promise<void> {
+  const landed: Buffer[] = [];
+  for await (const [key, value] of db.iterator({ ...bucketRange(HibernateBucket.transit), snapshot })) {
+    const unit = unitOfKey(key);
+    const record = frozen.get(unit);
+    if (record === undefined) {
+      landed.push(key); // a file of a unit the state does not hold Frozen: nothing to keep
+      continue;
+    }
+    const file = await cold.writeBytes(unit, value);
+    if (file.meta.frozenAt !== record.frozenAt) throw new ColdStoreError(unit, 'foreign', `the file that came with the snapshot is from the freeze at ${String(file.meta.frozenAt)}, the unit froze at ${record.frozenAt}`);
+    landed.push(key);
+  }
+  if (landed.length > 0) await db.batch(landed.map((key) => ({ type: 'del' as const, key })), { sync: true });
+}
+
+/** The cold files of the units Frozen at `snapshot`, as transit records (what a snapshot carries). */
+export async function* coldFilesAt(db: VeraDb, snapshot: DbSnapshot): AsyncGenerator<readonly [Buffer, Buffer]> {
+  const cold = await ColdStore.open(coldDirOf(db));
+  for await (const [key, value] of db.iterator({ ...bucketRange(HibernateBucket.unit), snapshot })) {
+    const unit = unitOfKey(key);
+    const record = decodeFrozen(value);
+    const bytes = await cold.readBytes(unit);
+    // The file must be this freeze's: a thaw and a new freeze since the snapshot would have replaced it.
+    const file = decodeColdFile(unit, bytes);
+    if (file.meta.frozenAt !== record.frozenAt) throw new ColdStoreError(unit, 'foreign', `the cold file is from the freeze at ${String(file.meta.frozenAt)}, the snapshot's unit froze at ${record.frozenAt}; capture again`);
+    yield [transitKey(unit), bytes];
+  }
 }

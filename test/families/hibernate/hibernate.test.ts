@@ -14,10 +14,14 @@ import { lists } from '../../../src/families/lists/index.js';
 import { encodeCommand, type Command } from '../../../src/statemachine/commands.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import type { ApplyResult } from '../../../src/statemachine/types.js';
+import { captureState, readRecords, replaceState } from '../../../src/raft/state-transfer.js';
+import { APPLIED_INDEX } from '../../../src/statemachine/applied.js';
+import { stateExtras } from '../../../src/statemachine/state-extras.js';
 import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
 
 class Member {
-  private index = 0;
+  /** The index of the last entry applied. */
+  index = 0;
   now = 1_000_000;
 
   constructor(
@@ -235,5 +239,50 @@ describe('crash points', () => {
     // Put back, the same entry thaws.
     writeFileSync(file, good);
     expect(await m.again({ family: 'hibernate', op: 'thaw', unit: '/users/alice' })).toMatchObject({ ok: true, value: { thawed: true } });
+  });
+});
+
+describe('cold files travel with the state', () => {
+  async function transfer(from: Member, to: Member): Promise<void> {
+    const captured = await captureState(from.temp.db, APPLIED_INDEX, stateExtras(from.temp.db));
+    try {
+      await replaceState(to.temp.db, readRecords(captured.chunks()));
+    } finally {
+      await captured.release();
+    }
+    await to.restart();
+    to.index = from.index; // the next entry follows the snapshot's
+  }
+
+  it('a snapshot carries each Frozen unit\'s cold file; the member that installs it can thaw the unit', async () => {
+    const a = await member();
+    const newest = await aliceUnit(a);
+    await a.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest });
+    const b = await member();
+    await b.push('/users/zed', 'overwritten by the install');
+    await transfer(a, b);
+    expect(b.sm.stateOf(hibernate).frozen.get('/users/alice')).toEqual(a.sm.stateOf(hibernate).frozen.get('/users/alice'));
+    expect(coldFiles(b)).toHaveLength(1);
+    // The transit records were turned into the file and deleted.
+    expect((await dumpDb(b.temp.db)).filter(([k]) => k.startsWith('0018'))).toEqual([]);
+    expect(await b.items('/users/zed')).toEqual([]);
+    expect(await b.hibernate({ op: 'thaw', unit: '/users/alice' })).toMatchObject({ thawed: true, items: 3 });
+    expect(await b.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
+  });
+
+  it('a capture whose cold file is missing or from another freeze fails, naming the unit', async () => {
+    const a = await member();
+    const newest = await aliceUnit(a);
+    await a.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest });
+    const file = (await ColdStore.open(coldDirOf(a.temp.db))).fileOf('/users/alice');
+    rmSync(file);
+    const captured = await captureState(a.temp.db, APPLIED_INDEX, stateExtras(a.temp.db));
+    try {
+      await expect(async () => {
+        for await (const _ of captured.chunks());
+      }).rejects.toThrow(/unit \/users\/alice: missing/);
+    } finally {
+      await captured.release();
+    }
   });
 });
