@@ -10,4 +10,6 @@ export interface FamilyVerb {
 export const FAMILY_VERBS: Readonly<Record<string, () => Promise<FamilyVerb>>> = {
   journal: () => import('../families/journal/cli.js'),
   assign: () => import('../families/assign/cli.js'),
+  hibernate: () => import('../families/hibernate/cli.js'),
+  thaw: async () => (await import('../families/hibernate/cli.js')).thaw,
 };

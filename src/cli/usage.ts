@@ -21,6 +21,8 @@ Commands:
   watch     print changes to a list (or to every list below a path) until Ctrl-C
   journal   work queues: create, add, claim, done, release, flagged, ... ('vera journal --help')
   assign    node assignment (Tokenserver): service, node, user, retire, purge, ... ('vera assign --help')
+  hibernate freeze a unit to the cold store, or list the Frozen ones ('vera hibernate --help')
+  thaw      bring a Frozen unit back
   status    show a server's status
   member    list, add, promote or remove cluster members
   leader    hand leadership to another member (leader transfer ID)

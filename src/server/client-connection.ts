@@ -8,8 +8,11 @@ import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnecti
 import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
 import * as ops from './ops.js';
 import { OutputBudget, type OutputSocket } from './output-budget.js';
-import type { OpHandler } from './family-part.js';
+import { passPathGates, type OpHandler } from './family-part.js';
 import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request, isCoreRequest, type FamilyRequest, type FamilyResult } from '../protocol/index.js';
+
+/** Core ops that read or change what is at their path (unwatch touches neither, so no thaw). */
+const GATED_OPS: ReadonlySet<string> = new Set(['push', 'delete', 'ls', 'watch']);
 
 /** How long a hello on a member that knows no leader waits for an election to end (the shortest election timeout). */
 const HELLO_LEADER_WAIT_MS = 1000;
@@ -158,6 +161,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
         if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
         return { index: fe.node.appliedIndex };
       case 'get':
+        await passPathGates(fe, request.path);
         return this.get(request, encoding);
       default:
         return this.answerCoreOp(request, session, frameBytes);
@@ -173,12 +177,25 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     return result;
   }
 
-  /** A core op a command family answers. */
-  private answerCoreOp(request: Exclude<Request, { op: 'hello' | 'ping' | 'get' }>, session: string, frameBytes: number): Promise<AnyResult> {
+  /**
+   * A core op a command family answers. An op on a path passes the path gates first (a
+   * hibernated unit is thawed); a change refused because its unit froze after the gate
+   * was passed (it changed nothing) passes them again and is tried once more.
+   */
+  private async answerCoreOp(request: Exclude<Request, { op: 'hello' | 'ping' | 'get' }>, session: string, frameBytes: number): Promise<AnyResult> {
     // The handler registered under an op takes that op's request: the table is keyed so.
     const handler = this.fe.ops[request.op] as OpHandler<Op> | undefined;
-    if (handler === undefined) return Promise.reject(new VeraError('BAD_REQUEST', `no command family answers "${request.op}"`));
-    return handler({ fe: this.fe, session, request, frameBytes });
+    if (handler === undefined) throw new VeraError('BAD_REQUEST', `no command family answers "${request.op}"`);
+    const call = (): Promise<AnyResult> => handler({ fe: this.fe, session, request, frameBytes });
+    const path = GATED_OPS.has(request.op) && 'path' in request ? request.path : null;
+    if (path === null) return call();
+    await passPathGates(this.fe, path);
+    try {
+      return await call();
+    } catch (err) {
+      if (err instanceof VeraError && err.code === 'CONFLICT' && (await passPathGates(this.fe, path))) return call();
+      throw err;
+    }
   }
 
   /**

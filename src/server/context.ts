@@ -8,7 +8,7 @@ import type { ApplyOutcome, ApplyResult } from '../statemachine/types.js';
 import type { ServerLimits } from './config.js';
 import type { DiskGuard } from './disk-guard.js';
 import type { ExpiryQueue } from './expiry.js';
-import type { FamilyHttpRoute, FamilyOp, OpHandlers } from './family-part.js';
+import type { FamilyHttpRoute, FamilyOp, OpHandlers, PathGate } from './family-part.js';
 import type { Notifier } from './notifier.js';
 import { VeraError, type ProtocolExtensions, type ProtocolLimits } from '../protocol/index.js';
 import type { ServerMetrics } from './server-metrics.js';
@@ -51,6 +51,8 @@ export interface FrontEnd {
   /** HTTP endpoints and metrics the command families add. */
   readonly familyHttp: readonly FamilyHttpRoute[];
   readonly familyMetrics: ReadonlyArray<(fe: FrontEnd) => Promise<string>>;
+  /** What must happen before an operation on a path (see ServerPart.pathGate). */
+  readonly pathGates: readonly PathGate[];
   readonly notifier: Notifier;
   readonly expiry: ExpiryQueue;
   /** Refuses requests that add data while the data disk is below its reserve. */

@@ -72,7 +72,15 @@ export interface ServerPart {
   readonly http?: readonly FamilyHttpRoute[];
   /** Renders the family's metrics in the Prometheus text format, appended to /metrics. */
   readonly metrics?: (fe: FrontEnd) => Promise<string>;
+  /**
+   * Runs before any operation on a path (push, delete, get, ls, watch, HTTP reads) and
+   * resolves once the path can be served; true when it had to wait (hibernation thaws
+   * the path's unit here).
+   */
+  readonly pathGate?: PathGate;
 }
+
+export type PathGate = (fe: FrontEnd, path: string) => Promise<boolean>;
 
 export interface ServerParts {
   readonly ops: OpHandlers;
@@ -83,6 +91,7 @@ export interface ServerParts {
   readonly appliedHooks: ReadonlyArray<(outcome: ApplyOutcome, fe: FrontEnd) => void>;
   readonly http: readonly FamilyHttpRoute[];
   readonly metrics: ReadonlyArray<(fe: FrontEnd) => Promise<string>>;
+  readonly pathGates: readonly PathGate[];
 }
 
 /**
@@ -96,6 +105,7 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
   const appliedHooks: Array<(outcome: ApplyOutcome, fe: FrontEnd) => void> = [];
   const http: FamilyHttpRoute[] = [];
   const metrics: Array<(fe: FrontEnd) => Promise<string>> = [];
+  const pathGates: PathGate[] = [];
   const core: ReadonlySet<string> = new Set(OPS);
   for (const family of families) {
     if (family.server === undefined) continue;
@@ -116,9 +126,17 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
       http.push(route);
     }
     if (part.metrics !== undefined) metrics.push(part.metrics);
+    if (part.pathGate !== undefined) pathGates.push(part.pathGate);
   }
   const extensions = new Map([...familyOps].map(([op, spec]) => [op, spec.build]));
-  return { ops: ops as OpHandlers, extensions, familyOps, duties, appliedHooks, http, metrics };
+  return { ops: ops as OpHandlers, extensions, familyOps, duties, appliedHooks, http, metrics, pathGates };
+}
+
+/** Waits for every family's gate on `path`; true when one had to wait. */
+export async function passPathGates(fe: FrontEnd, path: string): Promise<boolean> {
+  let waited = false;
+  for (const gate of fe.pathGates) if (await gate(fe, path)) waited = true;
+  return waited;
 }
 
 /** Proposes a command, counting it and timing it. */

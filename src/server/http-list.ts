@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { validatePath, VeraError } from '../protocol/index.js';
 import type { FrontEnd } from './context.js';
+import { passPathGates } from './family-part.js';
 import { writeWithBackpressure } from './http-write.js';
 
 /** Requests one socket may have waiting behind the one being answered. */
@@ -50,6 +51,7 @@ export function serveList(fe: FrontEnd, req: IncomingMessage, res: ServerRespons
 
 async function answer(fe: FrontEnd, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { path, consistency } = parseRequest(req.url ?? '/');
+  await passPathGates(fe, path);
   if (consistency === 'linearizable') await fe.node.linearizableBarrier(fe.readTimeoutMs);
   let opened = false;
   let separator = '';

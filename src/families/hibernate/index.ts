@@ -136,4 +136,5 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
   plan: (command, ctx) => (command.op === 'freeze' ? freeze(command, ctx) : thaw(command, ctx)),
   // Both read the db (the unit's items, the cold file) and must see every write before them.
   goesAlone: () => true,
+  server: async () => (await import('./server.js')).server,
 };

@@ -81,3 +81,18 @@ export async function* coldFilesAt(db: VeraDb, snapshot: DbSnapshot): AsyncGener
     yield [transitKey(unit), bytes];
   }
 }
+
+/** The names of `path`'s children that are (or lead to) lists of Frozen units, as `ls` gives children. */
+export function frozenChildren(state: HibernateState, path: string): string[] {
+  const base = path === '/' ? '/' : `${path}/`;
+  const names = new Set<string>();
+  for (const f of state.frozen.values()) {
+    for (const l of f.lists) {
+      if (!l.path.startsWith(base)) continue;
+      const below = l.path.slice(base.length);
+      const cut = below.indexOf('/');
+      names.add(cut < 0 ? below : below.slice(0, cut));
+    }
+  }
+  return [...names];
+}

@@ -1,0 +1,45 @@
+// Hibernation in the client library: freeze and thaw a unit by hand, list the Frozen units.
+import type { VeraClient } from '../../client/client.js';
+import { HIBERNATE_OPS } from './wire.js';
+
+export type FreezeResult =
+  | { readonly unit: string; readonly frozen: true; readonly items: number; readonly bytes: number }
+  /** Why not: `changed` (written after the server looked), `ephemeral` (a live session's items), `empty`, `too-large`, `frozen`, `inside-frozen`, `holds-frozen`. */
+  | { readonly unit: string; readonly frozen: false; readonly why: string };
+
+export interface FrozenUnitInfo {
+  readonly unit: string;
+  readonly state: 'frozen';
+  readonly frozenAt: number;
+  readonly bytes: number;
+  readonly items: number;
+  readonly lists: ReadonlyArray<{ readonly path: string; readonly newest: number; readonly items: number }>;
+}
+
+function op(name: string) {
+  const build = HIBERNATE_OPS.get(name);
+  if (build === undefined) throw new Error(`no hibernation op ${name}`);
+  return build;
+}
+
+export class HibernateClient {
+  constructor(private readonly client: VeraClient) {}
+
+  private call(name: string, fields: Readonly<Record<string, unknown>>): Promise<Readonly<Record<string, unknown>>> {
+    return this.client.callFamilyOp(name, fields, op(name));
+  }
+
+  /** Moves the unit at `path` (its list and every list below it) to the cold store. */
+  async freeze(path: string): Promise<FreezeResult> {
+    return (await this.call('hibernate.freeze', { path })) as unknown as FreezeResult;
+  }
+
+  /** Brings it back (any operation on it does that by itself). */
+  async thaw(path: string): Promise<{ unit: string; thawed: boolean; items: number }> {
+    return (await this.call('hibernate.thaw', { path })) as unknown as { unit: string; thawed: boolean; items: number };
+  }
+
+  async units(): Promise<FrozenUnitInfo[]> {
+    return (await this.call('hibernate.units', {})).units as FrozenUnitInfo[];
+  }
+}

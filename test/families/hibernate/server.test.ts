@@ -1,0 +1,106 @@
+// Hibernation on a real `vera` process: a unit frozen by hand is still listed by
+// `ls`, every kind of operation on it (a get, many concurrent gets, a push, an
+// HTTP read) thaws it first and then sees exactly what it would have seen, one
+// thaw however many requests arrive (counted by the metrics), a watcher's
+// stream has no trace of the freeze or the thaw, and the CLI.
+import { afterEach, describe, expect, it } from 'vitest';
+import { connect, type VeraClient } from '../../../src/client/client.js';
+import type { ClientEvent } from '../../../src/client/notifications.js';
+import { HibernateClient } from '../../../src/families/hibernate/client.js';
+import { main } from '../../../src/cli/main.js';
+import { captureIO } from '../../client/cli-io.js';
+import { startLeader, untilCommandVersion } from '../../server/fixture.js';
+import type { VeraProcess } from '../../support/vera-process.js';
+
+let vp: VeraProcess | null = null;
+const clients: VeraClient[] = [];
+afterEach(async () => {
+  for (const c of clients.splice(0)) await c.close();
+  await vp?.stop();
+  vp = null;
+});
+
+async function start(): Promise<{ vp: VeraProcess; client: VeraClient; hib: HibernateClient }> {
+  vp = await startLeader();
+  const client = await connect(vp.url, { timeoutMs: 10_000 });
+  clients.push(client);
+  const hib = new HibernateClient(client);
+  await untilCommandVersion(() => hib.units());
+  return { vp, client, hib };
+}
+
+async function metric(vp: VeraProcess, name: string): Promise<number> {
+  const text = await fetch(`${vp.httpUrl}/metrics`).then((r) => r.text());
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  if (line === undefined) throw new Error(`no metric ${name}`);
+  return Number(line.split(' ')[1]);
+}
+
+describe('hibernation on a server', () => {
+  it('a frozen unit stays listed; concurrent reads thaw it once and see what they would have seen', async () => {
+    const { vp, client, hib } = await start();
+    await client.push('/users/alice', { name: 'alice' }, { persistent: true, watch: false });
+    await client.push('/users/alice/bookmarks', 'b1', { persistent: true, watch: false });
+    await client.push('/users/alice/bookmarks', 'b2', { persistent: true, watch: false });
+    await client.push('/users/bob', 'bob', { persistent: true, watch: false });
+    const before = await client.get('/users/alice/bookmarks');
+
+    expect(await hib.freeze('/users/alice')).toMatchObject({ unit: '/users/alice', frozen: true, items: 3 });
+    expect(await hib.units()).toMatchObject([{ unit: '/users/alice', items: 3, lists: [{ path: '/users/alice' }, { path: '/users/alice/bookmarks', items: 2 }] }]);
+    expect((await client.ls('/users')).children).toEqual(['alice', 'bob']);
+    expect(await metric(vp, 'vera_hibernate_units_frozen')).toBe(1);
+
+    const other = await connect(vp.url, { timeoutMs: 10_000 });
+    clients.push(other);
+    const reads = await Promise.all(Array.from({ length: 20 }, (_, k) => (k % 2 === 0 ? client : other).get('/users/alice/bookmarks')));
+    for (const r of reads) expect(r.items).toEqual(before.items);
+    expect(await metric(vp, 'vera_hibernate_thaws_total')).toBe(1);
+    expect(await hib.units()).toEqual([]);
+    expect((await client.get('/users/alice')).items.map((i) => i.data)).toEqual([{ name: 'alice' }]);
+  });
+
+  it('a push and an HTTP read thaw too; a watcher sees the push and nothing of the freeze or thaw', async () => {
+    const { vp, client, hib } = await start();
+    await client.push('/users/carol/notes', 'n1', { persistent: true, watch: false });
+    const watcher = await connect(vp.url, { timeoutMs: 10_000 });
+    clients.push(watcher);
+    const events: ClientEvent[] = [];
+    const stream = watcher.events();
+    void (async () => {
+      for await (const e of stream) events.push(e);
+    })();
+    await watcher.watch('/users/carol/notes');
+
+    expect(await hib.freeze('/users/carol')).toMatchObject({ frozen: true });
+    const pushed = await client.push('/users/carol/notes', 'n2', { persistent: true, watch: false });
+    expect((await client.get('/users/carol/notes')).items.map((i) => i.data)).toEqual(['n1', 'n2']);
+    // Wait for the watcher to hear of the push (bounded), then check it heard nothing else.
+    const deadline = Date.now() + 10_000;
+    while (!events.some((e) => 'item' in e && e.item?.index === pushed.index) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(events.map((e) => ('type' in e ? [e.type, e.path, 'item' in e ? e.item?.data : null] : e))).toEqual([['push', '/users/carol/notes', 'n2']]);
+
+    expect(await hib.freeze('/users/carol')).toMatchObject({ frozen: true });
+    const res = await fetch(`${vp.httpUrl}/v1/data/users/carol/notes`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { items: Array<{ data: unknown }> }).items.map((i) => i.data)).toEqual(['n1', 'n2']);
+    expect(await metric(vp, 'vera_hibernate_thaws_total')).toBe(2);
+    // A unit with an ephemeral item (a live session's) is not frozen.
+    await client.push('/users/dave/presence', 'here');
+    expect(await hib.freeze('/users/dave')).toEqual({ unit: '/users/dave', frozen: false, why: 'ephemeral' });
+  });
+
+  it('has a CLI: vera hibernate PATH, vera hibernate ls, vera thaw PATH', async () => {
+    const { vp, client } = await start();
+    await client.push('/users/erin', 'e', { persistent: true, watch: false });
+    const run = async (...argv: string[]): Promise<{ code: number; out: string }> => {
+      const io = captureIO();
+      const code = await main([...argv, '--server', vp.url], io);
+      return { code, out: io.out() };
+    };
+    expect(await run('hibernate', '/users/erin')).toMatchObject({ code: 0, out: expect.stringContaining('/users/erin: frozen, 1 items') });
+    const listed = await run('hibernate', 'ls', '--json');
+    expect(JSON.parse(listed.out)).toMatchObject({ units: [{ unit: '/users/erin', items: 1 }] });
+    expect(await run('thaw', '/users/erin')).toMatchObject({ code: 0, out: expect.stringContaining('/users/erin: thawed, 1 items') });
+    expect(await run('hibernate', 'ls')).toMatchObject({ code: 0, out: expect.stringContaining('no Frozen units') });
+  });
+});
