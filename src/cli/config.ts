@@ -5,10 +5,10 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MEMBER_ID_PATTERN } from '../raft/config.js';
-import { DEFAULT_LIMITS, DEFAULT_SESSION_TIMEOUT_MS } from '../protocol/index.js';
+import { DEFAULT_LIMITS, DEFAULT_SESSION_TIMEOUT_MS, validatePath } from '../protocol/index.js';
 import type { FlagSpecs } from './args.js';
 import { UsageError } from './errors.js';
-import { LOG_LEVELS, type LogLevel, type PeerSpec, type ServerConfig } from '../server/config.js';
+import { LOG_LEVELS, type HibernationConfig, type LogLevel, type PeerSpec, type ServerConfig } from '../server/config.js';
 import { parseCount, parseDuration, parseHost, parseHostPort, parsePort, parseSize } from './units.js';
 
 export type { HostPort, LogLevel, PeerSpec, ServerConfig, ServerLimits } from '../server/config.js';
@@ -64,6 +64,8 @@ const SETTINGS = [
   'hello-timeout',
   'snapshot-entries',
   'snapshot-keep',
+  'hibernate-roots',
+  'hibernate-after',
 ] as const;
 type Setting = (typeof SETTINGS)[number];
 /** Settings that are switches: a flag without a value, `true`/`false` in a config file. */
@@ -205,6 +207,7 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
       everyEntries: Math.max(1, number('snapshot-entries', parseCount, DEFAULTS.snapshotEntries)),
       keepEntries: number('snapshot-keep', parseCount, DEFAULTS.snapshotKeep),
     },
+    ...hibernationOf(text('hibernate-roots'), number('hibernate-after', parseDuration, DEFAULT_HIBERNATE_AFTER_MS)),
   };
 }
 
@@ -274,4 +277,18 @@ function loadConfigFile(sources: ConfigSources): Partial<Record<Setting, string 
     }
   }
   return parsed as Partial<Record<Setting, string | number | unknown[]> & Record<Switch, boolean>>;
+}
+
+/** A unit idle this long hibernates when roots are given: the seed's month. */
+const DEFAULT_HIBERNATE_AFTER_MS = 30 * 24 * 3600 * 1000;
+
+function hibernationOf(roots: string | undefined, afterMs: number): { hibernation?: HibernationConfig } {
+  if (roots === undefined) return {};
+  const list = roots.split(',').map((r) => r.trim()).filter((r) => r !== '');
+  for (const root of list) {
+    const problem = validatePath(root, { allowRoot: false });
+    if (problem !== null) throw new UsageError(`--hibernate-roots: ${problem}`);
+  }
+  if (list.length === 0) throw new UsageError('--hibernate-roots needs at least one path, such as /users');
+  return { hibernation: { roots: list, afterMs: Math.max(1, afterMs) } };
 }

@@ -62,5 +62,14 @@ export interface ServerConfig {
   readonly limits: ServerLimits;
   /** Log compaction: compact once `everyEntries` applied entries lie beyond the `keepEntries` kept behind. */
   readonly compaction: { readonly everyEntries: number; readonly keepEntries: number };
+  /** Hibernation of idle units (docs/hibernation.md); absent: no unit hibernates by itself. */
+  readonly hibernation?: HibernationConfig;
+}
+
+export interface HibernationConfig {
+  /** Each child of a root is a unit (`/users` makes `/users/alice` one). */
+  readonly roots: readonly string[];
+  /** A unit untouched this long is frozen by the leader. */
+  readonly afterMs: number;
 }
 

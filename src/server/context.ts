@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { RaftError } from '../raft/driver.js';
 import type { NodeId } from '../raft/types.js';
 import type { ApplyOutcome, ApplyResult } from '../statemachine/types.js';
-import type { ServerLimits } from './config.js';
+import type { HibernationConfig, ServerLimits } from './config.js';
 import type { DiskGuard } from './disk-guard.js';
 import type { ExpiryQueue } from './expiry.js';
 import type { FamilyHttpRoute, FamilyOp, OpHandlers, PathGate } from './family-part.js';
@@ -53,6 +53,8 @@ export interface FrontEnd {
   readonly familyMetrics: ReadonlyArray<(fe: FrontEnd) => Promise<string>>;
   /** What must happen before an operation on a path (see ServerPart.pathGate). */
   readonly pathGates: readonly PathGate[];
+  /** Which units hibernate when idle, or null (docs/hibernation.md). */
+  readonly hibernation: HibernationConfig | null;
   readonly notifier: Notifier;
   readonly expiry: ExpiryQueue;
   /** Refuses requests that add data while the data disk is below its reserve. */

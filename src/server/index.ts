@@ -193,6 +193,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     familyHttp: parts.http,
     familyMetrics: parts.metrics,
     pathGates: parts.pathGates,
+    hibernation: config.hibernation ?? null,
     disk,
     notifier: new Notifier(veraNode.stateMachine, veraNode.events, { ...DEFAULT_NOTIFIER_LIMITS, resyncFrameBytes: limits.replyBytes }, (err) =>
       logger.error({ event: 'resync-failed', err: String(err) }, 'could not read lists for a resync'),

@@ -6,7 +6,7 @@
 import { VeraError, type FamilyResult } from '../../protocol/index.js';
 import type { FrontEnd } from '../../server/context.js';
 import { expectOk, notLeaderError } from '../../server/context.js';
-import { proposeTimed, type FamilyOp, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
+import { proposeTimed, type FamilyOp, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { hibernate, type HibernateCommand, type HibernateValue } from './index.js';
 import { unitItemRanges } from './keys.js';
@@ -38,6 +38,7 @@ function counters(fe: FrontEnd): Counters {
  * had to. One thaw per unit at a time: later callers wait for the one in flight.
  */
 export async function thawFor(fe: FrontEnd, path: string): Promise<boolean> {
+  noteActivity(fe, path);
   const unit = fe.node.stateMachine.stateOf(hibernate).unitOf(path);
   if (unit === null) return false;
   // Only the leader proposes the thaw; a follower would serve the unit as empty, so it sends the reader there.
@@ -133,6 +134,93 @@ async function metrics(fe: FrontEnd): Promise<string> {
   ].join('\n');
 }
 
+// ---------------------------------------------------------------- the idle detector
+
+/** What the leader knows of recent use: when each unit was last touched, and how busy the clients are. */
+interface Activity {
+  readonly lastUse: Map<string, number>;
+  leadingSince: number;
+  opsThisTick: number;
+  running: boolean;
+}
+const activityOf = new WeakMap<FrontEnd, Activity>();
+function activity(fe: FrontEnd): Activity {
+  let a = activityOf.get(fe);
+  if (a === undefined) activityOf.set(fe, (a = { lastUse: new Map(), leadingSince: Date.now(), opsThisTick: 0, running: false }));
+  return a;
+}
+
+/** Above this many path operations in a tick the clients are busy: no freeze competes with them. */
+const BUSY_OPS_PER_TICK = 500;
+/** Freezes proposed per tick at most. */
+const FREEZES_PER_TICK = 16;
+
+/** The unit a path belongs to under the configured roots (`/users/alice/x` -> `/users/alice`), or null. */
+export function unitUnderRoots(roots: readonly string[], path: string): string | null {
+  for (const root of roots) {
+    if (!path.startsWith(`${root}/`)) continue;
+    const cut = path.indexOf('/', root.length + 1);
+    return cut < 0 ? path : path.slice(0, cut);
+  }
+  return null;
+}
+
+function noteActivity(fe: FrontEnd, path: string): void {
+  if (fe.hibernation === null) return;
+  const a = activity(fe);
+  a.opsThisTick++;
+  const unit = unitUnderRoots(fe.hibernation.roots, path);
+  if (unit !== null) a.lastUse.set(unit, Date.now());
+}
+
+/**
+ * Freezes units idle longer than the configured period, a bounded batch per tick, and
+ * none while the clients are busy. A unit never touched since this member began to lead
+ * counts as used when it began (a new leader knows no history: it waits a full period).
+ */
+async function freezeIdle(fe: FrontEnd): Promise<void> {
+  const config = fe.hibernation!;
+  const a = activity(fe);
+  const now = Date.now();
+  let proposed = 0;
+  for (const root of config.roots) {
+    const { children } = await fe.node.stateMachine.children(root);
+    for (const name of children) {
+      if (proposed >= FREEZES_PER_TICK || !fe.isLeader()) return;
+      const unit = `${root}/${name}`;
+      if (fe.node.stateMachine.stateOf(hibernate).frozen.has(unit)) continue;
+      const last = a.lastUse.get(unit) ?? a.leadingSince;
+      if (now - last < config.afterMs) continue;
+      proposed++;
+      const v = await propose(fe, { op: 'freeze', unit, seen: await newestIn(fe, unit) });
+      // Frozen, or not freezable now (ephemeral items, too large): either way, look again a period later.
+      a.lastUse.set(unit, Date.now());
+      if (v.op === 'freeze' && v.frozen) fe.logger.info({ event: 'hibernate.frozen', unit, items: v.items, bytes: v.bytes }, `hibernated ${unit}`);
+    }
+  }
+}
+
+const idleDetector: LeaderDuty = {
+  name: 'hibernate-idle',
+  periodMs: 1000,
+  start: (fe) => {
+    const a = activity(fe);
+    a.leadingSince = Date.now();
+    a.lastUse.clear();
+  },
+  tick: (fe) => {
+    if (fe.hibernation === null) return;
+    const a = activity(fe);
+    const busy = a.opsThisTick > BUSY_OPS_PER_TICK;
+    a.opsThisTick = 0;
+    if (busy || a.running) return;
+    a.running = true;
+    freezeIdle(fe)
+      .catch((err: unknown) => fe.logger.warn({ event: 'hibernate.idleFailed', err: String(err) }, 'the idle detector could not freeze a unit; it tries again'))
+      .finally(() => (a.running = false));
+  },
+};
+
 const protocolOps: Record<string, FamilyOp> = Object.fromEntries([...HIBERNATE_OPS].map(([op, build]) => [op, { build, handle: handlers[op]! }]));
 
-export const server: ServerPart = { protocolOps, onApplied, metrics, pathGate: thawFor };
+export const server: ServerPart = { protocolOps, onApplied, metrics, pathGate: thawFor, duties: [idleDetector] };

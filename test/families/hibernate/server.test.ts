@@ -10,6 +10,7 @@ import { HibernateClient } from '../../../src/families/hibernate/client.js';
 import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';
 import { startLeader, untilCommandVersion } from '../../server/fixture.js';
+import { pollUntil } from '../../support/poll.js';
 import type { VeraProcess } from '../../support/vera-process.js';
 
 let vp: VeraProcess | null = null;
@@ -20,8 +21,8 @@ afterEach(async () => {
   vp = null;
 });
 
-async function start(): Promise<{ vp: VeraProcess; client: VeraClient; hib: HibernateClient }> {
-  vp = await startLeader();
+async function start(args: readonly string[] = []): Promise<{ vp: VeraProcess; client: VeraClient; hib: HibernateClient }> {
+  vp = await startLeader({ args });
   const client = await connect(vp.url, { timeoutMs: 10_000 });
   clients.push(client);
   const hib = new HibernateClient(client);
@@ -87,6 +88,33 @@ describe('hibernation on a server', () => {
     // A unit with an ephemeral item (a live session's) is not frozen.
     await client.push('/users/dave/presence', 'here');
     expect(await hib.freeze('/users/dave')).toEqual({ unit: '/users/dave', frozen: false, why: 'ephemeral' });
+  });
+
+  it('the leader freezes units idle past --hibernate-after, not ones in use or holding ephemeral items', async () => {
+    const { client, hib } = await start(['--hibernate-roots', '/users,/teams', '--hibernate-after', '1s']);
+    await client.push('/users/idle/data', 'cold soon', { persistent: true, watch: false });
+    await client.push('/teams/idle', 'cold too', { persistent: true, watch: false });
+    await client.push('/users/busy', 'in use', { persistent: true, watch: false });
+    await client.push('/users/online/presence', 'here'); // ephemeral: its session is alive
+    await client.push('/elsewhere/idle', 'no root', { persistent: true, watch: false });
+    // Keep /users/busy in use while the detector runs (pacing, not synchronisation: the poll below decides).
+    let using = true;
+    const user = (async () => {
+      while (using) {
+        await client.get('/users/busy');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const frozen = await pollUntil('the idle units to freeze', async () => {
+      const units = (await hib.units()).map((u) => u.unit);
+      return units.includes('/users/idle') && units.includes('/teams/idle') ? units : undefined;
+    }, 15_000, 100);
+    using = false;
+    await user;
+    expect(frozen.sort()).toEqual(['/teams/idle', '/users/idle']);
+    // What it froze comes back on use.
+    expect((await client.get('/users/idle/data')).items.map((i) => i.data)).toEqual(['cold soon']);
+    expect((await hib.units()).map((u) => u.unit)).toEqual(['/teams/idle']);
   });
 
   it('has a CLI: vera hibernate PATH, vera hibernate ls, vera thaw PATH', async () => {
