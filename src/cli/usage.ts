@@ -71,6 +71,8 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
   --hello-timeout DUR         a WebSocket that has not said hello by then is closed (default 10s)
   --snapshot-entries N        compact the Raft log every N applied entries (default 10000)
   --snapshot-keep N           entries kept behind the applied index for lagging followers (default 1000)
+  --hibernate-roots P,...     each child of these paths is a unit the leader hibernates when idle
+  --hibernate-after D         how long a unit must go untouched first (default 30d)
   -h, --help                  show this help
 
 Durations: 5000, 5000ms, 5s, 2m. Sizes: 1048576, 512KiB, 1MiB.
