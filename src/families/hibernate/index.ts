@@ -17,6 +17,7 @@ import { CommandError, type BatchOp, type Family, type Plan, type PlanContext, t
 import { indexField, pathField } from '../fields.js';
 import { lists } from '../lists/index.js';
 import { ColdStoreError } from './cold-store.js';
+import { crashPoint } from './crash-points.js';
 import { HibernateBucket, unitItemRanges, unitKey } from './keys.js';
 import { encodeFrozen, type FrozenList, type FrozenUnit } from './records.js';
 import { coldFilesAt, HibernateState } from './state.js';
@@ -67,7 +68,9 @@ async function freeze(c: Extract<HibernateCommand, { op: 'freeze' }>, ctx: PlanC
   if (newest !== c.seen) return cancelled('changed');
   const frozenLists: FrozenList[] = [...byPath].map(([path, l]) => ({ path, newest: l.newest, items: l.items }));
   // Durable before the batch that deletes the hot copy: a crash from here on leaves both, then the cold one.
+  crashPoint('freeze-before-cold');
   const bytes = await state.cold.write({ unit: c.unit, meta: { frozenAt: ctx.index }, entries });
+  crashPoint('freeze-cold-durable');
   const record: FrozenUnit = { frozenAt: ctx.index, lists: frozenLists, bytes };
   const ops: BatchOp[] = entries.map(([key]) => ({ type: 'del', key }));
   ops.push({ type: 'put', key: unitKey(c.unit), value: encodeFrozen(record) });
@@ -90,6 +93,7 @@ async function thaw(c: Extract<HibernateCommand, { op: 'thaw' }>, ctx: PlanConte
   if (record === undefined) return answer({ op: 'thaw', unit: c.unit, thawed: false, items: 0 });
   // A missing or damaged file stops this member here (ColdStoreError names the unit): going on would lose the unit.
   const cold = await state.cold.read(c.unit);
+  crashPoint('thaw-cold-read');
   if (cold.meta.frozenAt !== record.frozenAt) throw new ColdStoreError(c.unit, 'foreign', `the file is from the freeze at ${String(cold.meta.frozenAt)}, the unit froze at ${record.frozenAt}`);
   const ops: BatchOp[] = cold.entries.map(([key, value]) => ({ type: 'put', key, value }));
   ops.push({ type: 'del', key: unitKey(c.unit) });
@@ -98,6 +102,7 @@ async function thaw(c: Extract<HibernateCommand, { op: 'thaw' }>, ctx: PlanConte
   // here could race a later freeze of the same unit, and a leftover file of a Hot unit is harmless.
   return answer({ op: 'thaw', unit: c.unit, thawed: true, items: cold.entries.length }, ops, [
     () => {
+      crashPoint('thaw-batch-written');
       state.frozen.delete(c.unit);
       for (const l of record.lists) listsState.setLastIndex(l.path, l.newest);
     },

@@ -1,0 +1,49 @@
+// Every crash point of freeze and thaw on a real process: the process kills
+// itself (SIGKILL, VERA_CRASH_AT) at the point, restarts on the same data
+// directory, and the unit's items are all there, read through the normal get
+// (which thaws the unit if it is still frozen); the start after that leaves no
+// cold file of the now Hot unit.
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { connect } from '../../../src/client/client.js';
+import { HibernateClient } from '../../../src/families/hibernate/client.js';
+import { CRASH_POINTS } from '../../../src/families/hibernate/crash-points.js';
+import { startLeader, untilCommandVersion, waitForLeadership } from '../../server/fixture.js';
+import { killAll, VeraProcess } from '../../support/vera-process.js';
+
+afterAll(async () => {
+  await killAll();
+});
+
+describe('hibernation crash points, kill -9 on a real process', () => {
+  for (const point of CRASH_POINTS) {
+    it(`a crash at ${point} leaves the unit whole`, { timeout: 60_000 }, async () => {
+      const vp = await startLeader({ env: { VERA_CRASH_AT: point } });
+      const client = await connect(vp.url, { timeoutMs: 10_000, requestTimeoutMs: 10_000 });
+      const hib = new HibernateClient(client);
+      await untilCommandVersion(() => hib.units());
+      for (const data of ['a', 'b', 'c']) await client.push('/users/zoe/items', data, { persistent: true, watch: false });
+      const dies = point.startsWith('freeze') ? hib.freeze('/users/zoe') : hib.freeze('/users/zoe').then(() => hib.thaw('/users/zoe'));
+      await dies.catch(() => undefined); // the answer is lost with the process
+      const exit = await vp.exited;
+      expect(exit.signal).toBe('SIGKILL');
+      await client.close().catch(() => undefined);
+
+      const again = await VeraProcess.start({ dataDir: vp.dataDir });
+      await waitForLeadership(again);
+      const reader = await connect(again.url, { timeoutMs: 10_000 });
+      // The get thaws the unit if the crash left it frozen; either way every item is there.
+      expect((await reader.get('/users/zoe/items')).items.map((i) => i.data)).toEqual(['a', 'b', 'c']);
+      expect(await new HibernateClient(reader).units()).toEqual([]);
+      await reader.close();
+      await again.stop();
+      // The unit is Hot: the next start sweeps any cold file a crash or a thaw left.
+      const third = await VeraProcess.start({ dataDir: vp.dataDir });
+      await waitForLeadership(third);
+      const coldDir = join(third.dataDir, 'cold');
+      expect(existsSync(coldDir) ? readdirSync(coldDir) : []).toEqual([]);
+      await third.stop();
+    });
+  }
+});
