@@ -32,6 +32,7 @@ import { VeraCluster } from './systems/vera.js';
 import { ZooKeeperCluster } from './systems/zookeeper.js';
 import { runJournalBench, type JournalBenchOptions } from './journal/run.js';
 import { runAssignBench } from './assign/run.js';
+import { runHibernateBench } from './hibernate/run.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** The hand-written reading of the targets Vera misses, placed in the report under the targets table. */
@@ -47,6 +48,8 @@ const BUDGET_MS = { full: 14 * 60_000, quick: 2.4 * 60_000, scale: 50 * 60_000 }
 const JOURNAL_BUDGET_MS = { full: 5 * 60_000, quick: 1.5 * 60_000 } as const;
 /** A1 (bench/assign): two systems, seeding and three 10 s levels each. */
 const ASSIGN_BUDGET_MS = { full: 3 * 60_000, quick: 1.5 * 60_000 } as const;
+/** H1 (bench/hibernate): loading 10^6 items, freezing 9,000 units, three measurements. */
+const HIBERNATE_BUDGET_MS = { full: 8 * 60_000, quick: 2 * 60_000 } as const;
 /** The watchdog's grace past the budget before it kills everything. */
 const WATCHDOG_GRACE_MS = { full: 40_000, quick: 15_000, scale: 60_000 } as const;
 
@@ -81,11 +84,12 @@ async function main(): Promise<number> {
   const runStart = performance.now();
   const mode = options.quick ? 'quick' : options.scale ? 'scale' : 'full';
   // J1 and A1 have budgets of their own, after the main run's (or alone with --journal-only, --assign-only).
-  const extrasOnly = options.journal === 'only' || options.assign === 'only';
+  const extrasOnly = options.journal === 'only' || options.assign === 'only' || options.hibernate === 'only';
   const budgetMs =
     (extrasOnly ? 0 : BUDGET_MS[mode]) +
     (options.journal === 'no' ? 0 : JOURNAL_BUDGET_MS[options.quick ? 'quick' : 'full']) +
-    (options.assign === 'no' ? 0 : ASSIGN_BUDGET_MS[options.quick ? 'quick' : 'full']);
+    (options.assign === 'no' ? 0 : ASSIGN_BUDGET_MS[options.quick ? 'quick' : 'full']) +
+    (options.hibernate === 'no' ? 0 : HIBERNATE_BUDGET_MS[options.quick ? 'quick' : 'full']);
   // The last line of defence: whatever hangs, the suite ends, and takes its servers with it.
   const graceMs = WATCHDOG_GRACE_MS[mode];
   const watchdog = setTimeout(() => {
@@ -112,6 +116,10 @@ async function main(): Promise<number> {
     if (options.assign === 'only') {
       const docsFile = options.journal === 'only' ? join(dirname(options.docsFile), 'performance-assign.md') : options.docsFile;
       failures += (await runAssignBench(journalOptions({ ...options, docsFile }, logDir, startedAt, command), log)).failures;
+    }
+    if (options.hibernate === 'only') {
+      const docsFile = options.journal === 'only' || options.assign === 'only' ? join(dirname(options.docsFile), 'performance-hibernation.md') : options.docsFile;
+      failures += (await runHibernateBench(journalOptions({ ...options, docsFile }, logDir, startedAt, command), log)).failures;
     }
     clearTimeout(watchdog);
     if (failures === 0) rmSync(logDir, { recursive: true, force: true });
@@ -208,6 +216,10 @@ async function main(): Promise<number> {
   if (options.assign === 'after') {
     const assign = await runAssignBench(journalOptions({ ...options, docsFile: join(dirname(options.docsFile), 'performance-assign.md') }, logDir, startedAt, command), log);
     failures += assign.failures;
+  }
+  if (options.hibernate === 'after') {
+    const h1 = await runHibernateBench(journalOptions({ ...options, docsFile: join(dirname(options.docsFile), 'performance-hibernation.md') }, logDir, startedAt, command), log);
+    failures += h1.failures;
   }
   clearTimeout(watchdog);
   // Server logs are only worth keeping when something went wrong.

@@ -17,6 +17,8 @@ export interface BenchOptions {
   readonly journal: 'after' | 'only' | 'no';
   /** A1, node assignment against Tokenserver's schema on PostgreSQL: after the main run, alone, or not at all. */
   readonly assign: 'after' | 'only' | 'no';
+  /** H1, hibernation: after the main run, alone, or not at all. */
+  readonly hibernate: 'after' | 'only' | 'no';
 }
 
 export class BenchUsageError extends Error {
@@ -37,6 +39,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --assign-only    A1 alone: node assignment against Tokenserver on PostgreSQL
                    (report in docs/performance-assign.md)
   --no-assign      skip A1
+  --hibernate-only H1 alone: hibernation of idle units
+                   (report in docs/performance-hibernation.md)
+  --no-hibernate   skip H1
   --help           this text`;
 
 export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptions | 'help' {
@@ -48,6 +53,7 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   let profile = true;
   let journal: BenchOptions['journal'] = 'after';
   let assign: BenchOptions['assign'] = 'after';
+  let hibernate: BenchOptions['hibernate'] = 'after';
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -93,6 +99,12 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
       case '--no-assign':
         assign = 'no';
         break;
+      case '--hibernate-only':
+        hibernate = 'only';
+        break;
+      case '--no-hibernate':
+        hibernate = 'no';
+        break;
       case '--help':
       case '-h':
         return 'help';
@@ -106,8 +118,12 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   // The scale run is S7 alone; J1 and A1 run with the ordinary and quick runs. One "-only" leaves out what it does not name.
   if (scale && journal === 'after') journal = 'no';
   if (scale && assign === 'after') assign = 'no';
-  if (assign === 'only' && journal === 'after') journal = 'no';
-  if (journal === 'only' && assign === 'after') assign = 'no';
-  const defaultDocs = journal === 'only' ? 'docs/performance-journal.md' : assign === 'only' ? 'docs/performance-assign.md' : scale ? 'docs/performance-scale.md' : 'docs/performance.md';
-  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, defaultDocs), profile, journal, assign };
+  if (scale && hibernate === 'after') hibernate = 'no';
+  const only = journal === 'only' || assign === 'only' || hibernate === 'only';
+  if (only && journal === 'after') journal = 'no';
+  if (only && assign === 'after') assign = 'no';
+  if (only && hibernate === 'after') hibernate = 'no';
+  const defaultDocs =
+    journal === 'only' ? 'docs/performance-journal.md' : assign === 'only' ? 'docs/performance-assign.md' : hibernate === 'only' ? 'docs/performance-hibernation.md' : scale ? 'docs/performance-scale.md' : 'docs/performance.md';
+  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, defaultDocs), profile, journal, assign, hibernate };
 }

@@ -45,6 +45,11 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
     super('vera-bench-');
   }
 
+  /** Each member's data directory (its db and, with hibernation, its cold store). */
+  dataDirs(): string[] {
+    return this.members_.map((m) => m.dataDir);
+  }
+
   async start(): Promise<void> {
     const { readFileSync } = await import('node:fs');
     this.version = String((JSON.parse(readFileSync(PACKAGE_JSON, 'utf8')) as { version?: unknown }).version ?? 'unknown');

@@ -13,7 +13,7 @@ import { parseProcStatus, readProcMemory } from '../lib/rss.js';
 describe('options', () => {
   it('defaults to every system and the repository paths', () => {
     const o = parseBenchArgs([], '/repo');
-    expect(o).toEqual({ systems: ['vera', 'etcd', 'zookeeper'], quick: false, scale: false, outDir: '/repo/bench/results', docsFile: '/repo/docs/performance.md', profile: true, journal: 'after', assign: 'after' });
+    expect(o).toEqual({ systems: ['vera', 'etcd', 'zookeeper'], quick: false, scale: false, outDir: '/repo/bench/results', docsFile: '/repo/docs/performance.md', profile: true, journal: 'after', assign: 'after', hibernate: 'after' });
   });
 
   it('sends a --scale run to its own report, and refuses it with --quick', () => {
@@ -25,6 +25,8 @@ describe('options', () => {
     expect(parseBenchArgs(['--journal-only'], '/repo')).toMatchObject({ journal: 'only', assign: 'no' });
     expect(parseBenchArgs(['--journal-only', '--assign-only'], '/repo')).toMatchObject({ journal: 'only', assign: 'only' });
     expect(parseBenchArgs(['--no-assign'], '/repo')).toMatchObject({ assign: 'no', journal: 'after' });
+    expect(parseBenchArgs(['--hibernate-only'], '/repo')).toMatchObject({ hibernate: 'only', journal: 'no', assign: 'no', docsFile: '/repo/docs/performance-hibernation.md' });
+    expect(parseBenchArgs(['--no-hibernate'], '/repo')).toMatchObject({ hibernate: 'no', assign: 'after' });
     expect(parseBenchArgs(['--scale'], '/repo')).toMatchObject({ assign: 'no' });
     expect(() => parseBenchArgs(['--assign-only', '--no-assign'], '/repo')).toThrow(/do not go together/);
     expect(parseBenchArgs(['--scale', '--docs', 'x.md'], '/repo')).toMatchObject({ scale: true, docsFile: '/repo/x.md' });

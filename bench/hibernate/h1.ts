@@ -1,0 +1,177 @@
+// H1: hibernation on a 3-member Vera cluster. Loads `units` units of `perUnit`
+// items (one list each, /users/uN/items), then measures with every unit hot:
+// the members' hot store (the db directories) and RSS, and push latency on the
+// active 10% at 16 in flight. Freezes the idle 90% (16 freezes in flight)
+// while the active set keeps writing, timing the freezes and the active set's
+// latency meanwhile. Measures the same again with the idle units frozen, then
+// the latency of the first read of a frozen unit (which thaws it), one at a time.
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect, type VeraClient } from '../../src/client/index.js';
+import { HibernateClient } from '../../src/families/hibernate/client.js';
+import { LOOPBACK } from '../lib/net.js';
+import { currentRss } from '../lib/rss.js';
+import { Samples, type LatencySummary } from '../lib/samples.js';
+import { VeraCluster } from '../systems/vera.js';
+
+export interface H1Scale {
+  readonly units: number;
+  readonly perUnit: number;
+  readonly activeMs: number;
+  readonly thawSamples: number;
+}
+export const H1_FULL: H1Scale = { units: 10_000, perUnit: 100, activeMs: 8_000, thawSamples: 300 };
+export const H1_QUICK: H1Scale = { units: 1_000, perUnit: 100, activeMs: 3_000, thawSamples: 100 };
+
+export interface H1Phase {
+  readonly hotBytes: number;
+  readonly coldBytes: number;
+  readonly rssBytes: number;
+  readonly activeWrites: LatencySummary;
+}
+
+export interface H1Result {
+  readonly items: number;
+  readonly units: number;
+  readonly loadSeconds: number;
+  readonly hot: H1Phase;
+  readonly frozen: H1Phase;
+  readonly freeze: { readonly units: number; readonly seconds: number; readonly perSec: number; readonly activeWrites: LatencySummary };
+  readonly thaw: LatencySummary;
+  readonly errors: readonly string[];
+}
+
+const unit = (k: number): string => `/users/u${k}`;
+
+function bytesUnder(dir: string): number {
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) n += e.isDirectory() ? bytesUnder(join(dir, e.name)) : statSync(join(dir, e.name)).size;
+  return n;
+}
+
+function dirBytes(dirs: readonly string[], sub: string): number {
+  let n = 0;
+  for (const d of dirs) {
+    try {
+      n += bytesUnder(join(d, sub));
+    } catch {
+      // not there (a cold store is made with its first file)
+    }
+  }
+  return n;
+}
+
+export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => void): Promise<H1Result> {
+  const cluster = new VeraCluster({ logDir, inspector: false });
+  const opened: VeraClient[] = [];
+  const errors: string[] = [];
+  try {
+    await cluster.start();
+    const leader = await cluster.leader();
+    const url = `ws://${LOOPBACK}:${cluster.members().find((m) => m.id === leader)!.clientPort}`;
+    const open = async (): Promise<VeraClient> => {
+      const c = await connect(url, { connectTimeoutMs: 20_000, requestTimeoutMs: 60_000 });
+      c.on('failed', () => undefined);
+      opened.push(c);
+      return c;
+    };
+    const pushers = await Promise.all(Array.from({ length: 8 }, () => open()));
+    const hib = new HibernateClient(pushers[0]!);
+    for (let tries = 0; ; tries++) {
+      try {
+        await hib.units();
+        break;
+      } catch (err) {
+        if (tries > 200) throw err;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+
+    // Load: 256 in flight, item by item.
+    const t0 = performance.now();
+    let next = 0;
+    const total = scale.units * scale.perUnit;
+    await Promise.all(
+      Array.from({ length: 256 }, async (_, w) => {
+        for (let n = next++; n < total; n = next++) await pushers[w % pushers.length]!.push(`${unit(n % scale.units)}/items`, { n, pad: 'x'.repeat(64) }, { persistent: true, watch: false });
+      }),
+    );
+    const loadSeconds = (performance.now() - t0) / 1000;
+    log(`loaded ${total} items in ${scale.units} units in ${loadSeconds.toFixed(1)} s`);
+
+    const active = Math.max(1, Math.floor(scale.units / 10));
+    /** Pushes to the active 10% at 16 in flight until `done()`; their latencies. */
+    const activeWrites = async (done: () => boolean, tag: string): Promise<LatencySummary> => {
+      const samples = new Samples();
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, w) => {
+          for (let n = 0; !done(); n++) {
+            const t = performance.now();
+            await pushers[w % pushers.length]!.push(`${unit((w * 7919 + n) % active)}/items`, { tag, n }, { persistent: true, watch: false });
+            samples.add(performance.now() - t);
+          }
+        }),
+      );
+      return samples.summary();
+    };
+    const forMs = (ms: number): (() => boolean) => {
+      const until = performance.now() + ms;
+      return () => performance.now() >= until;
+    };
+    const phase = async (tag: string): Promise<H1Phase> => {
+      const activeW = await activeWrites(forMs(scale.activeMs), tag);
+      const rss = Object.values(currentRss(cluster.members())).reduce((a, b) => a + b, 0);
+      const p: H1Phase = { hotBytes: dirBytes(cluster.dataDirs(), 'db'), coldBytes: dirBytes(cluster.dataDirs(), 'cold'), rssBytes: rss, activeWrites: activeW };
+      log(`${tag}: hot ${Math.round(p.hotBytes / 2 ** 20)} MiB, cold ${Math.round(p.coldBytes / 2 ** 20)} MiB, RSS ${Math.round(p.rssBytes / 2 ** 20)} MiB, active writes p50 ${activeW.p50.toFixed(2)} ms p99 ${activeW.p99.toFixed(2)} ms`);
+      return p;
+    };
+    const hot = await phase('all hot');
+
+    // Freeze the idle 90%, 16 at a time, while the active set writes.
+    const freezers = await Promise.all(Array.from({ length: 4 }, () => open()));
+    let k = active;
+    let frozenCount = 0;
+    let freezing = true;
+    const f0 = performance.now();
+    const duringFreeze = activeWrites(() => !freezing, 'during');
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, w) => {
+        const h = new HibernateClient(freezers[w % freezers.length]!);
+        for (let u = k++; u < scale.units; u = k++) {
+          const r = await h.freeze(unit(u));
+          if (r.frozen) frozenCount++;
+          else errors.push(`${unit(u)} not frozen: ${r.why}`);
+        }
+      }),
+    );
+    const freezeSeconds = (performance.now() - f0) / 1000;
+    freezing = false;
+    const activeDuringFreeze = await duringFreeze;
+    log(`froze ${frozenCount} units in ${freezeSeconds.toFixed(1)} s (${Math.round(frozenCount / freezeSeconds)}/s); active writes meanwhile p50 ${activeDuringFreeze.p50.toFixed(2)} ms p99 ${activeDuringFreeze.p99.toFixed(2)} ms`);
+    const frozen = await phase('idle frozen');
+
+    // Thaw latency: the first read of a frozen unit, one at a time.
+    const thaw = new Samples();
+    for (let n = 0; n < Math.min(scale.thawSamples, scale.units - active); n++) {
+      const t = performance.now();
+      const r = await pushers[0]!.get(`${unit(active + n)}/items`);
+      thaw.add(performance.now() - t);
+      if (r.items.length !== scale.perUnit) errors.push(`${unit(active + n)} came back with ${r.items.length} items, not ${scale.perUnit}`);
+    }
+    const thawSummary = thaw.summary();
+    log(`thaw (first read of a ${scale.perUnit}-item unit): p50 ${thawSummary.p50.toFixed(2)} ms, p99 ${thawSummary.p99.toFixed(2)} ms`);
+    return {
+      items: total,
+      units: scale.units,
+      loadSeconds,
+      hot,
+      frozen,
+      freeze: { units: frozenCount, seconds: freezeSeconds, perSec: frozenCount / freezeSeconds, activeWrites: activeDuringFreeze },
+      thaw: thawSummary,
+      errors: errors.slice(0, 20),
+    };
+  } finally {
+    for (const c of opened) await c.close().catch(() => undefined);
+    await cluster.stop();
+  }
+}

@@ -1,0 +1,35 @@
+// H1's report: the targets judged from a result, and the table.
+import { describe, expect, it } from 'vitest';
+import type { H1Result } from '../hibernate/h1.js';
+import { h1Targets, renderH1 } from '../hibernate/report.js';
+
+const lat = (p99: number) => ({ count: 100, min: 1, mean: 2, p50: 2, p90: 3, p99, p999: p99, max: p99 });
+const result: H1Result = {
+  items: 1_000_000,
+  units: 10_000,
+  loadSeconds: 60,
+  hot: { hotBytes: 100 * 2 ** 20, coldBytes: 0, rssBytes: 500 * 2 ** 20, activeWrites: lat(8) },
+  frozen: { hotBytes: 10 * 2 ** 20, coldBytes: 30 * 2 ** 20, rssBytes: 400 * 2 ** 20, activeWrites: lat(9) },
+  freeze: { units: 9000, seconds: 30, perSec: 300, activeWrites: lat(20) },
+  thaw: lat(12),
+  errors: [],
+};
+
+describe('H1 targets', () => {
+  it('judges hot size and RSS reductions, active-set p99, thaw p99 and freezing\'s cost', () => {
+    expect(Object.fromEntries(h1Targets(result).map((t) => [t.what, t.met]))).toEqual({
+      'hot store reduced at least 5x': true,
+      'member RSS reduced at least 5x': false,
+      'active-set write p99 unchanged within noise (within 20%)': true,
+      'thaw p99 under 50 ms (a 100-item unit)': true,
+      'freezing raises active-set p99 by at most 20%': false,
+    });
+  });
+
+  it('renders both phases and the freeze and thaw figures', () => {
+    const md = renderH1(result, { command: 'npm run bench -- --hibernate-only', seconds: 120, resultFile: 'x.json' });
+    expect(md).toContain('| hot store (db) | 100.0 MiB | 10.0 MiB |');
+    expect(md).toContain('9,000 units in 30.0 s (300 units/s)');
+    expect(md).toContain('| member RSS reduced at least 5x | NO |');
+  });
+});
