@@ -70,7 +70,13 @@ describe('hibernation on a cluster', () => {
       const now = await cluster.waitForLeader();
       const follower = cluster.members.map((m) => m.index).find((i) => i !== now)!;
       await cluster.wipe(follower);
-      await cluster.rejoin(follower);
+      try {
+        await cluster.rejoin(follower, 60_000);
+      } catch (err) {
+        // What the members said about snapshots and errors, to tell a slow machine from a broken transfer.
+        const said = cluster.members.flatMap((m) => cluster.logsOf(m.index).filter((l) => /snapshot|cold|hibernat/i.test(String(l.event ?? l.msg)) || Number(l.level) >= 40).map((l) => `${m.id}: ${JSON.stringify(l)}`));
+        throw new Error(`${(err as Error).message}\n${said.slice(-40).join('\n')}`);
+      }
       await cluster.waitForQuiet();
       expect(cluster.logsOf(follower).some((l) => l.event === 'snapshot-installed')).toBe(true);
       expect(await metricOn(cluster, follower, 'vera_hibernate_units_frozen')).toBe(UNITS);
