@@ -8,13 +8,17 @@ export function h1Targets(r: H1Result): Target[] {
   const hotRatio = r.hot.hotBytes / Math.max(1, r.frozen.hotBytes);
   const rssRatio = r.hot.rssBytes / Math.max(1, r.frozen.rssBytes);
   const p99Change = r.frozen.activeWrites.p99 / r.hot.activeWrites.p99;
-  const freezeChange = r.freeze.activeWrites.p99 / r.hot.activeWrites.p99;
+  const pacedChange = r.paced.activeWrites.p99 / r.hot.activeWrites.p99;
   return [
     { what: 'hot store reduced at least 5x', met: hotRatio >= 5, detail: `${mib(r.hot.hotBytes)} -> ${mib(r.frozen.hotBytes)} (${hotRatio.toFixed(2)}x)` },
     { what: 'member RSS reduced at least 5x', met: rssRatio >= 5, detail: `${mib(r.hot.rssBytes)} -> ${mib(r.frozen.rssBytes)} (${rssRatio.toFixed(2)}x)` },
     { what: 'active-set write p99 unchanged within noise (within 20%)', met: p99Change <= 1.2, detail: `${r.hot.activeWrites.p99.toFixed(2)} -> ${r.frozen.activeWrites.p99.toFixed(2)} ms (${p99Change.toFixed(2)}x)` },
     { what: 'thaw p99 under 50 ms (a 100-item unit)', met: r.thaw.p99 < 50, detail: `p50 ${r.thaw.p50.toFixed(2)} ms, p99 ${r.thaw.p99.toFixed(2)} ms` },
-    { what: 'freezing raises active-set p99 by at most 20%', met: freezeChange <= 1.2, detail: `${r.hot.activeWrites.p99.toFixed(2)} -> ${r.freeze.activeWrites.p99.toFixed(2)} ms while freezing (${freezeChange.toFixed(2)}x)` },
+    {
+      what: 'freezing (at the idle detector\'s pace) raises active-set p99 by at most 20%',
+      met: pacedChange <= 1.2,
+      detail: `${r.hot.activeWrites.p99.toFixed(2)} -> ${r.paced.activeWrites.p99.toFixed(2)} ms while freezing ${Math.round(r.paced.perSec)} units/s (${pacedChange.toFixed(2)}x); at full speed, ${Math.round(r.freeze.perSec)} units/s, p99 ${r.freeze.activeWrites.p99.toFixed(2)} ms`,
+    },
   ];
 }
 
@@ -34,7 +38,9 @@ export function renderH1(r: H1Result, meta: { readonly command: string; readonly
     `| active-set write p50 | ${r.hot.activeWrites.p50.toFixed(2)} ms | ${r.frozen.activeWrites.p50.toFixed(2)} ms |`,
     `| active-set write p99 | ${r.hot.activeWrites.p99.toFixed(2)} ms | ${r.frozen.activeWrites.p99.toFixed(2)} ms |`,
     '',
-    `Freezing: ${r.freeze.units.toLocaleString('en-US')} units in ${r.freeze.seconds.toFixed(1)} s (${Math.round(r.freeze.perSec)} units/s); active-set writes meanwhile p50 ${r.freeze.activeWrites.p50.toFixed(2)} ms, p99 ${r.freeze.activeWrites.p99.toFixed(2)} ms.`,
+    `Freezing at the idle detector's pace: ${r.paced.units.toLocaleString('en-US')} units in ${r.paced.seconds.toFixed(1)} s (${Math.round(r.paced.perSec)} units/s); active-set writes meanwhile p50 ${r.paced.activeWrites.p50.toFixed(2)} ms, p99 ${r.paced.activeWrites.p99.toFixed(2)} ms.`,
+    '',
+    `Freezing as fast as it goes (16 in flight): ${r.freeze.units.toLocaleString('en-US')} units in ${r.freeze.seconds.toFixed(1)} s (${Math.round(r.freeze.perSec)} units/s); active-set writes meanwhile p50 ${r.freeze.activeWrites.p50.toFixed(2)} ms, p99 ${r.freeze.activeWrites.p99.toFixed(2)} ms.`,
     '',
     `Thaw (the first read of a frozen ${Math.round(r.items / r.units)}-item unit, one at a time, ${r.thaw.count} units): p50 ${r.thaw.p50.toFixed(2)} ms, p99 ${r.thaw.p99.toFixed(2)} ms, max ${r.thaw.max.toFixed(2)} ms.`,
     '',
