@@ -205,15 +205,23 @@ export class ClientConnection implements AttachedConnection, NotifySink {
    */
   private async get(request: GetRequest, encoding: Encoding): Promise<GetResult> {
     await ops.readBarrier(this.fe, request);
-    return this.output.exclusive(() =>
-      request.stream === true
-        ? ops.streamList(this.fe, request.path, async (page) => {
-            this.sendFrame(encodeReply(request.id, page, encoding));
-            await this.output.room();
-            if (this.closed) throw new VeraError('UNAVAILABLE', 'connection closed during a streamed get');
-          })
-        : ops.readWholeList(this.fe, request.path),
-    );
+    let paged = false;
+    const read = (): Promise<GetResult> =>
+      this.output.exclusive(() =>
+        request.stream === true
+          ? ops.streamList(this.fe, request.path, async (page) => {
+              paged = true;
+              this.sendFrame(encodeReply(request.id, page, encoding));
+              await this.output.room();
+              if (this.closed) throw new VeraError('UNAVAILABLE', 'connection closed during a streamed get');
+            })
+          : ops.readWholeList(this.fe, request.path),
+      );
+    const result = await read();
+    // A freeze applied between the gate and the read leaves no items in the hot store. A read that found
+    // none while the gate now has to thaw is read again; one that found items was taken before the freeze.
+    if (!paged && result.items.length === 0 && (await passPathGates(this.fe, request.path))) return read();
+    return result;
   }
 
   // ---------------------------------------------------------------- sessions

@@ -53,9 +53,23 @@ async function answer(fe: FrontEnd, req: IncomingMessage, res: ServerResponse): 
   const { path, consistency } = parseRequest(req.url ?? '/');
   await passPathGates(fe, path);
   if (consistency === 'linearizable') await fe.node.linearizableBarrier(fe.readTimeoutMs);
+  try {
+    await respond(fe, req, res, path, true);
+  } catch (err) {
+    if (!(err instanceof FrozenMeanwhile)) throw err;
+    await respond(fe, req, res, path, false);
+  }
+}
+
+/**
+ * Streams the list as JSON. A freeze applied between the gate and the read leaves no items in the
+ * hot store: an empty first page while the gate now has to thaw means read again (nothing is written yet).
+ */
+async function respond(fe: FrontEnd, req: IncomingMessage, res: ServerResponse, path: string, mayRetry: boolean): Promise<void> {
   let opened = false;
   let separator = '';
   await fe.node.stateMachine.readListPages(path, fe.limits.replyBytes, async (page) => {
+    if (!opened && mayRetry && page.items.length === 0 && (await passPathGates(fe, path))) throw new FrozenMeanwhile();
     if (!opened) {
       opened = true;
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -75,6 +89,7 @@ async function answer(fe: FrontEnd, req: IncomingMessage, res: ServerResponse): 
 }
 
 class HeadDone extends Error {}
+class FrozenMeanwhile extends Error {}
 
 /**
  * The list path from the raw request target, under the same rule as the WebSocket:

@@ -13,7 +13,7 @@
 import { decodeItemKey } from '../../keys/index.js';
 import { decodeItemValue } from '../../statemachine/codec.js';
 import type { ApplyError } from '../../statemachine/types.js';
-import { CommandError, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../family.js';
+import { CommandError, failure, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../family.js';
 import { indexField, pathField } from '../fields.js';
 import { lists } from '../lists/index.js';
 import { ColdStoreError } from './cold-store.js';
@@ -109,9 +109,15 @@ async function thaw(c: Extract<HibernateCommand, { op: 'thaw' }>, ctx: PlanConte
   ]);
 }
 
-/** The Frozen unit a path is in, if any: a list change there must wait for a thaw. */
-export function hibernatedUnit(states: States, path: string): string | null {
-  return states.of(hibernate).unitOf(path);
+/**
+ * A list in a hibernated unit is in the cold store: a change to it, or a watch (which
+ * reads it), waits for the unit's thaw. The server thaws before it proposes; this
+ * catches an entry ordered after a freeze the server did not know of, and changes
+ * nothing, so asking again (after the thaw) is safe.
+ */
+export function frozenPathProblem(states: States, path: string): ApplyError | null {
+  const unit = states.of(hibernate).unitOf(path);
+  return unit === null ? null : failure('CONFLICT', `${path} is in the hibernated unit ${unit}; it is being thawed: ask again`);
 }
 
 export const hibernate: Family<HibernateCommand, HibernateState> = {

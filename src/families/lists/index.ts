@@ -8,7 +8,7 @@ import { failure, type BatchOp, type Family, type Plan, type PlanContext, type S
 import { CommandError } from '../family.js';
 import { boolField, indexField, pathField, quotaField, sessionField } from '../fields.js';
 import { sessionProblem } from '../sessions/index.js';
-import { hibernatedUnit } from '../hibernate/index.js';
+import { frozenPathProblem } from '../hibernate/index.js';
 import { addWatchOps, watchQuotaProblem } from '../watches/index.js';
 import { newestRemaining, readItem } from './reads.js';
 import { ListsState } from './state.js';
@@ -48,7 +48,7 @@ export type ListsCommand = PushCommand | DeleteCommand;
 async function push(c: PushCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
   const expired = sessionProblem(states, c.session);
   if (expired !== null) return expired;
-  const frozen = frozenProblem(states, c.path);
+  const frozen = frozenPathProblem(states, c.path);
   if (frozen !== null) return frozen;
   const state = states.of(lists);
   const last = state.lastIndexOf(c.path);
@@ -99,7 +99,7 @@ async function pushQuotaProblem(c: PushCommand, quota: PushQuota, db: VeraDb, st
 async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
   const expired = sessionProblem(states, c.session);
   if (expired !== null) return expired;
-  const frozen = frozenProblem(states, c.path);
+  const frozen = frozenPathProblem(states, c.path);
   if (frozen !== null) return frozen;
   const state = states.of(lists);
   const bytes = await db.get(itemKey(c.path, c.index));
@@ -123,16 +123,6 @@ async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext):
       },
     ],
   };
-}
-
-/**
- * A list in a hibernated unit is in the cold store: a change waits for the unit's thaw.
- * The server thaws before it proposes; this catches a write ordered after a freeze it
- * did not know of, and changes nothing, so asking again is safe.
- */
-function frozenProblem(states: States, path: string): ApplyError | null {
-  const unit = hibernatedUnit(states, path);
-  return unit === null ? null : failure('CONFLICT', `${path} is in the hibernated unit ${unit}; it is being thawed: ask again`);
 }
 
 /** Deletes every item the session owns, with a delete event for each, in item-key order. */

@@ -5,6 +5,7 @@ import { EMPTY_VALUE } from '../../statemachine/codec.js';
 import { WATCH_ITEMS_MAX_BYTES, type ApplyError, type ApplySuccess } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../family.js';
 import { boolField, pathField, quotaField, sessionField } from '../fields.js';
+import { frozenPathProblem } from '../hibernate/index.js';
 import { readListWithin } from '../lists/reads.js';
 import { sessionProblem } from '../sessions/index.js';
 import { WatchesState } from './state.js';
@@ -43,6 +44,9 @@ async function watch(c: WatchCommand, { db, states, index }: PlanContext): Promi
     const problem = watchQuotaProblem(states, ref, c.quota.watches);
     if (problem !== null) return problem;
   }
+  // Its items would be read from the hot store, where a hibernated list has none.
+  const frozen = c.prefix ? null : frozenPathProblem(states, c.path);
+  if (frozen !== null) return frozen;
   // Apply runs one entry at a time, so this read is the list as of this entry.
   // A list too big for one reply is not read here (on every member, inside apply): the reply says so and the client reads it in pages.
   const items = c.prefix ? undefined : await readListWithin(db, c.path, WATCH_ITEMS_MAX_BYTES);

@@ -131,12 +131,15 @@ describe('freeze and thaw', () => {
     expect(await m.items('/users/alice')).toEqual([{ n: 1 }]);
   });
 
-  it('a list change in a frozen unit is refused and changes nothing; the thawed unit takes it', async () => {
+  it('a list change or a watch in a frozen unit is refused and changes nothing; the thawed unit takes it', async () => {
     const m = await member();
     const newest = await aliceUnit(m);
     await m.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest });
     expect(await m.run({ op: 'push', session: 's1', path: '/users/alice/bookmarks', data: 'b3', persistent: true, watch: false })).toMatchObject({ ok: false, code: 'CONFLICT', message: expect.stringContaining('hibernated unit /users/alice') });
     expect(await m.run({ op: 'delete', session: 's1', path: '/users/alice/bookmarks', index: newest })).toMatchObject({ ok: false, code: 'CONFLICT' });
+    // A watch would read the list from the hot store, where it has no items.
+    expect(await m.run({ op: 'watch', session: 's1', path: '/users/alice/bookmarks', prefix: false })).toMatchObject({ ok: false, code: 'CONFLICT' });
+    expect(await m.run({ op: 'watch', session: 's1', path: '/users', prefix: true })).toMatchObject({ ok: true });
     expect(await m.push('/users/alice2', 'next door is fine')).toBeGreaterThan(newest);
     await m.hibernate({ op: 'thaw', unit: '/users/alice' });
     await m.push('/users/alice/bookmarks', 'b3');
