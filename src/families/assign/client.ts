@@ -1,5 +1,6 @@
 // Node assignment in the client library: typed calls over VeraClient's family ops.
 import type { VeraClient } from '../../client/client.js';
+import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { ASSIGN_OPS, type AccountEventKind } from './wire.js';
 
 export interface ServiceInput {
@@ -110,17 +111,11 @@ export interface PurgeResult {
   readonly next: string | null;
 }
 
-function op(name: string) {
-  const build = ASSIGN_OPS.get(name);
-  if (build === undefined) throw new Error(`no assignment op ${name}`);
-  return build;
-}
-
 export class AssignClient {
-  constructor(private readonly client: VeraClient) {}
+  private readonly call: FamilyCall;
 
-  private call(name: string, fields: Readonly<Record<string, unknown>>): Promise<Readonly<Record<string, unknown>>> {
-    return this.client.callFamilyOp(name, fields, op(name));
+  constructor(client: VeraClient) {
+    this.call = familyCaller(client, ASSIGN_OPS);
   }
 
   /** Creates the service or changes its settings (unset fields keep their values). */

@@ -22,7 +22,7 @@ export async function userRecords(db: VeraDb, snapshot: DbSnapshot, email: strin
 export async function replacedBefore(db: VeraDb, snapshot: DbSnapshot, service: string, before: number, limit: number, after?: PurgeCursor): Promise<UserRecord[]> {
   const out: UserRecord[] = [];
   for await (const key of db.keys({ ...replacedBeforeRange(service, before, after), snapshot, limit })) {
-    const raw = await db.get(userKey(uidAtEnd(key)), { snapshot });
+    const raw = db.getSync(userKey(uidAtEnd(key)), { snapshot });
     if (raw !== undefined) out.push(decodeUser(raw));
   }
   return out;

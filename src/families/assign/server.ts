@@ -151,9 +151,19 @@ const handlers: Record<string, Handler> = {
     const service = r.service as string;
     serviceOf(fe, service);
     const at = (r.at as number | undefined) ?? Math.max(fe.node.stateMachine.clock, Date.now());
-    return { service, at, users: await fe.node.stateMachine.read('assignment count', (db, snapshot) => countUsers(db, snapshot, service, at)) };
+    // A count reads every record: one at a time per member, so clients asking at once cannot multiply the scan.
+    const users = await oneCountAtATime(fe, () => fe.node.stateMachine.read('assignment count', (db, snapshot) => countUsers(db, snapshot, service, at)));
+    return { service, at, users };
   },
 };
+
+const countQueues = new WeakMap<FrontEnd, Promise<unknown>>();
+
+function oneCountAtATime<T>(fe: FrontEnd, scan: () => Promise<T>): Promise<T> {
+  const run = (countQueues.get(fe) ?? Promise.resolve()).then(scan);
+  countQueues.set(fe, run.catch(() => undefined));
+  return run;
+}
 
 /**
  * The answer to a login that changes nothing, read after a linearizable barrier (so it

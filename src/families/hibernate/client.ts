@@ -1,5 +1,6 @@
 // Hibernation in the client library: freeze and thaw a unit by hand, list the Frozen units.
 import type { VeraClient } from '../../client/client.js';
+import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { HIBERNATE_OPS } from './wire.js';
 
 export type FreezeResult =
@@ -16,17 +17,11 @@ export interface FrozenUnitInfo {
   readonly lists: ReadonlyArray<{ readonly path: string; readonly newest: number; readonly items: number }>;
 }
 
-function op(name: string) {
-  const build = HIBERNATE_OPS.get(name);
-  if (build === undefined) throw new Error(`no hibernation op ${name}`);
-  return build;
-}
-
 export class HibernateClient {
-  constructor(private readonly client: VeraClient) {}
+  private readonly call: FamilyCall;
 
-  private call(name: string, fields: Readonly<Record<string, unknown>>): Promise<Readonly<Record<string, unknown>>> {
-    return this.client.callFamilyOp(name, fields, op(name));
+  constructor(client: VeraClient) {
+    this.call = familyCaller(client, HIBERNATE_OPS);
   }
 
   /** Moves the unit at `path` (its list and every list below it) to the cold store. */

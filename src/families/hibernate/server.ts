@@ -9,6 +9,7 @@ import { expectOk, notLeaderError } from '../../server/context.js';
 import { proposeTimed, type FamilyOp, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { hibernate, type HibernateCommand, type HibernateValue } from './index.js';
+import { decodeItemKey } from '../../keys/index.js';
 import { unitItemRanges } from './keys.js';
 import { HIBERNATE_OPS } from './wire.js';
 
@@ -66,7 +67,7 @@ async function newestIn(fe: FrontEnd, unit: string): Promise<number> {
   return fe.node.stateMachine.read('hibernation newest', async (db, snapshot) => {
     let newest = 0;
     for (const range of unitItemRanges(unit)) {
-      for await (const [key] of db.iterator({ ...range, snapshot, values: false })) newest = Math.max(newest, key.readUInt32BE(key.length - 8) * 2 ** 32 + key.readUInt32BE(key.length - 4));
+      for await (const key of db.keys({ ...range, snapshot })) newest = Math.max(newest, decodeItemKey(key).index);
     }
     return newest;
   });

@@ -2,6 +2,7 @@
 // and a worker helper that listens (long-polling claims), keeps its leases alive
 // while the handler runs, and finishes each item with done or release.
 import type { VeraClient } from '../../client/client.js';
+import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { VeraError } from '../../protocol/index.js';
 import { JOURNAL_OPS } from './wire.js';
 
@@ -92,22 +93,16 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
-function op(name: string) {
-  const build = JOURNAL_OPS.get(name);
-  if (build === undefined) throw new Error(`no journal op ${name}`);
-  return build;
-}
-
 export class JournalClient {
-  constructor(private readonly client: VeraClient) {}
+  private readonly call: FamilyCall;
+
+  constructor(private readonly client: VeraClient) {
+    this.call = familyCaller(client, JOURNAL_OPS);
+  }
 
   /** The client is closed or its session expired: asking again would fail at once, forever. */
   private get closed(): boolean {
     return this.client.state === 'closed' || this.client.state === 'expired';
-  }
-
-  private call(name: string, fields: Readonly<Record<string, unknown>>): Promise<Readonly<Record<string, unknown>>> {
-    return this.client.callFamilyOp(name, fields, op(name));
   }
 
   async create(name: string, settings: JournalSettingsInput = {}): Promise<void> {
