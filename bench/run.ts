@@ -30,7 +30,8 @@ import { EtcdCluster } from './systems/etcd.js';
 import { DISPLAY_NAMES, type Cluster, type SystemName } from './systems/system.js';
 import { VeraCluster } from './systems/vera.js';
 import { ZooKeeperCluster } from './systems/zookeeper.js';
-import { runJournalBench, type JournalBenchOptions } from './journal/run.js';
+import { runJournalBench } from './journal/run.js';
+import type { ScenarioOptions } from './lib/scenario-report.js';
 import { runAssignBench } from './assign/run.js';
 import { runHibernateBench } from './hibernate/run.js';
 
@@ -112,14 +113,14 @@ async function main(): Promise<number> {
 
   if (extrasOnly) {
     let failures = 0;
-    if (options.journal === 'only') failures += (await runJournalBench(journalOptions(options, logDir, startedAt, command), log)).failures;
+    if (options.journal === 'only') failures += (await runJournalBench(scenarioOptions(options, logDir, startedAt, command), log)).failures;
     if (options.assign === 'only') {
       const docsFile = options.journal === 'only' ? join(dirname(options.docsFile), 'performance-assign.md') : options.docsFile;
-      failures += (await runAssignBench(journalOptions({ ...options, docsFile }, logDir, startedAt, command), log)).failures;
+      failures += (await runAssignBench(scenarioOptions({ ...options, docsFile }, logDir, startedAt, command), log)).failures;
     }
     if (options.hibernate === 'only') {
       const docsFile = options.journal === 'only' || options.assign === 'only' ? join(dirname(options.docsFile), 'performance-hibernation.md') : options.docsFile;
-      failures += (await runHibernateBench(journalOptions({ ...options, docsFile }, logDir, startedAt, command), log)).failures;
+      failures += (await runHibernateBench(scenarioOptions({ ...options, docsFile }, logDir, startedAt, command), log)).failures;
     }
     clearTimeout(watchdog);
     if (failures === 0) rmSync(logDir, { recursive: true, force: true });
@@ -210,15 +211,15 @@ async function main(): Promise<number> {
   if (endLoad > machine.cpus) log(`warning: load average ${endLoad.toFixed(1)} at the end of the run`);
   log(`wrote ${relative(ROOT, options.docsFile)} after ${Math.round((performance.now() - runStart) / 1000)} s${failures > 0 ? `; ${failures} scenario run(s) failed (see the report)` : ''}`);
   if (options.journal === 'after') {
-    const journal = await runJournalBench(journalOptions({ ...options, docsFile: join(dirname(options.docsFile), 'performance-journal.md') }, logDir, startedAt, command), log);
+    const journal = await runJournalBench(scenarioOptions({ ...options, docsFile: join(dirname(options.docsFile), 'performance-journal.md') }, logDir, startedAt, command), log);
     failures += journal.failures;
   }
   if (options.assign === 'after') {
-    const assign = await runAssignBench(journalOptions({ ...options, docsFile: join(dirname(options.docsFile), 'performance-assign.md') }, logDir, startedAt, command), log);
+    const assign = await runAssignBench(scenarioOptions({ ...options, docsFile: join(dirname(options.docsFile), 'performance-assign.md') }, logDir, startedAt, command), log);
     failures += assign.failures;
   }
   if (options.hibernate === 'after') {
-    const h1 = await runHibernateBench(journalOptions({ ...options, docsFile: join(dirname(options.docsFile), 'performance-hibernation.md') }, logDir, startedAt, command), log);
+    const h1 = await runHibernateBench(scenarioOptions({ ...options, docsFile: join(dirname(options.docsFile), 'performance-hibernation.md') }, logDir, startedAt, command), log);
     failures += h1.failures;
   }
   clearTimeout(watchdog);
@@ -228,8 +229,8 @@ async function main(): Promise<number> {
   return failures > 0 ? 1 : 0;
 }
 
-/** What J1 and A1 need of the run (their options have the same shape). */
-function journalOptions(options: BenchOptions, logDir: string, startedAt: string, command: string): JournalBenchOptions {
+/** What J1, A1 and H1 need of the run. */
+function scenarioOptions(options: BenchOptions, logDir: string, startedAt: string, command: string): ScenarioOptions {
   return { quick: options.quick, outDir: options.outDir, docsFile: options.docsFile, logDir, filePrefix: `${startedAt.slice(0, 10)}-`, command, root: ROOT };
 }
 
