@@ -13,6 +13,7 @@ import { byNodeRange } from '../../src/families/assign/keys.js';
 import { countUsers, replacedBefore, userRecords } from '../../src/families/assign/reads.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { AssignHarness, SERVICE } from '../families/assign/harness.js';
+import { lap } from './lap.js';
 
 // VERA_SCALE_ITEMS runs it at another size (a multiple of 10,000).
 const USERS = Number(process.env.VERA_SCALE_ITEMS ?? 1_000_000);
@@ -30,11 +31,6 @@ describe('10^6 assigned users', () => {
     h = await AssignHarness.open();
     const harness = h;
     const t0 = performance.now();
-    const lap = (what: string, since: number): number => {
-      const now = performance.now();
-      console.info(`${what}: ${((now - since) / 1000).toFixed(1)} s, heap ${Math.round(process.memoryUsage().heapUsed / 2 ** 20)} MiB`);
-      return now;
-    };
     await harness.service();
     for (const n of NODES) await harness.addNode(n, USERS);
     for (let i = 0; i < USERS; i++) {

@@ -12,6 +12,7 @@ import { JournalBucket } from '../../src/families/journal/keys.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { bucketRange } from '../../src/keys/index.js';
 import { JournalHarness, SETTINGS } from '../families/journal/harness.js';
+import { lap } from './lap.js';
 
 // VERA_SCALE_ITEMS (a multiple of 1000) runs it at another size.
 const ITEMS = Number(process.env.VERA_SCALE_ITEMS ?? 1_000_000);
@@ -36,11 +37,6 @@ describe('10^6 journal items', () => {
     h = await JournalHarness.open();
     const harness = h;
     const t0 = performance.now();
-    const lap = (what: string, since: number): number => {
-      const now = performance.now();
-      console.info(`${what}: ${((now - since) / 1000).toFixed(1)} s, heap ${Math.round(process.memoryUsage().heapUsed / 2 ** 20)} MiB`);
-      return now;
-    };
     await harness.ok({ op: 'create', name: 'big', settings: { ...SETTINGS, maxItems: 2 * ITEMS } });
     const start = harness.now;
     for (let from = 0; from < ITEMS; from += PER_ADD) {
