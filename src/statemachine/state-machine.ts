@@ -11,7 +11,7 @@ import { failure, type AnyFamily, type BatchOp, type Family, type Plan, type Pla
 import { FAMILIES } from '../families/registry.js';
 import { lag } from '../families/lag/index.js';
 import { lists } from '../families/lists/index.js';
-import { listChildren, readList, readListPages, readListWithin, type ItemPage } from '../families/lists/reads.js';
+import { childrenStep, listChildren, readList, readListPages, readListWithin, type ChildrenStep, type ItemPage } from '../families/lists/reads.js';
 import { sessions } from '../families/sessions/index.js';
 import { watches } from '../families/watches/index.js';
 import { encodeAppliedValue, encodeClockValue, decodeClockValue } from './codec.js';
@@ -262,6 +262,12 @@ export class StateMachine {
       index: await readApplied(this.db, snapshot),
       children: await listChildren(this.db, path, snapshot),
     }));
+  }
+
+  /** One step of a walk over a path's children (see childrenStep in lists/reads.ts). */
+  async childrenStep(path: string, from: Buffer | null, limit: number): Promise<ChildrenStep> {
+    checkPath(path, true);
+    return this.withSnapshot((snapshot) => childrenStep(this.db, path, snapshot, from, limit));
   }
 
   private async withSnapshot<T>(read: (snapshot: ReturnType<VeraDb['snapshot']>) => Promise<T>, what = 'the state'): Promise<T> {

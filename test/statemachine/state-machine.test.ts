@@ -373,6 +373,25 @@ describe('queries', () => {
     expect((await sm.children('/')).index).toBe(sm.appliedIndex);
   });
 
+  it('children in steps reaches every child, whatever the step size, each step starting past the last', async () => {
+    await open('A');
+    for (const p of ['/a/x', '/a-b', '/a.c/d', '/a/y/z', '/b/q', '/a0', '/\u{1F600}', '/é']) await push('A', p, p, { watch: false });
+    const all = (await sm.children('/')).children;
+    for (const limit of [1, 2, 3, 100]) {
+      const seen = new Set<string>();
+      let from: Buffer | null = null;
+      for (let step = 0; step < 50; step++) {
+        const { names, next }: { names: readonly string[]; next: Buffer | null } = await sm.childrenStep('/', from, limit);
+        expect(names.length).toBeLessThanOrEqual(limit);
+        for (const c of names) seen.add(c);
+        if (next === null) break;
+        if (from !== null) expect(Buffer.compare(next, from)).toBeGreaterThan(0);
+        from = next;
+      }
+      expect([...seen].sort(), `limit ${limit}`).toEqual([...all].sort());
+    }
+  });
+
   it('children forgets a branch once its last list is empty', async () => {
     await open('A');
     await push('A', '/t/u', 1); // 2

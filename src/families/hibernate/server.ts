@@ -140,6 +140,8 @@ async function metrics(fe: FrontEnd): Promise<string> {
 /** What the leader knows of recent use: when each unit was last touched, and how busy the clients are. */
 interface Activity {
   readonly lastUse: Map<string, number>;
+  /** Where the walk over each root's children goes on (absent: at the start). */
+  readonly cursor: Map<string, Buffer>;
   leadingSince: number;
   opsThisTick: number;
   running: boolean;
@@ -147,7 +149,7 @@ interface Activity {
 const activityOf = new WeakMap<FrontEnd, Activity>();
 function activity(fe: FrontEnd): Activity {
   let a = activityOf.get(fe);
-  if (a === undefined) activityOf.set(fe, (a = { lastUse: new Map(), leadingSince: Date.now(), opsThisTick: 0, running: false }));
+  if (a === undefined) activityOf.set(fe, (a = { lastUse: new Map(), cursor: new Map(), leadingSince: Date.now(), opsThisTick: 0, running: false }));
   return a;
 }
 
@@ -155,6 +157,8 @@ function activity(fe: FrontEnd): Activity {
 const BUSY_OPS_PER_TICK = 500;
 /** Freezes proposed per tick at most. */
 const FREEZES_PER_TICK = 16;
+/** Children of a root looked at per tick: a root of millions of units is walked in steps. */
+const CHILDREN_PER_TICK = 1000;
 
 /** The unit a path belongs to under the configured roots (`/users/alice/x` -> `/users/alice`), or null. */
 export function unitUnderRoots(roots: readonly string[], path: string): string | null {
@@ -185,8 +189,11 @@ async function freezeIdle(fe: FrontEnd): Promise<void> {
   const now = Date.now();
   let proposed = 0;
   for (const root of config.roots) {
-    const { children } = await fe.node.stateMachine.children(root);
-    for (const name of children) {
+    const step = await fe.node.stateMachine.childrenStep(root, a.cursor.get(root) ?? null, CHILDREN_PER_TICK);
+    // The next tick goes on from there; a unit passed over for the freeze budget comes round again on the next walk.
+    if (step.next === null) a.cursor.delete(root);
+    else a.cursor.set(root, step.next);
+    for (const name of step.names) {
       if (proposed >= FREEZES_PER_TICK || !fe.isLeader()) return;
       const unit = `${root}/${name}`;
       if (fe.node.stateMachine.stateOf(hibernate).frozen.has(unit)) continue;
@@ -208,6 +215,7 @@ const idleDetector: LeaderDuty = {
     const a = activity(fe);
     a.leadingSince = Date.now();
     a.lastUse.clear();
+    a.cursor.clear();
   },
   tick: (fe) => {
     if (fe.hibernation === null) return;

@@ -117,12 +117,39 @@ export async function newestRemaining(db: VeraDb, path: string, removed: Readonl
  * landed on at most twice.
  */
 export async function listChildren(db: VeraDb, path: string, snapshot?: DbSnapshot): Promise<string[]> {
+  const { names } = await walkChildren(db, path, snapshot, null, Infinity);
+  return [...names].sort(compareUtf8);
+}
+
+/** One step of a walk over a path's children: up to `limit` names from `from`, and where the next step starts (null at the end). */
+export interface ChildrenStep {
+  readonly names: readonly string[];
+  readonly next: Buffer | null;
+}
+
+/**
+ * Children in steps, for a walk over a path with very many (hibernation's idle detector).
+ * A child whose name another extends (`a` and `a-b`) may come in two steps, since its own
+ * items and its descendants lie on either side of the other's keys; none is missed, and
+ * each step starts past the last.
+ */
+export async function childrenStep(db: VeraDb, path: string, snapshot: DbSnapshot, from: Buffer | null, limit: number): Promise<ChildrenStep> {
+  const { names, next } = await walkChildren(db, path, snapshot, from, limit);
+  return { names: [...names], next };
+}
+
+async function walkChildren(db: VeraDb, path: string, snapshot: DbSnapshot | undefined, from: Buffer | null, limit: number): Promise<{ names: Set<string>; next: Buffer | null }> {
   const base = path === '/' ? '/' : `${path}/`;
   const lt = path === '/' ? bucketRange(Bucket.item).lt : itemSeekKey(`${path}0`);
   const names = new Set<string>();
-  const keys = db.keys({ gte: itemSeekKey(base), lt, snapshot });
+  const keys = db.keys({ gte: from ?? itemSeekKey(base), lt, snapshot });
+  let next: Buffer | null = null;
   try {
     for (let key = await keys.next(); key !== undefined; key = await keys.next()) {
+      if (names.size >= limit) {
+        next = key;
+        break;
+      }
       const below = decodeItemKey(key).path.slice(base.length);
       const cut = below.indexOf('/');
       const name = cut < 0 ? below : below.slice(0, cut);
@@ -133,5 +160,5 @@ export async function listChildren(db: VeraDb, path: string, snapshot?: DbSnapsh
   } finally {
     await keys.close();
   }
-  return [...names].sort(compareUtf8);
+  return { names, next };
 }
