@@ -5,7 +5,7 @@ import { HIBERNATE_OPS } from './wire.js';
 
 export type FreezeResult =
   | { readonly unit: string; readonly frozen: true; readonly items: number; readonly bytes: number }
-  /** Why not: `changed` (written after the server looked), `ephemeral` (a live session's items), `empty`, `too-large`, `frozen`, `inside-frozen`, `holds-frozen`. */
+  /** Why not: `changed` (written after the server looked), `ephemeral` (a live session's items), `empty`, `too-large`, `frozen`, `inside-frozen`, `holds-frozen`, `entry-full` (freezeMany: the entry was full; ask again). */
   | { readonly unit: string; readonly frozen: false; readonly why: string };
 
 export interface FrozenUnitInfo {
@@ -27,6 +27,11 @@ export class HibernateClient {
   /** Moves the unit at `path` (its list and every list below it) to the cold store. */
   async freeze(path: string): Promise<FreezeResult> {
     return (await this.call('hibernate.freeze', { path })) as unknown as FreezeResult;
+  }
+
+  /** Freezes several units in one entry (at most 64, none inside another); one result per path, in order. */
+  async freezeMany(paths: readonly string[]): Promise<FreezeResult[]> {
+    return (await this.call('hibernate.freeze', { paths: [...paths] })).units as FreezeResult[];
   }
 
   /** Brings it back (any operation on it does that by itself). */

@@ -8,7 +8,7 @@ import type { FrontEnd } from '../../server/context.js';
 import { expectOk, notLeaderError } from '../../server/context.js';
 import { proposeTimed, type FamilyOp, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
-import { hibernate, type HibernateCommand, type HibernateValue } from './index.js';
+import { hibernate, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
 import { decodeItemKey } from '../../keys/index.js';
 import { unitItemRanges } from './keys.js';
 import { HIBERNATE_OPS } from './wire.js';
@@ -73,15 +73,31 @@ async function newestIn(fe: FrontEnd, unit: string): Promise<number> {
   });
 }
 
+/** Freezes `units` in one entry (their newest indexes read first, together); throws CommandError when they overlap. */
+async function freezeMany(fe: FrontEnd, units: readonly string[]): Promise<readonly FreezeValue[]> {
+  const seen = await Promise.all(units.map((unit) => newestIn(fe, unit)));
+  const v = await propose(fe, { op: 'freezeUnits', units: units.map((unit, n) => ({ unit, seen: seen[n]! })) });
+  if (v.op !== 'freezeUnits') throw new VeraError('INTERNAL', 'a freeze gave another result');
+  return v.units;
+}
+
+function freezeReply(v: FreezeValue): FamilyResult {
+  return v.frozen ? { unit: v.unit, frozen: true, items: v.items, bytes: v.bytes } : { unit: v.unit, frozen: false, why: v.why };
+}
+
 type Handler = (call: FamilyOpCall) => Promise<FamilyResult>;
 
 const handlers: Record<string, Handler> = {
   'hibernate.freeze': async ({ fe, request: r }) => {
-    const unit = r.path as string;
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const v = await propose(fe, { op: 'freeze', unit, seen: await newestIn(fe, unit) });
-    if (v.op !== 'freeze') throw new VeraError('INTERNAL', 'a freeze gave another result');
-    return v.frozen ? { unit, frozen: true, items: v.items, bytes: v.bytes } : { unit, frozen: false, why: v.why };
+    if (r.paths === undefined) {
+      const unit = r.path as string;
+      const v = await propose(fe, { op: 'freeze', unit, seen: await newestIn(fe, unit) });
+      if (v.op !== 'freeze') throw new VeraError('INTERNAL', 'a freeze gave another result');
+      return freezeReply(v);
+    }
+    const v = await freezeMany(fe, r.paths as string[]);
+    return { units: v.map(freezeReply) };
   },
   'hibernate.thaw': async ({ fe, request: r }) => {
     const unit = r.path as string;
@@ -103,6 +119,7 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   if (!r.ok || r.op !== 'family' || r.family !== 'hibernate') return;
   const v = r.value as HibernateValue;
   if (v.op === 'freeze' && v.frozen) counters(fe).freezes++;
+  if (v.op === 'freezeUnits') counters(fe).freezes += v.units.filter((u) => u.frozen).length;
   if (v.op === 'thaw' && v.thawed) counters(fe).thaws++;
 }
 
@@ -155,7 +172,7 @@ function activity(fe: FrontEnd): Activity {
 
 /** Above this many path operations in a tick the clients are busy: no freeze competes with them. */
 const BUSY_OPS_PER_TICK = 500;
-/** Freezes proposed per tick at most. */
+/** Units frozen per tick at most (in one entry). */
 const FREEZES_PER_TICK = 16;
 /** Children of a root looked at per tick: a root of millions of units is walked in steps. */
 const CHILDREN_PER_TICK = 1000;
@@ -187,24 +204,27 @@ async function freezeIdle(fe: FrontEnd): Promise<void> {
   const config = fe.hibernation!;
   const a = activity(fe);
   const now = Date.now();
-  let proposed = 0;
+  const idle: string[] = [];
   for (const root of config.roots) {
     const step = await fe.node.stateMachine.childrenStep(root, a.cursor.get(root) ?? null, CHILDREN_PER_TICK);
     // The next tick goes on from there; a unit passed over for the freeze budget comes round again on the next walk.
     if (step.next === null) a.cursor.delete(root);
     else a.cursor.set(root, step.next);
     for (const name of step.names) {
-      if (proposed >= FREEZES_PER_TICK || !fe.isLeader()) return;
+      if (idle.length >= FREEZES_PER_TICK) break;
       const unit = `${root}/${name}`;
       if (fe.node.stateMachine.stateOf(hibernate).frozen.has(unit)) continue;
-      const last = a.lastUse.get(unit) ?? a.leadingSince;
-      if (now - last < config.afterMs) continue;
-      proposed++;
-      const v = await propose(fe, { op: 'freeze', unit, seen: await newestIn(fe, unit) });
-      // Frozen, or not freezable now (ephemeral items, too large): either way, look again a period later.
-      a.lastUse.set(unit, Date.now());
-      if (v.op === 'freeze' && v.frozen) fe.logger.info({ event: 'hibernate.frozen', unit, items: v.items, bytes: v.bytes }, `hibernated ${unit}`);
+      if (now - (a.lastUse.get(unit) ?? a.leadingSince) >= config.afterMs) idle.push(unit);
     }
+  }
+  if (idle.length === 0 || !fe.isLeader()) return;
+  // One entry for the tick's units: one pause of the apply pipeline, their files written in parallel.
+  const values = await freezeMany(fe, idle);
+  for (const v of values) {
+    // Frozen, or not freezable now (ephemeral items, too large): either way, look again a period later.
+    // A unit left out of a full entry comes round on the next walk.
+    if (v.frozen || v.why !== 'entry-full') a.lastUse.set(v.unit, Date.now());
+    if (v.frozen) fe.logger.info({ event: 'hibernate.frozen', unit: v.unit, items: v.items, bytes: v.bytes }, `hibernated ${v.unit}`);
   }
 }
 

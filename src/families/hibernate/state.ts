@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
+import { FrozenSpanCompactor } from './compactor.js';
 import { ColdStore, ColdStoreError, decodeColdFile } from './cold-store.js';
 import { HibernateBucket, inUnit, transitKey, unitOfKey } from './keys.js';
 import { decodeFrozen, type FrozenUnit } from './records.js';
@@ -13,6 +14,7 @@ export class HibernateState {
   private constructor(
     readonly frozen: Map<string, FrozenUnit>,
     readonly cold: ColdStore,
+    readonly compactor: FrozenSpanCompactor,
   ) {}
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<HibernateState> {
@@ -23,7 +25,7 @@ export class HibernateState {
     // What a crash can leave: temporary files, and the files of units thawed since (their thaw is in the db).
     const keep = new Set([...frozen.keys()].map((u) => cold.fileOf(u)));
     await cold.sweep((file) => keep.has(file));
-    return new HibernateState(frozen, cold);
+    return new HibernateState(frozen, cold, new FrozenSpanCompactor(db));
   }
 
   /** The Frozen unit `path` is in (the unit's list or one below it), if any: a lookup per ancestor, not a scan. */

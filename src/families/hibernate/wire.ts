@@ -1,6 +1,6 @@
 // Hibernation's client protocol: the ops it adds and how each request is checked
 // (docs/protocol.md "Extension: hibernation ops", docs/hibernation.md).
-import { invalid, validatePath, type RequestBuilder } from '../../protocol/index.js';
+import { invalid, validatePath, type FamilyRequest, type RequestBuilder } from '../../protocol/index.js';
 
 type Fields = Readonly<Record<string, unknown>>;
 
@@ -14,8 +14,26 @@ function unit(f: Fields): string {
   return f.path as string;
 }
 
+/** `hibernate.freeze` names one unit (`path`) or several (`paths`, frozen in one entry). */
+function freezeRequest(f: Fields, id: number): FamilyRequest {
+  only(f, ['path', 'paths']);
+  if (f.paths === undefined) return { id, op: 'hibernate.freeze', path: unit(f) };
+  if (f.path !== undefined) throw invalid("give 'path' or 'paths', not both");
+  if (!Array.isArray(f.paths) || f.paths.length === 0 || f.paths.length > MAX_FREEZE_PATHS) throw invalid(`'paths' must be an array of 1 to ${MAX_FREEZE_PATHS} paths`);
+  const paths = f.paths.map((path: unknown) => unit({ path }));
+  if (new Set(paths).size !== paths.length) throw invalid("'paths' names a unit twice");
+  const sorted = [...paths].sort();
+  for (let n = 1; n < sorted.length; n++) {
+    if (sorted[n]!.startsWith(`${sorted[n - 1]}/`)) throw invalid(`'paths' overlap: ${sorted[n]} is in the unit ${sorted[n - 1]}`);
+  }
+  return { id, op: 'hibernate.freeze', paths };
+}
+
+/** The most units one `hibernate.freeze` names (MAX_UNITS_PER_FREEZE in index.ts). */
+export const MAX_FREEZE_PATHS = 64;
+
 export const HIBERNATE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  ['hibernate.freeze', (f, id) => (only(f, ['path']), { id, op: 'hibernate.freeze', path: unit(f) })],
+  ['hibernate.freeze', (f, id) => freezeRequest(f, id)],
   ['hibernate.thaw', (f, id) => (only(f, ['path']), { id, op: 'hibernate.thaw', path: unit(f) })],
   ['hibernate.units', (f, id) => (only(f, []), { id, op: 'hibernate.units' })],
 ]);

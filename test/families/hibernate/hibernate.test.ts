@@ -164,6 +164,101 @@ describe('freeze and thaw', () => {
   });
 });
 
+describe('several units in one entry (freezeUnits)', () => {
+  it('freezes each idle unit in one batch, cancels the others one by one, and every unit thaws whole', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    const bob = await m.push('/users/bob/notes', 'n1');
+    const carol = await m.push('/users/carol', 'c1');
+    const v = await m.hibernate({
+      op: 'freezeUnits',
+      units: [
+        { unit: '/users/alice', seen: newest },
+        { unit: '/users/bob', seen: bob - 1 },
+        { unit: '/users/carol', seen: carol },
+        { unit: '/users/nobody', seen: 0 },
+      ],
+    });
+    expect(v).toEqual({
+      op: 'freezeUnits',
+      units: [
+        { op: 'freeze', unit: '/users/alice', frozen: true, items: 3, bytes: expect.any(Number) },
+        { op: 'freeze', unit: '/users/bob', frozen: false, why: 'changed' },
+        { op: 'freeze', unit: '/users/carol', frozen: true, items: 1, bytes: expect.any(Number) },
+        { op: 'freeze', unit: '/users/nobody', frozen: false, why: 'empty' },
+      ],
+    });
+    expect(coldFiles(m)).toHaveLength(2);
+    expect([...m.sm.stateOf(hibernate).frozen.keys()].sort()).toEqual(['/users/alice', '/users/carol']);
+    expect(await m.items('/users/bob/notes')).toEqual(['n1']);
+    expect(await m.items('/users/alice2')).toEqual(['not alice']);
+    // Both frozen at this entry's index: one batch.
+    const at = m.index;
+    expect(m.sm.stateOf(hibernate).frozen.get('/users/carol')!.frozenAt).toBe(at);
+    expect(m.sm.stateOf(hibernate).frozen.get('/users/alice')!.frozenAt).toBe(at);
+    await m.restart();
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/carol' })).toMatchObject({ thawed: true, items: 1 });
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/alice' })).toMatchObject({ thawed: true, items: 3 });
+    expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
+    expect(await m.items('/users/carol')).toEqual(['c1']);
+  });
+
+  it('refuses an empty, too long, repeated or nested list of units, and changes nothing', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    const before = await dumpDb(m.temp.db);
+    const bad: unknown[] = [
+      [],
+      Array.from({ length: 65 }, (_, n) => ({ unit: `/u/${n}`, seen: 0 })),
+      [{ unit: '/users/alice', seen: newest }, { unit: '/users/alice', seen: newest }],
+      [{ unit: '/users/alice', seen: newest }, { unit: '/users/alice/bookmarks', seen: newest }],
+      [{ unit: '/users/alice', seen: newest, extra: 1 }],
+      [{ unit: 'users', seen: 0 }],
+    ];
+    for (const units of bad) expect(() => encodeCommand({ family: 'hibernate', op: 'freezeUnits', units } as never)).toThrow(/units|path must/);
+    expect(await dumpDb(m.temp.db)).toEqual(before);
+  });
+
+  it('a crash with some cold files durable and the batch unwritten leaves every unit hot; the entry applied again freezes them all', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    const carol = await m.push('/users/carol', 'c1');
+    // The second unit's file fails: the first is written, the batch never is.
+    const write = ColdStore.prototype.write;
+    let calls = 0;
+    vi.spyOn(ColdStore.prototype, 'write').mockImplementation(async function (this: ColdStore, cold) {
+      if (++calls === 2) throw new Error('crash writing the second file');
+      return write.call(this, cold);
+    });
+    const entry = { family: 'hibernate', op: 'freezeUnits', units: [{ unit: '/users/alice', seen: newest }, { unit: '/users/carol', seen: carol }] };
+    await expect(m.run(entry)).rejects.toThrow(/crash writing/);
+    vi.restoreAllMocks();
+    await m.restart();
+    expect(coldFiles(m)).toEqual([]);
+    expect(m.sm.stateOf(hibernate).frozen.size).toBe(0);
+    expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
+    expect(await m.again(entry)).toMatchObject({ ok: true, value: { units: [{ frozen: true }, { frozen: true }] } });
+    expect(coldFiles(m)).toHaveLength(2);
+  });
+
+  it('compacts the span the freezes deleted once they go quiet', async () => {
+    const m = await member();
+    const units = 40;
+    const seen: number[] = [];
+    for (let u = 0; u < units; u++) for (let n = 0; n < 50; n++) seen[u] = await m.push(`/users/u${u}/items`, { n, pad: 'x'.repeat(200) });
+    const compactor = m.sm.stateOf(hibernate).compactor;
+    const compactRange = vi.spyOn(m.temp.db, 'compactRange');
+    expect(compactor.compactions).toBe(0);
+    await m.hibernate({ op: 'freezeUnits', units: Array.from({ length: units }, (_, u) => ({ unit: `/users/u${u}`, seen: seen[u]! })) });
+    await vi.waitFor(() => expect(compactor.compactions).toBe(1), { timeout: 10_000 });
+    // One compaction, from the first unit's items to past the last's (u0 < u39 < u9 as bytes).
+    expect(compactRange).toHaveBeenCalledTimes(1);
+    const [gte, lt] = compactRange.mock.calls[0]! as unknown as [Buffer, Buffer];
+    expect(gte.toString('latin1')).toContain('/users/u0');
+    expect(lt.toString('latin1')).toContain('/users/u9');
+  });
+});
+
 describe('crash points', () => {
   /** Makes ColdStore.write fail at one step (the crash), leaving what a crash there leaves. */
   function failWrite(at: 'before' | 'after-temp'): void {

@@ -60,6 +60,25 @@ describe('hibernation on a server', () => {
     expect((await client.get('/users/alice')).items.map((i) => i.data)).toEqual([{ name: 'alice' }]);
   });
 
+  it('freezes several units in one request and entry; a bad list of paths is refused whole', async () => {
+    const { vp, client, hib } = await start();
+    for (const u of ['a', 'b', 'c']) await client.push(`/users/${u}/items`, u, { persistent: true, watch: false });
+    await expect(hib.freezeMany(['/users/a', '/users/a'])).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await expect(hib.freezeMany(['/users/a', '/users/a/items'])).rejects.toMatchObject({ code: 'BAD_REQUEST', message: expect.stringContaining('overlap') });
+    await expect(hib.freezeMany(Array.from({ length: 65 }, (_, n) => `/u/${n}`))).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    expect(await hib.units()).toEqual([]);
+    expect(await hib.freezeMany(['/users/a', '/users/b', '/users/none'])).toEqual([
+      { unit: '/users/a', frozen: true, items: 1, bytes: expect.any(Number) },
+      { unit: '/users/b', frozen: true, items: 1, bytes: expect.any(Number) },
+      { unit: '/users/none', frozen: false, why: 'empty' },
+    ]);
+    const units = await hib.units();
+    expect(units.map((u) => u.unit)).toEqual(['/users/a', '/users/b']);
+    expect(units[0]!.frozenAt).toBe(units[1]!.frozenAt);
+    expect(await metric(vp, 'vera_hibernate_freezes_total')).toBe(2);
+    expect((await client.get('/users/b/items')).items.map((i) => i.data)).toEqual(['b']);
+  });
+
   it('a push and an HTTP read thaw too; a watcher sees the push and nothing of the freeze or thaw', async () => {
     const { vp, client, hib } = await start();
     await client.push('/users/carol/notes', 'n1', { persistent: true, watch: false });

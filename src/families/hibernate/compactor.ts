@@ -1,0 +1,62 @@
+// LevelDB keeps a deleted key's space until it compacts the files that hold it,
+// and leaves files alone that nothing writes to: without help, the hot store of
+// a member that has just frozen most of its units is no smaller on disk. After
+// freezes go quiet for a moment, this compacts the key span they deleted from,
+// one compaction at a time, in LevelDB's own background thread. Local to each
+// member (it changes how the db is laid out on disk, never what it holds).
+import type { VeraDb } from '../../statemachine/types.js';
+
+interface Span {
+  gte: Buffer;
+  lt: Buffer;
+}
+
+export class FrozenSpanCompactor {
+  private pending: Span | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+  /** Compactions finished (for tests and metrics). */
+  compactions = 0;
+
+  constructor(
+    private readonly db: VeraDb,
+    /** How long after the last freeze to compact: a batch of freezes costs one compaction. */
+    private readonly quietMs = 1000,
+  ) {}
+
+  /** Notes the key ranges a freeze deleted. */
+  frozen(ranges: ReadonlyArray<{ readonly gte: Buffer; readonly lt: Buffer }>): void {
+    for (const r of ranges) {
+      if (this.pending === null) this.pending = { gte: r.gte, lt: r.lt };
+      else {
+        if (Buffer.compare(r.gte, this.pending.gte) < 0) this.pending.gte = r.gte;
+        if (Buffer.compare(r.lt, this.pending.lt) > 0) this.pending.lt = r.lt;
+      }
+    }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.run(), this.quietMs);
+    // A member that stops does not wait for it: LevelDB reclaims the space by its own compactions later.
+    this.timer.unref();
+  }
+
+  private async run(): Promise<void> {
+    this.timer = null;
+    if (this.running) return this.schedule();
+    const span = this.pending;
+    if (span === null || this.db.status !== 'open') return;
+    this.pending = null;
+    this.running = true;
+    try {
+      await this.db.compactRange(span.gte, span.lt);
+      this.compactions++;
+    } catch {
+      // Closed meanwhile, or LevelDB could not compact: the space is reclaimed by its own compactions later.
+    } finally {
+      this.running = false;
+    }
+  }
+}
