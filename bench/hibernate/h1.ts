@@ -1,10 +1,13 @@
 // H1: hibernation on a 3-member Vera cluster. Loads `units` units of `perUnit`
 // items (one list each, /users/uN/items), then measures with every unit hot:
 // the members' hot store (the db directories) and RSS, and push latency on the
-// active 10% at 16 in flight. Freezes the idle 90% (16 freezes in flight)
-// while the active set keeps writing, timing the freezes and the active set's
-// latency meanwhile. Measures the same again with the idle units frozen, then
-// the latency of the first read of a frozen unit (which thaws it), one at a time.
+// active 10% at 16 in flight; then restarts every member and measures RSS
+// again (what holding the data costs, without what loading it left behind).
+// Freezes the idle 90% while the active set keeps writing: first at the idle
+// detector's pace (one entry of 16 units a second), then as fast as it goes,
+// timing the freezes and the active set's latency meanwhile. Measures the same
+// again with the idle units frozen, then the latency of the first read of a
+// frozen unit (which thaws it), one at a time.
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type VeraClient } from '../../src/client/index.js';
@@ -26,7 +29,10 @@ export const H1_QUICK: H1Scale = { units: 1_000, perUnit: 100, activeMs: 3_000, 
 export interface H1Phase {
   readonly hotBytes: number;
   readonly coldBytes: number;
+  /** Right after the active writes, in the processes that also did the loading or freezing. */
   readonly rssBytes: number;
+  /** After every member restarted on its data and took a few seconds of active writes. */
+  readonly restartedRssBytes: number;
   readonly activeWrites: LatencySummary;
 }
 
@@ -38,13 +44,18 @@ export interface FreezeRun {
   readonly activeWrites: LatencySummary;
 }
 
-/** The idle detector's most freezes a second (src/families/hibernate/server.ts). */
+/** The idle detector's most freezes a second, all in one entry (src/families/hibernate/server.ts). */
 const PACED_PER_SECOND = 16;
+/** Flat out: entries of this many units, this many in flight. */
+const FAST_BATCH = 32;
+const FAST_IN_FLIGHT = 4;
 
 export interface H1Result {
   readonly items: number;
   readonly units: number;
   readonly loadSeconds: number;
+  /** The three members' RSS before anything was written: the floor no data can go below. */
+  readonly emptyRssBytes: number;
   readonly hot: H1Phase;
   readonly frozen: H1Phase;
   /** As fast as it goes (16 freezes in flight). */
@@ -81,25 +92,31 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
   const errors: string[] = [];
   try {
     await cluster.start();
-    const leader = await cluster.leader();
-    const url = `ws://${LOOPBACK}:${cluster.members().find((m) => m.id === leader)!.clientPort}`;
+    const rssNow = (): number => Object.values(currentRss(cluster.members())).reduce((a, b) => a + b, 0);
+    const emptyRssBytes = rssNow();
+    let pushers: VeraClient[] = [];
     const open = async (): Promise<VeraClient> => {
+      const leader = await cluster.leader();
+      const url = `ws://${LOOPBACK}:${cluster.members().find((m) => m.id === leader)!.clientPort}`;
       const c = await connect(url, { connectTimeoutMs: 20_000, requestTimeoutMs: 60_000 });
       c.on('failed', () => undefined);
       opened.push(c);
       return c;
     };
-    const pushers = await Promise.all(Array.from({ length: 8 }, () => open()));
-    const hib = new HibernateClient(pushers[0]!);
-    for (let tries = 0; ; tries++) {
-      try {
-        await hib.units();
-        break;
-      } catch (err) {
-        if (tries > 200) throw err;
-        await new Promise((r) => setTimeout(r, 50));
+    const connectAll = async (): Promise<void> => {
+      pushers = await Promise.all(Array.from({ length: 8 }, () => open()));
+      const hib = new HibernateClient(pushers[0]!);
+      for (let tries = 0; ; tries++) {
+        try {
+          await hib.units();
+          break;
+        } catch (err) {
+          if (tries > 200) throw err;
+          await new Promise((r) => setTimeout(r, 50));
+        }
       }
-    }
+    };
+    await connectAll();
 
     // Load: 256 in flight, item by item.
     const t0 = performance.now();
@@ -132,24 +149,41 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
       const until = performance.now() + ms;
       return () => performance.now() >= until;
     };
+    /** Every member stopped with kill -9 and started again on its data; clients reconnected to the leader. */
+    const restartAll = async (): Promise<void> => {
+      for (const c of pushers) await c.close().catch(() => undefined);
+      for (const m of cluster.members()) await cluster.kill9(m.id);
+      await Promise.all(cluster.members().map((m) => cluster.restart(m.id)));
+      await cluster.waitHealthy(60_000);
+      await connectAll();
+    };
     const phase = async (tag: string): Promise<H1Phase> => {
       const activeW = await activeWrites(forMs(scale.activeMs), tag);
-      const rss = Object.values(currentRss(cluster.members())).reduce((a, b) => a + b, 0);
-      const p: H1Phase = { hotBytes: dirBytes(cluster.dataDirs(), 'db'), coldBytes: dirBytes(cluster.dataDirs(), 'cold'), rssBytes: rss, activeWrites: activeW };
-      log(`${tag}: hot ${Math.round(p.hotBytes / 2 ** 20)} MiB, cold ${Math.round(p.coldBytes / 2 ** 20)} MiB, RSS ${Math.round(p.rssBytes / 2 ** 20)} MiB, active writes p50 ${activeW.p50.toFixed(2)} ms p99 ${activeW.p99.toFixed(2)} ms`);
+      const rssBytes = rssNow();
+      const hotBytes = dirBytes(cluster.dataDirs(), 'db');
+      const coldBytes = dirBytes(cluster.dataDirs(), 'cold');
+      await restartAll();
+      await activeWrites(forMs(3_000), `${tag} restarted`);
+      const p: H1Phase = { hotBytes, coldBytes, rssBytes, restartedRssBytes: rssNow(), activeWrites: activeW };
+      log(`${tag}: hot ${Math.round(p.hotBytes / 2 ** 20)} MiB, cold ${Math.round(p.coldBytes / 2 ** 20)} MiB, RSS ${Math.round(p.rssBytes / 2 ** 20)} MiB (after a restart ${Math.round(p.restartedRssBytes / 2 ** 20)} MiB), active writes p50 ${activeW.p50.toFixed(2)} ms p99 ${activeW.p99.toFixed(2)} ms`);
       return p;
     };
     const hot = await phase('all hot');
 
-    // First at the idle detector's pace (16 units a second) for a while, measuring the active set.
-    const freezers = await Promise.all(Array.from({ length: 4 }, () => open()));
     let k = active;
     let frozenCount = 0;
-    const freezeOne = async (h: HibernateClient, u: number): Promise<void> => {
-      const r = await h.freeze(unit(u));
-      if (r.frozen) frozenCount++;
-      else errors.push(`${unit(u)} not frozen: ${r.why}`);
+    /** Freezes the next `n` units in one entry. */
+    const freezeBatch = async (h: HibernateClient, n: number): Promise<void> => {
+      const batch: string[] = [];
+      while (batch.length < n && k < scale.units) batch.push(unit(k++));
+      if (batch.length === 0) return;
+      for (const r of await h.freezeMany(batch)) {
+        if (r.frozen) frozenCount++;
+        else errors.push(`${r.unit} not frozen: ${r.why}`);
+      }
     };
+    // First at the idle detector's pace (one entry of 16 units a second) for a while, measuring the active set.
+    const freezers = await Promise.all(Array.from({ length: FAST_IN_FLIGHT }, () => open()));
     let pacing = true;
     const pacedWrites = activeWrites(() => !pacing, 'paced');
     const p0 = performance.now();
@@ -158,7 +192,7 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
     for (let tick = 0; performance.now() < pacedUntil && k < scale.units; tick++) {
       const due = p0 + tick * 1000;
       if (performance.now() < due) await new Promise((r) => setTimeout(r, due - performance.now()));
-      await Promise.all(Array.from({ length: PACED_PER_SECOND }, () => (k < scale.units ? freezeOne(paceHib, k++) : Promise.resolve())));
+      await freezeBatch(paceHib, PACED_PER_SECOND);
     }
     pacing = false;
     const activeDuringPaced = await pacedWrites;
@@ -166,14 +200,14 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
     const pacedSeconds = (performance.now() - p0) / 1000;
     log(`froze ${pacedUnits} units at ${PACED_PER_SECOND}/s; active writes meanwhile p50 ${activeDuringPaced.p50.toFixed(2)} ms p99 ${activeDuringPaced.p99.toFixed(2)} ms`);
 
-    // Then the rest as fast as it goes, 16 at a time, while the active set writes.
+    // Then the rest as fast as it goes while the active set writes.
     let freezing = true;
     const f0 = performance.now();
     const duringFreeze = activeWrites(() => !freezing, 'during');
     await Promise.all(
-      Array.from({ length: 16 }, async (_, w) => {
-        const h = new HibernateClient(freezers[w % freezers.length]!);
-        for (let u = k++; u < scale.units; u = k++) await freezeOne(h, u);
+      freezers.map(async (c) => {
+        const h = new HibernateClient(c);
+        while (k < scale.units) await freezeBatch(h, FAST_BATCH);
       }),
     );
     const freezeSeconds = (performance.now() - f0) / 1000;
@@ -181,6 +215,7 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
     const activeDuringFreeze = await duringFreeze;
     const fastUnits = frozenCount - pacedUnits;
     log(`froze ${fastUnits} units in ${freezeSeconds.toFixed(1)} s (${Math.round(fastUnits / freezeSeconds)}/s); active writes meanwhile p50 ${activeDuringFreeze.p50.toFixed(2)} ms p99 ${activeDuringFreeze.p99.toFixed(2)} ms`);
+    for (const c of freezers) await c.close().catch(() => undefined);
     const frozen = await phase('idle frozen');
 
     // Thaw latency: the first read of a frozen unit, one at a time.
@@ -197,6 +232,7 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
       items: total,
       units: scale.units,
       loadSeconds,
+      emptyRssBytes,
       hot,
       frozen,
       freeze: { units: fastUnits, seconds: freezeSeconds, perSec: fastUnits / freezeSeconds, activeWrites: activeDuringFreeze },

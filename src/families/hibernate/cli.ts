@@ -12,7 +12,7 @@ Hibernation: a unit (a list and every list below it) moves to the cold store and
 comes back on its first use (see docs/hibernation.md).
 
   hibernate PATH   freeze the unit at PATH now
-  hibernate ls     the Frozen units with their size
+  hibernate ls     the Frozen (and Freezing) units with their size
   thaw PATH        bring the unit back now (any operation on it does that too)
 
 Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, -h/--help`;
@@ -40,7 +40,7 @@ const list: ClientCommand = {
   positionals: [],
   prepare: (ctx) => async (client) => {
     const units = await new HibernateClient(client).units();
-    print(ctx, { units }, () => (units.length === 0 ? 'no Frozen units' : units.map((u) => `${u.unit}  frozen  ${u.items} items  ${u.bytes} bytes  (entry ${u.frozenAt})`).join('\n')));
+    print(ctx, { units }, () => (units.length === 0 ? 'no Frozen or Freezing units' : units.map((u) => (u.state === 'frozen' ? `${u.unit}  frozen  ${u.items} items  ${u.bytes} bytes  (entry ${u.frozenAt})` : `${u.unit}  freezing  ${u.items} items  (since entry ${u.since})`)).join('\n')));
   },
 };
 

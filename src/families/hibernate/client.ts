@@ -5,17 +5,21 @@ import { HIBERNATE_OPS } from './wire.js';
 
 export type FreezeResult =
   | { readonly unit: string; readonly frozen: true; readonly items: number; readonly bytes: number }
-  /** Why not: `changed` (written after the server looked), `ephemeral` (a live session's items), `empty`, `too-large`, `frozen`, `inside-frozen`, `holds-frozen`, `entry-full` (freezeMany: the entry was full; ask again). */
+  /** Why not: `changed` (written after the server looked), `ephemeral` (a live session's items), `empty`, `too-large`, `frozen`, `inside-frozen`, `holds-frozen`, `freezing` (a freeze of it is under way), `entry-full` (freezeMany: the entry was full; ask again). */
   | { readonly unit: string; readonly frozen: false; readonly why: string };
 
-export interface FrozenUnitInfo {
-  readonly unit: string;
-  readonly state: 'frozen';
-  readonly frozenAt: number;
-  readonly bytes: number;
-  readonly items: number;
-  readonly lists: ReadonlyArray<{ readonly path: string; readonly newest: number; readonly items: number }>;
-}
+export type UnitInfo =
+  | {
+      readonly unit: string;
+      readonly state: 'frozen';
+      /** The index of the entry that began its freeze. */
+      readonly frozenAt: number;
+      readonly bytes: number;
+      readonly items: number;
+      readonly lists: ReadonlyArray<{ readonly path: string; readonly newest: number; readonly items: number }>;
+    }
+  /** A freeze begun and not yet committed (its cold file is being written). */
+  | { readonly unit: string; readonly state: 'freezing'; readonly since: number; readonly items: number };
 
 export class HibernateClient {
   private readonly call: FamilyCall;
@@ -39,7 +43,8 @@ export class HibernateClient {
     return (await this.call('hibernate.thaw', { path })) as unknown as { unit: string; thawed: boolean; items: number };
   }
 
-  async units(): Promise<FrozenUnitInfo[]> {
-    return (await this.call('hibernate.units', {})).units as FrozenUnitInfo[];
+  /** The Frozen and Freezing units, by path. */
+  async units(): Promise<UnitInfo[]> {
+    return (await this.call('hibernate.units', {})).units as UnitInfo[];
   }
 }

@@ -64,6 +64,9 @@ export interface ColdFileInfo {
   readonly version: number;
 }
 
+/** The last write asked for, per file. */
+const writesInFlight = new Map<string, Promise<void>>();
+
 export class ColdStore {
   private made = false;
 
@@ -101,8 +104,24 @@ export class ColdStore {
     return header.byteLength + body.byteLength;
   }
 
-  /** Writes `parts` as `final`: under a temporary name, synced, renamed, the directory synced. */
+  /**
+   * Writes `parts` as `final`: under a temporary name, synced, renamed, the directory synced.
+   * Writes of one file run one after another, in the order they were asked for (in this
+   * process, whichever ColdStore asked): a unit's file written in the background while it
+   * freezes can never land after a newer one (a snapshot's, or a later freeze's).
+   */
   private async install(final: string, parts: Buffer[]): Promise<void> {
+    const before = writesInFlight.get(final) ?? Promise.resolve();
+    const mine = before.catch(() => undefined).then(() => this.installNow(final, parts));
+    writesInFlight.set(final, mine);
+    try {
+      await mine;
+    } finally {
+      if (writesInFlight.get(final) === mine) writesInFlight.delete(final);
+    }
+  }
+
+  private async installNow(final: string, parts: Buffer[]): Promise<void> {
     const temp = `${final}${TEMP_MARK}${randomBytes(6).toString('hex')}`;
     const handle = await open(temp, 'wx');
     try {

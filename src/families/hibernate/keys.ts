@@ -1,4 +1,5 @@
-// Hibernation's LevelDB layout (docs/storage.md): one bucket of Frozen units.
+// Hibernation's LevelDB layout (docs/storage.md): a bucket of Frozen units, one of
+// Freezing units, and one for cold files in transit.
 // A unit's own data stays where its family keeps it while Hot (the lists'
 // item bucket) and moves to the cold store while Frozen.
 import { bucketPrefix, itemRange, itemSeekKey } from '../../keys/index.js';
@@ -12,7 +13,13 @@ export const HibernateBucket = {
    * deletes these keys).
    */
   transit: 0x0018,
+  /** unit path -> its Freezing record: the unit is on its way to the cold store (freezeUnits, then commitFreeze). */
+  freezing: 0x0019,
 } as const;
+
+export function freezingKey(unit: string): Buffer {
+  return Buffer.concat([bucketPrefix(HibernateBucket.freezing), Buffer.from(unit, 'utf8')]);
+}
 
 export function transitKey(unit: string): Buffer {
   return Buffer.concat([bucketPrefix(HibernateBucket.transit), Buffer.from(unit, 'utf8')]);

@@ -11,7 +11,7 @@ import type { ApplyOutcome } from '../../statemachine/types.js';
 import { hibernate, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
 import { decodeItemKey } from '../../keys/index.js';
 import { unitItemRanges } from './keys.js';
-import { HIBERNATE_OPS } from './wire.js';
+import { HIBERNATE_OPS, MAX_FREEZE_PATHS } from './wire.js';
 
 async function propose(fe: FrontEnd, command: HibernateCommand): Promise<HibernateValue> {
   const r = expectOk(await proposeTimed(fe, { family: 'hibernate', ...command } as never));
@@ -73,11 +73,40 @@ async function newestIn(fe: FrontEnd, unit: string): Promise<number> {
   });
 }
 
-/** Freezes `units` in one entry (their newest indexes read first, together); throws CommandError when they overlap. */
-async function freezeMany(fe: FrontEnd, units: readonly string[]): Promise<readonly FreezeValue[]> {
+/** Units this member (as leader) is freezing right now: the idle detector leaves their commits to whoever began them. */
+const freezesInFlight = new WeakMap<FrontEnd, Set<string>>();
+function inFlight(fe: FrontEnd): Set<string> {
+  let s = freezesInFlight.get(fe);
+  if (s === undefined) freezesInFlight.set(fe, (s = new Set()));
+  return s;
+}
+
+/**
+ * Freezes `units` in two entries: `freezeUnits` marks the idle ones Freezing and every
+ * member starts writing their files beside the log; once this member's files are durable,
+ * `commitFreeze` freezes those still unchanged. One result per unit, in order.
+ */
+async function freezeMany(fe: FrontEnd, units: readonly string[]): Promise<FreezeValue[]> {
   const seen = await Promise.all(units.map((unit) => newestIn(fe, unit)));
-  const v = await propose(fe, { op: 'freezeUnits', units: units.map((unit, n) => ({ unit, seen: seen[n]! })) });
-  if (v.op !== 'freezeUnits') throw new VeraError('INTERNAL', 'a freeze gave another result');
+  const mine = inFlight(fe);
+  for (const u of units) mine.add(u);
+  try {
+    const started = await propose(fe, { op: 'freezeUnits', units: units.map((unit, n) => ({ unit, seen: seen[n]! })) });
+    if (started.op !== 'freezeUnits') throw new VeraError('INTERNAL', 'a freeze gave another result');
+    const freezing = started.units.filter((s) => s.freezing).map((s) => s.unit);
+    const state = fe.node.stateMachine.stateOf(hibernate);
+    // The commit would wait for them anyway, with the whole log behind it.
+    await Promise.all(freezing.map((u) => state.writing.get(u)?.done.catch(() => 0)));
+    const committed = freezing.length === 0 ? [] : await commitFreezes(fe, freezing);
+    return started.units.map((s) => (s.freezing ? committed.find((c) => c.unit === s.unit)! : { op: 'freeze', unit: s.unit, frozen: false, why: s.why }));
+  } finally {
+    for (const u of units) mine.delete(u);
+  }
+}
+
+async function commitFreezes(fe: FrontEnd, units: readonly string[]): Promise<readonly FreezeValue[]> {
+  const v = await propose(fe, { op: 'commitFreeze', units });
+  if (v.op !== 'commitFreeze') throw new VeraError('INTERNAL', 'a freeze commit gave another result');
   return v.units;
 }
 
@@ -107,10 +136,10 @@ const handlers: Record<string, Handler> = {
   },
   'hibernate.units': async ({ fe }) => {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const frozen = [...fe.node.stateMachine.stateOf(hibernate).frozen].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return {
-      units: frozen.map(([unit, f]) => ({ unit, state: 'frozen', frozenAt: f.frozenAt, bytes: f.bytes, items: f.lists.reduce((n, l) => n + l.items, 0), lists: f.lists.map((l) => ({ ...l })) })),
-    };
+    const state = fe.node.stateMachine.stateOf(hibernate);
+    const frozen = [...state.frozen].map(([unit, f]) => ({ unit, state: 'frozen', frozenAt: f.frozenAt, bytes: f.bytes, items: f.lists.reduce((n, l) => n + l.items, 0), lists: f.lists.map((l) => ({ ...l })) }));
+    const freezing = [...state.freezing].map(([unit, f]) => ({ unit, state: 'freezing', since: f.since, items: f.items }));
+    return { units: [...frozen, ...freezing].sort((a, b) => (a.unit < b.unit ? -1 : a.unit > b.unit ? 1 : 0)) };
   },
 };
 
@@ -119,7 +148,7 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   if (!r.ok || r.op !== 'family' || r.family !== 'hibernate') return;
   const v = r.value as HibernateValue;
   if (v.op === 'freeze' && v.frozen) counters(fe).freezes++;
-  if (v.op === 'freezeUnits') counters(fe).freezes += v.units.filter((u) => u.frozen).length;
+  if (v.op === 'commitFreeze') counters(fe).freezes += v.units.filter((u) => u.frozen).length;
   if (v.op === 'thaw' && v.thawed) counters(fe).thaws++;
 }
 
@@ -134,6 +163,9 @@ async function metrics(fe: FrontEnd): Promise<string> {
     '# HELP vera_hibernate_units_frozen Units in the cold store.',
     '# TYPE vera_hibernate_units_frozen gauge',
     `vera_hibernate_units_frozen ${state.frozen.size}`,
+    '# HELP vera_hibernate_units_freezing Units whose freeze has begun and is not yet committed.',
+    '# TYPE vera_hibernate_units_freezing gauge',
+    `vera_hibernate_units_freezing ${state.freezing.size}`,
     '# HELP vera_hibernate_cold_bytes Bytes of the Frozen units\' cold files.',
     '# TYPE vera_hibernate_cold_bytes gauge',
     `vera_hibernate_cold_bytes ${bytes}`,
@@ -228,6 +260,20 @@ async function freezeIdle(fe: FrontEnd): Promise<void> {
   }
 }
 
+/** Freezes begun and never committed (by an earlier leader, or a member that crashed between the two entries). */
+function leftoverFreezes(fe: FrontEnd): string[] {
+  const freezing = fe.node.stateMachine.stateOf(hibernate).freezing;
+  if (freezing.size === 0) return [];
+  const mine = inFlight(fe);
+  return [...freezing.keys()].filter((u) => !mine.has(u)).slice(0, MAX_FREEZE_PATHS);
+}
+
+async function commitLeftovers(fe: FrontEnd, units: readonly string[]): Promise<void> {
+  for (const v of await commitFreezes(fe, units)) {
+    if (v.frozen) fe.logger.info({ event: 'hibernate.frozen', unit: v.unit, items: v.items, bytes: v.bytes }, `hibernated ${v.unit} (a freeze begun earlier)`);
+  }
+}
+
 const idleDetector: LeaderDuty = {
   name: 'hibernate-idle',
   periodMs: 1000,
@@ -238,13 +284,15 @@ const idleDetector: LeaderDuty = {
     a.cursor.clear();
   },
   tick: (fe) => {
-    if (fe.hibernation === null) return;
     const a = activity(fe);
     const busy = a.opsThisTick > BUSY_OPS_PER_TICK;
     a.opsThisTick = 0;
-    if (busy || a.running) return;
+    if (a.running) return;
+    const leftover = leftoverFreezes(fe);
+    // A freeze begun and not committed is finished even without an idle detector (one begun by hand).
+    if (leftover.length === 0 && (fe.hibernation === null || busy)) return;
     a.running = true;
-    freezeIdle(fe)
+    (leftover.length > 0 ? commitLeftovers(fe, leftover) : freezeIdle(fe))
       .catch((err: unknown) => fe.logger.warn({ event: 'hibernate.idleFailed', err: String(err) }, 'the idle detector could not freeze a unit; it tries again'))
       .finally(() => (a.running = false));
   },

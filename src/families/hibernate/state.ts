@@ -6,13 +6,25 @@ import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 import { FrozenSpanCompactor } from './compactor.js';
-import { ColdStore, ColdStoreError, decodeColdFile } from './cold-store.js';
+import { ColdStore, ColdStoreError, decodeColdFile, type ColdUnit } from './cold-store.js';
 import { HibernateBucket, inUnit, transitKey, unitOfKey } from './keys.js';
-import { decodeFrozen, type FrozenUnit } from './records.js';
+import { decodeFreezing, decodeFrozen, type FreezingUnit, type FrozenUnit } from './records.js';
+
+/** A Freezing unit's cold file being written in the background on this member. */
+export interface BackgroundWrite {
+  /** The Freezing record's `since`: the file is that freeze's. */
+  readonly since: number;
+  /** Its size in bytes once durable. */
+  readonly done: Promise<number>;
+}
 
 export class HibernateState {
+  /** Cold files of Freezing units being written on this member (not replicated: a restart forgets them, and the commit writes the file itself). */
+  readonly writing = new Map<string, BackgroundWrite>();
+
   private constructor(
     readonly frozen: Map<string, FrozenUnit>,
+    readonly freezing: Map<string, FreezingUnit>,
     readonly cold: ColdStore,
     readonly compactor: FrozenSpanCompactor,
   ) {}
@@ -20,12 +32,21 @@ export class HibernateState {
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<HibernateState> {
     const frozen = new Map<string, FrozenUnit>();
     for await (const [key, value] of db.iterator({ ...bucketRange(HibernateBucket.unit), snapshot })) frozen.set(unitOfKey(key), decodeFrozen(value));
+    const freezing = new Map<string, FreezingUnit>();
+    for await (const [key, value] of db.iterator({ ...bucketRange(HibernateBucket.freezing), snapshot })) freezing.set(unitOfKey(key), decodeFreezing(value));
     const cold = await ColdStore.open(coldDirOf(db));
     await landTransit(db, snapshot, cold, frozen);
     // What a crash can leave: temporary files, and the files of units thawed since (their thaw is in the db).
     const keep = new Set([...frozen.keys()].map((u) => cold.fileOf(u)));
     await cold.sweep((file) => keep.has(file));
-    return new HibernateState(frozen, cold, new FrozenSpanCompactor(db));
+    return new HibernateState(frozen, freezing, cold, new FrozenSpanCompactor(db));
+  }
+
+  /** Starts writing a Freezing unit's cold file; the commit waits for it. */
+  writeInBackground(cold: ColdUnit, since: number): void {
+    const done = this.cold.write(cold);
+    done.catch(() => undefined); // the commit sees the failure and writes the file itself
+    this.writing.set(cold.unit, { since, done });
   }
 
   /** The Frozen unit `path` is in (the unit's list or one below it), if any: a lookup per ancestor, not a scan. */

@@ -10,6 +10,7 @@ import { connect } from '../../../src/client/client.js';
 import { HibernateClient } from '../../../src/families/hibernate/client.js';
 import { CRASH_POINTS } from '../../../src/families/hibernate/crash-points.js';
 import { startLeader, untilCommandVersion, waitForLeadership } from '../../server/fixture.js';
+import { pollUntil } from '../../support/poll.js';
 import { killAll, VeraProcess } from '../../support/vera-process.js';
 
 afterAll(async () => {
@@ -17,14 +18,20 @@ afterAll(async () => {
 });
 
 describe('hibernation crash points, kill -9 on a real process', () => {
-  for (const point of CRASH_POINTS) {
-    it(`a crash at ${point} leaves the unit whole`, { timeout: 60_000 }, async () => {
+  const cases = [
+    ...CRASH_POINTS.map((point) => ({ point, twoEntries: false })),
+    // The same points in commitFreeze, the second entry of a freeze in two.
+    ...CRASH_POINTS.filter((p) => p.startsWith('freeze')).map((point) => ({ point, twoEntries: true })),
+  ];
+  for (const { point, twoEntries } of cases) {
+    it(`a crash at ${point}${twoEntries ? ' (freezing in two entries)' : ''} leaves the unit whole`, { timeout: 60_000 }, async () => {
       const vp = await startLeader({ env: { VERA_CRASH_AT: point } });
       const client = await connect(vp.url, { timeoutMs: 10_000, requestTimeoutMs: 10_000 });
       const hib = new HibernateClient(client);
       await untilCommandVersion(() => hib.units());
       for (const data of ['a', 'b', 'c']) await client.push('/users/zoe/items', data, { persistent: true, watch: false });
-      const dies = point.startsWith('freeze') ? hib.freeze('/users/zoe') : hib.freeze('/users/zoe').then(() => hib.thaw('/users/zoe'));
+      const freeze = (): Promise<unknown> => (twoEntries ? hib.freezeMany(['/users/zoe']) : hib.freeze('/users/zoe'));
+      const dies = point.startsWith('freeze') ? freeze() : freeze().then(() => hib.thaw('/users/zoe'));
       await dies.catch(() => undefined); // the answer is lost with the process
       const exit = await vp.exited;
       expect(exit.signal).toBe('SIGKILL');
@@ -33,6 +40,8 @@ describe('hibernation crash points, kill -9 on a real process', () => {
       const again = await VeraProcess.start({ dataDir: vp.dataDir });
       await waitForLeadership(again);
       const reader = await connect(again.url, { timeoutMs: 10_000 });
+      // A freeze the crash left begun is finished by the new leader (Frozen, or back to Hot).
+      await pollUntil('no Freezing unit', async () => ((await new HibernateClient(reader).units()).every((u) => u.state !== 'freezing') ? true : undefined));
       // The get thaws the unit if the crash left it frozen; either way every item is there.
       expect((await reader.get('/users/zoe/items')).items.map((i) => i.data)).toEqual(['a', 'b', 'c']);
       expect(await new HibernateClient(reader).units()).toEqual([]);

@@ -164,13 +164,13 @@ describe('freeze and thaw', () => {
   });
 });
 
-describe('several units in one entry (freezeUnits)', () => {
-  it('freezes each idle unit in one batch, cancels the others one by one, and every unit thaws whole', async () => {
+describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
+  it('marks idle units Freezing without moving an item, then freezes those unchanged in one batch; a written one goes back to Hot', async () => {
     const m = await member();
     const newest = await aliceUnit(m);
     const bob = await m.push('/users/bob/notes', 'n1');
     const carol = await m.push('/users/carol', 'c1');
-    const v = await m.hibernate({
+    const start = await m.hibernate({
       op: 'freezeUnits',
       units: [
         { unit: '/users/alice', seen: newest },
@@ -179,66 +179,108 @@ describe('several units in one entry (freezeUnits)', () => {
         { unit: '/users/nobody', seen: 0 },
       ],
     });
-    expect(v).toEqual({
+    const began = m.index;
+    expect(start).toEqual({
       op: 'freezeUnits',
       units: [
-        { op: 'freeze', unit: '/users/alice', frozen: true, items: 3, bytes: expect.any(Number) },
-        { op: 'freeze', unit: '/users/bob', frozen: false, why: 'changed' },
-        { op: 'freeze', unit: '/users/carol', frozen: true, items: 1, bytes: expect.any(Number) },
-        { op: 'freeze', unit: '/users/nobody', frozen: false, why: 'empty' },
+        { unit: '/users/alice', freezing: true, items: 3 },
+        { unit: '/users/bob', freezing: false, why: 'changed' },
+        { unit: '/users/carol', freezing: true, items: 1 },
+        { unit: '/users/nobody', freezing: false, why: 'empty' },
       ],
     });
-    expect(coldFiles(m)).toHaveLength(2);
-    expect([...m.sm.stateOf(hibernate).frozen.keys()].sort()).toEqual(['/users/alice', '/users/carol']);
-    expect(await m.items('/users/bob/notes')).toEqual(['n1']);
+    const state = m.sm.stateOf(hibernate);
+    expect([...state.freezing.keys()].sort()).toEqual(['/users/alice', '/users/carol']);
+    expect(state.frozen.size).toBe(0);
+    expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
+    // A one-entry freeze of a Freezing unit is refused: one freeze at a time.
+    expect(await m.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest })).toMatchObject({ frozen: false, why: 'freezing' });
+    // A write while Freezing is taken, and cancels that unit's freeze.
+    await m.push('/users/carol', 'c2');
+    await Promise.all([...state.writing.values()].map((w) => w.done));
+
+    const commit = await m.hibernate({ op: 'commitFreeze', units: ['/users/alice', '/users/carol', '/users/bob'] });
+    expect(commit).toEqual({
+      op: 'commitFreeze',
+      units: [
+        { op: 'freeze', unit: '/users/alice', frozen: true, items: 3, bytes: expect.any(Number) },
+        { op: 'freeze', unit: '/users/carol', frozen: false, why: 'changed' },
+        { op: 'freeze', unit: '/users/bob', frozen: false, why: 'not-freezing' },
+      ],
+    });
+    expect(state.freezing.size).toBe(0);
+    expect(state.frozen.get('/users/alice')).toMatchObject({ frozenAt: began, lists: [{ path: '/users/alice', items: 1 }, { path: '/users/alice/bookmarks', newest, items: 2 }] });
+    expect(await m.items('/users/alice/bookmarks')).toEqual([]);
     expect(await m.items('/users/alice2')).toEqual(['not alice']);
-    // Both frozen at this entry's index: one batch.
-    const at = m.index;
-    expect(m.sm.stateOf(hibernate).frozen.get('/users/carol')!.frozenAt).toBe(at);
-    expect(m.sm.stateOf(hibernate).frozen.get('/users/alice')!.frozenAt).toBe(at);
+    expect(await m.items('/users/carol')).toEqual(['c1', 'c2']);
     await m.restart();
-    expect(await m.hibernate({ op: 'thaw', unit: '/users/carol' })).toMatchObject({ thawed: true, items: 1 });
+    // The sweep kept the Frozen unit's file and took carol's, whose freeze was cancelled.
+    expect(coldFiles(m)).toHaveLength(1);
     expect(await m.hibernate({ op: 'thaw', unit: '/users/alice' })).toMatchObject({ thawed: true, items: 3 });
     expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
-    expect(await m.items('/users/carol')).toEqual(['c1']);
   });
 
-  it('refuses an empty, too long, repeated or nested list of units, and changes nothing', async () => {
-    const m = await member();
-    const newest = await aliceUnit(m);
-    const before = await dumpDb(m.temp.db);
-    const bad: unknown[] = [
-      [],
-      Array.from({ length: 65 }, (_, n) => ({ unit: `/u/${n}`, seen: 0 })),
-      [{ unit: '/users/alice', seen: newest }, { unit: '/users/alice', seen: newest }],
-      [{ unit: '/users/alice', seen: newest }, { unit: '/users/alice/bookmarks', seen: newest }],
-      [{ unit: '/users/alice', seen: newest, extra: 1 }],
-      [{ unit: 'users', seen: 0 }],
-    ];
-    for (const units of bad) expect(() => encodeCommand({ family: 'hibernate', op: 'freezeUnits', units } as never)).toThrow(/units|path must/);
-    expect(await dumpDb(m.temp.db)).toEqual(before);
+  it('a member that restarts between the two entries, or whose background write failed, writes the file at the commit and ends as one that did not', async () => {
+    const a = await member();
+    const b = await member();
+    const c = await member();
+    const entries: Array<Record<string, unknown>> = [];
+    for (const m of [a, b, c]) {
+      const newest = await aliceUnit(m);
+      const carol = await m.push('/users/carol', 'c1');
+      entries.push({ family: 'hibernate', op: 'freezeUnits', units: [{ unit: '/users/alice', seen: newest }, { unit: '/users/carol', seen: carol }] });
+    }
+    expect(entries[1]).toEqual(entries[0]);
+    await a.run(entries[0]!);
+    await b.run(entries[0]!);
+    // c's background writes fail (a full disk for a moment): its commit writes the files itself.
+    const write = vi.spyOn(ColdStore.prototype, 'write').mockRejectedValueOnce(new Error('disk full')).mockRejectedValueOnce(new Error('disk full'));
+    await c.run(entries[0]!);
+    write.mockRestore();
+    await b.restart();
+    expect([...b.sm.stateOf(hibernate).freezing.keys()].sort()).toEqual(['/users/alice', '/users/carol']);
+    expect(b.sm.stateOf(hibernate).writing.size).toBe(0);
+    const commit = { family: 'hibernate', op: 'commitFreeze', units: ['/users/alice', '/users/carol'] };
+    for (const m of [a, b, c]) expect(await m.run(commit)).toMatchObject({ ok: true, value: { units: [{ frozen: true }, { frozen: true }] } });
+    const hibernated = async (m: Member): Promise<Array<[string, string]>> => (await dumpDb(m.temp.db)).filter(([k]) => k.startsWith('0017') || k.startsWith('0019') || k.startsWith('0003'));
+    expect(await hibernated(b)).toEqual(await hibernated(a));
+    expect(await hibernated(c)).toEqual(await hibernated(a));
+    for (const m of [a, b, c]) {
+      expect(await m.hibernate({ op: 'thaw', unit: '/users/carol' })).toMatchObject({ thawed: true, items: 1 });
+      expect(await m.items('/users/carol')).toEqual(['c1']);
+    }
   });
 
-  it('a crash with some cold files durable and the batch unwritten leaves every unit hot; the entry applied again freezes them all', async () => {
+  it('commit, crash with the cold files durable and the batch unwritten: every unit stays hot and Freezing, and the commit applied again freezes them', async () => {
     const m = await member();
     const newest = await aliceUnit(m);
     const carol = await m.push('/users/carol', 'c1');
-    // The second unit's file fails: the first is written, the batch never is.
-    const write = ColdStore.prototype.write;
-    let calls = 0;
-    vi.spyOn(ColdStore.prototype, 'write').mockImplementation(async function (this: ColdStore, cold) {
-      if (++calls === 2) throw new Error('crash writing the second file');
-      return write.call(this, cold);
-    });
-    const entry = { family: 'hibernate', op: 'freezeUnits', units: [{ unit: '/users/alice', seen: newest }, { unit: '/users/carol', seen: carol }] };
-    await expect(m.run(entry)).rejects.toThrow(/crash writing/);
+    await m.run({ family: 'hibernate', op: 'freezeUnits', units: [{ unit: '/users/alice', seen: newest }, { unit: '/users/carol', seen: carol }] });
+    vi.spyOn(m.temp.db, 'batch').mockImplementationOnce((() => Promise.reject(new Error('crash before the batch'))) as never);
+    const commit = { family: 'hibernate', op: 'commitFreeze', units: ['/users/alice', '/users/carol'] };
+    await expect(m.run(commit)).rejects.toThrow(/crash before the batch/);
     vi.restoreAllMocks();
     await m.restart();
-    expect(coldFiles(m)).toEqual([]);
-    expect(m.sm.stateOf(hibernate).frozen.size).toBe(0);
     expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
-    expect(await m.again(entry)).toMatchObject({ ok: true, value: { units: [{ frozen: true }, { frozen: true }] } });
+    expect(m.sm.stateOf(hibernate).frozen.size).toBe(0);
+    expect(m.sm.stateOf(hibernate).freezing.size).toBe(2);
+    expect(await m.again(commit)).toMatchObject({ ok: true, value: { units: [{ frozen: true }, { frozen: true }] } });
+    await m.restart();
     expect(coldFiles(m)).toHaveLength(2);
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/alice' })).toMatchObject({ thawed: true, items: 3 });
+  });
+
+  it('refuses an empty, too long, repeated or nested list of units, and changes nothing', () => {
+    const bad: unknown[] = [
+      [],
+      Array.from({ length: 65 }, (_, n) => ({ unit: `/u/${n}`, seen: 0 })),
+      [{ unit: '/users/alice', seen: 1 }, { unit: '/users/alice', seen: 1 }],
+      [{ unit: '/users/alice', seen: 1 }, { unit: '/users/alice/bookmarks', seen: 1 }],
+      [{ unit: '/users/alice', seen: 1, extra: 1 }],
+      [{ unit: 'users', seen: 0 }],
+    ];
+    for (const units of bad) expect(() => encodeCommand({ family: 'hibernate', op: 'freezeUnits', units } as never)).toThrow(/units|path must/);
+    for (const units of [[], ['/a', '/a'], ['/a', '/a/b'], [1]]) expect(() => encodeCommand({ family: 'hibernate', op: 'commitFreeze', units } as never)).toThrow(/units|path/);
   });
 
   it('compacts the span the freezes deleted once they go quiet', async () => {
@@ -250,6 +292,7 @@ describe('several units in one entry (freezeUnits)', () => {
     const compactRange = vi.spyOn(m.temp.db, 'compactRange');
     expect(compactor.compactions).toBe(0);
     await m.hibernate({ op: 'freezeUnits', units: Array.from({ length: units }, (_, u) => ({ unit: `/users/u${u}`, seen: seen[u]! })) });
+    expect(await m.hibernate({ op: 'commitFreeze', units: Array.from({ length: units }, (_, u) => `/users/u${u}`) })).toMatchObject({ units: Array.from({ length: units }, () => ({ frozen: true })) });
     await vi.waitFor(() => expect(compactor.compactions).toBe(1), { timeout: 10_000 });
     // One compaction, from the first unit's items to past the last's (u0 < u39 < u9 as bytes).
     expect(compactRange).toHaveBeenCalledTimes(1);
