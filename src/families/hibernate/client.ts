@@ -5,7 +5,7 @@ import { HIBERNATE_OPS } from './wire.js';
 
 export type FreezeResult =
   | { readonly unit: string; readonly frozen: true; readonly items: number; readonly bytes: number }
-  /** Why not: `changed` (written after the server looked), `ephemeral` (a live session's items), `empty`, `too-large`, `frozen`, `inside-frozen`, `holds-frozen`, `freezing` (a freeze of it is under way), `entry-full` (freezeMany: the entry was full; ask again). */
+  /** Why not: `changed` (written after the server looked), `ephemeral` (a live session's items), `empty`, `too-large`, `frozen`, `inside-frozen`, `holds-frozen`, `freezing` (a freeze of it is under way). */
   | { readonly unit: string; readonly frozen: false; readonly why: string };
 
 export type UnitInfo =
@@ -19,7 +19,7 @@ export type UnitInfo =
       readonly lists: ReadonlyArray<{ readonly path: string; readonly newest: number; readonly items: number }>;
     }
   /** A freeze begun and not yet committed (its cold file is being written). */
-  | { readonly unit: string; readonly state: 'freezing'; readonly since: number; readonly items: number };
+  | { readonly unit: string; readonly state: 'freezing'; readonly since: number };
 
 export class HibernateClient {
   private readonly call: FamilyCall;
@@ -33,7 +33,7 @@ export class HibernateClient {
     return (await this.call('hibernate.freeze', { path })) as unknown as FreezeResult;
   }
 
-  /** Freezes several units in one entry (at most 64, none inside another); one result per path, in order. */
+  /** Freezes several units together (at most 16, none inside another); one result per path, in order. */
   async freezeMany(paths: readonly string[]): Promise<FreezeResult[]> {
     return (await this.call('hibernate.freeze', { paths: [...paths] })).units as FreezeResult[];
   }

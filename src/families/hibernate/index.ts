@@ -15,8 +15,6 @@
 // deleted before the file is durable, and an entry whose batch was not written
 // is applied again at restart. Freeze and thaw change no item as a client
 // sees it, so they emit no events.
-import { decodeItemKey } from '../../keys/index.js';
-import { decodeItemValue } from '../../statemachine/codec.js';
 import type { ApplyError } from '../../statemachine/types.js';
 import { CommandError, failure, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../family.js';
 import { indexField, pathField } from '../fields.js';
@@ -24,18 +22,16 @@ import { lists } from '../lists/index.js';
 import { ColdStoreError } from './cold-store.js';
 import { crashPoint } from './crash-points.js';
 import { freezingKey, HibernateBucket, inUnit, unitItemRanges, unitKey } from './keys.js';
-import { encodeFreezing, encodeFrozen, entriesDigest, type FreezingUnit, type FrozenList, type FrozenUnit } from './records.js';
+import { prepareUnit, readUnit, type Prepared, type UnfreezableWhy } from './freezing.js';
+import { encodeFreezing, encodeFrozen, type FreezingUnit, type FrozenUnit } from './records.js';
 import { coldFilesAt, HibernateState } from './state.js';
 
 export const HIBERNATE_SINCE = 4;
 /** `freezeUnits` and `commitFreeze`: freezing in two entries, several units at a time. */
 export const FREEZE_UNITS_SINCE = 5;
-/** The most items one unit may hold and still be frozen: a larger unit stays hot. */
-export const MAX_UNIT_ITEMS = 100_000;
-/** The most units one `freezeUnits` or `commitFreeze` entry names. */
-export const MAX_UNITS_PER_FREEZE = 64;
-/** The most items one entry reads in all (what one apply holds in memory); the units past it wait for another entry. */
-export const MAX_ITEMS_PER_FREEZE = MAX_UNIT_ITEMS;
+export { MAX_UNIT_ITEMS } from './freezing.js';
+/** The most units one `freezeUnits` or `commitFreeze` entry names (each may hold MAX_UNIT_ITEMS, whose keys a commit holds). */
+export const MAX_UNITS_PER_FREEZE = 16;
 
 /** A unit to freeze, with `seen`: the newest index among its lists when the leader chose to freeze it. */
 export interface FreezeTarget {
@@ -52,19 +48,16 @@ export type HibernateCommand =
   | { readonly op: 'thaw'; readonly unit: string };
 
 /**
- * Why a unit was not frozen. `entry-full`: the entry had read MAX_ITEMS_PER_FREEZE items
- * before it (ask again); `freezing`: a freeze of it is under way; `not-freezing`: a commit
- * for a unit no freeze began (or one already committed or cancelled).
+ * Why a unit was not frozen. `freezing`: a freeze of it is under way; `not-freezing`: a
+ * commit for a unit no freeze began, or whose freeze a write cancelled.
  */
-export type FreezeCancel = 'frozen' | 'inside-frozen' | 'holds-frozen' | 'empty' | 'changed' | 'ephemeral' | 'too-large' | 'entry-full' | 'freezing' | 'not-freezing';
+export type FreezeCancel = 'frozen' | 'inside-frozen' | 'holds-frozen' | 'freezing' | 'not-freezing' | UnfreezableWhy;
 
 export type FreezeValue =
   | { readonly op: 'freeze'; readonly unit: string; readonly frozen: true; readonly items: number; readonly bytes: number }
   | { readonly op: 'freeze'; readonly unit: string; readonly frozen: false; readonly why: FreezeCancel };
 
-export type FreezeStart =
-  | { readonly unit: string; readonly freezing: true; readonly items: number }
-  | { readonly unit: string; readonly freezing: false; readonly why: FreezeCancel };
+export type FreezeStart = { readonly unit: string; readonly freezing: true } | { readonly unit: string; readonly freezing: false; readonly why: FreezeCancel };
 
 export type HibernateValue =
   | FreezeValue
@@ -76,48 +69,24 @@ function answer(value: HibernateValue, ops: BatchOp[] = [], after: Array<() => v
   return { result: { ok: true, op: 'family', family: 'hibernate', value }, ops, events: [], after };
 }
 
-type Entries = Array<readonly [Buffer, Buffer]>;
-
-/** A unit read for freezing: its entries and lists, or why it is not frozen. */
-type Gathered = { readonly entries: Entries; readonly lists: FrozenList[]; readonly newest: number } | { readonly why: FreezeCancel };
-
-/** Reads a unit's entries, if it may be frozen at all; `room`: how many more items this entry may read. */
-async function gather(unit: string, ctx: PlanContext, room: number): Promise<Gathered> {
-  const state = ctx.states.of(hibernate);
-  if (state.frozen.has(unit)) return { why: 'frozen' };
-  if (state.unitOf(unit) !== null) return { why: 'inside-frozen' };
-  if (state.frozenBelow(unit) !== null) return { why: 'holds-frozen' };
-  const entries: Entries = [];
-  const byPath = new Map<string, { newest: number; items: number }>();
-  let newest = 0;
-  for (const range of unitItemRanges(unit)) {
-    for await (const [key, value] of ctx.db.iterator(range)) {
-      // An ephemeral item belongs to a live session: the unit is in use.
-      if (decodeItemValue(value).owner !== null) return { why: 'ephemeral' };
-      if (entries.length >= MAX_UNIT_ITEMS) return { why: 'too-large' };
-      if (entries.length >= room) return { why: 'entry-full' };
-      const { path, index } = decodeItemKey(key);
-      entries.push([key, value]);
-      const list = byPath.get(path) ?? { newest: 0, items: 0 };
-      list.newest = Math.max(list.newest, index);
-      list.items++;
-      byPath.set(path, list);
-      newest = Math.max(newest, index);
-    }
-  }
-  if (entries.length === 0) return { why: 'empty' };
-  return { entries, newest, lists: [...byPath].map(([path, l]) => ({ path, newest: l.newest, items: l.items })) };
+/** Why a unit may not begin to freeze, from what every member holds in memory. */
+function heldBack(state: HibernateState, unit: string): FreezeCancel | null {
+  if (state.frozen.has(unit)) return 'frozen';
+  if (state.freezing.has(unit)) return 'freezing';
+  if (state.unitOf(unit) !== null) return 'inside-frozen';
+  if (state.frozenBelow(unit) !== null) return 'holds-frozen';
+  return null;
 }
 
-/** What the batch that freezes a unit holds: its hot entries deleted, its Frozen record put, its Freezing one (if any) deleted. */
-function frozenOps(unit: string, entries: Entries, record: FrozenUnit): BatchOp[] {
-  const ops: BatchOp[] = entries.map(([key]) => ({ type: 'del', key }));
+/** The batch that freezes a unit: its hot entries deleted, its Frozen record put, its Freezing one (if any) deleted. */
+function frozenOps(unit: string, keys: readonly Buffer[], record: FrozenUnit): BatchOp[] {
+  const ops: BatchOp[] = keys.map((key) => ({ type: 'del', key }));
   ops.push({ type: 'del', key: freezingKey(unit) });
   ops.push({ type: 'put', key: unitKey(unit), value: encodeFrozen(record) });
   return ops;
 }
 
-/** The in-memory side of a committed freeze, run once its batch is durable. */
+/** The in-memory side of a freeze, run once its batch is written. */
 function frozenAfter(ctx: PlanContext, unit: string, record: FrozenUnit): () => void {
   const state = ctx.states.of(hibernate);
   const listsState = ctx.states.of(lists);
@@ -134,113 +103,126 @@ function frozenAfter(ctx: PlanContext, unit: string, record: FrozenUnit): () => 
   };
 }
 
-/** `freeze` (version 4): one unit, read, written and committed in one entry. */
+/** `freeze` (version 4): one unit, read, written and frozen in one entry. */
 async function freeze(c: Extract<HibernateCommand, { op: 'freeze' }>, ctx: PlanContext): Promise<Plan> {
   const state = ctx.states.of(hibernate);
   const cancelled = (why: FreezeCancel): Plan => answer({ op: 'freeze', unit: c.unit, frozen: false, why });
-  if (state.freezing.has(c.unit)) return cancelled('freezing');
-  const g = await gather(c.unit, ctx, MAX_UNIT_ITEMS);
-  if ('why' in g) return cancelled(g.why);
+  const held = heldBack(state, c.unit);
+  if (held !== null) return cancelled(held);
+  const read = await readUnit(ctx.db, c.unit);
+  if ('why' in read) return cancelled(read.why);
   // A write (or delete of the newest item) after the leader looked: the unit is not idle.
-  if (g.newest !== c.seen) return cancelled('changed');
+  if (read.newest !== c.seen) return cancelled('changed');
   // Durable before the batch that deletes the hot copy: a crash from here on leaves both, then the cold one.
   crashPoint('freeze-before-cold');
-  const bytes = await state.cold.write({ unit: c.unit, meta: { frozenAt: ctx.index }, entries: g.entries });
+  const bytes = await state.cold.write({ unit: c.unit, meta: { frozenAt: ctx.index }, entries: read.entries });
   crashPoint('freeze-cold-durable');
-  const record: FrozenUnit = { frozenAt: ctx.index, lists: g.lists, bytes };
-  return answer({ op: 'freeze', unit: c.unit, frozen: true, items: g.entries.length, bytes }, frozenOps(c.unit, g.entries, record), [frozenAfter(ctx, c.unit, record)]);
+  const record: FrozenUnit = { frozenAt: ctx.index, lists: read.lists, bytes };
+  const keys = read.entries.map(([key]) => key);
+  return answer({ op: 'freeze', unit: c.unit, frozen: true, items: keys.length, bytes }, frozenOps(c.unit, keys, record), [frozenAfter(ctx, c.unit, record)]);
 }
 
-/** `freezeUnits`: each idle unit becomes Freezing, and its cold file starts being written beside the log. */
-async function startFreezes(c: Extract<HibernateCommand, { op: 'freezeUnits' }>, ctx: PlanContext): Promise<Plan> {
+/**
+ * `freezeUnits`: each unit not held back becomes Freezing. Nothing is read here: right
+ * after the entry is written, each member snapshots the db and reads and writes the
+ * units beside the log (HibernateState.prepareInBackground).
+ */
+function startFreezes(c: Extract<HibernateCommand, { op: 'freezeUnits' }>, ctx: PlanContext): Plan {
   const state = ctx.states.of(hibernate);
   const values: FreezeStart[] = [];
   const ops: BatchOp[] = [];
-  const started: Array<{ unit: string; record: FreezingUnit; entries: Entries }> = [];
-  let read = 0;
+  const started: FreezeTarget[] = [];
   for (const t of c.units) {
-    const g = state.freezing.has(t.unit) ? ({ why: 'freezing' } as const) : await gather(t.unit, ctx, MAX_ITEMS_PER_FREEZE - read);
-    if ('why' in g) {
-      values.push({ unit: t.unit, freezing: false, why: g.why });
+    const held = heldBack(state, t.unit);
+    if (held !== null) {
+      values.push({ unit: t.unit, freezing: false, why: held });
       continue;
     }
-    // A write (or delete of the newest item) after the leader looked: the unit is not idle.
-    if (g.newest !== t.seen) {
-      values.push({ unit: t.unit, freezing: false, why: 'changed' });
-      continue;
-    }
-    read += g.entries.length;
-    const record: FreezingUnit = { since: ctx.index, digest: entriesDigest(g.entries), items: g.entries.length };
-    ops.push({ type: 'put', key: freezingKey(t.unit), value: encodeFreezing(record) });
-    started.push({ unit: t.unit, record, entries: g.entries });
-    values.push({ unit: t.unit, freezing: true, items: g.entries.length });
+    ops.push({ type: 'put', key: freezingKey(t.unit), value: encodeFreezing({ since: ctx.index, seen: t.seen }) });
+    started.push(t);
+    values.push({ unit: t.unit, freezing: true });
   }
-  const after = started.map(({ unit, record, entries }) => () => {
-    state.freezing.set(unit, record);
-    state.writeInBackground({ unit, meta: { frozenAt: record.since }, entries }, record.since);
-  });
+  const after =
+    started.length === 0
+      ? []
+      : [
+          () => {
+            for (const t of started) state.freezing.set(t.unit, { since: ctx.index, seen: t.seen });
+            state.prepareInBackground(ctx.db, started, ctx.index);
+          },
+        ];
   return answer({ op: 'freezeUnits', units: values }, ops, after);
 }
 
 /**
- * `commitFreeze`: each Freezing unit whose entries are still those its freeze began with
- * is frozen, its file durable before the one batch that deletes the hot copies; a changed
- * or no longer freezable one goes back to Hot.
+ * `commitFreeze`: each unit still Freezing (no change reached it since its freeze began,
+ * or the change would have cancelled it) is frozen if it may be, its file durable before
+ * the one batch that deletes the hot copies; one that may not goes back to Hot.
  */
 async function commitFreezes(c: Extract<HibernateCommand, { op: 'commitFreeze' }>, ctx: PlanContext): Promise<Plan> {
   const state = ctx.states.of(hibernate);
   const values: FreezeValue[] = [];
   const ops: BatchOp[] = [];
   const after: Array<() => void> = [];
-  const commits: Array<{ unit: string; record: FreezingUnit; g: Extract<Gathered, { entries: Entries }> }> = [];
-  let read = 0;
+  const freezing: Array<readonly [string, FreezingUnit]> = [];
   for (const unit of c.units) {
     const record = state.freezing.get(unit);
-    if (record === undefined) {
-      values.push({ op: 'freeze', unit, frozen: false, why: 'not-freezing' });
-      continue;
-    }
-    const g = await gather(unit, ctx, MAX_ITEMS_PER_FREEZE - read);
-    // Any change since the freeze began (a write, a delete, a session's item): not idle, or not the file's content.
-    if ('why' in g || !entriesDigest(g.entries).equals(record.digest)) {
-      // Back to Hot: the leader may begin a new freeze of it later.
-      values.push({ op: 'freeze', unit, frozen: false, why: 'why' in g ? g.why : 'changed' });
-      ops.push({ type: 'del', key: freezingKey(unit) });
-      after.push(() => {
-        state.freezing.delete(unit);
-        state.writing.delete(unit);
-      });
-      continue;
-    }
-    read += g.entries.length;
-    commits.push({ unit, record, g });
+    if (record === undefined) values.push({ op: 'freeze', unit, frozen: false, why: 'not-freezing' });
+    else freezing.push([unit, record]);
   }
   // Durable before the batch that deletes the hot copies: a crash from here on leaves both, then the cold ones.
   crashPoint('freeze-before-cold');
-  const bytes = await Promise.all(commits.map(({ unit, record, g }) => fileWritten(state, unit, record, g.entries)));
+  const prepared = await Promise.all(freezing.map(([unit, record]) => ready(state, ctx, unit, record)));
   crashPoint('freeze-cold-durable');
-  commits.forEach(({ unit, record, g }, n) => {
-    const frozen: FrozenUnit = { frozenAt: record.since, lists: g.lists, bytes: bytes[n]! };
-    ops.push(...frozenOps(unit, g.entries, frozen));
+  freezing.forEach(([unit, record], n) => {
+    const p = prepared[n]!;
+    if ('why' in p) {
+      values.push({ op: 'freeze', unit, frozen: false, why: p.why });
+      ops.push({ type: 'del', key: freezingKey(unit) });
+      after.push(() => forgetFreezing(state, unit));
+      return;
+    }
+    const frozen: FrozenUnit = { frozenAt: record.since, lists: p.lists, bytes: p.bytes };
+    for (const op of frozenOps(unit, p.keys, frozen)) ops.push(op);
     after.push(frozenAfter(ctx, unit, frozen));
-    values.push({ op: 'freeze', unit, frozen: true, items: g.entries.length, bytes: frozen.bytes });
+    values.push({ op: 'freeze', unit, frozen: true, items: p.keys.length, bytes: p.bytes });
   });
   // In the order the entry named them.
   values.sort((a, b) => c.units.indexOf(a.unit) - c.units.indexOf(b.unit));
   return answer({ op: 'commitFreeze', units: values }, ops, after);
 }
 
-/** The Freezing unit's cold file, durable: the one written in the background, or (after a restart or a failed write) written now. */
-async function fileWritten(state: HibernateState, unit: string, record: FreezingUnit, entries: Entries): Promise<number> {
+/** The work done beside the log for this freeze, or (after a restart, or if it failed) done now from the db, which still holds the state the freeze began at. */
+async function ready(state: HibernateState, ctx: PlanContext, unit: string, record: FreezingUnit): Promise<Prepared> {
   const background = state.writing.get(unit);
   if (background !== undefined && background.since === record.since) {
     try {
       return await background.done;
     } catch {
-      // Written again below; if the disk still fails, this member stops there.
+      // Done again below; if the disk still fails, this member stops there.
     }
   }
-  return state.cold.write({ unit, meta: { frozenAt: record.since }, entries });
+  return prepareUnit(ctx.db, state.cold, unit, record.seen, record.since);
+}
+
+function forgetFreezing(state: HibernateState, unit: string): void {
+  state.freezing.delete(unit);
+  state.writing.delete(unit);
+}
+
+/**
+ * What a change to an item at `path` (a push, a delete, a session's item removed) means
+ * for hibernation: refused in a Frozen unit (its list is in the cold store; the server
+ * thaws it and asks again); in a Freezing unit, the freeze is cancelled in the same batch,
+ * so a write always wins over a freeze that has not committed.
+ */
+export function itemChange(states: States, path: string): ApplyError | { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null {
+  const frozen = frozenPathProblem(states, path);
+  if (frozen !== null) return frozen;
+  const state = states.of(hibernate);
+  const unit = state.freezingUnitOf(path);
+  if (unit === null) return null;
+  return { ops: [{ type: 'del', key: freezingKey(unit) }], after: [() => forgetFreezing(state, unit)] };
 }
 
 /** Checks a list of units: 1 to MAX_UNITS_PER_FREEZE distinct ones, none inside another. */
@@ -346,7 +328,7 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
       case 'freeze':
         return freeze(command, ctx);
       case 'freezeUnits':
-        return startFreezes(command, ctx);
+        return Promise.resolve(startFreezes(command, ctx));
       case 'commitFreeze':
         return commitFreezes(command, ctx);
       case 'thaw':

@@ -1,5 +1,4 @@
 // Hibernation's stored values, as MessagePack arrays.
-import { createHash } from 'node:crypto';
 import { pack, unpack } from 'msgpackr';
 import { CorruptValueError } from '../../statemachine/codec.js';
 
@@ -38,38 +37,21 @@ function isCount(x: unknown): x is number {
 }
 
 /**
- * A Freezing unit: its items as they stood when the freeze began (a digest, so the
- * commit can tell whether anything changed since), and the index it began at, which
- * its cold file and, once committed, its Frozen record carry.
+ * A Freezing unit: the index its freeze began at (which its cold file and, once frozen,
+ * its Frozen record carry), and `seen`, the newest index of its lists when the leader
+ * chose it. A change to the unit deletes the record, cancelling the freeze.
  */
 export interface FreezingUnit {
   readonly since: number;
-  /** SHA-256 over the unit's entries (see entriesDigest). */
-  readonly digest: Buffer;
-  readonly items: number;
+  readonly seen: number;
 }
 
 export function encodeFreezing(u: FreezingUnit): Buffer {
-  return pack([u.since, u.digest, u.items]);
+  return pack([u.since, u.seen]);
 }
 
 export function decodeFreezing(bytes: Uint8Array): FreezingUnit {
   const v: unknown = unpack(bytes);
-  if (!Array.isArray(v) || v.length !== 3 || !isCount(v[0]) || !(v[1] instanceof Uint8Array) || v[1].byteLength !== 32 || !isCount(v[2])) {
-    throw new CorruptValueError('a freezing unit is not [since, digest, items]');
-  }
-  return { since: v[0], digest: Buffer.from(v[1]), items: v[2] };
-}
-
-/** SHA-256 over a unit's entries, each as (key length, key, value length, value). */
-export function entriesDigest(entries: ReadonlyArray<readonly [Buffer, Buffer]>): Buffer {
-  const hash = createHash('sha256');
-  const len = Buffer.alloc(4);
-  for (const [key, value] of entries) {
-    len.writeUInt32BE(key.byteLength);
-    hash.update(len).update(key);
-    len.writeUInt32BE(value.byteLength);
-    hash.update(len).update(value);
-  }
-  return hash.digest();
+  if (!Array.isArray(v) || v.length !== 2 || !isCount(v[0]) || !isCount(v[1])) throw new CorruptValueError('a freezing unit is not [since, seen]');
+  return { since: v[0], seen: v[1] };
 }

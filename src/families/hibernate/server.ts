@@ -138,7 +138,7 @@ const handlers: Record<string, Handler> = {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
     const state = fe.node.stateMachine.stateOf(hibernate);
     const frozen = [...state.frozen].map(([unit, f]) => ({ unit, state: 'frozen', frozenAt: f.frozenAt, bytes: f.bytes, items: f.lists.reduce((n, l) => n + l.items, 0), lists: f.lists.map((l) => ({ ...l })) }));
-    const freezing = [...state.freezing].map(([unit, f]) => ({ unit, state: 'freezing', since: f.since, items: f.items }));
+    const freezing = [...state.freezing].map(([unit, f]) => ({ unit, state: 'freezing', since: f.since }));
     return { units: [...frozen, ...freezing].sort((a, b) => (a.unit < b.unit ? -1 : a.unit > b.unit ? 1 : 0)) };
   },
 };
@@ -254,8 +254,7 @@ async function freezeIdle(fe: FrontEnd): Promise<void> {
   const values = await freezeMany(fe, idle);
   for (const v of values) {
     // Frozen, or not freezable now (ephemeral items, too large): either way, look again a period later.
-    // A unit left out of a full entry comes round on the next walk.
-    if (v.frozen || v.why !== 'entry-full') a.lastUse.set(v.unit, Date.now());
+    a.lastUse.set(v.unit, Date.now());
     if (v.frozen) fe.logger.info({ event: 'hibernate.frozen', unit: v.unit, items: v.items, bytes: v.bytes }, `hibernated ${v.unit}`);
   }
 }

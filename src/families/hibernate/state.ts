@@ -6,21 +6,24 @@ import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 import { FrozenSpanCompactor } from './compactor.js';
-import { ColdStore, ColdStoreError, decodeColdFile, type ColdUnit } from './cold-store.js';
+import { ColdStore, ColdStoreError, decodeColdFile } from './cold-store.js';
+import { limited, prepareUnit, type Prepared } from './freezing.js';
 import { HibernateBucket, inUnit, transitKey, unitOfKey } from './keys.js';
 import { decodeFreezing, decodeFrozen, type FreezingUnit, type FrozenUnit } from './records.js';
 
-/** A Freezing unit's cold file being written in the background on this member. */
-export interface BackgroundWrite {
-  /** The Freezing record's `since`: the file is that freeze's. */
+/** A Freezing unit being made ready in the background on this member. */
+export interface BackgroundPrepare {
+  /** The Freezing record's `since`: the work is that freeze's. */
   readonly since: number;
-  /** Its size in bytes once durable. */
-  readonly done: Promise<number>;
+  readonly done: Promise<Prepared>;
 }
 
+/** Units read and written at once per freeze: enough to overlap the file syncs, few enough to bound memory. */
+const PREPARE_WIDTH = 4;
+
 export class HibernateState {
-  /** Cold files of Freezing units being written on this member (not replicated: a restart forgets them, and the commit writes the file itself). */
-  readonly writing = new Map<string, BackgroundWrite>();
+  /** Freezing units being made ready on this member (not replicated: a restart forgets them, and the commit does the work itself). */
+  readonly writing = new Map<string, BackgroundPrepare>();
 
   private constructor(
     readonly frozen: Map<string, FrozenUnit>,
@@ -42,27 +45,46 @@ export class HibernateState {
     return new HibernateState(frozen, freezing, cold, new FrozenSpanCompactor(db));
   }
 
-  /** Starts writing a Freezing unit's cold file; the commit waits for it. */
-  writeInBackground(cold: ColdUnit, since: number): void {
-    const done = this.cold.write(cold);
-    done.catch(() => undefined); // the commit sees the failure and writes the file itself
-    this.writing.set(cold.unit, { since, done });
+  /**
+   * Starts making the units a freeze began at `since` ready: called right after that
+   * entry was written, so the snapshot taken here is the state the freeze began at.
+   */
+  prepareInBackground(db: VeraDb, targets: ReadonlyArray<{ readonly unit: string; readonly seen: number }>, since: number): void {
+    const snapshot = db.snapshot();
+    const run = limited(PREPARE_WIDTH);
+    const dones = targets.map(({ unit, seen }) => {
+      const done = run(() => prepareUnit(db, this.cold, unit, seen, since, snapshot));
+      done.catch(() => undefined); // the commit sees the failure and does the work itself
+      this.writing.set(unit, { since, done });
+      return done;
+    });
+    void Promise.allSettled(dones).then(() => snapshot.close().catch(() => undefined));
+  }
+
+  /** The Freezing unit `path` is in, if any: a lookup per ancestor. */
+  freezingUnitOf(path: string): string | null {
+    return unitIn(this.freezing, path);
   }
 
   /** The Frozen unit `path` is in (the unit's list or one below it), if any: a lookup per ancestor, not a scan. */
   unitOf(path: string): string | null {
-    if (this.frozen.size === 0) return null;
-    for (let end = path.indexOf('/', 1); ; end = path.indexOf('/', end + 1)) {
-      const candidate = end === -1 ? path : path.slice(0, end);
-      if (this.frozen.has(candidate)) return candidate;
-      if (end === -1) return null;
-    }
+    return unitIn(this.frozen, path);
   }
 
   /** A Frozen unit below `unit` (its lists' data is already cold), if any. */
   frozenBelow(unit: string): string | null {
     for (const u of this.frozen.keys()) if (u !== unit && inUnit(u, unit)) return u;
     return null;
+  }
+}
+
+/** The key of `units` that is `path` or an ancestor of it, if any. */
+function unitIn(units: ReadonlyMap<string, unknown>, path: string): string | null {
+  if (units.size === 0) return null;
+  for (let end = path.indexOf('/', 1); ; end = path.indexOf('/', end + 1)) {
+    const candidate = end === -1 ? path : path.slice(0, end);
+    if (units.has(candidate)) return candidate;
+    if (end === -1) return null;
   }
 }
 

@@ -30,7 +30,7 @@ function freezeRequest(f: Fields, id: number): FamilyRequest {
 }
 
 /** The most units one `hibernate.freeze` names (MAX_UNITS_PER_FREEZE in index.ts). */
-export const MAX_FREEZE_PATHS = 64;
+export const MAX_FREEZE_PATHS = 16;
 
 export const HIBERNATE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
   ['hibernate.freeze', (f, id) => freezeRequest(f, id)],

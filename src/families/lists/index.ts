@@ -8,7 +8,7 @@ import { failure, type BatchOp, type Family, type Plan, type PlanContext, type S
 import { CommandError } from '../family.js';
 import { boolField, indexField, pathField, quotaField, sessionField } from '../fields.js';
 import { sessionProblem } from '../sessions/index.js';
-import { frozenPathProblem } from '../hibernate/index.js';
+import { itemChange } from '../hibernate/index.js';
 import { addWatchOps, watchQuotaProblem } from '../watches/index.js';
 import { newestRemaining, readItem } from './reads.js';
 import { ListsState } from './state.js';
@@ -48,8 +48,8 @@ export type ListsCommand = PushCommand | DeleteCommand;
 async function push(c: PushCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
   const expired = sessionProblem(states, c.session);
   if (expired !== null) return expired;
-  const frozen = frozenPathProblem(states, c.path);
-  if (frozen !== null) return frozen;
+  const hibernation = itemChange(states, c.path);
+  if (hibernation !== null && !('ops' in hibernation)) return hibernation;
   const state = states.of(lists);
   const last = state.lastIndexOf(c.path);
   if (c.ifLastIndex !== undefined && c.ifLastIndex !== last) {
@@ -75,6 +75,10 @@ async function push(c: PushCommand, { db, states, index }: PlanContext): Promise
     for (const op of watch.ops) ops.push(op);
     after.push(...watch.after);
   }
+  if (hibernation !== null) {
+    ops.push(...hibernation.ops);
+    after.push(...hibernation.after);
+  }
   return { result: { ok: true, op: 'push', item }, ops, events: [{ index, type: 'push', path: c.path, item }], after };
 }
 
@@ -99,8 +103,8 @@ async function pushQuotaProblem(c: PushCommand, quota: PushQuota, db: VeraDb, st
 async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
   const expired = sessionProblem(states, c.session);
   if (expired !== null) return expired;
-  const frozen = frozenPathProblem(states, c.path);
-  if (frozen !== null) return frozen;
+  const hibernation = itemChange(states, c.path);
+  if (hibernation !== null && !('ops' in hibernation)) return hibernation;
   const state = states.of(lists);
   const bytes = await db.get(itemKey(c.path, c.index));
   if (bytes === undefined) return failure('NOT_FOUND', `no item ${c.index} in ${c.path}`);
@@ -112,17 +116,17 @@ async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext):
   const ops: BatchOp[] = [{ type: 'del', key: itemKey(c.path, c.index) }];
   if (item.owner !== null) ops.push({ type: 'del', key: clientDataKey(item.owner, c.path, c.index) });
   const newest = state.lastIndexOf(c.path) === c.index ? await newestRemaining(db, c.path, new Set([c.index])) : state.lastIndexOf(c.path);
-  return {
-    result: { ok: true, op: 'delete' },
-    ops,
-    events: [{ index, type: 'delete', path: c.path, item }],
-    after: [
-      () => {
-        state.setLastIndex(c.path, newest);
-        state.usage.removed(item.owner, c.path, storedBytes);
-      },
-    ],
-  };
+  const after = [
+    () => {
+      state.setLastIndex(c.path, newest);
+      state.usage.removed(item.owner, c.path, storedBytes);
+    },
+  ];
+  if (hibernation !== null) {
+    ops.push(...hibernation.ops);
+    after.push(...hibernation.after);
+  }
+  return { result: { ok: true, op: 'delete' }, ops, events: [{ index, type: 'delete', path: c.path, item }], after };
 }
 
 /** Deletes every item the session owns, with a delete event for each, in item-key order. */
@@ -145,17 +149,21 @@ async function endSession(session: string, { db, states, index }: PlanContext): 
   }
   const newest: Array<[string, number]> = [];
   for (const [path, removed] of removedByPath) newest.push([path, await newestRemaining(db, path, removed)]);
-  return {
-    ops,
-    events,
-    after: [
-      () => {
-        for (const [path, last] of newest) state.setLastIndex(path, last);
-        for (const [path, removed] of removedByPath) state.usage.removedFromList(path, removed.size);
-        state.usage.forgetSession(session);
-      },
-    ],
-  };
+  const after = [
+    () => {
+      for (const [path, last] of newest) state.setLastIndex(path, last);
+      for (const [path, removed] of removedByPath) state.usage.removedFromList(path, removed.size);
+      state.usage.forgetSession(session);
+    },
+  ];
+  // A session's items in a Freezing unit: their removal cancels that freeze, as any change does.
+  for (const path of removedByPath.keys()) {
+    const hibernation = itemChange(states, path);
+    if (hibernation === null || !('ops' in hibernation)) continue;
+    for (const op of hibernation.ops) ops.push(op);
+    after.push(...hibernation.after);
+  }
+  return { ops, events, after };
 }
 
 export const lists: Family<ListsCommand, ListsState> = {

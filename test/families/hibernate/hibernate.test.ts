@@ -183,29 +183,34 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
     expect(start).toEqual({
       op: 'freezeUnits',
       units: [
-        { unit: '/users/alice', freezing: true, items: 3 },
-        { unit: '/users/bob', freezing: false, why: 'changed' },
-        { unit: '/users/carol', freezing: true, items: 1 },
-        { unit: '/users/nobody', freezing: false, why: 'empty' },
+        { unit: '/users/alice', freezing: true },
+        { unit: '/users/bob', freezing: true },
+        { unit: '/users/carol', freezing: true },
+        { unit: '/users/nobody', freezing: true },
       ],
     });
     const state = m.sm.stateOf(hibernate);
-    expect([...state.freezing.keys()].sort()).toEqual(['/users/alice', '/users/carol']);
+    expect([...state.freezing.keys()].sort()).toEqual(['/users/alice', '/users/bob', '/users/carol', '/users/nobody']);
     expect(state.frozen.size).toBe(0);
+    // A second freeze of a Freezing unit is held back.
+    expect(await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/alice', seen: newest }] })).toEqual({ op: 'freezeUnits', units: [{ unit: '/users/alice', freezing: false, why: 'freezing' }] });
     expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
     // A one-entry freeze of a Freezing unit is refused: one freeze at a time.
     expect(await m.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest })).toMatchObject({ frozen: false, why: 'freezing' });
-    // A write while Freezing is taken, and cancels that unit's freeze.
+    // A write while Freezing is taken, and cancels that unit's freeze in its own batch.
     await m.push('/users/carol', 'c2');
+    expect(state.freezing.has('/users/carol')).toBe(false);
     await Promise.all([...state.writing.values()].map((w) => w.done));
 
-    const commit = await m.hibernate({ op: 'commitFreeze', units: ['/users/alice', '/users/carol', '/users/bob'] });
+    const commit = await m.hibernate({ op: 'commitFreeze', units: ['/users/alice', '/users/carol', '/users/bob', '/users/nobody'] });
     expect(commit).toEqual({
       op: 'commitFreeze',
       units: [
         { op: 'freeze', unit: '/users/alice', frozen: true, items: 3, bytes: expect.any(Number) },
-        { op: 'freeze', unit: '/users/carol', frozen: false, why: 'changed' },
-        { op: 'freeze', unit: '/users/bob', frozen: false, why: 'not-freezing' },
+        { op: 'freeze', unit: '/users/carol', frozen: false, why: 'not-freezing' },
+        // Written after the leader looked (seen is older than its newest item).
+        { op: 'freeze', unit: '/users/bob', frozen: false, why: 'changed' },
+        { op: 'freeze', unit: '/users/nobody', frozen: false, why: 'empty' },
       ],
     });
     expect(state.freezing.size).toBe(0);
@@ -216,8 +221,26 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
     await m.restart();
     // The sweep kept the Frozen unit's file and took carol's, whose freeze was cancelled.
     expect(coldFiles(m)).toHaveLength(1);
+    expect(m.sm.stateOf(hibernate).freezing.size).toBe(0);
     expect(await m.hibernate({ op: 'thaw', unit: '/users/alice' })).toMatchObject({ thawed: true, items: 3 });
     expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
+  });
+
+  it('a delete, or a session ending with items in the unit, cancels its freeze in the same batch', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    await m.run({ op: 'openSession', session: 's2', timeoutMs: 60_000, remote: 'test' });
+    const here = await m.run({ op: 'push', session: 's2', path: '/users/erin/presence', data: 'here', persistent: false, watch: false });
+    const erinNewest = (here as { item: { index: number } }).item.index;
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/alice', seen: newest }, { unit: '/users/erin', seen: erinNewest }] });
+    expect([...m.sm.stateOf(hibernate).freezing.keys()].sort()).toEqual(['/users/alice', '/users/erin']);
+    expect(await m.run({ op: 'delete', session: 's1', path: '/users/alice/bookmarks', index: newest })).toMatchObject({ ok: true });
+    expect(await m.run({ op: 'closeSession', session: 's2', reason: 'expired' })).toMatchObject({ ok: true });
+    expect(m.sm.stateOf(hibernate).freezing.size).toBe(0);
+    await m.restart();
+    expect(m.sm.stateOf(hibernate).freezing.size).toBe(0);
+    expect(await m.hibernate({ op: 'commitFreeze', units: ['/users/alice', '/users/erin'] })).toMatchObject({ units: [{ why: 'not-freezing' }, { why: 'not-freezing' }] });
+    expect(await m.items('/users/alice/bookmarks')).toEqual(['b1']);
   });
 
   it('a member that restarts between the two entries, or whose background write failed, writes the file at the commit and ends as one that did not', async () => {
@@ -233,7 +256,7 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
     expect(entries[1]).toEqual(entries[0]);
     await a.run(entries[0]!);
     await b.run(entries[0]!);
-    // c's background writes fail (a full disk for a moment): its commit writes the files itself.
+    // c's background writes fail (a full disk for a moment): its commit does the work itself.
     const write = vi.spyOn(ColdStore.prototype, 'write').mockRejectedValueOnce(new Error('disk full')).mockRejectedValueOnce(new Error('disk full'));
     await c.run(entries[0]!);
     write.mockRestore();
@@ -243,6 +266,7 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
     const commit = { family: 'hibernate', op: 'commitFreeze', units: ['/users/alice', '/users/carol'] };
     for (const m of [a, b, c]) expect(await m.run(commit)).toMatchObject({ ok: true, value: { units: [{ frozen: true }, { frozen: true }] } });
     const hibernated = async (m: Member): Promise<Array<[string, string]>> => (await dumpDb(m.temp.db)).filter(([k]) => k.startsWith('0017') || k.startsWith('0019') || k.startsWith('0003'));
+    expect((await hibernated(a)).filter(([k]) => k.startsWith('0017'))).toHaveLength(2);
     expect(await hibernated(b)).toEqual(await hibernated(a));
     expect(await hibernated(c)).toEqual(await hibernated(a));
     for (const m of [a, b, c]) {
@@ -285,7 +309,7 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
 
   it('compacts the span the freezes deleted once they go quiet', async () => {
     const m = await member();
-    const units = 40;
+    const units = 16;
     const seen: number[] = [];
     for (let u = 0; u < units; u++) for (let n = 0; n < 50; n++) seen[u] = await m.push(`/users/u${u}/items`, { n, pad: 'x'.repeat(200) });
     const compactor = m.sm.stateOf(hibernate).compactor;
@@ -294,7 +318,7 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
     await m.hibernate({ op: 'freezeUnits', units: Array.from({ length: units }, (_, u) => ({ unit: `/users/u${u}`, seen: seen[u]! })) });
     expect(await m.hibernate({ op: 'commitFreeze', units: Array.from({ length: units }, (_, u) => `/users/u${u}`) })).toMatchObject({ units: Array.from({ length: units }, () => ({ frozen: true })) });
     await vi.waitFor(() => expect(compactor.compactions).toBe(1), { timeout: 10_000 });
-    // One compaction, from the first unit's items to past the last's (u0 < u39 < u9 as bytes).
+    // One compaction, from the first unit's items to past the last's (u0 < u15 < u9 as bytes).
     expect(compactRange).toHaveBeenCalledTimes(1);
     const [gte, lt] = compactRange.mock.calls[0]! as unknown as [Buffer, Buffer];
     expect(gte.toString('latin1')).toContain('/users/u0');
