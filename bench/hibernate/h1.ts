@@ -44,10 +44,15 @@ export interface FreezeRun {
   readonly activeWrites: LatencySummary;
 }
 
+/** Freezing at the idle detector's pace, and the active set's latency just before (the baseline it is judged against). */
+export interface PacedRun extends FreezeRun {
+  readonly before: LatencySummary;
+}
+
 /** The idle detector's most freezes a second, all in one entry (src/families/hibernate/server.ts). */
 const PACED_PER_SECOND = 16;
 /** Flat out: entries of this many units, this many in flight. */
-const FAST_BATCH = 32;
+const FAST_BATCH = 16;
 const FAST_IN_FLIGHT = 4;
 
 export interface H1Result {
@@ -61,7 +66,7 @@ export interface H1Result {
   /** As fast as it goes (16 freezes in flight). */
   readonly freeze: FreezeRun;
   /** At the idle detector's pace. */
-  readonly paced: FreezeRun;
+  readonly paced: PacedRun;
   readonly thaw: LatencySummary;
   readonly errors: readonly string[];
 }
@@ -169,6 +174,9 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
       return p;
     };
     const hot = await phase('all hot');
+    // The restart left cold caches: the paced freezing is judged against the active set as it is right before it.
+    const beforeFreezing = await activeWrites(forMs(scale.activeMs), 'before freezing');
+    log(`before freezing: active writes p50 ${beforeFreezing.p50.toFixed(2)} ms p99 ${beforeFreezing.p99.toFixed(2)} ms`);
 
     let k = active;
     let frozenCount = 0;
@@ -236,7 +244,7 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
       hot,
       frozen,
       freeze: { units: fastUnits, seconds: freezeSeconds, perSec: fastUnits / freezeSeconds, activeWrites: activeDuringFreeze },
-      paced: { units: pacedUnits, seconds: pacedSeconds, perSec: pacedUnits / pacedSeconds, activeWrites: activeDuringPaced },
+      paced: { units: pacedUnits, seconds: pacedSeconds, perSec: pacedUnits / pacedSeconds, activeWrites: activeDuringPaced, before: beforeFreezing },
       thaw: thawSummary,
       errors: errors.slice(0, 20),
     };

@@ -12,7 +12,7 @@ const result: H1Result = {
   hot: { hotBytes: 100 * 2 ** 20, coldBytes: 0, rssBytes: 500 * 2 ** 20, restartedRssBytes: 400 * 2 ** 20, activeWrites: lat(8) },
   frozen: { hotBytes: 10 * 2 ** 20, coldBytes: 30 * 2 ** 20, rssBytes: 450 * 2 ** 20, restartedRssBytes: 230 * 2 ** 20, activeWrites: lat(9) },
   freeze: { units: 8840, seconds: 30, perSec: 300, activeWrites: lat(20) },
-  paced: { units: 160, seconds: 10, perSec: 16, activeWrites: lat(9) },
+  paced: { units: 160, seconds: 10, perSec: 16, activeWrites: lat(9), before: lat(8) },
   thaw: lat(12),
   errors: [],
 };
@@ -33,7 +33,7 @@ describe('H1 targets', () => {
     const md = renderH1(result, { command: 'npm run bench -- --hibernate-only', seconds: 120, resultFile: 'x.json' });
     expect(md).toContain('| hot store (db) | 100.0 MiB | 10.0 MiB |');
     expect(md).toContain('8,840 units in 30.0 s (300 units/s)');
-    expect(md).toContain("at the idle detector's pace (one entry of 16 units a second): 160 units in 10.0 s (16 units/s)");
+    expect(md).toContain("at the idle detector's pace (one freeze of 16 units a second): 160 units in 10.0 s (16 units/s)");
     expect(md).toContain('| member RSS after a restart | 400.0 MiB | 230.0 MiB |');
     expect(md).toContain("| member RSS above an empty member's reduced at least 5x | yes | after a restart 200.0 MiB -> 30.0 MiB (6.67x) |");
     expect(md).toContain('| member RSS reduced at least 5x | NO |');

@@ -20,7 +20,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { deflateSync, inflateSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { deflate, inflateSync } from 'node:zlib';
 import { pack, unpack } from 'msgpackr';
 import { fsyncDir } from '../../raft/fsync.js';
 
@@ -64,6 +65,8 @@ export interface ColdFileInfo {
   readonly version: number;
 }
 
+const deflateAsync = promisify(deflate);
+
 /** The last write asked for, per file. */
 const writesInFlight = new Map<string, Promise<void>>();
 
@@ -91,7 +94,8 @@ export class ColdStore {
 
   /** Writes the unit's file durably (replacing an older one); its size in bytes. */
   async write(cold: ColdUnit): Promise<number> {
-    const body = deflateSync(pack([cold.unit, cold.meta, cold.entries.map(([k, v]) => [k, v])]));
+    // Compressed in the thread pool: a freeze beside the log must not hold the event loop.
+    const body = await deflateAsync(pack([cold.unit, cold.meta, cold.entries.map(([k, v]) => [k, v])]));
     if (body.byteLength > MAX_COLD_BODY_BYTES) throw new ColdStoreError(cold.unit, 'too-large', `${body.byteLength} compressed bytes is over ${MAX_COLD_BODY_BYTES}`);
     const header = Buffer.alloc(HEADER_BYTES);
     MAGIC.copy(header, 0);

@@ -18,8 +18,8 @@ export interface BackgroundPrepare {
   readonly done: Promise<Prepared>;
 }
 
-/** Units read and written at once per freeze: enough to overlap the file syncs, few enough to bound memory. */
-const PREPARE_WIDTH = 4;
+/** Units read and written at once per freeze: one, so the work beside the log comes in small pieces between client requests. */
+const PREPARE_WIDTH = 1;
 
 export class HibernateState {
   /** Freezing units being made ready on this member (not replicated: a restart forgets them, and the commit does the work itself). */
