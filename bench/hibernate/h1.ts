@@ -49,8 +49,8 @@ export interface PacedRun extends FreezeRun {
   readonly before: LatencySummary;
 }
 
-/** The idle detector's most freezes a second, all in one entry (src/families/hibernate/server.ts). */
-const PACED_PER_SECOND = 16;
+/** Units frozen a second, one freeze a second: the idle detector's most (src/families/hibernate/server.ts) and less. */
+const PACES = [16, 8, 4, 2] as const;
 /** Flat out: entries of this many units, this many in flight. */
 const FAST_BATCH = 16;
 const FAST_IN_FLIGHT = 4;
@@ -65,8 +65,8 @@ export interface H1Result {
   readonly frozen: H1Phase;
   /** As fast as it goes (16 freezes in flight). */
   readonly freeze: FreezeRun;
-  /** At the idle detector's pace. */
-  readonly paced: PacedRun;
+  /** At paces up to the idle detector's, fastest first (PACES). */
+  readonly paced: readonly PacedRun[];
   readonly thaw: LatencySummary;
   readonly errors: readonly string[];
 }
@@ -98,7 +98,15 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
   try {
     await cluster.start();
     const rssNow = (): number => Object.values(currentRss(cluster.members())).reduce((a, b) => a + b, 0);
-    const emptyRssBytes = rssNow();
+    /** Each member's count of compactions of frozen spans. */
+    const compactions = async (): Promise<number[]> =>
+      Promise.all(
+        cluster.members().map(async (m) => {
+          const text = await fetch(`http://${LOOPBACK}:${m.clientPort}/metrics`).then((r) => r.text());
+          const line = text.split('\n').find((l) => l.startsWith('vera_hibernate_compactions_total '));
+          return line === undefined ? 0 : Number(line.split(' ')[1]);
+        }),
+      );
     let pushers: VeraClient[] = [];
     const open = async (): Promise<VeraClient> => {
       const leader = await cluster.leader();
@@ -123,6 +131,37 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
     };
     await connectAll();
 
+    const active = Math.max(1, Math.floor(scale.units / 10));
+    /**
+     * Pushes to the active 10% at 16 in flight until `done()`; their latencies. Each pushed
+     * item is deleted again (untimed), so the data measured in each phase is the data loaded,
+     * not that plus however many pushes the phases before took.
+     */
+    const activeWrites = async (done: () => boolean, tag: string, lists = (n: number, w: number): string => `${unit((w * 7919 + n) % active)}/items`): Promise<LatencySummary> => {
+      const samples = new Samples();
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, w) => {
+          for (let n = 0; !done(); n++) {
+            const client = pushers[w % pushers.length]!;
+            const list = lists(n, w);
+            const t = performance.now();
+            const item = await client.push(list, { tag, n }, { persistent: true, watch: false });
+            samples.add(performance.now() - t);
+            await client.delete(list, item.index);
+          }
+        }),
+      );
+      return samples.summary();
+    };
+    const forMs = (ms: number): (() => boolean) => {
+      const until = performance.now() + ms;
+      return () => performance.now() >= until;
+    };
+    // The floor: the members' RSS after the same 3 s of active writes as after each restart, with nothing stored.
+    await activeWrites(forMs(3_000), 'empty', (_, w) => `/floor/w${w}`);
+    const emptyRssBytes = rssNow();
+    log(`empty members after 3 s of writes: RSS ${Math.round(emptyRssBytes / 2 ** 20)} MiB`);
+
     // Load: 256 in flight, item by item.
     const t0 = performance.now();
     let next = 0;
@@ -135,25 +174,6 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
     const loadSeconds = (performance.now() - t0) / 1000;
     log(`loaded ${total} items in ${scale.units} units in ${loadSeconds.toFixed(1)} s`);
 
-    const active = Math.max(1, Math.floor(scale.units / 10));
-    /** Pushes to the active 10% at 16 in flight until `done()`; their latencies. */
-    const activeWrites = async (done: () => boolean, tag: string): Promise<LatencySummary> => {
-      const samples = new Samples();
-      await Promise.all(
-        Array.from({ length: 16 }, async (_, w) => {
-          for (let n = 0; !done(); n++) {
-            const t = performance.now();
-            await pushers[w % pushers.length]!.push(`${unit((w * 7919 + n) % active)}/items`, { tag, n }, { persistent: true, watch: false });
-            samples.add(performance.now() - t);
-          }
-        }),
-      );
-      return samples.summary();
-    };
-    const forMs = (ms: number): (() => boolean) => {
-      const until = performance.now() + ms;
-      return () => performance.now() >= until;
-    };
     /** Every member stopped with kill -9 and started again on its data; clients reconnected to the leader. */
     const restartAll = async (): Promise<void> => {
       for (const c of pushers) await c.close().catch(() => undefined);
@@ -174,13 +194,10 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
       return p;
     };
     const hot = await phase('all hot');
-    // The restart left cold caches: the paced freezing is judged against the active set as it is right before it.
-    const beforeFreezing = await activeWrites(forMs(scale.activeMs), 'before freezing');
-    log(`before freezing: active writes p50 ${beforeFreezing.p50.toFixed(2)} ms p99 ${beforeFreezing.p99.toFixed(2)} ms`);
 
     let k = active;
     let frozenCount = 0;
-    /** Freezes the next `n` units in one entry. */
+    /** Freezes the next `n` units together. */
     const freezeBatch = async (h: HibernateClient, n: number): Promise<void> => {
       const batch: string[] = [];
       while (batch.length < n && k < scale.units) batch.push(unit(k++));
@@ -190,23 +207,31 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
         else errors.push(`${r.unit} not frozen: ${r.why}`);
       }
     };
-    // First at the idle detector's pace (one entry of 16 units a second) for a while, measuring the active set.
+    // First at paces up to the idle detector's (one freeze of 16 units a second), each for a while,
+    // each judged against the active set measured just before it (the restart left cold caches).
     const freezers = await Promise.all(Array.from({ length: FAST_IN_FLIGHT }, () => open()));
-    let pacing = true;
-    const pacedWrites = activeWrites(() => !pacing, 'paced');
-    const p0 = performance.now();
-    const pacedUntil = p0 + scale.activeMs;
     const paceHib = new HibernateClient(freezers[0]!);
-    for (let tick = 0; performance.now() < pacedUntil && k < scale.units; tick++) {
-      const due = p0 + tick * 1000;
-      if (performance.now() < due) await new Promise((r) => setTimeout(r, due - performance.now()));
-      await freezeBatch(paceHib, PACED_PER_SECOND);
+    const paced: PacedRun[] = [];
+    for (const pace of PACES) {
+      const before = await activeWrites(forMs(scale.activeMs), `before ${pace}/s`);
+      const frozenBefore = frozenCount;
+      let pacing = true;
+      const pacedWrites = activeWrites(() => !pacing, `paced ${pace}/s`);
+      const p0 = performance.now();
+      for (let tick = 0; performance.now() < p0 + scale.activeMs && k < scale.units; tick++) {
+        const due = p0 + tick * 1000;
+        if (performance.now() < due) await new Promise((r) => setTimeout(r, due - performance.now()));
+        await freezeBatch(paceHib, pace);
+      }
+      pacing = false;
+      const during = await pacedWrites;
+      const seconds = (performance.now() - p0) / 1000;
+      const run: PacedRun = { units: frozenCount - frozenBefore, seconds, perSec: (frozenCount - frozenBefore) / seconds, activeWrites: during, before };
+      paced.push(run);
+      log(`froze ${run.units} units at ${pace}/s; active writes p99 ${before.p99.toFixed(2)} ms just before, ${during.p99.toFixed(2)} ms meanwhile (p50 ${before.p50.toFixed(2)} -> ${during.p50.toFixed(2)} ms)`);
     }
-    pacing = false;
-    const activeDuringPaced = await pacedWrites;
     const pacedUnits = frozenCount;
-    const pacedSeconds = (performance.now() - p0) / 1000;
-    log(`froze ${pacedUnits} units at ${PACED_PER_SECOND}/s; active writes meanwhile p50 ${activeDuringPaced.p50.toFixed(2)} ms p99 ${activeDuringPaced.p99.toFixed(2)} ms`);
+    const compactionsBefore = await compactions();
 
     // Then the rest as fast as it goes while the active set writes.
     let freezing = true;
@@ -224,6 +249,18 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
     const fastUnits = frozenCount - pacedUnits;
     log(`froze ${fastUnits} units in ${freezeSeconds.toFixed(1)} s (${Math.round(fastUnits / freezeSeconds)}/s); active writes meanwhile p50 ${activeDuringFreeze.p50.toFixed(2)} ms p99 ${activeDuringFreeze.p99.toFixed(2)} ms`);
     for (const c of freezers) await c.close().catch(() => undefined);
+    // Each member compacts the span its freezes deleted from once they have been quiet a while: the hot store is measured after that.
+    const c0 = performance.now();
+    for (;;) {
+      const now = await compactions();
+      if (now.every((n, i) => n > compactionsBefore[i]!)) break;
+      if (performance.now() - c0 > 120_000) {
+        errors.push('the members did not compact the frozen span within 120 s');
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    log(`the members compacted the frozen span ${((performance.now() - c0) / 1000).toFixed(1)} s after the last freeze`);
     const frozen = await phase('idle frozen');
 
     // Thaw latency: the first read of a frozen unit, one at a time.
@@ -244,7 +281,7 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
       hot,
       frozen,
       freeze: { units: fastUnits, seconds: freezeSeconds, perSec: fastUnits / freezeSeconds, activeWrites: activeDuringFreeze },
-      paced: { units: pacedUnits, seconds: pacedSeconds, perSec: pacedUnits / pacedSeconds, activeWrites: activeDuringPaced, before: beforeFreezing },
+      paced,
       thaw: thawSummary,
       errors: errors.slice(0, 20),
     };

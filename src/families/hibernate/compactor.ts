@@ -20,8 +20,8 @@ export class FrozenSpanCompactor {
 
   constructor(
     private readonly db: VeraDb,
-    /** How long after the last freeze to compact: a batch of freezes costs one compaction. */
-    private readonly quietMs = 1000,
+    /** How long after the last freeze to compact: a run of freezes (the idle detector's, or an operator's) costs one compaction, after it. */
+    private readonly quietMs = 10_000,
   ) {}
 
   /** Notes the key ranges a freeze deleted. */
