@@ -27,7 +27,10 @@ export const H1_FULL: H1Scale = { units: 10_000, perUnit: 100, activeMs: 8_000, 
 export const H1_QUICK: H1Scale = { units: 1_000, perUnit: 100, activeMs: 3_000, thawSamples: 100 };
 
 export interface H1Phase {
+  /** The members' db directories as they are on disk. */
   readonly hotBytes: number;
+  /** The same after POST /v1/defrag on each member (no space of deleted keys left). */
+  readonly defraggedHotBytes: number;
   readonly coldBytes: number;
   /** Right after the active writes, in the processes that also did the loading or freezing. */
   readonly rssBytes: number;
@@ -133,24 +136,24 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
 
     const active = Math.max(1, Math.floor(scale.units / 10));
     /**
-     * Pushes to the active 10% at 16 in flight until `done()`; their latencies. Each pushed
-     * item is deleted again (untimed), so the data measured in each phase is the data loaded,
-     * not that plus however many pushes the phases before took.
+     * Pushes to the active 10% at 16 in flight until `done()`; their latencies. The items are
+     * ephemeral, and the writers' sessions end after each run (their items go with them), so
+     * the data measured in each phase is the data loaded, not that plus every earlier push.
      */
     const activeWrites = async (done: () => boolean, tag: string, lists = (n: number, w: number): string => `${unit((w * 7919 + n) % active)}/items`): Promise<LatencySummary> => {
       const samples = new Samples();
       await Promise.all(
         Array.from({ length: 16 }, async (_, w) => {
           for (let n = 0; !done(); n++) {
-            const client = pushers[w % pushers.length]!;
-            const list = lists(n, w);
             const t = performance.now();
-            const item = await client.push(list, { tag, n }, { persistent: true, watch: false });
+            await pushers[w % pushers.length]!.push(lists(n, w), { tag, n }, { persistent: false, watch: false });
             samples.add(performance.now() - t);
-            await client.delete(list, item.index);
           }
         }),
       );
+      // Ends the writers' sessions, and with them their items.
+      for (const c of pushers) await c.close().catch(() => undefined);
+      await connectAll();
       return samples.summary();
     };
     const forMs = (ms: number): (() => boolean) => {
@@ -187,10 +190,12 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
       const rssBytes = rssNow();
       const hotBytes = dirBytes(cluster.dataDirs(), 'db');
       const coldBytes = dirBytes(cluster.dataDirs(), 'cold');
+      await cluster.defragAll();
+      const defraggedHotBytes = dirBytes(cluster.dataDirs(), 'db');
       await restartAll();
       await activeWrites(forMs(3_000), `${tag} restarted`);
-      const p: H1Phase = { hotBytes, coldBytes, rssBytes, restartedRssBytes: rssNow(), activeWrites: activeW };
-      log(`${tag}: hot ${Math.round(p.hotBytes / 2 ** 20)} MiB, cold ${Math.round(p.coldBytes / 2 ** 20)} MiB, RSS ${Math.round(p.rssBytes / 2 ** 20)} MiB (after a restart ${Math.round(p.restartedRssBytes / 2 ** 20)} MiB), active writes p50 ${activeW.p50.toFixed(2)} ms p99 ${activeW.p99.toFixed(2)} ms`);
+      const p: H1Phase = { hotBytes, defraggedHotBytes, coldBytes, rssBytes, restartedRssBytes: rssNow(), activeWrites: activeW };
+      log(`${tag}: hot ${Math.round(p.hotBytes / 2 ** 20)} MiB (defragmented ${Math.round(p.defraggedHotBytes / 2 ** 20)} MiB), cold ${Math.round(p.coldBytes / 2 ** 20)} MiB, RSS ${Math.round(p.rssBytes / 2 ** 20)} MiB (after a restart ${Math.round(p.restartedRssBytes / 2 ** 20)} MiB), active writes p50 ${activeW.p50.toFixed(2)} ms p99 ${activeW.p99.toFixed(2)} ms`);
       return p;
     };
     const hot = await phase('all hot');

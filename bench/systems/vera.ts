@@ -94,6 +94,14 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
     await proc.waitForLine((l) => l.includes('"event":"started"'), 30_000);
   }
 
+  /** Compacts every member's db (POST /v1/defrag), so on-disk sizes hold no deleted keys. */
+  async defragAll(): Promise<void> {
+    for (const m of this.members_) {
+      const res = await fetch(`http://${LOOPBACK}:${m.clientPort}/v1/defrag`, { method: 'POST', headers: { authorization: `Bearer ${this.secret}`, 'content-type': 'application/json' }, body: '{}' });
+      if (res.status !== 200) throw new Error(`defrag of ${m.id} answered ${res.status}: ${await res.text()}`);
+    }
+  }
+
   inspectorUrl(member: string): string | null {
     return this.member(member).inspectorUrl;
   }

@@ -227,6 +227,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     transferTimeoutMs: 3 * timing.electionTicks * timing.tickMs,
     toError: (err: unknown) => toVeraError(err, front),
     logger,
+    defrag: () => veraNode.stateMachine.compactAll(),
   };
 
   let shuttingDown = false;

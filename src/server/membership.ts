@@ -226,9 +226,11 @@ export interface AdminContext {
   /** Maps anything thrown by a proposal onto a protocol error (NOT_LEADER with the leader's URL, ...). */
   readonly toError: (err: unknown) => VeraError;
   readonly logger: Logger;
+  /** Compacts this member's whole db (POST /v1/defrag). */
+  readonly defrag: () => Promise<void>;
 }
 
-export const ADMIN_PATHS: ReadonlySet<string> = new Set(['/v1/members', '/v1/leader/transfer']);
+export const ADMIN_PATHS: ReadonlySet<string> = new Set(['/v1/members', '/v1/leader/transfer', '/v1/defrag']);
 export const DEFAULT_PROMOTE_MAX_LAG = 100;
 
 export const HTTP_STATUS: Readonly<Partial<Record<ErrorCode, number>>> = {
@@ -274,7 +276,17 @@ async function serve(ctx: AdminContext, req: IncomingMessage, pathname: string):
   if (req.method !== 'POST') throw new VeraError('BAD_REQUEST', `method ${req.method ?? '?'} is not allowed on ${pathname}`);
   const body = await readJsonBody(req);
   if (pathname === '/v1/leader/transfer') return transfer(ctx, body);
+  if (pathname === '/v1/defrag') return defrag(ctx);
   return changeMembers(ctx, body);
+}
+
+/** This member only: LevelDB rewrites its files in its background thread; the member serves meanwhile. */
+async function defrag(ctx: AdminContext): Promise<object> {
+  const started = performance.now();
+  await ctx.defrag();
+  const ms = Math.round(performance.now() - started);
+  ctx.logger.info({ event: 'defrag', ms }, `compacted the db in ${ms} ms`);
+  return { defragmented: true, ms };
 }
 
 function authorize(ctx: AdminContext, req: IncomingMessage): void {

@@ -292,6 +292,14 @@ export class StateMachine {
     return this.withSnapshot(async (snapshot) => read(this.db, snapshot, await readApplied(this.db, snapshot)), what);
   }
 
+  /**
+   * Rewrites the whole db so the space of deleted keys is given back (what etcd's defrag
+   * does): LevelDB otherwise reclaims it only when it compacts those files for other reasons.
+   */
+  async compactAll(): Promise<void> {
+    await this.db.compactRange(Buffer.alloc(1, 0x00), Buffer.alloc(64, 0xff));
+  }
+
   /** A family's in-memory state as of the applied index, for its reads. */
   stateOf<S>(family: Family<never, S>): S {
     return this.states.of(family);

@@ -82,8 +82,10 @@ function context(): AdminContext {
         ? new VeraError('UNAVAILABLE', err.message, { retryAfterMs: 200 })
         : new VeraError('INTERNAL', String(err)),
     logger,
+    defrag: async () => void defrags++,
   };
 }
+let defrags = 0;
 
 beforeEach(async () => {
   node = new ScriptedNode();
@@ -134,6 +136,20 @@ describe('authentication', () => {
     await done;
     expect(written.status).toBe(403);
     expect(JSON.parse(written.body!).error.code).toBe('FORBIDDEN');
+  });
+});
+
+describe('POST /v1/defrag', () => {
+  it('compacts this member\'s db for a caller with the secret, and only by POST', async () => {
+    defrags = 0;
+    expect((await call('POST', '/v1/defrag', {}, 'Bearer wrong')).status).toBe(401);
+    expect((await call('GET', '/v1/defrag')).status).toBe(400);
+    expect(defrags).toBe(0);
+    const r = await call('POST', '/v1/defrag', {});
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ defragmented: true, ms: expect.any(Number) });
+    expect(defrags).toBe(1);
+    expect(node.proposed).toEqual([]);
   });
 });
 

@@ -77,6 +77,11 @@ describe('hibernation on a server', () => {
     // One freeze began them both.
     expect(units[0]).toMatchObject({ frozenAt: (units[1] as { frozenAt: number }).frozenAt });
     expect(await metric(vp, 'vera_hibernate_freezes_total')).toBe(2);
+    // A defrag rewrites the db (giving back what the freezes deleted) and changes nothing a client sees.
+    const defrag = await fetch(`${vp.httpUrl}/v1/defrag`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(defrag.status).toBe(200);
+    expect(await defrag.json()).toMatchObject({ defragmented: true });
+    expect((await client.get('/users/c/items')).items.map((i) => i.data)).toEqual(['c']);
     expect((await client.get('/users/b/items')).items.map((i) => i.data)).toEqual(['b']);
   });
 
