@@ -208,7 +208,7 @@ function activity(fe: FrontEnd): Activity {
 /** Above this many path operations in a tick the clients are busy: no freeze competes with them. */
 const BUSY_OPS_PER_TICK = 500;
 /** Units frozen per tick at most (in one entry). */
-const FREEZES_PER_TICK = 16;
+const FREEZES_PER_TICK = 8;
 /** Children of a root looked at per tick: a root of millions of units is walked in steps. */
 const CHILDREN_PER_TICK = 1000;
 

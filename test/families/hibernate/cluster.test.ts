@@ -91,4 +91,59 @@ describe('hibernation on a cluster', () => {
       await cluster.close();
     }
   });
+
+  it('a freeze whose leader dies between its two entries is finished by the next leader, the same on every member', { timeout: 150_000 }, async () => {
+    const cluster = await ChaosCluster.start({ size: 3 });
+    const clients: VeraClient[] = [];
+    const open = async (): Promise<VeraClient> => {
+      const c = await connect(cluster.urls, { timeoutMs: 10_000, requestTimeoutMs: 20_000 });
+      clients.push(c);
+      return c;
+    };
+    const BIG = 8;
+    const PER_UNIT = 5000;
+    try {
+      const client = await open();
+      const hib = new HibernateClient(client);
+      await pollUntil('the cluster to accept hibernation', async () => (await hib.units(), true), 30_000);
+      // Units large enough that the files take a while beside the log: a window between the two entries.
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 64 }, async () => {
+          for (let n = next++; n < BIG * PER_UNIT; n = next++) await client.push(`${unit(n % BIG)}/list`, n, { persistent: true, watch: false });
+        }),
+      );
+      const leader = await cluster.waitForLeader();
+      const freezer = await open();
+      const freezing = new HibernateClient(freezer).freezeMany(Array.from({ length: BIG }, (_, k) => unit(k))).catch(() => null);
+      // The leader dies as soon as the first entry is applied and before the second.
+      const watcher = await open();
+      let begun = false;
+      for (const t0 = performance.now(); performance.now() - t0 < 20_000 && !begun; ) begun = (await new HibernateClient(watcher).units()).some((u) => u.state === 'freezing');
+      expect(begun).toBe(true);
+      await cluster.kill9(leader);
+      await freezing;
+      await cluster.waitForLeader({ not: leader });
+      await cluster.restart(leader);
+      const after = await open();
+      const afterHib = new HibernateClient(after);
+      // The new leader commits the leftover freeze: every unit ends Frozen (nothing wrote to them).
+      await pollUntil('the leftover freeze to be committed', async () => {
+        const units = await afterHib.units();
+        return units.length === BIG && units.every((u) => u.state === 'frozen') ? true : undefined;
+      }, 60_000);
+      await cluster.waitForQuiet();
+      for (const m of cluster.members) expect(await metricOn(cluster, m.index, 'vera_hibernate_units_frozen'), m.id).toBe(BIG);
+      expect(cluster.members.flatMap((m) => cluster.logsOf(m.index)).some((l) => /a freeze begun earlier/.test(String(l.msg)))).toBe(true);
+      // Every item comes back (the reads thaw), and every member holds the same.
+      for (let k = 0; k < BIG; k++) expect((await after.get(`${unit(k)}/list`)).items).toHaveLength(PER_UNIT);
+      await cluster.waitForQuiet();
+      for (const m of cluster.members) {
+        for (let k = 0; k < BIG; k++) expect((await staleItems(cluster, m.index, `${unit(k)}/list`)).length, `${m.id} ${unit(k)}`).toBe(PER_UNIT);
+      }
+    } finally {
+      await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+      await cluster.close();
+    }
+  });
 });
