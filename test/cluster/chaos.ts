@@ -38,6 +38,7 @@ import { ChaosCluster, type FaultRecord, type ListView } from './harness.js';
 import { HistoryRecorder, type HistoryItem } from './history.js';
 import { checkAssign } from './assign-checker.js';
 import { AssignWorkload } from './assign-workload.js';
+import { Hibernator, type HibernationStats } from './hibernate-load.js';
 import { checkJournal } from './journal-checker.js';
 import { JournalWorkload } from './journal-workload.js';
 import { EphemeralOwner, Rng, Watcher, Workload, type WorkloadStats } from './workload.js';
@@ -79,6 +80,8 @@ export interface TrialPlan {
   readonly journal?: boolean;
   /** Also run node assignment clients through the faults, checked after (default true). */
   readonly assign?: boolean;
+  /** Also keep freezing the workload's lists through the faults (default true); the lists' checkers judge what the clients saw. */
+  readonly hibernate?: boolean;
 }
 
 export interface TrialResult {
@@ -118,6 +121,8 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
   let workload: Workload | null = null;
   let journalLoad: JournalWorkload | null = null;
   let assignLoad: AssignWorkload | null = null;
+  let hibernator: Hibernator | null = null;
+  let hibernation: HibernationStats | null = null;
   const watchers: Watcher[] = [];
   const owners: EphemeralOwner[] = [];
   let stats: WorkloadStats | null = null;
@@ -140,6 +145,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     w.start();
     if (plan.journal ?? true) journalLoad = await JournalWorkload.start(c.urls);
     if (plan.assign ?? true) assignLoad = await AssignWorkload.start(c, new Rng(plan.seed ^ 0x61737367)); // its own stream: the fault schedule of a seed stays as it was
+    if (plan.hibernate ?? true) hibernator = await Hibernator.start(c.urls, paths, new Rng(plan.seed ^ 0x68696265));
     await w.waitForOps(plan.warmupOps ?? 25, 30_000);
 
     // The owners die as the faults begin: their sessions must expire through whatever follows.
@@ -167,6 +173,11 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     // Liveness: once healed, the clients must get work done again.
     await w.waitForOps(plan.afterHealOps ?? 25, 30_000);
     debug(`${plan.name}: stopping the load`);
+    if (hibernator !== null) {
+      hibernation = await hibernator.stop();
+      hibernator = null;
+      notes.push(`hibernation: ${hibernation.frozen} lists frozen in ${hibernation.attempts} freezes (${hibernation.failed} failed), each thawed by the workload`);
+    }
     stats = await w.stop();
     await assignLoad?.stop();
     if (journalLoad !== null) {
@@ -213,6 +224,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     if (workload !== null && stats === null) stats = await workload.stop().catch(() => null);
     await journalLoad?.close();
     await assignLoad?.close();
+    await hibernator?.stop();
     await Promise.all(watchers.map((wt) => wt.close().catch(() => undefined)));
     await Promise.all(owners.map((o) => o.kill9().catch(() => undefined)));
     const ok = error === null && reports.every(passed);
