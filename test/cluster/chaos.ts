@@ -97,6 +97,8 @@ export interface TrialResult {
   readonly operations: number;
   readonly durationMs: number;
   readonly notes: readonly string[];
+  /** What the hibernator did, when the trial ran one. */
+  readonly hibernation: HibernationStats | null;
   /** Where the evidence of a failed trial was written, or null. */
   readonly artifacts: string | null;
 }
@@ -176,7 +178,6 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     if (hibernator !== null) {
       hibernation = await hibernator.stop();
       hibernator = null;
-      notes.push(`hibernation: ${hibernation.frozen} lists frozen in ${hibernation.attempts} freezes (${hibernation.failed} failed), each thawed by the workload`);
     }
     stats = await w.stop();
     await assignLoad?.stop();
@@ -259,6 +260,7 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     operations: recorder.size,
     durationMs: Math.round(performance.now() - began),
     notes: [...notes, ...reports.flatMap((r) => r.notes.map((n) => `${r.name}: ${n}`))],
+    hibernation,
     artifacts,
   };
 }
@@ -285,6 +287,7 @@ async function readFinalLists(cluster: ChaosCluster, among: readonly number[], p
 export function describeTrial(r: TrialResult): string {
   const lines = [`trial ${r.name} (seed ${r.seed}, ${r.size} nodes): ${r.ok ? 'passed' : 'FAILED'} in ${(r.durationMs / 1000).toFixed(1)} s, ${r.operations} operations, ${r.faults.length} faults`];
   if (r.error !== null) lines.push(`  error: ${r.error}`);
+  if (r.hibernation !== null) lines.push(`  hibernation: ${r.hibernation.frozen} lists frozen by ${r.hibernation.attempts} freezes (${r.hibernation.failed} failed in the faults), each thawed by the workload's next operation on it`);
   if (r.reports.length > 0) lines.push(formatReports(r.reports).replace(/^/gm, '  '));
   if (!r.ok) lines.push(`  faults: ${r.faults.map((f) => f.what).join('; ')}`);
   if (r.artifacts !== null) lines.push(`  evidence (logs, history, reports): ${r.artifacts}`);

@@ -58,6 +58,15 @@ export class ColdStoreError extends Error {
   }
 }
 
+/** A write whose caller no longer wanted it when its turn came (see ColdStore.write). */
+export class SupersededWrite extends Error {
+  override readonly name = 'SupersededWrite';
+
+  constructor(readonly file: string) {
+    super(`the write of ${file} was no longer wanted`);
+  }
+}
+
 /** What a stored file says of itself without being decoded. */
 export interface ColdFileInfo {
   readonly unit: string;
@@ -92,8 +101,12 @@ export class ColdStore {
     return join(this.dir, `${createHash('sha256').update(unit, 'utf8').digest('hex').slice(0, 40)}${SUFFIX}`);
   }
 
-  /** Writes the unit's file durably (replacing an older one); its size in bytes. */
-  async write(cold: ColdUnit): Promise<number> {
+  /**
+   * Writes the unit's file durably (replacing an older one); its size in bytes. With
+   * `wanted`, asked when the write's turn comes (after every earlier write of the file):
+   * if it says no, nothing is written and the write fails with SupersededWrite.
+   */
+  async write(cold: ColdUnit, wanted?: () => boolean): Promise<number> {
     // Compressed in the thread pool: a freeze beside the log must not hold the event loop.
     const body = await deflateAsync(pack([cold.unit, cold.meta, cold.entries.map(([k, v]) => [k, v])]));
     if (body.byteLength > MAX_COLD_BODY_BYTES) throw new ColdStoreError(cold.unit, 'too-large', `${body.byteLength} compressed bytes is over ${MAX_COLD_BODY_BYTES}`);
@@ -104,7 +117,7 @@ export class ColdStore {
     header.writeUInt32BE(body.byteLength, 12);
     checksum(header, body).copy(header, 16);
     await this.ensureDir();
-    await this.install(this.fileOf(cold.unit), [header, body]);
+    await this.install(this.fileOf(cold.unit), [header, body], wanted);
     return header.byteLength + body.byteLength;
   }
 
@@ -114,9 +127,14 @@ export class ColdStore {
    * process, whichever ColdStore asked): a unit's file written in the background while it
    * freezes can never land after a newer one (a snapshot's, or a later freeze's).
    */
-  private async install(final: string, parts: Buffer[]): Promise<void> {
+  private async install(final: string, parts: Buffer[], wanted?: () => boolean): Promise<void> {
     const before = writesInFlight.get(final) ?? Promise.resolve();
-    const mine = before.catch(() => undefined).then(() => this.installNow(final, parts));
+    const mine = before
+      .catch(() => undefined)
+      .then(() => {
+        if (wanted !== undefined && !wanted()) throw new SupersededWrite(final);
+        return this.installNow(final, parts);
+      });
     writesInFlight.set(final, mine);
     try {
       await mine;

@@ -51,13 +51,16 @@ export type Prepared =
   | { readonly keys: readonly Buffer[]; readonly lists: readonly FrozenList[]; readonly bytes: number }
   | { readonly why: UnfreezableWhy };
 
-/** Reads the unit (at `snapshot`, or as the db is now) and, if it may be frozen, writes its cold file for the freeze begun at `since`. */
-export async function prepareUnit(db: VeraDb, cold: ColdStore, unit: string, seen: number, since: number, snapshot?: DbSnapshot): Promise<Prepared> {
+/**
+ * Reads the unit (at `snapshot`, or as the db is now) and, if it may be frozen, writes its
+ * cold file for the freeze begun at `since`; `wanted` as ColdStore.write takes it.
+ */
+export async function prepareUnit(db: VeraDb, cold: ColdStore, unit: string, seen: number, since: number, snapshot?: DbSnapshot, wanted?: () => boolean): Promise<Prepared> {
   const read = await readUnit(db, unit, snapshot);
   if ('why' in read) return read;
   // A write (or delete of the newest item) after the leader looked: the unit is not idle.
   if (read.newest !== seen) return { why: 'changed' };
-  const bytes = await cold.write({ unit, meta: { frozenAt: since }, entries: read.entries });
+  const bytes = await cold.write({ unit, meta: { frozenAt: since }, entries: read.entries }, wanted);
   return { keys: read.entries.map(([key]) => key), lists: read.lists, bytes };
 }
 

@@ -11,6 +11,9 @@ import { limited, prepareUnit, type Prepared } from './freezing.js';
 import { HibernateBucket, inUnit, transitKey, unitOfKey } from './keys.js';
 import { decodeFreezing, decodeFrozen, type FreezingUnit, type FrozenUnit } from './records.js';
 
+/** The state each cold directory's member runs on now (the last loaded): an older one's background work is void. */
+const liveStates = new Map<string, WeakRef<HibernateState>>();
+
 /** A Freezing unit being made ready in the background on this member. */
 export interface BackgroundPrepare {
   /** The Freezing record's `since`: the work is that freeze's. */
@@ -42,7 +45,9 @@ export class HibernateState {
     // What a crash can leave: temporary files, and the files of units thawed since (their thaw is in the db).
     const keep = new Set([...frozen.keys()].map((u) => cold.fileOf(u)));
     await cold.sweep((file) => keep.has(file));
-    return new HibernateState(frozen, freezing, cold, new FrozenSpanCompactor(db));
+    const state = new HibernateState(frozen, freezing, cold, new FrozenSpanCompactor(db));
+    liveStates.set(cold.dir, new WeakRef(state));
+    return state;
   }
 
   /**
@@ -52,8 +57,12 @@ export class HibernateState {
   prepareInBackground(db: VeraDb, targets: ReadonlyArray<{ readonly unit: string; readonly seen: number }>, since: number): void {
     const snapshot = db.snapshot();
     const run = limited(PREPARE_WIDTH);
+    // The file is written only if, when its turn comes, this freeze is still under way in the state the
+    // member runs on: a freeze cancelled since, or a state replaced since (a snapshot installed), may have
+    // a newer file of the unit that this one must not land on.
+    const wanted = (unit: string) => (): boolean => liveStates.get(this.cold.dir)?.deref() === this && this.freezing.get(unit)?.since === since;
     const dones = targets.map(({ unit, seen }) => {
-      const done = run(() => prepareUnit(db, this.cold, unit, seen, since, snapshot));
+      const done = run(() => prepareUnit(db, this.cold, unit, seen, since, snapshot, wanted(unit)));
       done.catch(() => undefined); // the commit sees the failure and does the work itself
       this.writing.set(unit, { since, done });
       return done;

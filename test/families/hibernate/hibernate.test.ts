@@ -243,6 +243,32 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
     expect(await m.items('/users/alice/bookmarks')).toEqual(['b1']);
   });
 
+  it('a cancelled freeze\'s file, written late in the background, never lands on a newer freeze\'s file (found by a chaos trial)', async () => {
+    const m = await member();
+    const newest = await aliceUnit(m);
+    // The background write of the first freeze is held until a newer freeze of the unit has written its file.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const write = ColdStore.prototype.write;
+    const spy = vi.spyOn(ColdStore.prototype, 'write').mockImplementationOnce(async function (this: ColdStore, cold, wanted) {
+      await held;
+      return write.call(this, cold, wanted);
+    });
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/alice', seen: newest }] });
+    const background = m.sm.stateOf(hibernate).writing.get('/users/alice')!;
+    // A write cancels that freeze; a one-entry freeze then freezes the unit with its own file.
+    const b3 = await m.push('/users/alice/bookmarks', 'b3');
+    expect(await m.hibernate({ op: 'freeze', unit: '/users/alice', seen: b3 })).toMatchObject({ frozen: true, items: 4 });
+    const frozenAt = m.sm.stateOf(hibernate).frozen.get('/users/alice')!.frozenAt;
+    release();
+    await expect(background.done).rejects.toThrow(/no longer wanted/);
+    spy.mockRestore();
+    const file = await (await ColdStore.open(coldDirOf(m.temp.db))).read('/users/alice');
+    expect(file.meta.frozenAt).toBe(frozenAt);
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/alice' })).toMatchObject({ thawed: true, items: 4 });
+    expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2', 'b3']);
+  });
+
   it('a member that restarts between the two entries, or whose background write failed, writes the file at the commit and ends as one that did not', async () => {
     const a = await member();
     const b = await member();
