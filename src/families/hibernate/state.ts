@@ -41,6 +41,8 @@ export class HibernateState {
     const freezing = new Map<string, FreezingUnit>();
     for await (const [key, value] of db.iterator({ ...bucketRange(HibernateBucket.freezing), snapshot })) freezing.set(unitOfKey(key), decodeFreezing(value));
     const cold = await ColdStore.open(coldDirOf(db));
+    // From here the state this replaces (if any) is void: its background writes must not land on the files landed now.
+    liveStates.delete(cold.dir);
     await landTransit(db, snapshot, cold, frozen);
     // What a crash can leave: temporary files, and the files of units thawed since (their thaw is in the db).
     const keep = new Set([...frozen.keys()].map((u) => cold.fileOf(u)));
