@@ -49,6 +49,8 @@ export interface FreezeRun {
 
 /** Freezing at the idle detector's pace, and the active set's latency just before (the baseline it is judged against). */
 export interface PacedRun extends FreezeRun {
+  /** Units asked for each second. */
+  readonly pace: number;
   readonly before: LatencySummary;
 }
 
@@ -231,7 +233,7 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
       pacing = false;
       const during = await pacedWrites;
       const seconds = (performance.now() - p0) / 1000;
-      const run: PacedRun = { units: frozenCount - frozenBefore, seconds, perSec: (frozenCount - frozenBefore) / seconds, activeWrites: during, before };
+      const run: PacedRun = { pace, units: frozenCount - frozenBefore, seconds, perSec: (frozenCount - frozenBefore) / seconds, activeWrites: during, before };
       paced.push(run);
       log(`froze ${run.units} units at ${pace}/s; active writes p99 ${before.p99.toFixed(2)} ms just before, ${during.p99.toFixed(2)} ms meanwhile (p50 ${before.p50.toFixed(2)} -> ${during.p50.toFixed(2)} ms)`);
     }

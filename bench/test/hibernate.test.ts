@@ -13,8 +13,8 @@ const result: H1Result = {
   frozen: { hotBytes: 10 * 2 ** 20, defraggedHotBytes: 9 * 2 ** 20, coldBytes: 30 * 2 ** 20, rssBytes: 450 * 2 ** 20, restartedRssBytes: 230 * 2 ** 20, activeWrites: lat(9) },
   freeze: { units: 8840, seconds: 30, perSec: 300, activeWrites: lat(20) },
   paced: [
-    { units: 160, seconds: 10, perSec: 16, activeWrites: lat(12), before: lat(8) },
-    { units: 80, seconds: 10, perSec: 8, activeWrites: lat(9), before: lat(8) },
+    { pace: 16, units: 160, seconds: 10, perSec: 16, activeWrites: lat(12), before: lat(8) },
+    { pace: 8, units: 80, seconds: 10, perSec: 8, activeWrites: lat(9), before: lat(8) },
   ],
   thaw: lat(12),
   errors: [],
@@ -37,7 +37,7 @@ describe('H1 targets', () => {
     expect(md).toContain('| hot store (db) as found on disk | 100.0 MiB | 10.0 MiB |');
     expect(md).toContain('| hot store (db) after POST /v1/defrag | 90.0 MiB | 9.0 MiB |');
     expect(md).toContain('8,840 units in 30.0 s (300 units/s)');
-    expect(md).toContain('| 16/s | 160 | 2.00 -> 2.00 ms | 8.00 -> 12.00 ms | 1.50x |');
+    expect(md).toContain('| 16/s | 160 (16.0/s) | 2.00 -> 2.00 ms | 8.00 -> 12.00 ms | 1.50x |');
     expect(md).toContain('| freeze throughput without raising active-set p99 by more than 20% | yes | 8 units/s (p99 8.00 -> 9.00 ms, 1.13x); by pace: 16/s 1.50x, 8/s 1.13x;');
     expect(md).toContain('| member RSS after a restart | 400.0 MiB | 230.0 MiB |');
     expect(md).toContain("| member RSS above an empty member's reduced at least 5x | yes | after a restart 200.0 MiB -> 30.0 MiB (6.67x) |");
