@@ -11,7 +11,7 @@ import { fsyncDir } from '../raft/fsync.js';
 import { BackupError, restoreBackup, verifyBackupFile, type VerifiedBackup } from '../server/backup.js';
 import { boolFlag, parseArgs, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
 import { serverList, timeoutArg } from './client-commands.js';
-import { buildServerConfig } from './config.js';
+import { buildServerConfig, SECRET_ENV } from './config.js';
 import { EXIT, UsageError } from './errors.js';
 import type { CliIO } from './io.js';
 import { USAGE } from './usage.js';
@@ -25,6 +25,7 @@ const SAVE_SILENCE_MS = 120_000;
 
 export const SAVE_FLAGS: FlagSpecs = {
   server: { kind: 'string' },
+  secret: { kind: 'string' },
   timeout: { kind: 'string' },
   json: { kind: 'boolean' },
   help: { kind: 'boolean', short: 'h' },
@@ -75,10 +76,12 @@ async function save(args: ParsedArgs, io: CliIO): Promise<number> {
   const file = fileArg(args, 'vera snapshot save', io);
   const servers = serverList(args, io);
   const timeoutMs = stringFlag(args, 'timeout') === undefined ? SAVE_SILENCE_MS : timeoutArg(args);
+  // A backup is the whole database: a member with a cluster secret hands it only to a caller who sends it.
+  const secret = stringFlag(args, 'secret') ?? (io.env[SECRET_ENV] === undefined || io.env[SECRET_ENV] === '' ? undefined : io.env[SECRET_ENV]);
   let lastFailure = '';
   for (const server of servers) {
     const url = `${httpBaseUrl(server)}/v1/snapshot`;
-    const outcome = await download(url, file, timeoutMs);
+    const outcome = await download(url, file, timeoutMs, secret);
     if (outcome.kind === 'saved') {
       const { header, sha256 } = outcome.backup;
       const summary = { file, index: header.index, term: header.term, bytes: header.bytes, node: header.node, created: header.created, sha256 };
@@ -101,7 +104,7 @@ type DownloadOutcome = { kind: 'saved'; backup: VerifiedBackup } | { kind: 'unre
  * Streams the backup into a temporary file beside `file`, verifies it, then renames
  * it into place (after fsync), so `file` is either untouched or a complete, verified backup.
  */
-async function download(url: string, file: string, timeoutMs: number): Promise<DownloadOutcome> {
+async function download(url: string, file: string, timeoutMs: number, secret: string | undefined): Promise<DownloadOutcome> {
   // The timeout bounds waiting for the answer and each pause in the body, not a long download.
   const controller = new AbortController();
   let timer = setTimeout(() => controller.abort(), timeoutMs);
@@ -111,7 +114,7 @@ async function download(url: string, file: string, timeoutMs: number): Promise<D
   };
   let response: Response;
   try {
-    response = await fetch(url, { signal: controller.signal });
+    response = await fetch(url, { signal: controller.signal, ...(secret === undefined ? {} : { headers: { authorization: `Bearer ${secret}` } }) });
   } catch (error) {
     clearTimeout(timer);
     return { kind: 'unreachable', message: `cannot reach ${url}: ${causeOf(error)}` };

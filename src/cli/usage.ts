@@ -176,6 +176,9 @@ every write acknowledged before the request), verifies its checksum and writes
 FILE atomically. FILE is replaced only by a complete, verified backup.
 
   --server URL[,URL...]  member(s) to ask, in turn (default ws://127.0.0.1:1919, or $VERA_SERVER)
+  --secret S             the cluster secret (or $VERA_CLUSTER_SECRET): a member started with
+                         one hands a backup only to a caller who sends it; one without
+                         a secret answers loopback callers only
   --timeout MS           give up when the server is silent for MS ms (default 120000;
                          it reads the whole state once before it answers)
   --json                 print the result as JSON

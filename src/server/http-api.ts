@@ -8,7 +8,7 @@ import { serveList } from './http-list.js';
 import { toVeraError, type FrontEnd } from './context.js';
 import type { FamilyHttpRoute } from './family-part.js';
 import { readJsonBody } from './http-body.js';
-import { ADMIN_PATHS, handleAdmin, type AdminContext } from './membership.js';
+import { ADMIN_PATHS, authorizeOperator, handleAdmin, type AdminContext } from './membership.js';
 import type { ErrorCode } from '../protocol/index.js';
 import { cluster } from '../families/cluster/index.js';
 import { COMMAND_VERSION } from '../families/registry.js';
@@ -81,6 +81,13 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
       const e = toVeraError(err, fe);
       sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
     };
+    // The whole database, session ids included: for operators only.
+    try {
+      authorizeOperator(src.admin.secret, req, 'backups (GET /v1/snapshot)');
+    } catch (err) {
+      fail(err);
+      return;
+    }
     void serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail });
     return;
   }

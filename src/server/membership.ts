@@ -290,15 +290,24 @@ async function defrag(ctx: AdminContext): Promise<object> {
 }
 
 function authorize(ctx: AdminContext, req: IncomingMessage): void {
-  if (ctx.secret === null) {
+  authorizeOperator(ctx.secret, req, 'membership endpoints');
+}
+
+/**
+ * The check for what only an operator may do over HTTP (membership, defrag, backups):
+ * with a cluster secret, the caller must send it as a bearer token; without one, only
+ * loopback callers are answered. Throws UNAUTHORIZED or FORBIDDEN naming `what`.
+ */
+export function authorizeOperator(secret: string | null, req: IncomingMessage, what: string): void {
+  if (secret === null) {
     if (!isLoopback(req.socket.remoteAddress)) {
-      throw new VeraError('FORBIDDEN', 'this member runs without a cluster secret, so membership endpoints answer only on loopback');
+      throw new VeraError('FORBIDDEN', `this member runs without a cluster secret, so ${what} answer only on loopback`);
     }
     return;
   }
   const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1];
-  if (given === undefined || !sameSecret(given, ctx.secret)) {
-    throw new VeraError('UNAUTHORIZED', 'membership endpoints need the cluster secret: send "Authorization: Bearer <secret>" (vera member --secret)');
+  if (given === undefined || !sameSecret(given, secret)) {
+    throw new VeraError('UNAUTHORIZED', `${what} need the cluster secret: send "Authorization: Bearer <secret>" (--secret or $VERA_CLUSTER_SECRET)`);
   }
 }
 
@@ -309,7 +318,7 @@ function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(ha, hb);
 }
 
-function isLoopback(address: string | undefined): boolean {
+export function isLoopback(address: string | undefined): boolean {
   if (address === undefined) return false;
   const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
   return v4.startsWith('127.') || address === '::1';

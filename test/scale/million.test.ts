@@ -161,7 +161,7 @@ describe('10^6 items', () => {
     await expectList(members, 'n1', LISTS - 1);
 
     const saved = join(base, 'saved.backup');
-    const save = await timed('vera snapshot save', figures, () => veraChild(['snapshot', 'save', saved, '--server', members.url('n1'), '--json']));
+    const save = await timed('vera snapshot save', figures, () => veraChild(['snapshot', 'save', saved, '--server', members.url('n1'), '--secret', members.secret, '--json']));
     expect(save.code).toBe(0);
     expect(JSON.parse(save.out)).toMatchObject({ index: expect.any(Number) as number });
     figures['save peak RSS (CLI)'] = `${save.peakMiB.toFixed(0)} MiB`;

@@ -276,7 +276,13 @@ describe('backup and restore', () => {
         frozen.kill('SIGCONT');
       }
       const file = join(base, 'follower.backup');
-      const saved = await vera('snapshot', 'save', file, '--server', `ws://127.0.0.1:${follower.clientPort}`, '--json');
+      // The whole database is for operators: a member with a cluster secret refuses a caller without it.
+      const refused = await vera('snapshot', 'save', file, '--server', `ws://127.0.0.1:${follower.clientPort}`);
+      expect(refused.code).not.toBe(0);
+      expect(refused.err).toMatch(/401.*cluster secret/);
+      expect(await exists(file)).toBe(false);
+      expect((await fetch(`http://127.0.0.1:${follower.clientPort}/v1/snapshot`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+      const saved = await vera('snapshot', 'save', file, '--server', `ws://127.0.0.1:${follower.clientPort}`, '--secret', cluster.secret, '--json');
       expect(saved.code).toBe(0);
       const backup = await verifyBackupFile(file);
       const { header } = backup;

@@ -37,7 +37,7 @@ export const listOf = (port: number, path: string): Promise<ListBody> => getJson
 export class TestCluster {
   readonly processes = new Map<string, VeraProcess>();
   private readonly peers: string;
-  private readonly secret = randomBytes(16).toString('hex');
+  readonly secret = randomBytes(16).toString('hex');
 
   private constructor(
     readonly specs: readonly MemberSpec[],
