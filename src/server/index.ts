@@ -21,7 +21,7 @@ import { ExpiryQueue } from './expiry.js';
 import { fdBudget, openFileLimit } from './fd-budget.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
-import { loadServerParts, type ServerParts } from './family-part.js';
+import { loadServerParts, passPathGates, type ServerParts } from './family-part.js';
 import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
 import type { AnyFamily } from '../families/family.js';
 import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
@@ -195,8 +195,19 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     pathGates: parts.pathGates,
     hibernation: config.hibernation ?? null,
     disk,
-    notifier: new Notifier(veraNode.stateMachine, veraNode.events, { ...DEFAULT_NOTIFIER_LIMITS, resyncFrameBytes: limits.replyBytes }, (err) =>
-      logger.error({ event: 'resync-failed', err: String(err) }, 'could not read lists for a resync'),
+    notifier: new Notifier(
+      {
+        watchesOf: (session) => veraNode.stateMachine.watchesOf(session),
+        children: (path) => veraNode.stateMachine.children(path),
+        // A resync reads a list as any read does: past the path gates first (a hibernated list is thawed, not sent empty).
+        readListPages: async (path, pageBytes, onPage) => {
+          await passPathGates(front, path);
+          return veraNode.stateMachine.readListPages(path, pageBytes, onPage);
+        },
+      },
+      veraNode.events,
+      { ...DEFAULT_NOTIFIER_LIMITS, resyncFrameBytes: limits.replyBytes },
+      (err) => logger.error({ event: 'resync-failed', err: String(err) }, 'could not read lists for a resync'),
     ),
     expiry,
     limits,

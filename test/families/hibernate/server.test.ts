@@ -9,9 +9,10 @@ import type { ClientEvent } from '../../../src/client/notifications.js';
 import { HibernateClient } from '../../../src/families/hibernate/client.js';
 import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';
-import { startLeader, untilCommandVersion } from '../../server/fixture.js';
+import { openSession, startLeader, untilCommandVersion, waitForLeadership } from '../../server/fixture.js';
+import { WireClient } from '../../server/wire-client.js';
 import { pollUntil } from '../../support/poll.js';
-import type { VeraProcess } from '../../support/vera-process.js';
+import { VeraProcess } from '../../support/vera-process.js';
 
 let vp: VeraProcess | null = null;
 const clients: VeraClient[] = [];
@@ -113,6 +114,32 @@ describe('hibernation on a server', () => {
     // A unit with an ephemeral item (a live session's) is not frozen.
     await client.push('/users/dave/presence', 'here');
     expect(await hib.freeze('/users/dave')).toEqual({ unit: '/users/dave', frozen: false, why: 'ephemeral' });
+  });
+
+  it('a resync of a watched list in a frozen unit thaws it and sends its items, not an empty list (found by a chaos trial)', async () => {
+    const first = await startLeader({ args: [] });
+    vp = first;
+    const watcher = await openSession(first, 'json', { timeoutMs: 60_000 });
+    const writer = await connect(first.url, { timeoutMs: 10_000 });
+    clients.push(writer);
+    const items = [];
+    for (const d of ['a', 'b']) items.push(await writer.push('/users/alice/list', d, { persistent: true, watch: false }));
+    await watcher.client.call('watch', { path: '/users/alice/list' });
+    await untilCommandVersion(() => new HibernateClient(writer).units());
+    expect(await new HibernateClient(writer).freeze('/users/alice')).toMatchObject({ frozen: true });
+    await writer.close();
+    await watcher.client.close();
+    // A restart forgets the event log: the resumed session's watched lists come back as a resync.
+    await first.stop();
+    const second = await VeraProcess.start({ dataDir: first.dataDir });
+    vp = second;
+    await waitForLeadership(second);
+    const back = await WireClient.connect(second.url, 'json');
+    await back.hello({ session: watcher.hello.session });
+    const lists = await pollUntil('a resync', async () => back.notifies().find((f) => f.resync !== undefined)?.resync);
+    expect(lists.find((l) => l.path === '/users/alice/list')?.items.map((i) => i.data)).toEqual(['a', 'b']);
+    expect(await metric(second, 'vera_hibernate_thaws_total')).toBe(1);
+    await back.close();
   });
 
   it('the leader freezes units idle past --hibernate-after, not ones in use or holding ephemeral items', async () => {
