@@ -66,10 +66,11 @@ const SETTINGS = [
   'snapshot-keep',
   'hibernate-roots',
   'hibernate-after',
+  'allowed-origins',
 ] as const;
 type Setting = (typeof SETTINGS)[number];
 /** Settings that are switches: a flag without a value, `true`/`false` in a config file. */
-const SWITCHES = ['join'] as const;
+const SWITCHES = ['join', 'insecure'] as const;
 type Switch = (typeof SWITCHES)[number];
 
 export const START_FLAGS: FlagSpecs = {
@@ -208,7 +209,31 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
       keepEntries: number('snapshot-keep', parseCount, DEFAULTS.snapshotKeep),
     },
     ...hibernationOf(text('hibernate-roots'), number('hibernate-after', parseDuration, DEFAULT_HIBERNATE_AFTER_MS)),
+    ...originsOf(text('allowed-origins')),
   };
+}
+
+function originsOf(value: string | undefined): { allowedOrigins?: readonly string[] } {
+  if (value === undefined) return {};
+  const list = value.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  for (const o of list) {
+    if (o !== '*' && !/^https?:\/\/[^/\s]+$/.test(o)) throw new UsageError(`--allowed-origins: ${JSON.stringify(o)} is not an origin such as https://dash.example.com:8443 (or *)`);
+  }
+  return { allowedOrigins: list };
+}
+
+/**
+ * Authentication is not built yet (issue 16), so anyone who reaches the client port may
+ * do anything a client may. A client port on loopback reaches only this machine; on any
+ * other address the member starts only with --insecure, which says the operator knows.
+ */
+export function exposureProblem(config: { readonly client: { readonly host: string } }, insecure: boolean): string | null {
+  if (insecure || isLoopbackHost(config.client.host)) return null;
+  return `the client port would listen on ${config.client.host}, beyond this machine, and Vera has no authentication yet: anyone who reaches it could read, write and delete any data. Bind it to 127.0.0.1 (and reach it through a tunnel or proxy that authenticates), or pass --insecure to accept that`;
+}
+
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
 /**

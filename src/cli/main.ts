@@ -1,7 +1,7 @@
 // Entry point of the `vera` command (bin/vera.js runs the compiled form).
 import { parseArgs, boolFlag, type FlagSpecs } from './args.js';
 import { CLIENT_COMMANDS, CLIENT_FLAGS, runClientCommand } from './client-commands.js';
-import { buildServerConfig, START_FLAGS } from './config.js';
+import { buildServerConfig, exposureProblem, START_FLAGS } from './config.js';
 import { EXIT, UsageError } from './errors.js';
 import { processIO, type CliIO } from './io.js';
 import { runStatus } from './status.js';
@@ -34,6 +34,9 @@ async function runVerb(verb: string, argv: string[], io: CliIO): Promise<number>
     if (boolFlag(args, 'help')) return help(io, 'start');
     if (args.positionals.length > 0) throw new UsageError(`'vera start' takes no arguments, got ${args.positionals.join(' ')}`);
     const config = buildServerConfig({ flags: args.flags, env: io.env, cwd: io.cwd });
+    const exposed = exposureProblem(config, boolFlag(args, 'insecure'));
+    if (exposed !== null) throw new UsageError(exposed);
+    if (boolFlag(args, 'insecure')) io.stderr(`vera start: --insecure: the client port ${config.client.host}:${config.client.port} takes anyone who reaches it, without authentication\n`);
     // Loaded only here, so client verbs never load the server.
     const { runServer } = await import('./start.js');
     return runServer(config, io);

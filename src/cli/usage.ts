@@ -73,6 +73,10 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
   --snapshot-keep N           entries kept behind the applied index for lagging followers (default 1000)
   --hibernate-roots P,...     each child of these paths is a unit the leader hibernates when idle
   --hibernate-after D         how long a unit must go untouched first (default 30d)
+  --allowed-origins O,...     web page origins (https://host:port, or *) whose requests are served
+                              besides the member's own; a browser request from any other is refused
+  --insecure                  let the client port listen beyond loopback although Vera has
+                              no authentication yet (without it, such a start is refused)
   -h, --help                  show this help
 
 Durations: 5000, 5000ms, 5s, 2m. Sizes: 1048576, 512KiB, 1MiB.

@@ -64,6 +64,8 @@ export interface ServerConfig {
   readonly compaction: { readonly everyEntries: number; readonly keepEntries: number };
   /** Hibernation of idle units (docs/hibernation.md); absent: no unit hibernates by itself. */
   readonly hibernation?: HibernationConfig;
+  /** Web page origins (`scheme://host:port`, or `*`) allowed besides the member's own (see origin.ts); absent: none. */
+  readonly allowedOrigins?: readonly string[];
 }
 
 export interface HibernationConfig {

@@ -22,6 +22,7 @@ import { fdBudget, openFileLimit } from './fd-budget.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
 import { loadServerParts, passPathGates, type ServerParts } from './family-part.js';
+import { originRefusal } from './origin.js';
 import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
 import type { AnyFamily } from '../families/family.js';
 import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
@@ -246,8 +247,15 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const http = createServer({ headersTimeout: config.limits.helloTimeoutMs, requestTimeout: 5 * 60_000, connectionsCheckingInterval: 1000 }, (req, res) => {
     // While shutting down, answer what arrives but let no keep-alive connection (a health checker's) hold the port open.
     if (shuttingDown) res.setHeader('connection', 'close');
+    const refused = originRefusal(req.headers.origin, req.headers.host, allowedOrigins);
+    if (refused !== null) {
+      logger.warn({ event: 'origin-refused', origin: req.headers.origin, remote: req.socket.remoteAddress }, refused);
+      res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'FORBIDDEN', message: refused } }));
+      return;
+    }
     handleHttp(front, { members: () => memberList(veraNode, members), admin }, req, res);
   });
+  const allowedOrigins = config.allowedOrigins ?? [];
   const admission = new Admission(
     { connectionsMax: fds.clientConnections, connectionsPerAddress: config.limits.connectionsPerAddress, firstRequestTimeoutMs: config.limits.helloTimeoutMs },
     logger,
@@ -260,6 +268,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     admission.markUsed(req.socket);
     if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/v1/connect') {
       socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    const refused = originRefusal(req.headers.origin, req.headers.host, allowedOrigins);
+    if (refused !== null) {
+      logger.warn({ event: 'origin-refused', origin: req.headers.origin, remote: req.socket.remoteAddress }, refused);
+      socket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(refused)}\r\n\r\n${refused}`);
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
