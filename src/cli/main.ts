@@ -33,10 +33,12 @@ async function runVerb(verb: string, argv: string[], io: CliIO): Promise<number>
     const args = parseArgs(argv, START_FLAGS, 'vera start');
     if (boolFlag(args, 'help')) return help(io, 'start');
     if (args.positionals.length > 0) throw new UsageError(`'vera start' takes no arguments, got ${args.positionals.join(' ')}`);
-    const config = buildServerConfig({ flags: args.flags, env: io.env, cwd: io.cwd });
-    const exposed = exposureProblem(config, boolFlag(args, 'insecure'));
+    const insecure = boolFlag(args, 'insecure');
+    // Exposed beyond loopback, a session id (which items show) must not be enough to take a session over.
+    const config = { ...buildServerConfig({ flags: args.flags, env: io.env, cwd: io.cwd }), requireResumeToken: insecure };
+    const exposed = exposureProblem(config, insecure);
     if (exposed !== null) throw new UsageError(exposed);
-    if (boolFlag(args, 'insecure')) io.stderr(`vera start: --insecure: the client port ${config.client.host}:${config.client.port} takes anyone who reaches it, without authentication\n`);
+    if (insecure) io.stderr(`vera start: --insecure: the client port ${config.client.host}:${config.client.port} takes anyone who reaches it, without authentication\n`);
     // Loaded only here, so client verbs never load the server.
     const { runServer } = await import('./start.js');
     return runServer(config, io);

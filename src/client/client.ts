@@ -23,6 +23,8 @@ export interface ConnectOptions {
   readonly timeoutMs?: number;
   /** Resume this session instead of opening a new one. */
   readonly session?: string;
+  /** With `session`: its resume token (`client.resumeToken` of the client that opened it). */
+  readonly resume?: string;
   /** Authentication token, for servers that require one. */
   readonly token?: string;
   /** Frame encoding. Default 'msgpack'. */
@@ -120,6 +122,8 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
   private stateValue: ClientState = 'connecting';
   private conn: Connection | null = null;
   private sessionId: string | null;
+  /** The session's resume token, when the server gave one: sent with every resume. */
+  private resumeValue: string | null;
   private grantedTimeoutMs = 0;
   private nextId = 1;
   private readonly calls = new Set<Call>();
@@ -141,6 +145,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.maxRedirects = options.maxRedirects ?? 8;
     this.sessionId = options.session ?? null;
+    this.resumeValue = options.resume ?? null;
     this.notifications = new Notifications({
       event: (event) => this.emit('event', event),
       resync: (lists) => this.emit('resync', lists),
@@ -165,6 +170,14 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
   get session(): string {
     if (this.sessionId === null) throw new VeraError('UNAVAILABLE', 'not connected yet');
     return this.sessionId;
+  }
+
+  /**
+   * The session's resume token (null when the server gives none): proof that this client
+   * opened the session. Keep it secret; pass it as `resume` with `session` to resume elsewhere.
+   */
+  get resumeToken(): string | null {
+    return this.resumeValue;
   }
 
   /** The session timeout the server granted. */
@@ -441,6 +454,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
       op: 'hello',
       ...(this.options.timeoutMs === undefined ? {} : { timeoutMs: this.options.timeoutMs }),
       ...(session === undefined ? {} : { session }),
+      ...(session === undefined || this.resumeValue === null ? {} : { resume: this.resumeValue }),
       ...(this.options.token === undefined ? {} : { token: this.options.token }),
     };
     let result: HelloResult;
@@ -465,6 +479,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
   private adopt(conn: Connection, url: string, hello: HelloResult, resumed: boolean): void {
     this.conn = conn;
     this.sessionId = hello.session;
+    if (hello.resume !== undefined) this.resumeValue = hello.resume;
     this.grantedTimeoutMs = hello.timeoutMs;
     this.ring.prefer(url);
     this.stateValue = 'open';

@@ -11,6 +11,7 @@ const CHECKS: { readonly [O in Op]: (r: Fields) => string | null } = {
   hello: (r) =>
     typeof r.session !== 'string' ? 'session is not a string'
     : !isIndex(r.timeoutMs) ? 'timeoutMs is not a non-negative integer'
+    : r.resume !== undefined && typeof r.resume !== 'string' ? 'resume is not a string'
     : null,
   ping: (r) => (isIndex(r.index) ? null : 'index is not a non-negative integer'),
   bye: () => null,

@@ -18,10 +18,10 @@ export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cl
 export const KERNEL_BUCKETS = [Bucket.property, Bucket.internal, Bucket.log] as const;
 
 /**
- * The command version this build can apply: the highest `since` of any family or
- * op. An entry that needs more stops the member rather than being skipped.
+ * The command version this build can apply: the highest `since` of any family, op
+ * or op field. An entry that needs more stops the member rather than being skipped.
  */
-export const COMMAND_VERSION = Math.max(...FAMILIES.flatMap((f) => [f.since, ...Object.values(f.ops).map((op) => op.since)]));
+export const COMMAND_VERSION = Math.max(...FAMILIES.flatMap((f) => [f.since, ...Object.values(f.ops).flatMap((op) => [op.since, ...Object.values(op.fieldsSince ?? {})])]));
 
 /**
  * Entries written before the envelope named no family, only an op: the ops of the

@@ -24,6 +24,8 @@ export interface HelloRequest {
   readonly timeoutMs?: number;
   /** Resume this session instead of opening a new one. */
   readonly session?: string;
+  /** With `session`: the resume token the session's first hello answered (extension; see docs/protocol.md). */
+  readonly resume?: string;
   /** Authentication token, when the server requires one. */
   readonly token?: string;
 }
@@ -135,6 +137,11 @@ export interface HelloResult {
   readonly leader: string | null;
   readonly term: number;
   readonly index: number;
+  /**
+   * Extension: a secret the session's creator alone is given (the session id is public:
+   * items show it). Sent back as `resume` with `session`, it proves the resumer is the creator.
+   */
+  readonly resume?: string;
 }
 
 export interface PingResult {

@@ -86,6 +86,7 @@ const BUILDERS: { readonly [O in Op]: Builder<O> } = {
     op: 'hello',
     ...optional('timeoutMs', uintField(f, 'timeoutMs')),
     ...optional('session', sessionField(f)),
+    ...optional('resume', resumeField(f)),
     ...optional('token', tokenField(f)),
   }),
   ping: (f, id) => ({ id, op: 'ping', ...optional('ack', uintField(f, 'ack')) }),
@@ -166,6 +167,14 @@ function sessionField(f: Fields): string | undefined {
   const problem = validateSessionId(value);
   if (problem !== null) throw invalid(`session: ${problem}, got ${describe(value)}`);
   return value as string;
+}
+
+function resumeField(f: Fields): string | undefined {
+  const value = f.resume;
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(value)) throw invalid(`resume must be the token a hello answered, got ${describe(value)}`);
+  if (f.session === undefined) throw invalid('resume goes with session');
+  return value;
 }
 
 function tokenField(f: Fields): string | undefined {

@@ -2,7 +2,10 @@
 // limit, runs each request and sends its reply in the request's encoding.
 // Requests run concurrently; replies may leave out of order, as the protocol allows.
 
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { cluster } from '../families/cluster/index.js';
+import { RESUME_TOKENS_SINCE } from '../families/sessions/index.js';
+import type { SessionInfo } from '../statemachine/types.js';
 import type { WebSocket } from 'ws';
 import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
 import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
@@ -235,11 +238,14 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     const sm = fe.node.stateMachine;
     let session: string;
     let timeoutMs: number;
+    let resume: string | undefined;
     if (req.session !== undefined) {
       // Only a state machine that has applied every committed entry can say a session is gone.
       await fe.node.linearizableBarrier(fe.readTimeoutMs);
       const info = sm.sessions().get(req.session);
       if (!info) throw new VeraError('SESSION_EXPIRED', `session ${req.session} has expired or never existed; start a new one`);
+      const refused = resumeRefusal(info, req.resume, fe.requireResumeToken);
+      if (refused !== null) throw new VeraError('UNAUTHORIZED', refused);
       session = req.session;
       timeoutMs = info.timeoutMs;
     } else {
@@ -251,7 +257,11 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       session = randomBytes(16).toString('base64url');
       fe.disk.admit(frameBytes);
       const quota = { sessionsPerAddress: fe.limits.sessionsPerAddress };
-      const r = expectOk(await fe.node.propose({ op: 'openSession', session, timeoutMs, remote: this.remote, quota }));
+      // Only the hash goes into the log: the token itself is told to the creator alone. A cluster not yet
+      // at the version that records it opens sessions as before (resumable by id).
+      resume = fe.node.stateMachine.stateOf(cluster).active >= RESUME_TOKENS_SINCE ? randomBytes(24).toString('base64url') : undefined;
+      const open = { op: 'openSession' as const, session, timeoutMs, remote: this.remote, quota, ...(resume === undefined ? {} : { resumeHash: hashResume(resume) }) };
+      const r = expectOk(await fe.node.propose(open));
       if (r.op !== 'openSession') throw new VeraError('INTERNAL', `openSession applied as ${r.op}`);
     }
     if (this.closed) throw new VeraError('UNAVAILABLE', 'connection closed during hello');
@@ -262,7 +272,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     this.established = { session, encoding, resumed: req.session !== undefined };
     this.clearHelloTimer();
     const st = fe.node.status();
-    return { session, timeoutMs, node: st.id, leader: st.leader, term: st.term, index: fe.node.appliedIndex };
+    return { session, timeoutMs, node: st.id, leader: st.leader, term: st.term, index: fe.node.appliedIndex, ...(resume === undefined ? {} : { resume }) };
   }
 
   /** After the hello reply: replay what the session missed since its last acknowledgement, then go live. */
@@ -377,4 +387,22 @@ function toBuffer(data: Buffer | ArrayBuffer | Buffer[]): Buffer {
   if (Buffer.isBuffer(data)) return data;
   if (Array.isArray(data)) return Buffer.concat(data);
   return Buffer.from(data);
+}
+
+function hashResume(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/**
+ * Why a hello may not resume this session: the session id is public (items show their
+ * owner), so a resume token, told only to the creator, is what proves the resumer is it.
+ * A wrong token is always refused; a missing one only where the server requires it, since
+ * the shared contract resumes by id alone (docs/security.md).
+ */
+function resumeRefusal(info: SessionInfo, given: string | undefined, required: boolean): string | null {
+  if (info.resumeHash === undefined) return null; // opened before resume tokens: by id, as then
+  if (given === undefined) return required ? 'this server resumes a session only with the resume token its first hello answered' : null;
+  const a = Buffer.from(hashResume(given), 'hex');
+  const b = Buffer.from(info.resumeHash, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b) ? null : 'the resume token does not match this session; a session can be resumed only by the client that opened it';
 }

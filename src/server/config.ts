@@ -64,6 +64,8 @@ export interface ServerConfig {
   readonly compaction: { readonly everyEntries: number; readonly keepEntries: number };
   /** Hibernation of idle units (docs/hibernation.md); absent: no unit hibernates by itself. */
   readonly hibernation?: HibernationConfig;
+  /** Resuming a session needs its resume token (set by `vera start --insecure`: the client port is exposed). */
+  readonly requireResumeToken?: boolean;
   /** Web page origins (`scheme://host:port`, or `*`) allowed besides the member's own (see origin.ts); absent: none. */
   readonly allowedOrigins?: readonly string[];
 }

@@ -51,6 +51,8 @@ export interface FrontEnd {
   /** HTTP endpoints and metrics the command families add. */
   readonly familyHttp: readonly FamilyHttpRoute[];
   readonly familyMetrics: ReadonlyArray<(fe: FrontEnd) => Promise<string>>;
+  /** Whether resuming a session needs its resume token (the client port is exposed beyond loopback: --insecure). */
+  readonly requireResumeToken: boolean;
   /** What must happen before an operation on a path (see ServerPart.pathGate). */
   readonly pathGates: readonly PathGate[];
   /** Which units hibernate when idle, or null (docs/hibernation.md). */

@@ -194,6 +194,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     familyHttp: parts.http,
     familyMetrics: parts.metrics,
     pathGates: parts.pathGates,
+    requireResumeToken: config.requireResumeToken ?? false,
     hibernation: config.hibernation ?? null,
     disk,
     notifier: new Notifier(

@@ -46,7 +46,7 @@ export function decodeItemValue(bytes: Uint8Array): StoredItem {
 
 // 0x0004 client value: { timeoutMs, remote }.
 export function encodeClientValue(info: SessionInfo): Buffer {
-  return pack({ timeoutMs: info.timeoutMs, remote: info.remote });
+  return pack(info.resumeHash === undefined ? { timeoutMs: info.timeoutMs, remote: info.remote } : { timeoutMs: info.timeoutMs, remote: info.remote, resumeHash: info.resumeHash });
 }
 
 export function decodeClientValue(bytes: Uint8Array): SessionInfo {
@@ -54,7 +54,9 @@ export function decodeClientValue(bytes: Uint8Array): SessionInfo {
   if (typeof v.timeoutMs !== 'number' || typeof v.remote !== 'string') {
     throw new CorruptValueError('client value lacks timeoutMs/remote');
   }
-  return { timeoutMs: v.timeoutMs, remote: v.remote };
+  if (v.resumeHash === undefined) return { timeoutMs: v.timeoutMs, remote: v.remote };
+  if (typeof v.resumeHash !== 'string') throw new CorruptValueError('client value has a resumeHash that is not a string');
+  return { timeoutMs: v.timeoutMs, remote: v.remote, resumeHash: v.resumeHash };
 }
 
 // 0x0007 lag value: { index } as in the seed's `/lag/A -> { index: }`.

@@ -24,6 +24,8 @@ export interface ChangeEvent {
 export interface SessionInfo {
   readonly timeoutMs: number;
   readonly remote: string;
+  /** SHA-256 (hex) of the resume token given to the session's creator; absent for sessions opened before version 6. */
+  readonly resumeHash?: string;
 }
 
 /** Codes a command can fail with at apply time; the same on every peer. */

@@ -302,6 +302,8 @@ export interface HelloResult {
   readonly leader: string | null;
   readonly term: number;
   readonly index: number;
+  /** Extension: the session's resume token. */
+  readonly resume?: string;
 }
 
 /** A reply (as opposed to a notify): it has `ok`. */

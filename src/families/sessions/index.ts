@@ -30,6 +30,8 @@ export interface OpenSessionCommand {
   /** The client's address and port as the leader saw it (`host:port`); the host counts against sessionsPerAddress. */
   readonly remote: string;
   readonly quota?: SessionQuota;
+  /** SHA-256 (hex) of the resume token the leader gave the creator (command version 6). */
+  readonly resumeHash?: string;
 }
 
 export interface CloseSessionCommand {
@@ -62,7 +64,7 @@ function openSession(c: OpenSessionCommand, { states }: PlanContext): Plan | App
       return failure('QUOTA_EXCEEDED', `${address} already has ${from} sessions open, the most one address may hold (--sessions-per-address ${c.quota.sessionsPerAddress})`);
     }
   }
-  const info = { timeoutMs: c.timeoutMs, remote: c.remote };
+  const info = c.resumeHash === undefined ? { timeoutMs: c.timeoutMs, remote: c.remote } : { timeoutMs: c.timeoutMs, remote: c.remote, resumeHash: c.resumeHash };
   return {
     result: { ok: true, op: 'openSession', session: c.session },
     ops: [{ type: 'put', key: clientKey(c.session), value: encodeClientValue(info) }],
@@ -90,14 +92,18 @@ async function closeSession(c: CloseSessionCommand, ctx: PlanContext): Promise<P
   return plan;
 }
 
+/** openSession's resumeHash: sessions that only their creator can resume. */
+export const RESUME_TOKENS_SINCE = 6;
+
 export const sessions: Family<SessionsCommand, SessionsState> = {
   name: 'sessions',
   since: 1,
   buckets: [{ id: Bucket.client, name: 'client' }],
   ops: {
     openSession: {
-      fields: ['session', 'timeoutMs', 'remote', 'quota'],
+      fields: ['session', 'timeoutMs', 'remote', 'quota', 'resumeHash'],
       since: 1,
+      fieldsSince: { resumeHash: RESUME_TOKENS_SINCE },
       decode: (c) => {
         const open: OpenSessionCommand = {
           op: 'openSession',
@@ -105,7 +111,10 @@ export const sessions: Family<SessionsCommand, SessionsState> = {
           timeoutMs: integerField(c.timeoutMs, 'timeoutMs', 1, MAX_TIMEOUT_MS),
           remote: remoteField(c.remote),
         };
-        return c.quota === undefined ? open : { ...open, quota: quotaField(c.quota, ['sessionsPerAddress']) };
+        const withQuota = c.quota === undefined ? open : { ...open, quota: quotaField(c.quota, ['sessionsPerAddress']) };
+        if (c.resumeHash === undefined) return withQuota;
+        if (typeof c.resumeHash !== 'string' || !/^[0-9a-f]{64}$/.test(c.resumeHash)) throw new CommandError('resumeHash must be 64 lowercase hex digits');
+        return { ...withQuota, resumeHash: c.resumeHash };
       },
     },
     closeSession: {
