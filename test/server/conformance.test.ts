@@ -71,6 +71,8 @@ describe.each(ENCODINGS)('protocol over %s', (enc) => {
       c.send({ id, op: 'hello', timeoutMs: 5000 });
       const reply = await c.waitReply(id);
       expect(reply.encoding).toBe(enc);
+      // Exactly the contract's fields, and the resume token extension once the cluster records it
+      // (command version 6, raised just after the first election; test/server/resume-token.test.ts).
       expect(reply.value).toStrictEqual({
         id,
         ok: true,
@@ -80,6 +82,7 @@ describe.each(ENCODINGS)('protocol over %s', (enc) => {
         leader: 'n1',
         term: expect.any(Number),
         index: expect.any(Number),
+        ...(reply.value!.resume === undefined ? {} : { resume: expect.stringMatching(/^[A-Za-z0-9_-]{32}$/) }),
       });
       const st = await status(vp);
       expect(reply.value!.term).toBe(st.term);

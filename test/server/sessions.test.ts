@@ -154,7 +154,9 @@ describe.each(ENCODINGS)('sessions over %s', (enc) => {
     const back = await WireClient.connect(vp.url, enc);
     opened.push({ client: back, hello: a.hello });
     const hello = await back.hello({ session: a.hello.session });
-    expect(hello).toStrictEqual({ ...a.hello, index: expect.any(Number), term: expect.any(Number) });
+    // A resume answers what the first hello did, but for the resume token, which only the session's first hello tells.
+    const { resume: _token, ...firstHello } = a.hello;
+    expect(hello).toStrictEqual({ ...firstHello, index: expect.any(Number), term: expect.any(Number) });
     const missed = await back.waitEvents(3);
     expect(missed).toStrictEqual([
       { index: b1.index, type: 'push', path, item: b1 },
