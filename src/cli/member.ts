@@ -5,6 +5,7 @@
 // until --timeout runs out.
 import { httpBaseUrl } from '../client/urls.js';
 import { SECRET_ENV } from './config.js';
+import { operatorHeaders } from './operator-call.js';
 import { boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
 import { serverList, timeoutArg } from './client-commands.js';
 import { EXIT, UsageError } from './errors.js';
@@ -115,11 +116,11 @@ async function call(target: Target, request: Request, io: CliIO): Promise<Reply>
   let redirects = 0;
   for (;;) {
     const url = `${httpBaseUrl(server)}${request.path}`;
-    const headers: Record<string, string> = {};
-    if (target.secret !== null) headers.authorization = `Bearer ${target.secret}`;
-    if (request.body !== undefined) headers['content-type'] = 'application/json';
     let response: Response;
     try {
+      // A challenge answered with the secret, not the secret itself: it may cross a network.
+      const headers = await operatorHeaders(httpBaseUrl(server), target.secret, request.method, request.path);
+      if (request.body !== undefined) headers['content-type'] = 'application/json';
       response = await fetch(url, {
         method: request.method,
         headers,

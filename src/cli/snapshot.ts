@@ -12,6 +12,7 @@ import { BackupError, restoreBackup, verifyBackupFile, type VerifiedBackup } fro
 import { boolFlag, parseArgs, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
 import { serverList, timeoutArg } from './client-commands.js';
 import { buildServerConfig, SECRET_ENV } from './config.js';
+import { operatorHeaders } from './operator-call.js';
 import { EXIT, UsageError } from './errors.js';
 import type { CliIO } from './io.js';
 import { USAGE } from './usage.js';
@@ -114,7 +115,8 @@ async function download(url: string, file: string, timeoutMs: number, secret: st
   };
   let response: Response;
   try {
-    response = await fetch(url, { signal: controller.signal, ...(secret === undefined ? {} : { headers: { authorization: `Bearer ${secret}` } }) });
+    const headers = await operatorHeaders(new URL(url).origin, secret, 'GET', '/v1/snapshot', controller.signal);
+    response = await fetch(url, { signal: controller.signal, headers });
   } catch (error) {
     clearTimeout(timer);
     return { kind: 'unreachable', message: `cannot reach ${url}: ${causeOf(error)}` };

@@ -8,7 +8,7 @@ import { serveList } from './http-list.js';
 import { toVeraError, type FrontEnd } from './context.js';
 import type { FamilyHttpRoute } from './family-part.js';
 import { readJsonBody } from './http-body.js';
-import { ADMIN_PATHS, authorizeOperator, handleAdmin, type AdminContext } from './membership.js';
+import { ADMIN_PATHS, authorizeOperator, handleAdmin, issueChallenge, type AdminContext } from './membership.js';
 import type { ErrorCode } from '../protocol/index.js';
 import { cluster } from '../families/cluster/index.js';
 import { COMMAND_VERSION } from '../families/registry.js';
@@ -69,6 +69,11 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
   if (url.pathname === '/metrics') {
     void Promise.all(fe.familyMetrics.map((render) => render(fe).catch(() => '')))
       .then((parts) => sendText(res, 200, [fe.metrics.render(), ...parts.filter((p) => p !== '')].join('\n'), 'text/plain; version=0.0.4; charset=utf-8'));
+    return;
+  }
+  if (url.pathname === '/v1/challenge') {
+    // Anyone may ask: a nonce proves nothing until answered with the cluster secret.
+    sendJson(res, 200, issueChallenge());
     return;
   }
   if (url.pathname === '/v1/status') {

@@ -11,7 +11,7 @@
 // the one before left, and a change the core still has pending (say, right after
 // an election) answers UNAVAILABLE with retryAfterMs.
 
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { MEMBER_ID_PATTERN, type MemberAddress, type MemberChange } from '../raft/config.js';
@@ -20,6 +20,7 @@ import type { NodeId, SoftState, Status } from '../raft/types.js';
 import { bookOf, type Member } from '../statemachine/index.js';
 import { VeraError, type ErrorCode } from '../protocol/index.js';
 import { readJsonBody } from './http-body.js';
+import { operatorMac, parseOperatorAuthorization } from './operator-auth.js';
 
 // ---------------------------------------------------------------- the directory
 
@@ -305,14 +306,64 @@ export function authorizeOperator(secret: string | null, req: IncomingMessage, w
     }
     return;
   }
-  const given = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+  const header = req.headers.authorization;
+  const hmac = parseOperatorAuthorization(header);
+  if (hmac !== null) {
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (!sameSecret(hmac.mac, operatorMac(secret, hmac.nonce, req.method ?? 'GET', path)) || !challenges.take(hmac.nonce, hmac.mac)) {
+      throw new VeraError('UNAUTHORIZED', `${what}: the challenge response is wrong, stale or used already (GET /v1/challenge for a fresh one)`);
+    }
+    return;
+  }
+  const given = /^Bearer\s+(.+)$/i.exec(header ?? '')?.[1];
   if (given === undefined || !sameSecret(given, secret)) {
-    throw new VeraError('UNAUTHORIZED', `${what} need the cluster secret: send "Authorization: Bearer <secret>" (--secret or $VERA_CLUSTER_SECRET)`);
+    throw new VeraError('UNAUTHORIZED', `${what} need proof of the cluster secret: a challenge response (GET /v1/challenge; vera member and vera snapshot save do this), or "Authorization: Bearer <secret>" from loopback`);
+  }
+  // The secret itself crosses the network only where there is no network.
+  if (!isLoopback(req.socket.remoteAddress)) {
+    throw new VeraError('UNAUTHORIZED', `${what}: the cluster secret was sent in the clear from ${req.socket.remoteAddress ?? 'a remote address'}; answer a challenge instead (GET /v1/challenge), and change the secret if this crossed a network you do not trust`);
   }
 }
 
+/** Nonces handed out by GET /v1/challenge and not yet used: at most CHALLENGES_MAX, each for CHALLENGE_TTL_MS. */
+class Challenges {
+  private readonly open = new Map<string, { readonly expires: number; mac: string | null }>();
+
+  issue(): string {
+    const nonce = randomBytes(24).toString('base64url');
+    const now = Date.now();
+    for (const [n, open] of this.open) {
+      if (open.expires > now && this.open.size < CHALLENGES_MAX) break;
+      this.open.delete(n); // expired, or the oldest when full (Map keeps insertion order)
+    }
+    this.open.set(nonce, { expires: now + CHALLENGE_TTL_MS, mac: null });
+    return nonce;
+  }
+
+  /**
+   * Whether `mac` may use `nonce`: one issued and not expired, used by no other request.
+   * The same request sent again (an HTTP client retransmits a request whose answer it lost)
+   * carries the same MAC and is let through; another method or path under that nonce is not.
+   */
+  take(nonce: string, mac: string): boolean {
+    const open = this.open.get(nonce);
+    if (open === undefined || open.expires <= Date.now()) return false;
+    if (open.mac !== null && open.mac !== mac) return false;
+    open.mac = mac;
+    return true;
+  }
+}
+const CHALLENGES_MAX = 1024;
+const CHALLENGE_TTL_MS = 30_000;
+const challenges = new Challenges();
+
+/** GET /v1/challenge: a fresh nonce to answer with a Vera-HMAC Authorization header. */
+export function issueChallenge(): { readonly nonce: string; readonly scheme: string; readonly expiresInMs: number } {
+  return { nonce: challenges.issue(), scheme: 'Vera-HMAC', expiresInMs: CHALLENGE_TTL_MS };
+}
+
 /** Constant-time comparison; hashing first makes the lengths equal. */
-function sameSecret(a: string, b: string): boolean {
+export function sameSecret(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a).digest();
   const hb = createHash('sha256').update(b).digest();
   return timingSafeEqual(ha, hb);

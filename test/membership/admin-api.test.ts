@@ -1,6 +1,7 @@
 // The membership endpoints against a scripted member: authentication, input
 // checks, the guards (caught-up promotion, last voter, pending change), follower
 // redirects and leadership transfer. The real cluster is in cluster.test.ts.
+import { operatorAuthorization } from '../../src/server/operator-auth.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -8,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { MemberChange } from '../../src/raft/config.js';
 import { RaftError } from '../../src/raft/driver.js';
 import type { NodeId, Status } from '../../src/raft/types.js';
-import { handleAdmin, LeaderWatch, MemberDirectory, type AdminContext, type MembershipNode } from '../../src/server/membership.js';
+import { handleAdmin, issueChallenge, LeaderWatch, MemberDirectory, type AdminContext, type MembershipNode } from '../../src/server/membership.js';
 import { VeraError } from '../../src/protocol/index.js';
 import { initialMembers, type Member } from '../../src/statemachine/index.js';
 
@@ -136,6 +137,37 @@ describe('authentication', () => {
     await done;
     expect(written.status).toBe(403);
     expect(JSON.parse(written.body!).error.code).toBe('FORBIDDEN');
+  });
+});
+
+describe('challenge and response', () => {
+  it('proves the secret without sending it: a fresh nonce once, signed for its method and path', async () => {
+    const sign = (nonce: string, method: string, path: string, secret = SECRET): string => operatorAuthorization(secret, nonce, method, path);
+    const n1 = issueChallenge().nonce;
+    expect((await call('GET', '/v1/members', undefined, sign(n1, 'GET', '/v1/members'))).status).toBe(200);
+    // The same request again (an HTTP client's retransmission) passes; another request under that nonce does not.
+    expect((await call('GET', '/v1/members', undefined, sign(n1, 'GET', '/v1/members'))).status).toBe(200);
+    expect(errorOf(await call('POST', '/v1/defrag', {}, sign(n1, 'POST', '/v1/defrag')))).toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('challenge') });
+    // Signed for another path, method or secret, or a nonce never issued: refused.
+    const n2 = issueChallenge().nonce;
+    expect((await call('POST', '/v1/defrag', {}, sign(n2, 'GET', '/v1/members'))).status).toBe(401);
+    const n3 = issueChallenge().nonce;
+    expect((await call('POST', '/v1/defrag', {}, sign(n3, 'POST', '/v1/defrag', 'not the secret'))).status).toBe(401);
+    expect((await call('POST', '/v1/defrag', {}, sign('x'.repeat(32), 'POST', '/v1/defrag'))).status).toBe(401);
+    const n4 = issueChallenge().nonce;
+    expect((await call('POST', '/v1/defrag', {}, sign(n4, 'POST', '/v1/defrag'))).status).toBe(200);
+    expect(node.proposed).toEqual([]);
+  });
+
+  it('refuses the secret itself sent from beyond loopback', async () => {
+    const written: { status?: number; body?: string } = {};
+    const res = { writeHead: (status: number) => void (written.status = status) } as unknown as ServerResponse;
+    const req = { method: 'GET', url: '/v1/members', headers: { authorization: `Bearer ${SECRET}` }, socket: { remoteAddress: '10.1.2.3' } } as unknown as IncomingMessage;
+    const done = new Promise<void>((resolve) => (res.end = ((body: string) => ((written.body = body), resolve())) as ServerResponse['end']));
+    handleAdmin(context(), req, res, '/v1/members');
+    await done;
+    expect(written.status).toBe(401);
+    expect(JSON.parse(written.body!).error.message).toMatch(/sent in the clear/);
   });
 });
 
