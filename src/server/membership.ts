@@ -81,14 +81,17 @@ export class MemberDirectory {
 
   /** Adopt a new book: update the peer links, and report members that left. Resolves when the links are updated. */
   update(book: readonly Member[]): Promise<void> {
-    const before = new Set(this.book.map((m) => m.id));
+    const before = new Map(this.book.map((m) => [m.id, m.voter]));
     this.book = book;
-    const now = new Set(book.map((m) => m.id));
-    for (const id of before) {
+    const now = new Map(book.map((m) => [m.id, m.voter]));
+    for (const id of before.keys()) {
       if (now.has(id)) continue;
       if (id === this.selfId) this.logger.warn({ event: 'member-removed-self' }, 'this member was removed from the cluster; stop it');
       this.onRemoved(id);
     }
+    // A voter that is a learner now was removed and added again (members are never demoted), both
+    // perhaps applied in one batch, so this book is the first to show it: it may have a new data directory.
+    for (const [id, voter] of now) if (id !== this.selfId && !voter && before.get(id) === true) this.onRemoved(id);
     const desired = this.desiredPeers();
     this.syncing = this.syncing.then(() => this.syncLinks(desired)).catch((err: unknown) => {
       this.logger.error({ event: 'peer-sync-failed', err: String(err) }, 'could not update the peer links');

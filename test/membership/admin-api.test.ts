@@ -140,6 +140,29 @@ describe('authentication', () => {
   });
 });
 
+describe('the member directory', () => {
+  it('forgets the data directory of a member removed and added again, even when one book shows both changes at once', async () => {
+    const removed: string[] = [];
+    const directory = new MemberDirectory('n1', SEED, () => 'ws://127.0.0.1:1919', null, (id) => removed.push(id), logger);
+    const address = (port: number) => ({ host: '127.0.0.1', peerPort: port, clientPort: port + 1 });
+    await directory.update([
+      { id: 'n1', voter: true, address: address(2000) },
+      { id: 'n2', voter: true, address: address(2010) },
+      { id: 'n3', voter: false, address: address(2020) },
+    ]);
+    expect(removed).toEqual([]);
+    // n2 removed and added back (a learner again) between two books; n3 promoted.
+    await directory.update([
+      { id: 'n1', voter: true, address: address(2000) },
+      { id: 'n2', voter: false, address: address(2010) },
+      { id: 'n3', voter: true, address: address(2020) },
+    ]);
+    expect(removed).toEqual(['n2']);
+    await directory.update([{ id: 'n1', voter: true, address: address(2000) }, { id: 'n3', voter: true, address: address(2020) }]);
+    expect(removed).toEqual(['n2', 'n2']);
+  });
+});
+
 describe('challenge and response', () => {
   it('proves the secret without sending it: a fresh nonce once, signed for its method and path', async () => {
     const sign = (nonce: string, method: string, path: string, secret = SECRET): string => operatorAuthorization(secret, nonce, method, path);
