@@ -74,7 +74,7 @@ function heldBack(state: HibernateState, unit: string): FreezeCancel | null {
   if (state.frozen.has(unit)) return 'frozen';
   if (state.freezing.has(unit)) return 'freezing';
   if (state.unitOf(unit) !== null) return 'inside-frozen';
-  if (state.frozenBelow(unit) !== null) return 'holds-frozen';
+  if (state.holdsFrozen(unit)) return 'holds-frozen';
   return null;
 }
 
@@ -91,7 +91,7 @@ function frozenAfter(ctx: PlanContext, unit: string, record: FrozenUnit): () => 
   const state = ctx.states.of(hibernate);
   const listsState = ctx.states.of(lists);
   return () => {
-    state.frozen.set(unit, record);
+    state.setFrozen(unit, record);
     state.freezing.delete(unit);
     state.writing.delete(unit);
     // The lists index holds what the db holds: a restarted member rebuilds it without the frozen lists.
@@ -271,7 +271,7 @@ async function thaw(c: Extract<HibernateCommand, { op: 'thaw' }>, ctx: PlanConte
   return answer({ op: 'thaw', unit: c.unit, thawed: true, items: cold.entries.length }, ops, [
     () => {
       crashPoint('thaw-batch-written');
-      state.frozen.delete(c.unit);
+      state.setThawed(c.unit);
       for (const l of record.lists) listsState.setLastIndex(l.path, l.newest);
     },
   ]);

@@ -8,8 +8,8 @@ import type { DbSnapshot } from '../family.js';
 import { FrozenSpanCompactor } from './compactor.js';
 import { ColdStore, ColdStoreError, decodeColdFile } from './cold-store.js';
 import { limited, prepareUnit, type Prepared } from './freezing.js';
-import { HibernateBucket, inUnit, transitKey, unitOfKey } from './keys.js';
-import { decodeFreezing, decodeFrozen, type FreezingUnit, type FrozenUnit } from './records.js';
+import { HibernateBucket, transitKey, unitOfKey } from './keys.js';
+import { decodeFreezing, decodeFrozen, type FreezingUnit, type FrozenList, type FrozenUnit } from './records.js';
 
 /** The state each cold directory's member runs on now (the last loaded): an older one's background work is void. */
 const liveStates = new Map<string, WeakRef<HibernateState>>();
@@ -24,16 +24,88 @@ export interface BackgroundPrepare {
 /** Units read and written at once per freeze: one, so the work beside the log comes in small pieces between client requests. */
 const PREPARE_WIDTH = 1;
 
+/**
+ * For each path, the names of its children that lead to lists of Frozen units, each with
+ * how many such lists: `ls` and "does this unit hold a Frozen one" are answered by a
+ * lookup, not a scan of every Frozen unit (a root may hold millions).
+ */
+class FrozenPaths {
+  private readonly below = new Map<string, Map<string, number>>();
+
+  add(lists: readonly FrozenList[]): void {
+    for (const l of lists) for (const [parent, child] of steps(l.path)) {
+      let children = this.below.get(parent);
+      if (children === undefined) this.below.set(parent, (children = new Map()));
+      children.set(child, (children.get(child) ?? 0) + 1);
+    }
+  }
+
+  remove(lists: readonly FrozenList[]): void {
+    for (const l of lists) for (const [parent, child] of steps(l.path)) {
+      const children = this.below.get(parent)!;
+      const n = children.get(child)! - 1;
+      if (n > 0) children.set(child, n);
+      else if (children.delete(child) && children.size === 0) this.below.delete(parent);
+    }
+  }
+
+  /** The names of `path`'s children that are or lead to lists of Frozen units. */
+  childrenOf(path: string): string[] {
+    return [...(this.below.get(path)?.keys() ?? [])];
+  }
+
+  /** Whether some Frozen unit's list lies strictly below `path`. */
+  anyBelow(path: string): boolean {
+    return this.below.has(path);
+  }
+}
+
+/** Each (parent, child name) on the way from the root to `path`: `/a/b` gives (`/`, a), (`/a`, b). */
+function* steps(path: string): Generator<readonly [string, string]> {
+  let parent = '/';
+  for (const name of path.slice(1).split('/')) {
+    yield [parent, name];
+    parent = parent === '/' ? `/${name}` : `${parent}/${name}`;
+  }
+}
+
 export class HibernateState {
   /** Freezing units being made ready on this member (not replicated: a restart forgets them, and the commit does the work itself). */
   readonly writing = new Map<string, BackgroundPrepare>();
+  private readonly paths = new FrozenPaths();
 
   private constructor(
-    readonly frozen: Map<string, FrozenUnit>,
+    private readonly frozenUnits: Map<string, FrozenUnit>,
     readonly freezing: Map<string, FreezingUnit>,
     readonly cold: ColdStore,
     readonly compactor: FrozenSpanCompactor,
-  ) {}
+  ) {
+    for (const record of frozenUnits.values()) this.paths.add(record.lists);
+  }
+
+  /** Every Frozen unit and what stays hot of it. */
+  get frozen(): ReadonlyMap<string, FrozenUnit> {
+    return this.frozenUnits;
+  }
+
+  /** A freeze's batch is written: the unit is Frozen. */
+  setFrozen(unit: string, record: FrozenUnit): void {
+    this.frozenUnits.set(unit, record);
+    this.paths.add(record.lists);
+  }
+
+  /** A thaw's batch is written: the unit is Hot. */
+  setThawed(unit: string): void {
+    const record = this.frozenUnits.get(unit);
+    if (record === undefined) return;
+    this.frozenUnits.delete(unit);
+    this.paths.remove(record.lists);
+  }
+
+  /** The names of `path`'s children that are (or lead to) lists of Frozen units, as `ls` gives children. */
+  frozenChildren(path: string): string[] {
+    return this.paths.childrenOf(path);
+  }
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<HibernateState> {
     const frozen = new Map<string, FrozenUnit>();
@@ -82,10 +154,13 @@ export class HibernateState {
     return unitIn(this.frozen, path);
   }
 
-  /** A Frozen unit below `unit` (its lists' data is already cold), if any. */
-  frozenBelow(unit: string): string | null {
-    for (const u of this.frozen.keys()) if (u !== unit && inUnit(u, unit)) return u;
-    return null;
+  /**
+   * Whether a Frozen unit lies strictly below `unit` (its lists' data is already cold).
+   * Asked only of a unit that is neither Frozen nor inside one: then any Frozen list below
+   * it belongs to a unit below it.
+   */
+  holdsFrozen(unit: string): boolean {
+    return this.paths.anyBelow(unit);
   }
 }
 
@@ -136,19 +211,4 @@ export async function* coldFilesAt(db: VeraDb, snapshot: DbSnapshot): AsyncGener
     if (file.meta.frozenAt !== record.frozenAt) throw new ColdStoreError(unit, 'foreign', `the cold file is from the freeze at ${String(file.meta.frozenAt)}, the snapshot's unit froze at ${record.frozenAt}; capture again`);
     yield [transitKey(unit), bytes];
   }
-}
-
-/** The names of `path`'s children that are (or lead to) lists of Frozen units, as `ls` gives children. */
-export function frozenChildren(state: HibernateState, path: string): string[] {
-  const base = path === '/' ? '/' : `${path}/`;
-  const names = new Set<string>();
-  for (const f of state.frozen.values()) {
-    for (const l of f.lists) {
-      if (!l.path.startsWith(base)) continue;
-      const below = l.path.slice(base.length);
-      const cut = below.indexOf('/');
-      names.add(cut < 0 ? below : below.slice(0, cut));
-    }
-  }
-  return [...names];
 }

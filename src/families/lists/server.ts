@@ -6,7 +6,6 @@ import { proposeTimed, type OpCall, type ServerPart } from '../../server/family-
 import { wireItem } from '../../server/ops.js';
 import { compareUtf8 } from '../../keys/index.js';
 import { hibernate } from '../hibernate/index.js';
-import { frozenChildren } from '../hibernate/state.js';
 
 async function push({ fe, session, request: req, frameBytes }: OpCall<'push'>): Promise<PushResult> {
   fe.disk.admit(frameBytes);
@@ -37,7 +36,7 @@ async function ls({ fe, request: req }: OpCall<'ls'>): Promise<LsResult> {
   await fe.node.linearizableBarrier(fe.readTimeoutMs);
   const view = await fe.node.stateMachine.children(req.path);
   // Lists in hibernated units exist too: their names stay hot, so listing a parent thaws nothing.
-  const frozen = frozenChildren(fe.node.stateMachine.stateOf(hibernate), req.path);
+  const frozen = fe.node.stateMachine.stateOf(hibernate).frozenChildren(req.path);
   if (frozen.length === 0) return { index: view.index, children: [...view.children] };
   return { index: view.index, children: [...new Set([...view.children, ...frozen])].sort(compareUtf8) };
 }
