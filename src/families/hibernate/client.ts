@@ -43,8 +43,20 @@ export class HibernateClient {
     return (await this.call('hibernate.thaw', { path })) as unknown as { unit: string; thawed: boolean; items: number };
   }
 
-  /** The Frozen and Freezing units, by path. */
+  /** One page of the Frozen and Freezing units, by path: those after `after`, at most `limit` (1 to 1000); `next` is the `after` of the next page. */
+  async unitsPage(options: { readonly after?: string; readonly limit?: number } = {}): Promise<{ units: UnitInfo[]; next?: string }> {
+    const r = await this.call('hibernate.units', { ...options });
+    return { units: r.units as UnitInfo[], ...(typeof r.next === 'string' ? { next: r.next } : {}) };
+  }
+
+  /** Every Frozen and Freezing unit, by path, read a page at a time (a root of millions of units is millions of entries here). */
   async units(): Promise<UnitInfo[]> {
-    return (await this.call('hibernate.units', {})).units as UnitInfo[];
+    const all: UnitInfo[] = [];
+    for (let after: string | undefined; ; ) {
+      const page = await this.unitsPage(after === undefined ? {} : { after });
+      for (const u of page.units) all.push(u);
+      if (page.next === undefined) return all;
+      after = page.next;
+    }
   }
 }

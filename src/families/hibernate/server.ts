@@ -10,8 +10,10 @@ import { proposeTimed, type FamilyOp, type FamilyOpCall, type LeaderDuty, type S
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { hibernate, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
 import { decodeItemKey } from '../../keys/index.js';
-import { unitItemRanges } from './keys.js';
-import { HIBERNATE_OPS, MAX_FREEZE_PATHS } from './wire.js';
+import { bucketRange } from '../../keys/index.js';
+import { freezingKey, HibernateBucket, unitItemRanges, unitKey, unitOfKey } from './keys.js';
+import { decodeFreezing, decodeFrozen } from './records.js';
+import { HIBERNATE_OPS, MAX_FREEZE_PATHS, UNITS_PAGE } from './wire.js';
 
 async function propose(fe: FrontEnd, command: HibernateCommand): Promise<HibernateValue> {
   const r = expectOk(await proposeTimed(fe, { family: 'hibernate', ...command } as never));
@@ -134,12 +136,26 @@ const handlers: Record<string, Handler> = {
     if (v.op !== 'thaw') throw new VeraError('INTERNAL', 'a thaw gave another result');
     return { unit, thawed: v.thawed, items: v.items };
   },
-  'hibernate.units': async ({ fe }) => {
+  'hibernate.units': async ({ fe, request: r }) => {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const state = fe.node.stateMachine.stateOf(hibernate);
-    const frozen = [...state.frozen].map(([unit, f]) => ({ unit, state: 'frozen', frozenAt: f.frozenAt, bytes: f.bytes, items: f.lists.reduce((n, l) => n + l.items, 0), lists: f.lists.map((l) => ({ ...l })) }));
-    const freezing = [...state.freezing].map(([unit, f]) => ({ unit, state: 'freezing', since: f.since }));
-    return { units: [...frozen, ...freezing].sort((a, b) => (a.unit < b.unit ? -1 : a.unit > b.unit ? 1 : 0)) };
+    const limit = (r.limit as number | undefined) ?? UNITS_PAGE;
+    const after = r.after as string | undefined;
+    // A page read from the two buckets in key (path) order, never every unit at once.
+    return fe.node.stateMachine.read('hibernation units', async (db, snapshot) => {
+      const page = async <T>(bucket: number, key: (unit: string) => Buffer, view: (unit: string, value: Buffer) => T): Promise<Array<readonly [string, T]>> => {
+        const range = bucketRange(bucket);
+        const out: Array<readonly [string, T]> = [];
+        for await (const [k, v] of db.iterator({ ...(after === undefined ? { gte: range.gte } : { gt: key(after) }), lt: range.lt, limit: limit + 1, snapshot })) out.push([unitOfKey(k), view(unitOfKey(k), v)]);
+        return out;
+      };
+      const frozen = await page(HibernateBucket.unit, unitKey, (unit, v) => {
+        const f = decodeFrozen(v);
+        return { unit, state: 'frozen', frozenAt: f.frozenAt, bytes: f.bytes, items: f.lists.reduce((n, l) => n + l.items, 0), lists: f.lists.map((l) => ({ ...l })) };
+      });
+      const freezing = await page(HibernateBucket.freezing, freezingKey, (unit, v) => ({ unit, state: 'freezing', since: decodeFreezing(v).since }));
+      const units = [...frozen, ...freezing].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, u]) => u);
+      return units.length > limit ? { units: units.slice(0, limit), next: units[limit - 1]!.unit } : { units };
+    });
   },
 };
 

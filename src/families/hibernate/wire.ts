@@ -1,6 +1,6 @@
 // Hibernation's client protocol: the ops it adds and how each request is checked
 // (docs/protocol.md "Extension: hibernation ops", docs/hibernation.md).
-import { invalid, validatePath, type FamilyRequest, type RequestBuilder } from '../../protocol/index.js';
+import { invalid, optional, uintField, validatePath, type FamilyRequest, type RequestBuilder } from '../../protocol/index.js';
 
 type Fields = Readonly<Record<string, unknown>>;
 
@@ -29,11 +29,22 @@ function freezeRequest(f: Fields, id: number): FamilyRequest {
   return { id, op: 'hibernate.freeze', paths };
 }
 
+/** The most units one `hibernate.units` reply holds (and its default). */
+export const UNITS_PAGE = 1000;
+
+/** `hibernate.units` gives the units by path a page at a time: `after` the last one of the page before, at most `limit`. */
+function unitsRequest(f: Fields, id: number): FamilyRequest {
+  only(f, ['after', 'limit']);
+  const limit = uintField(f, 'limit');
+  if (limit !== undefined && (limit < 1 || limit > UNITS_PAGE)) throw invalid(`limit must be 1 to ${UNITS_PAGE}`);
+  return { id, op: 'hibernate.units', ...optional('after', f.after === undefined ? undefined : unit({ path: f.after })), ...optional('limit', limit) };
+}
+
 /** The most units one `hibernate.freeze` names (MAX_UNITS_PER_FREEZE in index.ts). */
 export const MAX_FREEZE_PATHS = 16;
 
 export const HIBERNATE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
   ['hibernate.freeze', (f, id) => freezeRequest(f, id)],
   ['hibernate.thaw', (f, id) => (only(f, ['path']), { id, op: 'hibernate.thaw', path: unit(f) })],
-  ['hibernate.units', (f, id) => (only(f, []), { id, op: 'hibernate.units' })],
+  ['hibernate.units', (f, id) => unitsRequest(f, id)],
 ]);

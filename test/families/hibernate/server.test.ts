@@ -77,6 +77,13 @@ describe('hibernation on a server', () => {
     expect(units.map((u) => [u.unit, u.state])).toEqual([['/users/a', 'frozen'], ['/users/b', 'frozen']]);
     // One freeze began them both.
     expect(units[0]).toMatchObject({ frozenAt: (units[1] as { frozenAt: number }).frozenAt });
+    // Listed a page at a time.
+    expect(await hib.unitsPage({ limit: 1 })).toMatchObject({ units: [{ unit: '/users/a' }], next: '/users/a' });
+    const second = await hib.unitsPage({ after: '/users/a', limit: 1 });
+    expect(second).toMatchObject({ units: [{ unit: '/users/b' }] });
+    expect(second.next).toBeUndefined();
+    await expect(hib.unitsPage({ limit: 0 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await expect(hib.unitsPage({ limit: 1001 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
     expect(await metric(vp, 'vera_hibernate_freezes_total')).toBe(2);
     // A defrag rewrites the db (giving back what the freezes deleted) and changes nothing a client sees.
     const defrag = await fetch(`${vp.httpUrl}/v1/defrag`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
