@@ -171,8 +171,6 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
 async function metrics(fe: FrontEnd): Promise<string> {
   const state = fe.node.stateMachine.stateOf(hibernate);
   const c = counters(fe);
-  let bytes = 0;
-  for (const f of state.frozen.values()) bytes += f.bytes;
   const sorted = [...c.thawMs].sort((a, b) => a - b);
   const q = (p: number): number => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!);
   return [
@@ -184,7 +182,7 @@ async function metrics(fe: FrontEnd): Promise<string> {
     `vera_hibernate_units_freezing ${state.freezing.size}`,
     '# HELP vera_hibernate_cold_bytes Bytes of the Frozen units\' cold files.',
     '# TYPE vera_hibernate_cold_bytes gauge',
-    `vera_hibernate_cold_bytes ${bytes}`,
+    `vera_hibernate_cold_bytes ${state.coldBytes}`,
     '# HELP vera_hibernate_compactions_total Compactions of the key span freezes deleted from, on this member since it started.',
     '# TYPE vera_hibernate_compactions_total counter',
     `vera_hibernate_compactions_total ${state.compactor.compactions}`,
@@ -283,7 +281,12 @@ function leftoverFreezes(fe: FrontEnd): string[] {
   const freezing = fe.node.stateMachine.stateOf(hibernate).freezing;
   if (freezing.size === 0) return [];
   const mine = inFlight(fe);
-  return [...freezing.keys()].filter((u) => !mine.has(u)).slice(0, MAX_FREEZE_PATHS);
+  const leftover: string[] = [];
+  for (const unit of freezing.keys()) {
+    if (leftover.length === MAX_FREEZE_PATHS) break;
+    if (!mine.has(unit)) leftover.push(unit);
+  }
+  return leftover;
 }
 
 async function commitLeftovers(fe: FrontEnd, units: readonly string[]): Promise<void> {

@@ -73,6 +73,7 @@ export class HibernateState {
   /** Freezing units being made ready on this member (not replicated: a restart forgets them, and the commit does the work itself). */
   readonly writing = new Map<string, BackgroundPrepare>();
   private readonly paths = new FrozenPaths();
+  private frozenBytes = 0;
 
   private constructor(
     private readonly frozenUnits: Map<string, FrozenUnit>,
@@ -80,7 +81,15 @@ export class HibernateState {
     readonly cold: ColdStore,
     readonly compactor: FrozenSpanCompactor,
   ) {
-    for (const record of frozenUnits.values()) this.paths.add(record.lists);
+    for (const record of frozenUnits.values()) {
+      this.paths.add(record.lists);
+      this.frozenBytes += record.bytes;
+    }
+  }
+
+  /** The Frozen units' cold files' bytes in all (kept as they change, not summed per metrics scrape). */
+  get coldBytes(): number {
+    return this.frozenBytes;
   }
 
   /** Every Frozen unit and what stays hot of it. */
@@ -92,6 +101,7 @@ export class HibernateState {
   setFrozen(unit: string, record: FrozenUnit): void {
     this.frozenUnits.set(unit, record);
     this.paths.add(record.lists);
+    this.frozenBytes += record.bytes;
   }
 
   /** A thaw's batch is written: the unit is Hot. */
@@ -100,6 +110,7 @@ export class HibernateState {
     if (record === undefined) return;
     this.frozenUnits.delete(unit);
     this.paths.remove(record.lists);
+    this.frozenBytes -= record.bytes;
   }
 
   /** The names of `path`'s children that are (or lead to) lists of Frozen units, as `ls` gives children. */
