@@ -1,5 +1,6 @@
 // The client verbs of `vera`: push, get, ls, delete, watch. Arguments are
 // checked before connecting (usage errors exit 2 without touching the network).
+import { readFileSync } from 'node:fs';
 import { connect, type ConnectOptions, type VeraClient } from '../client/client.js';
 import { sessionUrl } from '../client/urls.js';
 import { validatePath, VeraError, type JsonValue } from '../protocol/index.js';
@@ -17,8 +18,15 @@ export const CLIENT_FLAGS: FlagSpecs = {
   json: { kind: 'boolean' },
   encoding: { kind: 'string' },
   timeout: { kind: 'string' },
+  token: { kind: 'string' },
+  user: { kind: 'string' },
+  'password-file': { kind: 'string' },
   help: { kind: 'boolean', short: 'h' },
 };
+
+export const TOKEN_ENV = 'VERA_TOKEN';
+export const USER_ENV = 'VERA_USER';
+export const PASSWORD_ENV = 'VERA_PASSWORD';
 
 export interface Context {
   readonly args: ParsedArgs;
@@ -129,7 +137,7 @@ export async function runClientCommand(name: string, command: ClientCommand, arg
   }
   const action = command.prepare(ctx);
   const servers = serverList(args, io);
-  const options = connectOptions(args);
+  const options = { ...connectOptions(args), ...credentials(args, io) };
 
   let client: VeraClient;
   try {
@@ -178,6 +186,28 @@ function connectOptions(args: ParsedArgs): ConnectOptions {
   if (encoding !== 'msgpack' && encoding !== 'json') throw new UsageError(`--encoding must be msgpack or json, got ${JSON.stringify(encoding)}`);
   const timeout = timeoutArg(args);
   return { encoding, connectTimeoutMs: timeout, requestTimeoutMs: timeout };
+}
+
+/**
+ * Who the command acts as: --token (or $VERA_TOKEN), else --user (or $VERA_USER) with the
+ * password from --password-file or $VERA_PASSWORD. Never a password flag: ps shows flags.
+ */
+export function credentials(args: ParsedArgs, io: CliIO): { token?: string; user?: string; password?: string } {
+  const token = stringFlag(args, 'token') ?? io.env[TOKEN_ENV];
+  if (token !== undefined && token !== '') return { token };
+  const user = stringFlag(args, 'user') ?? io.env[USER_ENV];
+  if (user === undefined || user === '') return {};
+  const file = stringFlag(args, 'password-file');
+  let password = io.env[PASSWORD_ENV];
+  if (file !== undefined) {
+    try {
+      password = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      throw new UsageError(`--password-file: cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  if (password === undefined) throw new UsageError(`--user ${user} needs a password: --password-file FILE or $${PASSWORD_ENV}`);
+  return { user, password };
 }
 
 function pathArg(ctx: Context, position: number, allowRoot: boolean): string {

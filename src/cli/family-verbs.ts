@@ -12,4 +12,8 @@ export const FAMILY_VERBS: Readonly<Record<string, () => Promise<FamilyVerb>>> =
   assign: () => import('../families/assign/cli.js'),
   hibernate: () => import('../families/hibernate/cli.js'),
   thaw: async () => (await import('../families/hibernate/cli.js')).thaw,
+  auth: async () => (await import('../families/auth/cli.js')).authVerb,
+  user: async () => (await import('../families/auth/cli.js')).userVerb,
+  role: async () => (await import('../families/auth/cli.js')).roleVerb,
+  login: async () => (await import('../families/auth/cli.js')).loginVerb,
 };

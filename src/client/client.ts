@@ -12,21 +12,24 @@
 //   and only the application knows how to recover (recipes depend on that).
 import { CloseCode, DEFAULT_LIMITS, validateRequest, VeraError, type FamilyRequest, type FamilyResult, type RequestBuilder, type ChangeEvent, type Encoding, type GetResult, type HelloResult, type Item, type JsonValue, type LsResult, type Op, type Request, type RequestBody, type ResultOf, type ResyncList, type WatchResult } from '../protocol/index.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
-import { Connection, ConnectionLost } from './connection.js';
+import { Connection, ConnectionLost, type TlsClientOptions } from './connection.js';
 import { TypedEmitter } from './emitter.js';
 import { Notifications, type ClientEvent } from './notifications.js';
 import { checkResult } from './results.js';
 import { leaderSessionUrl, ServerRing } from './urls.js';
 
-export interface ConnectOptions {
+export interface ConnectOptions extends TlsClientOptions {
   /** Session timeout to ask for; the server clamps it (and reports what it granted). */
   readonly timeoutMs?: number;
   /** Resume this session instead of opening a new one. */
   readonly session?: string;
   /** With `session`: its resume token (`client.resumeToken` of the client that opened it). */
   readonly resume?: string;
-  /** Authentication token, for servers that require one. */
+  /** Authentication token, for servers that require one (`vera login`, or POST /v1/auth/login). */
   readonly token?: string;
+  /** A user and password instead of a token: sent in each hello (so use wss:// beyond loopback). */
+  readonly user?: string;
+  readonly password?: string;
   /** Frame encoding. Default 'msgpack'. */
   readonly encoding?: Encoding;
   /** How long connect() keeps trying before it gives up. Default 10 s. */
@@ -79,6 +82,8 @@ export interface ClientEvents {
   disconnected: (reason: string) => void;
   /** Reconnecting failed for good (e.g. UNAUTHORIZED); the client is closed. */
   failed: (error: VeraError) => void;
+  /** The server dropped these watches: the user may no longer watch them (a permission was revoked). */
+  revoked: (watches: ReadonlyArray<{ readonly path: string; readonly prefix: boolean }>, reason: string) => void;
 }
 
 /**
@@ -437,12 +442,13 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     conn = await Connection.open(url, this.encoding, timeoutMs, {
       onEvents: (events) => this.notifications.onEvents(events),
       onResync: (lists, more) => this.notifications.onResync(lists, more),
+      onRevoked: (watches, reason) => this.emit('revoked', watches, reason),
       onClose: (reason, code) => {
         if (conn === null || conn !== this.conn) return;
         if (code === CLOSE_SESSION_MOVED) this.fail(new VeraError('UNAVAILABLE', `session ${this.sessionId} was resumed on another connection (${reason}); this client stops`));
         else this.connectionLost(conn, reason);
       },
-    });
+    }, this.options);
     if (this.stop.signal.aborted) {
       conn.terminate('the client was closed');
       throw new VeraError('UNAVAILABLE', 'the client was closed');
@@ -456,6 +462,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
       ...(session === undefined ? {} : { session }),
       ...(session === undefined || this.resumeValue === null ? {} : { resume: this.resumeValue }),
       ...(this.options.token === undefined ? {} : { token: this.options.token }),
+      ...(this.options.user === undefined || this.options.password === undefined ? {} : { user: this.options.user, password: this.options.password }),
     };
     let result: HelloResult;
     try {

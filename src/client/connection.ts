@@ -16,8 +16,19 @@ export interface ConnectionHandlers {
   readonly onEvents: (events: readonly ChangeEvent[]) => void;
   /** `more`: the resync continues in the next frame; apply it once a frame without `more` arrives. */
   readonly onResync: (lists: readonly ResyncList[], more: boolean) => void;
+  readonly onRevoked?: (watches: ReadonlyArray<{ readonly path: string; readonly prefix: boolean }>, reason: string) => void;
   /** `code` is the WebSocket close code, when the server sent one. */
   readonly onClose: (reason: string, code: number | null) => void;
+}
+
+/** Certificates for a wss:// server: the CA to trust (else the system's), and a client certificate for mutual TLS. */
+export interface TlsClientOptions {
+  /** PEM CA certificate(s) the server's certificate must chain to. */
+  readonly ca?: string | Buffer | ReadonlyArray<string | Buffer>;
+  /** PEM client certificate (chain), for servers that ask for one (--client-ca). */
+  readonly cert?: string | Buffer;
+  /** PEM private key of `cert`. */
+  readonly key?: string | Buffer;
 }
 
 interface Waiter {
@@ -51,9 +62,9 @@ export class Connection {
   }
 
   /** Opens a socket to `url`; rejects with UNAVAILABLE when that fails within `timeoutMs`. */
-  static open(url: string, encoding: Encoding, timeoutMs: number, handlers: ConnectionHandlers): Promise<Connection> {
+  static open(url: string, encoding: Encoding, timeoutMs: number, handlers: ConnectionHandlers, tls: TlsClientOptions = {}): Promise<Connection> {
     return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url, { handshakeTimeout: Math.max(1, Math.round(timeoutMs)) });
+      const ws = new WebSocket(url, { handshakeTimeout: Math.max(1, Math.round(timeoutMs)), ...tlsOptions(tls) });
       const fail = (error: Error): void => {
         ws.removeAllListeners();
         ws.on('error', () => {}); // a late error must not become an uncaught exception
@@ -62,6 +73,18 @@ export class Connection {
       };
       ws.once('error', fail);
       ws.once('close', () => fail(new Error('closed during the handshake')));
+      // A refused upgrade: say what the server said (a TLS port answers a ws:// client so), not only its status.
+      ws.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          if (body.length < 500) body += chunk;
+        });
+        const done = (): void => fail(new Error(`the server answered ${res.statusCode ?? '?'}${body.trim() === '' ? '' : `: ${body.trim().slice(0, 500)}`}`));
+        res.once('end', done);
+        res.once('error', done);
+        res.once('close', done);
+      });
       ws.once('open', () => {
         ws.removeAllListeners();
         resolve(new Connection(url, ws, encoding, handlers));
@@ -130,6 +153,9 @@ export class Connection {
       case 'resync':
         this.handlers.onResync(frame.lists, frame.more);
         return;
+      case 'revoked':
+        this.handlers.onRevoked?.(frame.watches, frame.reason);
+        return;
       case 'invalid':
         // Ignored rather than fatal: a newer server may push frames this client
         // does not know. A malformed reply leaves its request to time out.
@@ -152,4 +178,13 @@ function collectItems(waiter: Waiter, items: unknown): void {
   waiter.items ??= [];
   if (!Array.isArray(items)) return; // the final check of the result reports it
   for (const item of items) waiter.items.push(item);
+}
+
+/** ws's options for `tls` (only what is set: an empty `ca` would mean "trust nothing"). */
+function tlsOptions(tls: TlsClientOptions): { ca?: Array<string | Buffer>; cert?: string | Buffer; key?: string | Buffer } {
+  return {
+    ...(tls.ca === undefined ? {} : { ca: Array.isArray(tls.ca) ? [...(tls.ca as ReadonlyArray<string | Buffer>)] : [tls.ca as string | Buffer] }),
+    ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+    ...(tls.key === undefined ? {} : { key: tls.key }),
+  };
 }

@@ -2,7 +2,7 @@
 // Lives next to the request decoder so the whole wire format stays in one place.
 import { scanMessagePack, unpackScanned } from './msgpack.js';
 import { VeraError } from './errors.js';
-import type { ChangeEvent, Item, RawFrame, ResyncList } from './types.js';
+import type { ChangeEvent, Item, RawFrame, ResyncList, RevokedWatches } from './types.js';
 
 export type ServerFrame =
   | { readonly kind: 'reply'; readonly id: number; readonly result: Readonly<Record<string, unknown>> }
@@ -10,6 +10,8 @@ export type ServerFrame =
   | { readonly kind: 'notify'; readonly events: readonly ChangeEvent[] }
   /** `more`: the resync continues in the next frame. */
   | { readonly kind: 'resync'; readonly lists: readonly ResyncList[]; readonly more: boolean }
+  /** Watches the server dropped because their permission was revoked. */
+  | { readonly kind: 'revoked'; readonly watches: RevokedWatches['revoked']; readonly reason: string }
   | { readonly kind: 'invalid'; readonly message: string };
 
 // Replies nest data a few levels below the frame (notify > events > event > item > data);
@@ -63,6 +65,13 @@ function decodeNotify(fields: Record<string, unknown>): ServerFrame {
     const lists = fields.resync;
     if (!lists.every(isResyncList)) return invalid('notify frame has a malformed resync list');
     return { kind: 'resync', lists, more: fields.more === true };
+  }
+  if (Array.isArray(fields.revoked) && typeof fields.reason === 'string') {
+    const watches = fields.revoked as unknown[];
+    if (!watches.every((w) => typeof w === 'object' && w !== null && typeof (w as { path?: unknown }).path === 'string' && typeof (w as { prefix?: unknown }).prefix === 'boolean')) {
+      return invalid('notify frame has a malformed revoked watch');
+    }
+    return { kind: 'revoked', watches: watches as RevokedWatches['revoked'], reason: fields.reason };
   }
   return invalid('notify frame has neither events nor resync');
 }

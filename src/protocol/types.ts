@@ -28,6 +28,9 @@ export interface HelloRequest {
   readonly resume?: string;
   /** Authentication token, when the server requires one. */
   readonly token?: string;
+  /** Credentials instead of a token (extension; see docs/protocol.md): checked by the server, never stored. */
+  readonly user?: string;
+  readonly password?: string;
 }
 
 export interface PingRequest {
@@ -142,6 +145,8 @@ export interface HelloResult {
    * items show it). Sent back as `resume` with `session`, it proves the resumer is the creator.
    */
   readonly resume?: string;
+  /** Extension: the user the connection is authenticated as, when authentication is on. */
+  readonly user?: string;
 }
 
 export interface PingResult {
@@ -210,7 +215,13 @@ export interface ResyncList {
  * list may continue from one frame into the next (the same path again, its items
  * going on in order). Apply it when the last frame arrives.
  */
-export type NotifyPayload = { readonly events: readonly ChangeEvent[] } | { readonly resync: readonly ResyncList[]; readonly more?: true };
+export type NotifyPayload = { readonly events: readonly ChangeEvent[] } | { readonly resync: readonly ResyncList[]; readonly more?: true } | RevokedWatches;
+
+/** Extension: watches the session may no longer hold (a permission was revoked); the server has dropped them. */
+export interface RevokedWatches {
+  readonly revoked: ReadonlyArray<{ readonly path: string; readonly prefix: boolean }>;
+  readonly reason: string;
+}
 
 // ---------------------------------------------------------------- limits
 
@@ -263,6 +274,8 @@ export const CloseCode = {
   noHello: 4005,
   /** The client left more than the output bound of replies unread; the socket is dropped (the session lives on). */
   outputBacklog: 4006,
+  /** Authentication was turned on, or the connection's user was removed: reconnect with credentials. */
+  unauthenticated: 4007,
   shuttingDown: 1001,
 } as const;
 

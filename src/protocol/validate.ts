@@ -88,6 +88,7 @@ const BUILDERS: { readonly [O in Op]: Builder<O> } = {
     ...optional('session', sessionField(f)),
     ...optional('resume', resumeField(f)),
     ...optional('token', tokenField(f)),
+    ...credentialFields(f),
   }),
   ping: (f, id) => ({ id, op: 'ping', ...optional('ack', uintField(f, 'ack')) }),
   bye: (_f, id) => ({ id, op: 'bye' }),
@@ -183,6 +184,15 @@ function tokenField(f: Fields): string | undefined {
   if (typeof value !== 'string') throw invalid(`token must be a string, got ${describe(value)}`);
   if (Buffer.byteLength(value, 'utf8') > MAX_TOKEN_BYTES) throw invalid(`token is longer than ${MAX_TOKEN_BYTES} bytes`);
   return value;
+}
+
+/** `user` and `password` go together, and not with a token (extension; see docs/protocol.md). */
+function credentialFields(f: Fields): { user?: string; password?: string } {
+  if (f.user === undefined && f.password === undefined) return {};
+  if (typeof f.user !== 'string' || f.user.length === 0 || f.user.length > 128) throw invalid(`user must be a user name of 1-128 characters, got ${describe(f.user)}`);
+  if (typeof f.password !== 'string' || Buffer.byteLength(f.password, 'utf8') > 1024) throw invalid('password must be a string of at most 1024 bytes, given with user');
+  if (f.token !== undefined) throw invalid('give a token or user and password, not both');
+  return { user: f.user, password: f.password };
 }
 
 export function pathField(f: Fields, allowRoot: boolean, limits: ProtocolLimits): string {

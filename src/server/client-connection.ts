@@ -11,8 +11,9 @@ import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnecti
 import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
 import * as ops from './ops.js';
 import { OutputBudget, type OutputSocket } from './output-budget.js';
+import { CORE_NEEDS, type Need, type Principal } from './access.js';
 import { passPathGates, type OpHandler } from './family-part.js';
-import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request, isCoreRequest, type FamilyRequest, type FamilyResult } from '../protocol/index.js';
+import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult } from '../protocol/index.js';
 
 /** Core ops that read or change what is at their path (unwatch touches neither, so no thaw). */
 const GATED_OPS: ReadonlySet<string> = new Set(['push', 'delete', 'ls', 'watch']);
@@ -22,6 +23,8 @@ const HELLO_LEADER_WAIT_MS = 1000;
 
 interface Established {
   readonly session: string;
+  /** Who the hello authenticated (null: authentication was off); every request is judged as this principal. */
+  readonly principal: Principal;
   /** The encoding of the hello, which notifications use. */
   readonly encoding: Encoding;
   readonly resumed: boolean;
@@ -44,6 +47,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     private readonly ws: WebSocket,
     private readonly remote: string,
     private readonly fe: FrontEnd,
+    /** The user a verified client certificate names, if the connection came with one. */
+    private readonly certUser: string | null = null,
   ) {
     // Until the hello, frames are held to the small hello limit and the connection to a deadline:
     // a socket that never says hello costs a descriptor and little else, and not for long.
@@ -67,6 +72,13 @@ export class ClientConnection implements AttachedConnection, NotifySink {
 
   sendNotify(payload: NotifyPayload, shared?: { readonly frames: NotifyFrames; readonly key: string }): void {
     if (!this.established) return;
+    if (!this.fe.guard.unrestricted(this.established.principal)) {
+      // Each event and resynced list is judged as the watch was: only what the principal may still watch goes out.
+      const allowed = visibleTo(this.fe, this.established.principal, payload);
+      if (allowed === null) return;
+      if (allowed !== payload) shared = undefined;
+      payload = allowed;
+    }
     if ('events' in payload) this.fe.metrics.notifications.inc({}, payload.events.length);
     const { encoding } = this.established;
     // Not corked: notifications go out during the notifier's flush, one frame per watcher, and must not wait a loop turn.
@@ -101,6 +113,34 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     this.fe.logger.warn({ event: 'client-output-backlog', remote: this.remote, buffered }, 'client left too much output unread; connection dropped');
     this.close(CloseCode.outputBacklog, 'output backlog too large; read your replies');
     this.ws.terminate();
+  }
+
+  /**
+   * After an auth change: a connection whose principal can no longer be authenticated is
+   * closed; each watch its principal may no longer hold is dropped (on the leader, through
+   * the log) and the client told which, in a notify frame, before any other event is withheld.
+   */
+  reviewAccess(): void {
+    const est = this.established;
+    if (est === null || this.closed) return;
+    const guard = this.fe.guard;
+    if (!guard.enabled) return;
+    if (est.principal === null || !guard.state.users.has(est.principal)) {
+      const reason = est.principal === null ? 'authentication was turned on; reconnect with credentials' : `user ${est.principal} was removed`;
+      // After this turn: the reply to the request that made the change may be this connection's own.
+      setImmediate(() => this.close(CloseCode.unauthenticated, reason));
+      return;
+    }
+    const revoked = this.fe.node.stateMachine.watchesOf(est.session).filter((w) => !guard.mayWatch(est.principal, w.path));
+    if (revoked.length === 0) return;
+    const reason = `user ${est.principal} may no longer watch these; they were dropped`;
+    this.sendFrame(encodeNotify({ revoked: revoked.map((w) => ({ path: w.path, prefix: w.prefix })), reason }, est.encoding), false);
+    if (!this.fe.isLeader()) return;
+    for (const w of revoked) {
+      this.fe.node.propose({ op: 'unwatch', session: est.session, path: w.path, prefix: w.prefix }).catch((err: unknown) =>
+        this.fe.logger.warn({ event: 'revoked-unwatch-failed', session: est.session, path: w.path, err: String(err) }, 'could not drop a revoked watch; its events stay withheld'),
+      );
+    }
   }
 
   // ---------------------------------------------------------------- frames
@@ -156,9 +196,12 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (this.established === null) {
       throw new VeraError('BAD_REQUEST', `the first frame on a connection must be a successful hello, not "${request.op}"`);
     }
-    const { session } = this.established;
+    const { session, principal } = this.established;
     if (!fe.isLeader()) throw notLeaderError(fe);
     if (!isCoreRequest(request)) return this.answerAddedOp(request, session, frameBytes);
+    // The one check (access.ts): what the op touches, as this connection's principal.
+    const needs = (CORE_NEEDS[request.op] as (r: Request) => readonly Need[])(request);
+    fe.guard.check(principal, needs, this.remote, request.op);
     switch (request.op) {
       case 'ping':
         if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
@@ -175,6 +218,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private async answerAddedOp(request: FamilyRequest, session: string, frameBytes: number): Promise<FamilyResult> {
     const op = this.fe.familyOps.get(request.op);
     if (op === undefined) throw new VeraError('BAD_REQUEST', `no command family answers "${request.op}"`);
+    this.fe.guard.check(this.established!.principal, op.needs(request), this.remote, request.op);
     const result = await op.handle({ fe: this.fe, session, request, frameBytes });
     if ('id' in result || 'ok' in result) throw new VeraError('INTERNAL', `the reply to ${request.op} sets id or ok, which belong to the reply frame`);
     return result;
@@ -189,7 +233,15 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     // The handler registered under an op takes that op's request: the table is keyed so.
     const handler = this.fe.ops[request.op] as OpHandler<Op> | undefined;
     if (handler === undefined) throw new VeraError('BAD_REQUEST', `no command family answers "${request.op}"`);
-    const call = (): Promise<AnyResult> => handler({ fe: this.fe, session, request, frameBytes });
+    const principal = this.established!.principal;
+    const call = async (): Promise<AnyResult> => {
+      const result = await handler({ fe: this.fe, session, request, frameBytes });
+      // ls names children: only those the principal may read something in are shown.
+      if (request.op !== 'ls' || this.fe.guard.unrestricted(principal)) return result;
+      const base = request.path === '/' ? '' : request.path;
+      const ls = result as LsResult;
+      return { ...ls, children: ls.children.filter((child) => this.fe.guard.maySeeBelow(principal, `${base}/${child}`)) };
+    };
     const path = GATED_OPS.has(request.op) && 'path' in request ? request.path : null;
     if (path === null) return call();
     await passPathGates(this.fe, path);
@@ -235,6 +287,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     // NO_LEADER at once: the client then moves in one step instead of polling.
     if (!fe.isLeader() && fe.node.status().leader === null) await fe.awaitLeader(HELLO_LEADER_WAIT_MS);
     if (!fe.isLeader()) throw notLeaderError(fe);
+    const principal = await fe.guard.authenticate({ token: req.token, user: req.user, password: req.password, certUser: this.certUser }, this.remote, Date.now());
     const sm = fe.node.stateMachine;
     let session: string;
     let timeoutMs: number;
@@ -244,7 +297,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       await fe.node.linearizableBarrier(fe.readTimeoutMs);
       const info = sm.sessions().get(req.session);
       if (!info) throw new VeraError('SESSION_EXPIRED', `session ${req.session} has expired or never existed; start a new one`);
-      const refused = resumeRefusal(info, req.resume, fe.requireResumeToken);
+      const refused = resumeRefusal(info, req.resume, fe.requireResumeToken) ?? principalRefusal(info, principal, fe.guard.enabled);
       if (refused !== null) throw new VeraError('UNAUTHORIZED', refused);
       session = req.session;
       timeoutMs = info.timeoutMs;
@@ -260,7 +313,15 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       // Only the hash goes into the log: the token itself is told to the creator alone. A cluster not yet
       // at the version that records it opens sessions as before (resumable by id).
       resume = fe.node.stateMachine.stateOf(cluster).active >= RESUME_TOKENS_SINCE ? randomBytes(24).toString('base64url') : undefined;
-      const open = { op: 'openSession' as const, session, timeoutMs, remote: this.remote, quota, ...(resume === undefined ? {} : { resumeHash: hashResume(resume) }) };
+      const open = {
+        op: 'openSession' as const,
+        session,
+        timeoutMs,
+        remote: this.remote,
+        quota,
+        ...(resume === undefined ? {} : { resumeHash: hashResume(resume) }),
+        ...(principal === null ? {} : { principal }),
+      };
       const r = expectOk(await fe.node.propose(open));
       if (r.op !== 'openSession') throw new VeraError('INTERNAL', `openSession applied as ${r.op}`);
     }
@@ -269,10 +330,19 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (previous && previous !== this) previous.close(CloseCode.sessionMoved, 'session resumed on another connection');
     fe.connections.set(session, this);
     fe.expiry.track(session, timeoutMs);
-    this.established = { session, encoding, resumed: req.session !== undefined };
+    this.established = { session, principal, encoding, resumed: req.session !== undefined };
     this.clearHelloTimer();
     const st = fe.node.status();
-    return { session, timeoutMs, node: st.id, leader: st.leader, term: st.term, index: fe.node.appliedIndex, ...(resume === undefined ? {} : { resume }) };
+    return {
+      session,
+      timeoutMs,
+      node: st.id,
+      leader: st.leader,
+      term: st.term,
+      index: fe.node.appliedIndex,
+      ...(resume === undefined ? {} : { resume }),
+      ...(principal === null ? {} : { user: principal }),
+    };
   }
 
   /** After the hello reply: replay what the session missed since its last acknowledgement, then go live. */
@@ -405,4 +475,28 @@ function resumeRefusal(info: SessionInfo, given: string | undefined, required: b
   const a = Buffer.from(hashResume(given), 'hex');
   const b = Buffer.from(info.resumeHash, 'hex');
   return a.length === b.length && timingSafeEqual(a, b) ? null : 'the resume token does not match this session; a session can be resumed only by the client that opened it';
+}
+
+/**
+ * With authentication on, a session is resumed only by the user that opened it: a
+ * leaked resume token is not enough for another user. A session opened while
+ * authentication was off (no principal) may be resumed by anyone who authenticates.
+ */
+function principalRefusal(info: SessionInfo, principal: Principal, enabled: boolean): string | null {
+  if (!enabled || info.principal === undefined || info.principal === principal) return null;
+  return `session belongs to another user; ${principal ?? 'an unauthenticated client'} cannot resume it`;
+}
+
+/** What of a notification `principal` may see: the payload itself, a filtered copy, or null for nothing. */
+function visibleTo(fe: FrontEnd, principal: Principal, payload: NotifyPayload): NotifyPayload | null {
+  if ('events' in payload) {
+    const events = payload.events.filter((e) => fe.guard.mayWatch(principal, e.path));
+    if (events.length === 0) return null;
+    return events.length === payload.events.length ? payload : { events };
+  }
+  if ('revoked' in payload) return payload;
+  const lists = payload.resync.filter((l) => fe.guard.mayWatch(principal, l.path));
+  // A resync's last frame is sent even when empty: it ends the resync the client is gathering.
+  if (lists.length === payload.resync.length) return payload;
+  return payload.more === true ? (lists.length === 0 ? null : { resync: lists, more: true }) : { resync: lists };
 }

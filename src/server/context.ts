@@ -13,6 +13,7 @@ import type { Notifier } from './notifier.js';
 import { VeraError, type ProtocolExtensions, type ProtocolLimits } from '../protocol/index.js';
 import type { ServerMetrics } from './server-metrics.js';
 import type { VeraNode } from './vera-node.js';
+import type { Guard } from './access.js';
 
 export interface SessionTimeouts {
   readonly min: number;
@@ -39,6 +40,8 @@ export type FrontEndLimits = ProtocolLimits &
 export interface AttachedConnection {
   /** Close because the session ended or moved; `reason` is sent in the close frame. */
   close(code: number, reason: string): void;
+  /** Re-judges what the connection holds after an auth change (access.ts): watches no longer allowed are dropped and their owner told. */
+  reviewAccess?(): void;
 }
 
 export interface FrontEnd {
@@ -67,6 +70,8 @@ export interface FrontEnd {
   readonly readTimeoutMs: number;
   readonly logger: Logger;
   readonly metrics: ServerMetrics;
+  /** Authentication and the one permission check every request passes (access.ts). */
+  readonly guard: Guard;
   isLeader(): boolean;
   /** Resolves once this node knows a leader (itself or another), or after `timeoutMs`. */
   awaitLeader(timeoutMs: number): Promise<void>;

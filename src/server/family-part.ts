@@ -8,6 +8,7 @@ import type { AnyFamily } from '../families/family.js';
 import { OPS, type AnyResult, type FamilyRequest, type FamilyResult, type Op, type ProtocolExtensions, type RequestBuilder, type RequestOf } from '../protocol/index.js';
 import type { AnyCommand, ApplyOutcome } from '../statemachine/index.js';
 import type { FrontEnd } from './context.js';
+import type { Need } from './access.js';
 
 export interface OpCall<O extends Op> {
   readonly fe: FrontEnd;
@@ -25,7 +26,30 @@ export type OpHandlers = { readonly [O in Op]?: OpHandler<O> };
 /** An op a family adds to the protocol: how its request is checked, and how it is answered. */
 export interface FamilyOp {
   readonly build: RequestBuilder;
+  /**
+   * What the request touches, judged before it runs (src/server/access.ts): every op
+   * says, so no op of any family can be served unchecked.
+   */
+  readonly needs: (request: FamilyRequest) => readonly Need[];
   readonly handle: (call: FamilyOpCall) => Promise<FamilyResult>;
+}
+
+/** Builds a family's protocol ops from its request builders, handlers and needs, refusing an op that lacks one. */
+export function familyOps(
+  family: string,
+  builders: ReadonlyMap<string, RequestBuilder>,
+  handlers: Readonly<Record<string, (call: FamilyOpCall) => Promise<FamilyResult>>>,
+  needs: Readonly<Record<string, (request: FamilyRequest) => readonly Need[]>>,
+): Record<string, FamilyOp> {
+  const out: Record<string, FamilyOp> = {};
+  for (const [op, build] of builders) {
+    const handle = handlers[op];
+    const need = needs[op];
+    if (handle === undefined || need === undefined) throw new Error(`${family} op ${op} has no ${handle === undefined ? 'handler' : 'needs'}`);
+    out[op] = { build, handle, needs: need };
+  }
+  for (const op of Object.keys(needs)) if (!builders.has(op)) throw new Error(`${family} declares needs for ${op}, which it does not speak`);
+  return out;
 }
 
 export interface FamilyOpCall {
@@ -47,14 +71,18 @@ export interface LeaderDuty {
   readonly stop?: (fe: FrontEnd) => void;
 }
 
-/** A read-only HTTP endpoint a family adds on the client port: GET `prefix` or below it, answered as JSON. */
+/**
+ * An HTTP endpoint a family adds on the client port: GET (or POST) `prefix` or below it is
+ * turned into one of the family's protocol ops, which the HTTP layer judges and runs
+ * like a WebSocket request and answers as JSON.
+ */
 export interface FamilyHttpRoute {
   /** Starts with /v1/ and names the family, e.g. /v1/journals. */
   readonly prefix: string;
-  /** `rest` is the path after the prefix ('' or '/...'); throw a VeraError to answer an error. */
-  readonly get: (fe: FrontEnd, rest: string, url: URL) => Promise<unknown>;
-  /** POST `prefix` or below it with a JSON object body (at most 64 KiB), answered as JSON; absent: GET only. */
-  readonly post?: (fe: FrontEnd, rest: string, url: URL, body: Readonly<Record<string, unknown>>) => Promise<unknown>;
+  /** `rest` is the path after the prefix ('' or '/...'); throw a VeraError (NOT_FOUND, BAD_REQUEST) for a target that names no op. */
+  readonly get: (fe: FrontEnd, rest: string, url: URL) => FamilyRequest;
+  /** POST `prefix` or below it with a JSON object body (at most 64 KiB); absent: GET only. */
+  readonly post?: (fe: FrontEnd, rest: string, url: URL, body: Readonly<Record<string, unknown>>) => FamilyRequest;
 }
 
 export interface ServerPart {

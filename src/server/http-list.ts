@@ -51,6 +51,7 @@ export function serveList(fe: FrontEnd, req: IncomingMessage, res: ServerRespons
 
 async function answer(fe: FrontEnd, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { path, consistency } = parseRequest(req.url ?? '/');
+  await fe.guard.admitHttp(req, [{ perm: 'read', resource: path }], `GET ${path}`);
   await passPathGates(fe, path);
   if (consistency === 'linearizable') await fe.node.linearizableBarrier(fe.readTimeoutMs);
   try {

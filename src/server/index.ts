@@ -4,10 +4,11 @@
 // they listen comes from the replicated address book (MemberDirectory); the
 // --peers list only seeds a new store, or introduces a joining member.
 
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { Socket } from 'node:net';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Server as NetServer, Socket } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
+import { certificateUserOf, Guard } from './access.js';
 import type { ServerConfig } from './config.js';
 import { deriveClusterId, IncarnationGuard } from '../raft/transport/auth.js';
 import { PeerTransport } from '../raft/transport/peer-transport.js';
@@ -31,6 +32,7 @@ import { DiskGuard } from './disk-guard.js';
 import { DEFAULT_LIMITS } from '../protocol/index.js';
 import { ServerMetrics } from './server-metrics.js';
 import { DEFAULT_RAFT_TIMING, MembershipDivergedError, VeraNode, type RaftTiming } from './vera-node.js';
+import { ClientPortTls, peerTls, TlsFiles } from './tls.js';
 
 export interface RunningServer {
   /** The client port actually bound (useful with port 0). */
@@ -47,6 +49,8 @@ export interface StartOptions {
    * default). The store applies entries through the registry whatever this says.
    */
   readonly families?: readonly AnyFamily[];
+  /** How often certificate files are checked for a change (default 1 s). */
+  readonly tlsReloadCheckMs?: number;
 }
 
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
@@ -55,6 +59,19 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   // config.peers always lists this member; for a joining member the others are only contacts.
   const contacts = config.peers;
   let clientPort = config.client.port;
+  // Certificates first: a member that cannot serve them should not open its store.
+  const clientTls = config.clientTls === undefined ? null : new ClientPortTls(config.clientTls, logger, options.tlsReloadCheckMs);
+  let peerFiles: TlsFiles | null = null;
+  try {
+    peerFiles = config.peerTls === undefined ? null : new TlsFiles(config.peerTls, 'peer port', logger, options.tlsReloadCheckMs);
+  } catch (err) {
+    clientTls?.close();
+    throw err;
+  }
+  const stopTls = (): void => {
+    clientTls?.close();
+    peerFiles?.stop();
+  };
 
   // Everything the front end shares; filled in once the data directory is open.
   const connections = new Map<string, AttachedConnection>();
@@ -135,23 +152,28 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
           veraNode.peerProcessGone(peer);
         },
         logger,
+        ...(peerFiles === null ? {} : { tls: peerTls(peerFiles) }),
       });
       await peerTransport.start();
       transport = peerTransport;
       veraNode.attachTransport(peerTransport);
     } catch (err) {
+      stopTls();
       await veraNode.close();
       throw err;
     }
   }
+  // Members advertise wss:// when this one serves TLS: a cluster's client ports are all TLS or none.
+  const secureClients = clientTls !== null;
   const members = new MemberDirectory(
     config.id,
     contacts,
-    () => wsUrl(config.client.host, clientPort),
+    () => wsUrl(config.client.host, clientPort, secureClients),
     transport,
     // A removed member may come back with a new data directory once it is added again.
     (id) => incarnations?.forget(id),
     logger,
+    secureClients,
   );
   directory = members;
   await members.update(veraNode.members());
@@ -185,6 +207,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const disk = new DiskGuard(config.dataDir, config.limits.diskReserveBytes, logger);
   disk.start();
   const parts = await loadServerParts(options.families ?? FAMILIES);
+  const guard = new Guard(veraNode);
+  guard.onIncident((i) => logger.warn({ event: i.kind === 'denied' ? 'permission-denied' : 'authentication-failed', principal: i.principal, remote: i.remote, what: i.what }, i.kind === 'denied' ? 'a request was denied' : 'authentication failed'));
   appliedHooks = parts.appliedHooks;
   const front: FrontEnd = {
     node: veraNode,
@@ -225,6 +249,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     clientUrl: (id) => members.clientUrl(id),
     connections,
     peerCommandVersions,
+    guard,
   };
   fe = front;
   veraNode.setProposalGate((command, version) => assertCommandVersion(front, 'family' in command ? `${command.family}.${command.op}` : command.op, version));
@@ -245,7 +270,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 
   let shuttingDown = false;
   // Sockets that never finish a request's headers are closed after the hello timeout too, checked every second.
-  const http = createServer({ headersTimeout: config.limits.helloTimeoutMs, requestTimeout: 5 * 60_000, connectionsCheckingInterval: 1000 }, (req, res) => {
+  const httpOptions = { headersTimeout: config.limits.helloTimeoutMs, requestTimeout: 5 * 60_000, connectionsCheckingInterval: 1000 };
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     // While shutting down, answer what arrives but let no keep-alive connection (a health checker's) hold the port open.
     if (shuttingDown) res.setHeader('connection', 'close');
     const refused = originRefusal(req.headers.origin, req.headers.host, allowedOrigins);
@@ -255,18 +281,24 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       return;
     }
     handleHttp(front, { members: () => memberList(veraNode, members), admin }, req, res);
-  });
+  };
+  // With TLS, https serves the requests and a front listener (tls.ts) takes the connections: it answers plaintext clients.
+  const http: Server =
+    clientTls === null ? createServer(httpOptions, onRequest) : clientTls.createServer({ ...httpOptions, handshakeTimeout: config.limits.helloTimeoutMs }, onRequest);
+  /** The socket admission counted for a request's socket (with TLS, the raw socket under it). */
+  const admitted = (socket: Socket): Socket => clientTls?.admittedSocket(socket) ?? socket;
   const allowedOrigins = config.allowedOrigins ?? [];
   const admission = new Admission(
     { connectionsMax: fds.clientConnections, connectionsPerAddress: config.limits.connectionsPerAddress, firstRequestTimeoutMs: config.limits.helloTimeoutMs },
     logger,
   );
-  http.on('connection', (socket: Socket) => admission.admit(socket));
-  http.on('request', (req: IncomingMessage) => admission.markUsed(req.socket));
+  const listener: NetServer = clientTls === null ? http : clientTls.front(http, (socket) => admission.admit(socket));
+  if (clientTls === null) http.on('connection', (socket: Socket) => admission.admit(socket));
+  http.on('request', (req: IncomingMessage) => admission.markUsed(admitted(req.socket)));
   logger.info({ event: 'fd-budget', openFileLimit: fds.limit, levelMaxOpenFiles: fds.levelFiles, clientConnections: fds.clientConnections }, 'file descriptors shared out');
   const wss = new WebSocketServer({ noServer: true, maxPayload: front.limits.frameBytes, perMessageDeflate: false });
   http.on('upgrade', (req, socket, head) => {
-    admission.markUsed(req.socket);
+    admission.markUsed(admitted(req.socket));
     if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/v1/connect') {
       socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
       return;
@@ -278,13 +310,14 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      new ClientConnection(ws, `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, front);
+      new ClientConnection(ws, `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, front, certificateUserOf(req));
     });
   });
   try {
     // With --client HOST:0 this member's URL is only known once bound.
-    clientPort = await listen(http, config.client.host, config.client.port);
+    clientPort = await listen(listener, config.client.host, config.client.port);
   } catch (err) {
+    stopTls();
     await veraNode.close();
     throw err;
   }
@@ -294,6 +327,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     {
       event: 'started',
       client: `${config.client.host}:${clientPort}`,
+      clientTls: clientTls !== null,
+      peerTls: peerFiles !== null,
       peer: transport === null ? null : `${transport.address.host}:${transport.address.port}`,
       dataDir: config.dataDir,
       members: [...st.config.voters, ...st.config.learners],
@@ -312,7 +347,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         duties?.stop();
         disk.stop();
         shuttingDown = true;
-        const httpClosed = new Promise<void>((resolve) => http.close(() => resolve()));
+        stopTls();
+        // With TLS the https server never listened: closing it only stops its timers; the front listener is what stops accepting.
+        const httpClosed = Promise.all([
+          new Promise<void>((resolve) => http.close(() => resolve())),
+          listener === http ? null : new Promise<void>((resolve) => listener.close(() => resolve())),
+        ]);
         http.closeIdleConnections();
         for (const c of [...connections.values()]) c.close(CloseCode.shuttingDown, 'server shutting down');
         for (const ws of wss.clients) ws.close(CloseCode.shuttingDown, 'server shutting down');
@@ -347,7 +387,7 @@ function memberList(node: VeraNode, directory: MemberDirectory): Array<{ id: str
   }));
 }
 
-function listen(server: Server, host: string, port: number): Promise<number> {
+function listen(server: NetServer, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
       reject(new Error(err.code === 'EADDRINUSE' ? `client port ${host}:${port} is already in use` : `cannot listen on ${host}:${port}: ${err.message}`));

@@ -46,7 +46,13 @@ export function decodeItemValue(bytes: Uint8Array): StoredItem {
 
 // 0x0004 client value: { timeoutMs, remote }.
 export function encodeClientValue(info: SessionInfo): Buffer {
-  return pack(info.resumeHash === undefined ? { timeoutMs: info.timeoutMs, remote: info.remote } : { timeoutMs: info.timeoutMs, remote: info.remote, resumeHash: info.resumeHash });
+  // Fields only when present, so a record written before they existed re-encodes to the same bytes.
+  return pack({
+    timeoutMs: info.timeoutMs,
+    remote: info.remote,
+    ...(info.resumeHash === undefined ? {} : { resumeHash: info.resumeHash }),
+    ...(info.principal === undefined ? {} : { principal: info.principal }),
+  });
 }
 
 export function decodeClientValue(bytes: Uint8Array): SessionInfo {
@@ -54,9 +60,14 @@ export function decodeClientValue(bytes: Uint8Array): SessionInfo {
   if (typeof v.timeoutMs !== 'number' || typeof v.remote !== 'string') {
     throw new CorruptValueError('client value lacks timeoutMs/remote');
   }
-  if (v.resumeHash === undefined) return { timeoutMs: v.timeoutMs, remote: v.remote };
-  if (typeof v.resumeHash !== 'string') throw new CorruptValueError('client value has a resumeHash that is not a string');
-  return { timeoutMs: v.timeoutMs, remote: v.remote, resumeHash: v.resumeHash };
+  if (v.resumeHash !== undefined && typeof v.resumeHash !== 'string') throw new CorruptValueError('client value has a resumeHash that is not a string');
+  if (v.principal !== undefined && typeof v.principal !== 'string') throw new CorruptValueError('client value has a principal that is not a string');
+  return {
+    timeoutMs: v.timeoutMs,
+    remote: v.remote,
+    ...(v.resumeHash === undefined ? {} : { resumeHash: v.resumeHash }),
+    ...(v.principal === undefined ? {} : { principal: v.principal }),
+  };
 }
 
 // 0x0007 lag value: { index } as in the seed's `/lag/A -> { index: }`.

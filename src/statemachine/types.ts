@@ -26,6 +26,8 @@ export interface SessionInfo {
   readonly remote: string;
   /** SHA-256 (hex) of the resume token given to the session's creator; absent for sessions opened before version 6. */
   readonly resumeHash?: string;
+  /** The user that opened the session, when authentication was on (version 7). */
+  readonly principal?: string;
 }
 
 /** Codes a command can fail with at apply time; the same on every peer. */

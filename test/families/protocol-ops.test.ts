@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AnyFamily } from '../../src/families/family.js';
 import { FAMILIES } from '../../src/families/registry.js';
 import { ASSIGN_OPS } from '../../src/families/assign/wire.js';
+import { AUTH_OPS } from '../../src/families/auth/wire.js';
 import { HIBERNATE_OPS } from '../../src/families/hibernate/wire.js';
 import { JOURNAL_OPS } from '../../src/families/journal/wire.js';
 import {
@@ -62,11 +63,11 @@ describe('an op a family adds to the protocol', () => {
     const core = decodeFrame(json({ id: 1, op: 'ping' }), false, DEFAULT_LIMITS, new Map([['ping', () => ({ id: 1, op: 'ping', hijacked: true })]]));
     expect(core).toEqual({ ok: true, encoding: 'json', request: { id: 1, op: 'ping' } });
     const adding = (name: string, op: string): AnyFamily =>
-      ({ ...FAMILIES[3]!, name, server: async (): Promise<ServerPart> => ({ protocolOps: { [op]: { build: buildClock, handle: async () => ({}) } } }) }) as AnyFamily;
+      ({ ...FAMILIES[3]!, name, server: async (): Promise<ServerPart> => ({ protocolOps: { [op]: { build: buildClock, needs: () => [], handle: async () => ({}) } } }) }) as AnyFamily;
     await expect(loadServerParts([...FAMILIES, adding('pinger', 'ping')])).rejects.toThrow(/pinger adds an op named ping, which is a core op/);
     await expect(loadServerParts([...FAMILIES, adding('a', 'clock'), adding('b', 'clock')])).rejects.toThrow(/clock is answered by two families \(the second is b\)/);
     const parts = await loadServerParts([...FAMILIES, adding('a', 'clock')]);
-    expect([...parts.extensions.keys()]).toEqual([...JOURNAL_OPS.keys(), ...ASSIGN_OPS.keys(), ...HIBERNATE_OPS.keys(), 'clock']);
+    expect([...parts.extensions.keys()]).toEqual([...JOURNAL_OPS.keys(), ...ASSIGN_OPS.keys(), ...HIBERNATE_OPS.keys(), ...AUTH_OPS.keys(), 'clock']);
   });
 });
 
@@ -88,6 +89,7 @@ describe('a family op on a real server', () => {
         protocolOps: {
           clock: {
             build: buildClock,
+            needs: (request) => [{ perm: 'read', resource: (request as FamilyRequest & { path: string }).path }],
             handle: async ({ fe, request, session }) => ({ path: (request as FamilyRequest & { path: string }).path, clock: fe.node.stateMachine.clock, mine: fe.node.stateMachine.sessions().has(session) }),
           },
         },

@@ -3,10 +3,11 @@
 // it, purging with the storage-node work queued in a journal first), its HTTP
 // API and its metrics.
 import { randomInt } from 'node:crypto';
-import { VeraError, type FamilyResult } from '../../protocol/index.js';
+import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
 import type { FrontEnd } from '../../server/context.js';
 import { expectOk } from '../../server/context.js';
-import { proposeTimed, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
+import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
+import type { Need } from '../../server/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { unchangedLogin, type Assignment, type AssignValue, type LoginRefusal } from './apply.js';
 import type { AssignCommand } from './commands.js';
@@ -254,7 +255,28 @@ function parseCursor(after: string | undefined): PurgeCursor | undefined {
   return { replacedAt: replacedAt!, uid: uid! };
 }
 
-const protocolOps: Record<string, FamilyOp> = Object.fromEntries([...ASSIGN_OPS].map(([op, build]) => [op, { build, handle: handlers[op]! }]));
+/** What each op touches: the service it names ('assign:SERVICE'), or every service ('assign:'). */
+const onService =
+  (perm: Need['perm']) =>
+  (r: FamilyRequest): readonly Need[] => [{ perm, resource: `assign:${r.service as string}` }];
+const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
+  'assign.service': onService('admin'),
+  'assign.addNode': onService('admin'),
+  'assign.updateNode': onService('admin'),
+  'assign.removeNode': onService('admin'),
+  'assign.decommission': onService('admin'),
+  // A purge may also hand the purged records to a journal.
+  'assign.purge': (r) => [{ perm: 'admin', resource: `assign:${r.service as string}` }, ...(typeof r.journal === 'string' ? [{ perm: 'write' as const, resource: `journal:${r.journal}` }] : [])],
+  'assign.user': onService('write'),
+  'assign.retire': (r) => [{ perm: 'write', resource: typeof r.service === 'string' ? `assign:${r.service}` : 'assign:' }],
+  'assign.event': () => [{ perm: 'write', resource: 'assign:' }],
+  'assign.lookup': onService('read'),
+  'assign.nodes': onService('read'),
+  'assign.count': onService('read'),
+  'assign.services': () => [{ perm: 'read', resource: 'assign:' }],
+};
+
+const protocolOps = familyOps('assign', ASSIGN_OPS, handlers, NEEDS);
 
 /** What this member applied, per service and node (every member applies every entry). */
 interface Counters {
@@ -311,11 +333,10 @@ async function metrics(fe: FrontEnd): Promise<string> {
   return `${lines.join('\n')}\n`;
 }
 
-function call(fe: FrontEnd, op: string, fields: Readonly<Record<string, unknown>>): Promise<FamilyResult> {
+function call(fe: FrontEnd, op: string, fields: Readonly<Record<string, unknown>>): FamilyRequest {
   const build = ASSIGN_OPS.get(op);
   if (build === undefined) throw new VeraError('NOT_FOUND', `no assignment operation ${op}`);
-  const request = build(fields, 0, fe.limits);
-  return handlers[request.op]!({ fe, session: '', request, frameBytes: 0 });
+  return build(fields, 0, fe.limits);
 }
 
 /**
@@ -325,7 +346,7 @@ function call(fe: FrontEnd, op: string, fields: Readonly<Record<string, unknown>
  */
 const http: FamilyHttpRoute = {
   prefix: '/v1/assign',
-  get: async (fe, rest, url) => {
+  get: (fe, rest, url) => {
     const parts = rest.split('/').filter((p) => p !== '').map(decodeURIComponent);
     if (parts[0] !== 'services' || parts.length > 4) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
     // Like GET /v1/data: this member's state unless ?consistency=linearizable.
@@ -340,7 +361,7 @@ const http: FamilyHttpRoute = {
     if (parts.length === 4 && parts[2] === 'users') return call(fe, 'assign.lookup', { service, email: parts[3], consistency });
     throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
   },
-  post: async (fe, rest, url, body) => {
+  post: (fe, rest, url, body) => {
     const op = rest.replace(/^\//, '');
     if (op === '' || op.includes('/')) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
     return call(fe, `assign.${op}`, body);

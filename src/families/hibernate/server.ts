@@ -3,10 +3,11 @@
 // waits for first (one thaw entry per unit however many requests arrive; they
 // all wait for it, then run in the order they came). Metrics: units and bytes
 // frozen, freezes and thaws, thaw time.
-import { VeraError, type FamilyResult } from '../../protocol/index.js';
+import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
 import type { FrontEnd } from '../../server/context.js';
 import { expectOk, notLeaderError } from '../../server/context.js';
-import { proposeTimed, type FamilyOp, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
+import { familyOps, proposeTimed, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
+import type { Need } from '../../server/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { hibernate, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
 import { decodeItemKey } from '../../keys/index.js';
@@ -319,6 +320,13 @@ const idleDetector: LeaderDuty = {
   },
 };
 
-const protocolOps: Record<string, FamilyOp> = Object.fromEntries([...HIBERNATE_OPS].map(([op, build]) => [op, { build, handle: handlers[op]! }]));
+/** Freezing and thawing are an administrator's decision about the lists of a unit; listing units shows paths. */
+const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
+  'hibernate.freeze': (r) => (Array.isArray(r.paths) ? (r.paths as string[]) : [r.path as string]).map((path) => ({ perm: 'admin' as const, resource: path })),
+  'hibernate.thaw': (r) => [{ perm: 'admin', resource: r.path as string }],
+  'hibernate.units': () => [{ perm: 'read', resource: '/' }],
+};
+
+const protocolOps = familyOps('hibernate', HIBERNATE_OPS, handlers, NEEDS);
 
 export const server: ServerPart = { protocolOps, onApplied, metrics, pathGate: thawFor, duties: [idleDetector] };

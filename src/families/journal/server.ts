@@ -1,9 +1,10 @@
 // The journal on the server: its client ops (wire.ts checks them), the leader's
 // duties (timeouts, expiry, finishing drops) and waking claimers that wait.
-import { VeraError, type FamilyResult } from '../../protocol/index.js';
+import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
 import type { FrontEnd } from '../../server/context.js';
 import { expectOk } from '../../server/context.js';
-import { proposeTimed, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
+import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
+import type { Need } from '../../server/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import type { JournalValue } from './apply.js';
 import type { AddedItem, JournalCommand } from './commands.js';
@@ -166,7 +167,29 @@ const handlers: Record<string, Handler> = {
   },
 };
 
-const protocolOps: Record<string, FamilyOp> = Object.fromEntries([...JOURNAL_OPS].map(([op, build]) => [op, { build, handle: handlers[op]! }]));
+/** What each op touches: the journal it names ('journal:NAME'), or every journal ('journal:'). */
+const one =
+  (perm: Need['perm']) =>
+  (r: FamilyRequest): readonly Need[] => [{ perm, resource: `journal:${r.name as string}` }];
+const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
+  'journal.create': one('admin'),
+  'journal.configure': one('admin'),
+  'journal.drop': one('admin'),
+  'journal.requeue': one('admin'),
+  'journal.forget': one('admin'),
+  'journal.limits': () => [{ perm: 'admin', resource: 'journal:' }],
+  'journal.list': () => [{ perm: 'read', resource: 'journal:' }],
+  'journal.show': one('read'),
+  'journal.flagged': one('read'),
+  'journal.flags': one('watch'),
+  'journal.add': one('write'),
+  'journal.claim': one('write'),
+  'journal.extend': one('write'),
+  'journal.done': one('write'),
+  'journal.release': one('write'),
+};
+
+const protocolOps = familyOps('journal', JOURNAL_OPS, handlers, NEEDS);
 
 /** Entries the duties proposed and that are not applied yet, by journal: one at a time each. */
 const inFlight = new WeakMap<FrontEnd, Set<string>>();
@@ -328,16 +351,15 @@ async function metrics(fe: FrontEnd): Promise<string> {
 /** GET /v1/journals (every journal), /v1/journals/NAME, /v1/journals/NAME/flagged: linearizable reads, as JSON. */
 const http: FamilyHttpRoute = {
   prefix: '/v1/journals',
-  get: async (fe, rest, url) => {
+  get: (fe, rest, url) => {
     const parts = rest.split('/').filter((p) => p !== '').map(decodeURIComponent);
-    if (parts.length === 0) return handlers['journal.list']!({ fe, session: '', request: { id: 0, op: 'journal.list' }, frameBytes: 0 });
+    if (parts.length === 0) return { id: 0, op: 'journal.list' };
     const name = parts[0]!;
     const build = JOURNAL_OPS.get(parts.length === 1 ? 'journal.show' : 'journal.flagged')!;
     if (parts.length > 2 || (parts.length === 2 && parts[1] !== 'flagged')) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
     const limit = url.searchParams.get('limit');
     const fields: Record<string, unknown> = { name, ...(parts.length === 2 && limit !== null ? { limit: Number(limit) } : {}) };
-    const request = build(fields, 0, fe.limits);
-    return handlers[request.op]!({ fe, session: '', request, frameBytes: 0 });
+    return build(fields, 0, fe.limits);
   },
 };
 

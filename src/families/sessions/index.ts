@@ -32,6 +32,10 @@ export interface OpenSessionCommand {
   readonly quota?: SessionQuota;
   /** SHA-256 (hex) of the resume token the leader gave the creator (command version 6). */
   readonly resumeHash?: string;
+  /** The user the creator authenticated as (command version 7); resuming needs the same user. */
+  readonly principal?: string;
+  /** The most sessions one principal may hold, when the leader limits them (command version 7). */
+  readonly principalSessions?: number;
 }
 
 export interface CloseSessionCommand {
@@ -64,7 +68,16 @@ function openSession(c: OpenSessionCommand, { states }: PlanContext): Plan | App
       return failure('QUOTA_EXCEEDED', `${address} already has ${from} sessions open, the most one address may hold (--sessions-per-address ${c.quota.sessionsPerAddress})`);
     }
   }
-  const info = c.resumeHash === undefined ? { timeoutMs: c.timeoutMs, remote: c.remote } : { timeoutMs: c.timeoutMs, remote: c.remote, resumeHash: c.resumeHash };
+  if (c.principal !== undefined && c.principalSessions !== undefined) {
+    const held = state.sessionsOf(c.principal);
+    if (held >= c.principalSessions) return failure('QUOTA_EXCEEDED', `user ${c.principal} already has ${held} sessions open, the most one user may hold (--sessions-per-user ${c.principalSessions})`);
+  }
+  const info = {
+    timeoutMs: c.timeoutMs,
+    remote: c.remote,
+    ...(c.resumeHash === undefined ? {} : { resumeHash: c.resumeHash }),
+    ...(c.principal === undefined ? {} : { principal: c.principal }),
+  };
   return {
     result: { ok: true, op: 'openSession', session: c.session },
     ops: [{ type: 'put', key: clientKey(c.session), value: encodeClientValue(info) }],
@@ -94,6 +107,8 @@ async function closeSession(c: CloseSessionCommand, ctx: PlanContext): Promise<P
 
 /** openSession's resumeHash: sessions that only their creator can resume. */
 export const RESUME_TOKENS_SINCE = 6;
+/** openSession's principal: sessions that record who opened them (the auth family's version). */
+export const PRINCIPALS_SINCE = 7;
 
 export const sessions: Family<SessionsCommand, SessionsState> = {
   name: 'sessions',
@@ -101,9 +116,9 @@ export const sessions: Family<SessionsCommand, SessionsState> = {
   buckets: [{ id: Bucket.client, name: 'client' }],
   ops: {
     openSession: {
-      fields: ['session', 'timeoutMs', 'remote', 'quota', 'resumeHash'],
+      fields: ['session', 'timeoutMs', 'remote', 'quota', 'resumeHash', 'principal', 'principalSessions'],
       since: 1,
-      fieldsSince: { resumeHash: RESUME_TOKENS_SINCE },
+      fieldsSince: { resumeHash: RESUME_TOKENS_SINCE, principal: PRINCIPALS_SINCE, principalSessions: PRINCIPALS_SINCE },
       decode: (c) => {
         const open: OpenSessionCommand = {
           op: 'openSession',
@@ -112,9 +127,15 @@ export const sessions: Family<SessionsCommand, SessionsState> = {
           remote: remoteField(c.remote),
         };
         const withQuota = c.quota === undefined ? open : { ...open, quota: quotaField(c.quota, ['sessionsPerAddress']) };
-        if (c.resumeHash === undefined) return withQuota;
-        if (typeof c.resumeHash !== 'string' || !/^[0-9a-f]{64}$/.test(c.resumeHash)) throw new CommandError('resumeHash must be 64 lowercase hex digits');
-        return { ...withQuota, resumeHash: c.resumeHash };
+        if (c.resumeHash !== undefined && (typeof c.resumeHash !== 'string' || !/^[0-9a-f]{64}$/.test(c.resumeHash))) throw new CommandError('resumeHash must be 64 lowercase hex digits');
+        if (c.principal !== undefined && (typeof c.principal !== 'string' || c.principal.length === 0 || c.principal.length > 128)) throw new CommandError('principal must be a user name');
+        if (c.principalSessions !== undefined && c.principal === undefined) throw new CommandError('principalSessions goes with principal');
+        return {
+          ...withQuota,
+          ...(c.resumeHash === undefined ? {} : { resumeHash: c.resumeHash as string }),
+          ...(c.principal === undefined ? {} : { principal: c.principal as string }),
+          ...(c.principalSessions === undefined ? {} : { principalSessions: integerField(c.principalSessions, 'principalSessions', 1, 2 ** 31) }),
+        };
       },
     },
     closeSession: {

@@ -10,6 +10,8 @@ export class SessionsState {
   private readonly info = new Map<string, SessionInfo>();
   /** Open sessions per client address, for the sessionsPerAddress quota. */
   private readonly byAddress = new Map<string, number>();
+  /** Open sessions per user, for the sessions-per-user limit. */
+  private readonly byPrincipal = new Map<string, number>();
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<SessionsState> {
     const state = new SessionsState();
@@ -31,6 +33,7 @@ export class SessionsState {
     this.info.set(session, info);
     const address = clientAddress(info.remote);
     this.byAddress.set(address, (this.byAddress.get(address) ?? 0) + 1);
+    if (info.principal !== undefined) this.byPrincipal.set(info.principal, (this.byPrincipal.get(info.principal) ?? 0) + 1);
   }
 
   remove(session: string): void {
@@ -40,7 +43,16 @@ export class SessionsState {
     const left = (this.byAddress.get(address) ?? 1) - 1;
     if (left === 0) this.byAddress.delete(address);
     else this.byAddress.set(address, left);
+    if (info.principal !== undefined) {
+      const held = (this.byPrincipal.get(info.principal) ?? 1) - 1;
+      if (held === 0) this.byPrincipal.delete(info.principal);
+      else this.byPrincipal.set(info.principal, held);
+    }
     this.info.delete(session);
+  }
+
+  sessionsOf(principal: string): number {
+    return this.byPrincipal.get(principal) ?? 0;
   }
 
   sessionsFrom(address: string): number {

@@ -1,0 +1,84 @@
+// Authentication in the client library: log in for a token, and manage users
+// and roles (which needs admin on 'auth', or authentication off).
+import type { VeraClient } from '../../client/client.js';
+import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
+import type { Permission, Rule } from './rules.js';
+import { AUTH_OPS } from './wire.js';
+
+export interface LoginResult {
+  readonly token: string;
+  /** Milliseconds since the epoch when the token stops working. */
+  readonly expiresAt: number;
+  readonly user: string;
+}
+
+export class AuthClient {
+  private readonly call: FamilyCall;
+
+  constructor(client: VeraClient) {
+    this.call = familyCaller(client, AUTH_OPS);
+  }
+
+  async status(): Promise<{ enabled: boolean; user?: string }> {
+    return (await this.call('auth.status', {})) as { enabled: boolean; user?: string };
+  }
+
+  /** A token for `user`, good on every member until it expires (default one hour) or the password changes. */
+  async login(user: string, password: string, ttlMs?: number): Promise<LoginResult> {
+    return (await this.call('auth.login', { user, password, ...(ttlMs === undefined ? {} : { ttlMs }) })) as unknown as LoginResult;
+  }
+
+  async enable(): Promise<void> {
+    await this.call('auth.enable', {});
+  }
+
+  async disable(): Promise<void> {
+    await this.call('auth.disable', {});
+  }
+
+  /** Adds a user; without a password it can authenticate only by client certificate. */
+  async addUser(name: string, password?: string): Promise<void> {
+    await this.call('auth.userAdd', { name, ...(password === undefined ? {} : { password }) });
+  }
+
+  async setPassword(name: string, password: string): Promise<void> {
+    await this.call('auth.userPasswd', { name, password });
+  }
+
+  async removeUser(name: string): Promise<void> {
+    await this.call('auth.userRm', { name });
+  }
+
+  async grantRole(user: string, role: string): Promise<void> {
+    await this.call('auth.userGrant', { name: user, role });
+  }
+
+  async revokeRole(user: string, role: string): Promise<void> {
+    await this.call('auth.userRevoke', { name: user, role });
+  }
+
+  async users(): Promise<Array<{ name: string; roles: string[]; password: boolean }>> {
+    return (await this.call('auth.users', {})).users as Array<{ name: string; roles: string[]; password: boolean }>;
+  }
+
+  async addRole(name: string): Promise<void> {
+    await this.call('auth.roleAdd', { name });
+  }
+
+  async removeRole(name: string): Promise<void> {
+    await this.call('auth.roleRm', { name });
+  }
+
+  /** Grants (or with `deny`, denies) `perms` on `prefix` and everything below it. */
+  async grantPermission(role: string, prefix: string, perms: readonly Permission[], deny = false): Promise<void> {
+    await this.call('auth.roleGrant', { name: role, prefix, perms: [...perms], deny });
+  }
+
+  async revokePermission(role: string, prefix: string): Promise<void> {
+    await this.call('auth.roleRevoke', { name: role, prefix });
+  }
+
+  async roles(): Promise<Array<{ name: string; rules: Rule[] }>> {
+    return (await this.call('auth.roles', {})).roles as Array<{ name: string; rules: Rule[] }>;
+  }
+}

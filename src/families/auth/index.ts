@@ -1,0 +1,210 @@
+// The auth family: users, roles and whether authentication is on, replicated so
+// that every member judges every request by the same rules (docs/security.md).
+// Password hashes are computed by the member that proposes (a slow hash has no
+// place in apply); apply only stores them. Tokens are signed with a key chosen
+// when authentication is enabled, so any member can check one.
+import type { ApplyError } from '../../statemachine/types.js';
+import { CommandError, failure, type BatchOp, type Family, type Plan, type PlanContext } from '../family.js';
+import { boolField } from '../fields.js';
+import { isHash } from './password-hash.js';
+import { encodeRules, encodeSwitch, encodeUser, isPermission, nameProblem, roleKey, SWITCH_KEY, userKey, AuthBucket, type UserRecord } from './records.js';
+import { prefixProblem, ROOT_ROLE, ROOT_USER, type Permission, type Rule } from './rules.js';
+import { AuthState } from './state.js';
+
+/** The command version that brought users, roles and sessions' principals. */
+export const AUTH_SINCE = 7;
+
+export const MAX_USERS = 10_000;
+export const MAX_ROLES = 1_000;
+export const MAX_RULES_PER_ROLE = 256;
+export const MAX_ROLES_PER_USER = 64;
+
+export type AuthCommand =
+  | { readonly op: 'addUser'; readonly name: string; readonly hash: string | null }
+  | { readonly op: 'setPassword'; readonly name: string; readonly hash: string | null }
+  | { readonly op: 'removeUser'; readonly name: string }
+  | { readonly op: 'grantRole'; readonly user: string; readonly role: string }
+  | { readonly op: 'revokeRole'; readonly user: string; readonly role: string }
+  | { readonly op: 'addRole'; readonly name: string }
+  | { readonly op: 'removeRole'; readonly name: string }
+  | { readonly op: 'grantPermission'; readonly role: string; readonly prefix: string; readonly perms: readonly Permission[]; readonly deny: boolean }
+  | { readonly op: 'revokePermission'; readonly role: string; readonly prefix: string }
+  | { readonly op: 'enable'; readonly tokenKey: string }
+  | { readonly op: 'disable' };
+
+/** What an applied auth entry answers. */
+export interface AuthValue {
+  readonly op: AuthCommand['op'];
+}
+
+function name(value: unknown, what: string): string {
+  const problem = nameProblem(value, what);
+  if (problem !== null) throw new CommandError(problem);
+  return value as string;
+}
+
+function hash(value: unknown): string | null {
+  if (value === null) return null;
+  if (!isHash(value)) throw new CommandError('hash must be a password hash this version writes, or null');
+  return value;
+}
+
+function rule(c: Readonly<Record<string, unknown>>): Rule {
+  const problem = prefixProblem(c.prefix);
+  if (problem !== null) throw new CommandError(problem);
+  const perms = c.perms;
+  if (!Array.isArray(perms) || perms.length === 0 || perms.length > 4 || !perms.every(isPermission) || new Set(perms).size !== perms.length) {
+    throw new CommandError('perms must be a non-empty list of distinct read, write, watch, admin');
+  }
+  return { prefix: c.prefix as string, perms: perms as Permission[], deny: boolField(c.deny, 'deny') };
+}
+
+function done(op: AuthCommand['op'], ops: BatchOp[], after: () => void, state: AuthState): Plan {
+  return {
+    result: { ok: true, op: 'family', family: 'auth', value: { op } satisfies AuthValue },
+    ops,
+    events: [],
+    after: [
+      after,
+      () => state.changed(),
+    ],
+  };
+}
+
+function putUser(state: AuthState, name: string, record: UserRecord, op: AuthCommand['op']): Plan {
+  return done(op, [{ type: 'put', key: userKey(name), value: encodeUser(record) }], () => state.users.set(name, record), state);
+}
+
+function plan(c: AuthCommand, { states, index }: PlanContext): Plan | ApplyError {
+  const state = states.of(auth);
+  switch (c.op) {
+    case 'addUser': {
+      if (state.users.has(c.name)) return failure('CONFLICT', `user ${c.name} already exists`);
+      if (state.users.size >= MAX_USERS) return failure('QUOTA_EXCEEDED', `there are already ${MAX_USERS} users, the most a cluster holds`);
+      return putUser(state, c.name, { hash: c.hash, roles: [], credentialRevision: index }, c.op);
+    }
+    case 'setPassword': {
+      const user = state.users.get(c.name);
+      if (user === undefined) return failure('NOT_FOUND', `no user ${c.name}`);
+      return putUser(state, c.name, { ...user, hash: c.hash, credentialRevision: index }, c.op);
+    }
+    case 'removeUser': {
+      if (!state.users.has(c.name)) return failure('NOT_FOUND', `no user ${c.name}`);
+      if (c.name === ROOT_USER && state.enabled) return failure('CONFLICT', `user ${ROOT_USER} cannot be removed while authentication is on`);
+      return done(c.op, [{ type: 'del', key: userKey(c.name) }], () => state.users.delete(c.name), state);
+    }
+    case 'grantRole': {
+      const user = state.users.get(c.user);
+      if (user === undefined) return failure('NOT_FOUND', `no user ${c.user}`);
+      if (c.role !== ROOT_ROLE && !state.roles.has(c.role)) return failure('NOT_FOUND', `no role ${c.role}`);
+      if (user.roles.includes(c.role)) return done(c.op, [], () => undefined, state);
+      if (user.roles.length >= MAX_ROLES_PER_USER) return failure('QUOTA_EXCEEDED', `user ${c.user} already has ${MAX_ROLES_PER_USER} roles`);
+      return putUser(state, c.user, { ...user, roles: [...user.roles, c.role] }, c.op);
+    }
+    case 'revokeRole': {
+      const user = state.users.get(c.user);
+      if (user === undefined) return failure('NOT_FOUND', `no user ${c.user}`);
+      if (!user.roles.includes(c.role)) return failure('NOT_FOUND', `user ${c.user} does not have role ${c.role}`);
+      if (c.user === ROOT_USER && c.role === ROOT_ROLE && state.enabled) return failure('CONFLICT', `user ${ROOT_USER} keeps role ${ROOT_ROLE} while authentication is on`);
+      return putUser(state, c.user, { ...user, roles: user.roles.filter((r) => r !== c.role) }, c.op);
+    }
+    case 'addRole': {
+      if (c.name === ROOT_ROLE || state.roles.has(c.name)) return failure('CONFLICT', `role ${c.name} already exists`);
+      if (state.roles.size >= MAX_ROLES) return failure('QUOTA_EXCEEDED', `there are already ${MAX_ROLES} roles, the most a cluster holds`);
+      return done(c.op, [{ type: 'put', key: roleKey(c.name), value: encodeRules([]) }], () => state.roles.set(c.name, []), state);
+    }
+    case 'removeRole': {
+      if (c.name === ROOT_ROLE) return failure('CONFLICT', `role ${ROOT_ROLE} is built in and cannot be removed`);
+      if (!state.roles.has(c.name)) return failure('NOT_FOUND', `no role ${c.name}`);
+      // Users lose the role in the same entry (at most MAX_USERS records).
+      const ops: BatchOp[] = [{ type: 'del', key: roleKey(c.name) }];
+      const changed: Array<[string, UserRecord]> = [];
+      for (const [userName, user] of state.users) {
+        if (!user.roles.includes(c.name)) continue;
+        const next = { ...user, roles: user.roles.filter((r) => r !== c.name) };
+        changed.push([userName, next]);
+        ops.push({ type: 'put', key: userKey(userName), value: encodeUser(next) });
+      }
+      return done(
+        c.op,
+        ops,
+        () => {
+          state.roles.delete(c.name);
+          for (const [userName, next] of changed) state.users.set(userName, next);
+        },
+        state,
+      );
+    }
+    case 'grantPermission': {
+      const rule: Rule = { prefix: c.prefix, perms: c.perms, deny: c.deny };
+      if (c.role === ROOT_ROLE) return failure('CONFLICT', `role ${ROOT_ROLE} already has every permission and cannot be changed`);
+      const rules = state.roles.get(c.role);
+      if (rules === undefined) return failure('NOT_FOUND', `no role ${c.role}`);
+      // One rule per (prefix, allow or deny): granting again adds to its permissions.
+      const same = rules.find((r) => r.prefix === rule.prefix && r.deny === rule.deny);
+      if (same === undefined && rules.length >= MAX_RULES_PER_ROLE) return failure('QUOTA_EXCEEDED', `role ${c.role} already has ${MAX_RULES_PER_ROLE} rules`);
+      const merged: Rule = same === undefined ? rule : { ...same, perms: [...new Set([...same.perms, ...rule.perms])] };
+      const next = [...rules.filter((r) => r !== same), merged];
+      return done(c.op, [{ type: 'put', key: roleKey(c.role), value: encodeRules(next) }], () => state.roles.set(c.role, next), state);
+    }
+    case 'revokePermission': {
+      const rules = state.roles.get(c.role);
+      if (rules === undefined) return failure('NOT_FOUND', `no role ${c.role}`);
+      const next = rules.filter((r) => r.prefix !== c.prefix);
+      if (next.length === rules.length) return failure('NOT_FOUND', `role ${c.role} has no rule on ${c.prefix}`);
+      return done(c.op, [{ type: 'put', key: roleKey(c.role), value: encodeRules(next) }], () => state.roles.set(c.role, next), state);
+    }
+    case 'enable': {
+      if (state.enabled) return done(c.op, [], () => undefined, state);
+      if (!state.isRoot(ROOT_USER)) return failure('CONFLICT', `authentication needs a user ${ROOT_USER} with role ${ROOT_ROLE} first (vera user add root; vera user grant root root)`);
+      const next = { enabled: true, tokenKey: c.tokenKey };
+      return done(c.op, [{ type: 'put', key: SWITCH_KEY, value: encodeSwitch(next) }], () => (state.switch = next), state);
+    }
+    case 'disable': {
+      const next = { enabled: false, tokenKey: null };
+      return done(c.op, [{ type: 'put', key: SWITCH_KEY, value: encodeSwitch(next) }], () => (state.switch = next), state);
+    }
+  }
+}
+
+export const auth: Family<AuthCommand, AuthState> = {
+  name: 'auth',
+  since: AUTH_SINCE,
+  buckets: [
+    { id: AuthBucket.user, name: 'auth users' },
+    { id: AuthBucket.role, name: 'auth roles' },
+    { id: AuthBucket.meta, name: 'auth switch' },
+  ],
+  ops: {
+    addUser: { fields: ['name', 'hash'], since: AUTH_SINCE, decode: (c) => ({ op: 'addUser', name: name(c.name, 'name'), hash: hash(c.hash) }) },
+    setPassword: { fields: ['name', 'hash'], since: AUTH_SINCE, decode: (c) => ({ op: 'setPassword', name: name(c.name, 'name'), hash: hash(c.hash) }) },
+    removeUser: { fields: ['name'], since: AUTH_SINCE, decode: (c) => ({ op: 'removeUser', name: name(c.name, 'name') }) },
+    grantRole: { fields: ['user', 'role'], since: AUTH_SINCE, decode: (c) => ({ op: 'grantRole', user: name(c.user, 'user'), role: name(c.role, 'role') }) },
+    revokeRole: { fields: ['user', 'role'], since: AUTH_SINCE, decode: (c) => ({ op: 'revokeRole', user: name(c.user, 'user'), role: name(c.role, 'role') }) },
+    addRole: { fields: ['name'], since: AUTH_SINCE, decode: (c) => ({ op: 'addRole', name: name(c.name, 'name') }) },
+    removeRole: { fields: ['name'], since: AUTH_SINCE, decode: (c) => ({ op: 'removeRole', name: name(c.name, 'name') }) },
+    grantPermission: { fields: ['role', 'prefix', 'perms', 'deny'], since: AUTH_SINCE, decode: (c) => ({ op: 'grantPermission', role: name(c.role, 'role'), ...rule(c) }) },
+    revokePermission: {
+      fields: ['role', 'prefix'],
+      since: AUTH_SINCE,
+      decode: (c) => {
+        const problem = prefixProblem(c.prefix);
+        if (problem !== null) throw new CommandError(problem);
+        return { op: 'revokePermission', role: name(c.role, 'role'), prefix: c.prefix as string };
+      },
+    },
+    enable: {
+      fields: ['tokenKey'],
+      since: AUTH_SINCE,
+      decode: (c) => {
+        if (typeof c.tokenKey !== 'string' || !/^[0-9a-f]{64}$/.test(c.tokenKey)) throw new CommandError('tokenKey must be 64 lowercase hex digits');
+        return { op: 'enable', tokenKey: c.tokenKey };
+      },
+    },
+    disable: { fields: [], since: AUTH_SINCE, decode: () => ({ op: 'disable' }) },
+  },
+  load: (db, snapshot) => AuthState.load(db, snapshot),
+  plan,
+  goesAlone: () => false,
+  server: async () => (await import('./server.js')).server,
+};

@@ -1,0 +1,56 @@
+// Passwords are kept only as scrypt hashes (RFC 7914), computed by the member
+// that proposes the change and checked by the member a client logs in to, in
+// libuv's thread pool: never in apply, never on the event loop. A correct
+// check is remembered per (user, credential revision, password digest), so a
+// client that reconnects often does not pay the slow hash each time, and a
+// password change (a new revision) forgets it.
+import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+
+const N = 16384;
+const R = 8;
+const P = 1;
+const KEY_BYTES = 32;
+const SALT_BYTES = 16;
+const FORMAT = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9_-]{16,64})\$([A-Za-z0-9_-]{32,128})$/;
+
+export const MAX_PASSWORD_BYTES = 1024;
+
+export function isHash(value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  const m = FORMAT.exec(value);
+  return m !== null && Number(m[1]) === N && Number(m[2]) === R && Number(m[3]) === P;
+}
+
+function derive(password: string, salt: Buffer, keyBytes: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => scrypt(password, salt, keyBytes, { N, r: R, p: P, maxmem: 64 * 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key))));
+}
+
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(SALT_BYTES);
+  const key = await derive(password, salt, KEY_BYTES);
+  return `scrypt$${N}$${R}$${P}$${salt.toString('base64url')}$${key.toString('base64url')}`;
+}
+
+export async function passwordMatches(password: string, hash: string): Promise<boolean> {
+  const m = FORMAT.exec(hash);
+  if (m === null) return false;
+  const expected = Buffer.from(m[5]!, 'base64url');
+  const key = await derive(password, Buffer.from(m[4]!, 'base64url'), expected.length);
+  return timingSafeEqual(key, expected);
+}
+
+/** Correct checks remembered, bounded; the oldest is forgotten first. */
+export class VerifiedPasswords {
+  private readonly known = new Map<string, true>();
+
+  constructor(private readonly capacity = 4096) {}
+
+  async check(user: string, revision: number, password: string, hash: string): Promise<boolean> {
+    const key = `${user}\u0000${revision}\u0000${createHash('sha256').update(password, 'utf8').digest('base64url')}`;
+    if (this.known.has(key)) return true;
+    if (!(await passwordMatches(password, hash))) return false;
+    if (this.known.size >= this.capacity) this.known.delete(this.known.keys().next().value!);
+    this.known.set(key, true);
+    return true;
+  }
+}

@@ -1,0 +1,56 @@
+// The auth family's in-memory state: users, roles and the switch, loaded from
+// their buckets, with each user's rules gathered once per change so that the
+// check on every request is a scan of a few rules, not of every role.
+import { bucketRange } from '../../keys/index.js';
+import type { VeraDb } from '../../statemachine/types.js';
+import type { DbSnapshot } from '../family.js';
+import { AuthBucket, decodeRules, decodeSwitch, decodeUser, nameOfKey, SWITCH_KEY, type AuthSwitch, type UserRecord } from './records.js';
+import { ROOT_ROLE, type Rule } from './rules.js';
+
+/** Everything, everywhere: what the root role grants. */
+const ROOT_RULES: readonly Rule[] = [{ prefix: '*', perms: ['read', 'write', 'watch', 'admin'], deny: false }];
+
+export class AuthState {
+  switch: AuthSwitch = { enabled: false, tokenKey: null };
+  readonly users = new Map<string, UserRecord>();
+  readonly roles = new Map<string, readonly Rule[]>();
+  /** Bumped by every applied auth change: live connections re-judge their watches when it moves. */
+  revision = 0;
+  private readonly rulesOfUser = new Map<string, readonly Rule[]>();
+
+  static async load(db: VeraDb, snapshot: DbSnapshot): Promise<AuthState> {
+    const state = new AuthState();
+    for await (const [key, value] of db.iterator({ ...bucketRange(AuthBucket.user), snapshot })) state.users.set(nameOfKey(key), decodeUser(value));
+    for await (const [key, value] of db.iterator({ ...bucketRange(AuthBucket.role), snapshot })) state.roles.set(nameOfKey(key), decodeRules(value));
+    const raw = await db.get(SWITCH_KEY, { snapshot });
+    if (raw !== undefined) state.switch = decodeSwitch(raw);
+    return state;
+  }
+
+  get enabled(): boolean {
+    return this.switch.enabled;
+  }
+
+  /** The rules of all of `user`'s roles together (none for an unknown user). */
+  rulesOf(user: string): readonly Rule[] {
+    let rules = this.rulesOfUser.get(user);
+    if (rules === undefined) {
+      const record = this.users.get(user);
+      const gathered: Rule[] = [];
+      for (const role of record?.roles ?? []) for (const r of role === ROOT_ROLE ? ROOT_RULES : (this.roles.get(role) ?? [])) gathered.push(r);
+      rules = gathered;
+      this.rulesOfUser.set(user, rules);
+    }
+    return rules;
+  }
+
+  isRoot(user: string): boolean {
+    return this.users.get(user)?.roles.includes(ROOT_ROLE) ?? false;
+  }
+
+  /** Run after every applied change: the gathered rules are stale. */
+  changed(): void {
+    this.rulesOfUser.clear();
+    this.revision++;
+  }
+}

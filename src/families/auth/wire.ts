@@ -1,0 +1,89 @@
+// The auth family's client protocol: the ops it adds and how each request is
+// checked (docs/protocol.md "Extension: authentication ops", docs/security.md).
+import { invalid, type FamilyRequest, type RequestBuilder } from '../../protocol/index.js';
+import { MAX_PASSWORD_BYTES } from './password-hash.js';
+import { isPermission, nameProblem } from './records.js';
+import { prefixProblem } from './rules.js';
+
+type Fields = Readonly<Record<string, unknown>>;
+
+/** The longest a login's token may last, and how long it lasts unless asked. */
+export const MAX_TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
+export const DEFAULT_TOKEN_TTL_MS = 3600 * 1000;
+
+function only(f: Fields, allowed: readonly string[]): void {
+  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`unexpected field '${key}'`);
+}
+
+function named(f: Fields, field: string): string {
+  const problem = nameProblem(f[field], field);
+  if (problem !== null) throw invalid(problem);
+  return f[field] as string;
+}
+
+function password(f: Fields, required: boolean): string | undefined {
+  if (f.password === undefined && !required) return undefined;
+  if (typeof f.password !== 'string' || f.password.length === 0 || Buffer.byteLength(f.password, 'utf8') > MAX_PASSWORD_BYTES) {
+    throw invalid(`password must be a non-empty string of at most ${MAX_PASSWORD_BYTES} bytes`);
+  }
+  return f.password;
+}
+
+function prefix(f: Fields): string {
+  const problem = prefixProblem(f.prefix);
+  if (problem !== null) throw invalid(problem);
+  return f.prefix as string;
+}
+
+const plain =
+  (op: string, fields: readonly string[]): RequestBuilder =>
+  (f, id) => {
+    only(f, fields);
+    const out: Record<string, unknown> = { id, op };
+    for (const field of fields) out[field] = named(f, field);
+    return out as FamilyRequest;
+  };
+
+export const AUTH_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
+  ['auth.status', (f, id) => (only(f, []), { id, op: 'auth.status' })],
+  [
+    'auth.login',
+    (f, id) => {
+      only(f, ['user', 'password', 'ttlMs']);
+      const ttl = f.ttlMs;
+      if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1000 || ttl > MAX_TOKEN_TTL_MS)) throw invalid(`ttlMs must be an integer from 1000 to ${MAX_TOKEN_TTL_MS}`);
+      return { id, op: 'auth.login', user: named(f, 'user'), password: password(f, true), ...(ttl === undefined ? {} : { ttlMs: ttl }) };
+    },
+  ],
+  ['auth.enable', (f, id) => (only(f, []), { id, op: 'auth.enable' })],
+  ['auth.disable', (f, id) => (only(f, []), { id, op: 'auth.disable' })],
+  [
+    'auth.userAdd',
+    (f, id) => {
+      only(f, ['name', 'password']);
+      const pw = password(f, false);
+      return { id, op: 'auth.userAdd', name: named(f, 'name'), ...(pw === undefined ? {} : { password: pw }) };
+    },
+  ],
+  ['auth.userPasswd', (f, id) => (only(f, ['name', 'password']), { id, op: 'auth.userPasswd', name: named(f, 'name'), password: password(f, true) })],
+  ['auth.userRm', plain('auth.userRm', ['name'])],
+  ['auth.userGrant', plain('auth.userGrant', ['name', 'role'])],
+  ['auth.userRevoke', plain('auth.userRevoke', ['name', 'role'])],
+  ['auth.users', (f, id) => (only(f, []), { id, op: 'auth.users' })],
+  ['auth.roleAdd', plain('auth.roleAdd', ['name'])],
+  ['auth.roleRm', plain('auth.roleRm', ['name'])],
+  [
+    'auth.roleGrant',
+    (f, id) => {
+      only(f, ['name', 'prefix', 'perms', 'deny']);
+      const perms = f.perms;
+      if (!Array.isArray(perms) || perms.length === 0 || perms.length > 4 || !perms.every(isPermission) || new Set(perms).size !== perms.length) {
+        throw invalid('perms must be a non-empty list of distinct read, write, watch, admin');
+      }
+      if (f.deny !== undefined && typeof f.deny !== 'boolean') throw invalid('deny must be a boolean');
+      return { id, op: 'auth.roleGrant', name: named(f, 'name'), prefix: prefix(f), perms, deny: f.deny === true };
+    },
+  ],
+  ['auth.roleRevoke', (f, id) => (only(f, ['name', 'prefix']), { id, op: 'auth.roleRevoke', name: named(f, 'name'), prefix: prefix(f) })],
+  ['auth.roles', (f, id) => (only(f, []), { id, op: 'auth.roles' })],
+]);

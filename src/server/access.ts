@@ -1,0 +1,169 @@
+// The one place a request is judged: every client op of every family, every
+// notification and resync, every HTTP endpoint. Each op declares what it
+// touches (`needs`), and the connection or HTTP layer asks `Guard.check`
+// before anything runs, so a family filed later is covered by construction:
+// its ops cannot be registered without saying what they need (family-part.ts).
+// Rules and their matching are in src/families/auth/rules.ts.
+import type { IncomingMessage } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import { auth } from '../families/auth/index.js';
+import { VerifiedPasswords } from '../families/auth/password-hash.js';
+import { allows, allowsAnyBelow, type Permission } from '../families/auth/rules.js';
+import type { AuthState } from '../families/auth/state.js';
+import { checkToken } from '../families/auth/tokens.js';
+import { VeraError, type Op, type RequestOf } from '../protocol/index.js';
+import type { VeraNode } from './vera-node.js';
+
+/** One permission on one resource (a list path, or a family's resource such as 'journal:orders'). */
+export interface Need {
+  readonly perm: Permission;
+  readonly resource: string;
+}
+
+/**
+ * Who a connection or HTTP request acts for: a user, or `null` when it was
+ * established while authentication was off (everything is allowed then, and
+ * nothing once it is turned on).
+ */
+export type Principal = string | null;
+
+/** What each core op needs. Ops that touch only the caller's own session need nothing. */
+export const CORE_NEEDS: { readonly [O in Op]: (request: RequestOf<O>) => readonly Need[] } = {
+  hello: () => [],
+  ping: () => [],
+  bye: () => [],
+  unwatch: () => [],
+  push: (r) => [{ perm: 'write', resource: r.path }],
+  delete: (r) => [{ perm: 'write', resource: r.path }],
+  get: (r) => [{ perm: 'read', resource: r.path }],
+  ls: (r) => [{ perm: 'read', resource: r.path }],
+  watch: (r) => [{ perm: 'watch', resource: r.path }],
+};
+
+/** A denial or authentication failure, told to whoever records them (the audit log). */
+export interface AccessIncident {
+  readonly kind: 'auth-failed' | 'denied';
+  readonly principal: Principal;
+  readonly remote: string;
+  readonly what: string;
+}
+
+export class Guard {
+  private readonly passwords = new VerifiedPasswords();
+  private readonly incidentListeners: Array<(incident: AccessIncident) => void> = [];
+
+  constructor(private readonly node: VeraNode) {}
+
+  get state(): AuthState {
+    return this.node.stateMachine.stateOf(auth);
+  }
+
+  get enabled(): boolean {
+    return this.state.enabled;
+  }
+
+  onIncident(listener: (incident: AccessIncident) => void): void {
+    this.incidentListeners.push(listener);
+  }
+
+  private report(incident: AccessIncident): void {
+    for (const l of this.incidentListeners) l(incident);
+  }
+
+  /**
+   * Who the credentials name: a token, a user and password, or a client certificate's
+   * user (TLS verified it). UNAUTHORIZED when authentication is on and none proves a user.
+   */
+  async authenticate(creds: { token?: string; user?: string; password?: string; certUser?: string | null }, remote: string, now: number): Promise<Principal> {
+    const state = this.state;
+    if (!state.enabled) return null;
+    const fail = (message: string, who: Principal = null): never => {
+      this.report({ kind: 'auth-failed', principal: who, remote, what: message });
+      throw new VeraError('UNAUTHORIZED', message);
+    };
+    if (creds.token !== undefined) {
+      const verdict = checkToken(state, creds.token, now);
+      return 'user' in verdict ? verdict.user : fail(verdict.refused);
+    }
+    if (creds.user !== undefined && creds.password !== undefined) {
+      const record = state.users.get(creds.user);
+      // The same answer whether the user exists or not: names are not to be probed.
+      if (record === undefined || record.hash === null) return fail('wrong user name or password', creds.user);
+      const ok = await this.passwords.check(creds.user, record.credentialRevision, creds.password, record.hash);
+      return ok ? creds.user : fail('wrong user name or password', creds.user);
+    }
+    if (creds.certUser !== undefined && creds.certUser !== null) {
+      return state.users.has(creds.certUser) ? creds.certUser : fail(`the client certificate names ${creds.certUser}, who is not a user here`, creds.certUser);
+    }
+    return fail('authentication is on: say hello with a token (vera login) or a user and password');
+  }
+
+  /** Throws UNAUTHORIZED or FORBIDDEN unless `principal` may do all of `needs`. */
+  check(principal: Principal, needs: readonly Need[], remote: string, what: string): void {
+    const state = this.state;
+    if (!state.enabled || needs.length === 0) return;
+    if (principal === null || !state.users.has(principal)) {
+      const message = principal === null ? 'authentication was turned on after this connection was made; reconnect with credentials' : `user ${principal} no longer exists`;
+      this.report({ kind: 'auth-failed', principal, remote, what: `${what}: ${message}` });
+      throw new VeraError('UNAUTHORIZED', message);
+    }
+    const rules = state.rulesOf(principal);
+    for (const need of needs) {
+      if (allows(rules, need.perm, need.resource)) continue;
+      this.report({ kind: 'denied', principal, remote, what: `${what}: ${need.perm} on ${need.resource}` });
+      throw new VeraError('FORBIDDEN', `user ${principal} may not ${need.perm} ${need.resource}`);
+    }
+  }
+
+  /** Whether `principal` may be told of changes to `path` (each notification and resync is filtered so). */
+  mayWatch(principal: Principal, path: string): boolean {
+    const state = this.state;
+    if (!state.enabled) return true;
+    if (principal === null || !state.users.has(principal)) return false;
+    return allows(state.rulesOf(principal), 'watch', path);
+  }
+
+  /** Whether `principal` may see that something exists at or below `path` (the entries an ls shows). */
+  maySeeBelow(principal: Principal, path: string): boolean {
+    const state = this.state;
+    if (!state.enabled) return true;
+    if (principal === null || !state.users.has(principal)) return false;
+    return allowsAnyBelow(state.rulesOf(principal), 'read', path);
+  }
+
+  /** Whether every request of `principal` is allowed (no filtering needed). */
+  unrestricted(principal: Principal): boolean {
+    const state = this.state;
+    return !state.enabled || (principal !== null && state.isRoot(principal));
+  }
+
+  /** Authenticates an HTTP request and judges what it needs, as for a WebSocket request; resolves to its principal. */
+  async admitHttp(req: IncomingMessage, needs: readonly Need[], what: string): Promise<Principal> {
+    if (needs.length === 0) return null; // a login, or a status: proves nothing, needs nothing
+    const principal = await this.authenticateHttp(req, certificateUserOf(req), Date.now());
+    this.check(principal, needs, req.socket.remoteAddress ?? 'unknown', what);
+    return principal;
+  }
+
+  /** The principal of an HTTP request: a bearer token, basic credentials, or a client certificate. */
+  async authenticateHttp(req: IncomingMessage, certUser: string | null, now: number): Promise<Principal> {
+    if (!this.enabled) return null;
+    const header = req.headers.authorization ?? '';
+    const remote = req.socket.remoteAddress ?? 'unknown';
+    if (header.startsWith('Bearer vt1.')) return this.authenticate({ token: header.slice('Bearer '.length) }, remote, now);
+    if (header.startsWith('Basic ')) {
+      const decoded = Buffer.from(header.slice('Basic '.length), 'base64').toString('utf8');
+      const colon = decoded.indexOf(':');
+      if (colon > 0) return this.authenticate({ user: decoded.slice(0, colon), password: decoded.slice(colon + 1) }, remote, now);
+    }
+    return this.authenticate({ certUser }, remote, now);
+  }
+}
+
+/** The user a verified client certificate names (its subject's common name), or null. */
+export function certificateUserOf(req: IncomingMessage): string | null {
+  const socket = req.socket as Partial<TLSSocket>;
+  if (socket.authorized !== true || typeof socket.getPeerCertificate !== 'function') return null;
+  const cn = socket.getPeerCertificate().subject?.CN;
+  return typeof cn === 'string' && cn.length > 0 ? cn : null;
+}
