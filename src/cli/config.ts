@@ -8,7 +8,7 @@ import { MEMBER_ID_PATTERN } from '../raft/config.js';
 import { DEFAULT_LIMITS, DEFAULT_SESSION_TIMEOUT_MS, validatePath } from '../protocol/index.js';
 import type { FlagSpecs } from './args.js';
 import { UsageError } from './errors.js';
-import { LOG_LEVELS, type HibernationConfig, type LogLevel, type PeerSpec, type ServerConfig } from '../server/config.js';
+import { LOG_LEVELS, TLS_MIN_VERSIONS, type ClientTlsConfig, type HibernationConfig, type LogLevel, type PeerSpec, type PeerTlsConfig, type ServerConfig, type TlsMinVersion } from '../server/config.js';
 import { parseCount, parseDuration, parseHost, parseHostPort, parsePort, parseSize } from './units.js';
 
 export type { HostPort, LogLevel, PeerSpec, ServerConfig, ServerLimits } from '../server/config.js';
@@ -67,10 +67,17 @@ const SETTINGS = [
   'hibernate-roots',
   'hibernate-after',
   'allowed-origins',
+  'client-cert',
+  'client-key',
+  'client-ca',
+  'peer-cert',
+  'peer-key',
+  'peer-ca',
+  'tls-min-version',
 ] as const;
 type Setting = (typeof SETTINGS)[number];
 /** Settings that are switches: a flag without a value, `true`/`false` in a config file. */
-const SWITCHES = ['join', 'insecure'] as const;
+const SWITCHES = ['join', 'insecure', 'client-cert-required'] as const;
 type Switch = (typeof SWITCHES)[number];
 
 export const START_FLAGS: FlagSpecs = {
@@ -210,6 +217,39 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
     },
     ...hibernationOf(text('hibernate-roots'), number('hibernate-after', parseDuration, DEFAULT_HIBERNATE_AFTER_MS)),
     ...originsOf(text('allowed-origins')),
+    ...tlsOf((name) => text(name), sources.flags.get('client-cert-required') === true || file['client-cert-required'] === true, sources.cwd, secret),
+  };
+}
+
+/** --client-cert/--client-key/--client-ca/--client-cert-required, --peer-cert/--peer-key/--peer-ca and --tls-min-version. */
+function tlsOf(
+  text: (name: Setting) => string | undefined,
+  clientCertRequired: boolean,
+  cwd: string,
+  secret: string | null,
+): { clientTls?: ClientTlsConfig; peerTls?: PeerTlsConfig } {
+  const minText = text('tls-min-version');
+  if (minText !== undefined && !(TLS_MIN_VERSIONS as readonly string[]).includes(minText)) {
+    throw new UsageError(`--tls-min-version must be one of ${TLS_MIN_VERSIONS.join(', ')}, got ${JSON.stringify(minText)}`);
+  }
+  const minVersion = (minText ?? 'TLSv1.2') as TlsMinVersion;
+  const files = (port: 'client' | 'peer'): { certFile: string; keyFile: string; caFile?: string } | undefined => {
+    const [cert, key, ca] = [text(`${port}-cert`), text(`${port}-key`), text(`${port}-ca`)];
+    if (cert === undefined && key === undefined) {
+      if (ca !== undefined) throw new UsageError(`--${port}-ca needs --${port}-cert and --${port}-key: the ${port} port must serve TLS to verify certificates`);
+      return undefined;
+    }
+    if (cert === undefined || key === undefined) throw new UsageError(`--${port}-cert and --${port}-key go together (a PEM certificate and its private key)`);
+    return { certFile: resolve(cwd, cert), keyFile: resolve(cwd, key), ...(ca === undefined ? {} : { caFile: resolve(cwd, ca) }) };
+  };
+  const client = files('client');
+  const peer = files('peer');
+  if (clientCertRequired && client?.caFile === undefined) throw new UsageError('--client-cert-required needs --client-ca: the CA client certificates must chain to');
+  if (peer !== undefined && secret === null) throw new UsageError(`--peer-cert needs the cluster's shared secret (--secret or ${SECRET_ENV}): without one the peer port is not opened`);
+  if (minText !== undefined && client === undefined && peer === undefined) throw new UsageError('--tls-min-version needs --client-cert or --peer-cert: no port serves TLS');
+  return {
+    ...(client === undefined ? {} : { clientTls: { ...client, minVersion, clientCertRequired } }),
+    ...(peer === undefined ? {} : { peerTls: { ...peer, minVersion } }),
   };
 }
 

@@ -68,7 +68,34 @@ export interface ServerConfig {
   readonly requireResumeToken?: boolean;
   /** Web page origins (`scheme://host:port`, or `*`) allowed besides the member's own (see origin.ts); absent: none. */
   readonly allowedOrigins?: readonly string[];
+  /** TLS on the client port (https and wss; see tls.ts); absent: plain HTTP and WebSocket. */
+  readonly clientTls?: ClientTlsConfig;
+  /** TLS on the peer port (wss between members; see tls.ts); absent: plain WebSocket. */
+  readonly peerTls?: PeerTlsConfig;
 }
+
+/** The oldest TLS version a port accepts (--tls-min-version). */
+export const TLS_MIN_VERSIONS = ['TLSv1.2', 'TLSv1.3'] as const;
+export type TlsMinVersion = (typeof TLS_MIN_VERSIONS)[number];
+
+/** A port's certificate files, read at start and again whenever they change on disk. */
+export interface TlsFilesConfig {
+  /** PEM certificate (chain) this member presents. */
+  readonly certFile: string;
+  /** PEM private key of that certificate. */
+  readonly keyFile: string;
+  /** PEM CA certificate(s) the other side's certificate must chain to; absent: no certificate is asked of it. */
+  readonly caFile?: string;
+  readonly minVersion: TlsMinVersion;
+}
+
+export interface ClientTlsConfig extends TlsFilesConfig {
+  /** With caFile: refuse a client that presents no certificate (otherwise one is only verified when presented). */
+  readonly clientCertRequired: boolean;
+}
+
+/** With caFile, mutual TLS: each member verifies the other's certificate against the CA, both ways. */
+export type PeerTlsConfig = TlsFilesConfig;
 
 export interface HibernationConfig {
   /** Each child of a root is a unit (`/users` makes `/users/alice` one). */

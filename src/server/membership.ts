@@ -58,6 +58,8 @@ export class MemberDirectory {
     /** Called for every member that left the book (its incarnation may be forgotten). */
     private readonly onRemoved: (id: NodeId) => void,
     private readonly logger: Logger,
+    /** Whether client URLs are wss:// (the client ports serve TLS). */
+    private readonly secureClients = false,
   ) {}
 
   members(): readonly Member[] {
@@ -72,11 +74,11 @@ export class MemberDirectory {
     return contact === undefined ? null : { host: contact.host, peerPort: contact.peerPort, clientPort: contact.clientPort };
   }
 
-  /** The client URL (`ws://host:port`) of a member, or null if unknown. */
+  /** The client URL (`ws://host:port`, or `wss://` with TLS) of a member, or null if unknown. */
   clientUrl(id: NodeId): string | null {
     if (id === this.selfId) return this.selfUrl();
     const address = this.addressOf(id);
-    return address === null ? null : wsUrl(address.host, address.clientPort);
+    return address === null ? null : wsUrl(address.host, address.clientPort, this.secureClients);
   }
 
   /** Adopt a new book: update the peer links, and report members that left. Resolves when the links are updated. */
@@ -161,8 +163,9 @@ export function peersFlagDisagreements(selfId: NodeId, contacts: readonly Contac
 }
 
 /** A client URL; IPv6 hosts need brackets. */
-export function wsUrl(host: string, port: number): string {
-  return host.includes(':') ? `ws://[${host}]:${port}` : `ws://${host}:${port}`;
+export function wsUrl(host: string, port: number, secure = false): string {
+  const scheme = secure ? 'wss' : 'ws';
+  return host.includes(':') ? `${scheme}://[${host}]:${port}` : `${scheme}://${host}:${port}`;
 }
 
 // ---------------------------------------------------------------- waiting for a leader

@@ -13,7 +13,7 @@ import { DialerHandshake, PeerAuthError, PeerIncarnationError, type PeerIdentity
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { BoundedQueue } from './bounded-queue.js';
 import { encodeMessages, estimateMessageBytes, frameOverheadBytes, PeerProtocolError } from './codec.js';
-import { CloseCode, closeReason, errorText, MAX_HANDSHAKE_FRAME_BYTES, peerUrl, toBuffer, type PeerLogger } from './shared.js';
+import { CloseCode, closeReason, errorText, MAX_HANDSHAKE_FRAME_BYTES, peerUrl, toBuffer, type PeerLogger, type PeerTls } from './shared.js';
 import { splitAppend } from './split-append.js';
 
 export interface PeerAddress {
@@ -42,6 +42,8 @@ export interface OutboundLinkOptions {
   readonly random: () => number;
   /** A dial was refused (nothing listens on the peer's port): its process is most likely gone. */
   readonly onRefused?: () => void;
+  /** Dial wss:// with these certificates; absent: ws://. */
+  readonly tls?: PeerTls;
 }
 
 export interface OutboundLinkStatus {
@@ -79,6 +81,7 @@ export class OutboundLink {
   private overflowLogged = false;
   private unreachableLogged = false;
   private incarnationLogged = false;
+  private tlsFailureLogged = false;
 
   constructor(private readonly opts: OutboundLinkOptions) {
     this.queue = new BoundedQueue({ maxItems: opts.maxQueueMessages, maxBytes: opts.maxQueueBytes });
@@ -137,11 +140,14 @@ export class OutboundLink {
     const { peer, handshakeTimeoutMs } = this.opts;
     const clusterId = this.opts.clusterId();
     if (clusterId === null) throw new Error(`link to ${peer.id} started before the cluster id is known`);
-    const ws = new WebSocket(peerUrl(peer.host, peer.port), {
+    const tls = this.opts.tls;
+    const ws = new WebSocket(peerUrl(peer.host, peer.port, tls !== undefined), {
       perMessageDeflate: false,
       // The listener only ever sends handshake frames on this socket.
       maxPayload: MAX_HANDSHAKE_FRAME_BYTES,
       handshakeTimeout: handshakeTimeoutMs,
+      // Read at every dial: a certificate reloaded from disk is used from the next one.
+      ...(tls === undefined ? {} : tls.dialOptions()),
     });
     ws.binaryType = 'nodebuffer';
     let closedResolve!: () => void;
@@ -190,6 +196,7 @@ export class OutboundLink {
       this.unreachableLogged = false;
       this.overflowLogged = false;
       this.incarnationLogged = false;
+      this.tlsFailureLogged = false;
       logger.info({ event: 'peer.connected', peer: peer.id, queued: this.queue.length }, `connected to peer ${peer.id}`);
       this.scheduleFlush();
     } catch (err) {
@@ -216,6 +223,17 @@ export class OutboundLink {
     // A 'close' always follows; only the first failure of an outage is worth an info line.
     const { peer, logger } = this.opts;
     if ((err as NodeJS.ErrnoException).code === 'ECONNREFUSED' && !this.stopped) this.opts.onRefused?.();
+    if (this.opts.tls !== undefined && isTlsFailure(err) && !this.stopped) {
+      // The peer answered but its certificate (or ours, to it) was refused: a misconfiguration or a stranger, worth a warning once per outage.
+      if (!this.tlsFailureLogged) {
+        this.tlsFailureLogged = true;
+        this.unreachableLogged = true;
+        logger.warn({ event: 'peer.tlsRefused', peer: peer.id, direction: 'outbound', err: err.message }, `TLS handshake with peer ${peer.id} failed: ${err.message}; retrying`);
+      } else {
+        logger.debug({ event: 'peer.dialError', peer: peer.id, err: err.message }, `dial to ${peer.id} failed`);
+      }
+      return;
+    }
     if (!this.unreachableLogged && !this.stopped) {
       this.unreachableLogged = true;
       logger.info({ event: 'peer.unreachable', peer: peer.id, err: err.message }, `cannot reach peer ${peer.id}; retrying`);
@@ -320,4 +338,10 @@ export class OutboundLink {
       this.flushImmediate = null;
     }
   }
+}
+
+/** A dial that failed in the TLS handshake (a certificate refused either way, a protocol mismatch), not for want of a listener. */
+function isTlsFailure(err: Error): boolean {
+  const code = String((err as NodeJS.ErrnoException).code ?? '');
+  return /CERT|SSL|TLS|UNABLE_TO|SIGNATURE|ALTNAME|ISSUER/i.test(code) || /certificate|SSL routines|alert/i.test(err.message);
 }

@@ -8,8 +8,10 @@
 // authenticates with the cluster secret before anything else crosses it.
 
 import { lookup } from 'node:dns/promises';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { isIP, type AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Transport } from '../driver.js';
 import type { Message, NodeId } from '../types.js';
@@ -20,10 +22,10 @@ import { RateLimitedLog } from '../../log/rate-limited-log.js';
 import { decideHandshakeSlot, remoteIp } from './handshake-slots.js';
 import { InboundConnection } from './inbound-connection.js';
 import { OutboundLink, type OutboundLinkStatus, type PeerAddress } from './outbound-link.js';
-import { errorText, PEER_PATH, peerUrl, type PeerLogger } from './shared.js';
+import { errorText, PEER_PATH, peerUrl, type PeerLogger, type PeerTls } from './shared.js';
 
 export type { PeerAddress } from './outbound-link.js';
-export type { PeerLogger } from './shared.js';
+export type { PeerLogger, PeerTls } from './shared.js';
 
 export type PeerTransportErrorCode = 'invalidOptions' | 'listen' | 'state';
 
@@ -107,6 +109,11 @@ export interface PeerTransportOptions {
   readonly maxPendingPerAddress?: number;
   /** [0, 1) source for backoff jitter (default Math.random). */
   readonly random?: () => number;
+  /**
+   * TLS on the peer port and every dial (wss://); absent: plain WebSocket. The
+   * cluster-secret handshake runs inside it all the same.
+   */
+  readonly tls?: PeerTls;
 }
 
 export interface PeerTransportStatus {
@@ -141,7 +148,8 @@ export class PeerTransport implements Transport {
   /** The one authenticated inbound connection per peer; a newer one replaces an older. */
   private readonly inboundByPeer = new Map<NodeId, InboundConnection>();
   private readonly unknownLogged = new Set<NodeId>();
-  private http: Server | null = null;
+  private http: Server | HttpsServer | null = null;
+  private stopTlsReload: (() => void) | null = null;
   private wss: WebSocketServer | null = null;
   private bound: { host: string; port: number } | null = null;
   private state: 'new' | 'starting' | 'started' | 'closed' = 'new';
@@ -179,10 +187,13 @@ export class PeerTransport implements Transport {
     if (this.state !== 'new') throw new PeerTransportError('state', `start() called on a ${this.state} peer transport`);
     this.state = 'starting';
     const { host, port } = this.opts.listen;
-    const http = createServer((_req, res) => {
+    const notPeer = (_req: IncomingMessage, res: ServerResponse): void => {
       res.writeHead(426, { 'content-type': 'text/plain', connection: 'close' });
       res.end('this is a Vera peer port; it speaks only the peer protocol over WebSocket\n');
-    });
+    };
+    const tls = this.opts.tls;
+    // A stranger may not hold a TLS handshake open longer than an authentication.
+    const http = tls === undefined ? createServer(notPeer) : createHttpsServer({ ...tls.serverOptions(), handshakeTimeout: Math.min(this.handshakeTimeoutMs, INBOUND_HANDSHAKE_MS) }, notPeer);
     try {
       await new Promise<void>((resolve, reject) => {
         http.once('error', reject);
@@ -203,6 +214,22 @@ export class PeerTransport implements Transport {
       throw new PeerTransportError('state', 'the peer transport was closed while starting');
     }
     http.on('error', (err) => this.opts.logger.error({ event: 'peer.serverError', err: errorText(err) }, 'peer port server error'));
+    if (tls !== undefined) {
+      const secure = http as HttpsServer;
+      this.stopTlsReload = tls.onReload(() => secure.setSecureContext(tls.serverOptions()));
+      // A dialer's certificate from another CA (or none) ends here, before any peer protocol.
+      secure.on('secureConnection', (socket: TLSSocket) => {
+        if (!tls.verifyPeers || socket.authorized) return;
+        const remote = `${remoteIp(socket.remoteAddress)}:${socket.remotePort ?? '?'}`;
+        const why = socket.authorizationError === undefined ? 'no certificate' : String(socket.authorizationError);
+        this.strangerLog.warn('peer.tlsRefused', { remote, direction: 'inbound', err: why }, `refused a peer connection from ${remote}: its certificate does not verify against --peer-ca (${why})`);
+        socket.destroy();
+      });
+      // A handshake that failed outright (the dialer refused our certificate, a plaintext dial): the socket is gone, so is its address.
+      secure.on('tlsClientError', (err: Error) => {
+        this.strangerLog.warn('peer.tlsRefused', { direction: 'inbound', err: errorText(err) }, `a peer connection failed its TLS handshake: ${errorText(err)}`);
+      });
+    }
     this.http = http;
     this.bound = { host, port: (http.address() as AddressInfo).port };
     this.wss = new WebSocketServer({
@@ -215,7 +242,7 @@ export class PeerTransport implements Transport {
     this.wss.on('connection', (ws, req) => this.accept(ws, req));
     this.wss.on('error', (err) => this.opts.logger.error({ event: 'peer.serverError', err: errorText(err) }, 'peer port server error'));
     this.state = 'started';
-    this.opts.logger.info({ event: 'peer.listening', host, port: this.bound.port }, `peer port listening on ${host}:${this.bound.port}`);
+    this.opts.logger.info({ event: 'peer.listening', host, port: this.bound.port, tls: tls !== undefined }, `peer port listening on ${host}:${this.bound.port}${tls === undefined ? '' : ' (TLS)'}`);
     if (this.cluster !== null) for (const link of this.links.values()) link.start();
     else this.opts.logger.info({ event: 'peer.awaitingCluster' }, 'joining: waiting for a member of the cluster to connect before dialing anyone');
   }
@@ -281,6 +308,8 @@ export class PeerTransport implements Transport {
   async close(): Promise<void> {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    this.stopTlsReload?.();
+    this.stopTlsReload = null;
     const waits: Array<Promise<void>> = [];
     for (const link of this.links.values()) waits.push(link.close());
     for (const conn of this.inbound) {
@@ -317,13 +346,15 @@ export class PeerTransport implements Transport {
       handshakeTimeoutMs: this.handshakeTimeoutMs,
       random: this.opts.random ?? Math.random,
       onRefused: () => this.opts.onPeerRefused?.(peer.id),
+      ...(this.opts.tls === undefined ? {} : { tls: this.opts.tls }),
     });
   }
 
   private accept(ws: WebSocket, req: IncomingMessage): void {
     const address = remoteIp(req.socket.remoteAddress);
     const remote = `${address}:${req.socket.remotePort ?? '?'}`;
-    if (this.state !== 'started') {
+    // Refused at 'secureConnection' already; checked again here, where the peer protocol would begin.
+    if (this.state !== 'started' || (this.opts.tls?.verifyPeers === true && (req.socket as TLSSocket).authorized !== true)) {
       ws.terminate();
       return;
     }

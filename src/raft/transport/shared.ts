@@ -1,5 +1,6 @@
 // Small pieces both ends of a peer connection agree on.
 
+import type { ConnectionOptions, TlsOptions } from 'node:tls';
 import type { RawData } from 'ws';
 
 /** The HTTP path peers upgrade on; anything else is refused at the HTTP level. */
@@ -39,8 +40,26 @@ export function closeReason(text: string): string {
   return b.byteLength <= 123 ? text : b.subarray(0, 120).toString('utf8').replace(/\uFFFD+$/, '') + '...';
 }
 
-/** ws://host:port with IPv6 literals bracketed. */
-export function peerUrl(host: string, port: number): string {
+/** ws://host:port (wss:// with TLS) with IPv6 literals bracketed. */
+export function peerUrl(host: string, port: number, secure = false): string {
   const h = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-  return `ws://${h}:${port}${PEER_PATH}`;
+  return `${secure ? 'wss' : 'ws'}://${h}:${port}${PEER_PATH}`;
+}
+
+/**
+ * TLS for the peer port, from whoever loads the certificate files (the server's
+ * tls.ts): the cluster-secret handshake still runs on top of it.
+ */
+export interface PeerTls {
+  /**
+   * Mutual TLS: the peer port asks every dialer for a certificate and refuses one
+   * that does not verify (serverOptions asks for it; the transport refuses, so the log says why).
+   */
+  readonly verifyPeers: boolean;
+  /** Options the peer port's https server starts with, and takes again after a reload. */
+  serverOptions(): TlsOptions;
+  /** Options of one dial (read at every dial, so a reloaded certificate is used from the next one). */
+  dialOptions(): ConnectionOptions;
+  /** Calls `listener` after each reload of the files; returns a function that stops it. */
+  onReload(listener: () => void): () => void;
 }
