@@ -16,4 +16,5 @@ export const FAMILY_VERBS: Readonly<Record<string, () => Promise<FamilyVerb>>> =
   user: async () => (await import('../families/auth/cli.js')).userVerb,
   role: async () => (await import('../families/auth/cli.js')).roleVerb,
   login: async () => (await import('../families/auth/cli.js')).loginVerb,
+  audit: () => import('../families/audit/cli.js'),
 };

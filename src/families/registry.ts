@@ -4,6 +4,7 @@
 import { Bucket } from '../keys/index.js';
 import { cluster } from './cluster/index.js';
 import { assign } from './assign/index.js';
+import { audit } from './audit/index.js';
 import { auth } from './auth/index.js';
 import { hibernate } from './hibernate/index.js';
 import { journal } from './journal/index.js';
@@ -13,7 +14,7 @@ import { lists } from './lists/index.js';
 import { sessions } from './sessions/index.js';
 import { watches } from './watches/index.js';
 
-export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign, hibernate, auth];
+export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign, hibernate, auth, audit];
 
 /** Buckets that belong to no family: properties, the store's own keys, the Raft log. */
 export const KERNEL_BUCKETS = [Bucket.property, Bucket.internal, Bucket.log] as const;

@@ -40,17 +40,23 @@ export const CORE_NEEDS: { readonly [O in Op]: (request: RequestOf<O>) => readon
   watch: (r) => [{ perm: 'watch', resource: r.path }],
 };
 
-/** A denial or authentication failure, told to whoever records them (the audit log). */
+/** A denial, an authentication failure or an administrator's act: what the audit log records. */
 export interface AccessIncident {
-  readonly kind: 'auth-failed' | 'denied';
+  readonly kind: 'auth-failed' | 'denied' | 'admin';
   readonly principal: Principal;
   readonly remote: string;
   readonly what: string;
 }
 
+/** Facts held for the audit log until the leader writes them; beyond this many, they are counted instead. */
+export const AUDIT_QUEUE_MAX = 4096;
+
 export class Guard {
   private readonly passwords = new VerifiedPasswords();
   private readonly incidentListeners: Array<(incident: AccessIncident) => void> = [];
+  /** What the audit log has not been given yet (the audit family's leader duty takes it), and what did not fit. */
+  private unwritten: Array<AccessIncident & { readonly at: number }> = [];
+  private dropped = 0;
 
   constructor(private readonly node: VeraNode) {}
 
@@ -68,6 +74,33 @@ export class Guard {
 
   private report(incident: AccessIncident): void {
     for (const l of this.incidentListeners) l(incident);
+    if (this.unwritten.length < AUDIT_QUEUE_MAX) this.unwritten.push({ ...incident, what: incident.what.slice(0, 512), at: Date.now() });
+    else this.dropped++;
+  }
+
+  /** A failed proof of the cluster secret, or any other authentication failure found outside this class. */
+  recordAuthFailure(remote: string, what: string): void {
+    this.report({ kind: 'auth-failed', principal: null, remote, what });
+  }
+
+  /** An administrator's act that succeeded (an op that needed admin): recorded in the audit log. */
+  recordAdminAct(principal: Principal, remote: string, what: string): void {
+    this.report({ kind: 'admin', principal, remote, what });
+  }
+
+  /** Up to `max` facts for the audit log, oldest first, and how many were dropped since the last take. */
+  takeAuditFacts(max: number): { facts: Array<AccessIncident & { readonly at: number }>; dropped: number } {
+    const facts = this.unwritten.splice(0, max);
+    const dropped = this.dropped;
+    this.dropped = 0;
+    return { facts, dropped };
+  }
+
+  /** Puts facts back at the front (their write failed); what no longer fits is counted as dropped. */
+  returnAuditFacts(facts: ReadonlyArray<AccessIncident & { readonly at: number }>, dropped: number): void {
+    const room = AUDIT_QUEUE_MAX - this.unwritten.length;
+    this.unwritten.unshift(...facts.slice(0, Math.max(0, room)));
+    this.dropped += dropped + Math.max(0, facts.length - room);
   }
 
   /**
@@ -166,4 +199,45 @@ export function certificateUserOf(req: IncomingMessage): string | null {
   if (socket.authorized !== true || typeof socket.getPeerCertificate !== 'function') return null;
   const cn = socket.getPeerCertificate().subject?.CN;
   return typeof cn === 'string' && cn.length > 0 ? cn : null;
+}
+
+/**
+ * The check for operator endpoints (membership, leader transfer, defrag, backups). A caller
+ * that presents a user's credentials (a token, basic credentials, a client certificate)
+ * while authentication is on needs admin on 'cluster'; any other caller must prove the
+ * cluster secret as `proveSecret` demands. With authentication on, being on loopback is
+ * no longer enough by itself.
+ */
+export async function authorizeOperatorRequest(guard: Guard, req: IncomingMessage, what: string, proveSecret: (req: IncomingMessage, what: string) => void, hasSecret: boolean): Promise<void> {
+  const header = req.headers.authorization ?? '';
+  const userCredential = header.startsWith('Bearer vt1.') || header.startsWith('Basic ') || (header === '' && certificateUserOf(req) !== null);
+  const remote = req.socket.remoteAddress ?? 'unknown';
+  const act = `${req.method ?? 'GET'} ${req.url ?? ''}`;
+  if (guard.enabled && userCredential) {
+    const principal = await guard.admitHttp(req, [{ perm: 'admin', resource: 'cluster' }], what);
+    guard.recordAdminAct(principal, remote, act);
+    return;
+  }
+  if (guard.enabled && !hasSecret) {
+    throw new VeraError('UNAUTHORIZED', `${what} need a user with admin on 'cluster' (Authorization: Bearer <token from vera login>) while authentication is on`);
+  }
+  try {
+    proveSecret(req, what);
+  } catch (err) {
+    guard.recordAuthFailure(remote, `${what}: ${err instanceof Error ? err.message : String(err)}`);
+    throw err;
+  }
+  // Reads of the member list are not acts; everything else an operator does here is.
+  if (req.method !== 'GET' || !(req.url ?? '').startsWith('/v1/members')) guard.recordAdminAct(null, remote, `${act} (cluster secret)`);
+}
+
+/** Whether any of `needs` is an administrator's: such an op is recorded in the audit log when it succeeds. */
+export function isAdminAct(needs: readonly Need[]): boolean {
+  return needs.some((n) => n.perm === 'admin');
+}
+
+/** A request as the audit log tells it: its op and fields, passwords left out, cut to a few hundred characters. */
+export function describeRequest(request: Readonly<Record<string, unknown>>): string {
+  const { id: _id, op, password: _password, ...fields } = request;
+  return `${String(op)} ${JSON.stringify(fields)}`.slice(0, 500);
 }

@@ -8,7 +8,8 @@ import { serveList } from './http-list.js';
 import { toVeraError, type FrontEnd } from './context.js';
 import type { FamilyHttpRoute } from './family-part.js';
 import { readJsonBody } from './http-body.js';
-import { ADMIN_PATHS, authorizeOperator, handleAdmin, issueChallenge, type AdminContext } from './membership.js';
+import { ADMIN_PATHS, handleAdmin, issueChallenge, type AdminContext } from './membership.js';
+import { describeRequest, isAdminAct } from './access.js';
 import { VeraError, type ErrorCode, type FamilyRequest, type FamilyResult } from '../protocol/index.js';
 import { cluster } from '../families/cluster/index.js';
 import { COMMAND_VERSION } from '../families/registry.js';
@@ -87,13 +88,7 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
       sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
     };
     // The whole database, session ids included: for operators only.
-    try {
-      authorizeOperator(src.admin.secret, req, 'backups (GET /v1/snapshot)');
-    } catch (err) {
-      fail(err);
-      return;
-    }
-    void serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail });
+    src.admin.authorize(req, 'backups (GET /v1/snapshot)').then(() => serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail }), fail);
     return;
   }
   sendJson(res, 404, { error: { code: 'NOT_FOUND', message: `no endpoint ${url.pathname}` } });
@@ -123,8 +118,11 @@ function serveFamily(fe: FrontEnd, route: FamilyHttpRoute, req: IncomingMessage,
 async function runFamilyOp(fe: FrontEnd, req: IncomingMessage, request: FamilyRequest): Promise<FamilyResult> {
   const op = fe.familyOps.get(request.op);
   if (op === undefined) throw new VeraError('NOT_FOUND', `no command family answers ${request.op}`);
-  await fe.guard.admitHttp(req, op.needs(request), `${req.method ?? 'GET'} ${req.url ?? ''} (${request.op})`);
-  return op.handle({ fe, session: '', request, frameBytes: 0 });
+  const needs = op.needs(request);
+  const principal = await fe.guard.admitHttp(req, needs, `${req.method ?? 'GET'} ${req.url ?? ''} (${request.op})`);
+  const result = await op.handle({ fe, session: '', request, frameBytes: 0 });
+  if (isAdminAct(needs)) fe.guard.recordAdminAct(principal, req.socket.remoteAddress ?? 'unknown', describeRequest(request));
+  return result;
 }
 
 /** Judged on the raw target: URL parsing would turn /v1/data/../status into /v1/status. */

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Server as NetServer, Socket } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import { certificateUserOf, Guard } from './access.js';
+import { authorizeOperatorRequest, certificateUserOf, Guard } from './access.js';
 import type { ServerConfig } from './config.js';
 import { deriveClusterId, IncarnationGuard } from '../raft/transport/auth.js';
 import { PeerTransport } from '../raft/transport/peer-transport.js';
@@ -26,7 +26,7 @@ import { loadServerParts, passPathGates, type ServerParts } from './family-part.
 import { originRefusal } from './origin.js';
 import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
 import type { AnyFamily } from '../families/family.js';
-import { DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
+import { authorizeOperator, DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier } from './notifier.js';
 import { DiskGuard } from './disk-guard.js';
 import { DEFAULT_LIMITS } from '../protocol/index.js';
@@ -266,6 +266,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     toError: (err: unknown) => toVeraError(err, front),
     logger,
     defrag: () => veraNode.stateMachine.compactAll(),
+    authorize: (req: IncomingMessage, what: string) => authorizeOperatorRequest(guard, req, what, (r, w) => authorizeOperator(config.secret, r, w), config.secret !== null),
   };
 
   let shuttingDown = false;

@@ -235,6 +235,11 @@ export interface AdminContext {
   readonly logger: Logger;
   /** Compacts this member's whole db (POST /v1/defrag). */
   readonly defrag: () => Promise<void>;
+  /**
+   * Admits an operator request or throws UNAUTHORIZED / FORBIDDEN naming `what`: proof of the
+   * cluster secret (authorizeOperator), or, with authentication on, a user with admin on 'cluster'.
+   */
+  readonly authorize: (req: IncomingMessage, what: string) => Promise<void>;
 }
 
 export const ADMIN_PATHS: ReadonlySet<string> = new Set(['/v1/members', '/v1/leader/transfer', '/v1/defrag']);
@@ -278,7 +283,7 @@ export function handleAdmin(ctx: AdminContext, req: IncomingMessage, res: Server
 }
 
 async function serve(ctx: AdminContext, req: IncomingMessage, pathname: string): Promise<object> {
-  authorize(ctx, req);
+  await ctx.authorize(req, 'membership endpoints');
   if (pathname === '/v1/members' && (req.method === 'GET' || req.method === 'HEAD')) return listMembers(ctx);
   if (req.method !== 'POST') throw new VeraError('BAD_REQUEST', `method ${req.method ?? '?'} is not allowed on ${pathname}`);
   const body = await readJsonBody(req);
@@ -294,10 +299,6 @@ async function defrag(ctx: AdminContext): Promise<object> {
   const ms = Math.round(performance.now() - started);
   ctx.logger.info({ event: 'defrag', ms }, `compacted the db in ${ms} ms`);
   return { defragmented: true, ms };
-}
-
-function authorize(ctx: AdminContext, req: IncomingMessage): void {
-  authorizeOperator(ctx.secret, req, 'membership endpoints');
 }
 
 /**

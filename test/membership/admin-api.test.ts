@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { MemberChange } from '../../src/raft/config.js';
 import { RaftError } from '../../src/raft/driver.js';
 import type { NodeId, Status } from '../../src/raft/types.js';
-import { handleAdmin, issueChallenge, LeaderWatch, MemberDirectory, type AdminContext, type MembershipNode } from '../../src/server/membership.js';
+import { authorizeOperator, handleAdmin, issueChallenge, LeaderWatch, MemberDirectory, type AdminContext, type MembershipNode } from '../../src/server/membership.js';
 import { VeraError } from '../../src/protocol/index.js';
 import { initialMembers, type Member } from '../../src/statemachine/index.js';
 
@@ -84,6 +84,8 @@ function context(): AdminContext {
         : new VeraError('INTERNAL', String(err)),
     logger,
     defrag: async () => void defrags++,
+    // Authentication off (as here): proof of the cluster secret, or loopback without one.
+    authorize: async (req, what) => authorizeOperator(secret, req, what),
   };
 }
 let defrags = 0;

@@ -5,6 +5,7 @@
 // open (the watch stops at once and its owner is told).
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLeader, untilCommandVersion } from '../server/fixture.js';
+import { securedServer } from './secured.js';
 import { WireClient } from '../server/wire-client.js';
 import type { VeraProcess } from '../support/vera-process.js';
 
@@ -13,6 +14,7 @@ const wires: WireClient[] = [];
 afterEach(async () => {
   for (const w of wires.splice(0)) w.terminate();
   await vp?.stop();
+  vp?.removeData();
   vp = null;
 });
 
@@ -28,23 +30,6 @@ async function as(p: VeraProcess, hello: Record<string, unknown>): Promise<WireC
   return w;
 }
 
-/** root (password 'root-pw'), role reader (read+watch on /app, denied /app/secret, watch on /pub), alice (reader) and bob (no role); auth on. */
-export async function securedServer(): Promise<VeraProcess> {
-  const p = await startLeader();
-  const admin = await as(p, {});
-  // The auth ops need command version 7, which a new cluster reaches within moments of electing itself.
-  await untilCommandVersion(() => admin.call('auth.userAdd', { name: 'root', password: 'root-pw' }));
-  await admin.call('auth.userGrant', { name: 'root', role: 'root' });
-  await admin.call('auth.roleAdd', { name: 'reader' });
-  await admin.call('auth.roleGrant', { name: 'reader', prefix: '/app', perms: ['read', 'watch'] });
-  await admin.call('auth.roleGrant', { name: 'reader', prefix: '/app/secret', perms: ['read', 'watch'], deny: true });
-  await admin.call('auth.roleGrant', { name: 'reader', prefix: '/pub', perms: ['read', 'watch', 'write'] });
-  await admin.call('auth.userAdd', { name: 'alice', password: 'alice-pw' });
-  await admin.call('auth.userGrant', { name: 'alice', role: 'reader' });
-  await admin.call('auth.userAdd', { name: 'bob', password: 'bob-pw' });
-  await admin.call('auth.enable');
-  return p;
-}
 
 describe('authentication and permissions', () => {
   it('refuses hellos without credentials or with wrong ones, and judges each op by the role', async () => {
