@@ -8,6 +8,7 @@ import { boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js
 import { EXIT, UsageError } from './errors.js';
 import { formatEvent, formatItem, formatResync } from './format.js';
 import { stopped, type CliIO } from './io.js';
+import { tlsClientOptions, TLS_FLAGS } from './tls-options.js';
 
 export const DEFAULT_SERVER = 'ws://127.0.0.1:1919';
 export const SERVER_ENV = 'VERA_SERVER';
@@ -21,6 +22,7 @@ export const CLIENT_FLAGS: FlagSpecs = {
   token: { kind: 'string' },
   user: { kind: 'string' },
   'password-file': { kind: 'string' },
+  ...TLS_FLAGS,
   help: { kind: 'boolean', short: 'h' },
 };
 
@@ -137,7 +139,7 @@ export async function runClientCommand(name: string, command: ClientCommand, arg
   }
   const action = command.prepare(ctx);
   const servers = serverList(args, io);
-  const options = { ...connectOptions(args), ...credentials(args, io) };
+  const options = { ...connectOptions(args), ...credentials(args, io), ...tlsClientOptions(args, io) };
 
   let client: VeraClient;
   try {

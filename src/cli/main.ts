@@ -8,7 +8,7 @@ import { runStatus } from './status.js';
 import { FAMILY_VERBS } from './family-verbs.js';
 import { USAGE } from './usage.js';
 
-const STATUS_FLAGS: FlagSpecs = { server: CLIENT_FLAGS.server!, json: CLIENT_FLAGS.json!, timeout: CLIENT_FLAGS.timeout!, help: CLIENT_FLAGS.help! };
+const STATUS_FLAGS: FlagSpecs = { server: CLIENT_FLAGS.server!, json: CLIENT_FLAGS.json!, timeout: CLIENT_FLAGS.timeout!, ca: CLIENT_FLAGS.ca!, cert: CLIENT_FLAGS.cert!, key: CLIENT_FLAGS.key!, help: CLIENT_FLAGS.help! };
 
 /** Runs `vera <argv...>` and resolves with the exit code. */
 export async function main(argv: string[], io: CliIO = processIO()): Promise<number> {

@@ -10,6 +10,8 @@ import { boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js
 import { serverList, timeoutArg } from './client-commands.js';
 import { EXIT, UsageError } from './errors.js';
 import type { CliIO } from './io.js';
+import type { TlsClientOptions } from '../client/connection.js';
+import { cliFetch, tlsClientOptions, TLS_FLAGS } from './tls-options.js';
 
 export const ADMIN_FLAGS: FlagSpecs = {
   server: { kind: 'string' },
@@ -18,6 +20,7 @@ export const ADMIN_FLAGS: FlagSpecs = {
   timeout: { kind: 'string' },
   peer: { kind: 'string' },
   client: { kind: 'string' },
+  ...TLS_FLAGS,
   help: { kind: 'boolean', short: 'h' },
 };
 
@@ -35,6 +38,8 @@ interface Target {
   readonly servers: readonly string[];
   readonly secret: string | null;
   readonly timeoutMs: number;
+  /** CA and client certificate for https:// servers. */
+  readonly tls: TlsClientOptions;
 }
 
 type Reply = { readonly ok: true; readonly body: Record<string, unknown> } | { readonly ok: false; readonly exit: number };
@@ -46,6 +51,7 @@ export async function runAdmin(verb: 'member' | 'leader', args: ParsedArgs, io: 
     servers: serverList(args, io),
     secret: stringFlag(args, 'secret') ?? nonEmpty(io.env[SECRET_ENV]) ?? null,
     timeoutMs: timeoutArg(args),
+    tls: tlsClientOptions(args, io),
   };
   const json = boolFlag(args, 'json');
   const addOnly = ['peer', 'client'].filter((f) => args.flags.has(f));
@@ -119,15 +125,15 @@ async function call(target: Target, request: Request, io: CliIO): Promise<Reply>
     let response: Response;
     try {
       // A challenge answered with the secret, not the secret itself: it may cross a network.
-      const headers = await operatorHeaders(httpBaseUrl(server), target.secret, request.method, request.path);
+      const headers = await operatorHeaders(httpBaseUrl(server), target.secret, request.method, request.path, undefined, target.tls);
       if (request.body !== undefined) headers['content-type'] = 'application/json';
-      response = await fetch(url, {
+      response = await cliFetch(url, {
         method: request.method,
         headers,
         ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
         // With more servers to try, this one gets its share of the time left, not all of it.
         signal: AbortSignal.timeout(Math.max(1, Math.ceil((deadline - performance.now()) / (untried.length + 1)))),
-      });
+      }, target.tls);
     } catch (error) {
       io.stderr(`vera: cannot reach ${url}: ${causeOf(error)}\n`);
       // Another server is asked only when this request surely did nothing: a read, or a refused connection.

@@ -16,6 +16,8 @@ import { operatorHeaders } from './operator-call.js';
 import { EXIT, UsageError } from './errors.js';
 import type { CliIO } from './io.js';
 import { USAGE } from './usage.js';
+import type { TlsClientOptions } from '../client/connection.js';
+import { cliFetch, tlsClientOptions, TLS_FLAGS } from './tls-options.js';
 
 /**
  * How long `save` waits on a silent server by default. The server reads the whole state
@@ -29,6 +31,7 @@ export const SAVE_FLAGS: FlagSpecs = {
   secret: { kind: 'string' },
   timeout: { kind: 'string' },
   json: { kind: 'boolean' },
+  ...TLS_FLAGS,
   help: { kind: 'boolean', short: 'h' },
 };
 
@@ -79,10 +82,11 @@ async function save(args: ParsedArgs, io: CliIO): Promise<number> {
   const timeoutMs = stringFlag(args, 'timeout') === undefined ? SAVE_SILENCE_MS : timeoutArg(args);
   // A backup is the whole database: a member with a cluster secret hands it only to a caller who sends it.
   const secret = stringFlag(args, 'secret') ?? (io.env[SECRET_ENV] === undefined || io.env[SECRET_ENV] === '' ? undefined : io.env[SECRET_ENV]);
+  const tls = tlsClientOptions(args, io);
   let lastFailure = '';
   for (const server of servers) {
     const url = `${httpBaseUrl(server)}/v1/snapshot`;
-    const outcome = await download(url, file, timeoutMs, secret);
+    const outcome = await download(url, file, timeoutMs, secret, tls);
     if (outcome.kind === 'saved') {
       const { header, sha256 } = outcome.backup;
       const summary = { file, index: header.index, term: header.term, bytes: header.bytes, node: header.node, created: header.created, sha256 };
@@ -105,7 +109,7 @@ type DownloadOutcome = { kind: 'saved'; backup: VerifiedBackup } | { kind: 'unre
  * Streams the backup into a temporary file beside `file`, verifies it, then renames
  * it into place (after fsync), so `file` is either untouched or a complete, verified backup.
  */
-async function download(url: string, file: string, timeoutMs: number, secret: string | undefined): Promise<DownloadOutcome> {
+async function download(url: string, file: string, timeoutMs: number, secret: string | undefined, tls: TlsClientOptions): Promise<DownloadOutcome> {
   // The timeout bounds waiting for the answer and each pause in the body, not a long download.
   const controller = new AbortController();
   let timer = setTimeout(() => controller.abort(), timeoutMs);
@@ -115,8 +119,8 @@ async function download(url: string, file: string, timeoutMs: number, secret: st
   };
   let response: Response;
   try {
-    const headers = await operatorHeaders(new URL(url).origin, secret, 'GET', '/v1/snapshot', controller.signal);
-    response = await fetch(url, { signal: controller.signal, headers });
+    const headers = await operatorHeaders(new URL(url).origin, secret, 'GET', '/v1/snapshot', controller.signal, tls);
+    response = await cliFetch(url, { signal: controller.signal, headers }, tls);
   } catch (error) {
     clearTimeout(timer);
     return { kind: 'unreachable', message: `cannot reach ${url}: ${causeOf(error)}` };

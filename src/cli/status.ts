@@ -5,17 +5,19 @@ import { serverList, timeoutArg } from './client-commands.js';
 import { EXIT, UsageError } from './errors.js';
 import { formatRecord } from './format.js';
 import type { CliIO } from './io.js';
+import { cliFetch, tlsClientOptions } from './tls-options.js';
 
 export async function runStatus(args: ParsedArgs, io: CliIO): Promise<number> {
   if (args.positionals.length > 0) throw new UsageError(`'vera status' takes no arguments, got ${args.positionals.join(' ')}`);
   const timeout = timeoutArg(args);
+  const tls = tlsClientOptions(args, io);
   // Each server in turn, until one answers: the first may be the member that is down.
   let url = '';
   let response: Response | null = null;
   for (const server of serverList(args, io)) {
     url = `${httpBaseUrl(server)}/v1/status`;
     try {
-      response = await fetch(url, { signal: AbortSignal.timeout(timeout) });
+      response = await cliFetch(url, { signal: AbortSignal.timeout(timeout) }, tls);
       break;
     } catch (error) {
       const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : error instanceof Error ? error.message : String(error);

@@ -6,6 +6,10 @@ Client flags:
   --json                 machine-readable output: one JSON value per line
   --encoding E           frame encoding: msgpack (default) or json
   --timeout MS           give up connecting or waiting for a reply after MS ms (default 5000)
+  --ca FILE              CA certificate (PEM) a wss:// server's certificate must chain to
+                         (or $VERA_CA; without one, the system's CAs)
+  --cert FILE            client certificate (PEM) for a server started with --client-ca
+  --key FILE             its private key (or $VERA_CERT and $VERA_KEY)
   -h, --help             show this help`;
 
 export const USAGE: Readonly<Record<string, string>> = {
@@ -75,6 +79,17 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
   --hibernate-after D         how long a unit must go untouched first (default 30d)
   --allowed-origins O,...     web page origins (https://host:port, or *) whose requests are served
                               besides the member's own; a browser request from any other is refused
+  --client-cert FILE          serve the client port over TLS (https and wss) with this PEM
+  --client-key FILE           certificate and key; both are reloaded when they change on disk;
+                              a plaintext request to the port is answered 400
+  --client-ca FILE            ask clients for a certificate chaining to this CA and refuse one
+                              that does not (the certificate's CN names the user)
+  --client-cert-required      with --client-ca: refuse clients without a certificate
+  --peer-cert FILE            TLS between members (wss) with this certificate and key,
+  --peer-key FILE             presented both ways (needs --secret); reloaded like the client's
+  --peer-ca FILE              mutual TLS: each member verifies the other's certificate against
+                              this CA, and refuses a member whose certificate does not chain to it
+  --tls-min-version V         oldest TLS version either port accepts: TLSv1.2 (default) or TLSv1.3
   --insecure                  let the client port listen beyond loopback although Vera has
                               no authentication yet (without it, such a start is refused)
   -h, --help                  show this help
@@ -150,6 +165,8 @@ Changes who is in the cluster, one member at a time, through the leader.
                        cluster has one, else only loopback may change members
   --json               print the server's JSON answer
   --timeout MS         give up after MS ms, retries included (default 5000)
+  --ca FILE, --cert FILE, --key FILE
+                       TLS: the CA of a wss:// server, a client certificate (as for 'vera push')
   -h, --help           show this help`,
 
   leader: `Usage: vera leader transfer ID [flags]
@@ -160,6 +177,8 @@ Hands leadership to voter ID and waits until it leads.
   --secret S           the cluster secret (or $VERA_CLUSTER_SECRET)
   --json               print the server's JSON answer
   --timeout MS         give up after MS ms (default 5000)
+  --ca FILE, --cert FILE, --key FILE
+                       TLS: the CA of a wss:// server, a client certificate (as for 'vera push')
   -h, --help           show this help`,
 
   status: `Usage: vera status [flags]
@@ -170,6 +189,8 @@ Fetches GET /v1/status from the server and prints it.
                        ws://127.0.0.1:1919, or $VERA_SERVER)
   --json               print the raw JSON
   --timeout MS         give up after MS ms (default 5000)
+  --ca FILE, --cert FILE, --key FILE
+                       TLS: the CA of a wss:// server, a client certificate (as for 'vera push')
   -h, --help           show this help`,
 
   snapshot: `Usage: vera snapshot save FILE [flags]
@@ -186,6 +207,8 @@ FILE atomically. FILE is replaced only by a complete, verified backup.
   --timeout MS           give up when the server is silent for MS ms (default 120000;
                          it reads the whole state once before it answers)
   --json                 print the result as JSON
+  --ca FILE, --cert FILE, --key FILE
+                         TLS: the CA of an https:// member, a client certificate (as for 'vera push')
 
 restore: verifies the whole of FILE, then creates a new single-member cluster in
 DIR (absent or empty) holding its data, at the backup's index. A truncated or
