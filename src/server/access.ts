@@ -5,13 +5,13 @@
 // its ops cannot be registered without saying what they need (family-part.ts).
 // Rules and their matching are in src/families/auth/rules.ts.
 import type { IncomingMessage } from 'node:http';
-import type { TLSSocket } from 'node:tls';
 import { auth } from '../families/auth/index.js';
 import { VerifiedPasswords } from '../families/auth/password-hash.js';
 import { allows, allowsAnyBelow, type Permission } from '../families/auth/rules.js';
 import type { AuthState } from '../families/auth/state.js';
 import { checkToken } from '../families/auth/tokens.js';
 import { VeraError, type Op, type RequestOf } from '../protocol/index.js';
+import { certificateUser as certificateUserOf } from './tls.js';
 import type { VeraNode } from './vera-node.js';
 
 /** One permission on one resource (a list path, or a family's resource such as 'journal:orders'). */
@@ -193,13 +193,6 @@ export class Guard {
   }
 }
 
-/** The user a verified client certificate names (its subject's common name), or null. */
-export function certificateUserOf(req: IncomingMessage): string | null {
-  const socket = req.socket as Partial<TLSSocket>;
-  if (socket.authorized !== true || typeof socket.getPeerCertificate !== 'function') return null;
-  const cn = socket.getPeerCertificate().subject?.CN;
-  return typeof cn === 'string' && cn.length > 0 ? cn : null;
-}
 
 /**
  * The check for operator endpoints (membership, leader transfer, defrag, backups). A caller

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Server as NetServer, Socket } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import { authorizeOperatorRequest, certificateUserOf, Guard } from './access.js';
+import { authorizeOperatorRequest, Guard } from './access.js';
 import type { ServerConfig } from './config.js';
 import { deriveClusterId, IncarnationGuard } from '../raft/transport/auth.js';
 import { PeerTransport } from '../raft/transport/peer-transport.js';
@@ -32,7 +32,7 @@ import { DiskGuard } from './disk-guard.js';
 import { DEFAULT_LIMITS } from '../protocol/index.js';
 import { ServerMetrics } from './server-metrics.js';
 import { DEFAULT_RAFT_TIMING, MembershipDivergedError, VeraNode, type RaftTiming } from './vera-node.js';
-import { ClientPortTls, peerTls, TlsFiles } from './tls.js';
+import { certificateUser, ClientPortTls, peerTls, TlsFiles } from './tls.js';
 
 export interface RunningServer {
   /** The client port actually bound (useful with port 0). */
@@ -311,7 +311,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      new ClientConnection(ws, `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, front, certificateUserOf(req));
+      new ClientConnection(ws, `${req.socket.remoteAddress ?? '?'}:${req.socket.remotePort ?? 0}`, front, certificateUser(req));
     });
   });
   try {
