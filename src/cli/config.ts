@@ -262,19 +262,6 @@ function originsOf(value: string | undefined): { allowedOrigins?: readonly strin
   return { allowedOrigins: list };
 }
 
-/**
- * Authentication is not built yet (issue 16), so anyone who reaches the client port may
- * do anything a client may. A client port on loopback reaches only this machine; on any
- * other address the member starts only with --insecure, which says the operator knows.
- */
-export function exposureProblem(config: { readonly client: { readonly host: string } }, insecure: boolean): string | null {
-  if (insecure || isLoopbackHost(config.client.host)) return null;
-  return `the client port would listen on ${config.client.host}, beyond this machine, and Vera has no authentication yet: anyone who reaches it could read, write and delete any data. Bind it to 127.0.0.1 (and reach it through a tunnel or proxy that authenticates), or pass --insecure to accept that`;
-}
-
-function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
-}
 
 /**
  * `ID=HOST:PEERPORT/CLIENTPORT,...` as in PROTOCOL.md; a config file may also

@@ -1,7 +1,7 @@
 // Entry point of the `vera` command (bin/vera.js runs the compiled form).
 import { parseArgs, boolFlag, type FlagSpecs } from './args.js';
 import { CLIENT_COMMANDS, CLIENT_FLAGS, runClientCommand } from './client-commands.js';
-import { buildServerConfig, exposureProblem, START_FLAGS } from './config.js';
+import { buildServerConfig, START_FLAGS } from './config.js';
 import { EXIT, UsageError } from './errors.js';
 import { processIO, type CliIO } from './io.js';
 import { runStatus } from './status.js';
@@ -35,9 +35,8 @@ async function runVerb(verb: string, argv: string[], io: CliIO): Promise<number>
     if (args.positionals.length > 0) throw new UsageError(`'vera start' takes no arguments, got ${args.positionals.join(' ')}`);
     const insecure = boolFlag(args, 'insecure');
     // Exposed beyond loopback, a session id (which items show) must not be enough to take a session over.
-    const config = { ...buildServerConfig({ flags: args.flags, env: io.env, cwd: io.cwd }), requireResumeToken: insecure };
-    const exposed = exposureProblem(config, insecure);
-    if (exposed !== null) throw new UsageError(exposed);
+    // Whether the port may be exposed at all is judged by the server, once its store says if authentication is on.
+    const config = { ...buildServerConfig({ flags: args.flags, env: io.env, cwd: io.cwd }), requireResumeToken: insecure, insecure };
     if (insecure) io.stderr(`vera start: --insecure: the client port ${config.client.host}:${config.client.port} takes anyone who reaches it, without authentication\n`);
     // Loaded only here, so client verbs never load the server.
     const { runServer } = await import('./start.js');

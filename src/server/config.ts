@@ -66,6 +66,8 @@ export interface ServerConfig {
   readonly hibernation?: HibernationConfig;
   /** Resuming a session needs its resume token (set by `vera start --insecure`: the client port is exposed). */
   readonly requireResumeToken?: boolean;
+  /** Serve a client port beyond loopback even with authentication off (`vera start --insecure`; see exposure.ts). */
+  readonly insecure?: boolean;
   /** Web page origins (`scheme://host:port`, or `*`) allowed besides the member's own (see origin.ts); absent: none. */
   readonly allowedOrigins?: readonly string[];
   /** TLS on the client port (https and wss; see tls.ts); absent: plain HTTP and WebSocket. */

@@ -54,6 +54,9 @@ export interface FrontEnd {
   /** HTTP endpoints and metrics the command families add. */
   readonly familyHttp: readonly FamilyHttpRoute[];
   readonly familyMetrics: ReadonlyArray<(fe: FrontEnd) => Promise<string>>;
+  /** Where this member's client port listens, and whether it may do so with authentication off (exposure.ts). */
+  readonly clientAddress: { readonly host: string };
+  readonly insecure: boolean;
   /** Whether resuming a session needs its resume token (the client port is exposed beyond loopback: --insecure). */
   readonly requireResumeToken: boolean;
   /** What must happen before an operation on a path (see ServerPart.pathGate). */

@@ -9,6 +9,8 @@ import type { Server as NetServer, Socket } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { authorizeOperatorRequest, Guard } from './access.js';
+import { auth } from '../families/auth/index.js';
+import { exposureProblem } from './exposure.js';
 import type { ServerConfig } from './config.js';
 import { deriveClusterId, IncarnationGuard } from '../raft/transport/auth.js';
 import { PeerTransport } from '../raft/transport/peer-transport.js';
@@ -120,6 +122,13 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     },
   );
   node = veraNode;
+  const exposed = exposureProblem(config, veraNode.stateMachine.stateOf(auth).enabled);
+  if (exposed !== null) {
+    logger.error({ event: 'exposure-refused', client: `${config.client.host}:${config.client.port}` }, exposed);
+    stopTls();
+    await veraNode.close();
+    throw new Error(exposed);
+  }
 
   let transport: PeerTransport | null = null;
   let incarnations: IncarnationGuard | null = null;
@@ -219,6 +228,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     familyMetrics: parts.metrics,
     pathGates: parts.pathGates,
     requireResumeToken: config.requireResumeToken ?? false,
+    clientAddress: config.client,
+    insecure: config.insecure ?? false,
     hibernation: config.hibernation ?? null,
     disk,
     notifier: new Notifier(

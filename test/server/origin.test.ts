@@ -1,11 +1,13 @@
 // Web pages cannot drive a member: a WebSocket upgrade or HTTP request whose
 // Origin is neither the member's own nor allowed by --allowed-origins is refused
 // with 403 and reaches nothing; clients that send no Origin are served as before.
-// And a client port beyond loopback needs --insecure while Vera has no
-// authentication.
+// And a client port beyond loopback needs authentication on, or --insecure.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { exposureProblem } from '../../src/cli/config.js';
+import { exposureProblem } from '../../src/server/exposure.js';
 import { main } from '../../src/cli/main.js';
 import { originRefusal } from '../../src/server/origin.js';
 import { captureIO } from '../client/cli-io.js';
@@ -65,13 +67,20 @@ describe('Origin', () => {
 });
 
 describe('a client port beyond loopback', () => {
-  it('is refused without --insecure, saying why', async () => {
+  it('is refused with authentication off unless --insecure, saying why', async () => {
     expect(exposureProblem({ client: { host: '127.0.0.1' } }, false)).toBeNull();
     expect(exposureProblem({ client: { host: 'localhost' } }, false)).toBeNull();
-    expect(exposureProblem({ client: { host: '0.0.0.0' } }, true)).toBeNull();
-    expect(exposureProblem({ client: { host: '0.0.0.0' } }, false)).toMatch(/no authentication yet.*--insecure/);
-    const io = captureIO({});
-    expect(await main(['start', '--client', '0.0.0.0:0', '--data', '/nonexistent/x'], io)).toBe(2);
-    expect(io.err()).toMatch(/beyond this machine.*--insecure/);
+    expect(exposureProblem({ client: { host: '0.0.0.0' }, insecure: true }, false)).toBeNull();
+    expect(exposureProblem({ client: { host: '0.0.0.0' } }, true)).toBeNull(); // authentication on
+    expect(exposureProblem({ client: { host: '0.0.0.0' } }, false)).toMatch(/authentication off.*vera auth enable.*--insecure/);
+    const dir = mkdtempSync(join(tmpdir(), 'vera-exposed-'));
+    try {
+      const io = captureIO({});
+      // Refused before the port is bound: the store (new, so authentication off) is opened, judged and closed.
+      expect(await main(['start', '--client', '0.0.0.0:0', '--peer', '127.0.0.1:0', '--data', dir], io)).toBe(1);
+      expect(io.err()).toMatch(/cannot start: the client port would listen on 0\.0\.0\.0, beyond this machine, with authentication off.*--insecure/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
 import type { Need } from '../../server/access.js';
 import { expectOk, type FrontEnd } from '../../server/context.js';
+import { exposureProblem } from '../../server/exposure.js';
 import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { auth, type AuthCommand } from './index.js';
@@ -33,7 +34,11 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
     return { token: issueToken(state.switch.tokenKey!, { user: user!, expiresAt, revision: record.credentialRevision }), expiresAt, user };
   },
   'auth.enable': ({ fe }) => propose(fe, { op: 'enable', tokenKey: randomBytes(32).toString('hex') }),
-  'auth.disable': ({ fe }) => propose(fe, { op: 'disable' }),
+  'auth.disable': ({ fe }) => {
+    const exposed = exposureProblem({ client: fe.clientAddress, insecure: fe.insecure }, false);
+    if (exposed !== null) throw new VeraError('CONFLICT', `authentication stays on: ${exposed}`);
+    return propose(fe, { op: 'disable' });
+  },
   'auth.userAdd': async ({ fe, request: r }) => propose(fe, { op: 'addUser', name: r.name as string, hash: r.password === undefined ? null : await hashPassword(r.password as string) }),
   'auth.userPasswd': async ({ fe, request: r }) => propose(fe, { op: 'setPassword', name: r.name as string, hash: await hashPassword(r.password as string) }),
   'auth.userRm': ({ fe, request: r }) => propose(fe, { op: 'removeUser', name: r.name as string }),
