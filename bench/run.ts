@@ -34,6 +34,7 @@ import { runJournalBench } from './journal/run.js';
 import type { ScenarioOptions } from './lib/scenario-report.js';
 import { runAssignBench } from './assign/run.js';
 import { runHibernateBench } from './hibernate/run.js';
+import { formatOverhead, newestPlainVeraResult, tlsOverhead } from './report/tls-overhead.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** The hand-written reading of the targets Vera misses, placed in the report under the targets table. */
@@ -106,10 +107,11 @@ async function main(): Promise<number> {
   }
   const scale = options.quick ? QUICK_SCALE : options.scale ? SCALE_RUN : FULL_SCALE;
   const startedAt = new Date().toISOString();
-  const filePrefix = runFilePrefix(startedAt, options.scale);
+  // A TLS run's files never overwrite the plain run's of the same day (its overhead is measured against them).
+  const filePrefix = `${runFilePrefix(startedAt, options.scale)}${options.tls ? 'tls-' : ''}`;
   const command = `npm run bench${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`;
   const logDir = mkdtempSync(join(tmpdir(), 'vera-bench-logs-'));
-  log(`${mode} run of ${options.systems.join(', ')}; server logs in ${logDir} (removed after a run without failures)`);
+  log(`${mode} run of ${options.systems.join(', ')}${options.tls ? ' (Vera with TLS on its client port)' : ''}; server logs in ${logDir} (removed after a run without failures)`);
 
   if (extrasOnly) {
     let failures = 0;
@@ -158,7 +160,10 @@ async function main(): Promise<number> {
     outDir: options.outDir,
     budgetEnd,
     startedAt,
+    tls: options.tls,
   });
+  // Read before this run writes its own: the baseline is the newest plain Vera run.
+  const plainVeraFile = options.tls ? newestPlainVeraResult(options.outDir) : null;
   const fsyncFloorAfter = measureFsyncFloor(options.quick ? 500 : 2_000);
   log(`fsync floor after the run: p50 ${fsyncFloorAfter.latencyMs.p50.toFixed(3)} ms, p99 ${fsyncFloorAfter.latencyMs.p99.toFixed(3)} ms`);
   const results: SystemResult[] = [];
@@ -188,6 +193,21 @@ async function main(): Promise<number> {
     log(`wrote ${relative(ROOT, path)}`);
     results.push(result);
     resultPaths.push(path);
+  }
+
+  if (options.tls) {
+    const veraTls = results.find((r) => r.system === 'vera');
+    if (veraTls === undefined) log('--tls: Vera was not measured, so there is no TLS overhead to report');
+    else if (plainVeraFile === null) log(`--tls: no plain Vera result in ${relative(ROOT, options.outDir)} to compare with; run 'npm run bench -- --systems vera' first`);
+    else {
+      const plain = JSON.parse(readFileSync(plainVeraFile, 'utf8')) as SystemResult;
+      const rows = tlsOverhead(plain, veraTls);
+      log(`TLS overhead against ${relative(ROOT, plainVeraFile)}${plain.quick !== veraTls.quick ? ' (warning: one run is --quick and the other is not)' : ''}:`);
+      for (const line of formatOverhead(rows)) log(`  ${line}`);
+      const path = join(options.outDir, `${filePrefix}vera-overhead.json`);
+      writeFileSync(path, JSON.stringify({ schema: 1, baseline: relative(options.outDir, plainVeraFile), tls: resultFileName(filePrefix, 'vera'), rows }, jsonRounding, 2) + '\n');
+      log(`wrote ${relative(ROOT, path)}`);
+    }
   }
 
   const docsDir = dirname(options.docsFile);
@@ -245,6 +265,8 @@ interface RunOptions {
   /** performance.now() by which every scenario must be done. */
   readonly budgetEnd: number;
   readonly startedAt: string;
+  /** Vera serves its client port over TLS. */
+  readonly tls: boolean;
 }
 
 /** What one system produced over the run. */
@@ -260,7 +282,7 @@ interface SystemRun {
 function makeCluster(system: SystemName, opts: RunOptions, inspector: boolean): Cluster {
   switch (system) {
     case 'vera':
-      return new VeraCluster({ logDir: opts.logDir, inspector });
+      return new VeraCluster({ logDir: opts.logDir, inspector, tls: opts.tls });
     case 'etcd':
       return new EtcdCluster(opts.logDir);
     case 'zookeeper':

@@ -19,6 +19,11 @@ export interface BenchOptions {
   readonly assign: 'after' | 'only' | 'no';
   /** H1, hibernation: after the main run, alone, or not at all. */
   readonly hibernate: 'after' | 'only' | 'no';
+  /**
+   * Vera serves its client port over TLS (wss, certificates made with openssl); results and
+   * report get a `tls-` prefix and a TLS overhead file compares S1, S2, S6 with the last plain run.
+   */
+  readonly tls: boolean;
 }
 
 export class BenchUsageError extends Error {
@@ -42,6 +47,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --hibernate-only H1 alone: hibernation of idle units
                    (report in docs/performance-hibernation.md)
   --no-hibernate   skip H1
+  --tls            Vera with TLS on its client port (results <date>-tls-*.json, report
+                   docs/performance-tls.md, and S1/S2/S6 ratios against the newest
+                   plain Vera result in --out: <date>-tls-vera-overhead.json)
   --help           this text`;
 
 export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptions | 'help' {
@@ -54,6 +62,7 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   let journal: BenchOptions['journal'] = 'after';
   let assign: BenchOptions['assign'] = 'after';
   let hibernate: BenchOptions['hibernate'] = 'after';
+  let tls = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -105,6 +114,9 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
       case '--no-hibernate':
         hibernate = 'no';
         break;
+      case '--tls':
+        tls = true;
+        break;
       case '--help':
       case '-h':
         return 'help';
@@ -113,6 +125,7 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
     }
   }
   if (quick && scale) throw new BenchUsageError('--quick and --scale do not go together');
+  if (tls && scale) throw new BenchUsageError('--tls and --scale do not go together (the TLS overhead is measured on S1, S2 and S6)');
   if (argv.includes('--journal-only') && argv.includes('--no-journal')) throw new BenchUsageError('--journal-only and --no-journal do not go together');
   if (argv.includes('--assign-only') && argv.includes('--no-assign')) throw new BenchUsageError('--assign-only and --no-assign do not go together');
   // The scale run is S7 alone; J1 and A1 run with the ordinary and quick runs. One "-only" leaves out what it does not name.
@@ -123,7 +136,11 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   if (only && journal === 'after') journal = 'no';
   if (only && assign === 'after') assign = 'no';
   if (only && hibernate === 'after') hibernate = 'no';
+  // A TLS run measures the main scenarios only: J1, A1 and H1 are not about the client port.
+  if (tls && journal === 'after') journal = 'no';
+  if (tls && assign === 'after') assign = 'no';
+  if (tls && hibernate === 'after') hibernate = 'no';
   const defaultDocs =
-    journal === 'only' ? 'docs/performance-journal.md' : assign === 'only' ? 'docs/performance-assign.md' : hibernate === 'only' ? 'docs/performance-hibernation.md' : scale ? 'docs/performance-scale.md' : 'docs/performance.md';
-  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, defaultDocs), profile, journal, assign, hibernate };
+    journal === 'only' ? 'docs/performance-journal.md' : assign === 'only' ? 'docs/performance-assign.md' : hibernate === 'only' ? 'docs/performance-hibernation.md' : scale ? 'docs/performance-scale.md' : tls ? 'docs/performance-tls.md' : 'docs/performance.md';
+  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, defaultDocs), profile, journal, assign, hibernate, tls };
 }

@@ -65,6 +65,8 @@ export interface ConnectOptions {
 export interface ClientRecipe {
   readonly system: SystemName;
   readonly ports: readonly number[];
+  /** PEM CA of a client port that serves TLS (Vera with --tls). */
+  readonly ca?: string;
 }
 
 export interface MemberInfo {
