@@ -2,6 +2,7 @@
 // servers", plus a few more), an optional JSON config file with the same keys,
 // and VERA_CLUSTER_SECRET, validated into one typed ServerConfig.
 // Precedence: flag > environment (secret only) > config file > default.
+import { DEFAULT_PRINCIPAL_LIMITS } from '../server/principal-limits.js';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MEMBER_ID_PATTERN } from '../raft/config.js';
@@ -62,6 +63,10 @@ const SETTINGS = [
   'connections-max',
   'connections-per-address',
   'hello-timeout',
+  'connections-per-user',
+  'sessions-per-user',
+  'watches-per-user',
+  'requests-per-user',
   'snapshot-entries',
   'snapshot-keep',
   'hibernate-roots',
@@ -217,6 +222,12 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
     },
     ...hibernationOf(text('hibernate-roots'), number('hibernate-after', parseDuration, DEFAULT_HIBERNATE_AFTER_MS)),
     ...originsOf(text('allowed-origins')),
+    principalLimits: {
+      connections: Math.max(1, number('connections-per-user', parseCount, DEFAULT_PRINCIPAL_LIMITS.connections)),
+      sessions: Math.max(1, number('sessions-per-user', parseCount, DEFAULT_PRINCIPAL_LIMITS.sessions)),
+      watches: Math.max(1, number('watches-per-user', parseCount, DEFAULT_PRINCIPAL_LIMITS.watches)),
+      requestsPerSecond: Math.max(1, number('requests-per-user', parseCount, DEFAULT_PRINCIPAL_LIMITS.requestsPerSecond)),
+    },
     ...tlsOf((name) => text(name), sources.flags.get('client-cert-required') === true || file['client-cert-required'] === true, sources.cwd, secret),
   };
 }

@@ -13,6 +13,9 @@ import { checkToken } from '../families/auth/tokens.js';
 import { VeraError, type Op, type RequestOf } from '../protocol/index.js';
 import { certificateUser as certificateUserOf } from './tls.js';
 import type { VeraNode } from './vera-node.js';
+import { DEFAULT_PRINCIPAL_LIMITS, PrincipalMeter, type PrincipalLimits } from './principal-limits.js';
+import { sessions } from '../families/sessions/index.js';
+import { watches } from '../families/watches/index.js';
 
 /** One permission on one resource (a list path, or a family's resource such as 'journal:orders'). */
 export interface Need {
@@ -58,7 +61,25 @@ export class Guard {
   private unwritten: Array<AccessIncident & { readonly at: number }> = [];
   private dropped = 0;
 
-  constructor(private readonly node: VeraNode) {}
+  /** Connections and requests per user on this member (principal-limits.ts). */
+  readonly meter: PrincipalMeter;
+
+  constructor(
+    private readonly node: VeraNode,
+    limits: PrincipalLimits = DEFAULT_PRINCIPAL_LIMITS,
+  ) {
+    this.meter = new PrincipalMeter(limits);
+  }
+
+  /** QUOTA_EXCEEDED when `principal`'s sessions together hold as many watches as one user may. */
+  checkWatchBudget(principal: Principal): void {
+    if (principal === null || !this.enabled) return;
+    const sm = this.node.stateMachine;
+    let held = 0;
+    for (const session of sm.stateOf(sessions).sessionIdsOf(principal)) held += sm.stateOf(watches).count(session);
+    const limit = this.meter.limits.watches;
+    if (held >= limit) throw new VeraError('QUOTA_EXCEEDED', `user ${principal} already holds ${held} watches across its sessions, the most one user may (--watches-per-user ${limit})`);
+  }
 
   get state(): AuthState {
     return this.node.stateMachine.stateOf(auth);

@@ -40,6 +40,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private helloTimer: NodeJS.Timeout | null = null;
   /** The socket whose writes are held until the end of this event-loop turn (see corkUntilTurnEnds), if any. */
   private corked: { uncork(): void } | null = null;
+  /** Gives back this connection's place in its user's connection count (set by a successful hello). */
+  private releasePrincipal: (() => void) | null = null;
   /** Replies and notifications not yet written count here; see output-budget.ts. */
   private readonly output: OutputBudget;
 
@@ -198,10 +200,12 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     }
     const { session, principal } = this.established;
     if (!fe.isLeader()) throw notLeaderError(fe);
+    if (principal !== null && fe.guard.enabled) fe.guard.meter.request(principal);
     if (!isCoreRequest(request)) return this.answerAddedOp(request, session, frameBytes);
     // The one check (access.ts): what the op touches, as this connection's principal.
     const needs = (CORE_NEEDS[request.op] as (r: Request) => readonly Need[])(request);
     fe.guard.check(principal, needs, this.remote, request.op);
+    if (request.op === 'watch') fe.guard.checkWatchBudget(principal);
     switch (request.op) {
       case 'ping':
         if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
@@ -290,6 +294,20 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (!fe.isLeader() && fe.node.status().leader === null) await fe.awaitLeader(HELLO_LEADER_WAIT_MS);
     if (!fe.isLeader()) throw notLeaderError(fe);
     const principal = await fe.guard.authenticate({ token: req.token, user: req.user, password: req.password, certUser: this.certUser }, this.remote, Date.now());
+    const release = principal === null ? null : fe.guard.meter.connect(principal);
+    try {
+      const result = await this.openOrResume(req, encoding, frameBytes, principal);
+      this.releasePrincipal = release;
+      if (this.closed) release?.();
+      return result;
+    } catch (err) {
+      release?.();
+      throw err;
+    }
+  }
+
+  private async openOrResume(req: HelloRequest, encoding: Encoding, frameBytes: number, principal: Principal): Promise<HelloResult> {
+    const fe = this.fe;
     const sm = fe.node.stateMachine;
     let session: string;
     let timeoutMs: number;
@@ -322,7 +340,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
         remote: this.remote,
         quota,
         ...(resume === undefined ? {} : { resumeHash: hashResume(resume) }),
-        ...(principal === null ? {} : { principal }),
+        ...(principal === null ? {} : { principal, principalSessions: fe.guard.meter.limits.sessions }),
       };
       const r = expectOk(await fe.node.propose(open));
       if (r.op !== 'openSession') throw new VeraError('INTERNAL', `openSession applied as ${r.op}`);
@@ -373,6 +391,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private onClosed(): void {
     this.closed = true;
     this.clearHelloTimer();
+    this.releasePrincipal?.();
+    this.releasePrincipal = null;
     const est = this.established;
     if (!est) return;
     if (this.fe.connections.get(est.session) === this) {

@@ -1,6 +1,7 @@
 // What a Vera server is started with. The CLI builds it (src/cli/config.ts: flags,
 // config file, environment); tests and embedders may build it themselves. The
 // server never imports the CLI.
+import type { PrincipalLimits } from './principal-limits.js';
 
 export interface HostPort {
   readonly host: string;
@@ -66,6 +67,8 @@ export interface ServerConfig {
   readonly hibernation?: HibernationConfig;
   /** Resuming a session needs its resume token (set by `vera start --insecure`: the client port is exposed). */
   readonly requireResumeToken?: boolean;
+  /** Limits per authenticated user (principal-limits.ts); defaults when absent. */
+  readonly principalLimits?: PrincipalLimits;
   /** Serve a client port beyond loopback even with authentication off (`vera start --insecure`; see exposure.ts). */
   readonly insecure?: boolean;
   /** Web page origins (`scheme://host:port`, or `*`) allowed besides the member's own (see origin.ts); absent: none. */

@@ -216,7 +216,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const disk = new DiskGuard(config.dataDir, config.limits.diskReserveBytes, logger);
   disk.start();
   const parts = await loadServerParts(options.families ?? FAMILIES);
-  const guard = new Guard(veraNode);
+  const guard = new Guard(veraNode, config.principalLimits);
   guard.onIncident((i) => logger.warn({ event: i.kind === 'denied' ? 'permission-denied' : 'authentication-failed', principal: i.principal, remote: i.remote, what: i.what }, i.kind === 'denied' ? 'a request was denied' : 'authentication failed'));
   appliedHooks = parts.appliedHooks;
   const front: FrontEnd = {

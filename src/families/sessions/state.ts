@@ -10,8 +10,8 @@ export class SessionsState {
   private readonly info = new Map<string, SessionInfo>();
   /** Open sessions per client address, for the sessionsPerAddress quota. */
   private readonly byAddress = new Map<string, number>();
-  /** Open sessions per user, for the sessions-per-user limit. */
-  private readonly byPrincipal = new Map<string, number>();
+  /** Open sessions per user, for the limits per user. */
+  private readonly byPrincipal = new Map<string, Set<string>>();
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<SessionsState> {
     const state = new SessionsState();
@@ -33,7 +33,11 @@ export class SessionsState {
     this.info.set(session, info);
     const address = clientAddress(info.remote);
     this.byAddress.set(address, (this.byAddress.get(address) ?? 0) + 1);
-    if (info.principal !== undefined) this.byPrincipal.set(info.principal, (this.byPrincipal.get(info.principal) ?? 0) + 1);
+    if (info.principal !== undefined) {
+      let held = this.byPrincipal.get(info.principal);
+      if (held === undefined) this.byPrincipal.set(info.principal, (held = new Set()));
+      held.add(session);
+    }
   }
 
   remove(session: string): void {
@@ -44,15 +48,20 @@ export class SessionsState {
     if (left === 0) this.byAddress.delete(address);
     else this.byAddress.set(address, left);
     if (info.principal !== undefined) {
-      const held = (this.byPrincipal.get(info.principal) ?? 1) - 1;
-      if (held === 0) this.byPrincipal.delete(info.principal);
-      else this.byPrincipal.set(info.principal, held);
+      const held = this.byPrincipal.get(info.principal);
+      held?.delete(session);
+      if (held?.size === 0) this.byPrincipal.delete(info.principal);
     }
     this.info.delete(session);
   }
 
   sessionsOf(principal: string): number {
-    return this.byPrincipal.get(principal) ?? 0;
+    return this.byPrincipal.get(principal)?.size ?? 0;
+  }
+
+  /** The live sessions `principal` opened. */
+  sessionIdsOf(principal: string): ReadonlySet<string> {
+    return this.byPrincipal.get(principal) ?? new Set();
   }
 
   sessionsFrom(address: string): number {
