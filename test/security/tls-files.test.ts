@@ -6,6 +6,9 @@ import { request as httpsRequest } from 'node:https';
 import type { AddressInfo, Server as NetServer } from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { MemberDirectory, wsUrl } from '../../src/server/membership.js';
+import { initialMembers } from '../../src/statemachine/index.js';
 import { certificateUser, ClientPortTls, loadTlsMaterial, TlsFiles, TlsLoadError } from '../../src/server/tls.js';
 import type { ClientTlsConfig } from '../../src/server/config.js';
 import { Pki, type CertFiles } from './pki.js';
@@ -129,5 +132,21 @@ describe('certificateUser', () => {
   it('is null when the port asks for no client certificates (no CA)', async () => {
     const port = await serve({});
     expect(await whoAmI(port, alice)).toBeNull();
+  });
+});
+
+describe('client URLs with TLS', () => {
+  it('members advertise wss:// when their client ports serve TLS (leader hints, /v1/status)', async () => {
+    const seed = [
+      { id: 'n1', host: '127.0.0.1', peerPort: 2919, clientPort: 1919 },
+      { id: 'n2', host: '::1', peerPort: 2920, clientPort: 1920 },
+    ];
+    const secure = new MemberDirectory('n1', seed, () => wsUrl('127.0.0.1', 1919, true), null, () => undefined, pino({ level: 'silent' }), true);
+    await secure.update(initialMembers(seed));
+    expect(secure.clientUrl('n1')).toBe('wss://127.0.0.1:1919');
+    expect(secure.clientUrl('n2')).toBe('wss://[::1]:1920');
+    const plain = new MemberDirectory('n1', seed, () => wsUrl('127.0.0.1', 1919), null, () => undefined, pino({ level: 'silent' }));
+    await plain.update(initialMembers(seed));
+    expect(plain.clientUrl('n2')).toBe('ws://[::1]:1920');
   });
 });
