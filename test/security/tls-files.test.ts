@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo, Server as NetServer } from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { connect as tlsConnect } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { MemberDirectory, wsUrl } from '../../src/server/membership.js';
@@ -132,6 +133,35 @@ describe('certificateUser', () => {
   it('is null when the port asks for no client certificates (no CA)', async () => {
     const port = await serve({});
     expect(await whoAmI(port, alice)).toBeNull();
+  });
+});
+
+describe('--tls-min-version', () => {
+  /** The protocol a handshake settled on, or the error that ended it. */
+  function handshake(port: number, maxVersion: 'TLSv1.2' | 'TLSv1.3'): Promise<string> {
+    return new Promise((resolve) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port, ca: readFileSync(ca.cert), maxVersion }, () => {
+        resolve(socket.getProtocol() ?? '?');
+        socket.destroy();
+      });
+      socket.on('error', (err) => resolve(`error: ${err.message}`));
+    });
+  }
+
+  it('refuses older clients, before and after a reload', async () => {
+    const files = pki.place(server, 'min-version');
+    const tls = new ClientPortTls({ certFile: files.cert, keyFile: files.key, minVersion: 'TLSv1.3', clientCertRequired: false }, memoryLogger(), 60_000);
+    const https = tls.createServer({}, (_req: IncomingMessage, res: ServerResponse) => res.end());
+    const listener = tls.front(https, () => undefined);
+    fronts.push({ close: () => tls.close(), listener });
+    await new Promise<void>((r) => listener.listen(0, '127.0.0.1', () => r()));
+    const port = (listener.address() as AddressInfo).port;
+    expect(await handshake(port, 'TLSv1.3')).toBe('TLSv1.3');
+    expect(await handshake(port, 'TLSv1.2')).toMatch(/^error: .*(protocol version|unsupported protocol)/);
+    pki.replace(files, pki.issue(ca, 'min-version-2', { cn: 'server' }));
+    expect(tls.files.check()).toBe(true);
+    expect(await handshake(port, 'TLSv1.2')).toMatch(/^error: .*(protocol version|unsupported protocol)/);
+    expect(await handshake(port, 'TLSv1.3')).toBe('TLSv1.3');
   });
 });
 
