@@ -376,6 +376,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
           );
           for (const ws of wss.clients) ws.terminate();
           http.closeAllConnections();
+          // With TLS, sockets still in their handshake (or never past it) are the front listener's, not the https server's.
+          clientTls?.destroyAll();
         }, SHUTDOWN_GRACE_MS);
         await new Promise<void>((resolve) => {
           wss.close(() => resolve());

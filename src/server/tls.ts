@@ -266,6 +266,12 @@ export class ClientPortTls {
     return this.raw.get(remoteKey(socket)) ?? socket;
   }
 
+  /** Cuts every connection the front listener accepted (at shutdown, once the grace period is over). */
+  destroyAll(): void {
+    for (const raw of this.raw.values()) raw.destroy();
+    this.raw.clear();
+  }
+
   close(): void {
     this.stopReload?.();
     this.stopReload = null;

@@ -6,6 +6,7 @@
 // replacement keeps the old one). With --client-ca, client certificates are asked
 // for and verified, and certificateUser() names the one presented.
 import { request as httpsRequest } from 'node:https';
+import { connect as netConnect } from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -112,6 +113,13 @@ describe('TLS on the client port', () => {
     const body = JSON.parse(status.body) as { leaderUrl: string; members: Array<{ clientUrl: string }> };
     expect(body.leaderUrl).toBe(`wss://127.0.0.1:${vp.clientPort}`);
     expect(body.members[0]!.clientUrl).toBe(`wss://127.0.0.1:${vp.clientPort}`);
+    // It stops cleanly with a session open and a socket that never finished its TLS handshake.
+    const silent = netConnect({ host: '127.0.0.1', port: vp.clientPort });
+    await new Promise((resolve) => silent.once('connect', resolve));
+    const t0 = performance.now();
+    expect(await vp.stop()).toBe(0);
+    expect(performance.now() - t0).toBeLessThan(5000);
+    silent.destroy();
   });
 
   it('is refused by a client that trusts another CA, with a certificate error', async () => {
