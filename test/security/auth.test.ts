@@ -39,6 +39,10 @@ describe('authentication and permissions', () => {
     const wrong = await wire(vp);
     const refused = await wrong.request('hello', { user: 'alice', password: 'nope' });
     expect(refused.error).toMatchObject({ code: 'UNAUTHORIZED', message: 'wrong user name or password' });
+    const half = await wire(vp);
+    expect((await half.request('hello', { user: 'alice' })).error).toMatchObject({ code: 'BAD_REQUEST', message: expect.stringMatching(/password/) });
+    const both = await wire(vp);
+    expect((await both.request('hello', { token: 'vt1.x.y', user: 'alice', password: 'alice-pw' })).error).toMatchObject({ code: 'BAD_REQUEST', message: expect.stringMatching(/not both/) });
     const ghost = await wire(vp);
     expect((await ghost.request('hello', { user: 'mallory', password: 'x' })).error).toMatchObject({ code: 'UNAUTHORIZED', message: 'wrong user name or password' });
 

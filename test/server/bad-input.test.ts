@@ -149,6 +149,21 @@ const CASES: BadCase[] = [
   { name: 'watch prefix a string', frame: { value: { id: 900174, op: 'watch', path: LIST, prefix: 'true' } }, code: 'BAD_REQUEST', message: /prefix/, id: 900174 },
   { name: 'unwatch path an object', frame: { value: { id: 900175, op: 'unwatch', path: { p: LIST } } }, code: 'BAD_REQUEST', message: /path/, id: 900175 },
   { name: 'unwatch prefix a number', frame: { value: { id: 900176, op: 'unwatch', path: LIST, prefix: 1 } }, code: 'BAD_REQUEST', message: /prefix/, id: 900176 },
+  // Users, roles and the audit log (extension ops): refused by the decoder, nothing proposed.
+  { name: 'auth.userAdd name with a space', frame: { value: { id: 900177, op: 'auth.userAdd', name: 'a b', password: 'x' } }, code: 'BAD_REQUEST', message: /name must be/, id: 900177 },
+  { name: 'auth.userAdd password a number', frame: { value: { id: 900178, op: 'auth.userAdd', name: 'carol', password: 42 } }, code: 'BAD_REQUEST', message: /password/, id: 900178 },
+  { name: 'auth.userAdd unexpected field', frame: { value: { id: 900179, op: 'auth.userAdd', name: 'carol', roles: ['root'] } }, code: 'BAD_REQUEST', message: /unexpected field 'roles'/, id: 900179 },
+  { name: 'auth.roleGrant perms a string', frame: { value: { id: 900180, op: 'auth.roleGrant', name: 'r', prefix: '/a', perms: 'read' } }, code: 'BAD_REQUEST', message: /perms/, id: 900180 },
+  { name: 'auth.roleGrant unknown permission', frame: { value: { id: 900181, op: 'auth.roleGrant', name: 'r', prefix: '/a', perms: ['read', 'fly'] } }, code: 'BAD_REQUEST', message: /perms/, id: 900181 },
+  { name: 'auth.roleGrant prefix not a path', frame: { value: { id: 900182, op: 'auth.roleGrant', name: 'r', prefix: 'app', perms: ['read'] } }, code: 'BAD_REQUEST', message: /did you mean \/app/, id: 900182 },
+  { name: 'auth.roleGrant deny a string', frame: { value: { id: 900183, op: 'auth.roleGrant', name: 'r', prefix: '/a', perms: ['read'], deny: 'yes' } }, code: 'BAD_REQUEST', message: /deny/, id: 900183 },
+  { name: 'auth.roleRevoke prefix a number', frame: { value: { id: 900184, op: 'auth.roleRevoke', name: 'r', prefix: 42 } }, code: 'BAD_REQUEST', message: /prefix/, id: 900184 },
+  { name: 'auth.login ttlMs too short', frame: { value: { id: 900185, op: 'auth.login', user: 'root', password: 'x', ttlMs: 10 } }, code: 'BAD_REQUEST', message: /ttlMs/, id: 900185 },
+  { name: 'auth.login without password', frame: { value: { id: 900186, op: 'auth.login', user: 'root' } }, code: 'BAD_REQUEST', message: /password/, id: 900186 },
+  { name: 'auth.userPasswd password too long', frame: { value: { id: 900187, op: 'auth.userPasswd', name: 'root', password: 'x'.repeat(2000) } }, code: 'BAD_REQUEST', message: /password/, id: 900187 },
+  { name: 'audit.list limit 0', frame: { value: { id: 900188, op: 'audit.list', limit: 0 } }, code: 'BAD_REQUEST', message: /limit/, id: 900188 },
+  { name: 'audit.list after negative', frame: { value: { id: 900189, op: 'audit.list', after: -1 } }, code: 'BAD_REQUEST', message: /after/, id: 900189 },
+  { name: 'audit.list unexpected field', frame: { value: { id: 900190, op: 'audit.list', since: 1 } }, code: 'BAD_REQUEST', message: /unexpected field 'since'/, id: 900190 },
 ];
 
 function frameFor(spec: FrameSpec, encoding: WireEncoding): Buffer | string | undefined {

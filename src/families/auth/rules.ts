@@ -28,14 +28,21 @@ export const ROOT_USER = 'root';
 
 export const MAX_RULE_PREFIX_BYTES = 1100;
 
+/**
+ * Resources that are one thing each: 'cluster' (membership, leader transfer, defrag,
+ * backups), 'auth' (users and roles) and 'audit' (the audit log).
+ */
+export const WHOLE_RESOURCES = ['cluster', 'auth', 'audit'] as const;
+
 /** A message naming what is wrong with `prefix` as a rule prefix, or null. */
 export function prefixProblem(prefix: unknown): string | null {
   if (typeof prefix !== 'string' || prefix.length === 0) return 'a rule prefix must be a non-empty string';
   if (Buffer.byteLength(prefix, 'utf8') > MAX_RULE_PREFIX_BYTES) return `a rule prefix must be at most ${MAX_RULE_PREFIX_BYTES} bytes`;
   if (prefix.includes('\u0000')) return 'a rule prefix must not contain NUL';
-  if (prefix === '*' || prefix.startsWith('/')) return null;
-  if (/^[a-z][a-z0-9-]*:/.test(prefix) || /^[a-z][a-z0-9-]*$/.test(prefix)) return null;
-  return `a rule prefix is '*', a path ('/app'), or a family resource ('journal:', 'journal:orders', 'cluster'), not ${JSON.stringify(prefix)}`;
+  if (prefix === '*' || prefix.startsWith('/') || (WHOLE_RESOURCES as readonly string[]).includes(prefix)) return null;
+  if (/^[a-z][a-z0-9-]*:/.test(prefix)) return null;
+  const hint = /^[A-Za-z0-9]/.test(prefix) ? ` (a path starts with '/': did you mean /${prefix}?)` : '';
+  return `a rule prefix is '*', a path ('/app'), a family's resources ('journal:', 'journal:orders') or one of ${WHOLE_RESOURCES.join(', ')}, not ${JSON.stringify(prefix)}${hint}`;
 }
 
 /** Whether a rule on `prefix` covers `resource`. */
