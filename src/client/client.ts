@@ -403,11 +403,15 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
       }
       const url = nextUrl ?? this.ring.current();
       nextUrl = null;
+      const attemptMs = Math.min(remaining, this.attemptTimeoutMs());
       try {
-        await this.attempt(url, resume, Math.min(remaining, this.attemptTimeoutMs()));
+        await this.attempt(url, resume, attemptMs);
         return;
       } catch (error) {
-        lastError = asVeraError(error);
+        const failed = asVeraError(error);
+        // An attempt the deadline cut short that merely ran out of time says less than the failure
+        // before it (a refused certificate, say), which is then the one reported.
+        if (lastError === null || attemptMs >= this.attemptTimeoutMs() || !ranOutOfTime(failed)) lastError = failed;
       }
       if (FATAL_HELLO_ERRORS.has(lastError.code)) throw lastError;
       if (lastError.code === 'NOT_LEADER' && lastError.hints.leader !== undefined && redirects < this.maxRedirects) {
@@ -581,6 +585,11 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
 function asVeraError(error: unknown): VeraError {
   if (error instanceof VeraError) return error;
   return new VeraError('INTERNAL', error instanceof Error ? error.message : String(error), {}, { cause: error });
+}
+
+/** An attempt that failed only because its own time was up (opening the socket, or the hello's reply). */
+function ranOutOfTime(error: VeraError): boolean {
+  return error.code === 'TIMEOUT' || /handshake has timed out/i.test(error.message);
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -57,7 +57,7 @@ async function open(url: string, options: Parameters<typeof connect>[1] = {}): P
 /** Why connect() failed (it must fail). */
 async function refusal(url: string, options: Parameters<typeof connect>[1] = {}): Promise<string> {
   try {
-    const c = await connect(url, { connectTimeoutMs: 1500, requestTimeoutMs: 1500, ...options });
+    const c = await connect(url, { connectTimeoutMs: 2500, requestTimeoutMs: 2500, ...options });
     clients.push(c);
   } catch (error) {
     return (error as Error).message;
