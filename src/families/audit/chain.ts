@@ -3,28 +3,9 @@
 // every link after it. Pure, shared by apply (which computes the hashes, the
 // same on every member) and by whoever verifies a log it read (vera audit --verify).
 import { createHash } from 'node:crypto';
+import type { AuditFact, AuditRecord } from './wire.js';
 
-export type AuditKind = 'auth-failed' | 'denied' | 'admin' | 'dropped';
-export const AUDIT_KINDS: readonly AuditKind[] = ['auth-failed', 'denied', 'admin', 'dropped'];
-
-/** What the server reports; apply gives it a place in the chain. */
-export interface AuditFact {
-  /** Milliseconds since the epoch, on the member that saw it. */
-  readonly at: number;
-  readonly kind: AuditKind;
-  /** The user, or null for no (or an unproven) user. */
-  readonly principal: string | null;
-  /** The client's address, or 'login' for a login op. */
-  readonly remote: string;
-  readonly what: string;
-}
-
-export interface AuditRecord extends AuditFact {
-  readonly seq: number;
-  /** The hash of the record before (64 zeros before the first one ever). */
-  readonly prev: string;
-  readonly hash: string;
-}
+export { AUDIT_KINDS, type AuditFact, type AuditKind, type AuditRecord } from './wire.js';
 
 export const GENESIS = '0'.repeat(64);
 

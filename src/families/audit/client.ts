@@ -1,8 +1,7 @@
 // The audit log in the client library: read it a page at a time, or whole, and check its chain.
 import type { VeraClient } from '../../client/client.js';
 import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
-import type { AuditRecord } from './chain.js';
-import { AUDIT_OPS } from './wire.js';
+import { AUDIT_OPS, type AuditRecord } from './wire.js';
 
 export interface AuditPage {
   readonly records: AuditRecord[];

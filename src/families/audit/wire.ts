@@ -1,6 +1,28 @@
 // The audit family's client protocol (docs/protocol.md "Extension: audit log").
 import { invalid, optional, uintField, type RequestBuilder } from '../../protocol/index.js';
 
+export type AuditKind = 'auth-failed' | 'denied' | 'admin' | 'dropped';
+export const AUDIT_KINDS: readonly AuditKind[] = ['auth-failed', 'denied', 'admin', 'dropped'];
+
+/** What the server reports; apply gives it a place in the chain. */
+export interface AuditFact {
+  /** Milliseconds since the epoch, on the member that saw it. */
+  readonly at: number;
+  readonly kind: AuditKind;
+  /** The user, or null for no (or an unproven) user. */
+  readonly principal: string | null;
+  /** The client's address, or 'login' for a login op. */
+  readonly remote: string;
+  readonly what: string;
+}
+
+export interface AuditRecord extends AuditFact {
+  readonly seq: number;
+  /** The hash of the record before (64 zeros before the first one ever). */
+  readonly prev: string;
+  readonly hash: string;
+}
+
 /** The most records one `audit.list` reply holds (and its default). */
 export const AUDIT_PAGE = 1000;
 

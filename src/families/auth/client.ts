@@ -2,8 +2,7 @@
 // and roles (which needs admin on 'auth', or authentication off).
 import type { VeraClient } from '../../client/client.js';
 import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
-import type { Permission, Rule } from './rules.js';
-import { AUTH_OPS } from './wire.js';
+import { AUTH_OPS, type Permission, type Rule } from './wire.js';
 
 export interface LoginResult {
   readonly token: string;

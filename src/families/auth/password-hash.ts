@@ -13,7 +13,7 @@ const KEY_BYTES = 32;
 const SALT_BYTES = 16;
 const FORMAT = /^scrypt\$(\d+)\$(\d+)\$(\d+)\$([A-Za-z0-9_-]{16,64})\$([A-Za-z0-9_-]{32,128})$/;
 
-export const MAX_PASSWORD_BYTES = 1024;
+export { MAX_PASSWORD_BYTES } from './wire.js';
 
 export function isHash(value: unknown): value is string {
   if (typeof value !== 'string') return false;

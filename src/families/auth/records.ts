@@ -2,7 +2,9 @@
 // authentication is on, one LevelDB record each (layout in docs/storage.md).
 import { bucketPrefix } from '../../keys/index.js';
 import { CorruptValueError, pack, unpack } from '../../statemachine/codec.js';
-import { PERMISSIONS, prefixProblem, type Permission, type Rule } from './rules.js';
+import { isPermission, prefixProblem, type Permission, type Rule } from './wire.js';
+
+export { isPermission, MAX_NAME_LENGTH, nameProblem } from './wire.js';
 
 export const AuthBucket = {
   /** user name -> UserRecord */
@@ -25,17 +27,6 @@ export interface AuthSwitch {
   readonly enabled: boolean;
   /** The key tokens are signed with (hex), chosen by the leader that enabled authentication. */
   readonly tokenKey: string | null;
-}
-
-export const MAX_NAME_LENGTH = 128;
-const NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]*$/;
-
-/** A message naming what is wrong with a user or role name, or null. */
-export function nameProblem(value: unknown, what: string): string | null {
-  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH || !NAME.test(value)) {
-    return `${what} must be 1-${MAX_NAME_LENGTH} characters of letters, digits and . _ @ - (starting with a letter or digit)`;
-  }
-  return null;
 }
 
 export function userKey(name: string): Buffer {
@@ -93,6 +84,3 @@ export function decodeSwitch(bytes: Uint8Array): AuthSwitch {
   return { enabled: v[0], tokenKey: v[1] as string | null };
 }
 
-export function isPermission(value: unknown): value is Permission {
-  return typeof value === 'string' && (PERMISSIONS as readonly string[]).includes(value);
-}

@@ -11,39 +11,14 @@
 // decides; at equal length a deny wins. Nothing matching: denied.
 // (Longest-prefix-wins with explicit deny is how Consul's ACL rules resolve;
 // the encoding is our own.)
+import type { Permission, Rule } from './wire.js';
 
-export const PERMISSIONS = ['read', 'write', 'watch', 'admin'] as const;
-export type Permission = (typeof PERMISSIONS)[number];
-
-export interface Rule {
-  readonly prefix: string;
-  readonly perms: readonly Permission[];
-  readonly deny: boolean;
-}
+export { MAX_RULE_PREFIX_BYTES, PERMISSIONS, prefixProblem, WHOLE_RESOURCES, type Permission, type Rule } from './wire.js';
 
 /** The built-in role that may do everything, everywhere; it cannot be changed or removed. */
 export const ROOT_ROLE = 'root';
 /** The user that must exist, holding the root role, before authentication can be turned on. */
 export const ROOT_USER = 'root';
-
-export const MAX_RULE_PREFIX_BYTES = 1100;
-
-/**
- * Resources that are one thing each: 'cluster' (membership, leader transfer, defrag,
- * backups), 'auth' (users and roles) and 'audit' (the audit log).
- */
-export const WHOLE_RESOURCES = ['cluster', 'auth', 'audit'] as const;
-
-/** A message naming what is wrong with `prefix` as a rule prefix, or null. */
-export function prefixProblem(prefix: unknown): string | null {
-  if (typeof prefix !== 'string' || prefix.length === 0) return 'a rule prefix must be a non-empty string';
-  if (Buffer.byteLength(prefix, 'utf8') > MAX_RULE_PREFIX_BYTES) return `a rule prefix must be at most ${MAX_RULE_PREFIX_BYTES} bytes`;
-  if (prefix.includes('\u0000')) return 'a rule prefix must not contain NUL';
-  if (prefix === '*' || prefix.startsWith('/') || (WHOLE_RESOURCES as readonly string[]).includes(prefix)) return null;
-  if (/^[a-z][a-z0-9-]*:/.test(prefix)) return null;
-  const hint = /^[A-Za-z0-9]/.test(prefix) ? ` (a path starts with '/': did you mean /${prefix}?)` : '';
-  return `a rule prefix is '*', a path ('/app'), a family's resources ('journal:', 'journal:orders') or one of ${WHOLE_RESOURCES.join(', ')}, not ${JSON.stringify(prefix)}${hint}`;
-}
 
 /** Whether a rule on `prefix` covers `resource`. */
 export function covers(prefix: string, resource: string): boolean {

@@ -1,9 +1,54 @@
 // The auth family's client protocol: the ops it adds and how each request is
 // checked (docs/protocol.md "Extension: authentication ops", docs/security.md).
+// Also the names and rules' shapes client and server share: this file and the
+// protocol package are all a client loads of the family.
 import { invalid, type FamilyRequest, type RequestBuilder } from '../../protocol/index.js';
-import { MAX_PASSWORD_BYTES } from './password-hash.js';
-import { isPermission, nameProblem } from './records.js';
-import { prefixProblem } from './rules.js';
+
+export const PERMISSIONS = ['read', 'write', 'watch', 'admin'] as const;
+export type Permission = (typeof PERMISSIONS)[number];
+
+export interface Rule {
+  readonly prefix: string;
+  readonly perms: readonly Permission[];
+  readonly deny: boolean;
+}
+
+export const MAX_RULE_PREFIX_BYTES = 1100;
+
+/**
+ * Resources that are one thing each: 'cluster' (membership, leader transfer, defrag,
+ * backups), 'auth' (users and roles) and 'audit' (the audit log).
+ */
+export const WHOLE_RESOURCES = ['cluster', 'auth', 'audit'] as const;
+
+/** A message naming what is wrong with `prefix` as a rule prefix, or null. */
+export function prefixProblem(prefix: unknown): string | null {
+  if (typeof prefix !== 'string' || prefix.length === 0) return 'a rule prefix must be a non-empty string';
+  if (Buffer.byteLength(prefix, 'utf8') > MAX_RULE_PREFIX_BYTES) return `a rule prefix must be at most ${MAX_RULE_PREFIX_BYTES} bytes`;
+  if (prefix.includes('\u0000')) return 'a rule prefix must not contain NUL';
+  if (prefix === '*' || prefix.startsWith('/') || (WHOLE_RESOURCES as readonly string[]).includes(prefix)) return null;
+  if (/^[a-z][a-z0-9-]*:/.test(prefix)) return null;
+  const hint = /^[A-Za-z0-9]/.test(prefix) ? ` (a path starts with '/': did you mean /${prefix}?)` : '';
+  return `a rule prefix is '*', a path ('/app'), a family's resources ('journal:', 'journal:orders') or one of ${WHOLE_RESOURCES.join(', ')}, not ${JSON.stringify(prefix)}${hint}`;
+}
+
+export const MAX_NAME_LENGTH = 128;
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]*$/;
+
+/** A message naming what is wrong with a user or role name, or null. */
+export function nameProblem(value: unknown, what: string): string | null {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH || !NAME.test(value)) {
+    return `${what} must be 1-${MAX_NAME_LENGTH} characters of letters, digits and . _ @ - (starting with a letter or digit)`;
+  }
+  return null;
+}
+
+export const MAX_PASSWORD_BYTES = 1024;
+
+export function isPermission(value: unknown): value is Permission {
+  return typeof value === 'string' && (PERMISSIONS as readonly string[]).includes(value);
+}
+
 
 type Fields = Readonly<Record<string, unknown>>;
 
