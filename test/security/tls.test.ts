@@ -184,6 +184,22 @@ describe('TLS on the client port', () => {
     await open(`wss://127.0.0.1:${port}`, { ca: pem(ca.cert) });
   });
 
+  it('admission counts TLS sockets: a silent one is cut after the hello timeout, a session is not', async () => {
+    const vp = await startLeader({ args: tlsArgs(serverCert, ['--hello-timeout', '500ms']) });
+    const c = await open(`wss://127.0.0.1:${vp.clientPort}`, { ca: pem(ca.cert) });
+    let lost = false;
+    c.on('disconnected', () => (lost = true));
+    const silent = netConnect({ host: '127.0.0.1', port: vp.clientPort });
+    const cut = new Promise<number>((resolve) => silent.once('close', () => resolve(performance.now())));
+    const opened = performance.now();
+    silent.on('error', () => undefined);
+    // The silent socket goes at the hello timeout ...
+    expect((await cut) - opened).toBeGreaterThanOrEqual(400);
+    // ... and the session, whose socket sent its request long ago, is still there (well past the timeout).
+    await c.push('/admission', 'still here', { persistent: true });
+    expect(lost).toBe(false);
+  });
+
   describe('client certificates (--client-ca)', () => {
     it('are optional by default: verified when presented (a stranger\'s refused), anonymous clients served', async () => {
       const vp = await startLeader({ args: tlsArgs(serverCert, ['--client-ca', ca.cert]) });
