@@ -10,6 +10,9 @@ Client flags:
                          (or $VERA_CA; without one, the system's CAs)
   --cert FILE            client certificate (PEM) for a server started with --client-ca
   --key FILE             its private key (or $VERA_CERT and $VERA_KEY)
+  --token T              act as the user a token names (vera login; or $VERA_TOKEN)
+  --user NAME            act as NAME (or $VERA_USER), the password read from
+  --password-file FILE   this file or $VERA_PASSWORD (never a flag: ps shows flags)
   -h, --help             show this help`;
 
 export const USAGE: Readonly<Record<string, string>> = {
@@ -27,6 +30,11 @@ Commands:
   assign    node assignment (Tokenserver): service, node, user, retire, purge, ... ('vera assign --help')
   hibernate freeze a unit to the cold store, or list the Frozen ones ('vera hibernate --help')
   thaw      bring a Frozen unit back
+  auth      turn authentication on or off, or show it ('vera auth --help')
+  user      add, change, grant roles to, remove and list users
+  role      add, grant permissions to, remove and list roles
+  login     print a token for a user (for --token or $VERA_TOKEN)
+  audit     print the audit log, or verify its hash chain
   status    show a server's status
   member    list, add, promote or remove cluster members
   leader    hand leadership to another member (leader transfer ID)

@@ -33,7 +33,8 @@ Subcommands:
   count SERVICE [--at MS]     users assigned at a time (default now)
 
 Durations (D) are like 5000, 5s, 2m or 7d.
-Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, -h/--help`;
+Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, --ca FILE,
+--token T or --user NAME (password: --password-file FILE or $VERA_PASSWORD), -h/--help`;
 
 function checked(value: string, problem: string | null): string {
   if (problem !== null) throw new UsageError(problem);

@@ -30,7 +30,8 @@ The new password is read from --new-password-file or $VERA_NEW_PASSWORD.
 
 ${CREDENTIALS}
 
-Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, -h/--help`;
+Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, --ca FILE,
+--token T or --user NAME (password: --password-file FILE or $VERA_PASSWORD), -h/--help`;
 
 const FLAGS: FlagSpecs = { ...CLIENT_FLAGS, 'new-password-file': { kind: 'string' }, 'no-password': { kind: 'boolean' }, deny: { kind: 'boolean' }, ttl: { kind: 'string' } };
 

@@ -15,7 +15,8 @@ comes back on its first use (see docs/hibernation.md).
   hibernate ls     the Frozen (and Freezing) units with their size
   thaw PATH        bring the unit back now (any operation on it does that too)
 
-Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, -h/--help`;
+Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, --ca FILE,
+--token T or --user NAME (password: --password-file FILE or $VERA_PASSWORD), -h/--help`;
 
 function unitPath(value: string | undefined): string {
   const problem = validatePath(value, { allowRoot: false });

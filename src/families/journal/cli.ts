@@ -31,7 +31,8 @@ Subcommands:
   limits [--max-journals N]   the cluster-wide limit on journals (and set it)
 
 Durations (D) are like 5000, 5s or 2m; dates are ms since the epoch, or +D from now.
-Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, -h/--help`;
+Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, --ca FILE,
+--token T or --user NAME (password: --password-file FILE or $VERA_PASSWORD), -h/--help`;
 
 const SETTING_FLAGS: FlagSpecs = {
   'timeout-ms': { kind: 'string' },
