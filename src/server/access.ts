@@ -51,6 +51,9 @@ export interface AccessIncident {
   readonly what: string;
 }
 
+/** Slow password hashes one member computes at once (libuv's thread pool has 4 threads, which LevelDB needs too). */
+export const MAX_PASSWORD_CHECKS = 2;
+
 /** Facts held for the audit log until the leader writes them; beyond this many, they are counted instead. */
 export const AUDIT_QUEUE_MAX = 4096;
 
@@ -143,6 +146,10 @@ export class Guard {
       const record = state.users.get(creds.user);
       // The same answer whether the user exists or not: names are not to be probed.
       if (record === undefined || record.hash === null) return fail('wrong user name or password', creds.user);
+      if (this.passwords.busy >= MAX_PASSWORD_CHECKS && !this.passwords.cheap(creds.user, record.credentialRevision, creds.password)) {
+        // Each check is a slow hash on purpose: a flood of guesses must not take the thread pool from storage.
+        throw new VeraError('RATE_LIMITED', `${MAX_PASSWORD_CHECKS} password checks are under way on this member; retry, or log in once and use the token`, { retryAfterMs: 100 });
+      }
       const ok = await this.passwords.check(creds.user, record.credentialRevision, creds.password, record.hash);
       return ok ? creds.user : fail('wrong user name or password', creds.user);
     }

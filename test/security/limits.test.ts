@@ -55,6 +55,18 @@ describe('limits per user', () => {
     expect(replies.filter((r) => r.ok === true).length).toBeGreaterThanOrEqual(15); // the budget, less the three watches just sent
   });
 
+  it('computes at most two password hashes at once, refusing a flood of guesses', async () => {
+    vp = await securedServer();
+    const guesses = await Promise.all(Array.from({ length: 12 }, (_, i) => attempt(vp!, { user: 'alice', password: `guess-${i}` })));
+    const codes = guesses.map((g) => g.error?.code);
+    expect(codes.filter((c) => c === 'RATE_LIMITED').length).toBeGreaterThan(0);
+    expect(codes.every((c) => c === 'RATE_LIMITED' || c === 'UNAUTHORIZED')).toBe(true);
+    expect(guesses.find((g) => g.error?.code === 'RATE_LIMITED')!.error!.message).toMatch(/password checks are under way.*use the token/);
+    // The right password, twelve times at once, costs one hash and lets every one in.
+    const right = await Promise.all(Array.from({ length: 12 }, () => attempt(vp!, alice)));
+    expect(right.map((g) => g.error?.code ?? 'ok')).toEqual(Array(12).fill('ok'));
+  });
+
   it('bounds the sessions one user holds in the cluster', async () => {
     vp = await securedServer({ args: ['--sessions-per-user', '2'] });
     expect((await attempt(vp, alice)).error).toBeUndefined();

@@ -94,6 +94,17 @@ describe('password hashes', () => {
     expect(await verified.check('alice', 1, 's3cret', 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')).toBe(true);
     expect(await verified.check('alice', 2, 's3cret', 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')).toBe(false);
   });
+
+  it('compute one hash for the same credentials checked at once', async () => {
+    const hash = await hashPassword('pw');
+    const verified = new VerifiedPasswords();
+    const both = [verified.check('bob', 1, 'pw', hash), verified.check('bob', 1, 'pw', hash)];
+    expect(verified.busy).toBe(1);
+    expect(verified.cheap('bob', 1, 'pw')).toBe(true);
+    expect(verified.cheap('bob', 1, 'other')).toBe(false);
+    expect(await Promise.all(both)).toEqual([true, true]);
+    expect(verified.busy).toBe(0);
+  });
 });
 
 describe('the audit chain', () => {

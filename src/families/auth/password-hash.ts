@@ -42,15 +42,37 @@ export async function passwordMatches(password: string, hash: string): Promise<b
 /** Correct checks remembered, bounded; the oldest is forgotten first. */
 export class VerifiedPasswords {
   private readonly known = new Map<string, true>();
+  /** Checks computing a hash now, by key: the same credentials checked twice at once share one hash. */
+  private readonly pending = new Map<string, Promise<boolean>>();
 
   constructor(private readonly capacity = 4096) {}
 
+  /** Hashes being computed now. */
+  get busy(): number {
+    return this.pending.size;
+  }
+
+  /** Whether these credentials were found correct before, or are being checked now (no new hash needed). */
+  cheap(user: string, revision: number, password: string): boolean {
+    const key = credentialKey(user, revision, password);
+    return this.known.has(key) || this.pending.has(key);
+  }
+
   async check(user: string, revision: number, password: string, hash: string): Promise<boolean> {
-    const key = `${user}\u0000${revision}\u0000${createHash('sha256').update(password, 'utf8').digest('base64url')}`;
+    const key = credentialKey(user, revision, password);
     if (this.known.has(key)) return true;
-    if (!(await passwordMatches(password, hash))) return false;
+    let check = this.pending.get(key);
+    if (check === undefined) {
+      check = passwordMatches(password, hash).finally(() => this.pending.delete(key));
+      this.pending.set(key, check);
+    }
+    if (!(await check)) return false;
     if (this.known.size >= this.capacity) this.known.delete(this.known.keys().next().value!);
     this.known.set(key, true);
     return true;
   }
+}
+
+function credentialKey(user: string, revision: number, password: string): string {
+  return `${user}\u0000${revision}\u0000${createHash('sha256').update(password, 'utf8').digest('base64url')}`;
 }
