@@ -82,7 +82,7 @@ const SETTINGS = [
 ] as const;
 type Setting = (typeof SETTINGS)[number];
 /** Settings that are switches: a flag without a value, `true`/`false` in a config file. */
-const SWITCHES = ['join', 'insecure', 'client-cert-required'] as const;
+const SWITCHES = ['join', 'insecure', 'client-cert-required', 'metrics-need-auth'] as const;
 type Switch = (typeof SWITCHES)[number];
 
 export const START_FLAGS: FlagSpecs = {
@@ -222,6 +222,7 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
     },
     ...hibernationOf(text('hibernate-roots'), number('hibernate-after', parseDuration, DEFAULT_HIBERNATE_AFTER_MS)),
     ...originsOf(text('allowed-origins')),
+    ...(sources.flags.get('metrics-need-auth') === true || file['metrics-need-auth'] === true ? { metricsNeedAuth: true } : {}),
     principalLimits: {
       connections: Math.max(1, number('connections-per-user', parseCount, DEFAULT_PRINCIPAL_LIMITS.connections)),
       sessions: Math.max(1, number('sessions-per-user', parseCount, DEFAULT_PRINCIPAL_LIMITS.sessions)),

@@ -85,6 +85,7 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
   --sessions-per-user N       sessions one user may hold in the cluster (default 1000)
   --watches-per-user N        watches one user may hold across its sessions (default 100000)
   --requests-per-user N       requests a second one user may send to a member (default 10000)
+  --metrics-need-auth         with authentication on, /metrics answers only users with read on 'cluster'
   --snapshot-entries N        compact the Raft log every N applied entries (default 10000)
   --snapshot-keep N           entries kept behind the applied index for lagging followers (default 1000)
   --hibernate-roots P,...     each child of these paths is a unit the leader hibernates when idle

@@ -69,6 +69,8 @@ export interface ServerConfig {
   readonly requireResumeToken?: boolean;
   /** Limits per authenticated user (principal-limits.ts); defaults when absent. */
   readonly principalLimits?: PrincipalLimits;
+  /** With authentication on, /metrics needs a user with read on 'cluster' (`vera start --metrics-need-auth`). */
+  readonly metricsNeedAuth?: boolean;
   /** Serve a client port beyond loopback even with authentication off (`vera start --insecure`; see exposure.ts). */
   readonly insecure?: boolean;
   /** Web page origins (`scheme://host:port`, or `*`) allowed besides the member's own (see origin.ts); absent: none. */

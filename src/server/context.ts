@@ -57,6 +57,8 @@ export interface FrontEnd {
   /** Where this member's client port listens, and whether it may do so with authentication off (exposure.ts). */
   readonly clientAddress: { readonly host: string };
   readonly insecure: boolean;
+  /** /metrics answers only users with read on 'cluster' (when authentication is on): `--metrics-need-auth`. */
+  readonly metricsNeedAuth: boolean;
   /** Whether resuming a session needs its resume token (the client port is exposed beyond loopback: --insecure). */
   readonly requireResumeToken: boolean;
   /** What must happen before an operation on a path (see ServerPart.pathGate). */

@@ -230,6 +230,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     requireResumeToken: config.requireResumeToken ?? false,
     clientAddress: config.client,
     insecure: config.insecure ?? false,
+    metricsNeedAuth: config.metricsNeedAuth ?? false,
     hibernation: config.hibernation ?? null,
     disk,
     notifier: new Notifier(

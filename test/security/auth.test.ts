@@ -123,6 +123,19 @@ describe('authentication and permissions', () => {
     expect((await alice.request('get', { path: '/app/a' })).error?.code).toBe('FORBIDDEN');
   });
 
+  it('keeps /metrics for users with read on cluster when told to, and open by default', async () => {
+    const basic = (user: string, password: string): Record<string, string> => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
+    const metrics = async (p: VeraProcess, headers: Record<string, string> = {}): Promise<number> => (await fetch(`${p.httpUrl}/metrics`, { headers, signal: AbortSignal.timeout(5000) })).status;
+    vp = await securedServer({ args: ['--metrics-need-auth'] });
+    expect(await metrics(vp)).toBe(401);
+    expect(await metrics(vp, basic('alice', 'alice-pw'))).toBe(403);
+    expect(await metrics(vp, basic('root', 'root-pw'))).toBe(200);
+    await vp.stop();
+    vp.removeData();
+    vp = await securedServer();
+    expect(await metrics(vp)).toBe(200);
+  });
+
   it('turning authentication on ends what unauthenticated connections may do', async () => {
     const p = (vp = await startLeader());
     const open = await as(p, {});
