@@ -3,6 +3,7 @@
 // subjectAltName) and clients (a CN that names the user), expired ones included.
 
 import { execFileSync } from 'node:child_process';
+import { request as httpsRequest } from 'node:https';
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -89,3 +90,21 @@ function serialOf(cert: string): string {
   const out = execFileSync('openssl', ['x509', '-in', cert, '-noout', '-serial'], { encoding: 'utf8' });
   return out.trim().replace(/^serial=/, '').replace(/^0+(?=.)/, '').toUpperCase();
 }
+
+/** GET over https trusting `caFile`; status and body. */
+export function httpsGet(port: number, path: string, caFile: string, client?: CertFiles): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      { host: '127.0.0.1', port, path, agent: false, ca: readFileSync(caFile), ...(client === undefined ? {} : { cert: readFileSync(client.cert), key: readFileSync(client.key) }), timeout: 5000 },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+

@@ -5,7 +5,6 @@
 // replaced on disk are served to new connections without a restart (and a broken
 // replacement keeps the old one). With --client-ca, client certificates are asked
 // for and verified, and certificateUser() names the one presented.
-import { request as httpsRequest } from 'node:https';
 import { connect as netConnect } from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { connect as tlsConnect } from 'node:tls';
@@ -15,7 +14,7 @@ import { connect, type VeraClient } from '../../src/client/index.js';
 import { pollUntil } from '../support/poll.js';
 import { killAll, type VeraProcess } from '../support/vera-process.js';
 import { startLeader } from '../server/fixture.js';
-import { Pki, type CertFiles } from './pki.js';
+import { httpsGet, Pki, type CertFiles } from './pki.js';
 
 let pki: Pki;
 let ca: CertFiles;
@@ -63,23 +62,6 @@ async function refusal(url: string, options: Parameters<typeof connect>[1] = {})
     return (error as Error).message;
   }
   throw new Error(`connecting to ${url} worked`);
-}
-
-/** GET over https trusting `caFile`; status and body. */
-function httpsGet(port: number, path: string, caFile: string, client?: CertFiles): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      { host: '127.0.0.1', port, path, agent: false, ca: pem(caFile), ...(client === undefined ? {} : { cert: pem(client.cert), key: pem(client.key) }), timeout: 5000 },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /** The serial number of the certificate a new TLS connection to `port` is shown. */
