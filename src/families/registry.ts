@@ -11,10 +11,11 @@ import { journal } from './journal/index.js';
 import type { AnyFamily } from './family.js';
 import { lag } from './lag/index.js';
 import { lists } from './lists/index.js';
+import { observe } from './observe/index.js';
 import { sessions } from './sessions/index.js';
 import { watches } from './watches/index.js';
 
-export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign, hibernate, auth, audit];
+export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign, hibernate, auth, audit, observe];
 
 /** Buckets that belong to no family: properties, the store's own keys, the Raft log. */
 export const KERNEL_BUCKETS = [Bucket.property, Bucket.internal, Bucket.log] as const;

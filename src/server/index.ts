@@ -25,7 +25,7 @@ import { fdBudget, openFileLimit } from './fd-budget.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
 import { loadServerParts, passPathGates, type ServerParts } from './family-part.js';
-import { originRefusal } from './origin.js';
+import { originOfClientUrl, originRefusal } from './origin.js';
 import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
 import type { AnyFamily } from '../families/family.js';
 import { authorizeOperator, DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
@@ -287,7 +287,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     // While shutting down, answer what arrives but let no keep-alive connection (a health checker's) hold the port open.
     if (shuttingDown) res.setHeader('connection', 'close');
-    const refused = originRefusal(req.headers.origin, req.headers.host, allowedOrigins);
+    const refused = originRefusal(req.headers.origin, req.headers.host, allowedOrigins());
     if (refused !== null) {
       logger.warn({ event: 'origin-refused', origin: req.headers.origin, remote: req.socket.remoteAddress }, refused);
       res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'FORBIDDEN', message: refused } }));
@@ -300,7 +300,14 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     clientTls === null ? createServer(httpOptions, onRequest) : clientTls.createServer({ ...httpOptions, handshakeTimeout: config.limits.helloTimeoutMs }, onRequest);
   /** The socket admission counted for a request's socket (with TLS, the raw socket under it). */
   const admitted = (socket: Socket): Socket => clientTls?.admittedSocket(socket) ?? socket;
-  const allowedOrigins = config.allowedOrigins ?? [];
+  // The operator's, and every member's own: a dashboard served by one member follows the leader to another.
+  const allowedOrigins = (): readonly string[] => [
+    ...(config.allowedOrigins ?? []),
+    ...members.members().flatMap((m) => {
+      const url = members.clientUrl(m.id);
+      return url === null ? [] : [originOfClientUrl(url)];
+    }),
+  ];
   const admission = new Admission(
     { connectionsMax: fds.clientConnections, connectionsPerAddress: config.limits.connectionsPerAddress, firstRequestTimeoutMs: config.limits.helloTimeoutMs },
     logger,
@@ -316,7 +323,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
       return;
     }
-    const refused = originRefusal(req.headers.origin, req.headers.host, allowedOrigins);
+    const refused = originRefusal(req.headers.origin, req.headers.host, allowedOrigins());
     if (refused !== null) {
       logger.warn({ event: 'origin-refused', origin: req.headers.origin, remote: req.socket.remoteAddress }, refused);
       socket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(refused)}\r\n\r\n${refused}`);

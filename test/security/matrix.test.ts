@@ -174,8 +174,11 @@ const OPS: readonly OpCase[] = [
   },
   { op: 'auth.roles', perm: 'admin', resource: () => 'auth', parent: everything, fields: () => ({}) },
   { op: 'auth.enable', perm: 'admin', resource: () => 'auth', parent: everything, fields: () => ({}) },
-  // the audit log
+  // the audit log, and views of the cluster
   { op: 'audit.list', perm: 'read', resource: () => 'audit', parent: everything, fields: () => ({}) },
+  { op: 'observe.cluster', perm: 'read', resource: () => 'cluster', parent: everything, fields: () => ({}) },
+  { op: 'observe.sessions', perm: 'read', resource: () => 'cluster', parent: everything, fields: () => ({}) },
+  { op: 'observe.session', perm: 'read', resource: () => 'cluster', parent: everything, fields: () => ({ session: 'AAAAAAAAAAAAAAAAAAAAAA' }) },
 ];
 
 /** HTTP endpoints and what each needs; `target` gets the op's names. */

@@ -1,0 +1,90 @@
+// The observe family's ops, answered by the leader from what it holds in memory
+// (and, for one session's items, a read of its reverse index).
+import { clientDataRange, decodeClientDataKey } from '../../keys/index.js';
+import type { FamilyRequest, FamilyResult } from '../../protocol/index.js';
+import type { Need } from '../../server/access.js';
+import type { FrontEnd } from '../../server/context.js';
+import { familyOps, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
+import { cluster } from '../cluster/index.js';
+import { sessions } from '../sessions/index.js';
+import { OBSERVE_OPS, OBSERVE_PAGE, type ClusterView, type MemberView, type SessionView } from './wire.js';
+
+function clusterView(fe: FrontEnd): ClusterView {
+  const st = fe.node.status();
+  const leading = st.role === 'leader';
+  const view = (id: string, voter: boolean): MemberView => {
+    const base = { id, voter, clientUrl: fe.clientUrl(id) };
+    if (!leading) return base;
+    if (id === st.id) return { ...base, match: st.lastIndex, lag: 0, reachable: true };
+    const p = st.progress[id];
+    const match = p?.match ?? 0;
+    return { ...base, match, lag: Math.max(0, st.lastIndex - match), reachable: p?.recentActive ?? false };
+  };
+  return {
+    member: st.id,
+    role: st.role,
+    term: st.term,
+    leader: st.leader,
+    commit: st.commit,
+    applied: fe.node.appliedIndex,
+    lastIndex: st.lastIndex,
+    members: [...st.config.voters.map((id) => view(id, true)), ...st.config.learners.map((id) => view(id, false))],
+    sessions: fe.node.stateMachine.sessions().size,
+    commandVersion: fe.node.stateMachine.stateOf(cluster).active,
+  };
+}
+
+function sessionView(fe: FrontEnd, session: string): SessionView | null {
+  const sm = fe.node.stateMachine;
+  const info = sm.sessions().get(session);
+  if (info === undefined) return null;
+  const acked = Math.max(fe.notifier.ackedIndex(session), sm.lagOf(session));
+  return {
+    session,
+    principal: info.principal ?? null,
+    remote: info.remote,
+    timeoutMs: info.timeoutMs,
+    connected: fe.connections.has(session),
+    watches: sm.watchesOf(session).length,
+    lag: Math.max(0, fe.node.appliedIndex - acked),
+  };
+}
+
+const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = {
+  'observe.cluster': async ({ fe }) => ({ ...clusterView(fe) }),
+  'observe.sessions': async ({ fe, request: r }) => {
+    const after = r.after as string | undefined;
+    const limit = (r.limit as number | undefined) ?? OBSERVE_PAGE;
+    // Session ids in order, from the first after `after`: one pass over the live sessions (at most --sessions-max).
+    const ids: string[] = [];
+    for (const id of fe.node.stateMachine.stateOf(sessions).sessions.keys()) if (after === undefined || id > after) ids.push(id);
+    ids.sort();
+    const page = ids.slice(0, limit);
+    return { sessions: page.map((id) => sessionView(fe, id)!), total: fe.node.stateMachine.sessions().size, ...(ids.length > limit ? { next: page.at(-1) } : {}) };
+  },
+  'observe.session': async ({ fe, request: r }) => {
+    const session = r.session as string;
+    const view = sessionView(fe, session);
+    if (view === null) return { session, live: false };
+    const limit = (r.limit as number | undefined) ?? OBSERVE_PAGE;
+    const items = await fe.node.stateMachine.read('session items', async (db, snapshot) => {
+      const out: Array<{ path: string; index: number }> = [];
+      for await (const key of db.keys({ ...clientDataRange(session), limit, snapshot })) {
+        const ref = decodeClientDataKey(key);
+        out.push({ path: ref.path, index: ref.index });
+      }
+      return out;
+    });
+    return { ...view, live: true, watchList: fe.node.stateMachine.watchesOf(session).slice(0, limit).map((w) => ({ path: w.path, prefix: w.prefix })), items };
+  },
+};
+
+/** Views of the whole cluster: read on 'cluster'. */
+const onCluster = (): readonly Need[] => [{ perm: 'read', resource: 'cluster' }];
+const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
+  'observe.cluster': onCluster,
+  'observe.sessions': onCluster,
+  'observe.session': onCluster,
+};
+
+export const server: ServerPart = { protocolOps: familyOps('observe', OBSERVE_OPS, handlers, NEEDS) };
