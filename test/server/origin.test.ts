@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { exposureProblem } from '../../src/server/exposure.js';
 import { main } from '../../src/cli/main.js';
-import { originRefusal } from '../../src/server/origin.js';
+import { originOfClientUrl, originRefusal } from '../../src/server/origin.js';
 import { captureIO } from '../client/cli-io.js';
 import { startLeader } from './fixture.js';
 import type { VeraProcess } from '../support/vera-process.js';
@@ -45,6 +45,10 @@ describe('Origin', () => {
     expect(originRefusal('https://evil.example', '127.0.0.1:1919', ['https://dash.example'])).toMatch(/evil\.example/);
     expect(originRefusal('https://dash.example', '127.0.0.1:1919', ['https://dash.example'])).toBeNull();
     expect(originRefusal('https://anything.example', '127.0.0.1:1919', ['*'])).toBeNull();
+    // Another member's pages (the dashboard following the leader) come with that member's origin.
+    expect(originOfClientUrl('ws://127.0.0.1:1920')).toBe('http://127.0.0.1:1920');
+    expect(originOfClientUrl('wss://n2.example:1919')).toBe('https://n2.example:1919');
+    expect(originRefusal('http://127.0.0.1:1920', '127.0.0.1:1919', [originOfClientUrl('ws://127.0.0.1:1920')])).toBeNull();
   });
 
   it('a member refuses WebSockets and HTTP requests from other origins, and serves its own, allowed ones and non-browsers', async () => {
