@@ -35,6 +35,7 @@ import type { ScenarioOptions } from './lib/scenario-report.js';
 import { runAssignBench } from './assign/run.js';
 import { runHibernateBench } from './hibernate/run.js';
 import { formatOverhead, newestPlainVeraResult, tlsOverhead } from './report/tls-overhead.js';
+import { runSecurityBench } from './security/run.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** The hand-written reading of the targets Vera misses, placed in the report under the targets table. */
@@ -52,6 +53,8 @@ const JOURNAL_BUDGET_MS = { full: 5 * 60_000, quick: 1.5 * 60_000 } as const;
 const ASSIGN_BUDGET_MS = { full: 3 * 60_000, quick: 1.5 * 60_000 } as const;
 /** H1 (bench/hibernate): loading 10^6 items, freezing 9,000 units, three measurements. */
 const HIBERNATE_BUDGET_MS = { full: 8 * 60_000, quick: 2 * 60_000 } as const;
+/** --security-only (bench/security): six clusters, S1, S2 and S6 on each, a profile of four leaders. */
+const SECURITY_BUDGET_MS = { full: 10 * 60_000, quick: 3 * 60_000 } as const;
 /** The watchdog's grace past the budget before it kills everything. */
 const WATCHDOG_GRACE_MS = { full: 40_000, quick: 15_000, scale: 60_000 } as const;
 
@@ -87,11 +90,12 @@ async function main(): Promise<number> {
   const mode = options.quick ? 'quick' : options.scale ? 'scale' : 'full';
   // J1 and A1 have budgets of their own, after the main run's (or alone with --journal-only, --assign-only).
   const extrasOnly = options.journal === 'only' || options.assign === 'only' || options.hibernate === 'only';
-  const budgetMs =
-    (extrasOnly ? 0 : BUDGET_MS[mode]) +
-    (options.journal === 'no' ? 0 : JOURNAL_BUDGET_MS[options.quick ? 'quick' : 'full']) +
-    (options.assign === 'no' ? 0 : ASSIGN_BUDGET_MS[options.quick ? 'quick' : 'full']) +
-    (options.hibernate === 'no' ? 0 : HIBERNATE_BUDGET_MS[options.quick ? 'quick' : 'full']);
+  const budgetMs = options.security
+    ? SECURITY_BUDGET_MS[options.quick ? 'quick' : 'full']
+    : (extrasOnly ? 0 : BUDGET_MS[mode]) +
+      (options.journal === 'no' ? 0 : JOURNAL_BUDGET_MS[options.quick ? 'quick' : 'full']) +
+      (options.assign === 'no' ? 0 : ASSIGN_BUDGET_MS[options.quick ? 'quick' : 'full']) +
+      (options.hibernate === 'no' ? 0 : HIBERNATE_BUDGET_MS[options.quick ? 'quick' : 'full']);
   // The last line of defence: whatever hangs, the suite ends, and takes its servers with it.
   const graceMs = WATCHDOG_GRACE_MS[mode];
   const watchdog = setTimeout(() => {
@@ -111,7 +115,17 @@ async function main(): Promise<number> {
   const filePrefix = `${runFilePrefix(startedAt, options.scale)}${options.tls ? 'tls-' : ''}`;
   const command = `npm run bench${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`;
   const logDir = mkdtempSync(join(tmpdir(), 'vera-bench-logs-'));
-  log(`${mode} run of ${options.systems.join(', ')}${options.tls ? ' (Vera with TLS on its client port)' : ''}; server logs in ${logDir} (removed after a run without failures)`);
+  log(`${mode} run of ${options.systems.join(', ')}${options.tls ? ' (Vera with TLS on its client port)' : ''}${options.security ? ' (--security-only: S1, S2 and S6 plain, with TLS, with authentication, with both)' : ''}; server logs in ${logDir} (removed after a run without failures)`);
+
+  if (options.security) {
+    // Kept for the profiles, stopping six clusters and the report.
+    const budgetEnd = runStart + budgetMs - (options.quick ? 25_000 : 50_000);
+    const { failures } = await runSecurityBench({ ...scenarioOptions(options, logDir, startedAt, command), profile: options.profile, budgetEnd, startedAt, version: veraVersion }, log);
+    clearTimeout(watchdog);
+    if (failures === 0) rmSync(logDir, { recursive: true, force: true });
+    else log(`server logs kept in ${logDir}`);
+    return failures > 0 ? 1 : 0;
+  }
 
   if (extrasOnly) {
     let failures = 0;

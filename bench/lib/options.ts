@@ -1,4 +1,4 @@
-// `npm run bench -- [--systems vera,etcd,zookeeper] [--quick | --scale] [--out DIR] [--no-profile] [--docs FILE]`
+// `npm run bench -- [--systems vera,etcd,zookeeper] [--quick | --scale | --security-only] [--out DIR] [--no-profile] [--docs FILE]`
 import { resolve } from 'node:path';
 import { SYSTEM_NAMES, type SystemName } from '../systems/system.js';
 
@@ -24,6 +24,12 @@ export interface BenchOptions {
    * report get a `tls-` prefix and a TLS overhead file compares S1, S2, S6 with the last plain run.
    */
   readonly tls: boolean;
+  /**
+   * `--security-only`: Vera's S1, S2 and S6 on fresh clusters in one run, plain, with TLS,
+   * with authentication and with both (bench/security), as ratios against plain
+   * (<date>-security.json, docs/performance-security.md). Nothing else runs.
+   */
+  readonly security: boolean;
 }
 
 export class BenchUsageError extends Error {
@@ -50,6 +56,11 @@ export const USAGE = `usage: npm run bench -- [options]
   --tls            Vera with TLS on its client port (results <date>-tls-*.json, report
                    docs/performance-tls.md, and S1/S2/S6 ratios against the newest
                    plain Vera result in --out: <date>-tls-vera-overhead.json)
+  --security-only  Vera alone, S1/S2/S6 on fresh clusters in one run: plain, TLS,
+                   authentication, TLS + authentication (and two references:
+                   authentication as root, plain again), as ratios against plain
+                   (<date>-security.json, docs/performance-security.md; under 10
+                   minutes, --quick under 3)
   --help           this text`;
 
 export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptions | 'help' {
@@ -63,6 +74,7 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   let assign: BenchOptions['assign'] = 'after';
   let hibernate: BenchOptions['hibernate'] = 'after';
   let tls = false;
+  let security = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -117,6 +129,9 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
       case '--tls':
         tls = true;
         break;
+      case '--security-only':
+        security = true;
+        break;
       case '--help':
       case '-h':
         return 'help';
@@ -126,6 +141,18 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   }
   if (quick && scale) throw new BenchUsageError('--quick and --scale do not go together');
   if (tls && scale) throw new BenchUsageError('--tls and --scale do not go together (the TLS overhead is measured on S1, S2 and S6)');
+  if (security) {
+    if (scale) throw new BenchUsageError('--security-only and --scale do not go together (the overhead is measured on S1, S2 and S6)');
+    if (tls) throw new BenchUsageError('--security-only measures TLS itself (against plain, in the same run); leave out --tls');
+    const other = ['--journal-only', '--assign-only', '--hibernate-only'].find((f) => argv.includes(f));
+    if (other !== undefined) throw new BenchUsageError(`--security-only and ${other} do not go together (run them one after the other)`);
+    const systemsGiven = argv.some((a) => a === '--systems' || a.startsWith('--systems='));
+    if (systemsGiven && (systems.length !== 1 || systems[0] !== 'vera')) throw new BenchUsageError('--security-only measures Vera alone; leave out --systems or give --systems vera');
+    systems = ['vera'];
+    journal = 'no';
+    assign = 'no';
+    hibernate = 'no';
+  }
   if (argv.includes('--journal-only') && argv.includes('--no-journal')) throw new BenchUsageError('--journal-only and --no-journal do not go together');
   if (argv.includes('--assign-only') && argv.includes('--no-assign')) throw new BenchUsageError('--assign-only and --no-assign do not go together');
   // The scale run is S7 alone; J1 and A1 run with the ordinary and quick runs. One "-only" leaves out what it does not name.
@@ -141,6 +168,6 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   if (tls && assign === 'after') assign = 'no';
   if (tls && hibernate === 'after') hibernate = 'no';
   const defaultDocs =
-    journal === 'only' ? 'docs/performance-journal.md' : assign === 'only' ? 'docs/performance-assign.md' : hibernate === 'only' ? 'docs/performance-hibernation.md' : scale ? 'docs/performance-scale.md' : tls ? 'docs/performance-tls.md' : 'docs/performance.md';
-  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, defaultDocs), profile, journal, assign, hibernate, tls };
+    security ? 'docs/performance-security.md' : journal === 'only' ? 'docs/performance-journal.md' : assign === 'only' ? 'docs/performance-assign.md' : hibernate === 'only' ? 'docs/performance-hibernation.md' : scale ? 'docs/performance-scale.md' : tls ? 'docs/performance-tls.md' : 'docs/performance.md';
+  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, defaultDocs), profile, journal, assign, hibernate, tls, security };
 }

@@ -3,6 +3,9 @@
 import type { SystemName } from '../systems/system.js';
 import type { LoadFigures, ScenarioId, ScenarioResults, SystemResult } from './results.js';
 
+/** What figures are read from: a whole result file, or any measurement shaped like one (the security run's configurations). */
+export type FigureSource = Pick<SystemResult, 'system' | 'scenarios' | 'peakRssBytes'>;
+
 export type Better = 'higher' | 'lower' | 'none';
 
 export interface Figure {
@@ -15,7 +18,7 @@ export interface Figure {
   readonly values: Partial<Record<SystemName, number>>;
 }
 
-type Getter = (r: SystemResult) => number | undefined;
+type Getter = (r: FigureSource) => number | undefined;
 
 interface FigureSpec {
   readonly scenario: string;
@@ -28,7 +31,7 @@ interface FigureSpec {
 
 const finite = (v: number | null | undefined): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
-function loadSpecs(scenario: string, keyPrefix: string, labelPrefix: string, pick: (r: SystemResult) => LoadFigures | null | undefined): FigureSpec[] {
+function loadSpecs(scenario: string, keyPrefix: string, labelPrefix: string, pick: (r: FigureSource) => LoadFigures | null | undefined): FigureSpec[] {
   return [
     { scenario, key: `${keyPrefix}.ops`, label: `${labelPrefix} throughput`, unit: 'ops/s', better: 'higher', get: (r) => finite(pick(r)?.opsPerSec) },
     { scenario, key: `${keyPrefix}.p50`, label: `${labelPrefix} p50`, unit: 'ms', better: 'lower', get: (r) => finite(pick(r)?.latencyMs.p50) },
@@ -39,14 +42,14 @@ function loadSpecs(scenario: string, keyPrefix: string, labelPrefix: string, pic
 type DataOf<K extends ScenarioId> = Extract<NonNullable<ScenarioResults[K]>, { status: 'ok' }>['data'];
 
 /** A scenario's data when it ran and succeeded. */
-export function scenarioData<K extends ScenarioId>(r: SystemResult, k: K): DataOf<K> | undefined {
+export function scenarioData<K extends ScenarioId>(r: FigureSource, k: K): DataOf<K> | undefined {
   const o = r.scenarios[k] as ScenarioResults[K];
   return o !== undefined && o.status === 'ok' ? (o.data as DataOf<K>) : undefined;
 }
 const ok = scenarioData;
 
 /** The figure specs for this run; levels and steps come from the results themselves. */
-function specsFor(results: readonly SystemResult[]): FigureSpec[] {
+function specsFor(results: readonly FigureSource[]): FigureSpec[] {
   const specs: FigureSpec[] = [];
   specs.push(...loadSpecs('S1', 's1', 'S1 sequential writes', (r) => ok(r, 's1')));
   const levels = unique(results.flatMap((r) => ok(r, 's2')?.levels.map((l) => l.inFlight) ?? []));
@@ -56,12 +59,12 @@ function specsFor(results: readonly SystemResult[]): FigureSpec[] {
   specs.push({ scenario: 'S2', key: 's2.elections', label: 'S2 elections during the load', unit: 'count', better: 'lower', get: (r) => finite(ok(r, 's2')?.electionsDuring) });
   const watcherCounts = unique(results.flatMap((r) => ok(r, 's3')?.map((f) => f.watchers) ?? []));
   for (const w of watcherCounts) {
-    const pick = (r: SystemResult) => ok(r, 's3')?.find((f) => f.watchers === w);
+    const pick = (r: FigureSource) => ok(r, 's3')?.find((f) => f.watchers === w);
     specs.push({ scenario: 'S3', key: `s3.${w}.p50`, label: `S3 ${w} watchers, ack→notify p50`, unit: 'ms', better: 'lower', get: (r) => finite(pick(r)?.ackToNotifyMs.p50) });
     specs.push({ scenario: 'S3', key: `s3.${w}.p99`, label: `S3 ${w} watchers, ack→notify p99`, unit: 'ms', better: 'lower', get: (r) => finite(pick(r)?.ackToNotifyMs.p99) });
     specs.push({ scenario: 'S3', key: `s3.${w}.lost`, label: `S3 ${w} watchers, notifications lost`, unit: 'count', better: 'lower', get: (r) => finite(pick(r)?.lost) });
   }
-  const s4 = (r: SystemResult) => ok(r, 's4');
+  const s4 = (r: FigureSource) => ok(r, 's4');
   specs.push({ scenario: 'S4', key: 's4.min', label: 'S4 delete seen after owner\'s last bytes, min', unit: 'ms', better: 'none', get: (r) => finite(s4(r)?.sinceLastOwnerBytesMs.min) });
   specs.push({ scenario: 'S4', key: 's4.p50', label: 'S4 delete seen after owner\'s last bytes, p50', unit: 'ms', better: 'lower', get: (r) => finite(s4(r)?.sinceLastOwnerBytesMs.p50) });
   specs.push({ scenario: 'S4', key: 's4.max', label: 'S4 delete seen after owner\'s last bytes, max', unit: 'ms', better: 'lower', get: (r) => finite(s4(r)?.sinceLastOwnerBytesMs.max) });
@@ -76,7 +79,7 @@ function specsFor(results: readonly SystemResult[]): FigureSpec[] {
   }
   const stepKeys = unique(results.flatMap((r) => ok(r, 's7')?.steps.map(stepKey) ?? []));
   for (const key of stepKeys) {
-    const pick = (r: SystemResult) => ok(r, 's7')?.steps.find((s) => stepKey(s) === key);
+    const pick = (r: FigureSource) => ok(r, 's7')?.steps.find((s) => stepKey(s) === key);
     const label = stepLabel(key);
     specs.push({ scenario: 'S7', key: `s7.${key}.p50`, label: `S7 write p50 at ${label}`, unit: 'ms', better: 'lower', get: (r) => finite(pick(r)?.writeLatencyMs.p50) });
     specs.push({ scenario: 'S7', key: `s7.${key}.rss`, label: `S7 largest member RSS at ${label}`, unit: 'MiB', better: 'lower', get: (r) => maxRssMiB(pick(r)?.rssBytes) });
@@ -117,7 +120,7 @@ function unique(values: readonly (number | string)[]): (number | string)[] {
   return typeof seen[0] === 'number' ? (seen as number[]).sort((a, b) => a - b) : seen;
 }
 
-export function buildFigures(results: readonly SystemResult[]): Figure[] {
+export function buildFigures(results: readonly FigureSource[]): Figure[] {
   return specsFor(results).map((spec) => {
     const values: Partial<Record<SystemName, number>> = {};
     for (const r of results) {

@@ -50,14 +50,17 @@ export async function runS1(ctx: ScenarioContext): Promise<WriteRun> {
 }
 
 export async function runS2(ctx: ScenarioContext): Promise<S2Result> {
-  const { levels, durationMs, warmupMs } = ctx.scale.s2;
   const before = await ctx.cluster.electionCounter();
   const runs: WriteRun[] = [];
-  for (const level of levels) {
-    const run = await runWriteLoad(ctx, level, durationMs, warmupMs, `s2/${level}`);
-    ctx.log(`S2 ${level} in flight: ${run.result.opsPerSec.toFixed(0)} ops/s, p50 ${run.result.latencyMs.p50.toFixed(2)} ms, p99 ${run.result.latencyMs.p99.toFixed(2)} ms${run.result.errors > 0 ? `, ${run.result.errors} errors (${run.result.firstError})` : ''}`);
-    runs.push(run);
-  }
+  for (const level of ctx.scale.s2.levels) runs.push(await runS2Level(ctx, level));
   const after = await ctx.cluster.electionCounter();
   return { levels: runs, electionsDuring: Math.max(0, after - before) };
+}
+
+/** One in-flight level of S2 (runS2 runs them all in turn; the security run interleaves configurations level by level). */
+export async function runS2Level(ctx: ScenarioContext, level: number): Promise<WriteRun> {
+  const { durationMs, warmupMs } = ctx.scale.s2;
+  const run = await runWriteLoad(ctx, level, durationMs, warmupMs, `s2/${level}`);
+  ctx.log(`S2 ${level} in flight: ${run.result.opsPerSec.toFixed(0)} ops/s, p50 ${run.result.latencyMs.p50.toFixed(2)} ms, p99 ${run.result.latencyMs.p99.toFixed(2)} ms${run.result.errors > 0 ? `, ${run.result.errors} errors (${run.result.firstError})` : ''}`);
+  return run;
 }

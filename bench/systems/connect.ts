@@ -8,7 +8,7 @@ import { connectZooKeeper } from './zookeeper.js';
 export function connectRecipe(recipe: ClientRecipe, options: ConnectOptions = {}): Promise<BenchClient> {
   switch (recipe.system) {
     case 'vera':
-      return connectVera(recipe.ports, options, recipe.ca);
+      return connectVera(recipe.ports, options, { ...(recipe.ca === undefined ? {} : { ca: recipe.ca }), ...(recipe.token === undefined ? {} : { token: recipe.token }) });
     case 'etcd':
       return connectEtcd(recipe.ports);
     case 'zookeeper':

@@ -67,6 +67,8 @@ export interface ClientRecipe {
   readonly ports: readonly number[];
   /** PEM CA of a client port that serves TLS (Vera with --tls). */
   readonly ca?: string;
+  /** The token every hello carries (Vera with authentication on). */
+  readonly token?: string;
 }
 
 export interface MemberInfo {

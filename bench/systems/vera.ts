@@ -1,11 +1,15 @@
 // Vera: three `vera start` processes (bin/vera.js on dist/) with their default
 // durability, driven through the project's own client library. With `tls`, the
 // client ports serve TLS (a CA and a certificate made with openssl at start) and
-// every client connects with wss:// trusting that CA.
+// every client connects with wss:// trusting that CA. With `auth`, the cluster
+// gets a root user and a bench user right after it starts, authentication is
+// turned on, and every client says hello with a token from a login.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { connect, type VeraClient, type ChangeEvent } from '../../src/client/index.js';
+import { AuthClient } from '../../src/families/auth/client.js';
 import { cliFetch } from '../../src/cli/tls-options.js';
 import { spawnManaged } from '../lib/procs.js';
 import { fetchJson, freePorts, LOOPBACK, pollUntil } from '../lib/net.js';
@@ -36,6 +40,32 @@ export interface VeraClusterOptions {
   readonly inspector: boolean;
   /** TLS on the client ports (--client-cert/--client-key); clients verify against the CA. */
   readonly tls?: boolean;
+  /** Authentication on (see VeraAuthOptions); off when absent. */
+  readonly auth?: VeraAuthOptions;
+}
+
+/**
+ * Authentication, bootstrapped by start(): a user `root` with the role root, a role
+ * `bench` granting read, write and watch on /bench (every path the bench's clients
+ * touch) and a user `bench` holding it; then `auth.enable`. Clients say hello with a
+ * token from `auth.login`, the way a production application would.
+ */
+export interface VeraAuthOptions {
+  /**
+   * Whose token clients carry: `bench` (the realistic case: each op's needs are judged
+   * against the role's rules) or `root` (the root role's one rule covers everything).
+   */
+  readonly clientsAs: 'bench' | 'root';
+}
+
+/** The bench user's role and the prefix it may read, write and watch (every bench path is below it). */
+export const BENCH_ROLE = 'bench';
+export const BENCH_PREFIX = '/bench';
+
+/** What a client needs to reach a cluster: the CA of TLS client ports, and a token when authentication is on. */
+export interface VeraAccess {
+  readonly ca?: string;
+  readonly token?: string;
 }
 
 interface ClientTlsFiles {
@@ -66,10 +96,24 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
   };
   private readonly secret = `bench-${process.pid}-${Date.now()}`;
   private tlsFiles: ClientTlsFiles | null = null;
+  /** With authentication on: the token clients carry, and root's (for the operator endpoints). */
+  private tokens: { readonly client: string; readonly root: string } | null = null;
 
   constructor(private readonly options: VeraClusterOptions) {
     super('vera-bench-');
     if (options.tls === true) this.settings.clientTls = 'TLS (TLSv1.2 or later, ECDSA P-256 certificate) on every client port; clients connect with wss:// and verify it';
+    if (options.auth !== undefined) {
+      this.settings.authentication =
+        options.auth.clientsAs === 'root'
+          ? 'on; every client says hello with a token of user root (the root role: one rule covering everything)'
+          : `on; every client says hello with a token of user ${BENCH_ROLE}, whose role ${BENCH_ROLE} grants read, write and watch on ${BENCH_PREFIX} (each op's needs judged against its rules)`;
+      this.settings.perUserLimits = '--connections-per-user, --sessions-per-user and --watches-per-user raised to 100000 and --requests-per-user to 10^9 a second: every client is one user, and the default 10000 requests a second per member would throttle the load rather than measure it (the meter still counts every request)';
+    }
+  }
+
+  /** What a client needs: the CA (TLS) and the token (authentication). */
+  access(): VeraAccess {
+    return { ...(this.tlsFiles === null ? {} : { ca: this.tlsFiles.caPem }), ...(this.tokens === null ? {} : { token: this.tokens.client }) };
   }
 
   /** http(s)://127.0.0.1:PORT, with the CA to trust when the client ports serve TLS. */
@@ -88,7 +132,7 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
   }
 
   override recipe(): ClientRecipe {
-    return { ...super.recipe(), ...(this.tlsFiles === null ? {} : { ca: this.tlsFiles.caPem }) };
+    return { ...super.recipe(), ...this.access() };
   }
 
   /** Each member's data directory (its db and, with hibernation, its cold store). */
@@ -111,6 +155,57 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
     }));
     await Promise.all(this.members_.map((m) => this.launch(m)));
     await this.waitHealthy(30_000);
+    if (this.options.auth !== undefined) await this.enableAuth(this.options.auth);
+  }
+
+  /**
+   * Makes root and the bench user, turns authentication on, and logs both in through
+   * the client library (tokens good for a day); resolves once every member has applied
+   * it (each answers a login over HTTP).
+   */
+  private async enableAuth(auth: VeraAuthOptions): Promise<void> {
+    const urls = (ports: readonly number[]): string[] => ports.map((p) => `${this.tlsFiles === null ? 'ws' : 'wss'}://${LOOPBACK}:${p}`);
+    const all = urls(this.members_.map((m) => m.clientPort));
+    const base = { connectTimeoutMs: 20_000, requestTimeoutMs: 30_000, ...(this.tlsFiles === null ? {} : { ca: this.tlsFiles.caPem }) };
+    const rootPassword = randomBytes(18).toString('base64url');
+    const benchPassword = randomBytes(18).toString('base64url');
+    const open = await connect(all, base);
+    open.on('failed', () => undefined);
+    try {
+      const admin = new AuthClient(open);
+      // The auth ops need command version 7, which a new cluster reaches moments after its first election.
+      await untilCommandVersion(() => admin.addUser('root', rootPassword), 20_000);
+      await admin.grantRole('root', 'root');
+      await admin.addRole(BENCH_ROLE);
+      await admin.grantPermission(BENCH_ROLE, BENCH_PREFIX, ['read', 'write', 'watch']);
+      await admin.addUser(BENCH_ROLE, benchPassword);
+      await admin.grantRole(BENCH_ROLE, BENCH_ROLE);
+      await admin.enable();
+    } finally {
+      // A connection made while authentication was off is closed once it is on (4007).
+      await open.close().catch(() => undefined);
+    }
+    const dayMs = 24 * 3600_000;
+    const tokens = await pollUntil('a login after auth.enable', 20_000, async () => {
+      const client = await connect(all, { ...base, user: 'root', password: rootPassword });
+      client.on('failed', () => undefined);
+      try {
+        const login = new AuthClient(client);
+        const root = (await login.login('root', rootPassword, dayMs)).token;
+        const bench = (await login.login(BENCH_ROLE, benchPassword, dayMs)).token;
+        return { root, client: auth.clientsAs === 'root' ? root : bench };
+      } finally {
+        await client.close().catch(() => undefined);
+      }
+    });
+    for (const m of this.members_) {
+      // POST /v1/auth/login answers only where auth.enable has applied: so every member has it before any load.
+      await pollUntil(`authentication on at ${m.id}`, 20_000, async () => {
+        const res = await this.httpJson(m.clientPort, '/v1/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'root', password: rootPassword }), timeoutMs: 5_000 });
+        return res.status === 200 ? true : undefined;
+      });
+    }
+    this.tokens = tokens;
   }
 
   private peersFlag(): string {
@@ -131,6 +226,8 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
       '--secret', this.secret,
       '--connections-per-address', '100000',
       '--sessions-per-address', '100000',
+      // Only matter with authentication on (see settings.perUserLimits).
+      ...(this.options.auth === undefined ? [] : ['--connections-per-user', '100000', '--sessions-per-user', '100000', '--watches-per-user', '100000', '--requests-per-user', '1000000000']),
       ...(this.tlsFiles === null ? [] : ['--client-cert', this.tlsFiles.cert, '--client-key', this.tlsFiles.key]),
     ];
     const proc = spawnManaged(`vera ${member.id}`, process.execPath, args, { logFile: join(this.options.logDir, `vera-${member.id}.log`) });
@@ -142,10 +239,14 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
     await proc.waitForLine((l) => l.includes('"event":"started"'), 30_000);
   }
 
-  /** Compacts every member's db (POST /v1/defrag), so on-disk sizes hold no deleted keys. */
+  /**
+   * Compacts every member's db (POST /v1/defrag), so on-disk sizes hold no deleted keys.
+   * An operator endpoint: root's token with authentication on (admin on 'cluster'), else the cluster secret.
+   */
   async defragAll(): Promise<void> {
+    const bearer = this.tokens === null ? this.secret : this.tokens.root;
     for (const m of this.members_) {
-      const res = await this.httpJson(m.clientPort, '/v1/defrag', { method: 'POST', headers: { authorization: `Bearer ${this.secret}`, 'content-type': 'application/json' }, body: '{}', timeoutMs: 600_000 });
+      const res = await this.httpJson(m.clientPort, '/v1/defrag', { method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' }, body: '{}', timeoutMs: 600_000 });
       if (res.status !== 200) throw new Error(`defrag of ${m.id} answered ${res.status}: ${await res.text()}`);
     }
   }
@@ -154,6 +255,7 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
     return this.member(member).inspectorUrl;
   }
 
+  /** GET /v1/status: open to anyone, authentication on or not (monitoring), so it carries no token. */
   private async status(member: Member): Promise<VeraStatus> {
     if (this.tlsFiles === null) return (await fetchJson(`http://${LOOPBACK}:${member.clientPort}/v1/status`, { timeoutMs: 1_000 })) as VeraStatus;
     const res = await this.httpJson(member.clientPort, '/v1/status', { timeoutMs: 1_000 });
@@ -186,19 +288,34 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
   }
 
   async connect(options: ConnectOptions = {}): Promise<BenchClient> {
-    return connectVera(this.clientPorts(options), options, this.tlsFiles?.caPem);
+    return connectVera(this.clientPorts(options), options, this.access());
   }
 }
 
-/** `ca`: the PEM CA of client ports that serve TLS (connects with wss://). */
-export async function connectVera(ports: readonly number[], options: ConnectOptions = {}, ca?: string): Promise<BenchClient> {
+/** Retries `op` while the cluster has not reached the command version it needs (a new cluster raises it just after electing a leader). */
+async function untilCommandVersion(op: () => Promise<unknown>, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    try {
+      await op();
+      return;
+    } catch (error) {
+      if (!(error instanceof Error && /command version/.test(error.message)) || performance.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** `access.ca`: the PEM CA of client ports that serve TLS (connects with wss://); `access.token`: the hello's token. */
+export async function connectVera(ports: readonly number[], options: ConnectOptions = {}, access: VeraAccess = {}): Promise<BenchClient> {
   const client = await connect(
-    ports.map((p) => `${ca === undefined ? 'ws' : 'wss'}://${LOOPBACK}:${p}`),
+    ports.map((p) => `${access.ca === undefined ? 'ws' : 'wss'}://${LOOPBACK}:${p}`),
     {
       connectTimeoutMs: 20_000,
       requestTimeoutMs: 30_000,
       ...(options.sessionTimeoutMs === undefined ? {} : { timeoutMs: options.sessionTimeoutMs }),
-      ...(ca === undefined ? {} : { ca }),
+      ...(access.ca === undefined ? {} : { ca: access.ca }),
+      ...(access.token === undefined ? {} : { token: access.token }),
     },
   );
   return new VeraBenchClient(client);
