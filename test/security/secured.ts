@@ -6,6 +6,18 @@ import type { VeraProcess, VeraProcessOptions } from '../support/vera-process.js
 /** root (password 'root-pw'), role reader (read+watch on /app, denied /app/secret, watch on /pub), alice (reader) and bob (no role); auth on. */
 export async function securedServer(opts: VeraProcessOptions = {}): Promise<VeraProcess> {
   const p = await startLeader(opts);
+  try {
+    await bootstrap(p);
+  } catch (err) {
+    // The caller never gets the process to stop: stop it here.
+    await p.kill9();
+    p.removeData();
+    throw err;
+  }
+  return p;
+}
+
+async function bootstrap(p: VeraProcess): Promise<void> {
   const admin = await WireClient.connect(p.url, 'json');
   await admin.hello({ timeoutMs: 30_000 });
   // The auth ops need command version 7, which a new cluster reaches within moments of electing itself.
@@ -20,6 +32,5 @@ export async function securedServer(opts: VeraProcessOptions = {}): Promise<Vera
   await admin.call('auth.userAdd', { name: 'bob', password: 'bob-pw' });
   await admin.call('auth.enable');
   admin.terminate();
-  return p;
 }
 
