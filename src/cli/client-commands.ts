@@ -2,13 +2,13 @@
 // checked before connecting (usage errors exit 2 without touching the network).
 import { readFileSync } from 'node:fs';
 import { connect, type ConnectOptions, type VeraClient } from '../client/client.js';
-import { sessionUrl } from '../client/urls.js';
-import { validatePath, VeraError, type JsonValue } from '../protocol/index.js';
+import { httpBaseUrl, sessionUrl } from '../client/urls.js';
+import { validatePath, VeraError, type Item, type JsonValue } from '../protocol/index.js';
 import { boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
 import { EXIT, UsageError } from './errors.js';
 import { formatEvent, formatItem, formatResync } from './format.js';
 import { stopped, type CliIO } from './io.js';
-import { tlsClientOptions, TLS_FLAGS } from './tls-options.js';
+import { cliFetch, tlsClientOptions, TLS_FLAGS } from './tls-options.js';
 
 export const DEFAULT_SERVER = 'ws://127.0.0.1:1919';
 export const SERVER_ENV = 'VERA_SERVER';
@@ -42,6 +42,11 @@ export interface ClientCommand {
   readonly positionals: readonly string[];
   /** Checks the arguments and returns the action to run once connected. */
   readonly prepare: (ctx: Context) => (client: VeraClient) => Promise<void>;
+  /**
+   * An action that needs no session, or null: it runs instead of connecting (a stale read
+   * over HTTP, which any member answers even with no leader).
+   */
+  readonly withoutSession?: (ctx: Context, servers: readonly string[]) => (() => Promise<void>) | null;
 }
 
 export const CLIENT_COMMANDS: Readonly<Record<string, ClientCommand>> = {
@@ -60,7 +65,8 @@ export const CLIENT_COMMANDS: Readonly<Record<string, ClientCommand>> = {
         print(ctx, item, () => `pushed ${path} ${formatItem(item)}`);
         if (hold) {
           ctx.io.stderr(`holding session ${client.session} (and its ephemeral items) until Ctrl-C\n`);
-          await stopped(ctx.io.stop);
+          sayConnectionChanges(ctx, client);
+          await stoppedOrLost(ctx, client);
         } else if (!persistent) {
           ctx.io.stderr('note: the item is ephemeral and is deleted as this command ends its session (use --persistent or --hold)\n');
         }
@@ -70,6 +76,15 @@ export const CLIENT_COMMANDS: Readonly<Record<string, ClientCommand>> = {
   get: {
     flags: { ...CLIENT_FLAGS, stale: { kind: 'boolean' } },
     positionals: ['PATH'],
+    // A stale read is answered by whichever member is reached, leader or not, quorum or not: over HTTP, without a session.
+    withoutSession: (ctx, servers) => {
+      if (!boolFlag(ctx.args, 'stale')) return null;
+      const path = pathArg(ctx, 0, false);
+      return async () => {
+        const result = await staleRead(ctx, servers, path);
+        print(ctx, result, () => [`${path} at index ${result.index} (stale: as the member that answered has it): ${result.items.length} item(s)`, ...result.items.map(formatItem)].join('\n'));
+      };
+    },
     prepare: (ctx) => {
       const path = pathArg(ctx, 0, false);
       const consistency = boolFlag(ctx.args, 'stale') ? ('stale' as const) : ('linearizable' as const);
@@ -112,6 +127,7 @@ export const CLIENT_COMMANDS: Readonly<Record<string, ClientCommand>> = {
       return async (client) => {
         // Subscribe before watching: events may arrive in the same packet as the watch reply.
         const events = client.events();
+        sayConnectionChanges(ctx, client);
         const result = await client.watch(path, { prefix });
         print(ctx, { type: 'watch', path, ...result }, () =>
           [`watching ${path}${prefix ? ' and below' : ''} from index ${result.index}`, ...(result.items ?? []).map(formatItem)].join('\n'),
@@ -137,8 +153,19 @@ export async function runClientCommand(name: string, command: ClientCommand, arg
   if (args.positionals.length !== command.positionals.length) {
     throw new UsageError(`'vera ${name}' takes ${command.positionals.join(' ')}, got ${args.positionals.length} argument(s)`);
   }
-  const action = command.prepare(ctx);
   const servers = serverList(args, io);
+  const direct = command.withoutSession?.(ctx, servers) ?? null;
+  if (direct !== null) {
+    try {
+      await direct();
+      return EXIT.ok;
+    } catch (error) {
+      if (!(error instanceof VeraError)) throw error;
+      io.stderr(`vera: ${error.code}: ${error.message}\n`);
+      return error.code === 'UNAVAILABLE' ? EXIT.cannotConnect : EXIT.serverError;
+    }
+  }
+  const action = command.prepare(ctx);
   const options = { ...connectOptions(args), ...credentials(args, io), ...tlsClientOptions(args, io) };
 
   let client: VeraClient;
@@ -236,4 +263,51 @@ export function parseData(text: string): JsonValue {
 
 export function print(ctx: Context, value: unknown, readable: () => string): void {
   ctx.io.stdout(`${ctx.json ? JSON.stringify(value) : readable()}\n`);
+}
+
+/** Tells stderr when the connection is lost and when it is back, so a long-running verb is never silently stuck. */
+function sayConnectionChanges(ctx: Context, client: VeraClient): void {
+  client.on('disconnected', (reason) => ctx.io.stderr(`vera: connection lost (${reason}); reconnecting...\n`));
+  client.on('connected', (info) => {
+    if (info.resumed) ctx.io.stderr(`vera: reconnected to ${info.url}, session ${info.session} resumed\n`);
+  });
+}
+
+/** Resolves on Ctrl-C; rejects when the session is lost for good (expired, taken over, refused). */
+function stoppedOrLost(ctx: Context, client: VeraClient): Promise<void> {
+  return new Promise((resolve, reject) => {
+    void stopped(ctx.io.stop).then(resolve);
+    client.on('sessionExpired', (error) => reject(new VeraError('SESSION_EXPIRED', `the session ended, and its ephemeral items with it: ${error.message}`)));
+    client.on('failed', (error) => reject(error));
+  });
+}
+
+/** GET /v1/data/PATH?consistency=stale from the first server that answers. */
+async function staleRead(ctx: Context, servers: readonly string[], path: string): Promise<{ index: number; items: Item[] }> {
+  const tls = tlsClientOptions(ctx.args, ctx.io);
+  const creds = credentials(ctx.args, ctx.io);
+  const headers: Record<string, string> =
+    creds.token !== undefined ? { authorization: `Bearer ${creds.token}` } : creds.user !== undefined ? { authorization: `Basic ${Buffer.from(`${creds.user}:${creds.password ?? ''}`).toString('base64')}` } : {};
+  const target = `/v1/data${path.split('/').map(encodeURIComponent).join('/')}?consistency=stale`;
+  let lastProblem = 'no server to ask';
+  for (const server of servers) {
+    let response: Response;
+    try {
+      response = await cliFetch(`${httpBaseUrl(server)}${target}`, { headers, signal: AbortSignal.timeout(timeoutArg(ctx.args)) }, tls);
+    } catch (error) {
+      lastProblem = `${server}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`;
+      continue;
+    }
+    const text = await response.text();
+    if (response.ok) return JSON.parse(text) as { index: number; items: Item[] };
+    const parsed = (() => {
+      try {
+        return (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
+      } catch {
+        return undefined;
+      }
+    })();
+    throw new VeraError((parsed?.code ?? 'INTERNAL') as never, parsed?.message ?? `${server} answered ${response.status}`);
+  }
+  throw new VeraError('UNAVAILABLE', `no server answered the stale read: ${lastProblem}`);
 }

@@ -22,6 +22,11 @@ export function processIO(): CliIO {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // `vera get /big | head`: the reader went away, which ends the output, not the command with a stack trace.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
   return {
     stdout: (text) => void process.stdout.write(text),
     stderr: (text) => void process.stderr.write(text),

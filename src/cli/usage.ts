@@ -138,7 +138,8 @@ ${CLIENT_FLAGS}`,
 
 Prints the items of the list at PATH, oldest first.
 
-  --stale              read from the connected node without a linearizable check
+  --stale              read from the first server that answers, as it has the list, over HTTP
+                       (no session, so it works on a member with no leader or no quorum)
 ${CLIENT_FLAGS}`,
 
   ls: `Usage: vera ls PATH [flags]

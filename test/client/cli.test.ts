@@ -47,9 +47,9 @@ describe('vera client verbs', () => {
     expect(get.out()).toBe('/demo at index 1: 1 item(s)\n#1 persistent {"hello":"world"}\n');
 
     const json = captureIO();
-    expect(await main(['get', '/demo', '--json', '--stale', '--encoding', 'json', '--server', s.url], json)).toBe(0);
+    expect(await main(['get', '/demo', '--json', '--encoding', 'json', '--server', s.url], json)).toBe(0);
     expect(JSON.parse(json.out())).toEqual({ index: 1, items: [{ index: 1, owner: null, data: { hello: 'world' } }] });
-    expect(s.received.find((r) => r.request.op === 'get' && !r.binary)?.request).toMatchObject({ consistency: 'stale' });
+    expect(s.received.find((r) => r.request.op === 'get' && !r.binary)?.request).toMatchObject({ path: '/demo' });
   });
 
   it('takes the server from VERA_SERVER', async () => {
