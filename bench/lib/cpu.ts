@@ -1,6 +1,7 @@
 // CPU time of the servers and of the load generator over a run, as percent of
 // one core: on a 2-core machine this shows who is saturated (a server, or the
 // client side that drives it).
+import { readFileSync } from 'node:fs';
 import { readLiveMembers, readProcFile, type MeteredMember } from './proc-fs.js';
 
 /** Linux reports utime/stime in clock ticks; USER_HZ is 100 on every mainstream kernel. */
@@ -47,4 +48,47 @@ export function startCpuMeter(members: readonly MeteredMember[]): () => CpuShare
     const loadGeneratorPct = wallSeconds > 0 ? Math.round(((self.user + self.system) / 1e6 / wallSeconds) * 1000) / 10 : 0;
     return { loadGeneratorPct, membersPct };
   };
+}
+
+/** Busy and total jiffies of the whole machine (the first line of /proc/stat), or null off Linux. */
+export function readMachineJiffies(text?: string): { busy: number; total: number } | null {
+  let stat = text;
+  if (stat === undefined) {
+    try {
+      stat = readFileSync('/proc/stat', 'utf8');
+    } catch {
+      return null;
+    }
+  }
+  const line = stat.split('\n').find((l) => l.startsWith('cpu '));
+  if (line === undefined) return null;
+  // user nice system idle iowait irq softirq steal ...: idle and iowait are not busy.
+  const fields = line.trim().split(/\s+/).slice(1).map(Number);
+  if (fields.length < 4 || fields.some((f) => !Number.isFinite(f))) return null;
+  const total = fields.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - fields[3]! - (fields[4] ?? 0), total };
+}
+
+/** The whole machine's CPU use over `windowMs` (every process: the servers, this one, anything else), percent of one core. */
+export async function machineCpuPct(windowMs: number): Promise<number> {
+  const start = readMachineJiffies();
+  await new Promise((resolve) => setTimeout(resolve, windowMs));
+  const end = readMachineJiffies();
+  if (start === null || end === null || end.total <= start.total) return 0;
+  return ((end.busy - start.busy) / TICKS_PER_SECOND / (windowMs / 1000)) * 100;
+}
+
+/**
+ * Waits until the machine uses at most `maxPct` of one core over a window, so that
+ * background work one load left behind (compactions, log snapshots) or a burst of
+ * other work does not fall on the next measurement; gives up after `timeoutMs`.
+ * Resolves to the time waited and the last window's use.
+ */
+export async function waitForQuiet(maxPct: number, timeoutMs: number, windowMs = 300): Promise<{ waitedMs: number; pct: number; quiet: boolean }> {
+  const t0 = performance.now();
+  for (;;) {
+    const pct = await machineCpuPct(windowMs);
+    if (pct <= maxPct) return { waitedMs: performance.now() - t0, pct, quiet: true };
+    if (performance.now() - t0 >= timeoutMs) return { waitedMs: performance.now() - t0, pct, quiet: false };
+  }
 }

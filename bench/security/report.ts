@@ -108,6 +108,13 @@ export interface CpuPerOpRow {
   readonly values: Partial<Record<ConfigId, { readonly serversUs: number; readonly loadGeneratorUs: number }>>;
 }
 
+/** One step of the run: when it started (seconds after the first step) and the order the clusters took it in. */
+export interface StepRecord {
+  readonly name: string;
+  readonly atS: number;
+  readonly order: readonly ConfigId[];
+}
+
 /** What `<date>-security.json` holds besides the writer's own fields (bench/lib/scenario-report.ts). */
 export interface SecurityResult {
   readonly startedAt: string;
@@ -126,6 +133,13 @@ export interface SecurityResult {
   readonly cpuPerOp: readonly CpuPerOpRow[];
   /** Read from the figures (noise, the cost of rules, CPU, the profile), and any hand-written analysis. */
   readonly notes: readonly string[];
+  /** Every step in the order it ran (absent in results written before it was recorded). */
+  readonly steps?: readonly StepRecord[];
+  /**
+   * Before each run the machine was waited for until its CPU use (every process) fell under
+   * `thresholdPct` (its use with every cluster idle plus a margin), at most `timeoutMs`.
+   */
+  readonly quiet?: { readonly idlePct: number; readonly thresholdPct: number; readonly timeoutMs: number; readonly runs: number; readonly waitedMsTotal: number; readonly waitedMsMax: number };
 }
 
 /** A configuration as bench/report/figures.ts reads results. */
@@ -297,7 +311,9 @@ export function renderSecurity(r: SecurityResult, meta: RenderMeta): string {
   lines.push(`| memory | ${(m.memoryBytes / 2 ** 30).toFixed(1)} GiB |`);
   lines.push(`| OS | ${m.distro}, ${m.os} |`);
   lines.push(`| Node.js (load generator and Vera) | ${m.node} |`);
-  lines.push(`| load average when the run started | ${m.loadAverage1m.toFixed(2)}${m.loadAverage1m > m.cpus ? ' (busy: other work shared the CPUs; every configuration was measured under it alike)' : ''} (at the end, with this run's own 18 members just stopped: ${r.loadAverageAtEnd.toFixed(2)}) |`);
+  lines.push(
+    `| load average when the run started | ${m.loadAverage1m.toFixed(2)}${m.loadAverage1m > m.cpus ? ' (above the CPU count: the `npm run build` just before counts in it, besides any other work; every configuration was measured under the same conditions)' : ''}; at the end, with this run's own ${3 * r.configurations.length} members just stopped: ${r.loadAverageAtEnd.toFixed(2)} |`,
+  );
   lines.push(`| Vera | ${r.version} |`);
   lines.push(`| fsync floor (4 KiB write + fdatasync, ${r.fsyncFloor.directory}) | p50 ${r.fsyncFloor.latencyMs.p50.toFixed(3)} ms, p99 ${r.fsyncFloor.latencyMs.p99.toFixed(3)} ms${r.fsyncFloorAfter === null ? '' : `; after the run p50 ${r.fsyncFloorAfter.latencyMs.p50.toFixed(3)} ms, p99 ${r.fsyncFloorAfter.latencyMs.p99.toFixed(3)} ms`} |`);
   lines.push('');
@@ -311,7 +327,7 @@ export function renderSecurity(r: SecurityResult, meta: RenderMeta): string {
   for (const c of configs) lines.push(`| ${c.label} | ${c.tls ? 'wss://' : 'ws://'} | ${c.auth === null ? 'off' : `on, token of ${c.auth}`} | ${c.about} |`);
   lines.push('');
   lines.push(
-    `The scenarios are those of \`npm run bench\` (bench/scenarios), at its scale: S1 ${r.scale.s1.durationMs / 1000} s of sequential writes by one client; S2 ${r.scale.s2.durationMs / 1000} s of writes at each of ${r.scale.s2.levels.join(', ')} in flight (up to 16 connections); S6 ${r.scale.s6.durationMs / 1000} s of linearizable and of stale reads of one object, at 1 and at ${r.scale.s6.concurrency} in flight. Each step (S1, each S2 level, each S6 read) runs on every cluster back to back, the order rotating from one step to the next, so noise that drifts over minutes falls on every configuration alike; the three loads at ${TARGET.inFlight} in flight then run ${TARGET_REPEATS - 1} more rounds, and their figures are the medians of the ${TARGET_REPEATS} runs (the other loads run once, so their ratios are noisier: compare them with plain again's); clients connect through the same client library, with a CA file for \`wss://\` and a token (from \`auth.login\`) for authentication, as a production application would. The idle clusters stay up meanwhile. With authentication on, the per-user limits are raised (every client is one user): ${String(r.configurations.find((c) => c.auth !== null)?.settings.perUserLimits ?? 'see the result file')}.`,
+    `The scenarios are those of \`npm run bench\` (bench/scenarios), at its scale: S1 ${r.scale.s1.durationMs / 1000} s of sequential writes by one client; S2 ${r.scale.s2.durationMs / 1000} s of writes at each of ${r.scale.s2.levels.join(', ')} in flight (up to 16 connections); S6 ${r.scale.s6.durationMs / 1000} s of linearizable and of stale reads of one object, at 1 and at ${r.scale.s6.concurrency} in flight. Each step (S1, each S2 level, each S6 read) runs on every cluster back to back, the order rotating from one step to the next, so noise that drifts over minutes falls on every configuration alike; the three loads at ${TARGET.inFlight} in flight then run ${TARGET_REPEATS - 1} more rounds, each starting its order further along, and their figures are the medians of the ${TARGET_REPEATS} runs (the other loads run once, so their ratios are noisier: compare them with plain again's);${r.quiet === undefined ? '' : ` before each run the machine was given time to fall back under ${r.quiet.thresholdPct.toFixed(0)}% of one core (with every cluster up and idle it used ${r.quiet.idlePct.toFixed(0)}%), so compactions and log snapshots one load set off, or a burst of other work, do not land in the next one's window (waits: ${(r.quiet.waitedMsTotal / 1000).toFixed(0)} s over ${r.quiet.runs} runs, at most ${(r.quiet.waitedMsMax / 1000).toFixed(1)} s);`} clients connect through the same client library, with a CA file for \`wss://\` and a token (from \`auth.login\`) for authentication, as a production application would. The idle clusters stay up meanwhile. With authentication on, the per-user limits are raised (every client is one user): ${String(r.configurations.find((c) => c.auth !== null)?.settings.perUserLimits ?? 'see the result file')}.`,
     '',
   );
 
@@ -350,6 +366,8 @@ export function renderSecurity(r: SecurityResult, meta: RenderMeta): string {
   for (const c of references) lines.push(`| ${c.label} (reference) | ${verdictText(r.verdicts[c.id], noise)} | ${r.verdicts[c.id]?.judged ?? 0} |`);
   lines.push('');
 
+  lines.push(...runsTable(r, configs));
+
   if (r.cpuPerOp.length > 0) {
     lines.push('## CPU per write', '');
     lines.push('CPU time (user + system, from /proc) per acknowledged write while each load ran: the three members together / the load generator (this process, which runs every client). Microseconds.', '');
@@ -385,4 +403,37 @@ export function renderSecurity(r: SecurityResult, meta: RenderMeta): string {
   const errors = r.configurations.flatMap((c) => c.errors.map((e) => `${c.label}: ${e}`));
   if (errors.length > 0) lines.push('## Errors and skipped steps', '', ...errors.map((e) => `- ${e}`), '');
   return lines.join('\n').replace(/\n+$/, '\n');
+}
+
+/** Every run of the repeated loads, round by round: how far one window moves, and whether a slow spell hit several clusters in a row. */
+function runsTable(r: SecurityResult, configs: readonly SecurityConfig[]): string[] {
+  const keys = [...new Set(r.configurations.flatMap((c) => Object.keys(c.repeats)))];
+  if (keys.length === 0) return [];
+  const label = (key: string): string => {
+    const [scenario, a, b] = key.split('.');
+    return scenario === 's2' ? `S2 writes, ${a} in flight` : `S6 ${a} reads, ${b} in flight`;
+  };
+  const out = [
+    `### Every run at ${TARGET.inFlight} in flight`,
+    '',
+    `Throughput (writes or reads a second) and p99 (ms) of each run whose median is above${r.steps === undefined ? '' : ', with the order the clusters took each round in and when it started (seconds into the measurements)'}.`,
+    '',
+    `| load | round | ${configs.map((c) => c.label).join(' | ')} |${r.steps === undefined ? '' : ' order (start) |'}`,
+    `|---|---:|${configs.map(() => '---:').join('|')}|${r.steps === undefined ? '' : '---|'}`,
+  ];
+  for (const key of keys) {
+    const rounds = Math.max(...r.configurations.map((c) => c.repeats[key]?.length ?? 0));
+    const steps = r.steps?.filter((s) => s.name === label(key)) ?? [];
+    for (let i = 0; i < rounds; i++) {
+      const cells = configs.map((c) => {
+        const run = r.configurations.find((x) => x.id === c.id)?.repeats[key]?.[i];
+        return run === undefined ? '—' : `${Math.round(run.opsPerSec).toLocaleString('en-US')} (${run.p99.toFixed(0)})`;
+      });
+      const step = steps[i];
+      const order = r.steps === undefined ? '' : ` ${step === undefined ? '—' : `${step.order.map((id) => CONFIGS.find((c) => c.id === id)?.label ?? id).join(', ')} (${Math.round(step.atS)} s)`} |`;
+      out.push(`| ${label(key)} | ${i + 1} | ${cells.join(' | ')} |${order}`);
+    }
+  }
+  out.push('');
+  return out;
 }

@@ -8,6 +8,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join, relative } from 'node:path';
+import { machineCpuPct, waitForQuiet } from '../lib/cpu.js';
 import { profileWhile } from '../lib/cpu-profile.js';
 import { measureFsyncFloor } from '../lib/fsync-floor.js';
 import { machineInfo } from '../lib/machine.js';
@@ -19,11 +20,17 @@ import { runS1, runS2Level, runWriteLoad } from '../scenarios/s1-s2-writes.js';
 import { prepareS6, runS6Step, s6Steps } from '../scenarios/s6-reads.js';
 import { VeraCluster } from '../systems/vera.js';
 import { securityProfile, type SecurityProfile } from './profile.js';
-import { automaticNotes, combineRepeats, CONFIGS, cpuPerOp, renderSecurity, repeatFigures, securityRatios, TARGET, TARGET_REPEATS, targetVerdicts, type ConfigurationResult, type RepeatFigures, type SecurityConfig, type SecurityResult } from './report.js';
+import { automaticNotes, combineRepeats, CONFIGS, cpuPerOp, renderSecurity, repeatFigures, securityRatios, TARGET, TARGET_REPEATS, targetVerdicts, type ConfigurationResult, type RepeatFigures, type SecurityConfig, type SecurityResult, type StepRecord } from './report.js';
 import { formatOverhead } from '../report/tls-overhead.js';
+import { ANALYSIS_FILE } from './render.js';
 
-/** A hand-written reading of the last run's misses, placed in the report under the automatic notes. */
-const ANALYSIS = 'bench/security/analysis.md';
+
+/** How far above the idle machine's CPU use (percent of one core; every cluster up, none loaded) a run may start. */
+const QUIET_MARGIN_PCT = 15;
+/** The longest a load waits for the members to quieten down. */
+const QUIET_TIMEOUT_MS = 15_000;
+
+const round1 = (v: number): number => Math.round(v * 10) / 10;
 
 export interface SecurityRunOptions extends ScenarioOptions {
   /** Profile each cluster's leader during a separate S2 run at 256 in flight. */
@@ -89,6 +96,10 @@ export async function runSecurityBench(o: SecurityRunOptions, log: (m: string) =
   });
   let version = 'unknown';
   let failures = 0;
+  const timeline: StepRecord[] = [];
+  let idlePct = 0;
+  let quietPct = 0;
+  const quietWaits: number[] = [];
   try {
     for (const e of entries) {
       try {
@@ -106,7 +117,7 @@ export async function runSecurityBench(o: SecurityRunOptions, log: (m: string) =
     }
 
     const s2Step = (level: number): Step => ({
-      name: `S2 ${level} in flight`,
+      name: `S2 writes, ${level} in flight`,
       estimateMs: scale.s2.durationMs + scale.s2.warmupMs + 800,
       run: async (e) => {
         if (e.electionsBefore === null) e.electionsBefore = await e.cluster.electionCounter();
@@ -146,6 +157,20 @@ export async function runSecurityBench(o: SecurityRunOptions, log: (m: string) =
       // The loads the target judges run again (each a round of every cluster), for medians.
       ...Array.from({ length: TARGET_REPEATS - 1 }, (): Step[] => [...scale.s2.levels.filter(atTarget).map(s2Step), ...s6Steps(scale).filter(([, n]) => atTarget(n)).map(s6Step)]).flat(),
     ];
+    // Where each step's order starts: the next configuration each step; a repeated load moves on by
+    // a share of the clusters from its previous round, so its rounds start at spread-out places.
+    const seen = new Map<string, { rotation: number; times: number }>();
+    const rotations = steps.map((step, k) => {
+      const before = seen.get(step.name);
+      const rotation = before === undefined ? k : before.rotation + Math.max(1, Math.floor(entries.length / TARGET_REPEATS));
+      seen.set(step.name, { rotation, times: (before?.times ?? 0) + 1 });
+      return rotation;
+    });
+    // The machine's CPU with every cluster up and nothing to do: each run waits until it is back near it.
+    idlePct = await machineCpuPct(o.quick ? 1_000 : 2_000);
+    quietPct = idlePct + QUIET_MARGIN_PCT;
+    log(`the machine uses ${idlePct.toFixed(0)}% of one core with every cluster idle; each run waits until it is under ${quietPct.toFixed(0)}% (at most ${QUIET_TIMEOUT_MS / 1000} s)`);
+    const stepsStart = performance.now();
     for (const [k, step] of steps.entries()) {
       const live = entries.filter((e) => e.broken === null);
       if (performance.now() + step.estimateMs * live.length > o.budgetEnd) {
@@ -154,10 +179,14 @@ export async function runSecurityBench(o: SecurityRunOptions, log: (m: string) =
         continue;
       }
       // Each step starts with the next configuration, so none always goes first.
-      const order = live.map((_, i) => live[(i + k) % live.length]!);
+      const order = live.map((_, i) => live[(i + rotations[k]!) % live.length]!);
       log(`${step.name} (order: ${order.map((e) => e.config.label).join(', ')})`);
+      timeline.push({ name: step.name, atS: Math.round((performance.now() - stepsStart) / 100) / 10, order: order.map((e) => e.config.id) });
       for (const e of order) {
         try {
+          const quiet = await waitForQuiet(quietPct, QUIET_TIMEOUT_MS);
+          quietWaits.push(quiet.waitedMs);
+          if (!quiet.quiet) log(`${e.config.label} ${step.name}: the machine still used ${quiet.pct.toFixed(0)}% of one core after ${QUIET_TIMEOUT_MS / 1000} s; measuring anyway`);
           await step.run(e);
         } catch (error) {
           failures++;
@@ -212,6 +241,8 @@ export async function runSecurityBench(o: SecurityRunOptions, log: (m: string) =
     verdicts,
     cpuPerOp: cpu,
     notes: automaticNotes(partial),
+    steps: timeline,
+    quiet: { idlePct: round1(idlePct), thresholdPct: round1(quietPct), timeoutMs: QUIET_TIMEOUT_MS, runs: quietWaits.length, waitedMsTotal: Math.round(quietWaits.reduce((a, b) => a + b, 0)), waitedMsMax: Math.round(Math.max(0, ...quietWaits)) },
   };
   for (const c of CONFIGS) {
     const rows = ratios[c.id];
@@ -223,8 +254,8 @@ export async function runSecurityBench(o: SecurityRunOptions, log: (m: string) =
     const v = verdicts[c.id];
     log(`${c.label}: target (under ${TARGET.maxOverhead * 100}% at ${TARGET.inFlight} in flight) ${v === undefined || v.met === null ? 'not measured' : v.met ? 'met' : `NOT met (${v.misses.map((m) => `${m.label} ${(100 * m.overhead).toFixed(1)}%`).join('; ')})`}`);
   }
-  const analysisPath = join(o.root, ANALYSIS);
-  const analysis = existsSync(analysisPath) ? readFileSync(analysisPath, 'utf8') : undefined;
+  // A hand-written reading of the last run (bench/security/render.ts regenerates the report with it).
+  const analysis = existsSync(ANALYSIS_FILE) ? readFileSync(ANALYSIS_FILE, 'utf8') : undefined;
   writeScenarioReport(o, 'security', 'security', started, { ...result }, (meta) => renderSecurity(result, { ...meta, ...(analysis === undefined ? {} : { analysis }) }), log);
   return { failures };
 }

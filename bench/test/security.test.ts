@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { machineCpuPct, readMachineJiffies } from '../lib/cpu.js';
 import type { CpuProfile } from '../lib/cpu-profile.js';
 import { machineInfo } from '../lib/machine.js';
 import { parseBenchArgs } from '../lib/options.js';
@@ -213,5 +214,19 @@ describe('bench --security-only: the leader profile', () => {
     // 1000 writes/s over 10 ms is 10 writes; 8 ms busy is 800 µs each.
     expect(p.busyUsPerOp).toBe(800);
     expect(p.file).toBe('x.cpuprofile');
+  });
+});
+
+describe('bench --security-only: waiting for a quiet machine', () => {
+  it('reads busy and total jiffies from /proc/stat', () => {
+    const stat = 'cpu  100 5 50 1000 20 3 2 0 0 0\ncpu0 50 2 25 500 10 1 1 0 0 0\nintr 1\n';
+    // Busy: everything but idle (1000) and iowait (20).
+    expect(readMachineJiffies(stat)).toEqual({ busy: 160, total: 1180 });
+    expect(readMachineJiffies('intr 1\n')).toBeNull();
+  });
+
+  it('measures the machine over a window', async () => {
+    const pct = await machineCpuPct(50);
+    expect(pct).toBeGreaterThanOrEqual(0);
   });
 });
