@@ -1,6 +1,7 @@
 // The client verbs of `vera`: push, get, ls, delete, watch. Arguments are
 // checked before connecting (usage errors exit 2 without touching the network).
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { connect, type ConnectOptions, type VeraClient } from '../client/client.js';
 import { httpBaseUrl, sessionUrl } from '../client/urls.js';
 import { validatePath, VeraError, type Item, type JsonValue } from '../protocol/index.js';
@@ -51,11 +52,11 @@ export interface ClientCommand {
 
 export const CLIENT_COMMANDS: Readonly<Record<string, ClientCommand>> = {
   push: {
-    flags: { ...CLIENT_FLAGS, persistent: { kind: 'boolean' }, hold: { kind: 'boolean' }, 'if-last-index': { kind: 'string' } },
+    flags: { ...CLIENT_FLAGS, persistent: { kind: 'boolean' }, hold: { kind: 'boolean' }, 'if-last-index': { kind: 'string' }, string: { kind: 'boolean' } },
     positionals: ['PATH', 'DATA'],
     prepare: (ctx) => {
       const path = pathArg(ctx, 0, false);
-      const data = parseData(ctx.args.positionals[1]!);
+      const data = dataArg(ctx, ctx.args.positionals[1]!);
       const persistent = boolFlag(ctx.args, 'persistent');
       const hold = boolFlag(ctx.args, 'hold');
       const ifLast = stringFlag(ctx.args, 'if-last-index');
@@ -252,13 +253,43 @@ function indexArg(text: string, what: string): number {
   return index;
 }
 
-/** JSON when the text is valid JSON, else the text itself as a string. */
-export function parseData(text: string): JsonValue {
+/**
+ * The text as JSON; text that is not JSON is a usage error unless `asString`, which takes it
+ * as a string (a typo in JSON must not quietly become a string item).
+ */
+export function parseData(text: string, asString = false): JsonValue {
+  if (asString) return text;
   try {
     return JSON.parse(text) as JsonValue;
-  } catch {
-    return text;
+  } catch (err) {
+    throw new UsageError(`DATA is not valid JSON (${err instanceof Error ? err.message : String(err)}); pass --string to push it as text`);
   }
+}
+
+/** The most a DATA argument may read from stdin or a file: past it the server would refuse the item anyway. */
+export const MAX_DATA_INPUT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * DATA as given: `-` reads stdin, `@FILE` reads a file (`@@x` is the text `@x`), anything
+ * else is the argument itself; then parsed as JSON, or taken as text with --string.
+ */
+export function dataArg(ctx: Context, arg: string): JsonValue {
+  const asString = boolFlag(ctx.args, 'string');
+  let text = arg;
+  if (arg === '-' || (arg.startsWith('@') && !arg.startsWith('@@'))) {
+    const source = arg === '-' ? 'stdin' : arg.slice(1);
+    let bytes: Buffer;
+    try {
+      bytes = arg === '-' ? ctx.io.readStdin(MAX_DATA_INPUT_BYTES + 1) : readFileSync(resolve(ctx.io.cwd, source));
+    } catch (err) {
+      throw new UsageError(`cannot read DATA from ${source}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (bytes.length > MAX_DATA_INPUT_BYTES) throw new UsageError(`DATA from ${source} is larger than ${MAX_DATA_INPUT_BYTES} bytes`);
+    text = bytes.toString('utf8');
+    // A file or a pipe usually ends with a newline that is not part of a text value.
+    if (asString) text = text.replace(/\r?\n$/, '');
+  } else if (arg.startsWith('@@')) text = arg.slice(1);
+  return parseData(text, asString);
 }
 
 export function print(ctx: Context, value: unknown, readable: () => string): void {

@@ -172,7 +172,7 @@ export async function runDev(options: DevOptions, io: CliIO): Promise<number> {
   const onStarted = (r: RunningMember): void => {
     r.started = true;
     if (stopping || !running.every((x) => x.started)) return;
-    io.stdout(banner(running.map((x) => ({ member: x.member, pid: x.child.pid }))));
+    io.stdout(banner(running.map((x) => ({ member: x.member, pid: x.child.pid })), secret, peers));
   };
 
   // A dev process that exits any other way (e.g. a second Ctrl-C) must not leave members behind.
@@ -233,12 +233,16 @@ function isStartedLine(line: string): boolean {
   }
 }
 
-function banner(members: ReadonlyArray<{ member: DevMember; pid: number | undefined }>): string {
+function banner(members: ReadonlyArray<{ member: DevMember; pid: number | undefined }>, secret: string, peers: string): string {
   const first = members[0]!.member;
   return [
     '',
     `Vera dev cluster is up: ${members.length} node(s)`,
     ...members.map(({ member, pid }) => `  ${member.id}  ${member.url}  (pid ${pid ?? '?'}, data ${member.dataDir})`),
+    '',
+    `Cluster secret (generated for this run): ${secret}`,
+    `To restart one member alone, after stopping it (kill its pid; the others keep running):`,
+    `  VERA_CLUSTER_SECRET=${secret} vera start --id ${first.id} --data ${first.dataDir} --peers ${peers}`,
     '',
     `Try: vera push /demo '{"hi":1}' --server ${first.url}`,
     `     vera watch /demo --server ${members.map((m) => m.member.url).join(',')}`,

@@ -1,5 +1,6 @@
 // What the CLI touches outside itself, bundled so tests can run main() in-process
 // with captured output, a fake environment and their own stop signal.
+import { readSync } from 'node:fs';
 
 export interface CliIO {
   readonly stdout: (text: string) => void;
@@ -8,6 +9,8 @@ export interface CliIO {
   readonly cwd: string;
   /** Aborted when a long-running verb (start, watch, push --hold) should stop. */
   readonly stop: AbortSignal;
+  /** Reads standard input to its end, or to `maxBytes` (DATA given as `-`). */
+  readonly readStdin: (maxBytes: number) => Buffer;
 }
 
 /** The real process: stdout/stderr, process.env, and Ctrl-C / SIGTERM as the stop signal. */
@@ -33,6 +36,27 @@ export function processIO(): CliIO {
     env: process.env,
     cwd: process.cwd(),
     stop: controller.signal,
+    readStdin: (maxBytes) => {
+      // Synchronous on purpose: DATA is read before anything connects.
+      const chunks: Buffer[] = [];
+      let total = 0;
+      const chunk = Buffer.alloc(64 * 1024);
+      for (;;) {
+        let n: number;
+        try {
+          n = readSync(0, chunk, 0, chunk.length, null);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'EAGAIN') continue;
+          if ((err as NodeJS.ErrnoException).code === 'EOF') break;
+          throw err;
+        }
+        if (n === 0) break;
+        chunks.push(Buffer.from(chunk.subarray(0, n)));
+        total += n;
+        if (total >= maxBytes) break;
+      }
+      return Buffer.concat(chunks);
+    },
   };
 }
 

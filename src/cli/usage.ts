@@ -124,14 +124,16 @@ every node's log labelled with its id, and stops every node on Ctrl-C or SIGTERM
 
   push: `Usage: vera push PATH DATA [flags]
 
-Pushes DATA onto the list at PATH and prints the committed item. DATA is parsed as
-JSON when it is valid JSON, and taken as a plain string otherwise.
+Pushes DATA onto the list at PATH and prints the committed item. DATA is JSON
+('{"a":1}', '42', '"text"'); \`-\` reads it from stdin and @FILE from a file (@@x
+is the text @x). Text that is not JSON is refused unless --string takes it as a string.
 Items are ephemeral by default: they are deleted when this command's session ends,
 which is right after it prints, unless --hold keeps it open until Ctrl-C.
 
   --persistent         keep the item after the session ends
   --hold               keep the session (and the ephemeral item) until Ctrl-C
   --if-last-index N    only push if the list's newest item has index N (0 = empty list)
+  --string             DATA is text: push it as a string (a final newline from stdin or a file dropped)
 ${CLIENT_FLAGS}`,
 
   get: `Usage: vera get PATH [flags]

@@ -9,7 +9,7 @@ export interface CapturedIO extends CliIO {
   readonly stopNow: () => void;
 }
 
-export function captureIO(options: { env?: Record<string, string | undefined>; cwd?: string } = {}): CapturedIO {
+export function captureIO(options: { env?: Record<string, string | undefined>; cwd?: string; stdin?: string } = {}): CapturedIO {
   let out = '';
   let err = '';
   const controller = new AbortController();
@@ -25,6 +25,7 @@ export function captureIO(options: { env?: Record<string, string | undefined>; c
     env: options.env ?? {},
     cwd: options.cwd ?? '/srv/vera',
     stop: controller.signal,
+    readStdin: (maxBytes) => Buffer.from(options.stdin ?? '', 'utf8').subarray(0, maxBytes),
     out: () => out,
     err: () => err,
     waitForOut: (pattern) => (pattern.test(out) ? Promise.resolve() : new Promise((resolve) => waiters.push({ pattern, resolve }))),

@@ -1,4 +1,7 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '../../src/client/index.js';
@@ -63,14 +66,16 @@ describe('vera client verbs', () => {
     expect(parseData('{"a":[1,true,null]}')).toEqual({ a: [1, true, null] });
     expect(parseData('42')).toBe(42);
     expect(parseData('"42"')).toBe('42');
-    expect(parseData('hello world')).toBe('hello world');
-    expect(parseData('{broken')).toBe('{broken');
+    expect(() => parseData('hello world')).toThrow(/DATA is not valid JSON.*--string/);
+    expect(() => parseData('{broken')).toThrow(/not valid JSON/);
+    expect(parseData('hello world', true)).toBe('hello world');
+    expect(parseData('42', true)).toBe('42');
   });
 
   it('warns that an ephemeral push ends with the command, and ls/delete print what they did', async () => {
     const s = await fake();
     const io = captureIO();
-    expect(await main(['push', '/a/b', 'plain text', '--server', s.url], io)).toBe(0);
+    expect(await main(['push', '/a/b', 'plain text', '--string', '--server', s.url], io)).toBe(0);
     expect(io.out()).toMatch(/^pushed \/a\/b #1 owner=s1 "plain text"\n$/);
     expect(io.err()).toMatch(/ephemeral and is deleted as this command ends its session/);
 
@@ -83,10 +88,32 @@ describe('vera client verbs', () => {
     expect(JSON.parse(del.out())).toEqual({ path: '/a/c', index: 3, deleted: true });
   });
 
+  it('takes DATA from stdin or a file, refuses text that is not JSON unless --string', async () => {
+    const s = await fake();
+    const typo = captureIO();
+    expect(await main(['push', '/d', '{"a":1', '--server', s.url], typo)).toBe(2);
+    expect(typo.err()).toMatch(/DATA is not valid JSON.*pass --string/);
+    const fromStdin = captureIO({ stdin: '{"from":"stdin"}\n' });
+    expect(await main(['push', '/d', '-', '--persistent', '--json', '--server', s.url], fromStdin)).toBe(0);
+    expect(JSON.parse(fromStdin.out()).data).toEqual({ from: 'stdin' });
+    const dir = mkdtempSync(join(tmpdir(), 'vera-cli-data-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'v.txt'), 'line one\nline two\n');
+    const fromFile = captureIO({ cwd: dir });
+    expect(await main(['push', '/d', '@v.txt', '--string', '--persistent', '--json', '--server', s.url], fromFile)).toBe(0);
+    expect(JSON.parse(fromFile.out()).data).toBe('line one\nline two');
+    const literal = captureIO();
+    expect(await main(['push', '/d', '@@handle', '--string', '--persistent', '--json', '--server', s.url], literal)).toBe(0);
+    expect(JSON.parse(literal.out()).data).toBe('@handle');
+    const missing = captureIO({ cwd: dir });
+    expect(await main(['push', '/d', '@nope.json', '--server', s.url], missing)).toBe(2);
+    expect(missing.err()).toMatch(/cannot read DATA from nope\.json/);
+  });
+
   it('holds an ephemeral item with --hold until stopped', async () => {
     const s = await fake();
     const io = captureIO();
-    const run = main(['push', '/held', 'x', '--hold', '--server', s.url], io);
+    const run = main(['push', '/held', '"x"', '--hold', '--server', s.url], io);
     await io.waitForOut(/pushed \/held/);
     const reader = await connect(s.url);
     cleanups.push(() => reader.close());

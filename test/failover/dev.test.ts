@@ -214,6 +214,9 @@ describe('vera dev --nodes 3', () => {
       childPids.push(Number(pid));
     }
     expect(dev.out).toContain(`Try: vera push /demo '{"hi":1}' --server ws://127.0.0.1:${clientBase}`);
+    // The generated secret is shown, with how to restart one member by itself.
+    const [, secret] = await dev.waitForOutput(/Cluster secret \(generated for this run\): (\S+)/);
+    expect(dev.out).toContain(`VERA_CLUSTER_SECRET=${secret} vera start --id n1 --data ${join(dataDir, 'n1')} --peers n1=127.0.0.1:${peerBase}/${clientBase},`);
 
     // A leader is elected, every node agrees, and its election shows in the labelled log.
     const leader = await pollUntil('the dev cluster to elect a leader', async () => {

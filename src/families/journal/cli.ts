@@ -1,7 +1,7 @@
 // `vera journal ...`: the journal from the command line, one subcommand per op,
 // each a client verb (arguments checked before connecting; --json for scripts).
 import { parseArgs, boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from '../../cli/args.js';
-import { CLIENT_FLAGS, parseData, print, runClientCommand, type ClientCommand, type Context } from '../../cli/client-commands.js';
+import { CLIENT_FLAGS, dataArg, print, runClientCommand, type ClientCommand, type Context } from '../../cli/client-commands.js';
 import { EXIT, UsageError } from '../../cli/errors.js';
 import type { CliIO } from '../../cli/io.js';
 import { parseCount, parseDuration } from '../../cli/units.js';
@@ -148,12 +148,12 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
     },
   },
   add: {
-    flags: { ...CLIENT_FLAGS, priority: { kind: 'string' }, at: { kind: 'string' }, expires: { kind: 'string' } },
+    flags: { ...CLIENT_FLAGS, priority: { kind: 'string' }, at: { kind: 'string' }, expires: { kind: 'string' }, string: { kind: 'boolean' } },
     positionals: ['NAME', 'KEY', 'DATA'],
     prepare: (ctx) => {
       const n = name(ctx);
       const k = key(ctx, 1);
-      const data = parseData(ctx.args.positionals[2]!);
+      const data = dataArg(ctx, ctx.args.positionals[2]!);
       const priority = byteValue(stringFlag(ctx.args, 'priority'), '--priority', 255);
       const processAt = dateFlag(ctx.args, 'at');
       const expiresAt = dateFlag(ctx.args, 'expires');
