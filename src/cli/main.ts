@@ -59,6 +59,13 @@ async function runVerb(verb: string, argv: string[], io: CliIO): Promise<number>
     if (boolFlag(args, 'help')) return help(io, verb);
     return runAdmin(verb, args, io);
   }
+  if (verb === 'completion') {
+    if (argv[0] === '--help' || argv[0] === '-h') return help(io, 'completion');
+    if (argv.length !== 1) throw new UsageError(`'vera completion' takes one shell: bash or zsh`);
+    const { completionScript } = await import('./completion.js');
+    io.stdout(completionScript(argv[0]!));
+    return EXIT.ok;
+  }
   if (verb === 'status') {
     const args = parseArgs(argv, STATUS_FLAGS, 'vera status');
     if (boolFlag(args, 'help')) return help(io, 'status');

@@ -35,6 +35,7 @@ Commands:
   role      add, grant permissions to, remove and list roles
   login     print a token for a user (for --token or $VERA_TOKEN)
   audit     print the audit log, or verify its hash chain
+  completion  print a shell completion script: source <(vera completion bash), or zsh
   status    show a server's status
   member    list, add, promote or remove cluster members
   leader    hand leadership to another member (leader transfer ID)
@@ -42,6 +43,12 @@ Commands:
 
 Run 'vera <command> --help' for the flags of a command.
 Exit codes: 0 ok, 1 error from the server, 2 usage error, 3 cannot connect.`,
+
+  completion: `Usage: vera completion bash|zsh
+
+Prints a script that completes vera's commands and flags. Load it in your shell:
+  source <(vera completion bash)      # in ~/.bashrc
+  source <(vera completion zsh)       # in ~/.zshrc`,
 
   start: `Usage: vera start [flags]
 
