@@ -92,3 +92,33 @@ export async function waitForQuiet(maxPct: number, timeoutMs: number, windowMs =
     if (performance.now() - t0 >= timeoutMs) return { waitedMs: performance.now() - t0, pct, quiet: false };
   }
 }
+
+/**
+ * Starts measuring the CPU that other processes use: the whole machine's busy time minus
+ * that of `pids` (the servers) and of this process (the load generator). The returned
+ * function ends it: percent of one core. Kernel threads doing the servers' work
+ * (writeback, softirqs) count as other, so a loaded run shows a little even on a quiet machine.
+ */
+export function startForeignCpuMeter(pids: readonly number[]): () => number {
+  const t0 = performance.now();
+  const machine0 = readMachineJiffies();
+  const self0 = process.cpuUsage();
+  const ours0 = new Map<number, number>();
+  for (const pid of pids) {
+    const s = readProcCpuSeconds(pid);
+    if (s !== null) ours0.set(pid, s);
+  }
+  return () => {
+    const wall = (performance.now() - t0) / 1000;
+    const machine1 = readMachineJiffies();
+    if (machine0 === null || machine1 === null || wall <= 0) return 0;
+    let ours = 0;
+    for (const [pid, s] of ours0) {
+      const now = readProcCpuSeconds(pid);
+      if (now !== null) ours += now - s;
+    }
+    const self = process.cpuUsage(self0);
+    const busy = (machine1.busy - machine0.busy) / TICKS_PER_SECOND;
+    return Math.max(0, ((busy - ours - (self.user + self.system) / 1e6) / wall) * 100);
+  };
+}

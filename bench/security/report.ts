@@ -115,6 +115,15 @@ export interface StepRecord {
   readonly order: readonly ConfigId[];
 }
 
+/** A run that was kept: the attempt it took (a run disturbed by other processes is measured again) and their CPU meanwhile. */
+export interface RunRecord {
+  readonly config: ConfigId;
+  readonly step: string;
+  readonly attempt: number;
+  /** CPU other processes used during the run, percent of one core. */
+  readonly foreignPct: number;
+}
+
 /** What `<date>-security.json` holds besides the writer's own fields (bench/lib/scenario-report.ts). */
 export interface SecurityResult {
   readonly startedAt: string;
@@ -135,6 +144,9 @@ export interface SecurityResult {
   readonly notes: readonly string[];
   /** Every step in the order it ran (absent in results written before it was recorded). */
   readonly steps?: readonly StepRecord[];
+  /** Every run kept, in order, and the limit on other processes' CPU above which a run was measured again. */
+  readonly runs?: readonly RunRecord[];
+  readonly foreignMaxPct?: number;
   /**
    * Before each run the machine was waited for until its CPU use (every process) fell under
    * `thresholdPct` (its use with every cluster idle plus a margin), at most `timeoutMs`.
@@ -327,7 +339,7 @@ export function renderSecurity(r: SecurityResult, meta: RenderMeta): string {
   for (const c of configs) lines.push(`| ${c.label} | ${c.tls ? 'wss://' : 'ws://'} | ${c.auth === null ? 'off' : `on, token of ${c.auth}`} | ${c.about} |`);
   lines.push('');
   lines.push(
-    `The scenarios are those of \`npm run bench\` (bench/scenarios), at its scale: S1 ${r.scale.s1.durationMs / 1000} s of sequential writes by one client; S2 ${r.scale.s2.durationMs / 1000} s of writes at each of ${r.scale.s2.levels.join(', ')} in flight (up to 16 connections); S6 ${r.scale.s6.durationMs / 1000} s of linearizable and of stale reads of one object, at 1 and at ${r.scale.s6.concurrency} in flight. Each step (S1, each S2 level, each S6 read) runs on every cluster back to back, the order rotating from one step to the next, so noise that drifts over minutes falls on every configuration alike; the three loads at ${TARGET.inFlight} in flight then run ${TARGET_REPEATS - 1} more rounds, each starting its order further along, and their figures are the medians of the ${TARGET_REPEATS} runs (the other loads run once, so their ratios are noisier: compare them with plain again's);${r.quiet === undefined ? '' : ` before each run the machine was given time to fall back under ${r.quiet.thresholdPct.toFixed(0)}% of one core (with every cluster up and idle it used ${r.quiet.idlePct.toFixed(0)}%), so compactions and log snapshots one load set off, or a burst of other work, do not land in the next one's window (waits: ${(r.quiet.waitedMsTotal / 1000).toFixed(0)} s over ${r.quiet.runs} runs, at most ${(r.quiet.waitedMsMax / 1000).toFixed(1)} s);`} clients connect through the same client library, with a CA file for \`wss://\` and a token (from \`auth.login\`) for authentication, as a production application would. The idle clusters stay up meanwhile. With authentication on, the per-user limits are raised (every client is one user): ${String(r.configurations.find((c) => c.auth !== null)?.settings.perUserLimits ?? 'see the result file')}.`,
+    `The scenarios are those of \`npm run bench\` (bench/scenarios), at its scale: S1 ${r.scale.s1.durationMs / 1000} s of sequential writes by one client; S2 ${r.scale.s2.durationMs / 1000} s of writes at each of ${r.scale.s2.levels.join(', ')} in flight (up to 16 connections); S6 ${r.scale.s6.durationMs / 1000} s of linearizable and of stale reads of one object, at 1 and at ${r.scale.s6.concurrency} in flight. Each step (S1, each S2 level, each S6 read) runs on every cluster back to back, the order rotating from one step to the next, so noise that drifts over minutes falls on every configuration alike; the three loads at ${TARGET.inFlight} in flight then run ${TARGET_REPEATS - 1} more rounds, each starting its order further along, and their figures are the medians of the ${TARGET_REPEATS} runs (the other loads run once, so their ratios are noisier: compare them with plain again's);${r.quiet === undefined ? '' : ` before each run the machine was given time to fall back under ${r.quiet.thresholdPct.toFixed(0)}% of one core (with every cluster up and idle it used ${r.quiet.idlePct.toFixed(0)}%), so compactions and log snapshots one load set off, or a burst of other work, do not land in the next one's window (waits: ${(r.quiet.waitedMsTotal / 1000).toFixed(0)} s over ${r.quiet.runs} runs, at most ${(r.quiet.waitedMsMax / 1000).toFixed(1)} s);`}${r.runs === undefined || r.runs.length === 0 || r.foreignMaxPct === undefined ? '' : ` a run during which processes other than the servers and the load generator used more than ${r.foreignMaxPct}% of one core was measured again (${r.runs.filter((x) => x.attempt > 1).length} of ${r.runs.length} runs needed it; other processes' CPU per kept run: median ${median(r.runs.map((x) => x.foreignPct)).toFixed(0)}%, largest ${Math.max(...r.runs.map((x) => x.foreignPct)).toFixed(0)}%);`} clients connect through the same client library, with a CA file for \`wss://\` and a token (from \`auth.login\`) for authentication, as a production application would. The idle clusters stay up meanwhile. With authentication on, the per-user limits are raised (every client is one user): ${String(r.configurations.find((c) => c.auth !== null)?.settings.perUserLimits ?? 'see the result file')}.`,
     '',
   );
 
