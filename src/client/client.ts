@@ -104,8 +104,8 @@ interface Call {
   readonly resolve: (result: Readonly<Record<string, unknown>>) => void;
   readonly reject: (error: VeraError) => void;
   readonly backoff: Backoff;
-  deadlineTimer: NodeJS.Timeout | null;
-  retryTimer: NodeJS.Timeout | null;
+  deadlineTimer: ReturnType<typeof setTimeout> | null;
+  retryTimer: ReturnType<typeof setTimeout> | null;
   sent: { readonly conn: Connection; readonly id: number } | null;
   settled: boolean;
 }
@@ -133,7 +133,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
   private nextId = 1;
   private readonly calls = new Set<Call>();
   private readonly queue: Call[] = [];
-  private heartbeat: NodeJS.Timeout | null = null;
+  private heartbeat: ReturnType<typeof setTimeout> | null = null;
   private readonly stop = new AbortController();
   private nextPreferredUrl: string | null = null;
   private closing: Promise<void> | null = null;

@@ -2,8 +2,13 @@
 // may come out of order), notify frames handed to the owner, and every request
 // still waiting rejected with ConnectionLost when the socket goes away.
 // Sessions, retries and reconnection are the client's business, not this one's.
-import WebSocket from 'ws';
-import { decodeServerFrame, encodeRequest, VeraError, type ChangeEvent, type Encoding, type Request, type ResyncList } from '../protocol/index.js';
+// The socket itself comes from ./transport.js: `ws` on Node, the browser's own
+// WebSocket in the browser bundle (transport.browser.ts).
+import { decodeServerFrame, encodeRequest, VeraError, type ChangeEvent, type Encoding, type RawFrame, type Request, type ResyncList } from '../protocol/index.js';
+import type { Socket, SocketListener, TlsClientOptions } from './socket.js';
+import { openSocket } from './transport.js';
+
+export type { TlsClientOptions };
 
 /** The socket closed before the reply came: the request may or may not have been executed. */
 export class ConnectionLost extends VeraError {
@@ -21,16 +26,6 @@ export interface ConnectionHandlers {
   readonly onClose: (reason: string, code: number | null) => void;
 }
 
-/** Certificates for a wss:// server: the CA to trust (else the system's), and a client certificate for mutual TLS. */
-export interface TlsClientOptions {
-  /** PEM CA certificate(s) the server's certificate must chain to. */
-  readonly ca?: string | Buffer | ReadonlyArray<string | Buffer>;
-  /** PEM client certificate (chain), for servers that ask for one (--client-ca). */
-  readonly cert?: string | Buffer;
-  /** PEM private key of `cert`. */
-  readonly key?: string | Buffer;
-}
-
 interface Waiter {
   readonly resolve: (result: Readonly<Record<string, unknown>>) => void;
   readonly reject: (error: VeraError) => void;
@@ -38,7 +33,7 @@ interface Waiter {
   items?: unknown[];
 }
 
-export class Connection {
+export class Connection implements SocketListener {
   /** Monotonic time (ms) of the last frame received: the client's liveness signal. */
   lastReceivedAt = performance.now();
   private readonly waiting = new Map<number, Waiter>();
@@ -47,49 +42,33 @@ export class Connection {
 
   private constructor(
     readonly url: string,
-    private readonly ws: WebSocket,
+    private readonly ws: Socket,
     private readonly encoding: Encoding,
     private readonly handlers: ConnectionHandlers,
-  ) {
-    ws.on('message', (data, isBinary) => this.receive(data, isBinary));
-    ws.on('error', (error) => {
-      this.lastError = error.message;
-    });
-    ws.on('close', (code, reason) => {
-      const text = reason.toString('utf8');
-      this.shutDown(this.lastError ?? `closed by the server (code ${code}${text ? `: ${text}` : ''})`, code);
-    });
-  }
+  ) {}
 
   /** Opens a socket to `url`; rejects with UNAVAILABLE when that fails within `timeoutMs`. */
   static open(url: string, encoding: Encoding, timeoutMs: number, handlers: ConnectionHandlers, tls: TlsClientOptions = {}): Promise<Connection> {
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url, { handshakeTimeout: Math.max(1, Math.round(timeoutMs)), ...tlsOptions(tls) });
-      const fail = (error: Error): void => {
-        ws.removeAllListeners();
-        ws.on('error', () => {}); // a late error must not become an uncaught exception
-        ws.terminate();
-        reject(new VeraError('UNAVAILABLE', `cannot connect to ${url}: ${error.message}`, {}, { cause: error }));
-      };
-      ws.once('error', fail);
-      ws.once('close', () => fail(new Error('closed during the handshake')));
-      // A refused upgrade: say what the server said (a TLS port answers a ws:// client so), not only its status.
-      ws.once('unexpected-response', (_req, res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          if (body.length < 500) body += chunk;
-        });
-        const done = (): void => fail(new Error(`the server answered ${res.statusCode ?? '?'}${body.trim() === '' ? '' : `: ${body.trim().slice(0, 500)}`}`));
-        res.once('end', done);
-        res.once('error', done);
-        res.once('close', done);
-      });
-      ws.once('open', () => {
-        ws.removeAllListeners();
-        resolve(new Connection(url, ws, encoding, handlers));
-      });
+    return openSocket(url, timeoutMs, tls, (socket) => new Connection(url, socket, encoding, handlers)).catch((error: unknown) => {
+      if (error instanceof VeraError) throw error;
+      const cause = error instanceof Error ? error : new Error(String(error));
+      throw new VeraError('UNAVAILABLE', `cannot connect to ${url}: ${cause.message}`, {}, { cause });
     });
+  }
+
+  /** The socket's: a frame arrived. */
+  message(data: RawFrame | string, isBinary: boolean): void {
+    this.receive(data, isBinary);
+  }
+
+  /** The socket's: an error (the close that follows reports it). */
+  error(message: string): void {
+    this.lastError = message;
+  }
+
+  /** The socket's: it closed. */
+  closed(code: number, reason: string): void {
+    this.shutDown(this.lastError ?? `closed by the server (code ${code}${reason ? `: ${reason}` : ''})`, code);
   }
 
   get isOpen(): boolean {
@@ -102,9 +81,7 @@ export class Connection {
     if (this.waiting.has(request.id)) return Promise.reject(new VeraError('INTERNAL', `request id ${request.id} is already in flight`));
     return new Promise((resolve, reject) => {
       this.waiting.set(request.id, { resolve, reject });
-      this.ws.send(encodeRequest(request, this.encoding), (error) => {
-        if (error !== undefined && error !== null) this.shutDown(`send failed: ${error.message}`);
-      });
+      this.ws.send(encodeRequest(request, this.encoding), (error) => this.shutDown(`send failed: ${error.message}`));
     });
   }
 
@@ -125,7 +102,7 @@ export class Connection {
     this.shutDown(reason);
   }
 
-  private receive(data: WebSocket.RawData, isBinary: boolean): void {
+  private receive(data: RawFrame | string, isBinary: boolean): void {
     this.lastReceivedAt = performance.now();
     const frame = decodeServerFrame(data, isBinary);
     switch (frame.kind) {
@@ -178,13 +155,4 @@ function collectItems(waiter: Waiter, items: unknown): void {
   waiter.items ??= [];
   if (!Array.isArray(items)) return; // the final check of the result reports it
   for (const item of items) waiter.items.push(item);
-}
-
-/** ws's options for `tls` (only what is set: an empty `ca` would mean "trust nothing"). */
-function tlsOptions(tls: TlsClientOptions): { ca?: Array<string | Buffer>; cert?: string | Buffer; key?: string | Buffer } {
-  return {
-    ...(tls.ca === undefined ? {} : { ca: Array.isArray(tls.ca) ? [...(tls.ca as ReadonlyArray<string | Buffer>)] : [tls.ca as string | Buffer] }),
-    ...(tls.cert === undefined ? {} : { cert: tls.cert }),
-    ...(tls.key === undefined ? {} : { key: tls.key }),
-  };
 }

@@ -10,6 +10,7 @@
 // The hard frame limit is not checked here: the server sets ws `maxPayload` to
 // `limits.frameBytes`, and ws closes the connection with 1009 on a bigger frame.
 import { packValue, scanMessagePack, unpackScanned } from './msgpack.js';
+import { frameBytes, utf8Slice, type Bytes } from './platform.js';
 import { findStructureProblem } from './values.js';
 import type { ProtocolError } from './errors.js';
 import type { FamilyRequest, FamilyResult, ProtocolExtensions } from './extension.js';
@@ -32,7 +33,7 @@ export function decodeFrame(data: RawFrame, isBinary: boolean, limits?: Protocol
 export function decodeFrame(data: RawFrame, isBinary: boolean, limits: ProtocolLimits, extensions: ProtocolExtensions): DecodedFrame<Request | FamilyRequest>;
 export function decodeFrame(data: RawFrame, isBinary: boolean, limits: ProtocolLimits = DEFAULT_LIMITS, extensions?: ProtocolExtensions): DecodedFrame<Request | FamilyRequest> {
   const encoding: Encoding = isBinary ? 'msgpack' : 'json';
-  const bytes = toBuffer(data);
+  const bytes = frameBytes(data);
   const decoded = isBinary ? decodeMessagePack(bytes, limits) : decodeJson(bytes, limits);
   if (!decoded.ok) return withEncoding(decoded, encoding);
   const validation = validateRequest(decoded.frame, limits, extensions === undefined ? {} : { extensions });
@@ -43,7 +44,7 @@ type Parsed =
   | { readonly ok: true; readonly frame: Readonly<Record<string, unknown>> }
   | { readonly ok: false; readonly id?: number; readonly error: ProtocolError };
 
-function decodeMessagePack(bytes: Buffer, limits: ProtocolLimits): Parsed {
+function decodeMessagePack(bytes: Uint8Array, limits: ProtocolLimits): Parsed {
   const scan = scanMessagePack(bytes, limits.dataDepth + 1, limits.elementsMax);
   if (scan.problem !== null) return failure(readableId(scan.id), `${scan.problem.where}: ${scan.problem.message}`, scan.problem.tooLarge ? 'TOO_LARGE' : 'BAD_REQUEST');
   let frame: unknown;
@@ -55,13 +56,13 @@ function decodeMessagePack(bytes: Buffer, limits: ProtocolLimits): Parsed {
   return { ok: true, frame: frame as Record<string, unknown> };
 }
 
-function decodeJson(bytes: Buffer, limits: ProtocolLimits): Parsed {
+function decodeJson(bytes: Uint8Array, limits: ProtocolLimits): Parsed {
   if (countJsonElements(bytes, limits.elementsMax) > limits.elementsMax) {
     return failure(undefined, `frame: holds more than ${limits.elementsMax} elements (array items, object keys and values)`, 'TOO_LARGE');
   }
   let frame: unknown;
   try {
-    frame = JSON.parse(bytes.toString('utf8'));
+    frame = JSON.parse(utf8Slice(bytes, 0, bytes.length));
   } catch (error) {
     return failure(undefined, `frame: not valid JSON (${errorText(error)})`);
   }
@@ -85,7 +86,7 @@ function readableId(id: unknown): number | undefined {
  * (a container's first element and deep nesting are left to the depth check
  * after parsing). Stops counting once past `stopAbove`.
  */
-function countJsonElements(bytes: Buffer, stopAbove: number): number {
+function countJsonElements(bytes: Uint8Array, stopAbove: number): number {
   let count = 0;
   let inString = false;
   for (let i = 0; i < bytes.length && count <= stopAbove; i++) {
@@ -108,13 +109,6 @@ function withEncoding(f: { readonly id?: number; readonly error: ProtocolError }
   return f.id === undefined ? { ok: false, error: f.error, encoding } : { ok: false, id: f.id, error: f.error, encoding };
 }
 
-function toBuffer(data: RawFrame): Buffer {
-  if (Buffer.isBuffer(data)) return data;
-  if (Array.isArray(data)) return Buffer.concat(data);
-  if (data instanceof ArrayBuffer) return Buffer.from(data);
-  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-}
-
 function errorText(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
   return text.length > 120 ? `${text.slice(0, 120)}...` : text;
@@ -122,8 +116,8 @@ function errorText(error: unknown): string {
 
 // ---------------------------------------------------------------- encoders
 
-/** A frame ready for ws.send: a Buffer is sent as a binary frame, a string as a text frame. */
-export type EncodedFrame = Buffer | string;
+/** A frame ready for ws.send: bytes (a Buffer on Node) are sent as a binary frame, a string as a text frame. */
+export type EncodedFrame = Bytes | string;
 
 /** Encodes any frame object; undefined fields are left out in both encodings. */
 export function encodeFrame(frame: Readonly<Record<string, unknown>>, encoding: Encoding): EncodedFrame {

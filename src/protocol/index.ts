@@ -30,3 +30,4 @@ export { decodeFrame, encodeError, encodeFrame, encodeNotify, encodeReply, encod
 export { decodeServerFrame, isItem, isItemList, type ServerFrame } from './server-frames.js';
 export { MAX_PATH_BYTES, parentPath, pathAndAncestors, validatePath, type PathRules } from './path.js';
 export { MAX_SESSION_ID_BYTES, validateSessionId } from './session-id.js';
+export { utf8Length, type Bytes } from './platform.js';

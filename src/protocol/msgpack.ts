@@ -9,8 +9,8 @@
 // accepts only the JSON-like subset (nil, bool, int, float, str, array, map with
 // string keys), bounds nesting and element counts, and requires exactly one value
 // with no trailing bytes, so what reaches msgpackr is harmless.
-import { isUtf8 } from 'node:buffer';
 import { Packr, Unpackr } from 'msgpackr';
+import { isUtf8, utf8Slice, type Bytes } from './platform.js';
 
 const packr = new Packr({
   useRecords: false, // plain MessagePack maps that any decoder understands
@@ -20,7 +20,7 @@ const packr = new Packr({
 
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
 
-export function packValue(value: unknown): Buffer {
+export function packValue(value: unknown): Bytes {
   return packr.pack(value);
 }
 
@@ -53,8 +53,8 @@ interface Container {
   pendingKey: string;
 }
 
-const PROTO_KEY = Buffer.from('__proto__', 'utf8');
-const ID_KEY = Buffer.from('id', 'utf8');
+const PROTO_KEY = new TextEncoder().encode('__proto__');
+const ID_KEY = new TextEncoder().encode('id');
 const LABEL_KEY_CHARS = 40;
 const MAX_LABEL_CHARS = 200;
 
@@ -63,8 +63,7 @@ const MAX_LABEL_CHARS = 200;
  * nested at most `maxDepth` containers deep (the top-level map counts as 1), whose
  * containers together declare at most `maxElements` elements (a map entry is two).
  */
-export function scanMessagePack(input: Uint8Array, maxDepth: number, maxElements = Number.MAX_SAFE_INTEGER): ScanResult {
-  const bytes = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+export function scanMessagePack(bytes: Uint8Array, maxDepth: number, maxElements = Number.MAX_SAFE_INTEGER): ScanResult {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const end = bytes.length;
   const stack: Container[] = [];
@@ -95,11 +94,10 @@ export function scanMessagePack(input: Uint8Array, maxDepth: number, maxElements
       const str = stringBounds(bytes, view, pos);
       if (str === null) return fail(where, `map keys must be strings, got ${describeToken(token)}`);
       if (str === 'truncated') return fail(where, 'truncated MessagePack data');
-      const key = bytes.subarray(str.start, str.end);
-      if (!isUtf8(key)) return fail(where, 'map key is not valid UTF-8');
-      if (key.equals(PROTO_KEY)) return fail(joinKey(top.label, '__proto__'), "the key '__proto__' is not allowed");
-      top.pendingKey = key.subarray(0, LABEL_KEY_CHARS * 4).toString('utf8').slice(0, LABEL_KEY_CHARS);
-      captureId = stack.length === 1 && key.equals(ID_KEY);
+      if (!isUtf8(bytes.subarray(str.start, str.end))) return fail(where, 'map key is not valid UTF-8');
+      if (sameBytes(bytes, str.start, str.end, PROTO_KEY)) return fail(joinKey(top.label, '__proto__'), "the key '__proto__' is not allowed");
+      top.pendingKey = utf8Slice(bytes, str.start, Math.min(str.end, str.start + LABEL_KEY_CHARS * 4)).slice(0, LABEL_KEY_CHARS);
+      captureId = stack.length === 1 && sameBytes(bytes, str.start, str.end, ID_KEY);
       pos = str.end;
       top.remaining--;
       continue;
@@ -171,6 +169,13 @@ export function scanMessagePack(input: Uint8Array, maxDepth: number, maxElements
   return id === undefined ? { problem: null } : { problem: null, id };
 }
 
+/** Whether `bytes[start, end)` is `expected` (short keys: a loop beats a call into native code). */
+function sameBytes(bytes: Uint8Array, start: number, end: number, expected: Uint8Array): boolean {
+  if (end - start !== expected.length) return false;
+  for (let i = 0; i < expected.length; i++) if (bytes[start + i] !== expected[i]) return false;
+  return true;
+}
+
 function childLabel(container: Container): string {
   // Labels of deeply nested values stop growing: enough to say where, not a novel.
   if (container.label.length > MAX_LABEL_CHARS) return container.label;
@@ -183,7 +188,7 @@ function joinKey(label: string, key: string): string {
 
 /** Start and end of a string's bytes; null if the token is not a string. */
 function stringBounds(
-  bytes: Buffer,
+  bytes: Uint8Array,
   view: DataView,
   pos: number,
 ): { start: number; end: number } | 'truncated' | null {

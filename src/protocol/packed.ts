@@ -14,13 +14,14 @@
 // packer's buffer and returns nothing, so no extension header is written. It is
 // registered once, process-wide, by importing this module (msgpack.ts does).
 import { addExtension } from 'msgpackr';
+import type { Bytes } from './platform.js';
 import type { JsonValue } from './types.js';
 
 export class PackedValue {
   /** `bytes` must be packValue(value): nothing checks it here. */
   constructor(
     readonly value: JsonValue,
-    readonly bytes: Buffer,
+    readonly bytes: Bytes,
   ) {}
 
   toJSON(): JsonValue {
@@ -42,7 +43,7 @@ addExtension({
     const { target, position } = allocate(value.bytes.length);
     target.set(value.bytes, position);
     return undefined;
-  }) as unknown as (value: unknown) => Buffer,
+  }) as unknown as (value: unknown) => Bytes,
   unpack: () => {
     throw new Error(`MessagePack extension type ${NEVER_ON_THE_WIRE} is not part of Vera's data`);
   },

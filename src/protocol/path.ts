@@ -1,6 +1,7 @@
 // The one path validator shared by the server (request checking) and the state
 // machine (command checking), so both reject exactly the same paths.
 // Rules: ../shared/PROTOCOL.md "Paths and data".
+import { utf8Length } from './platform.js';
 
 export const MAX_PATH_BYTES = 1024;
 
@@ -38,7 +39,7 @@ function checkPath(path: unknown, rules: PathRules): string | null {
   if (!path.startsWith('/')) return `path must start with '/': ${JSON.stringify(path)}`;
   if (path.includes('\u0000')) return 'path must not contain a NUL character';
   if (LONE_SURROGATE.test(path)) return 'path must be valid UTF-8 (it contains a lone surrogate)';
-  if (Buffer.byteLength(path, 'utf8') > MAX_PATH_BYTES) {
+  if (utf8Length(path) > MAX_PATH_BYTES) {
     return `path is longer than ${MAX_PATH_BYTES} UTF-8 bytes`;
   }
   if (path === '/') return rules.allowRoot ? null : "the root path '/' is not valid here";

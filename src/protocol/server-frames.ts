@@ -1,6 +1,7 @@
 // Decoding of what a server sends (replies and notify frames), for clients.
 // Lives next to the request decoder so the whole wire format stays in one place.
 import { scanMessagePack, unpackScanned } from './msgpack.js';
+import { frameBytes, utf8Slice } from './platform.js';
 import { VeraError } from './errors.js';
 import type { ChangeEvent, Item, RawFrame, ResyncList, RevokedWatches } from './types.js';
 
@@ -20,19 +21,18 @@ const MAX_REPLY_DEPTH = 512;
 
 /** Decodes one frame from a server; a string (as browsers deliver text frames) is JSON. */
 export function decodeServerFrame(data: RawFrame | string, isBinary: boolean): ServerFrame {
-  const bytes =
-    typeof data === 'string' ? Buffer.from(data, 'utf8')
-    : Buffer.isBuffer(data) ? data
-    : Array.isArray(data) ? Buffer.concat(data)
-    : Buffer.from(data as ArrayBuffer);
   let frame: unknown;
   try {
-    if (isBinary) {
+    if (typeof data === 'string') {
+      frame = JSON.parse(data);
+    } else if (isBinary) {
+      const bytes = frameBytes(data);
       const scan = scanMessagePack(bytes, MAX_REPLY_DEPTH);
       if (scan.problem !== null) return invalid(`${scan.problem.where}: ${scan.problem.message}`);
       frame = unpackScanned(bytes);
     } else {
-      frame = JSON.parse(bytes.toString('utf8'));
+      const bytes = frameBytes(data);
+      frame = JSON.parse(utf8Slice(bytes, 0, bytes.length));
     }
   } catch (error) {
     return invalid(`frame does not decode: ${error instanceof Error ? error.message : String(error)}`);

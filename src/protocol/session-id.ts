@@ -1,5 +1,6 @@
 // Session ids as the protocol and the store accept them: what keeps them usable
 // inside LevelDB keys (no NUL, valid UTF-8, bounded length).
+import { utf8Length } from './platform.js';
 
 export const MAX_SESSION_ID_BYTES = 128;
 
@@ -11,7 +12,7 @@ export function validateSessionId(id: unknown): string | null {
   if (typeof id !== 'string' || id.length === 0) return 'session id must be a non-empty string';
   if (id.includes('\u0000')) return 'session id must not contain NUL';
   if (LONE_SURROGATE.test(id)) return 'session id must be valid UTF-8';
-  if (Buffer.byteLength(id, 'utf8') > MAX_SESSION_ID_BYTES) {
+  if (utf8Length(id) > MAX_SESSION_ID_BYTES) {
     return `session id is longer than ${MAX_SESSION_ID_BYTES} bytes`;
   }
   return null;

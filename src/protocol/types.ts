@@ -286,4 +286,4 @@ export const CLOSE_FRAME_TOO_BIG = 1009;
 export const DEFAULT_SESSION_TIMEOUT_MS = 10_000;
 
 /** What ws (or a browser WebSocket) hands a 'message' listener, whatever its binaryType. */
-export type RawFrame = Buffer | ArrayBuffer | Buffer[] | Uint8Array;
+export type RawFrame = Uint8Array | ArrayBuffer | Uint8Array[];

@@ -1,6 +1,7 @@
 // Turns a decoded frame object into a typed Request, or says exactly which field
 // is wrong. Every rule of ../shared/PROTOCOL.md about request arguments lives
 // here; docs/protocol.md lists the choices made where that page is silent.
+import { utf8Length } from './platform.js';
 import { validateSessionId } from './session-id.js';
 import { validatePath } from './path.js';
 import { packValue } from './msgpack.js';
@@ -182,7 +183,7 @@ function tokenField(f: Fields): string | undefined {
   const value = f.token;
   if (value === undefined) return undefined;
   if (typeof value !== 'string') throw invalid(`token must be a string, got ${describe(value)}`);
-  if (Buffer.byteLength(value, 'utf8') > MAX_TOKEN_BYTES) throw invalid(`token is longer than ${MAX_TOKEN_BYTES} bytes`);
+  if (utf8Length(value) > MAX_TOKEN_BYTES) throw invalid(`token is longer than ${MAX_TOKEN_BYTES} bytes`);
   return value;
 }
 
@@ -190,7 +191,7 @@ function tokenField(f: Fields): string | undefined {
 function credentialFields(f: Fields): { user?: string; password?: string } {
   if (f.user === undefined && f.password === undefined) return {};
   if (typeof f.user !== 'string' || f.user.length === 0 || f.user.length > 128) throw invalid(`user must be a user name of 1-128 characters, got ${describe(f.user)}`);
-  if (typeof f.password !== 'string' || Buffer.byteLength(f.password, 'utf8') > 1024) throw invalid('password must be a string of at most 1024 bytes, given with user');
+  if (typeof f.password !== 'string' || utf8Length(f.password) > 1024) throw invalid('password must be a string of at most 1024 bytes, given with user');
   if (f.token !== undefined) throw invalid('give a token or user and password, not both');
   return { user: f.user, password: f.password };
 }
@@ -200,7 +201,7 @@ export function pathField(f: Fields, allowRoot: boolean, limits: ProtocolLimits)
   if (value === undefined) throw invalid('path is missing');
   if (typeof value !== 'string') throw invalid(`path must be a string, got ${describe(value)}`);
   if (value === '/' && !allowRoot) throw invalid(`the root path '/' is only valid for ls and prefix watches, not here`);
-  if (Buffer.byteLength(value, 'utf8') > limits.pathBytes) throw invalid(`path is longer than ${limits.pathBytes} UTF-8 bytes`);
+  if (utf8Length(value) > limits.pathBytes) throw invalid(`path is longer than ${limits.pathBytes} UTF-8 bytes`);
   const problem = validatePath(value, { allowRoot });
   if (problem !== null) throw invalid(problem);
   return value;

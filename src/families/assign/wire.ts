@@ -3,7 +3,7 @@
 // same checks as the server (a bad request is refused before anything is sent
 // or proposed). Documented in docs/protocol.md ("Node assignment ops") and
 // docs/assignment.md.
-import { invalid, uintField, type RequestBuilder } from '../../protocol/index.js';
+import { invalid, uintField, type RequestBuilder, utf8Length } from '../../protocol/index.js';
 
 /** `{app}-{version}` as Tokenserver names services (sync-1.5); its column is 30 characters. */
 export const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,29}$/;
@@ -48,7 +48,7 @@ export function serviceNameProblem(value: unknown): string | null {
 export function nameProblem(value: unknown, what: 'node' | 'email'): string | null {
   if (typeof value !== 'string' || value.length === 0) return `${what} must be a non-empty string`;
   if (CONTROL.test(value) || LONE_SURROGATE.test(value)) return `${what} must not hold control characters or lone surrogates`;
-  if (Buffer.byteLength(value, 'utf8') > MAX_NAME_BYTES) return `${what} is longer than ${MAX_NAME_BYTES} UTF-8 bytes`;
+  if (utf8Length(value) > MAX_NAME_BYTES) return `${what} is longer than ${MAX_NAME_BYTES} UTF-8 bytes`;
   return null;
 }
 
@@ -58,7 +58,7 @@ export function clientStateProblem(value: unknown): string | null {
 
 export function patternProblem(value: unknown): string | null {
   if (typeof value !== 'string' || CONTROL.test(value) || LONE_SURROGATE.test(value)) return 'pattern must be text without control characters';
-  if (Buffer.byteLength(value, 'utf8') > MAX_PATTERN_BYTES) return `pattern is longer than ${MAX_PATTERN_BYTES} UTF-8 bytes`;
+  if (utf8Length(value) > MAX_PATTERN_BYTES) return `pattern is longer than ${MAX_PATTERN_BYTES} UTF-8 bytes`;
   return null;
 }
 

@@ -2,7 +2,7 @@
 // checked (docs/protocol.md "Extension: authentication ops", docs/security.md).
 // Also the names and rules' shapes client and server share: this file and the
 // protocol package are all a client loads of the family.
-import { invalid, type FamilyRequest, type RequestBuilder } from '../../protocol/index.js';
+import { invalid, type FamilyRequest, type RequestBuilder, utf8Length } from '../../protocol/index.js';
 
 export const PERMISSIONS = ['read', 'write', 'watch', 'admin'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -24,7 +24,7 @@ export const WHOLE_RESOURCES = ['cluster', 'auth', 'audit'] as const;
 /** A message naming what is wrong with `prefix` as a rule prefix, or null. */
 export function prefixProblem(prefix: unknown): string | null {
   if (typeof prefix !== 'string' || prefix.length === 0) return 'a rule prefix must be a non-empty string';
-  if (Buffer.byteLength(prefix, 'utf8') > MAX_RULE_PREFIX_BYTES) return `a rule prefix must be at most ${MAX_RULE_PREFIX_BYTES} bytes`;
+  if (utf8Length(prefix) > MAX_RULE_PREFIX_BYTES) return `a rule prefix must be at most ${MAX_RULE_PREFIX_BYTES} bytes`;
   if (prefix.includes('\u0000')) return 'a rule prefix must not contain NUL';
   if (prefix === '*' || prefix.startsWith('/') || (WHOLE_RESOURCES as readonly string[]).includes(prefix)) return null;
   if (/^[a-z][a-z0-9-]*:/.test(prefix)) return null;
@@ -68,7 +68,7 @@ function named(f: Fields, field: string): string {
 
 function password(f: Fields, required: boolean): string | undefined {
   if (f.password === undefined && !required) return undefined;
-  if (typeof f.password !== 'string' || f.password.length === 0 || Buffer.byteLength(f.password, 'utf8') > MAX_PASSWORD_BYTES) {
+  if (typeof f.password !== 'string' || f.password.length === 0 || utf8Length(f.password) > MAX_PASSWORD_BYTES) {
     throw invalid(`password must be a non-empty string of at most ${MAX_PASSWORD_BYTES} bytes`);
   }
   return f.password;

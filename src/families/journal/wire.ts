@@ -2,7 +2,7 @@
 // checked. Imports only the protocol package, so the client library uses the
 // same checks as the server (a bad request is refused before anything is sent
 // or proposed). Documented in docs/protocol.md ("Journal ops").
-import { dataField, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder } from '../../protocol/index.js';
+import { dataField, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder, utf8Length } from '../../protocol/index.js';
 
 export const JOURNAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const MAX_KEY_BYTES = 1024;
@@ -27,7 +27,7 @@ export function journalNameProblem(value: unknown): string | null {
 export function journalKeyProblem(value: unknown): string | null {
   if (typeof value !== 'string' || value.length === 0) return 'key must be a non-empty string';
   if (LONE_SURROGATE.test(value)) return 'key is not valid Unicode (it holds a lone surrogate)';
-  if (Buffer.byteLength(value, 'utf8') > MAX_KEY_BYTES) return `key is longer than ${MAX_KEY_BYTES} UTF-8 bytes`;
+  if (utf8Length(value) > MAX_KEY_BYTES) return `key is longer than ${MAX_KEY_BYTES} UTF-8 bytes`;
   return null;
 }
 
