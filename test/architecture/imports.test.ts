@@ -7,6 +7,8 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
+/** The client library's browser entry (scripts/build-ui.ts bundles it as dist/ui/vera-client.js). */
+const BROWSER_ENTRY = 'src/client/browser.ts';
 const SPECIFIER = /(?:^|[\s;])(?:import|export)\b[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*\(?\s*['"]([^'"]+)['"]/gm;
 
 interface Imports {
@@ -65,9 +67,17 @@ describe('the import graph', () => {
   });
 
   it('from the client library reaches only the client and the protocol, never the server, store, Raft, CLI or LevelDB', () => {
-    const { files, packages } = closure(['src/client/index.ts', ...sourceFiles('src/client')]);
+    const { files, packages } = closure(['src/client/index.ts', ...sourceFiles('src/client').filter((f) => f !== BROWSER_ENTRY)]);
     expect(outside(files, ['src/client/', 'src/protocol/'])).toEqual([]);
     expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['msgpackr', 'ws']);
+  });
+
+  it("from the browser entry reaches the client, the protocol and the families' client parts only", () => {
+    // What the Node reader sees; the bundle then swaps in the .browser.ts modules (browser-bundle.test.ts).
+    const { files } = closure([BROWSER_ENTRY]);
+    const familyParts = [...files].filter((f) => f.startsWith('src/families/'));
+    expect(familyParts.filter((f) => !/^src\/families\/[a-z]+\/(client|wire)\.ts$/.test(f))).toEqual([]);
+    expect(outside(files, ['src/client/', 'src/protocol/', 'src/families/'])).toEqual([]);
   });
 
   it("from a family's client part reaches only the client, the protocol and the family's own wire, never its store or server code", () => {
