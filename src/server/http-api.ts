@@ -1,5 +1,5 @@
 // The plain-HTTP endpoints of the client port: one-list reads, status, health,
-// metrics and backups. Answered by any member; only linearizable reads involve the leader.
+// metrics, backups, and the dashboard's files (/ui). Answered by any member; only linearizable reads involve the leader.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NodeId, Role } from '../raft/types.js';
@@ -13,6 +13,7 @@ import { describeRequest, isAdminAct } from './access.js';
 import { VeraError, type ErrorCode, type FamilyRequest, type FamilyResult } from '../protocol/index.js';
 import { cluster } from '../families/cluster/index.js';
 import { COMMAND_VERSION } from '../families/registry.js';
+import { defaultUiDirectory, isUiTarget, serveUi } from './ui-files.js';
 
 const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   BAD_REQUEST: 400,
@@ -27,6 +28,9 @@ const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   UNAVAILABLE: 503,
   TIMEOUT: 504,
 };
+
+/** The dashboard's files (dist/ui), found once beside the running server. */
+const UI_DIRECTORY = defaultUiDirectory();
 
 export interface StatusSources {
   members(): Array<{ id: string; clientUrl: string | null; voter: boolean }>;
@@ -46,6 +50,11 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
       const e = toVeraError(err, fe);
       sendJson(response, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
     });
+    return;
+  }
+  // The dashboard's static files (ui-files.ts), judged on the raw target too.
+  if (isUiTarget(req.url ?? '/')) {
+    serveUi(UI_DIRECTORY, req, res);
     return;
   }
   if (ADMIN_PATHS.has(url.pathname)) {
