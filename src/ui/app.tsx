@@ -1,0 +1,161 @@
+// The dashboard: log in (when authentication is on), then one tab per panel.
+// The page is itself a Vera client: one session, one watch of everything the
+// user may watch, and every panel reads through it.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { ChangeEvent } from '../client/index.js';
+import { ConfirmDialog, type Pending } from './confirm.js';
+import { describe, hasStoredToken, isUnauthorized, logIn, logOut, openDashboard, type Dashboard } from './dashboard.js';
+import { AssignPanel } from './panels/assign.js';
+import { AuditPanel } from './panels/audit.js';
+import { ClusterPanel } from './panels/cluster.js';
+import { DataPanel } from './panels/data.js';
+import { EventsPanel, type Seen } from './panels/events.js';
+import { HibernatePanel } from './panels/hibernate.js';
+import { JournalPanel } from './panels/journal.js';
+import { MetricsPanel } from './panels/metrics.js';
+import { SessionsPanel } from './panels/sessions.js';
+
+const TABS = ['Cluster', 'Data', 'Sessions', 'Events', 'Metrics', 'Journal', 'Assignment', 'Hibernation', 'Audit'] as const;
+type Tab = (typeof TABS)[number];
+const KEEP_EVENTS = 500;
+
+function LoginForm({ onDone, reason }: { onDone: (d: Dashboard) => void; reason: string | null }) {
+  const [user, setUser] = useState('');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState<string | null>(reason);
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      class="card login"
+      data-testid="login"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setBusy(true);
+        logIn(user, password).then(onDone, (err: unknown) => {
+          setError(describe(err));
+          setBusy(false);
+        });
+      }}
+    >
+      <h2>Log in to Vera</h2>
+      {error !== null && <div class="error">{error}</div>}
+      <label>
+        user
+        <input name="user" autocomplete="username" value={user} onInput={(e) => setUser((e.target as HTMLInputElement).value)} />
+      </label>
+      <label>
+        password
+        <input name="password" type="password" autocomplete="current-password" value={password} onInput={(e) => setPassword((e.target as HTMLInputElement).value)} />
+      </label>
+      <button type="submit" class="primary" disabled={busy}>
+        {busy ? 'Logging in…' : 'Log in'}
+      </button>
+    </form>
+  );
+}
+
+export function App() {
+  const [dash, setDash] = useState<Dashboard | null>(null);
+  /** Set when the member wants credentials: why (a stored token no longer works), or null for a first login. */
+  const [login, setLogin] = useState<{ reason: string | null } | null>(null);
+  const [fatal, setFatal] = useState<string | null>(null);
+  const [tab, setTab] = useState<Tab>(() => (TABS as readonly string[]).includes(location.hash.slice(1)) ? (location.hash.slice(1) as Tab) : 'Data');
+  const [readOnly, setReadOnly] = useState(true);
+  const [pending, setPending] = useState<Pending | null>(null);
+  const [events, setEvents] = useState<Seen[]>([]);
+  const [watching, setWatching] = useState('');
+  const [connection, setConnection] = useState('connecting');
+  const listeners = useRef(new Set<(events: readonly ChangeEvent[]) => void>());
+
+  useEffect(() => {
+    const hadToken = hasStoredToken();
+    openDashboard().then(setDash, (err: unknown) => (isUnauthorized(err) ? setLogin({ reason: hadToken ? describe(err) : null }) : setFatal(describe(err))));
+  }, []);
+
+  // One watch of everything the user may watch; events go to the panels and the events list.
+  useEffect(() => {
+    if (dash === null) return;
+    const client = dash.client;
+    const onEvent = (e: ChangeEvent): void => {
+      setEvents((es) => [{ ...e, at: Date.now() }, ...es].slice(0, KEEP_EVENTS));
+      for (const l of listeners.current) l([e]);
+    };
+    client.on('event', onEvent);
+    client.on('connected', (info) => setConnection(`connected to ${info.url}`));
+    client.on('disconnected', (reason) => setConnection(`reconnecting (${reason})`));
+    client.on('failed', (err) => setFatal(describe(err)));
+    client.on('revoked', (w) => setWatching(`watch of ${w.map((x) => x.path).join(', ')} revoked`));
+    setConnection(`connected to ${client.serverUrl ?? '?'}`);
+    client.watch('/', { prefix: true }).then(
+      () => setWatching('watching every list'),
+      (err: unknown) => setWatching(`not watching everything (${describe(err)}); each list opened is watched by itself`),
+    );
+    return () => client.off('event', onEvent);
+  }, [dash]);
+
+  useEffect(() => {
+    location.hash = tab;
+  }, [tab]);
+
+  if (fatal !== null) return <div class="error" style={{ margin: '40px' }}>The dashboard cannot work: {fatal}</div>;
+  if (dash === null) return login === null ? <p style={{ margin: '40px' }}>Connecting…</p> : <LoginForm onDone={setDash} reason={login.reason} />;
+
+  const liveEvents = (listener: (events: readonly ChangeEvent[]) => void): (() => void) => {
+    listeners.current.add(listener);
+    return () => listeners.current.delete(listener);
+  };
+  const panel = {
+    Cluster: <ClusterPanel dash={dash} readOnly={readOnly} confirm={setPending} />,
+    Data: <DataPanel dash={dash} readOnly={readOnly} confirm={setPending} liveEvents={liveEvents} />,
+    Sessions: <SessionsPanel dash={dash} />,
+    Events: <EventsPanel events={events} watching={watching} />,
+    Metrics: <MetricsPanel dash={dash} />,
+    Journal: <JournalPanel dash={dash} readOnly={readOnly} confirm={setPending} />,
+    Assignment: <AssignPanel dash={dash} readOnly={readOnly} confirm={setPending} />,
+    Hibernation: <HibernatePanel dash={dash} />,
+    Audit: <AuditPanel dash={dash} />,
+  }[tab];
+  return (
+    <div>
+      <header>
+        <span class="brand">VERA</span>
+        <span class="facts">
+          <span data-testid="connection">{connection}</span>
+          <span>session {dash.client.session}</span>
+          {dash.user !== null && <span data-testid="user">user {dash.user}</span>}
+        </span>
+        <span class="spacer" />
+        <label>
+          <input type="checkbox" checked={readOnly} onChange={(e) => setReadOnly((e.target as HTMLInputElement).checked)} data-testid="read-only" /> read-only
+        </label>
+        {dash.user !== null && (
+          <button
+            onClick={() => {
+              logOut();
+              void dash.close().then(() => location.reload());
+            }}
+          >
+            log out
+          </button>
+        )}
+      </header>
+      <nav role="tablist">
+        {TABS.map((t) => (
+          <button key={t} role="tab" aria-selected={t === tab} onClick={() => setTab(t)} data-testid={`tab-${t}`}>
+            {t}
+          </button>
+        ))}
+      </nav>
+      <main>{panel}</main>
+      {pending !== null && (
+        <ConfirmDialog
+          pending={pending}
+          close={(error) => {
+            setPending(null);
+            if (error !== undefined) alert(error);
+          }}
+        />
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,43 @@
+// The confirmation every dangerous operation asks for: it says what will happen,
+// and nothing happens until the user says yes.
+import { useState } from 'preact/hooks';
+import type { ComponentChildren } from 'preact';
+
+export interface Pending {
+  readonly title: string;
+  /** What will happen, in plain words (how many items, which member). */
+  readonly consequence: ComponentChildren;
+  readonly action: string;
+  readonly run: () => Promise<void>;
+}
+
+export function ConfirmDialog({ pending, close }: { pending: Pending; close: (error?: string) => void }) {
+  const [busy, setBusy] = useState(false);
+  return (
+    <div class="dialog-backdrop" role="dialog" aria-modal="true" aria-label={pending.title}>
+      <div class="dialog">
+        <h3>{pending.title}</h3>
+        <p>{pending.consequence}</p>
+        <div class="row">
+          <button
+            class="danger"
+            disabled={busy}
+            data-testid="confirm"
+            onClick={() => {
+              setBusy(true);
+              pending.run().then(
+                () => close(),
+                (e: unknown) => close(e instanceof Error ? e.message : String(e)),
+              );
+            }}
+          >
+            {busy ? 'Working…' : pending.action}
+          </button>
+          <button disabled={busy} onClick={() => close()}>
+            Cancel
+          </button>
+        </div>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,6 @@
+// The dashboard's entry: Vera's own web UI, served by every member at /ui.
+import { render } from 'preact';
+import 'uplot/dist/uPlot.min.css';
+import { App } from './app.js';
+
+render(<App />, document.getElementById('app')!);

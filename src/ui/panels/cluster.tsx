@@ -1,0 +1,104 @@
+// Cluster: every member with its role, replication (match index, lag, reachable),
+// the term, commit and applied index, leader changes seen while the page is open,
+// and leadership transfer (an operator act, confirmed first).
+import { useEffect, useState } from 'preact/hooks';
+import { ObserveClient, type ClusterView } from '../../families/observe/client.js';
+import type { Pending } from '../confirm.js';
+import type { Dashboard } from '../dashboard.js';
+import { count, usePoll } from '../util.js';
+
+interface LeaderChange {
+  readonly at: number;
+  readonly term: number;
+  readonly leader: string | null;
+}
+
+export function ClusterPanel({ dash, readOnly, confirm }: { dash: Dashboard; readOnly: boolean; confirm: (p: Pending) => void }) {
+  const observe = new ObserveClient(dash.client);
+  const view = usePoll(() => observe.cluster(), 2000);
+  const metrics = usePoll(() => fetch('/metrics', { headers: dash.token === null ? {} : { authorization: `Bearer ${dash.token}` } }).then((r) => r.text()), 5000);
+  const [changes, setChanges] = useState<LeaderChange[]>([]);
+  useEffect(() => {
+    const v = view.data;
+    if (v === null) return;
+    setChanges((cs) => (cs.length > 0 && cs[0]!.term === v.term && cs[0]!.leader === v.leader ? cs : [{ at: Date.now(), term: v.term, leader: v.leader }, ...cs].slice(0, 50)));
+  }, [view.data?.term, view.data?.leader]);
+  const v: ClusterView | null = view.data;
+  const lastIndex = metrics.data === null ? null : /^vera_raft_last_index (\d+)/m.exec(metrics.data)?.[1];
+  return (
+    <div>
+      {view.error !== null && <div class="error">{view.error}</div>}
+      {v !== null && (
+        <section class="card" data-testid="cluster-panel">
+          <h2>
+            Cluster: term {v.term}, leader {v.leader ?? 'none'}
+          </h2>
+          <div class="row muted">
+            commit {count(v.commit)} · applied {count(v.applied)} · last log index {count(v.lastIndex)} · {count(v.sessions)} sessions · command version {v.commandVersion}
+            {lastIndex !== null && lastIndex !== undefined ? ` · this member's log ends at ${count(Number(lastIndex))}` : ''}
+          </div>
+          <table>
+            <thead>
+              <tr>
+                <th>member</th>
+                <th>role</th>
+                <th>client URL</th>
+                <th class="num">match</th>
+                <th class="num">lag (entries)</th>
+                <th>health</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {v.members.map((m) => (
+                <tr key={m.id} data-testid={`member-${m.id}`}>
+                  <td>
+                    <b>{m.id}</b>
+                  </td>
+                  <td>{m.id === v.leader ? <span class="pill leader">leader</span> : m.voter ? 'follower' : 'learner'}</td>
+                  <td class="mono">{m.clientUrl ?? '?'}</td>
+                  <td class="num">{m.match === undefined ? '-' : count(m.match)}</td>
+                  <td class="num">{m.lag === undefined ? '-' : count(m.lag)}</td>
+                  <td>{m.reachable === undefined ? <span class="muted">ask the leader</span> : m.reachable ? <span class="good">reachable</span> : <span class="pill down">unreachable</span>}</td>
+                  <td>
+                    {!readOnly && m.id !== v.leader && m.voter && (
+                      <button
+                        onClick={() =>
+                          confirm({
+                            title: `Transfer leadership to ${m.id}?`,
+                            consequence: `${v.leader ?? 'The leader'} steps down and ${m.id} becomes the leader. Clients reconnect to it; writes pause for about one election.`,
+                            action: `Make ${m.id} leader`,
+                            run: async () => {
+                              await dash.http('/v1/leader/transfer', { method: 'POST', body: JSON.stringify({ to: m.id }) });
+                              view.refresh();
+                            },
+                          })
+                        }
+                      >
+                        make leader
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      )}
+      <section class="card">
+        <h2>Leader changes seen</h2>
+        <table>
+          <tbody>
+            {changes.map((c) => (
+              <tr key={`${c.term}-${c.at}`}>
+                <td>{new Date(c.at).toLocaleTimeString()}</td>
+                <td>term {c.term}</td>
+                <td>leader {c.leader ?? 'none'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+    </div>
+  );
+}

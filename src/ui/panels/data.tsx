@@ -1,0 +1,294 @@
+// Data: a tree of paths kept live by watches (no refresh button), the items of
+// the selected list with owner, index and size, a page at a time, large values
+// cut with a download, search by path prefix, and push and delete (a whole
+// subtree, confirmed first) when the user may and read-only mode is off.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import type { ChangeEvent, Item } from '../../client/index.js';
+import type { Pending } from '../confirm.js';
+import { describe, type Dashboard } from '../dashboard.js';
+import { bytes, count, download, preview } from '../util.js';
+
+const PAGE = 100;
+
+function join(parent: string, child: string): string {
+  return parent === '/' ? `/${child}` : `${parent}/${child}`;
+}
+
+function parentOf(path: string): string {
+  const cut = path.lastIndexOf('/');
+  return cut <= 0 ? '/' : path.slice(0, cut);
+}
+
+/** The paths from the root to `path`, root excluded ('/a/b' -> ['/a', '/a/b']). */
+function ancestry(path: string): string[] {
+  const out: string[] = [];
+  for (let p = path; p !== '/'; p = parentOf(p)) out.unshift(p);
+  return out;
+}
+
+interface TreeState {
+  readonly children: ReadonlyMap<string, readonly string[]>;
+  readonly open: ReadonlySet<string>;
+  /** Paths that just changed, for a moment's highlight. */
+  readonly flashed: ReadonlySet<string>;
+}
+
+export function DataPanel({ dash, readOnly, confirm, liveEvents }: { dash: Dashboard; readOnly: boolean; confirm: (p: Pending) => void; liveEvents: (listener: (events: readonly ChangeEvent[]) => void) => () => void }) {
+  const client = dash.client;
+  const [tree, setTree] = useState<TreeState>({ children: new Map(), open: new Set(['/']), flashed: new Set() });
+  const [selected, setSelected] = useState<string | null>(null);
+  const [items, setItems] = useState<Item[] | null>(null);
+  const [page, setPage] = useState(0);
+  const [error, setError] = useState<string | null>(null);
+  const [search, setSearch] = useState('');
+  const [newValue, setNewValue] = useState('');
+  const selectedRef = useRef<string | null>(null);
+  selectedRef.current = selected;
+
+  const loadChildren = async (path: string): Promise<void> => {
+    try {
+      const r = await client.ls(path);
+      setTree((t) => ({ ...t, children: new Map(t.children).set(path, [...r.children].sort()) }));
+    } catch (e) {
+      setError(`ls ${path}: ${describe(e)}`);
+    }
+  };
+
+  const loadItems = async (path: string): Promise<void> => {
+    try {
+      const r = await client.get(path);
+      if (selectedRef.current === path) setItems([...r.items]);
+    } catch (e) {
+      setError(`get ${path}: ${describe(e)}`);
+    }
+  };
+
+  useEffect(() => {
+    void loadChildren('/');
+  }, []);
+
+  // Live: every change event reloads what it touches that is on screen.
+  useEffect(
+    () =>
+      liveEvents((events) => {
+        const paths = new Set(events.map((e) => e.path));
+        setTree((t) => {
+          const flashed = new Set<string>();
+          for (const p of paths) for (const a of ancestry(p)) flashed.add(a);
+          return { ...t, flashed };
+        });
+        for (const p of paths) {
+          // A new child may have appeared (or the last item of one gone) under each open ancestor.
+          for (const a of ['/', ...ancestry(p).slice(0, -1)]) if (tree.open.has(a)) void loadChildren(a);
+          if (p === selectedRef.current) void loadItems(p);
+        }
+      }),
+    [tree.open],
+  );
+
+  useEffect(() => {
+    setItems(null);
+    setPage(0);
+    if (selected !== null) {
+      void loadItems(selected);
+      // A list the prefix watch does not cover (a user without watch on '/') is watched by itself.
+      client.watch(selected).catch(() => undefined);
+    }
+  }, [selected]);
+
+  const toggle = (path: string): void => {
+    const open = new Set(tree.open);
+    if (open.has(path)) open.delete(path);
+    else {
+      open.add(path);
+      void loadChildren(path);
+    }
+    setTree({ ...tree, open });
+    setSelected(path);
+  };
+
+  const goTo = async (path: string): Promise<void> => {
+    const open = new Set(tree.open);
+    for (const a of ['/', ...ancestry(path).slice(0, -1)]) {
+      open.add(a);
+      await loadChildren(a);
+    }
+    setTree((t) => ({ ...t, open }));
+    setSelected(path);
+  };
+
+  const renderNode = (path: string, depth: number) => {
+    const kids = tree.children.get(path) ?? [];
+    return kids.map((name) => {
+      const p = join(path, name);
+      const isOpen = tree.open.has(p);
+      return (
+        <div key={p}>
+          <div
+            class={`node${selected === p ? ' selected' : ''}${tree.flashed.has(p) ? ' flash' : ''}`}
+            style={{ paddingLeft: `${depth * 14 + 4}px` }}
+            onClick={() => toggle(p)}
+            data-path={p}
+          >
+            {isOpen ? '▾' : '▸'} {name}
+          </div>
+          {isOpen && renderNode(p, depth + 1)}
+        </div>
+      );
+    });
+  };
+
+  const pageCount = items === null ? 0 : Math.max(1, Math.ceil(items.length / PAGE));
+  const shown = useMemo(() => (items === null ? [] : items.slice(page * PAGE, (page + 1) * PAGE)), [items, page]);
+
+  const deleteSubtree = async (root: string): Promise<void> => {
+    // Every list at or below `root`: found by ls, deleted item by item (each delete is one entry).
+    const lists: Array<{ path: string; items: Item[] }> = [];
+    const walk = async (p: string): Promise<void> => {
+      const got = await client.get(p).catch(() => ({ items: [] as Item[] }));
+      if (got.items.length > 0) lists.push({ path: p, items: [...got.items] });
+      for (const child of (await client.ls(p)).children) await walk(join(p, child));
+    };
+    await walk(root);
+    const n = lists.reduce((s, l) => s + l.items.length, 0);
+    confirm({
+      title: `Delete everything under ${root}?`,
+      consequence: `This deletes ${count(n)} items in ${lists.length} lists at or below ${root}, one committed entry each. Watchers are notified; it cannot be undone.`,
+      action: `Delete ${count(n)} items`,
+      run: async () => {
+        for (const l of lists) for (const it of l.items) await client.delete(l.path, it.index);
+        if (selectedRef.current !== null) await loadItems(selectedRef.current);
+      },
+    });
+  };
+
+  return (
+    <div class="grid2" data-testid="data-panel">
+      <section class="card">
+        <h2>Paths</h2>
+        <form
+          class="row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (search.startsWith('/')) void goTo(search.replace(/\/+$/, '') || '/');
+          }}
+        >
+          <input placeholder="/path/prefix" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} data-testid="search" />
+          <button type="submit">Go</button>
+        </form>
+        <div class="tree" data-testid="tree">
+          {renderNode('/', 0)}
+        </div>
+      </section>
+      <section class="card">
+        {error !== null && (
+          <div class="error" onClick={() => setError(null)}>
+            {error}
+          </div>
+        )}
+        {selected === null ? (
+          <p class="muted">Pick a path.</p>
+        ) : (
+          <div>
+            <h2 class="mono" data-testid="selected">
+              {selected}
+            </h2>
+            {items === null ? (
+              <p class="muted">Reading…</p>
+            ) : (
+              <div>
+                <div class="row">
+                  <span data-testid="item-count">{count(items.length)} items</span>
+                  {pageCount > 1 && (
+                    <span class="row">
+                      <button disabled={page === 0} onClick={() => setPage(page - 1)} data-testid="prev">
+                        ‹ prev
+                      </button>
+                      <span data-testid="page">
+                        page {page + 1} of {pageCount}
+                      </span>
+                      <button disabled={page + 1 >= pageCount} onClick={() => setPage(page + 1)} data-testid="next">
+                        next ›
+                      </button>
+                    </span>
+                  )}
+                  {!readOnly && (
+                    <button class="danger" onClick={() => void deleteSubtree(selected)}>
+                      delete subtree…
+                    </button>
+                  )}
+                </div>
+                <table data-testid="items">
+                  <thead>
+                    <tr>
+                      <th class="num">index</th>
+                      <th>owner</th>
+                      <th class="num">size</th>
+                      <th>value</th>
+                      <th />
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {shown.map((it) => {
+                      const v = preview(it.data);
+                      return (
+                        <tr key={it.index} data-index={it.index}>
+                          <td class="num">{it.index}</td>
+                          <td class="mono">{it.owner ?? <span class="muted">persistent</span>}</td>
+                          <td class="num">{bytes(new TextEncoder().encode(v.full).length)}</td>
+                          <td class="value mono">
+                            {v.text}
+                            {v.cut && (
+                              <button onClick={() => download(`${selected.slice(1).replace(/\//g, '_')}-${it.index}.json`, v.full)} style={{ marginLeft: '6px' }}>
+                                download
+                              </button>
+                            )}
+                          </td>
+                          <td>
+                            {!readOnly && (
+                              <button
+                                onClick={() => {
+                                  client.delete(selected, it.index).then(() => loadItems(selected), (e: unknown) => setError(describe(e)));
+                                }}
+                              >
+                                delete
+                              </button>
+                            )}
+                          </td>
+                        </tr>
+                      );
+                    })}
+                  </tbody>
+                </table>
+              </div>
+            )}
+            {!readOnly && (
+              <form
+                class="row"
+                style={{ marginTop: '12px' }}
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  let data: unknown;
+                  try {
+                    data = JSON.parse(newValue);
+                  } catch {
+                    data = newValue;
+                  }
+                  client.push(selected, data, { persistent: true, watch: false }).then(
+                    () => setNewValue(''),
+                    (err: unknown) => setError(describe(err)),
+                  );
+                }}
+              >
+                <input placeholder='value (JSON, or text)' value={newValue} onInput={(e) => setNewValue((e.target as HTMLInputElement).value)} data-testid="push-value" />
+                <button type="submit" class="primary" data-testid="push">
+                  push (persistent)
+                </button>
+              </form>
+            )}
+          </div>
+        )}
+      </section>
+    </div>
+  );
+}

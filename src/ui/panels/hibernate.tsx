@@ -1,0 +1,77 @@
+// Hibernation: units by state, hot and cold bytes, and thaw latency.
+import { HibernateClient } from '../../families/hibernate/client.js';
+import type { Dashboard } from '../dashboard.js';
+import { parseMetrics, total } from '../prometheus.js';
+import { bytes, count, usePoll } from '../util.js';
+
+export function HibernatePanel({ dash }: { dash: Dashboard }) {
+  const hibernate = new HibernateClient(dash.client);
+  const units = usePoll(() => hibernate.unitsPage({ limit: 200 }), 3000);
+  const metrics = usePoll(async () => {
+    const res = await fetch('/metrics', { headers: dash.token === null ? {} : { authorization: `Bearer ${dash.token}` } });
+    return parseMetrics(await res.text());
+  }, 3000);
+  const m = metrics.data ?? [];
+  const thaw = (q: string): string => {
+    const s = m.find((x) => x.name === 'vera_hibernate_thaw_ms' && x.labels.quantile === q);
+    return s === undefined || Number.isNaN(s.value) ? '-' : `${s.value.toFixed(1)} ms`;
+  };
+  const list = units.data?.units ?? [];
+  return (
+    <div data-testid="hibernate-panel">
+      {units.error !== null && <div class="error">{units.error}</div>}
+      <section class="card">
+        <h2>Hibernation</h2>
+        <table>
+          <tbody>
+            <tr>
+              <th>units Frozen / Freezing</th>
+              <td>
+                {count(total(m, 'vera_hibernate_units_frozen'))} / {count(total(m, 'vera_hibernate_units_freezing'))}
+              </td>
+            </tr>
+            <tr>
+              <th>cold bytes</th>
+              <td>{bytes(total(m, 'vera_hibernate_cold_bytes'))}</td>
+            </tr>
+            <tr>
+              <th>freezes / thaws (this member as leader)</th>
+              <td>
+                {count(total(m, 'vera_hibernate_freezes_total'))} / {count(total(m, 'vera_hibernate_thaws_total'))}
+              </td>
+            </tr>
+            <tr>
+              <th>thaw latency p50 / p99</th>
+              <td>
+                {thaw('0.5')} / {thaw('0.99')}
+              </td>
+            </tr>
+          </tbody>
+        </table>
+      </section>
+      <section class="card">
+        <h2>Units</h2>
+        <table>
+          <thead>
+            <tr>
+              <th>unit</th>
+              <th>state</th>
+              <th class="num">items</th>
+              <th class="num">cold size</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.map((u) => (
+              <tr key={u.unit}>
+                <td class="mono">{u.unit}</td>
+                <td>{u.state}</td>
+                <td class="num">{u.state === 'frozen' ? count(u.items) : '-'}</td>
+                <td class="num">{u.state === 'frozen' ? bytes(u.bytes) : '-'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+    </div>
+  );
+}
