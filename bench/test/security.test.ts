@@ -184,6 +184,11 @@ describe('bench --security-only: ratios and the target', () => {
     expect(md).toContain('## CPU per write');
     expect(md).toContain('Hand-written reading.');
     expect(md).not.toContain('## Errors');
+    // A miss that plain again shares says so.
+    const noisy = securityRatios([configuration('plain', 1), configuration('auth', 1, 0.8), configuration('plain-again', 1, 0.82)]);
+    const md2 = renderSecurity({ ...result, ratios: noisy, verdicts: targetVerdicts(noisy) }, { command: 'x', seconds: 1, resultFile: 'r.json' });
+    expect(md2).toMatch(/\| auth \| \*\*not met\*\*: S2 writes, 256 in flight throughput \+20\.0% \(plain again: \+18\.0%, so this figure cannot resolve the target in this run\)/);
+    expect(md).not.toContain('cannot resolve');
   });
 });
 
