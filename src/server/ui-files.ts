@@ -5,6 +5,9 @@
 // starting with a dot), so no encoding, `..` or hidden file reaches the disk,
 // and the resolved path must still lie inside the directory.
 //
+// Any page may load the files (CORS `*`: they are public, and what a page may do
+// with a member is decided at its WebSocket by origin.ts).
+//
 // Caching: the files keep their names from one build to the next, so every
 // answer is `no-cache` with an ETag (size and mtime): a browser asks again and
 // gets a 304 while nothing changed, and the new build right after an upgrade.
@@ -88,6 +91,9 @@ export function serveUi(dir: string, req: IncomingMessage, res: ServerResponse):
     'cache-control': 'no-cache',
     etag,
     'x-content-type-options': 'nosniff',
+    // Pages of other origins may load the client library (a module script is fetched with CORS). Its
+    // WebSocket is still judged by origin.ts: such a page reaches a member only from an allowed origin.
+    'access-control-allow-origin': '*',
   };
   // The dashboard acts for its user (deletes, requeues, leadership transfers): no other site may frame it.
   if (extname(file) === '.html') headers['x-frame-options'] = 'DENY';

@@ -69,6 +69,7 @@ describe('the dashboard files at /ui', () => {
     expect(js.headers['content-type']).toBe('text/javascript; charset=utf-8');
     expect(js.headers['cache-control']).toBe('no-cache');
     expect(js.headers['x-content-type-options']).toBe('nosniff');
+    expect(js.headers['access-control-allow-origin']).toBe('*'); // pages of other origins may import it
     expect(js.body).toBe(readFileSync(join(UI, 'vera-client.js'), 'utf8'));
     expect(js.body).toMatch(/export\s*\{/); // an ES module
     const etag = js.headers.etag as string;
