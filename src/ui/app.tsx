@@ -2,7 +2,7 @@
 // The page is itself a Vera client: one session, one watch of everything the
 // user may watch, and every panel reads through it.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { ChangeEvent } from '../client/index.js';
+import { VeraError, type ChangeEvent, type ResyncList } from '../client/index.js';
 import { ConfirmDialog, type Pending } from './confirm.js';
 import { describe, hasStoredToken, isUnauthorized, logIn, logOut, openDashboard, type Dashboard } from './dashboard.js';
 import { AssignPanel } from './panels/assign.js';
@@ -18,6 +18,8 @@ import { SessionsPanel } from './panels/sessions.js';
 const TABS = ['Cluster', 'Data', 'Sessions', 'Events', 'Metrics', 'Journal', 'Assignment', 'Hibernation', 'Audit'] as const;
 type Tab = (typeof TABS)[number];
 const KEEP_EVENTS = 500;
+/** Errors after which the watch of everything is tried again on the next connection. */
+const RETRYABLE: ReadonlySet<string> = new Set(['UNAVAILABLE', 'NOT_LEADER', 'NO_LEADER', 'TIMEOUT']);
 
 function LoginForm({ onDone, reason }: { onDone: (d: Dashboard) => void; reason: string | null }) {
   const [user, setUser] = useState('');
@@ -65,7 +67,8 @@ export function App() {
   const [events, setEvents] = useState<Seen[]>([]);
   const [watching, setWatching] = useState('');
   const [connection, setConnection] = useState('connecting');
-  const listeners = useRef(new Set<(events: readonly ChangeEvent[]) => void>());
+  /** What the panels are told: the paths that changed (an event's, or every list of a resync). */
+  const listeners = useRef(new Set<(paths: readonly string[]) => void>());
 
   useEffect(() => {
     const hadToken = hasStoredToken();
@@ -78,19 +81,43 @@ export function App() {
     const client = dash.client;
     const onEvent = (e: ChangeEvent): void => {
       setEvents((es) => [{ ...e, at: Date.now() }, ...es].slice(0, KEEP_EVENTS));
-      for (const l of listeners.current) l([e]);
+      for (const l of listeners.current) l([e.path]);
+    };
+    // After a reconnect the server may send a resync instead of the events missed (a new leader does):
+    // everything it names is reread.
+    const onResync = (lists: readonly ResyncList[]): void => {
+      const paths = lists.map((l) => l.path);
+      for (const l of listeners.current) l(paths);
     };
     client.on('event', onEvent);
-    client.on('connected', (info) => setConnection(`connected to ${info.url}`));
+    client.on('resync', onResync);
+    let watched = false;
+    const watchEverything = (): void => {
+      client.watch('/', { prefix: true }).then(
+        () => {
+          watched = true;
+          setWatching('watching every list');
+        },
+        (err: unknown) => {
+          // Lost with the connection (a leader change): tried again once the client is back; refused: each opened list is watched alone.
+          if (err instanceof VeraError && RETRYABLE.has(err.code)) setWatching('watch of every list pending a connection');
+          else setWatching(`not watching everything (${describe(err)}); each list opened is watched by itself`);
+        },
+      );
+    };
+    client.on('connected', (info) => {
+      setConnection(`connected to ${info.url}`);
+      if (!watched) watchEverything();
+    });
     client.on('disconnected', (reason) => setConnection(`reconnecting (${reason})`));
     client.on('failed', (err) => setFatal(describe(err)));
     client.on('revoked', (w) => setWatching(`watch of ${w.map((x) => x.path).join(', ')} revoked`));
     setConnection(`connected to ${client.serverUrl ?? '?'}`);
-    client.watch('/', { prefix: true }).then(
-      () => setWatching('watching every list'),
-      (err: unknown) => setWatching(`not watching everything (${describe(err)}); each list opened is watched by itself`),
-    );
-    return () => client.off('event', onEvent);
+    watchEverything();
+    return () => {
+      client.off('event', onEvent);
+      client.off('resync', onResync);
+    };
   }, [dash]);
 
   useEffect(() => {
@@ -100,7 +127,7 @@ export function App() {
   if (fatal !== null) return <div class="error" style={{ margin: '40px' }}>The dashboard cannot work: {fatal}</div>;
   if (dash === null) return login === null ? <p style={{ margin: '40px' }}>Connecting…</p> : <LoginForm onDone={setDash} reason={login.reason} />;
 
-  const liveEvents = (listener: (events: readonly ChangeEvent[]) => void): (() => void) => {
+  const liveEvents = (listener: (paths: readonly string[]) => void): (() => void) => {
     listeners.current.add(listener);
     return () => listeners.current.delete(listener);
   };
@@ -121,6 +148,7 @@ export function App() {
         <span class="brand">VERA</span>
         <span class="facts">
           <span data-testid="connection">{connection}</span>
+          <span data-testid="watching">{watching}</span>
           <span>session {dash.client.session}</span>
           {dash.user !== null && <span data-testid="user">user {dash.user}</span>}
         </span>

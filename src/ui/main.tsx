@@ -3,4 +3,6 @@ import { render } from 'preact';
 import 'uplot/dist/uPlot.min.css';
 import { App } from './app.js';
 
-render(<App />, document.getElementById('app')!);
+const root = document.getElementById('app')!;
+root.textContent = ''; // the "Loading" placeholder of index.html
+render(<App />, root);

@@ -47,6 +47,8 @@ async function dashboard(httpUrl: string, user?: { name: string; password: strin
     await expect.poll(() => page.locator('[data-testid=user]').textContent()).toBe(`user ${user.name}`);
   }
   await page.locator('[data-testid=data-panel]').waitFor();
+  // The page's watch of everything (or its refusal, for a user who may not) is settled before the test acts.
+  await expect.poll(async () => /^(watching every list|not watching everything)/.test((await page.locator('[data-testid=watching]').textContent()) ?? '')).toBe(true);
   return page;
 }
 
@@ -142,11 +144,16 @@ describe('the dashboard', () => {
     const leader = await cluster.leader();
     const follower = cluster.members.find((m) => m.id !== leader.id)!;
     const page = await dashboard(`http://127.0.0.1:${follower.clientPort}`);
+    expect(await page.locator('[data-testid=watching]').textContent()).toBe('watching every list');
     await leader.process.kill9();
     const next = await cluster.leader({ not: leader.id, timeoutMs: 20_000 });
     const writer = await open(next.url);
     await writer.push('/after/kill', 'still live', { persistent: true, watch: false });
-    await page.locator('[data-path="/after"]').waitFor({ timeout: 30_000 });
+    const logged: string[] = [];
+    page.on('console', (m) => logged.push(m.text()));
+    await page.locator('[data-path="/after"]').waitFor({ timeout: 30_000 }).catch(async (err: unknown) => {
+      throw new Error(`${String(err)}\nconnection: ${await page.locator('[data-testid=connection]').textContent()}\nwatching: ${await page.locator('header').textContent()}\nconsole: ${logged.join('\n')}\ntree: ${await page.locator('[data-testid=tree]').textContent()}`);
+    });
     await select(page, '/after/kill');
     await expect.poll(() => page.locator('[data-testid=item-count]').textContent()).toBe('1 items');
     await page.close();

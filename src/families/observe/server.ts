@@ -39,14 +39,16 @@ function sessionView(fe: FrontEnd, session: string): SessionView | null {
   const info = sm.sessions().get(session);
   if (info === undefined) return null;
   const acked = Math.max(fe.notifier.ackedIndex(session), sm.lagOf(session));
+  const watches = sm.watchesOf(session).length;
   return {
     session,
     principal: info.principal ?? null,
     remote: info.remote,
     timeoutMs: info.timeoutMs,
     connected: fe.connections.has(session),
-    watches: sm.watchesOf(session).length,
-    lag: Math.max(0, fe.node.appliedIndex - acked),
+    watches,
+    // A session that watches nothing is owed no notifications.
+    lag: watches === 0 ? 0 : Math.max(0, fe.node.appliedIndex - acked),
   };
 }
 

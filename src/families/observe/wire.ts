@@ -69,6 +69,6 @@ export interface SessionView {
   /** Whether it has a connection to this member now. */
   readonly connected: boolean;
   readonly watches: number;
-  /** Notifications it has not acknowledged: the applied index less its acknowledged one. */
+  /** Entries it has not acknowledged notifications up to: the applied index less its acknowledged one (0 when it watches nothing). */
   readonly lag: number;
 }

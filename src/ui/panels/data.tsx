@@ -3,7 +3,7 @@
 // cut with a download, search by path prefix, and push and delete (a whole
 // subtree, confirmed first) when the user may and read-only mode is off.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import type { ChangeEvent, Item } from '../../client/index.js';
+import type { Item } from '../../client/index.js';
 import type { Pending } from '../confirm.js';
 import { describe, type Dashboard } from '../dashboard.js';
 import { bytes, count, download, preview } from '../util.js';
@@ -33,7 +33,7 @@ interface TreeState {
   readonly flashed: ReadonlySet<string>;
 }
 
-export function DataPanel({ dash, readOnly, confirm, liveEvents }: { dash: Dashboard; readOnly: boolean; confirm: (p: Pending) => void; liveEvents: (listener: (events: readonly ChangeEvent[]) => void) => () => void }) {
+export function DataPanel({ dash, readOnly, confirm, liveEvents }: { dash: Dashboard; readOnly: boolean; confirm: (p: Pending) => void; liveEvents: (listener: (paths: readonly string[]) => void) => () => void }) {
   const client = dash.client;
   const [tree, setTree] = useState<TreeState>({ children: new Map(), open: new Set(['/']), flashed: new Set() });
   const [selected, setSelected] = useState<string | null>(null);
@@ -70,18 +70,18 @@ export function DataPanel({ dash, readOnly, confirm, liveEvents }: { dash: Dashb
   // Live: every change event reloads what it touches that is on screen.
   useEffect(
     () =>
-      liveEvents((events) => {
-        const paths = new Set(events.map((e) => e.path));
+      liveEvents((changed) => {
+        const paths = new Set(changed);
         setTree((t) => {
           const flashed = new Set<string>();
           for (const p of paths) for (const a of ancestry(p)) flashed.add(a);
           return { ...t, flashed };
         });
-        for (const p of paths) {
-          // A new child may have appeared (or the last item of one gone) under each open ancestor.
-          for (const a of ['/', ...ancestry(p).slice(0, -1)]) if (tree.open.has(a)) void loadChildren(a);
-          if (p === selectedRef.current) void loadItems(p);
-        }
+        // A new child may have appeared (or the last item of one gone) under each open ancestor: each reread once.
+        const parents = new Set<string>();
+        for (const p of paths) for (const a of ['/', ...ancestry(p).slice(0, -1)]) if (tree.open.has(a)) parents.add(a);
+        for (const a of parents) void loadChildren(a);
+        if (selectedRef.current !== null && paths.has(selectedRef.current)) void loadItems(selectedRef.current);
       }),
     [tree.open],
   );
