@@ -1,4 +1,5 @@
 // Entry point of the `vera` command (bin/vera.js runs the compiled form).
+import { readFileSync } from 'node:fs';
 import { parseArgs, boolFlag, type FlagSpecs } from './args.js';
 import { CLIENT_COMMANDS, CLIENT_FLAGS, runClientCommand } from './client-commands.js';
 import { buildServerConfig, START_FLAGS } from './config.js';
@@ -17,6 +18,10 @@ export async function main(argv: string[], io: CliIO = processIO()): Promise<num
     const write = verb === undefined ? io.stderr : io.stdout;
     write(`${USAGE.main}\n`);
     return verb === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (verb === '--version' || verb === '-V' || verb === 'version') {
+    io.stdout(`vera ${packageVersion()}\n`);
+    return EXIT.ok;
   }
   try {
     return await runVerb(verb, rest, io);
@@ -78,6 +83,12 @@ async function runVerb(verb: string, argv: string[], io: CliIO): Promise<number>
   const args = parseArgs(argv, command.flags, `vera ${verb}`);
   if (boolFlag(args, 'help')) return help(io, verb);
   return runClientCommand(verb, command, args, io);
+}
+
+/** The version in package.json (two levels up from this module, in src/ as in dist/). */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof pkg.version === 'string' ? pkg.version : 'unknown';
 }
 
 function help(io: CliIO, verb: string): number {

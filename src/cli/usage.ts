@@ -41,7 +41,7 @@ Commands:
   leader    hand leadership to another member (leader transfer ID)
   snapshot  save a backup of a running cluster, or restore one into a new data directory
 
-Run 'vera <command> --help' for the flags of a command.
+Run 'vera <command> --help' for the flags of a command; 'vera --version' for the version.
 Exit codes: 0 ok, 1 error from the server, 2 usage error, 3 cannot connect.`,
 
   completion: `Usage: vera completion bash|zsh

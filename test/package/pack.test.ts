@@ -1,0 +1,68 @@
+// The client is a package another project installs: `npm pack` the project,
+// install the tarball into a fresh project, type-check a small program that
+// imports `vera` (and a family client) with the package's own types, and run it
+// against a real server. The installed `vera` command answers --version.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startLeader } from '../server/fixture.js';
+import type { VeraProcess } from '../support/vera-process.js';
+
+const ROOT = join(import.meta.dirname, '../..');
+const work = mkdtempSync(join(tmpdir(), 'vera-pack-'));
+let vp: VeraProcess | null = null;
+afterAll(async () => {
+  await vp?.stop();
+  vp?.removeData();
+  rmSync(work, { recursive: true, force: true });
+});
+
+const PROGRAM = `import { connect, type Item } from 'vera';
+import { JournalClient } from 'vera/journal';
+
+const url = process.argv[2]!;
+const client = await connect(url);
+const pushed: Item = await client.push('/packed/hello', { from: 'an installed package' }, { persistent: true });
+const read = await client.get('/packed/hello');
+const journal = new JournalClient(client);
+await journal.create('packed');
+await journal.add('packed', [{ key: 'k', data: 1 }]);
+const claim = await journal.claim('packed', { max: 1 });
+console.log(JSON.stringify({ index: pushed.index, items: read.items.length, claimed: claim.items.map((i) => i.key) }));
+await client.close();
+`;
+
+describe('the packed package', () => {
+  it('installs into a fresh project, type-checks with its own types and runs against a server', async () => {
+    // Packs what is built now (npm pack would run prepare, the whole build, again).
+    const packed = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: ROOT, encoding: 'utf8' });
+    const { filename, files } = (JSON.parse(packed) as Array<{ filename: string; files: Array<{ path: string }> }>)[0]!;
+    const paths = files.map((f: { path: string }) => f.path);
+    expect(paths).toEqual(expect.arrayContaining(['dist/client/index.js', 'dist/client/index.d.ts', 'bin/vera.js', 'LICENSE', 'dist/ui/vera-client.js']));
+    expect(paths.some((p) => p.startsWith('test/') || p.startsWith('bench/') || p.startsWith('src/'))).toBe(false);
+
+    const project = join(work, 'app');
+    execFileSync('mkdir', ['-p', project]);
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', type: 'module', private: true }));
+    // Dependencies come from npm's cache (the project's own npm ci filled it); the registry only if missing.
+    execFileSync('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts=false', join(work, filename)], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    writeFileSync(join(project, 'main.ts'), PROGRAM);
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'out', skipLibCheck: false, lib: ['ES2022'], types: ['node'], typeRoots: [join(ROOT, 'node_modules/@types')] }, files: ['main.ts'] }),
+    );
+    const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', project], { encoding: 'utf8' });
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(tsc.status).toBe(0);
+
+    vp = await startLeader();
+    const run = spawnSync(process.execPath, [join(project, 'out/main.js'), vp.url], { encoding: 'utf8', timeout: 30_000 });
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toMatchObject({ items: 1, claimed: ['k'] });
+
+    const version = spawnSync(join(project, 'node_modules/.bin/vera'), ['--version'], { encoding: 'utf8' });
+    expect(version.stdout).toBe(`vera ${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}\n`);
+  }, 120_000);
+});
