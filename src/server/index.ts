@@ -6,7 +6,7 @@
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Server as NetServer, Socket } from 'node:net';
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import { authorizeOperatorRequest, Guard } from './access.js';
 import { auth } from '../families/auth/index.js';
@@ -56,7 +56,7 @@ export interface StartOptions {
 }
 
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
-  const logger = options.logger ?? pino({ level: config.logLevel, base: { node: config.id } });
+  const logger = options.logger ?? pino({ level: config.logLevel, base: { node: config.id } }, logDestination());
   const timing = options.timing ?? DEFAULT_RAFT_TIMING;
   // config.peers always lists this member; for a joining member the others are only contacts.
   const contacts = config.peers;
@@ -421,4 +421,14 @@ function listen(server: NetServer, host: string, port: number): Promise<number> 
       resolve(typeof addr === 'object' && addr !== null ? addr.port : port);
     });
   });
+}
+
+/**
+ * Where the log goes: JSON lines on stdout, one per event (what log shippers and the
+ * tests read), or, when stdout is a terminal, the same events made readable by
+ * pino-pretty (in a worker thread, off the event loop).
+ */
+function logDestination(): DestinationStream | undefined {
+  if (process.stdout.isTTY !== true) return undefined;
+  return pino.transport({ target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } }) as DestinationStream;
 }
