@@ -114,7 +114,8 @@ export const audit: Family<AppendCommand, AuditState> = {
   },
   load: (db, snapshot) => AuditState.load(db, snapshot),
   plan: append,
-  // Each entry chains on the head the one before it left: written alone, it plans from the head as written.
-  goesAlone: () => true,
+  // Plans from the head in memory, which each entry's after-step moves before the next entry is planned,
+  // so audit entries share batches like any other (test/families/auth-audit-batching.test.ts).
+  goesAlone: () => false,
   server: async () => (await import('./server.js')).server,
 };

@@ -14,8 +14,6 @@ export class AuthState {
   switch: AuthSwitch = { enabled: false, tokenKey: null };
   readonly users = new Map<string, UserRecord>();
   readonly roles = new Map<string, readonly Rule[]>();
-  /** Bumped by every applied auth change: live connections re-judge their watches when it moves. */
-  revision = 0;
   private readonly rulesOfUser = new Map<string, readonly Rule[]>();
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<AuthState> {
@@ -51,6 +49,5 @@ export class AuthState {
   /** Run after every applied change: the gathered rules are stale. */
   changed(): void {
     this.rulesOfUser.clear();
-    this.revision++;
   }
 }
