@@ -10,7 +10,9 @@ import { VerifiedPasswords } from '../families/auth/password-hash.js';
 import { allows, allowsAnyBelow, type Permission } from '../families/auth/rules.js';
 import type { AuthState } from '../families/auth/state.js';
 import { checkToken } from '../families/auth/tokens.js';
-import { VeraError, type Op, type RequestOf } from '../protocol/index.js';
+import { VeraError, type FamilyRequest, type FamilyResult, type Op, type RequestOf } from '../protocol/index.js';
+import type { FrontEnd } from './context.js';
+import type { FamilyOp } from './family-part.js';
 import { certificateUser as certificateUserOf } from './tls.js';
 import type { VeraNode } from './vera-node.js';
 import { DEFAULT_PRINCIPAL_LIMITS, PrincipalMeter, type PrincipalLimits } from './principal-limits.js';
@@ -200,10 +202,14 @@ export class Guard {
 
   /** Authenticates an HTTP request and judges what it needs, as for a WebSocket request; resolves to its principal. */
   async admitHttp(req: IncomingMessage, needs: readonly Need[], what: string): Promise<Principal> {
-    if (needs.length === 0) return null; // a login, or a status: proves nothing, needs nothing
-    const principal = await this.authenticateHttp(req, certificateUserOf(req), Date.now());
+    const principal = await this.principalOfHttp(req, needs);
     this.check(principal, needs, req.socket.remoteAddress ?? 'unknown', what);
     return principal;
+  }
+
+  /** Who an HTTP request acts for; one that needs nothing (a login) is not asked to prove anything. */
+  principalOfHttp(req: IncomingMessage, needs: readonly Need[]): Promise<Principal> {
+    return needs.length === 0 ? Promise.resolve(null) : this.authenticateHttp(req, certificateUserOf(req), Date.now());
   }
 
   /** The principal of an HTTP request: a bearer token, basic credentials, or a client certificate. */
@@ -261,4 +267,26 @@ export function isAdminAct(needs: readonly Need[]): boolean {
 export function describeRequest(request: Readonly<Record<string, unknown>>): string {
   const { id: _id, op, password: _password, ...fields } = request;
   return `${String(op)} ${JSON.stringify(fields)}`.slice(0, 500);
+}
+
+/** Who asks for a family op: its principal and address, for the check and the audit log. */
+export interface Caller {
+  readonly principal: Principal;
+  readonly remote: string;
+  readonly session: string;
+  readonly frameBytes: number;
+  /** How a denial names the request in the log and the audit log (the op; HTTP adds method and target). */
+  readonly what: string;
+}
+
+/**
+ * A family op as `caller`, over the WebSocket or HTTP alike: judged at the one check
+ * point, answered, and, when it needed admin, recorded in the audit log.
+ */
+export async function runFamilyOp(fe: FrontEnd, op: FamilyOp, request: FamilyRequest, caller: Caller): Promise<FamilyResult> {
+  const needs = op.needs(request);
+  fe.guard.check(caller.principal, needs, caller.remote, caller.what);
+  const result = await op.handle({ fe, session: caller.session, request, frameBytes: caller.frameBytes });
+  if (isAdminAct(needs)) fe.guard.recordAdminAct(caller.principal, caller.remote, describeRequest(request));
+  return result;
 }

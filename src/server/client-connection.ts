@@ -11,7 +11,7 @@ import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnecti
 import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
 import * as ops from './ops.js';
 import { OutputBudget, type OutputSocket } from './output-budget.js';
-import { CORE_NEEDS, describeRequest, isAdminAct, type Need, type Principal } from './access.js';
+import { CORE_NEEDS, runFamilyOp, type Need, type Principal } from './access.js';
 import { passPathGates, type OpHandler } from './family-part.js';
 import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult } from '../protocol/index.js';
 
@@ -223,10 +223,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private async answerAddedOp(request: FamilyRequest, session: string, frameBytes: number): Promise<FamilyResult> {
     const op = this.fe.familyOps.get(request.op);
     if (op === undefined) throw new VeraError('BAD_REQUEST', `no command family answers "${request.op}"`);
-    const needs = op.needs(request);
-    this.fe.guard.check(this.established!.principal, needs, this.remote, request.op);
-    const result = await op.handle({ fe: this.fe, session, request, frameBytes });
-    if (isAdminAct(needs)) this.fe.guard.recordAdminAct(this.established!.principal, this.remote, describeRequest(request));
+    const result = await runFamilyOp(this.fe, op, request, { principal: this.established!.principal, remote: this.remote, session, frameBytes, what: request.op });
     if ('id' in result || 'ok' in result) throw new VeraError('INTERNAL', `the reply to ${request.op} sets id or ok, which belong to the reply frame`);
     return result;
   }

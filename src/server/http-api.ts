@@ -9,7 +9,7 @@ import { toVeraError, type FrontEnd } from './context.js';
 import type { FamilyHttpRoute } from './family-part.js';
 import { readJsonBody } from './http-body.js';
 import { ADMIN_PATHS, handleAdmin, issueChallenge, type AdminContext } from './membership.js';
-import { describeRequest, isAdminAct } from './access.js';
+import { runFamilyOp } from './access.js';
 import { VeraError, type ErrorCode, type FamilyRequest, type FamilyResult } from '../protocol/index.js';
 import { cluster } from '../families/cluster/index.js';
 import { COMMAND_VERSION } from '../families/registry.js';
@@ -117,8 +117,8 @@ function serveFamily(fe: FrontEnd, route: FamilyHttpRoute, req: IncomingMessage,
   const rest = url.pathname.slice(route.prefix.length);
   const post = route.post;
   let answer: Promise<unknown>;
-  if (req.method === 'GET' || req.method === 'HEAD') answer = Promise.resolve().then(() => runFamilyOp(fe, req, route.get(fe, rest, url)));
-  else if (req.method === 'POST' && post !== undefined) answer = readJsonBody(req).then((body) => runFamilyOp(fe, req, post(fe, rest, url, body)));
+  if (req.method === 'GET' || req.method === 'HEAD') answer = Promise.resolve().then(() => answerFamilyOp(fe, req, route.get(fe, rest, url)));
+  else if (req.method === 'POST' && post !== undefined) answer = readJsonBody(req).then((body) => answerFamilyOp(fe, req, post(fe, rest, url, body)));
   else {
     sendJson(res, 405, { error: { code: 'BAD_REQUEST', message: `method ${req.method} is not allowed; use ${post === undefined ? 'GET' : 'GET or POST'}` } });
     return;
@@ -133,14 +133,11 @@ function serveFamily(fe: FrontEnd, route: FamilyHttpRoute, req: IncomingMessage,
 }
 
 /** A family op an HTTP request names, judged like a WebSocket request and run without a session. */
-async function runFamilyOp(fe: FrontEnd, req: IncomingMessage, request: FamilyRequest): Promise<FamilyResult> {
+async function answerFamilyOp(fe: FrontEnd, req: IncomingMessage, request: FamilyRequest): Promise<FamilyResult> {
   const op = fe.familyOps.get(request.op);
   if (op === undefined) throw new VeraError('NOT_FOUND', `no command family answers ${request.op}`);
-  const needs = op.needs(request);
-  const principal = await fe.guard.admitHttp(req, needs, `${req.method ?? 'GET'} ${req.url ?? ''} (${request.op})`);
-  const result = await op.handle({ fe, session: '', request, frameBytes: 0 });
-  if (isAdminAct(needs)) fe.guard.recordAdminAct(principal, req.socket.remoteAddress ?? 'unknown', describeRequest(request));
-  return result;
+  const principal = await fe.guard.principalOfHttp(req, op.needs(request));
+  return runFamilyOp(fe, op, request, { principal, remote: req.socket.remoteAddress ?? 'unknown', session: '', frameBytes: 0, what: `${req.method ?? 'GET'} ${req.url ?? ''} (${request.op})` });
 }
 
 /** Judged on the raw target: URL parsing would turn /v1/data/../status into /v1/status. */
