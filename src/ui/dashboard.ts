@@ -3,6 +3,7 @@
 // with, and HTTP calls to the member that served the page with that token.
 import { connect, VeraError, type VeraClient } from '../client/index.js';
 import { AuthClient } from '../families/auth/client.js';
+import { parseMetrics, type Sample } from './prometheus.js';
 
 const TOKEN_KEY = 'vera-dashboard-token';
 
@@ -25,6 +26,13 @@ export class Dashboard {
     const body = text === '' ? {} : (JSON.parse(text) as { error?: { code: string; message: string } });
     if (!res.ok) throw new VeraError((body.error?.code ?? 'INTERNAL') as never, body.error?.message ?? `HTTP ${res.status}`);
     return body as T;
+  }
+
+  /** The serving member's /metrics, parsed (charts and figures of every panel come from here). */
+  async metrics(): Promise<Sample[]> {
+    const res = await fetch('/metrics', { headers: this.token === null ? {} : { authorization: `Bearer ${this.token}` } });
+    if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
+    return parseMetrics(await res.text());
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,7 @@ import { useRef, useState } from 'preact/hooks';
 import { AssignClient, type Lookup } from '../../families/assign/client.js';
 import type { Pending } from '../confirm.js';
 import { describe, type Dashboard } from '../dashboard.js';
-import { parseMetrics, total } from '../prometheus.js';
+import { total } from '../prometheus.js';
 import { count, usePoll } from '../util.js';
 
 export function AssignPanel({ dash, readOnly, confirm }: { dash: Dashboard; readOnly: boolean; confirm: (p: Pending) => void }) {
@@ -16,8 +16,7 @@ export function AssignPanel({ dash, readOnly, confirm }: { dash: Dashboard; read
   const awaiting = usePoll(async () => (picked === null ? null : (await assign.purge(picked, { dryRun: true, max: 1000 })).purged.length), 10_000, [picked]);
   const lastScrape = useRef<{ at: number; n: number } | null>(null);
   const rate = usePoll(async () => {
-    const res = await fetch('/metrics', { headers: dash.token === null ? {} : { authorization: `Bearer ${dash.token}` } });
-    const n = total(parseMetrics(await res.text()), 'vera_assign_allocations_total');
+    const n = total(await dash.metrics(), 'vera_assign_allocations_total');
     const before = lastScrape.current;
     lastScrape.current = { at: Date.now(), n };
     return before === null ? null : ((n - before.n) * 1000) / Math.max(1, Date.now() - before.at);

@@ -16,7 +16,7 @@ interface LeaderChange {
 export function ClusterPanel({ dash, readOnly, confirm }: { dash: Dashboard; readOnly: boolean; confirm: (p: Pending) => void }) {
   const observe = new ObserveClient(dash.client);
   const view = usePoll(() => observe.cluster(), 2000);
-  const metrics = usePoll(() => fetch('/metrics', { headers: dash.token === null ? {} : { authorization: `Bearer ${dash.token}` } }).then((r) => r.text()), 5000);
+  const metrics = usePoll(() => dash.metrics(), 5000);
   const [changes, setChanges] = useState<LeaderChange[]>([]);
   useEffect(() => {
     const v = view.data;
@@ -24,7 +24,7 @@ export function ClusterPanel({ dash, readOnly, confirm }: { dash: Dashboard; rea
     setChanges((cs) => (cs.length > 0 && cs[0]!.term === v.term && cs[0]!.leader === v.leader ? cs : [{ at: Date.now(), term: v.term, leader: v.leader }, ...cs].slice(0, 50)));
   }, [view.data?.term, view.data?.leader]);
   const v: ClusterView | null = view.data;
-  const lastIndex = metrics.data === null ? null : /^vera_raft_last_index (\d+)/m.exec(metrics.data)?.[1];
+  const lastIndex = metrics.data?.find((s) => s.name === 'vera_raft_last_index')?.value;
   return (
     <div>
       {view.error !== null && <div class="error">{view.error}</div>}
@@ -35,7 +35,7 @@ export function ClusterPanel({ dash, readOnly, confirm }: { dash: Dashboard; rea
           </h2>
           <div class="row muted">
             commit {count(v.commit)} · applied {count(v.applied)} · last log index {count(v.lastIndex)} · {count(v.sessions)} sessions · command version {v.commandVersion}
-            {lastIndex !== null && lastIndex !== undefined ? ` · this member's log ends at ${count(Number(lastIndex))}` : ''}
+            {lastIndex !== undefined ? ` · this member's log ends at ${count(lastIndex)}` : ''}
           </div>
           <table>
             <thead>

@@ -1,16 +1,13 @@
 // Hibernation: units by state, hot and cold bytes, and thaw latency.
 import { HibernateClient } from '../../families/hibernate/client.js';
 import type { Dashboard } from '../dashboard.js';
-import { parseMetrics, total } from '../prometheus.js';
+import { total } from '../prometheus.js';
 import { bytes, count, usePoll } from '../util.js';
 
 export function HibernatePanel({ dash }: { dash: Dashboard }) {
   const hibernate = new HibernateClient(dash.client);
   const units = usePoll(() => hibernate.unitsPage({ limit: 200 }), 3000);
-  const metrics = usePoll(async () => {
-    const res = await fetch('/metrics', { headers: dash.token === null ? {} : { authorization: `Bearer ${dash.token}` } });
-    return parseMetrics(await res.text());
-  }, 3000);
+  const metrics = usePoll(() => dash.metrics(), 3000);
   const m = metrics.data ?? [];
   const thaw = (q: string): string => {
     const s = m.find((x) => x.name === 'vera_hibernate_thaw_ms' && x.labels.quantile === q);

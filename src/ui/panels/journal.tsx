@@ -9,12 +9,12 @@ import { count, preview, usePoll } from '../util.js';
 export function JournalPanel({ dash, readOnly, confirm }: { dash: Dashboard; readOnly: boolean; confirm: (p: Pending) => void }) {
   const journal = new JournalClient(dash.client);
   const list = usePoll(() => journal.list(), 2000);
-  const metrics = usePoll(() => fetch('/metrics', { headers: dash.token === null ? {} : { authorization: `Bearer ${dash.token}` } }).then((r) => r.text()), 5000);
+  const metrics = usePoll(() => dash.metrics(), 5000);
   const [picked, setPicked] = useState<string | null>(null);
   const flagged = usePoll(async () => (picked === null ? [] : journal.flagged(picked, 200)), 3000, [picked]);
   const oldest = (name: string): string => {
-    const m = new RegExp(`^vera_journal_oldest_due_age_seconds\\{journal="${name}"\\} (\\S+)`, 'm').exec(metrics.data ?? '');
-    return m === null ? '-' : `${Number(m[1]).toFixed(1)} s`;
+    const age = metrics.data?.find((s) => s.name === 'vera_journal_oldest_due_age_seconds' && s.labels.journal === name)?.value;
+    return age === undefined ? '-' : `${age.toFixed(1)} s`;
   };
   return (
     <div data-testid="journal-panel">

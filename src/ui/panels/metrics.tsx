@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Chart } from '../chart.js';
 import type { Dashboard } from '../dashboard.js';
-import { parseMetrics, quantileBetween, total, type Sample } from '../prometheus.js';
+import { quantileBetween, total, type Sample } from '../prometheus.js';
 
 const EVERY_MS = 2000;
 const KEEP = 150; // five minutes of points
@@ -27,9 +27,7 @@ export function MetricsPanel({ dash }: { dash: Dashboard }) {
     let live = true;
     const scrape = async (): Promise<void> => {
       try {
-        const res = await fetch('/metrics', { headers: dash.token === null ? {} : { authorization: `Bearer ${dash.token}` } });
-        if (!res.ok) throw new Error(`/metrics answered ${res.status}`);
-        const samples = parseMetrics(await res.text());
+        const samples = await dash.metrics();
         const at = Date.now();
         const before = last.current;
         last.current = { at, samples };
