@@ -1,8 +1,9 @@
 // The three queues of J1 behind one contract (queue.ts), each through its
 // ordinary Node client:
 // - Vera: the journal family on a 3-member cluster (every claim and done is a
-//   Raft entry synced on a majority), the JournalClient's claim/done calls,
-//   long-polling claims (waitMs) woken by the server.
+//   Raft entry synced on a majority), the JournalClient's worker helper
+//   (process): completions acknowledged together with the next claim in one
+//   entry, long-polling claims (waitMs) woken by the server when idle.
 // - BullMQ on Redis (one server, append-only file fsynced always or every second),
 //   its Queue.addBulk and a Worker with `concurrency`.
 // - pg-boss on PostgreSQL 15 (one server, fsync and synchronous_commit on),
@@ -11,7 +12,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import PgBoss from 'pg-boss';
 import { connect, type VeraClient } from '../../src/client/index.js';
-import { JournalClient, type Claim } from '../../src/families/journal/client.js';
+import { JournalClient } from '../../src/families/journal/client.js';
 import { LOOPBACK } from '../lib/net.js';
 import { VeraCluster } from '../systems/vera.js';
 import type { QueueSystem, Workers } from './queue.js';
@@ -48,34 +49,11 @@ export async function veraQueues(logDir: string): Promise<QueueSystem> {
           }
         },
         async work(concurrency, handle) {
-          // One connection per 16 workers, as a pool of worker processes would have.
-          const clients = await Promise.all(Array.from({ length: Math.ceil(concurrency / 16) }, () => client()));
-          let stopping = false;
-          // As the client's own worker loop does: done and the next claim in one call (as a
-          // BullMQ worker completes a job and fetches the next in one), a waiting claim when idle.
-          const loops = Array.from({ length: concurrency }, async (_, i) => {
-            const j = clients[i % clients.length]!;
-            let next: Claim | null = null;
-            while (!stopping) {
-              let claim: Claim;
-              try {
-                claim = next !== null && next.items.length > 0 ? next : await j.claim(queue, { max: 1, waitMs: 2_000 });
-              } catch (err) {
-                if (stopping) return;
-                throw err;
-              }
-              next = null;
-              for (const item of claim.items) {
-                await handle(item.key);
-                if (stopping) return;
-                next = await j.doneAndClaim(queue, item.key, claim.lease);
-              }
-            }
-          });
-          return stopper(async () => {
-            stopping = true;
-            await Promise.allSettled(loops);
-          });
+          // The client's own worker helper, on one connection, as one BullMQ Worker with
+          // `concurrency` is: completions acknowledged together with the next claim in one
+          // entry, a waiting claim when idle. A short wait so that stop() returns soon.
+          const worker = (await client()).process(queue, async (item) => handle(item.key), { concurrency, waitMs: 1_000 });
+          return stopper(() => worker.stop());
         },
         async takeAndDie() {
           const dying = await open();

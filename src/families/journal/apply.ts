@@ -31,6 +31,8 @@ export type JournalValue =
   | { readonly op: 'create' | 'configure' | 'drop' | 'extend' | 'release' | 'requeue' | 'forget'; readonly journal: string }
   /** `requeued`: a version added while the item was processed is Waiting now; `next`: what a done that also claimed took. */
   | { readonly op: 'done'; readonly journal: string; readonly requeued: boolean; readonly next?: { readonly lease: number; readonly items: readonly ClaimedItem[] } }
+  /** `lost`: keys whose lease was stale (nothing changed for them); `requeued`: versions added while processed, Waiting now. */
+  | { readonly op: 'doneMany'; readonly journal: string; readonly done: number; readonly lost: readonly string[]; readonly requeued: number; readonly next?: { readonly lease: number; readonly items: readonly ClaimedItem[] } }
   | { readonly op: 'add'; readonly journal: string; readonly inserted: number; readonly merged: number; readonly deferred: number }
   | { readonly op: 'claim'; readonly journal: string; readonly lease: number; readonly items: readonly ClaimedItem[] }
   | { readonly op: 'timeout'; readonly journal: string; readonly requeued: readonly string[]; readonly flagged: readonly string[] }
@@ -51,13 +53,15 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
   if (existing === undefined) return failure('NOT_FOUND', `no journal ${c.name}`);
   if (c.op === 'drop') return drop(c.name, existing, ctx, state);
   if (existing.dropping) return failure('NOT_FOUND', `journal ${c.name} is being dropped`);
-  const tx = new JournalTx(ctx.reads, c.name, existing);
+  const tx = new JournalTx(ctx.reads, state, c.name, existing);
   const commit = (value: JournalValue, definition = tx.definitionAfter()): Plan => {
     const ops = tx.ops(definition);
     const changes = [...tx.waitingChanges];
+    const written = [...tx.itemsWritten];
     return success(value, ops, [
       () => {
         state.journals.set(c.name, definition);
+        for (const [key, record] of written) state.rememberItem(c.name, key, record);
         // Fronts a claim read hold the index as it was before this entry; then this entry's changes.
         for (const [priority, front] of tx.frontsRead) state.setFront(c.name, priority, front);
         for (const w of changes) state.noteWaiting(c.name, w.priority, w.key, w.put);
@@ -90,6 +94,23 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       if (c.op === 'extend') tx.set(c.key, { ...item, startedAt: ctx.now });
       else tx.set(c.key, backToWaiting(c.processAt === undefined ? item : { ...item, processAt: c.processAt }));
       return commit({ op: c.op, journal });
+    }
+    case 'doneMany': {
+      const lost: string[] = [];
+      let requeued = 0;
+      for (const [key, lease] of c.items) {
+        const item = await tx.get(key);
+        if (item === null || item.status !== 'processing' || item.lease !== lease) {
+          lost.push(key);
+          continue;
+        }
+        const after = afterDone(item);
+        tx.set(key, after);
+        if (after !== null) requeued++;
+      }
+      const value = { op: 'doneMany', journal, done: c.items.length - lost.length, lost, requeued } as const;
+      if (c.claim === undefined) return commit(value);
+      return commit({ ...value, next: { lease: ctx.index, items: await claim(tx, c.claim, c.claimBytes, ctx, state) } });
     }
     case 'timeout':
       return commit(await timeout(c.claims, tx, ctx.now));
@@ -284,6 +305,7 @@ async function drop(name: string, definition: JournalDefinition, { db }: PlanCon
   return success({ op: 'drop', journal: name }, ops, [
     () => {
       state.forgetFronts(name); // a drop deletes index keys behind the fronts' back
+      state.forgetItems(); // and items
       if (!finished) return void state.journals.set(name, after);
       state.journals.delete(name);
     },

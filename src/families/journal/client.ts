@@ -5,6 +5,7 @@ import type { VeraClient } from '../../client/client.js';
 import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { VeraError } from '../../protocol/index.js';
 import { JOURNAL_OPS } from './wire.js';
+import { JournalWorker, type WorkerCalls } from './worker.js';
 
 export interface JournalSettingsInput {
   readonly timeoutMs?: number;
@@ -80,6 +81,12 @@ export interface FlagWatchOptions {
 export interface ProcessOptions {
   /** Items handled at once. Default 1. */
   readonly concurrency?: number;
+  /**
+   * Items claimed ahead of free handlers, at most; default 256. Fewer are: only as
+   * many as should start within a third of the journal's timeout, judged by how
+   * long handlers have taken (none before the first has finished). 0 turns it off.
+   */
+  readonly prefetch?: number;
   /** How long one claim waits for work before asking again (ms). Default 10 s. */
   readonly waitMs?: number;
   /** The delay before a failed item is offered again: attempt -> ms. Default 1 s doubling to 1 min. */
@@ -89,7 +96,11 @@ export interface ProcessOptions {
 }
 
 export interface Worker {
-  /** Stops claiming; resolves once the items in hand are finished. */
+  /**
+   * Stops claiming, hands back claimed items not started, and resolves once the
+   * items in hand are finished and acknowledged (a waiting claim is waited for).
+   * Rejects when the worker had stopped by itself (client closed, journal dropped).
+   */
   stop(): Promise<void>;
 }
 
@@ -149,6 +160,16 @@ export class JournalClient {
    */
   async doneAndClaim(name: string, key: string, lease: number, max = 1): Promise<Claim> {
     return (await this.call('journal.done', { name, key, lease, claim: max })) as unknown as Claim;
+  }
+
+  /**
+   * Many items done in one entry, each under its own lease; with `claim`, the same
+   * entry claims up to that many due items (never waiting). A stale lease does not
+   * fail the others: its key comes back in `lost`, unchanged.
+   */
+  async doneMany(name: string, items: ReadonlyArray<{ key: string; lease: number }>, claim?: number): Promise<{ done: number; lost: string[]; next: Claim | null }> {
+    const r = (await this.call('journal.doneMany', { name, items, ...(claim === undefined ? {} : { claim }) })) as { done: number; lost: string[]; lease?: number; items?: ClaimedItem[] };
+    return { done: r.done, lost: r.lost, next: r.lease === undefined ? null : { lease: r.lease, items: r.items ?? [] } };
   }
 
   async release(name: string, key: string, lease: number, processAt?: number): Promise<void> {
@@ -217,66 +238,40 @@ export class JournalClient {
 
   /**
    * Runs `handler` on the journal's items as they become due, `concurrency` at a
-   * time: each claim's lease is extended while the handler runs (every third of
-   * the journal's timeout), done when it resolves, released for a later retry
-   * (with backoff) when it throws. A lost lease (CONFLICT) means the item timed
-   * out and belongs to someone else now: the result is dropped.
+   * time (worker.ts): completions are acknowledged together in one entry that also
+   * claims the next items, an idle worker waits on the server for due work, and
+   * each held item's lease is extended while its handler runs. A handler that
+   * throws has its item released for a retry later (with backoff). A lost lease
+   * means the item timed out and belongs to someone else now: its result is
+   * dropped. The worker stops by itself when the client closes or the journal is
+   * dropped; `stop()` then rejects with why.
    */
   process(name: string, handler: (item: ClaimedItem) => Promise<void>, options: ProcessOptions = {}): Worker {
-    const concurrency = options.concurrency ?? 1;
-    const waitMs = options.waitMs ?? 10_000;
-    const retryDelayMs = options.retryDelayMs ?? ((n: number) => Math.min(60_000, 1000 * 2 ** n));
-    let stopping = false;
-    const loops: Array<Promise<void>> = [];
-    const runOne = async (timeoutMs: number): Promise<void> => {
-      // The next job, when the last done claimed it in the same entry.
-      let next: Claim | null = null;
-      while (!stopping) {
-        let claim: Claim;
-        if (next !== null && next.items.length > 0) {
-          claim = next;
-        } else {
-          try {
-            claim = await this.claim(name, { max: 1, waitMs });
-          } catch (err) {
-            if (stopping) return;
-            if (this.closed || (err instanceof VeraError && err.code === 'NOT_FOUND')) throw err;
-            continue; // the client retries its connection; ask again
-          }
-        }
-        next = null;
-        for (const item of claim.items) {
-          const keepAlive = setInterval(() => void this.extend(name, item.key, claim.lease).catch(() => undefined), Math.max(50, timeoutMs / 3));
-          try {
-            await handler(item);
-            clearInterval(keepAlive);
-            if (stopping) await this.done(name, item.key, claim.lease).catch(ignoreLostLease);
-            else next = await this.doneAndClaim(name, item.key, claim.lease).catch((err: unknown) => (ignoreLostLease(err), null));
-          } catch (err) {
-            clearInterval(keepAlive);
-            options.onError?.(err, item);
-            await this.release(name, item.key, claim.lease, Date.now() + retryDelayMs(item.timeouts)).catch(ignoreLostLease);
-          }
-        }
-      }
-      // Stopped with a job already claimed for it: hand it back rather than let it time out.
-      const held: Claim | null = next;
-      if (held !== null) for (const item of held.items) await this.release(name, item.key, held.lease).catch(() => undefined);
-    };
-    const started = this.show(name).then((info) => {
-      for (let i = 0; i < concurrency; i++) loops.push(runOne(info.settings.timeoutMs));
-    });
-    return {
-      stop: async () => {
-        stopping = true;
-        await started;
-        await Promise.allSettled(loops);
+    const calls: WorkerCalls = {
+      claim: (max, waitMs) => this.claim(name, { max, waitMs }),
+      doneMany: (items, claim) => this.doneMany(name, items, claim),
+      extend: (key, lease) => this.extend(name, key, lease),
+      release: (key, lease, processAt) => this.release(name, key, lease, processAt),
+      get closed() {
+        return closed();
       },
     };
+    const closed = (): boolean => this.closed;
+    const worker = this.show(name).then((info) => {
+      const w = new JournalWorker(calls, {
+        concurrency: options.concurrency ?? 1,
+        prefetch: options.prefetch ?? DEFAULT_PREFETCH,
+        waitMs: options.waitMs ?? 10_000,
+        timeoutMs: info.settings.timeoutMs,
+        retryDelayMs: options.retryDelayMs ?? ((n: number) => Math.min(60_000, 1000 * 2 ** n)),
+        ...(options.onError === undefined ? {} : { onError: options.onError }),
+      }, handler);
+      w.start();
+      return w;
+    });
+    return { stop: async () => (await worker).stop() };
   }
 }
 
-function ignoreLostLease(err: unknown): void {
-  if (err instanceof VeraError && err.code === 'CONFLICT') return;
-  throw err;
-}
+/** Items a worker claims ahead of its free handlers, at most (fewer when handlers are slow). */
+const DEFAULT_PREFETCH = 256;

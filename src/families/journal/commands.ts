@@ -30,6 +30,8 @@ export type JournalCommand =
   | { readonly op: 'extend'; readonly name: string; readonly key: string; readonly lease: number }
   /** `claim`: also claim up to this many items under this entry's lease (a worker's next job, in the same entry). */
   | { readonly op: 'done'; readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number; readonly claimBytes?: number }
+  /** Many items done in one entry, each under its own lease (a stale one is reported, not fatal); `claim` as in done. */
+  | { readonly op: 'doneMany'; readonly name: string; readonly items: ReadonlyArray<readonly [string, number]>; readonly claim?: number; readonly claimBytes?: number }
   | { readonly op: 'release'; readonly name: string; readonly key: string; readonly lease: number; readonly processAt?: number }
   | { readonly op: 'timeout'; readonly name: string; readonly claims: ReadonlyArray<readonly [string, number]> }
   | { readonly op: 'expire'; readonly name: string; readonly max: number }
@@ -89,8 +91,9 @@ export function leaseField(value: unknown): number {
   return integerField(value, 'lease', 1, MAX_INDEX);
 }
 
-export function claimsField(value: unknown): Array<readonly [string, number]> {
-  if (!Array.isArray(value) || value.length > MAX_CLAIM_ITEMS) throw new CommandError(`claims must be an array of at most ${MAX_CLAIM_ITEMS}`);
+/** [key, lease] pairs: `what` names the field in errors; at least `min` of them. */
+export function claimsField(value: unknown, what = 'claims', min = 0): Array<readonly [string, number]> {
+  if (!Array.isArray(value) || value.length < min || value.length > MAX_CLAIM_ITEMS) throw new CommandError(`${what} must be an array of ${min} to ${MAX_CLAIM_ITEMS} [key, lease] pairs`);
   return value.map((pair: unknown) => {
     if (!Array.isArray(pair) || pair.length !== 2) throw new CommandError('each claim must be [key, lease]');
     return [keyField(pair[0]), leaseField(pair[1])] as const;

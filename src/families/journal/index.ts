@@ -23,6 +23,8 @@ import { JournalState } from './state.js';
 
 /** The command version that brought the journal: a cluster runs it once every member can apply it. */
 export const JOURNAL_SINCE = 2;
+/** The command version that brought doneMany (a worker's completions together in one entry). */
+export const DONE_MANY_SINCE = 8;
 
 
 /** The largest byte budget a claim may carry (a sanity bound: members set theirs from their reply limit). */
@@ -62,6 +64,17 @@ export const journal: Family<JournalCommand, JournalState> = {
       decode: (c) => ({
         op: 'done',
         ...leased(c),
+        ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }),
+        ...(c.claimBytes === undefined ? {} : { claimBytes: countField(c.claimBytes, 'claimBytes', MAX_BYTE_BUDGET) }),
+      }),
+    },
+    doneMany: {
+      fields: ['name', 'items', 'claim', 'claimBytes'],
+      since: DONE_MANY_SINCE,
+      decode: (c) => ({
+        op: 'doneMany',
+        name: nameField(c.name),
+        items: claimsField(c.items, 'items', 1),
         ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }),
         ...(c.claimBytes === undefined ? {} : { claimBytes: countField(c.claimBytes, 'claimBytes', MAX_BYTE_BUDGET) }),
       }),

@@ -2,7 +2,7 @@
 // earliest process date of a journal's Waiting items (for waking claimers).
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
-import { dueRange, flaggedRange, priorityRange } from './keys.js';
+import { dueRange, flaggedRange, priorityRange, processAtIn } from './keys.js';
 import { decodeFlagged, type FlaggedItem, type JournalDefinition } from './records.js';
 
 export async function readFlagged(db: VeraDb, snapshot: DbSnapshot, name: string, limit: number): Promise<FlaggedItem[]> {
@@ -16,8 +16,7 @@ export async function earliestProcessAt(db: VeraDb, snapshot: DbSnapshot, name: 
   let earliest: number | null = null;
   for (const p of Object.keys(definition.counts.byPriority)) {
     for await (const key of db.keys({ ...priorityRange(name, Number(p)), snapshot, limit: 1 })) {
-      const at = 2 + 1 + name.length + 1;
-      const date = key.readUInt32BE(at) * 2 ** 32 + key.readUInt32BE(at + 4);
+      const date = processAtIn(key, name);
       if (earliest === null || date < earliest) earliest = date;
     }
   }

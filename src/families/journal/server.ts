@@ -97,11 +97,18 @@ const handlers: Record<string, Handler> = {
   'journal.claim': async ({ fe, request: r }) => {
     const name = r.name as string;
     const deadline = performance.now() + (r.waitMs as number);
-    for (;;) {
-      // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
-      const value = await propose(fe, { op: 'claim', name, max: r.max as number, maxBytes: fe.limits.replyBytes });
-      if (value.op !== 'claim') throw new VeraError('INTERNAL', 'claim gave another result');
-      if (value.items.length > 0 || performance.now() >= deadline) return { lease: value.lease, items: value.items.map((i) => ({ ...i })) };
+    const state = fe.node.stateMachine.stateOf(journal);
+    for (let first = true; ; first = false) {
+      // A claim that will wait anyway proposes nothing until woken: what this member has
+      // applied says nothing is due yet, and anything applied later wakes it. The last
+      // try, at the deadline, always proposes (its reply carries a lease).
+      const idle = first && performance.now() < deadline && state.nothingDue(name, Math.max(fe.node.stateMachine.clock, Date.now()));
+      if (!idle) {
+        // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
+        const value = await propose(fe, { op: 'claim', name, max: r.max as number, maxBytes: fe.limits.replyBytes });
+        if (value.op !== 'claim') throw new VeraError('INTERNAL', 'claim gave another result');
+        if (value.items.length > 0 || performance.now() >= deadline) return { lease: value.lease, items: value.items.map((i) => ({ ...i })) };
+      }
       await waiters(fe).wait(name, deadline);
     }
   },
@@ -121,6 +128,14 @@ const handlers: Record<string, Handler> = {
     if (value.op !== 'done') throw new VeraError('INTERNAL', 'done gave another result');
     // With `claim`, the reply is a claim's: the worker's next items, under the done's entry.
     return value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items.map((i) => ({ ...i })) };
+  },
+  'journal.doneMany': async ({ fe, request: r }) => {
+    const claim = r.claim as number | undefined;
+    const items = (r.items as Array<{ key: string; lease: number }>).map((i) => [i.key, i.lease] as const);
+    const value = await propose(fe, { op: 'doneMany', name: r.name as string, items, ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }) });
+    if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
+    const next = value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items.map((i) => ({ ...i })) };
+    return { done: value.done, lost: [...value.lost], ...next };
   },
   'journal.release': async ({ fe, request: r }) => {
     const processAt = r.processAt as number | undefined;
@@ -186,6 +201,7 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'journal.claim': one('write'),
   'journal.extend': one('write'),
   'journal.done': one('write'),
+  'journal.doneMany': one('write'),
   'journal.release': one('write'),
 };
 
@@ -290,7 +306,10 @@ function count(fe: FrontEnd, v: Exclude<JournalValue, { op: 'limits' }>): void {
     c.done++;
     c.claimed += v.next?.items.length ?? 0;
   }
-  else if (v.op === 'release') c.released++;
+  else if (v.op === 'doneMany') {
+    c.done += v.done;
+    c.claimed += v.next?.items.length ?? 0;
+  } else if (v.op === 'release') c.released++;
   else if (v.op === 'timeout') {
     c.timeouts += v.requeued.length + v.flagged.length;
     c.flagged += v.flagged.length;
@@ -386,7 +405,9 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
         ? 1
         : v.op === 'timeout'
           ? v.requeued.length + v.flagged.length
-          : 0;
+          : v.op === 'doneMany'
+            ? v.requeued
+            : 0;
   if (available > 0) waiters(fe).wake(v.journal, available);
 }
 

@@ -4,7 +4,7 @@
 // the index entries of its status and expiry, the journal's counts).
 import type { BatchOp } from '../family.js';
 import type { PlanReads } from '../../statemachine/pending-reads.js';
-import type { DueFront } from './state.js';
+import type { DueFront, JournalState } from './state.js';
 import { definitionKey, expiryKey, flaggedKey, itemKey, processingKey, waitingKey } from './keys.js';
 import { decodeFlagged, decodeItem, encodeDefinition, encodeFlagged, encodeItem, type FlaggedItem, type JournalCounts, type JournalDefinition, type JournalItem } from './records.js';
 
@@ -26,6 +26,7 @@ export class JournalTx {
 
   constructor(
     private readonly db: PlanReads,
+    private readonly state: JournalState,
     readonly name: string,
     readonly definition: JournalDefinition,
   ) {}
@@ -33,7 +34,8 @@ export class JournalTx {
   async get(key: string): Promise<JournalItem | null> {
     const staged = this.items.get(key);
     if (staged !== undefined) return staged.after;
-    const raw = await this.db.get(itemKey(this.name, key));
+    const recent = this.state.recentItem(this.name, key);
+    const raw = recent === undefined ? await this.db.get(itemKey(this.name, key)) : (recent ?? undefined);
     const item = raw === undefined ? null : decodeItem(raw);
     this.items.set(key, { before: item, after: item, storedBytes: raw?.length ?? 0 });
     return item;
@@ -109,10 +111,14 @@ export class JournalTx {
   /** What the last ops() writes to and deletes from the Waiting index, in order (state.ts keeps claims' fronts by it). */
   readonly waitingChanges: Array<{ readonly priority: number; readonly key: Buffer; readonly put: boolean }> = [];
 
+  /** The item records the last ops() writes (null: deletes), for the state's recent items once the entry is applied. */
+  readonly itemsWritten: Array<readonly [string, Buffer | null]> = [];
+
   /** Every write of the staged changes, and the definition with its new counts. */
   ops(definition: JournalDefinition | null = this.definitionAfter()): BatchOp[] {
     const ops: BatchOp[] = [];
     this.waitingChanges.length = 0;
+    this.itemsWritten.length = 0;
     for (const [key, { before, after }] of this.items) {
       if (before === after) continue;
       const old = indexKeys(this.name, before);
@@ -124,7 +130,9 @@ export class JournalTx {
       const is = after !== null && after.status === 'waiting' ? now[0]! : null;
       if (was !== null && (is === null || !is.equals(was))) this.waitingChanges.push({ priority: before!.priority, key: was, put: false });
       if (is !== null && (was === null || !was.equals(is))) this.waitingChanges.push({ priority: after!.priority, key: is, put: true });
-      ops.push(after === null ? { type: 'del', key: itemKey(this.name, key) } : { type: 'put', key: itemKey(this.name, key), value: encodeItem(after) });
+      const record = after === null ? null : encodeItem(after);
+      ops.push(record === null ? { type: 'del', key: itemKey(this.name, key) } : { type: 'put', key: itemKey(this.name, key), value: record });
+      this.itemsWritten.push([key, record]);
     }
     for (const [key, { before, after }] of this.flags) {
       if (before === after) continue;

@@ -122,6 +122,22 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
     },
   ],
   [
+    'journal.doneMany',
+    (f, id) => {
+      only(f, ['name', 'items', 'claim']);
+      const list = f.items;
+      if (!Array.isArray(list) || list.length === 0 || list.length > MAX_CLAIM_ITEMS) throw invalid(`items must be an array of 1 to ${MAX_CLAIM_ITEMS} {key, lease} maps`);
+      const items = list.map((raw: unknown, i) => {
+        if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(`items[${i}] must be a map of key and lease`);
+        const item = raw as Fields;
+        for (const k of Object.keys(item)) if (k !== 'key' && k !== 'lease') throw invalid(`items[${i}] has an unexpected field '${k}'`);
+        return { key: key(item.key, `items[${i}]`), lease: lease(item) };
+      });
+      const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
+      return { id, op: 'journal.doneMany', name: name(f), items, ...(claim === undefined ? {} : { claim }) };
+    },
+  ],
+  [
     'journal.release',
     (f, id) => {
       only(f, ['name', 'key', 'lease', 'processAt']);

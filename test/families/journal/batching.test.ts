@@ -25,6 +25,12 @@ const command: fc.Arbitrary<JournalCommand> = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: 1, max: 3 }).map((max) => ({ op: 'claim' as const, name: 'j', max })) },
   { weight: 3, arbitrary: fc.tuple(fc.constantFrom('done' as const, 'extend' as const), key, lease).map(([op, k, l]) => ({ op, name: 'j', key: k, lease: l })) },
   { weight: 2, arbitrary: fc.tuple(key, lease, fc.integer({ min: 1, max: 3 })).map(([k, l, claim]) => ({ op: 'done' as const, name: 'j', key: k, lease: l, claim })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.array(fc.tuple(key, lease), { minLength: 1, maxLength: 3 }), fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }))
+      .map(([items, claim]) => ({ op: 'doneMany' as const, name: 'j', items, ...(claim === undefined ? {} : { claim }) })),
+  },
   { weight: 2, arbitrary: fc.tuple(key, lease, fc.option(date, { nil: undefined })).map(([k, l, processAt]) => ({ op: 'release' as const, name: 'j', key: k, lease: l, ...(processAt === undefined ? {} : { processAt }) })) },
   { weight: 2, arbitrary: fc.array(fc.tuple(key, lease), { minLength: 1, maxLength: 3 }).map((claims) => ({ op: 'timeout' as const, name: 'j', claims })) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }).map((max) => ({ op: 'expire' as const, name: 'j', max })) },
@@ -43,14 +49,15 @@ function entries(list: readonly Step[]): Entry[] {
     let resolved: JournalCommand = c;
     if ('lease' in c) resolved = { ...c, lease: resolve(c.lease) };
     if (c.op === 'timeout') resolved = { ...c, claims: c.claims.map(([k, l]) => [k, resolve(l)] as const) };
-    if (c.op === 'claim' || (c.op === 'done' && c.claim !== undefined)) lastClaim = i + 1;
+    if (c.op === 'doneMany') resolved = { ...c, items: c.items.map(([k, l]) => [k, resolve(l)] as const) };
+    if (c.op === 'claim' || ((c.op === 'done' || c.op === 'doneMany') && c.claim !== undefined)) lastClaim = i + 1;
     return { index: i + 1, term: 1, kind: 'command', data: encodeCommand({ family: 'journal', ...resolved } as never, now) };
   });
 }
 
 describe('journal entries sharing a batch', () => {
   it('give the outcomes and db bytes of the same entries applied one at a time', async () => {
-    const seen = { claims: 0, leased: 0 };
+    const seen = { claims: 0, leased: 0, doneInBatches: 0 };
     await fc.assert(
       // `restarts`: after which batches the batched member restarts, losing its in-memory index
       // fronts (state.ts), as after a crash or a snapshot: what it claims must not change.
@@ -76,6 +83,7 @@ describe('journal entries sharing a batch', () => {
             const value = o.result.ok && o.result.op === 'family' ? (o.result.value as { op: string; items?: unknown[] }) : null;
             if (value?.op === 'claim' && (value.items?.length ?? 0) > 0) seen.claims++;
             if (value?.op === 'done' || value?.op === 'extend' || value?.op === 'release') seen.leased++;
+            if (value?.op === 'doneMany') seen.doneInBatches += (value as unknown as { done: number }).done;
           }
         } finally {
           await a.cleanup();
@@ -87,5 +95,6 @@ describe('journal entries sharing a batch', () => {
     // The sequences reached the interesting paths, not only refusals.
     expect(seen.claims).toBeGreaterThan(150);
     expect(seen.leased).toBeGreaterThan(20);
+    expect(seen.doneInBatches).toBeGreaterThan(10);
   });
 });

@@ -1,6 +1,6 @@
 // The journal family against the in-memory model of oracle.ts: random
 // sequences of adds (merging by key), claims, extends, dones (some claiming the
-// next job), releases, timeouts, expiry, requeues and forgets, with the clock
+// next job), dones of many items at once (some under stale leases), releases, timeouts, expiry, requeues and forgets, with the clock
 // moving; after every step the reply and the whole stored state must match.
 import { afterAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
@@ -19,6 +19,7 @@ type Step =
   | { readonly kind: 'tick'; readonly ms: number }
   | { readonly kind: 'add'; readonly items: ReadonlyArray<{ key: string; data: number; priority?: number; at?: number; expiresIn?: number }> }
   | { readonly kind: 'claim'; readonly max: number }
+  | { readonly kind: 'doneMany'; readonly items: ReadonlyArray<readonly [string, number]>; readonly claim?: number }
   | { readonly kind: 'extend' | 'done' | 'release'; readonly key: string; readonly lease: number; readonly claim?: number; readonly at?: number }
   /** `late`: the leader proposes it once the timeout has passed (the clock moves first); else maybe too early. */
   | { readonly kind: 'timeout'; readonly claims: ReadonlyArray<readonly [string, number]>; readonly late: boolean }
@@ -36,6 +37,12 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: 1, max: 3 }).map((max) => ({ kind: 'claim' as const, max })) },
   { weight: 2, arbitrary: fc.tuple(key, lease).map(([k, l]) => ({ kind: 'extend' as const, key: k, lease: l })) },
   { weight: 3, arbitrary: fc.tuple(key, lease, fc.option(fc.integer({ min: 1, max: 2 }), { nil: undefined })).map(([k, l, claim]) => ({ kind: 'done' as const, key: k, lease: l, ...(claim === undefined ? {} : { claim }) })) },
+  {
+    weight: 3,
+    arbitrary: fc
+      .tuple(fc.array(fc.tuple(key, lease), { minLength: 1, maxLength: 4 }), fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }))
+      .map(([items, claim]) => ({ kind: 'doneMany' as const, items, ...(claim === undefined ? {} : { claim }) })),
+  },
   { weight: 2, arbitrary: fc.tuple(key, lease, fc.option(offset, { nil: undefined })).map(([k, l, at]) => ({ kind: 'release' as const, key: k, lease: l, ...(at === undefined ? {} : { at }) })) },
   { weight: 3, arbitrary: fc.tuple(fc.array(fc.tuple(key, lease), { minLength: 1, maxLength: 3 }), fc.integer({ min: 0, max: 3 }).map((n) => n > 0)).map(([claims, late]) => ({ kind: 'timeout' as const, claims, late })) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }).map((max) => ({ kind: 'expire' as const, max })) },
@@ -50,7 +57,7 @@ function observed(result: Awaited<ReturnType<JournalHarness['run']>>): ModelResu
   return { ok: true, value };
 }
 
-const reached = { claimed: 0, done: 0, timedOut: 0, flagged: 0, merged: 0, deferred: 0 };
+const reached = { claimed: 0, done: 0, doneInBatches: 0, lostInBatches: 0, timedOut: 0, flagged: 0, merged: 0, deferred: 0 };
 
 describe('the journal against its model', () => {
   afterAll(() => {
@@ -59,6 +66,8 @@ describe('the journal against its model', () => {
     // 22-36 flags, 374-477 merges and 37-58 deferred versions; the bounds are far below.)
     expect(reached.claimed).toBeGreaterThan(100);
     expect(reached.done).toBeGreaterThan(15);
+    expect(reached.doneInBatches).toBeGreaterThan(15);
+    expect(reached.lostInBatches).toBeGreaterThan(15);
     expect(reached.timedOut).toBeGreaterThan(15);
     expect(reached.flagged).toBeGreaterThan(5);
     expect(reached.merged).toBeGreaterThan(100);
@@ -124,6 +133,14 @@ describe('the journal against its model', () => {
                 if (s.claim !== undefined && expected.ok) lastClaim = entry;
                 break;
               }
+              case 'doneMany': {
+                // Held items picked one after another (a later pick may repeat an earlier one: done twice in one entry).
+                const items = s.items.map(([k, l]) => held(k, l));
+                command = { op: 'doneMany', name: 'j', items, ...(s.claim === undefined ? {} : { claim: s.claim }) };
+                expected = model.doneMany(items, now, s.claim, entry);
+                if (s.claim !== undefined) lastClaim = entry;
+                break;
+              }
               case 'release': {
                 const [k, l] = held(s.key, s.lease);
                 const processAt = s.at === undefined ? undefined : Math.max(0, now + s.at);
@@ -158,6 +175,10 @@ describe('the journal against its model', () => {
               const v = actual.value;
               if (v.op === 'claim') reached.claimed += (v.items as unknown[]).length;
               if (v.op === 'done') reached.done++;
+              if (v.op === 'doneMany') {
+                reached.doneInBatches += v.done as number;
+                reached.lostInBatches += (v.lost as unknown[]).length;
+              }
               if (v.op === 'timeout') {
                 reached.timedOut += (v.requeued as unknown[]).length + (v.flagged as unknown[]).length;
                 reached.flagged += (v.flagged as unknown[]).length;

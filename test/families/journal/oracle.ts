@@ -147,6 +147,27 @@ export class JournalModel {
     return ok(value);
   }
 
+  /** Each held item done (the others reported lost, unchanged), then maybe a claim under this entry. */
+  doneMany(items: ReadonlyArray<readonly [string, number]>, now: number, claimNext: number | undefined, entry: number): ModelResult {
+    const lost: string[] = [];
+    let requeued = 0;
+    for (const [key, lease] of items) {
+      const i = this.held(key, lease);
+      if (i === null) {
+        lost.push(key);
+        continue;
+      }
+      this.put(key, i.next === null ? null : JournalModel.waitingAgain(i));
+      if (i.next !== null) requeued++;
+    }
+    const value: Record<string, unknown> = { op: 'doneMany', done: items.length - lost.length, lost, requeued };
+    if (claimNext !== undefined) {
+      const c = this.claim(claimNext, now, entry) as unknown as { value: { items: unknown[] } };
+      value.next = { lease: entry, items: c.value.items };
+    }
+    return ok(value);
+  }
+
   release(key: string, lease: number, processAt: number | undefined): ModelResult {
     const i = this.held(key, lease);
     if (i === null) return refused('CONFLICT');

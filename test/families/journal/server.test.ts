@@ -205,6 +205,93 @@ describe('the journal on a server', () => {
     expect((await journals.show('work')).counts).toMatchObject({ waiting: 0, processing: 0 });
   });
 
+  it('doneMany finishes many items in one entry, reports stale leases without failing the rest, and claims the next ones', async () => {
+    const { url, journals } = await start();
+    await journals.create('batch', { timeoutMs: 60_000 });
+    await journals.add('batch', Array.from({ length: 6 }, (_, i) => ({ key: `j${i}`, data: i })));
+    const first = await journals.claim('batch', { max: 2 });
+    const second = await journals.claim('batch', { max: 2 });
+    const finishing = [
+      ...first.items.map((i) => ({ key: i.key, lease: first.lease })),
+      { key: second.items[0]!.key, lease: second.lease + 1 }, // not its lease: lost, and left as it was
+      { key: 'never-added', lease: first.lease },
+    ];
+    const r = await journals.doneMany('batch', finishing, 3);
+    expect(r.done).toBe(2);
+    expect(r.lost).toEqual([second.items[0]!.key, 'never-added']);
+    expect(r.next?.items.map((i) => i.key)).toEqual(['j4', 'j5']); // two were left Waiting; a claim of 3 takes both
+    expect((await journals.show('batch')).counts).toMatchObject({ waiting: 0, processing: 4 });
+    // The stale one is still held by its real lease.
+    expect((await journals.doneMany('batch', [{ key: second.items[0]!.key, lease: second.lease }])).lost).toEqual([]);
+    expect(await journals.doneMany('batch', [{ key: 'j4', lease: r.next!.lease }])).toEqual({ done: 1, lost: [], next: null });
+    const wire = await WireClient.connect(url, 'json');
+    try {
+      await wire.hello({ timeoutMs: 10_000 });
+      for (const bad of [
+        { name: 'batch', items: [] },
+        { name: 'batch', items: [['j5', 1]] },
+        { name: 'batch', items: [{ key: 'j5' }] },
+        { name: 'batch', items: [{ key: 'j5', lease: 0 }] },
+        { name: 'batch', items: [{ key: 'j5', lease: 1, extra: true }] },
+        { name: 'batch', items: Array.from({ length: 1001 }, () => ({ key: 'j5', lease: 1 })) },
+        { name: 'batch', items: [{ key: 'j5', lease: 1 }], claim: 0 },
+      ]) {
+        expect((await wire.request('journal.doneMany', bad)).error?.code, JSON.stringify(bad).slice(0, 80)).toBe('BAD_REQUEST');
+      }
+      expect((await wire.request('journal.doneMany', { name: 'missing', items: [{ key: 'a', lease: 1 }] })).error?.code).toBe('NOT_FOUND');
+    } finally {
+      wire.terminate();
+    }
+    expect((await journals.show('batch')).counts).toMatchObject({ waiting: 0, processing: 2 });
+  });
+
+  it('the worker helper claims ahead of its handlers only as many items as it can start within a third of the timeout', async () => {
+    const { journals } = await start();
+    // Fast handlers: it claims ahead (more are Processing than it runs at once).
+    await journals.create('fast', { timeoutMs: 30_000 });
+    await journals.add('fast', Array.from({ length: 600 }, (_, i) => ({ key: `f${i}`, data: i })));
+    let mostHeld = 0;
+    let handled = 0;
+    let finish: () => void = () => undefined;
+    const fastDone = new Promise<void>((resolve) => (finish = resolve));
+    const fast = journals.process(
+      'fast',
+      async () => {
+        if (++handled % 50 === 0) mostHeld = Math.max(mostHeld, (await journals.show('fast')).counts.processing);
+        if (handled === 600) finish();
+      },
+      { concurrency: 2, waitMs: 500 },
+    );
+    await fastDone;
+    await fast.stop();
+    expect(mostHeld).toBeGreaterThan(2);
+    expect(mostHeld).toBeLessThanOrEqual(2 + 256);
+    expect((await journals.show('fast')).counts).toMatchObject({ waiting: 0, processing: 0 });
+
+    // Handlers of 100 ms against a 600 ms timeout, 2 at a time: 4 more start within a third of it, so 2 + 4 held at most (of 20).
+    await journals.create('slow', { timeoutMs: 600 });
+    await journals.add('slow', Array.from({ length: 20 }, (_, i) => ({ key: `s${i}`, data: i })));
+    let slowHandled = 0;
+    let slowMost = 0;
+    let slowFinish: () => void = () => undefined;
+    const slowDone = new Promise<void>((resolve) => (slowFinish = resolve));
+    const slow = journals.process(
+      'slow',
+      async () => {
+        slowMost = Math.max(slowMost, (await journals.show('slow')).counts.processing);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        if (++slowHandled === 20) slowFinish();
+      },
+      { concurrency: 2, waitMs: 500 },
+    );
+    await slowDone;
+    await slow.stop();
+    expect(slowMost).toBeLessThanOrEqual(6);
+    const after = await journals.show('slow');
+    // Nothing timed out on the way (a timeout would have put an item back with its counter raised, or flagged none here).
+    expect(after.counts).toMatchObject({ waiting: 0, processing: 0, flagged: 0 });
+  });
+
   it('is driven from the command line: vera journal create, add, claim, done, show, with --json and usage errors', async () => {
     const { url } = await start();
     const run = async (...argv: string[]) => {

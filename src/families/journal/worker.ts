@@ -1,0 +1,226 @@
+// The journal's worker helper (JournalClient.process): runs a handler on items
+// as they become due, `concurrency` at a time, and talks to the server through
+// two channels so that neither waits on the other:
+// - acks: the handlers' completions go together in one doneMany entry, sent
+//   whenever none is in flight (so the first goes at once and the rest gather
+//   behind it, as a group commit does), and the same entry claims the next items;
+// - polls: when the worker has free handlers and the acks do not claim for it
+//   (one is in flight, or the journal ran short), one claim that waits on the
+//   server until work is due (no polling, no herd).
+// It claims ahead of its free handlers (prefetch) only as many items as it
+// expects to start within a third of the journal's timeout, judged by how long
+// handlers have taken, so a slow handler never leaves claimed items to time out
+// in the buffer. Every held item's lease is extended every third of the timeout
+// while its handler runs.
+import { VeraError } from '../../protocol/index.js';
+import type { Claim, ClaimedItem } from './client.js';
+
+/** The calls the worker needs (JournalClient's). */
+export interface WorkerCalls {
+  claim(max: number, waitMs: number): Promise<Claim>;
+  doneMany(items: ReadonlyArray<{ key: string; lease: number }>, claim: number | undefined): Promise<{ lost: readonly string[]; next: Claim | null }>;
+  extend(key: string, lease: number): Promise<void>;
+  release(key: string, lease: number, processAt?: number): Promise<void>;
+  /** The client is closed or its session expired: asking again would fail forever. */
+  readonly closed: boolean;
+}
+
+export interface WorkerOptions {
+  readonly concurrency: number;
+  /** The most items claimed ahead of free handlers. */
+  readonly prefetch: number;
+  readonly waitMs: number;
+  readonly timeoutMs: number;
+  readonly retryDelayMs: (timeouts: number) => number;
+  readonly onError?: (err: unknown, item: ClaimedItem) => void;
+}
+
+/** Completions one doneMany carries, at most (the protocol's bound). */
+const ACK_BATCH = 1000;
+/** Claims one request asks for, at most. */
+const CLAIM_BATCH = 1000;
+
+interface Held {
+  readonly item: ClaimedItem;
+  readonly lease: number;
+  /** When the lease began, by this process's clock: when the claim was sent (no later than the server's start). */
+  readonly renewedAt: number;
+}
+
+export class JournalWorker {
+  private readonly buffer: Held[] = [];
+  private running = 0;
+  private readonly acks: Array<{ key: string; lease: number }> = [];
+  private acking = false;
+  /** Items asked for by the request in flight (an ack that claims, or a poll). */
+  private asked = 0;
+  private polling = false;
+  /** The last claim came back with fewer items than asked: nothing more is due now. */
+  private starved = false;
+  private stopping = false;
+  /** While stopping, completions that cannot be acknowledged are given up after this (their leases are gone by then). */
+  private stopDeadline = Infinity;
+  private fatal: unknown = null;
+  /** Mean handler time (ms), once one has run. */
+  private handlerMs: number | null = null;
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  private idle: (() => void) | null = null;
+
+  constructor(
+    private readonly calls: WorkerCalls,
+    private readonly options: WorkerOptions,
+    private readonly handler: (item: ClaimedItem) => Promise<void>,
+  ) {}
+
+  start(): void {
+    this.pump();
+  }
+
+  /** Stops claiming, hands back items not started, finishes those in hand and acknowledges them. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.stopDeadline = performance.now() + this.options.timeoutMs;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    const unstarted = this.buffer.splice(0);
+    await Promise.allSettled(unstarted.map((h) => this.calls.release(h.item.key, h.lease)));
+    this.pump();
+    await new Promise<void>((resolve) => {
+      this.idle = resolve;
+      this.checkIdle();
+    });
+    if (this.fatal !== null) throw this.fatal;
+  }
+
+  private checkIdle(): void {
+    // A poll still waiting is waited for: what it claims is handed back when it answers.
+    if (this.idle !== null && this.running === 0 && !this.acking && !this.polling && this.acks.length === 0) this.idle();
+  }
+
+  /** How many items to hold beyond the handlers: what starts within a third of the timeout. */
+  private prefetch(): number {
+    if (this.handlerMs === null || this.options.prefetch === 0) return 0;
+    const startsInTime = Math.floor(((this.options.timeoutMs / 3) * this.options.concurrency) / Math.max(this.handlerMs, 0.01));
+    return Math.min(this.options.prefetch, startsInTime);
+  }
+
+  private wanted(): number {
+    if (this.stopping) return 0;
+    const held = this.running + this.buffer.length + this.asked;
+    return Math.min(CLAIM_BATCH, this.options.concurrency + this.prefetch() - held);
+  }
+
+  private pump(): void {
+    while (!this.stopping && this.running < this.options.concurrency && this.buffer.length > 0) this.run(this.buffer.shift()!);
+    if (this.retryTimer !== null) return;
+    if (!this.acking && this.acks.length > 0) this.ack();
+    // While claims come back full the acks carry them; once the journal runs short, a poll
+    // waits on the server beside the acks, so an item that falls due is taken at once.
+    if (!this.polling && (this.starved || !this.acking) && this.running < this.options.concurrency && this.wanted() > 0) this.poll();
+    this.checkIdle();
+  }
+
+  private run(held: Held): void {
+    this.running++;
+    const every = Math.max(10, this.options.timeoutMs / 3);
+    const extend = (): void => {
+      void this.calls.extend(held.item.key, held.lease).catch(() => undefined); // lost (CONFLICT) or unreachable: the done says which
+      keepAlive = setTimeout(extend, every);
+    };
+    // The first extension a third of the timeout after the lease began (a prefetched item's began before its handler).
+    let keepAlive = setTimeout(extend, Math.max(0, held.renewedAt + every - performance.now()));
+    const started = performance.now();
+    void this.handler(held.item).then(
+      () => {
+        clearTimeout(keepAlive);
+        const ms = performance.now() - started;
+        this.handlerMs = this.handlerMs === null ? ms : this.handlerMs * 0.9 + ms * 0.1;
+        this.running--;
+        this.acks.push({ key: held.item.key, lease: held.lease });
+        this.pump();
+      },
+      (err: unknown) => {
+        clearTimeout(keepAlive);
+        this.options.onError?.(err, held.item);
+        void this.calls
+          .release(held.item.key, held.lease, Date.now() + this.options.retryDelayMs(held.item.timeouts))
+          .catch(() => undefined) // lost, or unreachable: it times out and is offered again
+          .finally(() => {
+            this.running--;
+            this.pump();
+          });
+      },
+    );
+  }
+
+  private ack(): void {
+    const batch = this.acks.splice(0, ACK_BATCH);
+    const claim = this.polling || this.starved ? 0 : Math.max(0, this.wanted());
+    this.acking = true;
+    this.asked += claim;
+    const sent = performance.now();
+    this.calls.doneMany(batch, claim > 0 ? claim : undefined).then(
+      ({ next }) => {
+        this.acking = false;
+        this.asked -= claim;
+        if (next !== null) this.take(next, claim, sent);
+        this.pump();
+      },
+      (err: unknown) => {
+        this.acking = false;
+        this.asked -= claim;
+        // The leases outlive the connection: acknowledge again once the client is back
+        // (items done twice in a retried entry come back as lost, harmlessly).
+        this.acks.unshift(...batch);
+        this.failed(err);
+      },
+    );
+  }
+
+  private poll(): void {
+    const max = this.wanted();
+    this.polling = true;
+    this.asked += max;
+    const sent = performance.now();
+    this.calls.claim(max, this.options.waitMs).then(
+      (claim) => {
+        this.polling = false;
+        this.asked -= max;
+        this.take(claim, max, sent);
+        this.pump();
+      },
+      (err: unknown) => {
+        this.polling = false;
+        this.asked -= max;
+        this.failed(err);
+      },
+    );
+  }
+
+  private take(claim: Claim, asked: number, sentAt: number): void {
+    this.starved = claim.items.length < asked;
+    for (const item of claim.items) {
+      const held: Held = { item, lease: claim.lease, renewedAt: sentAt };
+      // Claimed while stopping: hand it back rather than let it time out.
+      if (this.stopping) void this.calls.release(item.key, claim.lease).catch(() => undefined);
+      else this.buffer.push(held);
+    }
+  }
+
+  /** A request failed: give up when it never will succeed, else try again shortly. */
+  private failed(err: unknown): void {
+    const never = this.calls.closed || (err instanceof VeraError && err.code === 'NOT_FOUND');
+    if (never || (this.stopping && performance.now() >= this.stopDeadline)) {
+      if (never) this.fatal = err;
+      this.stopping = true;
+      this.acks.length = 0; // not acknowledged: the items time out and are offered again
+      this.checkIdle();
+      return;
+    }
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.pump();
+    }, 100);
+    this.checkIdle();
+  }
+}
