@@ -1,6 +1,7 @@
 // The client verbs of `vera`: push, get, ls, delete, watch. Arguments are
 // checked before connecting (usage errors exit 2 without touching the network).
 import { readFileSync } from 'node:fs';
+import { jsonText, parseJson } from '../protocol/json.js';
 import { resolve } from 'node:path';
 import { connect, type ConnectOptions, type VeraClient } from '../client/client.js';
 import { httpBaseUrl, sessionUrl } from '../client/urls.js';
@@ -260,8 +261,9 @@ function indexArg(text: string, what: string): number {
 export function parseData(text: string, asString = false): JsonValue {
   if (asString) return text;
   try {
-    return JSON.parse(text) as JsonValue;
+    return parseJson(text) as JsonValue;
   } catch (err) {
+    if (err instanceof VeraError) throw new UsageError(`DATA: ${err.message}`);
     throw new UsageError(`DATA is not valid JSON (${err instanceof Error ? err.message : String(err)}); pass --string to push it as text`);
   }
 }
@@ -293,7 +295,7 @@ export function dataArg(ctx: Context, arg: string): JsonValue {
 }
 
 export function print(ctx: Context, value: unknown, readable: () => string): void {
-  ctx.io.stdout(`${ctx.json ? JSON.stringify(value) : readable()}\n`);
+  ctx.io.stdout(`${ctx.json ? jsonText(value) : readable()}\n`);
 }
 
 /** Tells stderr when the connection is lost and when it is back, so a long-running verb is never silently stuck. */

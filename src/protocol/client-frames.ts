@@ -12,7 +12,8 @@
 import { packValue, scanMessagePack, unpackScanned } from './msgpack.js';
 import { frameBytes, utf8Slice, type Bytes } from './platform.js';
 import { findStructureProblem } from './values.js';
-import type { ProtocolError } from './errors.js';
+import { VeraError, type ProtocolError } from './errors.js';
+import { jsonText, parseJson } from './json.js';
 import type { FamilyRequest, FamilyResult, ProtocolExtensions } from './extension.js';
 import type { AnyResult, Encoding, NotifyPayload, ProtocolLimits, RawFrame, Request } from './types.js';
 import { DEFAULT_LIMITS } from './types.js';
@@ -61,9 +62,12 @@ function decodeJson(bytes: Uint8Array, limits: ProtocolLimits): Parsed {
     return failure(undefined, `frame: holds more than ${limits.elementsMax} elements (array items, object keys and values)`, 'TOO_LARGE');
   }
   let frame: unknown;
+  const text = utf8Slice(bytes, 0, bytes.length);
   try {
-    frame = JSON.parse(utf8Slice(bytes, 0, bytes.length));
+    frame = parseJson(text);
   } catch (error) {
+    // A value JSON cannot carry (parseJson): the frame parses plainly, so the reply can name its id.
+    if (error instanceof VeraError) return failure(readableId(plainFields(text)?.id), `frame: ${error.message}`);
     return failure(undefined, `frame: not valid JSON (${errorText(error)})`);
   }
   if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) {
@@ -74,6 +78,11 @@ function decodeJson(bytes: Uint8Array, limits: ProtocolLimits): Parsed {
   const problem = findStructureProblem(fields, limits.dataDepth + 1);
   if (problem !== null) return failure(readableId(fields.id), `${problem.where}: ${problem.message}`);
   return { ok: true, frame: fields };
+}
+
+function plainFields(text: string): Record<string, unknown> | null {
+  const v: unknown = JSON.parse(text);
+  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 }
 
 function readableId(id: unknown): number | undefined {
@@ -122,7 +131,7 @@ export type EncodedFrame = Bytes | string;
 /** Encodes any frame object; undefined fields are left out in both encodings. */
 export function encodeFrame(frame: Readonly<Record<string, unknown>>, encoding: Encoding): EncodedFrame {
   const clean = withoutUndefined(frame);
-  return encoding === 'msgpack' ? packValue(clean) : JSON.stringify(clean);
+  return encoding === 'msgpack' ? packValue(clean) : jsonText(clean);
 }
 
 export function encodeReply(id: number, result: AnyResult | FamilyResult, encoding: Encoding): EncodedFrame {

@@ -7,7 +7,7 @@
 // definitions), it recurses once per nesting level (a 16 MiB frame of 0x91 bytes
 // would blow the stack), and it renames a `__proto__` key silently. The scan
 // accepts only the JSON-like subset (nil, bool, int, float, str, array, map with
-// string keys), bounds nesting and element counts, and requires exactly one value
+// string keys) and binary, bounds nesting and element counts, and requires exactly one value
 // with no trailing bytes, so what reaches msgpackr is harmless.
 import { Packr, Unpackr } from 'msgpackr';
 import { isUtf8, utf8Slice, type Bytes } from './platform.js';
@@ -18,7 +18,9 @@ const packr = new Packr({
   encodeUndefinedAsNil: true,
 });
 
-const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
+// 64-bit integers a double cannot hold exactly decode as bigints (and encode back as they came), never rounded.
+// ('auto' is msgpackr's, missing from its type declarations.)
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'auto' as 'bigint' });
 
 export function packValue(value: unknown): Bytes {
   return packr.pack(value);
@@ -128,7 +130,11 @@ export function scanMessagePack(bytes: Uint8Array, maxDepth: number, maxElements
       if (pos + 5 > end) return fail(where, 'truncated MessagePack data');
       container = { isMap: token === 0xdf, count: view.getUint32(pos + 1), header: 5 };
     } else if (token === 0xc4 || token === 0xc5 || token === 0xc6) {
-      return fail(where, 'binary values are not supported (send a string or an array of numbers)');
+      // Binary: bytes, stored and returned as they came (base64 in JSON, json.ts).
+      const header = token === 0xc4 ? 2 : token === 0xc5 ? 3 : 5;
+      if (pos + header > end) return fail(where, 'truncated MessagePack data');
+      const length = token === 0xc4 ? bytes[pos + 1]! : token === 0xc5 ? view.getUint16(pos + 1) : view.getUint32(pos + 1);
+      scalarSize = header + length;
     } else if (token === 0xc1) {
       return fail(where, 'invalid MessagePack byte 0xc1');
     } else {

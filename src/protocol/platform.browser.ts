@@ -55,3 +55,21 @@ export function utf8Length(text: string): number {
   }
   return bytes;
 }
+
+/** `bytes` as standard base64 (how JSON frames and HTTP carry binary values). */
+export function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+/** The bytes of standard base64 text; null when it is not base64. */
+export function fromBase64(text: string): Bytes | null {
+  if (!BASE64.test(text)) return null;
+  const binary = atob(text);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;

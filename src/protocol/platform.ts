@@ -32,3 +32,16 @@ export function isUtf8(bytes: Uint8Array): boolean {
 export function utf8Length(text: string): number {
   return Buffer.byteLength(text, 'utf8');
 }
+
+/** `bytes` as standard base64 (how JSON frames and HTTP carry binary values). */
+export function toBase64(bytes: Uint8Array): string {
+  return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('base64');
+}
+
+/** The bytes of standard base64 text; null when it is not base64. */
+export function fromBase64(text: string): Bytes | null {
+  if (!BASE64.test(text)) return null;
+  return Buffer.from(text, 'base64');
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;

@@ -3,6 +3,7 @@
 import { scanMessagePack, unpackScanned } from './msgpack.js';
 import { frameBytes, utf8Slice } from './platform.js';
 import { VeraError } from './errors.js';
+import { parseJson } from './json.js';
 import type { ChangeEvent, Item, RawFrame, ResyncList, RevokedWatches } from './types.js';
 
 export type ServerFrame =
@@ -24,7 +25,7 @@ export function decodeServerFrame(data: RawFrame | string, isBinary: boolean): S
   let frame: unknown;
   try {
     if (typeof data === 'string') {
-      frame = JSON.parse(data);
+      frame = parseJson(data);
     } else if (isBinary) {
       const bytes = frameBytes(data);
       const scan = scanMessagePack(bytes, MAX_REPLY_DEPTH);
@@ -32,7 +33,7 @@ export function decodeServerFrame(data: RawFrame | string, isBinary: boolean): S
       frame = unpackScanned(bytes);
     } else {
       const bytes = frameBytes(data);
-      frame = JSON.parse(utf8Slice(bytes, 0, bytes.length));
+      frame = parseJson(utf8Slice(bytes, 0, bytes.length));
     }
   } catch (error) {
     return invalid(`frame does not decode: ${error instanceof Error ? error.message : String(error)}`);

@@ -245,7 +245,7 @@ export function describe(value: unknown): string {
   if (typeof value === 'string') {
     return value.length > 40 ? `${JSON.stringify(value.slice(0, 40))}... (${value.length} chars)` : JSON.stringify(value);
   }
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
   if (Array.isArray(value)) return 'an array';
   return typeof value === 'object' ? 'an object' : `a value of type ${typeof value}`;
 }

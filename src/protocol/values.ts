@@ -38,9 +38,15 @@ function walk(value: unknown, where: string, depth: number, rules: WalkRules): S
     if (rules.strictValues && LONE_SURROGATE.test(value)) return { where, message: 'string contains a lone surrogate (not valid UTF-8)' };
     return null;
   }
+  if (typeof value === 'bigint') {
+    // What a 64-bit MessagePack integer decodes to when a double cannot hold it (msgpack.ts).
+    if (rules.strictValues && (value < -(2n ** 63n) || value >= 2n ** 64n)) return { where, message: `${value} is beyond a 64-bit integer` };
+    return null;
+  }
   if (typeof value !== 'object') {
     return rules.strictValues ? { where, message: `unsupported value of type ${typeof value}` } : null;
   }
+  if (value instanceof Uint8Array) return null; // binary, carried as it is
   if (depth > rules.maxDepth) {
     // A frame's own object is not data nesting, so frame limits are one level more than they say.
     const levels = rules.strictValues ? rules.maxDepth : rules.maxDepth - 1;

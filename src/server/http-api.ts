@@ -2,6 +2,7 @@
 // metrics, backups, and the dashboard's files (/ui). Answered by any member; only linearizable reads involve the leader.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { jsonText } from '../protocol/json.js';
 import type { NodeId, Role } from '../raft/types.js';
 import { serveBackup } from './backup.js';
 import { serveList } from './http-list.js';
@@ -182,7 +183,7 @@ function status(fe: FrontEnd, src: StatusSources): StatusBody {
 }
 
 function sendJson(res: ServerResponse, code: number, body: unknown): void {
-  sendText(res, code, JSON.stringify(body) + '\n', 'application/json');
+  sendText(res, code, jsonText(body) + '\n', 'application/json');
 }
 
 function sendText(res: ServerResponse, code: number, body: string, type = 'text/plain; charset=utf-8'): void {

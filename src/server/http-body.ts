@@ -1,5 +1,6 @@
 // Reading a small JSON request body (the membership endpoints, families' POST routes).
 import type { IncomingMessage } from 'node:http';
+import { parseJson } from '../protocol/json.js';
 import { VeraError } from '../protocol/index.js';
 
 /** The largest body read: these endpoints take a few fields, never data. */
@@ -16,8 +17,9 @@ export async function readJsonBody(req: IncomingMessage): Promise<Record<string,
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
+    parsed = parseJson(Buffer.concat(chunks).toString('utf8'));
+  } catch (err) {
+    if (err instanceof VeraError) throw err; // a value JSON cannot carry exactly (json.ts)
     throw new VeraError('BAD_REQUEST', 'request body must be a JSON object');
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new VeraError('BAD_REQUEST', 'request body must be a JSON object');

@@ -5,6 +5,7 @@
 // memory; past a handful waiting, its socket is closed.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { jsonText } from '../protocol/json.js';
 import type { Socket } from 'node:net';
 import { validatePath, VeraError } from '../protocol/index.js';
 import type { FrontEnd } from './context.js';
@@ -79,7 +80,7 @@ async function respond(fe: FrontEnd, req: IncomingMessage, res: ServerResponse, 
     }
     let text = '';
     for (const item of page.items) {
-      text += separator + JSON.stringify(item);
+      text += separator + jsonText(item);
       separator = ',';
     }
     if (text !== '') await writeWithBackpressure(res, text);

@@ -1,10 +1,11 @@
 // A journal workload for fault trials: one producer adding unique keys in small
-// batches and a few workers claiming and completing them, every outcome recorded
+// batches and a few workers claiming and completing them (one done at a time, or
+// every item of a claim in one doneMany that claims the next), every outcome recorded
 // for checkJournal (journal-checker.ts). After the faults, `drain` lets the
 // workers finish what is left (claims lost in a failover time out and come
 // back), then `final` reads every member's counts and the flagged list.
 import { connect, type VeraClient } from '../../src/client/index.js';
-import { JournalClient } from '../../src/families/journal/client.js';
+import { JournalClient, type Claim } from '../../src/families/journal/client.js';
 import { VeraError } from '../../src/protocol/index.js';
 import { pollUntil } from '../support/poll.js';
 import type { ChaosCluster } from './harness.js';
@@ -58,7 +59,7 @@ export class JournalWorkload {
       }
     }, 30_000);
     w.producer = w.produce();
-    w.workers = Array.from({ length: options.workers ?? 3 }, () => w.work());
+    w.workers = Array.from({ length: options.workers ?? 3 }, (_, i) => w.work(i % 2 === 1));
     return w;
   }
 
@@ -92,20 +93,31 @@ export class JournalWorkload {
     }
   }
 
-  private async work(): Promise<void> {
+  /** `batched`: finish each claim's items in one doneMany that claims the next (the worker helper's way); else one done each. */
+  private async work(batched: boolean): Promise<void> {
     const journals = await this.open();
+    let next: Claim | null = null;
     while (!this.closed) {
-      const sentAt = performance.now();
-      let claim;
-      try {
-        claim = await journals.claim(this.name, { max: 3, waitMs: 300 });
-      } catch {
-        if (this.draining && (await this.drained(journals))) return;
+      let claim: Claim;
+      if (next !== null && next.items.length > 0) {
+        claim = next;
+      } else {
+        const sentAt = performance.now();
+        try {
+          claim = await journals.claim(this.name, { max: 3, waitMs: 300 });
+        } catch {
+          if (this.draining && (await this.drained(journals))) return;
+          continue;
+        }
+        const ackedAt = performance.now();
+        for (const item of claim.items) this.claims.push({ key: item.key, lease: claim.lease, sentAt, ackedAt });
+        if (claim.items.length === 0 && this.draining && (await this.drained(journals))) return;
+      }
+      next = null;
+      if (batched && claim.items.length > 0) {
+        next = await this.finishTogether(journals, claim);
         continue;
       }
-      const ackedAt = performance.now();
-      for (const item of claim.items) this.claims.push({ key: item.key, lease: claim.lease, sentAt, ackedAt });
-      if (claim.items.length === 0 && this.draining && (await this.drained(journals))) return;
       for (const item of claim.items) {
         const doneSent = performance.now();
         try {
@@ -116,6 +128,27 @@ export class JournalWorkload {
           this.dones.push({ key: item.key, lease: claim.lease, sentAt: doneSent, ackedAt: performance.now(), outcome: outcomeOf(err) });
         }
       }
+    }
+  }
+
+  /** One doneMany for every item of `claim`, claiming up to 3 more in the same entry; returns those. */
+  private async finishTogether(journals: JournalClient, claim: Claim): Promise<Claim | null> {
+    const sentAt = performance.now();
+    try {
+      const r = await journals.doneMany(this.name, claim.items.map((i) => ({ key: i.key, lease: claim.lease })), 3);
+      const ackedAt = performance.now();
+      for (const item of claim.items) {
+        const lost = r.lost.includes(item.key);
+        this.dones.push({ key: item.key, lease: claim.lease, sentAt, ackedAt, outcome: lost ? 'refused' : 'ok' });
+        if (!lost) this.completed++;
+      }
+      if (r.next !== null) for (const item of r.next.items) this.claims.push({ key: item.key, lease: r.next.lease, sentAt, ackedAt });
+      return r.next;
+    } catch (err) {
+      const ackedAt = performance.now();
+      // Unknown: the entry may have been applied (items done, and more claimed under its index, which time out).
+      for (const item of claim.items) this.dones.push({ key: item.key, lease: claim.lease, sentAt, ackedAt, outcome: outcomeOf(err) });
+      return null;
     }
   }
 

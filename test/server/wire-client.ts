@@ -11,7 +11,7 @@ export type WireEncoding = 'json' | 'msgpack';
 
 // Plain MessagePack maps (no msgpackr records), as any client in any language would send.
 const packr = new Packr({ useRecords: false, encodeUndefinedAsNil: false });
-const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'auto' as 'bigint' });
 
 export function packMsgpack(value: unknown): Buffer {
   return packr.pack(value);
