@@ -3,6 +3,7 @@
 // Requests run concurrently; replies may leave out of order, as the protocol allows.
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { LEASE_PREFIX } from '../families/lease/wire.js';
 import { cluster } from '../families/cluster/index.js';
 import { RESUME_TOKENS_SINCE } from '../families/sessions/index.js';
 import type { SessionInfo } from '../statemachine/types.js';
@@ -315,6 +316,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       await fe.node.linearizableBarrier(fe.readTimeoutMs);
       const info = sm.sessions().get(req.session);
       if (!info) throw new VeraError('SESSION_EXPIRED', `session ${req.session} has expired or never existed; start a new one`);
+      // A lease is a session no connection may hold: its clock is its keep-alives'.
+      if (req.session.startsWith(LEASE_PREFIX)) throw new VeraError('UNAUTHORIZED', `${req.session} is a lease, not a session a connection can resume`);
       const refused = resumeRefusal(info, req.resume, fe.requireResumeToken) ?? principalRefusal(info, principal, fe.guard.enabled);
       if (refused !== null) throw new VeraError('UNAUTHORIZED', refused);
       session = req.session;

@@ -31,6 +31,12 @@ export class ExpiryQueue {
     if (d && !d.reported) d.deadline = this.now() + d.timeoutMs;
   }
 
+  /** How long until the session's deadline (ms; negative once past), or undefined when it is not tracked. */
+  remainingMs(session: string): number | undefined {
+    const d = this.deadlines.get(session);
+    return d === undefined ? undefined : d.deadline - this.now();
+  }
+
   remove(session: string): void {
     this.deadlines.delete(session);
   }

@@ -1,0 +1,22 @@
+// The lease family: lifetimes with their own TTL, kept alive by keep-alives and
+// independent of any connection (etcd's model), beside the sessions a
+// connection holds. A lease is a session no connection is bound to: it is
+// opened and closed through the sessions family's entries, its clock is the
+// leader's session clock (expiry decided by the leader and committed), and the
+// items it owns (put or pushed with `lease`, family kv) are deleted with it in
+// the entry that ends it, with an event to every watcher. It replicates nothing
+// of its own: no commands, no buckets, only a server part. See docs/kv.md.
+import type { Family } from '../family.js';
+
+export const lease: Family<never, null> = {
+  name: 'lease',
+  since: 1,
+  buckets: [],
+  ops: {},
+  load: async () => null,
+  plan: () => {
+    throw new Error('the lease family has no commands (leases are sessions)');
+  },
+  goesAlone: () => false,
+  server: async () => (await import('./server.js')).server,
+};

@@ -1,0 +1,49 @@
+// The lease family's client protocol (docs/protocol.md, "Extension: leases").
+import { invalid, uintField, type RequestBuilder } from '../../protocol/index.js';
+
+/** Lease ids are session ids with this prefix: a lease op takes no connection's session, and a hello cannot resume a lease. */
+export const LEASE_PREFIX = 'lease-';
+export const MIN_LEASE_TTL_MS = 1000;
+/** The longest a Node timer waits (about 24.8 days). */
+export const MAX_LEASE_TTL_MS = 2 ** 31 - 1;
+const LEASE_ID = /^lease-[A-Za-z0-9_-]{22}$/;
+
+type Fields = Readonly<Record<string, unknown>>;
+
+function only(f: Fields, allowed: readonly string[]): void {
+  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`unexpected field '${key}'`);
+}
+
+export function leaseProblem(value: unknown): string | null {
+  return typeof value === 'string' && LEASE_ID.test(value) ? null : `lease must be a lease id as lease.grant gives (${LEASE_PREFIX} and 22 characters)`;
+}
+
+function leaseId(f: Fields): string {
+  const problem = leaseProblem(f.lease);
+  if (problem !== null) throw invalid(problem);
+  return f.lease as string;
+}
+
+export const LEASE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
+  [
+    'lease.grant',
+    (f, id) => {
+      only(f, ['ttlMs']);
+      const ttlMs = uintField(f, 'ttlMs');
+      if (ttlMs === undefined || ttlMs < MIN_LEASE_TTL_MS || ttlMs > MAX_LEASE_TTL_MS) throw invalid(`ttlMs must be ${MIN_LEASE_TTL_MS} to ${MAX_LEASE_TTL_MS} ms`);
+      return { id, op: 'lease.grant', ttlMs };
+    },
+  ],
+  ['lease.keepAlive', (f, id) => (only(f, ['lease']), { id, op: 'lease.keepAlive', lease: leaseId(f) })],
+  ['lease.revoke', (f, id) => (only(f, ['lease']), { id, op: 'lease.revoke', lease: leaseId(f) })],
+  ['lease.show', (f, id) => (only(f, ['lease']), { id, op: 'lease.show', lease: leaseId(f) })],
+]);
+
+export interface LeaseInfo {
+  readonly lease: string;
+  readonly ttlMs: number;
+  /** Until it expires without a keep-alive, by the leader's clock. */
+  readonly remainingMs: number;
+  /** The user who granted it (absent when authentication is off). */
+  readonly user?: string;
+}
