@@ -14,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireClient, type Reply } from '../server/wire-client.js';
 import type { VeraProcess } from '../support/vera-process.js';
 import { securedServer } from './secured.js';
+import { FAMILIES } from '../../src/families/registry.js';
+import { loadServerParts } from '../../src/server/family-part.js';
 
 type Perm = 'read' | 'write' | 'watch' | 'admin';
 const PERMS: readonly Perm[] = ['read', 'write', 'watch', 'admin'];
@@ -77,6 +79,15 @@ const persisted = async (root: WireClient, c: Names): Promise<Record<string, unk
   return { index: (pushed.item as { index: number }).index };
 };
 
+const NO_LEASE = 'lease-AAAAAAAAAAAAAAAAAAAAAA';
+
+/** Family ops the table leaves out, and why. */
+const NOT_IN_TABLE: Readonly<Record<string, string>> = {
+  'auth.login': 'needs no permission: it is how a caller gets one',
+  'auth.status': 'needs no permission: it tells the caller who it is',
+  'auth.disable': 'it would switch the table off: checked by the last test of this file',
+};
+
 const OPS: readonly OpCase[] = [
   // lists and watches
   { op: 'push', perm: 'write', resource: onPath, parent: above, fields: (c) => ({ path: c.path, data: 1, persistent: true }) },
@@ -85,6 +96,15 @@ const OPS: readonly OpCase[] = [
   { op: 'delete', perm: 'write', resource: onPath, parent: above, setup: persisted, fields: (c, x) => ({ path: c.path, index: x.index }) },
   { op: 'watch', perm: 'watch', resource: onPath, parent: above, fields: (c) => ({ path: c.path }) },
   { op: 'watch', perm: 'watch', resource: above, parent: () => '/m', fields: (c) => ({ path: c.base, prefix: true }) },
+  // put and transactions: a compare reads its list, a write writes it
+  { op: 'put', perm: 'write', resource: onPath, parent: above, fields: (c) => ({ path: c.path, data: 1 }) },
+  { op: 'txn', perm: 'write', resource: onPath, parent: above, fields: (c) => ({ success: [{ op: 'put', path: c.path, data: 1 }] }) },
+  { op: 'txn', perm: 'read', resource: onPath, parent: above, setup: persisted, fields: (c) => ({ compare: [{ path: c.path, target: 'exists', value: true }] }) },
+  // leases (a lease no one holds: past the check, the op's own NOT_FOUND)
+  { op: 'lease.grant', perm: 'write', resource: () => 'lease:', parent: everything, fields: () => ({ ttlMs: 60_000 }) },
+  { op: 'lease.keepAlive', perm: 'write', resource: () => 'lease:', parent: everything, fields: () => ({ lease: NO_LEASE }), allowed: 'NOT_FOUND' },
+  { op: 'lease.revoke', perm: 'write', resource: () => 'lease:', parent: everything, fields: () => ({ lease: NO_LEASE }), allowed: 'NOT_FOUND' },
+  { op: 'lease.show', perm: 'read', resource: () => 'lease:', parent: everything, fields: () => ({ lease: NO_LEASE }), allowed: 'NOT_FOUND' },
   // journal
   { op: 'journal.create', perm: 'admin', resource: onJournal, parent: journals, fields: (c) => ({ name: c.journal }) },
   { op: 'journal.configure', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal, priority: 7 }) },
@@ -98,6 +118,7 @@ const OPS: readonly OpCase[] = [
   { op: 'journal.extend', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, key: 'k', lease: x.lease }) },
   { op: 'journal.done', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, key: 'k', lease: x.lease }) },
   { op: 'journal.release', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, key: 'k', lease: x.lease }) },
+  { op: 'journal.doneMany', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, items: [{ key: 'k', lease: x.lease }] }) },
   { op: 'journal.requeue', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal, key: 'k' }), allowed: 'NOT_FOUND' },
   { op: 'journal.forget', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal, key: 'k' }), allowed: 'NOT_FOUND' },
   { op: 'journal.limits', perm: 'admin', resource: journals, parent: everything, fields: () => ({ maxJournals: 500 }) },
@@ -314,8 +335,15 @@ describe('the permission matrix', () => {
     matrixCells += 3;
   });
 
+  it('has a row for every op any family adds', async () => {
+    const parts = await loadServerParts(FAMILIES);
+    const rows = new Set(OPS.map((o) => o.op));
+    const missing = [...parts.familyOps.keys()].filter((op) => !rows.has(op) && NOT_IN_TABLE[op] === undefined);
+    expect(missing).toEqual([]);
+  });
+
   for (const spec of OPS) {
-    it(`${spec.op}${spec.op === 'watch' && spec.resource === above ? ' (prefix)' : ''} needs ${spec.perm}`, async () => {
+    it(`${spec.op}${spec.op === 'watch' && spec.resource === above ? ' (prefix)' : ''}${spec.op === 'txn' ? ` (${spec.perm === 'read' ? 'compare' : 'write'})` : ''} needs ${spec.perm}`, async () => {
       // Each caller gets fresh names, roles made for them, and root's setup, so every attempt meets the op's precondition.
       const prepare = async (): Promise<{ c: Names; extra: Record<string, unknown> }> => {
         const c = names();
@@ -356,4 +384,18 @@ describe('the permission matrix', () => {
       matrixCells += 8;
     });
   }
+
+  // Last: with the right role it switches authentication off, which ends what the table can check.
+  it('auth.disable needs admin on auth', async () => {
+    for (const who of ['bob', 'without'] as const) {
+      const reply = await callers[who].request('auth.disable', {});
+      expect(code(reply)).toBe('FORBIDDEN');
+      expect(await ok(root, 'auth.status')).toMatchObject({ enabled: true });
+      matrixCells++;
+    }
+    await rolesFor('admin', 'auth', '*');
+    expect(code(await callers.granted.request('auth.disable', {}))).toBe('OK');
+    expect(await ok(root, 'auth.status')).toMatchObject({ enabled: false });
+    matrixCells++;
+  });
 });
