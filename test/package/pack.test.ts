@@ -1,7 +1,8 @@
 // The client is a package another project installs: `npm pack` the project,
 // install the tarball into a fresh project, type-check a small program that
-// imports `vera` (and a family client) with the package's own types, and run it
-// against a real server. The installed `vera` command answers --version.
+// imports `vera` (and family clients) with the package's own types, and run it
+// against a real server: lists, a journal, put, a transaction, a lease and a
+// binary value. The installed `vera` command answers --version.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,8 @@ afterAll(async () => {
 
 const PROGRAM = `import { connect, type Item } from 'vera';
 import { JournalClient } from 'vera/journal';
+import { KvClient } from 'vera/kv';
+import { LeaseClient } from 'vera/lease';
 
 const url = process.argv[2]!;
 const client = await connect(url);
@@ -30,7 +33,33 @@ const journal = new JournalClient(client);
 await journal.create('packed');
 await journal.add('packed', [{ key: 'k', data: 1 }]);
 const claim = await journal.claim('packed', { max: 1 });
-console.log(JSON.stringify({ index: pushed.index, items: read.items.length, claimed: claim.items.map((i) => i.key) }));
+
+// put, a transaction, a lease and a binary value
+const kv = new KvClient(client);
+const leases = new LeaseClient(client);
+await kv.put('/packed/config', { version: 1 });
+const put = await kv.put('/packed/config', { version: 2 });
+const { lease } = await leases.grant(10_000);
+const txn = await kv.txn({
+  compare: [{ path: '/packed/config', target: 'newest', value: put.item.index }],
+  success: [
+    { op: 'put', path: '/packed/owner', data: 'me', lease },
+    { op: 'push', path: '/packed/blob', data: new Uint8Array([1, 2, 3]), persistent: true },
+  ],
+});
+const blob = (await client.get('/packed/blob')).items[0]!.data as Uint8Array;
+await leases.revoke(lease);
+const owner = await client.get('/packed/owner');
+console.log(JSON.stringify({
+  index: pushed.index,
+  items: read.items.length,
+  claimed: claim.items.map((i) => i.key),
+  config: (await client.get('/packed/config')).items.map((i) => i.data),
+  replaced: put.deleted,
+  txn: txn.succeeded,
+  blob: blob instanceof Uint8Array ? [...blob] : null,
+  ownerAfterRevoke: owner.items.length,
+}));
 await client.close();
 `;
 
@@ -60,7 +89,7 @@ describe('the packed package', () => {
     vp = await startLeader();
     const run = spawnSync(process.execPath, [join(project, 'out/main.js'), vp.url], { encoding: 'utf8', timeout: 30_000 });
     expect(run.stderr).toBe('');
-    expect(JSON.parse(run.stdout)).toMatchObject({ items: 1, claimed: ['k'] });
+    expect(JSON.parse(run.stdout)).toMatchObject({ items: 1, claimed: ['k'], config: [{ version: 2 }], replaced: 1, txn: true, blob: [1, 2, 3], ownerAfterRevoke: 0 });
 
     const version = spawnSync(join(project, 'node_modules/.bin/vera'), ['--version'], { encoding: 'utf8' });
     expect(version.stdout).toBe(`vera ${(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}\n`);
