@@ -53,7 +53,7 @@ export interface ClientCommand {
 
 export const CLIENT_COMMANDS: Readonly<Record<string, ClientCommand>> = {
   push: {
-    flags: { ...CLIENT_FLAGS, persistent: { kind: 'boolean' }, hold: { kind: 'boolean' }, 'if-last-index': { kind: 'string' }, string: { kind: 'boolean' } },
+    flags: { ...CLIENT_FLAGS, persistent: { kind: 'boolean' }, hold: { kind: 'boolean' }, 'if-last-index': { kind: 'string' }, string: { kind: 'boolean' }, bytes: { kind: 'boolean' } },
     positionals: ['PATH', 'DATA'],
     prepare: (ctx) => {
       const path = pathArg(ctx, 0, false);
@@ -241,14 +241,14 @@ export function credentials(args: ParsedArgs, io: CliIO): { token?: string; user
   return { user, password };
 }
 
-function pathArg(ctx: Context, position: number, allowRoot: boolean): string {
+export function pathArg(ctx: Context, position: number, allowRoot: boolean): string {
   const path = ctx.args.positionals[position]!;
   const problem = validatePath(path, { allowRoot });
   if (problem !== null) throw new UsageError(problem);
   return path;
 }
 
-function indexArg(text: string, what: string): number {
+export function indexArg(text: string, what: string): number {
   const index = /^\d+$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(index)) throw new UsageError(`${what} must be a non-negative whole number, got ${JSON.stringify(text)}`);
   return index;
@@ -277,6 +277,8 @@ export const MAX_DATA_INPUT_BYTES = 64 * 1024 * 1024;
  */
 export function dataArg(ctx: Context, arg: string): JsonValue {
   const asString = boolFlag(ctx.args, 'string');
+  const asBytes = boolFlag(ctx.args, 'bytes');
+  if (asString && asBytes) throw new UsageError('--string and --bytes cannot go together');
   let text = arg;
   if (arg === '-' || (arg.startsWith('@') && !arg.startsWith('@@'))) {
     const source = arg === '-' ? 'stdin' : arg.slice(1);
@@ -287,10 +289,13 @@ export function dataArg(ctx: Context, arg: string): JsonValue {
       throw new UsageError(`cannot read DATA from ${source}: ${err instanceof Error ? err.message : String(err)}`);
     }
     if (bytes.length > MAX_DATA_INPUT_BYTES) throw new UsageError(`DATA from ${source} is larger than ${MAX_DATA_INPUT_BYTES} bytes`);
+    // --bytes: a binary value, byte for byte (MessagePack bin; {"$binary": base64} in JSON).
+    if (asBytes) return bytes as unknown as JsonValue;
     text = bytes.toString('utf8');
     // A file or a pipe usually ends with a newline that is not part of a text value.
     if (asString) text = text.replace(/\r?\n$/, '');
   } else if (arg.startsWith('@@')) text = arg.slice(1);
+  if (asBytes) return Buffer.from(text, 'utf8') as unknown as JsonValue;
   return parseData(text, asString);
 }
 

@@ -12,6 +12,7 @@ const SUBCOMMANDS: Readonly<Record<string, readonly string[]>> = {
   journal: ['create', 'configure', 'ls', 'show', 'add', 'claim', 'flags', 'release', 'flagged', 'limits', 'drop'],
   assign: ['service', 'services', 'node', 'user', 'lookup', 'retire', 'decommission', 'purge', 'events', 'count'],
   hibernate: ['ls'],
+  lease: ['grant', 'keep-alive', 'revoke', 'show'],
   auth: ['enable', 'disable', 'status'],
   user: ['add', 'passwd', 'grant', 'revoke', 'rm', 'ls'],
   role: ['add', 'grant', 'revoke', 'rm', 'ls'],

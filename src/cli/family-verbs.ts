@@ -17,4 +17,7 @@ export const FAMILY_VERBS: Readonly<Record<string, () => Promise<FamilyVerb>>> =
   role: async () => (await import('../families/auth/cli.js')).roleVerb,
   login: async () => (await import('../families/auth/cli.js')).loginVerb,
   audit: () => import('../families/audit/cli.js'),
+  put: async () => (await import('../families/kv/cli.js')).putVerb,
+  txn: async () => (await import('../families/kv/cli.js')).txnVerb,
+  lease: () => import('../families/lease/cli.js'),
 };

@@ -26,6 +26,9 @@ Commands:
   ls        list the names below a path
   delete    delete an item
   watch     print changes to a list (or to every list below a path) until Ctrl-C
+  put       set a list's value in one entry (replace it, or keep the newest N; compare-and-set)
+  txn       compares and writes across lists, all or nothing, in one entry
+  lease     grant, keep alive, revoke or show a lease (items that live as long as it does)
   journal   work queues: create, add, claim, done, release, flagged, ... ('vera journal --help')
   assign    node assignment (Tokenserver): service, node, user, retire, purge, ... ('vera assign --help')
   hibernate freeze a unit to the cold store, or list the Frozen ones ('vera hibernate --help')
@@ -141,6 +144,7 @@ which is right after it prints, unless --hold keeps it open until Ctrl-C.
   --hold               keep the session (and the ephemeral item) until Ctrl-C
   --if-last-index N    only push if the list's newest item has index N (0 = empty list)
   --string             DATA is text: push it as a string (a final newline from stdin or a file dropped)
+  --bytes              DATA is a binary value, byte for byte (base64 in JSON output)
 ${CLIENT_FLAGS}`,
 
   get: `Usage: vera get PATH [flags]

@@ -18,3 +18,7 @@ export { AuditClient } from '../families/audit/client.js';
 export type { AuditPage } from '../families/audit/client.js';
 export { ObserveClient } from '../families/observe/client.js';
 export type { ClusterView, MemberView, SessionDetail, SessionView } from '../families/observe/client.js';
+export { KvClient } from '../families/kv/client.js';
+export type { Compare, PutOptions, PutResult, Txn, TxnResult, TxnWrite } from '../families/kv/client.js';
+export { LeaseClient } from '../families/lease/client.js';
+export type { KeptAlive, LeaseInfo } from '../families/lease/client.js';

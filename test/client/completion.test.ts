@@ -17,7 +17,7 @@ function complete(script: string, words: readonly string[]): string[] {
 describe('shell completion', () => {
   it('completes commands, sub-commands and flags in bash', () => {
     const script = completionScript('bash');
-    expect(complete(script, ['vera', 'pu'])).toEqual(['push']);
+    expect(complete(script, ['vera', 'pu'])).toEqual(['push', 'put']);
     expect(complete(script, ['vera', 'jo'])).toEqual(['journal']);
     expect(complete(script, ['vera', 'journal', 'cl'])).toEqual(['claim']);
     expect(complete(script, ['vera', 'push', '--pers'])).toEqual(['--persistent']);

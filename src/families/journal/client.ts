@@ -5,7 +5,7 @@ import type { VeraClient } from '../../client/client.js';
 import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { VeraError } from '../../protocol/index.js';
 import { JOURNAL_OPS } from './wire.js';
-import { JournalWorker, type WorkerCalls } from './worker.js';
+import { JournalWorker, type WorkerCalls } from './client-worker.js';
 
 export interface JournalSettingsInput {
   readonly timeoutMs?: number;

@@ -13,6 +13,8 @@ import type { ServerConfig } from '../../../src/server/config.js';
 import { startServer, type RunningServer } from '../../../src/server/index.js';
 import { untilCommandVersion } from '../../server/fixture.js';
 import { WireClient } from '../../server/wire-client.js';
+import { main } from '../../../src/cli/main.js';
+import { captureIO } from '../../client/cli-io.js';
 
 let server: RunningServer | null = null;
 const clients: VeraClient[] = [];
@@ -249,5 +251,42 @@ describe('leases', () => {
     }
     await expect(new LeaseClient(other).grant(10)).rejects.toMatchObject({ code: 'BAD_REQUEST' });
     await expect(new LeaseClient(other).revoke('not-a-lease')).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+  });
+});
+
+describe('the command line', () => {
+  it('puts, runs a txn, grants and revokes a lease, and takes binary DATA with --bytes', async () => {
+    const { url, client } = await start();
+    const run = async (argv: string[], stdin?: string) => {
+      const io = captureIO(stdin === undefined ? {} : { stdin });
+      const code = await main([...argv, '--server', url], io);
+      return { code, out: io.out(), err: io.err() };
+    };
+    expect(await run(['put', '/cli/a', '{"v":1}'])).toMatchObject({ code: 0, out: expect.stringMatching(/^put \/cli\/a #\d+ persistent \{"v":1\}\n$/) });
+    expect(await run(['put', '/cli/a', '{"v":2}', '--keep', '2', '--json'])).toMatchObject({ code: 0, out: expect.stringContaining('"deleted":0') });
+    expect(await run(['put', '/cli/a', '3', '--if-last-index', '1'])).toMatchObject({ code: 1, err: expect.stringContaining('CONFLICT') });
+    expect((await client.get('/cli/a')).items.map((i) => i.data)).toEqual([{ v: 1 }, { v: 2 }]);
+
+    const spec = JSON.stringify({ compare: [{ path: '/cli/lock', target: 'exists', value: false }], success: [{ op: 'put', path: '/cli/lock', data: 'me' }] });
+    expect(await run(['txn', '-'], spec)).toMatchObject({ code: 0, out: expect.stringContaining('compares held: ran success') });
+    expect(await run(['txn', spec])).toMatchObject({ code: 0, out: expect.stringContaining('a compare failed: ran failure') });
+    expect(await run(['txn', '[1]'])).toMatchObject({ code: 2, err: expect.stringContaining('SPEC must be a JSON object') });
+
+    const granted = await run(['lease', 'grant', '1m']);
+    expect(granted.code).toBe(0);
+    const lease = granted.out.trim();
+    expect(lease).toMatch(/^lease-/);
+    expect(await run(['put', '/cli/leased', '"x"', '--lease', lease])).toMatchObject({ code: 0 });
+    expect(await run(['lease', 'show', lease, '--json'])).toMatchObject({ code: 0, out: expect.stringContaining('"ttlMs":60000') });
+    expect(await run(['lease', 'keep-alive', lease])).toMatchObject({ code: 0, out: `${lease} kept alive for 60000 ms\n` });
+    expect((await client.get('/cli/leased')).items).toHaveLength(1);
+    expect(await run(['lease', 'revoke', lease])).toMatchObject({ code: 0, out: `revoked ${lease}\n` });
+    expect((await client.get('/cli/leased')).items).toHaveLength(0);
+    expect(await run(['lease', 'revoke', 'nope'])).toMatchObject({ code: 2 });
+    expect(await run(['put', '/cli/x', '1', '--lease', lease, '--ephemeral'])).toMatchObject({ code: 2 });
+
+    expect(await run(['put', '/cli/bin', '-', '--bytes'], 'raw\u0000bytes')).toMatchObject({ code: 0 });
+    expect((await client.get('/cli/bin')).items[0]!.data).toEqual(Buffer.from('raw\u0000bytes'));
+    expect(await run(['get', '/cli/bin', '--json'])).toMatchObject({ code: 0, out: expect.stringContaining(`{"$binary":"${Buffer.from('raw\u0000bytes').toString('base64')}"}`) });
   });
 });
