@@ -157,6 +157,8 @@ export type EmptyResult = Record<string, never>;
 
 export interface PushResult {
   readonly item: Item;
+  /** false: the push did not watch its list, the session being at its watch limit (only when the client did not ask for the watch). */
+  readonly watched?: false;
 }
 
 export interface GetResult {

@@ -42,7 +42,8 @@ export interface ApplyError {
 export type ApplySuccess =
   | { readonly ok: true; readonly op: 'noop' | 'config' | 'closeSession' | 'delete' | 'unwatch' | 'ack' }
   | { readonly ok: true; readonly op: 'openSession'; readonly session: string }
-  | { readonly ok: true; readonly op: 'push'; readonly item: Item }
+  /** `unwatched`: the push's implicit watch was left out, the session being at its watch limit. */
+  | { readonly ok: true; readonly op: 'push'; readonly item: Item; readonly unwatched?: true }
   /** `items` is present for exact watches only: the list as of this entry. */
   | { readonly ok: true; readonly op: 'watch'; readonly index: number; readonly items?: readonly Item[]; readonly tooLarge?: true }
   /** The result of a family added after these: opaque to the kernel, read by the family's own server part. */

@@ -34,6 +34,11 @@ export interface PushCommand {
   /** Compare-and-set: the list's newest index must equal this (0 = empty list). */
   readonly ifLastIndex?: number;
   readonly quota?: PushQuota;
+  /**
+   * The watch is the push's implicit one (the client did not ask): at the session's
+   * watch limit the push is made without it rather than refused (command version 8).
+   */
+  readonly watchIfRoom?: true;
 }
 
 export interface DeleteCommand {
@@ -44,6 +49,9 @@ export interface DeleteCommand {
 }
 
 export type ListsCommand = PushCommand | DeleteCommand;
+
+/** The command version that brought watchIfRoom (a push's implicit watch never refuses the push). */
+export const WATCH_IF_ROOM_SINCE = 8;
 
 async function push(c: PushCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
   const expired = sessionProblem(states, c.session);
@@ -58,8 +66,10 @@ async function push(c: PushCommand, { db, states, index }: PlanContext): Promise
   const item: Item = { index, owner: c.persistent ? null : c.session, data: c.data };
   const value = encodeItemValue(item);
   const ref: WatchRef = { prefix: false, path: c.path, session: c.session };
+  // An implicit watch the session has no room for is left out: the write never fails for its side effect.
+  const watch = c.watch && !(c.watchIfRoom === true && c.quota !== undefined && watchQuotaProblem(states, ref, c.quota.watches) !== null);
   if (c.quota !== undefined) {
-    const problem = await pushQuotaProblem(c, c.quota, db, states, ref, value.byteLength);
+    const problem = await pushQuotaProblem({ ...c, watch }, c.quota, db, states, ref, value.byteLength);
     if (problem !== null) return problem;
   }
   const ops: BatchOp[] = [{ type: 'put', key: itemKey(c.path, index), value }];
@@ -70,16 +80,17 @@ async function push(c: PushCommand, { db, states, index }: PlanContext): Promise
       state.usage.added(item.owner, c.path, value.byteLength);
     },
   ];
-  if (c.watch) {
-    const watch = addWatchOps(states, ref);
-    for (const op of watch.ops) ops.push(op);
-    after.push(...watch.after);
+  if (watch) {
+    const added = addWatchOps(states, ref);
+    for (const op of added.ops) ops.push(op);
+    after.push(...added.after);
   }
   if (hibernation !== null) {
     ops.push(...hibernation.ops);
     after.push(...hibernation.after);
   }
-  return { result: { ok: true, op: 'push', item }, ops, events: [{ index, type: 'push', path: c.path, item }], after };
+  const result = watch === c.watch ? { ok: true as const, op: 'push' as const, item } : { ok: true as const, op: 'push' as const, item, unwatched: true as const };
+  return { result, ops, events: [{ index, type: 'push', path: c.path, item }], after };
 }
 
 async function pushQuotaProblem(c: PushCommand, quota: PushQuota, db: VeraDb, states: States, ref: WatchRef, bytes: number): Promise<ApplyError | null> {
@@ -175,8 +186,9 @@ export const lists: Family<ListsCommand, ListsState> = {
   ],
   ops: {
     push: {
-      fields: ['session', 'path', 'data', 'persistent', 'watch', 'ifLastIndex', 'quota'],
+      fields: ['session', 'path', 'data', 'persistent', 'watch', 'ifLastIndex', 'quota', 'watchIfRoom'],
       since: 1,
+      fieldsSince: { watchIfRoom: WATCH_IF_ROOM_SINCE },
       decode: (c) => {
         if (c.data === undefined) throw new CommandError('push needs data');
         const base: PushCommand = {
@@ -188,7 +200,10 @@ export const lists: Family<ListsCommand, ListsState> = {
           watch: boolField(c.watch, 'watch'),
         };
         const withIf = c.ifLastIndex === undefined ? base : { ...base, ifLastIndex: indexField(c.ifLastIndex, 'ifLastIndex') };
-        return c.quota === undefined ? withIf : { ...withIf, quota: quotaField(c.quota, ['watches', 'items', 'bytes', 'listItems']) };
+        const withQuota = c.quota === undefined ? withIf : { ...withIf, quota: quotaField(c.quota, ['watches', 'items', 'bytes', 'listItems']) };
+        if (c.watchIfRoom === undefined) return withQuota;
+        if (c.watchIfRoom !== true) throw new CommandError('watchIfRoom must be true when present');
+        return { ...withQuota, watchIfRoom: true as const };
       },
     },
     delete: {

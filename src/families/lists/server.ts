@@ -6,6 +6,8 @@ import { proposeTimed, type OpCall, type ServerPart } from '../../server/family-
 import { wireItem } from '../../server/ops.js';
 import { compareUtf8 } from '../../keys/index.js';
 import { hibernate } from '../hibernate/index.js';
+import { cluster } from '../cluster/index.js';
+import { WATCH_IF_ROOM_SINCE } from './index.js';
 
 async function push({ fe, session, request: req, frameBytes }: OpCall<'push'>): Promise<PushResult> {
   fe.disk.admit(frameBytes);
@@ -21,10 +23,12 @@ async function push({ fe, session, request: req, frameBytes }: OpCall<'push'>): 
     ...(req.ifLastIndex === undefined ? {} : { ifLastIndex: req.ifLastIndex }),
     // Judged in apply, so concurrent pushes cannot together pass a limit.
     quota: { watches: watchesPerSession, items: itemsPerSession, bytes: bytesPerSession, listItems: itemsPerList },
+    // A watch the client did not ask for never refuses its push (once every member applies that rule).
+    ...(req.watch === undefined && fe.node.stateMachine.stateOf(cluster).active >= WATCH_IF_ROOM_SINCE ? { watchIfRoom: true as const } : {}),
   });
   const r = expectOk(outcome);
   if (r.op !== 'push') throw new VeraError('INTERNAL', `push applied as ${r.op}`);
-  return { item: wireItem(r.item) };
+  return r.unwatched === true ? { item: wireItem(r.item), watched: false } : { item: wireItem(r.item) };
 }
 
 async function del({ fe, session, request: req }: OpCall<'delete'>): Promise<EmptyResult> {
