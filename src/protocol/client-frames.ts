@@ -170,8 +170,10 @@ export class NotifyFrames {
 }
 
 /** A client request frame. */
+/** A client's request; in JSON, bigints go as bare digits, which the server reads exactly (json.ts). */
 export function encodeRequest(request: Request, encoding: Encoding): EncodedFrame {
-  return encodeFrame(request as unknown as Record<string, unknown>, encoding);
+  const clean = withoutUndefined(request as unknown as Record<string, unknown>);
+  return encoding === 'msgpack' ? packValue(clean) : jsonText(clean, 'digits');
 }
 
 function withoutUndefined(fields: Readonly<Record<string, unknown>>): Record<string, unknown> {

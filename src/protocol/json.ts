@@ -12,10 +12,27 @@ import { fromBase64, toBase64 } from './platform.js';
 
 export const BINARY_KEY = '$binary';
 
-/** JSON text of `value`: bytes as {"$binary": base64}, bigints as strings of their digits. */
-export function jsonText(value: unknown): string {
-  return JSON.stringify(value, replacer);
+/**
+ * JSON text of `value`: bytes as {"$binary": base64}; bigints as strings of their
+ * digits, or with `bigints: 'digits'` (a client's requests, which the server reads
+ * exactly) as bare digits.
+ */
+export function jsonText(value: unknown, bigints: 'strings' | 'digits' = 'strings'): string {
+  if (bigints === 'strings') return JSON.stringify(value, replacer);
+  // JSON.stringify cannot write bare digits for a value: write a marked string, then unwrap it.
+  let marked = false;
+  const text = JSON.stringify(value, function (this: unknown, key: string, v: unknown): unknown {
+    if (typeof v !== 'bigint') return replacer.call(this, key, v);
+    marked = true;
+    return `${MARK}${v}${MARK}`;
+  });
+  return marked ? text.replace(MARKED, '$1') : text;
 }
+
+// A NUL and a random word no value of ours can hold by chance: JSON writes the NUL as \u0000.
+const NONCE = Array.from(globalThis.crypto.getRandomValues(new Uint32Array(2)), (n) => n.toString(36)).join('');
+const MARK = `\u0000${NONCE}`;
+const MARKED = new RegExp(`"\\\\u0000${NONCE}(-?\\d+)\\\\u0000${NONCE}"`, 'g');
 
 function replacer(this: unknown, key: string, value: unknown): unknown {
   // `value` has been through toJSON (a Buffer's gives {type, data}); the holder still has the original.

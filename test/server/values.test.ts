@@ -85,5 +85,15 @@ describe('binary values and 64-bit integers', () => {
     } finally {
       await client.close();
     }
+    // A JSON client writes bigints and bytes exactly; it reads bigints back as digit strings.
+    const viaJson = await connect(vp.url, { encoding: 'json' });
+    try {
+      const item = await viaJson.push('/values/d', { id: 2n ** 60n + 3n, raw: new Uint8Array([1, 2]) }, { persistent: true });
+      expect(item.data).toEqual({ id: '1152921504606846979', raw: Buffer.from([1, 2]) });
+      const read = (await mp.client.call('get', { path: '/values/d' })) as { items: Array<{ data: unknown }> };
+      expect(read.items[0]!.data).toEqual({ id: 2n ** 60n + 3n, raw: Buffer.from([1, 2]) });
+    } finally {
+      await viaJson.close();
+    }
   });
 });

@@ -3,6 +3,8 @@ import type { VeraClient } from '../../client/client.js';
 import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { ASSIGN_OPS, type AccountEventKind } from './wire.js';
 
+export type { AccountEventKind } from './wire.js';
+
 export interface ServiceInput {
   /** Endpoint pattern; `{node}`, `{uid}` and `{service}` are filled in. Default `{node}/1.5/{uid}`. */
   readonly pattern?: string;

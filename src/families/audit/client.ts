@@ -3,6 +3,8 @@ import type { VeraClient } from '../../client/client.js';
 import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { AUDIT_OPS, type AuditRecord } from './wire.js';
 
+export type { AuditRecord } from './wire.js';
+
 export interface AuditPage {
   readonly records: AuditRecord[];
   /** The oldest record the cluster still keeps, and the newest written. */

@@ -4,6 +4,8 @@ import type { VeraClient } from '../../client/client.js';
 import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { AUTH_OPS, type Permission, type Rule } from './wire.js';
 
+export type { Permission, Rule } from './wire.js';
+
 export interface LoginResult {
   readonly token: string;
   /** Milliseconds since the epoch when the token stops working. */

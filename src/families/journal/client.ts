@@ -269,6 +269,9 @@ export class JournalClient {
       w.start();
       return w;
     });
+    // A journal that is not there (or a client already closed) ends the worker before it starts:
+    // stop() rejects with why, and nothing is left unhandled meanwhile.
+    worker.catch(() => undefined);
     return { stop: async () => (await worker).stop() };
   }
 }
