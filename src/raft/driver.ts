@@ -94,6 +94,8 @@ export interface SnapshotEvent {
   readonly index: number;
   readonly bytes?: number;
   readonly error?: string;
+  /** How long it took: streaming it to the peer (sent), or installing it (installed). */
+  readonly seconds?: number;
 }
 
 /**
@@ -421,6 +423,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     if (!io || this.streaming.has(to)) return;
     this.streaming.add(to);
     let index = 0;
+    const started = performance.now();
     try {
       const captured = await io.capture();
       try {
@@ -439,7 +442,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
         }
         this.opts.transport.send({ ...base, offset, chunk: new Uint8Array(0), done: true, checksum: hash.digest('hex') });
         this.node.reportSnapshot(to, true);
-        this.opts.onSnapshotEvent?.({ kind: 'sent', peer: to, index, bytes: offset });
+        this.opts.onSnapshotEvent?.({ kind: 'sent', peer: to, index, bytes: offset, seconds: (performance.now() - started) / 1000 });
       } finally {
         await captured.release();
       }
@@ -497,12 +500,13 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       return;
     }
     this.installing = true;
+    const started = performance.now();
     try {
       await io.install(message.meta, staged);
       this.applied = message.meta.index;
       this.node.step({ ...message, chunk: new Uint8Array(0) });
       this.releaseAppliedWaiters();
-      this.opts.onSnapshotEvent?.({ kind: 'installed', peer: message.from, index: message.meta.index, bytes: staged.bytes });
+      this.opts.onSnapshotEvent?.({ kind: 'installed', peer: message.from, index: message.meta.index, bytes: staged.bytes, seconds: (performance.now() - started) / 1000 });
     } finally {
       this.installing = false;
       const held = this.held;

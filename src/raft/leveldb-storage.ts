@@ -53,6 +53,9 @@ export interface LevelLogStorageOptions {
 }
 
 export class LevelLogStorage implements LogStorage {
+  /** Told how long each synced write of the log took (seconds): the metrics' fsync durations. */
+  onSynced: ((seconds: number) => void) | null = null;
+
   private bounds: LogBounds;
   /** Writes run one after another, each checked against the bounds the previous one left. */
   private queue: Promise<unknown> = Promise.resolve();
@@ -160,12 +163,14 @@ export class LevelLogStorage implements LogStorage {
       const ops = this.logOps(hardState, entries, newBounds.lastIndex);
       for (const op of extraOps) ops.push(op);
       if (ops.length === 0) return;
+      const started = performance.now();
       try {
         await this.db.batch(ops, { ...BUFFERS, sync: true });
       } catch (cause) {
         // A failed fsync leaves the disk state uncertain: the driver should stop the node and reopen.
         throw new StorageError('io', `writing the Raft log failed: ${describe(cause)}`, { cause });
       }
+      this.onSynced?.((performance.now() - started) / 1000);
       this.bounds = newBounds;
       // After the store has it, before the driver sends what depends on it (ack-record.ts).
       if (hardState !== null && this.ackRecord !== null) await this.ackRecord.update(hardState);

@@ -82,7 +82,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       if (allowed !== payload) shared = undefined;
       payload = allowed;
     }
-    if ('events' in payload) this.fe.metrics.notifications.inc({}, payload.events.length);
+    if ('events' in payload) this.fe.metrics.notifications.inc(payload.events.length);
     const { encoding } = this.established;
     // Not corked: notifications go out during the notifier's flush, one frame per watcher, and must not wait a loop turn.
     this.sendFrame(shared === undefined ? encodeNotify(payload, encoding) : shared.frames.encode(shared.key, payload, encoding), false);
@@ -149,7 +149,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   // ---------------------------------------------------------------- frames
 
   private onFrame(data: Buffer, isBinary: boolean): void {
-    this.fe.metrics.bytesIn.inc({}, data.length);
+    this.fe.metrics.bytesIn.inc(data.length);
     // Any frame, even one we reject, proves the client is alive (PROTOCOL.md "Session").
     if (this.established) this.fe.expiry.touch(this.established.session);
     const decoded = decodeFrame(data, isBinary, this.fe.limits, this.fe.extensions);
@@ -423,7 +423,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
 
   private sendFrame(frame: Buffer | string, cork = true): void {
     if (this.ws.readyState !== this.ws.OPEN) return;
-    this.fe.metrics.bytesOut.inc({}, typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length);
+    this.fe.metrics.bytesOut.inc(typeof frame === 'string' ? Buffer.byteLength(frame) : frame.length);
     if (cork) this.corkUntilTurnEnds();
     this.ws.send(frame);
     this.output.afterSend();

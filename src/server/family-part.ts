@@ -171,7 +171,13 @@ export async function passPathGates(fe: FrontEnd, path: string): Promise<boolean
 export async function proposeTimed(fe: FrontEnd, command: AnyCommand): Promise<ApplyOutcome> {
   const started = performance.now();
   fe.metrics.proposals.inc({ op: command.op });
-  const outcome = await fe.node.propose(command);
+  let outcome: ApplyOutcome;
+  try {
+    outcome = await fe.node.propose(command);
+  } catch (err) {
+    fe.metrics.proposalsFailed.inc({ op: command.op });
+    throw err;
+  }
   fe.metrics.proposeLatency.observe((performance.now() - started) / 1000);
   return outcome;
 }

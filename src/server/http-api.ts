@@ -81,9 +81,9 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     // Open like etcd's, unless the member was told to keep them for users with read on 'cluster'.
     const admitted = fe.metricsNeedAuth ? fe.guard.admitHttp(req, [{ perm: 'read', resource: 'cluster' }], 'GET /metrics') : Promise.resolve(null);
     void admitted
-      .then(() => Promise.all(fe.familyMetrics.map((render) => render(fe).catch(() => ''))))
+      .then(() => Promise.all([fe.metrics.render(), ...fe.familyMetrics.map((render) => render(fe).catch(() => ''))]))
       .then(
-        (parts) => sendText(res, 200, [fe.metrics.render(), ...parts.filter((p) => p !== '')].join('\n'), 'text/plain; version=0.0.4; charset=utf-8'),
+        (parts) => sendText(res, 200, parts.filter((p) => p !== '').join('\n'), 'text/plain; version=0.0.4; charset=utf-8'),
         (err: unknown) => {
           const e = toVeraError(err, fe);
           sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message } });

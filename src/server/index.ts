@@ -88,6 +88,31 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   let duties: LeaderDuties | undefined;
   let directory: MemberDirectory | undefined;
   let node: VeraNode | undefined;
+  // Sources read at scrape time; the node's hooks below feed the counters and histograms from its start.
+  const metrics = new ServerMetrics({
+    raft: () => {
+      if (node === undefined) return { term: 0, commit: 0, applied: 0, lastIndex: 0, isLeader: false };
+      const st = node.status();
+      return { term: st.term, commit: st.commit, applied: node.appliedIndex, lastIndex: st.lastIndex, isLeader: st.role === 'leader' };
+    },
+    peerLag: () => {
+      const st = node?.status();
+      if (st === undefined || st.role !== 'leader') return [];
+      return Object.entries(st.progress)
+        .filter(([id]) => id !== st.id)
+        .map(([id, p]) => [id, Math.max(0, st.lastIndex - p.match)] as const);
+    },
+    sessions: () => node?.stateMachine.sessions().size ?? 0,
+    attachedSessions: () => connections.size,
+    watches: () => {
+      let n = 0;
+      if (node !== undefined) for (const s of node.stateMachine.sessions().keys()) n += node.stateMachine.watchesOf(s).length;
+      return n;
+    },
+    notifyBacklog: () => fe?.notifier.backlogByState() ?? { live: 0, stalled: 0, resyncing: 0 },
+    linearizableReads: () => node?.linearizableReads ?? { lease: 0, round: 0 },
+  });
+  let leaderSeen: string | null = null;
   const veraNode = await VeraNode.open(
     {
       id: config.id,
@@ -109,10 +134,18 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       },
       onSoftState: (s) => {
         logger.info({ event: 'role-changed', role: s.role, leader: s.leader, term: node?.status().term }, `role is now ${s.role}`);
+        if (s.leader !== null && s.leader !== leaderSeen) metrics.leaderChanges.inc();
+        if (s.leader !== null) leaderSeen = s.leader;
         duties?.setLeading(s.role === 'leader');
         leaderWatch.notify(s);
       },
       onMembersChanged: (members) => void directory?.update(members),
+      onLogSynced: (seconds) => metrics.logSync.observe(seconds),
+      onAppliedRun: (seconds, entries) => {
+        metrics.apply.observe(seconds);
+        metrics.appliedEntries.inc(entries);
+      },
+      onSnapshot: (e) => metrics.snapshot(e),
       onFatal: (err) => {
         if (err instanceof MembershipDivergedError) logger.fatal({ event: 'membership-diverged', err: err.message }, `stopping: ${err.message}`);
         else if (err instanceof UnknownCommandError) logger.fatal({ event: 'command-unknown', err: err.message }, `stopping: ${err.message}`);
@@ -196,21 +229,6 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       );
     }
   }
-  const metrics = new ServerMetrics({
-    raft: () => {
-      const st = veraNode.status();
-      return { term: st.term, commit: st.commit, applied: veraNode.appliedIndex, lastIndex: st.lastIndex, isLeader: st.role === 'leader' };
-    },
-    sessions: () => veraNode.stateMachine.sessions().size,
-    attachedSessions: () => connections.size,
-    watches: () => {
-      let n = 0;
-      for (const s of veraNode.stateMachine.sessions().keys()) n += veraNode.stateMachine.watchesOf(s).length;
-      return n;
-    },
-    notifyBacklog: () => fe?.notifier.backlog ?? 0,
-    linearizableReads: () => veraNode.linearizableReads,
-  });
   // Items per reply or resync frame: half the frame limit (room for the encoding), at most the default.
   const limits = { ...DEFAULT_LIMITS, ...config.limits, replyBytes: Math.min(DEFAULT_LIMITS.replyBytes, Math.floor(config.limits.frameBytes / 2)) };
   const disk = new DiskGuard(config.dataDir, config.limits.diskReserveBytes, logger);

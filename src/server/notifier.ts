@@ -180,6 +180,13 @@ export class Notifier {
     return n;
   }
 
+  /** The backlog by the state of the connections it waits for: reading along (live), not reading (stalled), being resynced. */
+  backlogByState(): Record<FeedMode['kind'], number> {
+    const out = { live: 0, stalled: 0, resyncing: 0 };
+    for (const f of this.feeds.values()) out[f.mode.kind] += f.pending.length;
+    return out;
+  }
+
   private markDirty(feed: Feed): void {
     this.dirty.add(feed);
     if (this.flushScheduled) return;

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { decodeConfigChange, type MemberChange } from '../raft/config.js';
 import { RaftNode } from '../raft/core.js';
 import { openDataDir, SNAPSHOTS_DIRNAME, readPeerIncarnations, rememberClusterId, writePeerIncarnations, type OpenedDataDir, type StoreIdentity } from '../raft/datadir.js';
-import { RaftDriver, type CompactionPolicy, type SnapshotIO, type Transport } from '../raft/driver.js';
+import { RaftDriver, type CompactionPolicy, type SnapshotEvent, type SnapshotIO, type Transport } from '../raft/driver.js';
 import { captureState, fileStaging, type CapturedState } from '../raft/state-transfer.js';
 import { installStagedSnapshot } from '../raft/snapshot-install.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../raft/types.js';
@@ -60,6 +60,10 @@ export interface VeraNodeHooks {
   /** The address book changed: a config entry applied or a snapshot was installed. */
   onMembersChanged(members: readonly Member[]): void;
   onFatal(err: unknown): void;
+  /** For the metrics: each synced write of the Raft log, each run of entries applied, each snapshot event. */
+  onLogSynced?(seconds: number): void;
+  onAppliedRun?(seconds: number, entries: number): void;
+  onSnapshot?(event: SnapshotEvent): void;
 }
 
 const cryptoRandom: RandomSource = {
@@ -122,6 +126,7 @@ export class VeraNode {
       ...(opts.levelMaxOpenFiles === undefined ? {} : { maxOpenFiles: opts.levelMaxOpenFiles }),
     });
     try {
+      if (hooks.onLogSynced !== undefined) dir.storage.onSynced = (seconds) => hooks.onLogSynced!(seconds);
       const loaded = await dir.storage.load();
       const sm = await StateMachine.open(dir.db);
       const events = new EventLog(opts.eventLogCapacity, sm.appliedIndex);
@@ -169,6 +174,7 @@ export class VeraNode {
         // Recipients are decided as each entry is planned, against the watches as of that entry, so replay later is exact.
         const recipients: RecordedEvent[][] = [];
         let written = 0;
+        const started = performance.now();
         await sm.applyMany(run, {
           onPlanned: (outcome) => recipients.push(outcome.events.map((event) => ({ event, recipients: [...sm.watchersOf(event.path)] }))),
           // Only once it is in the db: a watcher told of a change can read it, and so can the proposer.
@@ -179,6 +185,7 @@ export class VeraNode {
             applied(run[written++]!, outcome);
           },
         });
+        hooks.onAppliedRun?.((performance.now() - started) / 1000, run.length);
       };
       const apply = async (entries: readonly Entry[], applied: Applied): Promise<void> => {
         let run: Entry[] = [];
@@ -204,7 +211,10 @@ export class VeraNode {
           onFatal: (err) => hooks.onFatal(err),
           snapshots,
           compaction: opts.compaction,
-          onSnapshotEvent: (e) => opts.logger.info({ event: `snapshot-${e.kind}`, ...e }, `snapshot ${e.kind} at index ${e.index}`),
+          onSnapshotEvent: (e) => {
+            opts.logger.info({ event: `snapshot-${e.kind}`, ...e }, `snapshot ${e.kind} at index ${e.index}`);
+            hooks.onSnapshot?.(e);
+          },
         },
         sm.appliedIndex,
       );

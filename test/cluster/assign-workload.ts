@@ -6,7 +6,8 @@
 // slots, so capacity is released as the run goes. A sampler reads users on
 // random members while the faults run. Everything is recorded for checkAssign
 // (assign-checker.ts); `final` reads every member's records and nodes.
-import { connect, type VeraClient } from '../../src/client/index.js';
+import type { VeraClient } from '../../src/client/index.js';
+import { afterFailure, openClient } from './pace.js';
 import { AssignClient } from '../../src/families/assign/client.js';
 import { VeraError } from '../../src/protocol/index.js';
 import { pollUntil } from '../support/poll.js';
@@ -74,14 +75,21 @@ export class AssignWorkload {
     return w;
   }
 
+  private connectOne(): Promise<VeraClient> {
+    return openClient(this.cluster.urls, { timeoutMs: 10_000, requestTimeoutMs: 15_000 }, this.clients);
+  }
+
   private async open(): Promise<AssignClient> {
-    const c = await connect([...this.cluster.urls], { timeoutMs: 10_000, requestTimeoutMs: 15_000 });
-    this.clients.push(c);
-    return new AssignClient(c);
+    return new AssignClient(await this.connectOne());
   }
 
   private async work(): Promise<void> {
-    const assign = await this.open();
+    let client = await this.connectOne();
+    let assign = new AssignClient(client);
+    const recover = async (): Promise<void> => {
+      const again = await afterFailure(client, this.running ? () => this.connectOne() : null);
+      if (again !== client) assign = new AssignClient((client = again));
+    };
     while (this.running) {
       const email = this.rng.pick(this.emails);
       const s = this.state.get(email)!;
@@ -97,6 +105,7 @@ export class AssignWorkload {
           continue;
         }
       } catch {
+        await recover();
         continue; // their effects are checked through the logins that follow
       }
       if (action === 'bump') s.generation++;
@@ -113,6 +122,7 @@ export class AssignWorkload {
         // A refusal carries Tokenserver's reason and changed no record; anything else may or may not have been applied.
         const refused = err instanceof VeraError && err.hints.reason !== undefined;
         this.logins.push({ email, sentAt, ackedAt: performance.now(), outcome: refused ? 'refused' : 'unknown' });
+        if (!refused) await recover();
       }
     }
   }

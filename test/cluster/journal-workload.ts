@@ -4,7 +4,8 @@
 // for checkJournal (journal-checker.ts). After the faults, `drain` lets the
 // workers finish what is left (claims lost in a failover time out and come
 // back), then `final` reads every member's counts and the flagged list.
-import { connect, type VeraClient } from '../../src/client/index.js';
+import type { VeraClient } from '../../src/client/index.js';
+import { afterFailure, openClient } from './pace.js';
 import { JournalClient, type Claim } from '../../src/families/journal/client.js';
 import { VeraError } from '../../src/protocol/index.js';
 import { pollUntil } from '../support/poll.js';
@@ -70,10 +71,12 @@ export class JournalWorkload {
     return this.completed;
   }
 
+  private connectOne(): Promise<VeraClient> {
+    return openClient(this.urls, { timeoutMs: 10_000, requestTimeoutMs: 15_000 }, this.clients);
+  }
+
   private async open(): Promise<JournalClient> {
-    const c = await connect([...this.urls], { timeoutMs: 10_000, requestTimeoutMs: 15_000 });
-    this.clients.push(c);
-    return new JournalClient(c);
+    return new JournalClient(await this.connectOne());
   }
 
   private async produce(): Promise<void> {
@@ -95,7 +98,8 @@ export class JournalWorkload {
 
   /** `batched`: finish each claim's items in one doneMany that claims the next (the worker helper's way); else one done each. */
   private async work(batched: boolean): Promise<void> {
-    const journals = await this.open();
+    let client = await this.connectOne();
+    let journals = new JournalClient(client);
     let next: Claim | null = null;
     while (!this.closed) {
       let claim: Claim;
@@ -107,6 +111,8 @@ export class JournalWorkload {
           claim = await journals.claim(this.name, { max: 3, waitMs: 300 });
         } catch {
           if (this.draining && (await this.drained(journals))) return;
+          const again = await afterFailure(client, this.closed ? null : () => this.connectOne());
+          if (again !== client) journals = new JournalClient((client = again));
           continue;
         }
         const ackedAt = performance.now();

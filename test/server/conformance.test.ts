@@ -510,6 +510,7 @@ describe('HTTP endpoints', () => {
   });
 
   it('GET /metrics is Prometheus text with the Raft gauges', async () => {
+    (await openSession(vp, 'json')).client.terminate(); // at least one session opened
     const st = await status(vp);
     const r = await httpGet(vp, '/metrics');
     expect(r.status).toBe(200);
@@ -528,6 +529,31 @@ describe('HTTP endpoints', () => {
     for (const line of r.text.split('\n').filter((l) => l !== '' && !l.startsWith('#'))) {
       expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? -?[0-9.e+\-]+$|^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? (NaN|\+Inf|-Inf)$/);
     }
+    // Each metric has the type its meaning calls for, and what operators of etcd look at first is there.
+    const typeOf = (name: string): string | undefined => new RegExp(`^# TYPE ${name} (\\w+)$`, 'm').exec(r.text)?.[1];
+    const types: Record<string, string> = {
+      vera_linearizable_reads_total: 'counter',
+      vera_raft_leader_changes_total: 'counter',
+      vera_proposals_total: 'counter',
+      vera_proposals_failed_total: 'counter',
+      vera_disk_log_sync_seconds: 'histogram',
+      vera_apply_seconds: 'histogram',
+      vera_propose_seconds: 'histogram',
+      vera_peer_lag_entries: 'gauge',
+      vera_snapshot_seconds: 'histogram',
+      vera_sessions_opened_total: 'counter',
+      vera_session_expirations_total: 'counter',
+      vera_notify_backlog: 'gauge',
+      process_cpu_seconds_total: 'counter',
+      nodejs_eventloop_lag_seconds: 'gauge',
+    };
+    for (const [name, type] of Object.entries(types)) expect(typeOf(name), name).toBe(type);
+    // A single member has seen one leader (itself), synced its log and applied entries, and opened our sessions.
+    expect(gauge('vera_raft_leader_changes_total')).toBe(1);
+    expect(gauge('vera_disk_log_sync_seconds_count')).toBeGreaterThan(0);
+    expect(gauge('vera_apply_seconds_count')).toBeGreaterThan(0);
+    expect(gauge('vera_sessions_opened_total')).toBeGreaterThan(0);
+    expect(r.text).toMatch(/^vera_notify_backlog\{state="live"\} \d+$/m);
   });
 
   it('unknown endpoints are 404 and the WebSocket lives only at /v1/connect', async () => {

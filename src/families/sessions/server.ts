@@ -5,6 +5,8 @@
 import type { EmptyResult } from '../../protocol/index.js';
 import { CloseCode, expectOk } from '../../server/context.js';
 import type { LeaderDuty, OpCall, ServerPart } from '../../server/family-part.js';
+import type { FrontEnd } from '../../server/context.js';
+import type { ApplyOutcome } from '../../statemachine/types.js';
 
 async function bye({ fe, session }: OpCall<'bye'>): Promise<EmptyResult> {
   expectOk(await fe.node.propose({ op: 'closeSession', session, reason: 'bye' }));
@@ -51,4 +53,9 @@ export const sessionExpiry: LeaderDuty = {
   stop: (fe) => fe.expiry.clear(),
 };
 
-export const server: ServerPart = { ops: { bye }, duties: [sessionExpiry] };
+/** Sessions (and leases) opened, as this member applies them. */
+function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
+  if (outcome.result.ok && outcome.result.op === 'openSession') fe.metrics.sessionsOpened.inc();
+}
+
+export const server: ServerPart = { ops: { bye }, duties: [sessionExpiry], onApplied };
