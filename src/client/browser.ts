@@ -22,3 +22,5 @@ export { KvClient } from '../families/kv/client.js';
 export type { Compare, PutOptions, PutResult, Txn, TxnResult, TxnWrite } from '../families/kv/client.js';
 export { LeaseClient } from '../families/lease/client.js';
 export type { KeptAlive, LeaseInfo } from '../families/lease/client.js';
+export { RangeClient } from '../families/range/client.js';
+export type { ItemsPage, PathsPage, RangeOptions } from '../families/range/client.js';

@@ -10,6 +10,7 @@ import { hibernate } from './hibernate/index.js';
 import { journal } from './journal/index.js';
 import { kv } from './kv/index.js';
 import { lease } from './lease/index.js';
+import { range } from './range/index.js';
 import type { AnyFamily } from './family.js';
 import { lag } from './lag/index.js';
 import { lists } from './lists/index.js';
@@ -17,7 +18,7 @@ import { observe } from './observe/index.js';
 import { sessions } from './sessions/index.js';
 import { watches } from './watches/index.js';
 
-export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign, hibernate, auth, audit, observe, lease, kv];
+export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign, hibernate, auth, audit, observe, lease, kv, range];
 
 /** Buckets that belong to no family: properties, the store's own keys, the Raft log. */
 export const KERNEL_BUCKETS = [Bucket.property, Bucket.internal, Bucket.log] as const;

@@ -186,6 +186,14 @@ export class Guard {
     return allows(state.rulesOf(principal), 'watch', path);
   }
 
+  /** Whether `principal` may read `path` (each path a range.paths page lists is judged so). */
+  mayRead(principal: Principal, path: string): boolean {
+    const state = this.state;
+    if (!state.enabled) return true;
+    if (principal === null || !state.users.has(principal)) return false;
+    return allows(state.rulesOf(principal), 'read', path);
+  }
+
   /** Whether `principal` may see that something exists at or below `path` (the entries an ls shows). */
   maySeeBelow(principal: Principal, path: string): boolean {
     const state = this.state;

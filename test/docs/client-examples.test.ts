@@ -91,6 +91,7 @@ const PREAMBLE = [
   `import { AuthClient } from '${from('src/families/auth/client.js')}';`,
   `import { AuditClient } from '${from('src/families/audit/client.js')}';`,
   `import { ObserveClient } from '${from('src/families/observe/client.js')}';`,
+  `import { RangeClient } from '${from('src/families/range/client.js')}';`,
   'declare const client: VeraClient;',
   'declare const kv: KvClient;',
   'declare const leases: LeaseClient;',

@@ -19,6 +19,7 @@ import { HIBERNATE_OPS } from '../../src/families/hibernate/wire.js';
 import { JOURNAL_OPS } from '../../src/families/journal/wire.js';
 import { KV_OPS } from '../../src/families/kv/wire.js';
 import { LEASE_OPS } from '../../src/families/lease/wire.js';
+import { RANGE_OPS } from '../../src/families/range/wire.js';
 import {
   decodeFrame,
   DEFAULT_LIMITS,
@@ -71,7 +72,7 @@ describe('an op a family adds to the protocol', () => {
     await expect(loadServerParts([...FAMILIES, adding('pinger', 'ping')])).rejects.toThrow(/pinger adds an op named ping, which is a core op/);
     await expect(loadServerParts([...FAMILIES, adding('a', 'clock'), adding('b', 'clock')])).rejects.toThrow(/clock is answered by two families \(the second is b\)/);
     const parts = await loadServerParts([...FAMILIES, adding('a', 'clock')]);
-    expect([...parts.extensions.keys()]).toEqual([...JOURNAL_OPS.keys(), ...ASSIGN_OPS.keys(), ...HIBERNATE_OPS.keys(), ...AUTH_OPS.keys(), ...AUDIT_OPS.keys(), ...OBSERVE_OPS.keys(), ...LEASE_OPS.keys(), ...KV_OPS.keys(), 'clock']);
+    expect([...parts.extensions.keys()]).toEqual([...JOURNAL_OPS.keys(), ...ASSIGN_OPS.keys(), ...HIBERNATE_OPS.keys(), ...AUTH_OPS.keys(), ...AUDIT_OPS.keys(), ...OBSERVE_OPS.keys(), ...LEASE_OPS.keys(), ...KV_OPS.keys(), ...RANGE_OPS.keys(), 'clock']);
   });
 });
 

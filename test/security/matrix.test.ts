@@ -100,6 +100,9 @@ const OPS: readonly OpCase[] = [
   { op: 'put', perm: 'write', resource: onPath, parent: above, fields: (c) => ({ path: c.path, data: 1 }) },
   { op: 'txn', perm: 'write', resource: onPath, parent: above, fields: (c) => ({ success: [{ op: 'put', path: c.path, data: 1 }] }) },
   { op: 'txn', perm: 'read', resource: onPath, parent: above, setup: persisted, fields: (c) => ({ compare: [{ path: c.path, target: 'exists', value: true }] }) },
+  // ranges
+  { op: 'range.paths', perm: 'read', resource: above, parent: () => '/m', setup: persisted, fields: (c) => ({ prefix: c.base }) },
+  { op: 'range.items', perm: 'read', resource: onPath, parent: above, setup: persisted, fields: (c) => ({ path: c.path }) },
   // leases (a lease no one holds: past the check, the op's own NOT_FOUND)
   { op: 'lease.grant', perm: 'write', resource: () => 'lease:', parent: everything, fields: () => ({ ttlMs: 60_000 }) },
   { op: 'lease.keepAlive', perm: 'write', resource: () => 'lease:', parent: everything, fields: () => ({ lease: NO_LEASE }), allowed: 'NOT_FOUND' },

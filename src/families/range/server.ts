@@ -1,0 +1,96 @@
+// range.paths and range.items, answered from one LevelDB snapshot each (after a
+// ReadIndex barrier unless stale), a page at a time.
+import { decodeItemKey, itemKey, itemRange, itemSeekKey } from '../../keys/index.js';
+import type { FamilyResult } from '../../protocol/index.js';
+import type { Need } from '../../server/access.js';
+import type { FrontEnd } from '../../server/context.js';
+import { familyOps, passPathGates, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
+import { wireItems } from '../../server/ops.js';
+import { decodeItemValue } from '../../statemachine/codec.js';
+import type { Item, VeraDb } from '../../statemachine/types.js';
+import { RANGE_OPS, type PathsPage } from './wire.js';
+
+type Snapshot = ReturnType<VeraDb['snapshot']>;
+
+async function barrier(fe: FrontEnd, r: Readonly<Record<string, unknown>>): Promise<void> {
+  if (r.consistency !== 'stale') await fe.node.linearizableBarrier(fe.readTimeoutMs);
+}
+
+/** The newest index of `path` in the snapshot, 0 when it has no items. */
+async function newestOf(db: VeraDb, snapshot: Snapshot, path: string): Promise<number> {
+  for await (const key of db.keys({ ...itemRange(path), reverse: true, limit: 1, snapshot })) return decodeItemKey(key).index;
+  return 0;
+}
+
+/**
+ * Up to `limit` non-empty lists at or below `prefix` after `after`, in key order: the
+ * prefix's own list, then every path below it (keys `prefix/...`, one contiguous
+ * range), stepping from one list to the next with a seek past its items.
+ */
+async function readPaths(db: VeraDb, snapshot: Snapshot, prefix: string, after: string | undefined, limit: number, visible: (path: string) => boolean): Promise<{ paths: Array<{ path: string; newest: number }>; more: boolean }> {
+  const paths: Array<{ path: string; newest: number }> = [];
+  if (prefix !== '/' && after === undefined) {
+    const newest = await newestOf(db, snapshot, prefix);
+    if (newest > 0 && visible(prefix)) paths.push({ path: prefix, newest });
+  }
+  const below = prefix === '/' ? '/' : `${prefix}/`;
+  // '0' is the character after '/': every path below the prefix sorts before `${prefix}0`.
+  const end = prefix === '/' ? Buffer.concat([itemSeekKey('/').subarray(0, -1), Buffer.from([0xff])]) : itemSeekKey(`${prefix}0`);
+  const start = after !== undefined && after !== prefix ? itemRange(after).lt : itemSeekKey(below);
+  const keys = db.keys({ gte: start, lt: end, snapshot });
+  try {
+    for (let key = await keys.next(); key !== undefined; key = await keys.next()) {
+      const { path } = decodeItemKey(key);
+      if (paths.length >= limit) return { paths, more: true };
+      if (visible(path)) paths.push({ path, newest: await newestOf(db, snapshot, path) });
+      keys.seek(itemRange(path).lt);
+    }
+  } finally {
+    await keys.close();
+  }
+  return { paths, more: false };
+}
+
+/** Up to `limit` items of `path` after index `after`, stopping before their stored bytes pass `maxBytes` (one at least). */
+async function readItems(db: VeraDb, snapshot: Snapshot, path: string, after: number, limit: number, maxBytes: number): Promise<{ items: Item[]; more: boolean }> {
+  const items: Item[] = [];
+  let bytes = 0;
+  for await (const [key, value] of db.iterator({ gt: itemKey(path, after), lt: itemRange(path).lt, snapshot })) {
+    if (items.length >= limit || (items.length > 0 && bytes + value.length > maxBytes)) return { items, more: true };
+    bytes += value.length;
+    items.push({ index: decodeItemKey(key).index, ...decodeItemValue(value) });
+  }
+  return { items, more: false };
+}
+
+const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = {
+  'range.paths': async ({ fe, session, request: r }) => {
+    await barrier(fe, r);
+    const principal = fe.node.stateMachine.sessions().get(session)?.principal ?? null;
+    const visible = (path: string): boolean => fe.guard.mayRead(principal, path);
+    const page = await fe.node.stateMachine.read(`the paths below ${String(r.prefix)}`, async (db, snapshot, index) => {
+      const { paths, more } = await readPaths(db, snapshot, r.prefix as string, r.after as string | undefined, r.limit as number, visible);
+      const out: PathsPage = { index, paths, ...(more && paths.length > 0 ? { next: paths[paths.length - 1]!.path } : {}) };
+      return out;
+    });
+    return { ...page };
+  },
+  'range.items': async ({ fe, request: r }) => {
+    const path = r.path as string;
+    await passPathGates(fe, path);
+    await barrier(fe, r);
+    const page = await fe.node.stateMachine.read(`the list ${path}`, async (db, snapshot, index) => {
+      const { items, more } = await readItems(db, snapshot, path, r.after as number, r.limit as number, fe.limits.replyBytes);
+      return { index, items: wireItems(items), ...(more ? { next: items[items.length - 1]!.index } : {}) };
+    });
+    return { ...page };
+  },
+};
+
+const NEEDS: Record<string, (r: Readonly<Record<string, unknown>>) => readonly Need[]> = {
+  // Each path listed is also judged on its own (a deny below the prefix hides it).
+  'range.paths': (r) => [{ perm: 'read', resource: r.prefix as string }],
+  'range.items': (r) => [{ perm: 'read', resource: r.path as string }],
+};
+
+export const server: ServerPart = { protocolOps: familyOps('range', RANGE_OPS, handlers, NEEDS) };

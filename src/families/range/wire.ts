@@ -1,0 +1,63 @@
+// The range family's client protocol (docs/protocol.md, "Extension: ranges").
+import { invalid, pathField, uintField, type ProtocolLimits, type RequestBuilder } from '../../protocol/index.js';
+
+/** Paths, or items, one page holds at most; and the default page of items. */
+export const MAX_RANGE_PAGE = 1000;
+export const DEFAULT_ITEMS_PAGE = 100;
+
+type Fields = Readonly<Record<string, unknown>>;
+
+function only(f: Fields, allowed: readonly string[]): void {
+  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`unexpected field '${key}'`);
+}
+
+function limit(f: Fields, fallback: number): number {
+  const v = uintField(f, 'limit') ?? fallback;
+  if (v < 1 || v > MAX_RANGE_PAGE) throw invalid(`limit must be 1 to ${MAX_RANGE_PAGE}, got ${v}`);
+  return v;
+}
+
+function consistency(f: Fields): { consistency?: 'stale' } {
+  if (f.consistency === undefined || f.consistency === 'linearizable') return {};
+  if (f.consistency === 'stale') return { consistency: 'stale' };
+  throw invalid('consistency must be "linearizable" or "stale"');
+}
+
+export const RANGE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
+  [
+    'range.paths',
+    (f, id, limits: ProtocolLimits) => {
+      only(f, ['prefix', 'after', 'limit', 'consistency']);
+      const prefix = pathField({ path: f.prefix }, true, limits);
+      let after: string | undefined;
+      if (f.after !== undefined) {
+        after = pathField({ path: f.after }, false, limits);
+        if (!below(prefix, after)) throw invalid(`after must be a path below ${prefix}, got ${after}`);
+      }
+      return { id, op: 'range.paths', prefix, ...(after === undefined ? {} : { after }), limit: limit(f, MAX_RANGE_PAGE), ...consistency(f) };
+    },
+  ],
+  [
+    'range.items',
+    (f, id, limits: ProtocolLimits) => {
+      only(f, ['path', 'after', 'limit', 'consistency']);
+      const path = pathField(f, false, limits);
+      const after = uintField(f, 'after') ?? 0;
+      return { id, op: 'range.items', path, after, limit: limit(f, DEFAULT_ITEMS_PAGE), ...consistency(f) };
+    },
+  ],
+]);
+
+/** Whether `path` is `prefix` itself or below it (the root covers every path). */
+export function below(prefix: string, path: string): boolean {
+  return prefix === '/' || path === prefix || path.startsWith(`${prefix}/`);
+}
+
+export interface PathsPage {
+  /** The applied index the page reflects. */
+  readonly index: number;
+  /** Non-empty lists at or below the prefix, in path order (UTF-8 bytes), with their newest item's index. */
+  readonly paths: ReadonlyArray<{ readonly path: string; readonly newest: number }>;
+  /** Present when more paths follow: ask again with `after` set to it. */
+  readonly next?: string;
+}
