@@ -121,19 +121,28 @@ export const CLIENT_COMMANDS: Readonly<Record<string, ClientCommand>> = {
     },
   },
   watch: {
-    flags: { ...CLIENT_FLAGS, prefix: { kind: 'boolean' } },
+    flags: { ...CLIENT_FLAGS, prefix: { kind: 'boolean' }, since: { kind: 'string' } },
     positionals: ['PATH'],
     prepare: (ctx) => {
       const prefix = boolFlag(ctx.args, 'prefix');
       const path = pathArg(ctx, 0, prefix);
+      const sinceText = stringFlag(ctx.args, 'since');
+      const since = sinceText === undefined ? undefined : indexArg(sinceText, '--since');
       return async (client) => {
         // Subscribe before watching: events may arrive in the same packet as the watch reply.
         const events = client.events();
         sayConnectionChanges(ctx, client);
-        const result = await client.watch(path, { prefix });
-        print(ctx, { type: 'watch', path, ...result }, () =>
-          [`watching ${path}${prefix ? ' and below' : ''} from index ${result.index}`, ...(result.items ?? []).map(formatItem)].join('\n'),
+        const result = await client.watch(path, { prefix, ...(since === undefined ? {} : { since }) });
+        const { events: replayed, ...shown } = result;
+        print(ctx, { type: 'watch', path, ...shown }, () =>
+          [
+            `watching ${path}${prefix ? ' and below' : ''} from index ${result.index}`,
+            ...(result.missed === true ? [`(the events since ${since} are no longer held: start from the items below)`] : []),
+            ...(result.items ?? []).map(formatItem),
+          ].join('\n'),
         );
+        // What happened since --since, before the live events (all of which come after the watch's index).
+        for (const event of replayed ?? []) print(ctx, event, () => formatEvent(event));
         const stop = stopped(ctx.io.stop).then(() => null);
         for (;;) {
           const next = await Promise.race([events.next(), stop]);

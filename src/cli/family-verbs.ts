@@ -20,4 +20,5 @@ export const FAMILY_VERBS: Readonly<Record<string, () => Promise<FamilyVerb>>> =
   put: async () => (await import('../families/kv/cli.js')).putVerb,
   txn: async () => (await import('../families/kv/cli.js')).txnVerb,
   lease: () => import('../families/lease/cli.js'),
+  paths: () => import('../families/range/cli.js'),
 };

@@ -29,6 +29,7 @@ Commands:
   put       set a list's value in one entry (replace it, or keep the newest N; compare-and-set)
   txn       compares and writes across lists, all or nothing, in one entry
   lease     grant, keep alive, revoke or show a lease (items that live as long as it does)
+  paths     every non-empty list at or below a prefix, recursively, page by page
   journal   work queues: create, add, claim, done, release, flagged, ... ('vera journal --help')
   assign    node assignment (Tokenserver): service, node, user, retire, purge, ... ('vera assign --help')
   hibernate freeze a unit to the cold store, or list the Frozen ones ('vera hibernate --help')
@@ -171,6 +172,7 @@ ${CLIENT_FLAGS}`,
 Prints the list at PATH, then one line per change, until Ctrl-C.
 
   --prefix             watch every list at or below PATH ('/' watches everything)
+  --since I            first print what changed after index I (the last one you saw), then go live
 ${CLIENT_FLAGS}`,
 
   member: `Usage: vera member list|add|promote|remove [ID] [flags]

@@ -58,6 +58,12 @@ export interface GetOptions {
 export interface WatchOptions {
   /** Watch every list at or below the path. */
   readonly prefix?: boolean;
+  /**
+   * Start from this past index (the last one this client saw, say, before it restarted):
+   * the result's `events` are what happened after it, up to its `index`; live events
+   * follow from there. `missed: true` when the member no longer holds them all: re-read.
+   */
+  readonly since?: number;
 }
 
 export type ClientState = 'connecting' | 'open' | 'reconnecting' | 'closing' | 'closed' | 'expired';
@@ -226,11 +232,12 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     // Items deleted since then are missing here, and their delete events follow.
     const later = await this.get(path);
     const items = later.items.filter((item) => item.index <= result.index);
-    return { index: result.index, items };
+    const { tooLarge: _tooLarge, ...rest } = result;
+    return { ...rest, items };
   }
 
   async unwatch(path: string, options: WatchOptions = {}): Promise<void> {
-    await this.call('unwatch', { path, ...options });
+    await this.call('unwatch', { path, ...(options.prefix === undefined ? {} : { prefix: options.prefix }) });
   }
 
   /** Notifications as an async iterator, from now on. Ends on close(); throws SESSION_EXPIRED when the session dies. */

@@ -93,6 +93,8 @@ export interface WatchRequest {
   readonly path: string;
   /** Default false: watch exactly this list; true: every list at or below `path`. */
   readonly prefix?: boolean;
+  /** Start from this past index: the reply carries the events after it, up to its own `index`. */
+  readonly since?: number;
 }
 
 export interface UnwatchRequest {
@@ -179,6 +181,10 @@ export interface WatchResult {
   readonly items?: readonly Item[];
   /** An exact watch of a list over `replyBytes`: no items came; read them with a streamed get. */
   readonly tooLarge?: true;
+  /** With `since`: the events after `since` up to `index`, in order (live notifications follow from `index`). */
+  readonly events?: readonly ChangeEvent[];
+  /** With `since`: the member no longer holds every event after it (or they would not fit one reply); re-read the list instead. */
+  readonly missed?: true;
 }
 
 export interface ResultMap {

@@ -123,7 +123,9 @@ const BUILDERS: { readonly [O in Op]: Builder<O> } = {
 function watchLike<O extends 'watch' | 'unwatch'>(op: O, f: Fields, id: number, limits: ProtocolLimits): RequestOf<O> {
   const prefix = boolField(f, 'prefix');
   const path = pathField(f, prefix === true, limits);
-  return { id, op, path, ...optional('prefix', prefix) } as RequestOf<O>;
+  // A watch may start from a past index: the events after it come with the reply (an extension of the shared contract).
+  const since = op === 'watch' ? uintField(f, 'since') : undefined;
+  return { id, op, path, ...optional('prefix', prefix), ...optional('since', since) } as RequestOf<O>;
 }
 
 // ---------------------------------------------------------------- fields

@@ -2,8 +2,16 @@
 // each happened. Every node keeps one, filled as it applies entries, so that a
 // node that becomes leader can replay what a resuming session missed. Past the
 // bound the oldest events are forgotten; a session that needs them gets a resync.
+//
+// Beside it, the recent history of every change, watched or not, for watches that
+// start from a past index (History, bounded in bytes): kept apart so that a burst
+// of writes nobody watches never pushes out what a resuming session needs.
 
+import { packValue, PackedValue } from '../protocol/index.js';
 import type { ChangeEvent } from '../statemachine/types.js';
+
+/** The bytes of history kept, at most, unless told otherwise. */
+export const DEFAULT_HISTORY_BYTES = 64 * 1024 * 1024;
 
 export interface RecordedEvent {
   readonly event: ChangeEvent;
@@ -19,16 +27,30 @@ export class EventLog {
   private forgottenThrough: number;
 
   /** `capacity` bounds events plus recipient references, which is what costs memory. */
+  /** Every recent change, watched or not (eventsOf). */
+  private readonly history: History;
+
   constructor(
     private readonly capacity: number,
     startIndex: number,
+    historyBytes = DEFAULT_HISTORY_BYTES,
   ) {
     this.forgottenThrough = startIndex;
+    this.history = new History(historyBytes, startIndex);
+  }
+
+  /**
+   * Every event of `path` (or, with `prefix`, of every list at or below it) with an
+   * index in (`after`, `through`], in order; null when some may have been forgotten.
+   */
+  eventsOf(path: string, prefix: boolean, after: number, through: number): ChangeEvent[] | null {
+    return this.history.eventsOf(path, prefix, after, through);
   }
 
   /** Record the events of one applied entry (called in index order). */
   record(events: readonly RecordedEvent[]): void {
     if (events.length === 0) return;
+    for (const e of events) this.history.record(e.event);
     for (const e of events) {
       // Nobody watched it when it applied, so no replay can ever include it: keeping it would only cost memory.
       if (e.recipients.length === 0) continue;
@@ -63,6 +85,7 @@ export class EventLog {
 
   /** Forget everything (e.g. the state machine was replaced by a snapshot). */
   reset(startIndex: number): void {
+    this.history.reset(startIndex);
     this.events = [];
     this.head = 0;
     this.cost = 0;
@@ -79,4 +102,72 @@ export class EventLog {
     }
     return lo;
   }
+}
+
+/** Every recent change event, oldest first, at most `maxBytes` of them (as near as eventBytes tells). */
+class History {
+  private events: ChangeEvent[] = [];
+  private sizes: number[] = [];
+  private head = 0;
+  private bytes = 0;
+  private forgottenThrough: number;
+
+  constructor(
+    private readonly maxBytes: number,
+    startIndex: number,
+  ) {
+    this.forgottenThrough = startIndex;
+  }
+
+  record(e: ChangeEvent): void {
+    const size = eventBytes(e);
+    this.events.push(e);
+    this.sizes.push(size);
+    this.bytes += size;
+    while (this.bytes > this.maxBytes && this.head < this.events.length) {
+      this.bytes -= this.sizes[this.head]!;
+      this.forgottenThrough = Math.max(this.forgottenThrough, this.events[this.head]!.index);
+      this.head++;
+    }
+    if (this.head > 1024 && this.head * 2 > this.events.length) {
+      this.events = this.events.slice(this.head);
+      this.sizes = this.sizes.slice(this.head);
+      this.head = 0;
+    }
+  }
+
+  eventsOf(path: string, prefix: boolean, after: number, through: number): ChangeEvent[] | null {
+    if (after < this.forgottenThrough) return null;
+    const base = path === '/' ? '/' : `${path}/`;
+    const out: ChangeEvent[] = [];
+    let lo = this.head;
+    let hi = this.events.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.events[mid]!.index <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < this.events.length; i++) {
+      const e = this.events[i]!;
+      if (e.index > through) break;
+      if (e.path === path || (prefix && e.path.startsWith(base))) out.push(e);
+    }
+    return out;
+  }
+
+  reset(startIndex: number): void {
+    this.events = [];
+    this.sizes = [];
+    this.head = 0;
+    this.bytes = 0;
+    this.forgottenThrough = startIndex;
+  }
+}
+
+/** What an event holds in memory, near enough: its item's encoded data, its path and some overhead. */
+function eventBytes(e: ChangeEvent): number {
+  const data = e.item.data;
+  const dataBytes =
+    data instanceof PackedValue ? data.bytes.length : data instanceof Uint8Array ? data.length : typeof data === 'string' ? data.length : typeof data === 'object' && data !== null ? packValue(data).length : 9;
+  return 64 + e.path.length + dataBytes;
 }

@@ -44,4 +44,23 @@ describe('EventLog', () => {
     expect(log.eventsFor('s1', 7)).toBeNull();
     expect(log.eventsFor('s1', 20)).toEqual([]);
   });
+
+  it('keeps the history of every change, watched or not, by path and prefix, within its byte bound', () => {
+    // Each of these events counts 64 + path + data bytes, about 70: 700 bytes hold 10.
+    const log = new EventLog(1000, 0, 700);
+    for (let i = 1; i <= 6; i++) log.record([event(i, [], i % 2 === 0 ? '/a/b' : '/a')]);
+    log.record([event(7, ['s1'], '/ab')]);
+    expect(log.eventsOf('/a', false, 0, 7)!.map((e) => e.index)).toEqual([1, 3, 5]);
+    expect(log.eventsOf('/a', true, 0, 7)!.map((e) => e.index)).toEqual([1, 2, 3, 4, 5, 6]); // not /ab: another list
+    expect(log.eventsOf('/', true, 2, 5)!.map((e) => e.index)).toEqual([3, 4, 5]);
+    for (let i = 8; i <= 20; i++) log.record([event(i, [])]);
+    expect(log.eventsOf('/a', false, 0, 20)).toBeNull(); // forgotten: the caller re-reads
+    expect(log.eventsOf('/a', false, 15, 20)!.map((e) => e.index)).toEqual([16, 17, 18, 19, 20]);
+    // The resume log still holds what a session watched: the history's bound is its own.
+    expect(log.eventsFor('s1', 0)!.map((e) => e.index)).toEqual([7]);
+    log.reset(30);
+    expect(log.eventsOf('/a', false, 20, 40)).toBeNull();
+    expect(log.eventsOf('/a', false, 30, 40)).toEqual([]);
+  });
 });
+

@@ -1,5 +1,6 @@
 // The watches family's client ops: watch and unwatch.
-import { VeraError, type EmptyResult, type WatchResult } from '../../protocol/index.js';
+import { packValue, VeraError, type ChangeEvent, type EmptyResult, type WatchResult } from '../../protocol/index.js';
+import type { FrontEnd } from '../../server/context.js';
 import { expectOk } from '../../server/context.js';
 import { proposeTimed, type OpCall, type ServerPart } from '../../server/family-part.js';
 import { wireItems } from '../../server/ops.js';
@@ -8,8 +9,24 @@ async function watch({ fe, session, request: req, frameBytes }: OpCall<'watch'>)
   fe.disk.admit(frameBytes);
   const r = expectOk(await proposeTimed(fe, { op: 'watch', session, path: req.path, prefix: req.prefix ?? false, quota: { watches: fe.limits.watchesPerSession } }));
   if (r.op !== 'watch') throw new VeraError('INTERNAL', `watch applied as ${r.op}`);
-  if (r.tooLarge === true) return { index: r.index, tooLarge: true };
-  return r.items === undefined ? { index: r.index } : { index: r.index, items: wireItems(r.items) };
+  const base: WatchResult = r.tooLarge === true ? { index: r.index, tooLarge: true } : r.items === undefined ? { index: r.index } : { index: r.index, items: wireItems(r.items) };
+  if (req.since === undefined || req.since >= r.index) return base;
+  // Each replayed event is judged by its own path, as a notification is.
+  const principal = fe.node.stateMachine.sessions().get(session)?.principal ?? null;
+  return { ...base, ...replay(fe, req.path, req.prefix ?? false, req.since, r.index, (p) => fe.guard.mayWatch(principal, p)) };
+}
+
+/** The events of a watched path in (since, through] from this member's event log, if it holds them all and they fit one reply. */
+function replay(fe: FrontEnd, path: string, prefix: boolean, since: number, through: number, visible: (path: string) => boolean): { events: ChangeEvent[] } | { missed: true } {
+  const all = fe.node.events.eventsOf(path, prefix, since, through);
+  if (all === null) return { missed: true };
+  const events = all.filter((e) => visible(e.path));
+  let bytes = 0;
+  for (const e of events) {
+    bytes += packValue(e).length;
+    if (bytes > fe.limits.replyBytes) return { missed: true };
+  }
+  return { events: events as ChangeEvent[] };
 }
 
 async function unwatch({ fe, session, request: req }: OpCall<'unwatch'>): Promise<EmptyResult> {

@@ -1,67 +1,17 @@
 // Ranges (issue 17) on a real server in this process: the paths below a prefix,
 // recursively and page by page, and a list's items page by page, each page with
 // the index it reflects; checked against what was written.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type VeraClient } from '../../../src/client/client.js';
-import { RangeClient } from '../../../src/families/range/client.js';
-import type { ServerConfig } from '../../../src/server/config.js';
-import { startServer, type RunningServer } from '../../../src/server/index.js';
+import { startServer, stopServer } from './server.js';
 import { WireClient } from '../../server/wire-client.js';
+import { main } from '../../../src/cli/main.js';
+import { captureIO } from '../../client/cli-io.js';
 
-let server: RunningServer | null = null;
-let client: VeraClient | null = null;
-let dir = '';
-afterEach(async () => {
-  await client?.close();
-  client = null;
-  await server?.close();
-  server = null;
-  if (dir !== '') rmSync(dir, { recursive: true, force: true });
-});
-
-async function start(): Promise<{ url: string; client: VeraClient; range: RangeClient }> {
-  dir = mkdtempSync(join(tmpdir(), 'vera-range-'));
-  const config: ServerConfig = {
-    id: 'n1',
-    dataDir: dir,
-    client: { host: '127.0.0.1', port: 0 },
-    peer: { host: '127.0.0.1', port: 0 },
-    peers: [{ id: 'n1', host: '127.0.0.1', peerPort: 0, clientPort: 0 }],
-    join: false,
-    secret: null,
-    logLevel: 'silent',
-    sessionTimeout: { min: 1000, max: 60_000, default: 10_000 },
-    limits: {
-      dataBytes: 1024 * 1024,
-      frameBytes: 16 * 1024 * 1024,
-      pathBytes: 1024,
-      sessionsMax: 100,
-      sessionsPerAddress: 100,
-      watchesPerSession: 100,
-      itemsPerSession: 1000,
-      bytesPerSession: 1024 * 1024,
-      itemsPerList: 1000,
-      diskReserveBytes: 1024 * 1024,
-      inflightPerConnection: 64,
-      connectionsMax: 100,
-      connectionsPerAddress: 100,
-      helloTimeoutMs: 10_000,
-    },
-    compaction: { everyEntries: 10_000, keepEntries: 1000 },
-  };
-  server = await startServer(config, { logger: pino({ level: 'silent' }) });
-  const url = `ws://127.0.0.1:${server.clientPort}`;
-  client = await connect(url, { timeoutMs: 10_000 });
-  return { url, client, range: new RangeClient(client) };
-}
+afterEach(stopServer);
 
 describe('ranges', () => {
   it('list every non-empty list at or below a prefix, in order, page by page, and nothing beside it', async () => {
-    const { client, range } = await start();
+    const { client, range } = await startServer();
     const written = ['/app', '/app/a', '/app/a/x', '/app/b', '/app/b/c/d', '/app-other', '/apple', '/zzz'];
     const newest = new Map<string, number>();
     for (const path of written) {
@@ -93,7 +43,7 @@ describe('ranges', () => {
   });
 
   it("page through a list's items after an index, within the reply budget, as a get would read them", async () => {
-    const { client, range } = await start();
+    const { client, range } = await startServer();
     for (let i = 0; i < 25; i++) await client.push('/log', { n: i }, { persistent: true, watch: false });
     const { items: whole } = await client.get('/log');
     const paged = [];
@@ -114,8 +64,19 @@ describe('ranges', () => {
     expect(await range.items('/empty')).toMatchObject({ items: [] });
   });
 
+  it('vera paths prints every list below a prefix, across pages', async () => {
+    const { url, client } = await startServer();
+    for (const path of ['/cfg/a', '/cfg/b/c', '/cfg/d', '/other']) await client.push(path, 1, { persistent: true, watch: false });
+    const io = captureIO();
+    expect(await main(['paths', '/cfg', '--limit', '1', '--server', url], io)).toBe(0);
+    expect(io.out().split('\n').filter((l) => l !== '').map((l) => l.split(' ')[0])).toEqual(['/cfg/a', '/cfg/b/c', '/cfg/d']);
+    const json = captureIO();
+    expect(await main(['paths', '/', '--json', '--server', url], json)).toBe(0);
+    expect(json.out().trim().split('\n').map((l) => (JSON.parse(l) as { path: string }).path)).toEqual(['/cfg/a', '/cfg/b/c', '/cfg/d', '/other']);
+  });
+
   it('refuse bad requests before reading anything', async () => {
-    const { url } = await start();
+    const { url } = await startServer();
     const wire = await WireClient.connect(url, 'json');
     try {
       await wire.hello({ timeoutMs: 10_000 });
