@@ -86,6 +86,8 @@ export interface DriverOptions<R, S extends StagedTransfer = StagedFile> {
   readonly compaction?: CompactionPolicy;
   /** Reports a snapshot sent, installed or compacted into; one whose sending failed; or one received that failed verification (refused). */
   readonly onSnapshotEvent?: (event: SnapshotEvent) => void;
+  /** On the leader: a heartbeat answered by `peer`, this long (seconds) after the round was sent. */
+  readonly onPeerRoundTrip?: (peer: NodeId, seconds: number) => void;
 }
 
 export interface SnapshotEvent {
@@ -205,6 +207,10 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   /** A message from a peer. */
   step(message: Message): void {
     if (this.stopped) return;
+    if (message.type === 'heartbeatResp' && this.opts.onPeerRoundTrip !== undefined) {
+      const sent = this.roundSentAt.get(Number(message.context));
+      if (sent !== undefined) this.opts.onPeerRoundTrip(message.from, (this.clock.monotonic() - sent.monotonic) / 1000);
+    }
     if (this.installing) {
       if (this.held.length < MAX_HELD_MESSAGES) this.held.push(message);
       return;

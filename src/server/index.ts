@@ -146,6 +146,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         metrics.appliedEntries.inc(entries);
       },
       onSnapshot: (e) => metrics.snapshot(e),
+      onPeerRoundTrip: (peer, seconds) => metrics.peerRoundTrip.observe({ peer }, seconds),
       onFatal: (err) => {
         if (err instanceof MembershipDivergedError) logger.fatal({ event: 'membership-diverged', err: err.message }, `stopping: ${err.message}`);
         else if (err instanceof UnknownCommandError) logger.fatal({ event: 'command-unknown', err: err.message }, `stopping: ${err.message}`);

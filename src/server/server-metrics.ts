@@ -2,7 +2,7 @@
 // default process and runtime metrics (CPU, memory, event loop lag, GC, open
 // handles), and Vera's own, each of the right type, with what operators of etcd
 // look at first: leader changes, failed proposals, fsync and apply durations,
-// replication lag per peer, snapshots, sessions opened and expired, and the
+// replication lag and round trip per peer, snapshots, sessions opened and expired, and the
 // notification backlog by the state of the connections it waits for.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { SnapshotEvent } from '../raft/driver.js';
@@ -34,6 +34,13 @@ export class ServerMetrics {
   readonly logSync = new Histogram({ name: 'vera_disk_log_sync_seconds', help: 'Synced writes of the Raft log to disk (fsync included)', buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly apply = new Histogram({ name: 'vera_apply_seconds', help: 'Runs of committed entries applied to the state machine (one LevelDB batch or more)', buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly appliedEntries = new Counter({ name: 'vera_applied_entries_total', help: 'Committed entries applied by this member', registers: [this.registry] });
+  readonly peerRoundTrip = new Histogram({
+    name: 'vera_peer_round_trip_seconds',
+    help: "On the leader, from sending a heartbeat round to each peer's answer",
+    labelNames: ['peer'],
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
   readonly leaderChanges = new Counter({ name: 'vera_raft_leader_changes_total', help: 'Leader changes this member has seen (a new leader known)', registers: [this.registry] });
   readonly snapshots = new Counter({ name: 'vera_snapshots_total', help: 'Snapshots sent to peers, installed from the leader, compacted into, or failed', labelNames: ['kind'], registers: [this.registry] });
   readonly snapshotSeconds = new Histogram({

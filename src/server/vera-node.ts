@@ -64,6 +64,7 @@ export interface VeraNodeHooks {
   onLogSynced?(seconds: number): void;
   onAppliedRun?(seconds: number, entries: number): void;
   onSnapshot?(event: SnapshotEvent): void;
+  onPeerRoundTrip?(peer: NodeId, seconds: number): void;
 }
 
 const cryptoRandom: RandomSource = {
@@ -211,6 +212,7 @@ export class VeraNode {
           onFatal: (err) => hooks.onFatal(err),
           snapshots,
           compaction: opts.compaction,
+          ...(hooks.onPeerRoundTrip === undefined ? {} : { onPeerRoundTrip: (peer: NodeId, seconds: number) => hooks.onPeerRoundTrip!(peer, seconds) }),
           onSnapshotEvent: (e) => {
             opts.logger.info({ event: `snapshot-${e.kind}`, ...e }, `snapshot ${e.kind} at index ${e.index}`);
             hooks.onSnapshot?.(e);

@@ -35,6 +35,13 @@ describe('a lease across a leader change', () => {
     const lastKeepAlive = Date.now();
 
     const old = await cluster.leader();
+    // While all three are up, the leader's metrics have each peer's round trip and lag (issue 17's metrics).
+    const metrics = await (await fetch(`http://127.0.0.1:${old.clientPort}/metrics`)).text();
+    const peers = cluster.members.filter((m) => m.id !== old.id).map((m) => m.id);
+    for (const peer of peers) {
+      expect(Number(new RegExp(`^vera_peer_round_trip_seconds_count\\{peer="${peer}"\\} (\\d+)$`, 'm').exec(metrics)?.[1] ?? 0), peer).toBeGreaterThan(0);
+      expect(metrics).toMatch(new RegExp(`^vera_peer_lag_entries\\{peer="${peer}"\\} \\d+$`, 'm'));
+    }
     await old.process.kill9();
     await cluster.leader({ not: old.id, timeoutMs: 20_000 });
 
