@@ -112,3 +112,23 @@ export type AnyFamily = Family<any, unknown>;
 export function failure(code: ApplyError['code'], message: string): ApplyError {
   return { ok: false, code, message };
 }
+
+/**
+ * A family that replicates nothing: no commands, no buckets, no state, only a
+ * server part (ops answered from what other families hold, or by proposing their
+ * commands).
+ */
+export function serverOnlyFamily(name: string, server: () => Promise<ServerPart>): Family<never, null> {
+  return {
+    name,
+    since: 1,
+    buckets: [],
+    ops: {},
+    load: async () => null,
+    plan: () => {
+      throw new Error(`the ${name} family has no commands`);
+    },
+    goesAlone: () => false,
+    server,
+  };
+}

@@ -1,8 +1,9 @@
 // `vera journal ...`: the journal from the command line, one subcommand per op,
 // each a client verb (arguments checked before connecting; --json for scripts).
-import { parseArgs, boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from '../../cli/args.js';
-import { CLIENT_FLAGS, dataArg, print, runClientCommand, type ClientCommand, type Context } from '../../cli/client-commands.js';
-import { EXIT, UsageError } from '../../cli/errors.js';
+import { runSubcommand } from '../../cli/verb-runner.js';
+import { stringFlag, type FlagSpecs, type ParsedArgs } from '../../cli/args.js';
+import { CLIENT_FLAGS, dataArg, print, type ClientCommand, type Context } from '../../cli/client-commands.js';
+import { UsageError } from '../../cli/errors.js';
 import type { CliIO } from '../../cli/io.js';
 import { parseCount, parseDuration } from '../../cli/units.js';
 import { JournalClient, type JournalSettingsInput } from './client.js';
@@ -280,18 +281,6 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
   },
 };
 
-export async function run(argv: readonly string[], io: CliIO): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
-    (sub === undefined ? io.stderr : io.stdout)(`${USAGE}\n`);
-    return sub === undefined ? EXIT.usage : EXIT.ok;
-  }
-  const command = COMMANDS[sub];
-  if (command === undefined) throw new UsageError(`unknown journal subcommand ${JSON.stringify(sub)} (subcommands: ${Object.keys(COMMANDS).join(', ')})`);
-  const args = parseArgs(rest, command.flags, `vera journal ${sub}`);
-  if (boolFlag(args, 'help')) {
-    io.stdout(`${USAGE}\n`);
-    return EXIT.ok;
-  }
-  return runClientCommand(`journal ${sub}`, command, args, io);
+export function run(argv: readonly string[], io: CliIO): Promise<number> {
+  return runSubcommand('journal', USAGE, COMMANDS, argv, io);
 }

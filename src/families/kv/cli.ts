@@ -1,8 +1,9 @@
 // `vera put` and `vera txn`: a list's value set in one entry, and transactions
 // given as JSON (an argument, `-` for stdin or `@FILE`).
-import { boolFlag, parseArgs, stringFlag } from '../../cli/args.js';
-import { CLIENT_FLAGS, dataArg, indexArg, pathArg, print, runClientCommand, type ClientCommand } from '../../cli/client-commands.js';
-import { EXIT, UsageError } from '../../cli/errors.js';
+import { runSingle } from '../../cli/verb-runner.js';
+import { boolFlag, stringFlag } from '../../cli/args.js';
+import { CLIENT_FLAGS, dataArg, indexArg, pathArg, print, type ClientCommand } from '../../cli/client-commands.js';
+import { UsageError } from '../../cli/errors.js';
 import { formatItem } from '../../cli/format.js';
 import type { CliIO } from '../../cli/io.js';
 import { parseCount } from '../../cli/units.js';
@@ -76,20 +77,7 @@ const TXN: ClientCommand = {
 };
 
 function verb(name: string, usage: string, command: ClientCommand) {
-  return {
-    async run(argv: readonly string[], io: CliIO): Promise<number> {
-      if (argv.length === 0) {
-        io.stderr(`${usage}\n`);
-        return EXIT.usage;
-      }
-      const args = parseArgs(argv, command.flags, `vera ${name}`);
-      if (boolFlag(args, 'help')) {
-        io.stdout(`${usage}\n`);
-        return EXIT.ok;
-      }
-      return runClientCommand(name, command, args, io);
-    },
-  };
+  return { run: (argv: readonly string[], io: CliIO): Promise<number> => runSingle(name, usage, command, argv, io) };
 }
 
 export const putVerb = verb('put', PUT_USAGE, PUT);

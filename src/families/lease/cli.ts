@@ -2,9 +2,10 @@
 // lease outlives the command that granted it (it is no connection's session):
 // keep it alive with `keep-alive LEASE` (once) or `keep-alive LEASE --hold`
 // (until Ctrl-C), and name it with `vera put --lease`.
-import { boolFlag, parseArgs } from '../../cli/args.js';
-import { CLIENT_FLAGS, print, runClientCommand, type ClientCommand, type Context } from '../../cli/client-commands.js';
-import { EXIT, UsageError } from '../../cli/errors.js';
+import { runSubcommand } from '../../cli/verb-runner.js';
+import { boolFlag } from '../../cli/args.js';
+import { CLIENT_FLAGS, print, type ClientCommand, type Context } from '../../cli/client-commands.js';
+import { UsageError } from '../../cli/errors.js';
 import { stopped, type CliIO } from '../../cli/io.js';
 import { parseDuration } from '../../cli/units.js';
 import { LeaseClient } from './client.js';
@@ -84,18 +85,6 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
   },
 };
 
-export async function run(argv: readonly string[], io: CliIO): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
-    (sub === undefined ? io.stderr : io.stdout)(`${USAGE}\n`);
-    return sub === undefined ? EXIT.usage : EXIT.ok;
-  }
-  const command = COMMANDS[sub];
-  if (command === undefined) throw new UsageError(`unknown lease subcommand ${JSON.stringify(sub)} (subcommands: ${Object.keys(COMMANDS).join(', ')})`);
-  const args = parseArgs(rest, command.flags, `vera lease ${sub}`);
-  if (boolFlag(args, 'help')) {
-    io.stdout(`${USAGE}\n`);
-    return EXIT.ok;
-  }
-  return runClientCommand(`lease ${sub}`, command, args, io);
+export function run(argv: readonly string[], io: CliIO): Promise<number> {
+  return runSubcommand('lease', USAGE, COMMANDS, argv, io);
 }

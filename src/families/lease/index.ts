@@ -6,17 +6,6 @@
 // items it owns (put or pushed with `lease`, family kv) are deleted with it in
 // the entry that ends it, with an event to every watcher. It replicates nothing
 // of its own: no commands, no buckets, only a server part. See docs/kv.md.
-import type { Family } from '../family.js';
+import { serverOnlyFamily } from '../family.js';
 
-export const lease: Family<never, null> = {
-  name: 'lease',
-  since: 1,
-  buckets: [],
-  ops: {},
-  load: async () => null,
-  plan: () => {
-    throw new Error('the lease family has no commands (leases are sessions)');
-  },
-  goesAlone: () => false,
-  server: async () => (await import('./server.js')).server,
-};
+export const lease = serverOnlyFamily('lease', async () => (await import('./server.js')).server);

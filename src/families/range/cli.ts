@@ -1,8 +1,8 @@
 // `vera paths PREFIX`: every non-empty list at or below a prefix, recursively,
 // read a page at a time (range.paths).
-import { boolFlag, parseArgs, stringFlag } from '../../cli/args.js';
-import { CLIENT_FLAGS, pathArg, print, runClientCommand, type ClientCommand } from '../../cli/client-commands.js';
-import { EXIT } from '../../cli/errors.js';
+import { runSingle } from '../../cli/verb-runner.js';
+import { boolFlag, stringFlag } from '../../cli/args.js';
+import { CLIENT_FLAGS, pathArg, print, type ClientCommand } from '../../cli/client-commands.js';
 import type { CliIO } from '../../cli/io.js';
 import { parseCount } from '../../cli/units.js';
 import { RangeClient } from './client.js';
@@ -34,15 +34,6 @@ const PATHS: ClientCommand = {
   },
 };
 
-export async function run(argv: readonly string[], io: CliIO): Promise<number> {
-  if (argv.length === 0) {
-    io.stderr(`${USAGE}\n`);
-    return EXIT.usage;
-  }
-  const args = parseArgs(argv, PATHS.flags, 'vera paths');
-  if (boolFlag(args, 'help')) {
-    io.stdout(`${USAGE}\n`);
-    return EXIT.ok;
-  }
-  return runClientCommand('paths', PATHS, args, io);
+export function run(argv: readonly string[], io: CliIO): Promise<number> {
+  return runSingle('paths', USAGE, PATHS, argv, io);
 }

@@ -3,17 +3,6 @@
 // and a list's items after an index. Each answer says the applied index it
 // reflects and where the next page starts. It replicates nothing: no commands,
 // no buckets, only a server part.
-import type { Family } from '../family.js';
+import { serverOnlyFamily } from '../family.js';
 
-export const range: Family<never, null> = {
-  name: 'range',
-  since: 1,
-  buckets: [],
-  ops: {},
-  load: async () => null,
-  plan: () => {
-    throw new Error('the range family has no commands');
-  },
-  goesAlone: () => false,
-  server: async () => (await import('./server.js')).server,
-};
+export const range = serverOnlyFamily('range', async () => (await import('./server.js')).server);

@@ -1,64 +1,18 @@
 // The journal end to end on a real server (in this process, on loopback): its
 // ops over the WebSocket in both encodings and through the client library,
 // claims that wait for work, the leader's timeout duty, and the worker helper.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type VeraClient } from '../../../src/client/client.js';
 import { JournalClient, type ClaimedItem } from '../../../src/families/journal/client.js';
-import type { ServerConfig } from '../../../src/server/config.js';
-import { startServer, type RunningServer } from '../../../src/server/index.js';
+import { startServer, stopServer } from '../../support/member.js';
 import { untilCommandVersion } from '../../server/fixture.js';
 import { WireClient } from '../../server/wire-client.js';
 import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';
 
-let server: RunningServer | null = null;
-let client: VeraClient | null = null;
-let dir = '';
-afterEach(async () => {
-  await client?.close();
-  client = null;
-  await server?.close();
-  server = null;
-  if (dir !== '') rmSync(dir, { recursive: true, force: true });
-});
+afterEach(stopServer);
 
 async function start(): Promise<{ url: string; journals: JournalClient }> {
-  dir = mkdtempSync(join(tmpdir(), 'vera-journal-'));
-  const config: ServerConfig = {
-    id: 'n1',
-    dataDir: dir,
-    client: { host: '127.0.0.1', port: 0 },
-    peer: { host: '127.0.0.1', port: 0 },
-    peers: [{ id: 'n1', host: '127.0.0.1', peerPort: 0, clientPort: 0 }],
-    join: false,
-    secret: null,
-    logLevel: 'silent',
-    sessionTimeout: { min: 1000, max: 60_000, default: 10_000 },
-    limits: {
-      dataBytes: 1024 * 1024,
-      frameBytes: 16 * 1024 * 1024,
-      pathBytes: 1024,
-      sessionsMax: 100,
-      sessionsPerAddress: 100,
-      watchesPerSession: 100,
-      itemsPerSession: 1000,
-      bytesPerSession: 1024 * 1024,
-      itemsPerList: 1000,
-      diskReserveBytes: 1024 * 1024,
-      inflightPerConnection: 64,
-      connectionsMax: 100,
-      connectionsPerAddress: 100,
-      helloTimeoutMs: 10_000,
-    },
-    compaction: { everyEntries: 10_000, keepEntries: 1000 },
-  };
-  server = await startServer(config, { logger: pino({ level: 'silent' }) });
-  const url = `ws://127.0.0.1:${server.clientPort}`;
-  client = await connect(url, { timeoutMs: 10_000 });
+  const { url, client } = await startServer();
   const journals = new JournalClient(client);
   await untilCommandVersion(() => journals.list());
   return { url, journals };

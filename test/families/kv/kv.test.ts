@@ -1,64 +1,24 @@
 // put, transactions and leases (issue 17) on a real server in this process, on
 // loopback: through the client library, and refusals through the raw wire.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, type VeraClient } from '../../../src/client/client.js';
 import { KvClient } from '../../../src/families/kv/client.js';
 import { LeaseClient } from '../../../src/families/lease/client.js';
 import type { ChangeEvent } from '../../../src/protocol/index.js';
-import type { ServerConfig } from '../../../src/server/config.js';
-import { startServer, type RunningServer } from '../../../src/server/index.js';
+import { startServer, stopServer } from '../../support/member.js';
 import { untilCommandVersion } from '../../server/fixture.js';
 import { WireClient } from '../../server/wire-client.js';
 import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';
 
-let server: RunningServer | null = null;
 const clients: VeraClient[] = [];
-let dir = '';
 afterEach(async () => {
   for (const c of clients.splice(0)) await c.close().catch(() => undefined);
-  await server?.close();
-  server = null;
-  if (dir !== '') rmSync(dir, { recursive: true, force: true });
+  await stopServer();
 });
 
 async function start(): Promise<{ url: string; kv: KvClient; leases: LeaseClient; client: VeraClient }> {
-  dir = mkdtempSync(join(tmpdir(), 'vera-kv-'));
-  const config: ServerConfig = {
-    id: 'n1',
-    dataDir: dir,
-    client: { host: '127.0.0.1', port: 0 },
-    peer: { host: '127.0.0.1', port: 0 },
-    peers: [{ id: 'n1', host: '127.0.0.1', peerPort: 0, clientPort: 0 }],
-    join: false,
-    secret: null,
-    logLevel: 'silent',
-    sessionTimeout: { min: 100, max: 60_000, default: 10_000 },
-    limits: {
-      dataBytes: 1024 * 1024,
-      frameBytes: 16 * 1024 * 1024,
-      pathBytes: 1024,
-      sessionsMax: 100,
-      sessionsPerAddress: 100,
-      watchesPerSession: 100,
-      itemsPerSession: 1000,
-      bytesPerSession: 1024 * 1024,
-      itemsPerList: 50,
-      diskReserveBytes: 1024 * 1024,
-      inflightPerConnection: 64,
-      connectionsMax: 100,
-      connectionsPerAddress: 100,
-      helloTimeoutMs: 10_000,
-    },
-    compaction: { everyEntries: 10_000, keepEntries: 1000 },
-  };
-  server = await startServer(config, { logger: pino({ level: 'silent' }) });
-  const url = `ws://127.0.0.1:${server.clientPort}`;
-  const client = await open(url);
+  const { url, client } = await startServer({ limits: { itemsPerList: 50 }, sessionTimeoutMinMs: 100 });
   const kv = new KvClient(client);
   await untilCommandVersion(() => kv.txn({}));
   return { url, kv, leases: new LeaseClient(client), client };

@@ -8,7 +8,7 @@ import type { ChangeEvent } from '../../../src/protocol/index.js';
 import { WireClient } from '../../server/wire-client.js';
 import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';
-import { closeKeepingData, startServer, stopServer } from './server.js';
+import { closeKeepingData, startServer, stopServer } from '../../support/member.js';
 
 afterEach(stopServer);
 
@@ -75,7 +75,7 @@ describe('watching from a past index', () => {
     const old = await client.push('/r/a', 1, { persistent: true, watch: false });
     await client.push('/r/a', 2, { persistent: true, watch: false });
     await closeKeepingData();
-    const { client: again, url } = await startServer(dataDir);
+    const { client: again, url } = await startServer({ dataDir });
     const result = await again.watch('/r/a', { since: old.index });
     expect(result.missed).toBe(true);
     expect(result.events).toBeUndefined();

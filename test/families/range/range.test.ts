@@ -2,7 +2,13 @@
 // recursively and page by page, and a list's items page by page, each page with
 // the index it reflects; checked against what was written.
 import { afterEach, describe, expect, it } from 'vitest';
-import { startServer, stopServer } from './server.js';
+import { RangeClient } from '../../../src/families/range/client.js';
+import { startServer as startMember, stopServer } from '../../support/member.js';
+
+async function startServer() {
+  const started = await startMember();
+  return { ...started, range: new RangeClient(started.client) };
+}
 import { WireClient } from '../../server/wire-client.js';
 import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';

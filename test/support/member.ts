@@ -1,13 +1,13 @@
-// One in-process member on loopback for the range and history tests, with a
-// client connected to it; stopServer() (after each test) removes everything.
+// One in-process member on loopback with a client connected to it, for tests of
+// a family's ops; stopServer() (after each test) closes both and removes the
+// data directory.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { connect, type VeraClient } from '../../../src/client/client.js';
-import { RangeClient } from '../../../src/families/range/client.js';
-import type { ServerConfig } from '../../../src/server/config.js';
-import { startServer as startMember, type RunningServer } from '../../../src/server/index.js';
+import { connect, type VeraClient } from '../../src/client/client.js';
+import type { ServerConfig } from '../../src/server/config.js';
+import { startServer as startMember, type RunningServer } from '../../src/server/index.js';
 
 let server: RunningServer | null = null;
 let client: VeraClient | null = null;
@@ -22,9 +22,16 @@ export async function stopServer(): Promise<void> {
   dir = '';
 }
 
-/** Starts a member (on `dataDir` to restart one, else a fresh directory) and connects a client. */
-export async function startServer(dataDir?: string): Promise<{ url: string; client: VeraClient; range: RangeClient; dataDir: string }> {
-  dir = dataDir ?? mkdtempSync(join(tmpdir(), 'vera-range-'));
+export interface MemberOptions {
+  /** Restart the member on this directory (closeKeepingData) instead of a fresh one. */
+  readonly dataDir?: string;
+  readonly limits?: Partial<ServerConfig['limits']>;
+  readonly sessionTimeoutMinMs?: number;
+}
+
+/** Starts a member and connects a client. */
+export async function startServer(options: MemberOptions = {}): Promise<{ url: string; client: VeraClient; dataDir: string }> {
+  dir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'vera-member-'));
   const config: ServerConfig = {
     id: 'n1',
     dataDir: dir,
@@ -34,7 +41,7 @@ export async function startServer(dataDir?: string): Promise<{ url: string; clie
     join: false,
     secret: null,
     logLevel: 'silent',
-    sessionTimeout: { min: 1000, max: 60_000, default: 10_000 },
+    sessionTimeout: { min: options.sessionTimeoutMinMs ?? 1000, max: 60_000, default: 10_000 },
     limits: {
       dataBytes: 1024 * 1024,
       frameBytes: 16 * 1024 * 1024,
@@ -50,13 +57,14 @@ export async function startServer(dataDir?: string): Promise<{ url: string; clie
       connectionsMax: 100,
       connectionsPerAddress: 100,
       helloTimeoutMs: 10_000,
+      ...options.limits,
     },
     compaction: { everyEntries: 10_000, keepEntries: 1000 },
   };
   server = await startMember(config, { logger: pino({ level: 'silent' }) });
   const url = `ws://127.0.0.1:${server.clientPort}`;
   client = await connect(url, { timeoutMs: 10_000 });
-  return { url, client, range: new RangeClient(client), dataDir: dir };
+  return { url, client, dataDir: dir };
 }
 
 /** Closes the member and its client but keeps its data directory, for a restart. */
