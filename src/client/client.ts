@@ -280,10 +280,11 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
 
   /**
    * Sends an op a command family added to the protocol (src/protocol/extension.ts),
-   * checked first with that family's request builder. Treated as a write: once it
-   * may have reached a server it is not sent again. Resolves with the reply's fields.
+   * checked first with that family's request builder. Unless `read` (it changes
+   * nothing), it is treated as a write: once it may have reached a server it is not
+   * sent again. Resolves with the reply's fields.
    */
-  callFamilyOp(op: string, fields: Readonly<Record<string, unknown>>, build: RequestBuilder): Promise<FamilyResult> {
+  callFamilyOp(op: string, fields: Readonly<Record<string, unknown>>, build: RequestBuilder, read = false): Promise<FamilyResult> {
     let checked: FamilyRequest;
     try {
       checked = build({ ...fields, id: 0, op }, 0, DEFAULT_LIMITS);
@@ -291,7 +292,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
       return Promise.reject(error instanceof VeraError ? error : new VeraError('BAD_REQUEST', String(error)));
     }
     const { id: _unused, ...body } = checked;
-    return this.send(body as unknown as RequestBody, false).then(({ ok: _ok, ...result }) => result);
+    return this.send(body as unknown as RequestBody, read).then(({ ok: _ok, ...result }) => result);
   }
 
   private send(body: RequestBody, read: boolean): Promise<Readonly<Record<string, unknown>>> {

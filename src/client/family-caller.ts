@@ -5,10 +5,11 @@ import type { VeraClient } from './client.js';
 
 export type FamilyCall = (name: string, fields: Readonly<Record<string, unknown>>) => Promise<FamilyResult>;
 
-export function familyCaller(client: VeraClient, ops: ReadonlyMap<string, RequestBuilder>): FamilyCall {
+/** `reads`: the family's ops that change nothing, which may be sent again after a lost connection, as a get is. */
+export function familyCaller(client: VeraClient, ops: ReadonlyMap<string, RequestBuilder>, reads: ReadonlySet<string> = new Set()): FamilyCall {
   return (name, fields) => {
     const build = ops.get(name);
     if (build === undefined) throw new Error(`no op ${name} in this family`);
-    return client.callFamilyOp(name, fields, build);
+    return client.callFamilyOp(name, fields, build, reads.has(name));
   };
 }

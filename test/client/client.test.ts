@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect, VeraError, type ChangeEvent, type VeraClient } from '../../src/client/index.js';
 import type { ClientEvents } from '../../src/client/index.js';
 import { FakeServer } from './fake-server.js';
+import { RangeClient } from '../../src/families/range/client.js';
 
 // Everything started in a test is stopped after it, even when it fails.
 const cleanups: Array<() => Promise<void>> = [];
@@ -175,6 +176,19 @@ describe('connection loss', () => {
     expect(hellos).toEqual([{ id: expect.any(Number), op: 'hello' }, { id: expect.any(Number), op: 'hello', session: 's1' }]);
     expect(s.received.filter((r) => r.request.op === 'get')).toHaveLength(2);
     expect(c.state).toBe('open');
+  });
+
+  it("resends a family's read in flight when the connection drops, as it does a get", async () => {
+    const s = await server();
+    const c = await client(s.url);
+    await c.push('/r', 'kept', { persistent: true });
+    s.holdOps.add('range.items');
+    const read = new RangeClient(c).items('/r');
+    await s.waitFor((r) => (r.request.op as string) === 'range.items');
+    s.holdOps.clear();
+    s.dropAll();
+    expect((await read).items.map((i) => i.data)).toEqual(['kept']);
+    expect(s.received.filter((r) => (r.request.op as string) === 'range.items')).toHaveLength(2);
   });
 
   it('queues requests made while reconnecting and sends them on the resumed session', async () => {

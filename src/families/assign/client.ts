@@ -5,6 +5,9 @@ import { ASSIGN_OPS, type AccountEventKind } from './wire.js';
 
 export type { AccountEventKind } from './wire.js';
 
+/** Ops that change nothing: sent again after a lost connection, as a get is. */
+const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services']);
+
 export interface ServiceInput {
   /** Endpoint pattern; `{node}`, `{uid}` and `{service}` are filled in. Default `{node}/1.5/{uid}`. */
   readonly pattern?: string;
@@ -117,7 +120,7 @@ export class AssignClient {
   private readonly call: FamilyCall;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, ASSIGN_OPS);
+    this.call = familyCaller(client, ASSIGN_OPS, READS);
   }
 
   /** Creates the service or changes its settings (unset fields keep their values). */

@@ -5,6 +5,9 @@ import { AUDIT_OPS, type AuditRecord } from './wire.js';
 
 export type { AuditRecord } from './wire.js';
 
+/** Ops that change nothing: sent again after a lost connection, as a get is. */
+const READS: ReadonlySet<string> = new Set(['audit.list']);
+
 export interface AuditPage {
   readonly records: AuditRecord[];
   /** The oldest record the cluster still keeps, and the newest written. */
@@ -18,7 +21,7 @@ export class AuditClient {
   private readonly call: FamilyCall;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, AUDIT_OPS);
+    this.call = familyCaller(client, AUDIT_OPS, READS);
   }
 
   async page(after = 0, limit?: number): Promise<AuditPage> {

@@ -6,6 +6,9 @@ import { AUTH_OPS, type Permission, type Rule } from './wire.js';
 
 export type { Permission, Rule } from './wire.js';
 
+/** Ops that change nothing: sent again after a lost connection, as a get is. */
+const READS: ReadonlySet<string> = new Set(['auth.status', 'auth.users', 'auth.roles']);
+
 export interface LoginResult {
   readonly token: string;
   /** Milliseconds since the epoch when the token stops working. */
@@ -17,7 +20,7 @@ export class AuthClient {
   private readonly call: FamilyCall;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, AUTH_OPS);
+    this.call = familyCaller(client, AUTH_OPS, READS);
   }
 
   async status(): Promise<{ enabled: boolean; user?: string }> {

@@ -3,6 +3,9 @@ import type { VeraClient } from '../../client/client.js';
 import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { HIBERNATE_OPS } from './wire.js';
 
+/** Ops that change nothing: sent again after a lost connection, as a get is. */
+const READS: ReadonlySet<string> = new Set(['hibernate.units']);
+
 export type FreezeResult =
   | { readonly unit: string; readonly frozen: true; readonly items: number; readonly bytes: number }
   /** Why not: `changed` (written after the server looked), `ephemeral` (a live session's items), `empty`, `too-large`, `frozen`, `inside-frozen`, `holds-frozen`, `freezing` (a freeze of it is under way). */
@@ -25,7 +28,7 @@ export class HibernateClient {
   private readonly call: FamilyCall;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, HIBERNATE_OPS);
+    this.call = familyCaller(client, HIBERNATE_OPS, READS);
   }
 
   /** Moves the unit at `path` (its list and every list below it) to the cold store. */

@@ -7,6 +7,9 @@ import { VeraError } from '../../protocol/index.js';
 import { JOURNAL_OPS } from './wire.js';
 import { JournalWorker, type WorkerCalls } from './client-worker.js';
 
+/** Ops that change nothing: sent again after a lost connection, as a get is. */
+const READS: ReadonlySet<string> = new Set(['journal.list', 'journal.show', 'journal.flagged', 'journal.flags']);
+
 export interface JournalSettingsInput {
   readonly timeoutMs?: number;
   readonly maxTimeouts?: number;
@@ -108,7 +111,7 @@ export class JournalClient {
   private readonly call: FamilyCall;
 
   constructor(private readonly client: VeraClient) {
-    this.call = familyCaller(client, JOURNAL_OPS);
+    this.call = familyCaller(client, JOURNAL_OPS, READS);
   }
 
   /** The client is closed or its session expired: asking again would fail at once, forever. */

@@ -8,6 +8,9 @@ import { LEASE_OPS, type LeaseInfo } from './wire.js';
 
 export type { LeaseInfo } from './wire.js';
 
+/** Ops that change nothing: sent again after a lost connection, as a get is. */
+const READS: ReadonlySet<string> = new Set(['lease.show']);
+
 export interface KeptAlive {
   /** Stops the keep-alives (the lease then expires after its TTL, unless revoked first). */
   stop(): void;
@@ -19,7 +22,7 @@ export class LeaseClient {
   private readonly call: FamilyCall;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, LEASE_OPS);
+    this.call = familyCaller(client, LEASE_OPS, READS);
   }
 
   /** A new lease that ends `ttlMs` after its last keep-alive (1 s to about 24 days). */

@@ -6,6 +6,9 @@ import { OBSERVE_OPS, type ClusterView, type SessionView } from './wire.js';
 
 export type { ClusterView, MemberView, SessionView } from './wire.js';
 
+/** Ops that change nothing: sent again after a lost connection, as a get is. */
+const READS: ReadonlySet<string> = new Set(['observe.cluster', 'observe.sessions', 'observe.session']);
+
 export interface SessionDetail extends SessionView {
   readonly live: true;
   readonly watchList: ReadonlyArray<{ readonly path: string; readonly prefix: boolean }>;
@@ -16,7 +19,7 @@ export class ObserveClient {
   private readonly call: FamilyCall;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, OBSERVE_OPS);
+    this.call = familyCaller(client, OBSERVE_OPS, READS);
   }
 
   async cluster(): Promise<ClusterView> {

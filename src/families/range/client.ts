@@ -8,6 +8,9 @@ import { RANGE_OPS, type PathsPage } from './wire.js';
 
 export type { PathsPage } from './wire.js';
 
+/** Ops that change nothing: sent again after a lost connection, as a get is. */
+const READS: ReadonlySet<string> = new Set(['range.paths', 'range.items']);
+
 export interface RangeOptions {
   /** The most paths or items one page holds (1-1000). */
   readonly limit?: number;
@@ -26,7 +29,7 @@ export class RangeClient {
   private readonly call: FamilyCall;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, RANGE_OPS);
+    this.call = familyCaller(client, RANGE_OPS, READS);
   }
 
   /** One page of the non-empty lists at or below `prefix` (recursively), after the path `after` (the `next` of the page before). */
