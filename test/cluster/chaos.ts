@@ -522,12 +522,23 @@ async function main(argv: readonly string[]): Promise<number> {
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  // main has stopped every server it started; then exit, once stdout has drained. Left to end by
-  // itself, the process sometimes never did: gdb showed Node's teardown (FreeEnvironment ->
-  // CleanupHandles) spinning in uv_run at 100% CPU, waiting for a handle that never finished closing.
-  const exit = (code: number): void => void process.stdout.write('', () => process.exit(code));
-  main(process.argv.slice(2)).then(exit, (err: unknown) => {
+  void runAndExit(process.argv.slice(2));
+}
+
+/**
+ * Runs main, sets the exit code from its result (1 when it throws), and exits once
+ * stdout has drained. main has stopped every server it started; left to end by
+ * itself, the process sometimes never did: gdb showed Node's teardown
+ * (FreeEnvironment -> CleanupHandles) spinning in uv_run at 100% CPU, waiting for a
+ * handle that never finished closing.
+ */
+async function runAndExit(argv: string[]): Promise<void> {
+  try {
+    process.exitCode = await main(argv);
+  } catch (err) {
     console.error(err);
-    exit(1);
-  });
+    process.exitCode = 1;
+  }
+  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+  process.exit();
 }
