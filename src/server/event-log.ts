@@ -9,6 +9,7 @@
 
 import { packValue, PackedValue } from '../protocol/index.js';
 import type { ChangeEvent } from '../statemachine/types.js';
+import { storedSizeOf } from '../statemachine/item-sizes.js';
 
 /** The bytes of history kept, at most, unless told otherwise. */
 export const DEFAULT_HISTORY_BYTES = 64 * 1024 * 1024;
@@ -164,10 +165,14 @@ class History {
   }
 }
 
-/** What an event holds in memory, near enough: its item's encoded data, its path and some overhead. */
+/** What an event holds in memory, near enough: its item's stored bytes (as its plan recorded them), its path and some overhead. */
 function eventBytes(e: ChangeEvent): number {
-  const data = e.item.data;
-  const dataBytes =
-    data instanceof PackedValue ? data.bytes.length : data instanceof Uint8Array ? data.length : typeof data === 'string' ? data.length : typeof data === 'object' && data !== null ? packValue(data).length : 9;
-  return 64 + e.path.length + dataBytes;
+  return 64 + e.path.length + (storedSizeOf(e.item) ?? measured(e.item.data));
+}
+
+/** For an item no plan sized: its data, as MessagePack would hold it. */
+function measured(data: unknown): number {
+  if (data instanceof PackedValue) return data.bytes.length;
+  if (data instanceof Uint8Array || typeof data === 'string') return data.length;
+  return typeof data === 'object' && data !== null ? packValue(data).length : 9;
 }

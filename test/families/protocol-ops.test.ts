@@ -4,10 +4,6 @@
 // server's gathering of family parts, and end to end on a real server (in this
 // process, on loopback) with a test family whose `clock` op answers the
 // replicated clock.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AnyFamily } from '../../src/families/family.js';
 import { FAMILIES } from '../../src/families/registry.js';
@@ -31,9 +27,8 @@ import {
   type ProtocolExtensions,
   type RequestBuilder,
 } from '../../src/protocol/index.js';
-import type { ServerConfig } from '../../src/server/config.js';
 import { loadServerParts, type ServerPart } from '../../src/server/family-part.js';
-import { startServer, type RunningServer } from '../../src/server/index.js';
+import { startServer as startMember, stopServer } from '../support/member.js';
 import { connect } from '../../src/client/client.js';
 import { WireClient } from '../server/wire-client.js';
 
@@ -77,16 +72,9 @@ describe('an op a family adds to the protocol', () => {
 });
 
 describe('a family op on a real server', () => {
-  let server: RunningServer | null = null;
-  let dir = '';
-  afterEach(async () => {
-    await server?.close();
-    server = null;
-    if (dir !== '') rmSync(dir, { recursive: true, force: true });
-  });
+  afterEach(stopServer);
 
   it('is answered over the WebSocket by the family that added it, in both encodings', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'vera-family-op-'));
     const clockFamily = {
       ...FAMILIES[3]!,
       name: 'clock-test',
@@ -100,37 +88,9 @@ describe('a family op on a real server', () => {
         },
       }),
     } as AnyFamily;
-    const config: ServerConfig = {
-      id: 'n1',
-      dataDir: dir,
-      client: { host: '127.0.0.1', port: 0 },
-      peer: { host: '127.0.0.1', port: 0 },
-      peers: [{ id: 'n1', host: '127.0.0.1', peerPort: 0, clientPort: 0 }],
-      join: false,
-      secret: null,
-      logLevel: 'silent',
-      sessionTimeout: { min: 1000, max: 60_000, default: 10_000 },
-      limits: {
-        dataBytes: 1024 * 1024,
-        frameBytes: 16 * 1024 * 1024,
-        pathBytes: 1024,
-        sessionsMax: 100,
-        sessionsPerAddress: 100,
-        watchesPerSession: 100,
-        itemsPerSession: 1000,
-        bytesPerSession: 1024 * 1024,
-        itemsPerList: 1000,
-        diskReserveBytes: 1024 * 1024,
-        inflightPerConnection: 64,
-        connectionsMax: 100,
-        connectionsPerAddress: 100,
-        helloTimeoutMs: 10_000,
-      },
-      compaction: { everyEntries: 10_000, keepEntries: 1000 },
-    };
-    server = await startServer(config, { logger: pino({ level: 'silent' }), families: [...FAMILIES, clockFamily] });
+    const { url } = await startMember({ families: [...FAMILIES, clockFamily] });
     for (const encoding of ['json', 'msgpack'] as const) {
-      const client = await WireClient.connect(`ws://127.0.0.1:${server.clientPort}`, encoding);
+      const client = await WireClient.connect(url, encoding);
       try {
         await client.hello({ timeoutMs: 10_000 });
         await client.call('push', { path: '/a', data: 1 });
@@ -144,7 +104,7 @@ describe('a family op on a real server', () => {
       }
     }
     // The client library sends it too, checked with the same builder first.
-    const lib = await connect(`ws://127.0.0.1:${server.clientPort}`, { timeoutMs: 10_000 });
+    const lib = await connect(url, { timeoutMs: 10_000 });
     try {
       await lib.push('/b', 2);
       expect(await lib.callFamilyOp('clock', { path: '/b' }, buildClock)).toMatchObject({ path: '/b', mine: true, clock: expect.any(Number) });

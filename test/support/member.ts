@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { connect, type VeraClient } from '../../src/client/client.js';
+import type { AnyFamily } from '../../src/families/family.js';
 import type { ServerConfig } from '../../src/server/config.js';
 import { startServer as startMember, type RunningServer } from '../../src/server/index.js';
 
@@ -27,6 +28,8 @@ export interface MemberOptions {
   readonly dataDir?: string;
   readonly limits?: Partial<ServerConfig['limits']>;
   readonly sessionTimeoutMinMs?: number;
+  /** The families it runs (default: the registry's). */
+  readonly families?: readonly AnyFamily[];
 }
 
 /** Starts a member and connects a client. */
@@ -61,7 +64,7 @@ export async function startServer(options: MemberOptions = {}): Promise<{ url: s
     },
     compaction: { everyEntries: 10_000, keepEntries: 1000 },
   };
-  server = await startMember(config, { logger: pino({ level: 'silent' }) });
+  server = await startMember(config, { logger: pino({ level: 'silent' }), ...(options.families === undefined ? {} : { families: options.families }) });
   const url = `ws://127.0.0.1:${server.clientPort}`;
   client = await connect(url, { timeoutMs: 10_000 });
   return { url, client, dataDir: dir };

@@ -7,6 +7,7 @@
 // as the lists family plans a delete.
 import { clientDataKey, itemKey, itemRange, decodeItemKey } from '../../keys/index.js';
 import { decodeItemValue } from '../../statemachine/codec.js';
+import { withStoredSize } from '../../statemachine/item-sizes.js';
 import type { ApplyError, ChangeEvent, Item } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
 import { itemChange } from '../hibernate/index.js';
@@ -136,7 +137,9 @@ async function removeItems(path: string, keep: number, ctx: PlanContext): Promis
   const hibernation = itemChange(states, path);
   if (hibernation !== null && !('ops' in hibernation)) return hibernation;
   const found: Array<{ item: Item; bytes: number }> = [];
-  for await (const [key, value] of db.iterator(itemRange(path))) found.push({ item: { index: decodeItemKey(key).index, ...decodeItemValue(value) }, bytes: value.byteLength });
+  for await (const [key, value] of db.iterator(itemRange(path))) {
+    found.push({ item: withStoredSize({ index: decodeItemKey(key).index, ...decodeItemValue(value) }, value.byteLength), bytes: value.byteLength });
+  }
   const removed = found.slice(0, Math.max(0, found.length - keep));
   const ops: BatchOp[] = [];
   const events: ChangeEvent[] = [];

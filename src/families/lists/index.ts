@@ -11,6 +11,7 @@ import { sessionProblem } from '../sessions/index.js';
 import { itemChange } from '../hibernate/index.js';
 import { addWatchOps, watchQuotaProblem } from '../watches/index.js';
 import { newestRemaining, readItem } from './reads.js';
+import { withStoredSize } from '../../statemachine/item-sizes.js';
 import { ListsState } from './state.js';
 
 export interface PushQuota {
@@ -65,6 +66,7 @@ async function push(c: PushCommand, { db, states, index }: PlanContext): Promise
   }
   const item: Item = { index, owner: c.persistent ? null : c.session, data: c.data };
   const value = encodeItemValue(item);
+  withStoredSize(item, value.byteLength);
   const ref: WatchRef = { prefix: false, path: c.path, session: c.session };
   // An implicit watch the session has no room for is left out: the write never fails for its side effect.
   const watch = c.watch && !(c.watchIfRoom === true && c.quota !== undefined && watchQuotaProblem(states, ref, c.quota.watches) !== null);
@@ -120,7 +122,7 @@ async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext):
   const bytes = await db.get(itemKey(c.path, c.index));
   if (bytes === undefined) return failure('NOT_FOUND', `no item ${c.index} in ${c.path}`);
   const storedBytes = bytes.byteLength;
-  const item: Item = { index: c.index, ...decodeItemValue(bytes) };
+  const item: Item = withStoredSize({ index: c.index, ...decodeItemValue(bytes) }, bytes.byteLength);
   if (item.owner !== null && item.owner !== c.session) {
     return failure('FORBIDDEN', `item ${c.index} in ${c.path} belongs to another session`);
   }

@@ -12,12 +12,13 @@ import {
 import { CorruptValueError, corruptValueIn } from '../../raft/checked-values.js';
 import { decodeItemValue } from '../../statemachine/codec.js';
 import type { Item, VeraDb } from '../../statemachine/types.js';
+import { withStoredSize } from '../../statemachine/item-sizes.js';
 
 export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
 
 export async function readItem(db: VeraDb, path: string, index: number): Promise<Item | undefined> {
   const bytes = await db.get(itemKey(path, index));
-  return bytes === undefined ? undefined : { index, ...decodeItemValue(bytes) };
+  return bytes === undefined ? undefined : withStoredSize({ index, ...decodeItemValue(bytes) }, bytes.length);
 }
 
 /**

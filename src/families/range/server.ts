@@ -25,13 +25,19 @@ async function newestOf(db: VeraDb, snapshot: Snapshot, path: string): Promise<n
 /**
  * Up to `limit` non-empty lists at or below `prefix` after `after`, in key order: the
  * prefix's own list, then every path below it (keys `prefix/...`, one contiguous
- * range), stepping from one list to the next with a seek past its items.
+ * range), stepping from one list to the next with a seek past its items. `next`: the
+ * last path looked at when more remain (a page may hold fewer than `limit` when the
+ * caller may not read what was looked at), null when none do.
  */
-async function readPaths(db: VeraDb, snapshot: Snapshot, prefix: string, after: string | undefined, limit: number, visible: (path: string) => boolean): Promise<{ paths: Array<{ path: string; newest: number }>; more: boolean }> {
+async function readPaths(db: VeraDb, snapshot: Snapshot, prefix: string, after: string | undefined, limit: number, visible: (path: string) => boolean): Promise<{ paths: Array<{ path: string; newest: number }>; next: string | null }> {
   const paths: Array<{ path: string; newest: number }> = [];
+  // Paths looked at, shown or not: a caller who may read few of them still gets a bounded page.
+  let examined = 0;
+  let last: string | null = null;
   if (prefix !== '/' && after === undefined) {
     const newest = await newestOf(db, snapshot, prefix);
     if (newest > 0 && visible(prefix)) paths.push({ path: prefix, newest });
+    last = prefix;
   }
   const below = prefix === '/' ? '/' : `${prefix}/`;
   // '0' is the character after '/': every path below the prefix sorts before `${prefix}0`.
@@ -41,15 +47,20 @@ async function readPaths(db: VeraDb, snapshot: Snapshot, prefix: string, after: 
   try {
     for (let key = await keys.next(); key !== undefined; key = await keys.next()) {
       const { path } = decodeItemKey(key);
-      if (paths.length >= limit) return { paths, more: true };
+      if (paths.length >= limit || examined >= MAX_EXAMINED) return { paths, next: last };
+      examined++;
+      last = path;
       if (visible(path)) paths.push({ path, newest: await newestOf(db, snapshot, path) });
       keys.seek(itemRange(path).lt);
     }
   } finally {
     await keys.close();
   }
-  return { paths, more: false };
+  return { paths, next: null };
 }
+
+/** Paths one range.paths page looks at, at most, visible or not. */
+const MAX_EXAMINED = 10_000;
 
 /** Up to `limit` items of `path` after index `after`, stopping before their stored bytes pass `maxBytes` (one at least). */
 async function readItems(db: VeraDb, snapshot: Snapshot, path: string, after: number, limit: number, maxBytes: number): Promise<{ items: Item[]; more: boolean }> {
@@ -69,8 +80,8 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
     const principal = fe.node.stateMachine.sessions().get(session)?.principal ?? null;
     const visible = (path: string): boolean => fe.guard.mayRead(principal, path);
     const page = await fe.node.stateMachine.read(`the paths below ${String(r.prefix)}`, async (db, snapshot, index) => {
-      const { paths, more } = await readPaths(db, snapshot, r.prefix as string, r.after as string | undefined, r.limit as number, visible);
-      const out: PathsPage = { index, paths, ...(more && paths.length > 0 ? { next: paths[paths.length - 1]!.path } : {}) };
+      const { paths, next } = await readPaths(db, snapshot, r.prefix as string, r.after as string | undefined, r.limit as number, visible);
+      const out: PathsPage = { index, paths, ...(next === null ? {} : { next }) };
       return out;
     });
     return { ...page };
