@@ -41,3 +41,13 @@ export function ConfirmDialog({ pending, close }: { pending: Pending; close: (er
     </div>
   );
 }
+
+/** A button for a dangerous operation: it asks (through `confirm`) before `pending` runs, and is not there at all unless `show`. */
+export function ConfirmButton({ show, confirm, pending, danger = false, children }: { show: boolean; confirm: (p: Pending) => void; pending: () => Pending; danger?: boolean; children: ComponentChildren }) {
+  if (!show) return null;
+  return (
+    <button class={danger ? 'danger' : undefined} onClick={() => confirm(pending())}>
+      {children}
+    </button>
+  );
+}

@@ -3,7 +3,7 @@
 // node (confirmed first).
 import { useRef, useState } from 'preact/hooks';
 import { AssignClient, type Lookup } from '../../families/assign/client.js';
-import type { Pending } from '../confirm.js';
+import { ConfirmButton, type Pending } from '../confirm.js';
 import { describe, type Dashboard } from '../dashboard.js';
 import { total } from '../prometheus.js';
 import { count, usePoll } from '../util.js';
@@ -83,24 +83,22 @@ export function AssignPanel({ dash, readOnly, confirm }: { dash: Dashboard; read
                   <td class="num">{count(n.available)}</td>
                   <td>{n.downed ? <span class="pill down">downed</span> : n.backoff > 0 ? `backoff ${n.backoff} s` : 'up'}</td>
                   <td>
-                    {!readOnly && (
-                      <button
-                        class="danger"
-                        onClick={() =>
-                          confirm({
-                            title: `Decommission ${n.node}?`,
-                            consequence: `The ${count(n.load)} users assigned to ${n.node} in ${picked} get new records on other nodes (in bounded batches); the node takes no new users.`,
-                            action: 'Decommission',
-                            run: async () => {
-                              await assign.decommission(picked, n.node);
-                              nodes.refresh();
-                            },
-                          })
-                        }
-                      >
-                        decommission
-                      </button>
-                    )}
+                    <ConfirmButton
+                      show={!readOnly}
+                      danger
+                      confirm={confirm}
+                      pending={() => ({
+                        title: `Decommission ${n.node}?`,
+                        consequence: `The ${count(n.load)} users assigned to ${n.node} in ${picked} get new records on other nodes (in bounded batches); the node takes no new users.`,
+                        action: 'Decommission',
+                        run: async () => {
+                          await assign.decommission(picked, n.node);
+                          nodes.refresh();
+                        },
+                      })}
+                    >
+                      decommission
+                    </ConfirmButton>
                   </td>
                 </tr>
               ))}

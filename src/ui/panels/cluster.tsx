@@ -3,7 +3,7 @@
 // and leadership transfer (an operator act, confirmed first).
 import { useEffect, useState } from 'preact/hooks';
 import { ObserveClient, type ClusterView } from '../../families/observe/client.js';
-import type { Pending } from '../confirm.js';
+import { ConfirmButton, type Pending } from '../confirm.js';
 import type { Dashboard } from '../dashboard.js';
 import { count, usePoll } from '../util.js';
 
@@ -61,23 +61,21 @@ export function ClusterPanel({ dash, readOnly, confirm }: { dash: Dashboard; rea
                   <td class="num">{m.lag === undefined ? '-' : count(m.lag)}</td>
                   <td>{m.reachable === undefined ? <span class="muted">ask the leader</span> : m.reachable ? <span class="good">reachable</span> : <span class="pill down">unreachable</span>}</td>
                   <td>
-                    {!readOnly && m.id !== v.leader && m.voter && (
-                      <button
-                        onClick={() =>
-                          confirm({
-                            title: `Transfer leadership to ${m.id}?`,
-                            consequence: `${v.leader ?? 'The leader'} steps down and ${m.id} becomes the leader. Clients reconnect to it; writes pause for about one election.`,
-                            action: `Make ${m.id} leader`,
-                            run: async () => {
-                              await dash.http('/v1/leader/transfer', { method: 'POST', body: JSON.stringify({ to: m.id }) });
-                              view.refresh();
-                            },
-                          })
-                        }
-                      >
-                        make leader
-                      </button>
-                    )}
+                    <ConfirmButton
+                      show={!readOnly && m.id !== v.leader && m.voter}
+                      confirm={confirm}
+                      pending={() => ({
+                        title: `Transfer leadership to ${m.id}?`,
+                        consequence: `${v.leader ?? 'The leader'} steps down and ${m.id} becomes the leader. Clients reconnect to it; writes pause for about one election.`,
+                        action: `Make ${m.id} leader`,
+                        run: async () => {
+                          await dash.http('/v1/leader/transfer', { method: 'POST', body: JSON.stringify({ to: m.id }) });
+                          view.refresh();
+                        },
+                      })}
+                    >
+                      make leader
+                    </ConfirmButton>
                   </td>
                 </tr>
               ))}

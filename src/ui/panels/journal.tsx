@@ -2,7 +2,7 @@
 // job's age, and its flagged jobs, which an operator requeues (confirmed first).
 import { useState } from 'preact/hooks';
 import { JournalClient } from '../../families/journal/client.js';
-import type { Pending } from '../confirm.js';
+import { ConfirmButton, type Pending } from '../confirm.js';
 import type { Dashboard } from '../dashboard.js';
 import { count, preview, usePoll } from '../util.js';
 
@@ -78,23 +78,21 @@ export function JournalPanel({ dash, readOnly, confirm }: { dash: Dashboard; rea
                     <td>{new Date(f.flaggedAt).toLocaleString()}</td>
                     <td class="mono">{preview(f.data, 60).text}</td>
                     <td>
-                      {!readOnly && (
-                        <button
-                          onClick={() =>
-                            confirm({
-                              title: `Requeue ${f.key}?`,
-                              consequence: `The job ${f.key} leaves the flagged set of ${picked} and waits again with its timeout count reset; a worker will claim it.`,
-                              action: 'Requeue',
-                              run: async () => {
-                                await journal.requeue(picked, f.key);
-                                flagged.refresh();
-                              },
-                            })
-                          }
-                        >
-                          requeue
-                        </button>
-                      )}
+                      <ConfirmButton
+                        show={!readOnly}
+                        confirm={confirm}
+                        pending={() => ({
+                          title: `Requeue ${f.key}?`,
+                          consequence: `The job ${f.key} leaves the flagged set of ${picked} and waits again with its timeout count reset; a worker will claim it.`,
+                          action: 'Requeue',
+                          run: async () => {
+                            await journal.requeue(picked, f.key);
+                            flagged.refresh();
+                          },
+                        })}
+                      >
+                        requeue
+                      </ConfirmButton>
                     </td>
                   </tr>
                 ))}
