@@ -42,10 +42,11 @@ export class EventLog {
 
   /**
    * Every event of `path` (or, with `prefix`, of every list at or below it) with an
-   * index in (`after`, `through`], in order; null when some may have been forgotten.
+   * index in (`after`, `through`] that `visible` lets through, in order; null when
+   * some may have been forgotten, or when they hold more than `maxBytes`.
    */
-  eventsOf(path: string, prefix: boolean, after: number, through: number): ChangeEvent[] | null {
-    return this.history.eventsOf(path, prefix, after, through);
+  eventsOf(path: string, prefix: boolean, after: number, through: number, maxBytes = Infinity, visible: (path: string) => boolean = () => true): ChangeEvent[] | null {
+    return this.history.eventsOf(path, prefix, after, through, maxBytes, visible);
   }
 
   /** Record the events of one applied entry (called in index order). */
@@ -137,10 +138,11 @@ class History {
     }
   }
 
-  eventsOf(path: string, prefix: boolean, after: number, through: number): ChangeEvent[] | null {
+  eventsOf(path: string, prefix: boolean, after: number, through: number, maxBytes: number, visible: (path: string) => boolean): ChangeEvent[] | null {
     if (after < this.forgottenThrough) return null;
     const base = path === '/' ? '/' : `${path}/`;
     const out: ChangeEvent[] = [];
+    let bytes = 0;
     let lo = this.head;
     let hi = this.events.length;
     while (lo < hi) {
@@ -151,7 +153,10 @@ class History {
     for (let i = lo; i < this.events.length; i++) {
       const e = this.events[i]!;
       if (e.index > through) break;
-      if (e.path === path || (prefix && e.path.startsWith(base))) out.push(e);
+      if (!(e.path === path || (prefix && e.path.startsWith(base))) || !visible(e.path)) continue;
+      bytes += this.sizes[i]!;
+      if (bytes > maxBytes) return null; // stop collecting: the caller re-reads instead
+      out.push(e);
     }
     return out;
   }

@@ -1,5 +1,5 @@
 // The watches family's client ops: watch and unwatch.
-import { packValue, VeraError, type ChangeEvent, type EmptyResult, type WatchResult } from '../../protocol/index.js';
+import { VeraError, type ChangeEvent, type EmptyResult, type WatchResult } from '../../protocol/index.js';
 import type { FrontEnd } from '../../server/context.js';
 import { expectOk } from '../../server/context.js';
 import { proposeTimed, type OpCall, type ServerPart } from '../../server/family-part.js';
@@ -18,15 +18,8 @@ async function watch({ fe, session, request: req, frameBytes }: OpCall<'watch'>)
 
 /** The events of a watched path in (since, through] from this member's event log, if it holds them all and they fit one reply. */
 function replay(fe: FrontEnd, path: string, prefix: boolean, since: number, through: number, visible: (path: string) => boolean): { events: ChangeEvent[] } | { missed: true } {
-  const all = fe.node.events.eventsOf(path, prefix, since, through);
-  if (all === null) return { missed: true };
-  const events = all.filter((e) => visible(e.path));
-  let bytes = 0;
-  for (const e of events) {
-    bytes += packValue(e).length;
-    if (bytes > fe.limits.replyBytes) return { missed: true };
-  }
-  return { events: events as ChangeEvent[] };
+  const events = fe.node.events.eventsOf(path, prefix, since, through, fe.limits.replyBytes, visible);
+  return events === null ? { missed: true } : { events: events as ChangeEvent[] };
 }
 
 async function unwatch({ fe, session, request: req }: OpCall<'unwatch'>): Promise<EmptyResult> {
