@@ -19,6 +19,8 @@ import type { Claim, ClaimedItem } from './client.js';
 export interface WorkerCalls {
   claim(max: number, waitMs: number): Promise<Claim>;
   doneMany(items: ReadonlyArray<{ key: string; lease: number }>, claim: number | undefined): Promise<{ lost: readonly string[]; next: Claim | null }>;
+  /** Completions the server may hold up to `holdMs` to finish them in the entry of the waiting claim. */
+  doneManyHeld(items: ReadonlyArray<{ key: string; lease: number }>, holdMs: number): Promise<{ lost: readonly string[] }>;
   extend(key: string, lease: number): Promise<void>;
   release(key: string, lease: number, processAt?: number): Promise<void>;
   /** The client is closed or its session expired: asking again would fail forever. */
@@ -39,6 +41,12 @@ export interface WorkerOptions {
 const ACK_BATCH = 1000;
 /** Claims one request asks for, at most. */
 const CLAIM_BATCH = 1000;
+/**
+ * How long the server may hold completions sent while the worker's claim waits there, for
+ * the claim's entry to carry them once work falls due: short, since a held completion is
+ * not yet done (a crash meanwhile leaves the item to time out and run again).
+ */
+const ACK_HOLD_MS = 20;
 
 interface Held {
   readonly item: ClaimedItem;
@@ -159,7 +167,11 @@ export class JournalWorker {
     this.acking = true;
     this.asked += claim;
     const sent = performance.now();
-    this.calls.doneMany(batch, claim > 0 ? claim : undefined).then(
+    // Short of work with a claim waiting on the server: that claim's entry may carry these.
+    const acknowledged = this.polling && this.starved && !this.stopping
+      ? this.calls.doneManyHeld(batch, ACK_HOLD_MS).then(() => ({ next: null }))
+      : this.calls.doneMany(batch, claim > 0 ? claim : undefined);
+    acknowledged.then(
       ({ next }) => {
         this.acking = false;
         this.asked -= claim;

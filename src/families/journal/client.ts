@@ -175,6 +175,17 @@ export class JournalClient {
     return { done: r.done, lost: r.lost, next: r.lease === undefined ? null : { lease: r.lease, items: r.items ?? [] } };
   }
 
+  /**
+   * doneMany without a claim, which the server may hold up to `holdMs` (1-100) while a
+   * claim of this journal waits there, to finish these items in the entry of that claim
+   * once work falls due: a worker short of work then costs one entry per item instead
+   * of two. Answered as doneMany is, once the items are done.
+   */
+  async doneManyHeld(name: string, items: ReadonlyArray<{ key: string; lease: number }>, holdMs: number): Promise<{ done: number; lost: string[] }> {
+    const r = (await this.call('journal.doneMany', { name, items, holdMs })) as { done: number; lost: string[] };
+    return { done: r.done, lost: r.lost };
+  }
+
   async release(name: string, key: string, lease: number, processAt?: number): Promise<void> {
     await this.call('journal.release', { name, key, lease, ...(processAt === undefined ? {} : { processAt }) });
   }
@@ -253,6 +264,7 @@ export class JournalClient {
     const calls: WorkerCalls = {
       claim: (max, waitMs) => this.claim(name, { max, waitMs }),
       doneMany: (items, claim) => this.doneMany(name, items, claim),
+      doneManyHeld: (items, holdMs) => this.doneManyHeld(name, items, holdMs),
       extend: (key, lease) => this.extend(name, key, lease),
       release: (key, lease, processAt) => this.release(name, key, lease, processAt),
       get closed() {

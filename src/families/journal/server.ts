@@ -14,6 +14,7 @@ import { countDue, earliestProcessAt, readFlagged } from './reads.js';
 import { decodeItem, type JournalDefinition, type JournalSettings } from './records.js';
 import { FlagFeed } from './flag-feed.js';
 import { JournalWaiters } from './waiters.js';
+import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
 import { JOURNAL_OPS } from './wire.js';
 
 export const DEFAULT_SETTINGS: JournalSettings = { timeoutMs: 30_000, maxTimeouts: 5, priority: 100, expiresInMs: 0, maxItems: 10_000_000 };
@@ -28,6 +29,37 @@ function waiters(fe: FrontEnd): JournalWaiters {
     waitersOf.set(fe, w);
   }
   return w;
+}
+
+const heldOf = new WeakMap<FrontEnd, HeldAcks>();
+function heldAcks(fe: FrontEnd): HeldAcks {
+  let h = heldOf.get(fe);
+  if (h === undefined) {
+    const held = new HeldAcks((name, requests) => void proposeHeld(fe, name, requests, undefined));
+    heldOf.set(fe, held);
+    h = held;
+  }
+  return h;
+}
+
+/**
+ * One doneMany entry for held acknowledgements, claiming `claim` items too when a waiting
+ * claim carries them; each held request is answered with its part. Resolves with the
+ * entry's result (or rejects as the proposal did, after answering the held requests so).
+ */
+async function proposeHeld(fe: FrontEnd, name: string, requests: readonly HeldAck[], claim: number | undefined): Promise<JournalValue & { op: 'doneMany' }> {
+  const items: Array<readonly [string, number]> = [];
+  for (const r of requests) for (const item of r.items) items.push(item);
+  try {
+    const value = await propose(fe, { op: 'doneMany', name, items, ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }) });
+    if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
+    const parts = splitResult(requests, value.lost);
+    requests.forEach((r, i) => r.resolve(parts[i]!));
+    return value;
+  } catch (err) {
+    for (const r of requests) r.reject(err);
+    throw err;
+  }
 }
 
 const feedOf = new WeakMap<FrontEnd, FlagFeed>();
@@ -105,9 +137,16 @@ const handlers: Record<string, Handler> = {
       const idle = first && performance.now() < deadline && state.nothingDue(name, Math.max(fe.node.stateMachine.clock, Date.now()));
       if (!idle) {
         // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
-        const value = await propose(fe, { op: 'claim', name, max: r.max as number, maxBytes: fe.limits.replyBytes });
-        if (value.op !== 'claim') throw new VeraError('INTERNAL', 'claim gave another result');
-        if (value.items.length > 0 || performance.now() >= deadline) return { lease: value.lease, items: value.items.map((i) => ({ ...i })) };
+        // Acknowledgements held for this journal ride in the same entry (held-acks.ts).
+        const held = heldAcks(fe).take(name);
+        const claiming = waiters(fe).claiming(name);
+        const claimed = await (
+          held.length === 0
+            ? propose(fe, { op: 'claim', name, max: r.max as number, maxBytes: fe.limits.replyBytes }).then((v) => (v.op === 'claim' ? { lease: v.lease, items: v.items } : undefined))
+            : proposeHeld(fe, name, held, r.max as number).then((v) => v.next)
+        ).finally(claiming);
+        if (claimed === undefined) throw new VeraError('INTERNAL', 'claim gave another result');
+        if (claimed.items.length > 0 || performance.now() >= deadline) return { lease: claimed.lease, items: claimed.items.map((i) => ({ ...i })) };
       }
       await waiters(fe).wait(name, deadline);
     }
@@ -132,6 +171,14 @@ const handlers: Record<string, Handler> = {
   'journal.doneMany': async ({ fe, request: r }) => {
     const claim = r.claim as number | undefined;
     const items = (r.items as Array<{ key: string; lease: number }>).map((i) => [i.key, i.lease] as const);
+    const holdMs = r.holdMs as number | undefined;
+    const name = r.name as string;
+    // Held only while a claim of this journal waits or is being proposed here: the entry of the
+    // next claim of this journal carries them.
+    if (holdMs !== undefined && claim === undefined && waiters(fe).expectsClaim(name) && heldAcks(fe).hasRoom(name, items.length)) {
+      const { done, lost } = await heldAcks(fe).hold(name, items, holdMs);
+      return { done, lost: [...lost] };
+    }
     const value = await propose(fe, { op: 'doneMany', name: r.name as string, items, ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }) });
     if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
     const next = value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items.map((i) => ({ ...i })) };

@@ -40,6 +40,23 @@ export class JournalWaiters {
     });
   }
 
+  private readonly proposing = new Map<string, number>();
+
+  /** A claim of `name` is being proposed here until the returned function is called. */
+  claiming(name: string): () => void {
+    this.proposing.set(name, (this.proposing.get(name) ?? 0) + 1);
+    return () => {
+      const n = this.proposing.get(name)! - 1;
+      if (n === 0) this.proposing.delete(name);
+      else this.proposing.set(name, n);
+    };
+  }
+
+  /** Whether a claim of `name` waits here or is being proposed (its claimer will likely ask again). */
+  expectsClaim(name: string): boolean {
+    return this.byJournal.has(name) || this.proposing.has(name);
+  }
+
   /** `count` items of `name` became available: wake that many claimers, oldest first. */
   wake(name: string, count: number): void {
     const queue = this.byJournal.get(name);

@@ -10,6 +10,8 @@ export const MAX_KEY_BYTES = 1024;
 export const MAX_ADD_ITEMS = 1000;
 /** Items one claim may take. */
 export const MAX_CLAIM_ITEMS = 1000;
+/** The longest a doneMany may wait on the server for a claim's entry to carry it (held-acks.ts). */
+export const MAX_ACK_HOLD_MS = 100;
 /** The longest a claim, or a watch of flags, may wait (ms). */
 export const MAX_CLAIM_WAIT_MS = 60_000;
 /** Flag events one answer may carry (one entry's are never split, so it may carry a few more). */
@@ -124,7 +126,7 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
   [
     'journal.doneMany',
     (f, id) => {
-      only(f, ['name', 'items', 'claim']);
+      only(f, ['name', 'items', 'claim', 'holdMs']);
       const list = f.items;
       if (!Array.isArray(list) || list.length === 0 || list.length > MAX_CLAIM_ITEMS) throw invalid(`items must be an array of 1 to ${MAX_CLAIM_ITEMS} {key, lease} maps`);
       const items = list.map((raw: unknown, i) => {
@@ -134,7 +136,9 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
         return { key: key(item.key, `items[${i}]`), lease: lease(item) };
       });
       const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
-      return { id, op: 'journal.doneMany', name: name(f), items, ...(claim === undefined ? {} : { claim }) };
+      const holdMs = bounded(f, 'holdMs', 1, MAX_ACK_HOLD_MS);
+      if (claim !== undefined && holdMs !== undefined) throw invalid('holdMs is for acknowledgements without a claim (a claim is proposed at once)');
+      return { id, op: 'journal.doneMany', name: name(f), items, ...(claim === undefined ? {} : { claim }), ...(holdMs === undefined ? {} : { holdMs }) };
     },
   ],
   [
