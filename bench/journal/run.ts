@@ -28,6 +28,6 @@ export async function runJournalBench(options: ScenarioOptions, log: (m: string)
     (system, error): J1Result => ({ system, settings: '', throughput: [], lateness: null, workerDeath: null, errors: [error] }),
     log,
   );
-  writeScenarioReport(options, 'J1', 'journal', started, { lockMs: LOCK_MS, scale, results }, (meta) => renderJ1(results, meta), log);
+  writeScenarioReport(options, 'J1', 'journal', started, { lockMs: LOCK_MS, scale, results }, (meta) => renderJ1(results, scale, meta), log);
   return { results, failures };
 }

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { CompletionTally, Lateness } from '../journal/tally.js';
 import { j1Targets, renderJ1 } from '../journal/report.js';
-import type { J1Result } from '../journal/j1.js';
+import { J1_FULL, type J1Result } from '../journal/j1.js';
 
 describe('CompletionTally', () => {
   it('counts lost, doubly completed and unknown keys, and resolves once every key was handled', async () => {
@@ -66,8 +66,8 @@ describe('J1 targets', () => {
     ]);
   });
 
-  it('renders a report naming every system, unmeasured cells as -', () => {
-    const md = renderJ1([result('Vera journal', { 1: 400 }), { ...result('pg-boss (PostgreSQL 15)', {}), lateness: null, workerDeath: null, errors: ['not available'] }], {
+  it('renders a report naming every system, unmeasured cells as -, and the load it measured', () => {
+    const md = renderJ1([result('Vera journal', { 1: 400 }), { ...result('pg-boss (PostgreSQL 15)', {}), lateness: null, workerDeath: null, errors: ['not available'] }], J1_FULL, {
       command: 'npm run bench -- --journal-only',
       seconds: 100,
       resultFile: 'x.json',
@@ -75,5 +75,8 @@ describe('J1 targets', () => {
     expect(md).toContain('| Vera journal | 400 | - | - |');
     expect(md).toContain('| pg-boss (PostgreSQL 15) | - | - | - |');
     expect(md).toContain('errors: not available');
+    expect(md).toContain('unmeasured warm-up of 5,000 jobs at 16 workers');
+    expect(md).toContain('20,000 jobs at 16 workers');
+    expect(md).toContain('1,000 delayed jobs falling due evenly over 3,000 ms');
   });
 });
