@@ -176,7 +176,7 @@ export class JournalClient {
   }
 
   /**
-   * doneMany without a claim, which the server may hold up to `holdMs` (1-100) while a
+   * doneMany without a claim, which the server may hold up to `holdMs` (1-1000) while a
    * claim of this journal waits there, to finish these items in the entry of that claim
    * once work falls due: a worker short of work then costs one entry per item instead
    * of two. Answered as doneMany is, once the items are done.

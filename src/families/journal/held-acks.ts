@@ -113,7 +113,7 @@ export class HeldAcks {
       setTimeout(() => {
         this.timers.delete(name);
         this.flush(name);
-      }, Math.max(0, until - performance.now())),
+      }, Math.max(0, until - performance.now())).unref(),
     );
   }
 }

@@ -11,7 +11,7 @@ export const MAX_ADD_ITEMS = 1000;
 /** Items one claim may take. */
 export const MAX_CLAIM_ITEMS = 1000;
 /** The longest a doneMany may wait on the server for a claim's entry to carry it (held-acks.ts). */
-export const MAX_ACK_HOLD_MS = 100;
+export const MAX_ACK_HOLD_MS = 1000;
 /** The longest a claim, or a watch of flags, may wait (ms). */
 export const MAX_CLAIM_WAIT_MS = 60_000;
 /** Flag events one answer may carry (one entry's are never split, so it may carry a few more). */

@@ -199,6 +199,55 @@ describe('the journal on a server', () => {
     expect((await journals.show('batch')).counts).toMatchObject({ waiting: 0, processing: 2 });
   });
 
+  it('doneMany with holdMs rides in the entry of the claim waiting for work, is answered as doneMany, and goes alone when no claim comes', async () => {
+    const { url, journals } = await start();
+    await journals.create('held', { timeoutMs: 60_000 });
+    await journals.add('held', [{ key: 'a', data: 1 }, { key: 'b', data: 2 }]);
+    const first = await journals.claim('held', { max: 2 });
+    // A claim waits for work; the acknowledgements sent after it are held for its entry.
+    const claimer = journals.claim('held', { max: 5, waitMs: 20_000 });
+    const sent = performance.now();
+    const order: string[] = [];
+    const acks = journals.doneManyHeld('held', [{ key: 'a', lease: first.lease }, { key: 'b', lease: first.lease + 1 }], 1000).finally(() => order.push('acks'));
+    const stranger = journals.doneManyHeld('held', [{ key: 'never-added', lease: first.lease }], 1000);
+    await journals.add('held', [{ key: 'c', data: 3 }]); // wakes the claim, which carries them
+    order.push('added');
+    const next = await claimer;
+    expect(next.items.map((i) => i.key)).toEqual(['c']);
+    expect(await acks).toEqual({ done: 1, lost: ['b'] }); // b's lease was not that one: left as it was
+    expect(await stranger).toEqual({ done: 0, lost: ['never-added'] });
+    expect(order).toEqual(['added', 'acks']); // sent before the add, done after it: in the claim's entry
+    // Answered when the claim took them, not when their hold of a second ran out.
+    expect(performance.now() - sent).toBeLessThan(900);
+    expect((await journals.show('held')).counts).toMatchObject({ waiting: 0, processing: 2 });
+    // No claim waits: held for nothing, so answered at once.
+    const alone = performance.now();
+    expect(await journals.doneManyHeld('held', [{ key: 'b', lease: first.lease }], 1000)).toEqual({ done: 1, lost: [] });
+    expect(performance.now() - alone).toBeLessThan(900);
+    // A claim waits for an item due much later: the hold ends first and the acknowledgement goes alone.
+    await journals.add('held', [{ key: 'later', data: 4, processAt: Date.now() + 60_000 }]);
+    let claimed = false;
+    const waiting = journals.claim('held', { waitMs: 3_000 }).then((c) => ((claimed = true), c));
+    expect(await journals.doneManyHeld('held', [{ key: 'c', lease: next.lease }], 50)).toEqual({ done: 1, lost: [] });
+    expect(claimed).toBe(false);
+    expect((await journals.show('held')).counts).toMatchObject({ waiting: 1, processing: 0 });
+    expect((await waiting).items).toEqual([]);
+    const wire = await WireClient.connect(url, 'msgpack');
+    try {
+      await wire.hello({ timeoutMs: 10_000 });
+      for (const bad of [
+        { name: 'held', items: [{ key: 'x', lease: 1 }], holdMs: 0 },
+        { name: 'held', items: [{ key: 'x', lease: 1 }], holdMs: 1001 },
+        { name: 'held', items: [{ key: 'x', lease: 1 }], holdMs: 10, claim: 1 },
+        { name: 'held', items: [{ key: 'x', lease: 1 }], holdMs: 'soon' },
+      ]) {
+        expect((await wire.request('journal.doneMany', bad)).error?.code, JSON.stringify(bad)).toBe('BAD_REQUEST');
+      }
+    } finally {
+      wire.terminate();
+    }
+  });
+
   it('the worker helper claims ahead of its handlers only as many items as it can start within a third of the timeout', async () => {
     const { journals } = await start();
     // Fast handlers: it claims ahead (more are Processing than it runs at once).
