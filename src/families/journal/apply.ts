@@ -61,7 +61,7 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
     return success(value, ops, [
       () => {
         state.journals.set(c.name, definition);
-        for (const [key, record] of written) state.rememberItem(c.name, key, record);
+        for (const [key, record] of written) state.recent.remember(c.name, key, record);
         // Fronts a claim read hold the index as it was before this entry; then this entry's changes.
         for (const [priority, front] of tx.frontsRead) state.setFront(c.name, priority, front);
         for (const w of changes) state.noteWaiting(c.name, w.priority, w.key, w.put);
@@ -305,7 +305,7 @@ async function drop(name: string, definition: JournalDefinition, { db }: PlanCon
   return success({ op: 'drop', journal: name }, ops, [
     () => {
       state.forgetFronts(name); // a drop deletes index keys behind the fronts' back
-      state.forgetItems(); // and items
+      state.recent.clear(); // and items
       if (!finished) return void state.journals.set(name, after);
       state.journals.delete(name);
     },

@@ -7,6 +7,7 @@ import type { DbSnapshot } from '../family.js';
 import { DEFAULT_MAX_JOURNALS } from './commands.js';
 import { JournalBucket, limitsKey, processAtIn } from './keys.js';
 import { decodeDefinition, decodeLimits, type JournalDefinition, type JournalLimits } from './records.js';
+import { RecentItems } from './recent-items.js';
 
 export class JournalState {
   readonly journals = new Map<string, JournalDefinition>();
@@ -73,49 +74,8 @@ export class JournalState {
     return true;
   }
 
-  // Item records written lately, as the db holds them once the planned entries are
-  // written (null: deleted), so a plan reads them here instead of LevelDB: a done
-  // reads the item its claim wrote an entry or two before, and a claim the items
-  // added lately. Set by plans' after-steps (which run in entry order, as
-  // PendingReads sees the writes), bounded in entries and bytes (oldest written
-  // goes first), dropped with the state when a write fails, and cleared by a drop,
-  // which deletes items without naming them. It never changes what a plan reads.
-  private readonly recent = new Map<string, Buffer | null>();
-  private recentBytes = 0;
-
-  /** The stored record of `key` in `name` if written lately: a Buffer, null if deleted, undefined if not known here. */
-  recentItem(name: string, key: string): Buffer | null | undefined {
-    return this.recent.get(recentId(name, key));
-  }
-
-  rememberItem(name: string, key: string, record: Buffer | null): void {
-    const id = recentId(name, key);
-    this.forgetOne(id);
-    if (record !== null && record.length > MAX_RECENT_RECORD_BYTES) return; // read from the db when wanted
-    this.recent.set(id, record);
-    this.recentBytes += id.length + (record?.length ?? 0);
-    for (const oldest of this.recent.keys()) {
-      if (this.recent.size <= MAX_RECENT_ITEMS && this.recentBytes <= MAX_RECENT_BYTES) break;
-      this.forgetOne(oldest);
-    }
-  }
-
-  forgetItems(): void {
-    this.recent.clear();
-    this.recentBytes = 0;
-  }
-
-  /** Records held, and their bytes (with their ids). */
-  get recentSize(): { readonly items: number; readonly bytes: number } {
-    return { items: this.recent.size, bytes: this.recentBytes };
-  }
-
-  private forgetOne(id: string): void {
-    const record = this.recent.get(id);
-    if (record === undefined) return;
-    this.recent.delete(id);
-    this.recentBytes -= id.length + (record?.length ?? 0);
-  }
+  /** Item records written lately (recent-items.ts). */
+  readonly recent = new RecentItems();
 
   /** A journal that answers requests (defined, not being dropped). */
   live(name: string): JournalDefinition | null {
@@ -128,16 +88,6 @@ export class JournalState {
 export interface DueFront {
   readonly keys: Buffer[];
   readonly end: Buffer | null;
-}
-
-/** Records kept in memory, at most, and their bytes; a record larger than the last is never kept. */
-export const MAX_RECENT_ITEMS = 65_536;
-export const MAX_RECENT_BYTES = 32 * 1024 * 1024;
-export const MAX_RECENT_RECORD_BYTES = 64 * 1024;
-
-/** Names hold no NUL (wire.ts), so the first one ends the name. */
-function recentId(name: string, key: string): string {
-  return `${name}\u0000${key}`;
 }
 
 function frontName(name: string, priority: number): string {

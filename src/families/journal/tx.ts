@@ -5,6 +5,7 @@
 import type { BatchOp } from '../family.js';
 import type { PlanReads } from '../../statemachine/pending-reads.js';
 import type { DueFront, JournalState } from './state.js';
+import type { RecentRecord } from './recent-items.js';
 import { definitionKey, expiryKey, flaggedKey, itemKey, processingKey, waitingKey } from './keys.js';
 import { decodeFlagged, decodeItem, encodeDefinition, encodeFlagged, encodeItem, type FlaggedItem, type JournalCounts, type JournalDefinition, type JournalItem } from './records.js';
 
@@ -34,8 +35,13 @@ export class JournalTx {
   async get(key: string): Promise<JournalItem | null> {
     const staged = this.items.get(key);
     if (staged !== undefined) return staged.after;
-    const recent = this.state.recentItem(this.name, key);
-    const raw = recent === undefined ? await this.db.get(itemKey(this.name, key)) : (recent ?? undefined);
+    const recent = this.state.recent.get(this.name, key);
+    if (recent !== undefined) {
+      const item = recent?.item ?? null;
+      this.items.set(key, { before: item, after: item, storedBytes: recent?.record.length ?? 0 });
+      return item;
+    }
+    const raw = await this.db.get(itemKey(this.name, key));
     const item = raw === undefined ? null : decodeItem(raw);
     this.items.set(key, { before: item, after: item, storedBytes: raw?.length ?? 0 });
     return item;
@@ -112,7 +118,7 @@ export class JournalTx {
   readonly waitingChanges: Array<{ readonly priority: number; readonly key: Buffer; readonly put: boolean }> = [];
 
   /** The item records the last ops() writes (null: deletes), for the state's recent items once the entry is applied. */
-  readonly itemsWritten: Array<readonly [string, Buffer | null]> = [];
+  readonly itemsWritten: Array<readonly [string, RecentRecord | null]> = [];
 
   /** Every write of the staged changes, and the definition with its new counts. */
   ops(definition: JournalDefinition | null = this.definitionAfter()): BatchOp[] {
@@ -132,7 +138,7 @@ export class JournalTx {
       if (is !== null && (was === null || !was.equals(is))) this.waitingChanges.push({ priority: after!.priority, key: is, put: true });
       const record = after === null ? null : encodeItem(after);
       ops.push(record === null ? { type: 'del', key: itemKey(this.name, key) } : { type: 'put', key: itemKey(this.name, key), value: record });
-      this.itemsWritten.push([key, record]);
+      this.itemsWritten.push([key, record === null ? null : { record, item: after! }]);
     }
     for (const [key, { before, after }] of this.flags) {
       if (before === after) continue;

@@ -1,34 +1,69 @@
-// The journal state's recent item records (state.ts): plans read them instead of
-// LevelDB, so they must stay within their bounds whatever is written.
+// The journal's recent item records (recent-items.ts): plans read them instead of
+// LevelDB, so they must answer what was written last and stay within their
+// bounds whatever is written, in one journal or many.
 import { describe, expect, it } from 'vitest';
-import { JournalState, MAX_RECENT_BYTES, MAX_RECENT_ITEMS, MAX_RECENT_RECORD_BYTES } from '../../../src/families/journal/state.js';
+import { MAX_RECENT_BYTES, MAX_RECENT_ITEMS, MAX_RECENT_RECORD_BYTES, RecentItems, type RecentRecord } from '../../../src/families/journal/recent-items.js';
+import type { JournalItem } from '../../../src/families/journal/records.js';
+
+function written(key: string, record: Buffer): RecentRecord {
+  const item: JournalItem = { key, data: record.length, priority: 0, processAt: 0, insertedAt: 0, expiresAt: 0, status: 'waiting', startedAt: 0, timeouts: 0, lease: 0, next: null };
+  return { record, item };
+}
 
 describe('recent item records', () => {
   it('answer what was written last, deletions included, and forget the oldest past their count', () => {
-    const state = new JournalState();
-    state.rememberItem('j', 'a', Buffer.from('one'));
-    state.rememberItem('j', 'a', Buffer.from('two'));
-    state.rememberItem('j', 'b', null);
-    expect(state.recentItem('j', 'a')).toEqual(Buffer.from('two'));
-    expect(state.recentItem('j', 'b')).toBeNull();
-    expect(state.recentItem('k', 'a')).toBeUndefined(); // another journal's key is another item
-    for (let i = 0; i < MAX_RECENT_ITEMS; i++) state.rememberItem('j', `k${i}`, Buffer.from([i & 0xff]));
-    expect(state.recentSize.items).toBe(MAX_RECENT_ITEMS);
-    expect(state.recentItem('j', 'a')).toBeUndefined(); // the oldest went first
-    expect(state.recentItem('j', `k${MAX_RECENT_ITEMS - 1}`)).toEqual(Buffer.from([(MAX_RECENT_ITEMS - 1) & 0xff]));
+    const recent = new RecentItems();
+    recent.remember('j', 'a', written('a', Buffer.from('one')));
+    recent.remember('j', 'a', written('a', Buffer.from('two')));
+    recent.remember('j', 'b', null);
+    expect(recent.get('j', 'a')?.record).toEqual(Buffer.from('two'));
+    expect(recent.get('j', 'a')?.item.data).toBe(3);
+    expect(recent.get('j', 'b')).toBeNull();
+    expect(recent.get('k', 'a')).toBeUndefined(); // another journal's key is another item
+    for (let i = 0; i < MAX_RECENT_ITEMS; i++) recent.remember('j', `k${i}`, written(`k${i}`, Buffer.from([i & 0xff])));
+    expect(recent.size.items).toBe(MAX_RECENT_ITEMS);
+    expect(recent.get('j', 'a')).toBeUndefined(); // the oldest went first
+    expect(recent.get('j', `k${MAX_RECENT_ITEMS - 1}`)?.record).toEqual(Buffer.from([(MAX_RECENT_ITEMS - 1) & 0xff]));
   });
 
   it('stay under their byte bound, never keep a record larger than their per-record bound, and are cleared by a drop', () => {
-    const state = new JournalState();
+    const recent = new RecentItems();
     const big = Buffer.alloc(MAX_RECENT_RECORD_BYTES);
-    for (let i = 0; i < (2 * MAX_RECENT_BYTES) / big.length; i++) state.rememberItem('j', `big${i}`, big);
-    expect(state.recentSize.bytes).toBeLessThanOrEqual(MAX_RECENT_BYTES);
-    expect(state.recentSize.items).toBeGreaterThan(0);
-    state.rememberItem('j', 'huge', Buffer.alloc(MAX_RECENT_RECORD_BYTES + 1));
-    expect(state.recentItem('j', 'huge')).toBeUndefined(); // read from the db instead
-    state.rememberItem('j', 'big0', Buffer.alloc(MAX_RECENT_RECORD_BYTES + 1)); // rewritten past the bound: the old record must not linger
-    expect(state.recentItem('j', 'big0')).toBeUndefined();
-    state.forgetItems();
-    expect(state.recentSize).toEqual({ items: 0, bytes: 0 });
+    for (let i = 0; i < (2 * MAX_RECENT_BYTES) / big.length; i++) recent.remember('j', `big${i}`, written(`big${i}`, big));
+    expect(recent.size.bytes).toBeLessThanOrEqual(MAX_RECENT_BYTES);
+    expect(recent.size.items).toBeGreaterThan(0);
+    recent.remember('j', 'huge', written('huge', Buffer.alloc(MAX_RECENT_RECORD_BYTES + 1)));
+    expect(recent.get('j', 'huge')).toBeUndefined(); // read from the db instead
+    const last = `big${(2 * MAX_RECENT_BYTES) / big.length - 1}`;
+    recent.remember('j', last, written(last, Buffer.alloc(MAX_RECENT_RECORD_BYTES + 1))); // rewritten past the bound: the old record must not linger
+    expect(recent.get('j', last)).toBeUndefined();
+    recent.clear();
+    expect(recent.size).toEqual({ items: 0, bytes: 0 });
+  });
+
+  it('keep their bound across journals: one journal written alone pushes out the others, never its newest record', () => {
+    const recent = new RecentItems();
+    for (let i = 0; i < MAX_RECENT_ITEMS / 2; i++) recent.remember('old', `o${i}`, written(`o${i}`, Buffer.from('x')));
+    for (let i = 0; i < MAX_RECENT_ITEMS; i++) recent.remember('new', `n${i}`, written(`n${i}`, Buffer.from('y')));
+    expect(recent.size.items).toBe(MAX_RECENT_ITEMS);
+    expect(recent.get('new', `n${MAX_RECENT_ITEMS - 1}`)).toBeDefined();
+    // Byte-heavy records of one journal, then one more of another: the bound holds and the newest stays.
+    const big = Buffer.alloc(MAX_RECENT_RECORD_BYTES);
+    for (let i = 0; i < MAX_RECENT_BYTES / big.length; i++) recent.remember('heavy', `h${i}`, written(`h${i}`, big));
+    recent.remember('light', 'l', written('l', big));
+    expect(recent.size.bytes).toBeLessThanOrEqual(MAX_RECENT_BYTES);
+    expect(recent.size.items).toBeLessThanOrEqual(MAX_RECENT_ITEMS);
+    expect(recent.get('light', 'l')?.record.length).toBe(big.length);
+    let counted = 0;
+    for (const name of ['old', 'new', 'heavy', 'light']) for (let i = 0; i < MAX_RECENT_ITEMS; i++) if (recent.get(name, `${name[0]}${i}`) !== undefined) counted++;
+    expect(counted + (recent.get('light', 'l') !== undefined ? 1 : 0)).toBe(recent.size.items);
+  });
+
+  it('keep their bookkeeping bounded when a few items are written over and over', () => {
+    const recent = new RecentItems();
+    for (let i = 0; i < 200_000; i++) recent.remember('j', `k${i % 10}`, written(`k${i % 10}`, Buffer.from([i & 0xff])));
+    expect(recent.size.items).toBe(10);
+    expect(recent.get('j', 'k9')?.record).toEqual(Buffer.from([199_999 & 0xff]));
+    expect((recent as unknown as { order: unknown[] }).order.length).toBeLessThan(2000);
   });
 });
