@@ -168,8 +168,11 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   let incarnations: IncarnationGuard | null = null;
   if (config.secret !== null) {
     try {
-      const guard = new IncarnationGuard(await veraNode.loadPeerIncarnations(), (known) => veraNode.savePeerIncarnations(known), (err) =>
-        logger.error({ event: 'incarnation-save-failed', err: String(err) }, 'could not save a peer incarnation'),
+      const guard = new IncarnationGuard(
+        await veraNode.loadPeerIncarnations(),
+        (known) => veraNode.savePeerIncarnations(known),
+        (err) => logger.error({ event: 'incarnation-save-failed', err: String(err) }, 'could not save a peer incarnation'),
+        (peer) => veraNode.members().some((m) => m.id === peer),
       );
       incarnations = guard;
       const peerTransport = new PeerTransport({

@@ -56,6 +56,30 @@ describe('IncarnationGuard (trust on first use)', () => {
     expect(saved).toEqual([{ n2: 'aaa' }, {}, { n2: 'bbb' }]);
   });
 
+  it('does not learn a removed member\'s old incarnation back from its process while it is not a member, so it can come back wiped', async () => {
+    const members = new Set(['n2']);
+    const saved: Array<Record<string, string>> = [];
+    const g = new IncarnationGuard(new Map([['n2', 'old']]), async (known) => void saved.push(Object.fromEntries(known)), (err) => {
+      throw err;
+    }, (peer) => members.has(peer));
+    members.delete('n2');
+    g.forget('n2');
+    g.check('n2', 'old'); // the removed process, still dialing before it is stopped: let through, not remembered
+    expect(g.incarnationOf('n2')).toBeUndefined();
+    members.add('n2'); // added again, with a new data directory
+    g.check('n2', 'new');
+    expect(g.incarnationOf('n2')).toBe('new');
+    expect(() => g.check('n2', 'old')).toThrow(PeerIncarnationError);
+    // Removed and added again with the same data directory: once it is a member its incarnation is learned as before.
+    members.delete('n2');
+    g.forget('n2');
+    members.add('n2');
+    g.check('n2', 'new');
+    expect(g.incarnationOf('n2')).toBe('new');
+    await g.flushed();
+    expect(saved).toEqual([{}, { n2: 'new' }, {}, { n2: 'new' }]);
+  });
+
   it('starts from what was saved before a restart', () => {
     const { guard: g } = guard({ n3: 'old' });
     expect(() => g.check('n3', 'new')).toThrow(PeerIncarnationError);

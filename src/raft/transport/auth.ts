@@ -413,14 +413,23 @@ function withIdentity(value: unknown, where: string, fields: readonly string[]):
  * new data directory. Checks are synchronous (they run inside the handshake);
  * saving is asynchronous and serialized, so a crash in the few milliseconds
  * before a first sighting is synced only means that sighting is learned again.
+ *
+ * A removed member's process may still be running and dialing for a moment
+ * after this member forgot it: the incarnation it forgot is not learned back
+ * from it while it is not a member (`isMember`), or the member added again
+ * with a new data directory would be refused as a stranger to its own id.
  */
 export class IncarnationGuard {
   private saving: Promise<void> = Promise.resolve();
+  /** The incarnation each forgotten member had, until it shows a member's again. */
+  private readonly forgotten = new Map<NodeId, string>();
 
   constructor(
     private readonly known: Map<NodeId, string>,
     private readonly save: (known: ReadonlyMap<NodeId, string>) => Promise<void>,
     private readonly onSaveError: (err: unknown) => void,
+    /** Whether `peer` is in the configuration this member has applied. */
+    private readonly isMember: (peer: NodeId) => boolean = () => true,
   ) {}
 
   /** Throws PeerIncarnationError when `peer` shows an incarnation other than the one first seen. */
@@ -428,6 +437,8 @@ export class IncarnationGuard {
     const first = this.known.get(peer);
     if (first === undefined) {
       if (incarnation === null) return; // nothing to remember from a peer that sends none
+      if (this.forgotten.get(peer) === incarnation && !this.isMember(peer)) return; // the removed process itself
+      this.forgotten.delete(peer);
       this.known.set(peer, incarnation);
       this.persist();
       return;
@@ -436,7 +447,11 @@ export class IncarnationGuard {
   }
 
   forget(peer: NodeId): void {
-    if (this.known.delete(peer)) this.persist();
+    const had = this.known.get(peer);
+    if (had === undefined) return;
+    this.known.delete(peer);
+    this.forgotten.set(peer, had);
+    this.persist();
   }
 
   /** The incarnation first seen for `peer`, if any. */
