@@ -8,10 +8,11 @@
 //   (one is in flight, or the journal ran short), one claim that waits on the
 //   server until work is due (no polling, no herd).
 // It claims ahead of its free handlers (prefetch) only as many items as it
-// expects to start within a third of the journal's timeout, judged by how long
-// handlers have taken, so a slow handler never leaves claimed items to time out
-// in the buffer. Every held item's lease is extended every third of the timeout
-// while its handler runs.
+// expects to start within a third of the journal's timeout and within a second,
+// judged by how long handlers have taken, so a slow handler never leaves claimed
+// items to time out in the buffer, nor a worker sits on work others could do.
+// Every held item's lease is extended every third of the timeout while its
+// handler runs.
 import { VeraError } from '../../protocol/index.js';
 import type { Claim, ClaimedItem } from './client.js';
 
@@ -41,6 +42,8 @@ export interface WorkerOptions {
 const ACK_BATCH = 1000;
 /** Claims one request asks for, at most. */
 const CLAIM_BATCH = 1000;
+/** A worker claims ahead only what its handlers start within this long. */
+const PREFETCH_HORIZON_MS = 1000;
 /**
  * How long the server may hold completions sent while the worker's claim waits there, for
  * the claim's entry to carry them once work falls due: short, since a held completion is
@@ -105,10 +108,15 @@ export class JournalWorker {
     if (this.idle !== null && this.running === 0 && !this.acking && !this.polling && this.acks.length === 0) this.idle();
   }
 
-  /** How many items to hold beyond the handlers: what starts within a third of the timeout. */
+  /**
+   * How many items to hold beyond the handlers: what they start within a third of the
+   * timeout (none times out waiting here), and within a second (a worker holds at most
+   * a second of work that others could be doing).
+   */
   private prefetch(): number {
     if (this.handlerMs === null || this.options.prefetch === 0) return 0;
-    const startsInTime = Math.floor(((this.options.timeoutMs / 3) * this.options.concurrency) / Math.max(this.handlerMs, 0.01));
+    const horizonMs = Math.min(this.options.timeoutMs / 3, PREFETCH_HORIZON_MS);
+    const startsInTime = Math.floor((horizonMs * this.options.concurrency) / Math.max(this.handlerMs, 0.01));
     return Math.min(this.options.prefetch, startsInTime);
   }
 

@@ -85,9 +85,10 @@ export interface ProcessOptions {
   /** Items handled at once. Default 1. */
   readonly concurrency?: number;
   /**
-   * Items claimed ahead of free handlers, at most; default 256. Fewer are: only as
-   * many as should start within a third of the journal's timeout, judged by how
-   * long handlers have taken (none before the first has finished). 0 turns it off.
+   * Items claimed ahead of free handlers, at most; default 1000 (what one claim
+   * takes). Fewer are: only as many as should start within a third of the journal's
+   * timeout and within a second, judged by how long handlers have taken (none before
+   * the first has finished). 0 turns it off.
    */
   readonly prefetch?: number;
   /** How long one claim waits for work before asking again (ms). Default 10 s. */
@@ -291,5 +292,5 @@ export class JournalClient {
   }
 }
 
-/** Items a worker claims ahead of its free handlers, at most (fewer when handlers are slow). */
-const DEFAULT_PREFETCH = 256;
+/** Items a worker claims ahead of its free handlers, at most (fewer when handlers are slow): as many as one claim takes. */
+const DEFAULT_PREFETCH = 1000;

@@ -248,11 +248,11 @@ describe('the journal on a server', () => {
     }
   });
 
-  it('the worker helper claims ahead of its handlers only as many items as it can start within a third of the timeout', async () => {
+  it('the worker helper claims ahead of its handlers only as many items as it can start within a third of the timeout and within a second', async () => {
     const { journals } = await start();
     // Fast handlers: it claims ahead (more are Processing than it runs at once).
     await journals.create('fast', { timeoutMs: 30_000 });
-    await journals.add('fast', Array.from({ length: 600 }, (_, i) => ({ key: `f${i}`, data: i })));
+    for (let i = 0; i < 1500; i += 500) await journals.add('fast', Array.from({ length: 500 }, (_, j) => ({ key: `f${i + j}`, data: i + j })));
     let mostHeld = 0;
     let handled = 0;
     let finish: () => void = () => undefined;
@@ -261,14 +261,14 @@ describe('the journal on a server', () => {
       'fast',
       async () => {
         if (++handled % 50 === 0) mostHeld = Math.max(mostHeld, (await journals.show('fast')).counts.processing);
-        if (handled === 600) finish();
+        if (handled === 1500) finish();
       },
       { concurrency: 2, waitMs: 500 },
     );
     await fastDone;
     await fast.stop();
-    expect(mostHeld).toBeGreaterThan(2);
-    expect(mostHeld).toBeLessThanOrEqual(2 + 256);
+    expect(mostHeld).toBeGreaterThan(256);
+    expect(mostHeld).toBeLessThanOrEqual(2 + 1000);
     expect((await journals.show('fast')).counts).toMatchObject({ waiting: 0, processing: 0 });
 
     // Handlers of 100 ms against a 600 ms timeout, 2 at a time: 4 more start within a third of it, so 2 + 4 held at most (of 20).
@@ -293,6 +293,27 @@ describe('the journal on a server', () => {
     const after = await journals.show('slow');
     // Nothing timed out on the way (a timeout would have put an item back with its counter raised, or flagged none here).
     expect(after.counts).toMatchObject({ waiting: 0, processing: 0, flagged: 0 });
+
+    // Handlers of 10 ms against a long timeout, one at a time: a second of work ahead, about 100 items, not the 1000 a claim may take.
+    await journals.create('steady', { timeoutMs: 60_000 });
+    await journals.add('steady', Array.from({ length: 300 }, (_, i) => ({ key: `t${i}`, data: i })));
+    let steadyHandled = 0;
+    let steadyMost = 0;
+    let steadyFinish: () => void = () => undefined;
+    const steadyDone = new Promise<void>((resolve) => (steadyFinish = resolve));
+    const steady = journals.process(
+      'steady',
+      async () => {
+        if (steadyHandled % 20 === 0) steadyMost = Math.max(steadyMost, (await journals.show('steady')).counts.processing);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        if (++steadyHandled === 300) steadyFinish();
+      },
+      { concurrency: 1, waitMs: 500 },
+    );
+    await steadyDone;
+    await steady.stop();
+    expect(steadyMost).toBeGreaterThan(1);
+    expect(steadyMost).toBeLessThanOrEqual(1 + 100);
   });
 
   it('is driven from the command line: vera journal create, add, claim, done, show, with --json and usage errors', async () => {
