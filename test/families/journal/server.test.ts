@@ -250,70 +250,39 @@ describe('the journal on a server', () => {
 
   it('the worker helper claims ahead of its handlers only as many items as it can start within a third of the timeout and within a second', async () => {
     const { journals } = await start();
-    // Fast handlers: it claims ahead (more are Processing than it runs at once).
-    await journals.create('fast', { timeoutMs: 30_000 });
-    for (let i = 0; i < 1500; i += 500) await journals.add('fast', Array.from({ length: 500 }, (_, j) => ({ key: `f${i + j}`, data: i + j })));
-    let mostHeld = 0;
-    let handled = 0;
-    let finish: () => void = () => undefined;
-    const fastDone = new Promise<void>((resolve) => (finish = resolve));
-    const fast = journals.process(
-      'fast',
-      async () => {
-        if (++handled % 50 === 0) mostHeld = Math.max(mostHeld, (await journals.show('fast')).counts.processing);
-        if (handled === 1500) finish();
-      },
-      { concurrency: 2, waitMs: 500 },
-    );
-    await fastDone;
-    await fast.stop();
-    expect(mostHeld).toBeGreaterThan(256);
-    expect(mostHeld).toBeLessThanOrEqual(2 + 1000);
-    expect((await journals.show('fast')).counts).toMatchObject({ waiting: 0, processing: 0 });
-
+    /** Runs `items` items through a worker whose handlers take `handlerMs`; returns the most Processing at once, sampled every `every` items. */
+    const mostHeld = async (name: string, timeoutMs: number, items: number, handlerMs: number, concurrency: number, every: number): Promise<number> => {
+      await journals.create(name, { timeoutMs });
+      for (let i = 0; i < items; i += 500) await journals.add(name, Array.from({ length: Math.min(500, items - i) }, (_, j) => ({ key: `${name}${i + j}`, data: i + j })));
+      let most = 0;
+      let handled = 0;
+      let finish: () => void = () => undefined;
+      const done = new Promise<void>((resolve) => (finish = resolve));
+      const worker = journals.process(
+        name,
+        async () => {
+          if (handled % every === 0) most = Math.max(most, (await journals.show(name)).counts.processing);
+          if (handlerMs > 0) await new Promise((resolve) => setTimeout(resolve, handlerMs));
+          if (++handled === items) finish();
+        },
+        { concurrency, waitMs: 500 },
+      );
+      await done;
+      await worker.stop();
+      // Nothing timed out on the way (a timeout would have put an item back with its counter raised, or flagged it).
+      expect((await journals.show(name)).counts).toMatchObject({ waiting: 0, processing: 0, flagged: 0 });
+      return most;
+    };
+    // Fast handlers: it claims ahead, past the old default of 256, up to what one claim takes.
+    const fast = await mostHeld('fast', 30_000, 1500, 0, 2, 50);
+    expect(fast).toBeGreaterThan(256);
+    expect(fast).toBeLessThanOrEqual(2 + 1000);
     // Handlers of 100 ms against a 600 ms timeout, 2 at a time: 4 more start within a third of it, so 2 + 4 held at most (of 20).
-    await journals.create('slow', { timeoutMs: 600 });
-    await journals.add('slow', Array.from({ length: 20 }, (_, i) => ({ key: `s${i}`, data: i })));
-    let slowHandled = 0;
-    let slowMost = 0;
-    let slowFinish: () => void = () => undefined;
-    const slowDone = new Promise<void>((resolve) => (slowFinish = resolve));
-    const slow = journals.process(
-      'slow',
-      async () => {
-        slowMost = Math.max(slowMost, (await journals.show('slow')).counts.processing);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        if (++slowHandled === 20) slowFinish();
-      },
-      { concurrency: 2, waitMs: 500 },
-    );
-    await slowDone;
-    await slow.stop();
-    expect(slowMost).toBeLessThanOrEqual(6);
-    const after = await journals.show('slow');
-    // Nothing timed out on the way (a timeout would have put an item back with its counter raised, or flagged none here).
-    expect(after.counts).toMatchObject({ waiting: 0, processing: 0, flagged: 0 });
-
+    expect(await mostHeld('slow', 600, 20, 100, 2, 1)).toBeLessThanOrEqual(6);
     // Handlers of 10 ms against a long timeout, one at a time: a second of work ahead, about 100 items, not the 1000 a claim may take.
-    await journals.create('steady', { timeoutMs: 60_000 });
-    await journals.add('steady', Array.from({ length: 300 }, (_, i) => ({ key: `t${i}`, data: i })));
-    let steadyHandled = 0;
-    let steadyMost = 0;
-    let steadyFinish: () => void = () => undefined;
-    const steadyDone = new Promise<void>((resolve) => (steadyFinish = resolve));
-    const steady = journals.process(
-      'steady',
-      async () => {
-        if (steadyHandled % 20 === 0) steadyMost = Math.max(steadyMost, (await journals.show('steady')).counts.processing);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-        if (++steadyHandled === 300) steadyFinish();
-      },
-      { concurrency: 1, waitMs: 500 },
-    );
-    await steadyDone;
-    await steady.stop();
-    expect(steadyMost).toBeGreaterThan(1);
-    expect(steadyMost).toBeLessThanOrEqual(1 + 100);
+    const steady = await mostHeld('steady', 60_000, 300, 10, 1, 20);
+    expect(steady).toBeGreaterThan(1);
+    expect(steady).toBeLessThanOrEqual(1 + 100);
   });
 
   it('is driven from the command line: vera journal create, add, claim, done, show, with --json and usage errors', async () => {
