@@ -35,7 +35,8 @@ const heldOf = new WeakMap<FrontEnd, HeldAcks>();
 function heldAcks(fe: FrontEnd): HeldAcks {
   let h = heldOf.get(fe);
   if (h === undefined) {
-    const held = new HeldAcks((name, requests) => void proposeHeld(fe, name, requests, undefined));
+    // Sent alone: each held request is answered with the outcome, failure included; nothing else waits on it.
+    const held = new HeldAcks((name, requests) => void proposeHeld(fe, name, requests, undefined).catch(() => undefined));
     heldOf.set(fe, held);
     h = held;
   }

@@ -248,6 +248,20 @@ describe('the journal on a server', () => {
     }
   });
 
+  it('held acknowledgements that can no longer be done (their journal was dropped) fail with why, and the member stays up', async () => {
+    const { journals } = await start();
+    await journals.create('gone', { timeoutMs: 60_000 });
+    await journals.add('gone', [{ key: 'a', data: 1 }]);
+    const { lease } = await journals.claim('gone', { max: 1 });
+    const waiting = journals.claim('gone', { waitMs: 2_000 }).catch((err: unknown) => err);
+    const held = journals.doneManyHeld('gone', [{ key: 'a', lease }], 300).catch((err: unknown) => err);
+    await journals.drop('gone');
+    expect(await held).toMatchObject({ code: 'NOT_FOUND' });
+    await waiting;
+    await journals.create('still-here');
+    expect((await journals.show('still-here')).counts).toMatchObject({ waiting: 0 });
+  });
+
   it('the worker helper claims ahead of its handlers only as many items as it can start within a third of the timeout and within a second', async () => {
     const { journals } = await start();
     /** Runs `items` items through a worker whose handlers take `handlerMs`; returns the most Processing at once, sampled every `every` items. */
