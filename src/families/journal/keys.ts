@@ -70,33 +70,8 @@ export function definitionKey(name: string): Buffer {
   return head(JournalBucket.definition, name);
 }
 
-/**
- * Item keys built lately, per journal: an item's key is built by its add, its claim and
- * its done, each on every member, and hashing it costs far more than finding it here.
- * Emptied when full (what is in flight is built again at once).
- */
-const itemKeys = new Map<string, Map<string, Buffer>>();
-let itemKeyCount = 0;
-const MAX_ITEM_KEYS = 16_384;
-
-/** Where an item's record is kept. Callers must not write to it. */
 export function itemKey(name: string, key: string): Buffer {
-  let byKey = itemKeys.get(name);
-  const known = byKey?.get(key);
-  if (known !== undefined) return known;
-  if (itemKeyCount >= MAX_ITEM_KEYS) {
-    itemKeys.clear();
-    itemKeyCount = 0;
-    byKey = undefined;
-  }
-  if (byKey === undefined) {
-    byKey = new Map();
-    itemKeys.set(name, byKey);
-  }
-  const built = Buffer.concat([head(JournalBucket.item, name), keyHash(key), Buffer.from(key, 'utf8')]);
-  byKey.set(key, built);
-  itemKeyCount++;
-  return built;
+  return Buffer.concat([head(JournalBucket.item, name), keyHash(key), Buffer.from(key, 'utf8')]);
 }
 
 export function waitingKey(name: string, priority: number, processAt: number, key: string): Buffer {
