@@ -86,11 +86,6 @@ export class HeldAcks {
     return taken;
   }
 
-  /** Sends everything held alone (the member stops serving claims). */
-  flushAll(): void {
-    for (const name of [...this.byJournal.keys()]) this.flush(name);
-  }
-
   private flush(name: string): void {
     for (;;) {
       const taken = this.take(name);
