@@ -22,6 +22,7 @@ import { decodeMembers, encodeMembers, MEMBERS_KEY, membersAfter, type Member } 
 import { APPLIED_KEY, digestState, readApplied, type DbSnapshot } from './applied.js';
 import { StateMachineError, type ApplyError, type ApplyOutcome, type ChildrenView, type ListView, type SessionInfo, type VeraDb } from './types.js';
 import { CorruptValueError, corruptValueIn } from '../raft/checked-values.js';
+import { writeBatch } from './write-batch.js';
 
 /** The replicated clock (see PlanContext.now), kept only once an entry has moved it. */
 export const CLOCK_KEY: Buffer = internalPropertyKey('clock');
@@ -133,7 +134,7 @@ export class StateMachine {
       if (planned !== this.applied) {
         ops.push({ type: 'put', key: APPLIED_KEY, value: encodeAppliedValue(planned) });
         if (this.now !== writtenClock) ops.push({ type: 'put', key: CLOCK_KEY, value: encodeClockValue(this.now) });
-        await this.db.batch(ops);
+        await writeBatch(this.db, ops);
         ops = [];
         this.applied = planned;
         writtenClock = this.now;

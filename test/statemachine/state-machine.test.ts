@@ -14,6 +14,7 @@ import type { Command } from '../../src/statemachine/commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { StateMachineError, type ApplyOutcome } from '../../src/statemachine/types.js';
 import { EntryFeed, openTempDb, type TempDb } from './helpers.js';
+import { failNextBatch, recordBatches } from '../support/batches.js';
 
 let tmp: TempDb;
 let sm: StateMachine;
@@ -78,18 +79,16 @@ describe('entries and the applied index', () => {
   });
 
   it('writes state and applied index in exactly one batch per entry', async () => {
-    const batch = vi.spyOn(tmp.db, 'batch');
+    const writes = recordBatches(tmp.db);
     await open('A');
     await push('A', '/x', 1);
     await sm.apply(feed.raw(new Uint8Array([0xc1])));
-    expect(batch).toHaveBeenCalledTimes(3);
-    // batch() is overloaded; the calls made here all pass one array of operations.
-    const calls = batch.mock.calls as unknown as Array<[Array<{ key: Buffer }>]>;
-    for (const [ops] of calls) {
+    expect(writes).toHaveLength(3);
+    for (const ops of writes) {
       const keys = ops.map((o) => o.key.toString('hex'));
       expect(keys).toContain(internalPropertyKey('applied').toString('hex'));
     }
-    expect(calls[1]?.[0].length).toBe(4); // item, cdata, watch, applied
+    expect(writes[1]?.length).toBe(4); // item, cdata, watch, applied
   });
 });
 
@@ -106,19 +105,18 @@ describe('applyMany', () => {
     const planned: number[] = [];
     // When each outcome is reported written: how many batches were in the db by then.
     const writtenAfter: number[] = [];
-    const batch = vi.spyOn(tmp.db, 'batch');
-    const outcomes = await sm.applyMany(entries, { onPlanned: (o) => planned.push(o.index), onWritten: () => writtenAfter.push(batch.mock.calls.length) });
+    const writes = recordBatches(tmp.db);
+    const outcomes = await sm.applyMany(entries, { onPlanned: (o) => planned.push(o.index), onWritten: () => writtenAfter.push(writes.length) });
     expect(planned).toEqual([1, 2, 3, 4, 5, 6]);
     expect(writtenAfter).toEqual([1, 1, 1, 2, 3, 4]);
     expect(outcomes.map((o) => o.result.ok)).toEqual([true, true, true, true, true, true]);
     const watched = outcomes[5]!.result;
     expect(watched.ok && watched.op === 'watch' ? watched.items?.map((i) => i.data) : null).toEqual([1, 3]);
-    expect(batch).toHaveBeenCalledTimes(4);
-    const calls = batch.mock.calls as unknown as Array<[Array<{ key: Buffer }>]>;
+    expect(writes).toHaveLength(4);
     const applied = internalPropertyKey('applied').toString('hex');
     // open + 2 pushes + the applied index; the delete alone; the last push; the watch alone (each + the applied index).
-    expect(calls.map(([ops]) => ops.length)).toEqual([4, 2, 2, 2]);
-    for (const [ops] of calls) expect(ops.filter((o) => o.key.toString('hex') === applied)).toHaveLength(1);
+    expect(writes.map((ops) => ops.length)).toEqual([4, 2, 2, 2]);
+    for (const ops of writes) expect(ops.filter((o) => o.key.toString('hex') === applied)).toHaveLength(1);
     expect(sm.appliedIndex).toBe(6);
     expect((await sm.getList('/x')).items.map((i) => i.data)).toEqual([1, 3]);
   });
@@ -128,9 +126,9 @@ describe('applyMany', () => {
       feed.command({ op: 'push', session: 'A', path: '/x', data: 1, persistent: true, watch: false, ifLastIndex: 0 }),
       feed.command({ op: 'push', session: 'A', path: '/x', data: 2, persistent: true, watch: false }),
     ];
-    const failing = vi.spyOn(tmp.db, 'batch').mockRejectedValueOnce(new Error('disk full'));
+    failNextBatch(tmp.db, new Error('disk full'));
     await expect(sm.applyMany(entries)).rejects.toThrow('disk full');
-    failing.mockRestore();
+    vi.restoreAllMocks();
     expect(sm.appliedIndex).toBe(1);
     expect(sm.inspectIndexes()).toEqual((await StateMachine.open(tmp.db)).inspectIndexes());
     // The same entries apply cleanly afterwards (the push's compare-and-set sees the list as the db does).

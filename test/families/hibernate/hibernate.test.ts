@@ -18,6 +18,7 @@ import { captureState, readRecords, replaceState } from '../../../src/raft/state
 import { APPLIED_INDEX } from '../../../src/statemachine/applied.js';
 import { stateExtras } from '../../../src/statemachine/state-extras.js';
 import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
+import { failNextBatch } from '../../support/batches.js';
 
 class Member {
   /** The index of the last entry applied. */
@@ -306,7 +307,7 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
     const newest = await aliceUnit(m);
     const carol = await m.push('/users/carol', 'c1');
     await m.run({ family: 'hibernate', op: 'freezeUnits', units: [{ unit: '/users/alice', seen: newest }, { unit: '/users/carol', seen: carol }] });
-    vi.spyOn(m.temp.db, 'batch').mockImplementationOnce((() => Promise.reject(new Error('crash before the batch'))) as never);
+    failNextBatch(m.temp.db, new Error('crash before the batch'));
     const commit = { family: 'hibernate', op: 'commitFreeze', units: ['/users/alice', '/users/carol'] };
     await expect(m.run(commit)).rejects.toThrow(/crash before the batch/);
     vi.restoreAllMocks();
@@ -393,7 +394,7 @@ describe('crash points', () => {
     const m = await member();
     const newest = await aliceUnit(m);
     // The batch write fails after the file is in place: the db keeps the hot copy.
-    vi.spyOn(m.temp.db, 'batch').mockImplementationOnce((() => Promise.reject(new Error('crash before the batch'))) as never);
+    failNextBatch(m.temp.db, new Error('crash before the batch'));
     const freeze = { family: 'hibernate', op: 'freeze', unit: '/users/alice', seen: newest };
     await expect(m.run(freeze)).rejects.toThrow(/crash before the batch/);
     vi.restoreAllMocks();
@@ -412,7 +413,7 @@ describe('crash points', () => {
     const m = await member();
     const newest = await aliceUnit(m);
     await m.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest });
-    vi.spyOn(m.temp.db, 'batch').mockImplementationOnce((() => Promise.reject(new Error('crash before the batch'))) as never);
+    failNextBatch(m.temp.db, new Error('crash before the batch'));
     const thaw = { family: 'hibernate', op: 'thaw', unit: '/users/alice' };
     await expect(m.run(thaw)).rejects.toThrow(/crash/);
     vi.restoreAllMocks();

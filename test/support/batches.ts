@@ -1,0 +1,45 @@
+// Watching and failing a Vera store's batch writes in tests. The state machine
+// writes through chained batches (src/statemachine/write-batch.ts), so these
+// stand in for spying on db.batch(ops): each write's ops are recorded when it is
+// written, and a write can be made to fail before LevelDB sees it.
+import { vi } from 'vitest';
+import type { BatchOp } from '../../src/families/family.js';
+import type { VeraDb } from '../../src/statemachine/types.js';
+
+type Chained = ReturnType<VeraDb['batch']> & { put(key: Buffer, value: Buffer): unknown; del(key: Buffer): unknown; write(options?: unknown): Promise<void> };
+
+/** From now on, the ops of every batch written to `db`, one array per write, in order. */
+export function recordBatches(db: VeraDb): BatchOp[][] {
+  const writes: BatchOp[][] = [];
+  const real = db.batch.bind(db) as (...args: unknown[]) => unknown;
+  vi.spyOn(db, 'batch').mockImplementation(((...args: unknown[]) => {
+    if (args.length > 0) {
+      writes.push([...(args[0] as BatchOp[])]);
+      return real(...args);
+    }
+    const chained = real() as Chained;
+    const ops: BatchOp[] = [];
+    const put = chained.put.bind(chained);
+    const del = chained.del.bind(chained);
+    const write = chained.write.bind(chained);
+    chained.put = (key: Buffer, value: Buffer) => (ops.push({ type: 'put', key, value }), put(key, value));
+    chained.del = (key: Buffer) => (ops.push({ type: 'del', key }), del(key));
+    chained.write = (options?: unknown) => (writes.push(ops), write(options));
+    return chained;
+  }) as never);
+  return writes;
+}
+
+/** The next batch written to `db` fails with `error`, writing nothing. */
+export function failNextBatch(db: VeraDb, error: Error): void {
+  const real = db.batch.bind(db) as (...args: unknown[]) => unknown;
+  vi.spyOn(db, 'batch').mockImplementationOnce(((...args: unknown[]) => {
+    if (args.length > 0) return Promise.reject(error);
+    const chained = real() as Chained;
+    chained.write = async () => {
+      await (chained as unknown as { close(): Promise<void> }).close();
+      throw error;
+    };
+    return chained;
+  }) as never);
+}
