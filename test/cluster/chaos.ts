@@ -521,24 +521,23 @@ async function main(argv: readonly string[]): Promise<number> {
   return failed.length === 0 ? 0 : 1;
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  void runAndExit(process.argv.slice(2));
-}
-
 /**
- * Runs main, sets the exit code from its result (1 when it throws), and exits once
- * stdout has drained. main has stopped every server it started; left to end by
- * itself, the process sometimes never did: gdb showed Node's teardown
- * (FreeEnvironment -> CleanupHandles) spinning in uv_run at 100% CPU, waiting for a
- * handle that never finished closing.
+ * main's exit code, 1 when it throws. Run as a command, the process exits with it once
+ * stdout has drained: main has stopped every server it started, but left to end by
+ * itself the process sometimes never did (gdb showed Node's teardown, FreeEnvironment
+ * -> CleanupHandles, spinning in uv_run at 100% CPU on a handle that never closed).
  */
-async function runAndExit(argv: string[]): Promise<void> {
+async function exitCodeOf(argv: string[]): Promise<number> {
   try {
-    process.exitCode = await main(argv);
+    return await main(argv);
   } catch (err) {
     console.error(err);
-    process.exitCode = 1;
+    return 1;
   }
-  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
-  process.exit();
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  const code = await exitCodeOf(process.argv.slice(2));
+  await new Promise<void>((drained) => process.stdout.write('', () => drained()));
+  process.exit(code);
 }
