@@ -56,12 +56,12 @@ export async function planTxn(c: TxnCommand, ctx: PlanContext): Promise<Plan | A
 }
 
 async function read(compare: Compare, { db, states }: PlanContext): Promise<number> {
-  const newest = states.of(lists).lastIndexOf(compare.path);
+  const state = states.of(lists);
+  const newest = state.lastIndexOf(compare.path);
   if (compare.target === 'newest') return newest;
   if (compare.target === 'exists') return newest === 0 ? 0 : 1;
-  let n = 0;
-  for await (const _ of db.keys(itemRange(compare.path))) n++;
-  return n;
+  // Counting past value + 1 cannot change how the length compares with the value.
+  return state.usage.listLength(db, compare.path, Math.min(compare.value + 1, Number.MAX_SAFE_INTEGER));
 }
 
 function holds({ cmp, value }: Compare, actual: number): boolean {
@@ -77,8 +77,11 @@ function holds({ cmp, value }: Compare, actual: number): boolean {
   }
 }
 
+/** Items one put or clear removes, at most: the work of one entry on every member is bounded. */
+export const MAX_REMOVED = 10_000;
+
 function join(into: Plan, part: Plan): void {
-  // Loops, not spreads: a put may remove a thousand items.
+  // Loops, not spreads: a put may remove thousands of items.
   for (const op of part.ops) into.ops.push(op);
   for (const event of part.events) into.events.push(event);
   for (const step of part.after) into.after.push(step);
@@ -96,8 +99,8 @@ async function planWrite(w: Write, c: TxnCommand, ctx: PlanContext): Promise<Pla
     case 'put': {
       const removal = await removeItems(w.path, w.keep - 1, ctx);
       if ('ok' in removal) return removal;
-      // The list ends with at most `keep` items, so its length limit cannot refuse the put.
-      const planned = await pushPlan(w.path, w.data, w.owner, c, ctx, c.quota.listItems + w.keep);
+      // The push is judged against the list before the removal: it may hold as many more as that removes.
+      const planned = await pushPlan(w.path, w.data, w.owner, c, ctx, c.quota.listItems + removal.deleted);
       if ('ok' in planned) return planned;
       join(removal.plan, planned.plan);
       return { plan: removal.plan, result: { op: 'put', item: planned.item, deleted: removal.deleted } };
@@ -137,8 +140,11 @@ async function removeItems(path: string, keep: number, ctx: PlanContext): Promis
   const hibernation = itemChange(states, path);
   if (hibernation !== null && !('ops' in hibernation)) return hibernation;
   const found: Array<{ item: Item; bytes: number }> = [];
-  for await (const [key, value] of db.iterator(itemRange(path))) {
+  for await (const [key, value] of db.iterator({ ...itemRange(path), limit: MAX_REMOVED + keep + 1 })) {
     found.push({ item: withStoredSize({ index: decodeItemKey(key).index, ...decodeItemValue(value) }, value.byteLength), bytes: value.byteLength });
+  }
+  if (found.length > MAX_REMOVED + keep) {
+    return failure('QUOTA_EXCEEDED', `${path} holds more than ${MAX_REMOVED + keep} items: one write removes at most ${MAX_REMOVED}; delete the oldest first`);
   }
   const removed = found.slice(0, Math.max(0, found.length - keep));
   const ops: BatchOp[] = [];

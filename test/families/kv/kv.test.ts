@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, type VeraClient } from '../../../src/client/client.js';
 import { KvClient } from '../../../src/families/kv/client.js';
+import { MAX_REMOVED } from '../../../src/families/kv/apply.js';
 import { LeaseClient } from '../../../src/families/lease/client.js';
 import type { ChangeEvent } from '../../../src/protocol/index.js';
 import { startServer, stopServer } from '../../support/member.js';
@@ -250,4 +251,29 @@ describe('the command line', () => {
     expect((await client.get('/cli/bin')).items[0]!.data).toEqual(Buffer.from('raw\u0000bytes'));
     expect(await run(['get', '/cli/bin', '--json'])).toMatchObject({ code: 0, out: expect.stringContaining(`{"$binary":"${Buffer.from('raw\u0000bytes').toString('base64')}"}`) });
   });
+});
+
+describe('bounds of put and clear', () => {
+  it('a put never leaves a list longer than --items-per-list', async () => {
+    const { kv, client } = await start(); // 50 items a list
+    for (let i = 0; i < 50; i++) await client.push('/full', i, { persistent: true, watch: false });
+    await expect(kv.put('/full', 'one more', { keep: 51 })).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED' });
+    expect((await kv.put('/full', 'replaces one', { keep: 50 })).deleted).toBe(1);
+    expect((await client.get('/full')).items).toHaveLength(50);
+  });
+
+  it('one put or clear removes at most MAX_REMOVED items: more is refused and changes nothing', async () => {
+    const { url, client } = await startServer({ limits: { itemsPerList: MAX_REMOVED + 10 }, sessionTimeoutMinMs: 100 });
+    const kv = new KvClient(client);
+    await untilCommandVersion(() => kv.txn({}));
+    const writer = await open(url);
+    for (let i = 0; i < MAX_REMOVED + 10; i += 500) {
+      await Promise.all(Array.from({ length: Math.min(500, MAX_REMOVED + 10 - i) }, (_, j) => writer.push('/long', i + j, { persistent: true, watch: false })));
+    }
+    await expect(kv.put('/long', 'alone')).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED' });
+    await expect(kv.txn({ success: [{ op: 'clear', path: '/long' }] })).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED' });
+    // Nothing went: keeping 10 of them (and the new one) removes exactly the bound.
+    expect((await kv.put('/long', 'with the newest 10', { keep: 11 })).deleted).toBe(MAX_REMOVED);
+    expect((await kv.txn({ success: [{ op: 'clear', path: '/long' }] })).results).toEqual([{ op: 'clear', deleted: 11 }]);
+  }, 60_000);
 });
