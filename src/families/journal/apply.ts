@@ -305,7 +305,7 @@ async function drop(name: string, definition: JournalDefinition, { db }: PlanCon
   return success({ op: 'drop', journal: name }, ops, [
     () => {
       state.forgetFronts(name); // a drop deletes index keys behind the fronts' back
-      state.recent.clear(); // and items
+      state.recent.forgetJournal(name); // and its items
       if (!finished) return void state.journals.set(name, after);
       state.journals.delete(name);
     },

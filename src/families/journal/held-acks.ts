@@ -118,11 +118,21 @@ function sharesKey(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   return false;
 }
 
-/** Each request's part of a combined result: its keys among `lost`, and the rest done. */
+/**
+ * Each request's part of a combined result: the entries of `lost` for its keys (a key
+ * sent twice in one request may be done once and lost once), and the rest done. A
+ * combined entry never holds one key for two requests (take), so every lost entry is
+ * one request's.
+ */
 export function splitResult(requests: readonly HeldAck[], lost: readonly string[]): AckResult[] {
-  const lostSet = new Set(lost);
-  return requests.map((r) => {
-    const mine = r.items.filter(([key]) => lostSet.has(key)).map(([key]) => key);
-    return { done: r.items.length - mine.length, lost: mine };
+  const owner = new Map<string, number>();
+  requests.forEach((r, i) => {
+    for (const [key] of r.items) owner.set(key, i);
   });
+  const parts = requests.map(() => [] as string[]);
+  for (const key of lost) {
+    const i = owner.get(key);
+    if (i !== undefined) parts[i]!.push(key);
+  }
+  return requests.map((r, i) => ({ done: r.items.length - parts[i]!.length, lost: parts[i]! }));
 }

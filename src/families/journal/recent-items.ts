@@ -61,11 +61,23 @@ export class RecentItems {
     this.count++;
     this.bytes += cost(key, written);
     while (this.count > MAX_RECENT_ITEMS || this.bytes > MAX_RECENT_BYTES) this.evictOldest();
-    // Stale places (keys remembered again) are dropped once they outnumber the live ones.
-    if (this.order.length - this.head > 2 * this.count + 1024) {
+    // Places already taken (before head) and stale ones (keys remembered again, or forgotten)
+    // are dropped once they outnumber the live ones.
+    if (this.order.length > 2 * this.count + 1024) {
       this.order = this.order.slice(this.head).filter(({ name, key, seq }) => this.byJournal.get(name)?.get(key)?.seq === seq);
       this.head = 0;
     }
+  }
+
+  /** Forgets every record of `name` (a drop deletes its items without naming them); others stay. */
+  forgetJournal(name: string): void {
+    const records = this.byJournal.get(name);
+    if (records === undefined) return;
+    for (const [key, held] of records) {
+      this.count--;
+      this.bytes -= cost(key, held.written);
+    }
+    this.byJournal.delete(name); // their places in `order` are skipped (and dropped) as stale
   }
 
   clear(): void {

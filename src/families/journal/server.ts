@@ -49,11 +49,11 @@ function heldAcks(fe: FrontEnd): HeldAcks {
  * entry's result (or rejects as the proposal did, after answering the held requests so).
  */
 async function proposeHeld(fe: FrontEnd, name: string, requests: readonly HeldAck[], claim: number | undefined): Promise<JournalValue & { op: 'doneMany' }> {
+  // At most MAX_CLAIM_ITEMS keys of at most MAX_KEY_BYTES each (take): the entry is no larger than one doneMany's.
   const items: Array<readonly [string, number]> = [];
   for (const r of requests) for (const item of r.items) items.push(item);
   try {
-    const value = await propose(fe, { op: 'doneMany', name, items, ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }) });
-    if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
+    const value = await proposeDoneMany(fe, name, items, claim);
     const parts = splitResult(requests, value.lost);
     requests.forEach((r, i) => r.resolve(parts[i]!));
     return value;
@@ -61,6 +61,12 @@ async function proposeHeld(fe: FrontEnd, name: string, requests: readonly HeldAc
     for (const r of requests) r.reject(err);
     throw err;
   }
+}
+
+async function proposeDoneMany(fe: FrontEnd, name: string, items: ReadonlyArray<readonly [string, number]>, claim: number | undefined): Promise<JournalValue & { op: 'doneMany' }> {
+  const value = await propose(fe, { op: 'doneMany', name, items, ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }) });
+  if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
+  return value;
 }
 
 const feedOf = new WeakMap<FrontEnd, FlagFeed>();
@@ -180,8 +186,7 @@ const handlers: Record<string, Handler> = {
       const { done, lost } = await heldAcks(fe).hold(name, items, holdMs);
       return { done, lost: [...lost] };
     }
-    const value = await propose(fe, { op: 'doneMany', name: r.name as string, items, ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }) });
-    if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
+    const value = await proposeDoneMany(fe, name, items, claim);
     const next = value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items.map((i) => ({ ...i })) };
     return { done: value.done, lost: [...value.lost], ...next };
   },

@@ -37,8 +37,8 @@ export class JournalTx {
     if (staged !== undefined) return staged.after;
     const recent = this.state.recent.get(this.name, key);
     if (recent !== undefined) {
-      const item = recent?.item ?? null;
-      this.items.set(key, { before: item, after: item, storedBytes: recent?.record.length ?? 0 });
+      const item = recent === null ? null : recent.item;
+      this.items.set(key, { before: item, after: item, storedBytes: recent === null ? 0 : recent.record.length });
       return item;
     }
     const raw = await this.db.get(itemKey(this.name, key));

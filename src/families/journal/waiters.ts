@@ -32,6 +32,8 @@ export class JournalWaiters {
         timer: setTimeout(() => {
           const at = queue.indexOf(waiter);
           if (at >= 0) queue.splice(at, 1);
+          // No claim waits any more: expectsClaim must say so (held acknowledgements go at once).
+          if (queue.length === 0 && this.byJournal.get(name) === queue) this.byJournal.delete(name);
           resolve();
         }, Math.max(0, deadline - performance.now())).unref(),
       };
@@ -45,7 +47,10 @@ export class JournalWaiters {
   /** A claim of `name` is being proposed here until the returned function is called. */
   claiming(name: string): () => void {
     this.proposing.set(name, (this.proposing.get(name) ?? 0) + 1);
+    let released = false;
     return () => {
+      if (released) return;
+      released = true;
       const n = this.proposing.get(name)! - 1;
       if (n === 0) this.proposing.delete(name);
       else this.proposing.set(name, n);

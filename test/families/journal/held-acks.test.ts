@@ -72,4 +72,15 @@ describe('HeldAcks', () => {
     expect(await one).toEqual<AckResult>({ done: 1, lost: ['b'] });
     expect(await two).toEqual<AckResult>({ done: 0, lost: ['c'] });
   });
+
+  it('splits a result exactly when a request names one key twice (done once, lost once)', () => {
+    const held = new HeldAcks(() => undefined);
+    void held.hold('j', [['k', 5], ['k', 5], ['m', 5]], 100);
+    void held.hold('j', [['n', 6]], 100);
+    const taken = held.take('j');
+    expect(splitResult(taken, ['k', 'n'])).toEqual([
+      { done: 2, lost: ['k'] },
+      { done: 0, lost: ['n'] },
+    ]);
+  });
 });

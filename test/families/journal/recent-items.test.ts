@@ -66,4 +66,22 @@ describe('recent item records', () => {
     expect(recent.get('j', 'k9')?.record).toEqual(Buffer.from([199_999 & 0xff]));
     expect((recent as unknown as { order: unknown[] }).order.length).toBeLessThan(2000);
   });
+
+  it('keep their bookkeeping bounded when every key is new, and a dropped journal forgets only its own', () => {
+    const recent = new RecentItems();
+    for (let i = 0; i < 3 * MAX_RECENT_ITEMS; i++) recent.remember('j', `u${i}`, written(`u${i}`, Buffer.from('x')));
+    expect(recent.size.items).toBe(MAX_RECENT_ITEMS);
+    expect((recent as unknown as { order: unknown[] }).order.length).toBeLessThanOrEqual(2 * MAX_RECENT_ITEMS + 1025);
+    recent.remember('other', 'o', written('o', Buffer.from('y')));
+    recent.forgetJournal('j');
+    expect(recent.size).toEqual({ items: 1, bytes: 'o'.length + 1 });
+    expect(recent.get('j', `u${3 * MAX_RECENT_ITEMS - 1}`)).toBeUndefined();
+    expect(recent.get('other', 'o')?.record).toEqual(Buffer.from('y'));
+    // The forgotten journal's places in the order of writes are skipped, not taken for live records.
+    for (let i = 0; i < MAX_RECENT_ITEMS; i++) recent.remember('k', `k${i}`, written(`k${i}`, Buffer.from('z')));
+    expect(recent.size.items).toBe(MAX_RECENT_ITEMS);
+    expect(recent.get('other', 'o')).toBeUndefined(); // the oldest live record went, not a newer one
+    expect(recent.get('k', 'k0')).toBeDefined();
+    expect(recent.get('k', `k${MAX_RECENT_ITEMS - 1}`)).toBeDefined();
+  });
 });

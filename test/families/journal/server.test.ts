@@ -248,6 +248,17 @@ describe('the journal on a server', () => {
     }
   });
 
+  it('a claim that ran out of time leaves nothing waiting: acknowledgements asking to be held go at once', async () => {
+    const { journals } = await start();
+    await journals.create('idle', { timeoutMs: 60_000 });
+    await journals.add('idle', [{ key: 'a', data: 1 }]);
+    const { lease } = await journals.claim('idle', { max: 1 });
+    expect((await journals.claim('idle', { waitMs: 50 })).items).toEqual([]);
+    const sent = performance.now();
+    expect(await journals.doneManyHeld('idle', [{ key: 'a', lease }], 1000)).toEqual({ done: 1, lost: [] });
+    expect(performance.now() - sent).toBeLessThan(900);
+  });
+
   it('held acknowledgements that can no longer be done (their journal was dropped) fail with why, and the member stays up', async () => {
     const { journals } = await start();
     await journals.create('gone', { timeoutMs: 60_000 });
