@@ -29,8 +29,10 @@ async function newestOf(db: VeraDb, snapshot: Snapshot, path: string): Promise<n
  * last path looked at when more remain (a page may hold fewer than `limit` when the
  * caller may not read what was looked at), null when none do.
  */
-async function readPaths(db: VeraDb, snapshot: Snapshot, prefix: string, after: string | undefined, limit: number, visible: (path: string) => boolean): Promise<{ paths: Array<{ path: string; newest: number }>; next: string | null }> {
+async function readPaths(db: VeraDb, snapshot: Snapshot, prefix: string, after: string | undefined, limit: number, maxBytes: number, visible: (path: string) => boolean): Promise<{ paths: Array<{ path: string; newest: number }>; next: string | null }> {
   const paths: Array<{ path: string; newest: number }> = [];
+  // The page's bytes, near enough (each path and its index): a page of long paths stays within a reply.
+  let bytes = 0;
   // Paths looked at, shown or not: a caller who may read few of them still gets a bounded page.
   let examined = 0;
   let last: string | null = null;
@@ -47,10 +49,13 @@ async function readPaths(db: VeraDb, snapshot: Snapshot, prefix: string, after: 
   try {
     for (let key = await keys.next(); key !== undefined; key = await keys.next()) {
       const { path } = decodeItemKey(key);
-      if (paths.length >= limit || examined >= MAX_EXAMINED) return { paths, next: last };
+      if (paths.length >= limit || examined >= MAX_EXAMINED || bytes >= maxBytes) return { paths, next: last };
       examined++;
       last = path;
-      if (visible(path)) paths.push({ path, newest: await newestOf(db, snapshot, path) });
+      if (visible(path)) {
+        paths.push({ path, newest: await newestOf(db, snapshot, path) });
+        bytes += Buffer.byteLength(path) + PATH_OVERHEAD_BYTES;
+      }
       keys.seek(itemRange(path).lt);
     }
   } finally {
@@ -58,6 +63,9 @@ async function readPaths(db: VeraDb, snapshot: Snapshot, prefix: string, after: 
   }
   return { paths, next: null };
 }
+
+/** What a path's entry in a page costs besides the path: field names, an index, framing. */
+const PATH_OVERHEAD_BYTES = 32;
 
 /** Paths one range.paths page looks at, at most, visible or not. */
 const MAX_EXAMINED = 10_000;
@@ -80,7 +88,7 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
     const principal = fe.node.stateMachine.sessions().get(session)?.principal ?? null;
     const visible = (path: string): boolean => fe.guard.mayRead(principal, path);
     const page = await fe.node.stateMachine.read(`the paths below ${String(r.prefix)}`, async (db, snapshot, index) => {
-      const { paths, next } = await readPaths(db, snapshot, r.prefix as string, r.after as string | undefined, r.limit as number, visible);
+      const { paths, next } = await readPaths(db, snapshot, r.prefix as string, r.after as string | undefined, r.limit as number, fe.limits.replyBytes, visible);
       const out: PathsPage = { index, paths, ...(next === null ? {} : { next }) };
       return out;
     });

@@ -48,6 +48,26 @@ describe('ranges', () => {
     expect((await range.paths('/app')).paths.map((p) => p.path)).toEqual(['/app', '/app/a/x', '/app/b', '/app/b/c/d']);
   });
 
+  it('keep a page of long paths within the reply budget, the rest on later pages', async () => {
+    const started = await startMember({ limits: { frameBytes: 16 * 1024 } }); // replies of at most 8 KiB
+    const range = new RangeClient(started.client);
+    const long = (i: number): string => `/long/${String(i).padStart(3, '0')}-${'x'.repeat(900)}`;
+    for (let i = 0; i < 30; i++) await started.client.push(long(i), i, { persistent: true, watch: false });
+    const seen: string[] = [];
+    let after: string | undefined;
+    let pages = 0;
+    for (;;) {
+      const page = await range.paths('/long', { limit: 1000, ...(after === undefined ? {} : { after }) });
+      pages++;
+      expect(page.paths.reduce((n, p) => n + p.path.length, 0)).toBeLessThanOrEqual(8 * 1024 + 1000);
+      seen.push(...page.paths.map((p) => p.path));
+      if (page.next === undefined) break;
+      after = page.next;
+    }
+    expect(seen).toEqual(Array.from({ length: 30 }, (_, i) => long(i)));
+    expect(pages).toBeGreaterThan(3);
+  });
+
   it("page through a list's items after an index, within the reply budget, as a get would read them", async () => {
     const { client, range } = await startServer();
     for (let i = 0; i < 25; i++) await client.push('/log', { n: i }, { persistent: true, watch: false });
