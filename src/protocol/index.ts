@@ -14,6 +14,7 @@ export {
   helloFirstError,
   invalid,
   isCoreRequest,
+  onlyFields,
   optional,
   packData,
   packedData,

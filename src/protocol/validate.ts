@@ -138,6 +138,11 @@ export function invalid(message: string): VeraError {
   return new VeraError('BAD_REQUEST', message);
 }
 
+/** Refuses a field other than `id`, `op` and `allowed` (a family op's builder checks its own); `where` prefixes the message. */
+export function onlyFields(f: Fields, allowed: readonly string[], where = ''): void {
+  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`${where}unexpected field '${key}'`);
+}
+
 function isUint(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }

@@ -173,13 +173,6 @@ export class Notifier {
     return this.feeds.size;
   }
 
-  /** Events queued in feeds and not yet handed to a socket. */
-  get backlog(): number {
-    let n = 0;
-    for (const f of this.feeds.values()) n += f.pending.length;
-    return n;
-  }
-
   /** The backlog by the state of the connections it waits for: reading along (live), not reading (stalled), being resynced. */
   backlogByState(): Record<FeedMode['kind'], number> {
     const out = { live: 0, stalled: 0, resyncing: 0 };

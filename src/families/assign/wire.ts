@@ -3,7 +3,7 @@
 // same checks as the server (a bad request is refused before anything is sent
 // or proposed). Documented in docs/protocol.md ("Node assignment ops") and
 // docs/assignment.md.
-import { invalid, uintField, type RequestBuilder, utf8Length } from '../../protocol/index.js';
+import { invalid, uintField, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
 
 /** `{app}-{version}` as Tokenserver names services (sync-1.5); its column is 30 characters. */
 export const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,29}$/;
@@ -68,10 +68,6 @@ export function endpointOf(pattern: string, service: string, node: string, uid: 
 }
 
 type Fields = Readonly<Record<string, unknown>>;
-
-function only(f: Fields, allowed: readonly string[]): void {
-  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`unexpected field '${key}'`);
-}
 
 function checked(value: unknown, problem: string | null): string {
   if (problem !== null) throw invalid(problem);
@@ -139,16 +135,16 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
   [
     'assign.service',
     (f, id) => {
-      only(f, ['service', 'pattern', 'releaseRate', 'newUsers', 'topN']);
+      onlyFields(f, ['service', 'pattern', 'releaseRate', 'newUsers', 'topN']);
       const pattern = f.pattern === undefined ? undefined : checked(f.pattern, patternProblem(f.pattern));
       return { id, op: 'assign.service', service: service(f), ...present({ pattern, releaseRate: rate(f), newUsers: bool(f, 'newUsers'), topN: bounded(f, 'topN', 1, MAX_TOP_N) }) };
     },
   ],
-  ['assign.services', (f, id) => (only(f, ['consistency']), { id, op: 'assign.services', ...consistency(f) })],
+  ['assign.services', (f, id) => (onlyFields(f, ['consistency']), { id, op: 'assign.services', ...consistency(f) })],
   [
     'assign.addNode',
     (f, id) => {
-      only(f, ['service', 'node', 'capacity', 'available', 'downed', 'backoff']);
+      onlyFields(f, ['service', 'node', 'capacity', 'available', 'downed', 'backoff']);
       if (f.capacity === undefined) throw invalid('capacity is required');
       return { id, op: 'assign.addNode', service: service(f), node: node(f), ...nodeFields(f) };
     },
@@ -156,18 +152,18 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
   [
     'assign.updateNode',
     (f, id) => {
-      only(f, ['service', 'node', 'capacity', 'available', 'downed', 'backoff']);
+      onlyFields(f, ['service', 'node', 'capacity', 'available', 'downed', 'backoff']);
       const changes = nodeFields(f);
       if (Object.keys(changes).length === 0) throw invalid('nothing to change: give capacity, available, downed or backoff');
       return { id, op: 'assign.updateNode', service: service(f), node: node(f), ...changes };
     },
   ],
-  ['assign.removeNode', (f, id) => (only(f, ['service', 'node']), { id, op: 'assign.removeNode', service: service(f), node: node(f) })],
-  ['assign.nodes', (f, id) => (only(f, ['service', 'consistency']), { id, op: 'assign.nodes', service: service(f), ...consistency(f) })],
+  ['assign.removeNode', (f, id) => (onlyFields(f, ['service', 'node']), { id, op: 'assign.removeNode', service: service(f), node: node(f) })],
+  ['assign.nodes', (f, id) => (onlyFields(f, ['service', 'consistency']), { id, op: 'assign.nodes', service: service(f), ...consistency(f) })],
   [
     'assign.user',
     (f, id) => {
-      only(f, ['service', 'email', 'generation', 'keysChangedAt', 'clientState']);
+      onlyFields(f, ['service', 'email', 'generation', 'keysChangedAt', 'clientState']);
       const clientState = checked(f.clientState ?? '', clientStateProblem(f.clientState ?? ''));
       return {
         id,
@@ -181,18 +177,18 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
       };
     },
   ],
-  ['assign.lookup', (f, id) => (only(f, ['service', 'email', 'consistency']), { id, op: 'assign.lookup', service: service(f), email: email(f), ...consistency(f) })],
+  ['assign.lookup', (f, id) => (onlyFields(f, ['service', 'email', 'consistency']), { id, op: 'assign.lookup', service: service(f), email: email(f), ...consistency(f) })],
   [
     'assign.retire',
     (f, id) => {
-      only(f, ['email', 'service']);
+      onlyFields(f, ['email', 'service']);
       return { id, op: 'assign.retire', email: email(f), ...(f.service === undefined ? {} : { service: service(f) }) };
     },
   ],
   [
     'assign.decommission',
     (f, id) => {
-      only(f, ['service', 'node', 'uids']);
+      onlyFields(f, ['service', 'node', 'uids']);
       const list = uids(f);
       return { id, op: 'assign.decommission', service: service(f), node: node(f), ...(list === undefined ? {} : { uids: list }) };
     },
@@ -200,7 +196,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
   [
     'assign.event',
     (f, id) => {
-      only(f, ['kind', 'email', 'generation']);
+      onlyFields(f, ['kind', 'email', 'generation']);
       if (!EVENT_KINDS.includes(f.kind as AccountEventKind)) throw invalid(`kind must be one of ${EVENT_KINDS.join(', ')}`);
       const generation = bounded(f, 'generation', 1, MAX_GENERATION - 1);
       if (f.kind !== 'delete' && generation === undefined) throw invalid(`a ${f.kind as string} event needs the account's new generation`);
@@ -210,7 +206,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
   [
     'assign.purge',
     (f, id) => {
-      only(f, ['service', 'graceMs', 'max', 'force', 'dryRun', 'journal', 'after']);
+      onlyFields(f, ['service', 'graceMs', 'max', 'force', 'dryRun', 'journal', 'after']);
       if (f.after !== undefined && (typeof f.after !== 'string' || !PURGE_CURSOR.test(f.after) || !f.after.split(':').every((n) => Number.isSafeInteger(Number(n))))) {
         throw invalid('after must be the `next` a purge answered');
       }
@@ -231,6 +227,6 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
   ],
   [
     'assign.count',
-    (f, id) => (only(f, ['service', 'at', 'consistency']), { id, op: 'assign.count', service: service(f), ...present({ at: bounded(f, 'at', 0, 2 ** 48) }), ...consistency(f) }),
+    (f, id) => (onlyFields(f, ['service', 'at', 'consistency']), { id, op: 'assign.count', service: service(f), ...present({ at: bounded(f, 'at', 0, 2 ** 48) }), ...consistency(f) }),
   ],
 ]);

@@ -2,7 +2,7 @@
 // checked (docs/protocol.md "Extension: authentication ops", docs/security.md).
 // Also the names and rules' shapes client and server share: this file and the
 // protocol package are all a client loads of the family.
-import { invalid, type FamilyRequest, type RequestBuilder, utf8Length } from '../../protocol/index.js';
+import { invalid, type FamilyRequest, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
 
 export const PERMISSIONS = ['read', 'write', 'watch', 'admin'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -56,10 +56,6 @@ type Fields = Readonly<Record<string, unknown>>;
 export const MAX_TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 export const DEFAULT_TOKEN_TTL_MS = 3600 * 1000;
 
-function only(f: Fields, allowed: readonly string[]): void {
-  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`unexpected field '${key}'`);
-}
-
 function named(f: Fields, field: string): string {
   const problem = nameProblem(f[field], field);
   if (problem !== null) throw invalid(problem);
@@ -83,44 +79,44 @@ function prefix(f: Fields): string {
 const plain =
   (op: string, fields: readonly string[]): RequestBuilder =>
   (f, id) => {
-    only(f, fields);
+    onlyFields(f, fields);
     const out: Record<string, unknown> = { id, op };
     for (const field of fields) out[field] = named(f, field);
     return out as FamilyRequest;
   };
 
 export const AUTH_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  ['auth.status', (f, id) => (only(f, []), { id, op: 'auth.status' })],
+  ['auth.status', (f, id) => (onlyFields(f, []), { id, op: 'auth.status' })],
   [
     'auth.login',
     (f, id) => {
-      only(f, ['user', 'password', 'ttlMs']);
+      onlyFields(f, ['user', 'password', 'ttlMs']);
       const ttl = f.ttlMs;
       if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1000 || ttl > MAX_TOKEN_TTL_MS)) throw invalid(`ttlMs must be an integer from 1000 to ${MAX_TOKEN_TTL_MS}`);
       return { id, op: 'auth.login', user: named(f, 'user'), password: password(f, true), ...(ttl === undefined ? {} : { ttlMs: ttl }) };
     },
   ],
-  ['auth.enable', (f, id) => (only(f, []), { id, op: 'auth.enable' })],
-  ['auth.disable', (f, id) => (only(f, []), { id, op: 'auth.disable' })],
+  ['auth.enable', (f, id) => (onlyFields(f, []), { id, op: 'auth.enable' })],
+  ['auth.disable', (f, id) => (onlyFields(f, []), { id, op: 'auth.disable' })],
   [
     'auth.userAdd',
     (f, id) => {
-      only(f, ['name', 'password']);
+      onlyFields(f, ['name', 'password']);
       const pw = password(f, false);
       return { id, op: 'auth.userAdd', name: named(f, 'name'), ...(pw === undefined ? {} : { password: pw }) };
     },
   ],
-  ['auth.userPasswd', (f, id) => (only(f, ['name', 'password']), { id, op: 'auth.userPasswd', name: named(f, 'name'), password: password(f, true) })],
+  ['auth.userPasswd', (f, id) => (onlyFields(f, ['name', 'password']), { id, op: 'auth.userPasswd', name: named(f, 'name'), password: password(f, true) })],
   ['auth.userRm', plain('auth.userRm', ['name'])],
   ['auth.userGrant', plain('auth.userGrant', ['name', 'role'])],
   ['auth.userRevoke', plain('auth.userRevoke', ['name', 'role'])],
-  ['auth.users', (f, id) => (only(f, []), { id, op: 'auth.users' })],
+  ['auth.users', (f, id) => (onlyFields(f, []), { id, op: 'auth.users' })],
   ['auth.roleAdd', plain('auth.roleAdd', ['name'])],
   ['auth.roleRm', plain('auth.roleRm', ['name'])],
   [
     'auth.roleGrant',
     (f, id) => {
-      only(f, ['name', 'prefix', 'perms', 'deny']);
+      onlyFields(f, ['name', 'prefix', 'perms', 'deny']);
       const perms = f.perms;
       if (!Array.isArray(perms) || perms.length === 0 || perms.length > 4 || !perms.every(isPermission) || new Set(perms).size !== perms.length) {
         throw invalid('perms must be a non-empty list of distinct read, write, watch, admin');
@@ -129,6 +125,6 @@ export const AUTH_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Req
       return { id, op: 'auth.roleGrant', name: named(f, 'name'), prefix: prefix(f), perms, deny: f.deny === true };
     },
   ],
-  ['auth.roleRevoke', (f, id) => (only(f, ['name', 'prefix']), { id, op: 'auth.roleRevoke', name: named(f, 'name'), prefix: prefix(f) })],
-  ['auth.roles', (f, id) => (only(f, []), { id, op: 'auth.roles' })],
+  ['auth.roleRevoke', (f, id) => (onlyFields(f, ['name', 'prefix']), { id, op: 'auth.roleRevoke', name: named(f, 'name'), prefix: prefix(f) })],
+  ['auth.roles', (f, id) => (onlyFields(f, []), { id, op: 'auth.roles' })],
 ]);

@@ -1,12 +1,8 @@
 // Hibernation's client protocol: the ops it adds and how each request is checked
 // (docs/protocol.md "Extension: hibernation ops", docs/hibernation.md).
-import { invalid, optional, uintField, validatePath, type FamilyRequest, type RequestBuilder } from '../../protocol/index.js';
+import { invalid, optional, uintField, validatePath, type FamilyRequest, type RequestBuilder, onlyFields } from '../../protocol/index.js';
 
 type Fields = Readonly<Record<string, unknown>>;
-
-function only(f: Fields, allowed: readonly string[]): void {
-  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`unexpected field '${key}'`);
-}
 
 function unit(f: Fields): string {
   const problem = validatePath(f.path, { allowRoot: false });
@@ -16,7 +12,7 @@ function unit(f: Fields): string {
 
 /** `hibernate.freeze` names one unit (`path`) or several (`paths`, frozen in one entry). */
 function freezeRequest(f: Fields, id: number): FamilyRequest {
-  only(f, ['path', 'paths']);
+  onlyFields(f, ['path', 'paths']);
   if (f.paths === undefined) return { id, op: 'hibernate.freeze', path: unit(f) };
   if (f.path !== undefined) throw invalid("give 'path' or 'paths', not both");
   if (!Array.isArray(f.paths) || f.paths.length === 0 || f.paths.length > MAX_FREEZE_PATHS) throw invalid(`'paths' must be an array of 1 to ${MAX_FREEZE_PATHS} paths`);
@@ -34,7 +30,7 @@ export const UNITS_PAGE = 1000;
 
 /** `hibernate.units` gives the units by path a page at a time: `after` the last one of the page before, at most `limit`. */
 function unitsRequest(f: Fields, id: number): FamilyRequest {
-  only(f, ['after', 'limit']);
+  onlyFields(f, ['after', 'limit']);
   const limit = uintField(f, 'limit');
   if (limit !== undefined && (limit < 1 || limit > UNITS_PAGE)) throw invalid(`limit must be 1 to ${UNITS_PAGE}`);
   return { id, op: 'hibernate.units', ...optional('after', f.after === undefined ? undefined : unit({ path: f.after })), ...optional('limit', limit) };
@@ -45,6 +41,6 @@ export const MAX_FREEZE_PATHS = 16;
 
 export const HIBERNATE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
   ['hibernate.freeze', (f, id) => freezeRequest(f, id)],
-  ['hibernate.thaw', (f, id) => (only(f, ['path']), { id, op: 'hibernate.thaw', path: unit(f) })],
+  ['hibernate.thaw', (f, id) => (onlyFields(f, ['path']), { id, op: 'hibernate.thaw', path: unit(f) })],
   ['hibernate.units', (f, id) => unitsRequest(f, id)],
 ]);

@@ -2,7 +2,7 @@
 // checked. Imports only the protocol package, so the client library uses the
 // same checks as the server (a bad request is refused before anything is sent
 // or proposed). Documented in docs/protocol.md ("Journal ops").
-import { dataField, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder, utf8Length } from '../../protocol/index.js';
+import { dataField, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
 
 export const JOURNAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const MAX_KEY_BYTES = 1024;
@@ -34,10 +34,6 @@ export function journalKeyProblem(value: unknown): string | null {
 }
 
 type Fields = Readonly<Record<string, unknown>>;
-
-function only(f: Fields, allowed: readonly string[]): void {
-  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`unexpected field '${key}'`);
-}
 
 function name(f: Fields): string {
   const problem = journalNameProblem(f.name);
@@ -99,26 +95,26 @@ function lease(f: Fields): number {
 
 /** The ops the journal adds, by name, with the request each takes. */
 export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  ['journal.create', (f, id) => (only(f, ['name', ...SETTINGS]), { id, op: 'journal.create', name: name(f), ...settings(f) })],
-  ['journal.configure', (f, id) => (only(f, ['name', ...SETTINGS]), { id, op: 'journal.configure', name: name(f), ...settings(f) })],
-  ['journal.drop', (f, id) => (only(f, ['name']), { id, op: 'journal.drop', name: name(f) })],
-  ['journal.list', (f, id) => (only(f, []), { id, op: 'journal.list' })],
-  ['journal.show', (f, id) => (only(f, ['name']), { id, op: 'journal.show', name: name(f) })],
-  ['journal.add', (f, id, limits) => (only(f, ['name', 'items']), { id, op: 'journal.add', name: name(f), items: items(f, limits) })],
+  ['journal.create', (f, id) => (onlyFields(f, ['name', ...SETTINGS]), { id, op: 'journal.create', name: name(f), ...settings(f) })],
+  ['journal.configure', (f, id) => (onlyFields(f, ['name', ...SETTINGS]), { id, op: 'journal.configure', name: name(f), ...settings(f) })],
+  ['journal.drop', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.drop', name: name(f) })],
+  ['journal.list', (f, id) => (onlyFields(f, []), { id, op: 'journal.list' })],
+  ['journal.show', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.show', name: name(f) })],
+  ['journal.add', (f, id, limits) => (onlyFields(f, ['name', 'items']), { id, op: 'journal.add', name: name(f), items: items(f, limits) })],
   [
     'journal.claim',
     (f, id) => {
-      only(f, ['name', 'max', 'waitMs']);
+      onlyFields(f, ['name', 'max', 'waitMs']);
       const max = bounded(f, 'max', 1, MAX_CLAIM_ITEMS) ?? 1;
       const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
       return { id, op: 'journal.claim', name: name(f), max, waitMs };
     },
   ],
-  ['journal.extend', (f, id) => (only(f, ['name', 'key', 'lease']), { id, op: 'journal.extend', name: name(f), key: key(f.key), lease: lease(f) })],
+  ['journal.extend', (f, id) => (onlyFields(f, ['name', 'key', 'lease']), { id, op: 'journal.extend', name: name(f), key: key(f.key), lease: lease(f) })],
   [
     'journal.done',
     (f, id) => {
-      only(f, ['name', 'key', 'lease', 'claim']);
+      onlyFields(f, ['name', 'key', 'lease', 'claim']);
       const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
       return { id, op: 'journal.done', name: name(f), key: key(f.key), lease: lease(f), ...(claim === undefined ? {} : { claim }) };
     },
@@ -126,7 +122,7 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
   [
     'journal.doneMany',
     (f, id) => {
-      only(f, ['name', 'items', 'claim', 'holdMs']);
+      onlyFields(f, ['name', 'items', 'claim', 'holdMs']);
       const list = f.items;
       if (!Array.isArray(list) || list.length === 0 || list.length > MAX_CLAIM_ITEMS) throw invalid(`items must be an array of 1 to ${MAX_CLAIM_ITEMS} {key, lease} maps`);
       const items = list.map((raw: unknown, i) => {
@@ -144,16 +140,16 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
   [
     'journal.release',
     (f, id) => {
-      only(f, ['name', 'key', 'lease', 'processAt']);
+      onlyFields(f, ['name', 'key', 'lease', 'processAt']);
       const processAt = bounded(f, 'processAt', 0, MAX_DATE);
       return { id, op: 'journal.release', name: name(f), key: key(f.key), lease: lease(f), ...(processAt === undefined ? {} : { processAt }) };
     },
   ],
-  ['journal.flagged', (f, id) => (only(f, ['name', 'limit']), { id, op: 'journal.flagged', name: name(f), limit: bounded(f, 'limit', 1, 10_000) ?? 1000 })],
+  ['journal.flagged', (f, id) => (onlyFields(f, ['name', 'limit']), { id, op: 'journal.flagged', name: name(f), limit: bounded(f, 'limit', 1, 10_000) ?? 1000 })],
   [
     'journal.flags',
     (f, id) => {
-      only(f, ['name', 'after', 'waitMs', 'limit']);
+      onlyFields(f, ['name', 'after', 'waitMs', 'limit']);
       const after = uintField(f, 'after');
       const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
       const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
@@ -163,13 +159,13 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
   [
     'journal.limits',
     (f, id) => {
-      only(f, ['maxJournals']);
+      onlyFields(f, ['maxJournals']);
       const maxJournals = bounded(f, 'maxJournals', 1, MAX_JOURNALS_CEILING);
       return { id, op: 'journal.limits', ...(maxJournals === undefined ? {} : { maxJournals }) };
     },
   ],
-  ['journal.requeue', (f, id) => (only(f, ['name', 'key']), { id, op: 'journal.requeue', name: name(f), key: key(f.key) })],
-  ['journal.forget', (f, id) => (only(f, ['name', 'key']), { id, op: 'journal.forget', name: name(f), key: key(f.key) })],
+  ['journal.requeue', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.requeue', name: name(f), key: key(f.key) })],
+  ['journal.forget', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.forget', name: name(f), key: key(f.key) })],
 ]);
 
 export type JournalRequest = FamilyRequest;

@@ -1,7 +1,7 @@
 // The kv family's client protocol (docs/protocol.md, "Extension: put and
 // transactions"). Imports only the protocol package, so the client refuses a
 // bad request with the server's own words before sending it.
-import { boolField, dataField, invalid, packData, pathField, uintField, VeraError, type FamilyRequest, type ProtocolLimits, type RequestBuilder } from '../../protocol/index.js';
+import { boolField, dataField, invalid, onlyFields, packData, pathField, uintField, VeraError, type FamilyRequest, type ProtocolLimits, type RequestBuilder } from '../../protocol/index.js';
 import { leaseProblem } from '../lease/wire.js';
 
 /** Compares and writes one transaction may hold, at most (mirrors commands.ts, which checks entries). */
@@ -12,10 +12,6 @@ const TARGETS = ['newest', 'length', 'exists'];
 const COMPARISONS = ['=', '!=', '<', '>'];
 
 type Fields = Readonly<Record<string, unknown>>;
-
-function only(f: Fields, allowed: readonly string[], where = ''): void {
-  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`${where}unexpected field '${key}'`);
-}
 
 function at(where: string, build: () => Record<string, unknown>): Record<string, unknown> {
   try {
@@ -52,21 +48,21 @@ function write(raw: unknown, where: string, limits: ProtocolLimits): Record<stri
     const path = pathField(w, false, limits);
     switch (w.op) {
       case 'push':
-        only(w, ['path', 'data', 'persistent', 'lease']);
+        onlyFields(w, ['path', 'data', 'persistent', 'lease']);
         return { op: 'push', path, data: packData(dataField(w, limits), limits), ...owner(w, true) };
       case 'put': {
-        only(w, ['path', 'data', 'keep', 'ephemeral', 'lease']);
+        onlyFields(w, ['path', 'data', 'keep', 'ephemeral', 'lease']);
         const k = keep(w);
         return { op: 'put', path, data: packData(dataField(w, limits), limits), ...(k === undefined ? {} : { keep: k }), ...owner(w, false) };
       }
       case 'delete': {
-        only(w, ['path', 'index']);
+        onlyFields(w, ['path', 'index']);
         const index = uintField(w, 'index');
         if (index === undefined || index < 1) throw invalid('index must be the positive index of an item');
         return { op: 'delete', path, index };
       }
       case 'clear':
-        only(w, ['path']);
+        onlyFields(w, ['path']);
         return { op: 'clear', path };
       default:
         throw invalid('op must be push, put, delete or clear');
@@ -94,7 +90,7 @@ function compares(f: Fields, limits: ProtocolLimits): Array<Record<string, unkno
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(`${where} must be a map`);
     const c = raw as Fields;
     return at(where, () => {
-      only(c, ['path', 'target', 'cmp', 'value']);
+      onlyFields(c, ['path', 'target', 'cmp', 'value']);
       const path = pathField(c, false, limits);
       if (!TARGETS.includes(c.target as string)) throw invalid(`target must be one of ${TARGETS.join(', ')}`);
       const cmp = c.cmp ?? '=';
@@ -110,7 +106,7 @@ export const KV_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Reque
   [
     'put',
     (f, id, limits): FamilyRequest => {
-      only(f, ['path', 'data', 'keep', 'ifLastIndex', 'ephemeral', 'lease']);
+      onlyFields(f, ['path', 'data', 'keep', 'ifLastIndex', 'ephemeral', 'lease']);
       const path = pathField(f, false, limits);
       const k = keep(f);
       const ifLastIndex = uintField(f, 'ifLastIndex');
@@ -128,7 +124,7 @@ export const KV_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Reque
   [
     'txn',
     (f, id, limits): FamilyRequest => {
-      only(f, ['compare', 'success', 'failure']);
+      onlyFields(f, ['compare', 'success', 'failure']);
       return { id, op: 'txn', compare: compares(f, limits), success: writes(f, 'success', limits), failure: writes(f, 'failure', limits) };
     },
   ],

@@ -1,5 +1,5 @@
 // The lease family's client protocol (docs/protocol.md, "Extension: leases").
-import { invalid, uintField, type RequestBuilder } from '../../protocol/index.js';
+import { invalid, uintField, type RequestBuilder, onlyFields } from '../../protocol/index.js';
 
 /** Lease ids are session ids with this prefix: a lease op takes no connection's session, and a hello cannot resume a lease. */
 export const LEASE_PREFIX = 'lease-';
@@ -9,10 +9,6 @@ export const MAX_LEASE_TTL_MS = 2 ** 31 - 1;
 const LEASE_ID = /^lease-[A-Za-z0-9_-]{22}$/;
 
 type Fields = Readonly<Record<string, unknown>>;
-
-function only(f: Fields, allowed: readonly string[]): void {
-  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`unexpected field '${key}'`);
-}
 
 export function leaseProblem(value: unknown): string | null {
   return typeof value === 'string' && LEASE_ID.test(value) ? null : `lease must be a lease id as lease.grant gives (${LEASE_PREFIX} and 22 characters)`;
@@ -28,15 +24,15 @@ export const LEASE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Re
   [
     'lease.grant',
     (f, id) => {
-      only(f, ['ttlMs']);
+      onlyFields(f, ['ttlMs']);
       const ttlMs = uintField(f, 'ttlMs');
       if (ttlMs === undefined || ttlMs < MIN_LEASE_TTL_MS || ttlMs > MAX_LEASE_TTL_MS) throw invalid(`ttlMs must be ${MIN_LEASE_TTL_MS} to ${MAX_LEASE_TTL_MS} ms`);
       return { id, op: 'lease.grant', ttlMs };
     },
   ],
-  ['lease.keepAlive', (f, id) => (only(f, ['lease']), { id, op: 'lease.keepAlive', lease: leaseId(f) })],
-  ['lease.revoke', (f, id) => (only(f, ['lease']), { id, op: 'lease.revoke', lease: leaseId(f) })],
-  ['lease.show', (f, id) => (only(f, ['lease']), { id, op: 'lease.show', lease: leaseId(f) })],
+  ['lease.keepAlive', (f, id) => (onlyFields(f, ['lease']), { id, op: 'lease.keepAlive', lease: leaseId(f) })],
+  ['lease.revoke', (f, id) => (onlyFields(f, ['lease']), { id, op: 'lease.revoke', lease: leaseId(f) })],
+  ['lease.show', (f, id) => (onlyFields(f, ['lease']), { id, op: 'lease.show', lease: leaseId(f) })],
 ]);
 
 export interface LeaseInfo {

@@ -1,16 +1,12 @@
 // The observe family's client protocol: read-only views of the cluster and its
 // sessions for operators and the dashboard (docs/protocol.md "Extension:
 // observing the cluster").
-import { invalid, optional, uintField, validateSessionId, type RequestBuilder } from '../../protocol/index.js';
+import { invalid, optional, uintField, validateSessionId, type RequestBuilder, onlyFields } from '../../protocol/index.js';
 
 /** The most sessions (or items) one reply holds, and its default. */
 export const OBSERVE_PAGE = 500;
 
 type Fields = Readonly<Record<string, unknown>>;
-
-function only(f: Fields, allowed: readonly string[]): void {
-  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`unexpected field '${key}'`);
-}
 
 function session(f: Fields, field: string): string {
   const problem = validateSessionId(f[field]);
@@ -25,15 +21,15 @@ function limit(f: Fields): number | undefined {
 }
 
 export const OBSERVE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  ['observe.cluster', (f, id) => (only(f, []), { id, op: 'observe.cluster' })],
+  ['observe.cluster', (f, id) => (onlyFields(f, []), { id, op: 'observe.cluster' })],
   [
     'observe.sessions',
     (f, id) => {
-      only(f, ['after', 'limit']);
+      onlyFields(f, ['after', 'limit']);
       return { id, op: 'observe.sessions', ...optional('after', f.after === undefined ? undefined : session(f, 'after')), ...optional('limit', limit(f)) };
     },
   ],
-  ['observe.session', (f, id) => (only(f, ['session', 'limit']), { id, op: 'observe.session', session: session(f, 'session'), ...optional('limit', limit(f)) })],
+  ['observe.session', (f, id) => (onlyFields(f, ['session', 'limit']), { id, op: 'observe.session', session: session(f, 'session'), ...optional('limit', limit(f)) })],
 ]);
 
 /** A member as the leader sees it. */

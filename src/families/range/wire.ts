@@ -1,15 +1,11 @@
 // The range family's client protocol (docs/protocol.md, "Extension: ranges").
-import { invalid, pathField, uintField, type ProtocolLimits, type RequestBuilder } from '../../protocol/index.js';
+import { invalid, pathField, uintField, type ProtocolLimits, type RequestBuilder, onlyFields } from '../../protocol/index.js';
 
 /** Paths, or items, one page holds at most; and the default page of items. */
 export const MAX_RANGE_PAGE = 1000;
 export const DEFAULT_ITEMS_PAGE = 100;
 
 type Fields = Readonly<Record<string, unknown>>;
-
-function only(f: Fields, allowed: readonly string[]): void {
-  for (const key of Object.keys(f)) if (key !== 'id' && key !== 'op' && !allowed.includes(key)) throw invalid(`unexpected field '${key}'`);
-}
 
 function limit(f: Fields, fallback: number): number {
   const v = uintField(f, 'limit') ?? fallback;
@@ -27,7 +23,7 @@ export const RANGE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Re
   [
     'range.paths',
     (f, id, limits: ProtocolLimits) => {
-      only(f, ['prefix', 'after', 'limit', 'consistency']);
+      onlyFields(f, ['prefix', 'after', 'limit', 'consistency']);
       const prefix = pathField({ path: f.prefix }, true, limits);
       let after: string | undefined;
       if (f.after !== undefined) {
@@ -40,7 +36,7 @@ export const RANGE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Re
   [
     'range.items',
     (f, id, limits: ProtocolLimits) => {
-      only(f, ['path', 'after', 'limit', 'consistency']);
+      onlyFields(f, ['path', 'after', 'limit', 'consistency']);
       const path = pathField(f, false, limits);
       const after = uintField(f, 'after') ?? 0;
       return { id, op: 'range.items', path, after, limit: limit(f, DEFAULT_ITEMS_PAGE), ...consistency(f) };
