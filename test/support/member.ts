@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { connect, type VeraClient } from '../../src/client/client.js';
+import type { ChangeEvent } from '../../src/protocol/index.js';
 import type { AnyFamily } from '../../src/families/family.js';
 import type { ServerConfig } from '../../src/server/config.js';
 import { startServer as startMember, type RunningServer } from '../../src/server/index.js';
@@ -76,4 +77,11 @@ export async function closeKeepingData(): Promise<void> {
   client = null;
   await server?.close();
   server = null;
+}
+
+/** Every event `client` receives from now on, in order. */
+export function collectEvents(client: VeraClient): ChangeEvent[] {
+  const seen: ChangeEvent[] = [];
+  client.on('event', (e) => seen.push(e));
+  return seen;
 }

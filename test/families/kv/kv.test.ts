@@ -5,8 +5,7 @@ import { connect, type VeraClient } from '../../../src/client/client.js';
 import { KvClient } from '../../../src/families/kv/client.js';
 import { MAX_REMOVED } from '../../../src/families/kv/apply.js';
 import { LeaseClient } from '../../../src/families/lease/client.js';
-import type { ChangeEvent } from '../../../src/protocol/index.js';
-import { startServer, stopServer } from '../../support/member.js';
+import { startServer, stopServer, collectEvents } from '../../support/member.js';
 import { untilCommandVersion } from '../../server/fixture.js';
 import { WireClient } from '../../server/wire-client.js';
 import { main } from '../../../src/cli/main.js';
@@ -31,18 +30,12 @@ async function open(url: string): Promise<VeraClient> {
   return c;
 }
 
-function eventsOf(client: VeraClient): ChangeEvent[] {
-  const seen: ChangeEvent[] = [];
-  client.on('event', (e) => seen.push(e));
-  return seen;
-}
-
 describe('put', () => {
   it('sets a list to one value in one entry, keeps the newest N when asked, and compares-and-sets', async () => {
     const { kv, client, url } = await start();
     const watcher = await open(url);
     for (let i = 0; i < 3; i++) await client.push('/config/db', { old: i }, { persistent: true, watch: false });
-    const seen = eventsOf(watcher);
+    const seen = collectEvents(watcher);
     await watcher.watch('/config/db');
     const put = await kv.put('/config/db', { url: 'pg://a' });
     expect(put.deleted).toBe(3);
@@ -169,7 +162,7 @@ describe('leases', () => {
   it('keep their items while kept alive, and delete them (with events) when they expire', async () => {
     const { kv, leases, url } = await start();
     const watcher = await open(url);
-    const seen = eventsOf(watcher);
+    const seen = collectEvents(watcher);
     await watcher.watch('/svc', { prefix: true });
     // 1.5 s: a keep-alive every 500 ms leaves a loaded machine a full second of slack.
     const { lease, ttlMs } = await leases.grant(1500);

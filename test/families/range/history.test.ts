@@ -4,19 +4,12 @@
 // them (after its own restart) the reply says `missed` instead of lying.
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, type VeraClient } from '../../../src/client/client.js';
-import type { ChangeEvent } from '../../../src/protocol/index.js';
 import { WireClient } from '../../server/wire-client.js';
 import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';
-import { closeKeepingData, startServer, stopServer } from '../../support/member.js';
+import { closeKeepingData, startServer, stopServer, collectEvents } from '../../support/member.js';
 
 afterEach(stopServer);
-
-function collect(client: VeraClient): ChangeEvent[] {
-  const seen: ChangeEvent[] = [];
-  client.on('event', (e) => seen.push(e));
-  return seen;
-}
 
 describe('watching from a past index', () => {
   it('replays what happened after it with the reply, then goes live, for exact and prefix watches', async () => {
@@ -31,7 +24,7 @@ describe('watching from a past index', () => {
 
     const watcher = await connect(url, { timeoutMs: 10_000 });
     try {
-      const live = collect(watcher);
+      const live = collectEvents(watcher);
       const exact = await watcher.watch('/h/a', { since: lastSeen });
       expect(exact.missed).toBeUndefined();
       expect(exact.events!.map((e) => [e.type, e.path, e.item.data])).toEqual([
