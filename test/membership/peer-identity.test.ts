@@ -56,7 +56,7 @@ describe('IncarnationGuard (trust on first use)', () => {
     expect(saved).toEqual([{ n2: 'aaa' }, {}, { n2: 'bbb' }]);
   });
 
-  it('does not learn a removed member\'s old incarnation back from its process while it is not a member, so it can come back wiped', async () => {
+  it('learns no incarnation for a removed member while it is not a member (its old process, a wiped copy), so it can come back wiped', async () => {
     const members = new Set(['n2']);
     const saved: Array<Record<string, string>> = [];
     const g = new IncarnationGuard(new Map([['n2', 'old']]), async (known) => void saved.push(Object.fromEntries(known)), (err) => {
@@ -65,6 +65,7 @@ describe('IncarnationGuard (trust on first use)', () => {
     members.delete('n2');
     g.forget('n2');
     g.check('n2', 'old'); // the removed process, still dialing before it is stopped: let through, not remembered
+    g.check('n2', 'wiped'); // a wiped copy started before the removal: the same
     expect(g.incarnationOf('n2')).toBeUndefined();
     members.add('n2'); // added again, with a new data directory
     g.check('n2', 'new');

@@ -415,14 +415,15 @@ function withIdentity(value: unknown, where: string, fields: readonly string[]):
  * before a first sighting is synced only means that sighting is learned again.
  *
  * A removed member's process may still be running and dialing for a moment
- * after this member forgot it: the incarnation it forgot is not learned back
- * from it while it is not a member (`isMember`), or the member added again
- * with a new data directory would be refused as a stranger to its own id.
+ * after this member forgot it (its old one, or a wiped copy started before the
+ * removal): no incarnation is learned for a forgotten member while it is not a
+ * member again (`isMember`), or the member added again with a new data
+ * directory would be refused as a stranger to its own id.
  */
 export class IncarnationGuard {
   private saving: Promise<void> = Promise.resolve();
-  /** The incarnation each forgotten member had, until it shows a member's again. */
-  private readonly forgotten = new Map<NodeId, string>();
+  /** Members forgotten (removed), until one is learned again once it is a member. */
+  private readonly forgotten = new Set<NodeId>();
 
   constructor(
     private readonly known: Map<NodeId, string>,
@@ -437,7 +438,9 @@ export class IncarnationGuard {
     const first = this.known.get(peer);
     if (first === undefined) {
       if (incarnation === null) return; // nothing to remember from a peer that sends none
-      if (this.forgotten.get(peer) === incarnation && !this.isMember(peer)) return; // the removed process itself
+      // A removed member, not added again yet: whatever runs under its id now (its old process, still
+      // dialing, or a wiped copy) is not the member to come, so nothing is learned from it.
+      if (this.forgotten.has(peer) && !this.isMember(peer)) return;
       this.forgotten.delete(peer);
       this.known.set(peer, incarnation);
       this.persist();
@@ -447,10 +450,8 @@ export class IncarnationGuard {
   }
 
   forget(peer: NodeId): void {
-    const had = this.known.get(peer);
-    if (had === undefined) return;
-    this.known.delete(peer);
-    this.forgotten.set(peer, had);
+    if (!this.known.delete(peer)) return;
+    this.forgotten.add(peer);
     this.persist();
   }
 
