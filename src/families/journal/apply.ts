@@ -5,7 +5,7 @@
 import type { ApplyError } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
 import { type AddedItem, type JournalCommand } from './commands.js';
-import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey, priorityRange, waitingKey } from './keys.js';
+import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey, priorityRange } from './keys.js';
 import { encodeDefinition, encodeLimits, type FlaggedItem, type JournalDefinition, type JournalItem } from './records.js';
 import { added, afterDone, afterExpiry, backToWaiting, isExpired, type Incoming } from './rules.js';
 import type { DueFront, JournalState } from './state.js';
@@ -189,22 +189,22 @@ async function claim(tx: JournalTx, max: number, maxBytes: number | undefined, {
     if (claimed.length >= max || full) break;
     const due = dueRange(tx.name, priority, now);
     const all = priorityRange(tx.name, priority);
-    // The index's front in memory (state.ts), read from the db when there is none yet.
-    let front = state.frontOf(tx.name, priority);
-    if (front === undefined) {
-      front = await readFront(reads, all.gte, all.lt);
-      tx.frontsRead.set(priority, front);
-    }
     // At most this many index keys are looked at in this priority: what is still wanted plus
     // the expired items a claim may clear on the way.
     const bound = max - claimed.length + expiredBudget;
+    // The index's front in memory (state.ts), read from the db when there is none yet.
+    let front = state.frontOf(tx.name, priority);
+    if (front === undefined) {
+      front = await readFront(reads, all.gte, all.lt, max - claimed.length);
+      tx.frontsRead.set(priority, front);
+    }
     let looked = 0;
     // Items this entry itself put back to Waiting (a done that claims next) are not in the front yet.
     const staged = tx.stagedWaitingKeys(priority);
     for (let i = 0, j = 0; claimed.length < max && looked < bound; ) {
       if (i === front.keys.length && front.end !== null && Buffer.compare(front.end, due.lt) < 0) {
         // Past what the front holds: more of the index may be due beyond it.
-        const more = await readFront(reads, front.end, all.lt);
+        const more = await readFront(reads, front.end, all.lt, max - claimed.length);
         front = { keys: front.keys.concat(more.keys), end: more.end };
         tx.frontsRead.set(priority, front);
       }
@@ -224,7 +224,7 @@ async function claim(tx: JournalTx, max: number, maxBytes: number | undefined, {
       looked++;
       const key = keyAfterDate(indexKey, tx.name, 1);
       const item = await tx.get(key);
-      if (item === null || item.status !== 'waiting' || !waitingKey(tx.name, item.priority, item.processAt, key).equals(indexKey)) continue;
+      if (item === null || item.status !== 'waiting' || !tx.indexKeysOf(key)[0]!.equals(indexKey)) continue;
       if (isExpired(item.expiresAt, now)) {
         if (expiredBudget === 0) continue;
         expiredBudget--;
@@ -244,13 +244,19 @@ async function claim(tx: JournalTx, max: number, maxBytes: number | undefined, {
   return claimed;
 }
 
-/** Index keys a front is read with at a time. */
+/**
+ * Index keys a front is read with at a time, at least, and at most: what the claim still
+ * wants, within these (a claim of a thousand reads its front in one go, not four, and the
+ * keys it takes leave the front as it takes them).
+ */
 const FRONT_KEYS = 256;
+const MAX_FRONT_KEYS = 1024;
 
-/** Up to FRONT_KEYS live Waiting index keys from `from`, and where what was read stops being complete. */
-async function readFront(reads: PlanReads, from: Buffer, to: Buffer): Promise<DueFront> {
-  const keys = await reads.keys({ gte: from, lt: to, limit: FRONT_KEYS });
-  return { keys, end: keys.length < FRONT_KEYS ? null : Buffer.concat([keys[keys.length - 1]!, ZERO]) };
+/** Live Waiting index keys from `from` (about `wanted`), and where what was read stops being complete. */
+async function readFront(reads: PlanReads, from: Buffer, to: Buffer, wanted: number): Promise<DueFront> {
+  const limit = Math.min(MAX_FRONT_KEYS, Math.max(FRONT_KEYS, wanted));
+  const keys = await reads.keys({ gte: from, lt: to, limit });
+  return { keys, end: keys.length < limit ? null : Buffer.concat([keys[keys.length - 1]!, ZERO]) };
 }
 
 const ZERO = Buffer.from([0]);

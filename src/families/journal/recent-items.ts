@@ -15,6 +15,17 @@ import type { JournalItem } from './records.js';
 export interface RecentRecord {
   readonly record: Buffer;
   readonly item: JournalItem;
+  /**
+   * Derived once, when the record is written, and reused by the entries that change it next
+   * (a claim, then a done): its key in the item bucket (hashing the item key was a twentieth
+   * of every member's time) and its index entries (tx.ts).
+   */
+  readonly derived?: DerivedKeys;
+}
+
+export interface DerivedKeys {
+  readonly itemKey: Buffer;
+  readonly indexKeys: readonly Buffer[];
 }
 
 /** Records kept in memory, at most, and their bytes; a record larger than the last is never kept. */
@@ -22,23 +33,26 @@ export const MAX_RECENT_ITEMS = 65_536;
 export const MAX_RECENT_BYTES = 32 * 1024 * 1024;
 export const MAX_RECENT_RECORD_BYTES = 64 * 1024;
 
+/** One remembering: held in its journal's map and, in the same object, in the order of writes. */
 interface Held {
+  readonly name: string;
+  readonly key: string;
   readonly written: RecentRecord | null;
-  /** When it was remembered (its place in the order of writes). */
-  readonly seq: number;
+  readonly cost: number;
+  /** Still what its journal's map holds for its key (false once replaced, evicted or forgotten). */
+  live: boolean;
 }
 
 export class RecentItems {
   private readonly byJournal = new Map<string, Map<string, Held>>();
   /**
-   * Every remembering in order, oldest first, from `head`; one whose key was remembered
-   * again since (a later seq) is skipped when its turn comes. Not the maps' own order:
-   * V8 leaves a deleted entry's slot in place until the table is rebuilt, so taking the
-   * oldest of a map by iterating it steps over every entry deleted before (quadratic).
+   * Every remembering in order, oldest first, from `head`; one no longer live (its key was
+   * remembered again since, or forgotten) is skipped when its turn comes. Not the maps' own
+   * order: V8 leaves a deleted entry's slot in place until the table is rebuilt, so taking
+   * the oldest of a map by iterating it steps over every entry deleted before (quadratic).
    */
-  private order: Array<{ readonly name: string; readonly key: string; readonly seq: number }> = [];
+  private order: Held[] = [];
   private head = 0;
-  private seq = 0;
   private count = 0;
   private bytes = 0;
 
@@ -53,18 +67,22 @@ export class RecentItems {
       records = new Map();
       this.byJournal.set(name, records);
     }
-    this.forget(records, key);
-    if (written !== null && written.record.length > MAX_RECENT_RECORD_BYTES) return; // read from the db when wanted
-    const seq = ++this.seq;
-    records.set(key, { written, seq });
-    this.order.push({ name, key, seq });
+    const old = records.get(key);
+    if (old !== undefined) this.unheld(old);
+    if (written !== null && written.record.length > MAX_RECENT_RECORD_BYTES) {
+      if (old !== undefined) records.delete(key); // read from the db when wanted
+      return;
+    }
+    // Replaced in place when held: a delete then a set would leave V8's table a deleted slot per write.
+    const held: Held = { name, key, written, cost: cost(key, written), live: true };
+    records.set(key, held);
+    this.order.push(held);
     this.count++;
-    this.bytes += cost(key, written);
+    this.bytes += held.cost;
     while (this.count > MAX_RECENT_ITEMS || this.bytes > MAX_RECENT_BYTES) this.evictOldest();
-    // Places already taken (before head) and stale ones (keys remembered again, or forgotten)
-    // are dropped once they outnumber the live ones.
+    // Places already taken (before head) and stale ones are dropped once they outnumber the live ones.
     if (this.order.length > 2 * this.count + 1024) {
-      this.order = this.order.slice(this.head).filter(({ name, key, seq }) => this.byJournal.get(name)?.get(key)?.seq === seq);
+      this.order = this.order.slice(this.head).filter((h) => h.live);
       this.head = 0;
     }
   }
@@ -73,14 +91,12 @@ export class RecentItems {
   forgetJournal(name: string): void {
     const records = this.byJournal.get(name);
     if (records === undefined) return;
-    for (const [key, held] of records) {
-      this.count--;
-      this.bytes -= cost(key, held.written);
-    }
+    for (const held of records.values()) this.unheld(held);
     this.byJournal.delete(name); // their places in `order` are skipped (and dropped) as stale
   }
 
   clear(): void {
+    for (const records of this.byJournal.values()) for (const held of records.values()) held.live = false;
     this.byJournal.clear();
     this.order = [];
     this.head = 0;
@@ -95,24 +111,30 @@ export class RecentItems {
 
   private evictOldest(): void {
     while (this.head < this.order.length) {
-      const { name, key, seq } = this.order[this.head++]!;
-      const records = this.byJournal.get(name);
-      if (records?.get(key)?.seq !== seq) continue; // remembered again since, or forgotten
-      this.forget(records, key);
-      if (records.size === 0) this.byJournal.delete(name);
+      const held = this.order[this.head++]!;
+      if (!held.live) continue; // remembered again since, or forgotten
+      this.unheld(held);
+      const records = this.byJournal.get(held.name)!;
+      records.delete(held.key);
+      if (records.size === 0) this.byJournal.delete(held.name);
       return;
     }
   }
 
-  private forget(records: Map<string, Held>, key: string): void {
-    const held = records.get(key);
-    if (held === undefined) return;
-    records.delete(key);
+  /** `held` leaves the count (its caller takes it out of its map or replaces it there). */
+  private unheld(held: Held): void {
+    held.live = false;
     this.count--;
-    this.bytes -= cost(key, held.written);
+    this.bytes -= held.cost;
   }
 }
 
 function cost(key: string, written: RecentRecord | null): number {
-  return key.length + (written?.record.length ?? 0);
+  if (written === null) return key.length;
+  let bytes = key.length + written.record.length;
+  if (written.derived !== undefined) {
+    bytes += written.derived.itemKey.length;
+    for (const k of written.derived.indexKeys) bytes += k.length;
+  }
+  return bytes;
 }

@@ -47,6 +47,8 @@ export class JournalState {
     const front = this.fronts.get(frontName(name, priority));
     if (front === undefined || (front.end !== null && Buffer.compare(key, front.end) >= 0)) return;
     const keys = front.keys;
+    // Claims take from the front's start: the common case, without a search (V8 shifts in place).
+    if (!put && keys.length > 0 && keys[0]!.equals(key)) return void keys.shift();
     const lo = firstNotBelow(keys, key);
     const present = lo < keys.length && keys[lo]!.equals(key);
     if (put && !present) keys.splice(lo, 0, key);

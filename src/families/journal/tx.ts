@@ -5,7 +5,7 @@
 import type { BatchOp } from '../family.js';
 import type { PlanReads } from '../../statemachine/pending-reads.js';
 import type { DueFront, JournalState } from './state.js';
-import type { RecentRecord } from './recent-items.js';
+import type { DerivedKeys, RecentRecord } from './recent-items.js';
 import { definitionKey, expiryKey, flaggedKey, itemKey, processingKey, waitingKey } from './keys.js';
 import { decodeFlagged, decodeItem, encodeDefinition, encodeFlagged, encodeItem, type FlaggedItem, type JournalCounts, type JournalDefinition, type JournalItem } from './records.js';
 
@@ -17,6 +17,8 @@ interface Change<T> {
 interface ItemChange extends Change<JournalItem> {
   /** Bytes of the stored record read for `before` (0 when there was none). */
   readonly storedBytes: number;
+  /** The item's key in the item bucket, once known; with `before`'s index entries when they came with its record. */
+  derived: DerivedKeys | { readonly itemKey: Buffer; readonly indexKeys: null } | null;
 }
 
 export class JournalTx {
@@ -38,18 +40,27 @@ export class JournalTx {
     const recent = this.state.recent.get(this.name, key);
     if (recent !== undefined) {
       const item = recent === null ? null : recent.item;
-      this.items.set(key, { before: item, after: item, storedBytes: recent === null ? 0 : recent.record.length });
+      this.items.set(key, { before: item, after: item, storedBytes: recent === null ? 0 : recent.record.length, derived: recent?.derived ?? null });
       return item;
     }
-    const raw = await this.db.get(itemKey(this.name, key));
+    const dbKey = itemKey(this.name, key);
+    const raw = await this.db.get(dbKey);
     const item = raw === undefined ? null : decodeItem(raw);
-    this.items.set(key, { before: item, after: item, storedBytes: raw?.length ?? 0 });
+    this.items.set(key, { before: item, after: item, storedBytes: raw?.length ?? 0, derived: { itemKey: dbKey, indexKeys: null } });
     return item;
   }
 
   /** The size of `key`'s stored record as this entry found it (call get first): what a reply carrying it costs, near enough. */
   storedBytes(key: string): number {
     return this.items.get(key)?.storedBytes ?? 0;
+  }
+
+  /** The index entries `key` has as this entry has left it so far (call get first). */
+  indexKeysOf(key: string): readonly Buffer[] {
+    const change = this.items.get(key);
+    if (change === undefined) throw new Error(`journal tx: indexKeysOf(${key}) before get`);
+    if (change.after === change.before && change.derived?.indexKeys) return change.derived.indexKeys;
+    return indexKeys(this.name, change.after);
   }
 
   /** Waiting index keys of `priority` this entry has made so far (items it put back to Waiting), in order. */
@@ -125,20 +136,27 @@ export class JournalTx {
     const ops: BatchOp[] = [];
     this.waitingChanges.length = 0;
     this.itemsWritten.length = 0;
-    for (const [key, { before, after }] of this.items) {
+    for (const [key, change] of this.items) {
+      const { before, after } = change;
       if (before === after) continue;
-      const old = indexKeys(this.name, before);
+      const old = change.derived?.indexKeys ?? indexKeys(this.name, before);
       const now = indexKeys(this.name, after);
-      for (const k of old) if (!now.some((n) => n.equals(k))) ops.push({ type: 'del', key: k });
-      for (const k of now) if (!old.some((o) => o.equals(k))) ops.push({ type: 'put', key: k, value: EMPTY });
+      for (const k of old) if (!includes(now, k)) ops.push({ type: 'del', key: k });
+      for (const k of now) if (!includes(old, k)) ops.push({ type: 'put', key: k, value: EMPTY });
       // Changes to the Waiting index (its first key, when the item waits), for the claims' fronts.
       const was = before !== null && before.status === 'waiting' ? old[0]! : null;
       const is = after !== null && after.status === 'waiting' ? now[0]! : null;
       if (was !== null && (is === null || !is.equals(was))) this.waitingChanges.push({ priority: before!.priority, key: was, put: false });
       if (is !== null && (was === null || !was.equals(is))) this.waitingChanges.push({ priority: after!.priority, key: is, put: true });
-      const record = after === null ? null : encodeItem(after);
-      ops.push(record === null ? { type: 'del', key: itemKey(this.name, key) } : { type: 'put', key: itemKey(this.name, key), value: record });
-      this.itemsWritten.push([key, record === null ? null : { record, item: after! }]);
+      const dbKey = change.derived?.itemKey ?? itemKey(this.name, key);
+      if (after === null) {
+        ops.push({ type: 'del', key: dbKey });
+        this.itemsWritten.push([key, null]);
+        continue;
+      }
+      const record = encodeItem(after);
+      ops.push({ type: 'put', key: dbKey, value: record });
+      this.itemsWritten.push([key, { record, item: after, derived: { itemKey: dbKey, indexKeys: now } }]);
     }
     for (const [key, { before, after }] of this.flags) {
       if (before === after) continue;
@@ -151,6 +169,11 @@ export class JournalTx {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+function includes(keys: readonly Buffer[], key: Buffer): boolean {
+  for (const k of keys) if (k.equals(key)) return true;
+  return false;
+}
 
 /** The index entries an item has: its place in claim order or among the claims, and its expiry. */
 function indexKeys(name: string, item: JournalItem | null): Buffer[] {

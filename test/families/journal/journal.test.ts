@@ -265,6 +265,26 @@ describe('expiry', () => {
     expect(await h.ok({ op: 'expire', name: 'jobs', max: 10 })).toMatchObject({ expired: 2 });
     expect([...(await h.items('jobs')).keys()]).toEqual(['never']);
   });
+
+  it('a claim reads its front again as often as it must, past the expired items it clears, and takes the rest in order', async () => {
+    const h = await withJournal();
+    // 1,800 expired items ahead of 1,500 live ones: more than one read of the index holds (at most 1,024 keys each).
+    const expired = Array.from({ length: 1800 }, (_, i) => `a${String(i).padStart(4, '0')}`);
+    const live = Array.from({ length: 1500 }, (_, i) => `b${String(i).padStart(4, '0')}`);
+    for (let i = 0; i < expired.length; i += 600) await h.ok({ op: 'add', name: 'jobs', items: expired.slice(i, i + 600).map((key) => ({ key, data: 0, processAt: h.now - 1, expiresAt: h.now + 5 })) });
+    for (let i = 0; i < live.length; i += 500) await h.ok({ op: 'add', name: 'jobs', items: live.slice(i, i + 500).map((key) => ({ key, data: 0 })) });
+    h.now += 10;
+    // A claim looks at no more than it wants plus the 1,000 expired items it may clear on its
+    // way (the rest wait for the expiry duty, and are skipped): 1,800 expired, then 200 live.
+    const first = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 1000 }));
+    expect(first.items.map((i) => i.key)).toEqual(live.slice(0, 200));
+    // The 800 expired items left are cleared by the next claim, which takes 1,000 live ones after them.
+    const second = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 1000 }));
+    expect(second.items.map((i) => i.key)).toEqual(live.slice(200, 1200));
+    const third = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 1000 }));
+    expect(third.items.map((i) => i.key)).toEqual(live.slice(1200));
+    expect([...(await h.items('jobs')).keys()].sort()).toEqual(live);
+  });
 });
 
 describe('limits and lifecycle', () => {
