@@ -153,7 +153,7 @@ const handlers: Record<string, Handler> = {
             : proposeHeld(fe, name, held, r.max as number).then((v) => v.next)
         ).finally(claiming);
         if (claimed === undefined) throw new VeraError('INTERNAL', 'claim gave another result');
-        if (claimed.items.length > 0 || performance.now() >= deadline) return { lease: claimed.lease, items: claimed.items.map((i) => ({ ...i })) };
+        if (claimed.items.length > 0 || performance.now() >= deadline) return { lease: claimed.lease, items: claimed.items };
       }
       await waiters(fe).wait(name, deadline);
     }
@@ -173,7 +173,7 @@ const handlers: Record<string, Handler> = {
     });
     if (value.op !== 'done') throw new VeraError('INTERNAL', 'done gave another result');
     // With `claim`, the reply is a claim's: the worker's next items, under the done's entry.
-    return value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items.map((i) => ({ ...i })) };
+    return value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items };
   },
   'journal.doneMany': async ({ fe, request: r }) => {
     const claim = r.claim as number | undefined;
@@ -187,7 +187,7 @@ const handlers: Record<string, Handler> = {
       return { done, lost: [...lost] };
     }
     const value = await proposeDoneMany(fe, name, items, claim);
-    const next = value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items.map((i) => ({ ...i })) };
+    const next = value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items };
     return { done: value.done, lost: [...value.lost], ...next };
   },
   'journal.release': async ({ fe, request: r }) => {
