@@ -18,7 +18,7 @@ interface ItemChange extends Change<JournalItem> {
   /** Bytes of the stored record read for `before` (0 when there was none). */
   readonly storedBytes: number;
   /** The item's key in the item bucket, once known; with `before`'s index entries when they came with its record. */
-  derived: DerivedKeys | { readonly itemKey: Buffer; readonly indexKeys: null } | null;
+  readonly derived: DerivedKeys | { readonly itemKey: Buffer; readonly indexKeys: null } | null;
 }
 
 export class JournalTx {
