@@ -37,7 +37,8 @@ export const MAX_RECENT_RECORD_BYTES = 64 * 1024;
 interface Held {
   readonly name: string;
   readonly key: string;
-  readonly written: RecentRecord | null;
+  /** Let go (null) once no longer live: a dead place in `order` must not keep its record in memory. */
+  written: RecentRecord | null;
   readonly cost: number;
   /** Still what its journal's map holds for its key (false once replaced, evicted or forgotten). */
   live: boolean;
@@ -51,7 +52,7 @@ export class RecentItems {
    * order: V8 leaves a deleted entry's slot in place until the table is rebuilt, so taking
    * the oldest of a map by iterating it steps over every entry deleted before (quadratic).
    */
-  private order: Held[] = [];
+  private order: Array<Held | null> = [];
   private head = 0;
   private count = 0;
   private bytes = 0;
@@ -82,7 +83,7 @@ export class RecentItems {
     while (this.count > MAX_RECENT_ITEMS || this.bytes > MAX_RECENT_BYTES) this.evictOldest();
     // Places already taken (before head) and stale ones are dropped once they outnumber the live ones.
     if (this.order.length > 2 * this.count + 1024) {
-      this.order = this.order.slice(this.head).filter((h) => h.live);
+      this.order = this.order.slice(this.head).filter((h) => h !== null && h.live);
       this.head = 0;
     }
   }
@@ -96,8 +97,7 @@ export class RecentItems {
   }
 
   clear(): void {
-    for (const records of this.byJournal.values()) for (const held of records.values()) held.live = false;
-    this.byJournal.clear();
+    this.byJournal.clear(); // and with `order` gone, nothing holds a record
     this.order = [];
     this.head = 0;
     this.count = 0;
@@ -111,8 +111,9 @@ export class RecentItems {
 
   private evictOldest(): void {
     while (this.head < this.order.length) {
-      const held = this.order[this.head++]!;
-      if (!held.live) continue; // remembered again since, or forgotten
+      const held = this.order[this.head] ?? null;
+      this.order[this.head++] = null; // a place taken keeps nothing alive
+      if (held === null || !held.live) continue; // remembered again since, or forgotten
       this.unheld(held);
       const records = this.byJournal.get(held.name)!;
       records.delete(held.key);
@@ -124,6 +125,7 @@ export class RecentItems {
   /** `held` leaves the count (its caller takes it out of its map or replaces it there). */
   private unheld(held: Held): void {
     held.live = false;
+    held.written = null;
     this.count--;
     this.bytes -= held.cost;
   }

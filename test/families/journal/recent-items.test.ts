@@ -67,6 +67,36 @@ describe('recent item records', () => {
     expect((recent as unknown as { order: unknown[] }).order.length).toBeLessThan(2000);
   });
 
+  it('keep no record they let go: what their bookkeeping still reaches stays within their byte bound', () => {
+    const recent = new RecentItems();
+    // Reachable records: through the maps and through the order of writes, each counted once.
+    const reachable = (): number => {
+      const seen = new Set<Buffer>();
+      const internals = recent as unknown as { byJournal: Map<string, Map<string, { written: RecentRecord | null }>>; order: Array<{ written: RecentRecord | null } | null> };
+      for (const records of internals.byJournal.values()) for (const held of records.values()) if (held.written !== null) seen.add(held.written.record);
+      for (const held of internals.order) if (held?.written) seen.add(held.written.record);
+      let bytes = 0;
+      for (const record of seen) bytes += record.length;
+      return bytes;
+    };
+    // Many small records, then a few keys rewritten over and over with large ones (a claim,
+    // a done and an add again of the same keys), some past the per-record bound.
+    for (let i = 0; i < MAX_RECENT_ITEMS - 100; i++) recent.remember('j', `s${i}`, written(`s${i}`, Buffer.alloc(8)));
+    for (let round = 0; round < 40; round++) {
+      for (let k = 0; k < 100; k++) {
+        const size = round % 10 === 9 ? MAX_RECENT_RECORD_BYTES + 1 : 60 * 1024;
+        recent.remember('j', `big${k}`, written(`big${k}`, Buffer.alloc(size)));
+      }
+    }
+    expect(recent.size.bytes).toBeLessThanOrEqual(MAX_RECENT_BYTES);
+    expect(reachable()).toBeLessThanOrEqual(MAX_RECENT_BYTES);
+    // Evicted ones are let go too, and a dropped journal's.
+    for (let i = 0; i < MAX_RECENT_ITEMS; i++) recent.remember('k', `n${i}`, written(`n${i}`, Buffer.alloc(16)));
+    recent.forgetJournal('k');
+    expect(recent.size).toEqual({ items: 0, bytes: 0 });
+    expect(reachable()).toBe(0);
+  });
+
   it('keep their bookkeeping bounded when every key is new, and a dropped journal forgets only its own', () => {
     const recent = new RecentItems();
     for (let i = 0; i < 3 * MAX_RECENT_ITEMS; i++) recent.remember('j', `u${i}`, written(`u${i}`, Buffer.from('x')));
