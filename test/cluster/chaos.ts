@@ -8,7 +8,7 @@
 // trials. A failed trial keeps its evidence (logs, history, reports) in a
 // directory it prints.
 //
-// As a script:  npm run test:chaos -- --minutes 30 [--nodes 3|5] [--seed S] [--keep-going]
+// As a command (scripts/chaos.ts):  npm run test:chaos -- --minutes 30 [--nodes 3|5] [--seed S] [--keep-going]
 // runs random schedules until the time is up; `--seed S` alone replays one
 // schedule. The fault sequence follows from the seed; which member is leader at
 // each step is up to the real cluster, so a replay repeats the schedule, not
@@ -18,7 +18,6 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import {
   checkConvergence,
   checkLinearizable,
@@ -478,7 +477,8 @@ export function scheduleFor(seed: number, options: { nodes: number | null; sched
   return { name: `random-${seed}`, seed, size, faults: randomFaults(options.scheduleSeconds * 1000) };
 }
 
-async function main(argv: readonly string[]): Promise<number> {
+/** Runs fault schedules until time is up (or one seed); the exit code a command gives: 0 all passed, 1 some failed, 2 bad arguments. */
+export async function runChaos(argv: readonly string[]): Promise<number> {
   let options: RunnerOptions;
   try {
     options = parseRunnerArgs(argv);
@@ -519,25 +519,4 @@ async function main(argv: readonly string[]): Promise<number> {
   );
   for (const r of failed) console.log(`  FAILED seed ${r.seed} (${r.size} nodes): npm run test:chaos -- --seed ${r.seed} --nodes ${r.size} --schedule-seconds ${options.scheduleSeconds}`);
   return failed.length === 0 ? 0 : 1;
-}
-
-/**
- * main's exit code, 1 when it throws. Run as a command, the process exits with it once
- * stdout has drained: main has stopped every server it started, but left to end by
- * itself the process sometimes never did (gdb showed Node's teardown, FreeEnvironment
- * -> CleanupHandles, spinning in uv_run at 100% CPU on a handle that never closed).
- */
-async function exitCodeOf(argv: string[]): Promise<number> {
-  try {
-    return await main(argv);
-  } catch (err) {
-    console.error(err);
-    return 1;
-  }
-}
-
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  const code = await exitCodeOf(process.argv.slice(2));
-  await new Promise<void>((drained) => process.stdout.write('', () => drained()));
-  process.exit(code);
 }
