@@ -354,5 +354,13 @@ function hibernationOf(roots: string | undefined, afterMs: number): { hibernatio
     if (problem !== null) throw new UsageError(`--hibernate-roots: ${problem}`);
   }
   if (list.length === 0) throw new UsageError('--hibernate-roots needs at least one path, such as /users');
+  // A unit is one path below a root; with nested roots a unit of the outer root would
+  // hold whole units of the inner one, so using either would freeze or thaw the other.
+  for (const outer of list) {
+    for (const inner of list) {
+      if (outer === inner && list.indexOf(outer) !== list.lastIndexOf(inner)) throw new UsageError(`--hibernate-roots names ${outer} twice`);
+      if (inner.startsWith(`${outer}/`)) throw new UsageError(`--hibernate-roots ${outer} and ${inner} overlap: ${inner} lies inside ${outer}'s units; give only one of them`);
+    }
+  }
   return { hibernation: { roots: list, afterMs: Math.max(1, afterMs) } };
 }

@@ -25,12 +25,38 @@ export function parsePort(text: string, what: string, options: { allowPortZero: 
   return port;
 }
 
-const DURATION_UNITS: Readonly<Record<string, number>> = { '': 1, ms: 1, s: 1000, m: 60_000 };
+const DURATION_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const SIZE_UNITS: Readonly<Record<string, number>> = { '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2 };
 
-/** Milliseconds: `5000`, `5000ms`, `5s`, `2m`. */
+// A bare number is milliseconds; otherwise one or more number-unit parts, largest
+// unit first, each unit at most once (`1h30m`, `1d12h`, `2m30s`, `1500ms`).
+const DURATION_PART = /(\d+)(ms|s|m|h|d)/gy;
+const DURATION_EXPECTED = 'a duration like 5000 (milliseconds), 500ms, 5s, 2m, 1h, 7d or 1h30m';
+
+/** Milliseconds from `5000`, `500ms`, `5s`, `2m`, `1h`, `7d`, or combinations such as `1h30m`. */
 export function parseDuration(value: string | number, what: string): number {
-  return parseScaled(value, what, DURATION_UNITS, 'a duration like 5000, 5s or 2m');
+  const text = String(value).trim().toLowerCase();
+  const refuse = (): never => {
+    throw new UsageError(`${what} must be ${DURATION_EXPECTED}, got ${JSON.stringify(value)}`);
+  };
+  if (/^\d+$/.test(text)) return positiveSafe(Number(text), refuse);
+  let total = 0;
+  let end = 0;
+  let lastUnitMs = Infinity;
+  DURATION_PART.lastIndex = 0;
+  for (let m = DURATION_PART.exec(text); m !== null; m = DURATION_PART.exec(text)) {
+    const unitMs = DURATION_UNITS[m[2]!]!;
+    if (unitMs >= lastUnitMs) refuse(); // `30s1m` or `1m1m`: almost surely a typo
+    lastUnitMs = unitMs;
+    total += Number(m[1]) * unitMs;
+    end = DURATION_PART.lastIndex;
+  }
+  if (end === 0 || end !== text.length) refuse();
+  return positiveSafe(total, refuse);
+}
+
+function positiveSafe(n: number, refuse: () => never): number {
+  return Number.isSafeInteger(n) && n > 0 ? n : refuse();
 }
 
 /** Bytes: `1048576`, `512KiB`, `1MiB` (K and M are binary multiples). */

@@ -118,7 +118,7 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
                               no authentication yet (without it, such a start is refused)
   -h, --help                  show this help
 
-Durations: 5000, 5000ms, 5s, 2m. Sizes: 1048576, 512KiB, 1MiB.
+Durations: 5000 (ms), 500ms, 5s, 2m, 1h, 7d, 1h30m. Sizes: 1048576, 512KiB, 1MiB.
 Logs one JSON line per event on stdout; stops cleanly on SIGTERM or Ctrl-C.`,
 
   dev: `Usage: vera dev [flags]

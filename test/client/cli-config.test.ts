@@ -167,14 +167,23 @@ describe('vera start configuration', () => {
     ['more than one member without a secret', ['--peers', 'n1=127.0.0.1:2919/1919,n2=127.0.0.1:2920/1920'], /a cluster of 2 members needs a shared secret/],
     ['an empty secret', ['--secret', ''], /--secret must not be empty/],
     ['a bogus log level', ['--log-level', 'loud'], /--log-level must be one of fatal, error, warn, info, debug, trace, silent/],
-    ['a bad duration', ['--session-timeout-min', '5 hours'], /--session-timeout-min must be a duration like 5000, 5s or 2m, got "5 hours"/],
+    ['a bad duration', ['--session-timeout-min', '5 hours'], /--session-timeout-min must be a duration like 5000 \(milliseconds\), 500ms, 5s, 2m, 1h, 7d or 1h30m, got "5 hours"/],
     ['a zero duration', ['--session-timeout-max', '0'], /--session-timeout-max must be a duration/],
     ['min above max', ['--session-timeout-min', '10s', '--session-timeout-max', '5s'], /--session-timeout-min \(10000 ms\) is larger than --session-timeout-max \(5000 ms\)/],
+    ['overlapping hibernation roots', ['--hibernate-roots', '/users,/users/a'], /--hibernate-roots \/users and \/users\/a overlap/],
+    ['a hibernation root named twice', ['--hibernate-roots', '/users,/users'], /--hibernate-roots names \/users twice/],
     ['a bad size', ['--data-limit', '1GB'], /--data-limit must be a size like/],
     ['data limit too close to the frame limit', ['--data-limit', '16MiB'], /--data-limit \(16777216 bytes\) must be at least 64 KiB below --frame-limit/],
     ['a tiny frame limit', ['--frame-limit', '1000'], /--frame-limit must be at least 131072 bytes/],
     ['a missing config file', ['--config', 'nope.json'], /cannot read config file \/srv\/vera\/nope.json/],
   ];
+
+  it('takes the documented hibernation start line: disjoint roots and a duration in days', () => {
+    expect(config(['--hibernate-roots', '/users,/teams,/usersx', '--hibernate-after', '30d']).hibernation).toEqual({
+      roots: ['/users', '/teams', '/usersx'],
+      afterMs: 30 * 86_400_000,
+    });
+  });
 
   for (const [name, argv, message] of BAD) {
     it(`rejects ${name}`, () => {

@@ -32,7 +32,7 @@ Subcommands:
                               apply an account event
   count SERVICE [--at MS]     users assigned at a time (default now)
 
-Durations (D) are like 5000, 5s, 2m or 7d.
+Durations (D) are like 5000 (ms), 5s, 2m, 1h, 7d or 1h30m.
 Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, --ca FILE,
 --token T or --user NAME (password: --password-file FILE or $VERA_PASSWORD), -h/--help`;
 

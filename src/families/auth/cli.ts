@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { boolFlag, parseArgs, stringFlag, type FlagSpecs } from '../../cli/args.js';
 import { CLIENT_FLAGS, credentials, print, runClientCommand, type ClientCommand, type Context } from '../../cli/client-commands.js';
 import { EXIT, UsageError } from '../../cli/errors.js';
+import { parseDuration } from '../../cli/units.js';
 import type { CliIO } from '../../cli/io.js';
 import { AuthClient } from './client.js';
 import { nameProblem, isPermission } from './records.js';
@@ -20,7 +21,7 @@ export const USAGE = `Usage:
   vera role add NAME | rm NAME | ls
   vera role grant ROLE PREFIX PERMS [--deny]     PERMS: read,write,watch,admin
   vera role revoke ROLE PREFIX
-  vera login --user NAME [--ttl MS]              prints a token for $VERA_TOKEN
+  vera login --user NAME [--ttl D]               prints a token for $VERA_TOKEN
 
 A PREFIX is a path ('/app': the list and all below it; '/' every list), a family's
 resources ('journal:', 'journal:orders', 'assign:', 'assign:sync'), 'auth' (users
@@ -178,8 +179,8 @@ const login: ClientCommand = command([], (ctx) => {
   const user = stringFlag(ctx.args, 'user') ?? ctx.io.env.VERA_USER;
   if (user === undefined) throw new UsageError('vera login needs --user NAME (and the password in --password-file FILE or $VERA_PASSWORD)');
   const ttlText = stringFlag(ctx.args, 'ttl');
-  const ttlMs = ttlText === undefined ? undefined : Number(ttlText);
-  if (ttlMs !== undefined && !(Number.isSafeInteger(ttlMs) && ttlMs >= 1000)) throw new UsageError(`--ttl must be at least 1000 milliseconds, got ${JSON.stringify(ttlText)}`);
+  const ttlMs = ttlText === undefined ? undefined : parseDuration(ttlText, '--ttl');
+  if (ttlMs !== undefined && ttlMs < 1000) throw new UsageError(`--ttl must be at least 1s, got ${JSON.stringify(ttlText)}`);
   const { password } = credentials(ctx.args, ctx.io);
   if (password === undefined) throw new UsageError('vera login reads the password from --password-file FILE or $VERA_PASSWORD');
   return async (c) => {

@@ -31,7 +31,7 @@ Subcommands:
   drop NAME                   delete the journal and all its items
   limits [--max-journals N]   the cluster-wide limit on journals (and set it)
 
-Durations (D) are like 5000, 5s or 2m; dates are ms since the epoch, or +D from now.
+Durations (D) are like 5000 (ms), 5s, 2m, 1h, 7d or 1h30m; dates are ms since the epoch, or +D from now.
 Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, --ca FILE,
 --token T or --user NAME (password: --password-file FILE or $VERA_PASSWORD), -h/--help`;
 
