@@ -42,8 +42,12 @@ export interface ClientCommand {
   readonly flags: FlagSpecs;
   /** Names of the positional arguments, for arity errors. */
   readonly positionals: readonly string[];
-  /** Checks the arguments and returns the action to run once connected. */
-  readonly prepare: (ctx: Context) => (client: VeraClient) => Promise<void>;
+  /**
+   * Checks the arguments and returns the action to run once connected. The action may
+   * return an exit code: an answer that says the request did not happen (a unit that
+   * could not be frozen) exits non-zero without being an error reply.
+   */
+  readonly prepare: (ctx: Context) => (client: VeraClient) => Promise<void | number>;
   /**
    * An action that needs no session, or null: it runs instead of connecting (a stale read
    * over HTTP, which any member answers even with no leader).
@@ -188,8 +192,7 @@ export async function runClientCommand(name: string, command: ClientCommand, arg
     return failure.code === 'UNAVAILABLE' || failure.code === 'NO_LEADER' || failure.code === 'TIMEOUT' ? EXIT.cannotConnect : EXIT.serverError;
   }
   try {
-    await action(client);
-    return EXIT.ok;
+    return (await action(client)) ?? EXIT.ok;
   } catch (error) {
     if (!(error instanceof VeraError)) throw error;
     io.stderr(`vera: ${error.code}: ${error.message}\n`);

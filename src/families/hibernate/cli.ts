@@ -9,7 +9,8 @@ import { HibernateClient } from './client.js';
 export const USAGE = `Usage: vera hibernate PATH | vera hibernate ls | vera thaw PATH
 
 Hibernation: a unit (a list and every list below it) moves to the cold store and
-comes back on its first use (see docs/hibernation.md).
+comes back on its first use (see docs/hibernation.md). 'hibernate PATH' exits 1
+when the unit was not frozen (missing, empty, holding ephemeral items, too large).
 
   hibernate PATH   freeze the unit at PATH now
   hibernate ls     the Frozen (and Freezing) units with their size
@@ -32,6 +33,8 @@ const freeze: ClientCommand = {
     return async (client) => {
       const r = await new HibernateClient(client).freeze(path);
       print(ctx, r, () => (r.frozen ? `${path}: frozen, ${r.items} items in ${r.bytes} bytes` : `${path}: not frozen (${r.why})`));
+      // A unit that could not be frozen (missing, empty, in use) did not do what was asked: exit 1 for scripts.
+      return r.frozen ? EXIT.ok : EXIT.serverError;
     };
   },
 };
@@ -52,7 +55,7 @@ const thawCommand: ClientCommand = {
     const path = unitPath(ctx.args.positionals[0]);
     return async (client) => {
       const r = await new HibernateClient(client).thaw(path);
-      print(ctx, r, () => (r.thawed ? `${path}: thawed, ${r.items} items` : `${path}: was not frozen`));
+      print(ctx, r, () => (r.thawed ? `${r.unit === path ? path : `${path}: unit ${r.unit}`}: thawed, ${r.items} items` : `${path}: was not frozen`));
     };
   },
 };

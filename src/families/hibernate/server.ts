@@ -132,7 +132,8 @@ const handlers: Record<string, Handler> = {
     return { units: v.map(freezeReply) };
   },
   'hibernate.thaw': async ({ fe, request: r }) => {
-    const unit = r.path as string;
+    // A path inside a Frozen unit (one of its lists below the unit) thaws that unit.
+    const unit = fe.node.stateMachine.stateOf(hibernate).unitOf(r.path as string) ?? (r.path as string);
     const v = await propose(fe, { op: 'thaw', unit });
     if (v.op !== 'thaw') throw new VeraError('INTERNAL', 'a thaw gave another result');
     return { unit, thawed: v.thawed, items: v.items };

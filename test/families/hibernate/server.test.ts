@@ -192,5 +192,11 @@ describe('hibernation on a server', () => {
     expect(JSON.parse(listed.out)).toMatchObject({ units: [{ unit: '/users/erin', items: 1 }] });
     expect(await run('thaw', '/users/erin')).toMatchObject({ code: 0, out: expect.stringContaining('/users/erin: thawed, 1 items') });
     expect(await run('hibernate', 'ls')).toMatchObject({ code: 0, out: expect.stringContaining('no Frozen or Freezing units') });
+    // A unit that does not exist is not frozen, and says so with its exit code.
+    expect(await run('hibernate', '/users/nobody')).toMatchObject({ code: 1, out: expect.stringContaining('/users/nobody: not frozen (empty)') });
+    // Thawing a list inside a Frozen unit thaws that unit.
+    await client.push('/users/erin/bookmarks', 'b', { persistent: true, watch: false });
+    expect(await run('hibernate', '/users/erin')).toMatchObject({ code: 0, out: expect.stringContaining('/users/erin: frozen, 2 items') });
+    expect(await run('thaw', '/users/erin/bookmarks')).toMatchObject({ code: 0, out: expect.stringContaining('/users/erin/bookmarks: unit /users/erin: thawed, 2 items') });
   });
 });
