@@ -17,6 +17,7 @@ import {
   quorumSize,
   tallyVotes,
 } from './config.js';
+import { assert } from './assert.js';
 import { entrySize, RaftLog } from './log.js';
 import { Progress } from './progress.js';
 import { HeartbeatRounds, ReadIndexQueue } from './read-index.js';
@@ -369,10 +370,12 @@ export class RaftNode {
 
   /** The Ready's writes are durable and its committed entries applied. */
   advance(rd: Ready): void {
+    assert(this.readyOutstanding, () => `${this.id}: advance() without a ready() outstanding`);
     this.readyOutstanding = false;
     const last = rd.entries[rd.entries.length - 1];
     if (last) this.log.persistedTo(last.index, last.term);
     for (const e of rd.committedEntries) {
+      assert(e.index > this.appliedAdvanced && e.index <= this.log.committed, () => `${this.id}: applied entry ${e.index} out of order (applied ${this.appliedAdvanced}, commit ${this.log.committed})`);
       if (e.kind === 'config') this.applyConfigEntry(e);
       this.appliedAdvanced = e.index;
     }
@@ -469,6 +472,8 @@ export class RaftNode {
   // ---------------------------------------------------------------- roles
 
   private becomeFollower(term: number, leader: NodeId | null): void {
+    assert(term >= this.term, () => `${this.id}: becoming follower at term ${term}, below its term ${this.term}`);
+    assert(leader !== this.id, () => `${this.id}: becoming follower of itself at term ${term}`);
     if (term > this.term) {
       this.term = term;
       this.vote = null;
@@ -479,6 +484,8 @@ export class RaftNode {
   }
 
   private becomePreCandidate(): void {
+    assert(this.role !== 'leader', () => `${this.id}: a leader of term ${this.term} cannot pre-campaign`);
+    assert(this.promotable(), () => `${this.id}: a non-voter cannot pre-campaign`);
     this.role = 'preCandidate';
     this.leader = null;
     this.resetRoleState();
@@ -487,6 +494,8 @@ export class RaftNode {
   }
 
   private becomeCandidate(transfer: boolean): void {
+    assert(this.role !== 'leader', () => `${this.id}: a leader of term ${this.term} cannot campaign`);
+    assert(this.promotable(), () => `${this.id}: a non-voter cannot campaign`);
     this.role = 'candidate';
     this.leader = null;
     this.term += 1;
@@ -497,6 +506,10 @@ export class RaftNode {
   }
 
   private becomeLeader(): void {
+    // Only a candidate that voted for itself in this term and won a quorum of votes leads (paper §5.2).
+    assert(this.role === 'candidate', () => `${this.id}: becoming leader from ${this.role} at term ${this.term}`);
+    assert(this.vote === this.id, () => `${this.id}: becoming leader of term ${this.term} without its own vote`);
+    assert(tallyVotes(this.config, this.votes) === 'won', () => `${this.id}: becoming leader of term ${this.term} without a quorum of votes`);
     this.role = 'leader';
     this.leader = this.id;
     this.resetRoleState();
@@ -760,6 +773,7 @@ export class RaftNode {
   private maybeCommit(): boolean {
     const index = committedIndex(this.config, (id) => (id === this.id ? this.log.persisted : (this.progress.get(id)?.match ?? 0)));
     if (index <= this.log.committed || this.log.term(index) !== this.term) return false;
+    assert(this.role === 'leader', () => `${this.id}: counting replicas to commit as ${this.role}`);
     for (const e of this.log.slice(this.log.committed + 1, index + 1)) {
       this.uncommittedBytes -= e.data.byteLength;
       // Followers may apply a configuration as soon as they learn it committed: from then on a lease needs a new round.

@@ -3,11 +3,10 @@
 // The core keeps its whole (post-compaction) log in memory so that it can stay
 // synchronous and deterministic; storage only ever sees what Ready hands it.
 
+import { RaftSafetyError } from './assert.js';
 import type { Entry, SnapshotMeta } from './types.js';
 
-export class RaftSafetyError extends Error {
-  override readonly name = 'RaftSafetyError';
-}
+export { RaftSafetyError };
 
 export class RaftLog {
   private snapshot: SnapshotMeta;
