@@ -10,6 +10,7 @@ import { DEFAULT_LIMITS, DEFAULT_SESSION_TIMEOUT_MS, validatePath } from '../pro
 import type { FlagSpecs } from './args.js';
 import { UsageError } from './errors.js';
 import { LOG_LEVELS, TLS_MIN_VERSIONS, type ClientTlsConfig, type HibernationConfig, type LogLevel, type PeerSpec, type PeerTlsConfig, type ServerConfig, type TlsMinVersion } from '../server/config.js';
+import { hostNameOf } from '../server/host-check.js';
 import { parseCount, parseDuration, parseHost, parseHostPort, parsePort, parseSize } from './units.js';
 
 export type { HostPort, LogLevel, PeerSpec, ServerConfig, ServerLimits } from '../server/config.js';
@@ -72,6 +73,7 @@ const SETTINGS = [
   'hibernate-roots',
   'hibernate-after',
   'allowed-origins',
+  'allowed-hosts',
   'client-cert',
   'client-key',
   'client-ca',
@@ -222,6 +224,7 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
     },
     ...hibernationOf(text('hibernate-roots'), number('hibernate-after', parseDuration, DEFAULT_HIBERNATE_AFTER_MS)),
     ...originsOf(text('allowed-origins')),
+    ...hostsOf(text('allowed-hosts')),
     ...(sources.flags.get('metrics-need-auth') === true || file['metrics-need-auth'] === true ? { metricsNeedAuth: true } : {}),
     principalLimits: {
       connections: Math.max(1, number('connections-per-user', parseCount, DEFAULT_PRINCIPAL_LIMITS.connections)),
@@ -274,6 +277,17 @@ function originsOf(value: string | undefined): { allowedOrigins?: readonly strin
   return { allowedOrigins: list };
 }
 
+/** --allowed-hosts: host names (a port, if given, is dropped: names are what is judged), or `*`. */
+function hostsOf(value: string | undefined): { allowedHosts?: readonly string[] } {
+  if (value === undefined) return {};
+  const list = value.split(',').map((h) => h.trim()).filter((h) => h !== '');
+  const names = list.map((h) => {
+    const name = h === '*' ? '*' : hostNameOf(h);
+    if (name === null) throw new UsageError(`--allowed-hosts: ${JSON.stringify(h)} is not a host name such as vera.example.com (or *)`);
+    return name;
+  });
+  return { allowedHosts: names };
+}
 
 /**
  * `ID=HOST:PEERPORT/CLIENTPORT,...` as in PROTOCOL.md; a config file may also

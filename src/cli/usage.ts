@@ -103,6 +103,9 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
   --hibernate-after D         how long a unit must go untouched first (default 30d)
   --allowed-origins O,...     web page origins (https://host:port, or *) whose requests are served
                               besides the member's own; a browser request from any other is refused
+  --allowed-hosts H,...       host names (or *) the member answers to besides its own addresses,
+                              localhost, IP addresses and its members' hosts; a request whose Host
+                              names another is refused (DNS rebinding)
   --client-cert FILE          serve the client port over TLS (https and wss) with this PEM
   --client-key FILE           certificate and key; both are reloaded when they change on disk;
                               a plaintext request to the port is answered 400

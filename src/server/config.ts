@@ -75,6 +75,8 @@ export interface ServerConfig {
   readonly insecure?: boolean;
   /** Web page origins (`scheme://host:port`, or `*`) allowed besides the member's own (see origin.ts); absent: none. */
   readonly allowedOrigins?: readonly string[];
+  /** Host names (or `*`) the member answers to besides its own addresses, loopback and its members' (see host-check.ts); absent: none. */
+  readonly allowedHosts?: readonly string[];
   /** TLS on the client port (https and wss; see tls.ts); absent: plain HTTP and WebSocket. */
   readonly clientTls?: ClientTlsConfig;
   /** TLS on the peer port (wss between members; see tls.ts); absent: plain WebSocket. */

@@ -25,7 +25,7 @@ import { fdBudget, openFileLimit } from './fd-budget.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
 import { loadServerParts, passPathGates, type ServerParts } from './family-part.js';
-import { originOfClientUrl, originRefusal } from './origin.js';
+import { RequestGate, refuseRequest, refuseUpgrade } from './request-gate.js';
 import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
 import type { AnyFamily } from '../families/family.js';
 import { authorizeOperator, DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
@@ -305,14 +305,15 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 
   let shuttingDown = false;
   // Sockets that never finish a request's headers are closed after the hello timeout too, checked every second.
-  const httpOptions = { headersTimeout: config.limits.helloTimeoutMs, requestTimeout: 5 * 60_000, connectionsCheckingInterval: 1000 };
+  // A request without Host is judged by the request gate (request-gate.ts), which names what is missing, rather than by Node's bare 400.
+  const httpOptions = { headersTimeout: config.limits.helloTimeoutMs, requestTimeout: 5 * 60_000, connectionsCheckingInterval: 1000, requireHostHeader: false };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     // While shutting down, answer what arrives but let no keep-alive connection (a health checker's) hold the port open.
     if (shuttingDown) res.setHeader('connection', 'close');
-    const refused = originRefusal(req.headers.origin, req.headers.host, allowedOrigins());
+    const refused = gate.refusal(req);
     if (refused !== null) {
-      logger.warn({ event: 'origin-refused', origin: req.headers.origin, remote: req.socket.remoteAddress }, refused);
-      res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'FORBIDDEN', message: refused } }));
+      logger.warn({ event: refused.event, host: req.headers.host, origin: req.headers.origin, remote: req.socket.remoteAddress }, refused.message);
+      refuseRequest(res, refused);
       return;
     }
     handleHttp(front, { members: () => memberList(veraNode, members), admin }, req, res);
@@ -322,14 +323,17 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     clientTls === null ? createServer(httpOptions, onRequest) : clientTls.createServer({ ...httpOptions, handshakeTimeout: config.limits.helloTimeoutMs }, onRequest);
   /** The socket admission counted for a request's socket (with TLS, the raw socket under it). */
   const admitted = (socket: Socket): Socket => clientTls?.admittedSocket(socket) ?? socket;
-  // The operator's, and every member's own: a dashboard served by one member follows the leader to another.
-  const allowedOrigins = (): readonly string[] => [
-    ...(config.allowedOrigins ?? []),
-    ...members.members().flatMap((m) => {
-      const url = members.clientUrl(m.id);
-      return url === null ? [] : [originOfClientUrl(url)];
-    }),
-  ];
+  // Every member's client URL (the book's, the --peers contacts', this one's): its hosts and origins are this member's too.
+  let clientUrls: { readonly book: readonly unknown[]; readonly urls: readonly string[] } | null = null;
+  const memberClientUrls = (): readonly string[] => {
+    const book = members.members();
+    if (clientUrls?.book !== book) {
+      const ids = new Set([config.id, ...contacts.map((c) => c.id), ...book.map((m) => m.id)]);
+      clientUrls = { book, urls: [...ids].flatMap((id) => members.clientUrl(id) ?? []) };
+    }
+    return clientUrls.urls;
+  };
+  const gate = new RequestGate({ listenHost: config.client.host, allowedHosts: config.allowedHosts ?? [], allowedOrigins: config.allowedOrigins ?? [], memberClientUrls });
   const admission = new Admission(
     { connectionsMax: fds.clientConnections, connectionsPerAddress: config.limits.connectionsPerAddress, firstRequestTimeoutMs: config.limits.helloTimeoutMs },
     logger,
@@ -341,14 +345,14 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const wss = new WebSocketServer({ noServer: true, maxPayload: front.limits.frameBytes, perMessageDeflate: false });
   http.on('upgrade', (req, socket, head) => {
     admission.markUsed(admitted(req.socket));
-    if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/v1/connect') {
-      socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
+    const refused = gate.refusal(req);
+    if (refused !== null) {
+      logger.warn({ event: refused.event, host: req.headers.host, origin: req.headers.origin, remote: req.socket.remoteAddress }, refused.message);
+      refuseUpgrade(socket, refused);
       return;
     }
-    const refused = originRefusal(req.headers.origin, req.headers.host, allowedOrigins());
-    if (refused !== null) {
-      logger.warn({ event: 'origin-refused', origin: req.headers.origin, remote: req.socket.remoteAddress }, refused);
-      socket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(refused)}\r\n\r\n${refused}`);
+    if (new URL(req.url ?? '/', 'http://localhost').pathname !== '/v1/connect') {
+      socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
