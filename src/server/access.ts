@@ -15,6 +15,7 @@ import type { FrontEnd } from './context.js';
 import type { FamilyOp } from './family-part.js';
 import { certificateUser as certificateUserOf } from './tls.js';
 import type { VeraNode } from './vera-node.js';
+import { AuditQueue, type Taken } from './audit-queue.js';
 import { DEFAULT_PRINCIPAL_LIMITS, PrincipalMeter, type PrincipalLimits } from './principal-limits.js';
 import { sessions } from '../families/sessions/index.js';
 import { watches } from '../families/watches/index.js';
@@ -56,15 +57,12 @@ export interface AccessIncident {
 /** Slow password hashes one member computes at once (libuv's thread pool has 4 threads, which LevelDB needs too). */
 export const MAX_PASSWORD_CHECKS = 2;
 
-/** Facts held for the audit log until the leader writes them; beyond this many, they are counted instead. */
-export const AUDIT_QUEUE_MAX = 4096;
 
 export class Guard {
   private readonly passwords = new VerifiedPasswords();
   private readonly incidentListeners: Array<(incident: AccessIncident) => void> = [];
-  /** What the audit log has not been given yet (the audit family's leader duty takes it), and what did not fit. */
-  private unwritten: Array<AccessIncident & { readonly at: number }> = [];
-  private dropped = 0;
+  /** What the audit log has not been given yet (the audit family's leader duty takes it): audit-queue.ts. */
+  private readonly unwritten = new AuditQueue();
 
   /** Connections and requests per user on this member (principal-limits.ts). */
   readonly meter: PrincipalMeter;
@@ -100,8 +98,7 @@ export class Guard {
 
   private report(incident: AccessIncident): void {
     for (const l of this.incidentListeners) l(incident);
-    if (this.unwritten.length < AUDIT_QUEUE_MAX) this.unwritten.push({ ...incident, what: incident.what.slice(0, 512), at: Date.now() });
-    else this.dropped++;
+    this.unwritten.add({ ...incident, what: incident.what.slice(0, 512), at: Date.now() });
   }
 
   /** A failed proof of the cluster secret, or any other authentication failure found outside this class. */
@@ -114,19 +111,14 @@ export class Guard {
     this.report({ kind: 'admin', principal, remote, what });
   }
 
-  /** Up to `max` facts for the audit log, oldest first, and how many were dropped since the last take. */
-  takeAuditFacts(max: number): { facts: Array<AccessIncident & { readonly at: number }>; dropped: number } {
-    const facts = this.unwritten.splice(0, max);
-    const dropped = this.dropped;
-    this.dropped = 0;
-    return { facts, dropped };
+  /** Up to `max` facts for the audit log, denials and admin acts first, and what was counted instead since the last take. */
+  takeAuditFacts(max: number): Taken {
+    return this.unwritten.take(max, Date.now());
   }
 
-  /** Puts facts back at the front (their write failed); what no longer fits is counted as dropped. */
-  returnAuditFacts(facts: ReadonlyArray<AccessIncident & { readonly at: number }>, dropped: number): void {
-    const room = AUDIT_QUEUE_MAX - this.unwritten.length;
-    this.unwritten.unshift(...facts.slice(0, Math.max(0, room)));
-    this.dropped += dropped + Math.max(0, facts.length - room);
+  /** Puts facts back at the front (their write failed). */
+  returnAuditFacts(taken: Taken): void {
+    this.unwritten.giveBack(taken);
   }
 
   /**

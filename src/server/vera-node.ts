@@ -18,6 +18,7 @@ import { encodeEntryCommand, encodeMembers, MEMBERS_KEY, StateMachine, type Appl
 import { EventLog, type RecordedEvent } from './event-log.js';
 import { APPLIED_INDEX } from '../statemachine/applied.js';
 import { stateExtras } from '../statemachine/state-extras.js';
+import { checkAuditHead } from '../families/audit/head-check.js';
 
 export interface RaftTiming {
   readonly tickMs: number;
@@ -130,6 +131,8 @@ export class VeraNode {
       if (hooks.onLogSynced !== undefined) dir.storage.onSynced = (seconds) => hooks.onLogSynced!(seconds);
       const loaded = await dir.storage.load();
       const sm = await StateMachine.open(dir.db);
+      const auditProblem = await checkAuditHead(loaded.entries, sm);
+      if (auditProblem !== null) opts.logger.error({ event: 'audit-log-cut-back', problem: auditProblem }, 'the audit log does not hold what this member applied');
       const events = new EventLog(opts.eventLogCapacity, sm.appliedIndex);
       const node = new RaftNode(
         {

@@ -4,8 +4,7 @@ import { CLIENT_FLAGS, runClientCommand, type ClientCommand } from '../../cli/cl
 import { EXIT, UsageError } from '../../cli/errors.js';
 import type { CliIO } from '../../cli/io.js';
 import { VeraError } from '../../protocol/index.js';
-import type { AuditRecord } from './chain.js';
-import { verifyChain } from './chain.js';
+import { ChainCheck } from './chain.js';
 import { AuditClient } from './client.js';
 
 export const USAGE = `Usage: vera audit [--after N] [--verify]
@@ -15,8 +14,9 @@ administrators did (user, role and membership changes, admin ops), one record a
 line, oldest first. Needs read on 'audit' (an admin).
 
   --after N   only records after number N
-  --verify    check every record's hash and its link to the one before it; exits 1
-              and names the first record that does not hold (an edited log)
+  --verify    check every record's hash and its link to the one before it, that the
+              log starts where its window does and ends at the head the member
+              applied; exits 1 and names the first record that does not hold
 
 Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, --token T, --user U, -h/--help`;
 
@@ -29,19 +29,16 @@ const command: ClientCommand = {
     if (!Number.isSafeInteger(after) || after < 0) throw new UsageError(`--after must be a record number, got ${JSON.stringify(afterText)}`);
     const verify = boolFlag(ctx.args, 'verify');
     return async (client) => {
-      let last: AuditRecord | null = null;
-      let checked = 0;
-      await new AuditClient(client).each((records) => {
+      const check = new ChainCheck(after);
+      await new AuditClient(client).each((records, page) => {
         if (verify) {
-          const broken = verifyChain(records, last?.hash ?? null);
+          const broken = check.page(page);
           if (broken !== null) throw new VeraError('CONFLICT', `the audit log does not verify: record ${broken.seq} ${broken.problem}`);
-          checked += records.length;
         } else {
           for (const r of records) ctx.io.stdout(`${ctx.json ? JSON.stringify(r) : `${r.seq}  ${new Date(r.at).toISOString()}  ${r.kind}  ${r.principal ?? '-'}  ${r.remote}  ${r.what}`}\n`);
         }
-        last = records.at(-1) ?? last;
       }, after);
-      if (verify) ctx.io.stdout(ctx.json ? `${JSON.stringify({ verified: checked })}\n` : `the audit log verifies: ${checked} records, each chained to the one before\n`);
+      if (verify) ctx.io.stdout(ctx.json ? `${JSON.stringify({ verified: check.checked })}\n` : `the audit log verifies: ${check.checked} records, each chained to the one before, from the oldest kept to the head\n`);
     };
   },
 };

@@ -13,6 +13,10 @@ export interface AuditPage {
   /** The oldest record the cluster still keeps, and the newest written. */
   readonly oldest: number;
   readonly newest: number;
+  /** The hash of record `newest`. */
+  readonly head?: string;
+  /** Present when the member found its newest records unlike what its Raft log wrote (a cut-back log). */
+  readonly problem?: string;
   /** Present when more records follow: pass it as `after`. */
   readonly next?: number;
 }
@@ -29,10 +33,10 @@ export class AuditClient {
   }
 
   /** Every record after `after`, page by page, handed to `onPage` (so a long log is never held whole). */
-  async each(onPage: (records: readonly AuditRecord[]) => void, after = 0): Promise<void> {
+  async each(onPage: (records: readonly AuditRecord[], page: AuditPage) => void, after = 0): Promise<void> {
     for (let cursor: number | undefined = after; cursor !== undefined; ) {
       const page: AuditPage = await this.page(cursor);
-      onPage(page.records);
+      onPage(page.records, page);
       cursor = page.next;
     }
   }

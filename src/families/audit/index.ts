@@ -8,16 +8,21 @@ import { bucketPrefix, decodeIndex, encodeIndex } from '../../keys/index.js';
 import { CorruptValueError, pack, unpack } from '../../statemachine/codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import { CommandError, type BatchOp, type DbSnapshot, type Family, type Plan, type PlanContext } from '../family.js';
+import { MAX_AUDIT_RECORDS } from './wire.js';
 import { AUDIT_KINDS, GENESIS, recordHash, type AuditFact, type AuditKind, type AuditRecord } from './chain.js';
 
 export const AUDIT_SINCE = 7;
 export const AUDIT_BUCKET = 0x001d;
-/** Records kept; older ones are deleted as new ones come (the chain still verifies from the oldest kept). */
-export const MAX_AUDIT_RECORDS = 100_000;
+export { MAX_AUDIT_RECORDS } from './wire.js';
 export const MAX_FACTS_PER_ENTRY = 64;
 export const MAX_WHAT_LENGTH = 512;
 
-const HEAD_KEY = Buffer.concat([bucketPrefix(AUDIT_BUCKET), Buffer.from('head', 'utf8')]);
+/** The log's head: [seq, hash, oldest] of the newest record written and the oldest kept. */
+export const HEAD_KEY = Buffer.concat([bucketPrefix(AUDIT_BUCKET), Buffer.from('head', 'utf8')]);
+
+export function encodeHead(seq: number, hash: string, oldest: number): Buffer {
+  return pack([seq, hash, oldest]);
+}
 const RECORD_PREFIX = Buffer.concat([bucketPrefix(AUDIT_BUCKET), Buffer.from('r', 'utf8')]);
 
 export function recordKey(seq: number): Buffer {
@@ -46,6 +51,8 @@ export class AuditState {
   hash = GENESIS;
   /** The oldest record kept (seq of the first; 1 when none was forgotten). */
   oldest = 1;
+  /** Not replicated: what this member found wrong with its newest records at start (head-check.ts), or null. */
+  problem: string | null = null;
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<AuditState> {
     const state = new AuditState();
@@ -88,7 +95,7 @@ function append(c: AppendCommand, { states }: PlanContext): Plan {
   }
   // Bounded: as many forgotten as written, once the log is full.
   while (seq - oldest + 1 > MAX_AUDIT_RECORDS) ops.push({ type: 'del', key: recordKey(oldest++) });
-  ops.push({ type: 'put', key: HEAD_KEY, value: pack([seq, hash, oldest]) });
+  ops.push({ type: 'put', key: HEAD_KEY, value: encodeHead(seq, hash, oldest) });
   const next = { seq, hash, oldest };
   return {
     result: { ok: true, op: 'family', family: 'audit', value: { op: 'append', last: seq } },

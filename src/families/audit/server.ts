@@ -4,6 +4,7 @@
 // WebSocket (audit.list) or HTTP (GET /v1/audit?after=N&limit=N).
 import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
 import type { Need } from '../../server/access.js';
+import { suppressedWhat } from '../../server/audit-queue.js';
 import type { FrontEnd } from '../../server/context.js';
 import { familyOps, type FamilyHttpRoute, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
 import type { AuditFact } from './chain.js';
@@ -18,9 +19,10 @@ const flush: LeaderDuty = {
   tick: (fe) => {
     if (writing.has(fe)) return;
     const taken = fe.guard.takeAuditFacts(MAX_FACTS_PER_ENTRY - 1);
-    if (taken.facts.length === 0 && taken.dropped === 0) return;
+    const suppressed = suppressedWhat(taken.suppressed);
+    if (taken.facts.length === 0 && suppressed === null) return;
     const facts: AuditFact[] = taken.facts.map((f) => ({ at: f.at, kind: f.kind, principal: f.principal, remote: f.remote, what: f.what }));
-    if (taken.dropped > 0) facts.push({ at: Date.now(), kind: 'dropped', principal: null, remote: '', what: `${taken.dropped} facts were not recorded: more came than the log is written at` });
+    if (suppressed !== null) facts.push({ at: Date.now(), kind: 'dropped', principal: null, remote: '', what: suppressed });
     writing.add(fe);
     fe.node
       .propose({ family: 'audit', op: 'append', facts } as never)
@@ -30,7 +32,7 @@ const flush: LeaderDuty = {
         },
         (err: unknown) => {
           // Not written (leadership lost, or the cluster is not at the audit's version yet): kept for the next try.
-          fe.guard.returnAuditFacts(taken.facts, taken.dropped);
+          fe.guard.returnAuditFacts(taken);
           fe.logger.debug({ event: 'audit-write-failed', err: String(err) }, 'audit facts not written yet');
         },
       )
@@ -46,7 +48,15 @@ async function list(fe: FrontEnd, after: number, limit: number): Promise<FamilyR
     return out;
   });
   const last = records.at(-1);
-  return { records, oldest: state.oldest, newest: state.seq, ...(last !== undefined && last.seq < state.seq ? { next: last.seq } : {}) };
+  // The head and the window's start let a reader see records missing at either end (chain.ts, ChainCheck).
+  return {
+    records,
+    oldest: state.oldest,
+    newest: state.seq,
+    head: state.hash,
+    ...(state.problem === null ? {} : { problem: state.problem }),
+    ...(last !== undefined && last.seq < state.seq ? { next: last.seq } : {}),
+  };
 }
 
 const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = {

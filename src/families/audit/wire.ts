@@ -23,6 +23,9 @@ export interface AuditRecord extends AuditFact {
   readonly hash: string;
 }
 
+/** Records kept; older ones are deleted as new ones come, so the oldest kept is always max(1, newest - this + 1). */
+export const MAX_AUDIT_RECORDS = 100_000;
+
 /** The most records one `audit.list` reply holds (and its default). */
 export const AUDIT_PAGE = 1000;
 
