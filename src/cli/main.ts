@@ -39,9 +39,8 @@ async function runVerb(verb: string, argv: string[], io: CliIO): Promise<number>
     if (boolFlag(args, 'help')) return help(io, 'start');
     if (args.positionals.length > 0) throw new UsageError(`'vera start' takes no arguments, got ${args.positionals.join(' ')}`);
     const insecure = boolFlag(args, 'insecure');
-    // Exposed beyond loopback, a session id (which items show) must not be enough to take a session over.
     // Whether the port may be exposed at all is judged by the server, once its store says if authentication is on.
-    const config = { ...buildServerConfig({ flags: args.flags, env: io.env, cwd: io.cwd }), requireResumeToken: insecure, insecure };
+    const config = { ...buildServerConfig({ flags: args.flags, env: io.env, cwd: io.cwd }), insecure };
     if (insecure) io.stderr(`vera start: --insecure: the client port ${config.client.host}:${config.client.port} takes anyone who reaches it, without authentication\n`);
     // Loaded only here, so client verbs never load the server.
     const { runServer } = await import('./start.js');

@@ -6,7 +6,7 @@
 //   connection silent for two thirds of it is presumed dead (as ZooKeeper's
 //   client does) so the session can be resumed elsewhere before it expires.
 // - On connection loss it reconnects to any known server and resumes with
-//   `hello {session}`. Reads in flight are resent; writes in flight reject
+//   `hello {session, resume}` (the resume token its first hello answered). Reads in flight are resent; writes in flight reject
 //   with UNAVAILABLE because their outcome is unknown.
 // - SESSION_EXPIRED ends the client for good: its ephemeral items are gone,
 //   and only the application knows how to recover (recipes depend on that).
@@ -21,7 +21,10 @@ import { leaderSessionUrl, ServerRing } from './urls.js';
 export interface ConnectOptions extends TlsClientOptions {
   /** Session timeout to ask for; the server clamps it (and reports what it granted). */
   readonly timeoutMs?: number;
-  /** Resume this session instead of opening a new one. */
+  /**
+   * Resume this session instead of opening a new one; only with `resume`. A session id alone
+   * proves nothing (items show it), so without its token a new session is opened instead.
+   */
   readonly session?: string;
   /** With `session`: its resume token (`client.resumeToken` of the client that opened it). */
   readonly resume?: string;
@@ -155,8 +158,10 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     this.maxRedirects = options.maxRedirects ?? 8;
-    this.sessionId = options.session ?? null;
-    this.resumeValue = options.resume ?? null;
+    // A session is resumed only with its token: a bare id would be refused, so it opens a new one.
+    const resumable = options.session !== undefined && options.resume !== undefined;
+    this.sessionId = resumable ? options.session! : null;
+    this.resumeValue = resumable ? options.resume! : null;
     this.notifications = new Notifications({
       event: (event) => this.emit('event', event),
       resync: (lists) => this.emit('resync', lists),
@@ -513,6 +518,11 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     this.stopHeartbeat();
     this.stateValue = 'reconnecting';
     this.emit('disconnected', reason);
+    if (this.resumeValue === null) {
+      // The server that opened it gave no token (a cluster before command version 6): no server will resume it.
+      this.expire(new VeraError('SESSION_EXPIRED', `session ${this.sessionId} cannot be resumed: the server gave no resume token when it opened it; it expires on the server`));
+      return;
+    }
     const preferred = this.nextPreferredUrl;
     this.nextPreferredUrl = null;
     // The server just lost may be dead or paused: try the others first. Its turn comes again after them.

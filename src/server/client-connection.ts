@@ -6,6 +6,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { LEASE_PREFIX } from '../families/lease/wire.js';
 import { cluster } from '../families/cluster/index.js';
 import { RESUME_TOKENS_SINCE } from '../families/sessions/index.js';
+import { settleCommandVersion } from '../families/cluster/server.js';
 import type { SessionInfo } from '../statemachine/types.js';
 import type { WebSocket } from 'ws';
 import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
@@ -318,7 +319,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       if (!info) throw new VeraError('SESSION_EXPIRED', `session ${req.session} has expired or never existed; start a new one`);
       // A lease is a session no connection may hold: its clock is its keep-alives'.
       if (req.session.startsWith(LEASE_PREFIX)) throw new VeraError('UNAUTHORIZED', `${req.session} is a lease, not a session a connection can resume`);
-      const refused = resumeRefusal(info, req.resume, fe.requireResumeToken) ?? principalRefusal(info, principal, fe.guard.enabled);
+      const refused = resumeRefusal(info, req.resume) ?? principalRefusal(info, principal, fe.guard.enabled);
       if (refused !== null) throw new VeraError('UNAUTHORIZED', refused);
       session = req.session;
       timeoutMs = info.timeoutMs;
@@ -331,8 +332,10 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       session = randomBytes(16).toString('base64url');
       fe.disk.admit(frameBytes);
       const quota = { sessionsPerAddress: fe.limits.sessionsPerAddress };
-      // Only the hash goes into the log: the token itself is told to the creator alone. A cluster not yet
-      // at the version that records it opens sessions as before (resumable by id).
+      // Only the hash goes into the log: the token itself is told to the creator alone. A session opened
+      // without one (a cluster not yet at the version that records it) can never be resumed, so a hello
+      // in the moment after a new cluster's first election waits for the version its leader is raising.
+      await settleCommandVersion(fe, RESUME_TOKENS_SINCE, HELLO_LEADER_WAIT_MS);
       resume = fe.node.stateMachine.stateOf(cluster).active >= RESUME_TOKENS_SINCE ? randomBytes(24).toString('base64url') : undefined;
       const open = {
         op: 'openSession' as const,
@@ -488,13 +491,13 @@ function hashResume(token: string): string {
 
 /**
  * Why a hello may not resume this session: the session id is public (items show their
- * owner), so a resume token, told only to the creator, is what proves the resumer is it.
- * A wrong token is always refused; a missing one only where the server requires it, since
- * the shared contract resumes by id alone (docs/security.md).
+ * owner), so the resume token, told only to the creator, is what proves the resumer is
+ * it, in every mode (docs/protocol.md "Session"). A session opened before resume tokens
+ * has none to prove: nobody can resume it, and it expires on its own.
  */
-function resumeRefusal(info: SessionInfo, given: string | undefined, required: boolean): string | null {
-  if (info.resumeHash === undefined) return null; // opened before resume tokens: by id, as then
-  if (given === undefined) return required ? 'this server resumes a session only with the resume token its first hello answered' : null;
+function resumeRefusal(info: SessionInfo, given: string | undefined): string | null {
+  if (info.resumeHash === undefined) return 'this session was opened before resume tokens (command version 6) and cannot be resumed; it expires on its own: open a new session';
+  if (given === undefined) return 'a session is resumed only with the resume token its first hello answered (resume); without it, open a new session';
   const a = Buffer.from(hashResume(given), 'hex');
   const b = Buffer.from(info.resumeHash, 'hex');
   return a.length === b.length && timingSafeEqual(a, b) ? null : 'the resume token does not match this session; a session can be resumed only by the client that opened it';
@@ -503,10 +506,12 @@ function resumeRefusal(info: SessionInfo, given: string | undefined, required: b
 /**
  * With authentication on, a session is resumed only by the user that opened it: a
  * leaked resume token is not enough for another user. A session opened while
- * authentication was off (no principal) may be resumed by anyone who authenticates.
+ * authentication was off (no user) is resumed by nobody once it is on: it was never
+ * judged, and it expires on its own.
  */
 function principalRefusal(info: SessionInfo, principal: Principal, enabled: boolean): string | null {
-  if (!enabled || info.principal === undefined || info.principal === principal) return null;
+  if (!enabled || info.principal === principal) return null;
+  if (info.principal === undefined) return 'this session was opened while authentication was off and cannot be resumed now that it is on; open a new session';
   return `session belongs to another user; ${principal ?? 'an unauthenticated client'} cannot resume it`;
 }
 

@@ -65,8 +65,6 @@ export interface ServerConfig {
   readonly compaction: { readonly everyEntries: number; readonly keepEntries: number };
   /** Hibernation of idle units (docs/hibernation.md); absent: no unit hibernates by itself. */
   readonly hibernation?: HibernationConfig;
-  /** Resuming a session needs its resume token (set by `vera start --insecure`: the client port is exposed). */
-  readonly requireResumeToken?: boolean;
   /** Limits per authenticated user (principal-limits.ts); defaults when absent. */
   readonly principalLimits?: PrincipalLimits;
   /** With authentication on, /metrics needs a user with read on 'cluster' (`vera start --metrics-need-auth`). */

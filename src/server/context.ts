@@ -59,8 +59,6 @@ export interface FrontEnd {
   readonly insecure: boolean;
   /** /metrics answers only users with read on 'cluster' (when authentication is on): `--metrics-need-auth`. */
   readonly metricsNeedAuth: boolean;
-  /** Whether resuming a session needs its resume token (the client port is exposed beyond loopback: --insecure). */
-  readonly requireResumeToken: boolean;
   /** What must happen before an operation on a path (see ServerPart.pathGate). */
   readonly pathGates: readonly PathGate[];
   /** Which units hibernate when idle, or null (docs/hibernation.md). */

@@ -249,7 +249,6 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     familyHttp: parts.http,
     familyMetrics: parts.metrics,
     pathGates: parts.pathGates,
-    requireResumeToken: config.requireResumeToken ?? false,
     clientAddress: config.client,
     insecure: config.insecure ?? false,
     metricsNeedAuth: config.metricsNeedAuth ?? false,

@@ -1,5 +1,6 @@
 // The CLI against real servers where a fake one cannot show the fault: a stale
-// read from a member with no quorum, `vera push --hold` losing its session,
+// read from a member with no quorum, `vera push --hold` keeping its session from
+// a thief and losing it for good,
 // `vera watch` saying it reconnects while its server is down, and `vera get`
 // piped into a reader that stops early.
 import { spawnSync } from 'node:child_process';
@@ -7,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '../../src/client/index.js';
 import { main } from '../../src/cli/main.js';
-import { startLeader } from '../server/fixture.js';
+import { startLeader, untilCommandVersion } from '../server/fixture.js';
 import { WireClient } from '../server/wire-client.js';
 import { pollUntil } from '../support/poll.js';
 import { freePort, killAll, VeraProcess } from '../support/vera-process.js';
@@ -33,17 +34,28 @@ describe('vera against real servers', () => {
     expect(await main(['get', '/anything', '--server', lonely.url, '--timeout', '1500'], strict)).not.toBe(0);
   });
 
-  it('push --hold says so and exits non-zero when its session is taken over', async () => {
+  it('push --hold: its session cannot be taken by its id alone, and it exits non-zero once the session is lost for good', async () => {
     const vp = await startLeader();
     processes.push(vp);
     const io = captureIO();
     const held = main(['push', '/held', '1', '--hold', '--server', vp.url], io);
     const session = await pollUntil('the held session', async () => /holding session (\S+)/.exec(io.err())?.[1]);
+    // The id is public (it is the item's owner); without the resume token the CLI keeps to itself, it takes nothing.
     const thief = await WireClient.connect(vp.url, 'json');
-    await thief.hello({ session });
-    expect(await held).toBe(1);
-    expect(io.err()).toMatch(/resumed on another connection/);
+    expect((await thief.request('hello', { session })).error).toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringMatching(/resume token/) });
     thief.terminate();
+    const watcher = await connect(vp.url);
+    expect((await watcher.get('/held')).items.map((i) => i.owner)).toEqual([session]);
+    await watcher.close();
+    // Authentication turned on closes the held connection (made without credentials), and its resume is refused.
+    const admin = await WireClient.connect(vp.url, 'json');
+    await admin.hello({ timeoutMs: 30_000 });
+    await untilCommandVersion(() => admin.call('auth.userAdd', { name: 'root', password: 'root-pw' }));
+    await admin.call('auth.userGrant', { name: 'root', role: 'root' });
+    await admin.call('auth.enable');
+    expect(await held).toBe(1);
+    expect(io.err()).toMatch(/authentication is on/);
+    admin.terminate();
   });
 
   it('watch says it is reconnecting while its server is down, and when it is back', async () => {

@@ -145,7 +145,7 @@ describe('finding the leader', () => {
     expect(read.items.map((i) => i.data)).toEqual(['x']);
     const [info] = await resumed;
     expect(info).toMatchObject({ url: `${second.url}/v1/connect`, session: 's1', resumed: true });
-    expect(second.received.map((r) => r.request)).toMatchObject([{ op: 'hello', session: 's1' }, { op: 'get', path: '/a' }]);
+    expect(second.received.map((r) => r.request)).toMatchObject([{ op: 'hello', session: 's1', resume: 'token-s1' }, { op: 'get', path: '/a' }]);
   });
 });
 
@@ -173,7 +173,7 @@ describe('connection loss', () => {
     expect((await disconnected)[0]).toMatch(/closed by the server|connection/);
     expect((await resumed)[0]).toMatchObject({ session: 's1', resumed: true });
     const hellos = s.received.filter((r) => r.request.op === 'hello').map((r) => r.request);
-    expect(hellos).toEqual([{ id: expect.any(Number), op: 'hello' }, { id: expect.any(Number), op: 'hello', session: 's1' }]);
+    expect(hellos).toEqual([{ id: expect.any(Number), op: 'hello' }, { id: expect.any(Number), op: 'hello', session: 's1', resume: 'token-s1' }]);
     expect(s.received.filter((r) => r.request.op === 'get')).toHaveLength(2);
     expect(c.state).toBe('open');
   });
@@ -257,7 +257,7 @@ describe('connection loss', () => {
     const s = await server();
     const first = await client(s.url);
     const failed = next(first, 'failed');
-    const second = await client(s.url, { session: first.session });
+    const second = await client(s.url, { session: first.session, resume: first.resumeToken! });
     expect(second.session).toBe('s1');
     const [error] = await failed;
     expect(error.message).toMatch(/session s1 was resumed on another connection/);
@@ -265,9 +265,35 @@ describe('connection loss', () => {
     expect(s.received.filter((r) => r.request.op === 'hello')).toHaveLength(2);
   });
 
+  it('resumes only with the resume token: without it, connect opens a new session', async () => {
+    const s = await server();
+    const first = await client(s.url);
+    expect(first.resumeToken).toBe('token-s1');
+    const bare = await client(s.url, { session: first.session });
+    expect(bare.session).toBe('s2');
+    expect(first.state).toBe('open'); // nobody took its session
+    expect(s.received.filter((r) => r.request.op === 'hello').map((r) => r.request)).toEqual([
+      { id: expect.any(Number), op: 'hello' },
+      { id: expect.any(Number), op: 'hello' },
+    ]);
+  });
+
+  it('a session that got no resume token is lost with its connection: the client reports it expired rather than resume by id', async () => {
+    const s = await server();
+    s.resumeTokens = false;
+    const c = await client(s.url);
+    expect(c.resumeToken).toBeNull();
+    const expired = next(c, 'sessionExpired');
+    s.dropAll();
+    const [error] = await expired;
+    expect(error).toMatchObject({ code: 'SESSION_EXPIRED', message: expect.stringMatching(/cannot be resumed: the server gave no resume token/) });
+    expect(c.state).toBe('expired');
+    expect(s.received.filter((r) => r.request.op === 'hello')).toHaveLength(1);
+  });
+
   it('refuses to connect with a session the server no longer knows', async () => {
     const s = await server();
-    const error = await rejection(connect(s.url, { session: 'gone' }));
+    const error = await rejection(connect(s.url, { session: 'gone', resume: 'token-gone' }));
     expect(error.code).toBe('SESSION_EXPIRED');
     expect(error.message).toMatch(/session gone has expired/);
   });

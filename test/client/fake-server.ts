@@ -25,6 +25,8 @@ import { RANGE_OPS } from '../../src/families/range/wire.js';
 
 interface Session {
   readonly id: string;
+  /** The resume token the opening hello answered; a resume must send it (PROTOCOL.md "Session"). */
+  readonly token: string;
   acked: number;
   readonly watches: Set<string>;
   conn: Conn | null;
@@ -63,6 +65,8 @@ export class FakeServer {
   readonly holdOps = new Set<string>();
   /** When true, nothing is answered at all (a hung server). */
   silent = false;
+  /** When false, a new session's hello answers no resume token (as a cluster before command version 6). */
+  resumeTokens = true;
   private held: Array<{ request: Request; send: () => void }> = [];
   private readonly failures = new Map<string, ProtocolError[]>();
   private readonly conns = new Set<Conn>();
@@ -218,7 +222,7 @@ export class FakeServer {
     if ((request.op as string) === 'range.items') return answer(() => reply({ index: this.index, items: this.lists.get((request as unknown as { path: string }).path) ?? [] } as AnyResult));
     switch (request.op) {
       case 'hello':
-        return this.hello(conn, request.session, encoding, reply, fail);
+        return this.hello(conn, request.session, request.resume, encoding, reply, fail);
       case 'ping':
         if (request.ack !== undefined) conn.session!.acked = Math.max(conn.session!.acked, request.ack);
         return reply({ index: this.index });
@@ -266,6 +270,7 @@ export class FakeServer {
   private hello(
     conn: Conn,
     resume: string | undefined,
+    token: string | undefined,
     encoding: Encoding,
     reply: (r: AnyResult) => void,
     fail: (e: ProtocolError) => void,
@@ -280,16 +285,18 @@ export class FakeServer {
     if (resume !== undefined) {
       const known = this.sessions.get(resume);
       if (known === undefined) return fail({ code: 'SESSION_EXPIRED', message: `session ${resume} has expired` });
+      if (token !== known.token) return fail({ code: 'UNAUTHORIZED', message: `session ${resume} is resumed only with its resume token` });
       session = known;
     } else {
-      session = { id: `s${++this.state.sessionCount}`, acked: 0, watches: new Set(), conn: null };
+      const id = `s${++this.state.sessionCount}`;
+      session = { id, token: `token-${id}`, acked: 0, watches: new Set(), conn: null };
       this.sessions.set(session.id, session);
     }
     if (session.conn !== null && session.conn !== conn) session.conn.ws.close(4002, 'session resumed on another connection');
     session.conn = conn;
     conn.session = session;
     conn.encoding = encoding;
-    reply({ session: session.id, timeoutMs: this.sessionTimeoutMs, node: this.name, leader: this.name, term: 1, index: this.index });
+    reply({ session: session.id, timeoutMs: this.sessionTimeoutMs, node: this.name, leader: this.name, term: 1, index: this.index, ...(resume === undefined && this.resumeTokens ? { resume: session.token } : {}) });
     // At-least-once across reconnects: everything above the last ack, one frame per index.
     const missed = this.log.filter((e) => e.index > session.acked && session.watches.has(e.path));
     for (const batch of byIndex(missed)) conn.ws.send(encodeNotify({ events: batch }, encoding));

@@ -147,4 +147,22 @@ describe('authentication and permissions', () => {
     const closed = await watcher.waitClose();
     expect(closed.code).toBe(4007);
   });
+
+  it('a session opened while authentication was off is resumed by no user once it is on, even with its token', async () => {
+    const p = (vp = await startLeader());
+    const early = await wire(p);
+    const opened = await early.hello({ timeoutMs: 30_000 });
+    await early.call('push', { path: '/app/early', data: 'no owner' });
+    const setup = await as(p, {});
+    await untilCommandVersion(() => setup.call('auth.userAdd', { name: 'root', password: 'root-pw' }));
+    await setup.call('auth.userGrant', { name: 'root', role: 'root' });
+    await setup.call('auth.enable');
+    await early.waitClose();
+    const root = await wire(p);
+    const taken = await root.request('hello', { user: 'root', password: 'root-pw', session: opened.session, resume: opened.resume });
+    expect(taken.error).toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringMatching(/opened while authentication was off/) });
+    // Nothing was taken: the session's item is where it was, until the session expires.
+    const reader = await as(p, { user: 'root', password: 'root-pw' });
+    expect((await reader.call('get', { path: '/app/early' })).items).toMatchObject([{ owner: opened.session }]);
+  });
 });

@@ -264,7 +264,7 @@ describe.each(ENCODINGS)('hostile frames over %s', (enc) => {
     await fresh.client.call('bye');
     // The closed connection's session lives on and can resume (then end cleanly).
     const back = await WireClient.connect(vp.url, enc);
-    expect((await back.hello({ session: victim.hello.session })).session).toBe(victim.hello.session);
+    expect((await back.hello({ session: victim.hello.session, resume: victim.hello.resume })).session).toBe(victim.hello.session);
     await back.call('bye');
     expect((await s.client.call('get', { path: LIST })).items).toStrictEqual(itemsBefore);
     // Sessions opened and closed (committed), but the oversized push was never proposed: it is nowhere.

@@ -170,7 +170,7 @@ describe('large lists and resyncs travel in bounded frames', () => {
 
     // Two sessions watch everything: one through raw frames (to see their sizes), one through the client library.
     const wire1 = await WireClient.connect(vp.url, 'msgpack');
-    const { session: wireSession } = await wire1.hello({ timeoutMs: 30_000 });
+    const { session: wireSession, resume: wireResume } = await wire1.hello({ timeoutMs: 30_000 });
     expect((await wire1.request('watch', { path: '/', prefix: true })).ok).toBe(true);
     const watcher = await connect(vp.url, { requestTimeoutMs: 60_000, timeoutMs: 30_000 });
     cleanups.push(() => watcher.close().catch(() => undefined));
@@ -185,7 +185,7 @@ describe('large lists and resyncs travel in bounded frames', () => {
 
     const wire = await WireClient.connect(again.url, 'msgpack');
     cleanups.push(() => void wire.close());
-    await wire.hello({ session: wireSession });
+    await wire.hello({ session: wireSession, resume: wireResume });
     await wire.waitFrame((f) => f.value?.op === 'notify' && Array.isArray(f.value.resync) && f.value.more === undefined, 'the last resync frame', 0, 30_000);
     const frames = wire.frames.filter((f) => f.value?.op === 'notify');
     expect(frames.length).toBeGreaterThan(3);

@@ -137,7 +137,7 @@ describe.each(ENCODINGS)('protocol over %s', (enc) => {
       const s = await session(enc);
       const reply = await s.client.request('hello', { timeoutMs: 5000 });
       expect(reply).toStrictEqual({ id: expect.any(Number), ok: false, error: { code: 'BAD_REQUEST', message: expect.stringMatching(/hello/) } });
-      const again = await s.client.request('hello', { session: s.hello.session });
+      const again = await s.client.request('hello', { session: s.hello.session, resume: s.hello.resume });
       expect(again.error?.code).toBe('BAD_REQUEST');
       expect(await s.client.call('ping')).toStrictEqual({ index: ANY_INDEX });
     });
@@ -164,7 +164,7 @@ describe.each(ENCODINGS)('protocol over %s', (enc) => {
       const s = await session(enc);
       expect(await s.client.request('bye')).toStrictEqual({ id: expect.any(Number), ok: true });
       const c = await WireClient.connect(vp.url, enc);
-      const reply = await c.request('hello', { session: s.hello.session });
+      const reply = await c.request('hello', { session: s.hello.session, resume: s.hello.resume });
       expect(reply.error?.code).toBe('SESSION_EXPIRED');
       await c.close();
     });

@@ -70,7 +70,7 @@ describe('restart', () => {
 
     // The keeper comes back within its timeout and keeps talking.
     const back = await WireClient.connect(second.url, 'msgpack');
-    const hello = await back.hello({ session: keeper.hello.session });
+    const hello = await back.hello({ session: keeper.hello.session, resume: keeper.hello.resume });
     expect(hello.session).toBe(keeper.hello.session);
     expect(hello.timeoutMs).toBe(TIMEOUT_MS);
 

@@ -153,7 +153,7 @@ describe.each(ENCODINGS)('sessions over %s', (enc) => {
 
     const back = await WireClient.connect(vp.url, enc);
     opened.push({ client: back, hello: a.hello });
-    const hello = await back.hello({ session: a.hello.session });
+    const hello = await back.hello({ session: a.hello.session, resume: a.hello.resume });
     // A resume answers what the first hello did, but for the resume token, which only the session's first hello tells.
     const { resume: _token, ...firstHello } = a.hello;
     expect(hello).toStrictEqual({ ...firstHello, index: expect.any(Number), term: expect.any(Number) });
@@ -182,7 +182,7 @@ describe.each(ENCODINGS)('sessions over %s', (enc) => {
     const switched: WireEncoding = enc === 'json' ? 'msgpack' : 'json';
     const back = await WireClient.connect(vp.url, switched);
     opened.push({ client: back, hello: a.hello });
-    await back.hello({ session: a.hello.session });
+    await back.hello({ session: a.hello.session, resume: a.hello.resume });
     expect(await back.waitEvents(2)).toStrictEqual([
       { index: own.index, type: 'push', path, item: own },
       { index: theirs.index, type: 'push', path, item: theirs },

@@ -44,4 +44,20 @@ export function assertCommandVersion(fe: FrontEnd, what: string, required: numbe
   if (problem !== null) throw new VeraError('UNAVAILABLE', problem);
 }
 
+/**
+ * Resolves once the cluster runs `version`, when every member supports it and the raise
+ * is already in this leader's log (a new cluster's first leader proposes it as it starts);
+ * at once otherwise, or after `timeoutMs`. Lets a request made in the moment after an
+ * election get what the version brings instead of the older behaviour for good.
+ */
+export async function settleCommandVersion(fe: FrontEnd, version: number, timeoutMs: number): Promise<void> {
+  if (fe.node.stateMachine.stateOf(cluster).active >= version) return;
+  const { id, config, lastIndex } = fe.node.status();
+  const target = versionToActivate(membersOf(config), id, COMMAND_VERSION, fe.peerCommandVersions);
+  if (target === null || target < version) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([fe.node.waitApplied(lastIndex), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  clearTimeout(timer);
+}
+
 export const server: ServerPart = { duties: [raiseCommandVersion] };

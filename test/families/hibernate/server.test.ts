@@ -142,7 +142,7 @@ describe('hibernation on a server', () => {
     vp = second;
     await waitForLeadership(second);
     const back = await WireClient.connect(second.url, 'json');
-    await back.hello({ session: watcher.hello.session });
+    await back.hello({ session: watcher.hello.session, resume: watcher.hello.resume });
     const lists = await pollUntil('a resync', async () => back.notifies().find((f) => f.resync !== undefined)?.resync);
     expect(lists.find((l) => l.path === '/users/alice/list')?.items.map((i) => i.data)).toEqual(['a', 'b']);
     expect(await metric(second, 'vera_hibernate_thaws_total')).toBe(1);
