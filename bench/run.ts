@@ -36,6 +36,7 @@ import { runAssignBench } from './assign/run.js';
 import { runHibernateBench } from './hibernate/run.js';
 import { formatOverhead, newestPlainVeraResult, tlsOverhead } from './report/tls-overhead.js';
 import { runSecurityBench } from './security/run.js';
+import { runCompare } from './compare/run.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** The hand-written reading of the targets Vera misses, placed in the report under the targets table. */
@@ -116,6 +117,13 @@ async function main(): Promise<number> {
   const command = `npm run bench${argv.length > 0 ? ` -- ${argv.join(' ')}` : ''}`;
   const logDir = mkdtempSync(join(tmpdir(), 'vera-bench-logs-'));
   log(`${mode} run of ${options.systems.join(', ')}${options.tls ? ' (Vera with TLS on its client port)' : ''}${options.security ? ' (--security-only: S1, S2 and S6 plain, with TLS, with authentication, with both)' : ''}; server logs in ${logDir} (removed after a run without failures)`);
+
+  if (options.compare.length > 0) {
+    clearTimeout(watchdog);
+    await runCompare({ root: ROOT, refs: options.compare, quick: options.quick, rounds: options.rounds, workloads: options.workloads, outDir: options.outDir, logDir, command, log });
+    rmSync(logDir, { recursive: true, force: true });
+    return 0;
+  }
 
   if (options.security) {
     // Kept for the profiles, stopping six clusters and the report.

@@ -30,7 +30,20 @@ export interface BenchOptions {
    * (<date>-security.json, docs/performance-security.md). Nothing else runs.
    */
   readonly security: boolean;
+  /**
+   * `--compare REF[,REF...]`: this checkout against other builds (a commit, checked out and
+   * built in a temporary worktree, or a directory holding a built checkout), S1 and S2 with
+   * new keys and few lists, interleaved (bench/compare). Nothing else runs. Empty: no compare.
+   */
+  readonly compare: readonly string[];
+  /** `--rounds N`: how many times --compare runs each workload on each build (default 2). */
+  readonly rounds: number;
+  /** `--workloads LIST`: the --compare workloads to run (default all: s1-new, s1-few, s2-new, s2-few). */
+  readonly workloads: readonly string[] | null;
 }
+
+/** The workloads of --compare (bench/compare/workloads.ts). */
+const COMPARE_WORKLOADS: readonly string[] = ['s1-new', 's1-few', 's2-new', 's2-few'];
 
 export class BenchUsageError extends Error {
   override readonly name = 'BenchUsageError';
@@ -61,6 +74,13 @@ export const USAGE = `usage: npm run bench -- [options]
                    authentication as root, plain again), as ratios against plain
                    (<date>-security.json, docs/performance-security.md; under 10
                    minutes, --quick under 3)
+  --compare REFS   the regression gate: this checkout against each REF (comma-separated
+                   commits, built in temporary worktrees, or directories of built
+                   checkouts), S1 and S2 with a new list per put and with few lists,
+                   interleaved; prints medians, CPU ms per put and this/REF ratios
+                   (<date>-compare-*.json and .md in --out). Nothing else runs.
+  --rounds N       with --compare: runs of each workload on each build (default 2)
+  --workloads LIST with --compare: a subset of s1-new,s1-few,s2-new,s2-few
   --help           this text`;
 
 export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptions | 'help' {
@@ -75,6 +95,9 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   let hibernate: BenchOptions['hibernate'] = 'after';
   let tls = false;
   let security = false;
+  let compare: string[] = [];
+  let rounds = 2;
+  let workloads: string[] | null = null;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -132,12 +155,34 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
       case '--security-only':
         security = true;
         break;
+      case '--compare':
+        compare = value().split(',').map((r) => r.trim()).filter((r) => r !== '');
+        if (compare.length === 0) throw new BenchUsageError('--compare needs at least one REF');
+        break;
+      case '--rounds': {
+        const v = value();
+        rounds = Number(v);
+        if (!Number.isInteger(rounds) || rounds < 1 || rounds > 20) throw new BenchUsageError(`--rounds must be an integer from 1 to 20, got ${JSON.stringify(v)}`);
+        break;
+      }
+      case '--workloads': {
+        workloads = value().split(',').map((w) => w.trim()).filter((w) => w !== '');
+        const unknown = workloads.filter((w) => !COMPARE_WORKLOADS.includes(w));
+        if (unknown.length > 0 || workloads.length === 0) throw new BenchUsageError(`--workloads takes a subset of ${COMPARE_WORKLOADS.join(',')}`);
+        break;
+      }
       case '--help':
       case '-h':
         return 'help';
       default:
         throw new BenchUsageError(`unknown option ${JSON.stringify(arg)}\n${USAGE}`);
     }
+  }
+  if (workloads !== null && compare.length === 0) throw new BenchUsageError('--workloads goes with --compare');
+  if (argv.some((a) => a === '--rounds' || a.startsWith('--rounds=')) && compare.length === 0) throw new BenchUsageError('--rounds goes with --compare');
+  if (compare.length > 0) {
+    const other = ['--scale', '--tls', '--security-only', '--journal-only', '--assign-only', '--hibernate-only', '--systems'].find((f) => argv.some((a) => a === f || a.startsWith(`${f}=`)));
+    if (other !== undefined) throw new BenchUsageError(`--compare and ${other} do not go together (--compare measures Vera builds alone)`);
   }
   if (quick && scale) throw new BenchUsageError('--quick and --scale do not go together');
   if (tls && scale) throw new BenchUsageError('--tls and --scale do not go together (the TLS overhead is measured on S1, S2 and S6)');
@@ -169,5 +214,5 @@ export function parseBenchArgs(argv: readonly string[], cwd: string): BenchOptio
   if (tls && hibernate === 'after') hibernate = 'no';
   const defaultDocs =
     security ? 'docs/performance-security.md' : journal === 'only' ? 'docs/performance-journal.md' : assign === 'only' ? 'docs/performance-assign.md' : hibernate === 'only' ? 'docs/performance-hibernation.md' : scale ? 'docs/performance-scale.md' : tls ? 'docs/performance-tls.md' : 'docs/performance.md';
-  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, defaultDocs), profile, journal, assign, hibernate, tls, security };
+  return { systems, quick, scale, outDir, docsFile: docsFile ?? resolve(cwd, defaultDocs), profile, journal, assign, hibernate, tls, security, compare, rounds, workloads };
 }

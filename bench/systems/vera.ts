@@ -6,7 +6,7 @@
 // turned on, and every client says hello with a token from a login.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { connect, type VeraClient, type ChangeEvent } from '../../src/client/index.js';
 import { AuthClient } from '../../src/families/auth/client.js';
@@ -42,6 +42,8 @@ export interface VeraClusterOptions {
   readonly tls?: boolean;
   /** Authentication on (see VeraAuthOptions); off when absent. */
   readonly auth?: VeraAuthOptions;
+  /** The checkout whose bin/vera.js (and dist/) the members run (`--compare`); this one when absent. */
+  readonly checkout?: string;
 }
 
 /**
@@ -214,9 +216,12 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
 
   protected override async launch(member: Member): Promise<void> {
     const nodeFlags = this.options.inspector ? [`--inspect=${LOOPBACK}:0`] : [];
+    const checkout = this.options.checkout;
+    // An older checkout may predate the per-address limits (they came with client admission).
+    const perAddress = checkout === undefined || acceptsFlag(checkout, '--connections-per-address') ? ['--connections-per-address', '100000', '--sessions-per-address', '100000'] : [];
     const args = [
       ...nodeFlags,
-      VERA_BIN,
+      checkout === undefined ? VERA_BIN : join(checkout, 'bin/vera.js'),
       'start',
       '--id', member.id,
       '--data', member.dataDir,
@@ -224,8 +229,7 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
       '--peer', `${LOOPBACK}:${member.peerPort}`,
       '--peers', this.peersFlag(),
       '--secret', this.secret,
-      '--connections-per-address', '100000',
-      '--sessions-per-address', '100000',
+      ...perAddress,
       // Only matter with authentication on (see settings.perUserLimits).
       ...(this.options.auth === undefined ? [] : ['--connections-per-user', '100000', '--sessions-per-user', '100000', '--watches-per-user', '100000', '--requests-per-user', '1000000000']),
       ...(this.tlsFiles === null ? [] : ['--client-cert', this.tlsFiles.cert, '--client-key', this.tlsFiles.key]),
@@ -290,6 +294,13 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
   async connect(options: ConnectOptions = {}): Promise<BenchClient> {
     return connectVera(this.clientPorts(options), options, this.access());
   }
+}
+
+/** Whether the build in `checkout` knows a `vera start` flag (its compiled CLI names it). */
+function acceptsFlag(checkout: string, flag: string): boolean {
+  const dir = join(checkout, 'dist/cli');
+  const name = `'${flag.replace(/^--/, '')}'`;
+  return readdirSync(dir).some((f) => f.endsWith('.js') && readFileSync(join(dir, f), 'utf8').includes(name));
 }
 
 /** Retries `op` while the cluster has not reached the command version it needs (a new cluster raises it just after electing a leader). */

@@ -13,7 +13,7 @@ import { parseProcStatus, readProcMemory } from '../lib/rss.js';
 describe('options', () => {
   it('defaults to every system and the repository paths', () => {
     const o = parseBenchArgs([], '/repo');
-    expect(o).toEqual({ systems: ['vera', 'etcd', 'zookeeper'], quick: false, scale: false, outDir: '/repo/bench/results', docsFile: '/repo/docs/performance.md', profile: true, journal: 'after', assign: 'after', hibernate: 'after', tls: false, security: false });
+    expect(o).toEqual({ systems: ['vera', 'etcd', 'zookeeper'], quick: false, scale: false, outDir: '/repo/bench/results', docsFile: '/repo/docs/performance.md', profile: true, journal: 'after', assign: 'after', hibernate: 'after', tls: false, security: false, compare: [], rounds: 2, workloads: null });
   });
 
   it('sends a --scale run to its own report, and refuses it with --quick', () => {
