@@ -183,7 +183,13 @@ async function login(c: Extract<AssignCommand, { op: 'login' }>, now: number, tx
     records = newestFirst(stored);
     const current = records[0]!;
     // Retired (deleted from FxA) is for good: no request brings the user back, whatever it reports.
-    if (isRetired(current)) return refuse(c.service, 'invalid-generation', `${c.email} is retired from ${c.service}`, null);
+    // The reason is the one Tokenserver's checks give against the retired record (its generation is
+    // the maximum, so invalid-generation unless an earlier check refuses first); where upstream
+    // accepts (no generation reported), Vera still refuses.
+    if (isRetired(current)) {
+      const problem = validate(c, current, oldClientStates(records));
+      return refuse(c.service, problem?.reason ?? 'invalid-generation', problem?.message ?? `${c.email} is retired from ${c.service}`, null);
+    }
     if (current.replacedAt !== 0 || tx.node(c.service, current.node) === null) {
       // Replaced (decommissioned, or its node removed): a copy of it on a newly allocated
       // node, keeping its generation, client state and keys-changed-at.
@@ -241,8 +247,11 @@ async function event(c: Extract<AssignCommand, { op: 'event' }>, now: number, tx
   let changed = 0;
   for (const records of byService.values()) {
     const current = newestFirst(records)[0]!;
-    // Only a current record, and never backwards; an unknown user gets nothing.
-    if (current.replacedAt !== 0 || current.generation >= generation) continue;
+    // The user's newest record whatever its state: a replaced one (decommissioned, not yet moved)
+    // is what the next request copies to a new node, so the new generation must be on it or a
+    // device still on the old generation gets in (upstream's get_user moves such a user first,
+    // then updates it). Never backwards; a retired user's maximum stays. An unknown user gets nothing.
+    if (current.generation >= generation) continue;
     tx.put({ ...current, generation });
     changed++;
   }

@@ -37,47 +37,59 @@ export function isRetired(r: UserRecord): boolean {
   return r.generation >= MAX_GENERATION;
 }
 
-/** Checks a request against the user's current record, in Tokenserver's order; null when acceptable. */
+/**
+ * Checks a request against the user's current record, in Tokenserver's order; null when acceptable.
+ *
+ * Restated from syncstorage-rs `TokenserverRequest::validate` (syncserver/src/tokenserver/extractors.rs).
+ * Upstream compares two values only when both are known: a 0 (absent) on either side makes the
+ * comparison false, so that check passes. The stored generation is always known (0 included);
+ * a stored keys-changed-at of 0 is "never reported" (upstream's NULL). A new user is checked against
+ * the record just made from its own request, so every check passes for it.
+ */
 export function validate(req: LoginRequest, user: UserRecord, oldStates: readonly string[]): Rejection | null {
   const generation = req.generation === 0 ? null : req.generation;
   const keysChangedAt = req.keysChangedAt === 0 ? null : req.keysChangedAt;
-  const userKeysChangedAt = user.keysChangedAt === 0 ? null : user.keysChangedAt;
+  const storedKeysChangedAt = user.keysChangedAt === 0 ? null : user.keysChangedAt;
   const stateChanged = req.clientState !== user.clientState;
-  // A server without keys-changed-at support may have stored the new generation already; the most
-  // that can be enforced is keys-changed-at <= generation.
-  if (generation !== null && userKeysChangedAt !== null && userKeysChangedAt > generation) {
+  // 1. Keys that changed must come with a generation at least as new: keys-changed-at <= generation
+  //    is all that can be enforced, as a server without keys-changed-at may already have stored the
+  //    new generation. Judged only on a keys-changed-at newer than the stored one.
+  if (keysChangedAt !== null && storedKeysChangedAt !== null && keysChangedAt > storedKeysChangedAt && generation !== null && generation < keysChangedAt) {
     return { reason: 'invalid-keysChangedAt', message: 'keys_changed_at greater than generation' };
   }
+  // 2-5. The client state: never back to empty, never an old one, and a new one only with a newer
+  //      generation and a newer keys-changed-at (each where reported).
   if (req.clientState === '' && user.clientState !== '') {
     return { reason: 'invalid-client-state', message: 'Unacceptable client-state value empty string' };
   }
   if (oldStates.includes(req.clientState)) {
     return { reason: 'invalid-client-state', message: 'Unacceptable client-state value stale value' };
   }
-  if (generation !== null && generation <= user.generation && stateChanged) {
+  if (stateChanged && generation !== null && generation <= user.generation) {
     return { reason: 'invalid-client-state', message: 'Unacceptable client-state value new value with no generation change' };
   }
-  if (keysChangedAt !== null && userKeysChangedAt !== null && keysChangedAt <= userKeysChangedAt && stateChanged) {
+  if (stateChanged && keysChangedAt !== null && storedKeysChangedAt !== null && keysChangedAt <= storedKeysChangedAt) {
     return { reason: 'invalid-client-state', message: 'Unacceptable client-state value new value with no keys_changed_at change' };
   }
+  // 6-8. Neither timestamp goes back, and keys-changed-at, once stored, must be reported.
   if (generation !== null && user.generation > generation) {
     return { reason: 'invalid-generation', message: 'New generation less than previously-seen generation' };
   }
-  if (keysChangedAt !== null && userKeysChangedAt !== null && userKeysChangedAt > keysChangedAt) {
+  if (keysChangedAt !== null && storedKeysChangedAt !== null && storedKeysChangedAt > keysChangedAt) {
     return { reason: 'invalid-keysChangedAt', message: 'keys_changed_at less than previously seen' };
   }
-  if (keysChangedAt === null && userKeysChangedAt !== null) {
+  if (keysChangedAt === null && storedKeysChangedAt !== null) {
     return { reason: 'invalid-keysChangedAt', message: 'keys_changed_at absent but previously seen' };
   }
   return null;
 }
 
 /**
- * What an accepted request stores: generation and keys-changed-at only move forward;
- * without a generation, a newer keys-changed-at stands in for it. A new client state
- * means a new record (`newRecord`); otherwise the current one is updated in place.
- * (Tokenserver sets the generation to the new keys-changed-at outright; taking the
- * larger keeps the generation from ever going back.)
+ * What an accepted request stores (syncstorage-rs `update_user` in syncserver/src/tokenserver/handlers.rs):
+ * a reported keys-changed-at replaces the stored one (validation has made sure it is not older); a
+ * reported generation replaces the stored one likewise; without a generation, a keys-changed-at newer
+ * than both stored values becomes the generation, else the generation stays. A new client state means
+ * a new record (`newRecord`); otherwise the current one is updated in place. Both only ever move forward.
  */
 export function updateOf(req: LoginRequest, user: UserRecord): { generation: number; keysChangedAt: number; newRecord: boolean } {
   const keysChangedAt = Math.max(req.keysChangedAt, user.keysChangedAt);

@@ -182,7 +182,7 @@ describe('get or create with update', () => {
     }
     // Stored: generation 30, keys-changed-at 20, client state bbbb (aaaa before it).
     const cases: Array<[string, { generation?: number; keysChangedAt?: number; clientState?: string }, string, RegExp]> = [
-      ['keys-changed-at stored above the reported generation', { generation: 15, keysChangedAt: 20, clientState: 'bbbb' }, 'invalid-keysChangedAt', /greater than generation/],
+      ['a newer keys-changed-at above the reported generation', { generation: 25, keysChangedAt: 26, clientState: 'bbbb' }, 'invalid-keysChangedAt', /greater than generation/],
       ['an empty client state after a non-empty one', { generation: 40, keysChangedAt: 40, clientState: '' }, 'invalid-client-state', /empty string/],
       ['a client state used before (stale)', { generation: 40, keysChangedAt: 40, clientState: 'aaaa' }, 'invalid-client-state', /stale value/],
       ['a new client state with no generation change', { generation: 30, keysChangedAt: 30, clientState: 'cccc' }, 'invalid-client-state', /no generation change/],
@@ -318,6 +318,30 @@ describe('account events', () => {
     expect(await h.users()).toHaveLength(1);
     // The client's old generation is now refused.
     expect(await h.refused('a@x', { generation: 49 })).toMatchObject({ refused: 'invalid-generation' });
+  });
+
+  it('a password change reaches a user whose record is replaced and not yet moved: the move keeps it, the old device is locked out', async () => {
+    const h = await harness();
+    await h.addNode('https://n', 10);
+    await h.addNode('https://m', 10);
+    const before = await h.login('a@x', { generation: 10, keysChangedAt: 10, clientState: 'aa' });
+    await h.ok({ op: 'decommission', service: SERVICE, node: before.user.node, uids: [before.user.uid], max: 1000 });
+    expect(await h.ok({ op: 'event', kind: 'passwordChange', email: 'a@x', generation: 21 })).toMatchObject({ changed: 1 });
+    const stored = await h.users();
+    expect(stored).toHaveLength(1);
+    expect(stored[0]).toMatchObject({ uid: before.user.uid, generation: 20 });
+    expect(stored[0]!.replacedAt).not.toBe(0); // still replaced: the event moves nobody
+    // A device still on the pre-reset generation is refused, and nothing is allocated for it.
+    expect(await h.refused('a@x', { generation: 10, keysChangedAt: 10, clientState: 'aa' })).toMatchObject({ refused: 'invalid-generation' });
+    expect(await h.users()).toHaveLength(1);
+    // The device with the new generation moves, carrying it.
+    expect((await h.login('a@x', { generation: 21, keysChangedAt: 10, clientState: 'aa' })).user).toMatchObject({ generation: 21 });
+    // A retired user keeps its maximum; an unknown one gets nothing.
+    await h.ok({ op: 'retire', email: 'a@x' });
+    expect(await h.ok({ op: 'event', kind: 'reset', email: 'a@x', generation: 99 })).toMatchObject({ changed: 0 });
+    expect(await h.ok({ op: 'event', kind: 'reset', email: 'nobody@x', generation: 99 })).toMatchObject({ changed: 0 });
+    expect(await h.users()).toHaveLength(2);
+    await h.checkInvariants();
   });
 });
 

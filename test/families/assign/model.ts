@@ -90,6 +90,23 @@ export class AssignModel {
     return new Map([...this.nodes].map(([k, v]) => [k, { ...v }]));
   }
 
+  /** Tokenserver's request checks, in its order (0 = not reported; a comparison with an unreported value passes). */
+  static check(req: MLoginRequest, user: MRecord, old: readonly string[]): string | null {
+    const gen = req.generation || null;
+    const kca = req.keysChangedAt || null;
+    const ukca = user.keysChangedAt || null;
+    const changed = req.clientState !== user.clientState;
+    if (kca !== null && ukca !== null && kca > ukca && gen !== null && gen < kca) return 'invalid-keysChangedAt';
+    if (req.clientState === '' && user.clientState !== '') return 'invalid-client-state';
+    if (old.includes(req.clientState)) return 'invalid-client-state';
+    if (gen !== null && gen <= user.generation && changed) return 'invalid-client-state';
+    if (kca !== null && ukca !== null && kca <= ukca && changed) return 'invalid-client-state';
+    if (gen !== null && user.generation > gen) return 'invalid-generation';
+    if (kca !== null && ukca !== null && ukca > kca) return 'invalid-keysChangedAt';
+    if (kca === null && ukca !== null) return 'invalid-keysChangedAt';
+    return null;
+  }
+
   login(req: MLoginRequest, now: number): MLoginResult {
     const savedRecords = this.records.map((r) => ({ ...r }));
     const savedNodes = this.snapshotNodes();
@@ -109,7 +126,12 @@ export class AssignModel {
       created = allocated = true;
     } else {
       const current = AssignModel.newest(this.mine(req.email))[0]!;
-      if (current.generation >= MAX_GENERATION) return rollback('invalid-generation');
+      if (current.generation >= MAX_GENERATION) {
+        const sorted = AssignModel.newest(this.mine(req.email));
+        const old: string[] = [];
+        for (const r of sorted.slice(1)) if (r.clientState !== current.clientState && !old.includes(r.clientState)) old.push(r.clientState);
+        return rollback(AssignModel.check(req, current, old) ?? 'invalid-generation');
+      }
       if (current.replacedAt !== 0 || !this.nodes.has(current.node)) {
         if (this.mine(req.email).length >= MAX_RECORDS_PER_USER) return rollback('too-many-records');
         const node = this.allocate(req.pick);
@@ -123,20 +145,9 @@ export class AssignModel {
     const user = sorted[0]!;
     const old: string[] = [];
     for (const r of sorted.slice(1)) if (r.clientState !== user.clientState && !old.includes(r.clientState)) old.push(r.clientState);
-    const gen = req.generation || null;
-    const kca = req.keysChangedAt || null;
-    const ukca = user.keysChangedAt || null;
-    const changed = req.clientState !== user.clientState;
-    let refused: string | null = null;
-    if (gen !== null && ukca !== null && ukca > gen) refused = 'invalid-keysChangedAt';
-    else if (req.clientState === '' && user.clientState !== '') refused = 'invalid-client-state';
-    else if (old.includes(req.clientState)) refused = 'invalid-client-state';
-    else if (gen !== null && gen <= user.generation && changed) refused = 'invalid-client-state';
-    else if (kca !== null && ukca !== null && kca <= ukca && changed) refused = 'invalid-client-state';
-    else if (gen !== null && user.generation > gen) refused = 'invalid-generation';
-    else if (kca !== null && ukca !== null && ukca > kca) refused = 'invalid-keysChangedAt';
-    else if (kca === null && ukca !== null) refused = 'invalid-keysChangedAt';
+    const refused = AssignModel.check(req, user, old);
     if (refused !== null) return rollback(refused);
+    const changed = req.clientState !== user.clientState;
     if (changed && this.mine(req.email).length >= MAX_RECORDS_PER_USER) return rollback('too-many-records');
     const newKca = Math.max(req.keysChangedAt, user.keysChangedAt);
     const newGen = req.generation !== 0 ? Math.max(req.generation, user.generation) : req.keysChangedAt > user.keysChangedAt ? Math.max(req.keysChangedAt, user.generation) : user.generation;
@@ -178,7 +189,7 @@ export class AssignModel {
     const rs = this.mine(email);
     if (rs.length === 0) return 0;
     const current = AssignModel.newest(rs)[0]!;
-    if (current.replacedAt !== 0 || current.generation >= generation - 1) return 0;
+    if (current.generation >= generation - 1) return 0;
     current.generation = generation - 1;
     return 1;
   }

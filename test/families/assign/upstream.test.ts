@@ -156,10 +156,10 @@ describe('get or create with update (upstream: get_or_create_user, update_user, 
 
   // Stored: generation 10, keys-changed-at 8, client state 'aa', old state 'zz'.
   const cases: Array<[string, LoginInput, string]> = [
-    ['keys-changed-at above the reported generation', { generation: 7, keysChangedAt: 8, clientState: 'aa' }, 'invalid-keysChangedAt'],
+    ['a newer keys-changed-at above the reported generation', { generation: 11, keysChangedAt: 12, clientState: 'aa' }, 'invalid-keysChangedAt'],
     ['an empty client state after a set one', { generation: 11, keysChangedAt: 11, clientState: '' }, 'invalid-client-state'],
     ['an old client state', { generation: 11, keysChangedAt: 11, clientState: 'zz' }, 'invalid-client-state'],
-    ['a new client state without a generation change', { generation: 10, keysChangedAt: 11, clientState: 'bb' }, 'invalid-client-state'],
+    ['a new client state without a generation change', { generation: 10, keysChangedAt: 10, clientState: 'bb' }, 'invalid-client-state'],
     ['a new client state without a keys-changed-at change', { generation: 11, keysChangedAt: 8, clientState: 'bb' }, 'invalid-client-state'],
     ['a generation that goes back', { generation: 9, keysChangedAt: 8, clientState: 'aa' }, 'invalid-generation'],
     ['a keys-changed-at that goes back', { generation: 10, keysChangedAt: 7, clientState: 'aa' }, 'invalid-keysChangedAt'],
