@@ -282,8 +282,13 @@ export const CloseCode = {
   noHello: 4005,
   /** The client left more than the output bound of replies unread; the socket is dropped (the session lives on). */
   outputBacklog: 4006,
-  /** Authentication was turned on, or the connection's user was removed: reconnect with credentials. */
+  /** Authentication was turned on after this connection was made without credentials: reconnect with credentials. */
   unauthenticated: 4007,
+  /**
+   * The credential the connection authenticated with no longer holds: its token expired, the
+   * user's password changed, the user was removed, or authentication was turned off and on again.
+   */
+  credentialRevoked: 4008,
   shuttingDown: 1001,
 } as const;
 

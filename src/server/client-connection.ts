@@ -14,6 +14,7 @@ import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
 import * as ops from './ops.js';
 import { OutputBudget, type OutputSocket } from './output-budget.js';
 import { CORE_NEEDS, runFamilyOp, type Need, type Principal } from './access.js';
+import { credentialBasis, credentialProblem, type Credential } from './credential.js';
 import { passPathGates, type OpHandler } from './family-part.js';
 import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult } from '../protocol/index.js';
 
@@ -27,6 +28,8 @@ interface Established {
   readonly session: string;
   /** Who the hello authenticated (null: authentication was off); every request is judged as this principal. */
   readonly principal: Principal;
+  /** What that authentication rests on (null: authentication was off), judged again on every request (credential.ts). */
+  readonly credential: Credential | null;
   /** The encoding of the hello, which notifications use. */
   readonly encoding: Encoding;
   readonly resumed: boolean;
@@ -46,6 +49,10 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private releasePrincipal: (() => void) | null = null;
   /** Replies and notifications not yet written count here; see output-budget.ts. */
   private readonly output: OutputBudget;
+  /** Set once the credential no longer holds: nothing more goes out, and the close follows this turn. */
+  private revoked = false;
+  /** Reviews the credential when its token expires (requests and notifications check the clock too). */
+  private tokenTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly ws: WebSocket,
@@ -75,7 +82,9 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   // ---------------------------------------------------------------- NotifySink / AttachedConnection
 
   sendNotify(payload: NotifyPayload, shared?: { readonly frames: NotifyFrames; readonly key: string }): void {
-    if (!this.established) return;
+    if (!this.established || this.revoked) return;
+    // A watch is only as good as the credential that set it: judged again before every event.
+    if (this.fe.guard.enabled && this.reviewCredential()) return;
     if (!this.fe.guard.unrestricted(this.established.principal)) {
       // Each event and resynced list is judged as the watch was: only what the principal may still watch goes out.
       const allowed = visibleTo(this.fe, this.established.principal, payload);
@@ -128,13 +137,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     const est = this.established;
     if (est === null || this.closed) return;
     const guard = this.fe.guard;
-    if (!guard.enabled) return;
-    if (est.principal === null || !guard.state.users.has(est.principal)) {
-      const reason = est.principal === null ? 'authentication was turned on; reconnect with credentials' : `user ${est.principal} was removed`;
-      // After this turn: the reply to the request that made the change may be this connection's own.
-      setImmediate(() => this.close(CloseCode.unauthenticated, reason));
-      return;
-    }
+    if (!guard.enabled || this.reviewCredential() || est.principal === null) return;
     const revoked = this.fe.node.stateMachine.watchesOf(est.session).filter((w) => !guard.mayWatch(est.principal, w.path));
     if (revoked.length === 0) return;
     const reason = `user ${est.principal} may no longer watch these; they were dropped`;
@@ -145,6 +148,36 @@ export class ClientConnection implements AttachedConnection, NotifySink {
         this.fe.logger.warn({ event: 'revoked-unwatch-failed', session: est.session, path: w.path, err: String(err) }, 'could not drop a revoked watch; its events stay withheld'),
       );
     }
+  }
+
+  /**
+   * Whether the credential the hello proved no longer holds; if so the connection is
+   * closed (after this turn: the reply to the request that ended the grant may be this
+   * connection's own) and sends nothing more. Its session lives on until it expires, and
+   * only a hello that authenticates again as the same user, with the resume token, resumes it.
+   */
+  private reviewCredential(): boolean {
+    if (this.revoked) return true;
+    const est = this.established;
+    if (est === null || this.closed) return false;
+    const problem = credentialProblem(this.fe.guard.state, est.credential, Date.now());
+    if (problem === null) return false;
+    this.revoked = true;
+    const code = est.credential === null ? CloseCode.unauthenticated : CloseCode.credentialRevoked;
+    this.fe.logger.info({ event: 'credential-revoked', remote: this.remote, session: est.session, user: est.principal, reason: problem.message }, 'closing a connection whose credential no longer holds');
+    setImmediate(() => this.close(code, problem.closeReason));
+    return true;
+  }
+
+  /** A token's expiry changes nothing in the log: a timer closes the connection then, even if it sends nothing. */
+  private reviewAtTokenExpiry(credential: Credential | null): void {
+    if (credential?.expiresAt == null) return;
+    // Timers hold at most 2^31-1 ms; a token lives at most seven days, well within it.
+    const delayMs = Math.min(2 ** 31 - 1, Math.max(0, credential.expiresAt - Date.now()) + 1);
+    this.tokenTimer = setTimeout(() => {
+      this.tokenTimer = null;
+      if (this.fe.guard.enabled) this.reviewCredential();
+    }, delayMs);
   }
 
   // ---------------------------------------------------------------- frames
@@ -201,6 +234,14 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       throw new VeraError('BAD_REQUEST', `the first frame on a connection must be a successful hello, not "${request.op}"`);
     }
     const { session, principal } = this.established;
+    if (fe.guard.enabled) {
+      // The credential is judged on every request: a grant ended since the hello ends the connection.
+      const problem = credentialProblem(fe.guard.state, this.established.credential, Date.now());
+      if (problem !== null) {
+        this.reviewCredential();
+        throw new VeraError('UNAUTHORIZED', problem.message);
+      }
+    }
     if (!fe.isLeader()) throw notLeaderError(fe);
     if (principal !== null && fe.guard.enabled) fe.guard.meter.request(principal);
     if (!isCoreRequest(request)) return this.answerAddedOp(request, session, frameBytes);
@@ -293,10 +334,13 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     // NO_LEADER at once: the client then moves in one step instead of polling.
     if (!fe.isLeader() && fe.node.status().leader === null) await fe.awaitLeader(HELLO_LEADER_WAIT_MS);
     if (!fe.isLeader()) throw notLeaderError(fe);
-    const principal = await fe.guard.authenticate({ token: req.token, user: req.user, password: req.password, certUser: this.certUser }, this.remote, Date.now());
+    const proof = { token: req.token, user: req.user, password: req.password, certUser: this.certUser };
+    const basis = credentialBasis(fe.guard.state, proof);
+    const principal = await fe.guard.authenticate(proof, this.remote, Date.now());
+    const credential = principal === null ? null : { ...basis, user: principal };
     const release = principal === null ? null : fe.guard.meter.connect(principal);
     try {
-      const result = await this.openOrResume(req, encoding, frameBytes, principal);
+      const result = await this.openOrResume(req, encoding, frameBytes, principal, credential);
       this.releasePrincipal = release;
       if (this.closed) release?.();
       return result;
@@ -306,7 +350,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     }
   }
 
-  private async openOrResume(req: HelloRequest, encoding: Encoding, frameBytes: number, principal: Principal): Promise<HelloResult> {
+  private async openOrResume(req: HelloRequest, encoding: Encoding, frameBytes: number, principal: Principal, credential: Credential | null): Promise<HelloResult> {
     const fe = this.fe;
     const sm = fe.node.stateMachine;
     let session: string;
@@ -354,8 +398,9 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (previous && previous !== this) previous.close(CloseCode.sessionMoved, 'session resumed on another connection');
     fe.connections.set(session, this);
     fe.expiry.track(session, timeoutMs);
-    this.established = { session, principal, encoding, resumed: req.session !== undefined };
+    this.established = { session, principal, credential, encoding, resumed: req.session !== undefined };
     this.clearHelloTimer();
+    this.reviewAtTokenExpiry(credential);
     const st = fe.node.status();
     return {
       session,
@@ -395,6 +440,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private onClosed(): void {
     this.closed = true;
     this.clearHelloTimer();
+    if (this.tokenTimer !== null) clearTimeout(this.tokenTimer);
+    this.tokenTimer = null;
     this.releasePrincipal?.();
     this.releasePrincipal = null;
     const est = this.established;

@@ -47,3 +47,19 @@ export function checkToken(state: AuthState, token: string, now: number): { user
   if (record === undefined || record.credentialRevision !== revision) return { refused: `the token's credentials for ${user} were changed or removed since it was issued; log in again` };
   return { user };
 }
+
+/**
+ * The claims a token carries, unverified: for a token `checkToken` has just accepted,
+ * what the connection it opened must be judged by later (src/server/credential.ts).
+ */
+export function claimsOf(token: string): TokenClaims | null {
+  if (!token.startsWith(PREFIX) || token.length > 2048) return null;
+  const body = token.slice(PREFIX.length).split('.', 1)[0] ?? '';
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+    if (!Array.isArray(claims) || typeof claims[0] !== 'string' || typeof claims[1] !== 'number' || typeof claims[2] !== 'number') return null;
+    return { user: claims[0], expiresAt: claims[1], revision: claims[2] };
+  } catch {
+    return null;
+  }
+}
