@@ -125,11 +125,13 @@ export class VeraNode {
       // The address book is part of a new store from the start, so no crash can leave it unseeded.
       initialState: opts.initialMembers.length === 0 ? [] : [{ key: MEMBERS_KEY, value: encodeMembers(opts.initialMembers) }],
       ...(opts.levelMaxOpenFiles === undefined ? {} : { maxOpenFiles: opts.levelMaxOpenFiles }),
+      appliedIndex: APPLIED_INDEX,
     });
     try {
       if (hooks.onLogSynced !== undefined) dir.storage.onSynced = (seconds) => hooks.onLogSynced!(seconds);
       const loaded = await dir.storage.load();
       const sm = await StateMachine.open(dir.db);
+      dir.storage.appliedSource = () => sm.appliedIndex;
       const events = new EventLog(opts.eventLogCapacity, sm.appliedIndex);
       const node = new RaftNode(
         {
