@@ -126,11 +126,13 @@ export class VeraNode {
       // The address book is part of a new store from the start, so no crash can leave it unseeded.
       initialState: opts.initialMembers.length === 0 ? [] : [{ key: MEMBERS_KEY, value: encodeMembers(opts.initialMembers) }],
       ...(opts.levelMaxOpenFiles === undefined ? {} : { maxOpenFiles: opts.levelMaxOpenFiles }),
+      appliedIndex: APPLIED_INDEX,
     });
     try {
       if (hooks.onLogSynced !== undefined) dir.storage.onSynced = (seconds) => hooks.onLogSynced!(seconds);
       const loaded = await dir.storage.load();
       const sm = await StateMachine.open(dir.db);
+      dir.storage.appliedSource = () => sm.appliedIndex;
       const auditProblem = await checkAuditHead(loaded.entries, sm);
       if (auditProblem !== null) opts.logger.error({ event: 'audit-log-cut-back', problem: auditProblem }, 'the audit log does not hold what this member applied');
       const events = new EventLog(opts.eventLogCapacity, sm.appliedIndex);
