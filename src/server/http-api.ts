@@ -92,8 +92,15 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     return;
   }
   if (url.pathname === '/v1/challenge') {
-    // Anyone may ask: a nonce proves nothing until answered with the cluster secret.
-    sendJson(res, 200, issueChallenge());
+    // Anyone may ask: a nonce proves nothing until answered with the cluster secret. Bounded per address and in all.
+    try {
+      sendJson(res, 200, issueChallenge(src.admin.challenges, req.socket.remoteAddress ?? 'unknown'));
+    } catch (err) {
+      const e = toVeraError(err, fe);
+      const retryAfterMs = typeof e.hints.retryAfterMs === 'number' ? e.hints.retryAfterMs : 1000;
+      res.setHeader('retry-after', String(Math.ceil(retryAfterMs / 1000)));
+      sendJson(res, e.code === 'RATE_LIMITED' ? 429 : 500, { error: { code: e.code, message: e.message, ...e.hints } });
+    }
     return;
   }
   if (url.pathname === '/v1/status') {
@@ -107,7 +114,7 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
       sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
     };
     // The whole database, session ids included: for operators only.
-    src.admin.authorize(req, 'backups (GET /v1/snapshot)').then(() => serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail }), fail);
+    src.admin.authorize(req, 'backups (GET /v1/snapshot)', new Uint8Array(0)).then(() => serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail }), fail);
     return;
   }
   sendJson(res, 404, { error: { code: 'NOT_FOUND', message: `no endpoint ${url.pathname}` } });

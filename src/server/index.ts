@@ -25,6 +25,7 @@ import { fdBudget, openFileLimit } from './fd-budget.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
 import { loadServerParts, passPathGates, type ServerParts } from './family-part.js';
+import { OperatorChallenges } from './operator-challenges.js';
 import { RequestGate, refuseRequest, refuseUpgrade } from './request-gate.js';
 import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
 import type { AnyFamily } from '../families/family.js';
@@ -287,6 +288,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   fe = front;
   veraNode.setProposalGate((command, version) => assertCommandVersion(front, 'family' in command ? `${command.family}.${command.op}` : command.op, version));
   duties = new LeaderDuties(front, parts.duties, DEFAULT_DUTY_TIMINGS);
+  const challenges = new OperatorChallenges();
   const admin = {
     node: veraNode,
     directory: members,
@@ -299,7 +301,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     toError: (err: unknown) => toVeraError(err, front),
     logger,
     defrag: () => veraNode.stateMachine.compactAll(),
-    authorize: (req: IncomingMessage, what: string) => authorizeOperatorRequest(guard, req, what, (r, w) => authorizeOperator(config.secret, r, w), config.secret !== null),
+    authorize: (req: IncomingMessage, what: string, body: Uint8Array) =>
+      authorizeOperatorRequest(guard, req, what, (r, w) => authorizeOperator(config.secret, challenges, r, w, body), config.secret !== null),
+    challenges,
   };
 
   let shuttingDown = false;
