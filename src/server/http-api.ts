@@ -79,16 +79,16 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     return;
   }
   if (url.pathname === '/metrics') {
-    // Open like etcd's, unless the member was told to keep them for users with read on 'cluster'.
-    const admitted = fe.metricsNeedAuth ? fe.guard.admitHttp(req, [{ perm: 'read', resource: 'cluster' }], 'GET /metrics') : Promise.resolve(null);
+    // Open like etcd's, unless the member was told to keep them for users with read on 'cluster'. With
+    // authentication on, the families' metrics (which name journals, services and nodes: user data)
+    // are shown only to a caller proving such a user; anyone else gets the member's own figures.
+    const credentials = req.headers.authorization !== undefined;
+    const admitted = fe.metricsNeedAuth || (fe.guard.enabled && credentials) ? fe.guard.admitHttp(req, [{ perm: 'read', resource: 'cluster' }], 'GET /metrics').then(() => true) : Promise.resolve(!fe.guard.enabled);
     void admitted
-      .then(() => Promise.all([fe.metrics.render(), ...fe.familyMetrics.map((render) => render(fe).catch(() => ''))]))
+      .then((full) => Promise.all([fe.metrics.render(), ...(full ? fe.familyMetrics.map((render) => render(fe).catch(() => '')) : [])]))
       .then(
         (parts) => sendText(res, 200, parts.filter((p) => p !== '').join('\n'), 'text/plain; version=0.0.4; charset=utf-8'),
-        (err: unknown) => {
-          const e = toVeraError(err, fe);
-          sendError(res, e);
-        },
+        (err: unknown) => sendError(res, toVeraError(err, fe)),
       );
     return;
   }
