@@ -23,6 +23,7 @@ const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   NOT_FOUND: 404,
   CONFLICT: 409,
   QUOTA_EXCEEDED: 429,
+  RATE_LIMITED: 429,
   TOO_LARGE: 413,
   NOT_LEADER: 421,
   NO_LEADER: 503,
@@ -49,7 +50,7 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     }
     serveList(fe, req, res, (response, err) => {
       const e = toVeraError(err, fe);
-      sendJson(response, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
+      sendError(response, e);
     });
     return;
   }
@@ -78,16 +79,16 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     return;
   }
   if (url.pathname === '/metrics') {
-    // Open like etcd's, unless the member was told to keep them for users with read on 'cluster'.
-    const admitted = fe.metricsNeedAuth ? fe.guard.admitHttp(req, [{ perm: 'read', resource: 'cluster' }], 'GET /metrics') : Promise.resolve(null);
+    // Open like etcd's, unless the member was told to keep them for users with read on 'cluster'. With
+    // authentication on, the families' metrics (which name journals, services and nodes: user data)
+    // are shown only to a caller proving such a user; anyone else gets the member's own figures.
+    const credentials = req.headers.authorization !== undefined;
+    const admitted = fe.metricsNeedAuth || (fe.guard.enabled && credentials) ? fe.guard.admitHttp(req, [{ perm: 'read', resource: 'cluster' }], 'GET /metrics').then(() => true) : Promise.resolve(!fe.guard.enabled);
     void admitted
-      .then(() => Promise.all([fe.metrics.render(), ...fe.familyMetrics.map((render) => render(fe).catch(() => ''))]))
+      .then((full) => Promise.all([fe.metrics.render(), ...(full ? fe.familyMetrics.map((render) => render(fe).catch(() => '')) : [])]))
       .then(
         (parts) => sendText(res, 200, parts.filter((p) => p !== '').join('\n'), 'text/plain; version=0.0.4; charset=utf-8'),
-        (err: unknown) => {
-          const e = toVeraError(err, fe);
-          sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message } });
-        },
+        (err: unknown) => sendError(res, toVeraError(err, fe)),
       );
     return;
   }
@@ -111,7 +112,7 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     // A backup file (format in backup.ts), reflecting every write acknowledged before the request.
     const fail = (err: unknown): void => {
       const e = toVeraError(err, fe);
-      sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
+      sendError(res, e);
     };
     // The whole database, session ids included: for operators only.
     src.admin.authorize(req, 'backups (GET /v1/snapshot)', new Uint8Array(0)).then(() => serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail }), fail);
@@ -135,7 +136,7 @@ function serveFamily(fe: FrontEnd, route: FamilyHttpRoute, req: IncomingMessage,
     (body) => sendJson(res, 200, body),
     (err: unknown) => {
       const e = toVeraError(err, fe);
-      sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
+      sendError(res, e);
     },
   );
 }
@@ -187,6 +188,13 @@ function status(fe: FrontEnd, src: StatusSources): StatusBody {
     sessions: fe.node.stateMachine.sessions().size,
     commandVersion: { applies: COMMAND_VERSION, active: fe.node.stateMachine.stateOf(cluster).active },
   };
+}
+
+/** An error as JSON, with its status; one to retry later (RATE_LIMITED, NO_LEADER, ...) says when in Retry-After (whole seconds). */
+function sendError(res: ServerResponse, e: VeraError): void {
+  const retryAfterMs = e.hints.retryAfterMs;
+  if (retryAfterMs !== undefined) res.setHeader('retry-after', String(Math.max(1, Math.ceil(retryAfterMs / 1000))));
+  sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
 }
 
 function sendJson(res: ServerResponse, code: number, body: unknown): void {

@@ -25,9 +25,10 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
     const principal = fe.node.stateMachine.sessions().get(session)?.principal;
     return { enabled: fe.guard.enabled, ...(principal === undefined ? {} : { user: principal }) };
   },
-  'auth.login': async ({ fe, request: r }) => {
+  'auth.login': async ({ fe, request: r, remote }) => {
     if (!fe.guard.enabled) throw new VeraError('BAD_REQUEST', 'authentication is off: no token is needed (vera auth enable turns it on)');
-    const user = await fe.guard.authenticate({ user: r.user as string, password: r.password as string }, 'login', Date.now());
+    // The client's own address: what the audit log names and the backoff of password guesses counts by.
+    const user = await fe.guard.authenticate({ user: r.user as string, password: r.password as string }, remote, Date.now());
     const state = fe.guard.state;
     const record = state.users.get(user!)!;
     const expiresAt = Date.now() + ((r.ttlMs as number | undefined) ?? DEFAULT_TOKEN_TTL_MS);
