@@ -36,7 +36,7 @@ export async function planTxn(c: TxnCommand, ctx: PlanContext): Promise<Plan | A
   for (const compare of c.compare) {
     const frozen = itemChange(states, compare.path);
     if (frozen !== null && !('ops' in frozen)) return frozen;
-    if (!holds(compare, await read(compare, ctx))) {
+    if (!holds(compare, read(compare, ctx))) {
       succeeded = false;
       break;
     }
@@ -55,13 +55,12 @@ export async function planTxn(c: TxnCommand, ctx: PlanContext): Promise<Plan | A
   return { ...plan, result: { ok: true, op: 'family', family: 'kv', value } };
 }
 
-async function read(compare: Compare, { db, states }: PlanContext): Promise<number> {
+function read(compare: Compare, { states }: PlanContext): number {
   const state = states.of(lists);
   const newest = state.lastIndexOf(compare.path);
   if (compare.target === 'newest') return newest;
   if (compare.target === 'exists') return newest === 0 ? 0 : 1;
-  // Counting past value + 1 cannot change how the length compares with the value.
-  return state.usage.listLength(db, compare.path, Math.min(compare.value + 1, Number.MAX_SAFE_INTEGER));
+  return state.usage.listLength(compare.path);
 }
 
 function holds({ cmp, value }: Compare, actual: number): boolean {

@@ -54,7 +54,7 @@ export type ListsCommand = PushCommand | DeleteCommand;
 /** The command version that brought watchIfRoom (a push's implicit watch never refuses the push). */
 export const WATCH_IF_ROOM_SINCE = 8;
 
-async function push(c: PushCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
+async function push(c: PushCommand, { states, index }: PlanContext): Promise<Plan | ApplyError> {
   const expired = sessionProblem(states, c.session);
   if (expired !== null) return expired;
   const hibernation = itemChange(states, c.path);
@@ -71,7 +71,7 @@ async function push(c: PushCommand, { db, states, index }: PlanContext): Promise
   // An implicit watch the session has no room for is left out: the write never fails for its side effect.
   const watch = c.watch && !(c.watchIfRoom === true && c.quota !== undefined && watchQuotaProblem(states, ref, c.quota.watches) !== null);
   if (c.quota !== undefined) {
-    const problem = await pushQuotaProblem({ ...c, watch }, c.quota, db, states, ref, value.byteLength);
+    const problem = pushQuotaProblem({ ...c, watch }, c.quota, states, ref, value.byteLength);
     if (problem !== null) return problem;
   }
   const ops: BatchOp[] = [{ type: 'put', key: itemKey(c.path, index), value }];
@@ -95,14 +95,15 @@ async function push(c: PushCommand, { db, states, index }: PlanContext): Promise
   return { result, ops, events: [{ index, type: 'push', path: c.path, item }], after };
 }
 
-async function pushQuotaProblem(c: PushCommand, quota: PushQuota, db: VeraDb, states: States, ref: WatchRef, bytes: number): Promise<ApplyError | null> {
+/** Judged from the counts in memory: a push reads nothing from the db. */
+function pushQuotaProblem(c: PushCommand, quota: PushQuota, states: States, ref: WatchRef, bytes: number): ApplyError | null {
   const usage = states.of(lists).usage;
-  const length = await usage.listLength(db, c.path, quota.listItems);
+  const length = usage.listLength(c.path);
   if (length >= quota.listItems) {
     return failure('QUOTA_EXCEEDED', `${c.path} holds ${quota.listItems} items, the most one list may hold (--items-per-list); delete some first`);
   }
   if (!c.persistent) {
-    const owned = await usage.ofSession(db, c.session);
+    const owned = usage.ofSession(c.session);
     if (owned.items >= quota.items) {
       return failure('QUOTA_EXCEEDED', `the session owns ${owned.items} ephemeral items, the most it may own (--items-per-session ${quota.items})`);
     }
@@ -216,11 +217,8 @@ export const lists: Family<ListsCommand, ListsState> = {
   },
   load: (db, snapshot) => ListsState.load(db, snapshot),
   plan: (command, ctx) => (command.op === 'push' ? push(command, ctx) : deleteItem(command, ctx)),
-  goesAlone: (command, states) => {
-    // A delete reads the db. A push judged against a count not yet taken reads it too, which must then hold every entry before it.
-    if (command.op === 'delete') return true;
-    return command.quota !== undefined && !states.of(lists).usage.knows(command.path, command.persistent ? null : command.session, command.quota.listItems);
-  },
+  // A delete reads the db (the item, and the newest remaining when it was the newest); a push reads nothing.
+  goesAlone: (command) => command.op === 'delete',
   endSession,
   server: async () => (await import('./server.js')).server,
 };
