@@ -15,6 +15,7 @@ import { VeraError, type ErrorCode, type FamilyRequest, type FamilyResult } from
 import { cluster } from '../families/cluster/index.js';
 import { COMMAND_VERSION } from '../families/registry.js';
 import { defaultUiDirectory, isUiTarget, serveUi } from './ui-files.js';
+import { readiness, type Readiness } from './health.js';
 
 const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   BAD_REQUEST: 400,
@@ -72,10 +73,14 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     sendJson(res, 405, { error: { code: 'BAD_REQUEST', message: `method ${req.method} is not allowed; use GET` } });
     return;
   }
-  if (url.pathname === '/healthz') {
-    const st = fe.node.status();
-    const serving = st.leader !== null;
-    sendText(res, serving ? 200 : 503, serving ? 'ok\n' : 'no leader\n');
+  if (url.pathname === '/livez') {
+    sendText(res, 200, 'ok\n');
+    return;
+  }
+  if (url.pathname === '/healthz' || url.pathname === '/readyz') {
+    // /healthz is the contract's "serving": a member is serving when it is ready (health.ts).
+    const r = readinessOf(fe);
+    sendText(res, r.ready ? 200 : 503, r.ready ? 'ok\n' : `not ready: ${r.reason}\n`);
     return;
   }
   if (url.pathname === '/metrics') {
@@ -171,6 +176,18 @@ export interface StatusBody {
   readonly sessions: number;
   /** The command version this member applies, and the one the cluster runs (docs/architecture.md). */
   readonly commandVersion: { readonly applies: number; readonly active: number };
+}
+
+function readinessOf(fe: FrontEnd): Readiness {
+  const st = fe.node.status();
+  return readiness({
+    leader: st.leader,
+    active: fe.node.stateMachine.stateOf(cluster).active,
+    applies: COMMAND_VERSION,
+    selfId: st.id,
+    members: [...st.config.voters, ...st.config.learners],
+    peers: fe.peerCommandVersions,
+  });
 }
 
 function status(fe: FrontEnd, src: StatusSources): StatusBody {

@@ -121,6 +121,7 @@ const OPS: readonly OpCase[] = [
   { op: 'journal.extend', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, key: 'k', lease: x.lease }) },
   { op: 'journal.done', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, key: 'k', lease: x.lease }) },
   { op: 'journal.release', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, key: 'k', lease: x.lease }) },
+  { op: 'journal.cancelWait', perm: 'write', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.doneMany', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, items: [{ key: 'k', lease: x.lease }] }) },
   { op: 'journal.requeue', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal, key: 'k' }), allowed: 'NOT_FOUND' },
   { op: 'journal.forget', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal, key: 'k' }), allowed: 'NOT_FOUND' },
