@@ -57,7 +57,7 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
   }
   // The dashboard's static files (ui-files.ts), judged on the raw target too.
   if (isUiTarget(req.url ?? '/')) {
-    serveUi(UI_DIRECTORY, req, res);
+    serveUi(UI_DIRECTORY, req, res, src.members().flatMap((m) => m.clientUrl ?? []));
     return;
   }
   if (ADMIN_PATHS.has(url.pathname)) {

@@ -313,6 +313,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     // While shutting down, answer what arrives but let no keep-alive connection (a health checker's) hold the port open.
     if (shuttingDown) res.setHeader('connection', 'close');
+    // Every answer (JSON, metrics, backups, files) is what its content-type says: browsers must not guess another.
+    res.setHeader('x-content-type-options', 'nosniff');
     const refused = gate.refusal(req);
     if (refused !== null) {
       logger.warn({ event: refused.event, host: req.headers.host, origin: req.headers.origin, remote: req.socket.remoteAddress }, refused.message);

@@ -85,6 +85,7 @@ const NO_LEASE = 'lease-AAAAAAAAAAAAAAAAAAAAAA';
 const NOT_IN_TABLE: Readonly<Record<string, string>> = {
   'auth.login': 'needs no permission: it is how a caller gets one',
   'auth.status': 'needs no permission: it tells the caller who it is',
+  'auth.logout': 'needs no permission: the token it revokes is the proof (test/security/ui-hardening.test.ts)',
   'auth.disable': 'it would switch the table off: checked by the last test of this file',
 };
 

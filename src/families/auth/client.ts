@@ -32,6 +32,11 @@ export class AuthClient {
     return (await this.call('auth.login', { user, password, ...(ttlMs === undefined ? {} : { ttlMs }) })) as unknown as LoginResult;
   }
 
+  /** Revokes `token` on every member (a logout); a token revoked already is no error. */
+  async logout(token: string): Promise<void> {
+    await this.call('auth.logout', { token });
+  }
+
   async enable(): Promise<void> {
     await this.call('auth.enable', {});
   }

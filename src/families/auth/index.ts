@@ -7,12 +7,16 @@ import type { ApplyError } from '../../statemachine/types.js';
 import { CommandError, failure, type BatchOp, type Family, type Plan, type PlanContext } from '../family.js';
 import { boolField } from '../fields.js';
 import { isHash } from './password-hash.js';
-import { encodeRules, encodeSwitch, encodeUser, isPermission, nameProblem, roleKey, SWITCH_KEY, userKey, AuthBucket, type UserRecord } from './records.js';
+import { encodeExpiry, encodeRules, encodeSwitch, encodeUser, isPermission, nameProblem, revokedKey, roleKey, SWITCH_KEY, userKey, AuthBucket, type UserRecord } from './records.js';
 import { prefixProblem, ROOT_ROLE, ROOT_USER, type Permission, type Rule } from './rules.js';
 import { AuthState } from './state.js';
 
 /** The command version that brought users, roles and sessions' principals. */
 export const AUTH_SINCE = 7;
+/** The command version that brought per-token revocation (a logout). */
+export const TOKEN_REVOCATION_SINCE = 9;
+/** Revoked tokens not yet expired that a cluster keeps; revocations past their token's expiry are dropped. */
+export const MAX_REVOKED_TOKENS = 100_000;
 
 export const MAX_USERS = 10_000;
 export const MAX_ROLES = 1_000;
@@ -30,7 +34,8 @@ export type AuthCommand =
   | { readonly op: 'grantPermission'; readonly role: string; readonly prefix: string; readonly perms: readonly Permission[]; readonly deny: boolean }
   | { readonly op: 'revokePermission'; readonly role: string; readonly prefix: string }
   | { readonly op: 'enable'; readonly tokenKey: string }
-  | { readonly op: 'disable' };
+  | { readonly op: 'disable' }
+  | { readonly op: 'revokeToken'; readonly digest: string; readonly expiresAt: number };
 
 /** What an applied auth entry answers. */
 export interface AuthValue {
@@ -75,7 +80,7 @@ function putUser(state: AuthState, name: string, record: UserRecord, op: AuthCom
   return done(op, [{ type: 'put', key: userKey(name), value: encodeUser(record) }], () => state.users.set(name, record), state);
 }
 
-function plan(c: AuthCommand, { states, index }: PlanContext): Plan | ApplyError {
+function plan(c: AuthCommand, { states, index, now }: PlanContext): Plan | ApplyError {
   const state = states.of(auth);
   switch (c.op) {
     case 'addUser': {
@@ -160,6 +165,26 @@ function plan(c: AuthCommand, { states, index }: PlanContext): Plan | ApplyError
       const next = { enabled: true, tokenKey: c.tokenKey };
       return done(c.op, [{ type: 'put', key: SWITCH_KEY, value: encodeSwitch(next) }], () => (state.switch = next), state);
     }
+    case 'revokeToken': {
+      // Revocations of tokens expired by the entry's time go first (an expired token is refused anyway).
+      const ops: BatchOp[] = [];
+      const gone: string[] = [];
+      for (const [digest, expiresAt] of state.revoked) {
+        if (expiresAt > now) continue;
+        gone.push(digest);
+        ops.push({ type: 'del', key: revokedKey(digest) });
+      }
+      const fresh = !state.revoked.has(c.digest) && c.expiresAt > now;
+      if (fresh && state.revoked.size - gone.length >= MAX_REVOKED_TOKENS) {
+        return failure('QUOTA_EXCEEDED', `${MAX_REVOKED_TOKENS} revoked tokens are kept until they expire, the most a cluster holds`);
+      }
+      if (fresh) ops.push({ type: 'put', key: revokedKey(c.digest), value: encodeExpiry(c.expiresAt) });
+      const after = (): void => {
+        for (const digest of gone) state.revoked.delete(digest);
+        if (fresh) state.revoked.set(c.digest, c.expiresAt);
+      };
+      return done(c.op, ops, after, state);
+    }
     case 'disable': {
       const next = { enabled: false, tokenKey: null };
       return done(c.op, [{ type: 'put', key: SWITCH_KEY, value: encodeSwitch(next) }], () => (state.switch = next), state);
@@ -202,6 +227,15 @@ export const auth: Family<AuthCommand, AuthState> = {
       },
     },
     disable: { fields: [], since: AUTH_SINCE, decode: () => ({ op: 'disable' }) },
+    revokeToken: {
+      fields: ['digest', 'expiresAt'],
+      since: TOKEN_REVOCATION_SINCE,
+      decode: (c) => {
+        if (typeof c.digest !== 'string' || !/^[0-9a-f]{64}$/.test(c.digest)) throw new CommandError('digest must be 64 lowercase hex digits (a token\'s SHA-256)');
+        if (typeof c.expiresAt !== 'number' || !Number.isSafeInteger(c.expiresAt) || c.expiresAt < 0) throw new CommandError('expiresAt must be a time in milliseconds');
+        return { op: 'revokeToken', digest: c.digest, expiresAt: c.expiresAt };
+      },
+    },
   },
   load: (db, snapshot) => AuthState.load(db, snapshot),
   plan,

@@ -12,7 +12,7 @@ import type { ApplyOutcome } from '../../statemachine/types.js';
 import { auth, type AuthCommand } from './index.js';
 import { hashPassword } from './password-hash.js';
 import { ROOT_ROLE } from './rules.js';
-import { issueToken } from './tokens.js';
+import { checkToken, issueToken, tokenDigest } from './tokens.js';
 import { AUTH_OPS, DEFAULT_TOKEN_TTL_MS } from './wire.js';
 
 async function propose(fe: FrontEnd, command: AuthCommand): Promise<FamilyResult> {
@@ -33,6 +33,16 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
     const record = state.users.get(user!)!;
     const expiresAt = Date.now() + ((r.ttlMs as number | undefined) ?? DEFAULT_TOKEN_TTL_MS);
     return { token: issueToken(state.switch.tokenKey!, { user: user!, expiresAt, revision: record.credentialRevision }), expiresAt, user };
+  },
+  // Revokes the token given (the dashboard's logout): holding it is the proof. Every member refuses it from then on.
+  'auth.logout': async ({ fe, request: r }) => {
+    if (!fe.guard.enabled) throw new VeraError('BAD_REQUEST', 'authentication is off: there is no token to revoke');
+    const token = r.token as string;
+    const state = fe.guard.state;
+    if (state.revoked.has(tokenDigest(token))) return {};
+    const verdict = checkToken(state, token, Date.now());
+    if ('refused' in verdict) throw new VeraError('UNAUTHORIZED', verdict.refused);
+    return propose(fe, { op: 'revokeToken', digest: tokenDigest(token), expiresAt: verdict.expiresAt });
   },
   'auth.enable': ({ fe }) => propose(fe, { op: 'enable', tokenKey: randomBytes(32).toString('hex') }),
   'auth.disable': ({ fe }) => {
@@ -65,6 +75,7 @@ const admin = (): readonly Need[] => [{ perm: 'admin', resource: 'auth' }];
 const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'auth.status': () => [],
   'auth.login': () => [],
+  'auth.logout': () => [],
   ...Object.fromEntries(
     ['auth.enable', 'auth.disable', 'auth.userAdd', 'auth.userPasswd', 'auth.userRm', 'auth.userGrant', 'auth.userRevoke', 'auth.users', 'auth.roleAdd', 'auth.roleRm', 'auth.roleGrant', 'auth.roleRevoke', 'auth.roles'].map((op) => [op, admin]),
   ),
@@ -72,15 +83,16 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
 
 const protocolOps = familyOps('auth', AUTH_OPS, handlers, NEEDS);
 
-/** POST /v1/auth/login {user, password, ttlMs?}: a token, from any member. */
+/** POST /v1/auth/login {user, password, ttlMs?}: a token, from any member; POST /v1/auth/logout {token}: that token revoked. */
 const http: FamilyHttpRoute = {
   prefix: '/v1/auth',
   get: (_fe, _rest, url) => {
-    throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}; POST /v1/auth/login`);
+    throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}; POST /v1/auth/login or /v1/auth/logout`);
   },
   post: (fe, rest, url, body) => {
-    if (rest !== '/login') throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}; POST /v1/auth/login`);
-    return AUTH_OPS.get('auth.login')!(body, 0, fe.limits);
+    if (rest === '/login') return AUTH_OPS.get('auth.login')!(body, 0, fe.limits);
+    if (rest === '/logout') return AUTH_OPS.get('auth.logout')!(body, 0, fe.limits);
+    throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}; POST /v1/auth/login or /v1/auth/logout`);
   },
 };
 

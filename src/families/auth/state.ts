@@ -4,7 +4,7 @@
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
-import { AuthBucket, decodeRules, decodeSwitch, decodeUser, nameOfKey, SWITCH_KEY, type AuthSwitch, type UserRecord } from './records.js';
+import { AuthBucket, decodeExpiry, decodeRules, decodeSwitch, decodeUser, digestOfRevokedKey, nameOfKey, SWITCH_KEY, type AuthSwitch, type UserRecord } from './records.js';
 import { ROOT_ROLE, type Rule } from './rules.js';
 
 /** Everything, everywhere: what the root role grants. */
@@ -14,12 +14,18 @@ export class AuthState {
   switch: AuthSwitch = { enabled: false, tokenKey: null };
   readonly users = new Map<string, UserRecord>();
   readonly roles = new Map<string, readonly Rule[]>();
+  /** Tokens revoked before their expiry (a logout): SHA-256 of the token (hex) -> when it would have expired. */
+  readonly revoked = new Map<string, number>();
   private readonly rulesOfUser = new Map<string, readonly Rule[]>();
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<AuthState> {
     const state = new AuthState();
     for await (const [key, value] of db.iterator({ ...bucketRange(AuthBucket.user), snapshot })) state.users.set(nameOfKey(key), decodeUser(value));
     for await (const [key, value] of db.iterator({ ...bucketRange(AuthBucket.role), snapshot })) state.roles.set(nameOfKey(key), decodeRules(value));
+    for await (const [key, value] of db.iterator({ ...bucketRange(AuthBucket.meta), snapshot })) {
+      const digest = digestOfRevokedKey(key);
+      if (digest !== null) state.revoked.set(digest, decodeExpiry(value));
+    }
     const raw = await db.get(SWITCH_KEY, { snapshot });
     if (raw !== undefined) state.switch = decodeSwitch(raw);
     return state;

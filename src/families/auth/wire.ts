@@ -55,6 +55,8 @@ type Fields = Readonly<Record<string, unknown>>;
 /** The longest a login's token may last, and how long it lasts unless asked. */
 export const MAX_TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 export const DEFAULT_TOKEN_TTL_MS = 3600 * 1000;
+/** Longer than any token a login issues. */
+export const MAX_TOKEN_LENGTH = 2048;
 
 function named(f: Fields, field: string): string {
   const problem = nameProblem(f[field], field);
@@ -94,6 +96,14 @@ export const AUTH_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Req
       const ttl = f.ttlMs;
       if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1000 || ttl > MAX_TOKEN_TTL_MS)) throw invalid(`ttlMs must be an integer from 1000 to ${MAX_TOKEN_TTL_MS}`);
       return { id, op: 'auth.login', user: named(f, 'user'), password: password(f, true), ...(ttl === undefined ? {} : { ttlMs: ttl }) };
+    },
+  ],
+  [
+    'auth.logout',
+    (f, id) => {
+      onlyFields(f, ['token']);
+      if (typeof f.token !== 'string' || f.token.length === 0 || f.token.length > MAX_TOKEN_LENGTH) throw invalid(`token must be a non-empty string of at most ${MAX_TOKEN_LENGTH} characters`);
+      return { id, op: 'auth.logout', token: f.token };
     },
   ],
   ['auth.enable', (f, id) => (onlyFields(f, []), { id, op: 'auth.enable' })],
