@@ -6,6 +6,7 @@ import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 import { AuthBucket, decodeRules, decodeSwitch, decodeUser, nameOfKey, SWITCH_KEY, type AuthSwitch, type UserRecord } from './records.js';
 import { ROOT_ROLE, type Rule } from './rules.js';
+import { decodeQuota, QUOTA_BUCKET, quotaKeyParts, type QuotaSetting } from './quotas.js';
 
 /** Everything, everywhere: what the root role grants. */
 const ROOT_RULES: readonly Rule[] = [{ prefix: '*', perms: ['read', 'write', 'watch', 'admin'], deny: false }];
@@ -15,11 +16,17 @@ export class AuthState {
   readonly users = new Map<string, UserRecord>();
   readonly roles = new Map<string, readonly Rule[]>();
   private readonly rulesOfUser = new Map<string, readonly Rule[]>();
+  /** Storage quotas set per user and per role (quotas.ts). */
+  readonly quotas = { users: new Map<string, QuotaSetting>(), roles: new Map<string, QuotaSetting>() };
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<AuthState> {
     const state = new AuthState();
     for await (const [key, value] of db.iterator({ ...bucketRange(AuthBucket.user), snapshot })) state.users.set(nameOfKey(key), decodeUser(value));
     for await (const [key, value] of db.iterator({ ...bucketRange(AuthBucket.role), snapshot })) state.roles.set(nameOfKey(key), decodeRules(value));
+    for await (const [key, value] of db.iterator({ ...bucketRange(QUOTA_BUCKET), snapshot })) {
+      const { target, name } = quotaKeyParts(key);
+      (target === 'user' ? state.quotas.users : state.quotas.roles).set(name, decodeQuota(value));
+    }
     const raw = await db.get(SWITCH_KEY, { snapshot });
     if (raw !== undefined) state.switch = decodeSwitch(raw);
     return state;
