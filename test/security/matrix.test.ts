@@ -199,6 +199,8 @@ const OPS: readonly OpCase[] = [
     fields: (c) => ({ name: c.role, prefix: '/x' }),
   },
   { op: 'auth.roles', perm: 'admin', resource: () => 'auth', parent: everything, fields: () => ({}) },
+  { op: 'auth.userQuota', perm: 'admin', resource: () => 'auth', parent: everything, setup: async (r, c) => (await ok(r, 'auth.userAdd', { name: c.user, password: 'pw' }), {}), fields: (c) => ({ name: c.user, items: 5 }) },
+  { op: 'auth.roleQuota', perm: 'admin', resource: () => 'auth', parent: everything, setup: async (r, c) => (await ok(r, 'auth.roleAdd', { name: c.role }), {}), fields: (c) => ({ name: c.role, bytes: 5 }) },
   { op: 'auth.enable', perm: 'admin', resource: () => 'auth', parent: everything, fields: () => ({}) },
   // the audit log, and views of the cluster
   { op: 'audit.list', perm: 'read', resource: () => 'audit', parent: everything, fields: () => ({}) },

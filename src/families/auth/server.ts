@@ -14,10 +14,20 @@ import { hashPassword } from './password-hash.js';
 import { ROOT_ROLE } from './rules.js';
 import { checkToken, issueToken, tokenDigest } from './tokens.js';
 import { AUTH_OPS, DEFAULT_TOKEN_TTL_MS } from './wire.js';
+import { quota } from '../quota/index.js';
+import type { QuotaSetting, QuotaTarget } from './quotas.js';
 
 async function propose(fe: FrontEnd, command: AuthCommand): Promise<FamilyResult> {
   expectOk(await proposeTimed(fe, { family: 'auth', ...command } as never));
   return {};
+}
+
+/** Sets a user's or role's storage quota: a field the request leaves out keeps its current setting. */
+function setQuota(fe: FrontEnd, target: QuotaTarget, r: FamilyRequest): Promise<FamilyResult> {
+  const quotas = fe.guard.state.quotas;
+  const now: QuotaSetting = (target === 'user' ? quotas.users : quotas.roles).get(r.name as string) ?? { items: null, bytes: null };
+  const pick = (field: keyof QuotaSetting): number | null => (r[field] === undefined ? now[field] : (r[field] as number | null));
+  return propose(fe, { op: 'setQuota', target, name: r.name as string, items: pick('items'), bytes: pick('bytes') });
 }
 
 const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = {
@@ -57,7 +67,12 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
   'auth.userRevoke': ({ fe, request: r }) => propose(fe, { op: 'revokeRole', user: r.name as string, role: r.role as string }),
   'auth.users': async ({ fe }) => {
     const users = [...fe.guard.state.users].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return { users: users.map(([name, u]) => ({ name, roles: u.roles, password: u.hash !== null })) };
+    const usage = fe.node.stateMachine.stateOf(quota);
+    const quotas = fe.guard.state.quotas.users;
+    return {
+      users: users.map(([name, u]) => ({ name, roles: u.roles, password: u.hash !== null, stored: usage.of(name), ...(quotas.has(name) ? { quota: quotas.get(name) } : {}) })),
+      defaultQuota: { items: fe.guard.meter.limits.items, bytes: fe.guard.meter.limits.bytes },
+    };
   },
   'auth.roleAdd': ({ fe, request: r }) => propose(fe, { op: 'addRole', name: r.name as string }),
   'auth.roleRm': ({ fe, request: r }) => propose(fe, { op: 'removeRole', name: r.name as string }),
@@ -66,8 +81,17 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
   'auth.roleRevoke': ({ fe, request: r }) => propose(fe, { op: 'revokePermission', role: r.name as string, prefix: r.prefix as string }),
   'auth.roles': async ({ fe }) => {
     const roles = [...fe.guard.state.roles].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return { roles: [{ name: ROOT_ROLE, rules: [{ prefix: '*', perms: ['read', 'write', 'watch', 'admin'], deny: false }] }, ...roles.map(([name, rules]) => ({ name, rules }))] };
+    const quotas = fe.guard.state.quotas.roles;
+    const withQuota = (name: string): object => (quotas.has(name) ? { quota: quotas.get(name) } : {});
+    return {
+      roles: [
+        { name: ROOT_ROLE, rules: [{ prefix: '*', perms: ['read', 'write', 'watch', 'admin'], deny: false }], ...withQuota(ROOT_ROLE) },
+        ...roles.map(([name, rules]) => ({ name, rules, ...withQuota(name) })),
+      ],
+    };
   },
+  'auth.userQuota': ({ fe, request: r }) => setQuota(fe, 'user', r),
+  'auth.roleQuota': ({ fe, request: r }) => setQuota(fe, 'role', r),
 };
 
 /** Managing users and roles is an administrator's act on the resource 'auth'; status and login need nothing. */
@@ -77,7 +101,7 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'auth.login': () => [],
   'auth.logout': () => [],
   ...Object.fromEntries(
-    ['auth.enable', 'auth.disable', 'auth.userAdd', 'auth.userPasswd', 'auth.userRm', 'auth.userGrant', 'auth.userRevoke', 'auth.users', 'auth.roleAdd', 'auth.roleRm', 'auth.roleGrant', 'auth.roleRevoke', 'auth.roles'].map((op) => [op, admin]),
+    ['auth.enable', 'auth.disable', 'auth.userAdd', 'auth.userPasswd', 'auth.userRm', 'auth.userGrant', 'auth.userRevoke', 'auth.users', 'auth.roleAdd', 'auth.roleRm', 'auth.roleGrant', 'auth.roleRevoke', 'auth.roles', 'auth.userQuota', 'auth.roleQuota'].map((op) => [op, admin]),
   ),
 };
 

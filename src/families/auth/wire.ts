@@ -78,6 +78,25 @@ function prefix(f: Fields): string {
   return f.prefix as string;
 }
 
+/** The largest storage limit a quota op may set. */
+export const MAX_QUOTA_LIMIT = 2 ** 48;
+
+/** A quota op's items and bytes: each absent (unchanged), null (not set: roles or the default decide) or a count. */
+function limit(f: Fields, field: 'items' | 'bytes'): { [k: string]: number | null } {
+  const v = f[field];
+  if (v === undefined) return {};
+  if (v !== null && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > MAX_QUOTA_LIMIT)) throw invalid(`${field} must be null or an integer from 0 to ${MAX_QUOTA_LIMIT}`);
+  return { [field]: v };
+}
+
+const quotaOp =
+  (op: string): RequestBuilder =>
+  (f, id) => {
+    onlyFields(f, ['name', 'items', 'bytes']);
+    if (f.items === undefined && f.bytes === undefined) throw invalid('give items, bytes or both (null unsets one)');
+    return { id, op, name: named(f, 'name'), ...limit(f, 'items'), ...limit(f, 'bytes') } as FamilyRequest;
+  };
+
 const plain =
   (op: string, fields: readonly string[]): RequestBuilder =>
   (f, id) => {
@@ -137,4 +156,6 @@ export const AUTH_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Req
   ],
   ['auth.roleRevoke', (f, id) => (onlyFields(f, ['name', 'prefix']), { id, op: 'auth.roleRevoke', name: named(f, 'name'), prefix: prefix(f) })],
   ['auth.roles', (f, id) => (onlyFields(f, []), { id, op: 'auth.roles' })],
+  ['auth.userQuota', quotaOp('auth.userQuota')],
+  ['auth.roleQuota', quotaOp('auth.roleQuota')],
 ]);
