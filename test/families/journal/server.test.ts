@@ -397,6 +397,13 @@ describe('the journal on a server', () => {
     const later = await run('flags', 'mail', '--after', String(flags.next));
     expect(later).toMatchObject({ code: 0, out: expect.stringMatching(/^next: --after \d+\n$/) });
     expect(Number(/\d+/.exec(later.out)![0])).toBeGreaterThanOrEqual(flags.next);
+    // release: a failure unless --not-failed; past maxTimeouts (set to 1 here) it is flagged.
+    expect(await run('configure', 'mail', '--max-timeouts', '1')).toMatchObject({ code: 0 });
+    await run('add', 'mail', 'f', '1', '--priority', '0');
+    for (const [flags, out] of [[['--not-failed'], 'released f\n'], [[], 'released f\n'], [[], 'released f: flagged (too many failures)\n']] as const) {
+      const c = JSON.parse((await run('claim', 'mail', '--json')).out) as { lease: number };
+      expect(await run('release', 'mail', 'f', String(c.lease), ...flags)).toMatchObject({ code: 0, out });
+    }
   });
 
   it('answers HTTP reads of journals and reports per-journal metrics', async () => {
