@@ -247,15 +247,91 @@ function snappyDecompress(file: string, offset: number, input: Buffer): Buffer {
   return out;
 }
 
+/** The whole records of a log whose checksums were checked, fragments joined; a torn tail yields nothing. */
+function logRecords(bytes: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  let parts: Buffer[] = [];
+  for (let block = 0; block < bytes.length; block += BLOCK_BYTES) {
+    const end = Math.min(block + BLOCK_BYTES, bytes.length);
+    for (let at = block; end - at >= HEADER_BYTES; ) {
+      const length = bytes.readUInt16LE(at + 4);
+      const type = bytes[at + 6]!;
+      if (at + HEADER_BYTES + length > end || (type === 0 && length === 0)) break;
+      const payload = bytes.subarray(at + HEADER_BYTES, at + HEADER_BYTES + length);
+      if (type === 1) out.push(payload);
+      else if (type === 2) parts = [payload];
+      else {
+        parts.push(payload);
+        if (type === 4) out.push(Buffer.concat(parts));
+      }
+      at += HEADER_BYTES + length;
+    }
+  }
+  return out;
+}
+
+/** What a MANIFEST's version edits leave live: the table files, and the oldest log LevelDB replays. */
+export interface LiveFiles {
+  readonly tables: ReadonlySet<number>;
+  /** Logs numbered below this (other than `prevLog`) are obsolete: LevelDB deletes them unread. */
+  readonly logNumber: number;
+  readonly prevLog: number;
+}
+
+// VersionEdit tags (LevelDB db/version_edit.cc).
+const EDIT = { comparator: 1, logNumber: 2, nextFile: 3, lastSequence: 4, compactPointer: 5, deletedFile: 6, newFile: 7, prevLogNumber: 9 } as const;
+
 /**
- * Checks every .log and table file in a LevelDB directory, and the MANIFEST that
- * CURRENT names (a log too, which LevelDB reads the same forgiving way); throws
- * LevelFileDamage at the first damage found.
+ * Replays a MANIFEST's version edits. A table a crash left half written (a
+ * compaction's output not yet recorded) is not live, and LevelDB deletes it at
+ * open: only live files are LevelDB's state, so only they are checked.
+ */
+export function liveFiles(manifest: string, bytes: Buffer): LiveFiles {
+  const tables = new Set<number>();
+  let logNumber = 0;
+  let prevLog = 0;
+  for (const record of logRecords(bytes)) {
+    const r = new Reader(manifest, record, 0, record.length);
+    while (!r.done()) {
+      const tag = r.varint();
+      if (tag === EDIT.comparator) r.skip(r.varint());
+      else if (tag === EDIT.logNumber) logNumber = r.varint();
+      else if (tag === EDIT.prevLogNumber) prevLog = r.varint();
+      else if (tag === EDIT.nextFile || tag === EDIT.lastSequence) r.varint();
+      else if (tag === EDIT.compactPointer) {
+        r.varint();
+        r.skip(r.varint());
+      } else if (tag === EDIT.deletedFile) {
+        r.varint();
+        tables.delete(r.varint());
+      } else if (tag === EDIT.newFile) {
+        r.varint();
+        tables.add(r.varint());
+        r.varint(); // size
+        r.skip(r.varint()); // smallest key
+        r.skip(r.varint()); // largest key
+      } else throw new LevelFileDamage(manifest, 0, `unknown version edit tag ${tag}`);
+    }
+  }
+  return { tables, logNumber, prevLog };
+}
+
+/**
+ * Checks the MANIFEST that CURRENT names (a log too, which LevelDB reads the same
+ * forgiving way), then every log LevelDB will replay and every table the MANIFEST
+ * holds live; throws LevelFileDamage at the first damage found. Files a crash left
+ * behind that LevelDB will delete unread (a half-written compaction output, a log
+ * already flushed) are not its state and are not judged.
  */
 export async function checkLevelFiles(dbPath: string, names: readonly string[], manifest: string): Promise<void> {
-  const logs = names.filter((n) => /^[0-9]+\.log$/.test(n)).sort((a, b) => Number.parseInt(a, 10) - Number.parseInt(b, 10));
-  const tables = names.filter((n) => /^[0-9]+\.(ldb|sst)$/.test(n));
-  checkLogBytes(manifest, await readWhole(`${dbPath}/${manifest}`), true);
+  const manifestBytes = await readWhole(`${dbPath}/${manifest}`);
+  checkLogBytes(manifest, manifestBytes, true);
+  const live = liveFiles(manifest, manifestBytes);
+  const numberOf = (name: string): number => Number.parseInt(name, 10);
+  const logs = names
+    .filter((n) => /^[0-9]+\.log$/.test(n) && (numberOf(n) >= live.logNumber || numberOf(n) === live.prevLog))
+    .sort((a, b) => numberOf(a) - numberOf(b));
+  const tables = names.filter((n) => /^[0-9]+\.(ldb|sst)$/.test(n) && live.tables.has(numberOf(n)));
   for (const [i, name] of logs.entries()) checkLogBytes(name, await readWhole(`${dbPath}/${name}`), i === logs.length - 1);
   for (const name of tables) checkTableBytes(name, await readWhole(`${dbPath}/${name}`));
 }

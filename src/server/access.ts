@@ -174,12 +174,13 @@ export class Guard {
   private startPasswordAttempt(user: string, remote: string): () => void {
     const now = Date.now();
     const waitMs = this.backoff.wait(user, remote, now);
+    // Counted even when refused: a guesser that knocks during its wait, or keeps finding the hashes busy, is
+    // still guessing, and its wait grows (only its own user at its own address, and its address, wait).
+    this.backoff.attempt(user, remote, now);
     if (waitMs > 0) {
       this.report({ kind: 'auth-failed', principal: user, remote, what: 'password attempt refused: too many failures from this address' });
-      throw new VeraError('RATE_LIMITED', `too many failed password attempts from this address; retry in ${waitMs} ms, or log in once and use the token`, { retryAfterMs: waitMs });
+      throw new VeraError('RATE_LIMITED', `too many failed password attempts from this address; retry in ${this.backoff.wait(user, remote, now)} ms, or log in once and use the token`, { retryAfterMs: this.backoff.wait(user, remote, now) });
     }
-    // Counted even when refused below: a guesser that keeps finding the hashes busy is still guessing.
-    this.backoff.attempt(user, remote, now);
     const host = hostOf(remote);
     if (this.hashingHosts.has(host)) {
       throw new VeraError('RATE_LIMITED', 'a password check from this address is under way; retry when it is answered, or log in once and use the token', { retryAfterMs: 100 });

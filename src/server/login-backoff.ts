@@ -4,7 +4,8 @@
 // counts against its (user, address) and its address until it succeeds; past a few
 // free attempts each further one waits twice as long as the one before (up to
 // MAX_DELAY_MS), and one that comes sooner is refused at once, before any hash, with
-// RATE_LIMITED and how long to wait. A flood from one address therefore spends
+// RATE_LIMITED and how long to wait; it counts too, so knocking during a wait only
+// makes it longer. A flood from one address therefore spends
 // about one hash at a time, and a user at another address still gets in. An
 // attempt is counted when it starts (so a burst sent at once is counted whole), and
 // a success takes it back and clears its user's count at that address.
@@ -84,7 +85,7 @@ export class LoginBackoff {
     return Math.max(this.byUserAddress.wait(`${user}\u0000${host}`, now), this.byAddress.wait(host, now));
   }
 
-  /** Counts an attempt that goes on to a hash, as a failure until `succeeded` says otherwise. */
+  /** Counts an attempt (refused or going on to a hash) as a failure until `succeeded` says otherwise. */
   attempt(user: string, remote: string, now: number): void {
     const host = hostOf(remote);
     this.byUserAddress.count(`${user}\u0000${host}`, now);

@@ -2,12 +2,12 @@
 // real LevelDB directory: a clean one passes, every flipped byte in a record or a
 // block is named, and only the newest log may end in a record cut short.
 import { ClassicLevel } from 'classic-level';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crc32c } from '../../src/raft/crc32c.js';
-import { checkLevelFiles, checkLogBytes, checkTableBytes, LevelFileDamage } from '../../src/raft/level-files.js';
+import { checkLevelFiles, checkLogBytes, checkTableBytes, LevelFileDamage, liveFiles } from '../../src/raft/level-files.js';
 
 let dir = '';
 let names: string[] = [];
@@ -60,6 +60,33 @@ describe('checkLevelFiles', () => {
       }
       // Only the few padding bytes at the end of a full log block are not covered by a checksum.
       expect(missed, name).toBeLessThanOrEqual(name.endsWith('.log') ? 1 : 0);
+    }
+  });
+
+  it('judges only the files LevelDB holds live: a half-written compaction output or a flushed log left by a crash is not its state', async () => {
+    const manifest = await manifestOf();
+    const live = liveFiles(manifest, await readFile(join(dir, manifest)));
+    const tables = names.filter((n) => n.endsWith('.ldb')).map((n) => Number.parseInt(n, 10));
+    expect([...live.tables].sort((a, b) => a - b)).toEqual(tables.sort((a, b) => a - b));
+    const logs = names.filter((n) => n.endsWith('.log')).map((n) => Number.parseInt(n, 10));
+    expect(logs.every((n) => n >= live.logNumber)).toBe(true);
+
+    // What a kill -9 during a compaction and a log switch leaves: a table file cut short that no version edit
+    // names (LevelDB deletes it at open), and a log below the MANIFEST's log number.
+    const copy = await mkdtemp(join(tmpdir(), 'vera-level-files-orphans-'));
+    try {
+      await cp(dir, copy, { recursive: true });
+      const next = Math.max(...tables, ...logs) + 1;
+      const someTable = await readFile(join(dir, names.find((n) => n.endsWith('.ldb'))!));
+      await writeFile(join(copy, `${String(next).padStart(6, '0')}.ldb`), someTable.subarray(0, Math.floor(someTable.length / 2)));
+      await writeFile(join(copy, `${String(live.logNumber - 1).padStart(6, '0')}.log`), Buffer.from('not a log at all, and not replayed'));
+      await expect(checkLevelFiles(copy, await readdir(copy), manifest)).resolves.toBeUndefined();
+      // The same damage in a live table is still named.
+      const liveTable = names.find((n) => n.endsWith('.ldb'))!;
+      await writeFile(join(copy, liveTable), someTable.subarray(0, Math.floor(someTable.length / 2)));
+      await expect(checkLevelFiles(copy, await readdir(copy), manifest)).rejects.toThrow(new RegExp(`^${liveTable} is damaged`));
+    } finally {
+      await rm(copy, { recursive: true, force: true });
     }
   });
 
