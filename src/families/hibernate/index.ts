@@ -285,8 +285,11 @@ async function thaw(c: Extract<HibernateCommand, { op: 'thaw' }>, ctx: PlanConte
  */
 export function frozenPathProblem(states: States, path: string): ApplyError | null {
   const unit = states.of(hibernate).unitOf(path);
-  return unit === null ? null : failure('CONFLICT', `${path} is in the hibernated unit ${unit}; it is being thawed: ask again`);
+  return unit === null ? null : failure('CONFLICT', `${path} is in the hibernated unit ${unit}; ${FROZEN_REFUSAL}`);
 }
+
+/** How a refusal of a change in a Frozen unit ends: the server's path guard knows it by this, thaws, and asks again. */
+export const FROZEN_REFUSAL = 'it is being thawed: ask again';
 
 export const hibernate: Family<HibernateCommand, HibernateState> = {
   name: 'hibernate',
