@@ -28,7 +28,7 @@ export async function withListsHeld(held: AsyncIterable<ListedPath>, hot: { read
   for await (const list of held) {
     if (covered !== null && compareUtf8(list.path, covered) > 0) break;
     examined++;
-    if (bounds.visible(list.path)) found.push(list);
+    if (bounds.visible(list.path)) found.push({ path: list.path, newest: list.newest });
     // Enough for a page, or looked at enough: the page ends here, for held and hot paths alike.
     if (found.length >= bounds.limit || examined >= bounds.maxExamined) {
       covered = list.path;
