@@ -154,6 +154,43 @@ describe('hibernation on a server', () => {
     await back.close();
   });
 
+  it('a prefix watch above a unit: the resync after a restart carries the frozen unit\'s lists, with what was pushed while the watcher was away', async () => {
+    const first = await startLeader({ args: [] });
+    vp = first;
+    const watcher = await openSession(first, 'json', { timeoutMs: 60_000 });
+    const writer = await connect(first.url, { timeoutMs: 10_000 });
+    clients.push(writer);
+    await writer.push('/rs', 'root', { persistent: true, watch: false });
+    await watcher.client.call('watch', { path: '/rs', prefix: true });
+    await untilCommandVersion(() => new HibernateClient(writer).units());
+    await watcher.client.close();
+    // While the watcher is away: bob gets a push and is frozen, carol gets a push.
+    await writer.push('/rs/bob', 'b1', { persistent: true, watch: false });
+    await writer.push('/rs/bob/inbox', 'm1', { persistent: true, watch: false });
+    expect(await new HibernateClient(writer).freeze('/rs/bob')).toMatchObject({ frozen: true });
+    await writer.push('/rs/carol', 'c1', { persistent: true, watch: false });
+    await writer.close();
+    // A restart forgets the event log: the resume is answered with a resync.
+    await first.stop();
+    const second = await VeraProcess.start({ dataDir: first.dataDir });
+    vp = second;
+    await waitForLeadership(second);
+    const back = await WireClient.connect(second.url, 'json');
+    await back.hello({ session: watcher.hello.session, resume: watcher.hello.resume });
+    const lists = await pollUntil('the last resync frame', async () => {
+      const frames = back.notifies().filter((f) => f.resync !== undefined);
+      return frames.some((f) => (f as { more?: true }).more !== true) ? frames.flatMap((f) => f.resync!) : undefined;
+    });
+    expect(lists.map((l) => [l.path, l.items.map((i) => i.data)])).toEqual([
+      ['/rs', ['root']],
+      ['/rs/bob', ['b1']],
+      ['/rs/bob/inbox', ['m1']],
+      ['/rs/carol', ['c1']],
+    ]);
+    expect(await metric(second, 'vera_hibernate_units_frozen')).toBe(1);
+    await back.close();
+  });
+
   it('the leader freezes units idle past --hibernate-after, not ones in use or holding ephemeral items', async () => {
     const { client, hib } = await start(['--hibernate-roots', '/users,/teams', '--hibernate-after', '1s']);
     await client.push('/users/idle/data', 'cold soon', { persistent: true, watch: false });
