@@ -41,6 +41,8 @@ import { runCompare } from './compare/run.js';
 const ROOT = resolve(import.meta.dirname, '..');
 /** The hand-written reading of the targets Vera misses, placed in the report under the targets table. */
 const ANALYSIS_FILE = join(ROOT, 'bench/report/analysis.md');
+/** The hand-written record of issue 32 (the regression, its bisection and the --compare figures), placed after it. */
+const REGRESSION_FILE = join(ROOT, 'bench/report/regression-gate.md');
 
 /**
  * Wall-clock budgets of this script (the issue: the whole suite under 15
@@ -246,7 +248,7 @@ async function main(): Promise<number> {
     plots,
     resultFiles: resultPaths.map((p) => relative(docsDir, p)),
     unavailable,
-    ...(existsSync(ANALYSIS_FILE) ? { analysis: readFileSync(ANALYSIS_FILE, 'utf8') } : {}),
+    analysis: [ANALYSIS_FILE, REGRESSION_FILE].filter((f) => existsSync(f)).map((f) => readFileSync(f, 'utf8').trim()).join('\n\n'),
   });
   writeFileSync(options.docsFile, markdown);
   const endLoad = loadavg()[0] ?? 0;

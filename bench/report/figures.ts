@@ -56,6 +56,7 @@ function specsFor(results: readonly FigureSource[]): FigureSpec[] {
   for (const level of levels) {
     specs.push(...loadSpecs('S2', `s2.${level}`, `S2 writes, ${level} in flight`, (r) => ok(r, 's2')?.levels.find((l) => l.inFlight === level)));
   }
+  specs.push(...loadSpecs('S2', 's2.new', 'S2 writes, a new key per put, at the top level', (r) => ok(r, 's2')?.newKeys));
   specs.push({ scenario: 'S2', key: 's2.elections', label: 'S2 elections during the load', unit: 'count', better: 'lower', get: (r) => finite(ok(r, 's2')?.electionsDuring) });
   const watcherCounts = unique(results.flatMap((r) => ok(r, 's3')?.map((f) => f.watchers) ?? []));
   for (const w of watcherCounts) {

@@ -137,10 +137,15 @@ function methodNotes(results: readonly SystemResult[]): string[] {
 function cpuTable(results: readonly SystemResult[]): string[] {
   const rows: string[] = [];
   for (const r of results) {
-    for (const level of scenarioData(r, 's2')?.levels ?? []) {
+    const s2 = scenarioData(r, 's2');
+    const runs = [...(s2?.levels ?? []).map((l) => ({ l, what: String(l.inFlight) })), ...(s2?.newKeys === undefined ? [] : [{ l: s2.newKeys, what: `${s2.newKeys.inFlight}, a new key per put` }])];
+    for (const { l: level, what } of runs) {
       if (level.cpu === undefined) continue;
       const members = Object.entries(level.cpu.membersPct).map(([id, pct]) => `${id} ${pct.toFixed(0)}%`).join(', ');
-      rows.push(`| ${DISPLAY_NAMES[r.system]} | ${level.inFlight} | ${members} | ${level.cpu.loadGeneratorPct.toFixed(0)}% |`);
+      // CPU of every member per operation: percent of a core over the window, divided by the rate.
+      const total = Object.values(level.cpu.membersPct).reduce((a, b) => a + b, 0);
+      const msPerOp = level.opsPerSec > 0 ? (total / 100 / level.opsPerSec) * 1000 : Number.NaN;
+      rows.push(`| ${DISPLAY_NAMES[r.system]} | ${what} | ${members} | ${Number.isFinite(msPerOp) ? msPerOp.toFixed(3) : '-'} | ${level.cpu.loadGeneratorPct.toFixed(0)}% |`);
     }
   }
   if (rows.length === 0) return [];
@@ -152,7 +157,7 @@ function cpuTable(results: readonly SystemResult[]): string[] {
   return [
     '## CPU use during S2', '',
     'Percent of one core while each S2 level ran (the machine has 2 cores in all, shared by the three members and the load generator). A member near 100% is saturated; a load generator near 100% means the client side limits the figure.', '',
-    '| system | in flight | members | load generator |', '|---|---:|---|---:|',
+    '| system | in flight | members | CPU ms per write (all members, from /proc/<pid>/stat) | load generator |', '|---|---:|---|---:|---:|',
     ...rows, '',
     ...(clientBound.length > 0
       ? [`Bound by the client side (the load generator's one thread was at least ${CLIENT_BOUND_PCT}% busy, so the system itself could do more): ${clientBound.join('; ')}.`, '']

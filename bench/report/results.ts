@@ -53,7 +53,7 @@ export type FanoutFigures = Omit<FanoutRun, 'ackToNotify'> & { readonly ackToNot
 
 export interface ScenarioResults {
   s1?: Outcome<LoadFigures>;
-  s2?: Outcome<{ readonly levels: readonly LoadFigures[]; readonly electionsDuring: number }>;
+  s2?: Outcome<{ readonly levels: readonly LoadFigures[]; readonly newKeys?: LoadFigures; readonly electionsDuring: number }>;
   s3?: Outcome<readonly FanoutFigures[]>;
   s4?: Outcome<S4Result>;
   s5?: Outcome<S5Result>;
@@ -105,8 +105,8 @@ export function writeFigures(run: WriteRun): LoadFigures {
   return { ...loadFigures(run), cpu: run.cpu };
 }
 
-export function s2Figures(result: S2Result): { levels: LoadFigures[]; electionsDuring: number } {
-  return { levels: result.levels.map(writeFigures), electionsDuring: result.electionsDuring };
+export function s2Figures(result: S2Result): { levels: LoadFigures[]; newKeys?: LoadFigures; electionsDuring: number } {
+  return { levels: result.levels.map(writeFigures), ...(result.newKeys === undefined ? {} : { newKeys: writeFigures(result.newKeys) }), electionsDuring: result.electionsDuring };
 }
 
 export function fanoutFigures(run: FanoutRun): FanoutFigures {

@@ -18,11 +18,16 @@ export interface WriteRun {
 
 export interface S2Result {
   readonly levels: readonly WriteRun[];
+  /** The highest level again, each put to a key no other put used (absent when the run predates it). */
+  readonly newKeys?: WriteRun;
   /** Elections while S2 ran (Raft term or ZooKeeper epoch increase). */
   readonly electionsDuring: number;
 }
 
-export async function runWriteLoad(ctx: ScenarioContext, inFlight: number, durationMs: number, warmupMs: number, listPrefix: string): Promise<WriteRun> {
+/** `few`: one list per connection; `new`: every put to a key no other put used. */
+export type KeySpace = 'few' | 'new';
+
+export async function runWriteLoad(ctx: ScenarioContext, inFlight: number, durationMs: number, warmupMs: number, listPrefix: string, keys: KeySpace = 'few'): Promise<WriteRun> {
   const connections = connectionsFor(inFlight);
   const clients = await connectMany(ctx.cluster, connections);
   try {
@@ -34,7 +39,7 @@ export async function runWriteLoad(ctx: ScenarioContext, inFlight: number, durat
       warmupMs,
       minOps: inFlight * 2,
       // One list per connection: spreads the items the way independent applications would.
-      op: (client, worker) => client.append(`${listPrefix}/c${worker % connections}`, VALUE),
+      op: keys === 'few' ? (client, worker) => client.append(`${listPrefix}/c${worker % connections}`, VALUE) : (client, worker, seq) => client.put(`${listPrefix}/w${worker}-${seq}`, VALUE),
     });
     return { inFlight, connections, result, cpu: stopMeter() };
   } finally {
@@ -53,8 +58,12 @@ export async function runS2(ctx: ScenarioContext): Promise<S2Result> {
   const before = await ctx.cluster.electionCounter();
   const runs: WriteRun[] = [];
   for (const level of ctx.scale.s2.levels) runs.push(await runS2Level(ctx, level));
+  const top = Math.max(...ctx.scale.s2.levels);
+  const { durationMs, warmupMs } = ctx.scale.s2;
+  const newKeys = await runWriteLoad(ctx, top, durationMs, warmupMs, `s2n/${top}`, 'new');
+  ctx.log(`S2 ${top} in flight, a new key per put: ${newKeys.result.opsPerSec.toFixed(0)} ops/s, p99 ${newKeys.result.latencyMs.p99.toFixed(2)} ms${newKeys.result.errors > 0 ? `, ${newKeys.result.errors} errors (${newKeys.result.firstError})` : ''}`);
   const after = await ctx.cluster.electionCounter();
-  return { levels: runs, electionsDuring: Math.max(0, after - before) };
+  return { levels: runs, newKeys, electionsDuring: Math.max(0, after - before) };
 }
 
 /** One in-flight level of S2 (runS2 runs them all in turn; the security run interleaves configurations level by level). */

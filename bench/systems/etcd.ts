@@ -139,6 +139,10 @@ class EtcdBenchClient implements BenchClient {
 
   constructor(private readonly client: Etcd3) {}
 
+  async put(key: string, value: string): Promise<void> {
+    await this.client.put(`/bench/${key}`).value(value).exec();
+  }
+
   async append(list: string, value: string): Promise<void> {
     await this.client.put(`/bench/${list}/${this.id}-${this.counter++}`).value(value).exec();
   }

@@ -15,6 +15,12 @@ export const DISPLAY_NAMES: Readonly<Record<SystemName, string>> = { vera: 'Vera
 export interface BenchClient {
   /** Appends a new durable item (128-byte value) to `list`; resolves once acknowledged. */
   append(list: string, value: string): Promise<void>;
+  /**
+   * Writes `value` under a key no earlier write used (S2's new-keys level, as etcd's
+   * `benchmark put --key-space-size`): a new list of one item in Vera, a key in etcd,
+   * a znode in ZooKeeper.
+   */
+  put(key: string, value: string): Promise<void>;
   /** Makes `key` a small readable object holding `value` (for S6). */
   prepareReadable(key: string, value: string): Promise<void>;
   /** Reads the object made by prepareReadable. */

@@ -217,8 +217,8 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
   protected override async launch(member: Member): Promise<void> {
     const nodeFlags = this.options.inspector ? [`--inspect=${LOOPBACK}:0`] : [];
     const checkout = this.options.checkout;
-    // An older checkout may predate the per-address limits (they came with client admission).
-    const perAddress = checkout === undefined || acceptsFlag(checkout, '--connections-per-address') ? ['--connections-per-address', '100000', '--sessions-per-address', '100000'] : [];
+    // An older checkout may predate the per-address limits (they came with client admission and quotas).
+    const perAddress = ['--connections-per-address', '--sessions-per-address'].filter((f) => checkout === undefined || acceptsFlag(checkout, f)).flatMap((f) => [f, '100000']);
     const args = [
       ...nodeFlags,
       checkout === undefined ? VERA_BIN : join(checkout, 'bin/vera.js'),
@@ -337,6 +337,10 @@ class VeraBenchClient implements BenchClient {
     // A failed or expired client must not crash the bench; the scenario sees its requests fail.
     client.on('failed', () => undefined);
     client.on('sessionExpired', () => undefined);
+  }
+
+  async put(key: string, value: string): Promise<void> {
+    await this.client.push(`/bench/${key}`, value, { persistent: true, watch: false });
   }
 
   async append(list: string, value: string): Promise<void> {

@@ -184,6 +184,12 @@ class ZooKeeperBenchClient implements BenchClient {
     return new Promise<void>((resolve, reject) => this.client.create(path, data, mode, (error) => (error ? reject(error) : resolve())));
   }
 
+  async put(key: string, value: string): Promise<void> {
+    const path = `/bench/${key}`;
+    await this.ensure(path.slice(0, path.lastIndexOf('/')));
+    await this.create(path, Buffer.from(value), zookeeper.CreateMode.PERSISTENT);
+  }
+
   async append(list: string, value: string): Promise<void> {
     const parent = `/bench/${list}`;
     await this.ensure(parent);

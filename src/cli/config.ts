@@ -68,6 +68,8 @@ const SETTINGS = [
   'sessions-per-user',
   'watches-per-user',
   'requests-per-user',
+  'items-per-user',
+  'bytes-per-user',
   'snapshot-entries',
   'snapshot-keep',
   'hibernate-roots',
@@ -231,6 +233,8 @@ export function buildServerConfig(sources: ConfigSources): ServerConfig {
       sessions: Math.max(1, number('sessions-per-user', parseCount, DEFAULT_PRINCIPAL_LIMITS.sessions)),
       watches: Math.max(1, number('watches-per-user', parseCount, DEFAULT_PRINCIPAL_LIMITS.watches)),
       requestsPerSecond: Math.max(1, number('requests-per-user', parseCount, DEFAULT_PRINCIPAL_LIMITS.requestsPerSecond)),
+      items: Math.max(1, number('items-per-user', parseCount, DEFAULT_PRINCIPAL_LIMITS.items)),
+      bytes: Math.max(1, number('bytes-per-user', parseSize, DEFAULT_PRINCIPAL_LIMITS.bytes)),
     },
     ...tlsOf((name) => text(name), sources.flags.get('client-cert-required') === true || file['client-cert-required'] === true, sources.cwd, secret),
   };

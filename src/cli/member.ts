@@ -125,12 +125,13 @@ async function call(target: Target, request: Request, io: CliIO): Promise<Reply>
     let response: Response;
     try {
       // A challenge answered with the secret, not the secret itself: it may cross a network.
-      const headers = await operatorHeaders(httpBaseUrl(server), target.secret, request.method, request.path, undefined, target.tls);
-      if (request.body !== undefined) headers['content-type'] = 'application/json';
+      const body = request.body === undefined ? undefined : JSON.stringify(request.body);
+      const headers = await operatorHeaders(httpBaseUrl(server), target.secret, request.method, request.path, undefined, target.tls, Buffer.from(body ?? '', 'utf8'));
+      if (body !== undefined) headers['content-type'] = 'application/json';
       response = await cliFetch(url, {
         method: request.method,
         headers,
-        ...(request.body === undefined ? {} : { body: JSON.stringify(request.body) }),
+        ...(body === undefined ? {} : { body }),
         // With more servers to try, this one gets its share of the time left, not all of it.
         signal: AbortSignal.timeout(Math.max(1, Math.ceil((deadline - performance.now()) / (untried.length + 1)))),
       }, target.tls);

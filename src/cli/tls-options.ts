@@ -5,6 +5,7 @@
 // (status, member, leader, snapshot save) go through cliFetch, which uses them
 // for https:// URLs (global fetch cannot be given a CA without undici's Agent).
 import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
@@ -61,7 +62,9 @@ export interface CliFetchInit {
  */
 export function cliFetch(url: string, init: CliFetchInit = {}, tls: TlsClientOptions = {}): Promise<Response> {
   const secure = url.startsWith('https:') && (tls.ca !== undefined || tls.cert !== undefined);
-  if (!secure) {
+  // A request with a body goes through node:http(s) too: fetch sends a request again by itself when it
+  // is answered 421 (a follower's NOT_LEADER), and a challenge response (operator-call.ts) serves once.
+  if (!secure && init.body === undefined) {
     return fetch(url, {
       ...(init.method === undefined ? {} : { method: init.method }),
       ...(init.headers === undefined ? {} : { headers: { ...init.headers } }),
@@ -70,7 +73,7 @@ export function cliFetch(url: string, init: CliFetchInit = {}, tls: TlsClientOpt
     });
   }
   return new Promise((resolvePromise, reject) => {
-    const req = httpsRequest(
+    const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(
       url,
       {
         method: init.method ?? 'GET',

@@ -96,6 +96,9 @@ Runs one member. With no flags: a single-node server on 127.0.0.1:1919, data in 
   --sessions-per-user N       sessions one user may hold in the cluster (default 1000)
   --watches-per-user N        watches one user may hold across its sessions (default 100000)
   --requests-per-user N       requests a second one user may send to a member (default 10000)
+  --items-per-user N          list items one user may store in the cluster, unless set for it
+                              or a role with vera user/role quota (default 1000000)
+  --bytes-per-user SIZE       bytes of list items one user may store (default 1GiB)
   --metrics-need-auth         with authentication on, /metrics answers only users with read on 'cluster'
   --snapshot-entries N        compact the Raft log every N applied entries (default 10000)
   --snapshot-keep N           entries kept behind the applied index for lagging followers (default 1000)

@@ -10,7 +10,7 @@
 //   with UNAVAILABLE because their outcome is unknown.
 // - SESSION_EXPIRED ends the client for good: its ephemeral items are gone,
 //   and only the application knows how to recover (recipes depend on that).
-import { CloseCode, DEFAULT_LIMITS, validateRequest, VeraError, type FamilyRequest, type FamilyResult, type RequestBuilder, type ChangeEvent, type Encoding, type GetResult, type HelloResult, type Item, type JsonValue, type LsResult, type Op, type Request, type RequestBody, type ResultOf, type ResyncList, type WatchResult } from '../protocol/index.js';
+import { CloseCode, DEFAULT_LIMITS, NOT_PROPOSED, validateRequest, VeraError, type FamilyRequest, type FamilyResult, type RequestBuilder, type ChangeEvent, type Encoding, type GetResult, type HelloResult, type Item, type JsonValue, type LsResult, type Op, type Request, type RequestBody, type ResultOf, type ResyncList, type WatchResult } from '../protocol/index.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import { Connection, ConnectionLost, type TlsClientOptions } from './connection.js';
 import { TypedEmitter } from './emitter.js';
@@ -361,7 +361,8 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
       case 'RATE_LIMITED':
         return this.retryLater(call, error);
       case 'UNAVAILABLE':
-        return call.read ? this.retryLater(call, error) : this.settle(call, error);
+        // A write refused before it was proposed changed nothing: safe to send again, as a read is.
+        return call.read || error.hints.reason === NOT_PROPOSED ? this.retryLater(call, error) : this.settle(call, error);
       case 'SESSION_EXPIRED':
         this.settle(call, error);
         this.expire(error);

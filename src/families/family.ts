@@ -102,6 +102,12 @@ export interface Family<C extends { readonly op: string }, S> {
    * `load` turns such records, once installed, back into files.
    */
   filesInState?(db: VeraDb, snapshot: DbSnapshot): AsyncIterable<readonly [Buffer, Buffer]>;
+  /**
+   * Once an entry is planned (`kept`: it will be written) or refused, the family's own
+   * writes for what other families' plans told it during that entry (the quota family's
+   * per-user usage), added to the entry's plan; null when there are none.
+   */
+  settleEntry?(states: States, kept: boolean): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
   /** Loads the family's server part (its client ops and leader duties); only the server calls it. */
   server?(): Promise<ServerPart>;
 }

@@ -17,8 +17,9 @@ import { lists } from './lists/index.js';
 import { observe } from './observe/index.js';
 import { sessions } from './sessions/index.js';
 import { watches } from './watches/index.js';
+import { quota } from './quota/index.js';
 
-export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign, hibernate, auth, audit, observe, lease, kv, range];
+export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign, hibernate, auth, audit, observe, lease, kv, range, quota];
 
 /** Buckets that belong to no family: properties, the store's own keys, the Raft log. */
 export const KERNEL_BUCKETS = [Bucket.property, Bucket.internal, Bucket.log] as const;

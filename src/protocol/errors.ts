@@ -27,6 +27,13 @@ export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && CODE_SET.has(value);
 }
 
+/**
+ * The `reason` of an UNAVAILABLE refusal made before the request was proposed (the leader's
+ * queue of uncommitted writes was full, leadership was moving, a membership change was
+ * pending): nothing changed, so a client may send the write again after `retryAfterMs`.
+ */
+export const NOT_PROPOSED = 'not-proposed';
+
 /** Extra fields an error may carry next to `code` and `message` on the wire. */
 export interface ErrorHints {
   /** NOT_LEADER: the leader's client URL, `ws://host:port`. */

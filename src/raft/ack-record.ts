@@ -12,6 +12,14 @@
 // advance alone is written in the background, at most every 100 ms, so it costs
 // the write path nothing. The record may therefore trail the newest commit by
 // that much: it detects a rollback of anything older.
+//
+// Beside what others rely on, it keeps a lower bound of what this member wrote:
+// the end of its log as of its current term (entries of the current term are
+// never taken back while the term lasts) and its applied index (as of a synced
+// write, so the store holds it). Both are written like a commit advance, in the
+// background, and exactly at a clean stop. A store whose log ends before either
+// lost entries it had (LevelDB dropping a damaged record would do that), and is
+// refused.
 
 import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -28,6 +36,17 @@ export interface Acknowledged {
   readonly term: number;
   readonly vote: string | null;
   readonly commit: number;
+  /** The log's last index when its last entry was of `term` (0: none known). Only rises within a term. */
+  readonly logEnd: number;
+  /** The applied index as of a synced write (0: none known). */
+  readonly applied: number;
+}
+
+/** What a synced write made durable besides the hard state. */
+export interface WrittenLog {
+  readonly lastIndex: number;
+  readonly lastTerm: number;
+  readonly applied: number;
 }
 
 interface Slot extends Acknowledged {
@@ -84,12 +103,23 @@ export class AckRecord {
     return this.recorded;
   }
 
-  /** Call after `hardState` is durable in the store: a term or vote change is recorded before this resolves, a commit advance soon after. */
-  async update(hardState: HardState): Promise<void> {
-    const next: Acknowledged = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
+  /**
+   * Call after `hardState` and `written` are durable in the store: a term or vote
+   * change is recorded before this resolves, anything that grew soon after.
+   */
+  async update(hardState: HardState, written: WrittenLog | null = null): Promise<void> {
     const last = this.wanted ?? this.recorded;
-    if (last !== null && last.term === next.term && last.vote === next.vote) {
-      if (next.commit > last.commit) this.writeSoon(next);
+    const sameTerm = last !== null && last.term === hardState.term;
+    const next: Acknowledged = {
+      term: hardState.term,
+      vote: hardState.vote,
+      commit: Math.max(hardState.commit, last?.commit ?? 0),
+      // Only the end of a run of current-term entries is a bound: older-term entries may be replaced by a shorter run.
+      logEnd: Math.max(written !== null && written.lastTerm === hardState.term ? written.lastIndex : 0, sameTerm ? last.logEnd : 0),
+      applied: Math.max(written?.applied ?? 0, last?.applied ?? 0),
+    };
+    if (last !== null && sameTerm && last.vote === next.vote) {
+      if (next.commit > last.commit || next.logEnd > last.logEnd || next.applied > last.applied) this.writeSoon(next);
       return;
     }
     this.wanted = null;
@@ -136,7 +166,10 @@ export class AckRecord {
 
   private async write(state: Acknowledged): Promise<void> {
     const seq = this.seq + 1;
-    const body = Buffer.from(JSON.stringify({ seq, term: state.term, vote: state.vote, commit: state.commit }), 'utf8');
+    const body = Buffer.from(
+      JSON.stringify({ seq, term: state.term, vote: state.vote, commit: state.commit, logEnd: state.logEnd, applied: state.applied }),
+      'utf8',
+    );
     if (HEADER_BYTES + body.length > SLOT_BYTES) throw new Error(`the acknowledgement record does not fit its slot (${body.length} bytes)`);
     const slot = Buffer.alloc(SLOT_BYTES);
     slot.writeUInt32BE(body.length, 4);
@@ -157,8 +190,12 @@ function readSlot(bytes: Buffer): Slot | null {
   try {
     const value = JSON.parse(bytes.subarray(HEADER_BYTES, HEADER_BYTES + length).toString('utf8')) as Record<string, unknown>;
     const { seq, term, vote, commit } = value;
+    // Records written before logEnd and applied existed lack them: 0 bounds nothing.
+    const logEnd = value.logEnd ?? 0;
+    const applied = value.applied ?? 0;
     if (!isCount(seq) || !isCount(term) || !isCount(commit) || !(vote === null || typeof vote === 'string')) return null;
-    return { seq, term, vote, commit };
+    if (!isCount(logEnd) || !isCount(applied)) return null;
+    return { seq, term, vote, commit, logEnd, applied };
   } catch {
     return null;
   }
@@ -167,12 +204,22 @@ function readSlot(bytes: Buffer): Slot | null {
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 /** Why a store is behind its member's record, or null if it is not. */
-export function rollbackProblem(record: Acknowledged, store: { readonly hardState: HardState; readonly lastIndex: number }): string | null {
-  const { hardState, lastIndex } = store;
+export function rollbackProblem(
+  record: Acknowledged,
+  store: { readonly hardState: HardState; readonly lastIndex: number; readonly applied: number },
+): string | null {
+  const { hardState, lastIndex, applied } = store;
   if (hardState.term < record.term) return `the store's term is ${hardState.term} but this member had reached term ${record.term}`;
   if (hardState.term === record.term && record.vote !== null && hardState.vote !== record.vote) {
     return `the store's vote in term ${record.term} is ${JSON.stringify(hardState.vote)} but this member had voted for ${JSON.stringify(record.vote)}`;
   }
   if (lastIndex < record.commit) return `the store's log ends at index ${lastIndex} but this member had known index ${record.commit} committed`;
+  if (hardState.term === record.term && lastIndex < record.logEnd) {
+    return `the store's log ends at index ${lastIndex} but this member had written entries of term ${record.term} up to index ${record.logEnd}`;
+  }
+  // Applied entries the store lost are replayed from the log, if the log still holds them.
+  if (Math.max(applied, lastIndex) < record.applied) {
+    return `the store's applied index is ${applied} and its log ends at ${lastIndex}, but this member had applied index ${record.applied}`;
+  }
   return null;
 }

@@ -22,11 +22,13 @@ import { access, mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/prom
 import { fsyncDir } from './fsync.js';
 import { finishInterruptedInstall } from './snapshot-install.js';
 import { checkedValueEncoding } from './checked-values.js';
+import { checkLevelFiles, LevelFileDamage } from './level-files.js';
 import { ACK_RECORD_FILENAME, AckRecord, rollbackProblem } from './ack-record.js';
 import { dirname, join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { propertyKey } from '../keys/index.js';
 import { LevelLogStorage, type LevelDb } from './leveldb-storage.js';
+import type { AppliedIndexField } from './state-transfer.js';
 import type { ClusterConfig, NodeId } from './types.js';
 
 /** v2: every value carries a CRC-32C (checked-values.ts). */
@@ -96,6 +98,8 @@ export interface OpenDataDirOptions {
   readonly initialState?: ReadonlyArray<{ readonly key: Buffer; readonly value: Buffer }>;
   /** LevelDB's max_open_files (its default, 1000, when absent): the server sizes it to the open-file limit. */
   readonly maxOpenFiles?: number;
+  /** Where the state machine keeps its applied index, to check it against the acknowledgement record. */
+  readonly appliedIndex?: AppliedIndexField;
 }
 
 /** Who this store is to the other members. */
@@ -215,7 +219,7 @@ async function openExistingStore(dir: string, options: OpenDataDirOptions): Prom
     const identity = await loadStoreIdentity(dir, db, options.clusterId);
     const storage = await LevelLogStorage.open(db, { initialConfig: options.initialConfig });
     await finishSnapshotInstall(dir, db, storage);
-    const acked = await checkAgainstAckRecord(dir, storage);
+    const acked = await checkAgainstAckRecord(dir, db, storage, options.appliedIndex);
     storage.recordAcknowledgementsIn(acked);
     return {
       db,
@@ -238,7 +242,7 @@ async function openExistingStore(dir: string, options: OpenDataDirOptions): Prom
  * A store that came back behind what this member acknowledged (ack-record.ts) is
  * refused: serving it would lose committed writes or let the member vote twice.
  */
-async function checkAgainstAckRecord(dir: string, storage: LevelLogStorage): Promise<AckRecord> {
+async function checkAgainstAckRecord(dir: string, db: LevelDb, storage: LevelLogStorage, appliedField: AppliedIndexField | undefined): Promise<AckRecord> {
   let record: AckRecord;
   try {
     record = await AckRecord.open(dir);
@@ -247,7 +251,12 @@ async function checkAgainstAckRecord(dir: string, storage: LevelLogStorage): Pro
     throw ioError(join(dir, ACK_RECORD_FILENAME), 'cannot open the acknowledgement record', error);
   }
   const acknowledged = record.acknowledged;
-  const problem = acknowledged === null ? null : rollbackProblem(acknowledged, await storage.durableState());
+  let problem: string | null = null;
+  if (acknowledged !== null) {
+    const rawApplied = appliedField === undefined ? undefined : await db.get(appliedField.key);
+    const applied = rawApplied === undefined || appliedField === undefined ? 0 : appliedField.decode(rawApplied);
+    problem = rollbackProblem(acknowledged, { ...(await storage.durableState()), applied });
+  }
   if (problem !== null) {
     await storage.close();
     await record.close();
@@ -256,7 +265,7 @@ async function checkAgainstAckRecord(dir: string, storage: LevelLogStorage): Pro
       dir,
       `the store is behind what this member acknowledged (${ACK_RECORD_FILENAME}: term ${acknowledged!.term}, commit ${acknowledged!.commit}): ${problem}. ` +
         `Its LevelDB files were damaged or rolled back; serving it could lose acknowledged writes or vote twice. ` +
-        `Remove the member from the cluster (vera member remove ID), delete its data directory, and add it back (vera member add, then start it with --join), as docs/operations.md describes for a wiped member`,
+        READD_ADVICE,
     );
   }
   return record;
@@ -306,7 +315,19 @@ async function checkLevelFilesBeforeOpen(dir: string, dbPath: string): Promise<v
   } catch (cause) {
     throw new DataDirError('corrupt', dir, `${DB_DIRNAME}/CURRENT names ${manifest}, which cannot be found`, { cause });
   }
+  // LevelDB would drop a damaged log record (and the rest of its block) with a line in its own
+  // info log, and never checks table block checksums on its own: the member would start with less.
+  try {
+    await checkLevelFiles(dbPath, await readdir(dbPath), manifest);
+  } catch (error) {
+    if (!(error instanceof LevelFileDamage)) throw ioError(dir, `cannot read ${DB_DIRNAME}`, error);
+    throw new DataDirError('corrupt', dir, `${DB_DIRNAME}/${error.message}. LevelDB would drop what it cannot read and start without it. ${READD_ADVICE}`, { cause: error });
+  }
 }
+
+/** How to bring back a member whose store cannot be trusted (docs/operations.md, "A wiped data directory"). */
+const READD_ADVICE =
+  'Remove the member from the cluster (vera member remove ID), delete its data directory, and add it back (vera member add, then start it with --join), as docs/operations.md describes for a wiped member';
 
 async function checkIdentity(dir: string, db: LevelDb, nodeId: NodeId): Promise<void> {
   // Read raw first: a store of another format has no checksums to verify.

@@ -23,6 +23,8 @@ export class RaftError extends Error {
     readonly code: RaftErrorCode,
     message: string,
     readonly leader: NodeId | null = null,
+    /** Refused before it was appended to the log: nothing was proposed, so nothing can have changed. */
+    readonly notProposed = false,
   ) {
     super(message);
   }
@@ -342,7 +344,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
           : result.reason === 'overloaded'
             ? 'too many writes are waiting to commit; retry shortly'
             : 'a membership change is in progress';
-      return Promise.reject(new RaftError('UNAVAILABLE', why, result.leader));
+      return Promise.reject(new RaftError('UNAVAILABLE', why, result.leader, true));
     }
     this.schedule();
     // A proposal of an earlier term at the same index can no longer commit: settle it now.

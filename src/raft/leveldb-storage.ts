@@ -61,6 +61,14 @@ export class LevelLogStorage implements LogStorage {
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
   private ackRecord: AckRecord | null = null;
+  /**
+   * The applied index the state machine has written (its batches are not synced:
+   * a synced write makes what it wrote before durable too). Told to the ack record.
+   */
+  appliedSource: (() => number) | null = null;
+  /** The durable hard state and the term of the log's last entry, once load() has read them. */
+  private durableHard: HardState | null = null;
+  private lastTerm = 0;
 
   private constructor(
     private readonly db: LevelDb,
@@ -139,6 +147,8 @@ export class LevelLogStorage implements LogStorage {
       if (hardState.commit > lastIndex) {
         throw new StorageError('corrupt', `hard state commit ${hardState.commit} is beyond the last log index ${lastIndex}`);
       }
+      this.durableHard = hardState;
+      this.lastTerm = entries.at(-1)?.term ?? snapshot.term;
       return { hardState, snapshot, entries };
     });
   }
@@ -163,6 +173,7 @@ export class LevelLogStorage implements LogStorage {
       const ops = this.logOps(hardState, entries, newBounds.lastIndex);
       for (const op of extraOps) ops.push(op);
       if (ops.length === 0) return;
+      const applied = this.appliedSource?.() ?? 0; // written before this batch, so durable with it
       const started = performance.now();
       try {
         await this.db.batch(ops, { ...BUFFERS, sync: true });
@@ -172,8 +183,12 @@ export class LevelLogStorage implements LogStorage {
       }
       this.onSynced?.((performance.now() - started) / 1000);
       this.bounds = newBounds;
+      if (hardState !== null) this.durableHard = hardState;
+      if (entries.length > 0) this.lastTerm = entries[entries.length - 1]!.term;
       // After the store has it, before the driver sends what depends on it (ack-record.ts).
-      if (hardState !== null && this.ackRecord !== null) await this.ackRecord.update(hardState);
+      if (this.durableHard !== null && this.ackRecord !== null) {
+        await this.ackRecord.update(this.durableHard, { lastIndex: newBounds.lastIndex, lastTerm: this.lastTerm, applied });
+      }
     });
   }
 
@@ -228,6 +243,7 @@ export class LevelLogStorage implements LogStorage {
         throw new StorageError('io', `installing a snapshot failed: ${describe(cause)}`, { cause });
       }
       this.bounds = { snapshotIndex: meta.index, lastIndex: meta.index, commit: this.bounds.commit };
+      this.lastTerm = meta.term;
     });
   }
 

@@ -17,6 +17,7 @@ import { accessesOf, guarded } from './path-guard.js';
 import { certificateUser as certificateUserOf } from './tls.js';
 import type { VeraNode } from './vera-node.js';
 import { AuditQueue, type Taken } from './audit-queue.js';
+import { hostOf, LoginBackoff } from './login-backoff.js';
 import { DEFAULT_PRINCIPAL_LIMITS, PrincipalMeter, type PrincipalLimits } from './principal-limits.js';
 import { sessions } from '../families/sessions/index.js';
 import { watches } from '../families/watches/index.js';
@@ -61,6 +62,9 @@ export const MAX_PASSWORD_CHECKS = 2;
 
 export class Guard {
   private readonly passwords = new VerifiedPasswords();
+  private readonly backoff = new LoginBackoff();
+  /** Addresses with a password hash under way on this member (at most MAX_PASSWORD_CHECKS). */
+  private readonly hashingHosts = new Set<string>();
   private readonly incidentListeners: Array<(incident: AccessIncident) => void> = [];
   /** What the audit log has not been given yet (the audit family's leader duty takes it): audit-queue.ts. */
   private readonly unwritten = new AuditQueue();
@@ -139,19 +143,54 @@ export class Guard {
     }
     if (creds.user !== undefined && creds.password !== undefined) {
       const record = state.users.get(creds.user);
-      // The same answer whether the user exists or not: names are not to be probed.
-      if (record === undefined || record.hash === null) return fail('wrong user name or password', creds.user);
-      if (this.passwords.busy >= MAX_PASSWORD_CHECKS && !this.passwords.cheap(creds.user, record.credentialRevision, creds.password)) {
-        // Each check is a slow hash on purpose: a flood of guesses must not take the thread pool from storage.
-        throw new VeraError('RATE_LIMITED', `${MAX_PASSWORD_CHECKS} password checks are under way on this member; retry, or log in once and use the token`, { retryAfterMs: 100 });
+      const known = record !== undefined && record.hash !== null && this.passwords.cheap(creds.user, record.credentialRevision, creds.password);
+      const release = known ? () => {} : this.startPasswordAttempt(creds.user, remote);
+      try {
+        // The same answer, after the same work, whether the user exists or not: names are not to be probed.
+        if (record === undefined || record.hash === null) {
+          await this.passwords.checkUnknown(creds.user, creds.password);
+          return fail('wrong user name or password', creds.user);
+        }
+        const ok = await this.passwords.check(creds.user, record.credentialRevision, creds.password, record.hash);
+        if (!ok) return fail('wrong user name or password', creds.user);
+        this.backoff.succeeded(creds.user, remote);
+        return creds.user;
+      } finally {
+        release();
       }
-      const ok = await this.passwords.check(creds.user, record.credentialRevision, creds.password, record.hash);
-      return ok ? creds.user : fail('wrong user name or password', creds.user);
     }
     if (creds.certUser !== undefined && creds.certUser !== null) {
       return state.users.has(creds.certUser) ? creds.certUser : fail(`the client certificate names ${creds.certUser}, who is not a user here`, creds.certUser);
     }
     return fail('authentication is on: say hello with a token (vera login) or a user and password');
+  }
+
+  /**
+   * Admits a password check that needs a hash, or refuses it with RATE_LIMITED: while its user
+   * at its address, or its address, must wait after failures (login-backoff.ts); while a hash
+   * for the same address is under way (one address never holds more than one of the member's
+   * MAX_PASSWORD_CHECKS, so a flood from it leaves room for everyone else); and while
+   * MAX_PASSWORD_CHECKS hashes are under way. Returns what to call when the check is done.
+   */
+  private startPasswordAttempt(user: string, remote: string): () => void {
+    const now = Date.now();
+    const waitMs = this.backoff.wait(user, remote, now);
+    if (waitMs > 0) {
+      this.report({ kind: 'auth-failed', principal: user, remote, what: 'password attempt refused: too many failures from this address' });
+      throw new VeraError('RATE_LIMITED', `too many failed password attempts from this address; retry in ${waitMs} ms, or log in once and use the token`, { retryAfterMs: waitMs });
+    }
+    // Counted even when refused below: a guesser that keeps finding the hashes busy is still guessing.
+    this.backoff.attempt(user, remote, now);
+    const host = hostOf(remote);
+    if (this.hashingHosts.has(host)) {
+      throw new VeraError('RATE_LIMITED', 'a password check from this address is under way; retry when it is answered, or log in once and use the token', { retryAfterMs: 100 });
+    }
+    if (this.passwords.busy >= MAX_PASSWORD_CHECKS) {
+      // Each check is a slow hash on purpose: a flood of guesses must not take the thread pool from storage.
+      throw new VeraError('RATE_LIMITED', `${MAX_PASSWORD_CHECKS} password checks are under way on this member; retry, or log in once and use the token`, { retryAfterMs: 100 });
+    }
+    this.hashingHosts.add(host);
+    return () => this.hashingHosts.delete(host);
   }
 
   /** Throws UNAUTHORIZED or FORBIDDEN unless `principal` may do all of `needs`. */
@@ -288,7 +327,7 @@ export async function runFamilyOp(fe: FrontEnd, op: FamilyOp, request: FamilyReq
   const needs = op.needs(request);
   fe.guard.check(caller.principal, needs, caller.remote, caller.what);
   // Its paths pass every family's path guard first (a hibernated unit is thawed for a use): path-guard.ts.
-  const result = await guarded(fe, accessesOf(request, needs, op.touches), () => op.handle({ fe, session: caller.session, request, frameBytes: caller.frameBytes }));
+  const result = await guarded(fe, accessesOf(request, needs, op.touches), () => op.handle({ fe, session: caller.session, request, frameBytes: caller.frameBytes, principal: caller.principal, remote: caller.remote }));
   if (isAdminAct(needs)) fe.guard.recordAdminAct(caller.principal, caller.remote, describeRequest(request));
   return result;
 }

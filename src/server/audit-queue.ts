@@ -10,6 +10,8 @@
 //   are the flood's usual material, and only NOISE_PER_TAKE failures go in one entry;
 // - whatever did not fit is counted, and the count is recorded.
 
+import { hostOf } from './login-backoff.js';
+
 export type IncidentKind = 'auth-failed' | 'denied' | 'admin';
 
 export interface QueuedFact {
@@ -126,8 +128,7 @@ export class AuditQueue {
  * so that denials of different things are each recorded.
  */
 function repeatKey(f: QueuedFact): string {
-  const host = /^(.*):\d+$/.exec(f.remote)?.[1] ?? f.remote;
-  return [f.kind, f.principal ?? '', host, f.kind === 'denied' ? f.what : ''].join('\u0000');
+  return [f.kind, f.principal ?? '', hostOf(f.remote), f.kind === 'denied' ? f.what : ''].join('\u0000');
 }
 
 /** The record that says what was counted and not recorded one by one, or null when nothing was. */

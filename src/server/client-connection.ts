@@ -13,6 +13,7 @@ import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnecti
 import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
 import * as ops from './ops.js';
 import { OutputBudget, type OutputSocket } from './output-budget.js';
+import { ReadPauses } from './read-pauses.js';
 import { CORE_NEEDS, runFamilyOp, type Need, type Principal } from './access.js';
 import { credentialBasis, credentialProblem, type Credential } from './credential.js';
 import type { OpHandler } from './family-part.js';
@@ -33,6 +34,13 @@ interface Established {
   readonly resumed: boolean;
 }
 
+/**
+ * Bytes of requests a paused connection holds (beyond one frame of the frame limit): what ws
+ * had read before the pause took hold, a socket read or two. More is refused (RATE_LIMITED);
+ * with the socket paused it cannot come.
+ */
+const MAX_BACKLOG_BYTES = 4 * 1024 * 1024;
+
 export class ClientConnection implements AttachedConnection, NotifySink {
   private established: Established | null = null;
   /** The hello being served; requests pipelined behind it wait for it. */
@@ -51,6 +59,11 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private revoked = false;
   /** Reviews the credential when its token expires (requests and notifications check the clock too). */
   private tokenTimer: NodeJS.Timeout | null = null;
+  /** What holds the socket unread: its output, its requests in flight, the member's writes waiting to commit. */
+  private readonly pauses: ReadPauses;
+  /** Requests read after the socket was paused (what ws had already read), waiting for room, in order. */
+  private backlog: Array<{ readonly request: Request | FamilyRequest; readonly encoding: Encoding; readonly bytes: number }> = [];
+  private backlogBytes = 0;
 
   constructor(
     private readonly ws: WebSocket,
@@ -64,8 +77,12 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     this.setFrameLimit(fe.limits.helloFrameBytes);
     this.helloTimer = setTimeout(() => this.close(CloseCode.noHello, `no hello within ${fe.limits.helloTimeoutMs} ms`), fe.limits.helloTimeoutMs);
     // The same marks as the notifier's: events stop at the first, the socket is dropped at the second.
+    this.pauses = new ReadPauses(
+      () => ws.pause(),
+      () => ws.resume(),
+    );
     this.output = new OutputBudget(
-      wsOutput(ws),
+      wsOutput(ws, this.pauses),
       { pauseBytes: DEFAULT_NOTIFIER_LIMITS.stallBytes, closeBytes: DEFAULT_NOTIFIER_LIMITS.closeBytes },
       (buffered) => this.dropForBacklog(buffered),
       () => {
@@ -191,12 +208,58 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       return;
     }
     const { request, encoding } = decoded;
-    if (this.inflight >= this.fe.limits.inflightPerConnection) {
-      this.reply(request, encoding, new VeraError('RATE_LIMITED', `too many requests in flight on this connection (limit ${this.fe.limits.inflightPerConnection})`, { retryAfterMs: 50 }));
+    // Reading stops at the limit (pauseIfBusy), but frames ws had already read still arrive: they wait here, in order.
+    if (this.inflight >= this.fe.limits.inflightPerConnection || this.backlog.length > 0) {
+      if (this.backlogBytes + data.length > MAX_BACKLOG_BYTES + this.fe.limits.frameBytes) {
+        this.reply(request, encoding, new VeraError('RATE_LIMITED', `too many requests in flight on this connection (limit ${this.fe.limits.inflightPerConnection})`, { retryAfterMs: 50 }));
+        return;
+      }
+      this.backlog.push({ request, encoding, bytes: data.length });
+      this.backlogBytes += data.length;
+      this.pauses.hold('inflight');
       return;
     }
+    this.start(request, encoding, data.length);
+  }
+
+  private start(request: Request | FamilyRequest, encoding: Encoding, frameBytes: number): void {
     this.inflight++;
-    void this.run(request, encoding, data.length).finally(() => this.inflight--);
+    void this.run(request, encoding, frameBytes).finally(() => {
+      this.inflight--;
+      if (!this.pauses.holds('inflight')) return;
+      // The pause is the server's doing: a client waiting on it is not silent.
+      if (this.established) this.fe.expiry.touch(this.established.session);
+      this.startWaiting();
+    });
+    this.pauseIfBusy();
+  }
+
+  /** Starts the requests that waited for room, in order, and reads the socket again once they all have. */
+  private startWaiting(): void {
+    while (this.inflight < this.fe.limits.inflightPerConnection && this.backlog.length > 0 && !this.closed) {
+      const next = this.backlog.shift()!;
+      this.backlogBytes -= next.bytes;
+      this.start(next.request, next.encoding, next.bytes);
+    }
+    if (this.backlog.length === 0 && this.inflight < this.fe.limits.inflightPerConnection) this.pauses.release('inflight');
+  }
+
+  /**
+   * Backpressure instead of refusals: at its limit of requests in flight, or while the
+   * member's writes waiting to commit are past their bound, the connection's socket is
+   * not read, so TCP makes the client wait (docs/protocol.md, "Backpressure").
+   */
+  private pauseIfBusy(): void {
+    if (this.closed) return;
+    if (this.inflight >= this.fe.limits.inflightPerConnection) this.pauses.hold('inflight');
+    const pressure = this.fe.node.pressure;
+    if (pressure.over && !this.pauses.holds('writes')) {
+      this.pauses.hold('writes');
+      pressure.whenBelow(() => {
+        if (this.established) this.fe.expiry.touch(this.established.session);
+        this.pauses.release('writes');
+      });
+    }
   }
 
   private async run(request: Request | FamilyRequest, encoding: Encoding, frameBytes: number): Promise<void> {
@@ -419,6 +482,9 @@ export class ClientConnection implements AttachedConnection, NotifySink {
 
   private onClosed(): void {
     this.closed = true;
+    // Requests never started: nobody is left to answer.
+    this.backlog = [];
+    this.backlogBytes = 0;
     this.clearHelloTimer();
     if (this.tokenTimer !== null) clearTimeout(this.tokenTimer);
     this.tokenTimer = null;
@@ -483,12 +549,12 @@ export class ClientConnection implements AttachedConnection, NotifySink {
 }
 
 /** The output side of a ws WebSocket, through the net.Socket it keeps (ws has no public drain event). */
-function wsOutput(ws: WebSocket): OutputSocket {
+function wsOutput(ws: WebSocket, pauses: ReadPauses): OutputSocket {
   const socket = (ws as unknown as { _socket?: import('node:net').Socket })._socket;
   return {
     bufferedBytes: () => ws.bufferedAmount,
-    pauseReading: () => ws.pause(),
-    resumeReading: () => ws.resume(),
+    pauseReading: () => pauses.hold('output'),
+    resumeReading: () => pauses.release('output'),
     isOpen: () => ws.readyState === ws.OPEN,
     onceDrainedOrClosed: (listener) => {
       if (socket === undefined || socket.destroyed) {

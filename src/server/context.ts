@@ -10,7 +10,7 @@ import type { DiskGuard } from './disk-guard.js';
 import type { ExpiryQueue } from './expiry.js';
 import type { FamilyHttpRoute, FamilyOp, OpHandlers, PathGuard } from './family-part.js';
 import type { Notifier } from './notifier.js';
-import { VeraError, type ProtocolExtensions, type ProtocolLimits } from '../protocol/index.js';
+import { NOT_PROPOSED, VeraError, type ProtocolExtensions, type ProtocolLimits } from '../protocol/index.js';
 import type { ServerMetrics } from './server-metrics.js';
 import type { VeraNode } from './vera-node.js';
 import type { Guard } from './access.js';
@@ -102,7 +102,8 @@ export function toVeraError(err: unknown, fe: FrontEnd): VeraError {
       case 'NO_LEADER':
         return new VeraError('NO_LEADER', err.message, { retryAfterMs: 200 });
       case 'UNAVAILABLE':
-        return new VeraError('UNAVAILABLE', err.message, { retryAfterMs: 200 });
+        // Refused before it was proposed: the client may send it again without risk (docs/protocol.md).
+        return new VeraError('UNAVAILABLE', err.message, err.notProposed ? { retryAfterMs: 200, reason: NOT_PROPOSED } : { retryAfterMs: 200 });
       case 'TIMEOUT':
         return new VeraError('TIMEOUT', err.message);
     }

@@ -8,7 +8,7 @@ import type { AnyFamily, DbSnapshot } from '../families/family.js';
 import { OPS, type AnyResult, type FamilyRequest, type FamilyResult, type Op, type ProtocolExtensions, type RequestBuilder, type RequestOf } from '../protocol/index.js';
 import type { AnyCommand, ApplyOutcome } from '../statemachine/index.js';
 import type { FrontEnd } from './context.js';
-import type { Need } from './access.js';
+import type { Need, Principal } from './access.js';
 import type { VeraDb } from '../statemachine/types.js';
 
 export interface OpCall<O extends Op> {
@@ -65,6 +65,10 @@ export interface FamilyOpCall {
   readonly session: string;
   readonly request: FamilyRequest;
   readonly frameBytes: number;
+  /** Who asks (judged already against the op's needs): what a read shows is filtered by it. */
+  readonly principal: Principal;
+  /** The client's address, as the audit log names it. */
+  readonly remote: string;
 }
 
 export interface LeaderDuty {

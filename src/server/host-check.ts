@@ -4,7 +4,8 @@
 // evil.example). What gives it away is the Host header: the member answers only
 // to names it knows it has. A request (HTTP or WebSocket upgrade) is served when
 // its Host names
-//   - a loopback name: localhost, 127.0.0.1, [::1];
+//   - a loopback name: localhost, 127.0.0.1, [::1], and names under .localhost
+//     (browsers resolve those to loopback themselves, never asking DNS: RFC 6761);
 //   - the host the client port listens on, or a member's advertised client host
 //     (the dashboard follows the leader to another member's URL);
 //   - any IP address literal: a rebinding needs a DNS name the attacker controls,
@@ -52,7 +53,7 @@ export function hostRefusal(header: string | undefined, httpVersion: string, kno
 }
 
 function answersTo(name: string, known: KnownHosts): boolean {
-  if (isIP(name) !== 0 || LOOPBACK_NAMES.includes(name)) return true;
+  if (isIP(name) !== 0 || LOOPBACK_NAMES.includes(name) || name.endsWith('.localhost')) return true;
   if (name === known.listenHost.toLowerCase() || known.allowed.includes(name)) return true;
   return known.memberHosts().has(name);
 }

@@ -15,6 +15,7 @@ import { VeraError, type ErrorCode, type FamilyRequest, type FamilyResult } from
 import { cluster } from '../families/cluster/index.js';
 import { COMMAND_VERSION } from '../families/registry.js';
 import { defaultUiDirectory, isUiTarget, serveUi } from './ui-files.js';
+import { readiness, type Readiness } from './health.js';
 
 const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   BAD_REQUEST: 400,
@@ -23,6 +24,7 @@ const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   NOT_FOUND: 404,
   CONFLICT: 409,
   QUOTA_EXCEEDED: 429,
+  RATE_LIMITED: 429,
   TOO_LARGE: 413,
   NOT_LEADER: 421,
   NO_LEADER: 503,
@@ -49,13 +51,13 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     }
     serveList(fe, req, res, (response, err) => {
       const e = toVeraError(err, fe);
-      sendJson(response, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
+      sendError(response, e);
     });
     return;
   }
   // The dashboard's static files (ui-files.ts), judged on the raw target too.
   if (isUiTarget(req.url ?? '/')) {
-    serveUi(UI_DIRECTORY, req, res);
+    serveUi(UI_DIRECTORY, req, res, src.members().flatMap((m) => m.clientUrl ?? []));
     return;
   }
   if (ADMIN_PATHS.has(url.pathname)) {
@@ -71,29 +73,40 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     sendJson(res, 405, { error: { code: 'BAD_REQUEST', message: `method ${req.method} is not allowed; use GET` } });
     return;
   }
-  if (url.pathname === '/healthz') {
-    const st = fe.node.status();
-    const serving = st.leader !== null;
-    sendText(res, serving ? 200 : 503, serving ? 'ok\n' : 'no leader\n');
+  if (url.pathname === '/livez') {
+    sendText(res, 200, 'ok\n');
+    return;
+  }
+  if (url.pathname === '/healthz' || url.pathname === '/readyz') {
+    // /healthz is the contract's "serving": a member is serving when it is ready (health.ts).
+    const r = readinessOf(fe);
+    sendText(res, r.ready ? 200 : 503, r.ready ? 'ok\n' : `not ready: ${r.reason}\n`);
     return;
   }
   if (url.pathname === '/metrics') {
-    // Open like etcd's, unless the member was told to keep them for users with read on 'cluster'.
-    const admitted = fe.metricsNeedAuth ? fe.guard.admitHttp(req, [{ perm: 'read', resource: 'cluster' }], 'GET /metrics') : Promise.resolve(null);
+    // Open like etcd's, unless the member was told to keep them for users with read on 'cluster'. With
+    // authentication on, the families' metrics (which name journals, services and nodes: user data)
+    // are shown only to a caller proving such a user; anyone else gets the member's own figures.
+    const credentials = req.headers.authorization !== undefined;
+    const admitted = fe.metricsNeedAuth || (fe.guard.enabled && credentials) ? fe.guard.admitHttp(req, [{ perm: 'read', resource: 'cluster' }], 'GET /metrics').then(() => true) : Promise.resolve(!fe.guard.enabled);
     void admitted
-      .then(() => Promise.all([fe.metrics.render(), ...fe.familyMetrics.map((render) => render(fe).catch(() => ''))]))
+      .then((full) => Promise.all([fe.metrics.render(), ...(full ? fe.familyMetrics.map((render) => render(fe).catch(() => '')) : [])]))
       .then(
         (parts) => sendText(res, 200, parts.filter((p) => p !== '').join('\n'), 'text/plain; version=0.0.4; charset=utf-8'),
-        (err: unknown) => {
-          const e = toVeraError(err, fe);
-          sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message } });
-        },
+        (err: unknown) => sendError(res, toVeraError(err, fe)),
       );
     return;
   }
   if (url.pathname === '/v1/challenge') {
-    // Anyone may ask: a nonce proves nothing until answered with the cluster secret.
-    sendJson(res, 200, issueChallenge());
+    // Anyone may ask: a nonce proves nothing until answered with the cluster secret. Bounded per address and in all.
+    try {
+      sendJson(res, 200, issueChallenge(src.admin.challenges, req.socket.remoteAddress ?? 'unknown'));
+    } catch (err) {
+      const e = toVeraError(err, fe);
+      const retryAfterMs = typeof e.hints.retryAfterMs === 'number' ? e.hints.retryAfterMs : 1000;
+      res.setHeader('retry-after', String(Math.ceil(retryAfterMs / 1000)));
+      sendJson(res, e.code === 'RATE_LIMITED' ? 429 : 500, { error: { code: e.code, message: e.message, ...e.hints } });
+    }
     return;
   }
   if (url.pathname === '/v1/status') {
@@ -104,10 +117,10 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     // A backup file (format in backup.ts), reflecting every write acknowledged before the request.
     const fail = (err: unknown): void => {
       const e = toVeraError(err, fe);
-      sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
+      sendError(res, e);
     };
     // The whole database, session ids included: for operators only.
-    src.admin.authorize(req, 'backups (GET /v1/snapshot)').then(() => serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail }), fail);
+    src.admin.authorize(req, 'backups (GET /v1/snapshot)', new Uint8Array(0)).then(() => serveBackup(fe.node, req, res, { barrierTimeoutMs: fe.readTimeoutMs, logger: fe.logger, fail }), fail);
     return;
   }
   sendJson(res, 404, { error: { code: 'NOT_FOUND', message: `no endpoint ${url.pathname}` } });
@@ -128,7 +141,7 @@ function serveFamily(fe: FrontEnd, route: FamilyHttpRoute, req: IncomingMessage,
     (body) => sendJson(res, 200, body),
     (err: unknown) => {
       const e = toVeraError(err, fe);
-      sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
+      sendError(res, e);
     },
   );
 }
@@ -165,6 +178,18 @@ export interface StatusBody {
   readonly commandVersion: { readonly applies: number; readonly active: number };
 }
 
+function readinessOf(fe: FrontEnd): Readiness {
+  const st = fe.node.status();
+  return readiness({
+    leader: st.leader,
+    active: fe.node.stateMachine.stateOf(cluster).active,
+    applies: COMMAND_VERSION,
+    selfId: st.id,
+    members: [...st.config.voters, ...st.config.learners],
+    peers: fe.peerCommandVersions,
+  });
+}
+
 function status(fe: FrontEnd, src: StatusSources): StatusBody {
   const st = fe.node.status();
   return {
@@ -180,6 +205,13 @@ function status(fe: FrontEnd, src: StatusSources): StatusBody {
     sessions: fe.node.stateMachine.sessions().size,
     commandVersion: { applies: COMMAND_VERSION, active: fe.node.stateMachine.stateOf(cluster).active },
   };
+}
+
+/** An error as JSON, with its status; one to retry later (RATE_LIMITED, NO_LEADER, ...) says when in Retry-After (whole seconds). */
+function sendError(res: ServerResponse, e: VeraError): void {
+  const retryAfterMs = e.hints.retryAfterMs;
+  if (retryAfterMs !== undefined) res.setHeader('retry-after', String(Math.max(1, Math.ceil(retryAfterMs / 1000))));
+  sendJson(res, STATUS_OF[e.code] ?? 500, { error: { code: e.code, message: e.message, ...e.hints } });
 }
 
 function sendJson(res: ServerResponse, code: number, body: unknown): void {

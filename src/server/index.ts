@@ -26,6 +26,7 @@ import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
 import { loadServerParts, type ServerParts } from './family-part.js';
 import { childrenOf, readListPages } from './path-guard.js';
+import { OperatorChallenges } from './operator-challenges.js';
 import { RequestGate, refuseRequest, refuseUpgrade } from './request-gate.js';
 import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
 import type { AnyFamily } from '../families/family.js';
@@ -286,6 +287,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   fe = front;
   veraNode.setProposalGate((command, version) => assertCommandVersion(front, 'family' in command ? `${command.family}.${command.op}` : command.op, version));
   duties = new LeaderDuties(front, parts.duties, DEFAULT_DUTY_TIMINGS);
+  const challenges = new OperatorChallenges();
   const admin = {
     node: veraNode,
     directory: members,
@@ -298,7 +300,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     toError: (err: unknown) => toVeraError(err, front),
     logger,
     defrag: () => veraNode.stateMachine.compactAll(),
-    authorize: (req: IncomingMessage, what: string) => authorizeOperatorRequest(guard, req, what, (r, w) => authorizeOperator(config.secret, r, w), config.secret !== null),
+    authorize: (req: IncomingMessage, what: string, body: Uint8Array) =>
+      authorizeOperatorRequest(guard, req, what, (r, w) => authorizeOperator(config.secret, challenges, r, w, body), config.secret !== null),
+    challenges,
   };
 
   let shuttingDown = false;
@@ -308,6 +312,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     // While shutting down, answer what arrives but let no keep-alive connection (a health checker's) hold the port open.
     if (shuttingDown) res.setHeader('connection', 'close');
+    // Every answer (JSON, metrics, backups, files) is what its content-type says: browsers must not guess another.
+    res.setHeader('x-content-type-options', 'nosniff');
     const refused = gate.refusal(req);
     if (refused !== null) {
       logger.warn({ event: refused.event, host: req.headers.host, origin: req.headers.origin, remote: req.socket.remoteAddress }, refused.message);

@@ -11,7 +11,7 @@
 // the one before left, and a change the core still has pending (say, right after
 // an election) answers UNAVAILABLE with retryAfterMs.
 
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { MEMBER_ID_PATTERN, type MemberAddress, type MemberChange } from '../raft/config.js';
@@ -19,7 +19,8 @@ import type { PeerAddress } from '../raft/transport/peer-transport.js';
 import type { NodeId, SoftState, Status } from '../raft/types.js';
 import { bookOf, type Member } from '../statemachine/index.js';
 import { VeraError, type ErrorCode } from '../protocol/index.js';
-import { readJsonBody } from './http-body.js';
+import { parseJsonObject, readBody } from './http-body.js';
+import type { OperatorChallenges } from './operator-challenges.js';
 import { operatorMac, parseOperatorAuthorization } from './operator-auth.js';
 
 // ---------------------------------------------------------------- the directory
@@ -239,7 +240,9 @@ export interface AdminContext {
    * Admits an operator request or throws UNAUTHORIZED / FORBIDDEN naming `what`: proof of the
    * cluster secret (authorizeOperator), or, with authentication on, a user with admin on 'cluster'.
    */
-  readonly authorize: (req: IncomingMessage, what: string) => Promise<void>;
+  readonly authorize: (req: IncomingMessage, what: string, body: Uint8Array) => Promise<void>;
+  /** The nonces GET /v1/challenge hands out, which a Vera-HMAC answer uses up. */
+  readonly challenges: OperatorChallenges;
 }
 
 export const ADMIN_PATHS: ReadonlySet<string> = new Set(['/v1/members', '/v1/leader/transfer', '/v1/defrag']);
@@ -283,10 +286,12 @@ export function handleAdmin(ctx: AdminContext, req: IncomingMessage, res: Server
 }
 
 async function serve(ctx: AdminContext, req: IncomingMessage, pathname: string): Promise<object> {
-  await ctx.authorize(req, 'membership endpoints');
+  // The body is read before the check: a challenge response covers it (operator-auth.ts).
+  const raw = req.method === 'POST' ? await readBody(req) : new Uint8Array(0);
+  await ctx.authorize(req, 'membership endpoints', raw);
   if (pathname === '/v1/members' && (req.method === 'GET' || req.method === 'HEAD')) return listMembers(ctx);
   if (req.method !== 'POST') throw new VeraError('BAD_REQUEST', `method ${req.method ?? '?'} is not allowed on ${pathname}`);
-  const body = await readJsonBody(req);
+  const body = parseJsonObject(raw);
   if (pathname === '/v1/leader/transfer') return transfer(ctx, body);
   if (pathname === '/v1/defrag') return defrag(ctx);
   return changeMembers(ctx, body);
@@ -306,7 +311,7 @@ async function defrag(ctx: AdminContext): Promise<object> {
  * with a cluster secret, the caller must send it as a bearer token; without one, only
  * loopback callers are answered. Throws UNAUTHORIZED or FORBIDDEN naming `what`.
  */
-export function authorizeOperator(secret: string | null, req: IncomingMessage, what: string): void {
+export function authorizeOperator(secret: string | null, challenges: OperatorChallenges, req: IncomingMessage, what: string, body: Uint8Array): void {
   if (secret === null) {
     if (!isLoopback(req.socket.remoteAddress)) {
       throw new VeraError('FORBIDDEN', `this member runs without a cluster secret, so ${what} answer only on loopback`);
@@ -317,8 +322,13 @@ export function authorizeOperator(secret: string | null, req: IncomingMessage, w
   const hmac = parseOperatorAuthorization(header);
   if (hmac !== null) {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
-    if (!sameSecret(hmac.mac, operatorMac(secret, hmac.nonce, req.method ?? 'GET', path)) || !challenges.take(hmac.nonce, hmac.mac)) {
-      throw new VeraError('UNAUTHORIZED', `${what}: the challenge response is wrong, stale or used already (GET /v1/challenge for a fresh one)`);
+    // Taken first: a nonce serves one request, answered right or wrong.
+    const fresh = challenges.take(hmac.nonce);
+    if (!sameSecret(hmac.mac, operatorMac(secret, hmac.nonce, req.method ?? 'GET', path, body)) || !fresh) {
+      throw new VeraError(
+        'UNAUTHORIZED',
+        `${what}: the challenge response is wrong, stale or used already (GET /v1/challenge for a fresh one; the MAC covers nonce, method, path and the SHA-256 of the body)`,
+      );
     }
     return;
   }
@@ -332,41 +342,11 @@ export function authorizeOperator(secret: string | null, req: IncomingMessage, w
   }
 }
 
-/** Nonces handed out by GET /v1/challenge and not yet used: at most CHALLENGES_MAX, each for CHALLENGE_TTL_MS. */
-class Challenges {
-  private readonly open = new Map<string, { readonly expires: number; mac: string | null }>();
-
-  issue(): string {
-    const nonce = randomBytes(24).toString('base64url');
-    const now = Date.now();
-    for (const [n, open] of this.open) {
-      if (open.expires > now && this.open.size < CHALLENGES_MAX) break;
-      this.open.delete(n); // expired, or the oldest when full (Map keeps insertion order)
-    }
-    this.open.set(nonce, { expires: now + CHALLENGE_TTL_MS, mac: null });
-    return nonce;
-  }
-
-  /**
-   * Whether `mac` may use `nonce`: one issued and not expired, used by no other request.
-   * The same request sent again (an HTTP client retransmits a request whose answer it lost)
-   * carries the same MAC and is let through; another method or path under that nonce is not.
-   */
-  take(nonce: string, mac: string): boolean {
-    const open = this.open.get(nonce);
-    if (open === undefined || open.expires <= Date.now()) return false;
-    if (open.mac !== null && open.mac !== mac) return false;
-    open.mac = mac;
-    return true;
-  }
-}
-const CHALLENGES_MAX = 1024;
-const CHALLENGE_TTL_MS = 30_000;
-const challenges = new Challenges();
-
-/** GET /v1/challenge: a fresh nonce to answer with a Vera-HMAC Authorization header. */
-export function issueChallenge(): { readonly nonce: string; readonly scheme: string; readonly expiresInMs: number } {
-  return { nonce: challenges.issue(), scheme: 'Vera-HMAC', expiresInMs: CHALLENGE_TTL_MS };
+/** GET /v1/challenge: a fresh nonce to answer with a Vera-HMAC Authorization header, or RATE_LIMITED (see operator-challenges.ts). */
+export function issueChallenge(challenges: OperatorChallenges, remote: string): { readonly nonce: string; readonly scheme: string; readonly expiresInMs: number } {
+  const issued = challenges.issue(remote);
+  if ('refused' in issued) throw new VeraError('RATE_LIMITED', issued.refused, { retryAfterMs: issued.retryAfterMs });
+  return { nonce: issued.nonce, scheme: 'Vera-HMAC', expiresInMs: issued.expiresInMs };
 }
 
 /** Constant-time comparison; hashing first makes the lengths equal. */

@@ -1,7 +1,8 @@
 // Limits per user (with authentication on): connections to this member,
 // sessions in the cluster, watches across the user's sessions, and requests a
-// second to this member. One user, however many addresses it comes from,
-// cannot take the whole server. Sessions are judged in apply (openSession's
+// second to this member, and (judged in apply) items and bytes stored in the
+// cluster. One user, however many addresses it comes from, cannot take the
+// whole server. Sessions are judged in apply (openSession's
 // principalSessions), the rest here, before anything is proposed.
 import { VeraError } from '../protocol/index.js';
 
@@ -10,9 +11,12 @@ export interface PrincipalLimits {
   readonly sessions: number;
   readonly watches: number;
   readonly requestsPerSecond: number;
+  /** List items one user may store in the cluster, and their stored bytes, unless set per user or role (judged in apply: families/quota). */
+  readonly items: number;
+  readonly bytes: number;
 }
 
-export const DEFAULT_PRINCIPAL_LIMITS: PrincipalLimits = { connections: 1000, sessions: 1000, watches: 100_000, requestsPerSecond: 10_000 };
+export const DEFAULT_PRINCIPAL_LIMITS: PrincipalLimits = { connections: 1000, sessions: 1000, watches: 100_000, requestsPerSecond: 10_000, items: 1_000_000, bytes: 1024 ** 3 };
 
 interface Bucket {
   tokens: number;

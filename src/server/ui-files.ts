@@ -52,8 +52,29 @@ export function isUiTarget(target: string): boolean {
   return path === UI_PATH || path.startsWith(`${UI_PATH}/`);
 }
 
-/** Answers a request isUiTarget accepted, from the files in `dir`. */
-export function serveUi(dir: string, req: IncomingMessage, res: ServerResponse): void {
+/**
+ * What a dashboard page may load and reach (Content-Security-Policy): its own scripts and
+ * stylesheets only, nothing inline, no frames, and connections to this member and the
+ * WebSocket URLs of its cluster's members (`connectTo`; the client library follows the
+ * leader). The page holds an admin's token: script injected into it could neither run
+ * inline nor send the token anywhere else.
+ */
+export function dashboardPolicy(connectTo: readonly string[]): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    `connect-src ${["'self'", ...connectTo].join(' ')}`,
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/** Answers a request isUiTarget accepted, from the files in `dir`; pages get dashboardPolicy(connectTo). */
+export function serveUi(dir: string, req: IncomingMessage, res: ServerResponse, connectTo: readonly string[] = []): void {
   const target = req.url ?? '/';
   const queryAt = target.indexOf('?');
   const path = queryAt < 0 ? target : target.slice(0, queryAt);
@@ -96,7 +117,10 @@ export function serveUi(dir: string, req: IncomingMessage, res: ServerResponse):
     'access-control-allow-origin': '*',
   };
   // The dashboard acts for its user (deletes, requeues, leadership transfers): no other site may frame it.
-  if (extname(file) === '.html') headers['x-frame-options'] = 'DENY';
+  if (extname(file) === '.html') {
+    headers['x-frame-options'] = 'DENY';
+    headers['content-security-policy'] = dashboardPolicy(connectTo);
+  }
   if (matches(req.headers['if-none-match'], etag)) {
     res.writeHead(304, headers).end();
     return;

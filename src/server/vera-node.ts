@@ -19,6 +19,7 @@ import { EventLog, type RecordedEvent } from './event-log.js';
 import { APPLIED_INDEX } from '../statemachine/applied.js';
 import { stateExtras } from '../statemachine/state-extras.js';
 import { checkAuditHead } from '../families/audit/head-check.js';
+import { WritePressure, type WritePressureLimits } from './write-pressure.js';
 
 export interface RaftTiming {
   readonly tickMs: number;
@@ -67,6 +68,11 @@ export interface VeraNodeHooks {
   onSnapshot?(event: SnapshotEvent): void;
   onPeerRoundTrip?(peer: NodeId, seconds: number): void;
 }
+
+/** The Raft core refuses writes ('overloaded') past this many uncommitted entry bytes. */
+const MAX_UNCOMMITTED_BYTES = 256 * 1024 * 1024;
+/** Client connections stop reading well before that: a quarter of it, or 16,384 writes waiting. */
+const WRITE_PRESSURE: WritePressureLimits = { writes: 16_384, bytes: MAX_UNCOMMITTED_BYTES / 4 };
 
 const cryptoRandom: RandomSource = {
   int(n: number): number {
@@ -126,11 +132,13 @@ export class VeraNode {
       // The address book is part of a new store from the start, so no crash can leave it unseeded.
       initialState: opts.initialMembers.length === 0 ? [] : [{ key: MEMBERS_KEY, value: encodeMembers(opts.initialMembers) }],
       ...(opts.levelMaxOpenFiles === undefined ? {} : { maxOpenFiles: opts.levelMaxOpenFiles }),
+      appliedIndex: APPLIED_INDEX,
     });
     try {
       if (hooks.onLogSynced !== undefined) dir.storage.onSynced = (seconds) => hooks.onLogSynced!(seconds);
       const loaded = await dir.storage.load();
       const sm = await StateMachine.open(dir.db);
+      dir.storage.appliedSource = () => sm.appliedIndex;
       const auditProblem = await checkAuditHead(loaded.entries, sm);
       if (auditProblem !== null) opts.logger.error({ event: 'audit-log-cut-back', problem: auditProblem }, 'the audit log does not hold what this member applied');
       const events = new EventLog(opts.eventLogCapacity, sm.appliedIndex);
@@ -143,7 +151,7 @@ export class VeraNode {
           maxInflightMessages: 256,
           maxInflightBytes: 32 * 1024 * 1024,
           maxMessageBytes: 1024 * 1024,
-          maxUncommittedBytes: 256 * 1024 * 1024,
+          maxUncommittedBytes: MAX_UNCOMMITTED_BYTES,
         },
         { ...loaded, applied: sm.appliedIndex },
       );
@@ -299,6 +307,9 @@ export class VeraNode {
     this.proposalGate = gate;
   }
 
+  /** Writes proposed here and not yet applied: past its bound, client connections stop reading (write-pressure.ts). */
+  readonly pressure = new WritePressure(WRITE_PRESSURE);
+
   /** Propose a state-machine command; resolves with its apply outcome once committed and applied here. */
   propose(command: AnyCommand): Promise<ApplyOutcome> {
     let bytes: Uint8Array;
@@ -310,7 +321,7 @@ export class VeraNode {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.driver.propose(bytes);
+    return this.pressure.track(this.driver.propose(bytes), bytes.byteLength);
   }
 
   /** Resolves once a linearizable read may be served from the local state machine. */

@@ -196,7 +196,7 @@ export class StateMachine {
         // The clock never goes back, whatever the proposer's: every member computes the same value.
         if (decoded.t > this.now) this.now = decoded.t;
         const ctx: PlanContext = { db: this.db, reads, states: this.states, index: entry.index, now: this.now, families: FAMILIES };
-        return decoded.family.plan(decoded.command, ctx);
+        return withSettledShares(await decoded.family.plan(decoded.command, ctx), this.states);
       }
     }
   }
@@ -364,6 +364,18 @@ export class StateMachine {
       lag: this.states.of(lag).dump(),
     };
   }
+}
+
+/** The plan with every family's writes for what the entry's plans told it (settleEntry), in registry order. */
+function withSettledShares(plan: Plan | ApplyError, states: States): Plan | ApplyError {
+  const kept = 'ops' in plan;
+  for (const family of FAMILIES) {
+    const share = family.settleEntry?.(states, kept) ?? null;
+    if (share === null || !kept) continue;
+    for (const op of share.ops) plan.ops.push(op);
+    plan.after.push(...share.after);
+  }
+  return plan;
 }
 
 /** A plain, sorted copy of the core families' indexes; equal dumps mean equal indexes. */

@@ -159,8 +159,9 @@ export function App() {
         {dash.user !== null && (
           <button
             onClick={() => {
-              logOut();
-              void dash.close().then(() => location.reload());
+              void logOut()
+                .then(() => dash.close())
+                .then(() => location.reload());
             }}
           >
             log out

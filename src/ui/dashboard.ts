@@ -65,8 +65,12 @@ export function hasStoredToken(): boolean {
   return sessionStorage.getItem(TOKEN_KEY) !== null;
 }
 
-export function logOut(): void {
+/** Forgets the token here and revokes it on the cluster, so a copy of it (taken from this tab) is good for nothing. */
+export async function logOut(): Promise<void> {
+  const token = sessionStorage.getItem(TOKEN_KEY);
   sessionStorage.removeItem(TOKEN_KEY);
+  if (token === null) return;
+  await fetch('/v1/auth/logout', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) }).catch(() => undefined);
 }
 
 export function isUnauthorized(err: unknown): boolean {

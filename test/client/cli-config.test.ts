@@ -44,13 +44,16 @@ describe('vera start configuration', () => {
       sessionTimeout: { min: 1000, max: 60000, default: 10000 },
       limits: { dataBytes: 1048576, frameBytes: 16777216, pathBytes: 1024, sessionsMax: 10000, sessionsPerAddress: 1000, watchesPerSession: 1000, itemsPerSession: 100_000, bytesPerSession: 256 * 1024 * 1024, itemsPerList: 1_000_000, diskReserveBytes: 64 * 1024 * 1024, inflightPerConnection: 256, connectionsMax: 10000, connectionsPerAddress: 256, helloTimeoutMs: 10000 },
       compaction: { everyEntries: 10000, keepEntries: 1000 },
-      principalLimits: { connections: 1000, sessions: 1000, watches: 100_000, requestsPerSecond: 10_000 },
+      principalLimits: { connections: 1000, sessions: 1000, watches: 100_000, requestsPerSecond: 10_000, items: 1_000_000, bytes: 1024 ** 3 },
       join: false,
     });
   });
 
   it('takes the limits per user', () => {
-    expect(config(['--connections-per-user', '5', '--sessions-per-user', '6', '--watches-per-user', '7', '--requests-per-user', '8']).principalLimits).toEqual({ connections: 5, sessions: 6, watches: 7, requestsPerSecond: 8 });
+    expect(
+      config(['--connections-per-user', '5', '--sessions-per-user', '6', '--watches-per-user', '7', '--requests-per-user', '8', '--items-per-user', '9', '--bytes-per-user', '10KiB']).principalLimits,
+    ).toEqual({ connections: 5, sessions: 6, watches: 7, requestsPerSecond: 8, items: 9, bytes: 10 * 1024 });
+    expect(usageError(['--bytes-per-user', 'lots'])).toMatch(/bytes-per-user/);
     expect(usageError(['--requests-per-user', 'many'])).toMatch(/requests-per-user/);
   });
 

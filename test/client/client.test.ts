@@ -413,6 +413,20 @@ describe('pipelining and errors', () => {
     expect(unknown).toMatchObject({ code: 'UNAVAILABLE', message: 'leadership lost', hints: { retryAfterMs: 10 } });
   });
 
+  it('sends a write again, no sooner than retryAfterMs, when it was refused before it was proposed (UNAVAILABLE, reason not-proposed)', async () => {
+    const s = await server();
+    const c = await client(s.url);
+    s.failNext('push', { code: 'UNAVAILABLE', message: 'too many writes are waiting to commit; retry shortly', hints: { retryAfterMs: 40, reason: 'not-proposed' } });
+    s.failNext('push', { code: 'UNAVAILABLE', message: 'leadership is being transferred', hints: { retryAfterMs: 40, reason: 'not-proposed' } });
+    expect(await c.push('/busy', 1, { persistent: true })).toMatchObject({ data: 1 });
+    const pushes = s.received.filter((r) => r.request.op === 'push');
+    expect(pushes).toHaveLength(3);
+    // Timers may fire a millisecond early; the backoff alone (5-20 ms) would be shorter.
+    expect(pushes[1]!.at - pushes[0]!.at).toBeGreaterThanOrEqual(38);
+    expect(pushes[2]!.at - pushes[1]!.at).toBeGreaterThanOrEqual(38);
+    expect(s.state.lists.get('/busy')?.map((i) => i.data)).toEqual([1]);
+  });
+
   it('retries reads answered UNAVAILABLE and any request answered NO_LEADER or RATE_LIMITED', async () => {
     const s = await server();
     const c = await client(s.url);

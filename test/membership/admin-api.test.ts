@@ -2,6 +2,7 @@
 // checks, the guards (caught-up promotion, last voter, pending change), follower
 // redirects and leadership transfer. The real cluster is in cluster.test.ts.
 import { operatorAuthorization } from '../../src/server/operator-auth.js';
+import { OperatorChallenges } from '../../src/server/operator-challenges.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -68,6 +69,7 @@ let watch: LeaderWatch;
 let server: Server;
 let base: string;
 let secret: string | null;
+let challenges: OperatorChallenges;
 
 function context(): AdminContext {
   return {
@@ -85,7 +87,8 @@ function context(): AdminContext {
     logger,
     defrag: async () => void defrags++,
     // Authentication off (as here): proof of the cluster secret, or loopback without one.
-    authorize: async (req, what) => authorizeOperator(secret, req, what),
+    authorize: async (req, what, body) => authorizeOperator(secret, challenges, req, what, body),
+    challenges,
   };
 }
 let defrags = 0;
@@ -94,6 +97,7 @@ beforeEach(async () => {
   node = new ScriptedNode();
   watch = new LeaderWatch();
   secret = SECRET;
+  challenges = new OperatorChallenges();
   server = createServer((req, res) => {
     const ctx = context();
     void ctx.directory.update(node.book).then(() => handleAdmin(ctx, req, res, new URL(req.url ?? '/', 'http://x').pathname));
@@ -166,22 +170,29 @@ describe('the member directory', () => {
 });
 
 describe('challenge and response', () => {
-  it('proves the secret without sending it: a fresh nonce once, signed for its method and path', async () => {
-    const sign = (nonce: string, method: string, path: string, secret = SECRET): string => operatorAuthorization(secret, nonce, method, path);
-    const n1 = issueChallenge().nonce;
+  it('proves the secret without sending it: a fresh nonce once, signed for its method, path and body', async () => {
+    const sign = (nonce: string, method: string, path: string, body: unknown = undefined, secret = SECRET): string =>
+      operatorAuthorization(secret, nonce, method, path, Buffer.from(body === undefined ? '' : JSON.stringify(body)));
+    const nonce = (): string => issueChallenge(challenges, '127.0.0.1').nonce;
+    const n1 = nonce();
     expect((await call('GET', '/v1/members', undefined, sign(n1, 'GET', '/v1/members'))).status).toBe(200);
-    // The same request again (an HTTP client's retransmission) passes; another request under that nonce does not.
-    expect((await call('GET', '/v1/members', undefined, sign(n1, 'GET', '/v1/members'))).status).toBe(200);
-    expect(errorOf(await call('POST', '/v1/defrag', {}, sign(n1, 'POST', '/v1/defrag')))).toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('challenge') });
-    // Signed for another path, method or secret, or a nonce never issued: refused.
-    const n2 = issueChallenge().nonce;
-    expect((await call('POST', '/v1/defrag', {}, sign(n2, 'GET', '/v1/members'))).status).toBe(401);
-    const n3 = issueChallenge().nonce;
-    expect((await call('POST', '/v1/defrag', {}, sign(n3, 'POST', '/v1/defrag', 'not the secret'))).status).toBe(401);
-    expect((await call('POST', '/v1/defrag', {}, sign('x'.repeat(32), 'POST', '/v1/defrag'))).status).toBe(401);
-    const n4 = issueChallenge().nonce;
-    expect((await call('POST', '/v1/defrag', {}, sign(n4, 'POST', '/v1/defrag'))).status).toBe(200);
+    // A nonce serves one request: the same request again is refused, as is another one under it.
+    expect(errorOf(await call('GET', '/v1/members', undefined, sign(n1, 'GET', '/v1/members')))).toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('challenge') });
+    expect((await call('POST', '/v1/defrag', {}, sign(n1, 'POST', '/v1/defrag', {}))).status).toBe(401);
+    // Signed for another path, method, body or secret, or a nonce never issued: refused.
+    expect((await call('POST', '/v1/defrag', {}, sign(nonce(), 'GET', '/v1/members'))).status).toBe(401);
+    expect((await call('POST', '/v1/defrag', {}, sign(nonce(), 'POST', '/v1/defrag', {}, 'not the secret'))).status).toBe(401);
+    expect((await call('POST', '/v1/defrag', {}, sign('x'.repeat(32), 'POST', '/v1/defrag', {}))).status).toBe(401);
+    const add = { action: 'add', id: 'n3', peer: '127.0.0.1:2921', client: '127.0.0.1:1921' };
+    expect((await call('POST', '/v1/members', { ...add, id: 'n9' }, sign(nonce(), 'POST', '/v1/members', add))).status).toBe(401);
+    // A wrong answer uses the nonce up: the right one after it is refused.
+    const n2 = nonce();
+    expect((await call('POST', '/v1/defrag', {}, sign(n2, 'POST', '/v1/defrag', { other: 1 }))).status).toBe(401);
+    expect((await call('POST', '/v1/defrag', {}, sign(n2, 'POST', '/v1/defrag', {}))).status).toBe(401);
     expect(node.proposed).toEqual([]);
+    expect((await call('POST', '/v1/defrag', {}, sign(nonce(), 'POST', '/v1/defrag', {}))).status).toBe(200);
+    expect((await call('POST', '/v1/members', add, sign(nonce(), 'POST', '/v1/members', add))).status).toBe(200);
+    expect(node.proposed.length).toBe(1);
   });
 
   it('refuses the secret itself sent from beyond loopback', async () => {

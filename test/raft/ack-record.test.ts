@@ -58,15 +58,24 @@ describe('AckRecord', () => {
 });
 
 describe('rollbackProblem', () => {
-  const record = { term: 5, vote: 'n2', commit: 100 };
+  const record = { term: 5, vote: 'n2', commit: 100, logEnd: 0, applied: 0 };
   it('accepts a store at or beyond the record', () => {
-    expect(rollbackProblem(record, { hardState: { term: 5, vote: 'n2', commit: 100 }, lastIndex: 100 })).toBeNull();
-    expect(rollbackProblem(record, { hardState: { term: 6, vote: null, commit: 90 }, lastIndex: 120 })).toBeNull();
+    expect(rollbackProblem(record, { hardState: { term: 5, vote: 'n2', commit: 100 }, lastIndex: 100, applied: 100 })).toBeNull();
+    expect(rollbackProblem(record, { hardState: { term: 6, vote: null, commit: 90 }, lastIndex: 120, applied: 90 })).toBeNull();
   });
   it('refuses an older term, another vote in the same term, and a log that ends before the recorded commit', () => {
-    expect(rollbackProblem(record, { hardState: { term: 4, vote: 'n2', commit: 100 }, lastIndex: 100 })).toMatch(/term is 4/);
-    expect(rollbackProblem(record, { hardState: { term: 5, vote: null, commit: 100 }, lastIndex: 100 })).toMatch(/voted for "n2"/);
-    expect(rollbackProblem(record, { hardState: { term: 5, vote: 'n3', commit: 100 }, lastIndex: 100 })).toMatch(/voted for "n2"/);
-    expect(rollbackProblem(record, { hardState: { term: 5, vote: 'n2', commit: 90 }, lastIndex: 99 })).toMatch(/ends at index 99/);
+    expect(rollbackProblem(record, { hardState: { term: 4, vote: 'n2', commit: 100 }, lastIndex: 100, applied: 100 })).toMatch(/term is 4/);
+    expect(rollbackProblem(record, { hardState: { term: 5, vote: null, commit: 100 }, lastIndex: 100, applied: 100 })).toMatch(/voted for "n2"/);
+    expect(rollbackProblem(record, { hardState: { term: 5, vote: 'n3', commit: 100 }, lastIndex: 100, applied: 100 })).toMatch(/voted for "n2"/);
+    expect(rollbackProblem(record, { hardState: { term: 5, vote: 'n2', commit: 90 }, lastIndex: 99, applied: 90 })).toMatch(/ends at index 99/);
+  });
+  it('refuses a log that ends before the current-term entries it had written, and an applied index it can no longer reach', () => {
+    const wrote = { ...record, logEnd: 110, applied: 105 };
+    expect(rollbackProblem(wrote, { hardState: { term: 5, vote: 'n2', commit: 100 }, lastIndex: 110, applied: 100 })).toBeNull();
+    expect(rollbackProblem(wrote, { hardState: { term: 5, vote: 'n2', commit: 100 }, lastIndex: 109, applied: 100 })).toMatch(/entries of term 5 up to index 110/);
+    // A later term may have replaced older-term entries with a shorter run.
+    expect(rollbackProblem(wrote, { hardState: { term: 6, vote: null, commit: 100 }, lastIndex: 106, applied: 100 })).toBeNull();
+    expect(rollbackProblem(wrote, { hardState: { term: 6, vote: null, commit: 100 }, lastIndex: 104, applied: 104 })).toMatch(/had applied index 105/);
+    expect(rollbackProblem(wrote, { hardState: { term: 6, vote: null, commit: 100 }, lastIndex: 104, applied: 105 })).toBeNull();
   });
 });

@@ -55,15 +55,18 @@ describe('limits per user', () => {
     expect(replies.filter((r) => r.ok === true).length).toBeGreaterThanOrEqual(15); // the budget, less the three watches just sent
   });
 
-  it('computes at most two password hashes at once, refusing a flood of guesses', async () => {
+  it('computes at most one password hash at once per address, refusing a flood of guesses, and backs off the guessed user there', async () => {
     vp = await securedServer();
     const guesses = await Promise.all(Array.from({ length: 12 }, (_, i) => attempt(vp!, { user: 'alice', password: `guess-${i}` })));
     const codes = guesses.map((g) => g.error?.code);
     expect(codes.filter((c) => c === 'RATE_LIMITED').length).toBeGreaterThan(0);
     expect(codes.every((c) => c === 'RATE_LIMITED' || c === 'UNAUTHORIZED')).toBe(true);
-    expect(guesses.find((g) => g.error?.code === 'RATE_LIMITED')!.error!.message).toMatch(/password checks are under way.*use the token/);
-    // The right password, twelve times at once, costs one hash and lets every one in.
-    const right = await Promise.all(Array.from({ length: 12 }, () => attempt(vp!, alice)));
+    // One address holds one hash at a time (login-backoff.ts and Guard.startPasswordAttempt).
+    expect(guesses.find((g) => g.error?.code === 'RATE_LIMITED')!.error!.message).toMatch(/password check from this address is under way.*use the token/);
+    // Twelve guesses on alice from this address: alice must now wait here, even with her password.
+    expect((await attempt(vp, alice)).error).toMatchObject({ code: 'RATE_LIMITED', message: expect.stringMatching(/too many failed password attempts from this address/) });
+    // The right password of another user, twelve times at once, costs one hash and lets every one in.
+    const right = await Promise.all(Array.from({ length: 12 }, () => attempt(vp!, { user: 'bob', password: 'bob-pw' })));
     expect(right.map((g) => g.error?.code ?? 'ok')).toEqual(Array(12).fill('ok'));
   });
 

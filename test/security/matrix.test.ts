@@ -85,6 +85,7 @@ const NO_LEASE = 'lease-AAAAAAAAAAAAAAAAAAAAAA';
 const NOT_IN_TABLE: Readonly<Record<string, string>> = {
   'auth.login': 'needs no permission: it is how a caller gets one',
   'auth.status': 'needs no permission: it tells the caller who it is',
+  'auth.logout': 'needs no permission: the token it revokes is the proof (test/security/ui-hardening.test.ts)',
   'auth.disable': 'it would switch the table off: checked by the last test of this file',
 };
 
@@ -121,6 +122,7 @@ const OPS: readonly OpCase[] = [
   { op: 'journal.extend', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, key: 'k', lease: x.lease }) },
   { op: 'journal.done', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, key: 'k', lease: x.lease }) },
   { op: 'journal.release', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, key: 'k', lease: x.lease }) },
+  { op: 'journal.cancelWait', perm: 'write', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.doneMany', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, items: [{ key: 'k', lease: x.lease }] }) },
   { op: 'journal.requeue', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal, key: 'k' }), allowed: 'NOT_FOUND' },
   { op: 'journal.forget', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal, key: 'k' }), allowed: 'NOT_FOUND' },
@@ -197,6 +199,8 @@ const OPS: readonly OpCase[] = [
     fields: (c) => ({ name: c.role, prefix: '/x' }),
   },
   { op: 'auth.roles', perm: 'admin', resource: () => 'auth', parent: everything, fields: () => ({}) },
+  { op: 'auth.userQuota', perm: 'admin', resource: () => 'auth', parent: everything, setup: async (r, c) => (await ok(r, 'auth.userAdd', { name: c.user, password: 'pw' }), {}), fields: (c) => ({ name: c.user, items: 5 }) },
+  { op: 'auth.roleQuota', perm: 'admin', resource: () => 'auth', parent: everything, setup: async (r, c) => (await ok(r, 'auth.roleAdd', { name: c.role }), {}), fields: (c) => ({ name: c.role, bytes: 5 }) },
   { op: 'auth.enable', perm: 'admin', resource: () => 'auth', parent: everything, fields: () => ({}) },
   // the audit log, and views of the cluster
   { op: 'audit.list', perm: 'read', resource: () => 'audit', parent: everything, fields: () => ({}) },

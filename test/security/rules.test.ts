@@ -59,7 +59,7 @@ describe('tokens', () => {
   it('name their user until they expire, under the credentials they were issued for', () => {
     const s = state();
     const token = issueToken(key, { user: 'alice', expiresAt: 10_000, revision: 7 });
-    expect(checkToken(s, token, 9_999)).toEqual({ user: 'alice' });
+    expect(checkToken(s, token, 9_999)).toEqual({ user: 'alice', expiresAt: 10_000 });
     expect(checkToken(s, token, 10_000)).toMatchObject({ refused: expect.stringMatching(/expired/) });
     s.users.set('alice', { hash: null, roles: [], credentialRevision: 8 });
     expect(checkToken(s, token, 0)).toMatchObject({ refused: expect.stringMatching(/changed or removed/) });

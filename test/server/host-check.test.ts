@@ -59,7 +59,7 @@ describe('the Host a member answers to', () => {
   });
 
   it('serves loopback, IP literals, its own and its members\' hosts and allowed names; refuses the rest', () => {
-    for (const ok of ['localhost', 'localhost:1919', '127.0.0.1:1919', '[::1]:1919', '[::1]', '10.0.0.1:1919', '192.168.1.7:1919', 'n2.example:1920']) {
+    for (const ok of ['localhost', 'localhost:1919', '127.0.0.1:1919', '[::1]:1919', '[::1]', '10.0.0.1:1919', '192.168.1.7:1919', 'n2.example:1920', 'other.localhost:1919']) {
       expect(hostRefusal(ok, '1.1', known())).toBeNull();
     }
     expect(hostRefusal('evil.example:1919', '1.1', known())).toMatch(/evil\.example:1919.*--allowed-hosts/);

@@ -2,7 +2,8 @@
 // verdict (whether it counted usage before or opens the store fresh), a refused
 // command changes nothing, and deleting or closing gives the room back.
 
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { recordBatches } from '../support/batches.js';
 import { itemKey, itemRange } from '../../src/keys/index.js';
 import type { Command, PushQuota } from '../../src/statemachine/commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
@@ -141,5 +142,41 @@ describe('quotas and batched apply', () => {
     } finally {
       await other.cleanup();
     }
+  });
+});
+
+describe('usage counts kept in memory (issue 32)', () => {
+  /** Counts the store's reads from now on: iterators (keys, values, entries) and point reads. */
+  function countReads(): { readonly n: () => number } {
+    const spies = [vi.spyOn(tmp.db, 'keys'), vi.spyOn(tmp.db, 'iterator'), vi.spyOn(tmp.db, 'values'), vi.spyOn(tmp.db, 'get'), vi.spyOn(tmp.db, 'getMany')];
+    return { n: () => spies.reduce((sum, s) => sum + s.mock.calls.length, 0) };
+  }
+
+  it('pushes to new lists, judged against every quota, read nothing and share one batch', async () => {
+    const entries = [feed.command({ op: 'openSession', session: 'S', timeoutMs: 5000, remote: '10.0.0.1:1' })];
+    for (let i = 0; i < 50; i++) {
+      entries.push(feed.command({ op: 'push', session: 'S', path: `/new/k${i}`, data: i, persistent: i % 2 === 0, watch: false, quota: { ...LOOSE, listItems: 1 } }));
+    }
+    const reads = countReads();
+    const batches = recordBatches(tmp.db);
+    const outcomes = await sm.applyMany(entries);
+    expect(outcomes.every((o) => o.result.ok)).toBe(true);
+    expect(reads.n()).toBe(0);
+    expect(batches).toHaveLength(1);
+    expect(await listLength('/new/k49')).toBe(1);
+  });
+
+  it('after a restart the counts are back from the store: a full list, a session at its limit and a kv length compare are judged without reading it', async () => {
+    await open('A');
+    for (let i = 0; i < 3; i++) expect((await push('A', '/full', { listItems: 3 })).result.ok).toBe(true);
+    expect((await push('A', '/other', {}, { data: 'x'.repeat(100) })).result.ok).toBe(true);
+    await restart();
+    const reads = countReads();
+    refused(await push('A', '/full', { listItems: 3 }, { persistent: true }), /\/full holds 3 items/);
+    refused(await push('A', '/third', { items: 4 }), /owns 4 ephemeral items/);
+    expect((await push('A', '/third', { items: 5 })).result.ok).toBe(true);
+    const txn = await run({ family: 'kv', op: 'txn', session: 'A', compare: [{ path: '/full', target: 'length', cmp: '=', value: 3 }], success: [], failure: [], quota: LOOSE } as unknown as Command);
+    expect(txn.result).toMatchObject({ ok: true, value: { succeeded: true } });
+    expect(reads.n()).toBe(0);
   });
 });

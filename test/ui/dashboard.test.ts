@@ -35,10 +35,19 @@ async function open(url: string, options: Parameters<typeof connect>[1] = {}): P
   return c;
 }
 
+/** What the browser refused a page under its Content-Security-Policy (it says so on the console). */
+const violations = new WeakMap<Page, string[]>();
+const cspViolations = (page: Page): string[] => violations.get(page) ?? [];
+
 /** A page of the dashboard served by the member at `httpUrl`, logged in as `user` when given. */
 async function dashboard(httpUrl: string, user?: { name: string; password: string }): Promise<Page> {
   const page = await browser().newPage();
   page.setDefaultTimeout(15_000);
+  const refused: string[] = [];
+  violations.set(page, refused);
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) refused.push(m.text());
+  });
   await page.goto(`${httpUrl}/ui/`);
   if (user !== undefined) {
     await page.locator('[data-testid=login] input[name=user]').fill(user.name);
@@ -156,6 +165,27 @@ describe('the dashboard', () => {
     });
     await select(page, '/after/kill');
     await expect.poll(() => page.locator('[data-testid=item-count]').textContent()).toBe('1 items');
+    // Following the leader to another member is within the page's policy (connect-src names the members).
+    expect(cspViolations(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('runs under its Content-Security-Policy, and logging out revokes its token on the server', async () => {
+    vp = await securedServer();
+    const page = await dashboard(vp.httpUrl, root);
+    const other = await open(vp.url, { user: 'root', password: 'root-pw' });
+    await other.push('/csp/x', { n: 1 }, { persistent: true, watch: false });
+    await select(page, '/csp/x');
+    await expect.poll(() => page.locator('[data-testid=item-count]').textContent()).toBe('1 items');
+    expect(cspViolations(page)).toEqual([]);
+    const token = String(await page.evaluate(`sessionStorage.getItem('vera-dashboard-token')`));
+    const audit = (): Promise<number> => fetch(`${vp!.httpUrl}/v1/audit`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
+    expect(await audit()).toBe(200);
+    await page.getByRole('button', { name: 'log out' }).click();
+    await page.locator('[data-testid=login]').waitFor();
+    // A copy of the token taken from the tab is good for nothing now.
+    expect(await audit()).toBe(401);
+    expect(cspViolations(page)).toEqual([]);
     await page.close();
   });
 });

@@ -10,7 +10,14 @@ import { allocate } from './allocate.js';
 import { DEFAULT_SERVICE, type AssignCommand } from './commands.js';
 import { serviceKey } from './keys.js';
 import { encodeService, type ServiceSettings, type UserRecord } from './records.js';
-import { isRetired, newestFirst, oldClientStates, updateOf, validate, type LoginRequest, type RejectionReason } from './rules.js';
+import { isRetired, newestFirst, oldClientStates, updateOf, validate, type CheckRules, type LoginRequest, type RejectionReason } from './rules.js';
+import { cluster } from '../cluster/index.js';
+import { TOKENSERVER_CHECKS_SINCE } from './index.js';
+
+/** The rules entries apply at this point of the log (index.ts, TOKENSERVER_CHECKS_SINCE). */
+export function rulesAt(activeVersion: number): CheckRules {
+  return activeVersion >= TOKENSERVER_CHECKS_SINCE ? 'tokenserver' : 'before-v9';
+}
 import type { AssignState } from './state.js';
 import { AssignTx } from './tx.js';
 import { byNodeRange, uidAtEnd } from './keys.js';
@@ -53,13 +60,13 @@ export function assignmentOf(pattern: string, service: string, result: UserRecor
  * The leader answers such a login from a linearizable read instead of the log,
  * which is what most of Tokenserver's requests are: a returning user, unchanged.
  */
-export function unchangedLogin(pattern: string, service: string, stored: readonly UserRecord[], request: LoginRequest, nodeExists: (node: string) => boolean): Assignment | null {
+export function unchangedLogin(pattern: string, service: string, stored: readonly UserRecord[], request: LoginRequest, nodeExists: (node: string) => boolean, rules: CheckRules = 'tokenserver'): Assignment | null {
   if (stored.length === 0) return null;
   const records = newestFirst(stored);
   const current = records[0]!;
   if (current.replacedAt !== 0 || !nodeExists(current.node)) return null;
   const old = oldClientStates(records);
-  if (validate(request, current, old) !== null) return null;
+  if (validate(request, current, old, rules) !== null) return null;
   const update = updateOf(request, current);
   if (update.newRecord || update.generation !== current.generation || update.keysChangedAt !== current.keysChangedAt) return null;
   return assignmentOf(pattern, service, current, records, old);
@@ -95,6 +102,7 @@ function done(value: AssignValue, tx: AssignTx, extra: { ops?: Plan['ops']; afte
 
 export async function planAssign(c: AssignCommand, ctx: PlanContext, state: AssignState): Promise<Plan | ApplyError> {
   const tx = new AssignTx(ctx.reads, state);
+  const rules = rulesAt(ctx.states.of(cluster).active);
   switch (c.op) {
     case 'service': {
       const existing = state.services.get(c.service);
@@ -107,11 +115,11 @@ export async function planAssign(c: AssignCommand, ctx: PlanContext, state: Assi
       });
     }
     case 'login':
-      return login(c, ctx.now, tx);
+      return login(c, ctx.now, tx, rules);
     case 'retire':
       return done({ op: 'retire', email: c.email, services: await retire(tx, c.email, c.service ?? null, ctx.now) }, tx);
     case 'event':
-      return event(c, ctx.now, tx);
+      return event(c, ctx.now, tx, rules);
   }
   const service = tx.service(c.service);
   if (service === undefined) return failure('NOT_FOUND', `no service ${c.service}`);
@@ -157,7 +165,7 @@ function refuse(service: string, refused: LoginRefusal, message: string, tx: Ass
   return { result: { ok: true, op: 'family', family: 'assign', value }, ops: [], events: [], after: [] };
 }
 
-async function login(c: Extract<AssignCommand, { op: 'login' }>, now: number, tx: AssignTx): Promise<Plan | ApplyError> {
+async function login(c: Extract<AssignCommand, { op: 'login' }>, now: number, tx: AssignTx, rules: CheckRules): Promise<Plan | ApplyError> {
   const service = tx.service(c.service);
   if (service === undefined) return failure('NOT_FOUND', `no service ${c.service}`);
   const stored = await tx.records(c.email, c.service);
@@ -187,7 +195,7 @@ async function login(c: Extract<AssignCommand, { op: 'login' }>, now: number, tx
     // the maximum, so invalid-generation unless an earlier check refuses first); where upstream
     // accepts (no generation reported), Vera still refuses.
     if (isRetired(current)) {
-      const problem = validate(c, current, oldClientStates(records));
+      const problem = rules === 'tokenserver' ? validate(c, current, oldClientStates(records), rules) : null;
       return refuse(c.service, problem?.reason ?? 'invalid-generation', problem?.message ?? `${c.email} is retired from ${c.service}`, null);
     }
     if (current.replacedAt !== 0 || tx.node(c.service, current.node) === null) {
@@ -205,7 +213,7 @@ async function login(c: Extract<AssignCommand, { op: 'login' }>, now: number, tx
   }
   const user = records[0]!;
   const old = oldClientStates(records);
-  const problem = validate(c, user, old);
+  const problem = validate(c, user, old, rules);
   // A refused request changes nothing: not even the allocation it would have needed.
   if (problem !== null) return refuse(c.service, problem.reason, problem.message, null);
   const update = updateOf(c, user);
@@ -239,7 +247,7 @@ async function retire(tx: AssignTx, email: string, service: string | null, now: 
 }
 
 /** FxA account events (Tokenserver's process_account_events): delete retires; a password change or reset moves the generation up to the event's - 1. */
-async function event(c: Extract<AssignCommand, { op: 'event' }>, now: number, tx: AssignTx): Promise<Plan> {
+async function event(c: Extract<AssignCommand, { op: 'event' }>, now: number, tx: AssignTx, rules: CheckRules): Promise<Plan> {
   if (c.kind === 'delete') return done({ op: 'event', email: c.email, changed: await retire(tx, c.email, null, now) }, tx);
   const generation = c.generation! - 1;
   const byService = new Map<string, UserRecord[]>();
@@ -251,7 +259,7 @@ async function event(c: Extract<AssignCommand, { op: 'event' }>, now: number, tx
     // is what the next request copies to a new node, so the new generation must be on it or a
     // device still on the old generation gets in (upstream's get_user moves such a user first,
     // then updates it). Never backwards; a retired user's maximum stays. An unknown user gets nothing.
-    if (current.generation >= generation) continue;
+    if (current.generation >= generation || (rules === 'before-v9' && current.replacedAt !== 0)) continue;
     tx.put({ ...current, generation });
     changed++;
   }

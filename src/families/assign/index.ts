@@ -27,6 +27,13 @@ import { MAX_BATCH } from './wire.js';
 
 /** The command version that brought node assignment. */
 export const ASSIGN_SINCE = 3;
+/**
+ * From this command version a login is checked by Tokenserver's first rule as upstream has it
+ * (rules.ts), and a password event reaches a user whose record is replaced. Read from the
+ * replicated active version at each entry; below it entries apply as they always did, so a
+ * member still on an older build agrees while one remains. Shared with the journal's version 9.
+ */
+export const TOKENSERVER_CHECKS_SINCE = 9;
 
 export const assign: Family<AssignCommand, AssignState> = {
   name: 'assign',

@@ -38,6 +38,13 @@ export function isRetired(r: UserRecord): boolean {
 }
 
 /**
+ * Which first check applies: Tokenserver's, or the one Vera applied before command version 9
+ * (stored keys-changed-at above the reported generation), kept for entries applied before the
+ * cluster runs version 9 so every member applies them alike.
+ */
+export type CheckRules = 'tokenserver' | 'before-v9';
+
+/**
  * Checks a request against the user's current record, in Tokenserver's order; null when acceptable.
  *
  * Restated from syncstorage-rs `TokenserverRequest::validate` (syncserver/src/tokenserver/extractors.rs).
@@ -46,7 +53,7 @@ export function isRetired(r: UserRecord): boolean {
  * a stored keys-changed-at of 0 is "never reported" (upstream's NULL). A new user is checked against
  * the record just made from its own request, so every check passes for it.
  */
-export function validate(req: LoginRequest, user: UserRecord, oldStates: readonly string[]): Rejection | null {
+export function validate(req: LoginRequest, user: UserRecord, oldStates: readonly string[], rules: CheckRules = 'tokenserver'): Rejection | null {
   const generation = req.generation === 0 ? null : req.generation;
   const keysChangedAt = req.keysChangedAt === 0 ? null : req.keysChangedAt;
   const storedKeysChangedAt = user.keysChangedAt === 0 ? null : user.keysChangedAt;
@@ -54,9 +61,11 @@ export function validate(req: LoginRequest, user: UserRecord, oldStates: readonl
   // 1. Keys that changed must come with a generation at least as new: keys-changed-at <= generation
   //    is all that can be enforced, as a server without keys-changed-at may already have stored the
   //    new generation. Judged only on a keys-changed-at newer than the stored one.
-  if (keysChangedAt !== null && storedKeysChangedAt !== null && keysChangedAt > storedKeysChangedAt && generation !== null && generation < keysChangedAt) {
-    return { reason: 'invalid-keysChangedAt', message: 'keys_changed_at greater than generation' };
-  }
+  const keysAhead =
+    rules === 'tokenserver'
+      ? keysChangedAt !== null && storedKeysChangedAt !== null && keysChangedAt > storedKeysChangedAt && generation !== null && generation < keysChangedAt
+      : generation !== null && storedKeysChangedAt !== null && storedKeysChangedAt > generation; // before command version 9
+  if (keysAhead) return { reason: 'invalid-keysChangedAt', message: 'keys_changed_at greater than generation' };
   // 2-5. The client state: never back to empty, never an old one, and a new one only with a newer
   //      generation and a newer keys-changed-at (each where reported).
   if (req.clientState === '' && user.clientState !== '') {

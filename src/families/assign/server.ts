@@ -9,7 +9,8 @@ import { expectOk } from '../../server/context.js';
 import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
 import type { Need } from '../../server/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
-import { unchangedLogin, type Assignment, type AssignValue, type LoginRefusal } from './apply.js';
+import { rulesAt, unchangedLogin, type Assignment, type AssignValue, type LoginRefusal } from './apply.js';
+import { cluster } from '../cluster/index.js';
 import type { AssignCommand } from './commands.js';
 import { assign } from './index.js';
 import { nodeKey, serviceKey, type PurgeCursor } from './keys.js';
@@ -184,7 +185,9 @@ async function answerUnchanged(fe: FrontEnd, service: string, email: string, req
     const raw = db.getSync(serviceKey(service), { snapshot });
     if (raw === undefined) return null;
     const stored = await userRecords(db, snapshot, email, service);
-    return unchangedLogin(decodeService(raw).pattern, service, stored, request, (node) => db.getSync(nodeKey(service, node), { snapshot }) !== undefined);
+    // The rules the entry would apply now: those of the cluster's active version.
+    const rules = rulesAt(fe.node.stateMachine.stateOf(cluster).active);
+    return unchangedLogin(decodeService(raw).pattern, service, stored, request, (node) => db.getSync(nodeKey(service, node), { snapshot }) !== undefined, rules);
   });
 }
 

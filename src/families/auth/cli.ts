@@ -3,9 +3,9 @@ import { readFileSync } from 'node:fs';
 import { boolFlag, parseArgs, stringFlag, type FlagSpecs } from '../../cli/args.js';
 import { CLIENT_FLAGS, credentials, print, runClientCommand, type ClientCommand, type Context } from '../../cli/client-commands.js';
 import { EXIT, UsageError } from '../../cli/errors.js';
-import { parseDuration } from '../../cli/units.js';
+import { parseCount, parseDuration, parseSize } from '../../cli/units.js';
 import type { CliIO } from '../../cli/io.js';
-import { AuthClient } from './client.js';
+import { AuthClient, type QuotaSetting } from './client.js';
 import { nameProblem, isPermission } from './records.js';
 import { prefixProblem, type Permission } from './rules.js';
 
@@ -21,6 +21,8 @@ export const USAGE = `Usage:
   vera role add NAME | rm NAME | ls
   vera role grant ROLE PREFIX PERMS [--deny]     PERMS: read,write,watch,admin
   vera role revoke ROLE PREFIX
+  vera user quota NAME [--items N|none] [--bytes SIZE|none]
+  vera role quota ROLE [--items N|none] [--bytes SIZE|none]
   vera login --user NAME [--ttl D]               prints a token for $VERA_TOKEN
 
 A PREFIX is a path ('/app': the list and all below it; '/' every list), a family's
@@ -28,13 +30,34 @@ resources ('journal:', 'journal:orders', 'assign:', 'assign:sync'), 'auth' (user
 and roles), 'cluster' (membership, backups) or '*' (everything). For each permission
 the longest matching prefix decides; a deny wins over an allow of the same length.
 The new password is read from --new-password-file or $VERA_NEW_PASSWORD.
+A quota bounds the list items a user stores and their bytes: the user's own, else
+the largest of its roles', else the member's --items-per-user/--bytes-per-user;
+'none' unsets one. 'vera user ls' shows what each user stores.
 
 ${CREDENTIALS}
 
 Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, --ca FILE,
 --token T or --user NAME (password: --password-file FILE or $VERA_PASSWORD), -h/--help`;
 
-const FLAGS: FlagSpecs = { ...CLIENT_FLAGS, 'new-password-file': { kind: 'string' }, 'no-password': { kind: 'boolean' }, deny: { kind: 'boolean' }, ttl: { kind: 'string' } };
+const FLAGS: FlagSpecs = { ...CLIENT_FLAGS, 'new-password-file': { kind: 'string' }, 'no-password': { kind: 'boolean' }, deny: { kind: 'boolean' }, ttl: { kind: 'string' }, items: { kind: 'string' }, bytes: { kind: 'string' } };
+
+/** --items and --bytes of a quota verb: absent (unchanged), 'none' (null) or a limit. */
+function quotaFlags(ctx: Context): Partial<QuotaSetting> {
+  const read = (flag: 'items' | 'bytes', parse: (v: string, what: string) => number): Partial<QuotaSetting> => {
+    const text = stringFlag(ctx.args, flag);
+    if (text === undefined) return {};
+    return { [flag]: text === 'none' ? null : parse(text, `--${flag}`) };
+  };
+  const quota = { ...read('items', parseCount), ...read('bytes', parseSize) };
+  if (Object.keys(quota).length === 0) throw new UsageError('give --items N, --bytes SIZE or both (none unsets one)');
+  return quota;
+}
+
+function showQuota(q: Partial<QuotaSetting> | undefined): string {
+  if (q === undefined) return '';
+  const part = (v: number | null | undefined, unit: string): string => (v === null || v === undefined ? 'default' : `${v}${unit}`);
+  return `  quota: ${part(q.items, ' items')}, ${part(q.bytes, ' bytes')}`;
+}
 
 function named(value: string | undefined, what: string): string {
   const problem = nameProblem(value, what);
@@ -129,8 +152,20 @@ const VERBS: Readonly<Record<string, Readonly<Record<string, ClientCommand>>>> =
       };
     }),
     ls: command([], (ctx) => async (c) => {
-      const users = await new AuthClient(c).users();
-      print(ctx, { users }, () => (users.length === 0 ? 'no users' : users.map((u) => `${u.name}  roles: ${u.roles.join(',') || '-'}${u.password ? '' : '  (certificate only)'}`).join('\n')));
+      const { users, defaultQuota } = await new AuthClient(c).usersWithUsage();
+      const line = (u: (typeof users)[number]): string =>
+        `${u.name}  roles: ${u.roles.join(',') || '-'}${u.password ? '' : '  (certificate only)'}  stores: ${u.stored.items} items, ${u.stored.bytes} bytes${showQuota(u.quota)}`;
+      print(ctx, { users, defaultQuota }, () =>
+        users.length === 0 ? 'no users' : [...users.map(line), `(a user without a quota of its own or its roles': ${defaultQuota.items} items, ${defaultQuota.bytes} bytes)`].join('\n'),
+      );
+    }),
+    quota: command(['NAME'], (ctx) => {
+      const name = named(ctx.args.positionals[0], 'NAME');
+      const quota = quotaFlags(ctx);
+      return async (c) => {
+        await new AuthClient(c).setUserQuota(name, quota);
+        done(ctx, `user ${name}${showQuota(quota)}`);
+      };
     }),
   },
   role: {
@@ -158,6 +193,14 @@ const VERBS: Readonly<Record<string, Readonly<Record<string, ClientCommand>>>> =
         done(ctx, `role ${role} ${deny ? 'is denied' : 'may'} ${list.join(',')} on ${p}`);
       };
     }),
+    quota: command(['ROLE'], (ctx) => {
+      const role = named(ctx.args.positionals[0], 'ROLE');
+      const quota = quotaFlags(ctx);
+      return async (c) => {
+        await new AuthClient(c).setRoleQuota(role, quota);
+        done(ctx, `role ${role}${showQuota(quota)}`);
+      };
+    }),
     revoke: command(['ROLE', 'PREFIX'], (ctx) => {
       const role = named(ctx.args.positionals[0], 'ROLE');
       const p = prefix(ctx.args.positionals[1]);
@@ -169,7 +212,7 @@ const VERBS: Readonly<Record<string, Readonly<Record<string, ClientCommand>>>> =
     ls: command([], (ctx) => async (c) => {
       const roles = await new AuthClient(c).roles();
       print(ctx, { roles }, () =>
-        roles.map((r) => [`${r.name}`, ...r.rules.map((rule) => `  ${rule.deny ? 'deny ' : 'allow'} ${rule.perms.join(',')} on ${rule.prefix}`)].join('\n')).join('\n'),
+        roles.map((r) => [`${r.name}${showQuota(r.quota)}`, ...r.rules.map((rule) => `  ${rule.deny ? 'deny ' : 'allow'} ${rule.perms.join(',')} on ${rule.prefix}`)].join('\n')).join('\n'),
       );
     }),
   },

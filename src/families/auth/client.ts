@@ -6,6 +6,21 @@ import { AUTH_OPS, type Permission, type Rule } from './wire.js';
 
 export type { Permission, Rule } from './wire.js';
 
+/** A storage quota set for a user or role; null: not set (roles or the default decide). */
+export interface QuotaSetting {
+  readonly items: number | null;
+  readonly bytes: number | null;
+}
+
+export interface UserView {
+  readonly name: string;
+  readonly roles: string[];
+  readonly password: boolean;
+  /** What the user stores: list items and their stored bytes. */
+  readonly stored: { readonly items: number; readonly bytes: number };
+  readonly quota?: QuotaSetting;
+}
+
 /** Ops that change nothing: sent again after a lost connection, as a get is. */
 const READS: ReadonlySet<string> = new Set(['auth.status', 'auth.users', 'auth.roles']);
 
@@ -30,6 +45,11 @@ export class AuthClient {
   /** A token for `user`, good on every member until it expires (default one hour) or the password changes. */
   async login(user: string, password: string, ttlMs?: number): Promise<LoginResult> {
     return (await this.call('auth.login', { user, password, ...(ttlMs === undefined ? {} : { ttlMs }) })) as unknown as LoginResult;
+  }
+
+  /** Revokes `token` on every member (a logout); a token revoked already is no error. */
+  async logout(token: string): Promise<void> {
+    await this.call('auth.logout', { token });
   }
 
   async enable(): Promise<void> {
@@ -82,7 +102,22 @@ export class AuthClient {
     await this.call('auth.roleRevoke', { name: role, prefix });
   }
 
-  async roles(): Promise<Array<{ name: string; rules: Rule[] }>> {
-    return (await this.call('auth.roles', {})).roles as Array<{ name: string; rules: Rule[] }>;
+  async roles(): Promise<Array<{ name: string; rules: Rule[]; quota?: QuotaSetting }>> {
+    return (await this.call('auth.roles', {})).roles as Array<{ name: string; rules: Rule[]; quota?: QuotaSetting }>;
+  }
+
+  /** Users with what each stores and its own quota, and the default quota a user without one is held to. */
+  async usersWithUsage(): Promise<{ users: UserView[]; defaultQuota: { items: number; bytes: number } }> {
+    return (await this.call('auth.users', {})) as unknown as { users: UserView[]; defaultQuota: { items: number; bytes: number } };
+  }
+
+  /** Sets how many list items and bytes `user` may store: a field left out is unchanged, null unsets it (its roles or the default decide). */
+  async setUserQuota(user: string, quota: Partial<QuotaSetting>): Promise<void> {
+    await this.call('auth.userQuota', { name: user, ...quota });
+  }
+
+  /** The same for a role: a user without its own quota gets the largest of its roles'. */
+  async setRoleQuota(role: string, quota: Partial<QuotaSetting>): Promise<void> {
+    await this.call('auth.roleQuota', { name: role, ...quota });
   }
 }

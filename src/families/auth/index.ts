@@ -7,12 +7,20 @@ import type { ApplyError } from '../../statemachine/types.js';
 import { CommandError, failure, type BatchOp, type Family, type Plan, type PlanContext } from '../family.js';
 import { boolField } from '../fields.js';
 import { isHash } from './password-hash.js';
-import { encodeRules, encodeSwitch, encodeUser, isPermission, nameProblem, roleKey, SWITCH_KEY, userKey, AuthBucket, type UserRecord } from './records.js';
+import { encodeExpiry, encodeRules, encodeSwitch, encodeUser, isPermission, nameProblem, revokedKey, roleKey, SWITCH_KEY, userKey, AuthBucket, type UserRecord } from './records.js';
 import { prefixProblem, ROOT_ROLE, ROOT_USER, type Permission, type Rule } from './rules.js';
 import { AuthState } from './state.js';
+import { encodeQuota, QUOTA_BUCKET, quotaKey, type QuotaSetting, type QuotaTarget } from './quotas.js';
+import { MAX_QUOTA } from '../fields.js';
 
 /** The command version that brought users, roles and sessions' principals. */
 export const AUTH_SINCE = 7;
+/** The command version that brought per-token revocation (a logout). */
+export const TOKEN_REVOCATION_SINCE = 9;
+/** Revoked tokens not yet expired that a cluster keeps; revocations past their token's expiry are dropped. */
+export const MAX_REVOKED_TOKENS = 100_000;
+/** The command version that brought per-user storage quotas (setQuota, and pushes and txns judged by them). */
+export const USER_QUOTA_SINCE = 9;
 
 export const MAX_USERS = 10_000;
 export const MAX_ROLES = 1_000;
@@ -30,7 +38,10 @@ export type AuthCommand =
   | { readonly op: 'grantPermission'; readonly role: string; readonly prefix: string; readonly perms: readonly Permission[]; readonly deny: boolean }
   | { readonly op: 'revokePermission'; readonly role: string; readonly prefix: string }
   | { readonly op: 'enable'; readonly tokenKey: string }
-  | { readonly op: 'disable' };
+  | { readonly op: 'disable' }
+  | { readonly op: 'revokeToken'; readonly digest: string; readonly expiresAt: number }
+  /** null for a field: not set for this user or role (both null: the setting is removed). */
+  | { readonly op: 'setQuota'; readonly target: QuotaTarget; readonly name: string; readonly items: number | null; readonly bytes: number | null };
 
 /** What an applied auth entry answers. */
 export interface AuthValue {
@@ -75,7 +86,7 @@ function putUser(state: AuthState, name: string, record: UserRecord, op: AuthCom
   return done(op, [{ type: 'put', key: userKey(name), value: encodeUser(record) }], () => state.users.set(name, record), state);
 }
 
-function plan(c: AuthCommand, { states, index }: PlanContext): Plan | ApplyError {
+function plan(c: AuthCommand, { states, index, now }: PlanContext): Plan | ApplyError {
   const state = states.of(auth);
   switch (c.op) {
     case 'addUser': {
@@ -91,7 +102,10 @@ function plan(c: AuthCommand, { states, index }: PlanContext): Plan | ApplyError
     case 'removeUser': {
       if (!state.users.has(c.name)) return failure('NOT_FOUND', `no user ${c.name}`);
       if (c.name === ROOT_USER && state.enabled) return failure('CONFLICT', `user ${ROOT_USER} cannot be removed while authentication is on`);
-      return done(c.op, [{ type: 'del', key: userKey(c.name) }], () => state.users.delete(c.name), state);
+      return done(c.op, [{ type: 'del', key: userKey(c.name) }, { type: 'del', key: quotaKey('user', c.name) }], () => {
+        state.users.delete(c.name);
+        state.quotas.users.delete(c.name);
+      }, state);
     }
     case 'grantRole': {
       const user = state.users.get(c.user);
@@ -117,7 +131,7 @@ function plan(c: AuthCommand, { states, index }: PlanContext): Plan | ApplyError
       if (c.name === ROOT_ROLE) return failure('CONFLICT', `role ${ROOT_ROLE} is built in and cannot be removed`);
       if (!state.roles.has(c.name)) return failure('NOT_FOUND', `no role ${c.name}`);
       // Users lose the role in the same entry (at most MAX_USERS records).
-      const ops: BatchOp[] = [{ type: 'del', key: roleKey(c.name) }];
+      const ops: BatchOp[] = [{ type: 'del', key: roleKey(c.name) }, { type: 'del', key: quotaKey('role', c.name) }];
       const changed: Array<[string, UserRecord]> = [];
       for (const [userName, user] of state.users) {
         if (!user.roles.includes(c.name)) continue;
@@ -130,6 +144,7 @@ function plan(c: AuthCommand, { states, index }: PlanContext): Plan | ApplyError
         ops,
         () => {
           state.roles.delete(c.name);
+          state.quotas.roles.delete(c.name);
           for (const [userName, next] of changed) state.users.set(userName, next);
         },
         state,
@@ -160,11 +175,49 @@ function plan(c: AuthCommand, { states, index }: PlanContext): Plan | ApplyError
       const next = { enabled: true, tokenKey: c.tokenKey };
       return done(c.op, [{ type: 'put', key: SWITCH_KEY, value: encodeSwitch(next) }], () => (state.switch = next), state);
     }
+    case 'revokeToken': {
+      // Revocations of tokens expired by the entry's time go first (an expired token is refused anyway).
+      const ops: BatchOp[] = [];
+      const gone: string[] = [];
+      for (const [digest, expiresAt] of state.revoked) {
+        if (expiresAt > now) continue;
+        gone.push(digest);
+        ops.push({ type: 'del', key: revokedKey(digest) });
+      }
+      const fresh = !state.revoked.has(c.digest) && c.expiresAt > now;
+      if (fresh && state.revoked.size - gone.length >= MAX_REVOKED_TOKENS) {
+        return failure('QUOTA_EXCEEDED', `${MAX_REVOKED_TOKENS} revoked tokens are kept until they expire, the most a cluster holds`);
+      }
+      if (fresh) ops.push({ type: 'put', key: revokedKey(c.digest), value: encodeExpiry(c.expiresAt) });
+      const after = (): void => {
+        for (const digest of gone) state.revoked.delete(digest);
+        if (fresh) state.revoked.set(c.digest, c.expiresAt);
+      };
+      return done(c.op, ops, after, state);
+    }
     case 'disable': {
       const next = { enabled: false, tokenKey: null };
       return done(c.op, [{ type: 'put', key: SWITCH_KEY, value: encodeSwitch(next) }], () => (state.switch = next), state);
     }
+    case 'setQuota':
+      return setQuota(c, state);
   }
+}
+
+function setQuota(c: Extract<AuthCommand, { op: 'setQuota' }>, state: AuthState): Plan | ApplyError {
+  const known = c.target === 'user' ? state.users.has(c.name) : c.name === ROOT_ROLE || state.roles.has(c.name);
+  if (!known) return failure('NOT_FOUND', `no ${c.target} ${c.name}`);
+  const map = c.target === 'user' ? state.quotas.users : state.quotas.roles;
+  const key = quotaKey(c.target, c.name);
+  if (c.items === null && c.bytes === null) return done(c.op, [{ type: 'del', key }], () => map.delete(c.name), state);
+  const setting: QuotaSetting = { items: c.items, bytes: c.bytes };
+  return done(c.op, [{ type: 'put', key, value: encodeQuota(setting) }], () => map.set(c.name, setting), state);
+}
+
+function limitField(value: unknown, what: string): number | null {
+  if (value === null) return null;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > MAX_QUOTA) throw new CommandError(`${what} must be null or an integer in [0, ${MAX_QUOTA}]`);
+  return value;
 }
 
 export const auth: Family<AuthCommand, AuthState> = {
@@ -174,6 +227,7 @@ export const auth: Family<AuthCommand, AuthState> = {
     { id: AuthBucket.user, name: 'auth users' },
     { id: AuthBucket.role, name: 'auth roles' },
     { id: AuthBucket.meta, name: 'auth switch' },
+    { id: QUOTA_BUCKET, name: 'auth storage quotas by user and role' },
   ],
   ops: {
     addUser: { fields: ['name', 'hash'], since: AUTH_SINCE, decode: (c) => ({ op: 'addUser', name: name(c.name, 'name'), hash: hash(c.hash) }) },
@@ -202,6 +256,23 @@ export const auth: Family<AuthCommand, AuthState> = {
       },
     },
     disable: { fields: [], since: AUTH_SINCE, decode: () => ({ op: 'disable' }) },
+    revokeToken: {
+      fields: ['digest', 'expiresAt'],
+      since: TOKEN_REVOCATION_SINCE,
+      decode: (c) => {
+        if (typeof c.digest !== 'string' || !/^[0-9a-f]{64}$/.test(c.digest)) throw new CommandError('digest must be 64 lowercase hex digits (a token\'s SHA-256)');
+        if (typeof c.expiresAt !== 'number' || !Number.isSafeInteger(c.expiresAt) || c.expiresAt < 0) throw new CommandError('expiresAt must be a time in milliseconds');
+        return { op: 'revokeToken', digest: c.digest, expiresAt: c.expiresAt };
+      },
+    },
+    setQuota: {
+      fields: ['target', 'name', 'items', 'bytes'],
+      since: USER_QUOTA_SINCE,
+      decode: (c) => {
+        if (c.target !== 'user' && c.target !== 'role') throw new CommandError("target must be 'user' or 'role'");
+        return { op: 'setQuota', target: c.target, name: name(c.name, 'name'), items: limitField(c.items, 'items'), bytes: limitField(c.bytes, 'bytes') };
+      },
+    },
   },
   load: (db, snapshot) => AuthState.load(db, snapshot),
   plan,

@@ -39,6 +39,14 @@ export async function passwordMatches(password: string, hash: string): Promise<b
   return timingSafeEqual(key, expected);
 }
 
+let dummy: Promise<string> | null = null;
+
+/** A hash of a random password no one knows, made once: what an unknown user's password is checked against. */
+function dummyHash(): Promise<string> {
+  dummy ??= hashPassword(randomBytes(24).toString('base64url'));
+  return dummy;
+}
+
 /** Correct checks remembered, bounded; the oldest is forgotten first. */
 export class VerifiedPasswords {
   private readonly known = new Map<string, true>();
@@ -56,6 +64,25 @@ export class VerifiedPasswords {
   cheap(user: string, revision: number, password: string): boolean {
     const key = credentialKey(user, revision, password);
     return this.known.has(key) || this.pending.has(key);
+  }
+
+  /**
+   * For a user that does not exist (or has no password): the same work as a wrong
+   * password, against a hash of the same parameters, so the time taken tells no name.
+   * Always false; shares `busy` with real checks.
+   */
+  async checkUnknown(user: string, password: string): Promise<false> {
+    const key = `\u0001${credentialKey(user, 0, password)}`;
+    let check = this.pending.get(key);
+    if (check === undefined) {
+      check = dummyHash()
+        .then((hash) => passwordMatches(password, hash))
+        .then(() => false)
+        .finally(() => this.pending.delete(key));
+      this.pending.set(key, check);
+    }
+    await check;
+    return false;
   }
 
   async check(user: string, revision: number, password: string, hash: string): Promise<boolean> {

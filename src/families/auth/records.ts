@@ -39,6 +39,28 @@ export function roleKey(name: string): Buffer {
 
 export const SWITCH_KEY = Buffer.concat([bucketPrefix(AuthBucket.meta), Buffer.from('state', 'utf8')]);
 
+/** Revoked tokens live beside the switch, one record each: 'revoked:' + the token's SHA-256 (hex) -> its expiry. */
+const REVOKED_PREFIX = Buffer.concat([bucketPrefix(AuthBucket.meta), Buffer.from('revoked:', 'utf8')]);
+
+export function revokedKey(digest: string): Buffer {
+  return Buffer.concat([REVOKED_PREFIX, Buffer.from(digest, 'utf8')]);
+}
+
+/** The digest a revocation key names, or null for another meta record. */
+export function digestOfRevokedKey(key: Buffer): string | null {
+  return key.subarray(0, REVOKED_PREFIX.length).equals(REVOKED_PREFIX) ? key.subarray(REVOKED_PREFIX.length).toString('utf8') : null;
+}
+
+export function encodeExpiry(expiresAt: number): Buffer {
+  return pack(expiresAt);
+}
+
+export function decodeExpiry(bytes: Uint8Array): number {
+  const v = unpack(bytes);
+  if (typeof v !== 'number') throw new CorruptValueError('a token revocation is not an expiry time');
+  return v;
+}
+
 export function nameOfKey(key: Buffer): string {
   return key.subarray(2).toString('utf8');
 }

@@ -4,8 +4,9 @@
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
-import { AuthBucket, decodeRules, decodeSwitch, decodeUser, nameOfKey, SWITCH_KEY, type AuthSwitch, type UserRecord } from './records.js';
+import { AuthBucket, decodeExpiry, decodeRules, decodeSwitch, decodeUser, digestOfRevokedKey, nameOfKey, SWITCH_KEY, type AuthSwitch, type UserRecord } from './records.js';
 import { ROOT_ROLE, type Rule } from './rules.js';
+import { decodeQuota, QUOTA_BUCKET, quotaKeyParts, type QuotaSetting } from './quotas.js';
 
 /** Everything, everywhere: what the root role grants. */
 const ROOT_RULES: readonly Rule[] = [{ prefix: '*', perms: ['read', 'write', 'watch', 'admin'], deny: false }];
@@ -14,12 +15,24 @@ export class AuthState {
   switch: AuthSwitch = { enabled: false, tokenKey: null };
   readonly users = new Map<string, UserRecord>();
   readonly roles = new Map<string, readonly Rule[]>();
+  /** Tokens revoked before their expiry (a logout): SHA-256 of the token (hex) -> when it would have expired. */
+  readonly revoked = new Map<string, number>();
   private readonly rulesOfUser = new Map<string, readonly Rule[]>();
+  /** Storage quotas set per user and per role (quotas.ts). */
+  readonly quotas = { users: new Map<string, QuotaSetting>(), roles: new Map<string, QuotaSetting>() };
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<AuthState> {
     const state = new AuthState();
     for await (const [key, value] of db.iterator({ ...bucketRange(AuthBucket.user), snapshot })) state.users.set(nameOfKey(key), decodeUser(value));
     for await (const [key, value] of db.iterator({ ...bucketRange(AuthBucket.role), snapshot })) state.roles.set(nameOfKey(key), decodeRules(value));
+    for await (const [key, value] of db.iterator({ ...bucketRange(AuthBucket.meta), snapshot })) {
+      const digest = digestOfRevokedKey(key);
+      if (digest !== null) state.revoked.set(digest, decodeExpiry(value));
+    }
+    for await (const [key, value] of db.iterator({ ...bucketRange(QUOTA_BUCKET), snapshot })) {
+      const { target, name } = quotaKeyParts(key);
+      (target === 'user' ? state.quotas.users : state.quotas.roles).set(name, decodeQuota(value));
+    }
     const raw = await db.get(SWITCH_KEY, { snapshot });
     if (raw !== undefined) state.switch = decodeSwitch(raw);
     return state;

@@ -2,8 +2,9 @@
 // signed with the cluster's token key (HMAC-SHA256), so any member can check
 // one without asking another. A password change or the user's removal voids
 // every token issued before it; turning authentication off and on again
-// changes the key and voids all of them.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+// changes the key and voids all of them. A logout revokes one token: its
+// SHA-256 is replicated until the token would have expired anyway.
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { AuthState } from './state.js';
 
 export interface TokenClaims {
@@ -24,8 +25,13 @@ export function issueToken(key: string, claims: TokenClaims): string {
   return `${PREFIX}${body}.${sign(key, body)}`;
 }
 
-/** The user a token names, or why it is refused. */
-export function checkToken(state: AuthState, token: string, now: number): { user: string } | { refused: string } {
+/** What a revocation (logout) records of a token: its SHA-256, never the token itself. */
+export function tokenDigest(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** The user a token names and when it expires, or why it is refused. */
+export function checkToken(state: AuthState, token: string, now: number): { user: string; expiresAt: number } | { refused: string } {
   const key = state.switch.tokenKey;
   if (key === null) return { refused: 'authentication is off; no token is needed' };
   if (!token.startsWith(PREFIX) || token.length > 2048) return { refused: 'the token is not one this cluster issued' };
@@ -45,7 +51,8 @@ export function checkToken(state: AuthState, token: string, now: number): { user
   if (expiresAt <= now) return { refused: `the token expired at ${new Date(expiresAt).toISOString()}; log in again` };
   const record = state.users.get(user);
   if (record === undefined || record.credentialRevision !== revision) return { refused: `the token's credentials for ${user} were changed or removed since it was issued; log in again` };
-  return { user };
+  if (state.revoked.has(tokenDigest(token))) return { refused: `the token was revoked (logged out); log in again` };
+  return { user, expiresAt };
 }
 
 /**

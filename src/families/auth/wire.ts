@@ -55,6 +55,8 @@ type Fields = Readonly<Record<string, unknown>>;
 /** The longest a login's token may last, and how long it lasts unless asked. */
 export const MAX_TOKEN_TTL_MS = 7 * 24 * 3600 * 1000;
 export const DEFAULT_TOKEN_TTL_MS = 3600 * 1000;
+/** Longer than any token a login issues. */
+export const MAX_TOKEN_LENGTH = 2048;
 
 function named(f: Fields, field: string): string {
   const problem = nameProblem(f[field], field);
@@ -76,6 +78,25 @@ function prefix(f: Fields): string {
   return f.prefix as string;
 }
 
+/** The largest storage limit a quota op may set. */
+export const MAX_QUOTA_LIMIT = 2 ** 48;
+
+/** A quota op's items and bytes: each absent (unchanged), null (not set: roles or the default decide) or a count. */
+function limit(f: Fields, field: 'items' | 'bytes'): { [k: string]: number | null } {
+  const v = f[field];
+  if (v === undefined) return {};
+  if (v !== null && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > MAX_QUOTA_LIMIT)) throw invalid(`${field} must be null or an integer from 0 to ${MAX_QUOTA_LIMIT}`);
+  return { [field]: v };
+}
+
+const quotaOp =
+  (op: string): RequestBuilder =>
+  (f, id) => {
+    onlyFields(f, ['name', 'items', 'bytes']);
+    if (f.items === undefined && f.bytes === undefined) throw invalid('give items, bytes or both (null unsets one)');
+    return { id, op, name: named(f, 'name'), ...limit(f, 'items'), ...limit(f, 'bytes') } as FamilyRequest;
+  };
+
 const plain =
   (op: string, fields: readonly string[]): RequestBuilder =>
   (f, id) => {
@@ -94,6 +115,14 @@ export const AUTH_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Req
       const ttl = f.ttlMs;
       if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1000 || ttl > MAX_TOKEN_TTL_MS)) throw invalid(`ttlMs must be an integer from 1000 to ${MAX_TOKEN_TTL_MS}`);
       return { id, op: 'auth.login', user: named(f, 'user'), password: password(f, true), ...(ttl === undefined ? {} : { ttlMs: ttl }) };
+    },
+  ],
+  [
+    'auth.logout',
+    (f, id) => {
+      onlyFields(f, ['token']);
+      if (typeof f.token !== 'string' || f.token.length === 0 || f.token.length > MAX_TOKEN_LENGTH) throw invalid(`token must be a non-empty string of at most ${MAX_TOKEN_LENGTH} characters`);
+      return { id, op: 'auth.logout', token: f.token };
     },
   ],
   ['auth.enable', (f, id) => (onlyFields(f, []), { id, op: 'auth.enable' })],
@@ -127,4 +156,6 @@ export const AUTH_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Req
   ],
   ['auth.roleRevoke', (f, id) => (onlyFields(f, ['name', 'prefix']), { id, op: 'auth.roleRevoke', name: named(f, 'name'), prefix: prefix(f) })],
   ['auth.roles', (f, id) => (onlyFields(f, []), { id, op: 'auth.roles' })],
+  ['auth.userQuota', quotaOp('auth.userQuota')],
+  ['auth.roleQuota', quotaOp('auth.roleQuota')],
 ]);

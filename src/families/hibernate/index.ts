@@ -272,7 +272,10 @@ async function thaw(c: Extract<HibernateCommand, { op: 'thaw' }>, ctx: PlanConte
     () => {
       crashPoint('thaw-batch-written');
       state.setThawed(c.unit);
-      for (const l of record.lists) listsState.setLastIndex(l.path, l.newest);
+      for (const l of record.lists) {
+        listsState.setLastIndex(l.path, l.newest);
+        listsState.usage.addedToList(l.path, l.items);
+      }
     },
   ]);
 }

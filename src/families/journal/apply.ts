@@ -7,7 +7,9 @@ import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js
 import { type AddedItem, type JournalCommand } from './commands.js';
 import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey, priorityRange } from './keys.js';
 import { encodeDefinition, encodeLimits, type FlaggedItem, type JournalDefinition, type JournalItem } from './records.js';
-import { added, afterDone, afterExpiry, backToWaiting, isExpired, type Incoming } from './rules.js';
+import { added, afterDone, afterExpiry, afterFailure, backToWaiting, isExpired, notBeforeInsertion, type Incoming } from './rules.js';
+import { cluster } from '../cluster/index.js';
+import { FAILURES_SINCE } from './index.js';
 import type { DueFront, JournalState } from './state.js';
 import type { PlanReads } from '../../statemachine/pending-reads.js';
 import { JournalTx } from './tx.js';
@@ -25,10 +27,14 @@ export interface ClaimedItem {
   readonly processAt: number;
   readonly insertedAt: number;
   readonly timeouts: number;
+  /** Failed processings so far, merges notwithstanding (0 before command version 9): a worker's backoff counts from it. */
+  readonly failures: number;
 }
 
 export type JournalValue =
-  | { readonly op: 'create' | 'configure' | 'drop' | 'extend' | 'release' | 'requeue' | 'forget'; readonly journal: string }
+  | { readonly op: 'create' | 'configure' | 'drop' | 'extend' | 'requeue' | 'forget'; readonly journal: string }
+  /** `flagged`: the release was the failure past the journal's maximum, and the item was flagged. */
+  | { readonly op: 'release'; readonly journal: string; readonly key: string; readonly flagged: boolean }
   /** `requeued`: a version added while the item was processed is Waiting now; `next`: what a done that also claimed took. */
   | { readonly op: 'done'; readonly journal: string; readonly requeued: boolean; readonly next?: { readonly lease: number; readonly items: readonly ClaimedItem[] } }
   /** `lost`: keys whose lease was stale (nothing changed for them); `requeued`: versions added while processed, Waiting now. */
@@ -69,11 +75,13 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
     ]);
   };
   const journal = c.name;
+  // Failure accounting (index.ts, FAILURES_SINCE) from the replicated command version at this entry.
+  const accounting = ctx.states.of(cluster).active >= FAILURES_SINCE;
   switch (c.op) {
     case 'configure':
       return commit({ op: 'configure', journal }, tx.definitionAfter({ settings: c.settings }));
     case 'add':
-      return add(c.items, tx, ctx.now, commit);
+      return add(c.items, tx, ctx.now, accounting, commit);
     case 'claim':
       return commit({ op: 'claim', journal, lease: ctx.index, items: await claim(tx, c.max, c.maxBytes, ctx, state) });
     case 'extend':
@@ -91,9 +99,18 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
         const items = await claim(tx, c.claim, c.claimBytes, ctx, state);
         return commit({ op: 'done', journal, requeued: after !== null, next: { lease: ctx.index, items } });
       }
-      if (c.op === 'extend') tx.set(c.key, { ...item, startedAt: ctx.now });
-      else tx.set(c.key, backToWaiting(c.processAt === undefined ? item : { ...item, processAt: c.processAt }));
-      return commit({ op: c.op, journal });
+      if (c.op === 'extend') {
+        tx.set(c.key, { ...item, startedAt: ctx.now });
+        return commit({ op: 'extend', journal });
+      }
+      const processAt = c.processAt === undefined ? item.processAt : accounting ? notBeforeInsertion(c.processAt, item.insertedAt) : c.processAt;
+      const back = { ...item, processAt };
+      if (!accounting || c.failure === false) {
+        tx.set(c.key, backToWaiting(back));
+        return commit({ op: 'release', journal, key: c.key, flagged: false });
+      }
+      const flagged = await endFailed(tx, c.key, back, ctx.now, true);
+      return commit({ op: 'release', journal, key: c.key, flagged });
     }
     case 'doneMany': {
       const lost: string[] = [];
@@ -113,14 +130,14 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       return commit({ ...value, next: { lease: ctx.index, items: await claim(tx, c.claim, c.claimBytes, ctx, state) } });
     }
     case 'timeout':
-      return commit(await timeout(c.claims, tx, ctx.now));
+      return commit(await timeout(c.claims, tx, ctx.now, accounting));
     case 'expire':
       return commit({ op: 'expire', journal, expired: await expire(tx, c.max, ctx) });
     case 'requeue': {
       const flagged = await tx.getFlagged(c.key);
       if (flagged === null) return failure('NOT_FOUND', `no flagged item ${c.key} in ${journal}`);
       if ((await tx.get(c.key)) !== null) return failure('CONFLICT', `${c.key} was added to ${journal} again since it was flagged; forget the flagged copy instead`);
-      tx.set(c.key, { ...flagged.item, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, next: null, processAt: ctx.now });
+      tx.set(c.key, { ...flagged.item, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, failures: 0, next: null, processAt: ctx.now });
       await tx.setFlagged(c.key, null);
       return commit({ op: 'requeue', journal });
     }
@@ -144,13 +161,13 @@ function create(name: string, settings: JournalDefinition['settings'], state: Jo
   ]);
 }
 
-async function add(items: readonly AddedItem[], tx: JournalTx, now: number, commit: (v: JournalValue) => Plan): Promise<Plan | ApplyError> {
+async function add(items: readonly AddedItem[], tx: JournalTx, now: number, accounting: boolean, commit: (v: JournalValue) => Plan): Promise<Plan | ApplyError> {
   const { settings } = tx.definition;
   let inserted = 0;
   let merged = 0;
   let deferred = 0;
   for (const a of items) {
-    const incoming: Incoming = {
+    let incoming: Incoming = {
       key: a.key,
       data: a.data,
       priority: a.priority ?? settings.priority,
@@ -159,6 +176,8 @@ async function add(items: readonly AddedItem[], tx: JournalTx, now: number, comm
     };
     let existing = await tx.get(a.key);
     if (existing !== null && isExpired(existing.expiresAt, now)) existing = afterExpiry(existing, now); // an expired item is as good as gone
+    // Never before the insertion date (the item's, kept by a merge; now for a new key).
+    if (accounting) incoming = { ...incoming, processAt: notBeforeInsertion(incoming.processAt, existing?.insertedAt ?? now) };
     if (existing === null) inserted++;
     else if (existing.status === 'waiting') merged++;
     else deferred++;
@@ -238,7 +257,7 @@ async function claim(tx: JournalTx, max: number, maxBytes: number | undefined, {
       }
       claimedBytes += bytes;
       tx.set(key, { ...item, status: 'processing', startedAt: now, lease: index });
-      claimed.push({ key, data: item.data, priority: item.priority, processAt: item.processAt, insertedAt: item.insertedAt, timeouts: item.timeouts });
+      claimed.push({ key, data: item.data, priority: item.priority, processAt: item.processAt, insertedAt: item.insertedAt, timeouts: item.timeouts, failures: item.failures });
     }
   }
   return claimed;
@@ -262,26 +281,35 @@ async function readFront(reads: PlanReads, from: Buffer, to: Buffer, wanted: num
 const ZERO = Buffer.from([0]);
 
 /** Claims the leader found past the journal's timeout: back to Waiting with one more timeout, or flagged past the maximum. */
-async function timeout(claims: ReadonlyArray<readonly [string, number]>, tx: JournalTx, now: number): Promise<JournalValue> {
-  const { timeoutMs, maxTimeouts } = tx.definition.settings;
+async function timeout(claims: ReadonlyArray<readonly [string, number]>, tx: JournalTx, now: number, accounting: boolean): Promise<JournalValue> {
+  const { timeoutMs } = tx.definition.settings;
   const requeued: string[] = [];
   const flagged: string[] = [];
   for (const [key, lease] of claims) {
     const item = await tx.get(key);
     // Extended, done or released since the leader looked: nothing to do.
     if (item === null || item.status !== 'processing' || item.lease !== lease || item.startedAt + timeoutMs > now) continue;
-    const timedOut: JournalItem = { ...item, timeouts: item.timeouts + 1 };
-    if (timedOut.timeouts > maxTimeouts) {
-      const record: FlaggedItem = { item: { ...timedOut, next: null }, flaggedAt: now };
-      await tx.setFlagged(key, record);
-      tx.set(key, item.next === null ? null : backToWaiting(timedOut));
-      flagged.push(key);
-    } else {
-      tx.set(key, backToWaiting(timedOut));
-      requeued.push(key);
-    }
+    if (await endFailed(tx, key, item, now, accounting)) flagged.push(key);
+    else requeued.push(key);
   }
   return { op: 'timeout', journal: tx.name, requeued, flagged };
+}
+
+/**
+ * A Processing item's processing failed (timed out, or released as a failure): back to
+ * Waiting with its counters raised, or flagged (moved aside, with its history) once past the
+ * journal's maximum; a version added meanwhile waits in its place. True when flagged.
+ */
+async function endFailed(tx: JournalTx, key: string, item: JournalItem, now: number, accounting: boolean): Promise<boolean> {
+  const { item: failed, flag } = afterFailure(item, tx.definition.settings.maxTimeouts, accounting);
+  if (!flag) {
+    tx.set(key, backToWaiting(failed));
+    return false;
+  }
+  const record: FlaggedItem = { item: { ...failed, next: null }, flaggedAt: now };
+  await tx.setFlagged(key, record);
+  tx.set(key, item.next === null ? null : backToWaiting(failed));
+  return true;
 }
 
 /** Deletes up to `max` expired items through the expiration index. */

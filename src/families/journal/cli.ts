@@ -1,7 +1,7 @@
 // `vera journal ...`: the journal from the command line, one subcommand per op,
 // each a client verb (arguments checked before connecting; --json for scripts).
 import { runSubcommand } from '../../cli/verb-runner.js';
-import { stringFlag, type FlagSpecs, type ParsedArgs } from '../../cli/args.js';
+import { boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from '../../cli/args.js';
 import { CLIENT_FLAGS, dataArg, print, type ClientCommand, type Context } from '../../cli/client-commands.js';
 import { UsageError } from '../../cli/errors.js';
 import type { CliIO } from '../../cli/io.js';
@@ -22,7 +22,8 @@ Subcommands:
   claim NAME [--max N] [--wait D]
   extend NAME KEY LEASE
   done NAME KEY LEASE
-  release NAME KEY LEASE [--at MS|+D]
+  release NAME KEY LEASE [--at MS|+D] [--not-failed]
+                              give it back; counts as a failure (flagged past maxTimeouts) unless --not-failed
   flagged NAME                items that timed out too often
   flags NAME [--after CURSOR] [--wait D]
                               flag events after a cursor (default: from now), waiting up to D for one
@@ -218,14 +219,15 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
     ]),
   ),
   release: {
-    flags: { ...CLIENT_FLAGS, at: { kind: 'string' } },
+    flags: { ...CLIENT_FLAGS, at: { kind: 'string' }, 'not-failed': { kind: 'boolean' } },
     positionals: ['NAME', 'KEY', 'LEASE'],
     prepare: (ctx) => {
       const [n, k, l] = [name(ctx), key(ctx, 1), lease(ctx, 2)];
       const processAt = dateFlag(ctx.args, 'at');
+      const failure = !boolFlag(ctx.args, 'not-failed');
       return async (client) => {
-        await new JournalClient(client).release(n, k, l, processAt);
-        ok(ctx, `released ${k}`)();
+        const { flagged } = await new JournalClient(client).release(n, k, l, processAt, { failure });
+        print(ctx, { flagged }, () => (flagged ? `released ${k}: flagged (too many failures)` : `released ${k}`));
       };
     },
   },

@@ -23,7 +23,10 @@ export interface WorkerCalls {
   /** Completions the server may hold up to `holdMs` to finish them in the entry of the waiting claim. */
   doneManyHeld(items: ReadonlyArray<{ key: string; lease: number }>, holdMs: number): Promise<{ lost: readonly string[] }>;
   extend(key: string, lease: number): Promise<void>;
-  release(key: string, lease: number, processAt?: number): Promise<void>;
+  /** `failure: false`: handing back an item not started (stopping), which is no failed processing. */
+  release(key: string, lease: number, processAt: number | undefined, failure: boolean): Promise<void>;
+  /** Calls off this worker's claim that waits on the server (it answers at once, empty); how many it called off. */
+  cancelWait(): Promise<number>;
   /** The client is closed or its session expired: asking again would fail forever. */
   readonly closed: boolean;
 }
@@ -34,7 +37,8 @@ export interface WorkerOptions {
   readonly prefetch: number;
   readonly waitMs: number;
   readonly timeoutMs: number;
-  readonly retryDelayMs: (timeouts: number) => number;
+  /** From the item's failures before this one. */
+  readonly retryDelayMs: (failures: number) => number;
   readonly onError?: (err: unknown, item: ClaimedItem) => void;
 }
 
@@ -50,6 +54,9 @@ const PREFETCH_HORIZON_MS = 1000;
  * not yet done (a crash meanwhile leaves the item to time out and run again).
  */
 const ACK_HOLD_MS = 20;
+/** Attempts to call off a waiting claim when stopping, this far apart: about a second in all. */
+const CALL_OFF_TRIES = 20;
+const CALL_OFF_RETRY_MS = 50;
 
 interface Held {
   readonly item: ClaimedItem;
@@ -93,8 +100,11 @@ export class JournalWorker {
     this.stopDeadline = performance.now() + this.options.timeoutMs;
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    // An idle worker's claim may wait on the server for many seconds: call it off (it answers
+    // at once, empty; whatever it claimed meanwhile is handed back when it answers).
+    void this.callOffPoll();
     const unstarted = this.buffer.splice(0);
-    await Promise.allSettled(unstarted.map((h) => this.calls.release(h.item.key, h.lease)));
+    await Promise.allSettled(unstarted.map((h) => this.calls.release(h.item.key, h.lease, undefined, false)));
     this.pump();
     await new Promise<void>((resolve) => {
       this.idle = resolve;
@@ -103,8 +113,24 @@ export class JournalWorker {
     if (this.fatal !== null) throw this.fatal;
   }
 
+  /**
+   * Calls off the waiting claim. A claim sent a moment ago may not be waiting on the server yet
+   * (the call off would find nothing): asked again a few times while the poll is out. An older
+   * server does not know the op: the claim then runs out its wait.
+   */
+  private async callOffPoll(): Promise<void> {
+    for (let tries = 0; tries < CALL_OFF_TRIES && this.polling; tries++) {
+      if (tries > 0) await new Promise((r) => setTimeout(r, CALL_OFF_RETRY_MS));
+      try {
+        if ((await this.calls.cancelWait()) > 0) return;
+      } catch {
+        return;
+      }
+    }
+  }
+
   private checkIdle(): void {
-    // A poll still waiting is waited for: what it claims is handed back when it answers.
+    // A poll still out is waited for (stop() calls it off): what it claims is handed back when it answers.
     if (this.idle !== null && this.running === 0 && !this.acking && !this.polling && this.acks.length === 0) this.idle();
   }
 
@@ -158,8 +184,11 @@ export class JournalWorker {
       (err: unknown) => {
         clearTimeout(keepAlive);
         this.options.onError?.(err, held.item);
+        // Backoff from the failures so far (each release below is one more); a server that does
+        // not count them offers the timeouts.
+        const failures = held.item.failures ?? held.item.timeouts;
         void this.calls
-          .release(held.item.key, held.lease, Date.now() + this.options.retryDelayMs(held.item.timeouts))
+          .release(held.item.key, held.lease, Date.now() + this.options.retryDelayMs(failures), true)
           .catch(() => undefined) // lost, or unreachable: it times out and is offered again
           .finally(() => {
             this.running--;
@@ -222,7 +251,7 @@ export class JournalWorker {
     for (const item of claim.items) {
       const held: Held = { item, lease: claim.lease, renewedAt: sentAt };
       // Claimed while stopping: hand it back rather than let it time out.
-      if (this.stopping) void this.calls.release(item.key, claim.lease).catch(() => undefined);
+      if (this.stopping) void this.calls.release(item.key, claim.lease, undefined, false).catch(() => undefined);
       else this.buffer.push(held);
     }
   }

@@ -41,6 +41,11 @@ export interface ClaimedItem {
   readonly processAt: number;
   readonly insertedAt: number;
   readonly timeouts: number;
+  /**
+   * Processings of this item that ended without a done (timeouts, and releases that did not say
+   * otherwise), which re-adding the item does not reset. Absent from servers before command version 9.
+   */
+  readonly failures?: number;
 }
 
 export interface Claim {
@@ -55,6 +60,8 @@ export interface FlaggedItem {
   readonly priority: number;
   readonly insertedAt: number;
   readonly timeouts: number;
+  /** As ClaimedItem's. */
+  readonly failures?: number;
   readonly flaggedAt: number;
 }
 
@@ -93,16 +100,21 @@ export interface ProcessOptions {
   readonly prefetch?: number;
   /** How long one claim waits for work before asking again (ms). Default 10 s. */
   readonly waitMs?: number;
-  /** The delay before a failed item is offered again: attempt -> ms. Default 1 s doubling to 1 min. */
-  readonly retryDelayMs?: (timeouts: number) => number;
+  /**
+   * The delay before a failed item is offered again, from the item's failures before this one
+   * (its `failures`; its `timeouts` from a server that does not count failures). Default 1 s
+   * doubling to 1 min: 1 s, 2 s, 4 s, ... 60 s.
+   */
+  readonly retryDelayMs?: (failures: number) => number;
   /** Called when the handler throws (the item is released for a retry). */
   readonly onError?: (err: unknown, item: ClaimedItem) => void;
 }
 
 export interface Worker {
   /**
-   * Stops claiming, hands back claimed items not started, and resolves once the
-   * items in hand are finished and acknowledged (a waiting claim is waited for).
+   * Stops claiming, hands back claimed items not started (as no failure), and resolves
+   * once the items in hand are finished and acknowledged. A claim waiting on the server
+   * for work is called off, so an idle worker stops at once.
    * Rejects when the worker had stopped by itself (client closed, journal dropped).
    */
   stop(): Promise<void>;
@@ -187,8 +199,27 @@ export class JournalClient {
     return { done: r.done, lost: r.lost };
   }
 
-  async release(name: string, key: string, lease: number, processAt?: number): Promise<void> {
-    await this.call('journal.release', { name, key, lease, ...(processAt === undefined ? {} : { processAt }) });
+  /**
+   * Gives a claimed item back, Waiting again (due at `processAt`, default now). It counts as a
+   * failed processing (raising its counters; past the journal's maximum it is flagged, and
+   * `flagged` says so) unless `failure: false` says the work was not tried (e.g. a worker
+   * shutting down).
+   */
+  async release(name: string, key: string, lease: number, processAt?: number, options: { failure?: boolean } = {}): Promise<{ flagged: boolean }> {
+    const fields = { name, key, lease, ...(processAt === undefined ? {} : { processAt }) };
+    if (options.failure !== false) return { flagged: (await this.call('journal.release', fields)).flagged === true };
+    try {
+      return { flagged: (await this.call('journal.release', { ...fields, failure: false })).flagged === true };
+    } catch (err) {
+      // A server before command version 9 knows no such field, and counts no release as a failure anyway.
+      if (err instanceof VeraError && err.code === 'BAD_REQUEST' && /failure/.test(err.message)) return { flagged: (await this.call('journal.release', fields)).flagged === true };
+      throw err;
+    }
+  }
+
+  /** Calls off this connection's claims of the journal that wait on the server: each answers at once with no items. */
+  async cancelWait(name: string): Promise<number> {
+    return ((await this.call('journal.cancelWait', { name })).cancelled as number | undefined) ?? 0;
   }
 
   async flagged(name: string, limit?: number): Promise<FlaggedItem[]> {
@@ -267,7 +298,8 @@ export class JournalClient {
       doneMany: (items, claim) => this.doneMany(name, items, claim),
       doneManyHeld: (items, holdMs) => this.doneManyHeld(name, items, holdMs),
       extend: (key, lease) => this.extend(name, key, lease),
-      release: (key, lease, processAt) => this.release(name, key, lease, processAt),
+      release: async (key, lease, processAt, failure) => void (await this.release(name, key, lease, processAt, { failure })),
+      cancelWait: () => this.cancelWait(name),
       get closed() {
         return closed();
       },

@@ -32,7 +32,12 @@ export type JournalCommand =
   | { readonly op: 'done'; readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number; readonly claimBytes?: number }
   /** Many items done in one entry, each under its own lease (a stale one is reported, not fatal); `claim` as in done. */
   | { readonly op: 'doneMany'; readonly name: string; readonly items: ReadonlyArray<readonly [string, number]>; readonly claim?: number; readonly claimBytes?: number }
-  | { readonly op: 'release'; readonly name: string; readonly key: string; readonly lease: number; readonly processAt?: number }
+  /**
+   * From command version 9 a release is a failed processing (its counters rise, and past the
+   * maximum it is flagged) unless `failure` is false (a worker handing back work it did not
+   * start, e.g. while shutting down).
+   */
+  | { readonly op: 'release'; readonly name: string; readonly key: string; readonly lease: number; readonly processAt?: number; readonly failure?: false }
   | { readonly op: 'timeout'; readonly name: string; readonly claims: ReadonlyArray<readonly [string, number]> }
   | { readonly op: 'expire'; readonly name: string; readonly max: number }
   | { readonly op: 'requeue'; readonly name: string; readonly key: string }
@@ -53,6 +58,12 @@ export function keyField(value: unknown): string {
 
 export function priorityField(value: unknown, name = 'priority'): number {
   return integerField(value, name, 0, 255);
+}
+
+/** A release's `failure` field: only ever false (a release is a failure unless it says not). */
+export function notAFailure(value: unknown): false {
+  if (value !== false) throw new CommandError('failure, when given, must be false (a release counts as a failure unless it says not)');
+  return false;
 }
 
 export function dateField(value: unknown, name: string): number {

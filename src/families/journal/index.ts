@@ -15,6 +15,7 @@ import {
   MAX_CLAIM_ITEMS,
   MAX_JOURNALS_CEILING,
   nameField,
+  notAFailure,
   settingsField,
   type JournalCommand,
 } from './commands.js';
@@ -25,6 +26,13 @@ import { JournalState } from './state.js';
 export const JOURNAL_SINCE = 2;
 /** The command version that brought doneMany (a worker's completions together in one entry). */
 export const DONE_MANY_SINCE = 8;
+/**
+ * Failure accounting (docs/journal.md): a release counts as a failed processing unless it says
+ * otherwise, a failure count that merges do not reset, process dates raised to the insertion
+ * date. Entries apply so once the cluster runs this version (read from the replicated state at
+ * each entry, so every member decides alike); before, exactly as seed 002's first rules did.
+ */
+export const FAILURES_SINCE = 9;
 
 
 /** The largest byte budget a claim may carry (a sanity bound: members set theirs from their reply limit). */
@@ -80,9 +88,15 @@ export const journal: Family<JournalCommand, JournalState> = {
       }),
     },
     release: {
-      fields: ['name', 'key', 'lease', 'processAt'],
+      fields: ['name', 'key', 'lease', 'processAt', 'failure'],
       since: JOURNAL_SINCE,
-      decode: (c) => ({ op: 'release', ...leased(c), ...(c.processAt === undefined ? {} : { processAt: dateField(c.processAt, 'processAt') }) }),
+      fieldsSince: { failure: FAILURES_SINCE },
+      decode: (c) => ({
+        op: 'release',
+        ...leased(c),
+        ...(c.processAt === undefined ? {} : { processAt: dateField(c.processAt, 'processAt') }),
+        ...(c.failure === undefined ? {} : { failure: notAFailure(c.failure) }),
+      }),
     },
     timeout: { fields: ['name', 'claims'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'timeout', name: nameField(c.name), claims: claimsField(c.claims) }) },
     expire: { fields: ['name', 'max'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'expire', name: nameField(c.name), max: countField(c.max, 'max', 100_000) }) },

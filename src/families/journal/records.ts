@@ -52,6 +52,12 @@ export interface JournalItem {
   /** When the current claim started or was last extended; 0 while Waiting. */
   readonly startedAt: number;
   readonly timeouts: number;
+  /**
+   * Processings that ended without a done (timeouts, and releases that said they failed), which
+   * a merge does not reset: what flags a job its producer keeps adding again. Counted from
+   * command version 9 on; 0 before.
+   */
+  readonly failures: number;
   /** The index of the claim entry that holds it; 0 while Waiting. */
   readonly lease: number;
   readonly next: NextVersion | null;
@@ -109,9 +115,17 @@ export function encodeItem(item: JournalItem): Buffer {
   return pack(itemFields(item));
 }
 
+/**
+ * The failure count is a twelfth field, written only when it is not 0: an item without
+ * failures is the eleven fields it always was, byte for byte (records written before the
+ * count existed decode as 0 failures, and a member still on an older build reads every
+ * record written before the cluster turned the count on).
+ */
 function itemFields(i: JournalItem): unknown[] {
   const next = i.next === null ? null : [i.next.data, i.next.priority, i.next.processAt, i.next.expiresAt];
-  return [i.key, i.data, i.priority, i.processAt, i.insertedAt, i.expiresAt, i.status === 'processing' ? 1 : 0, i.startedAt, i.timeouts, i.lease, next];
+  const fields = [i.key, i.data, i.priority, i.processAt, i.insertedAt, i.expiresAt, i.status === 'processing' ? 1 : 0, i.startedAt, i.timeouts, i.lease, next];
+  if (i.failures !== 0) fields.push(i.failures);
+  return fields;
 }
 
 export function decodeItem(bytes: Uint8Array): JournalItem {
@@ -119,8 +133,14 @@ export function decodeItem(bytes: Uint8Array): JournalItem {
 }
 
 function itemFrom(v: unknown): JournalItem {
-  if (!Array.isArray(v) || v.length !== 11 || typeof v[0] !== 'string' || ![2, 3, 4, 5, 7, 8, 9].every((i) => isCount(v[i])) || (v[6] !== 0 && v[6] !== 1)) {
-    throw new CorruptValueError('journal item is not [key, data, priority, processAt, insertedAt, expiresAt, status, startedAt, timeouts, lease, next]');
+  if (
+    !Array.isArray(v) ||
+    (v.length !== 11 && !(v.length === 12 && isCount(v[11]) && v[11] > 0)) ||
+    typeof v[0] !== 'string' ||
+    ![2, 3, 4, 5, 7, 8, 9].every((i) => isCount(v[i])) ||
+    (v[6] !== 0 && v[6] !== 1)
+  ) {
+    throw new CorruptValueError('journal item is not [key, data, priority, processAt, insertedAt, expiresAt, status, startedAt, timeouts, lease, next, failures?]');
   }
   let next: NextVersion | null = null;
   if (v[10] !== null) {
@@ -138,6 +158,7 @@ function itemFrom(v: unknown): JournalItem {
     status: v[6] === 1 ? 'processing' : 'waiting',
     startedAt: v[7],
     timeouts: v[8],
+    failures: v.length === 12 ? (v[11] as number) : 0,
     lease: v[9],
     next,
   };

@@ -28,6 +28,7 @@ export function inserted(add: Incoming, now: number): JournalItem {
     status: 'waiting',
     startedAt: 0,
     timeouts: 0,
+    failures: 0,
     lease: 0,
     next: null,
   };
@@ -78,5 +79,24 @@ export function afterDone(item: JournalItem): JournalItem | null {
 /** An item expires: it is gone, unless a newer version that has not expired was added meanwhile. */
 export function afterExpiry(item: JournalItem, now: number): JournalItem | null {
   if (item.next === null || isExpired(item.next.expiresAt, now)) return null;
-  return { ...item, ...item.next, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, next: null };
+  return { ...item, ...item.next, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, failures: 0, next: null };
+}
+
+/**
+ * Processing ended without a done and counts as a failure (a timeout; from command version 9
+ * also a release that does not say otherwise): the seed's timeout counter rises, and with
+ * `countFailures` the failure count a merge does not reset. Flagged once either passes the
+ * journal's maximum. Without `countFailures` this is the seed's rule exactly.
+ */
+export function afterFailure(item: JournalItem, maxTimeouts: number, countFailures: boolean): { readonly item: JournalItem; readonly flag: boolean } {
+  const failed: JournalItem = { ...item, timeouts: item.timeouts + 1, failures: countFailures ? item.failures + 1 : item.failures };
+  return { item: failed, flag: failed.timeouts > maxTimeouts || (countFailures && failed.failures > maxTimeouts) };
+}
+
+/**
+ * A process date is never before the item's insertion date (seed 002): an earlier one is
+ * raised to it, so back-dating cannot jump the line within a priority.
+ */
+export function notBeforeInsertion(processAt: number, insertedAt: number): number {
+  return Math.max(processAt, insertedAt);
 }

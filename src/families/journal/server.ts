@@ -10,12 +10,14 @@ import type { JournalValue } from './apply.js';
 import type { AddedItem, JournalCommand } from './commands.js';
 import { journal } from './index.js';
 import { expiredRange, startedByRange, keyAfterDate, itemKey } from './keys.js';
-import { countDue, earliestProcessAt, readFlagged } from './reads.js';
+import { countDue, earliestProcessAt, liveCounts, readFlagged } from './reads.js';
 import { decodeItem, type JournalDefinition, type JournalSettings } from './records.js';
 import { FlagFeed } from './flag-feed.js';
-import { JournalWaiters } from './waiters.js';
+import { JournalWaiters, type ClaimTicket } from './waiters.js';
 import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
 import { JOURNAL_OPS } from './wire.js';
+import { cluster } from '../cluster/index.js';
+import { FAILURES_SINCE } from './index.js';
 
 export const DEFAULT_SETTINGS: JournalSettings = { timeoutMs: 30_000, maxTimeouts: 5, priority: 100, expiresInMs: 0, maxItems: 10_000_000 };
 /** Timed-out claims or expired items one duty entry handles, at most. */
@@ -91,9 +93,16 @@ function definitionOf(fe: FrontEnd, name: string): JournalDefinition {
   return d;
 }
 
-function describeJournal(name: string, d: JournalDefinition): FamilyResult {
-  const { waiting, processing, flagged, byPriority } = d.counts;
+/** A journal's settings and counts; expired items count as absent though not deleted yet (reads.ts). */
+async function describeJournal(fe: FrontEnd, name: string, d: JournalDefinition): Promise<FamilyResult> {
+  const { waiting, processing, flagged, byPriority } = await countsNow(fe, name, d);
   return { name, settings: { ...d.settings }, counts: { waiting, processing, flagged, byPriority: { ...byPriority } } };
+}
+
+function countsNow(fe: FrontEnd, name: string, d: JournalDefinition): Promise<JournalDefinition['counts']> {
+  if (d.counts.waiting + d.counts.processing === 0) return Promise.resolve(d.counts);
+  const now = fe.node.stateMachine.clock;
+  return fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => liveCounts(db, snapshot, name, d, now));
 }
 
 const settingsIn = (r: Readonly<Record<string, unknown>>): Partial<JournalSettings> => {
@@ -101,6 +110,38 @@ const settingsIn = (r: Readonly<Record<string, unknown>>): Partial<JournalSettin
   for (const k of ['timeoutMs', 'maxTimeouts', 'priority', 'expiresInMs', 'maxItems'] as const) if (typeof r[k] === 'number') out[k] = r[k];
   return out;
 };
+
+/**
+ * A claim: proposed at once when work may be due, else waiting here until woken (an item
+ * became available, the earliest process date came, the deadline) or called off by its
+ * session, which answers it with no items and no entry (lease 0).
+ */
+async function claimFor(fe: FrontEnd, r: FamilyRequest, ticket: ClaimTicket | undefined): Promise<FamilyResult> {
+  const name = r.name as string;
+  const deadline = performance.now() + (r.waitMs as number);
+  const state = fe.node.stateMachine.stateOf(journal);
+  for (let first = true; ; first = false) {
+    if (ticket?.cancelled === true) return { lease: 0, items: [] };
+    // A claim that will wait anyway proposes nothing until woken: what this member has
+    // applied says nothing is due yet, and anything applied later wakes it. The last
+    // try, at the deadline, always proposes (its reply carries a lease).
+    const idle = first && performance.now() < deadline && state.nothingDue(name, Math.max(fe.node.stateMachine.clock, Date.now()));
+    if (!idle) {
+      // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
+      // Acknowledgements held for this journal ride in the same entry (held-acks.ts).
+      const held = heldAcks(fe).take(name);
+      const claiming = waiters(fe).claiming(name);
+      const claimed = await (
+        held.length === 0
+          ? propose(fe, { op: 'claim', name, max: r.max as number, maxBytes: fe.limits.replyBytes }).then((v) => (v.op === 'claim' ? { lease: v.lease, items: v.items } : undefined))
+          : proposeHeld(fe, name, held, r.max as number).then((v) => v.next)
+      ).finally(claiming);
+      if (claimed === undefined) throw new VeraError('INTERNAL', 'claim gave another result');
+      if (claimed.items.length > 0 || performance.now() >= deadline) return { lease: claimed.lease, items: claimed.items };
+    }
+    await waiters(fe).wait(name, deadline, ticket);
+  }
+}
 
 type Handler = (call: FamilyOpCall) => Promise<FamilyResult>;
 
@@ -121,11 +162,11 @@ const handlers: Record<string, Handler> = {
   'journal.list': async ({ fe }) => {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
     const all = [...fe.node.stateMachine.stateOf(journal).journals].filter(([, d]) => !d.dropping).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return { journals: all.map(([name, d]) => describeJournal(name, d)) };
+    return { journals: await Promise.all(all.map(([name, d]) => describeJournal(fe, name, d))) };
   },
   'journal.show': async ({ fe, request: r }) => {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    return describeJournal(r.name as string, definitionOf(fe, r.name as string));
+    return describeJournal(fe, r.name as string, definitionOf(fe, r.name as string));
   },
   'journal.add': async ({ fe, request: r, frameBytes }) => {
     fe.disk.admit(frameBytes);
@@ -133,30 +174,19 @@ const handlers: Record<string, Handler> = {
     if (value.op !== 'add') throw new VeraError('INTERNAL', 'add gave another result');
     return { inserted: value.inserted, merged: value.merged, deferred: value.deferred };
   },
-  'journal.claim': async ({ fe, request: r }) => {
+  'journal.claim': async ({ fe, request: r, session }) => {
     const name = r.name as string;
-    const deadline = performance.now() + (r.waitMs as number);
-    const state = fe.node.stateMachine.stateOf(journal);
-    for (let first = true; ; first = false) {
-      // A claim that will wait anyway proposes nothing until woken: what this member has
-      // applied says nothing is due yet, and anything applied later wakes it. The last
-      // try, at the deadline, always proposes (its reply carries a lease).
-      const idle = first && performance.now() < deadline && state.nothingDue(name, Math.max(fe.node.stateMachine.clock, Date.now()));
-      if (!idle) {
-        // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
-        // Acknowledgements held for this journal ride in the same entry (held-acks.ts).
-        const held = heldAcks(fe).take(name);
-        const claiming = waiters(fe).claiming(name);
-        const claimed = await (
-          held.length === 0
-            ? propose(fe, { op: 'claim', name, max: r.max as number, maxBytes: fe.limits.replyBytes }).then((v) => (v.op === 'claim' ? { lease: v.lease, items: v.items } : undefined))
-            : proposeHeld(fe, name, held, r.max as number).then((v) => v.next)
-        ).finally(claiming);
-        if (claimed === undefined) throw new VeraError('INTERNAL', 'claim gave another result');
-        if (claimed.items.length > 0 || performance.now() >= deadline) return { lease: claimed.lease, items: claimed.items };
-      }
-      await waiters(fe).wait(name, deadline);
+    // Only a session can call its claim off (journal.cancelWait); an HTTP call has none.
+    const ticket = session === '' ? undefined : waiters(fe).begin(name, session);
+    try {
+      return await claimFor(fe, r, ticket);
+    } finally {
+      if (ticket !== undefined) waiters(fe).finish(ticket);
     }
+  },
+  'journal.cancelWait': async ({ fe, request: r, session }) => {
+    definitionOf(fe, r.name as string);
+    return { cancelled: session === '' ? 0 : waiters(fe).cancel(r.name as string, session) };
   },
   'journal.extend': async ({ fe, request: r }) => {
     await propose(fe, { op: 'extend', name: r.name as string, key: r.key as string, lease: r.lease as number });
@@ -192,8 +222,18 @@ const handlers: Record<string, Handler> = {
   },
   'journal.release': async ({ fe, request: r }) => {
     const processAt = r.processAt as number | undefined;
-    await propose(fe, { op: 'release', name: r.name as string, key: r.key as string, lease: r.lease as number, ...(processAt === undefined ? {} : { processAt }) });
-    return {};
+    // Before command version 9 no release counts as a failure, so there is nothing to say.
+    const notFailure = r.failure === false && fe.node.stateMachine.stateOf(cluster).active >= FAILURES_SINCE;
+    const value = await propose(fe, {
+      op: 'release',
+      name: r.name as string,
+      key: r.key as string,
+      lease: r.lease as number,
+      ...(processAt === undefined ? {} : { processAt }),
+      ...(notFailure ? { failure: false as const } : {}),
+    });
+    if (value.op !== 'release') throw new VeraError('INTERNAL', 'release gave another result');
+    return { flagged: value.flagged };
   },
   'journal.flagged': async ({ fe, request: r }) => {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
@@ -201,7 +241,7 @@ const handlers: Record<string, Handler> = {
     definitionOf(fe, name);
     const flagged = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readFlagged(db, snapshot, name, r.limit as number));
     return {
-      items: flagged.map(({ item, flaggedAt }) => ({ key: item.key, data: item.data, priority: item.priority, insertedAt: item.insertedAt, timeouts: item.timeouts, flaggedAt })),
+      items: flagged.map(({ item, flaggedAt }) => ({ key: item.key, data: item.data, priority: item.priority, insertedAt: item.insertedAt, timeouts: item.timeouts, failures: item.failures, flaggedAt })),
     };
   },
   'journal.flags': async ({ fe, request: r }) => {
@@ -252,6 +292,7 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'journal.flags': one('watch'),
   'journal.add': one('write'),
   'journal.claim': one('write'),
+  'journal.cancelWait': one('write'),
   'journal.extend': one('write'),
   'journal.done': one('write'),
   'journal.doneMany': one('write'),
@@ -362,7 +403,10 @@ function count(fe: FrontEnd, v: Exclude<JournalValue, { op: 'limits' }>): void {
   else if (v.op === 'doneMany') {
     c.done += v.done;
     c.claimed += v.next?.items.length ?? 0;
-  } else if (v.op === 'release') c.released++;
+  } else if (v.op === 'release') {
+    c.released++;
+    if (v.flagged) c.flagged++;
+  }
   else if (v.op === 'timeout') {
     c.timeouts += v.requeued.length + v.flagged.length;
     c.flagged += v.flagged.length;
@@ -382,13 +426,14 @@ async function metrics(fe: FrontEnd): Promise<string> {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
     for (const [j, extra, n] of rows) lines.push(`${name}{journal="${j}"${extra}} ${n}`);
   };
+  const counts = await Promise.all(journals.map(([name, d]) => countsNow(fe, name, d)));
   gauge(
     'vera_journal_items',
-    'Items in each journal by status (waiting, processing, flagged).',
-    journals.flatMap(([name, d]) => [
-      [name, ',status="waiting"', d.counts.waiting] as [string, string, number],
-      [name, ',status="processing"', d.counts.processing] as [string, string, number],
-      [name, ',status="flagged"', d.counts.flagged] as [string, string, number],
+    'Items in each journal by status (waiting, processing, flagged); expired ones not yet deleted count as absent.',
+    journals.flatMap(([name], i) => [
+      [name, ',status="waiting"', counts[i]!.waiting] as [string, string, number],
+      [name, ',status="processing"', counts[i]!.processing] as [string, string, number],
+      [name, ',status="flagged"', counts[i]!.flagged] as [string, string, number],
     ]),
   );
   const due: Array<[string, string, number]> = [];
@@ -449,7 +494,8 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
     return;
   }
   if (v.op === 'drop') feed.dropped(v.journal, outcome.index);
-  feed.applied(outcome.index, v.op === 'timeout' ? { name: v.journal, keys: v.flagged } : undefined);
+  const flaggedKeys = v.op === 'timeout' ? v.flagged : v.op === 'release' && v.flagged ? [v.key] : [];
+  feed.applied(outcome.index, flaggedKeys.length > 0 ? { name: v.journal, keys: flaggedKeys } : undefined);
   count(fe, v);
   const available =
     v.op === 'add'

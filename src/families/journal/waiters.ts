@@ -12,31 +12,77 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
+/** A claim request in progress here, which its session may call off (journal.cancelWait). */
+export interface ClaimTicket {
+  readonly name: string;
+  readonly session: string;
+  cancelled: boolean;
+  /** Wakes the claim if it waits now. */
+  wake: (() => void) | null;
+}
+
 export class JournalWaiters {
   private readonly byJournal = new Map<string, Waiter[]>();
   private readonly dueTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(private readonly fe: FrontEnd) {}
 
-  /** Resolves when woken for `name` or at `deadline` (ms, performance.now()), whichever is first. */
-  wait(name: string, deadline: number): Promise<void> {
+  private readonly tickets = new Set<ClaimTicket>();
+
+  /** A claim of `name` for `session` starts here; end it with `finish`. */
+  begin(name: string, session: string): ClaimTicket {
+    const ticket: ClaimTicket = { name, session, cancelled: false, wake: null };
+    this.tickets.add(ticket);
+    return ticket;
+  }
+
+  finish(ticket: ClaimTicket): void {
+    this.tickets.delete(ticket);
+  }
+
+  /** Calls off the session's claims of `name` in progress here: a waiting one answers at once. How many. */
+  cancel(name: string, session: string): number {
+    let n = 0;
+    for (const t of this.tickets) {
+      if (t.name !== name || t.session !== session || t.cancelled) continue;
+      t.cancelled = true;
+      t.wake?.();
+      n++;
+    }
+    return n;
+  }
+
+  /** Resolves when woken for `name`, at `deadline` (ms, performance.now()), or when the ticket is cancelled, whichever is first. */
+  wait(name: string, deadline: number, ticket?: ClaimTicket): Promise<void> {
+    if (ticket?.cancelled === true) return Promise.resolve();
     return new Promise((resolve) => {
       const queue = this.byJournal.get(name) ?? [];
       this.byJournal.set(name, queue);
+      const leave = (): void => {
+        const at = queue.indexOf(waiter);
+        if (at >= 0) queue.splice(at, 1);
+        // No claim waits any more: expectsClaim must say so (held acknowledgements go at once).
+        if (queue.length === 0 && this.byJournal.get(name) === queue) this.byJournal.delete(name);
+      };
       const waiter: Waiter = {
         deadline,
         wake: () => {
           clearTimeout(waiter.timer);
+          if (ticket !== undefined) ticket.wake = null;
           resolve();
         },
         timer: setTimeout(() => {
-          const at = queue.indexOf(waiter);
-          if (at >= 0) queue.splice(at, 1);
-          // No claim waits any more: expectsClaim must say so (held acknowledgements go at once).
-          if (queue.length === 0 && this.byJournal.get(name) === queue) this.byJournal.delete(name);
+          leave();
+          if (ticket !== undefined) ticket.wake = null;
           resolve();
         }, Math.max(0, deadline - performance.now())).unref(),
       };
+      if (ticket !== undefined) {
+        ticket.wake = () => {
+          leave();
+          waiter.wake();
+        };
+      }
       queue.push(waiter);
       this.armDueTimer(name);
     });

@@ -110,6 +110,8 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
       return { id, op: 'journal.claim', name: name(f), max, waitMs };
     },
   ],
+  // Calls off this session's claims of the journal that wait on the member (a worker stopping): each answers at once, empty.
+  ['journal.cancelWait', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.cancelWait', name: name(f) })],
   ['journal.extend', (f, id) => (onlyFields(f, ['name', 'key', 'lease']), { id, op: 'journal.extend', name: name(f), key: key(f.key), lease: lease(f) })],
   [
     'journal.done',
@@ -140,9 +142,12 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
   [
     'journal.release',
     (f, id) => {
-      onlyFields(f, ['name', 'key', 'lease', 'processAt']);
+      onlyFields(f, ['name', 'key', 'lease', 'processAt', 'failure']);
       const processAt = bounded(f, 'processAt', 0, MAX_DATE);
-      return { id, op: 'journal.release', name: name(f), key: key(f.key), lease: lease(f), ...(processAt === undefined ? {} : { processAt }) };
+      if (f.failure !== undefined && typeof f.failure !== 'boolean') throw invalid('failure must be a boolean');
+      // A release is a failed processing unless it says `failure: false` (a worker handing back work it did not start).
+      const failure = f.failure === false ? { failure: false } : {};
+      return { id, op: 'journal.release', name: name(f), key: key(f.key), lease: lease(f), ...(processAt === undefined ? {} : { processAt }), ...failure };
     },
   ],
   ['journal.flagged', (f, id) => (onlyFields(f, ['name', 'limit']), { id, op: 'journal.flagged', name: name(f), limit: bounded(f, 'limit', 1, 10_000) ?? 1000 })],

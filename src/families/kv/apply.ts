@@ -6,7 +6,8 @@
 // family's own plans; removing many items of a list (put, clear) is planned here
 // as the lists family plans a delete.
 import { clientDataKey, itemKey, itemRange, decodeItemKey } from '../../keys/index.js';
-import { decodeItemValue } from '../../statemachine/codec.js';
+import { decodeChargedItem } from '../../statemachine/codec.js';
+import { creditUser } from '../quota/index.js';
 import { withStoredSize } from '../../statemachine/item-sizes.js';
 import type { ApplyError, ChangeEvent, Item } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
@@ -36,7 +37,7 @@ export async function planTxn(c: TxnCommand, ctx: PlanContext): Promise<Plan | A
   for (const compare of c.compare) {
     const frozen = itemChange(states, compare.path);
     if (frozen !== null && !('ops' in frozen)) return frozen;
-    if (!holds(compare, await read(compare, ctx))) {
+    if (!holds(compare, read(compare, ctx))) {
       succeeded = false;
       break;
     }
@@ -55,13 +56,12 @@ export async function planTxn(c: TxnCommand, ctx: PlanContext): Promise<Plan | A
   return { ...plan, result: { ok: true, op: 'family', family: 'kv', value } };
 }
 
-async function read(compare: Compare, { db, states }: PlanContext): Promise<number> {
+function read(compare: Compare, { states }: PlanContext): number {
   const state = states.of(lists);
   const newest = state.lastIndexOf(compare.path);
   if (compare.target === 'newest') return newest;
   if (compare.target === 'exists') return newest === 0 ? 0 : 1;
-  // Counting past value + 1 cannot change how the length compares with the value.
-  return state.usage.listLength(db, compare.path, Math.min(compare.value + 1, Number.MAX_SAFE_INTEGER));
+  return state.usage.listLength(compare.path);
 }
 
 function holds({ cmp, value }: Compare, actual: number): boolean {
@@ -121,7 +121,16 @@ async function planWrite(w: Write, c: TxnCommand, ctx: PlanContext): Promise<Pla
 /** The lists family's plan of a push that watches nothing, owned by `owner` (a session, a lease, or none). */
 async function pushPlan(path: string, data: unknown, owner: string | null, c: TxnCommand, ctx: PlanContext, listItems: number): Promise<{ readonly plan: Plan; readonly item: Item } | ApplyError> {
   // The owner's session (or lease) must be live; a persistent item is judged against the asker's.
-  const push: PushCommand = { op: 'push', session: owner ?? c.session, path, data, persistent: owner === null, watch: false, quota: { ...c.quota, listItems } };
+  const push: PushCommand = {
+    op: 'push',
+    session: owner ?? c.session,
+    path,
+    data,
+    persistent: owner === null,
+    watch: false,
+    quota: { ...c.quota, listItems },
+    ...(c.userQuota === undefined ? {} : { userQuota: c.userQuota }),
+  };
   const planned = await lists.plan(push, ctx);
   // The asker's session is live (checked first): a gone owner is a lease that ended, not the asker's expiry.
   if ('ok' in planned && planned.code === 'SESSION_EXPIRED') return failure('NOT_FOUND', `lease ${owner} has expired or was revoked`);
@@ -139,9 +148,10 @@ async function removeItems(path: string, keep: number, ctx: PlanContext): Promis
   const { db, states, index } = ctx;
   const hibernation = itemChange(states, path);
   if (hibernation !== null && !('ops' in hibernation)) return hibernation;
-  const found: Array<{ item: Item; bytes: number }> = [];
+  const found: Array<{ item: Item; bytes: number; user: string | undefined }> = [];
   for await (const [key, value] of db.iterator({ ...itemRange(path), limit: MAX_REMOVED + keep + 1 })) {
-    found.push({ item: withStoredSize({ index: decodeItemKey(key).index, ...decodeItemValue(value) }, value.byteLength), bytes: value.byteLength });
+    const stored = decodeChargedItem(value);
+    found.push({ item: withStoredSize({ index: decodeItemKey(key).index, ...stored.item }, value.byteLength), bytes: value.byteLength, user: stored.user });
   }
   if (found.length > MAX_REMOVED + keep) {
     return failure('QUOTA_EXCEEDED', `${path} holds more than ${MAX_REMOVED + keep} items: one write removes at most ${MAX_REMOVED}; delete the oldest first`);
@@ -149,7 +159,8 @@ async function removeItems(path: string, keep: number, ctx: PlanContext): Promis
   const removed = found.slice(0, Math.max(0, found.length - keep));
   const ops: BatchOp[] = [];
   const events: ChangeEvent[] = [];
-  for (const { item } of removed) {
+  for (const { item, bytes, user } of removed) {
+    if (user !== undefined) creditUser(states, user, bytes);
     ops.push({ type: 'del', key: itemKey(path, item.index) });
     if (item.owner !== null) ops.push({ type: 'del', key: clientDataKey(item.owner, path, item.index) });
     events.push({ index, type: 'delete', path, item });

@@ -5,6 +5,7 @@ import { MAX_INDEX } from '../../keys/index.js';
 import { CommandError } from '../family.js';
 import { integerField, pathField, quotaField, sessionField } from '../fields.js';
 import type { PushQuota } from '../lists/index.js';
+import type { StorageLimits } from '../quota/index.js';
 
 /** What a compare reads of a list: its newest index (0 when empty), its length, or whether it has items (1 or 0). */
 export type CompareTarget = 'newest' | 'length' | 'exists';
@@ -36,6 +37,8 @@ export interface TxnCommand {
   readonly failure: readonly Write[];
   /** The leader's limits, judged in apply (as a push's are). */
   readonly quota: PushQuota;
+  /** The leader's default limits per user (command version 9): added items are charged to the asker's user. */
+  readonly userQuota?: StorageLimits;
 }
 
 export type KvCommand = TxnCommand;
@@ -107,5 +110,6 @@ export function decodeTxn(c: Readonly<Record<string, unknown>>): TxnCommand {
     success: writesField(c.success, 'success'),
     failure: writesField(c.failure, 'failure'),
     quota: quotaField(c.quota, ['watches', 'items', 'bytes', 'listItems']),
+    ...(c.userQuota === undefined ? {} : { userQuota: quotaField(c.userQuota, ['items', 'bytes']) }),
   };
 }

@@ -6,6 +6,7 @@
 import type { Family } from '../family.js';
 import { decodeTxn, type KvCommand } from './commands.js';
 import { planTxn } from './apply.js';
+import { USER_QUOTA_SINCE } from '../quota/index.js';
 
 /** The command version that brought put and txn. */
 export const KV_SINCE = 8;
@@ -15,7 +16,7 @@ export const kv: Family<KvCommand, null> = {
   since: KV_SINCE,
   buckets: [],
   ops: {
-    txn: { fields: ['session', 'compare', 'success', 'failure', 'quota'], since: KV_SINCE, decode: decodeTxn },
+    txn: { fields: ['session', 'compare', 'success', 'failure', 'quota', 'userQuota'], since: KV_SINCE, fieldsSince: { userQuota: USER_QUOTA_SINCE }, decode: decodeTxn },
   },
   load: async () => null,
   plan: (command, ctx) => planTxn(command, ctx),

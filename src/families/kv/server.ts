@@ -11,6 +11,7 @@ import { lists } from '../lists/index.js';
 import type { TxnValue, WriteResult } from './apply.js';
 import type { Compare, TxnCommand, Write } from './commands.js';
 import { KV_OPS } from './wire.js';
+import { userQuotaField } from '../quota/propose.js';
 
 type Fields = Readonly<Record<string, unknown>>;
 
@@ -47,6 +48,7 @@ async function run(fe: FrontEnd, session: string, compare: readonly Compare[], s
     success,
     failure,
     quota: { watches: watchesPerSession, items: itemsPerSession, bytes: bytesPerSession, listItems: itemsPerList },
+    ...userQuotaField(fe),
   };
   const r = expectOk(await proposeTimed(fe, { family: 'kv', ...command }));
   if (r.op !== 'family' || r.family !== 'kv') throw new VeraError('INTERNAL', `txn applied as ${r.op}`);

@@ -2,15 +2,16 @@
 // ephemeral items owned by a session (deleted when it ends) or persistent.
 // A push also watches its list unless told not to (through the watches family).
 import { Bucket, clientDataKey, clientDataRange, decodeClientDataKey, itemKey, type WatchRef } from '../../keys/index.js';
-import { EMPTY_VALUE, decodeItemValue, encodeItemValue } from '../../statemachine/codec.js';
+import { EMPTY_VALUE, decodeChargedItem, encodeItemValue } from '../../statemachine/codec.js';
 import type { ApplyError, ChangeEvent, Item, VeraDb } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../family.js';
 import { CommandError } from '../family.js';
 import { boolField, indexField, pathField, quotaField, sessionField } from '../fields.js';
-import { sessionProblem } from '../sessions/index.js';
+import { sessionProblem, sessions } from '../sessions/index.js';
+import { chargeUser, creditUser, USER_QUOTA_SINCE, type StorageLimits } from '../quota/index.js';
 import { itemChange } from '../hibernate/index.js';
 import { addWatchOps, watchQuotaProblem } from '../watches/index.js';
-import { newestRemaining, readItem } from './reads.js';
+import { newestRemaining } from './reads.js';
 import { withStoredSize } from '../../statemachine/item-sizes.js';
 import { ListsState } from './state.js';
 
@@ -40,6 +41,11 @@ export interface PushCommand {
    * watch limit the push is made without it rather than refused (command version 8).
    */
   readonly watchIfRoom?: true;
+  /**
+   * The leader's default limits per user (command version 9): the item is charged to
+   * the user behind `session` (its principal), judged against that user's limits.
+   */
+  readonly userQuota?: StorageLimits;
 }
 
 export interface DeleteCommand {
@@ -54,7 +60,7 @@ export type ListsCommand = PushCommand | DeleteCommand;
 /** The command version that brought watchIfRoom (a push's implicit watch never refuses the push). */
 export const WATCH_IF_ROOM_SINCE = 8;
 
-async function push(c: PushCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
+async function push(c: PushCommand, { states, index }: PlanContext): Promise<Plan | ApplyError> {
   const expired = sessionProblem(states, c.session);
   if (expired !== null) return expired;
   const hibernation = itemChange(states, c.path);
@@ -65,14 +71,20 @@ async function push(c: PushCommand, { db, states, index }: PlanContext): Promise
     return failure('CONFLICT', `newest index of ${c.path} is ${last}, not ${c.ifLastIndex}`);
   }
   const item: Item = { index, owner: c.persistent ? null : c.session, data: c.data };
-  const value = encodeItemValue(item);
+  const user = c.userQuota === undefined ? undefined : states.of(sessions).sessions.get(c.session)?.principal;
+  const value = encodeItemValue(item, user);
   withStoredSize(item, value.byteLength);
   const ref: WatchRef = { prefix: false, path: c.path, session: c.session };
   // An implicit watch the session has no room for is left out: the write never fails for its side effect.
   const watch = c.watch && !(c.watchIfRoom === true && c.quota !== undefined && watchQuotaProblem(states, ref, c.quota.watches) !== null);
   if (c.quota !== undefined) {
-    const problem = await pushQuotaProblem({ ...c, watch }, c.quota, db, states, ref, value.byteLength);
+    const problem = pushQuotaProblem({ ...c, watch }, c.quota, states, ref, value.byteLength);
     if (problem !== null) return problem;
+  }
+  // Last: a refusal before it must not leave a charge behind.
+  if (user !== undefined) {
+    const refused = chargeUser(states, user, 1, value.byteLength, c.userQuota!);
+    if (refused !== null) return refused;
   }
   const ops: BatchOp[] = [{ type: 'put', key: itemKey(c.path, index), value }];
   if (!c.persistent) ops.push({ type: 'put', key: clientDataKey(c.session, c.path, index), value: EMPTY_VALUE });
@@ -95,14 +107,15 @@ async function push(c: PushCommand, { db, states, index }: PlanContext): Promise
   return { result, ops, events: [{ index, type: 'push', path: c.path, item }], after };
 }
 
-async function pushQuotaProblem(c: PushCommand, quota: PushQuota, db: VeraDb, states: States, ref: WatchRef, bytes: number): Promise<ApplyError | null> {
+/** Judged from the counts in memory: a push reads nothing from the db. */
+function pushQuotaProblem(c: PushCommand, quota: PushQuota, states: States, ref: WatchRef, bytes: number): ApplyError | null {
   const usage = states.of(lists).usage;
-  const length = await usage.listLength(db, c.path, quota.listItems);
+  const length = usage.listLength(c.path);
   if (length >= quota.listItems) {
     return failure('QUOTA_EXCEEDED', `${c.path} holds ${quota.listItems} items, the most one list may hold (--items-per-list); delete some first`);
   }
   if (!c.persistent) {
-    const owned = await usage.ofSession(db, c.session);
+    const owned = usage.ofSession(c.session);
     if (owned.items >= quota.items) {
       return failure('QUOTA_EXCEEDED', `the session owns ${owned.items} ephemeral items, the most it may own (--items-per-session ${quota.items})`);
     }
@@ -122,10 +135,12 @@ async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext):
   const bytes = await db.get(itemKey(c.path, c.index));
   if (bytes === undefined) return failure('NOT_FOUND', `no item ${c.index} in ${c.path}`);
   const storedBytes = bytes.byteLength;
-  const item: Item = withStoredSize({ index: c.index, ...decodeItemValue(bytes) }, bytes.byteLength);
+  const stored = decodeChargedItem(bytes);
+  const item: Item = withStoredSize({ index: c.index, ...stored.item }, bytes.byteLength);
   if (item.owner !== null && item.owner !== c.session) {
     return failure('FORBIDDEN', `item ${c.index} in ${c.path} belongs to another session`);
   }
+  if (stored.user !== undefined) creditUser(states, stored.user, storedBytes);
   const ops: BatchOp[] = [{ type: 'del', key: itemKey(c.path, c.index) }];
   if (item.owner !== null) ops.push({ type: 'del', key: clientDataKey(item.owner, c.path, c.index) });
   const newest = state.lastIndexOf(c.path) === c.index ? await newestRemaining(db, c.path, new Set([c.index])) : state.lastIndexOf(c.path);
@@ -152,8 +167,11 @@ async function endSession(session: string, { db, states, index }: PlanContext): 
   for await (const key of db.keys(clientDataRange(session))) {
     const ref = decodeClientDataKey(key);
     ops.push({ type: 'del', key });
-    const item = await readItem(db, ref.path, ref.index);
-    if (item === undefined) continue; // a dangling reverse entry: dropping it is all there is to do
+    const bytes = await db.get(itemKey(ref.path, ref.index));
+    if (bytes === undefined) continue; // a dangling reverse entry: dropping it is all there is to do
+    const stored = decodeChargedItem(bytes);
+    const item: Item = withStoredSize({ index: ref.index, ...stored.item }, bytes.byteLength);
+    if (stored.user !== undefined) creditUser(states, stored.user, bytes.byteLength);
     ops.push({ type: 'del', key: itemKey(ref.path, ref.index) });
     events.push({ index, type: 'delete', path: ref.path, item });
     let removed = removedByPath.get(ref.path);
@@ -188,9 +206,9 @@ export const lists: Family<ListsCommand, ListsState> = {
   ],
   ops: {
     push: {
-      fields: ['session', 'path', 'data', 'persistent', 'watch', 'ifLastIndex', 'quota', 'watchIfRoom'],
+      fields: ['session', 'path', 'data', 'persistent', 'watch', 'ifLastIndex', 'quota', 'watchIfRoom', 'userQuota'],
       since: 1,
-      fieldsSince: { watchIfRoom: WATCH_IF_ROOM_SINCE },
+      fieldsSince: { watchIfRoom: WATCH_IF_ROOM_SINCE, userQuota: USER_QUOTA_SINCE },
       decode: (c) => {
         if (c.data === undefined) throw new CommandError('push needs data');
         const base: PushCommand = {
@@ -203,9 +221,10 @@ export const lists: Family<ListsCommand, ListsState> = {
         };
         const withIf = c.ifLastIndex === undefined ? base : { ...base, ifLastIndex: indexField(c.ifLastIndex, 'ifLastIndex') };
         const withQuota = c.quota === undefined ? withIf : { ...withIf, quota: quotaField(c.quota, ['watches', 'items', 'bytes', 'listItems']) };
-        if (c.watchIfRoom === undefined) return withQuota;
+        const withUserQuota = c.userQuota === undefined ? withQuota : { ...withQuota, userQuota: quotaField(c.userQuota, ['items', 'bytes']) };
+        if (c.watchIfRoom === undefined) return withUserQuota;
         if (c.watchIfRoom !== true) throw new CommandError('watchIfRoom must be true when present');
-        return { ...withQuota, watchIfRoom: true as const };
+        return { ...withUserQuota, watchIfRoom: true as const };
       },
     },
     delete: {
@@ -216,11 +235,8 @@ export const lists: Family<ListsCommand, ListsState> = {
   },
   load: (db, snapshot) => ListsState.load(db, snapshot),
   plan: (command, ctx) => (command.op === 'push' ? push(command, ctx) : deleteItem(command, ctx)),
-  goesAlone: (command, states) => {
-    // A delete reads the db. A push judged against a count not yet taken reads it too, which must then hold every entry before it.
-    if (command.op === 'delete') return true;
-    return command.quota !== undefined && !states.of(lists).usage.knows(command.path, command.persistent ? null : command.session, command.quota.listItems);
-  },
+  // A delete reads the db (the item, and the newest remaining when it was the newest); a push reads nothing.
+  goesAlone: (command) => command.op === 'delete',
   endSession,
   server: async () => (await import('./server.js')).server,
 };

@@ -7,6 +7,7 @@ import { wireItem } from '../../server/ops.js';
 import { childrenOf } from '../../server/path-guard.js';
 import { cluster } from '../cluster/index.js';
 import { WATCH_IF_ROOM_SINCE } from './index.js';
+import { userQuotaField } from '../quota/propose.js';
 
 async function push({ fe, session, request: req, frameBytes }: OpCall<'push'>): Promise<PushResult> {
   fe.disk.admit(frameBytes);
@@ -22,6 +23,8 @@ async function push({ fe, session, request: req, frameBytes }: OpCall<'push'>): 
     ...(req.ifLastIndex === undefined ? {} : { ifLastIndex: req.ifLastIndex }),
     // Judged in apply, so concurrent pushes cannot together pass a limit.
     quota: { watches: watchesPerSession, items: itemsPerSession, bytes: bytesPerSession, listItems: itemsPerList },
+    // The user's storage quota, judged in apply too.
+    ...userQuotaField(fe),
     // A watch the client did not ask for never refuses its push (once every member applies that rule).
     ...(req.watch === undefined && fe.node.stateMachine.stateOf(cluster).active >= WATCH_IF_ROOM_SINCE ? { watchIfRoom: true as const } : {}),
   });

@@ -64,20 +64,27 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
     const page = ids.slice(0, limit);
     return { sessions: page.map((id) => sessionView(fe, id)!), total: fe.node.stateMachine.sessions().size, ...(ids.length > limit ? { next: page.at(-1) } : {}) };
   },
-  'observe.session': async ({ fe, request: r }) => {
+  'observe.session': async ({ fe, request: r, principal }) => {
     const session = r.session as string;
     const view = sessionView(fe, session);
     if (view === null) return { session, live: false };
     const limit = (r.limit as number | undefined) ?? OBSERVE_PAGE;
+    // Read on 'cluster' shows that a session exists, not what it holds: each path is shown only to a
+    // caller who may read it (a watched prefix: who may read something below it, as ls shows).
     const items = await fe.node.stateMachine.read('session items', async (db, snapshot) => {
       const out: Array<{ path: string; index: number }> = [];
       for await (const key of db.keys({ ...clientDataRange(session), limit, snapshot })) {
         const ref = decodeClientDataKey(key);
-        out.push({ path: ref.path, index: ref.index });
+        if (fe.guard.mayRead(principal, ref.path)) out.push({ path: ref.path, index: ref.index });
       }
       return out;
     });
-    return { ...view, live: true, watchList: fe.node.stateMachine.watchesOf(session).slice(0, limit).map((w) => ({ path: w.path, prefix: w.prefix })), items };
+    const watchList = fe.node.stateMachine
+      .watchesOf(session)
+      .filter((w) => (w.prefix ? fe.guard.maySeeBelow(principal, w.path) : fe.guard.mayRead(principal, w.path)))
+      .slice(0, limit)
+      .map((w) => ({ path: w.path, prefix: w.prefix }));
+    return { ...view, live: true, watchList, items };
   },
 };
 

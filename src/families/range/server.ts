@@ -1,7 +1,8 @@
 // range.paths and range.items, answered from one LevelDB snapshot each (after a
 // ReadIndex barrier unless stale), a page at a time.
 import { decodeItemKey, itemRange, itemSeekKey } from '../../keys/index.js';
-import type { FamilyResult } from '../../protocol/index.js';
+import { VeraError, type FamilyResult } from '../../protocol/index.js';
+import { openCursor, sealCursor, SEALED_PREFIX } from './cursor.js';
 import type { Need } from '../../server/access.js';
 import type { FrontEnd } from '../../server/context.js';
 import { familyOps, type FamilyOpCall, type PathAccess, type ServerPart } from '../../server/family-part.js';
@@ -10,7 +11,7 @@ import { withListsHeld } from './held-lists.js';
 import { wireItems } from '../../server/ops.js';
 import { decodeItemValue } from '../../statemachine/codec.js';
 import type { Item, VeraDb } from '../../statemachine/types.js';
-import { RANGE_OPS, type PathsPage } from './wire.js';
+import { below, RANGE_OPS, type PathsPage } from './wire.js';
 
 type Snapshot = ReturnType<VeraDb['snapshot']>;
 
@@ -88,15 +89,23 @@ async function readItems(fe: FrontEnd, db: VeraDb, snapshot: Snapshot, path: str
 }
 
 const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = {
-  'range.paths': async ({ fe, session, request: r }) => {
+  'range.paths': async ({ fe, request: r, principal }) => {
     await barrier(fe, r);
-    const principal = fe.node.stateMachine.sessions().get(session)?.principal ?? null;
     const visible = (path: string): boolean => fe.guard.mayRead(principal, path);
-    const page = await fe.node.stateMachine.read(`the paths below ${String(r.prefix)}`, async (db, snapshot, index) => {
-      const hot = await readPaths(db, snapshot, r.prefix as string, r.after as string | undefined, r.limit as number, fe.limits.replyBytes, visible);
+    const prefix = r.prefix as string;
+    const tokenKey = fe.guard.state.switch.tokenKey;
+    let after = r.after as string | undefined;
+    if (after?.startsWith(SEALED_PREFIX) === true) {
+      after = openCursor(tokenKey, after);
+      if (!below(prefix, after)) throw new VeraError('BAD_REQUEST', `after is a cursor of another listing than ${prefix}`);
+    }
+    const page = await fe.node.stateMachine.read(`the paths below ${prefix}`, async (db, snapshot, index) => {
+      const hot = await readPaths(db, snapshot, prefix, after, r.limit as number, fe.limits.replyBytes, visible);
       // The lists of hibernated units, from what stays hot of them (nothing is thawed).
-      const { paths, next } = await withListsHeld(listsHeldAt(fe, db, snapshot, r.prefix as string, r.after as string | undefined), hot, { limit: r.limit as number, maxBytes: fe.limits.replyBytes, maxExamined: MAX_EXAMINED, overheadBytes: PATH_OVERHEAD_BYTES, visible });
-      const out: PathsPage = { index, paths, ...(next === null ? {} : { next }) };
+      const { paths, next } = await withListsHeld(listsHeldAt(fe, db, snapshot, prefix, after), hot, { limit: r.limit as number, maxBytes: fe.limits.replyBytes, maxExamined: MAX_EXAMINED, overheadBytes: PATH_OVERHEAD_BYTES, visible });
+      // A page that stopped on a path the caller may not read does not name it.
+      const cursor = next === null ? null : visible(next) || tokenKey === null ? next : sealCursor(tokenKey, next);
+      const out: PathsPage = { index, paths, ...(cursor === null ? {} : { next: cursor }) };
       return out;
     });
     return { ...page };

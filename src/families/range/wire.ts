@@ -5,6 +5,9 @@ import { invalid, pathField, uintField, type ProtocolLimits, type RequestBuilder
 export const MAX_RANGE_PAGE = 1000;
 export const DEFAULT_ITEMS_PAGE = 100;
 
+/** The longest sealed cursor (a path of 1024 bytes, sealed and in base64url, with room). */
+const MAX_SEALED_CURSOR = 1500;
+
 type Fields = Readonly<Record<string, unknown>>;
 
 function limit(f: Fields, fallback: number): number {
@@ -26,7 +29,11 @@ export const RANGE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Re
       onlyFields(f, ['prefix', 'after', 'limit', 'consistency']);
       const prefix = pathField({ path: f.prefix }, true, limits);
       let after: string | undefined;
-      if (f.after !== undefined) {
+      if (typeof f.after === 'string' && f.after.startsWith('~')) {
+        // A sealed cursor (cursor.ts): opened, and judged against the prefix, by the server.
+        if (f.after.length > MAX_SEALED_CURSOR) throw invalid(`after: a cursor is at most ${MAX_SEALED_CURSOR} characters`);
+        after = f.after;
+      } else if (f.after !== undefined) {
         after = pathField({ path: f.after }, false, limits);
         if (!below(prefix, after)) throw invalid(`after must be a path below ${prefix}, got ${after}`);
       }
@@ -54,6 +61,9 @@ export interface PathsPage {
   readonly index: number;
   /** Non-empty lists at or below the prefix, in path order (UTF-8 bytes), with their newest item's index. */
   readonly paths: ReadonlyArray<{ readonly path: string; readonly newest: number }>;
-  /** Present when more paths follow: ask again with `after` set to it. */
+  /**
+   * Present when more paths follow: ask again with `after` set to it. A path, or, when the page
+   * stopped on a path the caller may not read, an opaque cursor starting with `~`.
+   */
   readonly next?: string;
 }

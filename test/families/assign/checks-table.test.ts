@@ -166,3 +166,24 @@ describe('get-or-create checks and updates, row by row against Tokenserver', () 
     });
   });
 });
+
+describe('before command version 9 (a cluster with a member on an older build)', () => {
+  it('entries apply the rules they always did, so every member agrees', async () => {
+    const h = await AssignHarness.open(8);
+    try {
+      await h.service();
+      await h.addNode('https://a', 10);
+      await h.addNode('https://b', 10);
+      // The first check as it was: the stored keys-changed-at against the reported generation.
+      await h.login('old@x', { generation: 1000, keysChangedAt: 1000, clientState: 'aa' });
+      expect((await h.login('old@x', { generation: 1001, keysChangedAt: 1002, clientState: 'aa' })).user).toMatchObject({ generation: 1001, keysChangedAt: 1002 });
+      expect(await h.refused('old@x', { generation: 1001, keysChangedAt: 1002, clientState: 'aa' })).toMatchObject({ refused: 'invalid-keysChangedAt' });
+      // A password event skipped a user whose record was replaced.
+      const u = await h.login('moved@x', { generation: 10, keysChangedAt: 10, clientState: 'aa' });
+      await h.ok({ op: 'decommission', service: SERVICE, node: u.user.node, uids: [u.user.uid], max: 1000 });
+      expect(await h.ok({ op: 'event', kind: 'passwordChange', email: 'moved@x', generation: 21 })).toMatchObject({ changed: 0 });
+    } finally {
+      await h.close();
+    }
+  });
+});

@@ -4,7 +4,7 @@ import { pack } from 'msgpackr';
 import { bucketRange } from '../../../src/keys/index.js';
 import type { AssignValue } from '../../../src/families/assign/apply.js';
 import type { AssignCommand } from '../../../src/families/assign/commands.js';
-import { assign, ASSIGN_SINCE } from '../../../src/families/assign/index.js';
+import { assign, ASSIGN_SINCE, TOKENSERVER_CHECKS_SINCE } from '../../../src/families/assign/index.js';
 import { AssignBucket, lookupKey } from '../../../src/families/assign/keys.js';
 import { decodeUids, decodeUser, type NodeRecord, type UserRecord } from '../../../src/families/assign/records.js';
 import { encodeCommand } from '../../../src/statemachine/commands.js';
@@ -27,9 +27,15 @@ export class AssignHarness {
     readonly sm: StateMachine,
   ) {}
 
-  static async open(): Promise<AssignHarness> {
+  /** A state machine whose cluster runs `version` (default: Tokenserver's checks, TOKENSERVER_CHECKS_SINCE). */
+  static async open(version = TOKENSERVER_CHECKS_SINCE): Promise<AssignHarness> {
     const temp = await openTempDb();
-    return new AssignHarness(temp, await StateMachine.open(temp.db));
+    const h = new AssignHarness(temp, await StateMachine.open(temp.db));
+    if (version > 1) {
+      const data = encodeCommand({ family: 'cluster', op: 'setCommandVersion', version } as never, h.now);
+      await h.sm.apply({ index: ++h.index, term: 1, kind: 'command', data });
+    }
+    return h;
   }
 
   async run(command: AssignCommand): Promise<ApplyResult> {

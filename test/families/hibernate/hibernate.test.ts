@@ -106,10 +106,14 @@ describe('freeze and thaw', () => {
     expect(coldFiles(m)).toHaveLength(1);
     expect(m.sm.stateOf(hibernate).frozen.get('/users/alice')).toMatchObject({ lists: [{ path: '/users/alice', items: 1 }, { path: '/users/alice/bookmarks', newest, items: 2 }] });
     expect(m.sm.stateOf(lists).lastIndexOf('/users/alice/bookmarks')).toBe(0);
+    // The lengths quotas are judged against follow the items (kept in memory, never counted at a push).
+    expect(m.sm.stateOf(lists).usage.listLength('/users/alice/bookmarks')).toBe(0);
 
     expect(await m.hibernate({ op: 'thaw', unit: '/users/alice' })).toEqual({ op: 'thaw', unit: '/users/alice', thawed: true, items: 3 });
     expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
     expect(m.sm.stateOf(lists).lastIndexOf('/users/alice/bookmarks')).toBe(newest);
+    expect(m.sm.stateOf(lists).usage.listLength('/users/alice/bookmarks')).toBe(2);
+    expect(m.sm.stateOf(lists).usage.listLength('/users/alice')).toBe(1);
     // Every key as it was, but the applied index and clock the two entries moved.
     const after = await dumpDb(m.temp.db);
     const data = (rows: Array<[string, string]>): Array<[string, string]> => rows.filter(([k]) => k.startsWith('0003'));

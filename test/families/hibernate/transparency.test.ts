@@ -37,7 +37,7 @@ const midFlightFreezer: PathGuard = {
     if (freezeAt === null || access.path !== freezeAt.path || access.use !== freezeAt.use) return false;
     freezeAt = null;
     const freeze = fe.familyOps.get('hibernate.freeze')!;
-    const r = await freeze.handle({ fe, session: '', request: { id: 0, op: 'hibernate.freeze', path: UNIT }, frameBytes: 0 });
+    const r = await freeze.handle({ fe, session: '', request: { id: 0, op: 'hibernate.freeze', path: UNIT }, frameBytes: 0, principal: null, remote: 'test' });
     if (r.frozen === true) freezesMidFlight++;
     return false;
   },
@@ -205,7 +205,7 @@ const COVERAGE: Record<string, readonly string[] | { readonly untouched: string 
 };
 const OWN_BUCKETS = 'reads and writes its family\'s own buckets, never a list';
 for (const prefix of ['journal.', 'assign.', 'auth.', 'audit.', 'observe.', 'lease.']) COVERAGE[`${prefix}*`] = { untouched: OWN_BUCKETS };
-for (const route of ['/healthz', '/metrics', '/v1/challenge', '/v1/status']) COVERAGE[`GET ${route}`] = { untouched: 'the member\'s state, no list' };
+for (const route of ['/healthz', '/livez', '/readyz', '/metrics', '/v1/challenge', '/v1/status']) COVERAGE[`GET ${route}`] = { untouched: 'the member\'s state, no list' };
 COVERAGE['GET /v1/snapshot'] = { untouched: 'a backup: carries each Frozen unit\'s cold file (hibernate.test.ts "cold files travel with the state")' };
 for (const route of ADMIN_PATHS) COVERAGE[route] = { untouched: 'membership, leader transfer, defrag: the cluster, no list' };
 

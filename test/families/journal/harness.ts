@@ -39,6 +39,13 @@ export class JournalHarness {
     return outcome.result;
   }
 
+  /** Raises the cluster's active command version, as the leader does once every member runs it. */
+  async activate(version: number): Promise<void> {
+    const data = encodeCommand({ family: 'cluster', op: 'setCommandVersion', version } as never, this.now);
+    const outcome = await this.sm.apply({ index: ++this.index, term: 1, kind: 'command', data });
+    if (!outcome.result.ok) throw new Error(`setCommandVersion ${version} failed`);
+  }
+
   /** Runs a command that must succeed; returns its journal value. */
   async ok(command: JournalCommand): Promise<JournalValue> {
     const result = await this.run(command);

@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import type { JournalCommand } from '../../../src/families/journal/commands.js';
 import { JournalHarness, SETTINGS } from './harness.js';
 import { JournalModel, type ModelResult } from './oracle.js';
+import { FAILURES_SINCE } from '../../../src/families/journal/index.js';
 
 const KEYS = ['a', 'b', 'c', 'd', 'e'];
 const key = fc.constantFrom(...KEYS);
@@ -20,7 +21,7 @@ type Step =
   | { readonly kind: 'add'; readonly items: ReadonlyArray<{ key: string; data: number; priority?: number; at?: number; expiresIn?: number }> }
   | { readonly kind: 'claim'; readonly max: number }
   | { readonly kind: 'doneMany'; readonly items: ReadonlyArray<readonly [string, number]>; readonly claim?: number }
-  | { readonly kind: 'extend' | 'done' | 'release'; readonly key: string; readonly lease: number; readonly claim?: number; readonly at?: number }
+  | { readonly kind: 'extend' | 'done' | 'release'; readonly key: string; readonly lease: number; readonly claim?: number; readonly at?: number; readonly notFailure?: boolean }
   /** `late`: the leader proposes it once the timeout has passed (the clock moves first); else maybe too early. */
   | { readonly kind: 'timeout'; readonly claims: ReadonlyArray<readonly [string, number]>; readonly late: boolean }
   | { readonly kind: 'expire'; readonly max: number }
@@ -43,7 +44,12 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       .tuple(fc.array(fc.tuple(key, lease), { minLength: 1, maxLength: 4 }), fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }))
       .map(([items, claim]) => ({ kind: 'doneMany' as const, items, ...(claim === undefined ? {} : { claim }) })),
   },
-  { weight: 2, arbitrary: fc.tuple(key, lease, fc.option(offset, { nil: undefined })).map(([k, l, at]) => ({ kind: 'release' as const, key: k, lease: l, ...(at === undefined ? {} : { at }) })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(key, lease, fc.option(offset, { nil: undefined }), fc.boolean())
+      .map(([k, l, at, notFailure]) => ({ kind: 'release' as const, key: k, lease: l, notFailure, ...(at === undefined ? {} : { at }) })),
+  },
   { weight: 3, arbitrary: fc.tuple(fc.array(fc.tuple(key, lease), { minLength: 1, maxLength: 3 }), fc.integer({ min: 0, max: 3 }).map((n) => n > 0)).map(([claims, late]) => ({ kind: 'timeout' as const, claims, late })) },
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }).map((max) => ({ kind: 'expire' as const, max })) },
   { weight: 1, arbitrary: key.map((k) => ({ kind: 'requeue' as const, key: k })) },
@@ -76,12 +82,14 @@ describe('the journal against its model', () => {
 
   it('answers every step as the model does and stores what the model holds', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(step, { minLength: 10, maxLength: 40 }), fc.constantFrom(0, 1), async (steps, maxTimeouts) => {
+      // `accounting`: the cluster runs command version 9 (failures counted, dates raised), or not yet.
+      fc.asyncProperty(fc.array(step, { minLength: 10, maxLength: 40 }), fc.constantFrom(0, 1), fc.boolean(), async (steps, maxTimeouts, accounting) => {
         const h = await JournalHarness.open();
         try {
           const settings = { ...SETTINGS, timeoutMs: 1000, maxTimeouts };
+          if (accounting) await h.activate(FAILURES_SINCE);
           await h.ok({ op: 'create', name: 'j', settings });
-          const model = new JournalModel(settings);
+          const model = new JournalModel(settings, accounting);
           let lastClaim = 1;
           const resolve = (l: number): number => (l === 0 ? lastClaim : l);
           // A step's (key, lease): with lease 0, an item the model holds Processing, picked by the key's letter.
@@ -144,8 +152,10 @@ describe('the journal against its model', () => {
               case 'release': {
                 const [k, l] = held(s.key, s.lease);
                 const processAt = s.at === undefined ? undefined : Math.max(0, now + s.at);
-                command = { op: 'release', name: 'j', key: k, lease: l, ...(processAt === undefined ? {} : { processAt }) };
-                expected = model.release(k, l, processAt);
+                // A release says it is no failure only where the cluster knows the field.
+                const notFailure = accounting && s.notFailure === true;
+                command = { op: 'release', name: 'j', key: k, lease: l, ...(processAt === undefined ? {} : { processAt }), ...(notFailure ? { failure: false as const } : {}) };
+                expected = model.release(k, l, processAt, !notFailure, now);
                 break;
               }
               case 'timeout': {

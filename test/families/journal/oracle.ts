@@ -18,6 +18,8 @@ export interface ModelItem extends Version {
   readonly status: 'waiting' | 'processing';
   readonly startedAt: number;
   readonly timeouts: number;
+  /** Failed processings, kept through merges (counted from command version 9: `accounting`). */
+  readonly failures: number;
   readonly lease: number;
   /** The version added while this one is processed. */
   readonly next: Version | null;
@@ -44,7 +46,23 @@ export class JournalModel {
   readonly items = new Map<string, ModelItem>();
   readonly flagged = new Map<string, { readonly item: ModelItem; readonly flaggedAt: number }>();
 
-  constructor(private readonly settings: ModelSettings) {}
+  /** `accounting`: the cluster runs command version 9 (docs/journal.md, "Failures"). */
+  constructor(
+    private readonly settings: ModelSettings,
+    private readonly accounting = false,
+  ) {}
+
+  /** A processing that failed: both counters up (failures only with accounting); flagged past the maximum. */
+  private failed(key: string, i: ModelItem, now: number): boolean {
+    const counted: ModelItem = { ...i, timeouts: i.timeouts + 1, failures: this.accounting ? i.failures + 1 : i.failures };
+    if (counted.timeouts > this.settings.maxTimeouts || (this.accounting && counted.failures > this.settings.maxTimeouts)) {
+      this.flagged.set(key, { item: { ...counted, next: null }, flaggedAt: now });
+      this.put(key, i.next === null ? null : JournalModel.waitingAgain(counted));
+      return true;
+    }
+    this.put(key, JournalModel.waitingAgain(counted));
+    return false;
+  }
 
   /** The seed's merge of a new version into a waiting one. */
   private static merge(item: ModelItem, v: Version): ModelItem {
@@ -67,7 +85,7 @@ export class JournalModel {
   /** What is left of an expired item: its kept version, if that has not expired too. */
   private static whenExpired(item: ModelItem, now: number): ModelItem | null {
     if (item.next === null || expired(item.next.expiresAt, now)) return null;
-    return { ...item, ...item.next, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, next: null };
+    return { ...item, ...item.next, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, failures: 0, next: null };
   }
 
   private put(key: string, item: ModelItem | null): void {
@@ -80,12 +98,14 @@ export class JournalModel {
     let merged = 0;
     let deferred = 0;
     for (const a of adds) {
-      const v: Version = { data: a.data, priority: a.priority ?? this.settings.priority, processAt: a.processAt ?? now, expiresAt: a.expiresAt ?? 0 };
       let cur = this.items.get(a.key) ?? null;
       if (cur !== null && expired(cur.expiresAt, now)) cur = JournalModel.whenExpired(cur, now);
+      // With accounting, never before the date the item was inserted (now, for a new one).
+      const processAt = this.accounting ? Math.max(a.processAt ?? now, cur?.insertedAt ?? now) : (a.processAt ?? now);
+      const v: Version = { data: a.data, priority: a.priority ?? this.settings.priority, processAt, expiresAt: a.expiresAt ?? 0 };
       if (cur === null) {
         inserted++;
-        this.put(a.key, { key: a.key, ...v, insertedAt: now, status: 'waiting', startedAt: 0, timeouts: 0, lease: 0, next: null });
+        this.put(a.key, { key: a.key, ...v, insertedAt: now, status: 'waiting', startedAt: 0, timeouts: 0, failures: 0, lease: 0, next: null });
       } else if (cur.status === 'waiting') {
         merged++;
         this.put(a.key, JournalModel.merge(cur, v));
@@ -118,7 +138,7 @@ export class JournalModel {
         continue;
       }
       this.put(i.key, { ...i, status: 'processing', startedAt: now, lease });
-      taken.push({ key: i.key, data: i.data, priority: i.priority, processAt: i.processAt, insertedAt: i.insertedAt, timeouts: i.timeouts });
+      taken.push({ key: i.key, data: i.data, priority: i.priority, processAt: i.processAt, insertedAt: i.insertedAt, timeouts: i.timeouts, failures: i.failures });
     }
     return ok({ op: 'claim', lease, items: taken });
   }
@@ -168,11 +188,17 @@ export class JournalModel {
     return ok(value);
   }
 
-  release(key: string, lease: number, processAt: number | undefined): ModelResult {
+  /** With accounting, a release is a failure unless `failure` is false, and its date is never before the insertion date. */
+  release(key: string, lease: number, processAt: number | undefined, failure: boolean, now: number): ModelResult {
     const i = this.held(key, lease);
     if (i === null) return refused('CONFLICT');
-    this.put(key, JournalModel.waitingAgain(processAt === undefined ? i : { ...i, processAt }));
-    return ok({ op: 'release' });
+    const at = processAt === undefined ? i.processAt : this.accounting ? Math.max(processAt, i.insertedAt) : processAt;
+    const back = { ...i, processAt: at };
+    if (!this.accounting || !failure) {
+      this.put(key, JournalModel.waitingAgain(back));
+      return ok({ op: 'release', key, flagged: false });
+    }
+    return ok({ op: 'release', key, flagged: this.failed(key, back, now) });
   }
 
   timeout(claims: ReadonlyArray<readonly [string, number]>, now: number): ModelResult {
@@ -181,15 +207,8 @@ export class JournalModel {
     for (const [key, lease] of claims) {
       const i = this.held(key, lease);
       if (i === null || i.startedAt + this.settings.timeoutMs > now) continue;
-      const counted: ModelItem = { ...i, timeouts: i.timeouts + 1 };
-      if (counted.timeouts > this.settings.maxTimeouts) {
-        this.flagged.set(key, { item: { ...counted, next: null }, flaggedAt: now });
-        this.put(key, i.next === null ? null : JournalModel.waitingAgain(counted));
-        flagged.push(key);
-      } else {
-        this.put(key, JournalModel.waitingAgain(counted));
-        requeued.push(key);
-      }
+      if (this.failed(key, i, now)) flagged.push(key);
+      else requeued.push(key);
     }
     return ok({ op: 'timeout', requeued, flagged });
   }
@@ -208,7 +227,7 @@ export class JournalModel {
     const f = this.flagged.get(key);
     if (f === undefined) return refused('NOT_FOUND');
     if (this.items.has(key)) return refused('CONFLICT');
-    this.put(key, { ...f.item, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, next: null, processAt: now });
+    this.put(key, { ...f.item, status: 'waiting', startedAt: 0, lease: 0, timeouts: 0, failures: 0, next: null, processAt: now });
     this.flagged.delete(key);
     return ok({ op: 'requeue' });
   }

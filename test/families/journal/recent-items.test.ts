@@ -6,7 +6,7 @@ import { MAX_RECENT_BYTES, MAX_RECENT_ITEMS, MAX_RECENT_RECORD_BYTES, RecentItem
 import type { JournalItem } from '../../../src/families/journal/records.js';
 
 function written(key: string, record: Buffer): RecentRecord {
-  const item: JournalItem = { key, data: record.length, priority: 0, processAt: 0, insertedAt: 0, expiresAt: 0, status: 'waiting', startedAt: 0, timeouts: 0, lease: 0, next: null };
+  const item: JournalItem = { key, data: record.length, priority: 0, processAt: 0, insertedAt: 0, expiresAt: 0, status: 'waiting', startedAt: 0, timeouts: 0, failures: 0, lease: 0, next: null };
   return { record, item };
 }
 

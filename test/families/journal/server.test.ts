@@ -159,6 +159,63 @@ describe('the journal on a server', () => {
     expect((await journals.show('work')).counts).toMatchObject({ waiting: 0, processing: 0 });
   });
 
+  it('a job whose handler always throws is flagged after maxTimeouts + 1 failures, with its flag event', async () => {
+    const { journals } = await start();
+    await journals.create('poison', { timeoutMs: 30_000, maxTimeouts: 2 });
+    const flags: string[] = [];
+    let flagged!: () => void;
+    const seen = new Promise<void>((resolve) => (flagged = resolve));
+    const watch = journals.watchFlags('poison', (e) => {
+      flags.push(e.key);
+      flagged();
+    }, { waitMs: 1000 });
+    await journals.add('poison', [{ key: 'bad', data: 1 }]);
+    const failures: Array<number | undefined> = [];
+    const worker = journals.process('poison', async (item) => {
+      failures.push(item.failures);
+      throw new Error('always');
+    }, { waitMs: 1000, retryDelayMs: () => 0 });
+    await seen;
+    await worker.stop();
+    watch.stop();
+    expect(flags).toEqual(['bad']);
+    expect(failures).toEqual([0, 1, 2]);
+    expect(await journals.flagged('poison')).toMatchObject([{ key: 'bad', timeouts: 3, failures: 3 }]);
+    expect((await journals.show('poison')).counts).toMatchObject({ waiting: 0, processing: 0, flagged: 1 });
+  });
+
+  it('stop() on an idle worker returns at once, though its claim would wait 30 s; a claim called off is answered empty', async () => {
+    const { url, journals } = await start();
+    await journals.create('idle');
+    const worker = journals.process('idle', () => Promise.resolve(), { waitMs: 30_000 });
+    const started = performance.now();
+    await worker.stop();
+    expect(performance.now() - started).toBeLessThan(10_000);
+    // Over the wire: the session's waiting claim answers empty, with no entry (lease 0).
+    const wire = await WireClient.connect(url, 'json');
+    try {
+      await wire.hello({ timeoutMs: 10_000 });
+      const waiting = wire.call('journal.claim', { name: 'idle', max: 1, waitMs: 30_000 });
+      let cancelled = 0;
+      while (cancelled === 0) cancelled = (await wire.call('journal.cancelWait', { name: 'idle' })).cancelled as number;
+      expect(await waiting).toEqual({ lease: 0, items: [] });
+      expect((await wire.request('journal.cancelWait', { name: 'missing' })).error?.code).toBe('NOT_FOUND');
+    } finally {
+      wire.terminate();
+    }
+  });
+
+  it('a release that says it is no failure does not count; one that does, counts', async () => {
+    const { journals } = await start();
+    await journals.create('rel', { maxTimeouts: 5 });
+    await journals.add('rel', [{ key: 'k', data: 1 }]);
+    for (const failure of [false, false, true]) {
+      const c = await journals.claim('rel', { max: 1 });
+      expect(await journals.release('rel', 'k', c.lease, undefined, { failure })).toEqual({ flagged: false });
+    }
+    expect((await journals.claim('rel', { max: 1 })).items[0]).toMatchObject({ key: 'k', timeouts: 1, failures: 1 });
+  });
+
   it('doneMany finishes many items in one entry, reports stale leases without failing the rest, and claims the next ones', async () => {
     const { url, journals } = await start();
     await journals.create('batch', { timeoutMs: 60_000 });
@@ -340,6 +397,13 @@ describe('the journal on a server', () => {
     const later = await run('flags', 'mail', '--after', String(flags.next));
     expect(later).toMatchObject({ code: 0, out: expect.stringMatching(/^next: --after \d+\n$/) });
     expect(Number(/\d+/.exec(later.out)![0])).toBeGreaterThanOrEqual(flags.next);
+    // release: a failure unless --not-failed; past maxTimeouts (set to 1 here) it is flagged.
+    expect(await run('configure', 'mail', '--max-timeouts', '1')).toMatchObject({ code: 0 });
+    await run('add', 'mail', 'f', '1', '--priority', '0');
+    for (const [flags, out] of [[['--not-failed'], 'released f\n'], [[], 'released f\n'], [[], 'released f: flagged (too many failures)\n']] as const) {
+      const c = JSON.parse((await run('claim', 'mail', '--json')).out) as { lease: number };
+      expect(await run('release', 'mail', 'f', String(c.lease), ...flags)).toMatchObject({ code: 0, out });
+    }
   });
 
   it('answers HTTP reads of journals and reports per-journal metrics', async () => {

@@ -1,0 +1,105 @@
+// The worker helper against a stand-in for the server (calls that answer as the
+// test says): its backoff after a failing handler, and stop() on an idle worker.
+import { describe, expect, it } from 'vitest';
+import { JournalWorker, type WorkerCalls, type WorkerOptions } from '../../../src/families/journal/client-worker.js';
+import type { Claim, ClaimedItem } from '../../../src/families/journal/client.js';
+
+interface Released {
+  readonly key: string;
+  readonly delayMs: number | null;
+  readonly failure: boolean;
+}
+
+/** A server with one scripted claim answer after another; later claims wait until called off. */
+function fakeServer(answers: Claim[]): { calls: WorkerCalls; released: Released[]; cancels: number; next: Promise<void> } {
+  const released: Released[] = [];
+  const state = { cancels: 0 };
+  let callOff: (() => void) | null = null;
+  let releasedOne!: () => void;
+  const out = {
+    released,
+    get cancels() {
+      return state.cancels;
+    },
+    next: new Promise<void>((r) => (releasedOne = r)),
+    calls: {
+      claim: () => {
+        const answer = answers.shift();
+        if (answer !== undefined) return Promise.resolve(answer);
+        // Nothing due: the claim waits on the server until called off (a 30 s wait, in effect forever here).
+        return new Promise<Claim>((resolve) => (callOff = () => resolve({ lease: 0, items: [] })));
+      },
+      doneMany: () => Promise.resolve({ lost: [], next: null }),
+      doneManyHeld: () => Promise.resolve({ lost: [] }),
+      extend: () => Promise.resolve(),
+      release: (key: string, _lease: number, processAt: number | undefined, failure: boolean) => {
+        released.push({ key, delayMs: processAt === undefined ? null : processAt - Date.now(), failure });
+        releasedOne();
+        return Promise.resolve();
+      },
+      cancelWait: () => {
+        state.cancels++;
+        const off = callOff;
+        callOff = null;
+        off?.();
+        return Promise.resolve(off === null ? 0 : 1);
+      },
+      closed: false,
+    } satisfies WorkerCalls,
+  };
+  return out;
+}
+
+const OPTIONS: WorkerOptions = { concurrency: 1, prefetch: 0, waitMs: 30_000, timeoutMs: 30_000, retryDelayMs: (n) => Math.min(60_000, 1000 * 2 ** n) };
+
+function item(failures: number | undefined, timeouts = 0): ClaimedItem {
+  return { key: 'job', data: null, priority: 0, processAt: 0, insertedAt: 0, timeouts, ...(failures === undefined ? {} : { failures }) };
+}
+
+describe('the worker helper', () => {
+  for (const [failures, delayMs] of [[0, 1000], [1, 2000], [3, 8000], [6, 60_000], [12, 60_000]] as const) {
+    it(`releases a failed item as a failure, due ${delayMs} ms later after ${failures} earlier failures (1 s doubling to 1 min)`, async () => {
+      const server = fakeServer([{ lease: 5, items: [item(failures)] }]);
+      const worker = new JournalWorker(server.calls, OPTIONS, () => Promise.reject(new Error('poison')));
+      worker.start();
+      await server.next;
+      await worker.stop();
+      expect(server.released).toHaveLength(1);
+      expect(server.released[0]!.failure).toBe(true);
+      // Within the time the test itself took between the release and this check.
+      expect(server.released[0]!.delayMs).toBeGreaterThan(delayMs - 1000);
+      expect(server.released[0]!.delayMs).toBeLessThanOrEqual(delayMs);
+    });
+  }
+
+  it('counts from the timeouts when the server reports no failures (before command version 9)', async () => {
+    const server = fakeServer([{ lease: 5, items: [item(undefined, 2)] }]);
+    const worker = new JournalWorker(server.calls, OPTIONS, () => Promise.reject(new Error('poison')));
+    worker.start();
+    await server.next;
+    await worker.stop();
+    expect(server.released[0]!.delayMs).toBeGreaterThan(3000);
+  });
+
+  it('stop() on an idle worker calls off its waiting claim and returns without waiting it out', async () => {
+    const server = fakeServer([]);
+    const worker = new JournalWorker(server.calls, OPTIONS, () => Promise.resolve());
+    worker.start();
+    // The stand-in's claim would wait forever: stop() returns only because it is called off.
+    await worker.stop();
+    expect(server.cancels).toBe(1);
+  });
+
+  it('hands back items it holds but has not started as no failure when stopping', async () => {
+    let release!: () => void;
+    const blocked = new Promise<void>((r) => (release = r));
+    const server = fakeServer([{ lease: 5, items: [{ ...item(0), key: 'first' }, { ...item(0), key: 'second' }] }]);
+    const worker = new JournalWorker(server.calls, { ...OPTIONS, prefetch: 0 }, () => blocked);
+    worker.start();
+    await Promise.resolve();
+    const stopped = worker.stop();
+    release();
+    await stopped;
+    expect(server.released).toEqual([{ key: 'second', delayMs: null, failure: false }]);
+  });
+});
