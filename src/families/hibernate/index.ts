@@ -106,6 +106,8 @@ function frozenAfter(ctx: PlanContext, unit: string, record: FrozenUnit): () => 
 /** `freeze` (version 4): one unit, read, written and frozen in one entry. */
 async function freeze(c: Extract<HibernateCommand, { op: 'freeze' }>, ctx: PlanContext): Promise<Plan> {
   const state = ctx.states.of(hibernate);
+  // Before the batch that may write a Frozen record (not in an after step: a read's snapshot may see the batch first).
+  state.mayHoldFrozen = true;
   const cancelled = (why: FreezeCancel): Plan => answer({ op: 'freeze', unit: c.unit, frozen: false, why });
   const held = heldBack(state, c.unit);
   if (held !== null) return cancelled(held);
@@ -161,6 +163,8 @@ function startFreezes(c: Extract<HibernateCommand, { op: 'freezeUnits' }>, ctx: 
  */
 async function commitFreezes(c: Extract<HibernateCommand, { op: 'commitFreeze' }>, ctx: PlanContext): Promise<Plan> {
   const state = ctx.states.of(hibernate);
+  // Before the batch that may write Frozen records (see HibernateState.mayHoldFrozen).
+  state.mayHoldFrozen = true;
   const values: FreezeValue[] = [];
   const ops: BatchOp[] = [];
   const after: Array<() => void> = [];

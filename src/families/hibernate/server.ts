@@ -63,6 +63,8 @@ async function thawFor(fe: FrontEnd, path: string): Promise<boolean> {
   return true;
 }
 
+async function* noLists(): AsyncGenerator<never> {}
+
 /**
  * Hibernation's rule on every access to a path (the core runs it: src/server/path-guard.ts).
  * A use on the leader (a linearizable read, a write, a watch) thaws the path's unit first; a
@@ -81,9 +83,13 @@ const pathGuard: PathGuard = {
     return thawFor(fe, access.path);
   },
   refuses: (err) => err instanceof VeraError && err.code === 'CONFLICT' && (err.message.endsWith(FROZEN_REFUSAL) || err.message.endsWith(COLD_FILE_MOVED)),
-  entriesAt: (fe, db, snapshot, path) => frozenEntriesAt(fe.node.stateMachine.stateOf(hibernate).cold, db, snapshot, path),
+  // Asked after the reader took its snapshot: a member that may hold no Frozen record has none in it.
+  entriesAt: async (fe, db, snapshot, path) => {
+    const state = fe.node.stateMachine.stateOf(hibernate);
+    return state.mayHoldFrozen ? frozenEntriesAt(state.cold, db, snapshot, path) : null;
+  },
   childrenOf: (fe, path) => fe.node.stateMachine.stateOf(hibernate).frozenChildren(path),
-  listsAt: (_fe, db, snapshot, prefix, after) => frozenListsAt(db, snapshot, prefix, after),
+  listsAt: (fe, db, snapshot, prefix, after) => (fe.node.stateMachine.stateOf(hibernate).mayHoldFrozen ? frozenListsAt(db, snapshot, prefix, after) : noLists()),
 };
 
 /** The newest item index among the unit's lists, read from the db (what a freeze is judged against). */

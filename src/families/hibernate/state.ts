@@ -74,6 +74,13 @@ export class HibernateState {
   readonly writing = new Map<string, BackgroundPrepare>();
   private readonly paths = new FrozenPaths();
   private frozenBytes = 0;
+  /**
+   * False until this member may hold a Frozen record: at load, none; set when a freeze is
+   * planned, before its batch is written, and never cleared. A reader that took its db
+   * snapshot before looking here and finds it false knows the snapshot holds no Frozen
+   * record, so a cluster that never hibernates pays no lookup per read.
+   */
+  mayHoldFrozen: boolean;
 
   private constructor(
     private readonly frozenUnits: Map<string, FrozenUnit>,
@@ -85,6 +92,7 @@ export class HibernateState {
       this.paths.add(record.lists);
       this.frozenBytes += record.bytes;
     }
+    this.mayHoldFrozen = frozenUnits.size > 0 || freezing.size > 0;
   }
 
   /** The Frozen units' cold files' bytes in all (kept as they change, not summed per metrics scrape). */
