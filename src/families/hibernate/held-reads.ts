@@ -8,12 +8,31 @@ import { VeraError } from '../../protocol/index.js';
 import { bucketRange, compareUtf8, itemRange } from '../../keys/index.js';
 import type { DbSnapshot } from '../family.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { ColdStore } from './cold-store.js';
+import type { ColdStore, ColdUnit } from './cold-store.js';
 import { HibernateBucket, inUnit, unitKey, unitOfKey } from './keys.js';
 import { decodeFrozen, type FrozenList } from './records.js';
 
 /** Why a read of a cold file is asked again: the unit thawed and froze again since the reader's snapshot (the file is a newer freeze's). */
 export const COLD_FILE_MOVED = 'its cold file changed during the read: ask again';
+
+/**
+ * The last cold file read for a reader, decoded: a resync or a listing reads a unit's lists
+ * one after another, and a freeze's file never changes (a later freeze's has another
+ * `frozenAt`), so each is decompressed once, not once per list. One file at most is kept.
+ */
+export class RecentColdRead {
+  private last: ColdUnit | null = null;
+
+  of(unit: string, frozenAt: number): ColdUnit | null {
+    const last = this.last;
+    return last !== null && last.unit === unit && last.meta.frozenAt === frozenAt ? last : null;
+  }
+
+  keep(unit: string, file: ColdUnit): ColdUnit {
+    this.last = file.unit === unit ? file : null;
+    return file;
+  }
+}
 
 /** `path` and each of its ancestors, outermost first: the units it may be in. */
 function selfAndAncestors(path: string): string[] {
@@ -28,7 +47,7 @@ function selfAndAncestors(path: string): string[] {
  * Frozen there, read from the unit's cold file (verified, and checked to be that freeze's);
  * null when the unit is not Frozen at the snapshot (the item bucket holds the list).
  */
-export async function frozenEntriesAt(cold: ColdStore, db: VeraDb, snapshot: DbSnapshot, path: string): Promise<ReadonlyArray<readonly [Buffer, Buffer]> | null> {
+export async function frozenEntriesAt(cold: ColdStore, db: VeraDb, snapshot: DbSnapshot, path: string, recent: RecentColdRead = new RecentColdRead()): Promise<ReadonlyArray<readonly [Buffer, Buffer]> | null> {
   const units = selfAndAncestors(path);
   const records = await db.getMany(units.map(unitKey), { snapshot });
   const at = records.findIndex((r) => r !== undefined);
@@ -38,7 +57,7 @@ export async function frozenEntriesAt(cold: ColdStore, db: VeraDb, snapshot: DbS
   // A path of the unit that held no items when it froze is an empty list, as it is hot.
   if (!record.lists.some((l) => l.path === path)) return [];
   // Verified as a thaw verifies it: a missing or damaged file is an error naming the unit, never an empty list.
-  const file = await cold.read(unit);
+  const file = recent.of(unit, record.frozenAt) ?? recent.keep(unit, await cold.read(unit));
   if (file.meta.frozenAt !== record.frozenAt) throw new VeraError('CONFLICT', `${path} is in the hibernated unit ${unit}; ${COLD_FILE_MOVED}`);
   const { gte, lt } = itemRange(path);
   return file.entries.filter(([key]) => key.compare(gte) >= 0 && key.compare(lt) < 0);

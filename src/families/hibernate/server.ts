@@ -86,7 +86,7 @@ const pathGuard: PathGuard = {
   // Asked after the reader took its snapshot: a member that may hold no Frozen record has none in it.
   entriesAt: async (fe, db, snapshot, path) => {
     const state = fe.node.stateMachine.stateOf(hibernate);
-    return state.mayHoldFrozen ? frozenEntriesAt(state.cold, db, snapshot, path) : null;
+    return state.mayHoldFrozen ? frozenEntriesAt(state.cold, db, snapshot, path, state.recentColdRead) : null;
   },
   childrenOf: (fe, path) => fe.node.stateMachine.stateOf(hibernate).frozenChildren(path),
   listsAt: (fe, db, snapshot, prefix, after) => (fe.node.stateMachine.stateOf(hibernate).mayHoldFrozen ? frozenListsAt(db, snapshot, prefix, after) : noLists()),

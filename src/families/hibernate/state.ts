@@ -6,6 +6,7 @@ import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 import { FrozenSpanCompactor } from './compactor.js';
+import { RecentColdRead } from './held-reads.js';
 import { ColdStore, ColdStoreError, decodeColdFile } from './cold-store.js';
 import { limited, prepareUnit, type Prepared } from './freezing.js';
 import { HibernateBucket, transitKey, unitOfKey } from './keys.js';
@@ -81,6 +82,8 @@ export class HibernateState {
    * record, so a cluster that never hibernates pays no lookup per read.
    */
   mayHoldFrozen: boolean;
+  /** The cold file reads of Frozen lists were last served from (held-reads.ts). */
+  readonly recentColdRead = new RecentColdRead();
 
   private constructor(
     private readonly frozenUnits: Map<string, FrozenUnit>,
