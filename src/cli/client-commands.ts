@@ -357,6 +357,11 @@ async function staleRead(ctx: Context, servers: readonly string[], path: string)
         return undefined;
       }
     })();
+    // A member that cannot serve it (it sends readers to the leader, or knows none): the next server may.
+    if (parsed?.code === 'NOT_LEADER' || parsed?.code === 'NO_LEADER') {
+      lastProblem = `${server}: ${parsed.message ?? parsed.code}`;
+      continue;
+    }
     throw new VeraError((parsed?.code ?? 'INTERNAL') as never, parsed?.message ?? `${server} answered ${response.status}`);
   }
   throw new VeraError('UNAVAILABLE', `no server answered the stale read: ${lastProblem}`);

@@ -13,6 +13,7 @@ import { checkToken } from '../families/auth/tokens.js';
 import { VeraError, type FamilyRequest, type FamilyResult, type Op, type RequestOf } from '../protocol/index.js';
 import type { FrontEnd } from './context.js';
 import type { FamilyOp } from './family-part.js';
+import { accessesOf, guarded } from './path-guard.js';
 import { certificateUser as certificateUserOf } from './tls.js';
 import type { VeraNode } from './vera-node.js';
 import { AuditQueue, type Taken } from './audit-queue.js';
@@ -326,7 +327,8 @@ export interface Caller {
 export async function runFamilyOp(fe: FrontEnd, op: FamilyOp, request: FamilyRequest, caller: Caller): Promise<FamilyResult> {
   const needs = op.needs(request);
   fe.guard.check(caller.principal, needs, caller.remote, caller.what);
-  const result = await op.handle({ fe, session: caller.session, request, frameBytes: caller.frameBytes, principal: caller.principal, remote: caller.remote });
+  // Its paths pass every family's path guard first (a hibernated unit is thawed for a use): path-guard.ts.
+  const result = await guarded(fe, accessesOf(request, needs, op.touches), () => op.handle({ fe, session: caller.session, request, frameBytes: caller.frameBytes, principal: caller.principal, remote: caller.remote }));
   if (isAdminAct(needs)) fe.guard.recordAdminAct(caller.principal, caller.remote, describeRequest(request));
   return result;
 }

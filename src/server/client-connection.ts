@@ -16,11 +16,9 @@ import { OutputBudget, type OutputSocket } from './output-budget.js';
 import { ReadPauses } from './read-pauses.js';
 import { CORE_NEEDS, runFamilyOp, type Need, type Principal } from './access.js';
 import { credentialBasis, credentialProblem, type Credential } from './credential.js';
-import { passPathGates, type OpHandler } from './family-part.js';
+import type { OpHandler } from './family-part.js';
+import { accessesOf, guarded } from './path-guard.js';
 import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult } from '../protocol/index.js';
-
-/** Core ops that read or change what is at their path (unwatch touches neither, so no thaw). */
-const GATED_OPS: ReadonlySet<string> = new Set(['push', 'delete', 'ls', 'watch']);
 
 /** How long a hello on a member that knows no leader waits for an election to end (the shortest election timeout). */
 const HELLO_LEADER_WAIT_MS = 1000;
@@ -309,20 +307,23 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (principal !== null && fe.guard.enabled) fe.guard.meter.request(principal);
     if (!isCoreRequest(request)) return this.answerAddedOp(request, session, frameBytes);
     // The one check (access.ts): what the op touches, as this connection's principal (nothing to judge while authentication is off).
+    const needs = (CORE_NEEDS[request.op] as (r: Request) => readonly Need[])(request);
     if (fe.guard.enabled) {
-      fe.guard.check(principal, (CORE_NEEDS[request.op] as (r: Request) => readonly Need[])(request), this.remote, request.op);
+      fe.guard.check(principal, needs, this.remote, request.op);
       if (request.op === 'watch') fe.guard.checkWatchBudget(principal);
     }
-    switch (request.op) {
-      case 'ping':
-        if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
-        return { index: fe.node.appliedIndex };
-      case 'get':
-        await passPathGates(fe, request.path);
-        return this.get(request, encoding);
-      default:
-        return this.answerCoreOp(request, session, frameBytes);
-    }
+    // The paths it needs pass every family's path guard (path-guard.ts): a hibernated unit is thawed for a use.
+    return guarded(fe, accessesOf(request, needs), () => {
+      switch (request.op) {
+        case 'ping':
+          if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
+          return Promise.resolve({ index: fe.node.appliedIndex });
+        case 'get':
+          return this.get(request, encoding);
+        default:
+          return this.answerCoreOp(request, session, frameBytes);
+      }
+    });
   }
 
   /** An op a command family added to the protocol (the decoder knew it, so a family answers it). */
@@ -334,33 +335,18 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     return result;
   }
 
-  /**
-   * A core op a command family answers. An op on a path passes the path gates first (a
-   * hibernated unit is thawed); a change refused because its unit froze after the gate
-   * was passed (it changed nothing) passes them again and is tried once more.
-   */
+  /** A core op a command family answers (its paths have passed the path guards). */
   private async answerCoreOp(request: Exclude<Request, { op: 'hello' | 'ping' | 'get' }>, session: string, frameBytes: number): Promise<AnyResult> {
     // The handler registered under an op takes that op's request: the table is keyed so.
     const handler = this.fe.ops[request.op] as OpHandler<Op> | undefined;
     if (handler === undefined) throw new VeraError('BAD_REQUEST', `no command family answers "${request.op}"`);
     const principal = this.established!.principal;
-    const call = async (): Promise<AnyResult> => {
-      const result = await handler({ fe: this.fe, session, request, frameBytes });
-      // ls names children: only those the principal may read something in are shown.
-      if (request.op !== 'ls' || this.fe.guard.unrestricted(principal)) return result;
-      const base = request.path === '/' ? '' : request.path;
-      const ls = result as LsResult;
-      return { ...ls, children: ls.children.filter((child) => this.fe.guard.maySeeBelow(principal, `${base}/${child}`)) };
-    };
-    const path = GATED_OPS.has(request.op) && 'path' in request ? request.path : null;
-    if (path === null) return call();
-    await passPathGates(this.fe, path);
-    try {
-      return await call();
-    } catch (err) {
-      if (err instanceof VeraError && err.code === 'CONFLICT' && (await passPathGates(this.fe, path))) return call();
-      throw err;
-    }
+    const result = await handler({ fe: this.fe, session, request, frameBytes });
+    // ls names children: only those the principal may read something in are shown.
+    if (request.op !== 'ls' || this.fe.guard.unrestricted(principal)) return result;
+    const base = request.path === '/' ? '' : request.path;
+    const ls = result as LsResult;
+    return { ...ls, children: ls.children.filter((child) => this.fe.guard.maySeeBelow(principal, `${base}/${child}`)) };
   }
 
   /**
@@ -370,23 +356,17 @@ export class ClientConnection implements AttachedConnection, NotifySink {
    */
   private async get(request: GetRequest, encoding: Encoding): Promise<GetResult> {
     await ops.readBarrier(this.fe, request);
-    let paged = false;
     const read = (): Promise<GetResult> =>
       this.output.exclusive(() =>
         request.stream === true
           ? ops.streamList(this.fe, request.path, async (page) => {
-              paged = true;
               this.sendFrame(encodeReply(request.id, page, encoding));
               await this.output.room();
               if (this.closed) throw new VeraError('UNAVAILABLE', 'connection closed during a streamed get');
             })
           : ops.readWholeList(this.fe, request.path),
       );
-    const result = await read();
-    // A freeze applied between the gate and the read leaves no items in the hot store. A read that found
-    // none while the gate now has to thaw is read again; one that found items was taken before the freeze.
-    if (!paged && result.items.length === 0 && (await passPathGates(this.fe, request.path))) return read();
-    return result;
+    return read();
   }
 
   // ---------------------------------------------------------------- sessions

@@ -8,7 +8,7 @@ import type { ApplyOutcome, ApplyResult } from '../statemachine/types.js';
 import type { HibernationConfig, ServerLimits } from './config.js';
 import type { DiskGuard } from './disk-guard.js';
 import type { ExpiryQueue } from './expiry.js';
-import type { FamilyHttpRoute, FamilyOp, OpHandlers, PathGate } from './family-part.js';
+import type { FamilyHttpRoute, FamilyOp, OpHandlers, PathGuard } from './family-part.js';
 import type { Notifier } from './notifier.js';
 import { NOT_PROPOSED, VeraError, type ProtocolExtensions, type ProtocolLimits } from '../protocol/index.js';
 import type { ServerMetrics } from './server-metrics.js';
@@ -59,8 +59,8 @@ export interface FrontEnd {
   readonly insecure: boolean;
   /** /metrics answers only users with read on 'cluster' (when authentication is on): `--metrics-need-auth`. */
   readonly metricsNeedAuth: boolean;
-  /** What must happen before an operation on a path (see ServerPart.pathGate). */
-  readonly pathGates: readonly PathGate[];
+  /** The families' rules over every access to a path (see ServerPart.pathGuard; run by path-guard.ts). */
+  readonly pathGuards: readonly PathGuard[];
   /** Which units hibernate when idle, or null (docs/hibernation.md). */
   readonly hibernation: HibernationConfig | null;
   readonly notifier: Notifier;

@@ -4,11 +4,12 @@
 // knows families too, never loads server code. The server gathers every
 // registered family's part once at start (loadServerParts).
 
-import type { AnyFamily } from '../families/family.js';
+import type { AnyFamily, DbSnapshot } from '../families/family.js';
 import { OPS, type AnyResult, type FamilyRequest, type FamilyResult, type Op, type ProtocolExtensions, type RequestBuilder, type RequestOf } from '../protocol/index.js';
 import type { AnyCommand, ApplyOutcome } from '../statemachine/index.js';
 import type { FrontEnd } from './context.js';
 import type { Need, Principal } from './access.js';
+import type { VeraDb } from '../statemachine/types.js';
 
 export interface OpCall<O extends Op> {
   readonly fe: FrontEnd;
@@ -32,6 +33,11 @@ export interface FamilyOp {
    */
   readonly needs: (request: FamilyRequest) => readonly Need[];
   readonly handle: (call: FamilyOpCall) => Promise<FamilyResult>;
+  /**
+   * The paths the request uses and how, for the path guards (path-guard.ts); absent: read
+   * from `needs` (read, write and watch on a path).
+   */
+  readonly touches?: (request: FamilyRequest) => readonly PathAccess[];
 }
 
 /** Builds a family's protocol ops from its request builders, handlers and needs, refusing an op that lacks one. */
@@ -40,15 +46,17 @@ export function familyOps(
   builders: ReadonlyMap<string, RequestBuilder>,
   handlers: Readonly<Record<string, (call: FamilyOpCall) => Promise<FamilyResult>>>,
   needs: Readonly<Record<string, (request: FamilyRequest) => readonly Need[]>>,
+  touches: Readonly<Record<string, (request: FamilyRequest) => readonly PathAccess[]>> = {},
 ): Record<string, FamilyOp> {
   const out: Record<string, FamilyOp> = {};
   for (const [op, build] of builders) {
     const handle = handlers[op];
     const need = needs[op];
     if (handle === undefined || need === undefined) throw new Error(`${family} op ${op} has no ${handle === undefined ? 'handler' : 'needs'}`);
-    out[op] = { build, handle, needs: need };
+    const touch = touches[op];
+    out[op] = { build, handle, needs: need, ...(touch === undefined ? {} : { touches: touch }) };
   }
-  for (const op of Object.keys(needs)) if (!builders.has(op)) throw new Error(`${family} declares needs for ${op}, which it does not speak`);
+  for (const op of [...Object.keys(needs), ...Object.keys(touches)]) if (!builders.has(op)) throw new Error(`${family} declares needs or uses for ${op}, which it does not speak`);
   return out;
 }
 
@@ -105,14 +113,49 @@ export interface ServerPart {
   /** Renders the family's metrics in the Prometheus text format, appended to /metrics. */
   readonly metrics?: (fe: FrontEnd) => Promise<string>;
   /**
-   * Runs before any operation on a path (push, delete, get, ls, watch, HTTP reads) and
-   * resolves once the path can be served; true when it had to wait (hibernation thaws
-   * the path's unit here).
+   * A rule this family holds over every access to a path (hibernation: a Frozen unit is
+   * thawed before a use, and read from its cold file meanwhile): the core runs it on
+   * every read, write, watch, listing and resync (path-guard.ts), so no access path has
+   * to remember it.
    */
-  readonly pathGate?: PathGate;
+  readonly pathGuard?: PathGuard;
 }
 
-export type PathGate = (fe: FrontEnd, path: string) => Promise<boolean>;
+/** What an access does with a path: reads its items, changes them, watches it, or lists what is at or below it. */
+export type PathUse = 'read' | 'write' | 'watch' | 'list';
+
+export interface PathAccess {
+  readonly path: string;
+  readonly use: PathUse;
+  /** A read served from what this member holds (`consistency: 'stale'`). */
+  readonly stale: boolean;
+}
+
+/** A stored list entry as LevelDB holds it: the item's key and value bytes. */
+export type StoredEntry = readonly [Buffer, Buffer];
+
+export interface PathGuard {
+  /**
+   * Runs before the access and resolves once it may go on; true when it had to wait.
+   * Runs again (and the access is tried again) after the access failed with an error
+   * `refuses` claims.
+   */
+  readonly before: (fe: FrontEnd, access: PathAccess) => Promise<boolean>;
+  /** Whether `err` is this guard's refusal, which changed nothing: pass `before` again and try again. */
+  readonly refuses: (err: unknown) => boolean;
+  /**
+   * The entries (key order) of the list at `path` as of `snapshot`, when this family holds
+   * them outside the item bucket there; null when the item bucket holds them.
+   */
+  readonly entriesAt: (fe: FrontEnd, db: VeraDb, snapshot: DbSnapshot, path: string) => Promise<readonly StoredEntry[] | null>;
+  /** Names of `path`'s children that lead to lists this family holds outside the item bucket. */
+  readonly childrenOf: (fe: FrontEnd, path: string) => readonly string[];
+  /**
+   * The non-empty lists this family holds outside the item bucket as of `snapshot`, at or
+   * below `prefix` and after `after` (when given), in path order (UTF-8 bytes), with their newest index.
+   */
+  readonly listsAt: (fe: FrontEnd, db: VeraDb, snapshot: DbSnapshot, prefix: string, after: string | undefined) => AsyncIterable<{ readonly path: string; readonly newest: number }>;
+}
 
 export interface ServerParts {
   readonly ops: OpHandlers;
@@ -123,7 +166,7 @@ export interface ServerParts {
   readonly appliedHooks: ReadonlyArray<(outcome: ApplyOutcome, fe: FrontEnd) => void>;
   readonly http: readonly FamilyHttpRoute[];
   readonly metrics: ReadonlyArray<(fe: FrontEnd) => Promise<string>>;
-  readonly pathGates: readonly PathGate[];
+  readonly pathGuards: readonly PathGuard[];
 }
 
 /**
@@ -137,7 +180,7 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
   const appliedHooks: Array<(outcome: ApplyOutcome, fe: FrontEnd) => void> = [];
   const http: FamilyHttpRoute[] = [];
   const metrics: Array<(fe: FrontEnd) => Promise<string>> = [];
-  const pathGates: PathGate[] = [];
+  const pathGuards: PathGuard[] = [];
   const core: ReadonlySet<string> = new Set(OPS);
   for (const family of families) {
     if (family.server === undefined) continue;
@@ -158,17 +201,10 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
       http.push(route);
     }
     if (part.metrics !== undefined) metrics.push(part.metrics);
-    if (part.pathGate !== undefined) pathGates.push(part.pathGate);
+    if (part.pathGuard !== undefined) pathGuards.push(part.pathGuard);
   }
   const extensions = new Map([...familyOps].map(([op, spec]) => [op, spec.build]));
-  return { ops: ops as OpHandlers, extensions, familyOps, duties, appliedHooks, http, metrics, pathGates };
-}
-
-/** Waits for every family's gate on `path`; true when one had to wait. */
-export async function passPathGates(fe: FrontEnd, path: string): Promise<boolean> {
-  let waited = false;
-  for (const gate of fe.pathGates) if (await gate(fe, path)) waited = true;
-  return waited;
+  return { ops: ops as OpHandlers, extensions, familyOps, duties, appliedHooks, http, metrics, pathGuards };
 }
 
 /** Proposes a command, counting it and timing it. */

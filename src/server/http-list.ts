@@ -9,7 +9,7 @@ import { jsonText } from '../protocol/json.js';
 import type { Socket } from 'node:net';
 import { validatePath, VeraError } from '../protocol/index.js';
 import type { FrontEnd } from './context.js';
-import { passPathGates } from './family-part.js';
+import { guarded, readListPages } from './path-guard.js';
 import { writeWithBackpressure } from './http-write.js';
 
 /** Requests one socket may have waiting behind the one being answered. */
@@ -53,25 +53,18 @@ export function serveList(fe: FrontEnd, req: IncomingMessage, res: ServerRespons
 async function answer(fe: FrontEnd, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { path, consistency } = parseRequest(req.url ?? '/');
   await fe.guard.admitHttp(req, [{ perm: 'read', resource: path }], `GET ${path}`);
-  await passPathGates(fe, path);
-  if (consistency === 'linearizable') await fe.node.linearizableBarrier(fe.readTimeoutMs);
-  try {
-    await respond(fe, req, res, path, true);
-  } catch (err) {
-    if (!(err instanceof FrozenMeanwhile)) throw err;
-    await respond(fe, req, res, path, false);
-  }
+  // As a WebSocket get: past the path guards, and read wherever the list is held (a hibernated one from its cold file).
+  await guarded(fe, [{ path, use: 'read', stale: consistency === 'stale' }], async () => {
+    if (consistency === 'linearizable') await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    await respond(fe, req, res, path);
+  });
 }
 
-/**
- * Streams the list as JSON. A freeze applied between the gate and the read leaves no items in the
- * hot store: an empty first page while the gate now has to thaw means read again (nothing is written yet).
- */
-async function respond(fe: FrontEnd, req: IncomingMessage, res: ServerResponse, path: string, mayRetry: boolean): Promise<void> {
+/** Streams the list as JSON. */
+async function respond(fe: FrontEnd, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
   let opened = false;
   let separator = '';
-  await fe.node.stateMachine.readListPages(path, fe.limits.replyBytes, async (page) => {
-    if (!opened && mayRetry && page.items.length === 0 && (await passPathGates(fe, path))) throw new FrozenMeanwhile();
+  await readListPages(fe, path, fe.limits.replyBytes, async (page) => {
     if (!opened) {
       opened = true;
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -91,7 +84,6 @@ async function respond(fe: FrontEnd, req: IncomingMessage, res: ServerResponse, 
 }
 
 class HeadDone extends Error {}
-class FrozenMeanwhile extends Error {}
 
 /**
  * The list path from the raw request target, under the same rule as the WebSocket:

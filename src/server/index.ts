@@ -24,7 +24,8 @@ import { ExpiryQueue } from './expiry.js';
 import { fdBudget, openFileLimit } from './fd-budget.js';
 import { handleHttp } from './http-api.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './leader-duties.js';
-import { loadServerParts, passPathGates, type ServerParts } from './family-part.js';
+import { loadServerParts, type ServerParts } from './family-part.js';
+import { childrenOf, readListPages } from './path-guard.js';
 import { OperatorChallenges } from './operator-challenges.js';
 import { RequestGate, refuseRequest, refuseUpgrade } from './request-gate.js';
 import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
@@ -249,7 +250,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     familyOps: parts.familyOps,
     familyHttp: parts.http,
     familyMetrics: parts.metrics,
-    pathGates: parts.pathGates,
+    pathGuards: parts.pathGuards,
     clientAddress: config.client,
     insecure: config.insecure ?? false,
     metricsNeedAuth: config.metricsNeedAuth ?? false,
@@ -258,12 +259,10 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     notifier: new Notifier(
       {
         watchesOf: (session) => veraNode.stateMachine.watchesOf(session),
-        children: (path) => veraNode.stateMachine.children(path),
-        // A resync reads a list as any read does: past the path gates first (a hibernated list is thawed, not sent empty).
-        readListPages: async (path, pageBytes, onPage) => {
-          await passPathGates(front, path);
-          return veraNode.stateMachine.readListPages(path, pageBytes, onPage);
-        },
+        // A resync walks and reads lists as any listing and read does: wherever they are held (a
+        // hibernated list from its cold file, never sent empty or left out), through the path guards.
+        children: (path) => childrenOf(front, path),
+        readListPages: (path, pageBytes, onPage) => readListPages(front, path, pageBytes, onPage),
       },
       veraNode.events,
       { ...DEFAULT_NOTIFIER_LIMITS, resyncFrameBytes: limits.replyBytes },

@@ -1,11 +1,12 @@
-// Reading a list for a get (WebSocket or HTTP), and how stored items become
-// wire items. Reads are served locally after a ReadIndex barrier unless the
-// client asked for a stale read. The other client ops belong to the command
+// Reading a list for a get (WebSocket or HTTP), wherever its items are held
+// (path-guard.ts), and how stored items become wire items. Reads are served
+// locally after a ReadIndex barrier unless the client asked for a stale read. The other client ops belong to the command
 // families (src/families/*/server.ts).
 
 import type { Item as StoredItem } from '../statemachine/types.js';
 import type { FrontEnd } from './context.js';
 import { VeraError, type GetRequest, type GetResult, type Item } from '../protocol/index.js';
+import { readListPages } from './path-guard.js';
 
 /** Stored items hold whatever value the client sent, which the protocol layer validated as JSON-compatible. */
 export function wireItem(item: StoredItem): Item {
@@ -23,11 +24,15 @@ export async function readBarrier(fe: FrontEnd, req: GetRequest): Promise<void> 
 
 /** The whole list in one result, or TOO_LARGE once its items pass `replyBytes` (read no further). */
 export async function readWholeList(fe: FrontEnd, path: string): Promise<GetResult> {
-  const view = await fe.node.stateMachine.readListWithin(path, fe.limits.replyBytes);
-  if (view === null) {
-    throw new VeraError('TOO_LARGE', `the list ${path} holds more than ${fe.limits.replyBytes} bytes of items, more than one reply carries; read it with a streamed get (stream: true)`);
-  }
-  return { index: view.index, items: wireItems(view.items) };
+  let whole: GetResult | null = null;
+  await readListPages(fe, path, fe.limits.replyBytes, (page) => {
+    // One page that fits is the whole list; anything more stops the read here.
+    if (page.more || page.bytes > fe.limits.replyBytes) {
+      throw new VeraError('TOO_LARGE', `the list ${path} holds more than ${fe.limits.replyBytes} bytes of items, more than one reply carries; read it with a streamed get (stream: true)`);
+    }
+    whole = { index: page.index, items: wireItems(page.items) };
+  });
+  return whole!;
 }
 
 /**
@@ -37,7 +42,7 @@ export async function readWholeList(fe: FrontEnd, path: string): Promise<GetResu
  */
 export async function streamList(fe: FrontEnd, path: string, sendPage: (page: GetResult) => Promise<void>): Promise<GetResult> {
   let last: GetResult | null = null;
-  await fe.node.stateMachine.readListPages(path, fe.limits.replyBytes, async (page) => {
+  await readListPages(fe, path, fe.limits.replyBytes, async (page) => {
     const result = { index: page.index, items: wireItems(page.items) };
     if (page.more) await sendPage({ ...result, more: true });
     else last = result;

@@ -219,6 +219,20 @@ describe('vera watch', () => {
   });
 });
 
+describe('vera get --stale with several --server URLs', () => {
+  it('goes on to the next server when one sends readers to the leader, and stops at any other error', async () => {
+    const notLeader = await http(() => ({ status: 421, body: JSON.stringify({ error: { code: 'NOT_LEADER', message: 'not the leader', leader: 'ws://x' } }) }));
+    const answers = await http((path) => ({ status: 200, body: JSON.stringify({ index: 7, items: path.startsWith('/v1/data/a?') ? [{ index: 3, owner: null, data: 'x' }] : [] }) }));
+    const io = captureIO();
+    expect(await main(['get', '/a', '--stale', '--json', '--server', `${notLeader},${answers}`], io)).toBe(0);
+    expect(JSON.parse(io.out())).toEqual({ index: 7, items: [{ index: 3, owner: null, data: 'x' }] });
+    const refused = await http(() => ({ status: 403, body: JSON.stringify({ error: { code: 'FORBIDDEN', message: 'no' } }) }));
+    const denied = captureIO();
+    expect(await main(['get', '/a', '--stale', '--server', `${refused},${answers}`], denied)).toBe(1);
+    expect(denied.err()).toMatch(/FORBIDDEN/);
+  });
+});
+
 describe('vera status', () => {
   it('prints GET /v1/status readably, or raw with --json', async () => {
     const status = { id: 'n1', role: 'leader', term: 3, members: [{ id: 'n1', voter: true, clientUrl: 'ws://127.0.0.1:1919' }] };

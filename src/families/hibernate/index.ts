@@ -106,6 +106,8 @@ function frozenAfter(ctx: PlanContext, unit: string, record: FrozenUnit): () => 
 /** `freeze` (version 4): one unit, read, written and frozen in one entry. */
 async function freeze(c: Extract<HibernateCommand, { op: 'freeze' }>, ctx: PlanContext): Promise<Plan> {
   const state = ctx.states.of(hibernate);
+  // Before the batch that may write a Frozen record (not in an after step: a read's snapshot may see the batch first).
+  state.mayHoldFrozen = true;
   const cancelled = (why: FreezeCancel): Plan => answer({ op: 'freeze', unit: c.unit, frozen: false, why });
   const held = heldBack(state, c.unit);
   if (held !== null) return cancelled(held);
@@ -161,6 +163,8 @@ function startFreezes(c: Extract<HibernateCommand, { op: 'freezeUnits' }>, ctx: 
  */
 async function commitFreezes(c: Extract<HibernateCommand, { op: 'commitFreeze' }>, ctx: PlanContext): Promise<Plan> {
   const state = ctx.states.of(hibernate);
+  // Before the batch that may write Frozen records (see HibernateState.mayHoldFrozen).
+  state.mayHoldFrozen = true;
   const values: FreezeValue[] = [];
   const ops: BatchOp[] = [];
   const after: Array<() => void> = [];
@@ -288,8 +292,11 @@ async function thaw(c: Extract<HibernateCommand, { op: 'thaw' }>, ctx: PlanConte
  */
 export function frozenPathProblem(states: States, path: string): ApplyError | null {
   const unit = states.of(hibernate).unitOf(path);
-  return unit === null ? null : failure('CONFLICT', `${path} is in the hibernated unit ${unit}; it is being thawed: ask again`);
+  return unit === null ? null : failure('CONFLICT', `${path} is in the hibernated unit ${unit}; ${FROZEN_REFUSAL}`);
 }
+
+/** How a refusal of a change in a Frozen unit ends: the server's path guard knows it by this, thaws, and asks again. */
+export const FROZEN_REFUSAL = 'it is being thawed: ask again';
 
 export const hibernate: Family<HibernateCommand, HibernateState> = {
   name: 'hibernate',

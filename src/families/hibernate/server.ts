@@ -5,15 +5,16 @@
 // frozen, freezes and thaws, thaw time.
 import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
 import type { FrontEnd } from '../../server/context.js';
-import { expectOk, notLeaderError } from '../../server/context.js';
-import { familyOps, proposeTimed, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
+import { expectOk } from '../../server/context.js';
+import { familyOps, proposeTimed, type FamilyOpCall, type LeaderDuty, type PathGuard, type ServerPart } from '../../server/family-part.js';
 import type { Need } from '../../server/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
-import { hibernate, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
+import { FROZEN_REFUSAL, hibernate, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
 import { decodeItemKey } from '../../keys/index.js';
 import { bucketRange } from '../../keys/index.js';
 import { freezingKey, HibernateBucket, unitItemRanges, unitKey, unitOfKey } from './keys.js';
 import { decodeFreezing, decodeFrozen } from './records.js';
+import { COLD_FILE_MOVED, frozenEntriesAt, frozenListsAt } from './held-reads.js';
 import { HIBERNATE_OPS, MAX_FREEZE_PATHS, UNITS_PAGE } from './wire.js';
 
 async function propose(fe: FrontEnd, command: HibernateCommand): Promise<HibernateValue> {
@@ -38,15 +39,12 @@ function counters(fe: FrontEnd): Counters {
 }
 
 /**
- * Waits until `path` is not in a Frozen unit, thawing its unit if it is; true when it
- * had to. One thaw per unit at a time: later callers wait for the one in flight.
+ * Thaws the Frozen unit `path` is in, if any (this member leading); true when it had to.
+ * One thaw per unit at a time: later callers wait for the one in flight.
  */
-export async function thawFor(fe: FrontEnd, path: string): Promise<boolean> {
-  noteActivity(fe, path);
+async function thawFor(fe: FrontEnd, path: string): Promise<boolean> {
   const unit = fe.node.stateMachine.stateOf(hibernate).unitOf(path);
   if (unit === null) return false;
-  // Only the leader proposes the thaw; a follower would serve the unit as empty, so it sends the reader there.
-  if (!fe.isLeader()) throw notLeaderError(fe);
   let flights = thawing.get(fe);
   if (flights === undefined) thawing.set(fe, (flights = new Map()));
   let flight = flights.get(unit);
@@ -64,6 +62,35 @@ export async function thawFor(fe: FrontEnd, path: string): Promise<boolean> {
   await flight;
   return true;
 }
+
+async function* noLists(): AsyncGenerator<never> {}
+
+/**
+ * Hibernation's rule on every access to a path (the core runs it: src/server/path-guard.ts).
+ * A use on the leader (a linearizable read, a write, a watch) thaws the path's unit first; a
+ * change ordered after a freeze the use did not see is refused in apply, changing nothing,
+ * and asked again after the thaw. Reads never depend on the thaw: at their own snapshot they
+ * take a Frozen list from its cold file, so a stale read is served on any member without an
+ * entry (and without a quorum), and a read that meets a freeze committing mid-flight answers
+ * as if the unit were hot. Listings (ls, range.paths, a prefix resync's walk) take the Frozen
+ * lists from what stays hot and thaw nothing.
+ */
+const pathGuard: PathGuard = {
+  before: async (fe, access) => {
+    if (access.use === 'list') return false;
+    noteActivity(fe, access.path);
+    if (access.stale || !fe.isLeader()) return false;
+    return thawFor(fe, access.path);
+  },
+  refuses: (err) => err instanceof VeraError && err.code === 'CONFLICT' && (err.message.endsWith(FROZEN_REFUSAL) || err.message.endsWith(COLD_FILE_MOVED)),
+  // Asked after the reader took its snapshot: a member that may hold no Frozen record has none in it.
+  entriesAt: async (fe, db, snapshot, path) => {
+    const state = fe.node.stateMachine.stateOf(hibernate);
+    return state.mayHoldFrozen ? frozenEntriesAt(state.cold, db, snapshot, path, state.recentColdRead) : null;
+  },
+  childrenOf: (fe, path) => fe.node.stateMachine.stateOf(hibernate).frozenChildren(path),
+  listsAt: (fe, db, snapshot, prefix, after) => (fe.node.stateMachine.stateOf(hibernate).mayHoldFrozen ? frozenListsAt(db, snapshot, prefix, after) : noLists()),
+};
 
 /** The newest item index among the unit's lists, read from the db (what a freeze is judged against). */
 async function newestIn(fe: FrontEnd, unit: string): Promise<number> {
@@ -330,4 +357,4 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
 
 const protocolOps = familyOps('hibernate', HIBERNATE_OPS, handlers, NEEDS);
 
-export const server: ServerPart = { protocolOps, onApplied, metrics, pathGate: thawFor, duties: [idleDetector] };
+export const server: ServerPart = { protocolOps, onApplied, metrics, pathGuard, duties: [idleDetector] };

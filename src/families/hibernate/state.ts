@@ -6,6 +6,7 @@ import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 import { FrozenSpanCompactor } from './compactor.js';
+import { RecentColdRead } from './held-reads.js';
 import { ColdStore, ColdStoreError, decodeColdFile } from './cold-store.js';
 import { limited, prepareUnit, type Prepared } from './freezing.js';
 import { HibernateBucket, transitKey, unitOfKey } from './keys.js';
@@ -74,6 +75,15 @@ export class HibernateState {
   readonly writing = new Map<string, BackgroundPrepare>();
   private readonly paths = new FrozenPaths();
   private frozenBytes = 0;
+  /**
+   * False until this member may hold a Frozen record: at load, none; set when a freeze is
+   * planned, before its batch is written, and never cleared. A reader that took its db
+   * snapshot before looking here and finds it false knows the snapshot holds no Frozen
+   * record, so a cluster that never hibernates pays no lookup per read.
+   */
+  mayHoldFrozen: boolean;
+  /** The cold file reads of Frozen lists were last served from (held-reads.ts). */
+  readonly recentColdRead = new RecentColdRead();
 
   private constructor(
     private readonly frozenUnits: Map<string, FrozenUnit>,
@@ -85,6 +95,7 @@ export class HibernateState {
       this.paths.add(record.lists);
       this.frozenBytes += record.bytes;
     }
+    this.mayHoldFrozen = frozenUnits.size > 0 || freezing.size > 0;
   }
 
   /** The Frozen units' cold files' bytes in all (kept as they change, not summed per metrics scrape). */

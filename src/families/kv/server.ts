@@ -1,10 +1,10 @@
-// put and txn on the leader: their paths pass every family's gate (a hibernated
-// list thaws first), a lease named as an owner must be the caller's, and the
+// put and txn on the leader: their paths pass every family's path guard before
+// they run (runFamilyOp: a hibernated list thaws first), a lease named as an owner must be the caller's, and the
 // command carries the leader's limits so apply judges them as it judges a push.
 import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
 import type { Need } from '../../server/access.js';
 import { expectOk, type FrontEnd } from '../../server/context.js';
-import { familyOps, passPathGates, proposeTimed, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
+import { familyOps, proposeTimed, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
 import { wireItem } from '../../server/ops.js';
 import { usableLease } from '../lease/server.js';
 import { lists } from '../lists/index.js';
@@ -40,8 +40,6 @@ function toWrite(fe: FrontEnd, session: string, w: Fields): Write {
 }
 
 async function run(fe: FrontEnd, session: string, compare: readonly Compare[], success: readonly Write[], failure: readonly Write[]): Promise<TxnValue> {
-  const paths = new Set([...compare, ...success, ...failure].map((x) => x.path));
-  for (const path of paths) await passPathGates(fe, path);
   const { watchesPerSession, itemsPerSession, bytesPerSession, itemsPerList } = fe.limits;
   const command: TxnCommand = {
     op: 'txn',

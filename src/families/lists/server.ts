@@ -4,8 +4,7 @@ import { packedData, VeraError, type EmptyResult, type LsResult, type PushResult
 import { expectOk } from '../../server/context.js';
 import { proposeTimed, type OpCall, type ServerPart } from '../../server/family-part.js';
 import { wireItem } from '../../server/ops.js';
-import { compareUtf8 } from '../../keys/index.js';
-import { hibernate } from '../hibernate/index.js';
+import { childrenOf } from '../../server/path-guard.js';
 import { cluster } from '../cluster/index.js';
 import { WATCH_IF_ROOM_SINCE } from './index.js';
 import { userQuotaField } from '../quota/propose.js';
@@ -41,11 +40,8 @@ async function del({ fe, session, request: req }: OpCall<'delete'>): Promise<Emp
 
 async function ls({ fe, request: req }: OpCall<'ls'>): Promise<LsResult> {
   await fe.node.linearizableBarrier(fe.readTimeoutMs);
-  const view = await fe.node.stateMachine.children(req.path);
-  // Lists in hibernated units exist too: their names stay hot, so listing a parent thaws nothing.
-  const frozen = fe.node.stateMachine.stateOf(hibernate).frozenChildren(req.path);
-  if (frozen.length === 0) return { index: view.index, children: [...view.children] };
-  return { index: view.index, children: [...new Set([...view.children, ...frozen])].sort(compareUtf8) };
+  // Lists held outside the item bucket (hibernated ones) are children too; listing them thaws nothing.
+  return childrenOf(fe, req.path);
 }
 
 export const server: ServerPart = { ops: { push, delete: del, ls } };

@@ -1,11 +1,13 @@
 // range.paths and range.items, answered from one LevelDB snapshot each (after a
 // ReadIndex barrier unless stale), a page at a time.
-import { decodeItemKey, itemKey, itemRange, itemSeekKey } from '../../keys/index.js';
+import { decodeItemKey, itemRange, itemSeekKey } from '../../keys/index.js';
 import { VeraError, type FamilyResult } from '../../protocol/index.js';
 import { openCursor, sealCursor, SEALED_PREFIX } from './cursor.js';
 import type { Need } from '../../server/access.js';
 import type { FrontEnd } from '../../server/context.js';
-import { familyOps, passPathGates, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
+import { familyOps, type FamilyOpCall, type PathAccess, type ServerPart } from '../../server/family-part.js';
+import { listEntries, listsHeldAt } from '../../server/path-guard.js';
+import { withListsHeld } from './held-lists.js';
 import { wireItems } from '../../server/ops.js';
 import { decodeItemValue } from '../../statemachine/codec.js';
 import type { Item, VeraDb } from '../../statemachine/types.js';
@@ -71,11 +73,14 @@ const PATH_OVERHEAD_BYTES = 32;
 /** Paths one range.paths page looks at, at most, visible or not. */
 const MAX_EXAMINED = 10_000;
 
-/** Up to `limit` items of `path` after index `after`, stopping before their stored bytes pass `maxBytes` (one at least). */
-async function readItems(db: VeraDb, snapshot: Snapshot, path: string, after: number, limit: number, maxBytes: number): Promise<{ items: Item[]; more: boolean }> {
+/**
+ * Up to `limit` items of `path` after index `after`, stopping before their stored bytes pass
+ * `maxBytes` (one at least), wherever the list is held (a hibernated one in its cold file).
+ */
+async function readItems(fe: FrontEnd, db: VeraDb, snapshot: Snapshot, path: string, after: number, limit: number, maxBytes: number): Promise<{ items: Item[]; more: boolean }> {
   const items: Item[] = [];
   let bytes = 0;
-  for await (const [key, value] of db.iterator({ gt: itemKey(path, after), lt: itemRange(path).lt, snapshot })) {
+  for await (const [key, value] of listEntries(fe, db, snapshot, path, after)) {
     if (items.length >= limit || (items.length > 0 && bytes + value.length > maxBytes)) return { items, more: true };
     bytes += value.length;
     items.push({ index: decodeItemKey(key).index, ...decodeItemValue(value) });
@@ -95,7 +100,9 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
       if (!below(prefix, after)) throw new VeraError('BAD_REQUEST', `after is a cursor of another listing than ${prefix}`);
     }
     const page = await fe.node.stateMachine.read(`the paths below ${prefix}`, async (db, snapshot, index) => {
-      const { paths, next } = await readPaths(db, snapshot, prefix, after, r.limit as number, fe.limits.replyBytes, visible);
+      const hot = await readPaths(db, snapshot, prefix, after, r.limit as number, fe.limits.replyBytes, visible);
+      // The lists of hibernated units, from what stays hot of them (nothing is thawed).
+      const { paths, next } = await withListsHeld(listsHeldAt(fe, db, snapshot, prefix, after), hot, { limit: r.limit as number, maxBytes: fe.limits.replyBytes, maxExamined: MAX_EXAMINED, overheadBytes: PATH_OVERHEAD_BYTES, visible });
       // A page that stopped on a path the caller may not read does not name it.
       const cursor = next === null ? null : visible(next) || tokenKey === null ? next : sealCursor(tokenKey, next);
       const out: PathsPage = { index, paths, ...(cursor === null ? {} : { next: cursor }) };
@@ -105,10 +112,9 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
   },
   'range.items': async ({ fe, request: r }) => {
     const path = r.path as string;
-    await passPathGates(fe, path);
     await barrier(fe, r);
     const page = await fe.node.stateMachine.read(`the list ${path}`, async (db, snapshot, index) => {
-      const { items, more } = await readItems(db, snapshot, path, r.after as number, r.limit as number, fe.limits.replyBytes);
+      const { items, more } = await readItems(fe, db, snapshot, path, r.after as number, r.limit as number, fe.limits.replyBytes);
       return { index, items: wireItems(items), ...(more ? { next: items[items.length - 1]!.index } : {}) };
     });
     return { ...page };
@@ -121,4 +127,9 @@ const NEEDS: Record<string, (r: Readonly<Record<string, unknown>>) => readonly N
   'range.items': (r) => [{ perm: 'read', resource: r.path as string }],
 };
 
-export const server: ServerPart = { protocolOps: familyOps('range', RANGE_OPS, handlers, NEEDS) };
+/** A listing uses no list's items: it thaws nothing (range.items reads, as its needs say). */
+const USES: Record<string, (r: Readonly<Record<string, unknown>>) => readonly PathAccess[]> = {
+  'range.paths': (r) => [{ path: r.prefix as string, use: 'list', stale: r.consistency === 'stale' }],
+};
+
+export const server: ServerPart = { protocolOps: familyOps('range', RANGE_OPS, handlers, NEEDS, USES) };

@@ -1,4 +1,5 @@
 // Hibernation on a real three-member cluster. Units frozen on every member; the
+// followers serving stale reads of them from their own cold files; the
 // leader killed with kill -9 while concurrent reads thaw them, and every item
 // read back through the new leader and on every member. A member wiped and
 // re-added after compaction gets the Frozen units' cold files in its snapshot,
@@ -8,6 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { connect, type VeraClient } from '../../../src/client/index.js';
 import { HibernateClient } from '../../../src/families/hibernate/client.js';
 import { ChaosCluster } from '../../cluster/harness.js';
+import { main } from '../../../src/cli/main.js';
+import { captureIO } from '../../client/cli-io.js';
 import { pollUntil } from '../../support/poll.js';
 import { killAll } from '../../support/vera-process.js';
 
@@ -47,8 +50,16 @@ describe('hibernation on a cluster', () => {
       await cluster.waitForQuiet();
       for (const m of cluster.members) expect(await metricOn(cluster, m.index, 'vera_hibernate_units_frozen')).toBe(UNITS);
 
-      // Half the units thaw under concurrent reads while the leader dies; the rest thaw after.
+      // Every member holds the cold files: a follower serves a stale read of a frozen unit from them, thawing nothing.
       const leader = await cluster.waitForLeader();
+      const followers = cluster.members.map((m) => m.index).filter((i) => i !== leader);
+      for (const f of followers) for (let k = 0; k < UNITS; k++) expect(await staleItems(cluster, f, `${unit(k)}/list`), `member ${f}`).toEqual([`x${k}`, `y${k}`]);
+      const io = captureIO();
+      expect(await main(['get', `${unit(0)}/list`, '--stale', '--json', '--server', `${cluster.member(followers[0]!).url},${cluster.member(leader).url}`], io)).toBe(0);
+      expect((JSON.parse(io.out()) as { items: Array<{ data: unknown }> }).items.map((i) => i.data)).toEqual(['x0', 'y0']);
+      for (const m of cluster.members) expect(await metricOn(cluster, m.index, 'vera_hibernate_units_frozen')).toBe(UNITS);
+
+      // Half the units thaw under concurrent reads while the leader dies; the rest thaw after.
       const reader = await open();
       const reads = Array.from({ length: UNITS / 2 }, (_, k) => reader.get(`${unit(k)}/list`).then((r) => r.items.map((i) => i.data)).catch(() => null));
       await cluster.kill9(leader);

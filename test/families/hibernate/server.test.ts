@@ -93,7 +93,7 @@ describe('hibernation on a server', () => {
     expect((await client.get('/users/b/items')).items.map((i) => i.data)).toEqual(['b']);
   });
 
-  it('a push and an HTTP read thaw too; a watcher sees the push and nothing of the freeze or thaw', async () => {
+  it('a push and a linearizable HTTP read thaw too (a stale one reads the cold file); a watcher sees the push and nothing of the freeze or thaw', async () => {
     const { vp, client, hib } = await start();
     await client.push('/users/carol/notes', 'n1', { persistent: true, watch: false });
     const watcher = await connect(vp.url, { timeoutMs: 10_000 });
@@ -114,16 +114,20 @@ describe('hibernation on a server', () => {
     expect(events.map((e) => ('type' in e ? [e.type, e.path, 'item' in e ? e.item?.data : null] : e))).toEqual([['push', '/users/carol/notes', 'n2']]);
 
     expect(await hib.freeze('/users/carol')).toMatchObject({ frozen: true });
+    // A stale HTTP read (the default) is served from the cold file and thaws nothing; a linearizable one is a use and thaws.
     const res = await fetch(`${vp.httpUrl}/v1/data/users/carol/notes`);
     expect(res.status).toBe(200);
     expect(((await res.json()) as { items: Array<{ data: unknown }> }).items.map((i) => i.data)).toEqual(['n1', 'n2']);
+    expect(await metric(vp, 'vera_hibernate_thaws_total')).toBe(1);
+    const linearizable = await fetch(`${vp.httpUrl}/v1/data/users/carol/notes?consistency=linearizable`);
+    expect(((await linearizable.json()) as { items: Array<{ data: unknown }> }).items.map((i) => i.data)).toEqual(['n1', 'n2']);
     expect(await metric(vp, 'vera_hibernate_thaws_total')).toBe(2);
     // A unit with an ephemeral item (a live session's) is not frozen.
     await client.push('/users/dave/presence', 'here');
     expect(await hib.freeze('/users/dave')).toEqual({ unit: '/users/dave', frozen: false, why: 'ephemeral' });
   });
 
-  it('a resync of a watched list in a frozen unit thaws it and sends its items, not an empty list (found by a chaos trial)', async () => {
+  it('a resync of a watched list in a frozen unit sends its items from the cold file, not an empty list (found by a chaos trial)', async () => {
     const first = await startLeader({ args: [] });
     vp = first;
     const watcher = await openSession(first, 'json', { timeoutMs: 60_000 });
@@ -145,7 +149,45 @@ describe('hibernation on a server', () => {
     await back.hello({ session: watcher.hello.session, resume: watcher.hello.resume });
     const lists = await pollUntil('a resync', async () => back.notifies().find((f) => f.resync !== undefined)?.resync);
     expect(lists.find((l) => l.path === '/users/alice/list')?.items.map((i) => i.data)).toEqual(['a', 'b']);
-    expect(await metric(second, 'vera_hibernate_thaws_total')).toBe(1);
+    // Resending what a watcher missed is not a use: the unit stays frozen.
+    expect(await metric(second, 'vera_hibernate_thaws_total')).toBe(0);
+    await back.close();
+  });
+
+  it('a prefix watch above a unit: the resync after a restart carries the frozen unit\'s lists, with what was pushed while the watcher was away', async () => {
+    const first = await startLeader({ args: [] });
+    vp = first;
+    const watcher = await openSession(first, 'json', { timeoutMs: 60_000 });
+    const writer = await connect(first.url, { timeoutMs: 10_000 });
+    clients.push(writer);
+    await writer.push('/rs', 'root', { persistent: true, watch: false });
+    await watcher.client.call('watch', { path: '/rs', prefix: true });
+    await untilCommandVersion(() => new HibernateClient(writer).units());
+    await watcher.client.close();
+    // While the watcher is away: bob gets a push and is frozen, carol gets a push.
+    await writer.push('/rs/bob', 'b1', { persistent: true, watch: false });
+    await writer.push('/rs/bob/inbox', 'm1', { persistent: true, watch: false });
+    expect(await new HibernateClient(writer).freeze('/rs/bob')).toMatchObject({ frozen: true });
+    await writer.push('/rs/carol', 'c1', { persistent: true, watch: false });
+    await writer.close();
+    // A restart forgets the event log: the resume is answered with a resync.
+    await first.stop();
+    const second = await VeraProcess.start({ dataDir: first.dataDir });
+    vp = second;
+    await waitForLeadership(second);
+    const back = await WireClient.connect(second.url, 'json');
+    await back.hello({ session: watcher.hello.session, resume: watcher.hello.resume });
+    const lists = await pollUntil('the last resync frame', async () => {
+      const frames = back.notifies().filter((f) => f.resync !== undefined);
+      return frames.some((f) => (f as { more?: true }).more !== true) ? frames.flatMap((f) => f.resync!) : undefined;
+    });
+    expect(lists.map((l) => [l.path, l.items.map((i) => i.data)])).toEqual([
+      ['/rs', ['root']],
+      ['/rs/bob', ['b1']],
+      ['/rs/bob/inbox', ['m1']],
+      ['/rs/carol', ['c1']],
+    ]);
+    expect(await metric(second, 'vera_hibernate_units_frozen')).toBe(1);
     await back.close();
   });
 
