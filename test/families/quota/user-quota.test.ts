@@ -2,7 +2,8 @@
 // items or bytes is refused with QUOTA_EXCEEDED and nothing changes, others go
 // on, deleting gives the room back, settings per user and role raise it, and the
 // counts are the same however entries were batched, after a restart and after a
-// snapshot install (a copy of the store's replicated keys).
+// snapshot install (a copy of the store's replicated keys). Journal items count
+// the same way, charged to the user whose add gave them their data.
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Bucket, bucketPrefix, itemRange } from '../../../src/keys/index.js';
