@@ -3,16 +3,18 @@
 // a drop reads the db itself and goes alone. `now` is the replicated clock, the
 // same on every member, and the lease of a claim is its entry's index.
 import type { ApplyError } from '../../statemachine/types.js';
-import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
+import { failure, type BatchOp, type Plan, type PlanContext, type States } from '../family.js';
 import { type AddedItem, type JournalCommand } from './commands.js';
+import type { StorageLimits } from '../quota/index.js';
+import { chargeUser, changeUser } from '../quota/index.js';
 import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey, priorityRange } from './keys.js';
-import { encodeDefinition, encodeLimits, type FlaggedItem, type JournalDefinition, type JournalItem } from './records.js';
+import { decodeFlagged, decodeItem, encodeDefinition, encodeLimits, type FlaggedItem, type JournalDefinition, type JournalItem } from './records.js';
 import { added, afterDone, afterExpiry, afterFailure, backToWaiting, isExpired, notBeforeInsertion, type Incoming } from './rules.js';
 import { cluster } from '../cluster/index.js';
 import { FAILURES_SINCE } from './index.js';
 import type { DueFront, JournalState } from './state.js';
 import type { PlanReads } from '../../statemachine/pending-reads.js';
-import { JournalTx } from './tx.js';
+import { JournalTx, type UsageChange } from './tx.js';
 
 /** Expired items a claim deletes when it meets them, at most, per entry (the rest wait for the expiry duty). */
 const EXPIRED_PER_CLAIM = 1000;
@@ -60,7 +62,10 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
   if (c.op === 'drop') return drop(c.name, existing, ctx, state);
   if (existing.dropping) return failure('NOT_FOUND', `journal ${c.name} is being dropped`);
   const tx = new JournalTx(ctx.reads, state, c.name, existing);
-  const commit = (value: JournalValue, definition = tx.definitionAfter()): Plan => {
+  const commit = (value: JournalValue, definition = tx.definitionAfter()): Plan | ApplyError => {
+    // What each user stores changes with the entry's items; only an add's own user is judged.
+    const refused = settleUsage(ctx.states, tx.usageChanges(), c.op === 'add' && c.user !== undefined && c.userQuota !== undefined ? { user: c.user, limits: c.userQuota } : undefined);
+    if (refused !== null) return refused;
     const ops = tx.ops(definition);
     const changes = [...tx.waitingChanges];
     const written = [...tx.itemsWritten];
@@ -81,7 +86,7 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
     case 'configure':
       return commit({ op: 'configure', journal }, tx.definitionAfter({ settings: c.settings }));
     case 'add':
-      return add(c.items, tx, ctx.now, accounting, commit);
+      return add(c.items, c.user, tx, ctx.now, accounting, commit);
     case 'claim':
       return commit({ op: 'claim', journal, lease: ctx.index, items: await claim(tx, c.max, c.maxBytes, ctx, state) });
     case 'extend':
@@ -161,7 +166,25 @@ function create(name: string, settings: JournalDefinition['settings'], state: Jo
   ]);
 }
 
-async function add(items: readonly AddedItem[], tx: JournalTx, now: number, accounting: boolean, commit: (v: JournalValue) => Plan): Promise<Plan | ApplyError> {
+/**
+ * The users' usage changes of an entry, into the quota family's ledger. `judged`: the add's
+ * user and the leader's default limits; a growth of that user's usage is judged against its
+ * limits (refused, charging no one, past them). Credits and other users' changes (a merge
+ * takes an item over from the user who added it before) are never refused.
+ */
+function settleUsage(states: States, changes: ReadonlyMap<string, UsageChange>, judged: { readonly user: string; readonly limits: StorageLimits } | undefined): ApplyError | null {
+  if (judged !== undefined) {
+    const own = changes.get(judged.user);
+    if (own !== undefined && (own.items > 0 || own.bytes > 0)) {
+      const refused = chargeUser(states, judged.user, own.items, own.bytes, judged.limits);
+      if (refused !== null) return refused;
+    }
+  }
+  for (const [user, change] of changes) if (user !== judged?.user || (change.items <= 0 && change.bytes <= 0)) changeUser(states, user, change.items, change.bytes);
+  return null;
+}
+
+async function add(items: readonly AddedItem[], user: string | undefined, tx: JournalTx, now: number, accounting: boolean, commit: (v: JournalValue) => Plan | ApplyError): Promise<Plan | ApplyError> {
   const { settings } = tx.definition;
   let inserted = 0;
   let merged = 0;
@@ -181,13 +204,21 @@ async function add(items: readonly AddedItem[], tx: JournalTx, now: number, acco
     if (existing === null) inserted++;
     else if (existing.status === 'waiting') merged++;
     else deferred++;
-    tx.set(a.key, added(existing, incoming, now));
+    tx.set(a.key, chargedTo(added(existing, incoming, now), user));
   }
   const counts = tx.counts();
   if (counts.waiting + counts.processing > settings.maxItems) {
     return failure('QUOTA_EXCEEDED', `journal ${tx.name} would hold ${counts.waiting + counts.processing} items, over its limit of ${settings.maxItems}`);
   }
   return commit({ op: 'add', journal: tx.name, inserted, merged, deferred });
+}
+
+/** The item charged to `user` (the add's), or to nobody when the add names none. */
+function chargedTo(item: JournalItem, user: string | undefined): JournalItem {
+  if (item.user === user) return item;
+  if (user !== undefined) return { ...item, user };
+  const { user: _user, chargedBytes: _bytes, ...rest } = item;
+  return rest;
 }
 
 /**
@@ -326,10 +357,20 @@ async function expire(tx: JournalTx, max: number, { reads, now }: PlanContext): 
 }
 
 /** Deletes up to DROP_BATCH of the journal's keys; the definition goes with the last of them. */
-async function drop(name: string, definition: JournalDefinition, { db }: PlanContext, state: JournalState): Promise<Plan> {
+async function drop(name: string, definition: JournalDefinition, { db, states }: PlanContext, state: JournalState): Promise<Plan> {
   const ops: BatchOp[] = [];
   for (const bucket of [JournalBucket.item, JournalBucket.waiting, JournalBucket.processing, JournalBucket.expiry, JournalBucket.flagged]) {
-    for await (const key of db.keys({ ...journalRange(bucket, name), limit: DROP_BATCH - ops.length })) ops.push({ type: 'del', key });
+    const range = { ...journalRange(bucket, name), limit: DROP_BATCH - ops.length };
+    if (bucket === JournalBucket.item || bucket === JournalBucket.flagged) {
+      // Records, not just keys: each gives its user back what it was charged.
+      for await (const [key, value] of db.iterator(range)) {
+        ops.push({ type: 'del', key });
+        const item = bucket === JournalBucket.item ? decodeItem(value) : decodeFlagged(value).item;
+        if (item.user !== undefined) changeUser(states, item.user, -1, -(item.chargedBytes ?? 0));
+      }
+    } else {
+      for await (const key of db.keys(range)) ops.push({ type: 'del', key });
+    }
     if (ops.length >= DROP_BATCH) break;
   }
   const finished = ops.length < DROP_BATCH;

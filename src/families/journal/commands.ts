@@ -2,8 +2,9 @@
 // (on the leader before proposing, and on every member when decoding an entry).
 import { MAX_INDEX } from '../../keys/index.js';
 import { CommandError } from '../family.js';
-import { integerField, indexField } from '../fields.js';
+import { integerField, indexField, quotaField } from '../fields.js';
 import type { JournalSettings } from './records.js';
+import type { StorageLimits } from '../quota/index.js';
 import { journalKeyProblem, journalNameProblem, MAX_ADD_ITEMS, MAX_CLAIM_ITEMS, MAX_DATE, MAX_JOURNALS_CEILING } from './wire.js';
 
 export { MAX_CLAIM_ITEMS, MAX_JOURNALS_CEILING };
@@ -24,7 +25,12 @@ export type JournalCommand =
   | { readonly op: 'create'; readonly name: string; readonly settings: JournalSettings }
   | { readonly op: 'configure'; readonly name: string; readonly settings: JournalSettings }
   | { readonly op: 'drop'; readonly name: string }
-  | { readonly op: 'add'; readonly name: string; readonly items: readonly AddedItem[] }
+  /**
+   * `user`: who adds (the caller's user, command version 9), charged for the items it adds
+   * and judged against `userQuota` (the leader's default limits per user) or its own settings;
+   * the two go together. Without them the items are charged to nobody.
+   */
+  | { readonly op: 'add'; readonly name: string; readonly items: readonly AddedItem[]; readonly user?: string; readonly userQuota?: StorageLimits }
   /** `maxBytes`: stop before the claimed items' stored bytes pass this (the serving member's reply budget); at least one is taken. */
   | { readonly op: 'claim'; readonly name: string; readonly max: number; readonly maxBytes?: number }
   | { readonly op: 'extend'; readonly name: string; readonly key: string; readonly lease: number }
@@ -96,6 +102,14 @@ export function itemsField(value: unknown): AddedItem[] {
       ...(v.expiresAt === undefined ? {} : { expiresAt: dateField(v.expiresAt, `items[${i}].expiresAt`) }),
     };
   });
+}
+
+/** An add's user and the default limits it is judged against: both or neither. */
+export function addChargeFields(c: Readonly<Record<string, unknown>>): { user?: string; userQuota?: StorageLimits } {
+  if (c.user === undefined && c.userQuota === undefined) return {};
+  if (typeof c.user !== 'string' || c.user.length === 0 || c.user.length > 128) throw new CommandError('user must be a user name');
+  if (c.userQuota === undefined) throw new CommandError('user goes with userQuota');
+  return { user: c.user, userQuota: quotaField(c.userQuota, ['items', 'bytes']) as StorageLimits };
 }
 
 export function leaseField(value: unknown): number {

@@ -5,7 +5,9 @@
 // docs/journal.md; the layout is in keys.ts and docs/storage.md.
 import type { Family } from '../family.js';
 import { planJournal } from './apply.js';
+import { USER_QUOTA_SINCE } from '../quota/index.js';
 import {
+  addChargeFields,
   claimsField,
   countField,
   dateField,
@@ -59,7 +61,13 @@ export const journal: Family<JournalCommand, JournalState> = {
     create: { fields: ['name', 'settings'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'create', name: nameField(c.name), settings: settingsField(c.settings) }) },
     configure: { fields: ['name', 'settings'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'configure', name: nameField(c.name), settings: settingsField(c.settings) }) },
     drop: { fields: ['name'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'drop', name: nameField(c.name) }) },
-    add: { fields: ['name', 'items'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'add', name: nameField(c.name), items: itemsField(c.items) }) },
+    add: {
+      fields: ['name', 'items', 'user', 'userQuota'],
+      since: JOURNAL_SINCE,
+      // Per-user storage quotas (issue 31, item 7) came with the failure accounting's version.
+      fieldsSince: { user: USER_QUOTA_SINCE, userQuota: USER_QUOTA_SINCE },
+      decode: (c) => ({ op: 'add', name: nameField(c.name), items: itemsField(c.items), ...addChargeFields(c) }),
+    },
     claim: {
       fields: ['name', 'max', 'maxBytes'],
       since: JOURNAL_SINCE,

@@ -61,6 +61,13 @@ export interface JournalItem {
   /** The index of the claim entry that holds it; 0 while Waiting. */
   readonly lease: number;
   readonly next: NextVersion | null;
+  /**
+   * Who is charged for it (issue 31, item 7; command version 9): the user whose add gave it
+   * its data or its next version, and the bytes charged (chargedBytes: its key and data as
+   * packed, a next version's data included; set by JournalTx). Absent: nobody is charged.
+   */
+  readonly user?: string;
+  readonly chargedBytes?: number;
 }
 
 export interface FlaggedItem {
@@ -119,13 +126,21 @@ export function encodeItem(item: JournalItem): Buffer {
  * The failure count is a twelfth field, written only when it is not 0: an item without
  * failures is the eleven fields it always was, byte for byte (records written before the
  * count existed decode as 0 failures, and a member still on an older build reads every
- * record written before the cluster turned the count on).
+ * record written before the cluster turned the count on). An item charged to a user adds
+ * the user and the charged bytes as a thirteenth and fourteenth (the failure count then
+ * written even when 0); an item charged to nobody is written as before.
  */
 function itemFields(i: JournalItem): unknown[] {
   const next = i.next === null ? null : [i.next.data, i.next.priority, i.next.processAt, i.next.expiresAt];
   const fields = [i.key, i.data, i.priority, i.processAt, i.insertedAt, i.expiresAt, i.status === 'processing' ? 1 : 0, i.startedAt, i.timeouts, i.lease, next];
-  if (i.failures !== 0) fields.push(i.failures);
+  if (i.user !== undefined) fields.push(i.failures, i.user, i.chargedBytes ?? 0);
+  else if (i.failures !== 0) fields.push(i.failures);
   return fields;
+}
+
+/** What an item is charged (its key and data, and a next version's data, as packed): a function of its content alone. */
+export function chargeOf(i: JournalItem): number {
+  return pack([i.key, i.data, i.next === null ? null : i.next.data]).byteLength;
 }
 
 export function decodeItem(bytes: Uint8Array): JournalItem {
@@ -135,12 +150,12 @@ export function decodeItem(bytes: Uint8Array): JournalItem {
 function itemFrom(v: unknown): JournalItem {
   if (
     !Array.isArray(v) ||
-    (v.length !== 11 && !(v.length === 12 && isCount(v[11]) && v[11] > 0)) ||
+    (v.length !== 11 && !(v.length === 12 && isCount(v[11]) && v[11] > 0) && !(v.length === 14 && isCount(v[11]) && typeof v[12] === 'string' && v[12].length > 0 && isCount(v[13]))) ||
     typeof v[0] !== 'string' ||
     ![2, 3, 4, 5, 7, 8, 9].every((i) => isCount(v[i])) ||
     (v[6] !== 0 && v[6] !== 1)
   ) {
-    throw new CorruptValueError('journal item is not [key, data, priority, processAt, insertedAt, expiresAt, status, startedAt, timeouts, lease, next, failures?]');
+    throw new CorruptValueError('journal item is not [key, data, priority, processAt, insertedAt, expiresAt, status, startedAt, timeouts, lease, next, failures?, user?, chargedBytes?]');
   }
   let next: NextVersion | null = null;
   if (v[10] !== null) {
@@ -148,7 +163,7 @@ function itemFrom(v: unknown): JournalItem {
     if (!Array.isArray(n) || n.length !== 4 || !isCount(n[1]) || !isCount(n[2]) || !isCount(n[3])) throw new CorruptValueError('journal item next version is malformed');
     next = { data: n[0], priority: n[1], processAt: n[2], expiresAt: n[3] };
   }
-  return {
+  const item: JournalItem = {
     key: v[0],
     data: v[1],
     priority: v[2],
@@ -158,10 +173,11 @@ function itemFrom(v: unknown): JournalItem {
     status: v[6] === 1 ? 'processing' : 'waiting',
     startedAt: v[7],
     timeouts: v[8],
-    failures: v.length === 12 ? (v[11] as number) : 0,
+    failures: v.length >= 12 ? (v[11] as number) : 0,
     lease: v[9],
     next,
   };
+  return v.length === 14 ? { ...item, user: v[12] as string, chargedBytes: v[13] as number } : item;
 }
 
 export function encodeFlagged(f: FlaggedItem): Buffer {

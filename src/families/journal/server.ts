@@ -18,6 +18,7 @@ import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
 import { JOURNAL_OPS } from './wire.js';
 import { cluster } from '../cluster/index.js';
 import { FAILURES_SINCE } from './index.js';
+import { userQuotaField } from '../quota/propose.js';
 
 export const DEFAULT_SETTINGS: JournalSettings = { timeoutMs: 30_000, maxTimeouts: 5, priority: 100, expiresInMs: 0, maxItems: 10_000_000 };
 /** Timed-out claims or expired items one duty entry handles, at most. */
@@ -168,9 +169,12 @@ const handlers: Record<string, Handler> = {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
     return describeJournal(fe, r.name as string, definitionOf(fe, r.name as string));
   },
-  'journal.add': async ({ fe, request: r, frameBytes }) => {
+  'journal.add': async ({ fe, request: r, frameBytes, principal }) => {
     fe.disk.admit(frameBytes);
-    const value = await propose(fe, { op: 'add', name: r.name as string, items: r.items as AddedItem[] });
+    // The caller's user is charged for the items, judged in apply (once every member applies that).
+    const { userQuota } = userQuotaField(fe);
+    const charge = principal === null || userQuota === undefined ? {} : { user: principal, userQuota };
+    const value = await propose(fe, { op: 'add', name: r.name as string, items: r.items as AddedItem[], ...charge });
     if (value.op !== 'add') throw new VeraError('INTERNAL', 'add gave another result');
     return { inserted: value.inserted, merged: value.merged, deferred: value.deferred };
   },

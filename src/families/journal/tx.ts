@@ -7,7 +7,13 @@ import type { PlanReads } from '../../statemachine/pending-reads.js';
 import type { DueFront, JournalState } from './state.js';
 import type { DerivedKeys, RecentRecord } from './recent-items.js';
 import { definitionKey, expiryKey, flaggedKey, itemKey, processingKey, waitingKey } from './keys.js';
-import { decodeFlagged, decodeItem, encodeDefinition, encodeFlagged, encodeItem, type FlaggedItem, type JournalCounts, type JournalDefinition, type JournalItem } from './records.js';
+import { chargeOf, decodeFlagged, decodeItem, encodeDefinition, encodeFlagged, encodeItem, type FlaggedItem, type JournalCounts, type JournalDefinition, type JournalItem } from './records.js';
+
+/** One user's items and bytes changed by an entry (negative: given back). */
+export interface UsageChange {
+  items: number;
+  bytes: number;
+}
 
 interface Change<T> {
   readonly before: T | null;
@@ -118,6 +124,50 @@ export class JournalTx {
     }
     for (const { before, after } of this.flags.values()) flagged += (after === null ? 0 : 1) - (before === null ? 0 : 1);
     return { waiting, processing, flagged, byPriority };
+  }
+
+  /**
+   * Each user's change in what it stores once the staged changes are written (issue 31,
+   * item 7): an item or flagged item gone gives its user back what it was charged, a new or
+   * changed one charges its user (an item whose data, next version or user changed is
+   * charged anew, from its content alone). Users whose usage does not change are left out,
+   * so a claim or an extend charges nobody. Call before ops(): it settles the charges the
+   * records are written with.
+   */
+  usageChanges(): Map<string, UsageChange> {
+    const changes = new Map<string, UsageChange>();
+    const count = (item: JournalItem | null, sign: 1 | -1): void => {
+      if (item === null || item.user === undefined) return;
+      const c = changes.get(item.user) ?? { items: 0, bytes: 0 };
+      c.items += sign;
+      c.bytes += sign * (item.chargedBytes ?? 0);
+      changes.set(item.user, c);
+    };
+    for (const change of this.items.values()) {
+      const { before } = change;
+      let after = change.after;
+      if (before === after) continue;
+      if (after !== null) {
+        if (after.user === undefined) {
+          if (after.chargedBytes !== undefined) after = { ...after, chargedBytes: undefined };
+        } else if (after.chargedBytes === undefined || before === null || before.user !== after.user || before.data !== after.data || before.next !== after.next) {
+          after = { ...after, chargedBytes: chargeOf(after) };
+        }
+        change.after = after;
+      }
+      count(before, -1);
+      count(after, 1);
+    }
+    for (const change of this.flags.values()) {
+      const { before, after } = change;
+      if (before === after) continue;
+      // A flagged copy is charged anew too (a flag drops the item's next version).
+      if (after !== null && after.item.user !== undefined && before?.item !== after.item) change.after = { ...after, item: { ...after.item, chargedBytes: chargeOf(after.item) } };
+      count(before === null ? null : before.item, -1);
+      count(change.after === null ? null : change.after.item, 1);
+    }
+    for (const [user, c] of changes) if (c.items === 0 && c.bytes === 0) changes.delete(user);
+    return changes;
   }
 
   /** The definition after this entry (counts updated; settings and dropping as given). */

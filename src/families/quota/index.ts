@@ -2,8 +2,9 @@
 // in apply (issue 31, item 7; docs/security.md "Per-user storage quotas"). It has
 // no commands of its own: the lists and kv families charge the user behind the
 // session that adds an item (the principal its openSession recorded, so no
-// proposer can name another user) and credit the user an item records when it is
-// deleted; the limits are the auth family's settings per user and role, else the
+// proposer can name another user; a journal add names the caller's user, filled
+// in by the leader) and credit the user an item records when it is deleted;
+// the limits are the auth family's settings per user and role, else the
 // leader's defaults carried in the command. With authentication off nothing is
 // judged (there are no users); items added by a session with a principal are still
 // counted, so the counts hold when it is turned on again.
@@ -55,6 +56,11 @@ export function chargeUser(states: States, user: string, items: number, bytes: n
   }
   usage.change(user, items, bytes);
   return null;
+}
+
+/** Changes what `user` stores by `items` and `bytes` (negative: given back) without judging it: a change the user did not ask for, or a credit. */
+export function changeUser(states: States, user: string, items: number, bytes: number): void {
+  states.of(quota).change(user, items, bytes);
 }
 
 /** Gives `user` back what a deleted item of `bytes` stored bytes held. */
