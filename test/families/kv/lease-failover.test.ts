@@ -25,10 +25,18 @@ const TTL_MS = 4000;
 describe('a lease across a leader change', () => {
   it('keeps its item through the kill -9 of the leader, then expires with it within the stated bound', async () => {
     cluster = await Cluster.start(3);
+    // The session must outlive the leader's kill -9, so it must be resumable: opened once the new cluster
+    // runs resume tokens (a session opened in the moment before cannot be resumed, docs/protocol.md).
+    await untilCommandVersion(async () => {
+      const probe = await connect(cluster!.urls, { timeoutMs: 10_000, connectTimeoutMs: 10_000 });
+      const resumable = probe.resumeToken !== null;
+      await new KvClient(probe).txn({}).finally(() => probe.close());
+      if (!resumable) throw new Error('no command version for resume tokens yet');
+    });
     client = await connect(cluster.urls, { timeoutMs: 10_000, connectTimeoutMs: 10_000, requestTimeoutMs: 15_000 });
+    expect(client.resumeToken).not.toBeNull();
     const kv = new KvClient(client);
     const leases = new LeaseClient(client);
-    await untilCommandVersion(() => kv.txn({}));
     const { lease } = await leases.grant(TTL_MS);
     await kv.put('/failover/owner', 'node-7', { lease });
     await leases.keepAliveOnce(lease);
