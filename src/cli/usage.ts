@@ -137,7 +137,12 @@ every node's log labelled with its id, and stops every node on Ctrl-C or SIGTERM
   --data DIR           base data directory; node nK uses DIR/nK (default ./vera-data/dev)
   --client-port PORT   client port of n1; the others follow (default 1919)
   --peer-port PORT     peer port of n1; the others follow (default 2919)
-  -h, --help           show this help`,
+  --fresh              remove the data of an earlier dev cluster in DIR first
+  -h, --help           show this help
+
+The ports are checked before anything starts. The generated secret is printed as
+an 'export VERA_CLUSTER_SECRET=...' line and kept in DIR/cluster-secret, for
+'vera member', 'vera leader' and the dashboard's operator actions.`,
 
   push: `Usage: vera push PATH DATA [flags]
 
