@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
 import { SECRET_ENV } from './config.js';
+import { DEV_DEFAULT_DATA, DEV_SECRET_FILE } from './dev-secret.js';
 import { EXIT, UsageError } from './errors.js';
 import type { CliIO } from './io.js';
 import { parsePort } from './units.js';
@@ -23,7 +24,7 @@ export const DEV_FLAGS: FlagSpecs = {
   help: { kind: 'boolean', short: 'h' },
 };
 
-export const DEV_DEFAULTS = { nodes: 3, data: './vera-data/dev', clientPort: 1919, peerPort: 2919 } as const;
+export const DEV_DEFAULTS = { nodes: 3, data: DEV_DEFAULT_DATA, clientPort: 1919, peerPort: 2919 } as const;
 export const MAX_DEV_NODES = 7;
 const HOST = '127.0.0.1';
 /** How long a member gets to shut down cleanly before it is killed. */
@@ -109,6 +110,8 @@ interface RunningMember {
   running: boolean;
 }
 
+export { DEV_SECRET_FILE };
+
 /** The file in the base data directory that remembers how many nodes its cluster has. */
 export const DEV_MARKER = 'dev-cluster.json';
 
@@ -171,8 +174,6 @@ export function removeDevData(options: DevOptions, io: CliIO): string | null {
   return null;
 }
 
-/** The file in the base data directory holding this run's cluster secret, for the CLI (`export VERA_CLUSTER_SECRET=$(cat ...)`). */
-export const DEV_SECRET_FILE = 'cluster-secret';
 
 /**
  * A member of a reused data directory keeps the membership its store was created with, whatever

@@ -249,6 +249,18 @@ describe('vera dev --nodes 3', () => {
     const members = captureIO({ env: { VERA_CLUSTER_SECRET: secret } });
     expect(await main(['member', 'list', '--server', `ws://127.0.0.1:${clientBase}`], members), members.err()).toBe(0);
     expect(members.out()).toContain('n3');
+    // Run from where a default `vera dev` keeps its data, the operator commands find the secret by themselves.
+    const home = mkdtempSync(join(tmpdir(), 'vera-dev-home-'));
+    dirs.push(home);
+    const server = ['--server', `ws://127.0.0.1:${clientBase}`];
+    const unfound = captureIO({ cwd: home });
+    expect(await main(['member', 'list', ...server], unfound)).not.toBe(0);
+    expect(unfound.err()).toMatch(/UNAUTHORIZED|secret/);
+    mkdirSync(join(home, 'vera-data/dev'), { recursive: true });
+    writeFileSync(join(home, 'vera-data/dev', DEV_SECRET_FILE), `${secret}\n`);
+    const found = captureIO({ cwd: home });
+    expect(await main(['member', 'list', ...server], found), found.err()).toBe(0);
+    expect(found.out()).toContain('n3');
 
     // A leader is elected, every node agrees, and its election shows in the labelled log.
     const leader = await pollUntil('the dev cluster to elect a leader', async () => {
