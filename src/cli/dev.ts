@@ -3,12 +3,14 @@
 // their logs labelled by member id, and stops them all on Ctrl-C / SIGTERM.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
 import { SECRET_ENV } from './config.js';
+import { DEV_DEFAULT_DATA, DEV_SECRET_FILE } from './dev-secret.js';
 import { EXIT, UsageError } from './errors.js';
 import type { CliIO } from './io.js';
 import { parsePort } from './units.js';
@@ -18,10 +20,11 @@ export const DEV_FLAGS: FlagSpecs = {
   data: { kind: 'string' },
   'client-port': { kind: 'string' },
   'peer-port': { kind: 'string' },
+  fresh: { kind: 'boolean' },
   help: { kind: 'boolean', short: 'h' },
 };
 
-export const DEV_DEFAULTS = { nodes: 3, data: './vera-data/dev', clientPort: 1919, peerPort: 2919 } as const;
+export const DEV_DEFAULTS = { nodes: 3, data: DEV_DEFAULT_DATA, clientPort: 1919, peerPort: 2919 } as const;
 export const MAX_DEV_NODES = 7;
 const HOST = '127.0.0.1';
 /** How long a member gets to shut down cleanly before it is killed. */
@@ -36,6 +39,8 @@ export interface DevOptions {
   readonly dataDir: string;
   readonly clientPortBase: number;
   readonly peerPortBase: number;
+  /** --fresh: remove the data of an earlier dev cluster first. */
+  readonly fresh?: boolean;
 }
 
 export interface DevMember {
@@ -64,7 +69,8 @@ export function parseDevOptions(args: ParsedArgs, cwd: string): DevOptions {
   if (clientPortBase < peerPortBase + nodes && peerPortBase < clientPortBase + nodes) {
     throw new UsageError(`client ports ${clientPortBase}-${clientPortBase + nodes - 1} and peer ports ${peerPortBase}-${peerPortBase + nodes - 1} overlap`);
   }
-  return { nodes, dataDir: resolve(cwd, stringFlag(args, 'data') ?? DEV_DEFAULTS.data), clientPortBase, peerPortBase };
+  const options: DevOptions = { nodes, dataDir: resolve(cwd, stringFlag(args, 'data') ?? DEV_DEFAULTS.data), clientPortBase, peerPortBase };
+  return args.flags.get('fresh') === true ? { ...options, fresh: true } : options;
 }
 
 export function devMembers(options: DevOptions): DevMember[] {
@@ -104,6 +110,8 @@ interface RunningMember {
   running: boolean;
 }
 
+export { DEV_SECRET_FILE };
+
 /** The file in the base data directory that remembers how many nodes its cluster has. */
 export const DEV_MARKER = 'dev-cluster.json';
 
@@ -128,17 +136,95 @@ export function claimDataDir(options: DevOptions): string | null {
   return `${options.dataDir} holds a dev cluster of ${String(recorded)} node(s), not ${options.nodes}: run with --nodes ${String(recorded)}, remove that directory, or pass another --data`;
 }
 
+/** Whether something already listens on `port` of the dev cluster's host. */
+function portTaken(port: number): Promise<boolean> {
+  return new Promise((resolvePromise) => {
+    const probe = createServer();
+    probe.once('error', () => resolvePromise(true));
+    probe.listen({ port, host: HOST, exclusive: true }, () => probe.close(() => resolvePromise(false)));
+  });
+}
+
+/**
+ * Every port the cluster would listen on, tried before any member starts: a port in the way
+ * (usually a server still running from an earlier `npm start` or `vera dev`) is named in one
+ * line with the flag that moves it, rather than in one member's log among forty lines.
+ */
+export async function portProblem(members: readonly DevMember[]): Promise<string | null> {
+  const wanted = members.flatMap((m) => [
+    { port: m.clientPort, what: `client port ${m.clientPort} (${m.id})`, flag: '--client-port' },
+    { port: m.peerPort, what: `peer port ${m.peerPort} (${m.id})`, flag: '--peer-port' },
+  ]);
+  const taken = await Promise.all(wanted.map((w) => portTaken(w.port)));
+  const busy = wanted.filter((_, i) => taken[i]);
+  if (busy.length === 0) return null;
+  const flags = [...new Set(busy.map((b) => `${b.flag} N`))].join(' and ');
+  return `${busy.map((b) => b.what).join(', ')} on ${HOST} ${busy.length === 1 ? 'is' : 'are'} already in use (another Vera still running?); stop it, or move the cluster with ${flags}`;
+}
+
+/**
+ * --fresh: the earlier dev cluster's data goes, said first. Only a directory `vera dev` made (it
+ * holds DEV_MARKER) is removed, so a mistyped --data never wipes anything else.
+ */
+export function removeDevData(options: DevOptions, io: CliIO): string | null {
+  if (!existsSync(options.dataDir)) return null;
+  if (!existsSync(join(options.dataDir, DEV_MARKER))) return `--fresh: ${options.dataDir} is not a vera dev data directory (no ${DEV_MARKER}); not removing it`;
+  io.stdout(`--fresh: removing ${options.dataDir} (the data of the earlier dev cluster)\n`);
+  rmSync(options.dataDir, { recursive: true, force: true });
+  return null;
+}
+
+
+/**
+ * A member of a reused data directory keeps the membership its store was created with, whatever
+ * --peers says now. Asks each member whom its cluster has; returns what disagrees with `members`.
+ */
+export async function membershipProblem(members: readonly DevMember[], dataDir: string): Promise<string | null> {
+  const expected = members.map((m) => m.id).sort();
+  for (const m of members) {
+    let ids: string[];
+    try {
+      const res = await fetch(`http://${HOST}:${m.clientPort}/v1/status`, { signal: AbortSignal.timeout(5000) });
+      const status = (await res.json()) as { members?: Array<{ id?: unknown }> };
+      ids = (status.members ?? []).map((x) => String(x.id)).sort();
+    } catch {
+      continue; // a member that does not answer is reported by its own exit or log
+    }
+    if (ids.join(',') !== expected.join(',')) {
+      return (
+        `the data in ${dataDir} comes from an earlier run: ${m.id}'s cluster has member(s) ${ids.join(', ') || 'none'}, not ${expected.join(', ')}, ` +
+        `so not every node running is a member. Run 'vera dev --fresh' to start over (it removes ${dataDir})`
+      );
+    }
+  }
+  return null;
+}
+
 /** Runs the cluster until the stop signal; resolves with the exit code. */
 export async function runDev(options: DevOptions, io: CliIO): Promise<number> {
+  const members = devMembers(options);
+  const ports = await portProblem(members);
+  if (ports !== null) {
+    io.stderr(`vera dev: ${ports}\n`);
+    return EXIT.serverError;
+  }
+  const cannotRemove = options.fresh === true ? removeDevData(options, io) : null;
+  if (cannotRemove !== null) {
+    io.stderr(`vera dev: ${cannotRemove}\n`);
+    return EXIT.usage;
+  }
+  const reused = existsSync(join(options.dataDir, DEV_MARKER));
   const problem = claimDataDir(options);
   if (problem !== null) {
     io.stderr(`vera dev: ${problem}\n`);
     return EXIT.usage;
   }
-  const members = devMembers(options);
   const peers = members.map((m) => `${m.id}=${HOST}:${m.peerPort}/${m.clientPort}`).join(',');
   // Through the environment, not argv, so it does not show in process listings.
   const secret = randomBytes(24).toString('base64url');
+  // Beside the data, readable by its owner only: `vera member`, `vera leader` and the like need it.
+  const secretFile = join(options.dataDir, DEV_SECRET_FILE);
+  writeFileSync(secretFile, `${secret}\n`, { mode: 0o600 });
   io.stdout(`Starting a Vera dev cluster of ${members.length} node(s), data in ${options.dataDir}\n`);
 
   let stopping = false;
@@ -172,7 +258,12 @@ export async function runDev(options: DevOptions, io: CliIO): Promise<number> {
   const onStarted = (r: RunningMember): void => {
     r.started = true;
     if (stopping || !running.every((x) => x.started)) return;
-    io.stdout(banner(running.map((x) => ({ member: x.member, pid: x.child.pid })), secret, peers));
+    io.stdout(banner(running.map((x) => ({ member: x.member, pid: x.child.pid })), secret, peers, secretFile));
+    if (reused) {
+      void membershipProblem(members, options.dataDir).then((mismatch) => {
+        if (mismatch !== null && !stopping) io.stderr(`vera dev: WARNING ${mismatch}\n`);
+      });
+    }
   };
 
   // A dev process that exits any other way (e.g. a second Ctrl-C) must not leave members behind.
@@ -233,7 +324,7 @@ function isStartedLine(line: string): boolean {
   }
 }
 
-function banner(members: ReadonlyArray<{ member: DevMember; pid: number | undefined }>, secret: string, peers: string): string {
+function banner(members: ReadonlyArray<{ member: DevMember; pid: number | undefined }>, secret: string, peers: string, secretFile: string): string {
   const first = members[0]!.member;
   return [
     '',
@@ -241,6 +332,8 @@ function banner(members: ReadonlyArray<{ member: DevMember; pid: number | undefi
     ...members.map(({ member, pid }) => `  ${member.id}  ${member.url}  (pid ${pid ?? '?'}, data ${member.dataDir})`),
     '',
     `Cluster secret (generated for this run): ${secret}`,
+    `For 'vera member', 'vera leader' and other operator commands, in your shell (the secret is also in ${secretFile}):`,
+    `  export VERA_CLUSTER_SECRET=${secret}`,
     `To restart one member alone, after stopping it (kill its pid; the others keep running):`,
     `  VERA_CLUSTER_SECRET=${secret} vera start --id ${first.id} --data ${first.dataDir} --peers ${peers}`,
     '',

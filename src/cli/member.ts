@@ -5,6 +5,7 @@
 // until --timeout runs out.
 import { httpBaseUrl } from '../client/urls.js';
 import { SECRET_ENV } from './config.js';
+import { devClusterSecret } from './dev-secret.js';
 import { operatorHeaders } from './operator-call.js';
 import { boolFlag, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
 import { serverList, timeoutArg } from './client-commands.js';
@@ -49,7 +50,7 @@ export async function runAdmin(verb: 'member' | 'leader', args: ParsedArgs, io: 
   const [sub, ...rest] = args.positionals;
   const target: Target = {
     servers: serverList(args, io),
-    secret: stringFlag(args, 'secret') ?? nonEmpty(io.env[SECRET_ENV]) ?? null,
+    secret: stringFlag(args, 'secret') ?? nonEmpty(io.env[SECRET_ENV]) ?? devClusterSecret(io),
     timeoutMs: timeoutArg(args),
     tls: tlsClientOptions(args, io),
   };

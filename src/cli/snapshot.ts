@@ -12,6 +12,7 @@ import { BackupError, restoreBackup, verifyBackupFile, type VerifiedBackup } fro
 import { boolFlag, parseArgs, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
 import { serverList, timeoutArg } from './client-commands.js';
 import { buildServerConfig, SECRET_ENV } from './config.js';
+import { devClusterSecret } from './dev-secret.js';
 import { operatorHeaders } from './operator-call.js';
 import { EXIT, UsageError } from './errors.js';
 import type { CliIO } from './io.js';
@@ -81,7 +82,7 @@ async function save(args: ParsedArgs, io: CliIO): Promise<number> {
   const servers = serverList(args, io);
   const timeoutMs = stringFlag(args, 'timeout') === undefined ? SAVE_SILENCE_MS : timeoutArg(args);
   // A backup is the whole database: a member with a cluster secret hands it only to a caller who sends it.
-  const secret = stringFlag(args, 'secret') ?? (io.env[SECRET_ENV] === undefined || io.env[SECRET_ENV] === '' ? undefined : io.env[SECRET_ENV]);
+  const secret = stringFlag(args, 'secret') ?? (io.env[SECRET_ENV] === undefined || io.env[SECRET_ENV] === '' ? undefined : io.env[SECRET_ENV]) ?? devClusterSecret(io) ?? undefined;
   const tls = tlsClientOptions(args, io);
   let lastFailure = '';
   for (const server of servers) {

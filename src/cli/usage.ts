@@ -137,7 +137,13 @@ every node's log labelled with its id, and stops every node on Ctrl-C or SIGTERM
   --data DIR           base data directory; node nK uses DIR/nK (default ./vera-data/dev)
   --client-port PORT   client port of n1; the others follow (default 1919)
   --peer-port PORT     peer port of n1; the others follow (default 2919)
-  -h, --help           show this help`,
+  --fresh              remove the data of an earlier dev cluster in DIR first
+  -h, --help           show this help
+
+The ports are checked before anything starts. The generated secret is printed as
+an 'export VERA_CLUSTER_SECRET=...' line and kept in DIR/cluster-secret, where
+'vera member', 'vera leader' and 'vera snapshot save' look for it (with the
+default DIR, run from the same directory) when no --secret or environment gives one.`,
 
   push: `Usage: vera push PATH DATA [flags]
 
@@ -196,8 +202,9 @@ Changes who is in the cluster, one member at a time, through the leader.
                        a follower's NOT_LEADER answer is followed to the leader; the
                        next URL is tried when one cannot be reached (for a change,
                        only when its connection was refused: nothing was sent)
-  --secret S           the cluster secret (or $VERA_CLUSTER_SECRET); needed when the
-                       cluster has one, else only loopback may change members
+  --secret S           the cluster secret (or $VERA_CLUSTER_SECRET, or the one a
+                       'vera dev' run from here keeps in ./vera-data/dev/cluster-secret);
+                       needed when the cluster has one, else only loopback may change members
   --json               print the server's JSON answer
   --timeout MS         give up after MS ms, retries included (default 5000)
   --ca FILE, --cert FILE, --key FILE

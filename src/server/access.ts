@@ -56,6 +56,24 @@ export interface AccessIncident {
   readonly what: string;
 }
 
+/** How the member's log tells an incident: failures and denials are warnings, an admin's act that succeeded is news. */
+export interface IncidentLogLine {
+  readonly level: 'warn' | 'info';
+  readonly event: 'authentication-failed' | 'permission-denied' | 'admin-act';
+  readonly message: string;
+}
+
+export function incidentLogLine(kind: AccessIncident['kind']): IncidentLogLine {
+  switch (kind) {
+    case 'auth-failed':
+      return { level: 'warn', event: 'authentication-failed', message: 'authentication failed' };
+    case 'denied':
+      return { level: 'warn', event: 'permission-denied', message: 'a request was denied' };
+    case 'admin':
+      return { level: 'info', event: 'admin-act', message: 'an administrator\'s act succeeded' };
+  }
+}
+
 /** Slow password hashes one member computes at once (libuv's thread pool has 4 threads, which LevelDB needs too). */
 export const MAX_PASSWORD_CHECKS = 2;
 

@@ -14,7 +14,7 @@ import { runFamilyOp } from './access.js';
 import { VeraError, type ErrorCode, type FamilyRequest, type FamilyResult } from '../protocol/index.js';
 import { cluster } from '../families/cluster/index.js';
 import { COMMAND_VERSION } from '../families/registry.js';
-import { defaultUiDirectory, isUiTarget, serveUi } from './ui-files.js';
+import { defaultUiDirectory, FAVICON_PATHS, isUiTarget, serveFavicon, serveUi, UI_PATH } from './ui-files.js';
 import { readiness, type Readiness } from './health.js';
 
 const STATUS_OF: Partial<Record<ErrorCode, number>> = {
@@ -71,6 +71,15 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
   }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     sendJson(res, 405, { error: { code: 'BAD_REQUEST', message: `method ${req.method} is not allowed; use GET` } });
+    return;
+  }
+  if (url.pathname === '/') {
+    // Someone opened the member in a browser: the dashboard is what there is to see.
+    res.writeHead(302, { location: `${UI_PATH}/`, 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' }).end(`the dashboard is at ${UI_PATH}/\n`);
+    return;
+  }
+  if (FAVICON_PATHS.has(url.pathname)) {
+    serveFavicon(req, res);
     return;
   }
   if (url.pathname === '/livez') {

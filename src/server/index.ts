@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Server as NetServer, Socket } from 'node:net';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { WebSocketServer } from 'ws';
-import { authorizeOperatorRequest, Guard } from './access.js';
+import { authorizeOperatorRequest, Guard, incidentLogLine } from './access.js';
 import { auth } from '../families/auth/index.js';
 import { exposureProblem } from './exposure.js';
 import type { ServerConfig } from './config.js';
@@ -241,7 +241,10 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   disk.start();
   const parts = await loadServerParts(options.families ?? FAMILIES);
   const guard = new Guard(veraNode, config.principalLimits);
-  guard.onIncident((i) => logger.warn({ event: i.kind === 'denied' ? 'permission-denied' : 'authentication-failed', principal: i.principal, remote: i.remote, what: i.what }, i.kind === 'denied' ? 'a request was denied' : 'authentication failed'));
+  guard.onIncident((i) => {
+    const line = incidentLogLine(i.kind);
+    logger[line.level]({ event: line.event, principal: i.principal, remote: i.remote, what: i.what }, line.message);
+  });
   appliedHooks = parts.appliedHooks;
   const front: FrontEnd = {
     node: veraNode,

@@ -33,6 +33,28 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.woff2': 'font/woff2',
 };
 
+/**
+ * The tab icon, kept in the code rather than dist/ui so it is there even before the dashboard is
+ * built: a browser asks /favicon.ico of every page it shows, the dashboard links /ui/favicon.svg.
+ */
+export const FAVICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1f4e79"/><path d="M8 8l8 17 8-17" fill="none" stroke="#fff" stroke-width="4" stroke-linecap="round" stroke-linejoin="round"/></svg>';
+
+/** Where a browser looks for a site's icon without being told. */
+export const FAVICON_PATHS: ReadonlySet<string> = new Set(['/favicon.ico', `${UI_PATH}/favicon.svg`]);
+
+/** Answers GET or HEAD of a FAVICON_PATHS entry with FAVICON_SVG (SVG under an .ico name: browsers go by the content). */
+export function serveFavicon(req: IncomingMessage, res: ServerResponse): void {
+  const body = req.method === 'HEAD' ? '' : FAVICON_SVG;
+  res.writeHead(200, {
+    'content-type': 'image/svg+xml',
+    'content-length': Buffer.byteLength(FAVICON_SVG),
+    'cache-control': 'public, max-age=86400',
+    'x-content-type-options': 'nosniff',
+  });
+  res.end(body);
+}
+
 const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 
 /**
@@ -85,6 +107,10 @@ export function serveUi(dir: string, req: IncomingMessage, res: ServerResponse, 
   }
   if (path === UI_PATH) {
     send(res, 301, `moved to ${UI_PATH}/\n`, { location: `${UI_PATH}/${query}` });
+    return;
+  }
+  if (FAVICON_PATHS.has(path)) {
+    serveFavicon(req, res);
     return;
   }
   const name = path === `${UI_PATH}/` ? 'index.html' : path.slice(UI_PATH.length + 1);

@@ -4,13 +4,13 @@
 // and exits 0.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect as tcpConnect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseArgs } from '../../src/cli/args.js';
-import { claimDataDir, DEV_FLAGS, DEV_MARKER, devMembers, formatLogLine, parseDevOptions } from '../../src/cli/dev.js';
+import { claimDataDir, DEV_FLAGS, DEV_MARKER, DEV_SECRET_FILE, devMembers, formatLogLine, parseDevOptions, removeDevData } from '../../src/cli/dev.js';
 import { main } from '../../src/cli/main.js';
 import { connect } from '../../src/client/index.js';
 import { captureIO } from '../client/cli-io.js';
@@ -39,6 +39,7 @@ describe('vera dev options', () => {
       peerPortBase: 5000,
     });
     expect(options('--nodes', '1').nodes).toBe(1);
+    expect(options('--fresh').fresh).toBe(true);
   });
 
   it.each([
@@ -80,6 +81,30 @@ describe('vera dev data directory', () => {
     expect(await main(['dev', '--nodes', '5', '--data', 'dev'], io)).toBe(2);
     expect(io.err()).toBe(`vera dev: ${base.dataDir} holds a dev cluster of 3 node(s), not 5: run with --nodes 3, remove that directory, or pass another --data\n`);
     expect(io.out()).toBe('');
+  });
+});
+
+describe('vera dev --fresh', () => {
+  it('says so and removes the data of an earlier dev cluster, and only a directory vera dev made', () => {
+    const parent = mkdtempSync(join(tmpdir(), 'vera-dev-'));
+    dirs.push(parent);
+    const dev = { dataDir: join(parent, 'dev'), nodes: 3, clientPortBase: 1919, peerPortBase: 2919, fresh: true };
+    const none = captureIO();
+    expect(removeDevData(dev, none)).toBeNull(); // nothing there yet: nothing to say
+    expect(none.out()).toBe('');
+
+    expect(claimDataDir(dev)).toBeNull();
+    mkdirSync(join(dev.dataDir, 'n1'));
+    const io = captureIO();
+    expect(removeDevData(dev, io)).toBeNull();
+    expect(io.out()).toBe(`--fresh: removing ${dev.dataDir} (the data of the earlier dev cluster)\n`);
+    expect(existsSync(dev.dataDir)).toBe(false);
+
+    const other = { ...dev, dataDir: join(parent, 'precious') };
+    mkdirSync(other.dataDir);
+    writeFileSync(join(other.dataDir, 'keep.txt'), 'mine');
+    expect(removeDevData(other, captureIO())).toBe(`--fresh: ${other.dataDir} is not a vera dev data directory (no ${DEV_MARKER}); not removing it`);
+    expect(readFileSync(join(other.dataDir, 'keep.txt'), 'utf8')).toBe('mine');
   });
 });
 
@@ -217,6 +242,25 @@ describe('vera dev --nodes 3', () => {
     // The generated secret is shown, with how to restart one member by itself.
     const [, secret] = await dev.waitForOutput(/Cluster secret \(generated for this run\): (\S+)/);
     expect(dev.out).toContain(`VERA_CLUSTER_SECRET=${secret} vera start --id n1 --data ${join(dataDir, 'n1')} --peers n1=127.0.0.1:${peerBase}/${clientBase},`);
+    // ... and how to give it to the operator commands, which find it in the environment; it is kept in a file too.
+    expect(dev.out).toContain(`\n  export VERA_CLUSTER_SECRET=${secret}\n`);
+    expect(readFileSync(join(dataDir, DEV_SECRET_FILE), 'utf8')).toBe(`${secret}\n`);
+    expect(statSync(join(dataDir, DEV_SECRET_FILE)).mode & 0o077).toBe(0);
+    const members = captureIO({ env: { VERA_CLUSTER_SECRET: secret } });
+    expect(await main(['member', 'list', '--server', `ws://127.0.0.1:${clientBase}`], members), members.err()).toBe(0);
+    expect(members.out()).toContain('n3');
+    // Run from where a default `vera dev` keeps its data, the operator commands find the secret by themselves.
+    const home = mkdtempSync(join(tmpdir(), 'vera-dev-home-'));
+    dirs.push(home);
+    const server = ['--server', `ws://127.0.0.1:${clientBase}`];
+    const unfound = captureIO({ cwd: home });
+    expect(await main(['member', 'list', ...server], unfound)).not.toBe(0);
+    expect(unfound.err()).toMatch(/UNAUTHORIZED|secret/);
+    mkdirSync(join(home, 'vera-data/dev'), { recursive: true });
+    writeFileSync(join(home, 'vera-data/dev', DEV_SECRET_FILE), `${secret}\n`);
+    const found = captureIO({ cwd: home });
+    expect(await main(['member', 'list', ...server], found), found.err()).toBe(0);
+    expect(found.out()).toContain('n3');
 
     // A leader is elected, every node agrees, and its election shows in the labelled log.
     const leader = await pollUntil('the dev cluster to elect a leader', async () => {
@@ -267,7 +311,7 @@ describe('vera dev --nodes 3', () => {
     expect(await refuses(clientBase)).toBe(true);
   }, 60_000);
 
-  it('when a node cannot start, says which and why, stops the others and exits 1', async () => {
+  it('when a port is taken, says which and the flag that moves it in one line, before starting anything, and exits 1', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'vera-dev-'));
     dirs.push(dataDir);
     const clientBase = await freeRange(2);
@@ -278,16 +322,53 @@ describe('vera dev --nodes 3', () => {
     try {
       const dev = startDev(['--nodes', '2', '--data', dataDir, '--client-port', String(clientBase), '--peer-port', String(peerBase)]);
       expect(await dev.exitStatus()).toStrictEqual({ code: 1, signal: null });
-      expect(dev.out).toMatch(/\[dev\] n2 exited unexpectedly \(exit code 1\)/);
-      expect(dev.err).toContain(`[n2] vera: cannot start: client port 127.0.0.1:${clientBase + 1} is already in use`);
-      expect(dev.err).toContain('vera dev: n2 did not start');
-      expect(dev.out).not.toContain('Vera dev cluster is up');
+      expect(dev.err).toBe(
+        `vera dev: client port ${clientBase + 1} (n2) on 127.0.0.1 is already in use (another Vera still running?); stop it, or move the cluster with --client-port N\n`,
+      );
+      expect(dev.out).toBe(''); // nothing started, nothing to stop
+      expect(existsSync(join(dataDir, 'n1'))).toBe(false);
       expect(await refuses(clientBase)).toBe(true);
       expect(await refuses(peerBase)).toBe(true);
     } finally {
       await new Promise<void>((res) => squatter.close(() => res()));
     }
   }, 60_000);
+
+  it('over reused data whose membership is not the nodes started, says so and points at --fresh, which starts over', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'vera-dev-'));
+    dirs.push(dataDir);
+    const clientBase = await freeRange(3);
+    const peerBase = await freeRange(3, [clientBase, clientBase + 1, clientBase + 2]);
+    const flags = ['--data', dataDir, '--client-port', String(clientBase), '--peer-port', String(peerBase)];
+    // n1's store is made by a one-node cluster (as by a run before the node count was recorded).
+    const one = startDev(['--nodes', '1', ...flags]);
+    await one.waitForOutput(/\[n1\] role is now leader/);
+    one.proc.kill('SIGTERM');
+    expect(await one.exitStatus()).toStrictEqual({ code: 0, signal: null });
+    writeFileSync(join(dataDir, DEV_MARKER), `${JSON.stringify({ nodes: 3 })}\n`);
+
+    const three = startDev(['--nodes', '3', ...flags]);
+    await three.waitForOutput(/Vera dev cluster is up: 3 node\(s\)/);
+    await pollUntil('the membership warning', async () => (three.err.includes('WARNING') ? true : undefined));
+    expect(three.err).toContain(
+      `vera dev: WARNING the data in ${dataDir} comes from an earlier run: n1's cluster has member(s) n1, not n1, n2, n3, so not every node running is a member. Run 'vera dev --fresh' to start over (it removes ${dataDir})\n`,
+    );
+    three.proc.kill('SIGTERM');
+    expect((await three.exitStatus()).code).toBe(0);
+
+    const fresh = startDev(['--nodes', '3', '--fresh', ...flags]);
+    await fresh.waitForOutput(/Vera dev cluster is up: 3 node\(s\)/);
+    expect(fresh.out).toContain(`--fresh: removing ${dataDir} (the data of the earlier dev cluster)\n`);
+    const leader = await pollUntil('the fresh cluster to elect a leader', async () => {
+      const statuses = await Promise.all([0, 1, 2].map((i) => fetchStatus(clientBase + i)));
+      const id = statuses[0]!.leader;
+      return id !== null && statuses.every((s) => s.leader === id) ? id : undefined;
+    });
+    expect(['n1', 'n2', 'n3']).toContain(leader);
+    fresh.proc.kill('SIGTERM');
+    expect((await fresh.exitStatus()).code).toBe(0);
+    expect(fresh.err).not.toContain('WARNING');
+  }, 90_000);
 });
 
 function startDev(argv: readonly string[]): DevProcess {

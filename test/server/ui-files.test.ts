@@ -128,6 +128,25 @@ describe('the dashboard files at /ui', () => {
     }
   });
 
+  it('sends a browser opening the member itself (/) to the dashboard', async () => {
+    const r = await raw(vp, 'GET', '/');
+    expect(r.status).toBe(302);
+    expect(r.headers.location).toBe('/ui/');
+  });
+
+  it('serves a tab icon at /favicon.ico and /ui/favicon.svg, which the dashboard links', async () => {
+    for (const target of ['/favicon.ico', '/ui/favicon.svg']) {
+      const r = await raw(vp, 'GET', target);
+      expect(r.status, target).toBe(200);
+      expect(r.headers['content-type'], target).toBe('image/svg+xml');
+      expect(r.body, target).toMatch(/^<svg /);
+      const head = await raw(vp, 'HEAD', target);
+      expect(head.status, target).toBe(200);
+      expect(head.body, target).toBe('');
+    }
+    expect(readFileSync(join(ROOT, 'src/ui/index.html'), 'utf8')).toContain('href="/ui/favicon.svg"');
+  });
+
   it('leaves the other endpoints where they were', async () => {
     expect((await raw(vp, 'GET', '/healthz')).status).toBe(200);
     expect((await raw(vp, 'GET', '/uix')).status).toBe(404);
