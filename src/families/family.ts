@@ -10,9 +10,17 @@
 // start and after a snapshot install), the LevelDB buckets it writes
 // (`buckets`), what happens to its data when a session ends, and, loaded only
 // by the server, its client ops and leader duties (`server`).
-import type { ServerPart } from '../server/family-part.js';
 import type { ApplyError, ApplySuccess, ChangeEvent, VeraDb } from '../statemachine/types.js';
 import type { PlanReads } from '../statemachine/pending-reads.js';
+
+/**
+ * What a family's `server()` loads. The server fills this in (src/server/family-part-type.ts adds
+ * `part: ServerPart` to it), so the contract names the server part's type without importing any
+ * server code: the kernel and the families' apply side stay below the server in the import graph.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled in by declaration merging
+export interface ServerPartSlot {}
+export type FamilyServerPart = ServerPartSlot extends { readonly part: infer P } ? P : unknown;
 
 export type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
 export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
@@ -109,7 +117,7 @@ export interface Family<C extends { readonly op: string }, S> {
    */
   settleEntry?(states: States, kept: boolean): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
   /** Loads the family's server part (its client ops and leader duties); only the server calls it. */
-  server?(): Promise<ServerPart>;
+  server?(): Promise<FamilyServerPart>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds families of every command type
@@ -124,7 +132,7 @@ export function failure(code: ApplyError['code'], message: string): ApplyError {
  * server part (ops answered from what other families hold, or by proposing their
  * commands).
  */
-export function serverOnlyFamily(name: string, server: () => Promise<ServerPart>): Family<never, null> {
+export function serverOnlyFamily(name: string, server: () => Promise<FamilyServerPart>): Family<never, null> {
   return {
     name,
     since: 1,

@@ -104,6 +104,11 @@ describe('the import graph', () => {
     expect([...files].filter((f) => f.startsWith('src/statemachine/') || f.startsWith('src/families/') || f.startsWith('src/server/'))).toEqual([]);
   });
 
+  it('from the family contract never reaches the server: the server fills in what a family server part is', () => {
+    const { files } = closure(['src/families/family.ts']);
+    expect([...files].filter((f) => f.startsWith('src/server/'))).toEqual([]);
+  });
+
   it('exports the client library as vera/client, with types, built from src/client/index.ts', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
     const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { outDir: string; rootDir: string; declaration: boolean } };
