@@ -5,7 +5,8 @@
 // index" and replay resumes right after it. Batches are not synced: the synced
 // Raft log is the durable record.
 import type { Entry } from '../raft/types.js';
-import { entriesInKeyOrder, internalPropertyKey, validateSessionId, type WatchRef } from '../keys/index.js';
+import { entriesInKeyOrder, internalPropertyKey, validateSessionId } from '../keys/index.js';
+import { type WatchRef } from '../families/watches/keys.js';
 import { validatePath } from '../protocol/index.js';
 import { failure, type AnyFamily, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../families/family.js';
 import { FAMILIES } from '../families/registry.js';

@@ -1,15 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { pack, unpack } from 'msgpackr';
-import {
-  Bucket,
-  bucketRange,
-  clientDataKey,
-  clientKey,
-  internalPropertyKey,
-  itemKey,
-  lagKey,
-  watchKey,
-} from '../../src/keys/index.js';
+import { Bucket, bucketRange, internalPropertyKey } from '../../src/keys/index.js';
+import { clientDataKey, itemKey } from '../../src/families/lists/keys.js';
+import { clientKey } from '../../src/families/sessions/keys.js';
+import { lagKey } from '../../src/families/lag/keys.js';
+import { watchKey } from '../../src/families/watches/keys.js';
 import type { Command } from '../../src/statemachine/commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { StateMachineError, type ApplyOutcome } from '../../src/statemachine/types.js';

@@ -1,6 +1,6 @@
 // The observe family's ops, answered by the leader from what it holds in memory
 // (and, for one session's items, a read of its reverse index).
-import { clientDataRange, decodeClientDataKey } from '../../keys/index.js';
+import { clientDataRange, decodeClientDataKey } from '../lists/keys.js';
 import type { FamilyRequest, FamilyResult } from '../../protocol/index.js';
 import type { Need } from '../../server/access.js';
 import type { FrontEnd } from '../../server/context.js';

@@ -1,13 +1,13 @@
 // range.paths and range.items, answered from one LevelDB snapshot each (after a
 // ReadIndex barrier unless stale), a page at a time.
-import { decodeItemKey, itemKey, itemRange, itemSeekKey } from '../../keys/index.js';
+import { decodeItemKey, itemKey, itemRange, itemSeekKey } from '../lists/keys.js';
 import { VeraError, type FamilyResult } from '../../protocol/index.js';
 import { openCursor, sealCursor, SEALED_PREFIX } from './cursor.js';
 import type { Need } from '../../server/access.js';
 import type { FrontEnd } from '../../server/context.js';
 import { familyOps, passPathGates, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
 import { wireItems } from '../../server/ops.js';
-import { decodeItemValue } from '../../statemachine/codec.js';
+import { decodeItemValue } from '../lists/codec.js';
 import type { Item, VeraDb } from '../../statemachine/types.js';
 import { below, RANGE_OPS, type PathsPage } from './wire.js';
 

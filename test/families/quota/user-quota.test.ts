@@ -5,11 +5,12 @@
 // snapshot install (a copy of the store's replicated keys).
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Bucket, bucketPrefix, itemRange } from '../../../src/keys/index.js';
+import { Bucket, bucketPrefix } from '../../../src/keys/index.js';
+import { itemRange } from '../../../src/families/lists/keys.js';
 import { quota } from '../../../src/families/quota/index.js';
 import type { Entry } from '../../../src/raft/types.js';
 import { encodeCommand, requiredVersion, type AnyCommand } from '../../../src/statemachine/commands.js';
-import { decodeChargedItem } from '../../../src/statemachine/codec.js';
+import { decodeChargedItem } from '../../../src/families/lists/codec.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import type { ApplyOutcome, VeraDb } from '../../../src/statemachine/types.js';
 import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
