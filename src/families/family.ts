@@ -62,6 +62,15 @@ export interface OpSpec<C> {
   decode(raw: Readonly<Record<string, unknown>>): C;
 }
 
+/**
+ * What a family's queries read through (the StateMachine is one): the db at one
+ * snapshot with the applied index it reflects, and a family's in-memory state.
+ */
+export interface StateReader {
+  read<T>(what: string, read: (db: VeraDb, snapshot: DbSnapshot, index: number) => Promise<T>): Promise<T>;
+  stateOf<S>(family: Family<never, S>): S;
+}
+
 /** The family states of one store, by family. */
 export interface States {
   of<S>(family: Family<never, S>): S;

@@ -11,6 +11,7 @@ import { validatePath, VeraError } from '../protocol/index.js';
 import type { FrontEnd } from './context.js';
 import { passPathGates } from './family-part.js';
 import { writeWithBackpressure } from './http-write.js';
+import { readListPages } from '../families/lists/queries.js';
 
 /** Requests one socket may have waiting behind the one being answered. */
 export const HTTP_PIPELINE_MAX = 16;
@@ -70,7 +71,7 @@ async function answer(fe: FrontEnd, req: IncomingMessage, res: ServerResponse): 
 async function respond(fe: FrontEnd, req: IncomingMessage, res: ServerResponse, path: string, mayRetry: boolean): Promise<void> {
   let opened = false;
   let separator = '';
-  await fe.node.stateMachine.readListPages(path, fe.limits.replyBytes, async (page) => {
+  await readListPages(fe.node.stateMachine, path, fe.limits.replyBytes, async (page) => {
     if (!opened && mayRetry && page.items.length === 0 && (await passPathGates(fe, path))) throw new FrozenMeanwhile();
     if (!opened) {
       opened = true;

@@ -36,6 +36,9 @@ import { DEFAULT_LIMITS } from '../protocol/index.js';
 import { ServerMetrics } from './server-metrics.js';
 import { DEFAULT_RAFT_TIMING, MembershipDivergedError, VeraNode, type RaftTiming } from './vera-node.js';
 import { certificateUser, ClientPortTls, peerTls, TlsFiles } from './tls.js';
+import { children, readListPages } from '../families/lists/queries.js';
+import { watchesOf } from '../families/watches/queries.js';
+import { liveSessions } from '../families/sessions/queries.js';
 
 export interface RunningServer {
   /** The client port actually bound (useful with port 0). */
@@ -103,11 +106,11 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         .filter(([id]) => id !== st.id)
         .map(([id, p]) => [id, Math.max(0, st.lastIndex - p.match)] as const);
     },
-    sessions: () => node?.stateMachine.sessions().size ?? 0,
+    sessions: () => (node === undefined ? 0 : liveSessions(node.stateMachine).size),
     attachedSessions: () => connections.size,
     watches: () => {
       let n = 0;
-      if (node !== undefined) for (const s of node.stateMachine.sessions().keys()) n += node.stateMachine.watchesOf(s).length;
+      if (node !== undefined) for (const s of liveSessions(node.stateMachine).keys()) n += watchesOf(node.stateMachine, s).length;
       return n;
     },
     notifyBacklog: () => fe?.notifier.backlogByState() ?? { live: 0, stalled: 0, resyncing: 0 },
@@ -257,12 +260,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     disk,
     notifier: new Notifier(
       {
-        watchesOf: (session) => veraNode.stateMachine.watchesOf(session),
-        children: (path) => veraNode.stateMachine.children(path),
+        watchesOf: (session) => watchesOf(veraNode.stateMachine, session),
+        children: (path) => children(veraNode.stateMachine, path),
         // A resync reads a list as any read does: past the path gates first (a hibernated list is thawed, not sent empty).
         readListPages: async (path, pageBytes, onPage) => {
           await passPathGates(front, path);
-          return veraNode.stateMachine.readListPages(path, pageBytes, onPage);
+          return readListPages(veraNode.stateMachine, path, pageBytes, onPage);
         },
       },
       veraNode.events,

@@ -6,6 +6,7 @@
 import type { Item as StoredItem } from '../statemachine/types.js';
 import type { FrontEnd } from './context.js';
 import { VeraError, type GetRequest, type GetResult, type Item } from '../protocol/index.js';
+import { readListPages, readListWithin } from '../families/lists/queries.js';
 
 /** Stored items hold whatever value the client sent, which the protocol layer validated as JSON-compatible. */
 export function wireItem(item: StoredItem): Item {
@@ -23,7 +24,7 @@ export async function readBarrier(fe: FrontEnd, req: GetRequest): Promise<void> 
 
 /** The whole list in one result, or TOO_LARGE once its items pass `replyBytes` (read no further). */
 export async function readWholeList(fe: FrontEnd, path: string): Promise<GetResult> {
-  const view = await fe.node.stateMachine.readListWithin(path, fe.limits.replyBytes);
+  const view = await readListWithin(fe.node.stateMachine, path, fe.limits.replyBytes);
   if (view === null) {
     throw new VeraError('TOO_LARGE', `the list ${path} holds more than ${fe.limits.replyBytes} bytes of items, more than one reply carries; read it with a streamed get (stream: true)`);
   }
@@ -37,7 +38,7 @@ export async function readWholeList(fe: FrontEnd, path: string): Promise<GetResu
  */
 export async function streamList(fe: FrontEnd, path: string, sendPage: (page: GetResult) => Promise<void>): Promise<GetResult> {
   let last: GetResult | null = null;
-  await fe.node.stateMachine.readListPages(path, fe.limits.replyBytes, async (page) => {
+  await readListPages(fe.node.stateMachine, path, fe.limits.replyBytes, async (page) => {
     const result = { index: page.index, items: wireItems(page.items) };
     if (page.more) await sendPage({ ...result, more: true });
     else last = result;

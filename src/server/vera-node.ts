@@ -20,6 +20,7 @@ import { APPLIED_INDEX } from '../statemachine/applied.js';
 import { stateExtras } from '../statemachine/state-extras.js';
 import { checkAuditHead } from '../families/audit/head-check.js';
 import { WritePressure, type WritePressureLimits } from './write-pressure.js';
+import { watchersOf } from '../families/watches/queries.js';
 
 export interface RaftTiming {
   readonly tickMs: number;
@@ -188,7 +189,7 @@ export class VeraNode {
         let written = 0;
         const started = performance.now();
         await sm.applyMany(run, {
-          onPlanned: (outcome) => recipients.push(outcome.events.map((event) => ({ event, recipients: [...sm.watchersOf(event.path)] }))),
+          onPlanned: (outcome) => recipients.push(outcome.events.map((event) => ({ event, recipients: [...watchersOf(sm, event.path)] }))),
           // Only once it is in the db: a watcher told of a change can read it, and so can the proposer.
           onWritten: (outcome) => {
             const recorded = recipients[written]!;

@@ -22,7 +22,6 @@ export {
 } from './commands.js';
 export { CorruptValueError } from './codec.js';
 export { bookOf, configOf, encodeMembers, initialMembers, MEMBERS_KEY, type Member } from './members.js';
-export type { IndexDump } from './state-machine.js';
 export {
   StateMachineError,
   type ApplyError,

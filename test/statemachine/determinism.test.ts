@@ -5,6 +5,9 @@ import { StateMachine } from '../../src/statemachine/state-machine.js';
 import type { ApplyOutcome } from '../../src/statemachine/types.js';
 import { EntryFeed, dumpDb, openTempDb } from './helpers.js';
 import { Model, PATHS, SESSIONS, stepsArb, type Step } from './model.js';
+import { watchersOf, watchesOf } from '../../src/families/watches/queries.js';
+import { children, getList, lastIndexOf } from '../../src/families/lists/queries.js';
+import { inspectIndexes } from '../../src/families/index-dump.js';
 
 /** Resolves steps into entries once, so every state machine is fed identical bytes. */
 function entriesFor(steps: Step[]): Entry[] {
@@ -21,11 +24,11 @@ function entriesFor(steps: Step[]): Entry[] {
 async function observe(sm: StateMachine): Promise<unknown> {
   return {
     applied: sm.appliedIndex,
-    indexes: sm.inspectIndexes(),
-    lists: await Promise.all(PATHS.map((p) => sm.getList(p))),
-    children: await sm.children('/'),
-    watchers: PATHS.map((p) => [...sm.watchersOf(p)].sort()),
-    watches: SESSIONS.map((s) => sm.watchesOf(s)),
+    indexes: inspectIndexes(sm),
+    lists: await Promise.all(PATHS.map((p) => getList(sm, p))),
+    children: await children(sm, '/'),
+    watchers: PATHS.map((p) => [...watchersOf(sm, p)].sort()),
+    watches: SESSIONS.map((s) => watchesOf(sm, s)),
     digest: await sm.digest(),
   };
 }
@@ -61,7 +64,7 @@ describe('determinism', () => {
         try {
           const [one, many] = [await StateMachine.open(a.db), await StateMachine.open(b.db)];
           // Who watched each event's list as of its entry: what the server records for replay.
-          const watchersAt = (sm: StateMachine, out: ApplyOutcome): string[][] => out.events.map((e) => [...sm.watchersOf(e.path)].sort());
+          const watchersAt = (sm: StateMachine, out: ApplyOutcome): string[][] => out.events.map((e) => [...watchersOf(sm, e.path)].sort());
           const expected: unknown[] = [];
           for (const e of entries) {
             const out = await one.apply(e);
@@ -149,7 +152,7 @@ describe('restart', () => {
       await sm.apply(entries[1]!);
       const reopened = await StateMachine.open(await tmp.reopen());
       expect(reopened.appliedIndex).toBe(2);
-      expect(reopened.lastIndexOf('/a')).toBe(2);
+      expect(lastIndexOf(reopened, '/a')).toBe(2);
       const out = await reopened.apply(entries[2]!);
       expect(out.result).toMatchObject({ ok: true, op: 'push', item: { index: 3, data: 'y' } });
     } finally {

@@ -15,6 +15,7 @@ import type { Entry } from '../../src/raft/types.js';
 import type { ApplyOutcome } from '../../src/statemachine/types.js';
 import { wireData } from '../support/arbitraries.js';
 import { dumpDb, openTempDb } from './helpers.js';
+import { getList } from '../../src/families/lists/queries.js';
 
 const T = 1_764_000_000_000;
 
@@ -134,7 +135,7 @@ describe('the leader applies what it proposed without decoding it', () => {
       const packed = packData({ big: 'y'.repeat(100) }, DEFAULT_LIMITS);
       const out = await sm.apply({ index: 2, term: 1, kind: 'command', data: encodeCommand(push('s1', packed), T) });
       expect(out.result.ok && out.result.op === 'push' && out.result.item.data).toBeInstanceOf(PackedValue);
-      expect((await sm.getList('/jobs')).items.map((i) => i.data)).toEqual([{ big: 'y'.repeat(100) }]);
+      expect((await getList(sm, '/jobs')).items.map((i) => i.data)).toEqual([{ big: 'y'.repeat(100) }]);
     } finally {
       await tmp.cleanup();
     }

@@ -9,6 +9,8 @@ import type { Command, PushQuota } from '../../src/statemachine/commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import type { ApplyOutcome } from '../../src/statemachine/types.js';
 import { EntryFeed, openTempDb, type TempDb } from './helpers.js';
+import { liveSessions } from '../../src/families/sessions/queries.js';
+import { watchesOf } from '../../src/families/watches/queries.js';
 
 let tmp: TempDb;
 let sm: StateMachine;
@@ -58,7 +60,7 @@ describe('quotas judged in apply', () => {
     refused(await push('S', '/e', { watches: 3 }, { watch: true }), /holds 3 watches/);
     expect(await listLength('/e')).toBe(0);
     expect((await push('S', '/e', { watches: 3 }, { watch: false })).result.ok).toBe(true);
-    expect(sm.watchesOf('S')).toHaveLength(3);
+    expect(watchesOf(sm, 'S')).toHaveLength(3);
     await run({ op: 'unwatch', session: 'S', path: '/b', prefix: false });
     expect((await watch('S', '/d', 3)).result.ok).toBe(true);
   });
@@ -67,7 +69,7 @@ describe('quotas judged in apply', () => {
     expect((await open('A', '10.0.0.1:1000', 2)).result.ok).toBe(true);
     expect((await open('B', '10.0.0.1:1001', 2)).result.ok).toBe(true);
     refused(await open('C', '10.0.0.1:1002', 2), /10\.0\.0\.1 already has 2 sessions.*--sessions-per-address 2/);
-    expect(sm.sessions().has('C')).toBe(false);
+    expect(liveSessions(sm).has('C')).toBe(false);
     expect((await open('D', '[::1]:1002', 2)).result.ok).toBe(true);
     expect((await open('E', '10.0.0.2:1002', 2)).result.ok).toBe(true);
     await restart();

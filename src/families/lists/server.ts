@@ -9,6 +9,7 @@ import { hibernate } from '../hibernate/index.js';
 import { cluster } from '../cluster/index.js';
 import { WATCH_IF_ROOM_SINCE } from './index.js';
 import { userQuotaField } from '../quota/propose.js';
+import { children } from './queries.js';
 
 async function push({ fe, session, request: req, frameBytes }: OpCall<'push'>): Promise<PushResult> {
   fe.disk.admit(frameBytes);
@@ -41,7 +42,7 @@ async function del({ fe, session, request: req }: OpCall<'delete'>): Promise<Emp
 
 async function ls({ fe, request: req }: OpCall<'ls'>): Promise<LsResult> {
   await fe.node.linearizableBarrier(fe.readTimeoutMs);
-  const view = await fe.node.stateMachine.children(req.path);
+  const view = await children(fe.node.stateMachine, req.path);
   // Lists in hibernated units exist too: their names stay hot, so listing a parent thaws nothing.
   const frozen = fe.node.stateMachine.stateOf(hibernate).frozenChildren(req.path);
   if (frozen.length === 0) return { index: view.index, children: [...view.children] };

@@ -19,6 +19,7 @@ import { APPLIED_INDEX } from '../../../src/statemachine/applied.js';
 import { stateExtras } from '../../../src/statemachine/state-extras.js';
 import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
 import { failNextBatch } from '../../support/batches.js';
+import { getList } from '../../../src/families/lists/queries.js';
 
 class Member {
   /** The index of the last entry applied. */
@@ -62,7 +63,7 @@ class Member {
   }
 
   async items(path: string): Promise<unknown[]> {
-    return (await this.sm.getList(path)).items.map((i) => i.data);
+    return (await getList(this.sm, path)).items.map((i) => i.data);
   }
 }
 
