@@ -21,6 +21,7 @@ import { stateExtras } from '../statemachine/state-extras.js';
 import { checkAuditHead } from '../families/audit/head-check.js';
 import { WritePressure, type WritePressureLimits } from './write-pressure.js';
 import { watchersOf } from '../families/watches/queries.js';
+import { FAMILIES } from '../families/registry.js';
 
 export interface RaftTiming {
   readonly tickMs: number;
@@ -138,7 +139,7 @@ export class VeraNode {
     try {
       if (hooks.onLogSynced !== undefined) dir.storage.onSynced = (seconds) => hooks.onLogSynced!(seconds);
       const loaded = await dir.storage.load();
-      const sm = await StateMachine.open(dir.db);
+      const sm = await StateMachine.open(dir.db, FAMILIES);
       dir.storage.appliedSource = () => sm.appliedIndex;
       const auditProblem = await checkAuditHead(loaded.entries, sm);
       if (auditProblem !== null) opts.logger.error({ event: 'audit-log-cut-back', problem: auditProblem }, 'the audit log does not hold what this member applied');
@@ -158,7 +159,7 @@ export class VeraNode {
       );
       const slot = new TransportSlot();
       const snapshots: SnapshotIO = {
-        capture: () => captureState(dir.db, APPLIED_INDEX, stateExtras(dir.db)),
+        capture: () => captureState(dir.db, APPLIED_INDEX, stateExtras(dir.db, FAMILIES)),
         staging: fileStaging(join(opts.dataDir, SNAPSHOTS_DIRNAME)),
         discard: (staged) => rmSync(staged.path, { force: true }),
         install: async (meta, staged) => {
@@ -332,7 +333,7 @@ export class VeraNode {
 
   /** A consistent view of the state machine, for backups (see state-transfer.ts). */
   captureState(): Promise<CapturedState> {
-    return captureState(this.dir.db, APPLIED_INDEX, stateExtras(this.dir.db));
+    return captureState(this.dir.db, APPLIED_INDEX, stateExtras(this.dir.db, FAMILIES));
   }
 
   snapshotMetaAt(index: number): SnapshotMeta | null {

@@ -8,7 +8,6 @@ import type { Entry } from '../raft/types.js';
 import { internalPropertyKey } from '../keys/index.js';
 import type { WatchRef } from '../families/watches/keys.js';
 import { failure, type AnyFamily, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../families/family.js';
-import { FAMILIES } from '../families/registry.js';
 import type { ChildrenStep } from '../families/lists/reads.js';
 import { childrenStep } from '../families/lists/queries.js';
 import { lagOf } from '../families/lag/queries.js';
@@ -35,6 +34,8 @@ export class StateMachine {
 
   private constructor(
     private readonly db: VeraDb,
+    /** Every registered family, in registry order: what the kernel applies entries through. */
+    private readonly families: readonly AnyFamily[],
     private states: FamilyStates,
     private applied: number,
     private book: readonly Member[],
@@ -42,10 +43,14 @@ export class StateMachine {
     private now: number,
   ) {}
 
-  /** Loads the applied index and the families' in-memory indexes from an open db. */
-  static async open(db: VeraDb): Promise<StateMachine> {
-    const { states, applied, book, now } = await loadFrom(db);
-    return new StateMachine(db, states, applied, book, now);
+  /**
+   * Loads the applied index and the families' in-memory indexes from an open db.
+   * `families` is the registry (src/families/registry.ts's FAMILIES): handed in, so
+   * the kernel knows no family by name.
+   */
+  static async open(db: VeraDb, families: readonly AnyFamily[]): Promise<StateMachine> {
+    const { states, applied, book, now } = await loadFrom(db, families);
+    return new StateMachine(db, families, states, applied, book, now);
   }
 
   get appliedIndex(): number {
@@ -82,7 +87,7 @@ export class StateMachine {
   }
 
   private async reloadNow(): Promise<void> {
-    const { states, applied, book, now } = await loadFrom(this.db);
+    const { states, applied, book, now } = await loadFrom(this.db, this.families);
     this.states = states;
     this.applied = applied;
     this.book = book;
@@ -195,8 +200,8 @@ export class StateMachine {
       case 'command': {
         // The clock never goes back, whatever the proposer's: every member computes the same value.
         if (decoded.t > this.now) this.now = decoded.t;
-        const ctx: PlanContext = { db: this.db, reads, states: this.states, index: entry.index, now: this.now, families: FAMILIES };
-        return withSettledShares(await decoded.family.plan(decoded.command, ctx), this.states);
+        const ctx: PlanContext = { db: this.db, reads, states: this.states, index: entry.index, now: this.now, families: this.families };
+        return withSettledShares(await decoded.family.plan(decoded.command, ctx), this.states, this.families);
       }
     }
   }
@@ -304,9 +309,9 @@ export class StateMachine {
 }
 
 /** The plan with every family's writes for what the entry's plans told it (settleEntry), in registry order. */
-function withSettledShares(plan: Plan | ApplyError, states: States): Plan | ApplyError {
+function withSettledShares(plan: Plan | ApplyError, states: States, families: readonly AnyFamily[]): Plan | ApplyError {
   const kept = 'ops' in plan;
-  for (const family of FAMILIES) {
+  for (const family of families) {
     const share = family.settleEntry?.(states, kept) ?? null;
     if (share === null || !kept) continue;
     for (const op of share.ops) plan.ops.push(op);
@@ -326,13 +331,13 @@ class FamilyStates implements States {
   }
 }
 
-async function loadFrom(db: VeraDb): Promise<{ states: FamilyStates; applied: number; book: Member[]; now: number }> {
+async function loadFrom(db: VeraDb, families: readonly AnyFamily[]): Promise<{ states: FamilyStates; applied: number; book: Member[]; now: number }> {
   const snapshot: DbSnapshot = db.snapshot();
   try {
     const rawBook = await db.get(MEMBERS_KEY, { snapshot });
     const rawClock = await db.get(CLOCK_KEY, { snapshot });
     const states = new Map<AnyFamily, unknown>();
-    for (const family of FAMILIES) states.set(family, await family.load(db, snapshot));
+    for (const family of families) states.set(family, await family.load(db, snapshot));
     return {
       applied: await readApplied(db, snapshot),
       states: new FamilyStates(states),

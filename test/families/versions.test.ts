@@ -86,7 +86,7 @@ describe('the active version', () => {
   it('is raised by setCommandVersion, never lowered, the same on every member and after a restart', async () => {
     const [a, b] = [await openTempDb(), await openTempDb()];
     temps.push(a, b);
-    const [smA, smB] = [await StateMachine.open(a.db), await StateMachine.open(b.db)];
+    const [smA, smB] = [await StateMachine.open(a.db, FAMILIES), await StateMachine.open(b.db, FAMILIES)];
     const feed = new EntryFeed();
     const set = (version: number) => feed.raw(encodeCommand({ family: 'cluster', op: 'setCommandVersion', version }, 0));
     const seen: number[] = [];
@@ -99,7 +99,7 @@ describe('the active version', () => {
     expect(smB.stateOf(cluster).active).toBe(4);
     expect(await dumpDb(b.db)).toEqual(await dumpDb(a.db));
     expect(await smB.digest()).toBe(await smA.digest());
-    const reopened = await StateMachine.open(await a.reopen());
+    const reopened = await StateMachine.open(await a.reopen(), FAMILIES);
     expect(reopened.stateOf(cluster).active).toBe(4);
   });
 });

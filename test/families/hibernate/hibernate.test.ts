@@ -20,6 +20,7 @@ import { stateExtras } from '../../../src/statemachine/state-extras.js';
 import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
 import { failNextBatch } from '../../support/batches.js';
 import { getList } from '../../../src/families/lists/queries.js';
+import { FAMILIES } from '../../../src/families/registry.js';
 
 class Member {
   /** The index of the last entry applied. */
@@ -33,7 +34,7 @@ class Member {
 
   static async open(): Promise<Member> {
     const temp = await openTempDb();
-    return new Member(temp, await StateMachine.open(temp.db));
+    return new Member(temp, await StateMachine.open(temp.db, FAMILIES));
   }
 
   async run(command: Command | Record<string, unknown>): Promise<ApplyResult> {
@@ -47,7 +48,7 @@ class Member {
 
   /** A restart: the db closed and opened, the state machine loaded from it. */
   async restart(): Promise<void> {
-    this.sm = await StateMachine.open(await this.temp.reopen());
+    this.sm = await StateMachine.open(await this.temp.reopen(), FAMILIES);
   }
 
   async push(path: string, data: unknown, persistent = true): Promise<number> {
@@ -450,7 +451,7 @@ describe('crash points', () => {
 
 describe('cold files travel with the state', () => {
   async function transfer(from: Member, to: Member): Promise<void> {
-    const captured = await captureState(from.temp.db, APPLIED_INDEX, stateExtras(from.temp.db));
+    const captured = await captureState(from.temp.db, APPLIED_INDEX, stateExtras(from.temp.db, FAMILIES));
     try {
       await replaceState(to.temp.db, readRecords(captured.chunks()));
     } finally {
@@ -482,7 +483,7 @@ describe('cold files travel with the state', () => {
     await a.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest });
     const file = (await ColdStore.open(coldDirOf(a.temp.db))).fileOf('/users/alice');
     rmSync(file);
-    const captured = await captureState(a.temp.db, APPLIED_INDEX, stateExtras(a.temp.db));
+    const captured = await captureState(a.temp.db, APPLIED_INDEX, stateExtras(a.temp.db, FAMILIES));
     try {
       await expect(async () => {
         for await (const _ of captured.chunks());

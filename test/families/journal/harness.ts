@@ -10,6 +10,7 @@ import { encodeCommand } from '../../../src/statemachine/commands.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import type { ApplyResult } from '../../../src/statemachine/types.js';
 import { openTempDb, type TempDb } from '../../statemachine/helpers.js';
+import { FAMILIES } from '../../../src/families/registry.js';
 
 export const SETTINGS: JournalSettings = { timeoutMs: 1000, maxTimeouts: 2, priority: 100, expiresInMs: 0, maxItems: 1_000_000 };
 
@@ -24,7 +25,7 @@ export class JournalHarness {
 
   static async open(): Promise<JournalHarness> {
     const temp = await openTempDb();
-    return new JournalHarness(temp, await StateMachine.open(temp.db));
+    return new JournalHarness(temp, await StateMachine.open(temp.db, FAMILIES));
   }
 
   /** The index the next entry gets (a claim's lease). */
