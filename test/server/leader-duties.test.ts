@@ -40,7 +40,7 @@ function frontEnd(): FrontEnd {
   const sessions = new Map([['S', { timeoutMs: 1000, remote: '127.0.0.1:1' }]]);
   return {
     node: {
-      stateMachine: { sessions: () => sessions, lagOf: () => 0 },
+      stateMachine: { stateOf: (family: { name: string }) => (family.name === 'sessions' ? { sessions } : { of: () => 0 }) },
       propose: (c: Command) => {
         proposals.push(c);
         return new Promise(() => undefined); // never commits here: the test only counts proposals
