@@ -14,7 +14,8 @@ import { RaftDriver, type CompactionPolicy, type SnapshotEvent, type SnapshotIO,
 import { captureState, fileStaging, type CapturedState } from '../raft/state-transfer.js';
 import { installStagedSnapshot } from '../raft/snapshot-install.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../raft/types.js';
-import { encodeEntryCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type AnyCommand, type Member } from '../statemachine/index.js';
+import { encodeEntryCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type Member } from '../statemachine/index.js';
+import { type AnyCommand } from '../families/core-commands.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
 import { APPLIED_INDEX } from '../statemachine/applied.js';
 import { stateExtras } from '../statemachine/state-extras.js';

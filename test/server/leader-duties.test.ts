@@ -12,7 +12,7 @@ import { ExpiryQueue } from '../../src/server/expiry.js';
 import { LeaderDuties } from '../../src/server/leader-duties.js';
 import { sessionExpiry } from '../../src/families/sessions/server.js';
 import { ackFlush } from '../../src/families/lag/server.js';
-import type { Command } from '../../src/statemachine/commands.js';
+import type { Command } from '../../src/families/core-commands.js';
 
 const CHECK_MS = 25;
 let clock = 0;

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { recordBatches } from '../support/batches.js';
 import { itemKey, itemRange } from '../../src/families/lists/keys.js';
-import type { Command, PushQuota } from '../../src/statemachine/commands.js';
+import type { Command, PushQuota } from '../../src/families/core-commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import type { ApplyOutcome } from '../../src/statemachine/types.js';
 import { EntryFeed, openTempDb, type TempDb } from './helpers.js';

@@ -5,7 +5,7 @@ import { clientDataKey, itemKey } from '../../src/families/lists/keys.js';
 import { clientKey } from '../../src/families/sessions/keys.js';
 import { lagKey } from '../../src/families/lag/keys.js';
 import { watchKey } from '../../src/families/watches/keys.js';
-import type { Command } from '../../src/statemachine/commands.js';
+import type { Command } from '../../src/families/core-commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { StateMachineError, type ApplyOutcome } from '../../src/statemachine/types.js';
 import { EntryFeed, openTempDb, type TempDb } from './helpers.js';
