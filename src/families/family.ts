@@ -10,7 +10,7 @@
 // start and after a snapshot install), the LevelDB buckets it writes
 // (`buckets`), what happens to its data when a session ends, and, loaded only
 // by the server, its client ops and leader duties (`server`).
-import type { ApplyError, ApplySuccess, ChangeEvent, VeraDb } from '../statemachine/types.js';
+import type { ApplyError, ApplySuccess, BatchOp, ChangeEvent, VeraDb } from '../statemachine/types.js';
 import type { PlanReads } from '../statemachine/pending-reads.js';
 
 /**
@@ -22,7 +22,7 @@ import type { PlanReads } from '../statemachine/pending-reads.js';
 export interface ServerPartSlot {}
 export type FamilyServerPart = ServerPartSlot extends { readonly part: infer P } ? P : unknown;
 
-export type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
+export type { BatchOp };
 export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
 
 /** What one entry does: its writes, its events and reply, and the index updates to run once written. */

@@ -133,6 +133,8 @@ describe('the import graph', () => {
   it('from the family contract never reaches the server: the server fills in what a family server part is', () => {
     const { files } = closure(['src/families/family.ts']);
     expect([...files].filter((f) => f.startsWith('src/server/'))).toEqual([]);
+    // Nor does anything it reaches import it back: the contract closes no loop of imports.
+    expect([...files].filter((f) => f !== 'src/families/family.ts' && importsOf(f).files.includes('src/families/family.ts'))).toEqual([]);
   });
 
   it('exports the client library as vera/client, with types, built from src/client/index.ts', () => {
