@@ -1,8 +1,8 @@
 // The commands of the four families Vera had before the entry envelope (sessions,
 // lists, watches, lag) as one union: what the server proposes for the core ops and
-// what decodeCommand gives back. Kept here, beside the families, so the kernel's
-// entry codec (src/statemachine/commands.ts) knows no family by name.
-import { decodeEntryCommand, type FamilyCommand } from '../statemachine/commands.js';
+// what decodeCommand gives back, beside the entry codec (commands.ts) that
+// encodes them.
+import { decodeEntryCommand, type FamilyCommand } from './commands.js';
 import type { AckCommand } from './lag/index.js';
 import type { DeleteCommand, PushCommand, PushQuota } from './lists/index.js';
 import type { CloseSessionCommand, OpenSessionCommand, SessionQuota } from './sessions/index.js';

@@ -46,6 +46,30 @@ export class CommandError extends Error {
   override readonly name: string = 'CommandError';
 }
 
+/** The entry needs a family, op or command version this member does not have: it must stop. */
+export class UnknownCommandError extends CommandError {
+  override readonly name = 'UnknownCommandError';
+}
+
+/** A command entry's data, decoded: the family that applies it, its canonical command, its clock. */
+export interface DecodedCommand {
+  readonly family: AnyFamily;
+  readonly command: { readonly op: string };
+  /** The leader's wall clock when it proposed (ms), 0 for entries from before the envelope. */
+  readonly t: number;
+}
+
+/**
+ * What the kernel is handed at open (src/families/registry.ts's REGISTRY): every
+ * family in registry order, and the entry codec that names which one a command
+ * entry belongs to. The kernel knows families only through it.
+ */
+export interface Registry {
+  readonly families: readonly AnyFamily[];
+  /** Throws CommandError for a malformed command, UnknownCommandError for one this build cannot apply. */
+  readonly decodeEntry: (bytes: Uint8Array) => DecodedCommand;
+}
+
 /** How one op's fields are read from an entry. */
 export interface OpSpec<C> {
   /** Field names the op allows besides `op` (and the envelope's); anything else is refused. */

@@ -14,7 +14,8 @@ import { RaftDriver, type CompactionPolicy, type SnapshotEvent, type SnapshotIO,
 import { captureState, fileStaging, type CapturedState } from '../raft/state-transfer.js';
 import { installStagedSnapshot } from '../raft/snapshot-install.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../raft/types.js';
-import { encodeEntryCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type Member } from '../statemachine/index.js';
+import { encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type Member } from '../statemachine/index.js';
+import { encodeEntryCommand } from '../families/commands.js';
 import { type AnyCommand } from '../families/core-commands.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
 import { APPLIED_INDEX } from '../statemachine/applied.js';
@@ -22,7 +23,7 @@ import { stateExtras } from '../statemachine/state-extras.js';
 import { checkAuditHead } from '../families/audit/head-check.js';
 import { WritePressure, type WritePressureLimits } from './write-pressure.js';
 import { watchersOf } from '../families/watches/queries.js';
-import { FAMILIES } from '../families/registry.js';
+import { FAMILIES, REGISTRY } from '../families/registry.js';
 
 export interface RaftTiming {
   readonly tickMs: number;
@@ -140,7 +141,7 @@ export class VeraNode {
     try {
       if (hooks.onLogSynced !== undefined) dir.storage.onSynced = (seconds) => hooks.onLogSynced!(seconds);
       const loaded = await dir.storage.load();
-      const sm = await StateMachine.open(dir.db, FAMILIES);
+      const sm = await StateMachine.open(dir.db, REGISTRY);
       dir.storage.appliedSource = () => sm.appliedIndex;
       const auditProblem = await checkAuditHead(loaded.entries, sm);
       if (auditProblem !== null) opts.logger.error({ event: 'audit-log-cut-back', problem: auditProblem }, 'the audit log does not hold what this member applied');

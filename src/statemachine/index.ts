@@ -1,14 +1,6 @@
 // Public surface of the state machine.
 export { StateMachine } from './state-machine.js';
-export {
-  CommandError,
-  encodeCommand,
-  encodeEntryCommand,
-  requiredVersion,
-  UnknownCommandError,
-  type CommandLike,
-  type FamilyCommand,
-} from './commands.js';
+export { CommandError, UnknownCommandError } from '../families/family.js';
 export { CorruptValueError } from './codec.js';
 export { bookOf, configOf, encodeMembers, initialMembers, MEMBERS_KEY, type Member } from './members.js';
 export {

@@ -7,14 +7,13 @@
 import type { Entry } from '../raft/types.js';
 import { internalPropertyKey } from '../keys/index.js';
 import type { WatchRef } from '../families/watches/keys.js';
-import { failure, type AnyFamily, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../families/family.js';
+import { CommandError, failure, UnknownCommandError, type AnyFamily, type BatchOp, type Registry, type Family, type Plan, type PlanContext, type States } from '../families/family.js';
 import type { ChildrenStep } from '../families/lists/reads.js';
 import { childrenStep } from '../families/lists/queries.js';
 import { lagOf } from '../families/lag/queries.js';
 import { liveSessions } from '../families/sessions/queries.js';
 import { watchesOf } from '../families/watches/queries.js';
 import { encodeAppliedValue, encodeClockValue, decodeClockValue } from './codec.js';
-import { CommandError, decodeEntryCommand, UnknownCommandError } from './commands.js';
 import { PendingReads, type PlanReads } from './pending-reads.js';
 import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
 import { decodeMembers, encodeMembers, MEMBERS_KEY, membersAfter, type Member } from './members.js';
@@ -34,8 +33,8 @@ export class StateMachine {
 
   private constructor(
     private readonly db: VeraDb,
-    /** Every registered family, in registry order: what the kernel applies entries through. */
-    private readonly families: readonly AnyFamily[],
+    /** Every registered family, in registry order, and the entry codec: what the kernel applies entries through. */
+    private readonly registry: Registry,
     private states: FamilyStates,
     private applied: number,
     private book: readonly Member[],
@@ -45,12 +44,12 @@ export class StateMachine {
 
   /**
    * Loads the applied index and the families' in-memory indexes from an open db.
-   * `families` is the registry (src/families/registry.ts's FAMILIES): handed in, so
-   * the kernel knows no family by name.
+   * `registry` is src/families/registry.ts's REGISTRY: handed in, so the kernel
+   * knows no family by name.
    */
-  static async open(db: VeraDb, families: readonly AnyFamily[]): Promise<StateMachine> {
-    const { states, applied, book, now } = await loadFrom(db, families);
-    return new StateMachine(db, families, states, applied, book, now);
+  static async open(db: VeraDb, registry: Registry): Promise<StateMachine> {
+    const { states, applied, book, now } = await loadFrom(db, registry.families);
+    return new StateMachine(db, registry, states, applied, book, now);
   }
 
   get appliedIndex(): number {
@@ -87,7 +86,7 @@ export class StateMachine {
   }
 
   private async reloadNow(): Promise<void> {
-    const { states, applied, book, now } = await loadFrom(this.db, this.families);
+    const { states, applied, book, now } = await loadFrom(this.db, this.registry.families);
     this.states = states;
     this.applied = applied;
     this.book = book;
@@ -161,7 +160,7 @@ export class StateMachine {
       }
       let decoded: DecodedEntry;
       try {
-        decoded = decodeEntry(entry);
+        decoded = decodeEntry(entry, this.registry);
       } catch (err) {
         // A command this member cannot apply: write what came before it, then stop.
         if (err instanceof UnknownCommandError) await write();
@@ -200,8 +199,8 @@ export class StateMachine {
       case 'command': {
         // The clock never goes back, whatever the proposer's: every member computes the same value.
         if (decoded.t > this.now) this.now = decoded.t;
-        const ctx: PlanContext = { db: this.db, reads, states: this.states, index: entry.index, now: this.now, families: this.families };
-        return withSettledShares(await decoded.family.plan(decoded.command, ctx), this.states, this.families);
+        const ctx: PlanContext = { db: this.db, reads, states: this.states, index: entry.index, now: this.now, families: this.registry.families };
+        return withSettledShares(await decoded.family.plan(decoded.command, ctx), this.states, this.registry.families);
       }
     }
   }
@@ -365,11 +364,11 @@ type DecodedEntry =
   | { readonly kind: 'config' }
   | { readonly kind: 'noop' };
 
-function decodeEntry(entry: Entry): DecodedEntry {
+function decodeEntry(entry: Entry, registry: Registry): DecodedEntry {
   if (entry.kind === 'config') return { kind: 'config' };
   if (entry.kind === 'noop') return { kind: 'noop' };
   try {
-    return { kind: 'command', ...decodeEntryCommand(entry.data) };
+    return { kind: 'command', ...registry.decodeEntry(entry.data) };
   } catch (err) {
     if (err instanceof CommandError && !(err instanceof UnknownCommandError)) return { kind: 'bad', error: failure('BAD_REQUEST', err.message) };
     throw err;

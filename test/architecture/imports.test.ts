@@ -105,14 +105,12 @@ describe('the import graph', () => {
   });
 
   // The kernel applies entries through the Family contract and is handed the registry at open
-  // (StateMachine.open(db, families)); it knows no family by name. The only families files it may
+  // (StateMachine.open(db, REGISTRY)); it knows no family by name. The only families files it may
   // import are the contract: family.ts and fields.ts (the field checks every command decoder and the
   // entry envelope share), which reach no family. The edges listed below are what is left to move
   // (issue 33, stage 4): the list may only shrink, so a new edge fails here at once.
   it('from the state machine reaches no family, only the family contract (and the edges still to move)', () => {
     const stillToMove = [
-      // The entry codec: the envelope's registry lookups (FAMILY_BY_NAME, LEGACY_OPS, COMMAND_VERSION).
-      'src/statemachine/commands.ts -> src/families/registry.ts',
       // Deprecated delegating queries, kept until their last callers (client-connection.ts, hibernate/server.ts) move.
       'src/statemachine/state-machine.ts -> src/families/lag/queries.ts',
       'src/statemachine/state-machine.ts -> src/families/lists/queries.ts',

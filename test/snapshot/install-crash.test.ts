@@ -19,7 +19,7 @@ import { encodeAppliedValue } from '../../src/statemachine/codec.js';
 import { encodeItemValue } from '../../src/families/lists/codec.js';
 import { StateMachine } from '../../src/statemachine/index.js';
 import { APPLIED_INDEX, APPLIED_KEY } from '../../src/statemachine/applied.js';
-import { FAMILIES } from '../../src/families/registry.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 const config: ClusterConfig = { voters: ['n1', 'n2', 'n3'], learners: [] };
 let base: string;
@@ -75,7 +75,7 @@ async function stageFrom(sender: OpenedDataDir, receiverDir: string): Promise<{ 
 }
 
 async function digestOf(dir: OpenedDataDir): Promise<string> {
-  return (await StateMachine.open(dir.db, FAMILIES)).digest();
+  return (await StateMachine.open(dir.db, REGISTRY)).digest();
 }
 
 /** A sender holding 2,000 items at applied index 2,000, and a receiver with 50 older items of its own and a vote. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { pack } from 'msgpackr';
 import { wireData } from '../support/arbitraries.js';
-import { CommandError, encodeCommand } from '../../src/statemachine/commands.js';
+import { CommandError, encodeCommand } from '../../src/families/commands.js';
 import { decodeCommand, type Command } from '../../src/families/core-commands.js';
 
 const sessionId = fc.constantFrom('s1', 'abc-DEF_123', 'é');

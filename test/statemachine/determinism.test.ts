@@ -8,7 +8,7 @@ import { Model, PATHS, SESSIONS, stepsArb, type Step } from './model.js';
 import { watchersOf, watchesOf } from '../../src/families/watches/queries.js';
 import { children, getList, lastIndexOf } from '../../src/families/lists/queries.js';
 import { inspectIndexes } from '../../src/families/index-dump.js';
-import { FAMILIES } from '../../src/families/registry.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 /** Resolves steps into entries once, so every state machine is fed identical bytes. */
 function entriesFor(steps: Step[]): Entry[] {
@@ -41,7 +41,7 @@ describe('determinism', () => {
         const entries = entriesFor(steps);
         const [a, b] = [await openTempDb(), await openTempDb()];
         try {
-          const [smA, smB] = [await StateMachine.open(a.db, FAMILIES), await StateMachine.open(b.db, FAMILIES)];
+          const [smA, smB] = [await StateMachine.open(a.db, REGISTRY), await StateMachine.open(b.db, REGISTRY)];
           for (const e of entries) {
             const [outA, outB] = [await smA.apply(e), await smB.apply(e)];
             expect(outB).toEqual(outA);
@@ -63,7 +63,7 @@ describe('determinism', () => {
         const entries = entriesFor(steps);
         const [a, b] = [await openTempDb(), await openTempDb()];
         try {
-          const [one, many] = [await StateMachine.open(a.db, FAMILIES), await StateMachine.open(b.db, FAMILIES)];
+          const [one, many] = [await StateMachine.open(a.db, REGISTRY), await StateMachine.open(b.db, REGISTRY)];
           // Who watched each event's list as of its entry: what the server records for replay.
           const watchersAt = (sm: StateMachine, out: ApplyOutcome): string[][] => out.events.map((e) => [...watchersOf(sm, e.path)].sort());
           const expected: unknown[] = [];
@@ -105,7 +105,7 @@ describe('determinism', () => {
     ]);
     const tmp = await openTempDb();
     try {
-      const sm = await StateMachine.open(tmp.db, FAMILIES);
+      const sm = await StateMachine.open(tmp.db, REGISTRY);
       const empty = await sm.digest();
       await sm.apply(entries[0]!);
       const opened = await sm.digest();
@@ -124,10 +124,10 @@ describe('restart', () => {
         const entries = entriesFor(steps);
         const tmp = await openTempDb();
         try {
-          const sm = await StateMachine.open(tmp.db, FAMILIES);
+          const sm = await StateMachine.open(tmp.db, REGISTRY);
           for (const e of entries) await sm.apply(e);
           const before = await observe(sm);
-          const reopened = await StateMachine.open(await tmp.reopen(), FAMILIES);
+          const reopened = await StateMachine.open(await tmp.reopen(), REGISTRY);
           expect(await observe(reopened)).toEqual(before);
           // Replaying the log from the start (as after a crash) applies nothing twice.
           for (const e of entries) expect((await reopened.apply(e)).ignored).toBe(true);
@@ -148,10 +148,10 @@ describe('restart', () => {
     ]);
     const tmp = await openTempDb();
     try {
-      const sm = await StateMachine.open(tmp.db, FAMILIES);
+      const sm = await StateMachine.open(tmp.db, REGISTRY);
       await sm.apply(entries[0]!);
       await sm.apply(entries[1]!);
-      const reopened = await StateMachine.open(await tmp.reopen(), FAMILIES);
+      const reopened = await StateMachine.open(await tmp.reopen(), REGISTRY);
       expect(reopened.appliedIndex).toBe(2);
       expect(lastIndexOf(reopened, '/a')).toBe(2);
       const out = await reopened.apply(entries[2]!);
@@ -169,8 +169,8 @@ describe('restart', () => {
     ]);
     const tmp = await openTempDb();
     try {
-      const stale = await StateMachine.open(tmp.db, FAMILIES);
-      const writer = await StateMachine.open(tmp.db, FAMILIES);
+      const stale = await StateMachine.open(tmp.db, REGISTRY);
+      const writer = await StateMachine.open(tmp.db, REGISTRY);
       for (const e of entries) await writer.apply(e);
       expect(stale.appliedIndex).toBe(0);
       await stale.reload();

@@ -10,7 +10,7 @@ import { lagOf } from '../../src/families/lag/queries.js';
 import { liveSessions } from '../../src/families/sessions/queries.js';
 import { watchersOf } from '../../src/families/watches/queries.js';
 import { children, getList, lastIndexOf } from '../../src/families/lists/queries.js';
-import { FAMILIES } from '../../src/families/registry.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 function toEntry(feed: EntryFeed, payload: ReturnType<Model['resolve']>): Entry {
   if ('noop' in payload) return feed.noop();
@@ -24,7 +24,7 @@ const comparable = (r: ApplyResult): unknown => (r.ok ? r : { ok: false, code: r
 async function checkAgainstModel(steps: Step[]): Promise<void> {
   const tmp = await openTempDb();
   try {
-    const sm = await StateMachine.open(tmp.db, FAMILIES);
+    const sm = await StateMachine.open(tmp.db, REGISTRY);
     const model = new Model();
     const feed = new EntryFeed();
     for (const step of steps) {
@@ -46,7 +46,7 @@ async function checkAgainstModel(steps: Step[]): Promise<void> {
     expect(new Map(liveSessions(sm))).toEqual(model.sessions);
     for (const s of SESSIONS) expect(lagOf(sm, s)).toBe(model.lag.get(s) ?? 0);
     // The db must hold exactly what the in-memory indexes say (nothing leaked, nothing lost).
-    const rebuilt = await StateMachine.open(tmp.db, FAMILIES);
+    const rebuilt = await StateMachine.open(tmp.db, REGISTRY);
     expect(inspectIndexes(rebuilt)).toEqual(inspectIndexes(sm));
   } finally {
     await tmp.cleanup();

@@ -11,7 +11,7 @@ import type { ApplyOutcome } from '../../src/statemachine/types.js';
 import { EntryFeed, openTempDb, type TempDb } from './helpers.js';
 import { liveSessions } from '../../src/families/sessions/queries.js';
 import { watchesOf } from '../../src/families/watches/queries.js';
-import { FAMILIES } from '../../src/families/registry.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 let tmp: TempDb;
 let sm: StateMachine;
@@ -19,7 +19,7 @@ let feed: EntryFeed;
 
 beforeEach(async () => {
   tmp = await openTempDb();
-  sm = await StateMachine.open(tmp.db, FAMILIES);
+  sm = await StateMachine.open(tmp.db, REGISTRY);
   feed = new EntryFeed();
 });
 afterEach(async () => {
@@ -49,7 +49,7 @@ function refused(outcome: ApplyOutcome, pattern: RegExp): void {
 
 /** Restarts the state machine on the same store: every lazily kept count starts over. */
 async function restart(): Promise<void> {
-  sm = await StateMachine.open(await tmp.reopen(), FAMILIES);
+  sm = await StateMachine.open(await tmp.reopen(), REGISTRY);
 }
 
 describe('quotas judged in apply', () => {
@@ -135,7 +135,7 @@ describe('quotas and batched apply', () => {
         ...[3, 4, 5].map((data): Command => ({ op: 'push', session: 'S', path: '/q', data, persistent: true, watch: false, quota: { ...LOOSE, listItems: 3 } })),
       ];
       const batch = commands.map((c) => entries.command(c));
-      const oneByOne = await StateMachine.open(other.db, FAMILIES);
+      const oneByOne = await StateMachine.open(other.db, REGISTRY);
       const single = [];
       for (const e of batch) single.push((await oneByOne.apply(e)).result.ok);
       const together = (await sm.applyMany(batch)).map((o) => o.result.ok);

@@ -15,7 +15,7 @@ import { watchersOf, watchesOf } from '../../src/families/watches/queries.js';
 import { liveSessions } from '../../src/families/sessions/queries.js';
 import { inspectIndexes } from '../../src/families/index-dump.js';
 import { children, childrenStep, getList, lastIndexOf } from '../../src/families/lists/queries.js';
-import { FAMILIES } from '../../src/families/registry.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 let tmp: TempDb;
 let sm: StateMachine;
@@ -23,7 +23,7 @@ let feed: EntryFeed;
 
 beforeEach(async () => {
   tmp = await openTempDb();
-  sm = await StateMachine.open(tmp.db, FAMILIES);
+  sm = await StateMachine.open(tmp.db, REGISTRY);
   feed = new EntryFeed();
 });
 afterEach(async () => {
@@ -131,7 +131,7 @@ describe('applyMany', () => {
     await expect(sm.applyMany(entries)).rejects.toThrow('disk full');
     vi.restoreAllMocks();
     expect(sm.appliedIndex).toBe(1);
-    expect(inspectIndexes(sm)).toEqual(inspectIndexes(await StateMachine.open(tmp.db, FAMILIES)));
+    expect(inspectIndexes(sm)).toEqual(inspectIndexes(await StateMachine.open(tmp.db, REGISTRY)));
     // The same entries apply cleanly afterwards (the push's compare-and-set sees the list as the db does).
     expect((await sm.applyMany(entries)).map((o) => o.result.ok)).toEqual([true, true]);
   });

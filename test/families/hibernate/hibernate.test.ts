@@ -11,7 +11,7 @@ import { ColdStore } from '../../../src/families/hibernate/cold-store.js';
 import { hibernate, type HibernateValue } from '../../../src/families/hibernate/index.js';
 import { coldDirOf } from '../../../src/families/hibernate/state.js';
 import { lists } from '../../../src/families/lists/index.js';
-import { encodeCommand } from '../../../src/statemachine/commands.js';
+import { encodeCommand } from '../../../src/families/commands.js';
 import { type Command } from '../../../src/families/core-commands.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import type { ApplyResult } from '../../../src/statemachine/types.js';
@@ -21,7 +21,7 @@ import { stateExtras } from '../../../src/statemachine/state-extras.js';
 import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
 import { failNextBatch } from '../../support/batches.js';
 import { getList } from '../../../src/families/lists/queries.js';
-import { FAMILIES } from '../../../src/families/registry.js';
+import { FAMILIES, REGISTRY } from '../../../src/families/registry.js';
 
 class Member {
   /** The index of the last entry applied. */
@@ -35,7 +35,7 @@ class Member {
 
   static async open(): Promise<Member> {
     const temp = await openTempDb();
-    return new Member(temp, await StateMachine.open(temp.db, FAMILIES));
+    return new Member(temp, await StateMachine.open(temp.db, REGISTRY));
   }
 
   async run(command: Command | Record<string, unknown>): Promise<ApplyResult> {
@@ -49,7 +49,7 @@ class Member {
 
   /** A restart: the db closed and opened, the state machine loaded from it. */
   async restart(): Promise<void> {
-    this.sm = await StateMachine.open(await this.temp.reopen(), FAMILIES);
+    this.sm = await StateMachine.open(await this.temp.reopen(), REGISTRY);
   }
 
   async push(path: string, data: unknown, persistent = true): Promise<number> {

@@ -10,13 +10,13 @@
 // A member that meets a family, op or version it does not know stops with an
 // UnknownCommandError before writing anything of that entry: applying it as a
 // no-op while newer members apply it would silently split the replicas.
-import { CommandError, type AnyFamily } from '../families/family.js';
+import { CommandError, UnknownCommandError, type AnyFamily, type DecodedCommand } from './family.js';
 import { MAX_INDEX } from '../keys/index.js';
-import { COMMAND_VERSION, FAMILY_BY_NAME, LEGACY_OPS } from '../families/registry.js';
-import { indexField, integerField } from '../families/fields.js';
-import { pack, unpack } from './codec.js';
+import { COMMAND_VERSION, FAMILY_BY_NAME, LEGACY_OPS } from './registry.js';
+import { indexField, integerField } from './fields.js';
+import { pack, unpack } from '../statemachine/codec.js';
 
-export { CommandError } from '../families/family.js';
+export { CommandError, UnknownCommandError, type DecodedCommand } from './family.js';
 
 /** A command of any other family, which names it. */
 export interface FamilyCommand {
@@ -35,19 +35,7 @@ export interface CommandLike {
   readonly family?: string;
 }
 
-/** The entry needs a family, op or command version this member does not have: it must stop. */
-export class UnknownCommandError extends CommandError {
-  override readonly name = 'UnknownCommandError';
-}
-
 /** A decoded command entry. */
-export interface DecodedCommand {
-  readonly family: AnyFamily;
-  readonly command: { readonly op: string };
-  /** The leader's wall clock when it proposed (ms), 0 for entries from before the envelope. */
-  readonly t: number;
-}
-
 const ENVELOPE = ['v', 'family', 'op', 't'] as const;
 
 /**
