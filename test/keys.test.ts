@@ -1,34 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import {
-  Bucket,
-  KeyError,
-  MAX_INDEX,
-  bucketRange,
-  clientDataKey,
-  clientDataRange,
-  clientKey,
-  decodeClientDataKey,
-  decodeClientKey,
-  decodeIndex,
-  decodeInternalPropertyKey,
-  decodeItemKey,
-  decodeLagKey,
-  decodeLogKey,
-  decodePropertyKey,
-  decodeWatchKey,
-  encodeIndex,
-  internalPropertyKey,
-  itemKey,
-  itemRange,
-  itemSeekKey,
-  lagKey,
-  logKey,
-  propertyKey,
-  validateSessionId,
-  watchKey,
-  watchRange,
-} from '../src/keys/index.js';
+import { Bucket, KeyError, MAX_INDEX, bucketRange, decodeIndex, decodeInternalPropertyKey, decodeLogKey, decodePropertyKey, encodeIndex, internalPropertyKey, logKey, propertyKey, validateSessionId } from '../src/keys/index.js';
+import { clientDataKey, clientDataRange, decodeClientDataKey, decodeItemKey, itemKey, itemRange, itemSeekKey } from '../src/families/lists/keys.js';
+import { clientKey, decodeClientKey } from '../src/families/sessions/keys.js';
+import { decodeLagKey, lagKey } from '../src/families/lag/keys.js';
+import { decodeWatchKey, watchKey, watchRange } from '../src/families/watches/keys.js';
 import { MAX_PATH_BYTES, parentPath, pathAndAncestors, validatePath } from '../src/protocol/index.js';
 
 // Characters chosen to sit on both sides of '/' (0x2f) and SEP in byte order,

@@ -10,11 +10,19 @@
 // start and after a snapshot install), the LevelDB buckets it writes
 // (`buckets`), what happens to its data when a session ends, and, loaded only
 // by the server, its client ops and leader duties (`server`).
-import type { ServerPart } from '../server/family-part.js';
-import type { ApplyError, ApplySuccess, ChangeEvent, VeraDb } from '../statemachine/types.js';
+import type { ApplyError, ApplySuccess, BatchOp, ChangeEvent, VeraDb } from '../statemachine/types.js';
 import type { PlanReads } from '../statemachine/pending-reads.js';
 
-export type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
+/**
+ * What a family's `server()` loads. The server fills this in (src/server/family-part-type.ts adds
+ * `part: ServerPart` to it), so the contract names the server part's type without importing any
+ * server code: the kernel and the families' apply side stay below the server in the import graph.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled in by declaration merging
+export interface ServerPartSlot {}
+export type FamilyServerPart = ServerPartSlot extends { readonly part: infer P } ? P : unknown;
+
+export type { BatchOp };
 export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
 
 /** What one entry does: its writes, its events and reply, and the index updates to run once written. */
@@ -38,6 +46,30 @@ export class CommandError extends Error {
   override readonly name: string = 'CommandError';
 }
 
+/** The entry needs a family, op or command version this member does not have: it must stop. */
+export class UnknownCommandError extends CommandError {
+  override readonly name = 'UnknownCommandError';
+}
+
+/** A command entry's data, decoded: the family that applies it, its canonical command, its clock. */
+export interface DecodedCommand {
+  readonly family: AnyFamily;
+  readonly command: { readonly op: string };
+  /** The leader's wall clock when it proposed (ms), 0 for entries from before the envelope. */
+  readonly t: number;
+}
+
+/**
+ * What the kernel is handed at open (src/families/registry.ts's REGISTRY): every
+ * family in registry order, and the entry codec that names which one a command
+ * entry belongs to. The kernel knows families only through it.
+ */
+export interface Registry {
+  readonly families: readonly AnyFamily[];
+  /** Throws CommandError for a malformed command, UnknownCommandError for one this build cannot apply. */
+  readonly decodeEntry: (bytes: Uint8Array) => DecodedCommand;
+}
+
 /** How one op's fields are read from an entry. */
 export interface OpSpec<C> {
   /** Field names the op allows besides `op` (and the envelope's); anything else is refused. */
@@ -52,6 +84,15 @@ export interface OpSpec<C> {
   readonly fieldsSince?: Readonly<Record<string, number>>;
   /** Checks untrusted fields and returns a fresh command with a fixed field order; throws CommandError. */
   decode(raw: Readonly<Record<string, unknown>>): C;
+}
+
+/**
+ * What a family's queries read through (the StateMachine is one): the db at one
+ * snapshot with the applied index it reflects, and a family's in-memory state.
+ */
+export interface StateReader {
+  read<T>(what: string, read: (db: VeraDb, snapshot: DbSnapshot, index: number) => Promise<T>): Promise<T>;
+  stateOf<S>(family: Family<never, S>): S;
 }
 
 /** The family states of one store, by family. */
@@ -109,7 +150,7 @@ export interface Family<C extends { readonly op: string }, S> {
    */
   settleEntry?(states: States, kept: boolean): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
   /** Loads the family's server part (its client ops and leader duties); only the server calls it. */
-  server?(): Promise<ServerPart>;
+  server?(): Promise<FamilyServerPart>;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds families of every command type
@@ -124,7 +165,7 @@ export function failure(code: ApplyError['code'], message: string): ApplyError {
  * server part (ops answered from what other families hold, or by proposing their
  * commands).
  */
-export function serverOnlyFamily(name: string, server: () => Promise<ServerPart>): Family<never, null> {
+export function serverOnlyFamily(name: string, server: () => Promise<FamilyServerPart>): Family<never, null> {
   return {
     name,
     since: 1,

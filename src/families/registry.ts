@@ -11,7 +11,8 @@ import { journal } from './journal/index.js';
 import { kv } from './kv/index.js';
 import { lease } from './lease/index.js';
 import { range } from './range/index.js';
-import type { AnyFamily } from './family.js';
+import type { AnyFamily, Registry } from './family.js';
+import { decodeEntryCommand } from './commands.js';
 import { lag } from './lag/index.js';
 import { lists } from './lists/index.js';
 import { observe } from './observe/index.js';
@@ -20,6 +21,9 @@ import { watches } from './watches/index.js';
 import { quota } from './quota/index.js';
 
 export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign, hibernate, auth, audit, observe, lease, kv, range, quota];
+
+/** What the store kernel is handed at open: the families and the entry codec that picks one. */
+export const REGISTRY: Registry = { families: FAMILIES, decodeEntry: decodeEntryCommand };
 
 /** Buckets that belong to no family: properties, the store's own keys, the Raft log. */
 export const KERNEL_BUCKETS = [Bucket.property, Bucket.internal, Bucket.log] as const;

@@ -1,5 +1,7 @@
-// Byte-level key encodings for every LevelDB bucket (layout from seed 003, see
-// docs/storage.md). Pure functions. Every key starts with a 2-byte big-endian
+// Byte-level key encodings (layout from seed 003, see docs/storage.md): the bucket
+// ids, the kernel's own keys (properties, Raft log) and the tools families build
+// their key layouts with (each family's layout lives in its folder, e.g.
+// src/families/lists/keys.ts). Pure functions. Every key starts with a 2-byte big-endian
 // bucket prefix, and within a bucket byte order equals logical order, so range
 // scans and seeks see entries in the order the code reasons about:
 //   - indexes are 8-byte big-endian;
@@ -34,17 +36,8 @@ export class KeyError extends Error {
 /** The separator after a path or session id inside a key. */
 export const SEP: Buffer = Buffer.from([0x00, 0x00]);
 // The smallest two bytes above SEP: `X + SEP_END` bounds every key `X + SEP + ...`.
-const SEP_END = Buffer.from([0x00, 0x01]);
+export const SEP_END: Buffer = Buffer.from([0x00, 0x01]);
 
-// Markers after the bucket prefix, as in the seed's schema table.
-const ITEM = '/data';
-const CLIENT = '/client/';
-const CLIENT_DATA = '/cdata/';
-const EXACT_WATCH = '/watch';
-// Prefix watches share bucket 0x0006 under their own marker; '/pwatch' sorts
-// before '/watch', so the two kinds occupy disjoint ranges of the bucket.
-const PREFIX_WATCH = '/pwatch';
-const LAG = '/lag/';
 
 const INDEX_BYTES = 8;
 const TWO_32 = 2 ** 32;
@@ -81,14 +74,14 @@ function assertIndex(index: number): void {
 
 // ---------------------------------------------------------------- checks
 
-function assertSessionId(id: string): void {
+export function assertSessionId(id: string): void {
   const problem = validateSessionId(id);
   if (problem !== null) throw new KeyError(problem);
 }
 
 // Keys need only what keeps the encoding unambiguous and reversible; the full
 // protocol rules live in validatePath (./path.ts).
-function assertKeyPath(path: string): void {
+export function assertKeyPath(path: string): void {
   if (typeof path !== 'string' || !path.startsWith('/')) throw new KeyError("path must start with '/'");
   assertKeyText(path, 'path');
 }
@@ -116,12 +109,13 @@ export function bucketRange(bucket: number): { gte: Buffer; lt: Buffer } {
   return { gte: bucketPrefix(bucket), lt: bucketPrefix(bucket + 1) };
 }
 
-function key(bucket: BucketId, ...parts: (string | Buffer)[]): Buffer {
+/** A key of `bucket`: its prefix, then each part (text as UTF-8). */
+export function bucketKey(bucket: BucketId, ...parts: (string | Buffer)[]): Buffer {
   return Buffer.concat([bucketPrefix(bucket), ...parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p))]);
 }
 
 /** Cursor over a key being decoded; every failure is a KeyError naming the key kind. */
-class KeyReader {
+export class KeyReader {
   private at = 2;
   constructor(
     private readonly bytes: Buffer,
@@ -169,6 +163,13 @@ class KeyReader {
     return out;
   }
 
+  /** A session id the reader has read: checked, since keys hold only valid ones. */
+  session(id: string): string {
+    const problem = validateSessionId(id);
+    if (problem !== null) this.fail(problem);
+    return id;
+  }
+
   index(): number {
     const out = decodeIndex(this.bytes, this.at);
     this.at += INDEX_BYTES;
@@ -185,13 +186,13 @@ class KeyReader {
 /** Peer-local property (`currentTerm`, `votedFor`, ...): 0x0000 + utf8(name). */
 export function propertyKey(name: string): Buffer {
   assertPropertyName(name);
-  return key(Bucket.property, name);
+  return bucketKey(Bucket.property, name);
 }
 
 /** Property shared through snapshots (applied index, config, ...): 0x0001 + utf8(name). */
 export function internalPropertyKey(name: string): Buffer {
   assertPropertyName(name);
-  return key(Bucket.internal, name);
+  return bucketKey(Bucket.internal, name);
 }
 
 export function decodePropertyKey(raw: Uint8Array): string {
@@ -218,7 +219,7 @@ function assertPropertyName(name: string): void {
 
 /** Raft log entry: 0x0002 + 8-byte big-endian index. */
 export function logKey(index: number): Buffer {
-  return key(Bucket.log, encodeIndex(index));
+  return bucketKey(Bucket.log, encodeIndex(index));
 }
 
 export function decodeLogKey(raw: Uint8Array): number {
@@ -226,151 +227,6 @@ export function decodeLogKey(raw: Uint8Array): number {
   const index = reader.index();
   reader.done();
   return index;
-}
-
-// ---------------------------------------------------------------- 0x0003 list items
-
-export interface ItemRef {
-  readonly path: string;
-  readonly index: number;
-}
-
-/** List item: 0x0003 + '/data' + path + SEP + index8. */
-export function itemKey(path: string, index: number): Buffer {
-  assertKeyPath(path);
-  return key(Bucket.item, ITEM, path, SEP, encodeIndex(index));
-}
-
-export function decodeItemKey(raw: Uint8Array): ItemRef {
-  const reader = KeyReader.of(raw, Bucket.item, 'item');
-  const ref = readItemRef(reader);
-  reader.done();
-  return ref;
-}
-
-function readItemRef(reader: KeyReader): ItemRef {
-  reader.marker(ITEM);
-  const path = reader.textToSep();
-  if (!path.startsWith('/')) reader.fail("path does not start with '/'");
-  return { path, index: reader.index() };
-}
-
-/** Every item of one list, in index order. */
-export function itemRange(path: string): { gte: Buffer; lt: Buffer } {
-  assertKeyPath(path);
-  return { gte: key(Bucket.item, ITEM, path, SEP), lt: key(Bucket.item, ITEM, path, SEP_END) };
-}
-
-/**
- * The item-key bytes of every path that starts with `pathPrefix` begin with
- * this key, and no other item key does: a seek target for walking the tree of
- * lists (e.g. `ls`). `pathPrefix` may be any NUL-free text starting with '/'.
- */
-export function itemSeekKey(pathPrefix: string): Buffer {
-  assertKeyPath(pathPrefix);
-  return key(Bucket.item, ITEM, pathPrefix);
-}
-
-// ---------------------------------------------------------------- 0x0004 clients (sessions)
-
-/** Client (session) record: 0x0004 + '/client/' + id. */
-export function clientKey(session: string): Buffer {
-  assertSessionId(session);
-  return key(Bucket.client, CLIENT, session);
-}
-
-export function decodeClientKey(raw: Uint8Array): string {
-  const reader = KeyReader.of(raw, Bucket.client, 'client');
-  reader.marker(CLIENT);
-  return checkedSession(reader, reader.rest());
-}
-
-function checkedSession(reader: KeyReader, session: string): string {
-  const problem = validateSessionId(session);
-  if (problem !== null) reader.fail(problem);
-  return session;
-}
-
-// ---------------------------------------------------------------- 0x0005 client data (reverse index)
-
-export interface ClientDataRef extends ItemRef {
-  readonly session: string;
-}
-
-/**
- * Reverse index from a session to an ephemeral item it owns:
- * 0x0005 + '/cdata/' + id + SEP + (item key without its bucket prefix, i.e.
- * '/data' + path + SEP + index8), as in the seed's `/cdata/A|/data/foo/bar|0001`.
- */
-export function clientDataKey(session: string, path: string, index: number): Buffer {
-  assertSessionId(session);
-  return Buffer.concat([key(Bucket.clientData, CLIENT_DATA, session, SEP), itemKey(path, index).subarray(2)]);
-}
-
-export function decodeClientDataKey(raw: Uint8Array): ClientDataRef {
-  const reader = KeyReader.of(raw, Bucket.clientData, 'client data');
-  reader.marker(CLIENT_DATA);
-  const session = checkedSession(reader, reader.textToSep());
-  const ref = readItemRef(reader);
-  reader.done();
-  return { session, ...ref };
-}
-
-/** Every ephemeral item of one session, ordered by path then index. */
-export function clientDataRange(session: string): { gte: Buffer; lt: Buffer } {
-  assertSessionId(session);
-  return { gte: key(Bucket.clientData, CLIENT_DATA, session, SEP), lt: key(Bucket.clientData, CLIENT_DATA, session, SEP_END) };
-}
-
-// ---------------------------------------------------------------- 0x0006 watches
-
-export interface WatchRef {
-  /** true: the session watches every list at or below `path`; false: exactly the list at `path`. */
-  readonly prefix: boolean;
-  readonly path: string;
-  readonly session: string;
-}
-
-/**
- * Exact watch: 0x0006 + '/watch' + path + SEP + id.
- * Prefix watch: 0x0006 + '/pwatch' + path + SEP + id (path may be '/').
- */
-export function watchKey(ref: WatchRef): Buffer {
-  assertKeyPath(ref.path);
-  assertSessionId(ref.session);
-  return key(Bucket.watch, ref.prefix ? PREFIX_WATCH : EXACT_WATCH, ref.path, SEP, ref.session);
-}
-
-export function decodeWatchKey(raw: Uint8Array): WatchRef {
-  const reader = KeyReader.of(raw, Bucket.watch, 'watch');
-  // Both markers start with '/'; the second byte tells them apart.
-  const prefix = raw[3] === 0x70; // 'p'
-  reader.marker(prefix ? PREFIX_WATCH : EXACT_WATCH);
-  const path = reader.textToSep();
-  if (!path.startsWith('/')) reader.fail("path does not start with '/'");
-  const session = checkedSession(reader, reader.rest());
-  return { prefix, path, session };
-}
-
-/** Every watcher of one path of one kind (exact or prefix), ordered by session id. */
-export function watchRange(path: string, prefix: boolean): { gte: Buffer; lt: Buffer } {
-  assertKeyPath(path);
-  const marker = prefix ? PREFIX_WATCH : EXACT_WATCH;
-  return { gte: key(Bucket.watch, marker, path, SEP), lt: key(Bucket.watch, marker, path, SEP_END) };
-}
-
-// ---------------------------------------------------------------- 0x0007 client lag
-
-/** Highest notification index a session acknowledged: 0x0007 + '/lag/' + id. */
-export function lagKey(session: string): Buffer {
-  assertSessionId(session);
-  return key(Bucket.lag, LAG, session);
-}
-
-export function decodeLagKey(raw: Uint8Array): string {
-  const reader = KeyReader.of(raw, Bucket.lag, 'lag');
-  reader.marker(LAG);
-  return checkedSession(reader, reader.rest());
 }
 
 // ---------------------------------------------------------------- order

@@ -29,6 +29,7 @@ import type { ClusterConfig, NodeId, SnapshotMeta } from '../raft/types.js';
 import { encodeMembers, initialMembers, MEMBERS_KEY, StateMachine } from '../statemachine/index.js';
 import { writeWithBackpressure } from './http-write.js';
 import { APPLIED_INDEX } from '../statemachine/applied.js';
+import { REGISTRY } from '../families/registry.js';
 
 export const BACKUP_FORMAT = 'vera-backup-v1';
 /** A header line longer than this is not one of ours. */
@@ -367,7 +368,7 @@ async function checkRestored(dir: string, id: NodeId, config: ClusterConfig, ind
   const opened = await openDataDir(dir, { initialConfig: config, nodeId: id });
   try {
     const loaded = await opened.storage.load();
-    const sm = await StateMachine.open(opened.db);
+    const sm = await StateMachine.open(opened.db, REGISTRY);
     if (loaded.snapshot.index !== index || loaded.entries.length !== 0 || sm.appliedIndex !== index) {
       throw new BackupError('io', `the restored store reads back at log start ${loaded.snapshot.index} / applied ${sm.appliedIndex}, expected ${index}`);
     }

@@ -6,7 +6,8 @@
 
 import type { AnyFamily, DbSnapshot } from '../families/family.js';
 import { OPS, type AnyResult, type FamilyRequest, type FamilyResult, type Op, type ProtocolExtensions, type RequestBuilder, type RequestOf } from '../protocol/index.js';
-import type { AnyCommand, ApplyOutcome } from '../statemachine/index.js';
+import type { ApplyOutcome } from '../statemachine/index.js';
+import type { AnyCommand } from '../families/core-commands.js';
 import type { FrontEnd } from './context.js';
 import type { Need, Principal } from './access.js';
 import type { VeraDb } from '../statemachine/types.js';

@@ -16,6 +16,7 @@ import { cluster } from '../families/cluster/index.js';
 import { COMMAND_VERSION } from '../families/registry.js';
 import { defaultUiDirectory, FAVICON_PATHS, isUiTarget, serveFavicon, serveUi, UI_PATH } from './ui-files.js';
 import { readiness, type Readiness } from './health.js';
+import { liveSessions } from '../families/sessions/queries.js';
 
 const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   BAD_REQUEST: 400,
@@ -211,7 +212,7 @@ function status(fe: FrontEnd, src: StatusSources): StatusBody {
     leader: st.leader,
     leaderUrl: st.leader === null ? null : fe.clientUrl(st.leader),
     members: src.members(),
-    sessions: fe.node.stateMachine.sessions().size,
+    sessions: liveSessions(fe.node.stateMachine).size,
     commandVersion: { applies: COMMAND_VERSION, active: fe.node.stateMachine.stateOf(cluster).active },
   };
 }

@@ -37,6 +37,8 @@ import { DEFAULT_LIMITS } from '../protocol/index.js';
 import { ServerMetrics } from './server-metrics.js';
 import { DEFAULT_RAFT_TIMING, MembershipDivergedError, VeraNode, type RaftTiming } from './vera-node.js';
 import { certificateUser, ClientPortTls, peerTls, TlsFiles } from './tls.js';
+import { watchesOf } from '../families/watches/queries.js';
+import { liveSessions } from '../families/sessions/queries.js';
 
 export interface RunningServer {
   /** The client port actually bound (useful with port 0). */
@@ -104,11 +106,11 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         .filter(([id]) => id !== st.id)
         .map(([id, p]) => [id, Math.max(0, st.lastIndex - p.match)] as const);
     },
-    sessions: () => node?.stateMachine.sessions().size ?? 0,
+    sessions: () => (node === undefined ? 0 : liveSessions(node.stateMachine).size),
     attachedSessions: () => connections.size,
     watches: () => {
       let n = 0;
-      if (node !== undefined) for (const s of node.stateMachine.sessions().keys()) n += node.stateMachine.watchesOf(s).length;
+      if (node !== undefined) for (const s of liveSessions(node.stateMachine).keys()) n += watchesOf(node.stateMachine, s).length;
       return n;
     },
     notifyBacklog: () => fe?.notifier.backlogByState() ?? { live: 0, stalled: 0, resyncing: 0 },
@@ -261,7 +263,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     disk,
     notifier: new Notifier(
       {
-        watchesOf: (session) => veraNode.stateMachine.watchesOf(session),
+        watchesOf: (session) => watchesOf(veraNode.stateMachine, session),
         // A resync walks and reads lists as any listing and read does: wherever they are held (a
         // hibernated list from its cold file, never sent empty or left out), through the path guards.
         children: (path) => childrenOf(front, path),

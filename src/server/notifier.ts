@@ -10,7 +10,7 @@
 
 import type { ItemPage } from '../families/lists/reads.js';
 import type { ChangeEvent } from '../statemachine/types.js';
-import type { WatchRef } from '../keys/index.js';
+import type { WatchRef } from '../families/watches/keys.js';
 import type { EventLog, RecordedEvent } from './event-log.js';
 import { NotifyFrames, type NotifyPayload, type ResyncList } from '../protocol/index.js';
 

@@ -7,11 +7,13 @@
 // guarded without knowing the guards. Callers: the connection (core ops),
 // runFamilyOp (family ops over WebSocket and HTTP), GET /v1/data, the notifier's
 // resyncs (reads and listings), ls, get and the range family.
-import { compareUtf8, decodeItemKey, itemKey, itemRange } from '../keys/index.js';
+import { compareUtf8 } from '../keys/index.js';
+import { decodeItemKey, itemKey, itemRange } from '../families/lists/keys.js';
+import { children } from '../families/lists/queries.js';
 import { readListPages as readHotPages, type ItemPage } from '../families/lists/reads.js';
 import type { DbSnapshot } from '../families/family.js';
 import type { FamilyRequest, Request } from '../protocol/index.js';
-import { decodeItemValue } from '../statemachine/codec.js';
+import { decodeItemValue } from '../families/lists/codec.js';
 import type { Item, VeraDb } from '../statemachine/types.js';
 import type { Need } from './access.js';
 import type { FrontEnd } from './context.js';
@@ -112,7 +114,7 @@ export function itemOf(key: Buffer, value: Buffer): Item {
 
 /** The names directly below `path` that lead to a non-empty list, wherever it is held, in UTF-8 byte order. */
 export async function childrenOf(fe: FrontEnd, path: string): Promise<{ index: number; children: string[] }> {
-  const view = await fe.node.stateMachine.children(path);
+  const view = await children(fe.node.stateMachine, path);
   const held = fe.pathGuards.flatMap((g) => g.childrenOf(fe, path));
   if (held.length === 0) return { index: view.index, children: [...view.children] };
   return { index: view.index, children: [...new Set([...view.children, ...held])].sort(compareUtf8) };

@@ -14,12 +14,16 @@ import { RaftDriver, type CompactionPolicy, type SnapshotEvent, type SnapshotIO,
 import { captureState, fileStaging, type CapturedState } from '../raft/state-transfer.js';
 import { installStagedSnapshot } from '../raft/snapshot-install.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../raft/types.js';
-import { encodeEntryCommand, encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type AnyCommand, type Member } from '../statemachine/index.js';
+import { encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type Member } from '../statemachine/index.js';
+import { encodeEntryCommand } from '../families/commands.js';
+import { type AnyCommand } from '../families/core-commands.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
 import { APPLIED_INDEX } from '../statemachine/applied.js';
 import { stateExtras } from '../statemachine/state-extras.js';
 import { checkAuditHead } from '../families/audit/head-check.js';
 import { WritePressure, type WritePressureLimits } from './write-pressure.js';
+import { watchersOf } from '../families/watches/queries.js';
+import { FAMILIES, REGISTRY } from '../families/registry.js';
 
 export interface RaftTiming {
   readonly tickMs: number;
@@ -137,7 +141,7 @@ export class VeraNode {
     try {
       if (hooks.onLogSynced !== undefined) dir.storage.onSynced = (seconds) => hooks.onLogSynced!(seconds);
       const loaded = await dir.storage.load();
-      const sm = await StateMachine.open(dir.db);
+      const sm = await StateMachine.open(dir.db, REGISTRY);
       dir.storage.appliedSource = () => sm.appliedIndex;
       const auditProblem = await checkAuditHead(loaded.entries, sm);
       if (auditProblem !== null) opts.logger.error({ event: 'audit-log-cut-back', problem: auditProblem }, 'the audit log does not hold what this member applied');
@@ -157,7 +161,7 @@ export class VeraNode {
       );
       const slot = new TransportSlot();
       const snapshots: SnapshotIO = {
-        capture: () => captureState(dir.db, APPLIED_INDEX, stateExtras(dir.db)),
+        capture: () => captureState(dir.db, APPLIED_INDEX, stateExtras(dir.db, FAMILIES)),
         staging: fileStaging(join(opts.dataDir, SNAPSHOTS_DIRNAME)),
         discard: (staged) => rmSync(staged.path, { force: true }),
         install: async (meta, staged) => {
@@ -188,7 +192,7 @@ export class VeraNode {
         let written = 0;
         const started = performance.now();
         await sm.applyMany(run, {
-          onPlanned: (outcome) => recipients.push(outcome.events.map((event) => ({ event, recipients: [...sm.watchersOf(event.path)] }))),
+          onPlanned: (outcome) => recipients.push(outcome.events.map((event) => ({ event, recipients: [...watchersOf(sm, event.path)] }))),
           // Only once it is in the db: a watcher told of a change can read it, and so can the proposer.
           onWritten: (outcome) => {
             const recorded = recipients[written]!;
@@ -331,7 +335,7 @@ export class VeraNode {
 
   /** A consistent view of the state machine, for backups (see state-transfer.ts). */
   captureState(): Promise<CapturedState> {
-    return captureState(this.dir.db, APPLIED_INDEX, stateExtras(this.dir.db));
+    return captureState(this.dir.db, APPLIED_INDEX, stateExtras(this.dir.db, FAMILIES));
   }
 
   snapshotMetaAt(index: number): SnapshotMeta | null {

@@ -7,8 +7,7 @@
 // consults the planned-but-unwritten writes first and the db after, so it gets
 // exactly what it would have got had every earlier entry been written alone.
 // Only point reads and forward key ranges are offered: what the journal needs.
-import type { BatchOp } from '../families/family.js';
-import type { VeraDb } from './types.js';
+import type { BatchOp, VeraDb } from './types.js';
 
 /** At most one lower bound (gt or gte) and one upper bound (lt or lte). */
 export interface KeyRange {

@@ -94,3 +94,6 @@ export class StateMachineError extends Error {
 
 /** Stored bytes of the items an exact watch returns with its result; a bigger list is answered with `tooLarge` and no items. */
 export const WATCH_ITEMS_MAX_BYTES = 8 * 1024 * 1024;
+
+/** One write of an entry's LevelDB batch (what a family's plan lists; the family contract re-exports it). */
+export type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };

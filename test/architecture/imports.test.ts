@@ -104,6 +104,40 @@ describe('the import graph', () => {
     expect([...files].filter((f) => f.startsWith('src/statemachine/') || f.startsWith('src/families/') || f.startsWith('src/server/'))).toEqual([]);
   });
 
+  // The kernel applies entries through the Family contract and is handed the registry at open
+  // (StateMachine.open(db, REGISTRY)); it knows no family by name. The only families files it may
+  // import are the contract: family.ts and fields.ts (the field checks every command decoder and the
+  // entry envelope share), which reach no family. The edges listed below are what is left to move
+  // (issue 33, stage 4): the list may only shrink, so a new edge fails here at once.
+  it('from the state machine reaches no family, only the family contract (and the edges still to move)', () => {
+    const stillToMove = [
+      // Deprecated delegating queries, kept until their last callers (client-connection.ts, hibernate/server.ts) move.
+      'src/statemachine/state-machine.ts -> src/families/lag/queries.ts',
+      'src/statemachine/state-machine.ts -> src/families/lists/queries.ts',
+      'src/statemachine/state-machine.ts -> src/families/lists/reads.ts',
+      'src/statemachine/state-machine.ts -> src/families/sessions/queries.ts',
+      'src/statemachine/state-machine.ts -> src/families/watches/keys.ts',
+      'src/statemachine/state-machine.ts -> src/families/watches/queries.ts',
+    ];
+    const contract = ['src/families/family.ts', 'src/families/fields.ts'];
+    const edges = new Set<string>();
+    for (const file of sourceFiles('src/statemachine')) {
+      for (const target of importsOf(file).files) {
+        if (target.startsWith('src/families/') && !contract.includes(target)) edges.add(`${file} -> ${target}`);
+      }
+    }
+    expect([...edges].sort()).toEqual(stillToMove);
+    const { files } = closure(contract);
+    expect([...files].filter((f) => f.startsWith('src/families/') && !contract.includes(f))).toEqual([]);
+  });
+
+  it('from the family contract never reaches the server: the server fills in what a family server part is', () => {
+    const { files } = closure(['src/families/family.ts']);
+    expect([...files].filter((f) => f.startsWith('src/server/'))).toEqual([]);
+    // Nor does anything it reaches import it back: the contract closes no loop of imports.
+    expect([...files].filter((f) => f !== 'src/families/family.ts' && importsOf(f).files.includes('src/families/family.ts'))).toEqual([]);
+  });
+
   it('exports the client library as vera/client, with types, built from src/client/index.ts', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
     const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { outDir: string; rootDir: string; declaration: boolean } };

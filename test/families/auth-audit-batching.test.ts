@@ -9,9 +9,10 @@ import type { AppendCommand } from '../../src/families/audit/index.js';
 import type { AuthCommand } from '../../src/families/auth/index.js';
 import { hashPassword } from '../../src/families/auth/password-hash.js';
 import type { Entry } from '../../src/raft/types.js';
-import { encodeCommand } from '../../src/statemachine/commands.js';
+import { encodeCommand } from '../../src/families/commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { dumpDb, openTempDb } from '../statemachine/helpers.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 const T0 = 1_000_000;
 const name = fc.constantFrom('root', 'alice', 'bob');
@@ -47,8 +48,8 @@ describe('auth and audit entries sharing a batch', () => {
         const all: Entry[] = list.map((c, i) => ({ index: i + 1, term: 1, kind: 'command', data: encodeCommand({ family: c.family, ...c.command } as never, T0 + i) }));
         const [a, b] = [await openTempDb(), await openTempDb()];
         try {
-          const one = await StateMachine.open(a.db);
-          let many = await StateMachine.open(b.db);
+          const one = await StateMachine.open(a.db, REGISTRY);
+          let many = await StateMachine.open(b.db, REGISTRY);
           const expected = [];
           for (const e of all) expected.push(await one.apply({ ...e, data: Buffer.from(e.data) }));
           const actual = [];
@@ -56,7 +57,7 @@ describe('auth and audit entries sharing a batch', () => {
             const size = sizes[chunk % sizes.length]!;
             actual.push(...(await many.applyMany(all.slice(k, k + size).map((e) => ({ ...e, data: Buffer.from(e.data) })))));
             k += size;
-            if (restarts[chunk % Math.max(1, restarts.length)] === true) many = await StateMachine.open(b.db);
+            if (restarts[chunk % Math.max(1, restarts.length)] === true) many = await StateMachine.open(b.db, REGISTRY);
           }
           expect(JSON.parse(JSON.stringify(actual))).toEqual(JSON.parse(JSON.stringify(expected)));
           expect(await dumpDb(b.db)).toEqual(await dumpDb(a.db));

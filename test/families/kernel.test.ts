@@ -3,11 +3,12 @@
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AnyFamily } from '../../src/families/family.js';
-import { checkBuckets, COMMAND_VERSION, FAMILIES, LEGACY_OPS } from '../../src/families/registry.js';
+import { COMMAND_VERSION, FAMILIES, LEGACY_OPS, REGISTRY, checkBuckets } from '../../src/families/registry.js';
 import { Bucket } from '../../src/keys/index.js';
-import { CommandError, decodeEntryCommand, encodeCommand, UnknownCommandError } from '../../src/statemachine/commands.js';
+import { CommandError, decodeEntryCommand, encodeCommand, UnknownCommandError } from '../../src/families/commands.js';
 import { CLOCK_KEY, StateMachine } from '../../src/statemachine/state-machine.js';
 import { dumpDb, EntryFeed, openTempDb, type TempDb } from '../statemachine/helpers.js';
+import { getList } from '../../src/families/lists/queries.js';
 
 const temps: TempDb[] = [];
 afterEach(async () => {
@@ -17,7 +18,7 @@ afterEach(async () => {
 async function fresh(): Promise<{ temp: TempDb; sm: StateMachine; feed: EntryFeed }> {
   const temp = await openTempDb();
   temps.push(temp);
-  return { temp, sm: await StateMachine.open(temp.db), feed: new EntryFeed() };
+  return { temp, sm: await StateMachine.open(temp.db, REGISTRY), feed: new EntryFeed() };
 }
 
 const open = (session: string) => ({ op: 'openSession' as const, session, timeoutMs: 5000, remote: '10.0.0.1:1' });
@@ -70,9 +71,9 @@ describe('applying', () => {
     const entries = [feed.command(push('s1', 1)), feed.raw(pack({ v: COMMAND_VERSION + 1, family: 'journal', op: 'add', t: 5 })), feed.command(push('s1', 2))];
     await expect(sm.applyMany(entries)).rejects.toThrow(UnknownCommandError);
     expect(sm.appliedIndex).toBe(2);
-    expect((await sm.getList('/a')).items.map((i) => i.data)).toEqual([1]);
+    expect((await getList(sm, '/a')).items.map((i) => i.data)).toEqual([1]);
     // A restart meets the same entry and stops again: nothing was skipped.
-    const reopened = await StateMachine.open(await temp.reopen());
+    const reopened = await StateMachine.open(await temp.reopen(), REGISTRY);
     expect(reopened.appliedIndex).toBe(2);
     await expect(reopened.applyMany(entries.slice(1))).rejects.toThrow(/needs command version/);
     expect(reopened.appliedIndex).toBe(2);
@@ -94,7 +95,7 @@ describe('applying', () => {
     expect(clocks[1]).toEqual(clocks[0]);
     expect(await dumpDb(b.temp.db)).toEqual(await dumpDb(a.temp.db));
     expect(await a.temp.db.get(CLOCK_KEY)).toBeDefined();
-    const reopened = await StateMachine.open(await a.temp.reopen());
+    const reopened = await StateMachine.open(await a.temp.reopen(), REGISTRY);
     expect(reopened.clock).toBe(2500);
   });
 

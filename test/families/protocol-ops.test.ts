@@ -31,6 +31,7 @@ import { loadServerParts, type ServerPart } from '../../src/server/family-part.j
 import { startServer as startMember, stopServer } from '../support/member.js';
 import { connect } from '../../src/client/client.js';
 import { WireClient } from '../server/wire-client.js';
+import { liveSessions } from '../../src/families/sessions/queries.js';
 
 /** `clock {path, after?}`: a made-up op, as a family would add one. */
 const buildClock: RequestBuilder = (f, id, limits) => {
@@ -83,7 +84,7 @@ describe('a family op on a real server', () => {
           clock: {
             build: buildClock,
             needs: (request) => [{ perm: 'read', resource: (request as FamilyRequest & { path: string }).path }],
-            handle: async ({ fe, request, session }) => ({ path: (request as FamilyRequest & { path: string }).path, clock: fe.node.stateMachine.clock, mine: fe.node.stateMachine.sessions().has(session) }),
+            handle: async ({ fe, request, session }) => ({ path: (request as FamilyRequest & { path: string }).path, clock: fe.node.stateMachine.clock, mine: liveSessions(fe.node.stateMachine).has(session) }),
           },
         },
       }),

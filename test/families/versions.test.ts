@@ -10,10 +10,10 @@ import { versionProblem, versionToActivate } from '../../src/families/cluster/ve
 import { DialerHandshake, ListenerHandshake, PeerAuthError, type HandshakeOptions } from '../../src/raft/transport/auth.js';
 import type { AnyFamily } from '../../src/families/family.js';
 import { assertCommandVersion } from '../../src/families/cluster/server.js';
-import { COMMAND_VERSION, FAMILIES } from '../../src/families/registry.js';
+import { COMMAND_VERSION, FAMILIES, REGISTRY } from '../../src/families/registry.js';
 import { VeraError } from '../../src/protocol/index.js';
 import type { FrontEnd } from '../../src/server/context.js';
-import { encodeCommand, requiredVersion, versionOf } from '../../src/statemachine/commands.js';
+import { encodeCommand, requiredVersion, versionOf } from '../../src/families/commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { dumpDb, EntryFeed, openTempDb, type TempDb } from '../statemachine/helpers.js';
 
@@ -86,7 +86,7 @@ describe('the active version', () => {
   it('is raised by setCommandVersion, never lowered, the same on every member and after a restart', async () => {
     const [a, b] = [await openTempDb(), await openTempDb()];
     temps.push(a, b);
-    const [smA, smB] = [await StateMachine.open(a.db), await StateMachine.open(b.db)];
+    const [smA, smB] = [await StateMachine.open(a.db, REGISTRY), await StateMachine.open(b.db, REGISTRY)];
     const feed = new EntryFeed();
     const set = (version: number) => feed.raw(encodeCommand({ family: 'cluster', op: 'setCommandVersion', version }, 0));
     const seen: number[] = [];
@@ -99,7 +99,7 @@ describe('the active version', () => {
     expect(smB.stateOf(cluster).active).toBe(4);
     expect(await dumpDb(b.db)).toEqual(await dumpDb(a.db));
     expect(await smB.digest()).toBe(await smA.digest());
-    const reopened = await StateMachine.open(await a.reopen());
+    const reopened = await StateMachine.open(await a.reopen(), REGISTRY);
     expect(reopened.stateOf(cluster).active).toBe(4);
   });
 });

@@ -11,6 +11,7 @@ import { bookOf, configOf, encodeMembers, initialMembers, MEMBERS_KEY, type Memb
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { openTempDb, type TempDb } from '../statemachine/helpers.js';
 import { peersFlagDisagreements } from '../../src/server/membership.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 const SEED = [
   { id: 'n1', host: '127.0.0.1', peerPort: 2919, clientPort: 1919 },
@@ -27,7 +28,7 @@ async function machine(seed: readonly Member[]): Promise<{ tmp: TempDb; sm: Stat
   const tmp = await openTempDb();
   cleanups.push(() => tmp.cleanup());
   if (seed.length > 0) await tmp.db.put(MEMBERS_KEY, encodeMembers(seed));
-  return { tmp, sm: await StateMachine.open(tmp.db) };
+  return { tmp, sm: await StateMachine.open(tmp.db, REGISTRY) };
 }
 
 function configEntry(index: number, change: MemberChange): Entry {
@@ -55,7 +56,7 @@ describe('the address book', () => {
       { id: 'n3', voter: true, address: N3 },
     ];
     expect(sm.members()).toEqual(expected);
-    const reopened = await StateMachine.open(await tmp.reopen());
+    const reopened = await StateMachine.open(await tmp.reopen(), REGISTRY);
     expect(reopened.members()).toEqual(expected);
     expect(reopened.appliedIndex).toBe(3);
   });

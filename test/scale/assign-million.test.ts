@@ -14,6 +14,7 @@ import { countUsers, replacedBefore, userRecords } from '../../src/families/assi
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { AssignHarness, SERVICE } from '../families/assign/harness.js';
 import { lap } from './lap.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 // VERA_SCALE_ITEMS runs it at another size (a multiple of 10,000).
 const USERS = Number(process.env.VERA_SCALE_ITEMS ?? 1_000_000);
@@ -103,7 +104,7 @@ describe('10^6 assigned users', () => {
       expect(harness.node(n)!.load, n).toBe(current);
     }
     // A restarted member loads the same services and nodes.
-    const reloaded = await StateMachine.open(harness.temp.db);
+    const reloaded = await StateMachine.open(harness.temp.db, REGISTRY);
     const state = reloaded.stateOf(assign);
     for (const n of NODES) expect(state.services.get(SERVICE)!.nodes.get(n)).toEqual(harness.node(n));
     expect(state.nextUid).toBe(harness.sm.stateOf(assign).nextUid);

@@ -13,6 +13,7 @@ import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { bucketRange } from '../../src/keys/index.js';
 import { JournalHarness, SETTINGS } from '../families/journal/harness.js';
 import { lap } from './lap.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 // VERA_SCALE_ITEMS (a multiple of 1000) runs it at another size.
 const ITEMS = Number(process.env.VERA_SCALE_ITEMS ?? 1_000_000);
@@ -85,7 +86,7 @@ describe('10^6 journal items', () => {
     expect(await countKeys(harness, JournalBucket.expiry)).toBe(0);
 
     // A restarted member loads the journal's state from the db: the definitions, not the items.
-    const reloaded = await StateMachine.open(harness.temp.db);
+    const reloaded = await StateMachine.open(harness.temp.db, REGISTRY);
     expect(reloaded.stateOf(journal).journals.get('big')!.counts).toEqual(harness.definition('big')!.counts);
     t = lap('reloaded', t);
 

@@ -12,7 +12,7 @@ import { ExpiryQueue } from '../../src/server/expiry.js';
 import { LeaderDuties } from '../../src/server/leader-duties.js';
 import { sessionExpiry } from '../../src/families/sessions/server.js';
 import { ackFlush } from '../../src/families/lag/server.js';
-import type { Command } from '../../src/statemachine/commands.js';
+import type { Command } from '../../src/families/core-commands.js';
 
 const CHECK_MS = 25;
 let clock = 0;
@@ -40,7 +40,7 @@ function frontEnd(): FrontEnd {
   const sessions = new Map([['S', { timeoutMs: 1000, remote: '127.0.0.1:1' }]]);
   return {
     node: {
-      stateMachine: { sessions: () => sessions, lagOf: () => 0 },
+      stateMachine: { stateOf: (family: { name: string }) => (family.name === 'sessions' ? { sessions } : { of: () => 0 }) },
       propose: (c: Command) => {
         proposals.push(c);
         return new Promise(() => undefined); // never commits here: the test only counts proposals

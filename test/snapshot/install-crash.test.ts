@@ -10,14 +10,16 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { itemKey } from '../../src/keys/index.js';
+import { itemKey } from '../../src/families/lists/keys.js';
 import { DataDirError, openDataDir, SNAPSHOTS_DIRNAME, type OpenedDataDir } from '../../src/raft/datadir.js';
 import { INSTALL_MARKER_KEY, installStagedSnapshot, type InstallStep } from '../../src/raft/snapshot-install.js';
 import { captureState, fileStaging, SnapshotAssembler, type StagedFile } from '../../src/raft/state-transfer.js';
 import type { ClusterConfig, SnapshotMeta } from '../../src/raft/types.js';
-import { encodeAppliedValue, encodeItemValue } from '../../src/statemachine/codec.js';
+import { encodeAppliedValue } from '../../src/statemachine/codec.js';
+import { encodeItemValue } from '../../src/families/lists/codec.js';
 import { StateMachine } from '../../src/statemachine/index.js';
 import { APPLIED_INDEX, APPLIED_KEY } from '../../src/statemachine/applied.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 const config: ClusterConfig = { voters: ['n1', 'n2', 'n3'], learners: [] };
 let base: string;
@@ -73,7 +75,7 @@ async function stageFrom(sender: OpenedDataDir, receiverDir: string): Promise<{ 
 }
 
 async function digestOf(dir: OpenedDataDir): Promise<string> {
-  return (await StateMachine.open(dir.db)).digest();
+  return (await StateMachine.open(dir.db, REGISTRY)).digest();
 }
 
 /** A sender holding 2,000 items at applied index 2,000, and a receiver with 50 older items of its own and a vote. */

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { pack } from 'msgpackr';
 import { wireData } from '../support/arbitraries.js';
-import { CommandError, decodeCommand, encodeCommand, type Command } from '../../src/statemachine/commands.js';
+import { CommandError, encodeCommand } from '../../src/families/commands.js';
+import { decodeCommand, type Command } from '../../src/families/core-commands.js';
 
 const sessionId = fc.constantFrom('s1', 'abc-DEF_123', 'é');
 const path = fc.constantFrom('/a', '/a/b', '/x-y/z');

@@ -5,6 +5,10 @@ import { StateMachine } from '../../src/statemachine/state-machine.js';
 import type { ApplyOutcome } from '../../src/statemachine/types.js';
 import { EntryFeed, dumpDb, openTempDb } from './helpers.js';
 import { Model, PATHS, SESSIONS, stepsArb, type Step } from './model.js';
+import { watchersOf, watchesOf } from '../../src/families/watches/queries.js';
+import { children, getList, lastIndexOf } from '../../src/families/lists/queries.js';
+import { inspectIndexes } from '../../src/families/index-dump.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 /** Resolves steps into entries once, so every state machine is fed identical bytes. */
 function entriesFor(steps: Step[]): Entry[] {
@@ -21,11 +25,11 @@ function entriesFor(steps: Step[]): Entry[] {
 async function observe(sm: StateMachine): Promise<unknown> {
   return {
     applied: sm.appliedIndex,
-    indexes: sm.inspectIndexes(),
-    lists: await Promise.all(PATHS.map((p) => sm.getList(p))),
-    children: await sm.children('/'),
-    watchers: PATHS.map((p) => [...sm.watchersOf(p)].sort()),
-    watches: SESSIONS.map((s) => sm.watchesOf(s)),
+    indexes: inspectIndexes(sm),
+    lists: await Promise.all(PATHS.map((p) => getList(sm, p))),
+    children: await children(sm, '/'),
+    watchers: PATHS.map((p) => [...watchersOf(sm, p)].sort()),
+    watches: SESSIONS.map((s) => watchesOf(sm, s)),
     digest: await sm.digest(),
   };
 }
@@ -37,7 +41,7 @@ describe('determinism', () => {
         const entries = entriesFor(steps);
         const [a, b] = [await openTempDb(), await openTempDb()];
         try {
-          const [smA, smB] = [await StateMachine.open(a.db), await StateMachine.open(b.db)];
+          const [smA, smB] = [await StateMachine.open(a.db, REGISTRY), await StateMachine.open(b.db, REGISTRY)];
           for (const e of entries) {
             const [outA, outB] = [await smA.apply(e), await smB.apply(e)];
             expect(outB).toEqual(outA);
@@ -59,9 +63,9 @@ describe('determinism', () => {
         const entries = entriesFor(steps);
         const [a, b] = [await openTempDb(), await openTempDb()];
         try {
-          const [one, many] = [await StateMachine.open(a.db), await StateMachine.open(b.db)];
+          const [one, many] = [await StateMachine.open(a.db, REGISTRY), await StateMachine.open(b.db, REGISTRY)];
           // Who watched each event's list as of its entry: what the server records for replay.
-          const watchersAt = (sm: StateMachine, out: ApplyOutcome): string[][] => out.events.map((e) => [...sm.watchersOf(e.path)].sort());
+          const watchersAt = (sm: StateMachine, out: ApplyOutcome): string[][] => out.events.map((e) => [...watchersOf(sm, e.path)].sort());
           const expected: unknown[] = [];
           for (const e of entries) {
             const out = await one.apply(e);
@@ -101,7 +105,7 @@ describe('determinism', () => {
     ]);
     const tmp = await openTempDb();
     try {
-      const sm = await StateMachine.open(tmp.db);
+      const sm = await StateMachine.open(tmp.db, REGISTRY);
       const empty = await sm.digest();
       await sm.apply(entries[0]!);
       const opened = await sm.digest();
@@ -120,10 +124,10 @@ describe('restart', () => {
         const entries = entriesFor(steps);
         const tmp = await openTempDb();
         try {
-          const sm = await StateMachine.open(tmp.db);
+          const sm = await StateMachine.open(tmp.db, REGISTRY);
           for (const e of entries) await sm.apply(e);
           const before = await observe(sm);
-          const reopened = await StateMachine.open(await tmp.reopen());
+          const reopened = await StateMachine.open(await tmp.reopen(), REGISTRY);
           expect(await observe(reopened)).toEqual(before);
           // Replaying the log from the start (as after a crash) applies nothing twice.
           for (const e of entries) expect((await reopened.apply(e)).ignored).toBe(true);
@@ -144,12 +148,12 @@ describe('restart', () => {
     ]);
     const tmp = await openTempDb();
     try {
-      const sm = await StateMachine.open(tmp.db);
+      const sm = await StateMachine.open(tmp.db, REGISTRY);
       await sm.apply(entries[0]!);
       await sm.apply(entries[1]!);
-      const reopened = await StateMachine.open(await tmp.reopen());
+      const reopened = await StateMachine.open(await tmp.reopen(), REGISTRY);
       expect(reopened.appliedIndex).toBe(2);
-      expect(reopened.lastIndexOf('/a')).toBe(2);
+      expect(lastIndexOf(reopened, '/a')).toBe(2);
       const out = await reopened.apply(entries[2]!);
       expect(out.result).toMatchObject({ ok: true, op: 'push', item: { index: 3, data: 'y' } });
     } finally {
@@ -165,8 +169,8 @@ describe('restart', () => {
     ]);
     const tmp = await openTempDb();
     try {
-      const stale = await StateMachine.open(tmp.db);
-      const writer = await StateMachine.open(tmp.db);
+      const stale = await StateMachine.open(tmp.db, REGISTRY);
+      const writer = await StateMachine.open(tmp.db, REGISTRY);
       for (const e of entries) await writer.apply(e);
       expect(stale.appliedIndex).toBe(0);
       await stale.reload();

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import type { Entry } from '../../src/raft/types.js';
-import { encodeCommand, type Command } from '../../src/statemachine/commands.js';
+import { encodeCommand } from '../../src/families/commands.js';
+import { type Command } from '../../src/families/core-commands.js';
 import type { VeraDb } from '../../src/statemachine/types.js';
 
 export interface TempDb {

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Entry } from '../../src/raft/types.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { dumpDb, openTempDb } from './helpers.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 interface Fixture {
   readonly entries: ReadonlyArray<{ index: number; term: number; kind: Entry['kind']; data: string }>;
@@ -25,7 +26,7 @@ describe('entries recorded before the command-family refactor', () => {
     expect(entries.length).toBeGreaterThan(300);
     const temp = await openTempDb();
     try {
-      const sm = await StateMachine.open(temp.db);
+      const sm = await StateMachine.open(temp.db, REGISTRY);
       const results: unknown[] = [];
       const checkpoints: unknown[] = [];
       for (const entry of entries) {
@@ -44,7 +45,7 @@ describe('entries recorded before the command-family refactor', () => {
   it('apply in batches to the same results and db', async () => {
     const temp = await openTempDb();
     try {
-      const sm = await StateMachine.open(temp.db);
+      const sm = await StateMachine.open(temp.db, REGISTRY);
       const results: unknown[] = [];
       for (let k = 0, size = 1; k < entries.length; k += size, size = (size % 37) + 1) {
         for (const outcome of await sm.applyMany(entries.slice(k, k + size))) results.push(outcome.result);

@@ -5,6 +5,12 @@ import { StateMachine } from '../../src/statemachine/state-machine.js';
 import type { ApplyResult } from '../../src/statemachine/types.js';
 import { EntryFeed, openTempDb } from './helpers.js';
 import { LS_PATHS, Model, PATHS, SESSIONS, stepsArb, type Step } from './model.js';
+import { inspectIndexes } from '../../src/families/index-dump.js';
+import { lagOf } from '../../src/families/lag/queries.js';
+import { liveSessions } from '../../src/families/sessions/queries.js';
+import { watchersOf } from '../../src/families/watches/queries.js';
+import { children, getList, lastIndexOf } from '../../src/families/lists/queries.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 function toEntry(feed: EntryFeed, payload: ReturnType<Model['resolve']>): Entry {
   if ('noop' in payload) return feed.noop();
@@ -18,7 +24,7 @@ const comparable = (r: ApplyResult): unknown => (r.ok ? r : { ok: false, code: r
 async function checkAgainstModel(steps: Step[]): Promise<void> {
   const tmp = await openTempDb();
   try {
-    const sm = await StateMachine.open(tmp.db);
+    const sm = await StateMachine.open(tmp.db, REGISTRY);
     const model = new Model();
     const feed = new EntryFeed();
     for (const step of steps) {
@@ -32,16 +38,16 @@ async function checkAgainstModel(steps: Step[]): Promise<void> {
     }
     expect(sm.appliedIndex).toBe(steps.length);
     for (const path of PATHS) {
-      expect(await sm.getList(path)).toEqual({ index: steps.length, items: model.lists.get(path) ?? [] });
-      expect(sm.lastIndexOf(path)).toBe(model.last(path));
-      expect(sm.watchersOf(path)).toEqual(model.watchersOf(path));
+      expect(await getList(sm, path)).toEqual({ index: steps.length, items: model.lists.get(path) ?? [] });
+      expect(lastIndexOf(sm, path)).toBe(model.last(path));
+      expect(watchersOf(sm, path)).toEqual(model.watchersOf(path));
     }
-    for (const path of LS_PATHS) expect((await sm.children(path)).children).toEqual(model.children(path));
-    expect(new Map(sm.sessions())).toEqual(model.sessions);
-    for (const s of SESSIONS) expect(sm.lagOf(s)).toBe(model.lag.get(s) ?? 0);
+    for (const path of LS_PATHS) expect((await children(sm, path)).children).toEqual(model.children(path));
+    expect(new Map(liveSessions(sm))).toEqual(model.sessions);
+    for (const s of SESSIONS) expect(lagOf(sm, s)).toBe(model.lag.get(s) ?? 0);
     // The db must hold exactly what the in-memory indexes say (nothing leaked, nothing lost).
-    const rebuilt = await StateMachine.open(tmp.db);
-    expect(rebuilt.inspectIndexes()).toEqual(sm.inspectIndexes());
+    const rebuilt = await StateMachine.open(tmp.db, REGISTRY);
+    expect(inspectIndexes(rebuilt)).toEqual(inspectIndexes(sm));
   } finally {
     await tmp.cleanup();
   }

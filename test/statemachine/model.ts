@@ -4,7 +4,7 @@
 // hit real items often enough to matter.
 import fc from 'fast-check';
 import { pack } from 'msgpackr';
-import type { Command } from '../../src/statemachine/commands.js';
+import type { Command } from '../../src/families/core-commands.js';
 import type { ApplyResult, ChangeEvent, Item, SessionInfo } from '../../src/statemachine/types.js';
 
 export const SESSIONS = ['s1', 's2', 's3'] as const;

@@ -9,12 +9,15 @@ import { packValue } from '../../src/protocol/msgpack.js';
 import { encodeNotify, encodeReply } from '../../src/protocol/client-frames.js';
 import { DEFAULT_LIMITS, type JsonValue } from '../../src/protocol/types.js';
 import { packData, PackedValue } from '../../src/protocol/index.js';
-import { decodeEntryCommand, encodeCommand, type Command } from '../../src/statemachine/commands.js';
+import { decodeEntryCommand, encodeCommand } from '../../src/families/commands.js';
+import { type Command } from '../../src/families/core-commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import type { Entry } from '../../src/raft/types.js';
 import type { ApplyOutcome } from '../../src/statemachine/types.js';
 import { wireData } from '../support/arbitraries.js';
 import { dumpDb, openTempDb } from './helpers.js';
+import { getList } from '../../src/families/lists/queries.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 const T = 1_764_000_000_000;
 
@@ -97,7 +100,7 @@ describe('the leader applies what it proposed without decoding it', () => {
           ];
           const [a, b] = [await openTempDb(), await openTempDb()];
           try {
-            const [leader, follower] = [await StateMachine.open(a.db), await StateMachine.open(b.db)];
+            const [leader, follower] = [await StateMachine.open(a.db, REGISTRY), await StateMachine.open(b.db, REGISTRY)];
             for (const [i, command] of commands.entries()) {
               const bytes = encodeCommand(command, T + i);
               const entry = (data: Uint8Array): Entry => ({ index: i + 1, term: 1, kind: 'command', data });
@@ -129,12 +132,12 @@ describe('the leader applies what it proposed without decoding it', () => {
   it('keeps the packed bytes through the leader\'s apply: the stored value holds them', async () => {
     const tmp = await openTempDb();
     try {
-      const sm = await StateMachine.open(tmp.db);
+      const sm = await StateMachine.open(tmp.db, REGISTRY);
       await sm.apply({ index: 1, term: 1, kind: 'command', data: encodeCommand({ op: 'openSession', session: 's1', timeoutMs: 10_000, remote: 't' }, T) });
       const packed = packData({ big: 'y'.repeat(100) }, DEFAULT_LIMITS);
       const out = await sm.apply({ index: 2, term: 1, kind: 'command', data: encodeCommand(push('s1', packed), T) });
       expect(out.result.ok && out.result.op === 'push' && out.result.item.data).toBeInstanceOf(PackedValue);
-      expect((await sm.getList('/jobs')).items.map((i) => i.data)).toEqual([{ big: 'y'.repeat(100) }]);
+      expect((await getList(sm, '/jobs')).items.map((i) => i.data)).toEqual([{ big: 'y'.repeat(100) }]);
     } finally {
       await tmp.cleanup();
     }

@@ -4,11 +4,14 @@
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { recordBatches } from '../support/batches.js';
-import { itemKey, itemRange } from '../../src/keys/index.js';
-import type { Command, PushQuota } from '../../src/statemachine/commands.js';
+import { itemKey, itemRange } from '../../src/families/lists/keys.js';
+import type { Command, PushQuota } from '../../src/families/core-commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import type { ApplyOutcome } from '../../src/statemachine/types.js';
 import { EntryFeed, openTempDb, type TempDb } from './helpers.js';
+import { liveSessions } from '../../src/families/sessions/queries.js';
+import { watchesOf } from '../../src/families/watches/queries.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 let tmp: TempDb;
 let sm: StateMachine;
@@ -16,7 +19,7 @@ let feed: EntryFeed;
 
 beforeEach(async () => {
   tmp = await openTempDb();
-  sm = await StateMachine.open(tmp.db);
+  sm = await StateMachine.open(tmp.db, REGISTRY);
   feed = new EntryFeed();
 });
 afterEach(async () => {
@@ -46,7 +49,7 @@ function refused(outcome: ApplyOutcome, pattern: RegExp): void {
 
 /** Restarts the state machine on the same store: every lazily kept count starts over. */
 async function restart(): Promise<void> {
-  sm = await StateMachine.open(await tmp.reopen());
+  sm = await StateMachine.open(await tmp.reopen(), REGISTRY);
 }
 
 describe('quotas judged in apply', () => {
@@ -58,7 +61,7 @@ describe('quotas judged in apply', () => {
     refused(await push('S', '/e', { watches: 3 }, { watch: true }), /holds 3 watches/);
     expect(await listLength('/e')).toBe(0);
     expect((await push('S', '/e', { watches: 3 }, { watch: false })).result.ok).toBe(true);
-    expect(sm.watchesOf('S')).toHaveLength(3);
+    expect(watchesOf(sm, 'S')).toHaveLength(3);
     await run({ op: 'unwatch', session: 'S', path: '/b', prefix: false });
     expect((await watch('S', '/d', 3)).result.ok).toBe(true);
   });
@@ -67,7 +70,7 @@ describe('quotas judged in apply', () => {
     expect((await open('A', '10.0.0.1:1000', 2)).result.ok).toBe(true);
     expect((await open('B', '10.0.0.1:1001', 2)).result.ok).toBe(true);
     refused(await open('C', '10.0.0.1:1002', 2), /10\.0\.0\.1 already has 2 sessions.*--sessions-per-address 2/);
-    expect(sm.sessions().has('C')).toBe(false);
+    expect(liveSessions(sm).has('C')).toBe(false);
     expect((await open('D', '[::1]:1002', 2)).result.ok).toBe(true);
     expect((await open('E', '10.0.0.2:1002', 2)).result.ok).toBe(true);
     await restart();
@@ -132,7 +135,7 @@ describe('quotas and batched apply', () => {
         ...[3, 4, 5].map((data): Command => ({ op: 'push', session: 'S', path: '/q', data, persistent: true, watch: false, quota: { ...LOOSE, listItems: 3 } })),
       ];
       const batch = commands.map((c) => entries.command(c));
-      const oneByOne = await StateMachine.open(other.db);
+      const oneByOne = await StateMachine.open(other.db, REGISTRY);
       const single = [];
       for (const e of batch) single.push((await oneByOne.apply(e)).result.ok);
       const together = (await sm.applyMany(batch)).map((o) => o.result.ok);

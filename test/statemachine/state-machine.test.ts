@@ -1,20 +1,21 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { pack, unpack } from 'msgpackr';
-import {
-  Bucket,
-  bucketRange,
-  clientDataKey,
-  clientKey,
-  internalPropertyKey,
-  itemKey,
-  lagKey,
-  watchKey,
-} from '../../src/keys/index.js';
-import type { Command } from '../../src/statemachine/commands.js';
+import { Bucket, bucketRange, internalPropertyKey } from '../../src/keys/index.js';
+import { clientDataKey, itemKey } from '../../src/families/lists/keys.js';
+import { clientKey } from '../../src/families/sessions/keys.js';
+import { lagKey } from '../../src/families/lag/keys.js';
+import { watchKey } from '../../src/families/watches/keys.js';
+import type { Command } from '../../src/families/core-commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { StateMachineError, type ApplyOutcome } from '../../src/statemachine/types.js';
 import { EntryFeed, openTempDb, type TempDb } from './helpers.js';
 import { failNextBatch, recordBatches } from '../support/batches.js';
+import { lagOf } from '../../src/families/lag/queries.js';
+import { watchersOf, watchesOf } from '../../src/families/watches/queries.js';
+import { liveSessions } from '../../src/families/sessions/queries.js';
+import { inspectIndexes } from '../../src/families/index-dump.js';
+import { children, childrenStep, getList, lastIndexOf } from '../../src/families/lists/queries.js';
+import { REGISTRY } from '../../src/families/registry.js';
 
 let tmp: TempDb;
 let sm: StateMachine;
@@ -22,7 +23,7 @@ let feed: EntryFeed;
 
 beforeEach(async () => {
   tmp = await openTempDb();
-  sm = await StateMachine.open(tmp.db);
+  sm = await StateMachine.open(tmp.db, REGISTRY);
   feed = new EntryFeed();
 });
 afterEach(async () => {
@@ -118,7 +119,7 @@ describe('applyMany', () => {
     expect(writes.map((ops) => ops.length)).toEqual([4, 2, 2, 2]);
     for (const ops of writes) expect(ops.filter((o) => o.key.toString('hex') === applied)).toHaveLength(1);
     expect(sm.appliedIndex).toBe(6);
-    expect((await sm.getList('/x')).items.map((i) => i.data)).toEqual([1, 3]);
+    expect((await getList(sm, '/x')).items.map((i) => i.data)).toEqual([1, 3]);
   });
   it('after a failed apply, the in-memory indexes are what the db holds again', async () => {
     await open('A');
@@ -130,7 +131,7 @@ describe('applyMany', () => {
     await expect(sm.applyMany(entries)).rejects.toThrow('disk full');
     vi.restoreAllMocks();
     expect(sm.appliedIndex).toBe(1);
-    expect(sm.inspectIndexes()).toEqual((await StateMachine.open(tmp.db)).inspectIndexes());
+    expect(inspectIndexes(sm)).toEqual(inspectIndexes(await StateMachine.open(tmp.db, REGISTRY)));
     // The same entries apply cleanly afterwards (the push's compare-and-set sees the list as the db does).
     expect((await sm.applyMany(entries)).map((o) => o.result.ok)).toEqual([true, true]);
   });
@@ -140,7 +141,7 @@ describe('openSession', () => {
   it('creates the client record', async () => {
     const out = await open('A');
     expect(out.result).toEqual({ ok: true, op: 'openSession', session: 'A' });
-    expect([...sm.sessions()]).toEqual([['A', { timeoutMs: 5000, remote: 'ip-A' }]]);
+    expect([...liveSessions(sm)]).toEqual([['A', { timeoutMs: 5000, remote: 'ip-A' }]]);
     expect(unpack((await tmp.db.get(clientKey('A')))!)).toEqual({ timeoutMs: 5000, remote: 'ip-A' });
   });
 
@@ -148,7 +149,7 @@ describe('openSession', () => {
     await open('A');
     const out = await run({ op: 'openSession', session: 'A', timeoutMs: 1, remote: 'other' });
     expect(out.result).toMatchObject({ ok: false, code: 'CONFLICT' });
-    expect(sm.sessions().get('A')).toEqual({ timeoutMs: 5000, remote: 'ip-A' });
+    expect(liveSessions(sm).get('A')).toEqual({ timeoutMs: 5000, remote: 'ip-A' });
   });
 });
 
@@ -165,9 +166,9 @@ describe('push', () => {
     expect(await has(itemKey('/foo/bar', 2))).toBe(true);
     expect(await has(clientDataKey('A', '/foo/bar', 2))).toBe(true);
     expect(await has(watchKey({ prefix: false, path: '/foo/bar', session: 'A' }))).toBe(true);
-    expect(await sm.getList('/foo/bar')).toEqual({ index: 2, items: [item] });
-    expect(sm.lastIndexOf('/foo/bar')).toBe(2);
-    expect(sm.watchersOf('/foo/bar')).toEqual(new Set(['A']));
+    expect(await getList(sm, '/foo/bar')).toEqual({ index: 2, items: [item] });
+    expect(lastIndexOf(sm, '/foo/bar')).toBe(2);
+    expect(watchersOf(sm, '/foo/bar')).toEqual(new Set(['A']));
   });
 
   it('stores persistent items with no owner and no reverse entry; watch:false adds no watch', async () => {
@@ -175,14 +176,14 @@ describe('push', () => {
     expect(out.result).toEqual({ ok: true, op: 'push', item: { index: 2, owner: null, data: 'v' } });
     expect(await bucketKeys(Bucket.clientData)).toEqual([]);
     expect(await bucketKeys(Bucket.watch)).toEqual([]);
-    expect(sm.watchersOf('/p').size).toBe(0);
+    expect(watchersOf(sm, '/p').size).toBe(0);
   });
 
   it('keeps items in index order', async () => {
     await push('A', '/l', 'a');
     await push('A', '/l', 'b');
     await push('A', '/l', 'c');
-    const list = await sm.getList('/l');
+    const list = await getList(sm, '/l');
     expect(list.items.map((i) => [i.index, i.data])).toEqual([
       [2, 'a'],
       [3, 'b'],
@@ -222,21 +223,21 @@ describe('delete', () => {
     expect(out.events).toEqual([{ index: 6, type: 'delete', path: '/l', item: { index: 3, owner: 'A', data: 'a1' } }]);
     expect(await has(itemKey('/l', 3))).toBe(false);
     expect(await has(clientDataKey('A', '/l', 3))).toBe(false);
-    expect(sm.lastIndexOf('/l')).toBe(5);
+    expect(lastIndexOf(sm, '/l')).toBe(5);
   });
 
   it('lets any session delete a persistent item', async () => {
     const out = await run({ op: 'delete', session: 'B', path: '/l', index: 4 });
     expect(out.result.ok).toBe(true);
-    expect((await sm.getList('/l')).items.map((i) => i.index)).toEqual([3, 5]);
+    expect((await getList(sm, '/l')).items.map((i) => i.index)).toEqual([3, 5]);
   });
 
   it('moves the newest index back when the newest item goes, to 0 when the list empties', async () => {
     await run({ op: 'delete', session: 'A', path: '/l', index: 5 });
-    expect(sm.lastIndexOf('/l')).toBe(4);
+    expect(lastIndexOf(sm, '/l')).toBe(4);
     await run({ op: 'delete', session: 'A', path: '/l', index: 3 });
     await run({ op: 'delete', session: 'A', path: '/l', index: 4 });
-    expect(sm.lastIndexOf('/l')).toBe(0);
+    expect(lastIndexOf(sm, '/l')).toBe(0);
     expect((await push('A', '/l', 'again', { ifLastIndex: 0 })).result.ok).toBe(true);
   });
 
@@ -267,19 +268,19 @@ describe('watch and unwatch', () => {
   it('an exact watch returns the list as of its entry', async () => {
     const out = await run({ op: 'watch', session: 'B', path: '/a/b', prefix: false });
     expect(out.result).toEqual({ ok: true, op: 'watch', index: 4, items: [{ index: 3, owner: 'A', data: 'x' }] });
-    expect(sm.watchersOf('/a/b')).toEqual(new Set(['B']));
-    expect(sm.watchersOf('/a')).toEqual(new Set());
+    expect(watchersOf(sm, '/a/b')).toEqual(new Set(['B']));
+    expect(watchersOf(sm, '/a')).toEqual(new Set());
   });
 
   it('a prefix watch returns only the index and covers the path and everything below it', async () => {
     const out = await run({ op: 'watch', session: 'B', path: '/a', prefix: true });
     expect(out.result).toEqual({ ok: true, op: 'watch', index: 4 });
-    expect(sm.watchersOf('/a')).toEqual(new Set(['B']));
-    expect(sm.watchersOf('/a/b/c')).toEqual(new Set(['B']));
-    expect(sm.watchersOf('/ab')).toEqual(new Set());
+    expect(watchersOf(sm, '/a')).toEqual(new Set(['B']));
+    expect(watchersOf(sm, '/a/b/c')).toEqual(new Set(['B']));
+    expect(watchersOf(sm, '/ab')).toEqual(new Set());
     await run({ op: 'watch', session: 'A', path: '/', prefix: true });
-    expect(sm.watchersOf('/ab')).toEqual(new Set(['A']));
-    expect(sm.watchesOf('B')).toEqual([{ prefix: true, path: '/a', session: 'B' }]);
+    expect(watchersOf(sm, '/ab')).toEqual(new Set(['A']));
+    expect(watchesOf(sm, 'B')).toEqual([{ prefix: true, path: '/a', session: 'B' }]);
   });
 
   it('unwatch removes only the named kind, and is harmless when absent', async () => {
@@ -287,7 +288,7 @@ describe('watch and unwatch', () => {
     await run({ op: 'watch', session: 'B', path: '/a/b', prefix: true });
     const out = await run({ op: 'unwatch', session: 'B', path: '/a/b', prefix: false });
     expect(out.result).toEqual({ ok: true, op: 'unwatch' });
-    expect(sm.watchesOf('B')).toEqual([{ prefix: true, path: '/a/b', session: 'B' }]);
+    expect(watchesOf(sm, 'B')).toEqual([{ prefix: true, path: '/a/b', session: 'B' }]);
     expect((await run({ op: 'unwatch', session: 'B', path: '/zzz', prefix: false })).result.ok).toBe(true);
     expect(await bucketKeys(Bucket.watch)).toEqual([watchKey({ prefix: true, path: '/a/b', session: 'B' }).toString('hex')]);
   });
@@ -295,7 +296,7 @@ describe('watch and unwatch', () => {
   it('answers SESSION_EXPIRED for an unknown session', async () => {
     const out = await run({ op: 'watch', session: 'Z', path: '/a', prefix: true });
     expect(out.result).toMatchObject({ ok: false, code: 'SESSION_EXPIRED' });
-    expect(sm.watchersOf('/a').size).toBe(0);
+    expect(watchersOf(sm, '/a').size).toBe(0);
   });
 });
 
@@ -305,11 +306,11 @@ describe('ack', () => {
     await open('B');
     const out = await run({ op: 'ack', acks: [['A', 7], ['B', 3], ['Z', 9], ['A', 5]] });
     expect(out.result).toEqual({ ok: true, op: 'ack' });
-    expect(sm.lagOf('A')).toBe(7);
-    expect(sm.lagOf('B')).toBe(3);
-    expect(sm.lagOf('Z')).toBe(0);
+    expect(lagOf(sm, 'A')).toBe(7);
+    expect(lagOf(sm, 'B')).toBe(3);
+    expect(lagOf(sm, 'Z')).toBe(0);
     await run({ op: 'ack', acks: [['A', 2]] });
-    expect(sm.lagOf('A')).toBe(7);
+    expect(lagOf(sm, 'A')).toBe(7);
     expect(unpack((await tmp.db.get(lagKey('A')))!)).toEqual({ index: 7 });
     expect(await has(lagKey('Z'))).toBe(false);
   });
@@ -335,13 +336,13 @@ describe('closeSession', () => {
       { index: 10, type: 'delete', path: '/a', item: { index: 7, owner: 'A', data: 'a-a2' } },
       { index: 10, type: 'delete', path: '/b', item: { index: 3, owner: 'A', data: 'a-b' } },
     ]);
-    expect((await sm.getList('/a')).items.map((i) => i.data)).toEqual(['kept', 'b-a']);
-    expect((await sm.getList('/b')).items).toEqual([]);
-    expect(sm.lastIndexOf('/a')).toBe(6);
-    expect(sm.lastIndexOf('/b')).toBe(0);
-    expect([...sm.sessions().keys()]).toEqual(['B']);
-    expect(sm.watchesOf('A')).toEqual([]);
-    expect(sm.lagOf('A')).toBe(0);
+    expect((await getList(sm, '/a')).items.map((i) => i.data)).toEqual(['kept', 'b-a']);
+    expect((await getList(sm, '/b')).items).toEqual([]);
+    expect(lastIndexOf(sm, '/a')).toBe(6);
+    expect(lastIndexOf(sm, '/b')).toBe(0);
+    expect([...liveSessions(sm).keys()]).toEqual(['B']);
+    expect(watchesOf(sm, 'A')).toEqual([]);
+    expect(lagOf(sm, 'A')).toBe(0);
     expect(await has(clientKey('A'))).toBe(false);
     expect(await has(lagKey('A'))).toBe(false);
     expect(await bucketKeys(Bucket.clientData)).toEqual([clientDataKey('B', '/a', 6).toString('hex')]);
@@ -363,23 +364,23 @@ describe('queries', () => {
     // '/a' + '-' and '.' sort between '/a' + SEP and '/a/': the seek logic must not skip them.
     for (const p of ['/a', '/a/x', '/a-b', '/a.c/d', '/a/y/z', '/b/q', '/a0', '/\u{1F600}', '/é'])
       await push('A', p, p, { watch: false });
-    expect((await sm.children('/')).children).toEqual(['a', 'a-b', 'a.c', 'a0', 'b', 'é', '\u{1F600}']);
-    expect((await sm.children('/a')).children).toEqual(['x', 'y']);
-    expect((await sm.children('/a/y')).children).toEqual(['z']);
-    expect((await sm.children('/a/x')).children).toEqual([]);
-    expect((await sm.children('/nothing')).children).toEqual([]);
-    expect((await sm.children('/')).index).toBe(sm.appliedIndex);
+    expect((await children(sm, '/')).children).toEqual(['a', 'a-b', 'a.c', 'a0', 'b', 'é', '\u{1F600}']);
+    expect((await children(sm, '/a')).children).toEqual(['x', 'y']);
+    expect((await children(sm, '/a/y')).children).toEqual(['z']);
+    expect((await children(sm, '/a/x')).children).toEqual([]);
+    expect((await children(sm, '/nothing')).children).toEqual([]);
+    expect((await children(sm, '/')).index).toBe(sm.appliedIndex);
   });
 
   it('children in steps reaches every child, whatever the step size, each step starting past the last', async () => {
     await open('A');
     for (const p of ['/a/x', '/a-b', '/a.c/d', '/a/y/z', '/b/q', '/a0', '/\u{1F600}', '/é']) await push('A', p, p, { watch: false });
-    const all = (await sm.children('/')).children;
+    const all = (await children(sm, '/')).children;
     for (const limit of [1, 2, 3, 100]) {
       const seen = new Set<string>();
       let from: Buffer | null = null;
       for (let step = 0; step < 50; step++) {
-        const { names, next }: { names: readonly string[]; next: Buffer | null } = await sm.childrenStep('/', from, limit);
+        const { names, next }: { names: readonly string[]; next: Buffer | null } = await childrenStep(sm, '/', from, limit);
         expect(names.length).toBeLessThanOrEqual(limit);
         for (const c of names) seen.add(c);
         if (next === null) break;
@@ -395,9 +396,9 @@ describe('queries', () => {
     await push('A', '/t/u', 1); // 2
     await push('A', '/t/v/w', 2); // 3
     await run({ op: 'delete', session: 'A', path: '/t/v/w', index: 3 });
-    expect((await sm.children('/t')).children).toEqual(['u']);
+    expect((await children(sm, '/t')).children).toEqual(['u']);
     await run({ op: 'closeSession', session: 'A', reason: 'bye' });
-    expect((await sm.children('/')).children).toEqual([]);
+    expect((await children(sm, '/')).children).toEqual([]);
   });
 
   it('getList pairs items with the exact applied index they reflect, even while applies run', async () => {
@@ -407,9 +408,9 @@ describe('queries', () => {
     let done = false;
     const all = Promise.all(applies).then(() => (done = true));
     const views: { index: number; items: readonly { index: number }[] }[] = [];
-    while (!done) views.push(await sm.getList('/race'));
+    while (!done) views.push(await getList(sm, '/race'));
     await all;
-    views.push(await sm.getList('/race'));
+    views.push(await getList(sm, '/race'));
     for (const view of views) {
       // Entry 1 opened the session; entries 2..index each pushed one item.
       expect(view.items.map((it) => it.index)).toEqual(Array.from({ length: view.index - 1 }, (_, k) => k + 2));
@@ -419,10 +420,10 @@ describe('queries', () => {
   });
 
   it('rejects invalid query arguments with a typed error', async () => {
-    await expect(sm.getList('/')).rejects.toThrow(StateMachineError);
-    await expect(sm.getList('x')).rejects.toThrow(StateMachineError);
-    await expect(sm.children('/a/')).rejects.toThrow(StateMachineError);
-    expect(() => sm.watchersOf('/a//b')).toThrow(StateMachineError);
-    expect(() => sm.lagOf('')).toThrow(StateMachineError);
+    await expect(getList(sm, '/')).rejects.toThrow(StateMachineError);
+    await expect(getList(sm, 'x')).rejects.toThrow(StateMachineError);
+    await expect(children(sm, '/a/')).rejects.toThrow(StateMachineError);
+    expect(() => watchersOf(sm, '/a//b')).toThrow(StateMachineError);
+    expect(() => lagOf(sm, '')).toThrow(StateMachineError);
   });
 });

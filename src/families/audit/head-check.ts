@@ -8,7 +8,7 @@
 // problem is kept in memory, logged, and answered with every audit.list page, so
 // `vera audit --verify` fails.
 import type { Entry } from '../../raft/types.js';
-import { decodeEntryCommand } from '../../statemachine/commands.js';
+import { decodeEntryCommand } from '../commands.js';
 import type { StateMachine } from '../../statemachine/index.js';
 import type { AuditFact } from './chain.js';
 import { audit, decodeRecord, recordKey, type AppendCommand } from './index.js';

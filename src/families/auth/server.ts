@@ -16,6 +16,7 @@ import { checkToken, issueToken, tokenDigest } from './tokens.js';
 import { AUTH_OPS, DEFAULT_TOKEN_TTL_MS } from './wire.js';
 import { quota } from '../quota/index.js';
 import type { QuotaSetting, QuotaTarget } from './quotas.js';
+import { liveSessions } from '../sessions/queries.js';
 
 async function propose(fe: FrontEnd, command: AuthCommand): Promise<FamilyResult> {
   expectOk(await proposeTimed(fe, { family: 'auth', ...command } as never));
@@ -32,7 +33,7 @@ function setQuota(fe: FrontEnd, target: QuotaTarget, r: FamilyRequest): Promise<
 
 const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = {
   'auth.status': async ({ fe, session }) => {
-    const principal = fe.node.stateMachine.sessions().get(session)?.principal;
+    const principal = liveSessions(fe.node.stateMachine).get(session)?.principal;
     return { enabled: fe.guard.enabled, ...(principal === undefined ? {} : { user: principal }) };
   },
   'auth.login': async ({ fe, request: r, remote }) => {

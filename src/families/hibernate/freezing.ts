@@ -5,8 +5,8 @@
 // a member that restarted before the commit computes it then from the db,
 // which still holds that state (any change to the unit since would have
 // cancelled the freeze).
-import { decodeItemKey } from '../../keys/index.js';
-import { decodeItemValue } from '../../statemachine/codec.js';
+import { decodeItemKey } from '../lists/keys.js';
+import { decodeItemValue } from '../lists/codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 import type { ColdStore } from './cold-store.js';

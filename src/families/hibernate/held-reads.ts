@@ -5,7 +5,8 @@
 // the read can never make a list look empty: the snapshot holds either the hot
 // items or the record whose file holds them.
 import { VeraError } from '../../protocol/index.js';
-import { bucketRange, compareUtf8, itemRange } from '../../keys/index.js';
+import { bucketRange, compareUtf8 } from '../../keys/index.js';
+import { itemRange } from '../lists/keys.js';
 import type { DbSnapshot } from '../family.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { ColdStore, ColdUnit } from './cold-store.js';

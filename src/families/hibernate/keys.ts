@@ -2,7 +2,8 @@
 // Freezing units, and one for cold files in transit.
 // A unit's own data stays where its family keeps it while Hot (the lists'
 // item bucket) and moves to the cold store while Frozen.
-import { bucketPrefix, itemRange, itemSeekKey } from '../../keys/index.js';
+import { bucketPrefix } from '../../keys/index.js';
+import { itemRange, itemSeekKey } from '../lists/keys.js';
 
 export const HibernateBucket = {
   /** unit path (UTF-8) -> its Frozen record. Hot units have none. */

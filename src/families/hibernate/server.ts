@@ -10,7 +10,7 @@ import { familyOps, proposeTimed, type FamilyOpCall, type LeaderDuty, type PathG
 import type { Need } from '../../server/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { FROZEN_REFUSAL, hibernate, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
-import { decodeItemKey } from '../../keys/index.js';
+import { decodeItemKey } from '../lists/keys.js';
 import { bucketRange } from '../../keys/index.js';
 import { freezingKey, HibernateBucket, unitItemRanges, unitKey, unitOfKey } from './keys.js';
 import { decodeFreezing, decodeFrozen } from './records.js';

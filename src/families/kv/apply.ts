@@ -5,8 +5,8 @@
 // is the entry's answer and nothing does. Pushes and deletes are the lists
 // family's own plans; removing many items of a list (put, clear) is planned here
 // as the lists family plans a delete.
-import { clientDataKey, itemKey, itemRange, decodeItemKey } from '../../keys/index.js';
-import { decodeChargedItem } from '../../statemachine/codec.js';
+import { clientDataKey, itemKey, itemRange, decodeItemKey } from '../lists/keys.js';
+import { decodeChargedItem } from '../lists/codec.js';
 import { creditUser } from '../quota/index.js';
 import { withStoredSize } from '../../statemachine/item-sizes.js';
 import type { ApplyError, ChangeEvent, Item } from '../../statemachine/types.js';

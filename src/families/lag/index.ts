@@ -1,8 +1,9 @@
 // The lag family: how far each session has acknowledged its notifications,
 // replicated so a new leader knows what to replay. The leader batches the acks
 // it received into one `ack` entry.
-import { Bucket, lagKey } from '../../keys/index.js';
-import { encodeLagValue } from '../../statemachine/codec.js';
+import { Bucket } from '../../keys/index.js';
+import { lagKey } from './keys.js';
+import { encodeLagValue } from './codec.js';
 import { CommandError, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan } from '../family.js';
 import { indexField, sessionField } from '../fields.js';
 import { sessions } from '../sessions/index.js';

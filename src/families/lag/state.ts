@@ -1,7 +1,8 @@
 // The lag family's in-memory index: the highest notification index each
 // session has acknowledged. Rebuilt from the lag bucket at load.
-import { Bucket, bucketRange, decodeLagKey, entriesInKeyOrder } from '../../keys/index.js';
-import { decodeLagValue } from '../../statemachine/codec.js';
+import { Bucket, bucketRange, entriesInKeyOrder } from '../../keys/index.js';
+import { decodeLagKey } from './keys.js';
+import { decodeLagValue } from './codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 

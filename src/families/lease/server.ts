@@ -9,10 +9,11 @@ import type { Need } from '../../server/access.js';
 import { expectOk, type FrontEnd } from '../../server/context.js';
 import { familyOps, proposeTimed, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
 import { LEASE_OPS, LEASE_PREFIX, type LeaseInfo } from './wire.js';
+import { liveSessions } from '../sessions/queries.js';
 
 /** The user behind a session (undefined when authentication is off or it opened before). */
 function principalOf(fe: FrontEnd, session: string): string | undefined {
-  return fe.node.stateMachine.sessions().get(session)?.principal;
+  return liveSessions(fe.node.stateMachine).get(session)?.principal;
 }
 
 /**
@@ -21,7 +22,7 @@ function principalOf(fe: FrontEnd, session: string): string | undefined {
  * and txn with a lease).
  */
 export function usableLease(fe: FrontEnd, session: string, id: string): { readonly timeoutMs: number; readonly principal?: string } {
-  const info = fe.node.stateMachine.sessions().get(id);
+  const info = liveSessions(fe.node.stateMachine).get(id);
   if (info === undefined || !id.startsWith(LEASE_PREFIX)) throw new VeraError('NOT_FOUND', `lease ${id} has expired, was revoked or never existed`);
   if (info.principal !== principalOf(fe, session)) throw new VeraError('FORBIDDEN', `lease ${id} belongs to another user`);
   return info;
@@ -31,11 +32,11 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
   'lease.grant': async ({ fe, session, request: r, frameBytes }) => {
     const ttlMs = r.ttlMs as number;
     const sm = fe.node.stateMachine;
-    if (sm.sessions().size >= fe.limits.sessionsMax) {
+    if (liveSessions(sm).size >= fe.limits.sessionsMax) {
       throw new VeraError('RATE_LIMITED', `session limit reached (${fe.limits.sessionsMax}; a lease is a session)`, { retryAfterMs: 1000 });
     }
     fe.disk.admit(frameBytes);
-    const caller = sm.sessions().get(session);
+    const caller = liveSessions(sm).get(session);
     const principal = caller?.principal;
     const id = `${LEASE_PREFIX}${randomBytes(16).toString('base64url')}`;
     // A resume token nobody is told: no hello can bind a connection to a lease.

@@ -1,8 +1,11 @@
 // The lists family: items pushed onto lists at paths and deleted from them,
 // ephemeral items owned by a session (deleted when it ends) or persistent.
 // A push also watches its list unless told not to (through the watches family).
-import { Bucket, clientDataKey, clientDataRange, decodeClientDataKey, itemKey, type WatchRef } from '../../keys/index.js';
-import { EMPTY_VALUE, decodeChargedItem, encodeItemValue } from '../../statemachine/codec.js';
+import { Bucket } from '../../keys/index.js';
+import { clientDataKey, clientDataRange, decodeClientDataKey, itemKey } from './keys.js';
+import { type WatchRef } from '../watches/keys.js';
+import { EMPTY_VALUE } from '../../statemachine/codec.js';
+import { decodeChargedItem, encodeItemValue } from './codec.js';
 import type { ApplyError, ChangeEvent, Item, VeraDb } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../family.js';
 import { CommandError } from '../family.js';

@@ -1,16 +1,9 @@
 // Reads of the lists family's items, shared by apply (which reads the state
 // left by the previous entry) and by queries (which read a snapshot).
-import {
-  Bucket,
-  bucketRange,
-  decodeItemKey,
-  itemKey,
-  itemRange,
-  itemSeekKey,
-  compareUtf8,
-} from '../../keys/index.js';
+import { Bucket, bucketRange, compareUtf8 } from '../../keys/index.js';
+import { decodeItemKey, itemKey, itemRange, itemSeekKey } from './keys.js';
 import { CorruptValueError, corruptValueIn } from '../../raft/checked-values.js';
-import { decodeItemValue } from '../../statemachine/codec.js';
+import { decodeItemValue } from './codec.js';
 import type { Item, VeraDb } from '../../statemachine/types.js';
 import { withStoredSize } from '../../statemachine/item-sizes.js';
 

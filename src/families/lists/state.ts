@@ -2,7 +2,8 @@
 // (what `ifLastIndex` is compared with) and the usage counts quotas are judged
 // against. Rebuilt at load by one walk of the item bucket; changed only by
 // plans' after-steps, once their batch is written.
-import { Bucket, bucketRange, decodeItemKey, entriesInKeyOrder } from '../../keys/index.js';
+import { Bucket, bucketRange, entriesInKeyOrder } from '../../keys/index.js';
+import { decodeItemKey } from './keys.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 import { UsageCounts } from './usage.js';

@@ -7,7 +7,8 @@
 // pure function of the store's contents, so every member reaches the same
 // verdicts.
 
-import { Bucket, bucketRange, decodeClientDataKey, itemKey } from '../../keys/index.js';
+import { Bucket, bucketRange } from '../../keys/index.js';
+import { decodeClientDataKey, itemKey } from './keys.js';
 import type { DbSnapshot } from '../family.js';
 import type { VeraDb } from '../../statemachine/types.js';
 

@@ -1,6 +1,6 @@
 // The observe family's ops, answered by the leader from what it holds in memory
 // (and, for one session's items, a read of its reverse index).
-import { clientDataRange, decodeClientDataKey } from '../../keys/index.js';
+import { clientDataRange, decodeClientDataKey } from '../lists/keys.js';
 import type { FamilyRequest, FamilyResult } from '../../protocol/index.js';
 import type { Need } from '../../server/access.js';
 import type { FrontEnd } from '../../server/context.js';
@@ -8,6 +8,9 @@ import { familyOps, type FamilyOpCall, type ServerPart } from '../../server/fami
 import { cluster } from '../cluster/index.js';
 import { sessions } from '../sessions/index.js';
 import { OBSERVE_OPS, OBSERVE_PAGE, type ClusterView, type MemberView, type SessionView } from './wire.js';
+import { watchesOf } from '../watches/queries.js';
+import { lagOf } from '../lag/queries.js';
+import { liveSessions } from '../sessions/queries.js';
 
 function clusterView(fe: FrontEnd): ClusterView {
   const st = fe.node.status();
@@ -29,17 +32,17 @@ function clusterView(fe: FrontEnd): ClusterView {
     applied: fe.node.appliedIndex,
     lastIndex: st.lastIndex,
     members: [...st.config.voters.map((id) => view(id, true)), ...st.config.learners.map((id) => view(id, false))],
-    sessions: fe.node.stateMachine.sessions().size,
+    sessions: liveSessions(fe.node.stateMachine).size,
     commandVersion: fe.node.stateMachine.stateOf(cluster).active,
   };
 }
 
 function sessionView(fe: FrontEnd, session: string): SessionView | null {
   const sm = fe.node.stateMachine;
-  const info = sm.sessions().get(session);
+  const info = liveSessions(sm).get(session);
   if (info === undefined) return null;
-  const acked = Math.max(fe.notifier.ackedIndex(session), sm.lagOf(session));
-  const watches = sm.watchesOf(session).length;
+  const acked = Math.max(fe.notifier.ackedIndex(session), lagOf(sm, session));
+  const watches = watchesOf(sm, session).length;
   return {
     session,
     principal: info.principal ?? null,
@@ -62,7 +65,7 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
     for (const id of fe.node.stateMachine.stateOf(sessions).sessions.keys()) if (after === undefined || id > after) ids.push(id);
     ids.sort();
     const page = ids.slice(0, limit);
-    return { sessions: page.map((id) => sessionView(fe, id)!), total: fe.node.stateMachine.sessions().size, ...(ids.length > limit ? { next: page.at(-1) } : {}) };
+    return { sessions: page.map((id) => sessionView(fe, id)!), total: liveSessions(fe.node.stateMachine).size, ...(ids.length > limit ? { next: page.at(-1) } : {}) };
   },
   'observe.session': async ({ fe, request: r, principal }) => {
     const session = r.session as string;
@@ -79,8 +82,7 @@ const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = 
       }
       return out;
     });
-    const watchList = fe.node.stateMachine
-      .watchesOf(session)
+    const watchList = watchesOf(fe.node.stateMachine, session)
       .filter((w) => (w.prefix ? fe.guard.maySeeBelow(principal, w.path) : fe.guard.mayRead(principal, w.path)))
       .slice(0, limit)
       .map((w) => ({ path: w.path, prefix: w.prefix }));

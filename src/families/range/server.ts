@@ -1,6 +1,6 @@
 // range.paths and range.items, answered from one LevelDB snapshot each (after a
 // ReadIndex barrier unless stale), a page at a time.
-import { decodeItemKey, itemRange, itemSeekKey } from '../../keys/index.js';
+import { decodeItemKey, itemRange, itemSeekKey } from '../lists/keys.js';
 import { VeraError, type FamilyResult } from '../../protocol/index.js';
 import { openCursor, sealCursor, SEALED_PREFIX } from './cursor.js';
 import type { Need } from '../../server/access.js';
@@ -9,7 +9,7 @@ import { familyOps, type FamilyOpCall, type PathAccess, type ServerPart } from '
 import { listEntries, listsHeldAt } from '../../server/path-guard.js';
 import { withListsHeld } from './held-lists.js';
 import { wireItems } from '../../server/ops.js';
-import { decodeItemValue } from '../../statemachine/codec.js';
+import { decodeItemValue } from '../lists/codec.js';
 import type { Item, VeraDb } from '../../statemachine/types.js';
 import { below, RANGE_OPS, type PathsPage } from './wire.js';
 

@@ -1,8 +1,9 @@
 // The sessions family: opening and closing client sessions. Closing one asks
 // every family what it holds for the session (endSession) and deletes it all in
 // the same entry, so no member ever sees a session gone but its items left.
-import { Bucket, clientKey } from '../../keys/index.js';
-import { encodeClientValue } from '../../statemachine/codec.js';
+import { Bucket } from '../../keys/index.js';
+import { clientKey } from './keys.js';
+import { encodeClientValue } from './codec.js';
 import type { ApplyError } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../family.js';
 import { CommandError } from '../family.js';

@@ -7,6 +7,7 @@ import { CloseCode, expectOk } from '../../server/context.js';
 import type { LeaderDuty, OpCall, ServerPart } from '../../server/family-part.js';
 import type { FrontEnd } from '../../server/context.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
+import { liveSessions } from './queries.js';
 
 async function bye({ fe, session }: OpCall<'bye'>): Promise<EmptyResult> {
   expectOk(await fe.node.propose({ op: 'closeSession', session, reason: 'bye' }));
@@ -17,7 +18,7 @@ export const sessionExpiry: LeaderDuty = {
   name: 'session-expiry',
   start: (fe) => {
     fe.expiry.clear();
-    for (const [session, info] of fe.node.stateMachine.sessions()) fe.expiry.track(session, info.timeoutMs);
+    for (const [session, info] of liveSessions(fe.node.stateMachine)) fe.expiry.track(session, info.timeoutMs);
     fe.logger.info({ event: 'leader-duties-started', sessions: fe.expiry.size }, 'this node leads: session clocks started');
   },
   /**
@@ -25,7 +26,7 @@ export const sessionExpiry: LeaderDuty = {
    * entries applied after we took over), then propose the expiry of overdue ones.
    */
   tick: (fe) => {
-    const live = fe.node.stateMachine.sessions();
+    const live = liveSessions(fe.node.stateMachine);
     for (const [session, info] of live) if (!fe.expiry.has(session)) fe.expiry.track(session, info.timeoutMs);
     for (const session of fe.expiry.sessions()) {
       if (live.has(session)) continue;

@@ -1,8 +1,9 @@
 // The sessions family's in-memory index: every live session and how many each
 // client address holds. Rebuilt from the client bucket at load; changed only by
 // plans' after-steps, once their batch is written.
-import { Bucket, bucketRange, decodeClientKey } from '../../keys/index.js';
-import { decodeClientValue } from '../../statemachine/codec.js';
+import { Bucket, bucketRange } from '../../keys/index.js';
+import { decodeClientKey } from './keys.js';
+import { decodeClientValue } from './codec.js';
 import type { SessionInfo, VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 

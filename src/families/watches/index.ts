@@ -1,6 +1,7 @@
 // The watches family: a session's interest in a list (exact) or a subtree
 // (prefix). Who is notified of each change event is read from its state.
-import { Bucket, watchKey, type WatchRef } from '../../keys/index.js';
+import { Bucket } from '../../keys/index.js';
+import { watchKey, type WatchRef } from './keys.js';
 import { EMPTY_VALUE } from '../../statemachine/codec.js';
 import { WATCH_ITEMS_MAX_BYTES, type ApplyError, type ApplySuccess } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../family.js';

@@ -4,6 +4,7 @@ import type { FrontEnd } from '../../server/context.js';
 import { expectOk } from '../../server/context.js';
 import { proposeTimed, type OpCall, type ServerPart } from '../../server/family-part.js';
 import { wireItems } from '../../server/ops.js';
+import { liveSessions } from '../sessions/queries.js';
 
 async function watch({ fe, session, request: req, frameBytes }: OpCall<'watch'>): Promise<WatchResult> {
   fe.disk.admit(frameBytes);
@@ -12,7 +13,7 @@ async function watch({ fe, session, request: req, frameBytes }: OpCall<'watch'>)
   const base: WatchResult = r.tooLarge === true ? { index: r.index, tooLarge: true } : r.items === undefined ? { index: r.index } : { index: r.index, items: wireItems(r.items) };
   if (req.since === undefined || req.since >= r.index) return base;
   // Each replayed event is judged by its own path, as a notification is.
-  const principal = fe.node.stateMachine.sessions().get(session)?.principal ?? null;
+  const principal = liveSessions(fe.node.stateMachine).get(session)?.principal ?? null;
   return { ...base, ...replay(fe, req.path, req.prefix ?? false, req.since, r.index, (p) => fe.guard.mayWatch(principal, p)) };
 }
 

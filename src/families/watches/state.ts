@@ -2,7 +2,8 @@
 // prefix, and each session's watches (so ending a session need not scan the
 // watch bucket). Rebuilt from the watch bucket at load; changed only by plans'
 // after-steps, once their batch is written.
-import { Bucket, bucketRange, decodeWatchKey, entriesInKeyOrder, watchKey, type WatchRef } from '../../keys/index.js';
+import { Bucket, bucketRange, entriesInKeyOrder } from '../../keys/index.js';
+import { decodeWatchKey, watchKey, type WatchRef } from './keys.js';
 import { pathAndAncestors } from '../../protocol/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';

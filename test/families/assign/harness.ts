@@ -7,10 +7,11 @@ import type { AssignCommand } from '../../../src/families/assign/commands.js';
 import { assign, ASSIGN_SINCE, TOKENSERVER_CHECKS_SINCE } from '../../../src/families/assign/index.js';
 import { AssignBucket, lookupKey } from '../../../src/families/assign/keys.js';
 import { decodeUids, decodeUser, type NodeRecord, type UserRecord } from '../../../src/families/assign/records.js';
-import { encodeCommand } from '../../../src/statemachine/commands.js';
+import { encodeCommand } from '../../../src/families/commands.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import type { ApplyResult } from '../../../src/statemachine/types.js';
 import { openTempDb, type TempDb } from '../../statemachine/helpers.js';
+import { REGISTRY } from '../../../src/families/registry.js';
 
 export const SERVICE = 'sync-1.5';
 export const DEFAULTS = { pattern: '{node}/1.5/{uid}', releaseRate: 0.1, newUsers: true, topN: 1 };
@@ -30,7 +31,7 @@ export class AssignHarness {
   /** A state machine whose cluster runs `version` (default: Tokenserver's checks, TOKENSERVER_CHECKS_SINCE). */
   static async open(version = TOKENSERVER_CHECKS_SINCE): Promise<AssignHarness> {
     const temp = await openTempDb();
-    const h = new AssignHarness(temp, await StateMachine.open(temp.db));
+    const h = new AssignHarness(temp, await StateMachine.open(temp.db, REGISTRY));
     if (version > 1) {
       const data = encodeCommand({ family: 'cluster', op: 'setCommandVersion', version } as never, h.now);
       await h.sm.apply({ index: ++h.index, term: 1, kind: 'command', data });

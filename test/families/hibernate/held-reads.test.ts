@@ -9,7 +9,8 @@ import { ColdStore } from '../../../src/families/hibernate/cold-store.js';
 import { frozenEntriesAt, frozenListsAt, RecentColdRead } from '../../../src/families/hibernate/held-reads.js';
 import { unitKey } from '../../../src/families/hibernate/keys.js';
 import { encodeFrozen, type FrozenList } from '../../../src/families/hibernate/records.js';
-import { compareUtf8, itemKey } from '../../../src/keys/index.js';
+import { compareUtf8 } from '../../../src/keys/index.js';
+import { itemKey } from '../../../src/families/lists/keys.js';
 import { openTempDb, type TempDb } from '../../statemachine/helpers.js';
 
 let temp: TempDb | null = null;

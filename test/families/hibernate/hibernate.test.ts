@@ -11,7 +11,8 @@ import { ColdStore } from '../../../src/families/hibernate/cold-store.js';
 import { hibernate, type HibernateValue } from '../../../src/families/hibernate/index.js';
 import { coldDirOf } from '../../../src/families/hibernate/state.js';
 import { lists } from '../../../src/families/lists/index.js';
-import { encodeCommand, type Command } from '../../../src/statemachine/commands.js';
+import { encodeCommand } from '../../../src/families/commands.js';
+import { type Command } from '../../../src/families/core-commands.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import type { ApplyResult } from '../../../src/statemachine/types.js';
 import { captureState, readRecords, replaceState } from '../../../src/raft/state-transfer.js';
@@ -19,6 +20,8 @@ import { APPLIED_INDEX } from '../../../src/statemachine/applied.js';
 import { stateExtras } from '../../../src/statemachine/state-extras.js';
 import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
 import { failNextBatch } from '../../support/batches.js';
+import { getList } from '../../../src/families/lists/queries.js';
+import { FAMILIES, REGISTRY } from '../../../src/families/registry.js';
 
 class Member {
   /** The index of the last entry applied. */
@@ -32,7 +35,7 @@ class Member {
 
   static async open(): Promise<Member> {
     const temp = await openTempDb();
-    return new Member(temp, await StateMachine.open(temp.db));
+    return new Member(temp, await StateMachine.open(temp.db, REGISTRY));
   }
 
   async run(command: Command | Record<string, unknown>): Promise<ApplyResult> {
@@ -46,7 +49,7 @@ class Member {
 
   /** A restart: the db closed and opened, the state machine loaded from it. */
   async restart(): Promise<void> {
-    this.sm = await StateMachine.open(await this.temp.reopen());
+    this.sm = await StateMachine.open(await this.temp.reopen(), REGISTRY);
   }
 
   async push(path: string, data: unknown, persistent = true): Promise<number> {
@@ -62,7 +65,7 @@ class Member {
   }
 
   async items(path: string): Promise<unknown[]> {
-    return (await this.sm.getList(path)).items.map((i) => i.data);
+    return (await getList(this.sm, path)).items.map((i) => i.data);
   }
 }
 
@@ -449,7 +452,7 @@ describe('crash points', () => {
 
 describe('cold files travel with the state', () => {
   async function transfer(from: Member, to: Member): Promise<void> {
-    const captured = await captureState(from.temp.db, APPLIED_INDEX, stateExtras(from.temp.db));
+    const captured = await captureState(from.temp.db, APPLIED_INDEX, stateExtras(from.temp.db, FAMILIES));
     try {
       await replaceState(to.temp.db, readRecords(captured.chunks()));
     } finally {
@@ -481,7 +484,7 @@ describe('cold files travel with the state', () => {
     await a.hibernate({ op: 'freeze', unit: '/users/alice', seen: newest });
     const file = (await ColdStore.open(coldDirOf(a.temp.db))).fileOf('/users/alice');
     rmSync(file);
-    const captured = await captureState(a.temp.db, APPLIED_INDEX, stateExtras(a.temp.db));
+    const captured = await captureState(a.temp.db, APPLIED_INDEX, stateExtras(a.temp.db, FAMILIES));
     try {
       await expect(async () => {
         for await (const _ of captured.chunks());

@@ -4,11 +4,12 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { JournalCommand } from '../../../src/families/journal/commands.js';
-import { encodeCommand } from '../../../src/statemachine/commands.js';
+import { encodeCommand } from '../../../src/families/commands.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import type { Entry } from '../../../src/raft/types.js';
 import { dumpDb, openTempDb } from '../../statemachine/helpers.js';
 import { SETTINGS } from './harness.js';
+import { REGISTRY } from '../../../src/families/registry.js';
 
 const T0 = 1_000_000;
 const KEYS = ['a', 'b', 'c', 'd', 'e', 'f'];
@@ -65,8 +66,8 @@ describe('journal entries sharing a batch', () => {
         const all = entries(list);
         const [a, b] = [await openTempDb(), await openTempDb()];
         try {
-          const one = await StateMachine.open(a.db);
-          let many = await StateMachine.open(b.db);
+          const one = await StateMachine.open(a.db, REGISTRY);
+          let many = await StateMachine.open(b.db, REGISTRY);
           const expected = [];
           // Copies of the bytes, so neither machine takes the other's proposed-command shortcut.
           for (const e of all) expected.push(await one.apply({ ...e, data: Buffer.from(e.data) }));
@@ -75,7 +76,7 @@ describe('journal entries sharing a batch', () => {
             const size = sizes[chunk % sizes.length]!;
             actual.push(...(await many.applyMany(all.slice(k, k + size).map((e) => ({ ...e, data: Buffer.from(e.data) })))));
             k += size;
-            if (restarts[chunk % Math.max(1, restarts.length)] === true) many = await StateMachine.open(b.db);
+            if (restarts[chunk % Math.max(1, restarts.length)] === true) many = await StateMachine.open(b.db, REGISTRY);
           }
           expect(JSON.parse(JSON.stringify(actual))).toEqual(JSON.parse(JSON.stringify(expected)));
           expect(await dumpDb(b.db)).toEqual(await dumpDb(a.db));

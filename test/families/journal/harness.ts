@@ -6,10 +6,11 @@ import { JournalBucket } from '../../../src/families/journal/keys.js';
 import { decodeFlagged, decodeItem, type FlaggedItem, type JournalItem, type JournalSettings } from '../../../src/families/journal/records.js';
 import type { JournalValue } from '../../../src/families/journal/apply.js';
 import { journal } from '../../../src/families/journal/index.js';
-import { encodeCommand } from '../../../src/statemachine/commands.js';
+import { encodeCommand } from '../../../src/families/commands.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import type { ApplyResult } from '../../../src/statemachine/types.js';
 import { openTempDb, type TempDb } from '../../statemachine/helpers.js';
+import { REGISTRY } from '../../../src/families/registry.js';
 
 export const SETTINGS: JournalSettings = { timeoutMs: 1000, maxTimeouts: 2, priority: 100, expiresInMs: 0, maxItems: 1_000_000 };
 
@@ -24,7 +25,7 @@ export class JournalHarness {
 
   static async open(): Promise<JournalHarness> {
     const temp = await openTempDb();
-    return new JournalHarness(temp, await StateMachine.open(temp.db));
+    return new JournalHarness(temp, await StateMachine.open(temp.db, REGISTRY));
   }
 
   /** The index the next entry gets (a claim's lease). */

@@ -5,6 +5,7 @@ import { journal } from '../../../src/families/journal/index.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import type { JournalValue } from '../../../src/families/journal/apply.js';
 import { JournalHarness, SETTINGS } from './harness.js';
+import { REGISTRY } from '../../../src/families/registry.js';
 
 const open: JournalHarness[] = [];
 afterEach(async () => {
@@ -305,7 +306,7 @@ describe('limits and lifecycle', () => {
     await h.ok({ op: 'limits', maxJournals: 1 });
     expect(h.definition('second')).toBeDefined();
     // A member that restarts (or installs a snapshot) loads the limit from its db.
-    const reloaded = await StateMachine.open(h.temp.db);
+    const reloaded = await StateMachine.open(h.temp.db, REGISTRY);
     expect(reloaded.stateOf(journal).limits).toEqual({ maxJournals: 1 });
     await h.ok({ op: 'limits', maxJournals: 3 });
     await h.ok({ op: 'create', name: 'third', settings: SETTINGS });

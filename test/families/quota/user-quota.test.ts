@@ -6,17 +6,20 @@
 // the same way, charged to the user whose add gave them their data.
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Bucket, bucketPrefix, itemRange } from '../../../src/keys/index.js';
+import { Bucket, bucketPrefix } from '../../../src/keys/index.js';
+import { itemRange } from '../../../src/families/lists/keys.js';
 import { quota } from '../../../src/families/quota/index.js';
 import type { Entry } from '../../../src/raft/types.js';
-import { encodeCommand, requiredVersion, type AnyCommand } from '../../../src/statemachine/commands.js';
-import { decodeChargedItem } from '../../../src/statemachine/codec.js';
+import { encodeCommand, requiredVersion } from '../../../src/families/commands.js';
+import { type AnyCommand } from '../../../src/families/core-commands.js';
+import { decodeChargedItem } from '../../../src/families/lists/codec.js';
 import { StateMachine } from '../../../src/statemachine/state-machine.js';
 import type { ApplyOutcome, VeraDb } from '../../../src/statemachine/types.js';
 import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
 import { JournalBucket } from '../../../src/families/journal/keys.js';
 import { chargeOf, decodeFlagged, decodeItem, encodeItem, type JournalItem } from '../../../src/families/journal/records.js';
 import { pack } from '../../../src/statemachine/codec.js';
+import { REGISTRY } from '../../../src/families/registry.js';
 
 const LOOSE = { watches: 1000, items: 1000, bytes: 1 << 30, listItems: 1000 };
 const BIG = { items: 1_000_000, bytes: 1 << 30 };
@@ -27,7 +30,7 @@ let last = 0;
 
 beforeEach(async () => {
   tmp = await openTempDb();
-  sm = await StateMachine.open(tmp.db);
+  sm = await StateMachine.open(tmp.db, REGISTRY);
   last = 0;
 });
 afterEach(async () => {
@@ -186,7 +189,7 @@ describe('per-user storage quotas judged in apply', () => {
     await run({ op: 'closeSession', session: 'A', reason: 'bye' });
     ok(await run(authOp({ op: 'setQuota', target: 'user', name: 'alice', items: 9, bytes: null })));
     ok(await run(authOp({ op: 'removeUser', name: 'alice' })));
-    sm = await StateMachine.open(await tmp.reopen());
+    sm = await StateMachine.open(await tmp.reopen(), REGISTRY);
     expect(sm.stateOf((await import('../../../src/families/auth/index.js')).auth).quotas.users.has('alice')).toBe(false);
   });
 
@@ -214,7 +217,7 @@ describe('per-user storage quotas judged in apply', () => {
     // Alice's c was merged by bob: three list items and two journal items are hers.
     expect(counts.find(([u]) => u === 'alice')![1].items).toBe(5);
     expect(counts).toEqual(await recount(tmp.db));
-    sm = await StateMachine.open(await tmp.reopen());
+    sm = await StateMachine.open(await tmp.reopen(), REGISTRY);
     expect(sm.stateOf(quota).dump()).toEqual(counts);
     // A snapshot is every key from 0x0001 on; the installing member loads from it.
     const other = await openTempDb();
@@ -222,7 +225,7 @@ describe('per-user storage quotas judged in apply', () => {
       const ops: Array<{ type: 'put'; key: Buffer; value: Buffer }> = [];
       for await (const [key, value] of tmp.db.iterator({ gte: bucketPrefix(Bucket.internal) })) ops.push({ type: 'put', key, value });
       await other.db.batch(ops);
-      const installed = await StateMachine.open(other.db);
+      const installed = await StateMachine.open(other.db, REGISTRY);
       expect(installed.stateOf(quota).dump()).toEqual(counts);
       expect(await installed.digest()).toBe(await sm.digest());
     } finally {
@@ -388,8 +391,8 @@ describe('per-user usage under any batching', () => {
         const copy = (e: Entry): Entry => ({ ...e, data: Buffer.from(e.data) });
         const [a, b] = [await openTempDb(), await openTempDb()];
         try {
-          const one = await StateMachine.open(a.db);
-          let many = await StateMachine.open(b.db);
+          const one = await StateMachine.open(a.db, REGISTRY);
+          let many = await StateMachine.open(b.db, REGISTRY);
           const expected = [];
           for (const e of all) expected.push(await one.apply(copy(e)));
           const actual = [];
@@ -397,7 +400,7 @@ describe('per-user usage under any batching', () => {
             const size = sizes[chunk % sizes.length]!;
             actual.push(...(await many.applyMany(all.slice(k, k + size).map(copy))));
             k += size;
-            if (restarts[chunk % Math.max(1, restarts.length)] === true) many = await StateMachine.open(b.db);
+            if (restarts[chunk % Math.max(1, restarts.length)] === true) many = await StateMachine.open(b.db, REGISTRY);
           }
           expect(actual.map((o) => o.result)).toEqual(expected.map((o) => o.result));
           expect(await dumpDb(b.db)).toEqual(await dumpDb(a.db));

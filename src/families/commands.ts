@@ -10,24 +10,13 @@
 // A member that meets a family, op or version it does not know stops with an
 // UnknownCommandError before writing anything of that entry: applying it as a
 // no-op while newer members apply it would silently split the replicas.
-import { CommandError, type AnyFamily } from '../families/family.js';
+import { CommandError, UnknownCommandError, type AnyFamily, type DecodedCommand } from './family.js';
 import { MAX_INDEX } from '../keys/index.js';
-import { COMMAND_VERSION, FAMILY_BY_NAME, LEGACY_OPS } from '../families/registry.js';
-import type { AckCommand } from '../families/lag/index.js';
-import type { DeleteCommand, PushCommand, PushQuota } from '../families/lists/index.js';
-import type { CloseSessionCommand, OpenSessionCommand, SessionQuota } from '../families/sessions/index.js';
-import type { WatchCommand, WatchQuota } from '../families/watches/index.js';
-import { indexField, integerField } from '../families/fields.js';
-import { pack, unpack } from './codec.js';
+import { COMMAND_VERSION, FAMILY_BY_NAME, LEGACY_OPS } from './registry.js';
+import { indexField, integerField } from './fields.js';
+import { pack, unpack } from '../statemachine/codec.js';
 
-export { CommandError } from '../families/family.js';
-export { MAX_QUOTA } from '../families/fields.js';
-export { MAX_REMOTE_LENGTH, MAX_TIMEOUT_MS } from '../families/sessions/index.js';
-export type { AckCommand, CloseSessionCommand, DeleteCommand, OpenSessionCommand, PushCommand, PushQuota, SessionQuota, WatchCommand, WatchQuota };
-
-/** The commands of the four families Vera had before the envelope, which name no family (their ops are unique). */
-export type Command = OpenSessionCommand | CloseSessionCommand | PushCommand | DeleteCommand | WatchCommand | AckCommand;
-export type CommandOp = Command['op'];
+export { CommandError, UnknownCommandError, type DecodedCommand } from './family.js';
 
 /** A command of any other family, which names it. */
 export interface FamilyCommand {
@@ -36,21 +25,17 @@ export interface FamilyCommand {
   readonly [field: string]: unknown;
 }
 
-export type AnyCommand = Command | FamilyCommand;
-
-/** The entry needs a family, op or command version this member does not have: it must stop. */
-export class UnknownCommandError extends CommandError {
-  override readonly name = 'UnknownCommandError';
+/**
+ * What the entry codec needs of a command: its op and, unless the op is one of the
+ * first four families' (LEGACY_OPS), its family's name. The typed union of the
+ * commands is AnyCommand in src/families/core-commands.ts.
+ */
+export interface CommandLike {
+  readonly op: string;
+  readonly family?: string;
 }
 
 /** A decoded command entry. */
-export interface DecodedCommand {
-  readonly family: AnyFamily;
-  readonly command: { readonly op: string };
-  /** The leader's wall clock when it proposed (ms), 0 for entries from before the envelope. */
-  readonly t: number;
-}
-
 const ENVELOPE = ['v', 'family', 'op', 't'] as const;
 
 /**
@@ -58,12 +43,12 @@ const ENVELOPE = ['v', 'family', 'op', 't'] as const;
  * `t` (ms). Validating on the way out keeps a buggy leader from proposing what
  * every member would then reject; the canonical copy fixes the bytes' key order.
  */
-export function encodeCommand(command: AnyCommand, t = 0): Uint8Array {
+export function encodeCommand<C extends CommandLike>(command: C, t = 0): Uint8Array {
   return encodeEntryCommand(command, t).bytes;
 }
 
 /** `encodeCommand`, also saying which command version the entry needs (its `v`). */
-export function encodeEntryCommand(command: AnyCommand, t: number): { readonly bytes: Uint8Array; readonly version: number } {
+export function encodeEntryCommand<C extends CommandLike>(command: C, t: number): { readonly bytes: Uint8Array; readonly version: number } {
   const family = familyOf(command);
   const decoded = decodeFields(family, command as unknown as Record<string, unknown>, ['family']);
   const version = versionOf(family, decoded);
@@ -83,13 +68,13 @@ export function encodeEntryCommand(command: AnyCommand, t: number): { readonly b
 const proposed = new WeakMap<Uint8Array, DecodedCommand>();
 
 /** The command version `command` needs (its family's or its op's, whichever is newer); throws UnknownCommandError. */
-export function requiredVersion(command: AnyCommand): number {
+export function requiredVersion<C extends CommandLike>(command: C): number {
   return versionOf(familyOf(command), command);
 }
 
 /** The family a command names (or, for the first four families' commands, whose op it is); throws UnknownCommandError. */
-function familyOf(command: AnyCommand): AnyFamily {
-  const family = 'family' in command ? FAMILY_BY_NAME.get(command.family) : LEGACY_OPS.get(command.op);
+function familyOf(command: CommandLike): AnyFamily {
+  const family = 'family' in command ? FAMILY_BY_NAME.get(command.family ?? '') : LEGACY_OPS.get(command.op);
   if (family === undefined || !Object.hasOwn(family.ops, command.op)) {
     throw new UnknownCommandError(`unknown command ${'family' in command ? `${command.family}.` : ''}${command.op}`);
   }
@@ -107,10 +92,6 @@ export function versionOf(family: AnyFamily, command: object & { readonly op: st
 }
 
 /** The bare command an entry carries (without its envelope); throws CommandError. */
-export function decodeCommand(bytes: Uint8Array): Command {
-  return decodeEntryCommand(bytes).command as Command;
-}
-
 /** An entry's command, its family and its proposer's clock; throws CommandError, or UnknownCommandError when this member cannot apply it. */
 export function decodeEntryCommand(bytes: Uint8Array): DecodedCommand {
   const mine = proposed.get(bytes);

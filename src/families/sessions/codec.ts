@@ -1,0 +1,28 @@
+// The sessions family's stored values: 0x0004 client value { timeoutMs, remote, resumeHash?, principal? }.
+import { CorruptValueError, decodeMap, pack } from '../../statemachine/codec.js';
+import type { SessionInfo } from '../../statemachine/types.js';
+
+export function encodeClientValue(info: SessionInfo): Buffer {
+  // Fields only when present, so a record written before they existed re-encodes to the same bytes.
+  return pack({
+    timeoutMs: info.timeoutMs,
+    remote: info.remote,
+    ...(info.resumeHash === undefined ? {} : { resumeHash: info.resumeHash }),
+    ...(info.principal === undefined ? {} : { principal: info.principal }),
+  });
+}
+
+export function decodeClientValue(bytes: Uint8Array): SessionInfo {
+  const v = decodeMap(bytes, 'client');
+  if (typeof v.timeoutMs !== 'number' || typeof v.remote !== 'string') {
+    throw new CorruptValueError('client value lacks timeoutMs/remote');
+  }
+  if (v.resumeHash !== undefined && typeof v.resumeHash !== 'string') throw new CorruptValueError('client value has a resumeHash that is not a string');
+  if (v.principal !== undefined && typeof v.principal !== 'string') throw new CorruptValueError('client value has a principal that is not a string');
+  return {
+    timeoutMs: v.timeoutMs,
+    remote: v.remote,
+    ...(v.resumeHash === undefined ? {} : { resumeHash: v.resumeHash }),
+    ...(v.principal === undefined ? {} : { principal: v.principal }),
+  };
+}
