@@ -206,6 +206,7 @@ const COVERAGE: Record<string, readonly string[] | { readonly untouched: string 
 const OWN_BUCKETS = 'reads and writes its family\'s own buckets, never a list';
 for (const prefix of ['journal.', 'assign.', 'auth.', 'audit.', 'observe.', 'lease.']) COVERAGE[`${prefix}*`] = { untouched: OWN_BUCKETS };
 for (const route of ['/healthz', '/livez', '/readyz', '/metrics', '/v1/challenge', '/v1/status']) COVERAGE[`GET ${route}`] = { untouched: 'the member\'s state, no list' };
+COVERAGE['GET /'] = { untouched: 'a redirect to the dashboard (/ui/), which reads through the ops above' };
 COVERAGE['GET /v1/snapshot'] = { untouched: 'a backup: carries each Frozen unit\'s cold file (hibernate.test.ts "cold files travel with the state")' };
 for (const route of ADMIN_PATHS) COVERAGE[route] = { untouched: 'membership, leader transfer, defrag: the cluster, no list' };
 
