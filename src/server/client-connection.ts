@@ -6,6 +6,9 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { LEASE_PREFIX } from '../families/lease/wire.js';
 import { cluster } from '../families/cluster/index.js';
 import { RESUME_TOKENS_SINCE } from '../families/sessions/index.js';
+import { liveSessions } from '../families/sessions/queries.js';
+import { watchesOf } from '../families/watches/queries.js';
+import { lagOf } from '../families/lag/queries.js';
 import { settleCommandVersion } from '../families/cluster/server.js';
 import type { SessionInfo } from '../statemachine/types.js';
 import type { WebSocket } from 'ws';
@@ -153,7 +156,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (est === null || this.closed) return;
     const guard = this.fe.guard;
     if (!guard.enabled || this.reviewCredential() || est.principal === null) return;
-    const revoked = this.fe.node.stateMachine.watchesOf(est.session).filter((w) => !guard.mayWatch(est.principal, w.path));
+    const revoked = watchesOf(this.fe.node.stateMachine, est.session).filter((w) => !guard.mayWatch(est.principal, w.path));
     if (revoked.length === 0) return;
     const reason = `user ${est.principal} may no longer watch these; they were dropped`;
     this.sendFrame(encodeNotify({ revoked: revoked.map((w) => ({ path: w.path, prefix: w.prefix })), reason }, est.encoding), false);
@@ -402,7 +405,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (req.session !== undefined) {
       // Only a state machine that has applied every committed entry can say a session is gone.
       await fe.node.linearizableBarrier(fe.readTimeoutMs);
-      const info = sm.sessions().get(req.session);
+      const info = liveSessions(sm).get(req.session);
       if (!info) throw new VeraError('SESSION_EXPIRED', `session ${req.session} has expired or never existed; start a new one`);
       // A lease is a session no connection may hold: its clock is its keep-alives'.
       if (req.session.startsWith(LEASE_PREFIX)) throw new VeraError('UNAUTHORIZED', `${req.session} is a lease, not a session a connection can resume`);
@@ -411,7 +414,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       session = req.session;
       timeoutMs = info.timeoutMs;
     } else {
-      if (sm.sessions().size >= fe.limits.sessionsMax) {
+      if (liveSessions(sm).size >= fe.limits.sessionsMax) {
         throw new VeraError('RATE_LIMITED', `session limit reached (${fe.limits.sessionsMax})`, { retryAfterMs: 1000 });
       }
       const { min, max } = fe.sessionTimeouts;
@@ -461,7 +464,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private startFeed(hello: HelloResult): void {
     const { session, resumed } = this.established!;
     // A brand-new session cannot have missed anything; a resumed one gets everything after its last acknowledgement.
-    const after = resumed ? Math.max(this.fe.notifier.ackedIndex(session), this.fe.node.stateMachine.lagOf(session)) : hello.index;
+    const after = resumed ? Math.max(this.fe.notifier.ackedIndex(session), lagOf(this.fe.node.stateMachine, session)) : hello.index;
     this.fe.notifier.attach(session, this, after);
   }
 

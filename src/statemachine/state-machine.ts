@@ -6,13 +6,7 @@
 // Raft log is the durable record.
 import type { Entry } from '../raft/types.js';
 import { internalPropertyKey } from '../keys/index.js';
-import type { WatchRef } from '../families/watches/keys.js';
 import { CommandError, failure, UnknownCommandError, type AnyFamily, type BatchOp, type Registry, type Family, type Plan, type PlanContext, type States } from '../families/family.js';
-import type { ChildrenStep } from '../families/lists/reads.js';
-import { childrenStep } from '../families/lists/queries.js';
-import { lagOf } from '../families/lag/queries.js';
-import { liveSessions } from '../families/sessions/queries.js';
-import { watchesOf } from '../families/watches/queries.js';
 import { encodeAppliedValue, encodeClockValue, decodeClockValue } from './codec.js';
 import { PendingReads, type PlanReads } from './pending-reads.js';
 import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
@@ -273,26 +267,6 @@ export class StateMachine {
 
   // Kept only for src/server/client-connection.ts and src/families/hibernate/server.ts, which
   // another change is editing now: once it lands, they call the family queries and these go.
-  /** @deprecated liveSessions in src/families/sessions/queries.ts */
-  sessions(): ReadonlyMap<string, SessionInfo> {
-    return liveSessions(this);
-  }
-
-  /** @deprecated watchesOf in src/families/watches/queries.ts */
-  watchesOf(session: string): WatchRef[] {
-    return watchesOf(this, session);
-  }
-
-  /** @deprecated lagOf in src/families/lag/queries.ts */
-  lagOf(session: string): number {
-    return lagOf(this, session);
-  }
-
-  /** @deprecated childrenStep in src/families/lists/queries.ts */
-  childrenStep(path: string, from: Buffer | null, limit: number): Promise<ChildrenStep> {
-    return childrenStep(this, path, from, limit);
-  }
-
   /**
    * The replicated address book as of the applied index, sorted by id (empty for a
    * joining store). A new array whenever a config entry changed it, the same one otherwise.

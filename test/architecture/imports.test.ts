@@ -107,18 +107,8 @@ describe('the import graph', () => {
   // The kernel applies entries through the Family contract and is handed the registry at open
   // (StateMachine.open(db, REGISTRY)); it knows no family by name. The only families files it may
   // import are the contract: family.ts and fields.ts (the field checks every command decoder and the
-  // entry envelope share), which reach no family. The edges listed below are what is left to move
-  // (issue 33, stage 4): the list may only shrink, so a new edge fails here at once.
-  it('from the state machine reaches no family, only the family contract (and the edges still to move)', () => {
-    const stillToMove = [
-      // Deprecated delegating queries, kept until their last callers (client-connection.ts, hibernate/server.ts) move.
-      'src/statemachine/state-machine.ts -> src/families/lag/queries.ts',
-      'src/statemachine/state-machine.ts -> src/families/lists/queries.ts',
-      'src/statemachine/state-machine.ts -> src/families/lists/reads.ts',
-      'src/statemachine/state-machine.ts -> src/families/sessions/queries.ts',
-      'src/statemachine/state-machine.ts -> src/families/watches/keys.ts',
-      'src/statemachine/state-machine.ts -> src/families/watches/queries.ts',
-    ];
+  // entry envelope share), which reach no family.
+  it('from the state machine reaches no family, only the family contract', () => {
     const contract = ['src/families/family.ts', 'src/families/fields.ts'];
     const edges = new Set<string>();
     for (const file of sourceFiles('src/statemachine')) {
@@ -126,7 +116,7 @@ describe('the import graph', () => {
         if (target.startsWith('src/families/') && !contract.includes(target)) edges.add(`${file} -> ${target}`);
       }
     }
-    expect([...edges].sort()).toEqual(stillToMove);
+    expect([...edges].sort()).toEqual([]);
     const { files } = closure(contract);
     expect([...files].filter((f) => f.startsWith('src/families/') && !contract.includes(f))).toEqual([]);
   });

@@ -11,6 +11,7 @@ import type { Need } from '../../server/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { FROZEN_REFUSAL, hibernate, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
 import { decodeItemKey } from '../lists/keys.js';
+import { childrenStep } from '../lists/queries.js';
 import { bucketRange } from '../../keys/index.js';
 import { freezingKey, HibernateBucket, unitItemRanges, unitKey, unitOfKey } from './keys.js';
 import { decodeFreezing, decodeFrozen } from './records.js';
@@ -284,7 +285,7 @@ async function freezeIdle(fe: FrontEnd): Promise<void> {
   const now = Date.now();
   const idle: string[] = [];
   for (const root of config.roots) {
-    const step = await fe.node.stateMachine.childrenStep(root, a.cursor.get(root) ?? null, CHILDREN_PER_TICK);
+    const step = await childrenStep(fe.node.stateMachine, root, a.cursor.get(root) ?? null, CHILDREN_PER_TICK);
     // The next tick goes on from there; a unit passed over for the freeze budget comes round again on the next walk.
     if (step.next === null) a.cursor.delete(root);
     else a.cursor.set(root, step.next);
