@@ -3,7 +3,7 @@
 // the log as written and names the record an attacker edited in LevelDB.
 import { ClassicLevel } from 'classic-level';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { verifyChain, type AuditRecord } from '../../src/families/audit/chain.js';
 import { decodeRecord, encodeHead, encodeRecord, HEAD_KEY, recordKey } from '../../src/families/audit/index.js';
@@ -12,16 +12,11 @@ import { captureIO } from '../client/cli-io.js';
 import { waitForLeadership } from '../server/fixture.js';
 import { WireClient } from '../server/wire-client.js';
 import { VeraProcess } from '../support/vera-process.js';
-import { securedServer } from './secured.js';
+import { endEachTest, securedServer } from './secured.js';
 
 let vp: VeraProcess | null = null;
 const wires: WireClient[] = [];
-afterEach(async () => {
-  for (const w of wires.splice(0)) w.terminate();
-  await vp?.stop();
-  vp?.removeData();
-  vp = null;
-});
+endEachTest(wires, () => vp, () => (vp = null));
 
 async function as(p: VeraProcess, hello: Record<string, unknown>): Promise<WireClient> {
   const w = await WireClient.connect(p.url, 'json');

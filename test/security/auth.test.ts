@@ -3,20 +3,15 @@
 // role's allow and the deny below it, tokens from login, the session-hijack
 // attempt by another user, and a permission revoked while a prefix watch is
 // open (the watch stops at once and its owner is told).
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startLeader, untilCommandVersion } from '../server/fixture.js';
-import { securedServer } from './secured.js';
+import { endEachTest, securedServer } from './secured.js';
 import { WireClient } from '../server/wire-client.js';
 import type { VeraProcess } from '../support/vera-process.js';
 
 let vp: VeraProcess | null = null;
 const wires: WireClient[] = [];
-afterEach(async () => {
-  for (const w of wires.splice(0)) w.terminate();
-  await vp?.stop();
-  vp?.removeData();
-  vp = null;
-});
+endEachTest(wires, () => vp, () => (vp = null));
 
 async function wire(p: VeraProcess): Promise<WireClient> {
   const w = await WireClient.connect(p.url, 'json');

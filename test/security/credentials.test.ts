@@ -2,19 +2,14 @@
 // expiry, the user's removal, and authentication turned off and on again each end
 // what the connection may do. Its next request is refused (or it is already
 // closed, with 4008), and its watch gets no event from then on, on a real server.
-import { afterEach, describe, expect, it } from 'vitest';
-import { securedServer } from './secured.js';
+import { describe, expect, it } from 'vitest';
+import { endEachTest, securedServer } from './secured.js';
 import { WireClient } from '../server/wire-client.js';
 import type { VeraProcess } from '../support/vera-process.js';
 
 let vp: VeraProcess | null = null;
 const wires: WireClient[] = [];
-afterEach(async () => {
-  for (const w of wires.splice(0)) w.terminate();
-  await vp?.stop();
-  vp?.removeData();
-  vp = null;
-});
+endEachTest(wires, () => vp, () => (vp = null));
 
 async function as(p: VeraProcess, hello: Record<string, unknown>): Promise<WireClient> {
   const w = await WireClient.connect(p.url, 'json');

@@ -1,19 +1,14 @@
 // Limits per user, with authentication on: connections to a member, sessions in
 // the cluster, watches across the user's sessions and requests a second, each
 // refused with an error that names the user and the flag.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WireClient } from '../server/wire-client.js';
 import type { VeraProcess } from '../support/vera-process.js';
-import { securedServer } from './secured.js';
+import { endEachTest, securedServer } from './secured.js';
 
 let vp: VeraProcess | null = null;
 const wires: WireClient[] = [];
-afterEach(async () => {
-  for (const w of wires.splice(0)) w.terminate();
-  await vp?.stop();
-  vp?.removeData();
-  vp = null;
-});
+endEachTest(wires, () => vp, () => (vp = null));
 
 async function attempt(p: VeraProcess, hello: Record<string, unknown>): Promise<{ w: WireClient; error?: { code: string; message: string } }> {
   const w = await WireClient.connect(p.url, 'json');

@@ -2,20 +2,15 @@
 // authentication on: observe.session to a user who may read only 'cluster', /metrics
 // without credentials, a range.paths cursor that stopped on a hidden list, and the
 // address a failed login is audited with.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AuditRecord } from '../../src/families/audit/chain.js';
 import { WireClient } from '../server/wire-client.js';
 import type { VeraProcess } from '../support/vera-process.js';
-import { securedServer } from './secured.js';
+import { endEachTest, securedServer } from './secured.js';
 
 let vp: VeraProcess | null = null;
 const wires: WireClient[] = [];
-afterEach(async () => {
-  for (const w of wires.splice(0)) w.terminate();
-  await vp?.stop();
-  vp?.removeData();
-  vp = null;
-});
+endEachTest(wires, () => vp, () => (vp = null));
 
 async function as(p: VeraProcess, hello: Record<string, unknown>): Promise<{ w: WireClient; session: string }> {
   const w = await WireClient.connect(p.url, 'json');

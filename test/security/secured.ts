@@ -1,4 +1,6 @@
-// A single-member server with authentication on, for the security tests.
+// A single-member server with authentication on, for the security tests, and the
+// clean-up every one of those test files runs after each test.
+import { afterEach } from 'vitest';
 import { startLeader, untilCommandVersion } from '../server/fixture.js';
 import { WireClient } from '../server/wire-client.js';
 import type { VeraProcess, VeraProcessOptions } from '../support/vera-process.js';
@@ -34,3 +36,17 @@ async function bootstrap(p: VeraProcess): Promise<void> {
   admin.terminate();
 }
 
+
+/**
+ * After each test: closes the connections the test opened (pushed to `wires`), then stops
+ * the member it started (read through `member`), removes its data and forgets it (`forget`).
+ */
+export function endEachTest(wires: WireClient[], member: () => VeraProcess | null, forget: () => void): void {
+  afterEach(async () => {
+    for (const w of wires.splice(0)) w.terminate();
+    const p = member();
+    await p?.stop();
+    p?.removeData();
+    forget();
+  });
+}

@@ -3,20 +3,15 @@
 // it, while user B still writes; deleting gives A room back; an administrator's
 // setting raises A's limit; the counts survive a restart. Journal jobs count
 // the same way.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { untilCommandVersion, startLeader } from '../server/fixture.js';
 import { WireClient } from '../server/wire-client.js';
 import type { VeraProcess } from '../support/vera-process.js';
-import { securedServer } from './secured.js';
+import { endEachTest, securedServer } from './secured.js';
 
 let vp: VeraProcess | null = null;
 const wires: WireClient[] = [];
-afterEach(async () => {
-  for (const w of wires.splice(0)) w.terminate();
-  await vp?.stop();
-  vp?.removeData();
-  vp = null;
-});
+endEachTest(wires, () => vp, () => (vp = null));
 
 async function as(p: VeraProcess, user: string): Promise<WireClient> {
   const w = await WireClient.connect(p.url, 'json');
