@@ -5,7 +5,7 @@
 // few map lookups and a clock read, so it runs on every request (as etcd checks
 // its auth revision on each one) and never needs the slow hash again.
 import type { AuthState } from '../families/auth/state.js';
-import { claimsOf } from '../families/auth/tokens.js';
+import { claimsOf, tokenDigest } from '../families/auth/tokens.js';
 
 export interface Credential {
   readonly user: string;
@@ -15,6 +15,8 @@ export interface Credential {
   readonly expiresAt: number | null;
   /** The token key in force: turning authentication off and on again chooses another. */
   readonly tokenKey: string | null;
+  /** When the proof was a token: its SHA-256, which a logout's revocation names. */
+  readonly tokenDigest: string | null;
 }
 
 export interface Proof {
@@ -34,12 +36,12 @@ export function credentialBasis(state: AuthState, proof: Proof): Omit<Credential
   if (proof.token !== undefined) {
     const claims = claimsOf(proof.token);
     // A token the check accepts always reads; one that did not would be judged expired at once.
-    return { revision: claims?.revision ?? -1, expiresAt: claims?.expiresAt ?? 0, tokenKey };
+    return { revision: claims?.revision ?? -1, expiresAt: claims?.expiresAt ?? 0, tokenKey, tokenDigest: tokenDigest(proof.token) };
   }
   if (proof.user !== undefined && proof.password !== undefined) {
-    return { revision: state.users.get(proof.user)?.credentialRevision ?? null, expiresAt: null, tokenKey };
+    return { revision: state.users.get(proof.user)?.credentialRevision ?? null, expiresAt: null, tokenKey, tokenDigest: null };
   }
-  return { revision: null, expiresAt: null, tokenKey };
+  return { revision: null, expiresAt: null, tokenKey, tokenDigest: null };
 }
 
 /** Why a credential no longer holds: `message` for replies and logs, `closeReason` short enough for a close frame (123 bytes). */
@@ -70,6 +72,9 @@ export function credentialProblem(state: AuthState, credential: Credential | nul
       "the user's credentials changed; reconnect with the current ones",
       `the credentials of user ${credential.user} changed since this connection authenticated (a new password, or the user removed and added again); reconnect with the current ones`,
     );
+  }
+  if (credential.tokenDigest !== null && state.revoked.has(credential.tokenDigest)) {
+    return problem('the token was revoked (logged out); log in again', 'the token this connection authenticated with was revoked (logged out); log in again');
   }
   if (credential.expiresAt !== null && credential.expiresAt <= now) {
     const at = new Date(credential.expiresAt).toISOString();

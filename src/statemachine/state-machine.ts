@@ -265,8 +265,6 @@ export class StateMachine {
     return this.now;
   }
 
-  // Kept only for src/server/client-connection.ts and src/families/hibernate/server.ts, which
-  // another change is editing now: once it lands, they call the family queries and these go.
   /**
    * The replicated address book as of the applied index, sorted by id (empty for a
    * joining store). A new array whenever a config entry changed it, the same one otherwise.

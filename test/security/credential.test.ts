@@ -3,7 +3,7 @@
 // way the grant ends since, against the auth state as it is now.
 import { describe, expect, it } from 'vitest';
 import { AuthState } from '../../src/families/auth/state.js';
-import { issueToken } from '../../src/families/auth/tokens.js';
+import { issueToken, tokenDigest } from '../../src/families/auth/tokens.js';
 import { credentialBasis, credentialProblem, type Credential } from '../../src/server/credential.js';
 
 const key = 'ab'.repeat(32);
@@ -22,9 +22,10 @@ function proved(s: AuthState, proof: Parameters<typeof credentialBasis>[1]): Cre
 describe('a connection credential', () => {
   it('rests on what its proof named: a token its claims, a password the revision, a certificate the user only', () => {
     const s = state();
-    expect(proved(s, { token: issueToken(key, { user: 'alice', expiresAt: 10_000, revision: 7 }) })).toEqual({ user: 'alice', revision: 7, expiresAt: 10_000, tokenKey: key });
-    expect(proved(s, { user: 'alice', password: 'pw' })).toEqual({ user: 'alice', revision: 7, expiresAt: null, tokenKey: key });
-    expect(proved(s, { certUser: 'alice' })).toEqual({ user: 'alice', revision: null, expiresAt: null, tokenKey: key });
+    const token = issueToken(key, { user: 'alice', expiresAt: 10_000, revision: 7 });
+    expect(proved(s, { token })).toEqual({ user: 'alice', revision: 7, expiresAt: 10_000, tokenKey: key, tokenDigest: tokenDigest(token) });
+    expect(proved(s, { user: 'alice', password: 'pw' })).toEqual({ user: 'alice', revision: 7, expiresAt: null, tokenKey: key, tokenDigest: null });
+    expect(proved(s, { certUser: 'alice' })).toEqual({ user: 'alice', revision: null, expiresAt: null, tokenKey: key, tokenDigest: null });
     // A token that does not read is taken as expired, never as one that lasts.
     expect(proved(s, { token: 'vt1.garbage.x' })).toMatchObject({ expiresAt: 0 });
   });
@@ -52,6 +53,16 @@ describe('a connection credential', () => {
     expect(credentialProblem(state(), null, 0)?.message).toMatch(/turned on after this connection was made/);
   });
 
+  it('ends when its token is revoked (a logout), and only for that token', () => {
+    const token = issueToken(key, { user: 'alice', expiresAt: 10_000, revision: 7 });
+    const other = issueToken(key, { user: 'alice', expiresAt: 20_000, revision: 7 });
+    const s = state();
+    s.revoked.set(tokenDigest(token), 10_000);
+    expect(credentialProblem(s, proved(s, { token }), 0)?.message).toMatch(/token this connection authenticated with was revoked/);
+    expect(credentialProblem(s, proved(s, { token: other }), 0)).toBeNull();
+    expect(credentialProblem(s, proved(s, { user: 'alice', password: 'pw' }), 0)).toBeNull();
+  });
+
   it('is not judged while authentication is off, and says why in a close reason that fits a close frame', () => {
     const off = state();
     off.switch = { enabled: false, tokenKey: null };
@@ -62,10 +73,10 @@ describe('a connection credential', () => {
     const reenabled = state();
     reenabled.switch = { enabled: true, tokenKey: 'cd'.repeat(32) };
     const reasons = [
-      credentialProblem(s, { user: name, revision: 7, expiresAt: null, tokenKey: key }, 1),
-      credentialProblem(s, { user: name, revision: 8, expiresAt: 0, tokenKey: key }, 1),
-      credentialProblem(s, { user: `${name}b`, revision: 8, expiresAt: null, tokenKey: key }, 1),
-      credentialProblem(reenabled, { user: name, revision: 8, expiresAt: null, tokenKey: key }, 1),
+      credentialProblem(s, { user: name, revision: 7, expiresAt: null, tokenKey: key, tokenDigest: null }, 1),
+      credentialProblem(s, { user: name, revision: 8, expiresAt: 0, tokenKey: key, tokenDigest: null }, 1),
+      credentialProblem(s, { user: `${name}b`, revision: 8, expiresAt: null, tokenKey: key, tokenDigest: null }, 1),
+      credentialProblem(reenabled, { user: name, revision: 8, expiresAt: null, tokenKey: key, tokenDigest: null }, 1),
       credentialProblem(s, null, 1),
     ].map((p) => p!.closeReason);
     expect(reasons).toHaveLength(5);
