@@ -214,7 +214,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     // Reading stops at the limit (pauseIfBusy), but frames ws had already read still arrive: they wait here, in order.
     if (this.inflight >= this.fe.limits.inflightPerConnection || this.backlog.length > 0) {
       if (this.backlogBytes + data.length > MAX_BACKLOG_BYTES + this.fe.limits.frameBytes) {
-        this.reply(request, encoding, new VeraError('RATE_LIMITED', `too many requests in flight on this connection (limit ${this.fe.limits.inflightPerConnection})`, { retryAfterMs: 50 }));
+        this.reply(request, encoding, new VeraError('RATE_LIMITED', `too many requests waiting on this connection: ${this.fe.limits.inflightPerConnection} in flight and ${MAX_BACKLOG_BYTES} bytes read behind them; wait for replies before sending more`, { retryAfterMs: 50 }));
         return;
       }
       this.backlog.push({ request, encoding, bytes: data.length });
