@@ -127,12 +127,29 @@ describe('hibernation on a server', () => {
     expect(await hib.freeze('/users/dave')).toEqual({ unit: '/users/dave', frozen: false, why: 'ephemeral' });
   });
 
-  it('a resync of a watched list in a frozen unit sends its items from the cold file, not an empty list (found by a chaos trial)', async () => {
+  /** A member, a session that will watch (and go away), and a client that writes. */
+  async function watcherAndWriter(): Promise<{ first: VeraProcess; watcher: Awaited<ReturnType<typeof openSession>>; writer: VeraClient }> {
     const first = await startLeader({ args: [] });
     vp = first;
     const watcher = await openSession(first, 'json', { timeoutMs: 60_000 });
     const writer = await connect(first.url, { timeoutMs: 10_000 });
     clients.push(writer);
+    return { first, watcher, writer };
+  }
+
+  /** Restarts the member on its data and resumes the watcher's session there on a raw connection. */
+  async function restartAndResume(first: VeraProcess, hello: { session: string; resume?: string }): Promise<{ second: VeraProcess; back: WireClient }> {
+    await first.stop();
+    const second = await VeraProcess.start({ dataDir: first.dataDir });
+    vp = second;
+    await waitForLeadership(second);
+    const back = await WireClient.connect(second.url, 'json');
+    await back.hello({ session: hello.session, resume: hello.resume });
+    return { second, back };
+  }
+
+  it('a resync of a watched list in a frozen unit sends its items from the cold file, not an empty list (found by a chaos trial)', async () => {
+    const { first, watcher, writer } = await watcherAndWriter();
     const items = [];
     for (const d of ['a', 'b']) items.push(await writer.push('/users/alice/list', d, { persistent: true, watch: false }));
     await watcher.client.call('watch', { path: '/users/alice/list' });
@@ -141,12 +158,7 @@ describe('hibernation on a server', () => {
     await writer.close();
     await watcher.client.close();
     // A restart forgets the event log: the resumed session's watched lists come back as a resync.
-    await first.stop();
-    const second = await VeraProcess.start({ dataDir: first.dataDir });
-    vp = second;
-    await waitForLeadership(second);
-    const back = await WireClient.connect(second.url, 'json');
-    await back.hello({ session: watcher.hello.session, resume: watcher.hello.resume });
+    const { second, back } = await restartAndResume(first, watcher.hello);
     const lists = await pollUntil('a resync', async () => back.notifies().find((f) => f.resync !== undefined)?.resync);
     expect(lists.find((l) => l.path === '/users/alice/list')?.items.map((i) => i.data)).toEqual(['a', 'b']);
     // Resending what a watcher missed is not a use: the unit stays frozen.
@@ -155,11 +167,7 @@ describe('hibernation on a server', () => {
   });
 
   it('a prefix watch above a unit: the resync after a restart carries the frozen unit\'s lists, with what was pushed while the watcher was away', async () => {
-    const first = await startLeader({ args: [] });
-    vp = first;
-    const watcher = await openSession(first, 'json', { timeoutMs: 60_000 });
-    const writer = await connect(first.url, { timeoutMs: 10_000 });
-    clients.push(writer);
+    const { first, watcher, writer } = await watcherAndWriter();
     await writer.push('/rs', 'root', { persistent: true, watch: false });
     await watcher.client.call('watch', { path: '/rs', prefix: true });
     await untilCommandVersion(() => new HibernateClient(writer).units());
@@ -171,12 +179,7 @@ describe('hibernation on a server', () => {
     await writer.push('/rs/carol', 'c1', { persistent: true, watch: false });
     await writer.close();
     // A restart forgets the event log: the resume is answered with a resync.
-    await first.stop();
-    const second = await VeraProcess.start({ dataDir: first.dataDir });
-    vp = second;
-    await waitForLeadership(second);
-    const back = await WireClient.connect(second.url, 'json');
-    await back.hello({ session: watcher.hello.session, resume: watcher.hello.resume });
+    const { second, back } = await restartAndResume(first, watcher.hello);
     const lists = await pollUntil('the last resync frame', async () => {
       const frames = back.notifies().filter((f) => f.resync !== undefined);
       return frames.some((f) => (f as { more?: true }).more !== true) ? frames.flatMap((f) => f.resync!) : undefined;
