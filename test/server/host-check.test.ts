@@ -4,11 +4,11 @@
 // and --allowed-hosts adds names (docs/security.md).
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { main } from '../../src/cli/main.js';
 import { hostNameOf, hostRefusal, type KnownHosts } from '../../src/server/host-check.js';
 import { captureIO } from '../client/cli-io.js';
 import { startLeader } from './fixture.js';
+import { upgradeStatus } from '../support/upgrade.js';
 import type { VeraProcess } from '../support/vera-process.js';
 
 let vp: VeraProcess | null = null;
@@ -27,22 +27,6 @@ function send(port: number, method: string, path: string, headers: Record<string
     });
     req.on('error', reject);
     req.end(body);
-  });
-}
-
-/** Opens a WebSocket with these Host and Origin headers; 101 when it opens, else the refusal's status. */
-function upgrade(port: number, host: string, origin: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/connect`, { headers: { host }, origin });
-    ws.on('open', () => {
-      ws.close();
-      resolve(101);
-    });
-    ws.on('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.on('error', reject);
   });
 }
 
@@ -75,7 +59,7 @@ describe('the Host a member answers to', () => {
     vp = await startLeader({ args: ['--allowed-hosts', 'vera.example'] });
     const port = vp.clientPort;
     const evil = { host: `evil.example:${port}`, origin: `http://evil.example:${port}` };
-    expect(await upgrade(port, evil.host, evil.origin)).toBe(403);
+    expect(await upgradeStatus(`ws://127.0.0.1:${port}`, { headers: { host: evil.host }, origin: evil.origin })).toBe(403);
     for (const [method, path] of [
       ['GET', '/v1/snapshot'],
       ['GET', '/v1/status'],
@@ -99,7 +83,7 @@ describe('the Host a member answers to', () => {
 
     // Names it answers to: loopback, its own address, and --allowed-hosts (with a matching origin, as a page there sends).
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `vera.example:${port}`]) {
-      expect(await upgrade(port, host, `http://${host}`), host).toBe(101);
+      expect(await upgradeStatus(`ws://127.0.0.1:${port}`, { headers: { host }, origin: `http://${host}` }), host).toBe(101);
       expect((await send(port, 'GET', '/v1/status', { host })).status, host).toBe(200);
     }
     expect((await send(port, 'GET', '/ui', { host: `vera.example:${port}` })).status).not.toBe(403);

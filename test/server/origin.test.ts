@@ -6,12 +6,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { exposureProblem } from '../../src/server/exposure.js';
 import { main } from '../../src/cli/main.js';
 import { originOfClientUrl, originRefusal } from '../../src/server/origin.js';
 import { captureIO } from '../client/cli-io.js';
 import { startLeader } from './fixture.js';
+import { upgradeStatus } from '../support/upgrade.js';
 import type { VeraProcess } from '../support/vera-process.js';
 
 let vp: VeraProcess | null = null;
@@ -20,21 +20,8 @@ afterEach(async () => {
   vp = null;
 });
 
-/** Opens a WebSocket with `origin`; the HTTP status of a refused upgrade, or 101. */
-function upgrade(url: string, origin: string | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${url}/v1/connect`, origin === undefined ? {} : { origin });
-    ws.on('open', () => {
-      ws.close();
-      resolve(101);
-    });
-    ws.on('unexpected-response', (_req, res) => {
-      resolve(res.statusCode ?? 0);
-      ws.terminate();
-    });
-    ws.on('error', (err) => reject(err));
-  });
-}
+/** The upgrade's status with `origin` (none: a client that is not a browser). */
+const upgrade = (url: string, origin: string | undefined): Promise<number> => upgradeStatus(url, origin === undefined ? {} : { origin });
 
 describe('Origin', () => {
   it('judges an origin: none, the member\'s own, an allowed one, or refused', () => {
