@@ -71,6 +71,7 @@ function specsFor(results: readonly FigureSource[]): FigureSpec[] {
   specs.push({ scenario: 'S4', key: 's4.max', label: 'S4 delete seen after owner\'s last bytes, max', unit: 'ms', better: 'lower', get: (r) => finite(s4(r)?.sinceLastOwnerBytesMs.max) });
   specs.push({ scenario: 'S4', key: 's4.cut', label: 'S4 delete seen after the cut, p50', unit: 'ms', better: 'lower', get: (r) => finite(s4(r)?.sinceCutMs.p50) });
   specs.push({ scenario: 'S5', key: 's5.median', label: 'S5 failover gap, median', unit: 'ms', better: 'lower', get: (r) => finite(ok(r, 's5')?.gapMs.p50) });
+  specs.push({ scenario: 'S5', key: 's5.rejoin', label: 'S5 killed member restarted to a healthy cluster, median', unit: 'ms', better: 'lower', get: (r) => finite(ok(r, 's5')?.rejoinMs?.p50) });
   specs.push({ scenario: 'S5', key: 's5.max', label: 'S5 failover gap, max', unit: 'ms', better: 'lower', get: (r) => finite(ok(r, 's5')?.gapMs.max) });
   const readKeys = unique(results.flatMap((r) => ok(r, 's6')?.map((f) => f.inFlight) ?? []));
   for (const mode of ['linearizable', 'stale'] as const) {

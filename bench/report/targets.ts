@@ -94,6 +94,7 @@ export function checkTargets(results: readonly SystemResult[]): TargetCheck[] {
 
   checks.push(atMostTimes(fig('s5.median'), 'zookeeper', 0.5, 'S5', 'median failover gap'));
   checks.push(atMostTimes(fig('s5.median'), 'etcd', 1 / 3, 'S5', 'median failover gap'));
+  checks.push(atMostTimes(fig('s5.rejoin'), 'etcd', 1, 'S5', 'median rejoin after a restart (issue 32)'));
   const elections = fig('s2.elections')?.values.vera;
   checks.push(
     elections === undefined

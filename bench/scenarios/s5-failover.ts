@@ -21,11 +21,20 @@ export interface FailoverTrial {
   /** NaN when no write was acknowledged within the trial's limit. */
   readonly gapMs: number;
   readonly errorsDuringGap: number;
+  /**
+   * From restarting the killed member on its data until every member serves
+   * under one leader again (NaN if it was not restarted): what a rolling restart
+   * or a crashed member costs. Counts the process start, opening the store and
+   * catching up.
+   */
+  readonly rejoinMs: number;
 }
 
 export interface S5Result {
   readonly trials: readonly FailoverTrial[];
   readonly gapMs: LatencySummary;
+  /** Absent in results written before rejoin was measured. */
+  readonly rejoinMs?: LatencySummary;
 }
 
 const GAP_LIMIT_MS = 30_000;
@@ -37,12 +46,16 @@ export async function runS5(ctx: ScenarioContext, rss: PeakRssTracker): Promise<
   for (let t = 0; t < ctx.scale.s5.trials; t++) {
     await ctx.cluster.waitHealthy(60_000);
     const trial = await failoverTrial(ctx, rss);
-    ctx.log(`S5 trial ${t + 1}: killed ${trial.killed}, gap ${trial.gapMs.toFixed(0)} ms, new leader ${trial.newLeader ?? 'unknown'}`);
+    ctx.log(`S5 trial ${t + 1}: killed ${trial.killed}, gap ${trial.gapMs.toFixed(0)} ms, new leader ${trial.newLeader ?? 'unknown'}, rejoined in ${trial.rejoinMs.toFixed(0)} ms`);
     trials.push(trial);
   }
   const gaps = new Samples();
-  for (const t of trials) if (Number.isFinite(t.gapMs)) gaps.add(t.gapMs);
-  return { trials, gapMs: gaps.summary() };
+  const rejoins = new Samples();
+  for (const t of trials) {
+    if (Number.isFinite(t.gapMs)) gaps.add(t.gapMs);
+    if (Number.isFinite(t.rejoinMs)) rejoins.add(t.rejoinMs);
+  }
+  return { trials, gapMs: gaps.summary(), rejoinMs: rejoins.summary() };
 }
 
 async function failoverTrial(ctx: ScenarioContext, rss: PeakRssTracker): Promise<FailoverTrial> {
@@ -88,6 +101,7 @@ async function failoverTrial(ctx: ScenarioContext, rss: PeakRssTracker): Promise
   let killed = '';
   let newLeader: string | null = null;
   let gapMs = Number.NaN;
+  let rejoinMs = Number.NaN;
   try {
     await delay(beforeKillMs);
     killed = await ctx.cluster.leader();
@@ -105,7 +119,12 @@ async function failoverTrial(ctx: ScenarioContext, rss: PeakRssTracker): Promise
     // Writers blocked on a dead connection give up on their own; do not wait for the client's request timeout.
     await Promise.race([Promise.allSettled(workers), delay(5_000)]);
     await closeAll(clients);
-    if (killed !== '') await ctx.cluster.restart(killed);
+    if (killed !== '') {
+      const restartAt = performance.now();
+      await ctx.cluster.restart(killed);
+      await ctx.cluster.waitHealthy(60_000);
+      rejoinMs = performance.now() - restartAt;
+    }
   }
-  return { killed, newLeader, gapMs, errorsDuringGap };
+  return { killed, newLeader, gapMs, errorsDuringGap, rejoinMs };
 }

@@ -91,7 +91,20 @@ export function versionOf(family: AnyFamily, command: object & { readonly op: st
   return v;
 }
 
-/** The bare command an entry carries (without its envelope); throws CommandError. */
+/**
+ * Whether an entry may carry a command of the family named `name`, without
+ * decoding it: false only when its bytes lack the envelope's `family: name`
+ * pair, as `pack` writes it. A scan of a long log for one family's entries (the
+ * audit head check at start) decodes only the entries this lets through.
+ */
+export function mayBeOfFamily(bytes: Uint8Array, name: string): boolean {
+  if (proposed.has(bytes)) return proposed.get(bytes)!.family.name === name;
+  const needle = familyNeedles.get(name) ?? pack({ family: name }).subarray(1); // the pair without the map header
+  familyNeedles.set(name, needle);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).indexOf(needle) >= 0;
+}
+const familyNeedles = new Map<string, Buffer>();
+
 /** An entry's command, its family and its proposer's clock; throws CommandError, or UnknownCommandError when this member cannot apply it. */
 export function decodeEntryCommand(bytes: Uint8Array): DecodedCommand {
   const mine = proposed.get(bytes);

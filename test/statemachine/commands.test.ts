@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { pack } from 'msgpackr';
 import { wireData } from '../support/arbitraries.js';
-import { CommandError, encodeCommand } from '../../src/families/commands.js';
+import { CommandError, decodeEntryCommand, encodeCommand, mayBeOfFamily } from '../../src/families/commands.js';
 import { decodeCommand, type Command } from '../../src/families/core-commands.js';
 
 const sessionId = fc.constantFrom('s1', 'abc-DEF_123', 'é');
@@ -41,6 +41,21 @@ describe('command codec', () => {
     fc.assert(
       fc.property(command, (c) => {
         expect(decodeCommand(encodeCommand(c))).toEqual(c);
+      }),
+    );
+  });
+
+  it("picks out an audit entry by its bytes, whether or not this process encoded it, and only those", () => {
+    const auditFact = fc.record({ at: index, kind: fc.constant('admin' as const), principal: fc.constantFrom(null, 'root'), remote: fc.string({ maxLength: 20 }), what: fc.string({ maxLength: 40 }) });
+    const auditAppend = fc.record({ family: fc.constant('audit'), op: fc.constant('append' as const), facts: fc.array(auditFact, { minLength: 1, maxLength: 3 }) });
+    fc.assert(
+      fc.property(fc.oneof(command, auditAppend), (c) => {
+        const encoded = encodeCommand(c as Command);
+        const copy = Uint8Array.from(encoded); // as read back from disk: not in the proposer's cache
+        const family = decodeEntryCommand(copy).family.name;
+        expect(mayBeOfFamily(copy, family)).toBe(true);
+        expect(mayBeOfFamily(encoded, family)).toBe(true);
+        if (family !== 'audit') expect(mayBeOfFamily(encoded, 'audit')).toBe(false);
       }),
     );
   });

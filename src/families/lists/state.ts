@@ -2,7 +2,7 @@
 // (what `ifLastIndex` is compared with) and the usage counts quotas are judged
 // against. Rebuilt at load by one walk of the item bucket; changed only by
 // plans' after-steps, once their batch is written.
-import { Bucket, bucketRange, entriesInKeyOrder } from '../../keys/index.js';
+import { Bucket, bucketRange, decodeIndex, entriesInKeyOrder } from '../../keys/index.js';
 import { decodeItemKey } from './keys.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
@@ -64,7 +64,8 @@ async function walkLists(db: VeraDb, snapshot: DbSnapshot, newest: Map<string, n
   let n = 0;
   const finish = (last: Uint8Array): void => {
     lengths.set(path, n);
-    newest.set(path, decodeItemKey(last).index);
+    // The path was decoded (and so the key checked) where the list started.
+    newest.set(path, decodeIndex(last, last.length - INDEX_BYTES));
   };
   try {
     for (let batch = await keys.nextv(WALK_STEP); batch.length > 0; batch = await keys.nextv(WALK_STEP)) {
