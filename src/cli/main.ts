@@ -6,7 +6,7 @@ import { buildServerConfig, START_FLAGS } from './config.js';
 import { EXIT, UsageError } from './errors.js';
 import { processIO, type CliIO } from './io.js';
 import { runStatus } from './status.js';
-import { FAMILY_VERBS } from './family-verbs.js';
+import { FAMILY_VERBS, registeredVerb, registeredVerbs } from './family-verbs.js';
 import { USAGE } from './usage.js';
 
 const STATUS_FLAGS: FlagSpecs = { server: CLIENT_FLAGS.server!, json: CLIENT_FLAGS.json!, timeout: CLIENT_FLAGS.timeout!, ca: CLIENT_FLAGS.ca!, cert: CLIENT_FLAGS.cert!, key: CLIENT_FLAGS.key!, help: CLIENT_FLAGS.help! };
@@ -78,7 +78,12 @@ async function runVerb(verb: string, argv: string[], io: CliIO): Promise<number>
   const family = FAMILY_VERBS[verb];
   if (family !== undefined) return (await family()).run(argv, io);
   const command = CLIENT_COMMANDS[verb];
-  if (command === undefined) throw new UsageError(`unknown command ${JSON.stringify(verb)} (commands: start, dev, ${[...Object.keys(CLIENT_COMMANDS), ...Object.keys(FAMILY_VERBS)].join(', ')}, status, snapshot, member, leader)`);
+  if (command === undefined) {
+    const registered = await registeredVerb(verb);
+    if (registered !== undefined) return registered.run(argv, io);
+    const verbs = [...Object.keys(CLIENT_COMMANDS), ...Object.keys(FAMILY_VERBS), ...(await registeredVerbs())];
+    throw new UsageError(`unknown command ${JSON.stringify(verb)} (commands: start, dev, ${verbs.join(', ')}, status, snapshot, member, leader)`);
+  }
   const args = parseArgs(argv, command.flags, `vera ${verb}`);
   if (boolFlag(args, 'help')) return help(io, verb);
   return runClientCommand(verb, command, args, io);

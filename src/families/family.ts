@@ -12,6 +12,7 @@
 // by the server, its client ops and leader duties (`server`).
 import type { ApplyError, ApplySuccess, BatchOp, ChangeEvent, VeraDb } from '../statemachine/types.js';
 import type { PlanReads } from '../statemachine/pending-reads.js';
+import type { AnyPlugin } from '../kit/plugin.js';
 
 /**
  * What a family's `server()` loads. The server fills this in (src/server/family-part-type.ts adds
@@ -151,6 +152,23 @@ export interface Family<C extends { readonly op: string }, S> {
   settleEntry?(states: States, kept: boolean): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
   /** Loads the family's server part (its client ops and leader duties); only the server calls it. */
   server?(): Promise<FamilyServerPart>;
+  /**
+   * Loads the family's server side written against the kit (src/kit/): typed ops and an
+   * instance per member over a narrow host, instead of `server`. A family has one or the other.
+   */
+  plugin?(): Promise<AnyPlugin>;
+  /** What the family adds to the `vera` command line: its verbs, loaded only when one is used. */
+  readonly cli?: FamilyCli;
+}
+
+/**
+ * A family's command-line verbs: `vera <verb> ...` runs the family's `cli.ts`, found by
+ * its folder's name (src/cli/family-verbs.ts), whose export named like the verb, or
+ * `run` for a verb named like the family, runs it. Named, not imported, here: the
+ * server loads this file and must never reach the CLI.
+ */
+export interface FamilyCli {
+  readonly verbs: readonly string[];
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds families of every command type

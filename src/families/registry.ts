@@ -19,8 +19,9 @@ import { observe } from './observe/index.js';
 import { sessions } from './sessions/index.js';
 import { watches } from './watches/index.js';
 import { quota } from './quota/index.js';
+import { counter } from './counter/index.js';
 
-export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign, hibernate, auth, audit, observe, lease, kv, range, quota];
+export const FAMILIES: readonly AnyFamily[] = [sessions, lists, watches, lag, cluster, journal, assign, hibernate, auth, audit, observe, lease, kv, range, quota, counter];
 
 /** What the store kernel is handed at open: the families and the entry codec that picks one. */
 export const REGISTRY: Registry = { families: FAMILIES, decodeEntry: decodeEntryCommand };

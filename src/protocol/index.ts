@@ -32,3 +32,4 @@ export { decodeServerFrame, isItem, isItemList, type ServerFrame } from './serve
 export { MAX_PATH_BYTES, parentPath, pathAndAncestors, validatePath, type PathRules } from './path.js';
 export { MAX_SESSION_ID_BYTES, validateSessionId } from './session-id.js';
 export { utf8Length, type Bytes } from './platform.js';
+export { buildersOf, defineOp, typedRequest, type AnyOpSchema, type OpSchema, type RequestOfSchema, type ResultOfSchema } from './op-schema.js';

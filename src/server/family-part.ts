@@ -11,6 +11,7 @@ import type { AnyCommand } from '../families/core-commands.js';
 import type { FrontEnd } from './context.js';
 import type { Need, Principal } from './access.js';
 import type { VeraDb } from '../statemachine/types.js';
+import { pluginPart } from './plugin-part.js';
 
 export interface OpCall<O extends Op> {
   readonly fe: FrontEnd;
@@ -184,8 +185,9 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
   const pathGuards: PathGuard[] = [];
   const core: ReadonlySet<string> = new Set(OPS);
   for (const family of families) {
-    if (family.server === undefined) continue;
-    const part = await family.server();
+    if (family.server !== undefined && family.plugin !== undefined) throw new Error(`${family.name} has both a server part and a plugin`);
+    const part = family.plugin !== undefined ? pluginPart(family, await family.plugin()) : family.server === undefined ? undefined : await family.server();
+    if (part === undefined) continue;
     for (const [op, handler] of Object.entries(part.ops ?? {})) {
       if (op in ops) throw new Error(`client op ${op} is answered by two families (the second is ${family.name})`);
       ops[op] = handler;

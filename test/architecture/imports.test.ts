@@ -128,6 +128,21 @@ describe('the import graph', () => {
     expect([...files].filter((f) => f !== 'src/families/family.ts' && importsOf(f).files.includes('src/families/family.ts'))).toEqual([]);
   });
 
+  // Issue 33: a family written against the kit (its index.ts declares `plugin`) sees the member only
+  // through the kit's FamilyHost: none of its files reaches src/server, and the kit itself stays under the families.
+  it('from a kit plugin family and from the kit never reaches the server', () => {
+    const kit = closure(sourceFiles('src/kit'));
+    expect(outside(kit.files, ['src/kit/', 'src/protocol/'])).toEqual([]);
+    const plugins = readdirSync(join(ROOT, 'src/families'), { withFileTypes: true })
+      .filter((d) => d.isDirectory() && /\bplugin: /.test(readFileSync(join(ROOT, 'src/families', d.name, 'index.ts'), 'utf8')))
+      .map((d) => d.name);
+    expect(plugins).toContain('counter');
+    for (const family of plugins) {
+      const { files } = closure(sourceFiles(`src/families/${family}`).filter((f) => !f.endsWith('/cli.ts')));
+      expect([...files].filter((f) => f.startsWith('src/server/')), family).toEqual([]);
+    }
+  });
+
   it('exports the client library as vera/client, with types, built from src/client/index.ts', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
     const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { outDir: string; rootDir: string; declaration: boolean } };

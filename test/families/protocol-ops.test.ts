@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AnyFamily } from '../../src/families/family.js';
 import { FAMILIES } from '../../src/families/registry.js';
+import { COUNTER_OPS } from '../../src/families/counter/wire.js';
 import { ASSIGN_OPS } from '../../src/families/assign/wire.js';
 import { AUDIT_OPS } from '../../src/families/audit/wire.js';
 import { OBSERVE_OPS } from '../../src/families/observe/wire.js';
@@ -68,7 +69,7 @@ describe('an op a family adds to the protocol', () => {
     await expect(loadServerParts([...FAMILIES, adding('pinger', 'ping')])).rejects.toThrow(/pinger adds an op named ping, which is a core op/);
     await expect(loadServerParts([...FAMILIES, adding('a', 'clock'), adding('b', 'clock')])).rejects.toThrow(/clock is answered by two families \(the second is b\)/);
     const parts = await loadServerParts([...FAMILIES, adding('a', 'clock')]);
-    expect([...parts.extensions.keys()]).toEqual([...JOURNAL_OPS.keys(), ...ASSIGN_OPS.keys(), ...HIBERNATE_OPS.keys(), ...AUTH_OPS.keys(), ...AUDIT_OPS.keys(), ...OBSERVE_OPS.keys(), ...LEASE_OPS.keys(), ...KV_OPS.keys(), ...RANGE_OPS.keys(), 'clock']);
+    expect([...parts.extensions.keys()]).toEqual([...JOURNAL_OPS.keys(), ...ASSIGN_OPS.keys(), ...HIBERNATE_OPS.keys(), ...AUTH_OPS.keys(), ...AUDIT_OPS.keys(), ...OBSERVE_OPS.keys(), ...LEASE_OPS.keys(), ...KV_OPS.keys(), ...RANGE_OPS.keys(), ...Object.values(COUNTER_OPS).map((o) => o.name), 'clock']);
   });
 });
 
