@@ -1,5 +1,6 @@
-// Every ```ts block of docs/client.md type-checks against the source, so the
-// client reference cannot drift from the code. Each block becomes a .ts file in a
+// Every ```ts block of docs/client.md (and of docs/getting-started.md, which shows
+// the library in one block) type-checks against the source, so the client reference
+// cannot drift from the code. Each block becomes a .ts file in a
 // temporary directory inside the project, and the TypeScript compiler runs once
 // over all of them with the project's compiler options (a tsconfig.json there
 // extends the project's):
@@ -20,8 +21,11 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const DOC = 'docs/client.md';
 /** Fewer checked blocks than this means the extraction broke (or the reference lost most of its examples). */
 const MIN_BLOCKS = 80;
+/** Pages whose ts blocks are checked too, by the same rules. */
+const OTHER_DOCS = ['docs/getting-started.md'];
 
 interface Block {
+  readonly doc: string;
   /** 1-based line in DOC of the block's first line of code. */
   readonly line: number;
   readonly standalone: boolean;
@@ -29,7 +33,7 @@ interface Block {
 }
 
 /** The ```ts blocks of a Markdown text (fences may be indented, as in list items). */
-function tsBlocks(markdown: string): Block[] {
+function tsBlocks(markdown: string, doc = DOC): Block[] {
   const lines = markdown.split('\n');
   const blocks: Block[] = [];
   let open: { readonly fence: string; readonly indent: number; readonly info: string; readonly line: number; readonly body: string[] } | null = null;
@@ -44,16 +48,16 @@ function tsBlocks(markdown: string): Block[] {
       const [lang, ...flags] = open.info.split(/\s+/);
       if (lang === 'ts' || lang === 'typescript') {
         const unknown = flags.filter((f) => f !== 'standalone');
-        if (unknown.length > 0) throw new Error(`${DOC}:${open.line - 1}: unknown flag(s) ${unknown.join(' ')} on a ts block (only "standalone" is known)`);
+        if (unknown.length > 0) throw new Error(`${doc}:${open.line - 1}: unknown flag(s) ${unknown.join(' ')} on a ts block (only "standalone" is known)`);
         const indent = open.indent;
-        blocks.push({ line: open.line, standalone: flags.includes('standalone'), code: open.body.map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length))).join('\n') });
+        blocks.push({ doc, line: open.line, standalone: flags.includes('standalone'), code: open.body.map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length))).join('\n') });
       }
       open = null;
       continue;
     }
     open.body.push(text);
   }
-  if (open !== null) throw new Error(`${DOC}:${open.line - 1}: a code block is never closed`);
+  if (open !== null) throw new Error(`${doc}:${open.line - 1}: a code block is never closed`);
   return blocks;
 }
 
@@ -111,7 +115,7 @@ function standalone(block: Block, entries: Map<string, string>): string {
   return block.code.replace(SPECIFIER, (whole, lead: string, quote: string, spec: string) => {
     if (spec !== 'vera' && !spec.startsWith('vera/')) return whole;
     const file = entries.get(spec);
-    if (file === undefined) throw new Error(`${DOC}:${block.line}: imports '${spec}', which package.json's "exports" does not offer with types (${[...entries.keys()].join(', ')})`);
+    if (file === undefined) throw new Error(`${block.doc}:${block.line}: imports '${spec}', which package.json's "exports" does not offer with types (${[...entries.keys()].join(', ')})`);
     return `${lead}${quote}${from(file)}${quote}`;
   });
 }
@@ -120,13 +124,18 @@ describe(DOC, () => {
   it('has only examples that type-check against the source', () => {
     const blocks = tsBlocks(readFileSync(join(ROOT, DOC), 'utf8'));
     expect(blocks.length, `${DOC} should hold at least ${MIN_BLOCKS} ts blocks`).toBeGreaterThanOrEqual(MIN_BLOCKS);
+    for (const doc of OTHER_DOCS) {
+      const more = tsBlocks(readFileSync(join(ROOT, doc), 'utf8'), doc);
+      expect(more.length, `${doc} should hold a ts block`).toBeGreaterThan(0);
+      blocks.push(...more);
+    }
 
     const entries = packageEntries();
     /** Generated file -> its block and how many lines precede the block's first line. */
     const generated = new Map<string, { readonly block: Block; readonly offset: number }>();
     writeFileSync(join(work, 'package.json'), JSON.stringify({ type: 'module', private: true }));
     for (const [n, block] of blocks.entries()) {
-      const file = join(work, `example-${String(n + 1).padStart(3, '0')}-line-${block.line}.ts`);
+      const file = join(work, `example-${String(n + 1).padStart(3, '0')}-${block.doc.replace(/^docs\/|\.md$/g, '')}-line-${block.line}.ts`);
       const text = block.standalone ? `${standalone(block, entries)}\nexport {};\n` : `${PREAMBLE.join('\n')}\n${block.code}\n}\n`;
       writeFileSync(file, text);
       generated.set(file, { block, offset: block.standalone ? 0 : PREAMBLE.length });
@@ -155,7 +164,7 @@ describe(DOC, () => {
       }),
     ];
 
-    const docLines = readFileSync(join(ROOT, DOC), 'utf8').split('\n');
+    const docLines = (doc: string): string[] => readFileSync(join(ROOT, doc), 'utf8').split('\n');
     const report = diagnostics.map((d) => {
       const message = `TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n  ')}`;
       const where = d.file === undefined ? undefined : generated.get(resolve(d.file.fileName));
@@ -164,11 +173,11 @@ describe(DOC, () => {
       }
       const { line, character } = d.file.getLineAndCharacterOfPosition(d.start);
       const inBlock = line - where.offset;
-      if (inBlock < 0) return `${DOC}:${where.block.line} (the preamble of the block starting here, line ${line + 1}): ${message}`;
+      if (inBlock < 0) return `${where.block.doc}:${where.block.line} (the preamble of the block starting here, line ${line + 1}): ${message}`;
       const docLine = where.block.line + inBlock;
-      return `${DOC}:${docLine}:${character + 1}: ${message}\n    | ${docLines[docLine - 1] ?? ''}`;
+      return `${where.block.doc}:${docLine}:${character + 1}: ${message}\n    | ${docLines(where.block.doc)[docLine - 1] ?? ''}`;
     });
     // Thrown rather than compared, so the failure reads as the compiler's list, not as an array diff.
-    if (report.length > 0) throw new Error(`${report.length} type error(s) in the examples of ${DOC}:\n\n${report.join('\n\n')}\n`);
+    if (report.length > 0) throw new Error(`${report.length} type error(s) in the examples of ${[DOC, ...OTHER_DOCS].join(' and ')}:\n\n${report.join('\n\n')}\n`);
   });
 });

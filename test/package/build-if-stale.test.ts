@@ -66,7 +66,7 @@ describe('npm start builds only when dist/ is stale', () => {
     expect(pkg.scripts.prestart).toBe('node scripts/build-if-stale.mjs');
     expect(pkg.scripts.start).toBe('node bin/vera.js start');
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    expect(readme).toContain('\n    npm ci && npm start\n');
-    expect(readme).toContain('\n    npm ci && npm test\n');
+    expect(readme).toContain('\n```sh\nnpm ci && npm start\n```\n');
+    expect(readme).toContain('\n```sh\nnpm ci && npm test\n```\n');
   });
 });
