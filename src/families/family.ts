@@ -150,6 +150,19 @@ export interface Family<C extends { readonly op: string }, S> {
    * per-user usage), added to the entry's plan; null when there are none.
    */
   settleEntry?(states: States, kept: boolean): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
+  /**
+   * The lists an entry of this family reads or changes (a push's path, a txn's compares
+   * and writes, an exact watch's path), for the list guards the kernel runs (`listGuard`).
+   * Absent: it uses no list by path.
+   */
+  listsUsedBy?(command: C): readonly string[];
+  /**
+   * A rule this family holds over every entry of any family that uses or changes a list
+   * (hibernation: a Frozen unit's lists are not in the hot store, and a change to a
+   * Freezing unit cancels its freeze). The kernel runs it, so no family's plan has to
+   * remember it: a new command passes through it by declaring `listsUsedBy`.
+   */
+  readonly listGuard?: ListGuard;
   /** Loads the family's server part (its client ops and leader duties); only the server calls it. */
   server?(): Promise<FamilyServerPart>;
   /**
@@ -169,6 +182,13 @@ export interface Family<C extends { readonly op: string }, S> {
  */
 export interface FamilyCli {
   readonly verbs: readonly string[];
+}
+
+export interface ListGuard {
+  /** Before an entry is planned, for each list it declares: an ApplyError refuses the entry (it changes nothing). */
+  use(states: States, path: string): ApplyError | null;
+  /** Once another family's entry is planned and kept: writes for the lists its events changed, added to its batch. */
+  changed(states: States, paths: ReadonlySet<string>): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds families of every command type

@@ -194,7 +194,10 @@ export class StateMachine {
         // The clock never goes back, whatever the proposer's: every member computes the same value.
         if (decoded.t > this.now) this.now = decoded.t;
         const ctx: PlanContext = { db: this.db, reads, states: this.states, index: entry.index, now: this.now, families: this.registry.families };
-        return withSettledShares(await decoded.family.plan(decoded.command, ctx), this.states, this.registry.families);
+        const refused = listGuardRefusal(decoded.family, decoded.command, this.states, this.registry.families);
+        if (refused !== null) return withSettledShares(refused, this.states, this.registry.families);
+        const plan = withGuardedChanges(await decoded.family.plan(decoded.command, ctx), decoded.family, this.states, this.registry.families);
+        return withSettledShares(plan, this.states, this.registry.families);
       }
     }
   }
@@ -277,6 +280,35 @@ export class StateMachine {
   digest(): Promise<string> {
     return digestState(this.db);
   }
+}
+
+/** The first refusal of any family's list guard for the lists the command uses (listsUsedBy), in registry order. */
+function listGuardRefusal(family: AnyFamily, command: { readonly op: string }, states: States, families: readonly AnyFamily[]): ApplyError | null {
+  const paths = family.listsUsedBy?.(command) ?? [];
+  if (paths.length === 0) return null;
+  for (const guarding of families) {
+    if (guarding.listGuard === undefined || guarding === family) continue;
+    for (const path of paths) {
+      const refusal = guarding.listGuard.use(states, path);
+      if (refusal !== null) return refusal;
+    }
+  }
+  return null;
+}
+
+/** The plan with every other family's list-guard writes for the lists its events changed, in registry order. */
+function withGuardedChanges(plan: Plan | ApplyError, family: AnyFamily, states: States, families: readonly AnyFamily[]): Plan | ApplyError {
+  if (!('ops' in plan) || plan.events.length === 0) return plan;
+  let changed: Set<string> | null = null;
+  for (const guarding of families) {
+    if (guarding.listGuard === undefined || guarding === family) continue;
+    changed ??= new Set(plan.events.map((e) => e.path));
+    const share = guarding.listGuard.changed(states, changed);
+    if (share === null) continue;
+    for (const op of share.ops) plan.ops.push(op);
+    plan.after.push(...share.after);
+  }
+  return plan;
 }
 
 /** The plan with every family's writes for what the entry's plans told it (settleEntry), in registry order. */

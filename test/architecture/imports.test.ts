@@ -128,6 +128,16 @@ describe('the import graph', () => {
     expect([...files].filter((f) => f !== 'src/families/family.ts' && importsOf(f).files.includes('src/families/family.ts'))).toEqual([]);
   });
 
+  // Issue 33: hibernation's rule reaches every access path through the seams the core runs (the
+  // kernel's list guard, Family.listGuard; the server's path guard, ServerPart.pathGuard), so no
+  // other family, and no server file, imports it: a new access path passes the guard without knowing it.
+  it('from no other family and no server file reaches hibernation', () => {
+    const importers = [...sourceFiles('src/families'), ...sourceFiles('src/server')]
+      .filter((f) => !f.startsWith('src/families/hibernate/') && f !== 'src/families/registry.ts')
+      .filter((f) => importsOf(f).files.some((t) => t.startsWith('src/families/hibernate/')));
+    expect(importers).toEqual([]);
+  });
+
   // Issue 33: a family written against the kit (its index.ts declares `plugin`) sees the member only
   // through the kit's FamilyHost: none of its files reaches src/server, and the kit itself stays under the families.
   it('from a kit plugin family and from the kit never reaches the server', () => {

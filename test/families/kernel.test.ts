@@ -109,8 +109,8 @@ describe('applying', () => {
 });
 
 describe('the registry', () => {
-  it('has the families of version 1 first, then the journal of version 2 and node assignment of version 3, hibernation of version 4, users and the audit log of version 7, observe and leases (which replicate nothing of their own), put and transactions of version 8, ranges (nothing replicated), per-user storage counts of version 9, their ops unique, and no bucket claimed twice', () => {
-    expect(FAMILIES.map((f) => [f.name, f.since])).toEqual([['sessions', 1], ['lists', 1], ['watches', 1], ['lag', 1], ['cluster', 1], ['journal', 2], ['assign', 3], ['hibernate', 4], ['auth', 7], ['audit', 7], ['observe', 1], ['lease', 1], ['kv', 8], ['range', 1], ['quota', 9]]);
+  it('has the families of version 1 first, then the journal of version 2 and node assignment of version 3, hibernation of version 4, users and the audit log of version 7, observe and leases (which replicate nothing of their own), put and transactions of version 8, ranges (nothing replicated), per-user storage counts and counters of version 9, their ops unique, and no bucket claimed twice', () => {
+    expect(FAMILIES.map((f) => [f.name, f.since])).toEqual([['sessions', 1], ['lists', 1], ['watches', 1], ['lag', 1], ['cluster', 1], ['journal', 2], ['assign', 3], ['hibernate', 4], ['auth', 7], ['audit', 7], ['observe', 1], ['lease', 1], ['kv', 8], ['range', 1], ['quota', 9], ['counter', 9]]);
     expect([...LEGACY_OPS.keys()].sort()).toEqual(['ack', 'closeSession', 'delete', 'openSession', 'push', 'unwatch', 'watch']);
     expect(() => checkBuckets(FAMILIES)).not.toThrow();
   });

@@ -16,7 +16,7 @@
 // is applied again at restart. Freeze and thaw change no item as a client
 // sees it, so they emit no events.
 import type { ApplyError } from '../../statemachine/types.js';
-import { CommandError, failure, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../family.js';
+import { CommandError, failure, type BatchOp, type Family, type ListGuard, type Plan, type PlanContext, type States } from '../family.js';
 import { indexField, pathField } from '../fields.js';
 import { lists } from '../lists/index.js';
 import { ColdStoreError } from './cold-store.js';
@@ -214,21 +214,6 @@ function forgetFreezing(state: HibernateState, unit: string): void {
   state.writing.delete(unit);
 }
 
-/**
- * What a change to an item at `path` (a push, a delete, a session's item removed) means
- * for hibernation: refused in a Frozen unit (its list is in the cold store; the server
- * thaws it and asks again); in a Freezing unit, the freeze is cancelled in the same batch,
- * so a write always wins over a freeze that has not committed.
- */
-export function itemChange(states: States, path: string): ApplyError | { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null {
-  const frozen = frozenPathProblem(states, path);
-  if (frozen !== null) return frozen;
-  const state = states.of(hibernate);
-  const unit = state.freezingUnitOf(path);
-  if (unit === null) return null;
-  return { ops: [{ type: 'del', key: freezingKey(unit) }], after: [() => forgetFreezing(state, unit)] };
-}
-
 /** Checks a list of units: 1 to MAX_UNITS_PER_FREEZE distinct ones, none inside another. */
 function distinctUnits(units: readonly string[]): void {
   const sorted = [...units].sort();
@@ -298,6 +283,26 @@ export function frozenPathProblem(states: States, path: string): ApplyError | nu
 /** How a refusal of a change in a Frozen unit ends: the server's path guard knows it by this, thaws, and asks again. */
 export const FROZEN_REFUSAL = 'it is being thawed: ask again';
 
+/**
+ * Hibernation's rule over every other family's entry (the kernel runs it; no family's plan
+ * calls it): a list in a Frozen unit is used only after a thaw (the server's path guard
+ * thaws and asks again on this refusal), and a change to a Freezing unit cancels its freeze
+ * in the same batch, so a write always wins over a freeze that has not committed.
+ */
+const listGuard: ListGuard = {
+  use: frozenPathProblem,
+  changed: (states, paths) => {
+    const state = states.of(hibernate);
+    const units = new Set<string>();
+    for (const path of paths) {
+      const unit = state.freezingUnitOf(path);
+      if (unit !== null) units.add(unit);
+    }
+    if (units.size === 0) return null;
+    return { ops: [...units].map((unit) => ({ type: 'del' as const, key: freezingKey(unit) })), after: [...units].map((unit) => () => forgetFreezing(state, unit)) };
+  },
+};
+
 export const hibernate: Family<HibernateCommand, HibernateState> = {
   name: 'hibernate',
   since: HIBERNATE_SINCE,
@@ -347,5 +352,6 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
   },
   // Each reads the db (the units' items, the cold file) and must see every write before it.
   goesAlone: () => true,
+  listGuard,
   server: async () => (await import('./server.js')).server,
 };

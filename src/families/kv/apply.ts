@@ -11,7 +11,6 @@ import { creditUser } from '../quota/index.js';
 import { withStoredSize } from '../../statemachine/item-sizes.js';
 import type { ApplyError, ChangeEvent, Item } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
-import { itemChange } from '../hibernate/index.js';
 import { lists, type PushCommand } from '../lists/index.js';
 import { sessionProblem } from '../sessions/index.js';
 import type { Compare, TxnCommand, Write } from './commands.js';
@@ -35,8 +34,6 @@ export async function planTxn(c: TxnCommand, ctx: PlanContext): Promise<Plan | A
   if (asker !== null) return asker;
   let succeeded = true;
   for (const compare of c.compare) {
-    const frozen = itemChange(states, compare.path);
-    if (frozen !== null && !('ops' in frozen)) return frozen;
     if (!holds(compare, read(compare, ctx))) {
       succeeded = false;
       break;
@@ -146,8 +143,6 @@ async function pushPlan(path: string, data: unknown, owner: string | null, c: Tx
  */
 async function removeItems(path: string, keep: number, ctx: PlanContext): Promise<{ readonly plan: Plan; readonly deleted: number } | ApplyError> {
   const { db, states, index } = ctx;
-  const hibernation = itemChange(states, path);
-  if (hibernation !== null && !('ops' in hibernation)) return hibernation;
   const found: Array<{ item: Item; bytes: number; user: string | undefined }> = [];
   for await (const [key, value] of db.iterator({ ...itemRange(path), limit: MAX_REMOVED + keep + 1 })) {
     const stored = decodeChargedItem(value);
@@ -173,9 +168,5 @@ async function removeItems(path: string, keep: number, ctx: PlanContext): Promis
       for (const { item, bytes } of removed) state.usage.removed(item.owner, path, bytes);
     },
   ];
-  if (hibernation !== null) {
-    for (const op of hibernation.ops) ops.push(op);
-    after.push(...hibernation.after);
-  }
   return { plan: { result: { ok: true, op: 'noop' }, ops, events, after }, deleted: removed.length };
 }

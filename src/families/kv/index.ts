@@ -22,5 +22,7 @@ export const kv: Family<KvCommand, null> = {
   plan: (command, ctx) => planTxn(command, ctx),
   // Compares and removals read the db itself.
   goesAlone: () => true,
+  // Both branches' writes: the list guards judge an entry before its compares decide which runs.
+  listsUsedBy: (command) => [...command.compare.map((c) => c.path), ...command.success.map((w) => w.path), ...command.failure.map((w) => w.path)],
   server: async () => (await import('./server.js')).server,
 };

@@ -12,7 +12,6 @@ import { CommandError } from '../family.js';
 import { boolField, indexField, pathField, quotaField, sessionField } from '../fields.js';
 import { sessionProblem, sessions } from '../sessions/index.js';
 import { chargeUser, creditUser, USER_QUOTA_SINCE, type StorageLimits } from '../quota/index.js';
-import { itemChange } from '../hibernate/index.js';
 import { addWatchOps, watchQuotaProblem } from '../watches/index.js';
 import { newestRemaining } from './reads.js';
 import { withStoredSize } from '../../statemachine/item-sizes.js';
@@ -66,8 +65,6 @@ export const WATCH_IF_ROOM_SINCE = 8;
 async function push(c: PushCommand, { states, index }: PlanContext): Promise<Plan | ApplyError> {
   const expired = sessionProblem(states, c.session);
   if (expired !== null) return expired;
-  const hibernation = itemChange(states, c.path);
-  if (hibernation !== null && !('ops' in hibernation)) return hibernation;
   const state = states.of(lists);
   const last = state.lastIndexOf(c.path);
   if (c.ifLastIndex !== undefined && c.ifLastIndex !== last) {
@@ -102,10 +99,6 @@ async function push(c: PushCommand, { states, index }: PlanContext): Promise<Pla
     for (const op of added.ops) ops.push(op);
     after.push(...added.after);
   }
-  if (hibernation !== null) {
-    ops.push(...hibernation.ops);
-    after.push(...hibernation.after);
-  }
   const result = watch === c.watch ? { ok: true as const, op: 'push' as const, item } : { ok: true as const, op: 'push' as const, item, unwatched: true as const };
   return { result, ops, events: [{ index, type: 'push', path: c.path, item }], after };
 }
@@ -132,8 +125,6 @@ function pushQuotaProblem(c: PushCommand, quota: PushQuota, states: States, ref:
 async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
   const expired = sessionProblem(states, c.session);
   if (expired !== null) return expired;
-  const hibernation = itemChange(states, c.path);
-  if (hibernation !== null && !('ops' in hibernation)) return hibernation;
   const state = states.of(lists);
   const bytes = await db.get(itemKey(c.path, c.index));
   if (bytes === undefined) return failure('NOT_FOUND', `no item ${c.index} in ${c.path}`);
@@ -153,10 +144,6 @@ async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext):
       state.usage.removed(item.owner, c.path, storedBytes);
     },
   ];
-  if (hibernation !== null) {
-    ops.push(...hibernation.ops);
-    after.push(...hibernation.after);
-  }
   return { result: { ok: true, op: 'delete' }, ops, events: [{ index, type: 'delete', path: c.path, item }], after };
 }
 
@@ -190,13 +177,6 @@ async function endSession(session: string, { db, states, index }: PlanContext): 
       state.usage.forgetSession(session);
     },
   ];
-  // A session's items in a Freezing unit: their removal cancels that freeze, as any change does.
-  for (const path of removedByPath.keys()) {
-    const hibernation = itemChange(states, path);
-    if (hibernation === null || !('ops' in hibernation)) continue;
-    for (const op of hibernation.ops) ops.push(op);
-    after.push(...hibernation.after);
-  }
   return { ops, events, after };
 }
 
@@ -240,6 +220,7 @@ export const lists: Family<ListsCommand, ListsState> = {
   plan: (command, ctx) => (command.op === 'push' ? push(command, ctx) : deleteItem(command, ctx)),
   // A delete reads the db (the item, and the newest remaining when it was the newest); a push reads nothing.
   goesAlone: (command) => command.op === 'delete',
+  listsUsedBy: (command) => [command.path],
   endSession,
   server: async () => (await import('./server.js')).server,
 };

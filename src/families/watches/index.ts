@@ -6,7 +6,6 @@ import { EMPTY_VALUE } from '../../statemachine/codec.js';
 import { WATCH_ITEMS_MAX_BYTES, type ApplyError, type ApplySuccess } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../family.js';
 import { boolField, pathField, quotaField, sessionField } from '../fields.js';
-import { frozenPathProblem } from '../hibernate/index.js';
 import { readListWithin } from '../lists/reads.js';
 import { sessionProblem } from '../sessions/index.js';
 import { WatchesState } from './state.js';
@@ -45,9 +44,6 @@ async function watch(c: WatchCommand, { db, states, index }: PlanContext): Promi
     const problem = watchQuotaProblem(states, ref, c.quota.watches);
     if (problem !== null) return problem;
   }
-  // Its items would be read from the hot store, where a hibernated list has none.
-  const frozen = c.prefix ? null : frozenPathProblem(states, c.path);
-  if (frozen !== null) return frozen;
   // Apply runs one entry at a time, so this read is the list as of this entry.
   // A list too big for one reply is not read here (on every member, inside apply): the reply says so and the client reads it in pages.
   const items = c.prefix ? undefined : await readListWithin(db, c.path, WATCH_ITEMS_MAX_BYTES);
@@ -104,6 +100,8 @@ export const watches: Family<WatchCommand, WatchesState> = {
   },
   // A watch reads its list from the db, which must hold every entry before it.
   goesAlone: (command) => command.op === 'watch',
+  // An exact watch reads its list's items (from the hot store); a prefix watch and an unwatch read none.
+  listsUsedBy: (command) => (command.op === 'watch' && !command.prefix ? [command.path] : []),
   endSession,
   server: async () => (await import('./server.js')).server,
 };
