@@ -300,7 +300,16 @@ const handlers: Record<string, Handler> = {
     definitionOf(fe, name);
     const flagged = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readFlagged(db, snapshot, name, r.limit as number));
     return {
-      items: flagged.map(({ item, flaggedAt }) => ({ key: item.key, data: item.data, priority: item.priority, insertedAt: item.insertedAt, timeouts: item.timeouts, failures: item.failures, flaggedAt })),
+      items: flagged.map(({ item, flaggedAt }) => ({
+        key: item.key,
+        data: item.data,
+        priority: item.priority,
+        insertedAt: item.insertedAt,
+        timeouts: item.timeouts,
+        failures: item.failures,
+        flaggedAt,
+        ...(item.lastError === undefined ? {} : { lastError: item.lastError }),
+      })),
     };
   },
   'journal.flags': async ({ fe, request: r }) => {
