@@ -37,7 +37,7 @@ export interface ClaimedItem {
   readonly retry?: RetryPolicy;
 }
 
-/** Results one journal keeps, at most: past it, a done's result pushes out the oldest. */
+/** Results one journal keeps, at most (and no more than its maxItems): past it, a done's result pushes out the oldest. */
 export const MAX_RESULTS_PER_JOURNAL = 100_000;
 /** What the holder of a cancelled item is told (the server adds `reason: cancelled`). */
 export const CANCELLED = 'cancelled:';
@@ -234,13 +234,14 @@ async function keepResult(tx: JournalTx, key: string, result: unknown, { now, re
   const keepMs = tx.definition.settings.keepResultsMs ?? DEFAULT_KEEP_RESULTS_MS;
   if (keepMs === 0) return;
   await tx.setResult(key, { result, doneAt: now, keptUntil: Math.min(MAX_DATE, now + keepMs) });
-  const excess = tx.resultCount() - MAX_RESULTS_PER_JOURNAL;
+  const cap = Math.min(MAX_RESULTS_PER_JOURNAL, tx.definition.settings.maxItems);
+  const excess = tx.resultCount() - cap;
   if (excess <= 0) return;
   for (const indexKey of await reads.keys({ ...resultsGoneRange(tx.name, MAX_DATE), limit: excess + 1 })) {
     const oldest = keyAfterDate(indexKey, tx.name, 0);
     if (oldest === key || (await tx.getResult(oldest)) === null) continue;
     await tx.setResult(oldest, null);
-    if (tx.resultCount() <= MAX_RESULTS_PER_JOURNAL) return;
+    if (tx.resultCount() <= cap) return;
   }
 }
 

@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { stopServer } from '../../support/member.js';
 import { refusal, startV9 } from './v9-server.js';
+import { pollUntil } from '../../support/poll.js';
 
 afterEach(stopServer);
 
@@ -30,14 +31,11 @@ describe('journal.remove', () => {
     expect(await journals.doneMany('jobs', [{ key: 'p', lease: claim.lease }])).toMatchObject({ done: 0, lost: ['p'] });
 
     // Its claim ends (the timeout duty): it is gone, not back in the queue, not flagged.
-    for (;;) {
-      const counts = (await journals.show('jobs')).counts;
-      if (counts.processing === 0) {
-        expect(counts).toMatchObject({ waiting: 0, flagged: 0 });
-        break;
-      }
-      await journals.claim('jobs', { waitMs: 100 });
-    }
+    const counts = await pollUntil('the cancelled claim to end', async () => {
+      const c = (await journals.show('jobs')).counts;
+      return c.processing === 0 ? c : undefined;
+    });
+    expect(counts).toMatchObject({ waiting: 0, flagged: 0 });
     expect((await refusal(journals.get('jobs', 'p'))).code).toBe('NOT_FOUND');
 
     // Nothing there, a bad key, an unknown journal: refused, nothing changes.
