@@ -7,9 +7,11 @@ import { failure, type BatchOp, type Plan, type PlanContext, type States } from 
 import { type AddedItem, type JournalCommand } from './commands.js';
 import type { StorageLimits } from '../quota/index.js';
 import { chargeUser, changeUser } from '../quota/index.js';
-import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey, priorityRange } from './keys.js';
-import { decodeFlagged, decodeItem, encodeDefinition, encodeLimits, type FlaggedItem, type JournalDefinition, type JournalItem } from './records.js';
-import { added, afterDone, afterExpiry, afterFailure, backToWaiting, isExpired, notBeforeInsertion, type Incoming } from './rules.js';
+import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey, priorityRange, resultsGoneRange } from './keys.js';
+import { DEFAULT_KEEP_RESULTS_MS, decodeFlagged, decodeItem, encodeDefinition, encodeLimits, type FlaggedItem, type JournalDefinition, type JournalItem, type RetryPolicy } from './records.js';
+import { added, afterDone, afterExpiry, afterFailure, backToWaiting, isExpired, notBeforeInsertion, retryDelay, type Incoming } from './rules.js';
+import { MAX_DATE } from './wire.js';
+import { settingsNeedV9 } from './commands.js';
 import { cluster } from '../cluster/index.js';
 import { FAILURES_SINCE } from './index.js';
 import type { DueFront, JournalState } from './state.js';
@@ -31,10 +33,25 @@ export interface ClaimedItem {
   readonly timeouts: number;
   /** Failed processings so far, merges notwithstanding (0 before command version 9): a worker's backoff counts from it. */
   readonly failures: number;
+  /** The item's own retry policy, when it has one (the server then chooses when a failure is retried). */
+  readonly retry?: RetryPolicy;
 }
 
+/** Results one journal keeps, at most (and no more than its maxItems): past it, a done's result pushes out the oldest. */
+export const MAX_RESULTS_PER_JOURNAL = 100_000;
+/** What the holder of a cancelled item is told (the server adds `reason: cancelled`). */
+export const CANCELLED = 'cancelled:';
+/** The last error a timeout leaves on an item. */
+export const TIMED_OUT = 'timed out: no done, release or extend within the journal timeout';
+
 export type JournalValue =
-  | { readonly op: 'create' | 'configure' | 'drop' | 'extend' | 'requeue' | 'forget'; readonly journal: string }
+  | { readonly op: 'create' | 'configure' | 'drop' | 'extend' | 'requeue' | 'forget' | 'progress'; readonly journal: string }
+  /** `status`: what the removal did (a Waiting item is deleted, a Processing one cancelled). */
+  | { readonly op: 'remove'; readonly journal: string; readonly key: string; readonly status: 'removed' | 'cancelled' }
+  | { readonly op: 'pause'; readonly journal: string; readonly paused: boolean }
+  /** `more`: the entry stopped at its maximum; Waiting items may be left. */
+  | { readonly op: 'drain'; readonly journal: string; readonly removed: number; readonly more: boolean }
+  | { readonly op: 'expireResults'; readonly journal: string; readonly expired: number }
   /** `flagged`: the release was the failure past the journal's maximum, and the item was flagged. */
   | { readonly op: 'release'; readonly journal: string; readonly key: string; readonly flagged: boolean }
   /** `requeued`: a version added while the item was processed is Waiting now; `next`: what a done that also claimed took. */
@@ -43,7 +60,8 @@ export type JournalValue =
   | { readonly op: 'doneMany'; readonly journal: string; readonly done: number; readonly lost: readonly string[]; readonly requeued: number; readonly next?: { readonly lease: number; readonly items: readonly ClaimedItem[] } }
   | { readonly op: 'add'; readonly journal: string; readonly inserted: number; readonly merged: number; readonly deferred: number }
   | { readonly op: 'claim'; readonly journal: string; readonly lease: number; readonly items: readonly ClaimedItem[] }
-  | { readonly op: 'timeout'; readonly journal: string; readonly requeued: readonly string[]; readonly flagged: readonly string[] }
+  /** `ended`: cancelled items whose claim ended (deleted, or the version added since the cancel waits). */
+  | { readonly op: 'timeout'; readonly journal: string; readonly requeued: readonly string[]; readonly flagged: readonly string[]; readonly ended?: readonly string[] }
   | { readonly op: 'expire'; readonly journal: string; readonly expired: number }
   | { readonly op: 'limits'; readonly maxJournals: number };
 
@@ -55,6 +73,10 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
   if (c.op === 'limits') {
     const limits = { maxJournals: c.maxJournals };
     return success({ op: 'limits', maxJournals: c.maxJournals }, [{ type: 'put', key: limitsKey(), value: encodeLimits(limits) }], [() => (state.limits = limits)]);
+  }
+  // Settings of command version 9 need it active: before, members that do not know them may still apply the log.
+  if ((c.op === 'create' || c.op === 'configure') && settingsNeedV9(c.settings) && ctx.states.of(cluster).active < FAILURES_SINCE) {
+    return failure('BAD_REQUEST', 'retry, keepResultsMs and rateLimit need command version 9, which this cluster does not run yet');
   }
   if (c.op === 'create') return create(c.name, c.settings, state);
   const existing = state.journals.get(c.name);
@@ -91,14 +113,22 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       return commit({ op: 'claim', journal, lease: ctx.index, items: await claim(tx, c.max, c.maxBytes, ctx, state) });
     case 'extend':
     case 'done':
+    case 'progress':
     case 'release': {
       const item = await tx.get(c.key);
       if (item === null || item.status !== 'processing' || item.lease !== c.lease) {
         return failure('CONFLICT', `${c.key} in ${journal} is not held by lease ${c.lease} (it timed out, was done or released, or was claimed again)`);
       }
+      if (item.cancelled === true) return failure('CONFLICT', `${CANCELLED} ${c.key} in ${journal} was removed while lease ${c.lease} held it; stop working on it`);
+      if (c.op === 'progress') {
+        // A report of progress is also a sign of life: the claim's clock restarts.
+        tx.set(c.key, { ...item, progress: c.progress, startedAt: ctx.now });
+        return commit({ op: 'progress', journal });
+      }
       if (c.op === 'done') {
         const after = afterDone(item);
         tx.set(c.key, after);
+        if (c.result !== undefined) await keepResult(tx, c.key, c.result, ctx);
         if (c.claim === undefined) return commit({ op: 'done', journal, requeued: after !== null });
         // The worker's next job in the same entry: claimed after the done, under this entry's lease.
         const items = await claim(tx, c.claim, c.claimBytes, ctx, state);
@@ -109,25 +139,28 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
         return commit({ op: 'extend', journal });
       }
       const processAt = c.processAt === undefined ? item.processAt : accounting ? notBeforeInsertion(c.processAt, item.insertedAt) : c.processAt;
-      const back = { ...item, processAt };
+      const back = { ...item, processAt, ...(c.error === undefined ? {} : { lastError: c.error }) };
       if (!accounting || c.failure === false) {
         tx.set(c.key, backToWaiting(back));
         return commit({ op: 'release', journal, key: c.key, flagged: false });
       }
-      const flagged = await endFailed(tx, c.key, back, ctx.now, true);
+      // Without a date of its own, a failure is retried when the retry policy says.
+      const flagged = await endFailed(tx, c.key, back, ctx.now, true, { retryAt: c.processAt === undefined, unrecoverable: c.unrecoverable === true });
       return commit({ op: 'release', journal, key: c.key, flagged });
     }
     case 'doneMany': {
       const lost: string[] = [];
       let requeued = 0;
-      for (const [key, lease] of c.items) {
+      for (const [key, lease, result] of c.items) {
         const item = await tx.get(key);
-        if (item === null || item.status !== 'processing' || item.lease !== lease) {
+        // A cancelled item is lost to its holder too: it was removed.
+        if (item === null || item.status !== 'processing' || item.lease !== lease || item.cancelled === true) {
           lost.push(key);
           continue;
         }
         const after = afterDone(item);
         tx.set(key, after);
+        if (result !== undefined) await keepResult(tx, key, result, ctx);
         if (after !== null) requeued++;
       }
       const value = { op: 'doneMany', journal, done: c.items.length - lost.length, lost, requeued } as const;
@@ -151,6 +184,64 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       await tx.setFlagged(c.key, null);
       return commit({ op: 'forget', journal });
     }
+    case 'remove': {
+      let item = await tx.get(c.key);
+      if (item !== null && isExpired(item.expiresAt, ctx.now)) item = afterExpiry(item, ctx.now);
+      if (item === null) return failure('NOT_FOUND', `no job ${c.key} in ${journal} (waiting or processing)`);
+      if (item.status === 'waiting') {
+        tx.set(c.key, null);
+        return commit({ op: 'remove', journal, key: c.key, status: 'removed' });
+      }
+      // Its holder may be running it: cancelled, it stays Processing (the version added meanwhile
+      // goes too) until its claim ends; the holder's next extend, progress, done or release is refused.
+      tx.set(c.key, { ...item, cancelled: true, next: null });
+      return commit({ op: 'remove', journal, key: c.key, status: 'cancelled' });
+    }
+    case 'pause':
+      tx.definitionChanges.paused = c.paused;
+      return commit({ op: 'pause', journal, paused: c.paused });
+    case 'drain': {
+      let removed = 0;
+      const keys = await ctx.reads.keys({ ...journalRange(JournalBucket.waiting, journal), limit: c.max });
+      for (const indexKey of keys) {
+        const key = keyAfterDate(indexKey, journal, 1);
+        const item = await tx.get(key);
+        if (item === null || item.status !== 'waiting') continue;
+        tx.set(key, null);
+        removed++;
+      }
+      return commit({ op: 'drain', journal, removed, more: keys.length === c.max });
+    }
+    case 'expireResults': {
+      let expired = 0;
+      for (const indexKey of await ctx.reads.keys({ ...resultsGoneRange(journal, ctx.now), limit: c.max })) {
+        const key = keyAfterDate(indexKey, journal, 0);
+        const kept = await tx.getResult(key);
+        if (kept === null || kept.keptUntil > ctx.now) continue;
+        await tx.setResult(key, null);
+        expired++;
+      }
+      return commit({ op: 'expireResults', journal, expired });
+    }
+  }
+}
+
+/**
+ * A done's result, kept for the journal's keepResultsMs (none when 0), replacing an older one
+ * of the key. Past MAX_RESULTS_PER_JOURNAL the oldest kept go first.
+ */
+async function keepResult(tx: JournalTx, key: string, result: unknown, { now, reads }: PlanContext): Promise<void> {
+  const keepMs = tx.definition.settings.keepResultsMs ?? DEFAULT_KEEP_RESULTS_MS;
+  if (keepMs === 0) return;
+  await tx.setResult(key, { result, doneAt: now, keptUntil: Math.min(MAX_DATE, now + keepMs) });
+  const cap = Math.min(MAX_RESULTS_PER_JOURNAL, tx.definition.settings.maxItems);
+  const excess = tx.resultCount() - cap;
+  if (excess <= 0) return;
+  for (const indexKey of await reads.keys({ ...resultsGoneRange(tx.name, MAX_DATE), limit: excess + 1 })) {
+    const oldest = keyAfterDate(indexKey, tx.name, 0);
+    if (oldest === key || (await tx.getResult(oldest)) === null) continue;
+    await tx.setResult(oldest, null);
+    if (tx.resultCount() <= cap) return;
   }
 }
 
@@ -196,6 +287,7 @@ async function add(items: readonly AddedItem[], user: string | undefined, tx: Jo
       priority: a.priority ?? settings.priority,
       processAt: a.processAt ?? now,
       expiresAt: a.expiresAt ?? (settings.expiresInMs === 0 ? 0 : now + settings.expiresInMs),
+      ...(a.retry === undefined ? {} : { retry: a.retry }),
     };
     let existing = await tx.get(a.key);
     if (existing !== null && isExpired(existing.expiresAt, now)) existing = afterExpiry(existing, now); // an expired item is as good as gone
@@ -226,8 +318,17 @@ function chargedTo(item: JournalItem, user: string | undefined): JournalItem {
  * Processing under this entry's lease, stopping before their stored bytes pass `maxBytes`
  * (the reply must fit the serving member's budget; the first item is always taken).
  */
-async function claim(tx: JournalTx, max: number, maxBytes: number | undefined, { reads, now, index }: PlanContext, state: JournalState): Promise<ClaimedItem[]> {
+async function claim(tx: JournalTx, wanted: number, maxBytes: number | undefined, { reads, now, index }: PlanContext, state: JournalState): Promise<ClaimedItem[]> {
   const claimed: ClaimedItem[] = [];
+  const d = tx.definitionAfter();
+  if (d.paused === true) return claimed;
+  // The rate limit's window, aligned on the replicated clock (the same on every member, and
+  // kept in the definition, so a new leader goes on counting where the old one stopped).
+  const rate = d.settings.rateLimit;
+  const windowStart = rate === undefined ? 0 : now - (now % rate.windowMs);
+  const inWindow = rate === undefined || d.window === undefined || d.window.start !== windowStart ? 0 : d.window.claimed;
+  const max = rate === undefined ? wanted : Math.min(wanted, rate.max - inWindow);
+  if (max <= 0) return claimed;
   let claimedBytes = 0;
   let full = false;
   let expiredBudget = EXPIRED_PER_CLAIM;
@@ -287,10 +388,12 @@ async function claim(tx: JournalTx, max: number, maxBytes: number | undefined, {
         break;
       }
       claimedBytes += bytes;
-      tx.set(key, { ...item, status: 'processing', startedAt: now, lease: index });
-      claimed.push({ key, data: item.data, priority: item.priority, processAt: item.processAt, insertedAt: item.insertedAt, timeouts: item.timeouts, failures: item.failures });
+      tx.set(key, { ...item, status: 'processing', startedAt: now, lease: index, ...(item.progress === undefined ? {} : { progress: undefined }) });
+      const c: ClaimedItem = { key, data: item.data, priority: item.priority, processAt: item.processAt, insertedAt: item.insertedAt, timeouts: item.timeouts, failures: item.failures };
+      claimed.push(item.retry === undefined ? c : { ...c, retry: item.retry });
     }
   }
+  if (rate !== undefined && claimed.length > 0) tx.definitionChanges.window = { start: windowStart, claimed: inWindow + claimed.length };
   return claimed;
 }
 
@@ -316,14 +419,22 @@ async function timeout(claims: ReadonlyArray<readonly [string, number]>, tx: Jou
   const { timeoutMs } = tx.definition.settings;
   const requeued: string[] = [];
   const flagged: string[] = [];
+  const ended: string[] = [];
   for (const [key, lease] of claims) {
     const item = await tx.get(key);
     // Extended, done or released since the leader looked: nothing to do.
     if (item === null || item.status !== 'processing' || item.lease !== lease || item.startedAt + timeoutMs > now) continue;
-    if (await endFailed(tx, key, item, now, accounting)) flagged.push(key);
+    if (item.cancelled === true) {
+      // Removed while held: its claim is over, and with it the item (a version added since waits).
+      const { cancelled: _c, ...rest } = item;
+      tx.set(key, afterDone(rest));
+      ended.push(key);
+      continue;
+    }
+    if (await endFailed(tx, key, accounting ? { ...item, lastError: TIMED_OUT } : item, now, accounting, { retryAt: true, unrecoverable: false })) flagged.push(key);
     else requeued.push(key);
   }
-  return { op: 'timeout', journal: tx.name, requeued, flagged };
+  return ended.length === 0 ? { op: 'timeout', journal: tx.name, requeued, flagged } : { op: 'timeout', journal: tx.name, requeued, flagged, ended };
 }
 
 /**
@@ -331,10 +442,13 @@ async function timeout(claims: ReadonlyArray<readonly [string, number]>, tx: Jou
  * Waiting with its counters raised, or flagged (moved aside, with its history) once past the
  * journal's maximum; a version added meanwhile waits in its place. True when flagged.
  */
-async function endFailed(tx: JournalTx, key: string, item: JournalItem, now: number, accounting: boolean): Promise<boolean> {
-  const { item: failed, flag } = afterFailure(item, tx.definition.settings.maxTimeouts, accounting);
-  if (!flag) {
-    tx.set(key, backToWaiting(failed));
+async function endFailed(tx: JournalTx, key: string, item: JournalItem, now: number, accounting: boolean, how: { readonly retryAt: boolean; readonly unrecoverable: boolean }): Promise<boolean> {
+  // Retry policies and unrecoverable failures came with command version 9 (accounting).
+  const policy = accounting ? (item.retry ?? tx.definition.settings.retry) : undefined;
+  const { item: failed, flag } = afterFailure(item, tx.definition.settings.maxTimeouts, accounting, policy);
+  if (!flag && !how.unrecoverable) {
+    const retryAt = policy !== undefined && how.retryAt ? Math.max(failed.processAt, now + retryDelay(policy, key, failed.failures)) : failed.processAt;
+    tx.set(key, backToWaiting({ ...failed, processAt: retryAt }));
     return false;
   }
   const record: FlaggedItem = { item: { ...failed, next: null }, flaggedAt: now };
@@ -359,7 +473,7 @@ async function expire(tx: JournalTx, max: number, { reads, now }: PlanContext): 
 /** Deletes up to DROP_BATCH of the journal's keys; the definition goes with the last of them. */
 async function drop(name: string, definition: JournalDefinition, { db, states }: PlanContext, state: JournalState): Promise<Plan> {
   const ops: BatchOp[] = [];
-  for (const bucket of [JournalBucket.item, JournalBucket.waiting, JournalBucket.processing, JournalBucket.expiry, JournalBucket.flagged]) {
+  for (const bucket of [JournalBucket.item, JournalBucket.waiting, JournalBucket.processing, JournalBucket.expiry, JournalBucket.flagged, JournalBucket.result, JournalBucket.resultExpiry]) {
     const range = { ...journalRange(bucket, name), limit: DROP_BATCH - ops.length };
     if (bucket === JournalBucket.item || bucket === JournalBucket.flagged) {
       // Records, not just keys: each gives its user back what it was charged.

@@ -6,7 +6,7 @@ import { CLIENT_FLAGS, dataArg, print, type ClientCommand, type Context } from '
 import { UsageError } from '../../cli/errors.js';
 import type { CliIO } from '../../cli/io.js';
 import { parseCount, parseDuration } from '../../cli/units.js';
-import { JournalClient, type JournalSettingsInput } from './client.js';
+import { JournalClient, type JobInfo, type JournalSettingsInput } from './client.js';
 import { journalKeyProblem, journalNameProblem } from './wire.js';
 
 export const USAGE = `Usage: vera journal <subcommand> [flags]
@@ -15,15 +15,25 @@ Durable priority work queues (see docs/journal.md).
 
 Subcommands:
   create NAME [--timeout-ms D] [--max-timeouts N] [--priority P] [--expires-in D] [--max-items N]
-  configure NAME [same flags as create]
+              [--retry-attempts N [--backoff fixed|exponential] [--backoff-delay D] [--backoff-max D] [--jitter PCT]]
+              [--keep-results D] [--rate-max N --rate-window D]
+  configure NAME [same flags as create; --no-retry, --no-rate-limit clear them]
   ls                          list journals with their counts
   show NAME                   settings and counts of one journal
   add NAME KEY DATA [--priority P] [--at MS|+D] [--expires MS|+D]
   claim NAME [--max N] [--wait D]
   extend NAME KEY LEASE
-  done NAME KEY LEASE
-  release NAME KEY LEASE [--at MS|+D] [--not-failed]
+  done NAME KEY LEASE [--result JSON]
+  release NAME KEY LEASE [--at MS|+D] [--not-failed] [--error TEXT] [--unrecoverable]
                               give it back; counts as a failure (flagged past maxTimeouts) unless --not-failed
+  progress NAME KEY LEASE JSON  report the holder's progress (also extends the claim)
+  get NAME KEY                one job: status, dates, counters, last error, lease
+  items NAME [--status waiting|processing|flagged] [--after CURSOR] [--limit N]
+                              a page of jobs of one status
+  result NAME KEY             the result a done left, while kept
+  remove NAME KEY             delete a waiting job, or cancel a processing one
+  pause NAME / resume NAME    claims take nothing while paused; adds go on
+  drain NAME                  delete every waiting job
   flagged NAME                items that timed out too often
   flags NAME [--after CURSOR] [--wait D]
                               flag events after a cursor (default: from now), waiting up to D for one
@@ -42,6 +52,16 @@ const SETTING_FLAGS: FlagSpecs = {
   priority: { kind: 'string' },
   'expires-in': { kind: 'string' },
   'max-items': { kind: 'string' },
+  'retry-attempts': { kind: 'string' },
+  backoff: { kind: 'string' },
+  'backoff-delay': { kind: 'string' },
+  'backoff-max': { kind: 'string' },
+  jitter: { kind: 'string' },
+  'keep-results': { kind: 'string' },
+  'rate-max': { kind: 'string' },
+  'rate-window': { kind: 'string' },
+  'no-retry': { kind: 'boolean' },
+  'no-rate-limit': { kind: 'boolean' },
 };
 
 function name(ctx: Context, position = 0): string {
@@ -91,8 +111,60 @@ function settings(args: ParsedArgs): JournalSettingsInput {
   if (expiresIn !== undefined) out.expiresInMs = expiresIn === '0' ? 0 : parseDuration(expiresIn, '--expires-in');
   const maxItems = stringFlag(args, 'max-items');
   if (maxItems !== undefined) out.maxItems = parseCount(maxItems, '--max-items');
+  return { ...out, ...policies(args) };
+}
+
+/** The retry policy, results' keeping and rate limit flags (command version 9). */
+function policies(args: ParsedArgs): JournalSettingsInput {
+  const out: { -readonly [K in keyof JournalSettingsInput]: JournalSettingsInput[K] } = {};
+  const attempts = stringFlag(args, 'retry-attempts');
+  const retryFlags = ['backoff', 'backoff-delay', 'backoff-max', 'jitter'].filter((f) => stringFlag(args, f) !== undefined);
+  if (attempts === undefined && retryFlags.length > 0) throw new UsageError(`--${retryFlags[0]} goes with --retry-attempts`);
+  if (boolFlag(args, 'no-retry')) {
+    if (attempts !== undefined) throw new UsageError('--no-retry and --retry-attempts contradict each other');
+    out.retry = null;
+  }
+  if (attempts !== undefined) {
+    const backoff = stringFlag(args, 'backoff');
+    if (backoff !== undefined && backoff !== 'fixed' && backoff !== 'exponential') throw new UsageError(`--backoff must be fixed or exponential, got ${JSON.stringify(backoff)}`);
+    const delay = stringFlag(args, 'backoff-delay');
+    const max = stringFlag(args, 'backoff-max');
+    const jitter = byteValue(stringFlag(args, 'jitter'), '--jitter', 100);
+    out.retry = {
+      attempts: parseCount(attempts, '--retry-attempts'),
+      ...(backoff === undefined ? {} : { backoff }),
+      ...(delay === undefined ? {} : { delayMs: delay === '0' ? 0 : parseDuration(delay, '--backoff-delay') }),
+      ...(max === undefined ? {} : { maxDelayMs: parseDuration(max, '--backoff-max') }),
+      ...(jitter === undefined ? {} : { jitterPct: jitter }),
+    };
+  }
+  const keep = stringFlag(args, 'keep-results');
+  if (keep !== undefined) out.keepResultsMs = keep === '0' ? 0 : parseDuration(keep, '--keep-results');
+  const rateMax = stringFlag(args, 'rate-max');
+  const rateWindow = stringFlag(args, 'rate-window');
+  if ((rateMax === undefined) !== (rateWindow === undefined)) throw new UsageError('--rate-max and --rate-window go together');
+  if (boolFlag(args, 'no-rate-limit')) {
+    if (rateMax !== undefined) throw new UsageError('--no-rate-limit and --rate-max contradict each other');
+    out.rateLimit = null;
+  }
+  if (rateMax !== undefined) out.rateLimit = { max: parseCount(rateMax, '--rate-max'), windowMs: parseDuration(rateWindow!, '--rate-window') };
   return out;
 }
+
+function jobLines(j: JobInfo): string {
+  const lines = [
+    `${j.key}  ${j.status}  priority ${j.priority}  ${JSON.stringify(j.data)}`,
+    `  inserted ${iso(j.insertedAt)}, due ${iso(j.processAt)}, expires ${j.expiresAt === 0 ? 'never' : iso(j.expiresAt)}`,
+    `  timeouts ${j.timeouts}, failures ${j.failures}${j.lastError === undefined ? '' : `, last error: ${j.lastError}`}`,
+  ];
+  if (j.lease !== undefined) lines.push(`  lease ${j.lease}, started ${iso(j.startedAt!)}, times out ${iso(j.leaseExpiresAt!)}`);
+  if (j.progress !== undefined) lines.push(`  progress ${JSON.stringify(j.progress)}`);
+  if (j.flaggedAt !== undefined) lines.push(`  flagged ${iso(j.flaggedAt)}`);
+  if (j.next !== undefined) lines.push(`  a newer version waits for this processing to end: ${JSON.stringify(j.next.data)}`);
+  return lines.join('\n');
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
 
 const ok = (ctx: Context, what: string) => () => print(ctx, {}, () => what);
 
@@ -206,27 +278,115 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
     (['extend', 'done'] as const).map((op) => [
       op,
       {
-        flags: CLIENT_FLAGS,
+        flags: op === 'done' ? { ...CLIENT_FLAGS, result: { kind: 'string' } } : CLIENT_FLAGS,
         positionals: ['NAME', 'KEY', 'LEASE'],
         prepare: (ctx: Context) => {
           const [n, k, l] = [name(ctx), key(ctx, 1), lease(ctx, 2)];
+          const resultText = stringFlag(ctx.args, 'result');
+          const result = resultText === undefined ? undefined : dataArg(ctx, resultText);
           return async (client) => {
-            await new JournalClient(client)[op](n, k, l);
+            if (op === 'done') await new JournalClient(client).done(n, k, l, result);
+            else await new JournalClient(client).extend(n, k, l);
             ok(ctx, `${op === 'done' ? 'done with' : 'extended the claim on'} ${k}`)();
           };
         },
       } satisfies ClientCommand,
     ]),
   ),
+  progress: {
+    flags: CLIENT_FLAGS,
+    positionals: ['NAME', 'KEY', 'LEASE', 'JSON'],
+    prepare: (ctx) => {
+      const [n, k, l] = [name(ctx), key(ctx, 1), lease(ctx, 2)];
+      const progress = dataArg(ctx, ctx.args.positionals[3]!);
+      return async (client) => {
+        await new JournalClient(client).progress(n, k, l, progress);
+        ok(ctx, `reported the progress of ${k}`)();
+      };
+    },
+  },
+  get: {
+    flags: CLIENT_FLAGS,
+    positionals: ['NAME', 'KEY'],
+    prepare: (ctx) => {
+      const [n, k] = [name(ctx), key(ctx, 1)];
+      return async (client) => {
+        const j = await new JournalClient(client).get(n, k);
+        print(ctx, j, () => jobLines(j));
+      };
+    },
+  },
+  items: {
+    flags: { ...CLIENT_FLAGS, status: { kind: 'string' }, after: { kind: 'string' }, limit: { kind: 'string' } },
+    positionals: ['NAME'],
+    prepare: (ctx) => {
+      const n = name(ctx);
+      const status = stringFlag(ctx.args, 'status') ?? 'waiting';
+      if (status !== 'waiting' && status !== 'processing' && status !== 'flagged') throw new UsageError(`--status must be waiting, processing or flagged, got ${JSON.stringify(status)}`);
+      const after = stringFlag(ctx.args, 'after');
+      const limitText = stringFlag(ctx.args, 'limit');
+      const limit = limitText === undefined ? undefined : parseCount(limitText, '--limit');
+      return async (client) => {
+        const page = await new JournalClient(client).items(n, status, { ...(after === undefined ? {} : { after }), ...(limit === undefined ? {} : { limit }) });
+        print(ctx, page, () => [...(page.items.length === 0 ? [`(no ${status} jobs here)`] : page.items.map(jobLines)), ...(page.next === null ? [] : [`next: --after ${page.next}`])].join('\n'));
+      };
+    },
+  },
+  result: {
+    flags: CLIENT_FLAGS,
+    positionals: ['NAME', 'KEY'],
+    prepare: (ctx) => {
+      const [n, k] = [name(ctx), key(ctx, 1)];
+      return async (client) => {
+        const r = await new JournalClient(client).result(n, k);
+        print(ctx, r, () => `${JSON.stringify(r.result)}  (done ${iso(r.doneAt)}, kept until ${iso(r.keptUntil)})`);
+      };
+    },
+  },
+  remove: {
+    flags: CLIENT_FLAGS,
+    positionals: ['NAME', 'KEY'],
+    prepare: (ctx) => {
+      const [n, k] = [name(ctx), key(ctx, 1)];
+      return async (client) => {
+        const r = await new JournalClient(client).remove(n, k);
+        print(ctx, r, () => (r.status === 'removed' ? `removed ${k}` : `cancelled ${k} (it was processing; its holder is told on its next call)`));
+      };
+    },
+  },
+  ...Object.fromEntries(
+    (['pause', 'resume', 'drain'] as const).map((op) => [
+      op,
+      {
+        flags: CLIENT_FLAGS,
+        positionals: ['NAME'],
+        prepare: (ctx: Context) => {
+          const n = name(ctx);
+          return async (client) => {
+            const journals = new JournalClient(client);
+            if (op === 'drain') {
+              const r = await journals.drain(n);
+              return print(ctx, r, () => `drained ${n}: ${r.removed} waiting jobs removed`);
+            }
+            await journals[op](n);
+            ok(ctx, `${op === 'pause' ? 'paused' : 'resumed'} journal ${n}`)();
+          };
+        },
+      } satisfies ClientCommand,
+    ]),
+  ),
   release: {
-    flags: { ...CLIENT_FLAGS, at: { kind: 'string' }, 'not-failed': { kind: 'boolean' } },
+    flags: { ...CLIENT_FLAGS, at: { kind: 'string' }, 'not-failed': { kind: 'boolean' }, error: { kind: 'string' }, unrecoverable: { kind: 'boolean' } },
     positionals: ['NAME', 'KEY', 'LEASE'],
     prepare: (ctx) => {
       const [n, k, l] = [name(ctx), key(ctx, 1), lease(ctx, 2)];
       const processAt = dateFlag(ctx.args, 'at');
       const failure = !boolFlag(ctx.args, 'not-failed');
+      const error = stringFlag(ctx.args, 'error');
+      const unrecoverable = boolFlag(ctx.args, 'unrecoverable');
+      if (!failure && (error !== undefined || unrecoverable)) throw new UsageError('--not-failed takes no --error or --unrecoverable');
       return async (client) => {
-        const { flagged } = await new JournalClient(client).release(n, k, l, processAt, { failure });
+        const { flagged } = await new JournalClient(client).release(n, k, l, processAt, { failure, ...(error === undefined ? {} : { error }), ...(unrecoverable ? { unrecoverable } : {}) });
         print(ctx, { flagged }, () => (flagged ? `released ${k}: flagged (too many failures)` : `released ${k}`));
       };
     },

@@ -19,12 +19,12 @@ import type { Claim, ClaimedItem } from './client.js';
 /** The calls the worker needs (JournalClient's). */
 export interface WorkerCalls {
   claim(max: number, waitMs: number): Promise<Claim>;
-  doneMany(items: ReadonlyArray<{ key: string; lease: number }>, claim: number | undefined): Promise<{ lost: readonly string[]; next: Claim | null }>;
+  doneMany(items: ReadonlyArray<{ key: string; lease: number; result?: unknown }>, claim: number | undefined): Promise<{ lost: readonly string[]; next: Claim | null }>;
   /** Completions the server may hold up to `holdMs` to finish them in the entry of the waiting claim. */
   doneManyHeld(items: ReadonlyArray<{ key: string; lease: number }>, holdMs: number): Promise<{ lost: readonly string[] }>;
   extend(key: string, lease: number): Promise<void>;
   /** `failure: false`: handing back an item not started (stopping), which is no failed processing. */
-  release(key: string, lease: number, processAt: number | undefined, failure: boolean): Promise<void>;
+  release(key: string, lease: number, processAt: number | undefined, failure: boolean, why?: { error?: string; unrecoverable?: boolean }): Promise<void>;
   /** Calls off this worker's claim that waits on the server (it answers at once, empty); how many it called off. */
   cancelWait(): Promise<number>;
   /** The client is closed or its session expired: asking again would fail forever. */
@@ -37,6 +37,8 @@ export interface WorkerOptions {
   readonly prefetch: number;
   readonly waitMs: number;
   readonly timeoutMs: number;
+  /** The journal has a retry policy: the server chooses when a failed item runs again. */
+  readonly serverRetries?: boolean;
   /** From the item's failures before this one. */
   readonly retryDelayMs: (failures: number) => number;
   readonly onError?: (err: unknown, item: ClaimedItem) => void;
@@ -68,7 +70,7 @@ interface Held {
 export class JournalWorker {
   private readonly buffer: Held[] = [];
   private running = 0;
-  private readonly acks: Array<{ key: string; lease: number }> = [];
+  private readonly acks: Array<{ key: string; lease: number; result?: unknown }> = [];
   private acking = false;
   /** Items asked for by the request in flight (an ack that claims, or a poll). */
   private asked = 0;
@@ -87,7 +89,7 @@ export class JournalWorker {
   constructor(
     private readonly calls: WorkerCalls,
     private readonly options: WorkerOptions,
-    private readonly handler: (item: ClaimedItem) => Promise<void>,
+    private readonly handler: (item: ClaimedItem) => Promise<unknown>,
   ) {}
 
   start(): void {
@@ -173,12 +175,13 @@ export class JournalWorker {
     let keepAlive = setTimeout(extend, Math.max(0, held.renewedAt + every - performance.now()));
     const started = performance.now();
     void this.handler(held.item).then(
-      () => {
+      (result: unknown) => {
         clearTimeout(keepAlive);
         const ms = performance.now() - started;
         this.handlerMs = this.handlerMs === null ? ms : this.handlerMs * 0.9 + ms * 0.1;
         this.running--;
-        this.acks.push({ key: held.item.key, lease: held.lease });
+        // What the handler returned is kept as the item's result (readable by key for a while).
+        this.acks.push(result === undefined ? { key: held.item.key, lease: held.lease } : { key: held.item.key, lease: held.lease, result });
         this.pump();
       },
       (err: unknown) => {
@@ -187,8 +190,11 @@ export class JournalWorker {
         // Backoff from the failures so far (each release below is one more); a server that does
         // not count them offers the timeouts.
         const failures = held.item.failures ?? held.item.timeouts;
+        // A retry policy (the journal's or the item's) has the server choose the date.
+        const processAt = this.options.serverRetries === true || held.item.retry !== undefined ? undefined : Date.now() + this.options.retryDelayMs(failures);
+        const why = { error: err instanceof Error ? err.message : String(err), ...(isUnrecoverable(err) ? { unrecoverable: true } : {}) };
         void this.calls
-          .release(held.item.key, held.lease, Date.now() + this.options.retryDelayMs(failures), true)
+          .release(held.item.key, held.lease, processAt, true, why)
           .catch(() => undefined) // lost, or unreachable: it times out and is offered again
           .finally(() => {
             this.running--;
@@ -205,7 +211,7 @@ export class JournalWorker {
     this.asked += claim;
     const sent = performance.now();
     // Short of work with a claim waiting on the server: that claim's entry may carry these.
-    const acknowledged = this.polling && this.starved && !this.stopping
+    const acknowledged = this.polling && this.starved && !this.stopping && batch.every((a) => a.result === undefined)
       ? this.calls.doneManyHeld(batch, ACK_HOLD_MS).then(() => ({ next: null }))
       : this.calls.doneMany(batch, claim > 0 ? claim : undefined);
     acknowledged.then(
@@ -272,4 +278,9 @@ export class JournalWorker {
     }, 100);
     this.checkIdle();
   }
+}
+
+/** An error a handler throws to say no retry can mend it (UnrecoverableError, or any error marked `unrecoverable: true`). */
+function isUnrecoverable(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { unrecoverable?: unknown }).unrecoverable === true;
 }

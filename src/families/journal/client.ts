@@ -8,7 +8,18 @@ import { JOURNAL_OPS } from './wire.js';
 import { JournalWorker, type WorkerCalls } from './client-worker.js';
 
 /** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['journal.list', 'journal.show', 'journal.flagged', 'journal.flags']);
+const READS: ReadonlySet<string> = new Set(['journal.list', 'journal.show', 'journal.flagged', 'journal.flags', 'journal.get', 'journal.items', 'journal.result']);
+
+/** How a failed processing is retried (docs/journal.md, "Retries"); defaults: exponential, 1 s to 1 h, no jitter. */
+export interface RetryPolicy {
+  /** Processings in all; the failure that ends the last one flags the item. */
+  readonly attempts: number;
+  readonly backoff?: 'fixed' | 'exponential';
+  readonly delayMs?: number;
+  readonly maxDelayMs?: number;
+  /** Up to this percent of each delay is taken off (from a hash of the key and attempt). */
+  readonly jitterPct?: number;
+}
 
 export interface JournalSettingsInput {
   readonly timeoutMs?: number;
@@ -16,12 +27,67 @@ export interface JournalSettingsInput {
   readonly priority?: number;
   readonly expiresInMs?: number;
   readonly maxItems?: number;
+  /** Command version 9. null clears it (configure). */
+  readonly retry?: RetryPolicy | null;
+  /** How long results given with done are kept (ms; default 1 h, 0: none). null: back to the default. */
+  readonly keepResultsMs?: number | null;
+  /** At most `max` items claimed per `windowMs`, by all workers together. null clears it. */
+  readonly rateLimit?: { readonly max: number; readonly windowMs: number } | null;
 }
 
 export interface JournalInfo {
   readonly name: string;
-  readonly settings: Required<JournalSettingsInput>;
-  readonly counts: { readonly waiting: number; readonly processing: number; readonly flagged: number; readonly byPriority: Readonly<Record<string, number>> };
+  readonly settings: {
+    readonly timeoutMs: number;
+    readonly maxTimeouts: number;
+    readonly priority: number;
+    readonly expiresInMs: number;
+    readonly maxItems: number;
+    readonly retry?: Required<RetryPolicy>;
+    readonly keepResultsMs?: number;
+    readonly rateLimit?: { readonly max: number; readonly windowMs: number };
+  };
+  readonly counts: { readonly waiting: number; readonly processing: number; readonly flagged: number; readonly byPriority: Readonly<Record<string, number>>; readonly results?: number };
+  /** Command version 9: claims take nothing while paused. */
+  readonly paused?: boolean;
+}
+
+/** One job as journal.get and journal.items show it. */
+export interface JobInfo {
+  readonly key: string;
+  /** `cancelled`: removed while Processing; gone once its claim ends. */
+  readonly status: 'waiting' | 'processing' | 'cancelled' | 'flagged';
+  readonly data: unknown;
+  readonly priority: number;
+  readonly processAt: number;
+  readonly insertedAt: number;
+  /** 0: never. */
+  readonly expiresAt: number;
+  readonly timeouts: number;
+  readonly failures: number;
+  readonly lastError?: string;
+  readonly retry?: Required<RetryPolicy>;
+  /** Processing: the holder's lease, when its claim started or was last extended, and when it times out unless extended. */
+  readonly lease?: number;
+  readonly startedAt?: number;
+  readonly leaseExpiresAt?: number;
+  readonly progress?: unknown;
+  readonly flaggedAt?: number;
+  /** A version added while it was processed, waiting for the processing to end. */
+  readonly next?: { readonly data: unknown; readonly priority: number; readonly processAt: number; readonly expiresAt: number };
+}
+
+export interface JobPage {
+  readonly items: readonly JobInfo[];
+  /** Ask with `after: next` for the next page; null at the end. */
+  readonly next: string | null;
+}
+
+export interface KeptResult {
+  readonly key: string;
+  readonly result: unknown;
+  readonly doneAt: number;
+  readonly keptUntil: number;
 }
 
 export interface NewItem {
@@ -32,6 +98,8 @@ export interface NewItem {
   readonly processAt?: number;
   /** When it is no longer wanted (ms since the epoch); default the journal's expiresInMs from now, or never. */
   readonly expiresAt?: number;
+  /** Its own retry policy, over the journal's (command version 9). */
+  readonly retry?: RetryPolicy;
 }
 
 export interface ClaimedItem {
@@ -46,6 +114,8 @@ export interface ClaimedItem {
    * otherwise), which re-adding the item does not reset. Absent from servers before command version 9.
    */
   readonly failures?: number;
+  /** The item's own retry policy, when it has one. */
+  readonly retry?: Required<RetryPolicy>;
 }
 
 export interface Claim {
@@ -63,6 +133,8 @@ export interface FlaggedItem {
   /** As ClaimedItem's. */
   readonly failures?: number;
   readonly flaggedAt: number;
+  /** The error the last failure gave (command version 9). */
+  readonly lastError?: string;
 }
 
 /** One item flagged: `index` is the entry that flagged it, and the cursor to watch on from. */
@@ -106,6 +178,12 @@ export interface ProcessOptions {
    * doubling to 1 min: 1 s, 2 s, 4 s, ... 60 s.
    */
   readonly retryDelayMs?: (failures: number) => number;
+  /**
+   * The delay is chosen by the server when the journal or the item has a retry policy
+   * (retryDelayMs is then not used). A handler that throws an error with `unrecoverable: true`
+   * (see UnrecoverableError) has its item flagged at once; the error's message is kept as the
+   * item's last error. What the handler returns (other than undefined) is kept as its result.
+   */
   /** Called when the handler throws (the item is released for a retry). */
   readonly onError?: (err: unknown, item: ClaimedItem) => void;
 }
@@ -165,8 +243,52 @@ export class JournalClient {
     await this.call('journal.extend', { name, key, lease });
   }
 
-  async done(name: string, key: string, lease: number): Promise<void> {
-    await this.call('journal.done', { name, key, lease });
+  /** `result` (any JSON value up to 64 KiB as MessagePack): kept for the journal's keepResultsMs, read with `result()`. */
+  async done(name: string, key: string, lease: number, result?: unknown): Promise<void> {
+    await this.call('journal.done', { name, key, lease, ...(result === undefined ? {} : { result }) });
+  }
+
+  /**
+   * Removes one job: a Waiting one is deleted (`removed`); a Processing one is cancelled
+   * (`cancelled`): its holder's next extend, progress, done or release is refused with
+   * CONFLICT, reason `cancelled`, and the item goes when its claim ends.
+   */
+  async remove(name: string, key: string): Promise<{ status: 'removed' | 'cancelled' }> {
+    return (await this.call('journal.remove', { name, key })) as { status: 'removed' | 'cancelled' };
+  }
+
+  /** One job by key: Waiting, Processing (or cancelled), else its flagged copy; NOT_FOUND when none. */
+  async get(name: string, key: string): Promise<JobInfo> {
+    return (await this.call('journal.get', { name, key })) as unknown as JobInfo;
+  }
+
+  /** A page of the jobs of one status (default up to 100, at most 1000); pass `after: page.next` for the next. */
+  async items(name: string, status: 'waiting' | 'processing' | 'flagged', options: { after?: string; limit?: number } = {}): Promise<JobPage> {
+    return (await this.call('journal.items', { name, status, ...options })) as unknown as JobPage;
+  }
+
+  /** The result a done left for `key`, while kept; NOT_FOUND otherwise. */
+  async result(name: string, key: string): Promise<KeptResult> {
+    return (await this.call('journal.result', { name, key })) as unknown as KeptResult;
+  }
+
+  /** Claims take nothing until resume (waiting claims wait on); adds go on. */
+  async pause(name: string): Promise<void> {
+    await this.call('journal.pause', { name });
+  }
+
+  async resume(name: string): Promise<void> {
+    await this.call('journal.resume', { name });
+  }
+
+  /** Deletes every Waiting job (Processing and flagged ones stay); how many went. */
+  async drain(name: string): Promise<{ removed: number }> {
+    return (await this.call('journal.drain', { name })) as { removed: number };
+  }
+
+  /** The holder's progress report (any JSON value up to 4 KiB), shown by get(); it also extends the claim. */
+  async progress(name: string, key: string, lease: number, progress: unknown): Promise<void> {
+    await this.call('journal.progress', { name, key, lease, progress });
   }
 
   /**
@@ -183,7 +305,7 @@ export class JournalClient {
    * entry claims up to that many due items (never waiting). A stale lease does not
    * fail the others: its key comes back in `lost`, unchanged.
    */
-  async doneMany(name: string, items: ReadonlyArray<{ key: string; lease: number }>, claim?: number): Promise<{ done: number; lost: string[]; next: Claim | null }> {
+  async doneMany(name: string, items: ReadonlyArray<{ key: string; lease: number; result?: unknown }>, claim?: number): Promise<{ done: number; lost: string[]; next: Claim | null }> {
     const r = (await this.call('journal.doneMany', { name, items, ...(claim === undefined ? {} : { claim }) })) as { done: number; lost: string[]; lease?: number; items?: ClaimedItem[] };
     return { done: r.done, lost: r.lost, next: r.lease === undefined ? null : { lease: r.lease, items: r.items ?? [] } };
   }
@@ -205,9 +327,27 @@ export class JournalClient {
    * `flagged` says so) unless `failure: false` says the work was not tried (e.g. a worker
    * shutting down).
    */
-  async release(name: string, key: string, lease: number, processAt?: number, options: { failure?: boolean } = {}): Promise<{ flagged: boolean }> {
-    const fields = { name, key, lease, ...(processAt === undefined ? {} : { processAt }) };
-    if (options.failure !== false) return { flagged: (await this.call('journal.release', fields)).flagged === true };
+  async release(name: string, key: string, lease: number, processAt?: number, options: { failure?: boolean; error?: string; unrecoverable?: boolean } = {}): Promise<{ flagged: boolean }> {
+    // `error` (kept as the item's last error, cut to 1 KiB) and `unrecoverable` (flagged at once): command version 9.
+    const fields = {
+      name,
+      key,
+      lease,
+      ...(processAt === undefined ? {} : { processAt }),
+      ...(options.error === undefined ? {} : { error: options.error }),
+      ...(options.unrecoverable === true ? { unrecoverable: true } : {}),
+    };
+    if (options.failure !== false) {
+      try {
+        return { flagged: (await this.call('journal.release', fields)).flagged === true };
+      } catch (err) {
+        // A server before command version 9 knows neither field: the failure still counts there.
+        const extras = options.error !== undefined || options.unrecoverable === true;
+        if (!extras || !(err instanceof VeraError && err.code === 'BAD_REQUEST' && /error|unrecoverable/.test(err.message))) throw err;
+        const { error: _e, unrecoverable: _u, ...plain } = fields as typeof fields & { error?: string; unrecoverable?: boolean };
+        return { flagged: (await this.call('journal.release', plain)).flagged === true };
+      }
+    }
     try {
       return { flagged: (await this.call('journal.release', { ...fields, failure: false })).flagged === true };
     } catch (err) {
@@ -292,13 +432,13 @@ export class JournalClient {
    * dropped. The worker stops by itself when the client closes or the journal is
    * dropped; `stop()` then rejects with why.
    */
-  process(name: string, handler: (item: ClaimedItem) => Promise<void>, options: ProcessOptions = {}): Worker {
+  process(name: string, handler: (item: ClaimedItem) => Promise<unknown>, options: ProcessOptions = {}): Worker {
     const calls: WorkerCalls = {
       claim: (max, waitMs) => this.claim(name, { max, waitMs }),
       doneMany: (items, claim) => this.doneMany(name, items, claim),
       doneManyHeld: (items, holdMs) => this.doneManyHeld(name, items, holdMs),
       extend: (key, lease) => this.extend(name, key, lease),
-      release: async (key, lease, processAt, failure) => void (await this.release(name, key, lease, processAt, { failure })),
+      release: async (key, lease, processAt, failure, why) => void (await this.release(name, key, lease, processAt, { failure, ...why })),
       cancelWait: () => this.cancelWait(name),
       get closed() {
         return closed();
@@ -311,6 +451,7 @@ export class JournalClient {
         prefetch: options.prefetch ?? DEFAULT_PREFETCH,
         waitMs: options.waitMs ?? 10_000,
         timeoutMs: info.settings.timeoutMs,
+        serverRetries: info.settings.retry !== undefined,
         retryDelayMs: options.retryDelayMs ?? ((n: number) => Math.min(60_000, 1000 * 2 ** n)),
         ...(options.onError === undefined ? {} : { onError: options.onError }),
       }, handler);
@@ -326,3 +467,9 @@ export class JournalClient {
 
 /** Items a worker claims ahead of its free handlers, at most (fewer when handlers are slow): as many as one claim takes. */
 const DEFAULT_PREFETCH = 1000;
+
+/** Thrown by a handler, a failure no retry can mend: the worker helper has the item flagged at once. */
+export class UnrecoverableError extends Error {
+  override readonly name = 'UnrecoverableError';
+  readonly unrecoverable = true;
+}

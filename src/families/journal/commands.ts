@@ -3,9 +3,10 @@
 import { MAX_INDEX } from '../../keys/index.js';
 import { CommandError } from '../family.js';
 import { integerField, indexField, quotaField } from '../fields.js';
-import type { JournalSettings } from './records.js';
+import type { JournalSettings, RetryPolicy } from './records.js';
 import type { StorageLimits } from '../quota/index.js';
-import { journalKeyProblem, journalNameProblem, MAX_ADD_ITEMS, MAX_CLAIM_ITEMS, MAX_DATE, MAX_JOURNALS_CEILING } from './wire.js';
+import { boundedError, journalKeyProblem, journalNameProblem, MAX_ADD_ITEMS, MAX_CLAIM_ITEMS, MAX_DATE, MAX_ERROR_BYTES, MAX_JOURNALS_CEILING, MAX_KEEP_MS, parseRateLimit, parseRetryPolicy } from './wire.js';
+import { utf8Length } from '../../protocol/index.js';
 
 export { MAX_CLAIM_ITEMS, MAX_JOURNALS_CEILING };
 /** Journals one cluster may hold until an operator sets another limit. */
@@ -19,7 +20,12 @@ export interface AddedItem {
   readonly priority?: number;
   readonly processAt?: number;
   readonly expiresAt?: number;
+  /** This item's own retry policy (command version 9). */
+  readonly retry?: RetryPolicy;
 }
+
+/** A done item: [key, lease], or [key, lease, result] to keep a result (command version 9). */
+export type DoneItem = readonly [string, number] | readonly [string, number, unknown];
 
 export type JournalCommand =
   | { readonly op: 'create'; readonly name: string; readonly settings: JournalSettings }
@@ -35,15 +41,33 @@ export type JournalCommand =
   | { readonly op: 'claim'; readonly name: string; readonly max: number; readonly maxBytes?: number }
   | { readonly op: 'extend'; readonly name: string; readonly key: string; readonly lease: number }
   /** `claim`: also claim up to this many items under this entry's lease (a worker's next job, in the same entry). */
-  | { readonly op: 'done'; readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number; readonly claimBytes?: number }
+  | { readonly op: 'done'; readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number; readonly claimBytes?: number; readonly result?: unknown }
   /** Many items done in one entry, each under its own lease (a stale one is reported, not fatal); `claim` as in done. */
-  | { readonly op: 'doneMany'; readonly name: string; readonly items: ReadonlyArray<readonly [string, number]>; readonly claim?: number; readonly claimBytes?: number }
+  | { readonly op: 'doneMany'; readonly name: string; readonly items: readonly DoneItem[]; readonly claim?: number; readonly claimBytes?: number }
   /**
    * From command version 9 a release is a failed processing (its counters rise, and past the
    * maximum it is flagged) unless `failure` is false (a worker handing back work it did not
    * start, e.g. while shutting down).
    */
-  | { readonly op: 'release'; readonly name: string; readonly key: string; readonly lease: number; readonly processAt?: number; readonly failure?: false }
+  | {
+      readonly op: 'release';
+      readonly name: string;
+      readonly key: string;
+      readonly lease: number;
+      readonly processAt?: number;
+      readonly failure?: false;
+      /** Command version 9: the failure's error text (kept on the item), and a failure no retry can mend (flagged at once). */
+      readonly error?: string;
+      readonly unrecoverable?: true;
+    }
+  /** Command version 9: a job removed by key (Waiting: deleted; Processing: cancelled). */
+  | { readonly op: 'remove'; readonly name: string; readonly key: string }
+  | { readonly op: 'pause'; readonly name: string; readonly paused: boolean }
+  /** Deletes up to `max` Waiting items (a drain proposes these until one deletes fewer). */
+  | { readonly op: 'drain'; readonly name: string; readonly max: number }
+  | { readonly op: 'progress'; readonly name: string; readonly key: string; readonly lease: number; readonly progress: unknown }
+  /** Deletes up to `max` kept results whose time is up (a leader duty). */
+  | { readonly op: 'expireResults'; readonly name: string; readonly max: number }
   | { readonly op: 'timeout'; readonly name: string; readonly claims: ReadonlyArray<readonly [string, number]> }
   | { readonly op: 'expire'; readonly name: string; readonly max: number }
   | { readonly op: 'requeue'; readonly name: string; readonly key: string }
@@ -77,14 +101,45 @@ export function dateField(value: unknown, name: string): number {
 }
 
 export function settingsField(value: unknown): JournalSettings {
-  const v = record(value, 'settings', ['timeoutMs', 'maxTimeouts', 'priority', 'expiresInMs', 'maxItems']);
+  const v = record(value, 'settings', ['timeoutMs', 'maxTimeouts', 'priority', 'expiresInMs', 'maxItems', 'retry', 'keepResultsMs', 'rateLimit']);
+  const rate = v.rateLimit === undefined ? undefined : parseRateLimit(v.rateLimit);
+  if (typeof rate === 'string') throw new CommandError(rate);
   return {
     timeoutMs: integerField(v.timeoutMs, 'settings.timeoutMs', 1, 2 ** 40),
     maxTimeouts: integerField(v.maxTimeouts, 'settings.maxTimeouts', 0, 255),
     priority: priorityField(v.priority, 'settings.priority'),
     expiresInMs: integerField(v.expiresInMs, 'settings.expiresInMs', 0, MAX_DATE),
     maxItems: integerField(v.maxItems, 'settings.maxItems', 1, 2 ** 40),
+    ...(v.retry === undefined ? {} : { retry: retryField(v.retry, 'settings.retry') }),
+    ...(v.keepResultsMs === undefined ? {} : { keepResultsMs: integerField(v.keepResultsMs, 'settings.keepResultsMs', 0, MAX_KEEP_MS) }),
+    ...(rate === undefined ? {} : { rateLimit: rate }),
   };
+}
+
+/** Whether settings use what command version 9 brought (create and configure need it then). */
+export function settingsNeedV9(s: JournalSettings): boolean {
+  return s.retry !== undefined || s.keepResultsMs !== undefined || s.rateLimit !== undefined;
+}
+
+export function retryField(value: unknown, where: string): RetryPolicy {
+  const p = parseRetryPolicy(value, where);
+  if (typeof p === 'string') throw new CommandError(p);
+  return p;
+}
+
+/** An error text no longer than MAX_ERROR_BYTES (the client cuts longer ones; an entry must already be cut). */
+export function errorTextField(value: unknown): string {
+  if (typeof value !== 'string' || utf8Length(value) > MAX_ERROR_BYTES + 3 || boundedError(value) !== value) throw new CommandError(`error must be a string of at most ${MAX_ERROR_BYTES} UTF-8 bytes`);
+  return value;
+}
+
+/** Done items: [key, lease] or [key, lease, result] triples, 1 to MAX_CLAIM_ITEMS. */
+export function doneItemsField(value: unknown): DoneItem[] {
+  if (!Array.isArray(value) || value.length < 1 || value.length > MAX_CLAIM_ITEMS) throw new CommandError(`items must be an array of 1 to ${MAX_CLAIM_ITEMS} [key, lease, result?] triples`);
+  return value.map((t: unknown) => {
+    if (!Array.isArray(t) || (t.length !== 2 && t.length !== 3)) throw new CommandError('each done item must be [key, lease] or [key, lease, result]');
+    return t.length === 2 ? ([keyField(t[0]), leaseField(t[1])] as const) : ([keyField(t[0]), leaseField(t[1]), t[2]] as const);
+  });
 }
 
 export function itemsField(value: unknown): AddedItem[] {
@@ -92,7 +147,7 @@ export function itemsField(value: unknown): AddedItem[] {
     throw new CommandError(`items must be an array of 1 to ${MAX_ADD_ITEMS} items`);
   }
   return value.map((raw: unknown, i) => {
-    const v = record(raw, `items[${i}]`, ['key', 'data', 'priority', 'processAt', 'expiresAt']);
+    const v = record(raw, `items[${i}]`, ['key', 'data', 'priority', 'processAt', 'expiresAt', 'retry']);
     if (!('data' in v) || v.data === undefined) throw new CommandError(`items[${i}].data is missing`);
     return {
       key: keyField(v.key),
@@ -100,6 +155,7 @@ export function itemsField(value: unknown): AddedItem[] {
       ...(v.priority === undefined ? {} : { priority: priorityField(v.priority, `items[${i}].priority`) }),
       ...(v.processAt === undefined ? {} : { processAt: dateField(v.processAt, `items[${i}].processAt`) }),
       ...(v.expiresAt === undefined ? {} : { expiresAt: dateField(v.expiresAt, `items[${i}].expiresAt`) }),
+      ...(v.retry === undefined ? {} : { retry: retryField(v.retry, `items[${i}].retry`) }),
     };
   });
 }

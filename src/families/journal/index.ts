@@ -3,7 +3,7 @@
 // index), extended, done or released, time out back to Waiting (flagged after
 // too many timeouts), expire, and merge by key as the seed says. See
 // docs/journal.md; the layout is in keys.ts and docs/storage.md.
-import type { Family } from '../family.js';
+import { CommandError, type Family } from '../family.js';
 import { planJournal } from './apply.js';
 import { USER_QUOTA_SINCE } from '../quota/index.js';
 import {
@@ -11,6 +11,8 @@ import {
   claimsField,
   countField,
   dateField,
+  doneItemsField,
+  errorTextField,
   itemsField,
   keyField,
   leaseField,
@@ -40,6 +42,19 @@ export const FAILURES_SINCE = 9;
 /** The largest byte budget a claim may carry (a sanity bound: members set theirs from their reply limit). */
 const MAX_BYTE_BUDGET = 2 ** 40;
 
+/** Items one drain entry deletes, at most. */
+const DRAIN_MAX = 10_000;
+
+function trueField(value: unknown, what: string): true {
+  if (value !== true) throw new CommandError(`${what}, when given, must be true`);
+  return true;
+}
+
+function boolOf(value: unknown, what: string): boolean {
+  if (typeof value !== 'boolean') throw new CommandError(`${what} must be a boolean`);
+  return value;
+}
+
 /** The fields of an op on a claimed item: which journal, which item, under which lease. */
 function leased(c: Readonly<Record<string, unknown>>): { name: string; key: string; lease: number } {
   return { name: nameField(c.name), key: keyField(c.key), lease: leaseField(c.lease) };
@@ -56,6 +71,8 @@ export const journal: Family<JournalCommand, JournalState> = {
     { id: JournalBucket.expiry, name: 'journal items by expiration date' },
     { id: JournalBucket.flagged, name: 'journal flagged items' },
     { id: JournalBucket.limits, name: 'journal cluster-wide limits' },
+    { id: JournalBucket.result, name: 'journal results kept by key' },
+    { id: JournalBucket.resultExpiry, name: 'journal results by when they go' },
   ],
   ops: {
     create: { fields: ['name', 'settings'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'create', name: nameField(c.name), settings: settingsField(c.settings) }) },
@@ -75,9 +92,11 @@ export const journal: Family<JournalCommand, JournalState> = {
     },
     extend: { fields: ['name', 'key', 'lease'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'extend', ...leased(c) }) },
     done: {
-      fields: ['name', 'key', 'lease', 'claim', 'claimBytes'],
+      fields: ['name', 'key', 'lease', 'claim', 'claimBytes', 'result'],
       since: JOURNAL_SINCE,
+      fieldsSince: { result: FAILURES_SINCE },
       decode: (c) => ({
+        ...(c.result === undefined ? {} : { result: c.result }),
         op: 'done',
         ...leased(c),
         ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }),
@@ -90,22 +109,30 @@ export const journal: Family<JournalCommand, JournalState> = {
       decode: (c) => ({
         op: 'doneMany',
         name: nameField(c.name),
-        items: claimsField(c.items, 'items', 1),
+        items: doneItemsField(c.items),
         ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }),
         ...(c.claimBytes === undefined ? {} : { claimBytes: countField(c.claimBytes, 'claimBytes', MAX_BYTE_BUDGET) }),
       }),
     },
     release: {
-      fields: ['name', 'key', 'lease', 'processAt', 'failure'],
+      fields: ['name', 'key', 'lease', 'processAt', 'failure', 'error', 'unrecoverable'],
       since: JOURNAL_SINCE,
-      fieldsSince: { failure: FAILURES_SINCE },
+      fieldsSince: { failure: FAILURES_SINCE, error: FAILURES_SINCE, unrecoverable: FAILURES_SINCE },
       decode: (c) => ({
         op: 'release',
         ...leased(c),
         ...(c.processAt === undefined ? {} : { processAt: dateField(c.processAt, 'processAt') }),
         ...(c.failure === undefined ? {} : { failure: notAFailure(c.failure) }),
+        ...(c.error === undefined ? {} : { error: errorTextField(c.error) }),
+        ...(c.unrecoverable === undefined ? {} : { unrecoverable: trueField(c.unrecoverable, 'unrecoverable') }),
       }),
     },
+    // Command version 9 (docs/journal.md): remove, pause and resume, drain, progress, the results' expiry.
+    remove: { fields: ['name', 'key'], since: FAILURES_SINCE, decode: (c) => ({ op: 'remove', name: nameField(c.name), key: keyField(c.key) }) },
+    pause: { fields: ['name', 'paused'], since: FAILURES_SINCE, decode: (c) => ({ op: 'pause', name: nameField(c.name), paused: boolOf(c.paused, 'paused') }) },
+    drain: { fields: ['name', 'max'], since: FAILURES_SINCE, decode: (c) => ({ op: 'drain', name: nameField(c.name), max: countField(c.max, 'max', DRAIN_MAX) }) },
+    progress: { fields: ['name', 'key', 'lease', 'progress'], since: FAILURES_SINCE, decode: (c) => ({ op: 'progress', ...leased(c), progress: c.progress ?? null }) },
+    expireResults: { fields: ['name', 'max'], since: FAILURES_SINCE, decode: (c) => ({ op: 'expireResults', name: nameField(c.name), max: countField(c.max, 'max', 100_000) }) },
     timeout: { fields: ['name', 'claims'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'timeout', name: nameField(c.name), claims: claimsField(c.claims) }) },
     expire: { fields: ['name', 'max'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'expire', name: nameField(c.name), max: countField(c.max, 'max', 100_000) }) },
     requeue: { fields: ['name', 'key'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'requeue', name: nameField(c.name), key: keyField(c.key) }) },

@@ -21,6 +21,10 @@ export const JournalBucket = {
   flagged: 0x000e,
   /** One key (the bucket's prefix alone) -> the cluster-wide journal limits. */
   limits: 0x000f,
+  /** name, key -> a result given with done, kept for a while (command version 9). */
+  result: 0x0030,
+  /** name, keptUntil, key -> empty: kept results by when they go. */
+  resultExpiry: 0x0031,
 } as const;
 
 /** Where the cluster-wide journal limits are kept. */
@@ -164,4 +168,27 @@ export function keyAfterDate(indexKey: Buffer, name: string, extra: number): str
 export function dateIn(indexKey: Buffer, name: string): number {
   const at = 2 + 1 + Buffer.byteLength(name, 'ascii');
   return indexKey.readUInt32BE(at) * 2 ** 32 + indexKey.readUInt32BE(at + 4);
+}
+
+export function resultKey(name: string, key: string): Buffer {
+  return Buffer.concat([head(JournalBucket.result, name), Buffer.from(key, 'utf8')]);
+}
+
+export function resultExpiryKey(name: string, keptUntil: number, key: string): Buffer {
+  return datedKey(head(JournalBucket.resultExpiry, name), keptUntil, key);
+}
+
+/** Kept results that go at or before `now` (every one kept, with MAX_DATE). */
+export function resultsGoneRange(name: string, now: number): { gte: Buffer; lt: Buffer } {
+  const start = head(JournalBucket.resultExpiry, name);
+  return { gte: start, lt: Buffer.concat([start, encodeIndex(now + 1)]) };
+}
+
+/** The bytes of `key` after the journal's head in `bucket` (a page cursor), and back. */
+export function afterHead(bucket: number, name: string, key: Buffer): Buffer {
+  return key.subarray(head(bucket, name).length);
+}
+
+export function withHead(bucket: number, name: string, rest: Buffer): Buffer {
+  return Buffer.concat([head(bucket, name), rest]);
 }

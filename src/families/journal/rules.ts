@@ -1,10 +1,13 @@
 // The journal's item rules as pure functions (seed 002): how an add merges into
 // an existing key, and what an item becomes when its processing ends.
-import type { JournalItem, NextVersion } from './records.js';
+import * as crypto from 'node:crypto';
+import type { JournalItem, NextVersion, RetryPolicy } from './records.js';
 
 /** What an add brings for one key. */
 export interface Incoming extends NextVersion {
   readonly key: string;
+  /** The item's own retry policy, when the add gives one: it replaces the one it had. */
+  readonly retry?: RetryPolicy;
 }
 
 /** 0 means never: never is later than any date. */
@@ -52,6 +55,11 @@ export function merged(item: JournalItem, add: NextVersion): JournalItem {
 
 /** An add for a key: inserted, merged into a Waiting item, or kept aside while it is Processing. */
 export function added(existing: JournalItem | null, add: Incoming, now: number): JournalItem {
+  const item = addedVersion(existing, add, now);
+  return add.retry === undefined ? item : { ...item, retry: add.retry };
+}
+
+function addedVersion(existing: JournalItem | null, add: Incoming, now: number): JournalItem {
   if (existing === null) return inserted(add, now);
   if (existing.status === 'waiting') return merged(existing, add);
   const next = existing.next === null ? stripKey(add) : stripKey({ ...merged({ ...existing, ...existing.next }, add), key: add.key });
@@ -88,9 +96,24 @@ export function afterExpiry(item: JournalItem, now: number): JournalItem | null 
  * `countFailures` the failure count a merge does not reset. Flagged once either passes the
  * journal's maximum. Without `countFailures` this is the seed's rule exactly.
  */
-export function afterFailure(item: JournalItem, maxTimeouts: number, countFailures: boolean): { readonly item: JournalItem; readonly flag: boolean } {
+export function afterFailure(item: JournalItem, maxTimeouts: number, countFailures: boolean, policy?: RetryPolicy): { readonly item: JournalItem; readonly flag: boolean } {
   const failed: JournalItem = { ...item, timeouts: item.timeouts + 1, failures: countFailures ? item.failures + 1 : item.failures };
+  // A retry policy's attempts replace maxTimeouts: the failure that ends the last attempt flags it.
+  if (policy !== undefined) return { item: failed, flag: failed.failures >= policy.attempts };
   return { item: failed, flag: failed.timeouts > maxTimeouts || (countFailures && failed.failures > maxTimeouts) };
+}
+
+/**
+ * How long after its `failures`-th failure an item waits under `policy`: the delay (doubled
+ * per failure after the first when exponential, up to maxDelayMs), less up to jitterPct of
+ * it. The jitter comes from a hash of the key and the failure count, never a random number:
+ * every member applying the entry computes the same date.
+ */
+export function retryDelay(policy: RetryPolicy, key: string, failures: number): number {
+  const base = policy.backoff === 'fixed' ? policy.delayMs : Math.min(policy.maxDelayMs, policy.delayMs * 2 ** Math.min(Math.max(failures - 1, 0), 40));
+  if (policy.jitterPct === 0 || base === 0) return base;
+  const u = crypto.createHash('sha256').update(`${failures}:${key}`, 'utf8').digest().readUInt32BE(0) / 2 ** 32;
+  return base - Math.floor((base * policy.jitterPct * u) / 100);
 }
 
 /**

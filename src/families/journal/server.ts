@@ -7,11 +7,13 @@ import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type 
 import type { Need } from '../../server/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import type { JournalValue } from './apply.js';
-import type { AddedItem, JournalCommand } from './commands.js';
+import type { AddedItem, DoneItem, JournalCommand } from './commands.js';
 import { journal } from './index.js';
 import { expiredRange, startedByRange, keyAfterDate, itemKey } from './keys.js';
-import { countDue, earliestProcessAt, liveCounts, readFlagged } from './reads.js';
-import { decodeItem, type JournalDefinition, type JournalSettings } from './records.js';
+import { countDue, earliestProcessAt, liveCounts, readFlagged, readJob, readPage, readResult, type ItemStatus } from './reads.js';
+import { decodeItem, type FlaggedItem, type JournalDefinition, type JournalItem, type JournalSettings } from './records.js';
+import { CANCELLED } from './apply.js';
+import { resultsGoneRange } from './keys.js';
 import { FlagFeed } from './flag-feed.js';
 import { JournalWaiters, type ClaimTicket } from './waiters.js';
 import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
@@ -66,7 +68,7 @@ async function proposeHeld(fe: FrontEnd, name: string, requests: readonly HeldAc
   }
 }
 
-async function proposeDoneMany(fe: FrontEnd, name: string, items: ReadonlyArray<readonly [string, number]>, claim: number | undefined): Promise<JournalValue & { op: 'doneMany' }> {
+async function proposeDoneMany(fe: FrontEnd, name: string, items: readonly DoneItem[], claim: number | undefined): Promise<JournalValue & { op: 'doneMany' }> {
   const value = await propose(fe, { op: 'doneMany', name, items, ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }) });
   if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
   return value;
@@ -83,7 +85,12 @@ function flagFeed(fe: FrontEnd): FlagFeed {
 }
 
 async function propose(fe: FrontEnd, command: JournalCommand): Promise<JournalValue> {
-  const r = expectOk(await proposeTimed(fe, { family: 'journal', ...command }));
+  const outcome = await proposeTimed(fe, { family: 'journal', ...command });
+  // A removed job's holder is told so in a way a program can test: CONFLICT with reason cancelled.
+  if (!outcome.result.ok && outcome.result.code === 'CONFLICT' && outcome.result.message.startsWith(CANCELLED)) {
+    throw new VeraError('CONFLICT', outcome.result.message, { reason: 'cancelled' });
+  }
+  const r = expectOk(outcome);
   if (r.op !== 'family' || r.family !== 'journal') throw new VeraError('INTERNAL', `journal ${command.op} applied as ${r.op}`);
   return r.value as JournalValue;
 }
@@ -97,7 +104,9 @@ function definitionOf(fe: FrontEnd, name: string): JournalDefinition {
 /** A journal's settings and counts; expired items count as absent though not deleted yet (reads.ts). */
 async function describeJournal(fe: FrontEnd, name: string, d: JournalDefinition): Promise<FamilyResult> {
   const { waiting, processing, flagged, byPriority } = await countsNow(fe, name, d);
-  return { name, settings: { ...d.settings }, counts: { waiting, processing, flagged, byPriority: { ...byPriority } } };
+  const settings: Record<string, unknown> = { ...d.settings };
+  for (const k of ['retry', 'rateLimit'] as const) if (d.settings[k] !== undefined) settings[k] = { ...d.settings[k] };
+  return { name, settings: settings as FamilyResult, counts: { waiting, processing, flagged, byPriority: { ...byPriority }, results: d.results ?? 0 }, paused: d.paused === true };
 }
 
 function countsNow(fe: FrontEnd, name: string, d: JournalDefinition): Promise<JournalDefinition['counts']> {
@@ -106,11 +115,43 @@ function countsNow(fe: FrontEnd, name: string, d: JournalDefinition): Promise<Jo
   return fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => liveCounts(db, snapshot, name, d, now));
 }
 
-const settingsIn = (r: Readonly<Record<string, unknown>>): Partial<JournalSettings> => {
-  const out: Partial<Record<keyof JournalSettings, number>> = {};
-  for (const k of ['timeoutMs', 'maxTimeouts', 'priority', 'expiresInMs', 'maxItems'] as const) if (typeof r[k] === 'number') out[k] = r[k];
-  return out;
-};
+/** `base` with the request's settings: a value sets one, null clears one of command version 9's (retry, keepResultsMs, rateLimit). */
+function settingsFrom(base: JournalSettings, r: Readonly<Record<string, unknown>>): JournalSettings {
+  const out: Record<string, unknown> = { ...base };
+  for (const k of ['timeoutMs', 'maxTimeouts', 'priority', 'expiresInMs', 'maxItems', 'retry', 'keepResultsMs', 'rateLimit'] as const) {
+    if (r[k] === null) delete out[k];
+    else if (r[k] !== undefined) out[k] = r[k];
+  }
+  return out as unknown as JournalSettings;
+}
+
+/** Refuses what needs command version 9 (nested in a request, where the proposal gate does not look) before it runs. */
+function requireV9(fe: FrontEnd, what: string): void {
+  if (fe.node.stateMachine.stateOf(cluster).active < FAILURES_SINCE) throw new VeraError('BAD_REQUEST', `${what} needs command version 9, which this cluster does not run yet`);
+}
+
+/** One job as the inspect ops show it (journal.get, journal.items). */
+function jobView(record: JournalItem | FlaggedItem, timeoutMs: number): FamilyResult {
+  const flagged = 'flaggedAt' in record;
+  const item = flagged ? record.item : record;
+  return {
+    key: item.key,
+    status: flagged ? 'flagged' : item.cancelled === true ? 'cancelled' : item.status,
+    data: item.data,
+    priority: item.priority,
+    processAt: item.processAt,
+    insertedAt: item.insertedAt,
+    expiresAt: item.expiresAt,
+    timeouts: item.timeouts,
+    failures: item.failures,
+    ...(item.lastError === undefined ? {} : { lastError: item.lastError }),
+    ...(item.retry === undefined ? {} : { retry: { ...item.retry } }),
+    ...(flagged ? { flaggedAt: record.flaggedAt } : {}),
+    ...(!flagged && item.status === 'processing' ? { lease: item.lease, startedAt: item.startedAt, leaseExpiresAt: item.startedAt + timeoutMs } : {}),
+    ...(item.progress === undefined ? {} : { progress: item.progress }),
+    ...(item.next === null ? {} : { next: { data: item.next.data, priority: item.next.priority, processAt: item.next.processAt, expiresAt: item.next.expiresAt } }),
+  };
+}
 
 /**
  * A claim: proposed at once when work may be due, else waiting here until woken (an item
@@ -123,6 +164,13 @@ async function claimFor(fe: FrontEnd, r: FamilyRequest, ticket: ClaimTicket | un
   const state = fe.node.stateMachine.stateOf(journal);
   for (let first = true; ; first = false) {
     if (ticket?.cancelled === true) return { lease: 0, items: [] };
+    // Paused, or the rate limit's window is full: wait (without an entry) until that ends, or the deadline.
+    const clock = Math.max(fe.node.stateMachine.clock, Date.now());
+    const blockedUntil = state.claimsBlockedUntil(name, clock);
+    if (blockedUntil !== null && performance.now() < deadline) {
+      await waiters(fe).wait(name, Math.min(deadline, performance.now() + (blockedUntil - clock)), ticket);
+      continue;
+    }
     // A claim that will wait anyway proposes nothing until woken: what this member has
     // applied says nothing is due yet, and anything applied later wakes it. The last
     // try, at the deadline, always proposes (its reply carries a lease).
@@ -148,12 +196,12 @@ type Handler = (call: FamilyOpCall) => Promise<FamilyResult>;
 
 const handlers: Record<string, Handler> = {
   'journal.create': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'create', name: r.name as string, settings: { ...DEFAULT_SETTINGS, ...settingsIn(r) } });
+    await propose(fe, { op: 'create', name: r.name as string, settings: settingsFrom(DEFAULT_SETTINGS, r) });
     return {};
   },
   'journal.configure': async ({ fe, request: r }) => {
     const current = definitionOf(fe, r.name as string);
-    await propose(fe, { op: 'configure', name: r.name as string, settings: { ...current.settings, ...settingsIn(r) } });
+    await propose(fe, { op: 'configure', name: r.name as string, settings: settingsFrom(current.settings, r) });
     return {};
   },
   'journal.drop': async ({ fe, request: r }) => {
@@ -174,6 +222,7 @@ const handlers: Record<string, Handler> = {
     // The caller's user is charged for the items, judged in apply (once every member applies that).
     const { userQuota } = userQuotaField(fe);
     const charge = principal === null || userQuota === undefined ? {} : { user: principal, userQuota };
+    if ((r.items as AddedItem[]).some((i) => i.retry !== undefined)) requireV9(fe, 'an item retry policy');
     const value = await propose(fe, { op: 'add', name: r.name as string, items: r.items as AddedItem[], ...charge });
     if (value.op !== 'add') throw new VeraError('INTERNAL', 'add gave another result');
     return { inserted: value.inserted, merged: value.merged, deferred: value.deferred };
@@ -204,6 +253,7 @@ const handlers: Record<string, Handler> = {
       key: r.key as string,
       lease: r.lease as number,
       ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }),
+      ...(r.result === undefined ? {} : { result: r.result }),
     });
     if (value.op !== 'done') throw new VeraError('INTERNAL', 'done gave another result');
     // With `claim`, the reply is a claim's: the worker's next items, under the done's entry.
@@ -211,13 +261,16 @@ const handlers: Record<string, Handler> = {
   },
   'journal.doneMany': async ({ fe, request: r }) => {
     const claim = r.claim as number | undefined;
-    const items = (r.items as Array<{ key: string; lease: number }>).map((i) => [i.key, i.lease] as const);
+    const requested = r.items as Array<{ key: string; lease: number; result?: unknown }>;
+    const withResults = requested.some((i) => i.result !== undefined);
+    if (withResults) requireV9(fe, 'a result');
+    const items = requested.map((i) => (i.result === undefined ? ([i.key, i.lease] as const) : ([i.key, i.lease, i.result] as const)));
     const holdMs = r.holdMs as number | undefined;
     const name = r.name as string;
     // Held only while a claim of this journal waits or is being proposed here: the entry of the
-    // next claim of this journal carries them.
-    if (holdMs !== undefined && claim === undefined && waiters(fe).expectsClaim(name) && heldAcks(fe).hasRoom(name, items.length)) {
-      const { done, lost } = await heldAcks(fe).hold(name, items, holdMs);
+    // next claim of this journal carries them. Items with results go at once.
+    if (holdMs !== undefined && claim === undefined && !withResults && waiters(fe).expectsClaim(name) && heldAcks(fe).hasRoom(name, items.length)) {
+      const { done, lost } = await heldAcks(fe).hold(name, items as Array<readonly [string, number]>, holdMs);
       return { done, lost: [...lost] };
     }
     const value = await proposeDoneMany(fe, name, items, claim);
@@ -235,6 +288,8 @@ const handlers: Record<string, Handler> = {
       lease: r.lease as number,
       ...(processAt === undefined ? {} : { processAt }),
       ...(notFailure ? { failure: false as const } : {}),
+      ...(r.error === undefined ? {} : { error: r.error as string }),
+      ...(r.unrecoverable === true ? { unrecoverable: true as const } : {}),
     });
     if (value.op !== 'release') throw new VeraError('INTERNAL', 'release gave another result');
     return { flagged: value.flagged };
@@ -245,7 +300,16 @@ const handlers: Record<string, Handler> = {
     definitionOf(fe, name);
     const flagged = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readFlagged(db, snapshot, name, r.limit as number));
     return {
-      items: flagged.map(({ item, flaggedAt }) => ({ key: item.key, data: item.data, priority: item.priority, insertedAt: item.insertedAt, timeouts: item.timeouts, failures: item.failures, flaggedAt })),
+      items: flagged.map(({ item, flaggedAt }) => ({
+        key: item.key,
+        data: item.data,
+        priority: item.priority,
+        insertedAt: item.insertedAt,
+        timeouts: item.timeouts,
+        failures: item.failures,
+        flaggedAt,
+        ...(item.lastError === undefined ? {} : { lastError: item.lastError }),
+      })),
     };
   },
   'journal.flags': async ({ fe, request: r }) => {
@@ -277,7 +341,65 @@ const handlers: Record<string, Handler> = {
     await propose(fe, { op: 'forget', name: r.name as string, key: r.key as string });
     return {};
   },
+  'journal.remove': async ({ fe, request: r }) => {
+    const value = await propose(fe, { op: 'remove', name: r.name as string, key: r.key as string });
+    if (value.op !== 'remove') throw new VeraError('INTERNAL', 'remove gave another result');
+    return { status: value.status };
+  },
+  'journal.get': async ({ fe, request: r }) => {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    const name = r.name as string;
+    const d = definitionOf(fe, name);
+    const now = fe.node.stateMachine.clock;
+    const job = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readJob(db, snapshot, name, r.key as string, now));
+    if (job === null) throw new VeraError('NOT_FOUND', `no job ${r.key as string} in ${name} (waiting, processing or flagged)`);
+    return jobView(job, d.settings.timeoutMs);
+  },
+  'journal.result': async ({ fe, request: r }) => {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    const name = r.name as string;
+    definitionOf(fe, name);
+    const now = fe.node.stateMachine.clock;
+    const kept = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readResult(db, snapshot, name, r.key as string, now));
+    if (kept === null) throw new VeraError('NOT_FOUND', `no result kept for ${r.key as string} in ${name}`);
+    return { key: r.key as string, result: kept.result as FamilyResult[string], doneAt: kept.doneAt, keptUntil: kept.keptUntil };
+  },
+  'journal.items': async ({ fe, request: r }) => {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    const name = r.name as string;
+    const d = definitionOf(fe, name);
+    const now = fe.node.stateMachine.clock;
+    const after = r.after === undefined ? null : Buffer.from(r.after as string, 'base64url');
+    // A page fits well within one reply: half the member's reply budget.
+    const page = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readPage(db, snapshot, name, r.status as ItemStatus, after, r.limit as number, fe.limits.replyBytes / 2, now));
+    return { items: page.items.map((i) => jobView(i, d.settings.timeoutMs)), next: page.next === null ? null : page.next.toString('base64url') };
+  },
+  'journal.pause': async ({ fe, request: r }) => {
+    await propose(fe, { op: 'pause', name: r.name as string, paused: true });
+    return {};
+  },
+  'journal.resume': async ({ fe, request: r }) => {
+    await propose(fe, { op: 'pause', name: r.name as string, paused: false });
+    return {};
+  },
+  'journal.drain': async ({ fe, request: r }) => {
+    // Entries of DRAIN_BATCH until one finds fewer: Waiting items added meanwhile may go too, or stay.
+    let removed = 0;
+    for (;;) {
+      const value = await propose(fe, { op: 'drain', name: r.name as string, max: DRAIN_BATCH });
+      if (value.op !== 'drain') throw new VeraError('INTERNAL', 'drain gave another result');
+      removed += value.removed;
+      if (!value.more) return { removed };
+    }
+  },
+  'journal.progress': async ({ fe, request: r }) => {
+    await propose(fe, { op: 'progress', name: r.name as string, key: r.key as string, lease: r.lease as number, progress: r.progress });
+    return {};
+  },
 };
+
+/** Waiting items one drain entry deletes, at most. */
+const DRAIN_BATCH = 1000;
 
 /** What each op touches: the journal it names ('journal:NAME'), or every journal ('journal:'). */
 const one =
@@ -301,6 +423,15 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'journal.done': one('write'),
   'journal.doneMany': one('write'),
   'journal.release': one('write'),
+  'journal.progress': one('write'),
+  // Removing one job is a producer's act, as adding it is.
+  'journal.remove': one('write'),
+  'journal.get': one('read'),
+  'journal.items': one('read'),
+  'journal.result': one('read'),
+  'journal.pause': one('admin'),
+  'journal.resume': one('admin'),
+  'journal.drain': one('admin'),
 };
 
 const protocolOps = familyOps('journal', JOURNAL_OPS, handlers, NEEDS);
@@ -476,9 +607,18 @@ const http: FamilyHttpRoute = {
     const parts = rest.split('/').filter((p) => p !== '').map(decodeURIComponent);
     if (parts.length === 0) return { id: 0, op: 'journal.list' };
     const name = parts[0]!;
+    const limit = url.searchParams.get('limit');
+    // /NAME/items?status=S&after=C&limit=N, /NAME/items/KEY, /NAME/results/KEY (command version 9).
+    if (parts[1] === 'items' && parts.length === 2) {
+      const after = url.searchParams.get('after');
+      const status = url.searchParams.get('status') ?? 'waiting';
+      return JOURNAL_OPS.get('journal.items')!({ name, status, ...(after === null ? {} : { after }), ...(limit === null ? {} : { limit: Number(limit) }) }, 0, fe.limits);
+    }
+    if ((parts[1] === 'items' || parts[1] === 'results') && parts.length === 3) {
+      return JOURNAL_OPS.get(parts[1] === 'items' ? 'journal.get' : 'journal.result')!({ name, key: parts[2] }, 0, fe.limits);
+    }
     const build = JOURNAL_OPS.get(parts.length === 1 ? 'journal.show' : 'journal.flagged')!;
     if (parts.length > 2 || (parts.length === 2 && parts[1] !== 'flagged')) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
-    const limit = url.searchParams.get('limit');
     const fields: Record<string, unknown> = { name, ...(parts.length === 2 && limit !== null ? { limit: Number(limit) } : {}) };
     return build(fields, 0, fe.limits);
   },
@@ -507,11 +647,31 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
       : v.op === 'release' || v.op === 'requeue' || (v.op === 'done' && v.requeued)
         ? 1
         : v.op === 'timeout'
-          ? v.requeued.length + v.flagged.length
+          ? v.requeued.length + v.flagged.length + (v.ended?.length ?? 0)
           : v.op === 'doneMany'
             ? v.requeued
             : 0;
   if (available > 0) waiters(fe).wake(v.journal, available);
+  // A resumed journal's waiting claims may all have work again.
+  if (v.op === 'pause' && !v.paused) waiters(fe).wake(v.journal, Number.MAX_SAFE_INTEGER);
 }
 
-export const server: ServerPart = { protocolOps, duties: [timeouts, expiry, drops], onApplied, http: [http], metrics };
+/** Results whose time is up are deleted through their index, a bounded batch per entry. */
+const resultExpiry: LeaderDuty = {
+  name: 'journal-result-expiry',
+  periodMs: 1000,
+  tick: (fe) => {
+    const now = Date.now();
+    for (const [name, d] of fe.node.stateMachine.stateOf(journal).journals) {
+      if (d.dropping || (d.results ?? 0) === 0) continue;
+      runDuty(fe, `results ${name}`, () =>
+        fe.node.stateMachine.read(`journal ${name}`, async (db, snapshot) => {
+          for await (const _ of db.keys({ ...resultsGoneRange(name, now), snapshot, limit: 1 })) return { op: 'expireResults', name, max: DUTY_BATCH };
+          return null;
+        }),
+      );
+    }
+  },
+};
+
+export const server: ServerPart = { protocolOps, duties: [timeouts, expiry, drops, resultExpiry], onApplied, http: [http], metrics };

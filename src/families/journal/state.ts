@@ -76,6 +76,20 @@ export class JournalState {
     return true;
   }
 
+  /**
+   * Until when claims of `name` would take nothing, as far as this member has applied: paused
+   * (Infinity), or the rate limit's window is full (its end). Null when claims may take work.
+   */
+  claimsBlockedUntil(name: string, now: number): number | null {
+    const d = this.live(name);
+    if (d === null) return null;
+    if (d.paused === true) return Infinity;
+    const rate = d.settings.rateLimit;
+    if (rate === undefined || d.window === undefined) return null;
+    const start = now - (now % rate.windowMs);
+    return d.window.start === start && d.window.claimed >= rate.max ? start + rate.windowMs : null;
+  }
+
   /** Item records written lately (recent-items.ts). */
   readonly recent = new RecentItems();
 

@@ -6,8 +6,22 @@ import type { BatchOp } from '../family.js';
 import type { PlanReads } from '../../statemachine/pending-reads.js';
 import type { DueFront, JournalState } from './state.js';
 import type { DerivedKeys, RecentRecord } from './recent-items.js';
-import { definitionKey, expiryKey, flaggedKey, itemKey, processingKey, waitingKey } from './keys.js';
-import { chargeOf, decodeFlagged, decodeItem, encodeDefinition, encodeFlagged, encodeItem, type FlaggedItem, type JournalCounts, type JournalDefinition, type JournalItem } from './records.js';
+import { definitionKey, expiryKey, flaggedKey, itemKey, processingKey, resultExpiryKey, resultKey, waitingKey } from './keys.js';
+import {
+  chargeOf,
+  decodeFlagged,
+  decodeItem,
+  decodeResult,
+  encodeDefinition,
+  encodeFlagged,
+  encodeItem,
+  encodeResult,
+  type FlaggedItem,
+  type JournalCounts,
+  type JournalDefinition,
+  type JournalItem,
+  type KeptResult,
+} from './records.js';
 
 /** One user's items and bytes changed by an entry (negative: given back). */
 export interface UsageChange {
@@ -32,6 +46,9 @@ export class JournalTx {
   /** Fronts of the Waiting index a claim read or extended, per priority, to keep once the entry is applied (state.ts). */
   readonly frontsRead = new Map<number, DueFront>();
   private readonly flags = new Map<string, Change<FlaggedItem>>();
+  private readonly results = new Map<string, Change<KeptResult>>();
+  /** Changes to the definition besides its counts (pause, the rate limit's window), kept by definitionAfter. */
+  readonly definitionChanges: { -readonly [K in keyof JournalDefinition]?: JournalDefinition[K] } = {};
 
   constructor(
     private readonly db: PlanReads,
@@ -100,6 +117,27 @@ export class JournalTx {
   async setFlagged(key: string, flagged: FlaggedItem | null): Promise<void> {
     await this.getFlagged(key);
     this.flags.get(key)!.after = flagged;
+  }
+
+  async getResult(key: string): Promise<KeptResult | null> {
+    const staged = this.results.get(key);
+    if (staged !== undefined) return staged.after;
+    const raw = await this.db.get(resultKey(this.name, key));
+    const result = raw === undefined ? null : decodeResult(raw);
+    this.results.set(key, { before: result, after: result });
+    return result;
+  }
+
+  async setResult(key: string, result: KeptResult | null): Promise<void> {
+    await this.getResult(key);
+    this.results.get(key)!.after = result;
+  }
+
+  /** Results kept once the staged changes are written. */
+  resultCount(): number {
+    let n = this.definition.results ?? 0;
+    for (const { before, after } of this.results.values()) n += (after === null ? 0 : 1) - (before === null ? 0 : 1);
+    return n;
   }
 
   /** The journal's counts once the staged changes are written. */
@@ -172,7 +210,12 @@ export class JournalTx {
 
   /** The definition after this entry (counts updated; settings and dropping as given). */
   definitionAfter(changes: Partial<Omit<JournalDefinition, 'counts'>> = {}): JournalDefinition {
-    return { ...this.definition, ...changes, counts: this.counts() };
+    const d: { -readonly [K in keyof JournalDefinition]?: JournalDefinition[K] } = { ...this.definition, ...this.definitionChanges, ...changes, counts: this.counts() };
+    const results = this.resultCount();
+    if (results > 0) d.results = results;
+    else delete d.results;
+    if (d.paused !== true) delete d.paused;
+    return d as JournalDefinition;
   }
 
   /** What the last ops() writes to and deletes from the Waiting index, in order (state.ts keeps claims' fronts by it). */
@@ -211,6 +254,12 @@ export class JournalTx {
     for (const [key, { before, after }] of this.flags) {
       if (before === after) continue;
       ops.push(after === null ? { type: 'del', key: flaggedKey(this.name, key) } : { type: 'put', key: flaggedKey(this.name, key), value: encodeFlagged(after) });
+    }
+    for (const [key, { before, after }] of this.results) {
+      if (before === after) continue;
+      if (before !== null) ops.push({ type: 'del', key: resultExpiryKey(this.name, before.keptUntil, key) });
+      if (after === null) ops.push({ type: 'del', key: resultKey(this.name, key) });
+      else ops.push({ type: 'put', key: resultKey(this.name, key), value: encodeResult(after) }, { type: 'put', key: resultExpiryKey(this.name, after.keptUntil, key), value: EMPTY });
     }
     if (definition === null) ops.push({ type: 'del', key: definitionKey(this.name) });
     else ops.push({ type: 'put', key: definitionKey(this.name), value: encodeDefinition(definition) });

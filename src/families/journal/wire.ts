@@ -2,7 +2,7 @@
 // checked. Imports only the protocol package, so the client library uses the
 // same checks as the server (a bad request is refused before anything is sent
 // or proposed). Documented in docs/protocol.md ("Journal ops").
-import { dataField, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
+import { VeraError, dataField, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
 
 export const JOURNAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const MAX_KEY_BYTES = 1024;
@@ -21,6 +21,78 @@ export const MAX_JOURNALS_CEILING = 1_000_000;
 /** Dates are ms since the epoch; this is year 10889, far beyond any real one. */
 export const MAX_DATE = 2 ** 48;
 const LONE_SURROGATE = /\p{Cs}/u;
+/** The longest error text a release may leave on an item (UTF-8 bytes; longer is cut, not refused). */
+export const MAX_ERROR_BYTES = 1024;
+/** The largest progress report a holder may leave on an item (MessagePack bytes). */
+export const MAX_PROGRESS_BYTES = 4096;
+/** The largest result a done may leave to be read by key (MessagePack bytes). */
+export const MAX_RESULT_BYTES = 65_536;
+/** Items one page of journal.items carries, at most. */
+export const MAX_PAGE_ITEMS = 1000;
+/** Processings a retry policy may allow. */
+export const MAX_ATTEMPTS = 1000;
+/** The longest a result may be kept, and the longest retry delay (30 days). */
+export const MAX_KEEP_MS = 30 * 86_400_000;
+/** The statuses journal.items lists. */
+export const ITEM_STATUSES = ['waiting', 'processing', 'flagged'] as const;
+
+export interface RetryPolicyInput {
+  readonly attempts: number;
+  readonly backoff: 'fixed' | 'exponential';
+  readonly delayMs: number;
+  readonly maxDelayMs: number;
+  readonly jitterPct: number;
+}
+
+/**
+ * A retry policy from a request or an entry: `{attempts, backoff?, delayMs?, maxDelayMs?,
+ * jitterPct?}` with the defaults filled in (exponential from 1 s to 1 h, no jitter); a
+ * string says what is wrong.
+ */
+export function parseRetryPolicy(value: unknown, where = 'retry'): RetryPolicyInput | string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return `${where} must be a map of attempts, backoff, delayMs, maxDelayMs, jitterPct`;
+  const v = value as Fields;
+  for (const k of Object.keys(v)) if (!['attempts', 'backoff', 'delayMs', 'maxDelayMs', 'jitterPct'].includes(k)) return `${where} has an unexpected field '${k}'`;
+  const int = (x: unknown, field: string, min: number, max: number, dflt?: number): number | string => {
+    if (x === undefined && dflt !== undefined) return dflt;
+    return typeof x === 'number' && Number.isSafeInteger(x) && x >= min && x <= max ? x : `${where}.${field} must be an integer in [${min}, ${max}]`;
+  };
+  const attempts = int(v.attempts, 'attempts', 1, MAX_ATTEMPTS);
+  if (v.backoff !== undefined && v.backoff !== 'fixed' && v.backoff !== 'exponential') return `${where}.backoff must be 'fixed' or 'exponential'`;
+  const delayMs = int(v.delayMs, 'delayMs', 0, MAX_KEEP_MS, 1000);
+  const maxDelayMs = int(v.maxDelayMs, 'maxDelayMs', 0, MAX_KEEP_MS, 3_600_000);
+  const jitterPct = int(v.jitterPct, 'jitterPct', 0, 100, 0);
+  for (const x of [attempts, delayMs, maxDelayMs, jitterPct]) if (typeof x === 'string') return x;
+  if ((maxDelayMs as number) < (delayMs as number)) return `${where}.maxDelayMs must be at least delayMs`;
+  return { attempts: attempts as number, backoff: v.backoff === 'fixed' ? 'fixed' : 'exponential', delayMs: delayMs as number, maxDelayMs: maxDelayMs as number, jitterPct: jitterPct as number };
+}
+
+/** A rate limit: at most `max` (1-1000000) claimed per `windowMs` (1 ms - 1 day). */
+export function parseRateLimit(value: unknown): { max: number; windowMs: number } | string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'rateLimit must be a map of max and windowMs';
+  const v = value as Fields;
+  for (const k of Object.keys(v)) if (k !== 'max' && k !== 'windowMs') return `rateLimit has an unexpected field '${k}'`;
+  const ok = (x: unknown, max: number): x is number => typeof x === 'number' && Number.isSafeInteger(x) && x >= 1 && x <= max;
+  if (!ok(v.max, 1_000_000)) return 'rateLimit.max must be an integer in [1, 1000000]';
+  if (!ok(v.windowMs, 86_400_000)) return 'rateLimit.windowMs must be an integer in [1, 86400000]';
+  return { max: v.max, windowMs: v.windowMs };
+}
+
+/** Error text as kept: at most MAX_ERROR_BYTES UTF-8 bytes, cut at a character. */
+export function boundedError(text: string): string {
+  if (utf8Length(text) <= MAX_ERROR_BYTES) return text;
+  let out = text.slice(0, MAX_ERROR_BYTES);
+  while (utf8Length(out) > MAX_ERROR_BYTES - 3) out = out.slice(0, -1);
+  if (LONE_SURROGATE.test(out.slice(-1))) out = out.slice(0, -1);
+  return `${out}...`;
+}
+
+/** A JSON value no larger than `max` MessagePack bytes (progress, a result): TOO_LARGE past it. */
+function smallData(f: Fields, field: string, max: number, limits: ProtocolLimits): unknown {
+  const packed = packData(dataField({ data: f[field] }, limits), limits);
+  if (packed.bytes.length > max) throw new VeraError('TOO_LARGE', `${field} is ${packed.bytes.length} bytes encoded as MessagePack; the limit is ${max}`);
+  return f[field];
+}
 
 export function journalNameProblem(value: unknown): string | null {
   return typeof value === 'string' && JOURNAL_NAME.test(value) ? null : 'name must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit';
@@ -54,9 +126,22 @@ function bounded(f: Fields, field: string, min: number, max: number): number | u
 }
 
 const SETTINGS = ['timeoutMs', 'maxTimeouts', 'priority', 'expiresInMs', 'maxItems'] as const;
+/** Command version 9's settings; null clears one (configure). */
+const POLICY_SETTINGS = ['retry', 'keepResultsMs', 'rateLimit'] as const;
 
-function settings(f: Fields): Partial<Record<(typeof SETTINGS)[number], number>> {
-  const out: Partial<Record<(typeof SETTINGS)[number], number>> = {};
+function settings(f: Fields): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (f.retry !== undefined) {
+    const p = f.retry === null ? null : parseRetryPolicy(f.retry);
+    if (typeof p === 'string') throw invalid(p);
+    out.retry = p;
+  }
+  if (f.rateLimit !== undefined) {
+    const r = f.rateLimit === null ? null : parseRateLimit(f.rateLimit);
+    if (typeof r === 'string') throw invalid(r);
+    out.rateLimit = r;
+  }
+  if (f.keepResultsMs !== undefined) out.keepResultsMs = f.keepResultsMs === null ? null : bounded(f, 'keepResultsMs', 0, MAX_KEEP_MS);
   const limits = { timeoutMs: [1, 2 ** 40], maxTimeouts: [0, 255], priority: [0, 255], expiresInMs: [0, MAX_DATE], maxItems: [1, 2 ** 40] } as const;
   for (const s of SETTINGS) {
     const v = bounded(f, s, limits[s][0], limits[s][1]);
@@ -71,7 +156,9 @@ function items(f: Fields, limits: ProtocolLimits): unknown[] {
   return list.map((raw: unknown, i) => {
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(`items[${i}] must be a map`);
     const item = raw as Fields;
-    for (const k of Object.keys(item)) if (!['key', 'data', 'priority', 'processAt', 'expiresAt'].includes(k)) throw invalid(`items[${i}] has an unexpected field '${k}'`);
+    for (const k of Object.keys(item)) if (!['key', 'data', 'priority', 'processAt', 'expiresAt', 'retry'].includes(k)) throw invalid(`items[${i}] has an unexpected field '${k}'`);
+    const retry = item.retry === undefined ? undefined : parseRetryPolicy(item.retry, `items[${i}].retry`);
+    if (typeof retry === 'string') throw invalid(retry);
     // Encoded once here, in the bytes its limit is measured in; they ride on into the entry and the stored item.
     const data = packData(dataField(item, limits), limits);
     const priority = bounded(item, 'priority', 0, 255);
@@ -83,6 +170,7 @@ function items(f: Fields, limits: ProtocolLimits): unknown[] {
       ...(priority === undefined ? {} : { priority }),
       ...(processAt === undefined ? {} : { processAt }),
       ...(expiresAt === undefined ? {} : { expiresAt }),
+      ...(retry === undefined ? {} : { retry }),
     };
   });
 }
@@ -95,8 +183,8 @@ function lease(f: Fields): number {
 
 /** The ops the journal adds, by name, with the request each takes. */
 export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  ['journal.create', (f, id) => (onlyFields(f, ['name', ...SETTINGS]), { id, op: 'journal.create', name: name(f), ...settings(f) })],
-  ['journal.configure', (f, id) => (onlyFields(f, ['name', ...SETTINGS]), { id, op: 'journal.configure', name: name(f), ...settings(f) })],
+  ['journal.create', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.create', name: name(f), ...settings(f) })],
+  ['journal.configure', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.configure', name: name(f), ...settings(f) })],
   ['journal.drop', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.drop', name: name(f) })],
   ['journal.list', (f, id) => (onlyFields(f, []), { id, op: 'journal.list' })],
   ['journal.show', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.show', name: name(f) })],
@@ -115,23 +203,25 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
   ['journal.extend', (f, id) => (onlyFields(f, ['name', 'key', 'lease']), { id, op: 'journal.extend', name: name(f), key: key(f.key), lease: lease(f) })],
   [
     'journal.done',
-    (f, id) => {
-      onlyFields(f, ['name', 'key', 'lease', 'claim']);
+    (f, id, limits) => {
+      onlyFields(f, ['name', 'key', 'lease', 'claim', 'result']);
       const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
-      return { id, op: 'journal.done', name: name(f), key: key(f.key), lease: lease(f), ...(claim === undefined ? {} : { claim }) };
+      const result = f.result === undefined ? {} : { result: smallData(f, 'result', MAX_RESULT_BYTES, limits) };
+      return { id, op: 'journal.done', name: name(f), key: key(f.key), lease: lease(f), ...(claim === undefined ? {} : { claim }), ...result };
     },
   ],
   [
     'journal.doneMany',
-    (f, id) => {
+    (f, id, limits) => {
       onlyFields(f, ['name', 'items', 'claim', 'holdMs']);
       const list = f.items;
       if (!Array.isArray(list) || list.length === 0 || list.length > MAX_CLAIM_ITEMS) throw invalid(`items must be an array of 1 to ${MAX_CLAIM_ITEMS} {key, lease} maps`);
       const items = list.map((raw: unknown, i) => {
         if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(`items[${i}] must be a map of key and lease`);
         const item = raw as Fields;
-        for (const k of Object.keys(item)) if (k !== 'key' && k !== 'lease') throw invalid(`items[${i}] has an unexpected field '${k}'`);
-        return { key: key(item.key, `items[${i}]`), lease: lease(item) };
+        for (const k of Object.keys(item)) if (k !== 'key' && k !== 'lease' && k !== 'result') throw invalid(`items[${i}] has an unexpected field '${k}'`);
+        const result = item.result === undefined ? {} : { result: smallData(item, 'result', MAX_RESULT_BYTES, limits) };
+        return { key: key(item.key, `items[${i}]`), lease: lease(item), ...result };
       });
       const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
       const holdMs = bounded(f, 'holdMs', 1, MAX_ACK_HOLD_MS);
@@ -142,12 +232,17 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
   [
     'journal.release',
     (f, id) => {
-      onlyFields(f, ['name', 'key', 'lease', 'processAt', 'failure']);
+      onlyFields(f, ['name', 'key', 'lease', 'processAt', 'failure', 'error', 'unrecoverable']);
       const processAt = bounded(f, 'processAt', 0, MAX_DATE);
       if (f.failure !== undefined && typeof f.failure !== 'boolean') throw invalid('failure must be a boolean');
+      if (f.unrecoverable !== undefined && typeof f.unrecoverable !== 'boolean') throw invalid('unrecoverable must be a boolean');
+      if (f.error !== undefined && (typeof f.error !== 'string' || LONE_SURROGATE.test(f.error))) throw invalid('error must be a string of valid Unicode');
+      if (f.failure === false && (f.unrecoverable === true || f.error !== undefined)) throw invalid('a release that is no failure carries no error and is not unrecoverable');
       // A release is a failed processing unless it says `failure: false` (a worker handing back work it did not start).
       const failure = f.failure === false ? { failure: false } : {};
-      return { id, op: 'journal.release', name: name(f), key: key(f.key), lease: lease(f), ...(processAt === undefined ? {} : { processAt }), ...failure };
+      const error = f.error === undefined ? {} : { error: boundedError(f.error as string) };
+      const unrecoverable = f.unrecoverable === true ? { unrecoverable: true } : {};
+      return { id, op: 'journal.release', name: name(f), key: key(f.key), lease: lease(f), ...(processAt === undefined ? {} : { processAt }), ...failure, ...error, ...unrecoverable };
     },
   ],
   ['journal.flagged', (f, id) => (onlyFields(f, ['name', 'limit']), { id, op: 'journal.flagged', name: name(f), limit: bounded(f, 'limit', 1, 10_000) ?? 1000 })],
@@ -171,6 +266,34 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
   ],
   ['journal.requeue', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.requeue', name: name(f), key: key(f.key) })],
   ['journal.forget', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.forget', name: name(f), key: key(f.key) })],
+  // Command version 9 (docs/journal.md): remove one job, inspect, pause/resume/drain, progress, results.
+  ['journal.remove', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.remove', name: name(f), key: key(f.key) })],
+  ['journal.get', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.get', name: name(f), key: key(f.key) })],
+  ['journal.result', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.result', name: name(f), key: key(f.key) })],
+  [
+    'journal.items',
+    (f, id) => {
+      onlyFields(f, ['name', 'status', 'after', 'limit']);
+      if (!ITEM_STATUSES.includes(f.status as (typeof ITEM_STATUSES)[number])) throw invalid(`status must be one of ${ITEM_STATUSES.join(', ')}`);
+      if (f.after !== undefined && (typeof f.after !== 'string' || !CURSOR.test(f.after))) throw invalid('after must be a cursor a page of journal.items gave (its next)');
+      const limit = bounded(f, 'limit', 1, MAX_PAGE_ITEMS) ?? 100;
+      return { id, op: 'journal.items', name: name(f), status: f.status, ...(f.after === undefined ? {} : { after: f.after }), limit };
+    },
+  ],
+  ['journal.pause', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.pause', name: name(f) })],
+  ['journal.resume', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.resume', name: name(f) })],
+  ['journal.drain', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.drain', name: name(f) })],
+  [
+    'journal.progress',
+    (f, id, limits) => {
+      onlyFields(f, ['name', 'key', 'lease', 'progress']);
+      if (f.progress === undefined) throw invalid('progress is missing (any JSON value)');
+      return { id, op: 'journal.progress', name: name(f), key: key(f.key), lease: lease(f), progress: smallData(f, 'progress', MAX_PROGRESS_BYTES, limits) };
+    },
+  ],
 ]);
+
+/** A page cursor: base64url of an index key's tail (priority, dates, key), opaque to clients. */
+const CURSOR = /^[A-Za-z0-9_-]{1,1500}$/;
 
 export type JournalRequest = FamilyRequest;

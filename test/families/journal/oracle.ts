@@ -4,6 +4,9 @@
 // Order of claims: priority, then process date, then the key's bytes (the
 // generated keys are ASCII, so string order is byte order).
 
+/** The last error a timeout leaves on an item (docs/journal.md, "Retries"). */
+const TIMED_OUT = 'timed out: no done, release or extend within the journal timeout';
+
 export interface Version {
   readonly data: unknown;
   readonly priority: number;
@@ -23,6 +26,8 @@ export interface ModelItem extends Version {
   readonly lease: number;
   /** The version added while this one is processed. */
   readonly next: Version | null;
+  /** The last failure's error (command version 9: a timeout leaves one). */
+  readonly lastError?: string;
 }
 
 export interface ModelSettings {
@@ -207,7 +212,7 @@ export class JournalModel {
     for (const [key, lease] of claims) {
       const i = this.held(key, lease);
       if (i === null || i.startedAt + this.settings.timeoutMs > now) continue;
-      if (this.failed(key, i, now)) flagged.push(key);
+      if (this.failed(key, this.accounting ? { ...i, lastError: TIMED_OUT } : i, now)) flagged.push(key);
       else requeued.push(key);
     }
     return ok({ op: 'timeout', requeued, flagged });
