@@ -6,6 +6,8 @@ import { EXIT, UsageError } from '../../cli/errors.js';
 import type { CliIO } from '../../cli/io.js';
 import { parseCount, parseDuration } from '../../cli/units.js';
 import { AssignClient, type Assignment, type NodeInfo, type NodeInput } from './client.js';
+import { JournalClient } from '../journal/client.js';
+import { MAX_JOBS_PER_CLAIM, runPurgeWorker, type PurgeWorkerReport } from './client-purge-worker.js';
 import { clientStateProblem, EVENT_KINDS, nameProblem, serviceNameProblem, type AccountEventKind } from './wire.js';
 
 export const USAGE = `Usage: vera assign <subcommand> [flags]
@@ -31,6 +33,9 @@ Subcommands:
   events delete|passwordChange|reset EMAIL [--generation N]
                               apply an account event
   count SERVICE [--at MS]     users assigned at a time (default now)
+  purge-worker JOURNAL [--once] [--max N] [--max-jobs N] [--request-timeout D]
+                              send each purged record's storage node its DELETE, from the
+                              clean-up jobs purge --journal queued; --once stops when none is due
 
 Durations (D) are like 5000 (ms), 5s, 2m, 1h, 7d or 1h30m.
 Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, --ca FILE,
@@ -138,7 +143,49 @@ const NODE_COMMANDS: Readonly<Record<string, ClientCommand>> = {
   },
 };
 
+function describeReport(r: PurgeWorkerReport): string {
+  return `deleted ${r.deleted}, already gone ${r.gone}, failed ${r.failed} (released to retry), not a job ${r.invalid}`;
+}
+
+const PURGE_WORKER: ClientCommand = {
+  flags: { ...CLIENT_FLAGS, once: { kind: 'boolean' }, max: { kind: 'string' }, 'max-jobs': { kind: 'string' }, 'request-timeout': { kind: 'string' } },
+  positionals: ['JOURNAL'],
+  prepare: (ctx) => {
+    const journal = ctx.args.positionals[0]!;
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal)) throw new UsageError(`JOURNAL must be a journal's name, got ${JSON.stringify(journal)}`);
+    const max = count(ctx.args, 'max');
+    if (max !== undefined && (max < 1 || max > MAX_JOBS_PER_CLAIM)) throw new UsageError(`--max must be 1-${MAX_JOBS_PER_CLAIM}`);
+    const maxJobs = count(ctx.args, 'max-jobs');
+    const timeout = stringFlag(ctx.args, 'request-timeout');
+    const once = boolFlag(ctx.args, 'once');
+    return async (client) => {
+      // Without --once it runs until interrupted; the jobs in hand are finished first.
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        const report = await runPurgeWorker(new JournalClient(client), journal, {
+          untilEmpty: once,
+          signal: stop.signal,
+          ...(max === undefined ? {} : { max }),
+          ...(maxJobs === undefined ? {} : { maxJobs }),
+          ...(timeout === undefined ? {} : { requestTimeoutMs: parseDuration(timeout, '--request-timeout') }),
+          onJob: (job, outcome, detail) => {
+            if (!ctx.json) ctx.io.stdout(`${outcome} ${job === null ? detail : `uid ${job.uid} ${job.endpoint} (${detail})`}\n`);
+          },
+        });
+        print(ctx, report, () => describeReport(report));
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    };
+  },
+};
+
 const COMMANDS: Readonly<Record<string, ClientCommand>> = {
+  'purge-worker': PURGE_WORKER,
   service: {
     flags: { ...CLIENT_FLAGS, pattern: { kind: 'string' }, 'release-rate': { kind: 'string' }, 'new-users': { kind: 'string' }, 'top-n': { kind: 'string' } },
     positionals: ['NAME'],

@@ -4,6 +4,8 @@ import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { ASSIGN_OPS, type AccountEventKind } from './wire.js';
 
 export type { AccountEventKind } from './wire.js';
+export { runPurgeWorker, type CleanupQueue, type JobOutcome, type PurgeWorkerOptions, type PurgeWorkerReport } from './client-purge-worker.js';
+export type { CleanupJob } from './client-cleanup.js';
 
 /** Ops that change nothing: sent again after a lost connection, as a get is. */
 const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services']);

@@ -19,6 +19,7 @@ import { decodeService, type ServiceSettings, type UserRecord } from './records.
 import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
 import type { ServiceState } from './state.js';
 import { ASSIGN_OPS, endpointOf, MAX_BATCH } from './wire.js';
+import { cleanupJob } from './client-cleanup.js';
 
 /** Batches one decommission or remove request proposes at most before answering (a million users at MAX_BATCH each). */
 const MAX_ROUNDS = 1000;
@@ -240,7 +241,8 @@ async function purge(fe: FrontEnd, r: FamilyOpCall['request']): Promise<FamilyRe
   if (r.dryRun as boolean) return { dryRun: true, purged: chosen.map(describe), skipped, next };
   const journalName = r.journal as string | undefined;
   if (journalName !== undefined && chosen.length > 0) {
-    const items = chosen.map((u) => ({ key: `${service}/${u.uid}`, data: { service, uid: u.uid, email: u.email, node: u.node, endpoint: endpointOf(s.settings.pattern, service, u.node, u.uid) } }));
+    // What a worker needs to make the storage node's DELETE: the record is gone once the purge applies.
+    const items = chosen.map((u) => ({ key: `${service}/${u.uid}`, data: { ...cleanupJob(service, s.settings.pattern, u) } }));
     expectOk(await proposeTimed(fe, { family: 'journal', op: 'add', name: journalName, items } as never));
   }
   const v = chosen.length === 0 ? null : await propose(fe, { op: 'purge', service, before, uids: chosen.map((u) => u.uid), force });

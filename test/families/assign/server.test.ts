@@ -98,8 +98,8 @@ describe('node assignment on a server', () => {
     expect(purged.purged.map((p) => p.uid).sort((x, y) => x - y)).toEqual([created.uid, rekeyed.uid]);
     const queued = await journals.claim('purges', { max: 10 });
     expect(queued.items.map((i) => i.data).sort((x, y) => (x as { uid: number }).uid - (y as { uid: number }).uid)).toEqual([
-      { service: 'sync-1.5', uid: created.uid, email: 'u@example.com', node: 'https://a', endpoint: `https://a/1.5/${created.uid}` },
-      { service: 'sync-1.5', uid: rekeyed.uid, email: 'u@example.com', node: 'https://a', endpoint: `https://a/1.5/${rekeyed.uid}` },
+      expect.objectContaining({ service: 'sync-1.5', uid: created.uid, email: 'u@example.com', node: 'https://a', endpoint: `https://a/1.5/${created.uid}`, generation: 1, keysChangedAt: 1, clientState: 'aa' }),
+      expect.objectContaining({ service: 'sync-1.5', uid: rekeyed.uid, email: 'u@example.com', node: 'https://a', endpoint: `https://a/1.5/${rekeyed.uid}`, generation: 2, keysChangedAt: 2, clientState: 'bb' }),
     ]);
     // Remove the empty node; retire the user; events on an unknown user change nothing.
     expect(await assign.removeNode('sync-1.5', 'https://a')).toEqual({ replaced: 0 });
