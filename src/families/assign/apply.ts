@@ -88,6 +88,8 @@ export type AssignValue =
   | { readonly op: 'retire'; readonly email: string; readonly services: number }
   | { readonly op: 'decommission'; readonly service: string; readonly node: string; readonly replaced: number; readonly more: boolean }
   | { readonly op: 'event'; readonly email: string; readonly changed: number }
+  /** `created`: the email was unknown; `moved`: a new record on the node (false: current there already). */
+  | { readonly op: 'place'; readonly service: string; readonly user: Assignment; readonly created: boolean; readonly moved: boolean }
   | { readonly op: 'purge'; readonly service: string; readonly purged: ReadonlyArray<{ readonly uid: number; readonly email: string; readonly node: string }>; readonly skipped: number };
 
 function done(value: AssignValue, tx: AssignTx, extra: { ops?: Plan['ops']; after?: () => void } = {}): Plan {
@@ -130,6 +132,7 @@ export async function planAssign(c: AssignCommand, ctx: PlanContext, state: Assi
     return done({ op: 'addNode', service: c.service, node: c.node }, tx);
   }
   if (c.op === 'purge') return purge(c, tx);
+  if (c.op === 'place') return place(c, ctx.now, tx, service.settings.pattern);
   const node = tx.node(c.service, c.node);
   if (node === null) return failure('NOT_FOUND', `${c.service} has no node ${c.node}`);
   switch (c.op) {
@@ -264,6 +267,32 @@ async function event(c: Extract<AssignCommand, { op: 'event' }>, now: number, tx
     changed++;
   }
   return done({ op: 'event', email: c.email, changed }, tx);
+}
+
+/**
+ * The user onto the named node, whatever its load or flags (the operator's choice, as
+ * upstream's allocate_user with a node). The node's slot is taken as an allocation takes
+ * it; its load follows from the records (tx.ts), so every counter stays exact.
+ */
+async function place(c: Extract<AssignCommand, { op: 'place' }>, now: number, tx: AssignTx, pattern: string): Promise<Plan | ApplyError> {
+  const target = tx.node(c.service, c.node);
+  if (target === null) return failure('NOT_FOUND', `${c.service} has no node ${c.node}`);
+  const stored = newestFirst(await tx.records(c.email, c.service));
+  const current = stored[0];
+  if (current !== undefined && isRetired(current)) return failure('CONFLICT', `${c.email} is retired from ${c.service}; nothing brings it back`);
+  if (current !== undefined && current.replacedAt === 0 && current.node === c.node) {
+    return done({ op: 'place', service: c.service, user: assignmentOf(pattern, c.service, current, stored, oldClientStates(stored)), created: false, moved: false }, tx);
+  }
+  if (stored.length >= MAX_RECORDS_PER_USER) return failure('QUOTA_EXCEEDED', tooMany(c.email));
+  for (const r of stored) if (r.replacedAt === 0) tx.put({ ...r, replacedAt: now });
+  const placed: UserRecord =
+    current === undefined
+      ? { uid: tx.newUid(), service: c.service, email: c.email, generation: 0, clientState: '', keysChangedAt: 0, createdAt: now, replacedAt: 0, node: c.node }
+      : { ...current, uid: tx.newUid(), createdAt: now, replacedAt: 0, node: c.node };
+  tx.put(placed);
+  tx.setNode(c.service, c.node, { ...target, available: Math.max(target.available - 1, 0) });
+  const records = [placed, ...stored.map((r) => (r.replacedAt === 0 ? { ...r, replacedAt: now } : r))];
+  return done({ op: 'place', service: c.service, user: assignmentOf(pattern, c.service, placed, records, oldClientStates(records)), created: current === undefined, moved: true }, tx);
 }
 
 /** Deletes the listed records that are still replaced before the cutoff; a deleted record frees a slot on its node. */

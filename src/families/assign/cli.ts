@@ -25,6 +25,7 @@ Subcommands:
   user SERVICE EMAIL [--generation N] [--keys-changed-at N] [--client-state HEX]
                               get or create the user's assignment (Tokenserver's request)
   lookup SERVICE EMAIL        the user's records, changing nothing
+  place SERVICE EMAIL NODE    put the user on that node (created there if unknown)
   retire EMAIL [--service S]  retire the user (every service unless --service)
   decommission SERVICE NODE [--uids 1,2,...]
                               replace the node's users (or those uids); they move on their next request
@@ -242,6 +243,17 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
             ...l.records.map((r) => `  uid ${r.uid}  ${r.node}  generation ${r.generation}  state ${r.clientState || '-'}  created ${new Date(r.createdAt).toISOString()}${r.replacedAt === 0 ? '' : `  replaced ${new Date(r.replacedAt).toISOString()}`}`),
           ].join('\n'),
         );
+      };
+    },
+  },
+  place: {
+    flags: CLIENT_FLAGS,
+    positionals: ['SERVICE', 'EMAIL', 'NODE'],
+    prepare: (ctx) => {
+      const [s, e, n] = [service(ctx, 0), email(ctx, 1), node(ctx, 2)];
+      return async (client) => {
+        const r = await new AssignClient(client).place(s, e, n);
+        print(ctx, r, () => `${e}: uid ${r.uid} on ${r.node}${r.created ? ' (new user)' : r.moved ? ' (moved)' : ' (already there)'}, endpoint ${r.endpoint}`);
       };
     },
   },

@@ -186,6 +186,15 @@ export class AssignClient {
     return (await this.call('assign.purge', { service, ...options })) as unknown as PurgeResult;
   }
 
+  /**
+   * An operator's placement (Tokenserver's allocate_user.py EMAIL NODE): the user onto
+   * the named node, created there if unknown, moved there (a new record with the same
+   * values) if elsewhere; `moved: false` when it is current there already.
+   */
+  async place(service: string, email: string, node: string): Promise<Omit<Assignment, 'allocated'> & { moved: boolean }> {
+    return (await this.call('assign.place', { service, email, node })) as unknown as Omit<Assignment, 'allocated'> & { moved: boolean };
+  }
+
   /** Users assigned at `at` (default now). */
   async count(service: string, at?: number, options: ReadOptions = {}): Promise<number> {
     return (await this.call('assign.count', { service, ...(at === undefined ? {} : { at }), ...options })).users as number;

@@ -45,6 +45,12 @@ export type AssignCommand =
   | { readonly op: 'retire'; readonly email: string; readonly service?: string }
   | { readonly op: 'decommission'; readonly service: string; readonly node: string; readonly uids?: readonly number[]; readonly max: number }
   | { readonly op: 'event'; readonly kind: AccountEventKind; readonly email: string; readonly generation?: number }
+  /**
+   * An operator places the user on a named node (Tokenserver's allocate_user.py EMAIL NODE):
+   * a new user gets its first record there; a known one a copy of its current record there,
+   * every other record replaced. Nothing changes when it is current there already.
+   */
+  | { readonly op: 'place'; readonly service: string; readonly email: string; readonly node: string }
   /** Deletes the listed replaced records if they are still replaced before `before` (and not on a downed node, unless forced). */
   | { readonly op: 'purge'; readonly service: string; readonly before: number; readonly uids: readonly number[]; readonly force: boolean };
 

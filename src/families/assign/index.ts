@@ -35,6 +35,9 @@ export const ASSIGN_SINCE = 3;
  */
 export const TOKENSERVER_CHECKS_SINCE = 9;
 
+/** The operator ops of issue 36 (place a user on a named node, import Tokenserver's rows). */
+export const OPERATOR_TOOLS_SINCE = 9;
+
 export const assign: Family<AssignCommand, AssignState> = {
   name: 'assign',
   since: ASSIGN_SINCE,
@@ -105,6 +108,11 @@ export const assign: Family<AssignCommand, AssignState> = {
         if (kind !== 'delete' && c.generation === undefined) throw new CommandError(`a ${kind} event needs a generation`);
         return { op: 'event', kind, email: emailField(c.email), ...(c.generation === undefined ? {} : { generation: integerField(c.generation, 'generation', 1, Number.MAX_SAFE_INTEGER) }) };
       },
+    },
+    place: {
+      fields: ['service', 'email', 'node'],
+      since: OPERATOR_TOOLS_SINCE,
+      decode: (c) => ({ op: 'place', service: serviceField(c.service), email: emailField(c.email), node: nodeField(c.node) }),
     },
     purge: {
       fields: ['service', 'before', 'uids', 'force'],

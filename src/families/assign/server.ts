@@ -149,6 +149,11 @@ const handlers: Record<string, Handler> = {
     return { changed: v.op === 'event' ? v.changed : 0 };
   },
   'assign.purge': async ({ fe, request: r }) => purge(fe, r),
+  'assign.place': async ({ fe, request: r }) => {
+    const v = await propose(fe, { op: 'place', service: r.service as string, email: r.email as string, node: r.node as string });
+    if (v.op !== 'place') throw new VeraError('INTERNAL', 'a place entry gave another result');
+    return { ...v.user, oldClientStates: [...v.user.oldClientStates], created: v.created, moved: v.moved };
+  },
   'assign.count': async ({ fe, request: r }) => {
     await barrier(fe, r);
     const service = r.service as string;
@@ -270,6 +275,7 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'assign.updateNode': onService('admin'),
   'assign.removeNode': onService('admin'),
   'assign.decommission': onService('admin'),
+  'assign.place': onService('admin'),
   // A purge may also hand the purged records to a journal.
   'assign.purge': (r) => [{ perm: 'admin', resource: `assign:${r.service as string}` }, ...(typeof r.journal === 'string' ? [{ perm: 'write' as const, resource: `journal:${r.journal}` }] : [])],
   'assign.user': onService('write'),

@@ -225,6 +225,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
       };
     },
   ],
+  ['assign.place', (f, id) => (onlyFields(f, ['service', 'email', 'node']), { id, op: 'assign.place', service: service(f), email: email(f), node: node(f) })],
   [
     'assign.count',
     (f, id) => (onlyFields(f, ['service', 'at', 'consistency']), { id, op: 'assign.count', service: service(f), ...present({ at: bounded(f, 'at', 0, 2 ** 48) }), ...consistency(f) }),
