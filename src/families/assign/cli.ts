@@ -8,7 +8,7 @@ import { parseCount, parseDuration } from '../../cli/units.js';
 import { AssignClient, type Assignment, type NodeInfo, type NodeInput } from './client.js';
 import { JournalClient } from '../journal/client.js';
 import { MAX_JOBS_PER_CLAIM, runPurgeWorker, type PurgeWorkerReport } from './client-purge-worker.js';
-import { clientStateProblem, EVENT_KINDS, nameProblem, serviceNameProblem, type AccountEventKind } from './wire.js';
+import { clientStateProblem, EVENT_KINDS, MAX_GENERATION, nameProblem, serviceNameProblem, type AccountEventKind } from './wire.js';
 
 export const USAGE = `Usage: vera assign <subcommand> [flags]
 
@@ -72,6 +72,12 @@ function describeAssignment(a: Assignment): string {
     `  generation ${a.generation}, keys changed at ${a.keysChangedAt}, client state ${a.clientState === '' ? '(none)' : a.clientState}`,
     `  old client states ${a.oldClientStates.length === 0 ? '(none)' : a.oldClientStates.join(', ')}; first seen ${new Date(a.firstSeenAt).toISOString()}`,
   ].join('\n');
+}
+
+/** What becomes of the user's newest record: a retired user never moves again (every request is refused). */
+function currentNote(r: { readonly generation: number; readonly replacedAt: number }): string {
+  if (r.generation >= MAX_GENERATION) return ' (retired: every request is refused)';
+  return r.replacedAt !== 0 ? ' (replaced: moves to a node on its next request)' : '';
 }
 
 function describeNode(n: NodeInfo): string {
@@ -238,7 +244,7 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
         const l = await new AssignClient(client).lookup(s, e);
         print(ctx, l, () =>
           [
-            `current: uid ${l.current.uid} on ${l.current.node}${l.current.replacedAt !== 0 ? ' (replaced: moves on its next request)' : ''}, endpoint ${l.current.endpoint}`,
+            `current: uid ${l.current.uid} on ${l.current.node}${currentNote(l.current)}, endpoint ${l.current.endpoint}`,
             `old client states: ${l.oldClientStates.length === 0 ? '(none)' : l.oldClientStates.join(', ')}`,
             ...l.records.map((r) => `  uid ${r.uid}  ${r.node}  generation ${r.generation}  state ${r.clientState || '-'}  created ${new Date(r.createdAt).toISOString()}${r.replacedAt === 0 ? '' : `  replaced ${new Date(r.replacedAt).toISOString()}`}`),
           ].join('\n'),
@@ -279,7 +285,7 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
       const uids = text === undefined ? undefined : text.split(',').map((u) => parseCount(u.trim(), '--uids'));
       return async (client) => {
         const r = await new AssignClient(client).decommission(s, n, uids);
-        print(ctx, r, () => `replaced ${r.replaced} users on ${n}; they move on their next request`);
+        print(ctx, r, () => `replaced ${r.replaced} users on ${n}; they move on their next request${r.closed === true ? `\n${n} takes no new users now (backoff 1); reopen it with: vera assign node set ${s} ${n} --backoff 0` : ''}`);
       };
     },
   },

@@ -171,9 +171,13 @@ export class AssignClient {
     return (await this.call('assign.retire', { email, ...(service === undefined ? {} : { service }) })) as { services: number };
   }
 
-  /** Replaces the node's users (or the given uids), so their next request allocates them again. */
-  async decommission(service: string, node: string, uids?: readonly number[]): Promise<{ replaced: number }> {
-    return (await this.call('assign.decommission', { service, node, ...(uids === undefined ? {} : { uids }) })) as { replaced: number };
+  /**
+   * Replaces the node's users (or the given uids), so their next request allocates them again.
+   * Decommissioned whole, a node that was up and open gets backoff 1 (`closed`): it takes no new
+   * users until `updateNode(..., { backoff: 0 })`.
+   */
+  async decommission(service: string, node: string, uids?: readonly number[]): Promise<{ replaced: number; closed?: boolean }> {
+    return (await this.call('assign.decommission', { service, node, ...(uids === undefined ? {} : { uids }) })) as { replaced: number; closed?: boolean };
   }
 
   /** An FxA account event: `delete` retires; `passwordChange` and `reset` move the generation to `generation - 1`. */

@@ -142,7 +142,11 @@ const handlers: Record<string, Handler> = {
       const v = await propose(fe, { op: 'decommission', service, node, uids: r.uids as number[], max: MAX_BATCH });
       return { replaced: v.op === 'decommission' ? v.replaced : 0 };
     }
-    return { replaced: await decommission(fe, service, node) };
+    // A node decommissioned whole takes no new users until an operator clears its backoff:
+    // its load falls to 0 as its users are replaced, and an empty node ranks first, so
+    // without this its users would be allocated straight back to it.
+    const closed = await closeToNewUsers(fe, service, node);
+    return { replaced: await decommission(fe, service, node), closed };
   },
   'assign.event': async ({ fe, request: r }) => {
     const v = await propose(fe, { op: 'event', kind: r.kind as 'delete', email: r.email as string, ...(r.generation === undefined ? {} : { generation: r.generation as number }) });
@@ -200,6 +204,15 @@ async function answerUnchanged(fe: FrontEnd, service: string, email: string, req
 /** Reads are linearizable unless the request asks for this member's state as it stands. */
 async function barrier(fe: FrontEnd, r: FamilyOpCall['request']): Promise<void> {
   if (r.consistency !== 'stale') await fe.node.linearizableBarrier(fe.readTimeoutMs);
+}
+
+/** Backoff 1 on a node that is up and open to new users (a downed or backed-off node is skipped already); whether it was set. */
+async function closeToNewUsers(fe: FrontEnd, service: string, node: string): Promise<boolean> {
+  const n = serviceOf(fe, service).nodes.get(node);
+  if (n === undefined) throw new VeraError('NOT_FOUND', `${service} has no node ${node}`);
+  if (n.downed || n.backoff !== 0) return false;
+  await propose(fe, { op: 'updateNode', service, node, backoff: 1 });
+  return true;
 }
 
 /** Replaces every current record on the node, a batch per entry; how many. */
