@@ -30,7 +30,9 @@ Subcommands:
   decommission SERVICE NODE [--uids 1,2,...]
                               replace the node's users (or those uids); they move on their next request
   purge SERVICE [--grace D] [--max N] [--force] [--dry-run] [--journal NAME] [--after CURSOR]
-                              delete one batch of records replaced longer ago than D (default 7d)
+        [--until-done] [--uid-min N] [--uid-max N] [--override-node NODE]
+                              delete one batch of records replaced longer ago than D (default 7d);
+                              --until-done: batch after batch until every record due was looked at
   events delete|passwordChange|reset EMAIL [--generation N]
                               apply an account event
   count SERVICE [--at MS]     users assigned at a time (default now)
@@ -56,6 +58,11 @@ function count(args: ParsedArgs, flag: string): number | undefined {
   if (text === undefined) return undefined;
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text))) throw new UsageError(`--${flag} must be a whole number, got ${JSON.stringify(text)}`);
   return Number(text);
+}
+
+/** Fields that are present (an option object never carries `undefined`). */
+function present(fields: Readonly<Record<string, number | undefined>>): Record<string, number> {
+  return Object.fromEntries(Object.entries(fields).filter((e): e is [string, number] => e[1] !== undefined));
 }
 
 function yesNo(args: ParsedArgs, flag: string): boolean | undefined {
@@ -290,7 +297,19 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
     },
   },
   purge: {
-    flags: { ...CLIENT_FLAGS, grace: { kind: 'string' }, max: { kind: 'string' }, force: { kind: 'boolean' }, 'dry-run': { kind: 'boolean' }, journal: { kind: 'string' }, after: { kind: 'string' } },
+    flags: {
+      ...CLIENT_FLAGS,
+      grace: { kind: 'string' },
+      max: { kind: 'string' },
+      force: { kind: 'boolean' },
+      'dry-run': { kind: 'boolean' },
+      journal: { kind: 'string' },
+      after: { kind: 'string' },
+      'until-done': { kind: 'boolean' },
+      'uid-min': { kind: 'string' },
+      'uid-max': { kind: 'string' },
+      'override-node': { kind: 'string' },
+    },
     positionals: ['SERVICE'],
     prepare: (ctx) => {
       const s = service(ctx, 0);
@@ -298,6 +317,7 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
       const max = count(ctx.args, 'max');
       const journal = stringFlag(ctx.args, 'journal');
       const after = stringFlag(ctx.args, 'after');
+      const overrideNode = stringFlag(ctx.args, 'override-node');
       const options = {
         ...(grace === undefined ? {} : { graceMs: grace === '0' ? 0 : parseDuration(grace, '--grace') }),
         ...(max === undefined ? {} : { max }),
@@ -305,7 +325,20 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
         dryRun: boolFlag(ctx.args, 'dry-run'),
         ...(journal === undefined ? {} : { journal }),
         ...(after === undefined ? {} : { after }),
+        ...present({ uidMin: count(ctx.args, 'uid-min'), uidMax: count(ctx.args, 'uid-max') }),
+        ...(overrideNode === undefined ? {} : { overrideNode: checked(overrideNode, nameProblem(overrideNode, 'node')) }),
       };
+      if (overrideNode !== undefined && (!options.force || journal === undefined)) throw new UsageError('--override-node needs --force and --journal');
+      if (boolFlag(ctx.args, 'until-done')) {
+        if (after !== undefined) throw new UsageError('--until-done starts from the beginning: leave out --after');
+        return async (client) => {
+          // One line per batch: what it did and the totals so far.
+          const total = await new AssignClient(client).purgeAll(s, options, (p) => {
+            if (!ctx.json) ctx.io.stdout(`batch ${p.batches}: ${options.dryRun ? 'would purge' : 'purged'} ${p.batch.purged.length}, skipped ${p.batch.skipped}; total ${p.purged} purged, ${p.skipped} skipped\n`);
+          });
+          print(ctx, total, () => `${total.done ? 'done' : 'stopped'}: ${total.purged} records ${options.dryRun ? 'would be purged' : 'purged'} in ${total.batches} batches${total.skipped > 0 ? `, ${total.skipped} on downed nodes left (--force purges them)` : ''}`);
+        };
+      }
       return async (client) => {
         const r = await new AssignClient(client).purge(s, options);
         print(ctx, r, () =>

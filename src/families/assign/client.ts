@@ -107,6 +107,24 @@ export interface PurgeOptions {
   readonly journal?: string;
   /** Go on from where an earlier batch stopped (its `next`). */
   readonly after?: string;
+  /** Only records whose uid is at least this (inclusive). */
+  readonly uidMin?: number;
+  /** Only records whose uid is at most this (inclusive). */
+  readonly uidMax?: number;
+  /**
+   * With force and a journal: records on downed nodes have their clean-up sent to this node
+   * instead (their data was copied there), unless it is the user's current data.
+   */
+  readonly overrideNode?: string;
+}
+
+/** Where a purge to the end stands after each batch. */
+export interface PurgeProgress {
+  readonly batches: number;
+  readonly purged: number;
+  readonly skipped: number;
+  /** The last batch's answer. */
+  readonly batch: PurgeResult;
 }
 
 export interface PurgeResult {
@@ -116,6 +134,9 @@ export interface PurgeResult {
   readonly skipped: number;
   /** Where this batch stopped, to pass as `after`; null when it looked at every record due. */
   readonly next: string | null;
+  /** With overrideNode: clean-ups sent to it, and records purged with none (their data is the user's current data). */
+  readonly overridden?: number;
+  readonly activeData?: number;
 }
 
 export class AssignClient {
@@ -197,6 +218,25 @@ export class AssignClient {
    */
   async place(service: string, email: string, node: string): Promise<Omit<Assignment, 'allocated'> & { moved: boolean }> {
     return (await this.call('assign.place', { service, email, node })) as unknown as Omit<Assignment, 'allocated'> & { moved: boolean };
+  }
+
+  /**
+   * Purge in batches until every record due has been looked at (a batch answers `next`
+   * null): each batch one call, `onBatch` told after each. Records passed over (on downed
+   * nodes, unless forced) stay; a dry run looks at them all and deletes nothing.
+   * Stops after `maxBatches` (default 100,000) so a loop can never run unbounded.
+   */
+  async purgeAll(service: string, options: Omit<PurgeOptions, 'after'> = {}, onBatch?: (p: PurgeProgress) => void, maxBatches = 100_000): Promise<Omit<PurgeProgress, 'batch'> & { done: boolean }> {
+    let after: string | undefined;
+    let progress = { batches: 0, purged: 0, skipped: 0 };
+    while (progress.batches < maxBatches) {
+      const batch = await this.purge(service, { ...options, ...(after === undefined ? {} : { after }) });
+      progress = { batches: progress.batches + 1, purged: progress.purged + batch.purged.length, skipped: progress.skipped + batch.skipped };
+      onBatch?.({ ...progress, batch });
+      if (batch.next === null) return { ...progress, done: true };
+      after = batch.next;
+    }
+    return { ...progress, done: false };
   }
 
   /** Users assigned at `at` (default now). */

@@ -19,7 +19,7 @@ import { decodeService, type ServiceSettings, type UserRecord } from './records.
 import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
 import type { ServiceState } from './state.js';
 import { ASSIGN_OPS, endpointOf, MAX_BATCH } from './wire.js';
-import { cleanupJob } from './client-cleanup.js';
+import { cleanupJob, fxaKidOf } from './client-cleanup.js';
 
 /** Batches one decommission or remove request proposes at most before answering (a million users at MAX_BATCH each). */
 const MAX_ROUNDS = 1000;
@@ -240,32 +240,70 @@ async function purge(fe: FrontEnd, r: FamilyOpCall['request']): Promise<FamilyRe
   const max = r.max as number;
   const before = Math.max(0, Math.max(fe.node.stateMachine.clock, Date.now()) - (r.graceMs as number));
   const force = r.force as boolean;
-  // Records on downed nodes are passed over (unless forced): look at up to ten times the batch,
-  // and say where this batch stopped, so the next one goes on past them.
-  const window = force ? max : Math.min(max * PURGE_SCAN_FACTOR, MAX_PURGE_SCAN);
+  const uidMin = (r.uidMin as number | undefined) ?? 1;
+  const uidMax = (r.uidMax as number | undefined) ?? Number.MAX_SAFE_INTEGER;
+  const ranged = r.uidMin !== undefined || r.uidMax !== undefined;
+  // Records on downed nodes (unless forced) and outside the uid range are passed over: look at up
+  // to ten times the batch, and say where this batch stopped, so the next one goes on past them.
+  const window = force && !ranged ? max : Math.min(max * PURGE_SCAN_FACTOR, MAX_PURGE_SCAN);
   const after = parseCursor(r.after as string | undefined);
   const candidates = await fe.node.stateMachine.read('assignment purge', (db, snapshot) => replacedBefore(db, snapshot, service, before, window, after));
   const chosen: UserRecord[] = [];
   let examined = 0;
+  let skipped = 0;
   for (const u of candidates) {
     if (chosen.length === max) break;
     examined++;
+    if (u.uid < uidMin || u.uid > uidMax) continue;
     if (force || s.nodes.get(u.node)?.downed !== true) chosen.push(u);
+    else skipped++;
   }
-  const skipped = examined - chosen.length;
   const last = candidates[examined - 1];
   const next = last !== undefined && (examined < candidates.length || candidates.length === window) ? `${last.replacedAt}:${last.uid}` : null;
   const describe = (u: UserRecord): FamilyResult => ({ uid: u.uid, email: u.email, node: u.node, replacedAt: u.replacedAt });
   if (r.dryRun as boolean) return { dryRun: true, purged: chosen.map(describe), skipped, next };
   const journalName = r.journal as string | undefined;
+  let overridden = 0;
+  let activeData = 0;
   if (journalName !== undefined && chosen.length > 0) {
-    // What a worker needs to make the storage node's DELETE: the record is gone once the purge applies.
-    const items = chosen.map((u) => ({ key: `${service}/${u.uid}`, data: { ...cleanupJob(service, s.settings.pattern, u) } }));
-    expectOk(await proposeTimed(fe, { family: 'journal', op: 'add', name: journalName, items } as never));
+    const jobs = await cleanupJobs(fe, service, s, chosen, r.overrideNode as string | undefined);
+    overridden = jobs.overridden;
+    activeData = chosen.length - jobs.items.length;
+    if (jobs.items.length > 0) expectOk(await proposeTimed(fe, { family: 'journal', op: 'add', name: journalName, items: jobs.items } as never));
   }
   const v = chosen.length === 0 ? null : await propose(fe, { op: 'purge', service, before, uids: chosen.map((u) => u.uid), force });
   if (v !== null && v.op !== 'purge') throw new VeraError('INTERNAL', 'purge gave another result');
-  return { dryRun: false, purged: v === null ? [] : v.purged.map((p) => ({ ...p })), skipped: skipped + (v?.skipped ?? 0), next };
+  return {
+    dryRun: false,
+    purged: v === null ? [] : v.purged.map((p) => ({ ...p })),
+    skipped: skipped + (v?.skipped ?? 0),
+    next,
+    ...(r.overrideNode === undefined ? {} : { overridden, activeData }),
+  };
+}
+
+/**
+ * The clean-up jobs of a batch. With an override node (upstream's --override_node, for data
+ * copied off a downed node), a record on a downed node has its data deleted there instead,
+ * unless that data is the user's current data: the same key id as the user's current record
+ * (upstream's points_to_active), whose deletion would lose what the user has now. Such a
+ * record is purged with no job.
+ */
+async function cleanupJobs(fe: FrontEnd, service: string, s: ServiceState, chosen: readonly UserRecord[], overrideNode: string | undefined): Promise<{ items: Array<{ key: string; data: FamilyResult }>; overridden: number }> {
+  const items: Array<{ key: string; data: FamilyResult }> = [];
+  let overridden = 0;
+  for (const u of chosen) {
+    const onDowned = s.nodes.get(u.node)?.downed === true;
+    if (overrideNode === undefined || !onDowned || u.node === overrideNode) {
+      items.push({ key: `${service}/${u.uid}`, data: { ...cleanupJob(service, s.settings.pattern, u) } });
+      continue;
+    }
+    const current = newestFirst(await fe.node.stateMachine.read('assignment purge override', (db, snapshot) => userRecords(db, snapshot, u.email, service)))[0];
+    if (current !== undefined && current.uid !== u.uid && fxaKidOf(current) === fxaKidOf(u)) continue;
+    items.push({ key: `${service}/${u.uid}`, data: { ...cleanupJob(service, s.settings.pattern, u, overrideNode) } });
+    overridden++;
+  }
+  return { items, overridden };
 }
 
 /** How far past a batch's size one purge looks for records not on downed nodes. */

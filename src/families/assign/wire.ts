@@ -130,6 +130,19 @@ function nodeFields(f: Fields): Record<string, unknown> {
   });
 }
 
+/** A purge's uid range (upstream's --range_start/--range_end) and override node (--override_node, with force and a journal). */
+function purgeScope(f: Fields, journal: boolean): Record<string, unknown> {
+  const uidMin = bounded(f, 'uidMin', 1, Number.MAX_SAFE_INTEGER);
+  const uidMax = bounded(f, 'uidMax', 1, Number.MAX_SAFE_INTEGER);
+  if (uidMin !== undefined && uidMax !== undefined && uidMin > uidMax) throw invalid(`uidMin ${uidMin} is above uidMax ${uidMax}`);
+  let overrideNode: string | undefined;
+  if (f.overrideNode !== undefined) {
+    overrideNode = checked(f.overrideNode, nameProblem(f.overrideNode, 'node'));
+    if (f.force !== true || !journal) throw invalid('overrideNode is for a forced purge into a journal: give force and journal too');
+  }
+  return present({ uidMin, uidMax, overrideNode });
+}
+
 /** The ops node assignment adds, by name, with the request each takes. */
 export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
   [
@@ -206,7 +219,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
   [
     'assign.purge',
     (f, id) => {
-      onlyFields(f, ['service', 'graceMs', 'max', 'force', 'dryRun', 'journal', 'after']);
+      onlyFields(f, ['service', 'graceMs', 'max', 'force', 'dryRun', 'journal', 'after', 'uidMin', 'uidMax', 'overrideNode']);
       if (f.after !== undefined && (typeof f.after !== 'string' || !PURGE_CURSOR.test(f.after) || !f.after.split(':').every((n) => Number.isSafeInteger(Number(n))))) {
         throw invalid('after must be the `next` a purge answered');
       }
@@ -222,6 +235,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
         dryRun: bool(f, 'dryRun') ?? false,
         ...(journal === undefined ? {} : { journal }),
         ...(f.after === undefined ? {} : { after: f.after }),
+        ...purgeScope(f, journal !== undefined),
       };
     },
   ],
