@@ -22,6 +22,11 @@ Subcommands:
   node set SERVICE NODE [--capacity N] [--available N] [--downed yes|no] [--backoff N]
   node rm SERVICE NODE        down the node, move its users off, remove it
   node ls SERVICE             nodes with load, capacity and available slots
+  node users SERVICE NODE [--after UID] [--limit N]
+                              one page of the users current on the node
+  drain SERVICE NODE [--rate N] [--batch N]
+                              stop new users on the node and move its users off, N per second
+                              (default 100), with progress; it stays up
   user SERVICE EMAIL [--generation N] [--keys-changed-at N] [--client-state HEX]
                               get or create the user's assignment (Tokenserver's request)
   lookup SERVICE EMAIL        the user's records, changing nothing
@@ -144,6 +149,25 @@ const NODE_COMMANDS: Readonly<Record<string, ClientCommand>> = {
       };
     },
   },
+  users: {
+    flags: { ...CLIENT_FLAGS, after: { kind: 'string' }, limit: { kind: 'string' } },
+    positionals: ['SERVICE', 'NODE'],
+    prepare: (ctx) => {
+      const [s, n] = [service(ctx, 0), node(ctx, 1)];
+      const after = count(ctx.args, 'after');
+      const limit = count(ctx.args, 'limit');
+      if (limit !== undefined && (limit < 1 || limit > 1000)) throw new UsageError('--limit must be 1-1000');
+      return async (client) => {
+        const page = await new AssignClient(client).nodeUsers(s, n, { ...(after === undefined ? {} : { after }), ...(limit === undefined ? {} : { limit }) });
+        print(ctx, page, () =>
+          [
+            ...(page.users.length === 0 ? ['(no users)'] : page.users.map((u) => `uid ${u.uid}  ${u.email}  generation ${u.generation}  state ${u.clientState || '-'}`)),
+            ...(page.next === null ? [] : [`more: --after ${page.next}`]),
+          ].join('\n'),
+        );
+      };
+    },
+  },
   ls: {
     flags: CLIENT_FLAGS,
     positionals: ['SERVICE'],
@@ -198,7 +222,38 @@ const PURGE_WORKER: ClientCommand = {
   },
 };
 
+const DRAIN: ClientCommand = {
+  flags: { ...CLIENT_FLAGS, rate: { kind: 'string' }, batch: { kind: 'string' } },
+  positionals: ['SERVICE', 'NODE'],
+  prepare: (ctx) => {
+    const [s, n] = [service(ctx, 0), node(ctx, 1)];
+    const rate = count(ctx.args, 'rate');
+    const batch = count(ctx.args, 'batch');
+    if (rate !== undefined && rate < 1) throw new UsageError('--rate must be at least 1 (users per second)');
+    if (batch !== undefined && (batch < 1 || batch > 1000)) throw new UsageError('--batch must be 1-1000');
+    return async (client) => {
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once('SIGINT', onSignal);
+      try {
+        const r = await new AssignClient(client).drain(s, n, {
+          signal: stop.signal,
+          ...(rate === undefined ? {} : { ratePerSecond: rate }),
+          ...(batch === undefined ? {} : { batch }),
+          onBatch: (p) => {
+            if (!ctx.json) ctx.io.stdout(`batch ${p.batches}: ${p.replaced} users replaced so far, ${p.load} still on ${n}\n`);
+          },
+        });
+        print(ctx, r, () => `${r.done ? 'drained' : 'stopped draining'} ${n}: ${r.replaced} users replaced in ${r.batches} batches; they move on their next request. ${n} takes no new users until: vera assign node set ${s} ${n} --backoff 0`);
+      } finally {
+        process.off('SIGINT', onSignal);
+      }
+    };
+  },
+};
+
 const COMMANDS: Readonly<Record<string, ClientCommand>> = {
+  drain: DRAIN,
   'purge-worker': PURGE_WORKER,
   service: {
     flags: { ...CLIENT_FLAGS, pattern: { kind: 'string' }, 'release-rate': { kind: 'string' }, 'new-users': { kind: 'string' }, 'top-n': { kind: 'string' } },

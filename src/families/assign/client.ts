@@ -8,7 +8,7 @@ export { runPurgeWorker, type CleanupQueue, type JobOutcome, type PurgeWorkerOpt
 export type { CleanupJob } from './client-cleanup.js';
 
 /** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services']);
+const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services', 'assign.nodeUsers']);
 
 export interface ServiceInput {
   /** Endpoint pattern; `{node}`, `{uid}` and `{service}` are filled in. Default `{node}/1.5/{uid}`. */
@@ -116,6 +116,26 @@ export interface PurgeOptions {
    * instead (their data was copied there), unless it is the user's current data.
    */
   readonly overrideNode?: string;
+}
+
+/** A user current on a node, as a page of `nodeUsers` lists it. */
+export interface NodeUser {
+  readonly uid: number;
+  readonly email: string;
+  readonly generation: number;
+  readonly keysChangedAt: number;
+  readonly clientState: string;
+  readonly createdAt: number;
+}
+
+export interface DrainOptions {
+  /** Users replaced per second, at most. Default 100. */
+  readonly ratePerSecond?: number;
+  /** Users replaced per entry (1-1000). Default 100, never above the rate. */
+  readonly batch?: number;
+  readonly signal?: AbortSignal;
+  /** Told after each batch: replaced so far, and the node's load (its users still there). */
+  readonly onBatch?: (p: { readonly replaced: number; readonly load: number; readonly batches: number }) => void;
 }
 
 /** Where a purge to the end stands after each batch. */
@@ -239,8 +259,53 @@ export class AssignClient {
     return { ...progress, done: false };
   }
 
+  /** One page of the users current on a node, by uid; `next` is the `after` of the next page, null after the last. */
+  async nodeUsers(service: string, node: string, page: { after?: number; limit?: number } = {}, options: ReadOptions = {}): Promise<{ users: NodeUser[]; next: number | null }> {
+    return (await this.call('assign.nodeUsers', { service, node, ...page, ...options })) as unknown as { users: NodeUser[]; next: number | null };
+  }
+
+  /**
+   * Drains a node without downing it: it takes no new users from the first batch on
+   * (backoff 1, as a decommission sets), and its users are replaced a batch per entry at
+   * most `ratePerSecond`, each moving to another node on its next request. Ends when none
+   * is left (`done`) or `signal` aborts. Reopen the node with updateNode(..., {backoff: 0}).
+   */
+  async drain(service: string, node: string, options: DrainOptions = {}): Promise<{ replaced: number; batches: number; done: boolean }> {
+    const rate = options.ratePerSecond ?? 100;
+    if (!(rate > 0)) throw new RangeError('ratePerSecond must be above 0');
+    const batch = Math.max(1, Math.min(options.batch ?? 100, 1000, Math.ceil(rate)));
+    const started = Date.now();
+    let replaced = 0;
+    let batches = 0;
+    while (options.signal?.aborted !== true) {
+      const r = (await this.call('assign.decommission', { service, node, max: batch })) as { replaced: number; finished: boolean };
+      replaced += r.replaced;
+      batches++;
+      const load = (await this.nodes(service)).find((n) => n.node === node)?.load ?? 0;
+      options.onBatch?.({ replaced, load, batches });
+      if (r.finished) return { replaced, batches, done: true };
+      // Pace: the next batch no sooner than the rate allows for what has been replaced so far.
+      await pause(started + (replaced / rate) * 1000 - Date.now(), options.signal);
+    }
+    return { replaced, batches, done: false };
+  }
+
   /** Users assigned at `at` (default now). */
   async count(service: string, at?: number, options: ReadOptions = {}): Promise<number> {
     return (await this.call('assign.count', { service, ...(at === undefined ? {} : { at }), ...options })).users as number;
   }
+}
+
+/** Waits `ms` (nothing when not positive), or until `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (ms <= 0 || signal?.aborted === true) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }

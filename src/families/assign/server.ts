@@ -14,7 +14,7 @@ import { cluster } from '../cluster/index.js';
 import type { AssignCommand } from './commands.js';
 import { assign } from './index.js';
 import { nodeKey, serviceKey, type PurgeCursor } from './keys.js';
-import { countUsers, replacedBefore, userRecords } from './reads.js';
+import { countUsers, replacedBefore, userRecords, usersOnNode } from './reads.js';
 import { decodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
 import type { ServiceState } from './state.js';
@@ -142,6 +142,14 @@ const handlers: Record<string, Handler> = {
       const v = await propose(fe, { op: 'decommission', service, node, uids: r.uids as number[], max: MAX_BATCH });
       return { replaced: v.op === 'decommission' ? v.replaced : 0 };
     }
+    if (r.max !== undefined) {
+      // One batch (a drain's step): the node closed first, as for the whole node.
+      const closed = await closeToNewUsers(fe, service, node);
+      const v = await propose(fe, { op: 'decommission', service, node, max: r.max as number });
+      if (v.op !== 'decommission') throw new VeraError('INTERNAL', 'decommission gave another result');
+      // `finished`, not `more`: a reply with more: true is a partial reply in the protocol.
+      return { replaced: v.replaced, finished: !v.more, closed };
+    }
     // A node decommissioned whole takes no new users until an operator clears its backoff:
     // its load falls to 0 as its users are replaced, and an empty node ranks first, so
     // without this its users would be allocated straight back to it.
@@ -153,6 +161,16 @@ const handlers: Record<string, Handler> = {
     return { changed: v.op === 'event' ? v.changed : 0 };
   },
   'assign.purge': async ({ fe, request: r }) => purge(fe, r),
+  'assign.nodeUsers': async ({ fe, request: r }) => {
+    await barrier(fe, r);
+    const service = r.service as string;
+    const node = r.node as string;
+    if (!serviceOf(fe, service).nodes.has(node)) throw new VeraError('NOT_FOUND', `${service} has no node ${node}`);
+    const limit = (r.limit as number | undefined) ?? 100;
+    const page = await fe.node.stateMachine.read('assignment node users', (db, snapshot) => usersOnNode(db, snapshot, service, node, limit, (r.after as number | undefined) ?? 0));
+    const users = page.users.map((u) => ({ uid: u.uid, email: u.email, generation: u.generation, keysChangedAt: u.keysChangedAt, clientState: u.clientState, createdAt: u.createdAt }));
+    return { users, next: page.more ? page.users[page.users.length - 1]!.uid : null };
+  },
   'assign.place': async ({ fe, request: r }) => {
     const v = await propose(fe, { op: 'place', service: r.service as string, email: r.email as string, node: r.node as string });
     if (v.op !== 'place') throw new VeraError('INTERNAL', 'a place entry gave another result');
@@ -335,6 +353,7 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'assign.lookup': onService('read'),
   'assign.nodes': onService('read'),
   'assign.count': onService('read'),
+  'assign.nodeUsers': onService('read'),
   'assign.services': () => [{ perm: 'read', resource: 'assign:' }],
 };
 
@@ -403,6 +422,7 @@ function call(fe: FrontEnd, op: string, fields: Readonly<Record<string, unknown>
 
 /**
  * GET /v1/assign/services, /services/S (its nodes), /services/S/users/EMAIL (lookup),
+ * /services/S/nodes/NODE/users?after=UID&limit=N (a node's users, a page),
  * /services/S/count?at=MS, each with ?consistency=stale (default) or linearizable; POST /v1/assign/OP with the op's fields as a JSON object
  * (OP is an op name without `assign.`, e.g. POST /v1/assign/user).
  */
@@ -410,7 +430,7 @@ const http: FamilyHttpRoute = {
   prefix: '/v1/assign',
   get: (fe, rest, url) => {
     const parts = rest.split('/').filter((p) => p !== '').map(decodeURIComponent);
-    if (parts[0] !== 'services' || parts.length > 4) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
+    if (parts[0] !== 'services' || parts.length > 5) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
     // Like GET /v1/data: this member's state unless ?consistency=linearizable.
     const consistency = url.searchParams.get('consistency') ?? 'stale';
     if (parts.length === 1) return call(fe, 'assign.services', { consistency });
@@ -421,6 +441,10 @@ const http: FamilyHttpRoute = {
       return call(fe, 'assign.count', { service, consistency, ...(at === null ? {} : { at: Number(at) }) });
     }
     if (parts.length === 4 && parts[2] === 'users') return call(fe, 'assign.lookup', { service, email: parts[3], consistency });
+    if (parts.length === 5 && parts[2] === 'nodes' && parts[4] === 'users') {
+      const page = Object.fromEntries(['after', 'limit'].flatMap((k) => (url.searchParams.get(k) === null ? [] : [[k, Number(url.searchParams.get(k))]])));
+      return call(fe, 'assign.nodeUsers', { service, node: parts[3], consistency, ...page });
+    }
     throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
   },
   post: (fe, rest, url, body) => {

@@ -201,9 +201,11 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
   [
     'assign.decommission',
     (f, id) => {
-      onlyFields(f, ['service', 'node', 'uids']);
+      onlyFields(f, ['service', 'node', 'uids', 'max']);
       const list = uids(f);
-      return { id, op: 'assign.decommission', service: service(f), node: node(f), ...(list === undefined ? {} : { uids: list }) };
+      const max = bounded(f, 'max', 1, MAX_BATCH);
+      if (list !== undefined && max !== undefined) throw invalid('give uids or max, not both');
+      return { id, op: 'assign.decommission', service: service(f), node: node(f), ...(list === undefined ? {} : { uids: list }), ...present({ max }) };
     },
   ],
   [
@@ -237,6 +239,13 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
         ...(f.after === undefined ? {} : { after: f.after }),
         ...purgeScope(f, journal !== undefined),
       };
+    },
+  ],
+  [
+    'assign.nodeUsers',
+    (f, id) => {
+      onlyFields(f, ['service', 'node', 'after', 'limit', 'consistency']);
+      return { id, op: 'assign.nodeUsers', service: service(f), node: node(f), ...present({ after: bounded(f, 'after', 0, Number.MAX_SAFE_INTEGER), limit: bounded(f, 'limit', 1, MAX_BATCH) }), ...consistency(f) };
     },
   ],
   ['assign.place', (f, id) => (onlyFields(f, ['service', 'email', 'node']), { id, op: 'assign.place', service: service(f), email: email(f), node: node(f) })],

@@ -75,4 +75,36 @@ describe('operator tools on three members', () => {
     expect([...view.current.values()].filter((c) => c.node === 'https://c')).toHaveLength(3 + 1);
     await expect(assign.place(service, emails[0]!, 'https://nowhere')).rejects.toMatchObject({ code: 'NOT_FOUND' });
   }, 60_000);
+
+  it('drain: the node takes no new users, its users are replaced a batch at a time with progress, and move elsewhere; counters exact on every member', async () => {
+    const service = 'drain-1.5';
+    await assign.service(service);
+    await assign.addNode(service, 'https://a', { capacity: 1000 });
+    const emails = Array.from({ length: 240 }, (_, i) => `d${i}@example.com`);
+    for (let i = 0; i < emails.length; i += 60) await Promise.all(emails.slice(i, i + 60).map((e) => assign.user(service, e, { generation: 1 })));
+    await assign.addNode(service, 'https://b', { capacity: 1000 });
+    await assign.addNode(service, 'https://c', { capacity: 1000 });
+    // Its users page by page, by uid.
+    const listed: number[] = [];
+    let after: number | undefined;
+    for (let pages = 0; pages < 10; pages++) {
+      const page = await assign.nodeUsers(service, 'https://a', { limit: 100, ...(after === undefined ? {} : { after }) });
+      listed.push(...page.users.map((u) => u.uid));
+      if (page.next === null) break;
+      after = page.next;
+    }
+    expect(listed).toHaveLength(240);
+    expect([...listed].sort((x, y) => x - y)).toEqual(listed);
+    const progress: Array<{ replaced: number; load: number }> = [];
+    const r = await assign.drain(service, 'https://a', { ratePerSecond: 2000, batch: 50, onBatch: (p) => progress.push({ replaced: p.replaced, load: p.load }) });
+    expect(r).toMatchObject({ replaced: 240, done: true });
+    expect(progress.slice(0, 5)).toEqual([50, 100, 150, 200, 240].map((replaced) => ({ replaced, load: 240 - replaced })));
+    // Up, but closed: every user moves to b or c, and so does a new one.
+    for (let i = 0; i < emails.length; i += 60) await Promise.all(emails.slice(i, i + 60).map(async (e) => expect((await assign.user(service, e, { generation: 1 })).node).not.toBe('https://a')));
+    expect((await assign.user(service, 'new@example.com')).node).not.toBe('https://a');
+    expect((await assign.nodes(service)).find((n) => n.node === 'https://a')).toMatchObject({ load: 0, downed: false, backoff: 1 });
+    expect((await assign.nodeUsers(service, 'https://a')).users).toEqual([]);
+    const view = await expectExactCounters(service, [...emails, 'new@example.com']);
+    expect(view.current.size).toBe(241);
+  }, 120_000);
 });
