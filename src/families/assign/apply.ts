@@ -5,10 +5,11 @@
 // Plans read user records through ctx.reads and nodes from memory, so
 // assignment entries share LevelDB batches.
 import type { ApplyError } from '../../statemachine/types.js';
-import { failure, type Plan, type PlanContext } from '../family.js';
+import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
 import { allocate } from './allocate.js';
 import { DEFAULT_SERVICE, type AssignCommand } from './commands.js';
-import { serviceKey } from './keys.js';
+import { eventIdKey, eventTimeKey, eventTimeParts, eventTimesBefore, serviceKey } from './keys.js';
+import { pack } from '../../statemachine/codec.js';
 import { encodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { isRetired, newestFirst, oldClientStates, updateOf, validate, type CheckRules, type LoginRequest, type RejectionReason } from './rules.js';
 import { cluster } from '../cluster/index.js';
@@ -21,7 +22,7 @@ export function rulesAt(activeVersion: number): CheckRules {
 import type { AssignState } from './state.js';
 import { AssignTx } from './tx.js';
 import { byNodeRange, uidAtEnd } from './keys.js';
-import { endpointOf, MAX_GENERATION, MAX_NODES_PER_SERVICE, MAX_RECORDS_PER_USER, MAX_SERVICES } from './wire.js';
+import { endpointOf, EVENT_ID_RETENTION_MS, EVENT_IDS_PRUNED_PER_ENTRY, MAX_GENERATION, MAX_NODES_PER_SERVICE, MAX_RECORDS_PER_USER, MAX_SERVICES } from './wire.js';
 
 /** A user as a login answers it. */
 export interface Assignment {
@@ -87,7 +88,7 @@ export type AssignValue =
   | { readonly op: 'login'; readonly service: string; readonly refused: LoginRefusal; readonly message: string }
   | { readonly op: 'retire'; readonly email: string; readonly services: number }
   | { readonly op: 'decommission'; readonly service: string; readonly node: string; readonly replaced: number; readonly more: boolean }
-  | { readonly op: 'event'; readonly email: string; readonly changed: number }
+  | { readonly op: 'event'; readonly email: string; readonly changed: number; readonly duplicate?: boolean }
   /** `created`: the email was unknown; `moved`: a new record on the node (false: current there already). */
   | { readonly op: 'place'; readonly service: string; readonly user: Assignment; readonly created: boolean; readonly moved: boolean }
   | { readonly op: 'purge'; readonly service: string; readonly purged: ReadonlyArray<{ readonly uid: number; readonly email: string; readonly node: string }>; readonly skipped: number };
@@ -120,8 +121,13 @@ export async function planAssign(c: AssignCommand, ctx: PlanContext, state: Assi
       return login(c, ctx.now, tx, rules);
     case 'retire':
       return done({ op: 'retire', email: c.email, services: await retire(tx, c.email, c.service ?? null, ctx.now) }, tx);
-    case 'event':
-      return event(c, ctx.now, tx, rules);
+    case 'event': {
+      if (c.eventId === undefined) return event(c, ctx.now, tx, rules);
+      // Once per id: a repeat (a queue delivering again, a worker retrying) changes nothing.
+      if ((await ctx.reads.get(eventIdKey(c.eventId))) !== undefined) return done({ op: 'event', email: c.email, changed: 0, duplicate: true }, tx);
+      const plan = await event(c, ctx.now, tx, rules);
+      return { ...plan, ops: [...(await rememberEvent(ctx, c.eventId)), ...plan.ops] };
+    }
   }
   const service = tx.service(c.service);
   if (service === undefined) return failure('NOT_FOUND', `no service ${c.service}`);
@@ -247,6 +253,18 @@ async function retire(tx: AssignTx, email: string, service: string | null, now: 
     for (const r of others) if (r.replacedAt === 0) tx.put({ ...r, replacedAt: now });
   }
   return byService.size;
+}
+
+/** Writes that remember an event id, and drop a few ids past the retention (bounding what is kept). */
+async function rememberEvent(ctx: PlanContext, id: string): Promise<Plan['ops']> {
+  const ops: BatchOp[] = [
+    { type: 'put', key: eventIdKey(id), value: pack(ctx.now) },
+    { type: 'put', key: eventTimeKey(ctx.now, id), value: Buffer.alloc(0) },
+  ];
+  for (const key of await ctx.reads.keys({ ...eventTimesBefore(ctx.now - EVENT_ID_RETENTION_MS), limit: EVENT_IDS_PRUNED_PER_ENTRY })) {
+    ops.push({ type: 'del', key }, { type: 'del', key: eventIdKey(eventTimeParts(key).id) });
+  }
+  return ops;
 }
 
 /** FxA account events (Tokenserver's process_account_events): delete retires; a password change or reset moves the generation up to the event's - 1. */

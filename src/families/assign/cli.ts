@@ -8,7 +8,8 @@ import { parseCount, parseDuration } from '../../cli/units.js';
 import { AssignClient, type Assignment, type NodeInfo, type NodeInput } from './client.js';
 import { JournalClient } from '../journal/client.js';
 import { MAX_JOBS_PER_CLAIM, runPurgeWorker, type PurgeWorkerReport } from './client-purge-worker.js';
-import { clientStateProblem, EVENT_KINDS, MAX_GENERATION, nameProblem, serviceNameProblem, type AccountEventKind } from './wire.js';
+import { runEventsWorker } from './client-events-worker.js';
+import { clientStateProblem, eventIdProblem, EVENT_KINDS, MAX_GENERATION, nameProblem, serviceNameProblem, type AccountEventKind } from './wire.js';
 
 export const USAGE = `Usage: vera assign <subcommand> [flags]
 
@@ -38,8 +39,10 @@ Subcommands:
         [--until-done] [--uid-min N] [--uid-max N] [--override-node NODE]
                               delete one batch of records replaced longer ago than D (default 7d);
                               --until-done: batch after batch until every record due was looked at
-  events delete|passwordChange|reset EMAIL [--generation N]
-                              apply an account event
+  events delete|passwordChange|reset EMAIL [--generation N] [--event-id ID] [--queue JOURNAL]
+                              apply an account event (once per --event-id), or queue it in a journal
+  events-worker JOURNAL [--once] [--max N] [--max-events N]
+                              apply the queued account events, each once per id
   count SERVICE [--at MS]     users assigned at a time (default now)
   purge-worker JOURNAL [--once] [--max N] [--max-jobs N] [--request-timeout D]
                               send each purged record's storage node its DELETE, from the
@@ -407,7 +410,7 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
     },
   },
   events: {
-    flags: { ...CLIENT_FLAGS, generation: { kind: 'string' } },
+    flags: { ...CLIENT_FLAGS, generation: { kind: 'string' }, 'event-id': { kind: 'string' }, queue: { kind: 'string' } },
     positionals: ['KIND', 'EMAIL'],
     prepare: (ctx) => {
       const kind = ctx.args.positionals[0]!;
@@ -415,9 +418,53 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
       const e = email(ctx, 1);
       const generation = count(ctx.args, 'generation');
       if (kind !== 'delete' && generation === undefined) throw new UsageError(`a ${kind} event needs --generation`);
+      const eventId = stringFlag(ctx.args, 'event-id');
+      if (eventId !== undefined) checked(eventId, eventIdProblem(eventId));
+      const queue = stringFlag(ctx.args, 'queue');
+      if (queue !== undefined && eventId === undefined) throw new UsageError('--queue needs --event-id: the id keys the queued event');
       return async (client) => {
-        const r = await new AssignClient(client).event(kind as AccountEventKind, e, generation);
-        print(ctx, r, () => `${kind}: ${r.changed} record${r.changed === 1 ? '' : 's'} changed`);
+        const assign = new AssignClient(client);
+        if (queue !== undefined) {
+          await assign.enqueueEvent(queue, { eventId: eventId!, kind: kind as AccountEventKind, email: e, ...(generation === undefined ? {} : { generation }) });
+          print(ctx, { queued: true }, () => `queued ${kind} ${e} as ${eventId!} in ${queue}`);
+          return;
+        }
+        const r = await assign.event(kind as AccountEventKind, e, generation, eventId);
+        print(ctx, r, () => (r.duplicate === true ? `${kind}: event ${eventId!} was applied before; nothing changed` : `${kind}: ${r.changed} record${r.changed === 1 ? '' : 's'} changed`));
+      };
+    },
+  },
+  'events-worker': {
+    flags: { ...CLIENT_FLAGS, once: { kind: 'boolean' }, max: { kind: 'string' }, 'max-events': { kind: 'string' } },
+    positionals: ['JOURNAL'],
+    prepare: (ctx) => {
+      const journal = ctx.args.positionals[0]!;
+      if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal)) throw new UsageError(`JOURNAL must be a journal's name, got ${JSON.stringify(journal)}`);
+      const max = count(ctx.args, 'max');
+      if (max !== undefined && (max < 1 || max > 100)) throw new UsageError('--max must be 1-100');
+      const maxEvents = count(ctx.args, 'max-events');
+      const once = boolFlag(ctx.args, 'once');
+      return async (client) => {
+        const stop = new AbortController();
+        const onSignal = (): void => stop.abort();
+        process.once('SIGINT', onSignal);
+        process.once('SIGTERM', onSignal);
+        try {
+          const assign = new AssignClient(client);
+          const report = await runEventsWorker(new JournalClient(client), (kind, e, generation, eventId) => assign.event(kind, e, generation, eventId), journal, {
+            untilEmpty: once,
+            signal: stop.signal,
+            ...(max === undefined ? {} : { max }),
+            ...(maxEvents === undefined ? {} : { maxEvents }),
+            onEvent: (id, outcome, detail) => {
+              if (!ctx.json) ctx.io.stdout(`${outcome} ${id}: ${detail}\n`);
+            },
+          });
+          print(ctx, report, () => `applied ${report.applied}, repeats ${report.repeat}, failed ${report.failed} (released to retry), not an event ${report.invalid}`);
+        } finally {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+        }
       };
     },
   },

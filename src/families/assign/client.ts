@@ -4,6 +4,8 @@ import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { ASSIGN_OPS, type AccountEventKind } from './wire.js';
 
 export type { AccountEventKind } from './wire.js';
+export { runEventsWorker, type AccountEvent, type EventsWorkerOptions, type EventsWorkerReport } from './client-events-worker.js';
+import type { AccountEvent } from './client-events-worker.js';
 export { runPurgeWorker, type CleanupQueue, type JobOutcome, type PurgeWorkerOptions, type PurgeWorkerReport } from './client-purge-worker.js';
 export type { CleanupJob } from './client-cleanup.js';
 
@@ -222,8 +224,13 @@ export class AssignClient {
   }
 
   /** An FxA account event: `delete` retires; `passwordChange` and `reset` move the generation to `generation - 1`. */
-  async event(kind: AccountEventKind, email: string, generation?: number): Promise<{ changed: number }> {
-    return (await this.call('assign.event', { kind, email, ...(generation === undefined ? {} : { generation }) })) as { changed: number };
+  async event(kind: AccountEventKind, email: string, generation?: number, eventId?: string): Promise<{ changed: number; duplicate?: boolean }> {
+    return (await this.call('assign.event', { kind, email, ...(generation === undefined ? {} : { generation }), ...(eventId === undefined ? {} : { eventId }) })) as { changed: number; duplicate?: boolean };
+  }
+
+  /** An account event into journal `journal` (keyed by its id), for an events worker to apply once (client-events-worker.ts). */
+  async enqueueEvent(journal: string, event: AccountEvent): Promise<void> {
+    await this.call('assign.enqueueEvent', { journal, ...event });
   }
 
   /** One batch of replaced records older than the grace period. */

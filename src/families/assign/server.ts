@@ -157,8 +157,22 @@ const handlers: Record<string, Handler> = {
     return { replaced: await decommission(fe, service, node), closed };
   },
   'assign.event': async ({ fe, request: r }) => {
-    const v = await propose(fe, { op: 'event', kind: r.kind as 'delete', email: r.email as string, ...(r.generation === undefined ? {} : { generation: r.generation as number }) });
-    return { changed: v.op === 'event' ? v.changed : 0 };
+    const v = await propose(fe, {
+      op: 'event',
+      kind: r.kind as 'delete',
+      email: r.email as string,
+      ...(r.generation === undefined ? {} : { generation: r.generation as number }),
+      ...(r.eventId === undefined ? {} : { eventId: r.eventId as string }),
+    });
+    if (v.op !== 'event') throw new VeraError('INTERNAL', 'an event entry gave another result');
+    return { changed: v.changed, ...(v.duplicate === true ? { duplicate: true } : {}) };
+  },
+  // An account event into a journal (the durable input an events worker consumes), keyed by its
+  // id: added again while it waits, it merges; once applied, the id makes a repeat change nothing.
+  'assign.enqueueEvent': async ({ fe, request: r }) => {
+    const data = { kind: r.kind, email: r.email, ...(r.generation === undefined ? {} : { generation: r.generation }) };
+    expectOk(await proposeTimed(fe, { family: 'journal', op: 'add', name: r.journal as string, items: [{ key: r.eventId as string, data }] } as never));
+    return { queued: true };
   },
   'assign.purge': async ({ fe, request: r }) => purge(fe, r),
   'assign.nodeUsers': async ({ fe, request: r }) => {
@@ -350,6 +364,7 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'assign.user': onService('write'),
   'assign.retire': (r) => [{ perm: 'write', resource: typeof r.service === 'string' ? `assign:${r.service}` : 'assign:' }],
   'assign.event': () => [{ perm: 'write', resource: 'assign:' }],
+  'assign.enqueueEvent': (r) => [{ perm: 'write', resource: `journal:${r.journal as string}` }],
   'assign.lookup': onService('read'),
   'assign.nodes': onService('read'),
   'assign.count': onService('read'),

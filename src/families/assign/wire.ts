@@ -34,6 +34,17 @@ export const PURGE_CURSOR = /^\d{1,15}:\d{1,16}$/;
 export const MAX_TOP_N = 100;
 export const MAX_CAPACITY = 2 ** 40;
 
+/** An account event's id (FxA's, or the queue message's): what makes applying it once per id possible. */
+export const EVENT_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+/** How long an applied event id is remembered: a repeat within it changes nothing. */
+export const EVENT_ID_RETENTION_MS = 7 * 24 * 3600 * 1000;
+/** Expired event ids one event entry drops at most (each adds one, so the set shrinks back). */
+export const EVENT_IDS_PRUNED_PER_ENTRY = 16;
+
+export function eventIdProblem(value: unknown): string | null {
+  return typeof value === 'string' && EVENT_ID.test(value) ? null : 'eventId must be 1-128 characters of A-Z a-z 0-9 . _ : @ -';
+}
+
 export const EVENT_KINDS = ['delete', 'passwordChange', 'reset'] as const;
 export type AccountEventKind = (typeof EVENT_KINDS)[number];
 
@@ -211,11 +222,24 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
   [
     'assign.event',
     (f, id) => {
-      onlyFields(f, ['kind', 'email', 'generation']);
+      onlyFields(f, ['kind', 'email', 'generation', 'eventId']);
       if (!EVENT_KINDS.includes(f.kind as AccountEventKind)) throw invalid(`kind must be one of ${EVENT_KINDS.join(', ')}`);
       const generation = bounded(f, 'generation', 1, MAX_GENERATION - 1);
       if (f.kind !== 'delete' && generation === undefined) throw invalid(`a ${f.kind as string} event needs the account's new generation`);
-      return { id, op: 'assign.event', kind: f.kind, email: email(f), ...(generation === undefined ? {} : { generation }) };
+      const eventId = f.eventId === undefined ? undefined : checked(f.eventId, eventIdProblem(f.eventId));
+      return { id, op: 'assign.event', kind: f.kind, email: email(f), ...(generation === undefined ? {} : { generation }), ...(eventId === undefined ? {} : { eventId }) };
+    },
+  ],
+  [
+    'assign.enqueueEvent',
+    (f, id) => {
+      onlyFields(f, ['journal', 'eventId', 'kind', 'email', 'generation']);
+      const journal = f.journal;
+      if (typeof journal !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal)) throw invalid('journal must be the name of a journal');
+      // The same checks as the event it becomes, so a bad event never reaches the queue.
+      const { id: _id, op: _op, ...event } = ASSIGN_OPS.get('assign.event')!({ kind: f.kind, email: f.email, generation: f.generation, eventId: f.eventId }, id, undefined as never);
+      if (event.eventId === undefined) throw invalid('eventId is required: it keys the queued event and makes it apply once');
+      return { id, op: 'assign.enqueueEvent', journal, ...event };
     },
   ],
   [
