@@ -96,7 +96,10 @@ export class AssignWorkload {
       const action = this.rng.weighted({ login: 55, bump: 20, rekey: 18, event: 4, decommission: 3 });
       try {
         if (action === 'decommission') {
-          await assign.decommission(this.service, this.rng.pick(this.nodes));
+          const node = this.rng.pick(this.nodes);
+          await assign.decommission(this.service, node);
+          // A decommission closes the node to new users; open it again so the nodes never all close.
+          await assign.updateNode(this.service, node, { backoff: 0 });
           continue;
         }
         if (action === 'event') {

@@ -5,10 +5,11 @@
 // Plans read user records through ctx.reads and nodes from memory, so
 // assignment entries share LevelDB batches.
 import type { ApplyError } from '../../statemachine/types.js';
-import { failure, type Plan, type PlanContext } from '../family.js';
+import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
 import { allocate } from './allocate.js';
 import { DEFAULT_SERVICE, type AssignCommand } from './commands.js';
-import { serviceKey } from './keys.js';
+import { eventIdKey, eventTimeKey, eventTimeParts, eventTimesBefore, serviceKey } from './keys.js';
+import { pack } from '../../statemachine/codec.js';
 import { encodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { isRetired, newestFirst, oldClientStates, updateOf, validate, type CheckRules, type LoginRequest, type RejectionReason } from './rules.js';
 import { cluster } from '../cluster/index.js';
@@ -21,7 +22,7 @@ export function rulesAt(activeVersion: number): CheckRules {
 import type { AssignState } from './state.js';
 import { AssignTx } from './tx.js';
 import { byNodeRange, uidAtEnd } from './keys.js';
-import { endpointOf, MAX_GENERATION, MAX_NODES_PER_SERVICE, MAX_RECORDS_PER_USER, MAX_SERVICES } from './wire.js';
+import { endpointOf, EVENT_ID_RETENTION_MS, EVENT_IDS_PRUNED_PER_ENTRY, MAX_GENERATION, MAX_NODES_PER_SERVICE, MAX_RECORDS_PER_USER, MAX_SERVICES } from './wire.js';
 
 /** A user as a login answers it. */
 export interface Assignment {
@@ -87,7 +88,9 @@ export type AssignValue =
   | { readonly op: 'login'; readonly service: string; readonly refused: LoginRefusal; readonly message: string }
   | { readonly op: 'retire'; readonly email: string; readonly services: number }
   | { readonly op: 'decommission'; readonly service: string; readonly node: string; readonly replaced: number; readonly more: boolean }
-  | { readonly op: 'event'; readonly email: string; readonly changed: number }
+  | { readonly op: 'event'; readonly email: string; readonly changed: number; readonly duplicate?: boolean }
+  /** `created`: the email was unknown; `moved`: a new record on the node (false: current there already). */
+  | { readonly op: 'place'; readonly service: string; readonly user: Assignment; readonly created: boolean; readonly moved: boolean }
   | { readonly op: 'purge'; readonly service: string; readonly purged: ReadonlyArray<{ readonly uid: number; readonly email: string; readonly node: string }>; readonly skipped: number };
 
 function done(value: AssignValue, tx: AssignTx, extra: { ops?: Plan['ops']; after?: () => void } = {}): Plan {
@@ -118,8 +121,13 @@ export async function planAssign(c: AssignCommand, ctx: PlanContext, state: Assi
       return login(c, ctx.now, tx, rules);
     case 'retire':
       return done({ op: 'retire', email: c.email, services: await retire(tx, c.email, c.service ?? null, ctx.now) }, tx);
-    case 'event':
-      return event(c, ctx.now, tx, rules);
+    case 'event': {
+      if (c.eventId === undefined) return event(c, ctx.now, tx, rules);
+      // Once per id: a repeat (a queue delivering again, a worker retrying) changes nothing.
+      if ((await ctx.reads.get(eventIdKey(c.eventId))) !== undefined) return done({ op: 'event', email: c.email, changed: 0, duplicate: true }, tx);
+      const plan = await event(c, ctx.now, tx, rules);
+      return { ...plan, ops: [...(await rememberEvent(ctx, c.eventId)), ...plan.ops] };
+    }
   }
   const service = tx.service(c.service);
   if (service === undefined) return failure('NOT_FOUND', `no service ${c.service}`);
@@ -130,6 +138,7 @@ export async function planAssign(c: AssignCommand, ctx: PlanContext, state: Assi
     return done({ op: 'addNode', service: c.service, node: c.node }, tx);
   }
   if (c.op === 'purge') return purge(c, tx);
+  if (c.op === 'place') return place(c, ctx.now, tx, service.settings.pattern);
   const node = tx.node(c.service, c.node);
   if (node === null) return failure('NOT_FOUND', `${c.service} has no node ${c.node}`);
   switch (c.op) {
@@ -246,6 +255,18 @@ async function retire(tx: AssignTx, email: string, service: string | null, now: 
   return byService.size;
 }
 
+/** Writes that remember an event id, and drop a few ids past the retention (bounding what is kept). */
+async function rememberEvent(ctx: PlanContext, id: string): Promise<Plan['ops']> {
+  const ops: BatchOp[] = [
+    { type: 'put', key: eventIdKey(id), value: pack(ctx.now) },
+    { type: 'put', key: eventTimeKey(ctx.now, id), value: Buffer.alloc(0) },
+  ];
+  for (const key of await ctx.reads.keys({ ...eventTimesBefore(ctx.now - EVENT_ID_RETENTION_MS), limit: EVENT_IDS_PRUNED_PER_ENTRY })) {
+    ops.push({ type: 'del', key }, { type: 'del', key: eventIdKey(eventTimeParts(key).id) });
+  }
+  return ops;
+}
+
 /** FxA account events (Tokenserver's process_account_events): delete retires; a password change or reset moves the generation up to the event's - 1. */
 async function event(c: Extract<AssignCommand, { op: 'event' }>, now: number, tx: AssignTx, rules: CheckRules): Promise<Plan> {
   if (c.kind === 'delete') return done({ op: 'event', email: c.email, changed: await retire(tx, c.email, null, now) }, tx);
@@ -264,6 +285,32 @@ async function event(c: Extract<AssignCommand, { op: 'event' }>, now: number, tx
     changed++;
   }
   return done({ op: 'event', email: c.email, changed }, tx);
+}
+
+/**
+ * The user onto the named node, whatever its load or flags (the operator's choice, as
+ * upstream's allocate_user with a node). The node's slot is taken as an allocation takes
+ * it; its load follows from the records (tx.ts), so every counter stays exact.
+ */
+async function place(c: Extract<AssignCommand, { op: 'place' }>, now: number, tx: AssignTx, pattern: string): Promise<Plan | ApplyError> {
+  const target = tx.node(c.service, c.node);
+  if (target === null) return failure('NOT_FOUND', `${c.service} has no node ${c.node}`);
+  const stored = newestFirst(await tx.records(c.email, c.service));
+  const current = stored[0];
+  if (current !== undefined && isRetired(current)) return failure('CONFLICT', `${c.email} is retired from ${c.service}; nothing brings it back`);
+  if (current !== undefined && current.replacedAt === 0 && current.node === c.node) {
+    return done({ op: 'place', service: c.service, user: assignmentOf(pattern, c.service, current, stored, oldClientStates(stored)), created: false, moved: false }, tx);
+  }
+  if (stored.length >= MAX_RECORDS_PER_USER) return failure('QUOTA_EXCEEDED', tooMany(c.email));
+  for (const r of stored) if (r.replacedAt === 0) tx.put({ ...r, replacedAt: now });
+  const placed: UserRecord =
+    current === undefined
+      ? { uid: tx.newUid(), service: c.service, email: c.email, generation: 0, clientState: '', keysChangedAt: 0, createdAt: now, replacedAt: 0, node: c.node }
+      : { ...current, uid: tx.newUid(), createdAt: now, replacedAt: 0, node: c.node };
+  tx.put(placed);
+  tx.setNode(c.service, c.node, { ...target, available: Math.max(target.available - 1, 0) });
+  const records = [placed, ...stored.map((r) => (r.replacedAt === 0 ? { ...r, replacedAt: now } : r))];
+  return done({ op: 'place', service: c.service, user: assignmentOf(pattern, c.service, placed, records, oldClientStates(records)), created: current === undefined, moved: true }, tx);
 }
 
 /** Deletes the listed records that are still replaced before the cutoff; a deleted record frees a slot on its node. */

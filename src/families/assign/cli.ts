@@ -6,7 +6,10 @@ import { EXIT, UsageError } from '../../cli/errors.js';
 import type { CliIO } from '../../cli/io.js';
 import { parseCount, parseDuration } from '../../cli/units.js';
 import { AssignClient, type Assignment, type NodeInfo, type NodeInput } from './client.js';
-import { clientStateProblem, EVENT_KINDS, nameProblem, serviceNameProblem, type AccountEventKind } from './wire.js';
+import { JournalClient } from '../journal/client.js';
+import { MAX_JOBS_PER_CLAIM, runPurgeWorker, type PurgeWorkerReport } from './client-purge-worker.js';
+import { runEventsWorker } from './client-events-worker.js';
+import { clientStateProblem, eventIdProblem, EVENT_KINDS, MAX_GENERATION, nameProblem, serviceNameProblem, type AccountEventKind } from './wire.js';
 
 export const USAGE = `Usage: vera assign <subcommand> [flags]
 
@@ -20,17 +23,30 @@ Subcommands:
   node set SERVICE NODE [--capacity N] [--available N] [--downed yes|no] [--backoff N]
   node rm SERVICE NODE        down the node, move its users off, remove it
   node ls SERVICE             nodes with load, capacity and available slots
+  node users SERVICE NODE [--after UID] [--limit N]
+                              one page of the users current on the node
+  drain SERVICE NODE [--rate N] [--batch N]
+                              stop new users on the node and move its users off, N per second
+                              (default 100), with progress; it stays up
   user SERVICE EMAIL [--generation N] [--keys-changed-at N] [--client-state HEX]
                               get or create the user's assignment (Tokenserver's request)
   lookup SERVICE EMAIL        the user's records, changing nothing
+  place SERVICE EMAIL NODE    put the user on that node (created there if unknown)
   retire EMAIL [--service S]  retire the user (every service unless --service)
   decommission SERVICE NODE [--uids 1,2,...]
                               replace the node's users (or those uids); they move on their next request
   purge SERVICE [--grace D] [--max N] [--force] [--dry-run] [--journal NAME] [--after CURSOR]
-                              delete one batch of records replaced longer ago than D (default 7d)
-  events delete|passwordChange|reset EMAIL [--generation N]
-                              apply an account event
+        [--until-done] [--uid-min N] [--uid-max N] [--override-node NODE]
+                              delete one batch of records replaced longer ago than D (default 7d);
+                              --until-done: batch after batch until every record due was looked at
+  events delete|passwordChange|reset EMAIL [--generation N] [--event-id ID] [--queue JOURNAL]
+                              apply an account event (once per --event-id), or queue it in a journal
+  events-worker JOURNAL [--once] [--max N] [--max-events N]
+                              apply the queued account events, each once per id
   count SERVICE [--at MS]     users assigned at a time (default now)
+  purge-worker JOURNAL [--once] [--max N] [--max-jobs N] [--request-timeout D]
+                              send each purged record's storage node its DELETE, from the
+                              clean-up jobs purge --journal queued; --once stops when none is due
 
 Durations (D) are like 5000 (ms), 5s, 2m, 1h, 7d or 1h30m.
 Client flags: --server URL[,URL...], --json, --encoding E, --timeout MS, --ca FILE,
@@ -52,6 +68,11 @@ function count(args: ParsedArgs, flag: string): number | undefined {
   return Number(text);
 }
 
+/** Fields that are present (an option object never carries `undefined`). */
+function present(fields: Readonly<Record<string, number | undefined>>): Record<string, number> {
+  return Object.fromEntries(Object.entries(fields).filter((e): e is [string, number] => e[1] !== undefined));
+}
+
 function yesNo(args: ParsedArgs, flag: string): boolean | undefined {
   const text = stringFlag(args, flag);
   if (text === undefined) return undefined;
@@ -66,6 +87,12 @@ function describeAssignment(a: Assignment): string {
     `  generation ${a.generation}, keys changed at ${a.keysChangedAt}, client state ${a.clientState === '' ? '(none)' : a.clientState}`,
     `  old client states ${a.oldClientStates.length === 0 ? '(none)' : a.oldClientStates.join(', ')}; first seen ${new Date(a.firstSeenAt).toISOString()}`,
   ].join('\n');
+}
+
+/** What becomes of the user's newest record: a retired user never moves again (every request is refused). */
+function currentNote(r: { readonly generation: number; readonly replacedAt: number }): string {
+  if (r.generation >= MAX_GENERATION) return ' (retired: every request is refused)';
+  return r.replacedAt !== 0 ? ' (replaced: moves to a node on its next request)' : '';
 }
 
 function describeNode(n: NodeInfo): string {
@@ -125,6 +152,25 @@ const NODE_COMMANDS: Readonly<Record<string, ClientCommand>> = {
       };
     },
   },
+  users: {
+    flags: { ...CLIENT_FLAGS, after: { kind: 'string' }, limit: { kind: 'string' } },
+    positionals: ['SERVICE', 'NODE'],
+    prepare: (ctx) => {
+      const [s, n] = [service(ctx, 0), node(ctx, 1)];
+      const after = count(ctx.args, 'after');
+      const limit = count(ctx.args, 'limit');
+      if (limit !== undefined && (limit < 1 || limit > 1000)) throw new UsageError('--limit must be 1-1000');
+      return async (client) => {
+        const page = await new AssignClient(client).nodeUsers(s, n, { ...(after === undefined ? {} : { after }), ...(limit === undefined ? {} : { limit }) });
+        print(ctx, page, () =>
+          [
+            ...(page.users.length === 0 ? ['(no users)'] : page.users.map((u) => `uid ${u.uid}  ${u.email}  generation ${u.generation}  state ${u.clientState || '-'}`)),
+            ...(page.next === null ? [] : [`more: --after ${page.next}`]),
+          ].join('\n'),
+        );
+      };
+    },
+  },
   ls: {
     flags: CLIENT_FLAGS,
     positionals: ['SERVICE'],
@@ -138,7 +184,80 @@ const NODE_COMMANDS: Readonly<Record<string, ClientCommand>> = {
   },
 };
 
+function describeReport(r: PurgeWorkerReport): string {
+  return `deleted ${r.deleted}, already gone ${r.gone}, failed ${r.failed} (released to retry), not a job ${r.invalid}`;
+}
+
+const PURGE_WORKER: ClientCommand = {
+  flags: { ...CLIENT_FLAGS, once: { kind: 'boolean' }, max: { kind: 'string' }, 'max-jobs': { kind: 'string' }, 'request-timeout': { kind: 'string' } },
+  positionals: ['JOURNAL'],
+  prepare: (ctx) => {
+    const journal = ctx.args.positionals[0]!;
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal)) throw new UsageError(`JOURNAL must be a journal's name, got ${JSON.stringify(journal)}`);
+    const max = count(ctx.args, 'max');
+    if (max !== undefined && (max < 1 || max > MAX_JOBS_PER_CLAIM)) throw new UsageError(`--max must be 1-${MAX_JOBS_PER_CLAIM}`);
+    const maxJobs = count(ctx.args, 'max-jobs');
+    const timeout = stringFlag(ctx.args, 'request-timeout');
+    const once = boolFlag(ctx.args, 'once');
+    return async (client) => {
+      // Without --once it runs until interrupted; the jobs in hand are finished first.
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        const report = await runPurgeWorker(new JournalClient(client), journal, {
+          untilEmpty: once,
+          signal: stop.signal,
+          ...(max === undefined ? {} : { max }),
+          ...(maxJobs === undefined ? {} : { maxJobs }),
+          ...(timeout === undefined ? {} : { requestTimeoutMs: parseDuration(timeout, '--request-timeout') }),
+          onJob: (job, outcome, detail) => {
+            if (!ctx.json) ctx.io.stdout(`${outcome} ${job === null ? detail : `uid ${job.uid} ${job.endpoint} (${detail})`}\n`);
+          },
+        });
+        print(ctx, report, () => describeReport(report));
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    };
+  },
+};
+
+const DRAIN: ClientCommand = {
+  flags: { ...CLIENT_FLAGS, rate: { kind: 'string' }, batch: { kind: 'string' } },
+  positionals: ['SERVICE', 'NODE'],
+  prepare: (ctx) => {
+    const [s, n] = [service(ctx, 0), node(ctx, 1)];
+    const rate = count(ctx.args, 'rate');
+    const batch = count(ctx.args, 'batch');
+    if (rate !== undefined && rate < 1) throw new UsageError('--rate must be at least 1 (users per second)');
+    if (batch !== undefined && (batch < 1 || batch > 1000)) throw new UsageError('--batch must be 1-1000');
+    return async (client) => {
+      const stop = new AbortController();
+      const onSignal = (): void => stop.abort();
+      process.once('SIGINT', onSignal);
+      try {
+        const r = await new AssignClient(client).drain(s, n, {
+          signal: stop.signal,
+          ...(rate === undefined ? {} : { ratePerSecond: rate }),
+          ...(batch === undefined ? {} : { batch }),
+          onBatch: (p) => {
+            if (!ctx.json) ctx.io.stdout(`batch ${p.batches}: ${p.replaced} users replaced so far, ${p.load} still on ${n}\n`);
+          },
+        });
+        print(ctx, r, () => `${r.done ? 'drained' : 'stopped draining'} ${n}: ${r.replaced} users replaced in ${r.batches} batches; they move on their next request. ${n} takes no new users until: vera assign node set ${s} ${n} --backoff 0`);
+      } finally {
+        process.off('SIGINT', onSignal);
+      }
+    };
+  },
+};
+
 const COMMANDS: Readonly<Record<string, ClientCommand>> = {
+  drain: DRAIN,
+  'purge-worker': PURGE_WORKER,
   service: {
     flags: { ...CLIENT_FLAGS, pattern: { kind: 'string' }, 'release-rate': { kind: 'string' }, 'new-users': { kind: 'string' }, 'top-n': { kind: 'string' } },
     positionals: ['NAME'],
@@ -190,11 +309,22 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
         const l = await new AssignClient(client).lookup(s, e);
         print(ctx, l, () =>
           [
-            `current: uid ${l.current.uid} on ${l.current.node}${l.current.replacedAt !== 0 ? ' (replaced: moves on its next request)' : ''}, endpoint ${l.current.endpoint}`,
+            `current: uid ${l.current.uid} on ${l.current.node}${currentNote(l.current)}, endpoint ${l.current.endpoint}`,
             `old client states: ${l.oldClientStates.length === 0 ? '(none)' : l.oldClientStates.join(', ')}`,
             ...l.records.map((r) => `  uid ${r.uid}  ${r.node}  generation ${r.generation}  state ${r.clientState || '-'}  created ${new Date(r.createdAt).toISOString()}${r.replacedAt === 0 ? '' : `  replaced ${new Date(r.replacedAt).toISOString()}`}`),
           ].join('\n'),
         );
+      };
+    },
+  },
+  place: {
+    flags: CLIENT_FLAGS,
+    positionals: ['SERVICE', 'EMAIL', 'NODE'],
+    prepare: (ctx) => {
+      const [s, e, n] = [service(ctx, 0), email(ctx, 1), node(ctx, 2)];
+      return async (client) => {
+        const r = await new AssignClient(client).place(s, e, n);
+        print(ctx, r, () => `${e}: uid ${r.uid} on ${r.node}${r.created ? ' (new user)' : r.moved ? ' (moved)' : ' (already there)'}, endpoint ${r.endpoint}`);
       };
     },
   },
@@ -220,12 +350,24 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
       const uids = text === undefined ? undefined : text.split(',').map((u) => parseCount(u.trim(), '--uids'));
       return async (client) => {
         const r = await new AssignClient(client).decommission(s, n, uids);
-        print(ctx, r, () => `replaced ${r.replaced} users on ${n}; they move on their next request`);
+        print(ctx, r, () => `replaced ${r.replaced} users on ${n}; they move on their next request${r.closed === true ? `\n${n} takes no new users now (backoff 1); reopen it with: vera assign node set ${s} ${n} --backoff 0` : ''}`);
       };
     },
   },
   purge: {
-    flags: { ...CLIENT_FLAGS, grace: { kind: 'string' }, max: { kind: 'string' }, force: { kind: 'boolean' }, 'dry-run': { kind: 'boolean' }, journal: { kind: 'string' }, after: { kind: 'string' } },
+    flags: {
+      ...CLIENT_FLAGS,
+      grace: { kind: 'string' },
+      max: { kind: 'string' },
+      force: { kind: 'boolean' },
+      'dry-run': { kind: 'boolean' },
+      journal: { kind: 'string' },
+      after: { kind: 'string' },
+      'until-done': { kind: 'boolean' },
+      'uid-min': { kind: 'string' },
+      'uid-max': { kind: 'string' },
+      'override-node': { kind: 'string' },
+    },
     positionals: ['SERVICE'],
     prepare: (ctx) => {
       const s = service(ctx, 0);
@@ -233,6 +375,7 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
       const max = count(ctx.args, 'max');
       const journal = stringFlag(ctx.args, 'journal');
       const after = stringFlag(ctx.args, 'after');
+      const overrideNode = stringFlag(ctx.args, 'override-node');
       const options = {
         ...(grace === undefined ? {} : { graceMs: grace === '0' ? 0 : parseDuration(grace, '--grace') }),
         ...(max === undefined ? {} : { max }),
@@ -240,7 +383,20 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
         dryRun: boolFlag(ctx.args, 'dry-run'),
         ...(journal === undefined ? {} : { journal }),
         ...(after === undefined ? {} : { after }),
+        ...present({ uidMin: count(ctx.args, 'uid-min'), uidMax: count(ctx.args, 'uid-max') }),
+        ...(overrideNode === undefined ? {} : { overrideNode: checked(overrideNode, nameProblem(overrideNode, 'node')) }),
       };
+      if (overrideNode !== undefined && (!options.force || journal === undefined)) throw new UsageError('--override-node needs --force and --journal');
+      if (boolFlag(ctx.args, 'until-done')) {
+        if (after !== undefined) throw new UsageError('--until-done starts from the beginning: leave out --after');
+        return async (client) => {
+          // One line per batch: what it did and the totals so far.
+          const total = await new AssignClient(client).purgeAll(s, options, (p) => {
+            if (!ctx.json) ctx.io.stdout(`batch ${p.batches}: ${options.dryRun ? 'would purge' : 'purged'} ${p.batch.purged.length}, skipped ${p.batch.skipped}; total ${p.purged} purged, ${p.skipped} skipped\n`);
+          });
+          print(ctx, total, () => `${total.done ? 'done' : 'stopped'}: ${total.purged} records ${options.dryRun ? 'would be purged' : 'purged'} in ${total.batches} batches${total.skipped > 0 ? `, ${total.skipped} on downed nodes left (--force purges them)` : ''}`);
+        };
+      }
       return async (client) => {
         const r = await new AssignClient(client).purge(s, options);
         print(ctx, r, () =>
@@ -254,7 +410,7 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
     },
   },
   events: {
-    flags: { ...CLIENT_FLAGS, generation: { kind: 'string' } },
+    flags: { ...CLIENT_FLAGS, generation: { kind: 'string' }, 'event-id': { kind: 'string' }, queue: { kind: 'string' } },
     positionals: ['KIND', 'EMAIL'],
     prepare: (ctx) => {
       const kind = ctx.args.positionals[0]!;
@@ -262,9 +418,53 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
       const e = email(ctx, 1);
       const generation = count(ctx.args, 'generation');
       if (kind !== 'delete' && generation === undefined) throw new UsageError(`a ${kind} event needs --generation`);
+      const eventId = stringFlag(ctx.args, 'event-id');
+      if (eventId !== undefined) checked(eventId, eventIdProblem(eventId));
+      const queue = stringFlag(ctx.args, 'queue');
+      if (queue !== undefined && eventId === undefined) throw new UsageError('--queue needs --event-id: the id keys the queued event');
       return async (client) => {
-        const r = await new AssignClient(client).event(kind as AccountEventKind, e, generation);
-        print(ctx, r, () => `${kind}: ${r.changed} record${r.changed === 1 ? '' : 's'} changed`);
+        const assign = new AssignClient(client);
+        if (queue !== undefined) {
+          await assign.enqueueEvent(queue, { eventId: eventId!, kind: kind as AccountEventKind, email: e, ...(generation === undefined ? {} : { generation }) });
+          print(ctx, { queued: true }, () => `queued ${kind} ${e} as ${eventId!} in ${queue}`);
+          return;
+        }
+        const r = await assign.event(kind as AccountEventKind, e, generation, eventId);
+        print(ctx, r, () => (r.duplicate === true ? `${kind}: event ${eventId!} was applied before; nothing changed` : `${kind}: ${r.changed} record${r.changed === 1 ? '' : 's'} changed`));
+      };
+    },
+  },
+  'events-worker': {
+    flags: { ...CLIENT_FLAGS, once: { kind: 'boolean' }, max: { kind: 'string' }, 'max-events': { kind: 'string' } },
+    positionals: ['JOURNAL'],
+    prepare: (ctx) => {
+      const journal = ctx.args.positionals[0]!;
+      if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal)) throw new UsageError(`JOURNAL must be a journal's name, got ${JSON.stringify(journal)}`);
+      const max = count(ctx.args, 'max');
+      if (max !== undefined && (max < 1 || max > 100)) throw new UsageError('--max must be 1-100');
+      const maxEvents = count(ctx.args, 'max-events');
+      const once = boolFlag(ctx.args, 'once');
+      return async (client) => {
+        const stop = new AbortController();
+        const onSignal = (): void => stop.abort();
+        process.once('SIGINT', onSignal);
+        process.once('SIGTERM', onSignal);
+        try {
+          const assign = new AssignClient(client);
+          const report = await runEventsWorker(new JournalClient(client), (kind, e, generation, eventId) => assign.event(kind, e, generation, eventId), journal, {
+            untilEmpty: once,
+            signal: stop.signal,
+            ...(max === undefined ? {} : { max }),
+            ...(maxEvents === undefined ? {} : { maxEvents }),
+            onEvent: (id, outcome, detail) => {
+              if (!ctx.json) ctx.io.stdout(`${outcome} ${id}: ${detail}\n`);
+            },
+          });
+          print(ctx, report, () => `applied ${report.applied}, repeats ${report.repeat}, failed ${report.failed} (released to retry), not an event ${report.invalid}`);
+        } finally {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+        }
       };
     },
   },

@@ -4,9 +4,13 @@ import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { ASSIGN_OPS, type AccountEventKind } from './wire.js';
 
 export type { AccountEventKind } from './wire.js';
+export { runEventsWorker, type AccountEvent, type EventsWorkerOptions, type EventsWorkerReport } from './client-events-worker.js';
+import type { AccountEvent } from './client-events-worker.js';
+export { runPurgeWorker, type CleanupQueue, type JobOutcome, type PurgeWorkerOptions, type PurgeWorkerReport } from './client-purge-worker.js';
+export type { CleanupJob } from './client-cleanup.js';
 
 /** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services']);
+const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services', 'assign.nodeUsers']);
 
 export interface ServiceInput {
   /** Endpoint pattern; `{node}`, `{uid}` and `{service}` are filled in. Default `{node}/1.5/{uid}`. */
@@ -105,6 +109,44 @@ export interface PurgeOptions {
   readonly journal?: string;
   /** Go on from where an earlier batch stopped (its `next`). */
   readonly after?: string;
+  /** Only records whose uid is at least this (inclusive). */
+  readonly uidMin?: number;
+  /** Only records whose uid is at most this (inclusive). */
+  readonly uidMax?: number;
+  /**
+   * With force and a journal: records on downed nodes have their clean-up sent to this node
+   * instead (their data was copied there), unless it is the user's current data.
+   */
+  readonly overrideNode?: string;
+}
+
+/** A user current on a node, as a page of `nodeUsers` lists it. */
+export interface NodeUser {
+  readonly uid: number;
+  readonly email: string;
+  readonly generation: number;
+  readonly keysChangedAt: number;
+  readonly clientState: string;
+  readonly createdAt: number;
+}
+
+export interface DrainOptions {
+  /** Users replaced per second, at most. Default 100. */
+  readonly ratePerSecond?: number;
+  /** Users replaced per entry (1-1000). Default 100, never above the rate. */
+  readonly batch?: number;
+  readonly signal?: AbortSignal;
+  /** Told after each batch: replaced so far, and the node's load (its users still there). */
+  readonly onBatch?: (p: { readonly replaced: number; readonly load: number; readonly batches: number }) => void;
+}
+
+/** Where a purge to the end stands after each batch. */
+export interface PurgeProgress {
+  readonly batches: number;
+  readonly purged: number;
+  readonly skipped: number;
+  /** The last batch's answer. */
+  readonly batch: PurgeResult;
 }
 
 export interface PurgeResult {
@@ -114,6 +156,9 @@ export interface PurgeResult {
   readonly skipped: number;
   /** Where this batch stopped, to pass as `after`; null when it looked at every record due. */
   readonly next: string | null;
+  /** With overrideNode: clean-ups sent to it, and records purged with none (their data is the user's current data). */
+  readonly overridden?: number;
+  readonly activeData?: number;
 }
 
 export class AssignClient {
@@ -169,14 +214,23 @@ export class AssignClient {
     return (await this.call('assign.retire', { email, ...(service === undefined ? {} : { service }) })) as { services: number };
   }
 
-  /** Replaces the node's users (or the given uids), so their next request allocates them again. */
-  async decommission(service: string, node: string, uids?: readonly number[]): Promise<{ replaced: number }> {
-    return (await this.call('assign.decommission', { service, node, ...(uids === undefined ? {} : { uids }) })) as { replaced: number };
+  /**
+   * Replaces the node's users (or the given uids), so their next request allocates them again.
+   * Decommissioned whole, a node that was up and open gets backoff 1 (`closed`): it takes no new
+   * users until `updateNode(..., { backoff: 0 })`.
+   */
+  async decommission(service: string, node: string, uids?: readonly number[]): Promise<{ replaced: number; closed?: boolean }> {
+    return (await this.call('assign.decommission', { service, node, ...(uids === undefined ? {} : { uids }) })) as { replaced: number; closed?: boolean };
   }
 
   /** An FxA account event: `delete` retires; `passwordChange` and `reset` move the generation to `generation - 1`. */
-  async event(kind: AccountEventKind, email: string, generation?: number): Promise<{ changed: number }> {
-    return (await this.call('assign.event', { kind, email, ...(generation === undefined ? {} : { generation }) })) as { changed: number };
+  async event(kind: AccountEventKind, email: string, generation?: number, eventId?: string): Promise<{ changed: number; duplicate?: boolean }> {
+    return (await this.call('assign.event', { kind, email, ...(generation === undefined ? {} : { generation }), ...(eventId === undefined ? {} : { eventId }) })) as { changed: number; duplicate?: boolean };
+  }
+
+  /** An account event into journal `journal` (keyed by its id), for an events worker to apply once (client-events-worker.ts). */
+  async enqueueEvent(journal: string, event: AccountEvent): Promise<void> {
+    await this.call('assign.enqueueEvent', { journal, ...event });
   }
 
   /** One batch of replaced records older than the grace period. */
@@ -184,8 +238,81 @@ export class AssignClient {
     return (await this.call('assign.purge', { service, ...options })) as unknown as PurgeResult;
   }
 
+  /**
+   * An operator's placement (Tokenserver's allocate_user.py EMAIL NODE): the user onto
+   * the named node, created there if unknown, moved there (a new record with the same
+   * values) if elsewhere; `moved: false` when it is current there already.
+   */
+  async place(service: string, email: string, node: string): Promise<Omit<Assignment, 'allocated'> & { moved: boolean }> {
+    return (await this.call('assign.place', { service, email, node })) as unknown as Omit<Assignment, 'allocated'> & { moved: boolean };
+  }
+
+  /**
+   * Purge in batches until every record due has been looked at (a batch answers `next`
+   * null): each batch one call, `onBatch` told after each. Records passed over (on downed
+   * nodes, unless forced) stay; a dry run looks at them all and deletes nothing.
+   * Stops after `maxBatches` (default 100,000) so a loop can never run unbounded.
+   */
+  async purgeAll(service: string, options: Omit<PurgeOptions, 'after'> = {}, onBatch?: (p: PurgeProgress) => void, maxBatches = 100_000): Promise<Omit<PurgeProgress, 'batch'> & { done: boolean }> {
+    let after: string | undefined;
+    let progress = { batches: 0, purged: 0, skipped: 0 };
+    while (progress.batches < maxBatches) {
+      const batch = await this.purge(service, { ...options, ...(after === undefined ? {} : { after }) });
+      progress = { batches: progress.batches + 1, purged: progress.purged + batch.purged.length, skipped: progress.skipped + batch.skipped };
+      onBatch?.({ ...progress, batch });
+      if (batch.next === null) return { ...progress, done: true };
+      after = batch.next;
+    }
+    return { ...progress, done: false };
+  }
+
+  /** One page of the users current on a node, by uid; `next` is the `after` of the next page, null after the last. */
+  async nodeUsers(service: string, node: string, page: { after?: number; limit?: number } = {}, options: ReadOptions = {}): Promise<{ users: NodeUser[]; next: number | null }> {
+    return (await this.call('assign.nodeUsers', { service, node, ...page, ...options })) as unknown as { users: NodeUser[]; next: number | null };
+  }
+
+  /**
+   * Drains a node without downing it: it takes no new users from the first batch on
+   * (backoff 1, as a decommission sets), and its users are replaced a batch per entry at
+   * most `ratePerSecond`, each moving to another node on its next request. Ends when none
+   * is left (`done`) or `signal` aborts. Reopen the node with updateNode(..., {backoff: 0}).
+   */
+  async drain(service: string, node: string, options: DrainOptions = {}): Promise<{ replaced: number; batches: number; done: boolean }> {
+    const rate = options.ratePerSecond ?? 100;
+    if (!(rate > 0)) throw new RangeError('ratePerSecond must be above 0');
+    const batch = Math.max(1, Math.min(options.batch ?? 100, 1000, Math.ceil(rate)));
+    const started = Date.now();
+    let replaced = 0;
+    let batches = 0;
+    while (options.signal?.aborted !== true) {
+      const r = (await this.call('assign.decommission', { service, node, max: batch })) as { replaced: number; finished: boolean };
+      replaced += r.replaced;
+      batches++;
+      const load = (await this.nodes(service)).find((n) => n.node === node)?.load ?? 0;
+      options.onBatch?.({ replaced, load, batches });
+      if (r.finished) return { replaced, batches, done: true };
+      // Pace: the next batch no sooner than the rate allows for what has been replaced so far.
+      await pause(started + (replaced / rate) * 1000 - Date.now(), options.signal);
+    }
+    return { replaced, batches, done: false };
+  }
+
   /** Users assigned at `at` (default now). */
   async count(service: string, at?: number, options: ReadOptions = {}): Promise<number> {
     return (await this.call('assign.count', { service, ...(at === undefined ? {} : { at }), ...options })).users as number;
   }
+}
+
+/** Waits `ms` (nothing when not positive), or until `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (ms <= 0 || signal?.aborted === true) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }

@@ -5,6 +5,7 @@ import { boolField, integerField } from '../fields.js';
 import type { ServiceSettings } from './records.js';
 import {
   clientStateProblem,
+  eventIdProblem,
   EVENT_KINDS,
   MAX_BATCH,
   MAX_CAPACITY,
@@ -44,7 +45,14 @@ export type AssignCommand =
     }
   | { readonly op: 'retire'; readonly email: string; readonly service?: string }
   | { readonly op: 'decommission'; readonly service: string; readonly node: string; readonly uids?: readonly number[]; readonly max: number }
-  | { readonly op: 'event'; readonly kind: AccountEventKind; readonly email: string; readonly generation?: number }
+  /** With `eventId`, applied once per id (within EVENT_ID_RETENTION_MS): a repeat changes nothing. */
+  | { readonly op: 'event'; readonly kind: AccountEventKind; readonly email: string; readonly generation?: number; readonly eventId?: string }
+  /**
+   * An operator places the user on a named node (Tokenserver's allocate_user.py EMAIL NODE):
+   * a new user gets its first record there; a known one a copy of its current record there,
+   * every other record replaced. Nothing changes when it is current there already.
+   */
+  | { readonly op: 'place'; readonly service: string; readonly email: string; readonly node: string }
   /** Deletes the listed replaced records if they are still replaced before `before` (and not on a downed node, unless forced). */
   | { readonly op: 'purge'; readonly service: string; readonly before: number; readonly uids: readonly number[]; readonly force: boolean };
 
@@ -57,6 +65,7 @@ export const serviceField = (v: unknown): string => text(v, serviceNameProblem(v
 export const nodeField = (v: unknown): string => text(v, nameProblem(v, 'node'));
 export const emailField = (v: unknown): string => text(v, nameProblem(v, 'email'));
 export const clientStateField = (v: unknown): string => text(v, clientStateProblem(v));
+export const eventIdField = (v: unknown): string => text(v, eventIdProblem(v));
 
 /** A generation or keys-changed-at a request reports: below MAX_GENERATION, which only retirement sets. */
 export function generationField(v: unknown, name: string): number {

@@ -12,6 +12,7 @@ import {
   capacityField,
   clientStateField,
   emailField,
+  eventIdField,
   generationField,
   kindField,
   nodeChanges,
@@ -35,6 +36,9 @@ export const ASSIGN_SINCE = 3;
  */
 export const TOKENSERVER_CHECKS_SINCE = 9;
 
+/** The operator tools of issue 36: place a user on a named node, account events applied once per id, import. */
+export const OPERATOR_TOOLS_SINCE = 9;
+
 export const assign: Family<AssignCommand, AssignState> = {
   name: 'assign',
   since: ASSIGN_SINCE,
@@ -45,7 +49,7 @@ export const assign: Family<AssignCommand, AssignState> = {
     { id: AssignBucket.lookup, name: 'assignment records by email, service and creation date' },
     { id: AssignBucket.replaced, name: 'assignment replaced records by service and replacement date' },
     { id: AssignBucket.byNode, name: 'assignment current records by node' },
-    { id: AssignBucket.meta, name: 'assignment next uid' },
+    { id: AssignBucket.meta, name: 'assignment next uid and applied event ids' },
   ],
   ops: {
     service: { fields: ['service', 'settings'], since: ASSIGN_SINCE, decode: (c) => ({ op: 'service', service: serviceField(c.service), settings: settingsField(c.settings) }) },
@@ -98,13 +102,25 @@ export const assign: Family<AssignCommand, AssignState> = {
       }),
     },
     event: {
-      fields: ['kind', 'email', 'generation'],
+      fields: ['kind', 'email', 'generation', 'eventId'],
       since: ASSIGN_SINCE,
+      fieldsSince: { eventId: OPERATOR_TOOLS_SINCE },
       decode: (c) => {
         const kind = kindField(c.kind);
         if (kind !== 'delete' && c.generation === undefined) throw new CommandError(`a ${kind} event needs a generation`);
-        return { op: 'event', kind, email: emailField(c.email), ...(c.generation === undefined ? {} : { generation: integerField(c.generation, 'generation', 1, Number.MAX_SAFE_INTEGER) }) };
+        return {
+          op: 'event',
+          kind,
+          email: emailField(c.email),
+          ...(c.generation === undefined ? {} : { generation: integerField(c.generation, 'generation', 1, Number.MAX_SAFE_INTEGER) }),
+          ...(c.eventId === undefined ? {} : { eventId: eventIdField(c.eventId) }),
+        };
       },
+    },
+    place: {
+      fields: ['service', 'email', 'node'],
+      since: OPERATOR_TOOLS_SINCE,
+      decode: (c) => ({ op: 'place', service: serviceField(c.service), email: emailField(c.email), node: nodeField(c.node) }),
     },
     purge: {
       fields: ['service', 'before', 'uids', 'force'],

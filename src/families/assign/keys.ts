@@ -107,3 +107,27 @@ export function nodeKeyParts(key: Buffer): { service: string; node: string } {
 export function serviceOfKey(key: Buffer): string {
   return key.subarray(3, 3 + key[2]!).toString('utf8');
 }
+
+/**
+ * Account event ids applied, kept in the meta bucket beside the next uid (whose key is the
+ * prefix alone): 'e' + id -> the entry time it was applied; 't' + time (8) + id -> empty,
+ * the same ids by time, so the oldest are found and dropped after the retention.
+ */
+export function eventIdKey(id: string): Buffer {
+  return Buffer.concat([bucketPrefix(AssignBucket.meta), Buffer.from('e', 'latin1'), Buffer.from(id, 'utf8')]);
+}
+
+export function eventTimeKey(at: number, id: string): Buffer {
+  return Buffer.concat([bucketPrefix(AssignBucket.meta), Buffer.from('t', 'latin1'), encodeIndex(at), Buffer.from(id, 'utf8')]);
+}
+
+/** Event ids applied before `before`, oldest first. */
+export function eventTimesBefore(before: number): { gte: Buffer; lt: Buffer } {
+  const head = Buffer.concat([bucketPrefix(AssignBucket.meta), Buffer.from('t', 'latin1')]);
+  return { gte: head, lt: Buffer.concat([head, encodeIndex(before)]) };
+}
+
+export function eventTimeParts(key: Buffer): { at: number; id: string } {
+  const at = key.readUInt32BE(3) * 2 ** 32 + key.readUInt32BE(7);
+  return { at, id: key.toString('utf8', 11) };
+}

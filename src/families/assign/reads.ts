@@ -3,7 +3,7 @@
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
-import { AssignBucket, lookupKey, replacedBeforeRange, uidAtEnd, userKey, type PurgeCursor } from './keys.js';
+import { AssignBucket, byNodeKey, byNodeRange, lookupKey, replacedBeforeRange, uidAtEnd, userKey, type PurgeCursor } from './keys.js';
 import { decodeUids, decodeUser, type UserRecord } from './records.js';
 
 /** A user's records: point reads, synchronous (each a LevelDB lookup in memory or cache, cheaper than a thread-pool trip). */
@@ -42,4 +42,20 @@ export async function countUsers(db: VeraDb, snapshot: DbSnapshot, service: stri
     if (u.service === service && u.createdAt <= at && (u.replacedAt === 0 || u.replacedAt > at)) n++;
   }
   return n;
+}
+
+/** Up to `limit` current records on one node, by uid, past `after`; and whether more follow. */
+export async function usersOnNode(db: VeraDb, snapshot: DbSnapshot, service: string, node: string, limit: number, after = 0): Promise<{ users: UserRecord[]; more: boolean }> {
+  const range = byNodeRange(service, node);
+  const users: UserRecord[] = [];
+  let more = false;
+  for await (const key of db.keys({ gt: byNodeKey(service, node, after), lt: range.lt, snapshot, limit: limit + 1 })) {
+    if (users.length === limit) {
+      more = true;
+      break;
+    }
+    const raw = db.getSync(userKey(uidAtEnd(key)), { snapshot });
+    if (raw !== undefined) users.push(decodeUser(raw));
+  }
+  return { users, more };
 }

@@ -14,11 +14,12 @@ import { cluster } from '../cluster/index.js';
 import type { AssignCommand } from './commands.js';
 import { assign } from './index.js';
 import { nodeKey, serviceKey, type PurgeCursor } from './keys.js';
-import { countUsers, replacedBefore, userRecords } from './reads.js';
+import { countUsers, replacedBefore, userRecords, usersOnNode } from './reads.js';
 import { decodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
 import type { ServiceState } from './state.js';
 import { ASSIGN_OPS, endpointOf, MAX_BATCH } from './wire.js';
+import { cleanupJob, fxaKidOf } from './client-cleanup.js';
 
 /** Batches one decommission or remove request proposes at most before answering (a million users at MAX_BATCH each). */
 const MAX_ROUNDS = 1000;
@@ -141,13 +142,54 @@ const handlers: Record<string, Handler> = {
       const v = await propose(fe, { op: 'decommission', service, node, uids: r.uids as number[], max: MAX_BATCH });
       return { replaced: v.op === 'decommission' ? v.replaced : 0 };
     }
-    return { replaced: await decommission(fe, service, node) };
+    if (r.max !== undefined) {
+      // One batch (a drain's step): the node closed first, as for the whole node.
+      const closed = await closeToNewUsers(fe, service, node);
+      const v = await propose(fe, { op: 'decommission', service, node, max: r.max as number });
+      if (v.op !== 'decommission') throw new VeraError('INTERNAL', 'decommission gave another result');
+      // `finished`, not `more`: a reply with more: true is a partial reply in the protocol.
+      return { replaced: v.replaced, finished: !v.more, closed };
+    }
+    // A node decommissioned whole takes no new users until an operator clears its backoff:
+    // its load falls to 0 as its users are replaced, and an empty node ranks first, so
+    // without this its users would be allocated straight back to it.
+    const closed = await closeToNewUsers(fe, service, node);
+    return { replaced: await decommission(fe, service, node), closed };
   },
   'assign.event': async ({ fe, request: r }) => {
-    const v = await propose(fe, { op: 'event', kind: r.kind as 'delete', email: r.email as string, ...(r.generation === undefined ? {} : { generation: r.generation as number }) });
-    return { changed: v.op === 'event' ? v.changed : 0 };
+    const v = await propose(fe, {
+      op: 'event',
+      kind: r.kind as 'delete',
+      email: r.email as string,
+      ...(r.generation === undefined ? {} : { generation: r.generation as number }),
+      ...(r.eventId === undefined ? {} : { eventId: r.eventId as string }),
+    });
+    if (v.op !== 'event') throw new VeraError('INTERNAL', 'an event entry gave another result');
+    return { changed: v.changed, ...(v.duplicate === true ? { duplicate: true } : {}) };
+  },
+  // An account event into a journal (the durable input an events worker consumes), keyed by its
+  // id: added again while it waits, it merges; once applied, the id makes a repeat change nothing.
+  'assign.enqueueEvent': async ({ fe, request: r }) => {
+    const data = { kind: r.kind, email: r.email, ...(r.generation === undefined ? {} : { generation: r.generation }) };
+    expectOk(await proposeTimed(fe, { family: 'journal', op: 'add', name: r.journal as string, items: [{ key: r.eventId as string, data }] } as never));
+    return { queued: true };
   },
   'assign.purge': async ({ fe, request: r }) => purge(fe, r),
+  'assign.nodeUsers': async ({ fe, request: r }) => {
+    await barrier(fe, r);
+    const service = r.service as string;
+    const node = r.node as string;
+    if (!serviceOf(fe, service).nodes.has(node)) throw new VeraError('NOT_FOUND', `${service} has no node ${node}`);
+    const limit = (r.limit as number | undefined) ?? 100;
+    const page = await fe.node.stateMachine.read('assignment node users', (db, snapshot) => usersOnNode(db, snapshot, service, node, limit, (r.after as number | undefined) ?? 0));
+    const users = page.users.map((u) => ({ uid: u.uid, email: u.email, generation: u.generation, keysChangedAt: u.keysChangedAt, clientState: u.clientState, createdAt: u.createdAt }));
+    return { users, next: page.more ? page.users[page.users.length - 1]!.uid : null };
+  },
+  'assign.place': async ({ fe, request: r }) => {
+    const v = await propose(fe, { op: 'place', service: r.service as string, email: r.email as string, node: r.node as string });
+    if (v.op !== 'place') throw new VeraError('INTERNAL', 'a place entry gave another result');
+    return { ...v.user, oldClientStates: [...v.user.oldClientStates], created: v.created, moved: v.moved };
+  },
   'assign.count': async ({ fe, request: r }) => {
     await barrier(fe, r);
     const service = r.service as string;
@@ -196,6 +238,15 @@ async function barrier(fe: FrontEnd, r: FamilyOpCall['request']): Promise<void> 
   if (r.consistency !== 'stale') await fe.node.linearizableBarrier(fe.readTimeoutMs);
 }
 
+/** Backoff 1 on a node that is up and open to new users (a downed or backed-off node is skipped already); whether it was set. */
+async function closeToNewUsers(fe: FrontEnd, service: string, node: string): Promise<boolean> {
+  const n = serviceOf(fe, service).nodes.get(node);
+  if (n === undefined) throw new VeraError('NOT_FOUND', `${service} has no node ${node}`);
+  if (n.downed || n.backoff !== 0) return false;
+  await propose(fe, { op: 'updateNode', service, node, backoff: 1 });
+  return true;
+}
+
 /** Replaces every current record on the node, a batch per entry; how many. */
 async function decommission(fe: FrontEnd, service: string, node: string): Promise<number> {
   let replaced = 0;
@@ -221,31 +272,70 @@ async function purge(fe: FrontEnd, r: FamilyOpCall['request']): Promise<FamilyRe
   const max = r.max as number;
   const before = Math.max(0, Math.max(fe.node.stateMachine.clock, Date.now()) - (r.graceMs as number));
   const force = r.force as boolean;
-  // Records on downed nodes are passed over (unless forced): look at up to ten times the batch,
-  // and say where this batch stopped, so the next one goes on past them.
-  const window = force ? max : Math.min(max * PURGE_SCAN_FACTOR, MAX_PURGE_SCAN);
+  const uidMin = (r.uidMin as number | undefined) ?? 1;
+  const uidMax = (r.uidMax as number | undefined) ?? Number.MAX_SAFE_INTEGER;
+  const ranged = r.uidMin !== undefined || r.uidMax !== undefined;
+  // Records on downed nodes (unless forced) and outside the uid range are passed over: look at up
+  // to ten times the batch, and say where this batch stopped, so the next one goes on past them.
+  const window = force && !ranged ? max : Math.min(max * PURGE_SCAN_FACTOR, MAX_PURGE_SCAN);
   const after = parseCursor(r.after as string | undefined);
   const candidates = await fe.node.stateMachine.read('assignment purge', (db, snapshot) => replacedBefore(db, snapshot, service, before, window, after));
   const chosen: UserRecord[] = [];
   let examined = 0;
+  let skipped = 0;
   for (const u of candidates) {
     if (chosen.length === max) break;
     examined++;
+    if (u.uid < uidMin || u.uid > uidMax) continue;
     if (force || s.nodes.get(u.node)?.downed !== true) chosen.push(u);
+    else skipped++;
   }
-  const skipped = examined - chosen.length;
   const last = candidates[examined - 1];
   const next = last !== undefined && (examined < candidates.length || candidates.length === window) ? `${last.replacedAt}:${last.uid}` : null;
   const describe = (u: UserRecord): FamilyResult => ({ uid: u.uid, email: u.email, node: u.node, replacedAt: u.replacedAt });
   if (r.dryRun as boolean) return { dryRun: true, purged: chosen.map(describe), skipped, next };
   const journalName = r.journal as string | undefined;
+  let overridden = 0;
+  let activeData = 0;
   if (journalName !== undefined && chosen.length > 0) {
-    const items = chosen.map((u) => ({ key: `${service}/${u.uid}`, data: { service, uid: u.uid, email: u.email, node: u.node, endpoint: endpointOf(s.settings.pattern, service, u.node, u.uid) } }));
-    expectOk(await proposeTimed(fe, { family: 'journal', op: 'add', name: journalName, items } as never));
+    const jobs = await cleanupJobs(fe, service, s, chosen, r.overrideNode as string | undefined);
+    overridden = jobs.overridden;
+    activeData = chosen.length - jobs.items.length;
+    if (jobs.items.length > 0) expectOk(await proposeTimed(fe, { family: 'journal', op: 'add', name: journalName, items: jobs.items } as never));
   }
   const v = chosen.length === 0 ? null : await propose(fe, { op: 'purge', service, before, uids: chosen.map((u) => u.uid), force });
   if (v !== null && v.op !== 'purge') throw new VeraError('INTERNAL', 'purge gave another result');
-  return { dryRun: false, purged: v === null ? [] : v.purged.map((p) => ({ ...p })), skipped: skipped + (v?.skipped ?? 0), next };
+  return {
+    dryRun: false,
+    purged: v === null ? [] : v.purged.map((p) => ({ ...p })),
+    skipped: skipped + (v?.skipped ?? 0),
+    next,
+    ...(r.overrideNode === undefined ? {} : { overridden, activeData }),
+  };
+}
+
+/**
+ * The clean-up jobs of a batch. With an override node (upstream's --override_node, for data
+ * copied off a downed node), a record on a downed node has its data deleted there instead,
+ * unless that data is the user's current data: the same key id as the user's current record
+ * (upstream's points_to_active), whose deletion would lose what the user has now. Such a
+ * record is purged with no job.
+ */
+async function cleanupJobs(fe: FrontEnd, service: string, s: ServiceState, chosen: readonly UserRecord[], overrideNode: string | undefined): Promise<{ items: Array<{ key: string; data: FamilyResult }>; overridden: number }> {
+  const items: Array<{ key: string; data: FamilyResult }> = [];
+  let overridden = 0;
+  for (const u of chosen) {
+    const onDowned = s.nodes.get(u.node)?.downed === true;
+    if (overrideNode === undefined || !onDowned || u.node === overrideNode) {
+      items.push({ key: `${service}/${u.uid}`, data: { ...cleanupJob(service, s.settings.pattern, u) } });
+      continue;
+    }
+    const current = newestFirst(await fe.node.stateMachine.read('assignment purge override', (db, snapshot) => userRecords(db, snapshot, u.email, service)))[0];
+    if (current !== undefined && current.uid !== u.uid && fxaKidOf(current) === fxaKidOf(u)) continue;
+    items.push({ key: `${service}/${u.uid}`, data: { ...cleanupJob(service, s.settings.pattern, u, overrideNode) } });
+    overridden++;
+  }
+  return { items, overridden };
 }
 
 /** How far past a batch's size one purge looks for records not on downed nodes. */
@@ -268,14 +358,17 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'assign.updateNode': onService('admin'),
   'assign.removeNode': onService('admin'),
   'assign.decommission': onService('admin'),
+  'assign.place': onService('admin'),
   // A purge may also hand the purged records to a journal.
   'assign.purge': (r) => [{ perm: 'admin', resource: `assign:${r.service as string}` }, ...(typeof r.journal === 'string' ? [{ perm: 'write' as const, resource: `journal:${r.journal}` }] : [])],
   'assign.user': onService('write'),
   'assign.retire': (r) => [{ perm: 'write', resource: typeof r.service === 'string' ? `assign:${r.service}` : 'assign:' }],
   'assign.event': () => [{ perm: 'write', resource: 'assign:' }],
+  'assign.enqueueEvent': (r) => [{ perm: 'write', resource: `journal:${r.journal as string}` }],
   'assign.lookup': onService('read'),
   'assign.nodes': onService('read'),
   'assign.count': onService('read'),
+  'assign.nodeUsers': onService('read'),
   'assign.services': () => [{ perm: 'read', resource: 'assign:' }],
 };
 
@@ -344,6 +437,7 @@ function call(fe: FrontEnd, op: string, fields: Readonly<Record<string, unknown>
 
 /**
  * GET /v1/assign/services, /services/S (its nodes), /services/S/users/EMAIL (lookup),
+ * /services/S/nodes/NODE/users?after=UID&limit=N (a node's users, a page),
  * /services/S/count?at=MS, each with ?consistency=stale (default) or linearizable; POST /v1/assign/OP with the op's fields as a JSON object
  * (OP is an op name without `assign.`, e.g. POST /v1/assign/user).
  */
@@ -351,7 +445,7 @@ const http: FamilyHttpRoute = {
   prefix: '/v1/assign',
   get: (fe, rest, url) => {
     const parts = rest.split('/').filter((p) => p !== '').map(decodeURIComponent);
-    if (parts[0] !== 'services' || parts.length > 4) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
+    if (parts[0] !== 'services' || parts.length > 5) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
     // Like GET /v1/data: this member's state unless ?consistency=linearizable.
     const consistency = url.searchParams.get('consistency') ?? 'stale';
     if (parts.length === 1) return call(fe, 'assign.services', { consistency });
@@ -362,6 +456,10 @@ const http: FamilyHttpRoute = {
       return call(fe, 'assign.count', { service, consistency, ...(at === null ? {} : { at: Number(at) }) });
     }
     if (parts.length === 4 && parts[2] === 'users') return call(fe, 'assign.lookup', { service, email: parts[3], consistency });
+    if (parts.length === 5 && parts[2] === 'nodes' && parts[4] === 'users') {
+      const page = Object.fromEntries(['after', 'limit'].flatMap((k) => (url.searchParams.get(k) === null ? [] : [[k, Number(url.searchParams.get(k))]])));
+      return call(fe, 'assign.nodeUsers', { service, node: parts[3], consistency, ...page });
+    }
     throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
   },
   post: (fe, rest, url, body) => {

@@ -34,6 +34,17 @@ export const PURGE_CURSOR = /^\d{1,15}:\d{1,16}$/;
 export const MAX_TOP_N = 100;
 export const MAX_CAPACITY = 2 ** 40;
 
+/** An account event's id (FxA's, or the queue message's): what makes applying it once per id possible. */
+export const EVENT_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
+/** How long an applied event id is remembered: a repeat within it changes nothing. */
+export const EVENT_ID_RETENTION_MS = 7 * 24 * 3600 * 1000;
+/** Expired event ids one event entry drops at most (each adds one, so the set shrinks back). */
+export const EVENT_IDS_PRUNED_PER_ENTRY = 16;
+
+export function eventIdProblem(value: unknown): string | null {
+  return typeof value === 'string' && EVENT_ID.test(value) ? null : 'eventId must be 1-128 characters of A-Z a-z 0-9 . _ : @ -';
+}
+
 export const EVENT_KINDS = ['delete', 'passwordChange', 'reset'] as const;
 export type AccountEventKind = (typeof EVENT_KINDS)[number];
 
@@ -130,6 +141,19 @@ function nodeFields(f: Fields): Record<string, unknown> {
   });
 }
 
+/** A purge's uid range (upstream's --range_start/--range_end) and override node (--override_node, with force and a journal). */
+function purgeScope(f: Fields, journal: boolean): Record<string, unknown> {
+  const uidMin = bounded(f, 'uidMin', 1, Number.MAX_SAFE_INTEGER);
+  const uidMax = bounded(f, 'uidMax', 1, Number.MAX_SAFE_INTEGER);
+  if (uidMin !== undefined && uidMax !== undefined && uidMin > uidMax) throw invalid(`uidMin ${uidMin} is above uidMax ${uidMax}`);
+  let overrideNode: string | undefined;
+  if (f.overrideNode !== undefined) {
+    overrideNode = checked(f.overrideNode, nameProblem(f.overrideNode, 'node'));
+    if (f.force !== true || !journal) throw invalid('overrideNode is for a forced purge into a journal: give force and journal too');
+  }
+  return present({ uidMin, uidMax, overrideNode });
+}
+
 /** The ops node assignment adds, by name, with the request each takes. */
 export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
   [
@@ -188,25 +212,40 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
   [
     'assign.decommission',
     (f, id) => {
-      onlyFields(f, ['service', 'node', 'uids']);
+      onlyFields(f, ['service', 'node', 'uids', 'max']);
       const list = uids(f);
-      return { id, op: 'assign.decommission', service: service(f), node: node(f), ...(list === undefined ? {} : { uids: list }) };
+      const max = bounded(f, 'max', 1, MAX_BATCH);
+      if (list !== undefined && max !== undefined) throw invalid('give uids or max, not both');
+      return { id, op: 'assign.decommission', service: service(f), node: node(f), ...(list === undefined ? {} : { uids: list }), ...present({ max }) };
     },
   ],
   [
     'assign.event',
     (f, id) => {
-      onlyFields(f, ['kind', 'email', 'generation']);
+      onlyFields(f, ['kind', 'email', 'generation', 'eventId']);
       if (!EVENT_KINDS.includes(f.kind as AccountEventKind)) throw invalid(`kind must be one of ${EVENT_KINDS.join(', ')}`);
       const generation = bounded(f, 'generation', 1, MAX_GENERATION - 1);
       if (f.kind !== 'delete' && generation === undefined) throw invalid(`a ${f.kind as string} event needs the account's new generation`);
-      return { id, op: 'assign.event', kind: f.kind, email: email(f), ...(generation === undefined ? {} : { generation }) };
+      const eventId = f.eventId === undefined ? undefined : checked(f.eventId, eventIdProblem(f.eventId));
+      return { id, op: 'assign.event', kind: f.kind, email: email(f), ...(generation === undefined ? {} : { generation }), ...(eventId === undefined ? {} : { eventId }) };
+    },
+  ],
+  [
+    'assign.enqueueEvent',
+    (f, id) => {
+      onlyFields(f, ['journal', 'eventId', 'kind', 'email', 'generation']);
+      const journal = f.journal;
+      if (typeof journal !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal)) throw invalid('journal must be the name of a journal');
+      // The same checks as the event it becomes, so a bad event never reaches the queue.
+      const { id: _id, op: _op, ...event } = ASSIGN_OPS.get('assign.event')!({ kind: f.kind, email: f.email, generation: f.generation, eventId: f.eventId }, id, undefined as never);
+      if (event.eventId === undefined) throw invalid('eventId is required: it keys the queued event and makes it apply once');
+      return { id, op: 'assign.enqueueEvent', journal, ...event };
     },
   ],
   [
     'assign.purge',
     (f, id) => {
-      onlyFields(f, ['service', 'graceMs', 'max', 'force', 'dryRun', 'journal', 'after']);
+      onlyFields(f, ['service', 'graceMs', 'max', 'force', 'dryRun', 'journal', 'after', 'uidMin', 'uidMax', 'overrideNode']);
       if (f.after !== undefined && (typeof f.after !== 'string' || !PURGE_CURSOR.test(f.after) || !f.after.split(':').every((n) => Number.isSafeInteger(Number(n))))) {
         throw invalid('after must be the `next` a purge answered');
       }
@@ -222,9 +261,18 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
         dryRun: bool(f, 'dryRun') ?? false,
         ...(journal === undefined ? {} : { journal }),
         ...(f.after === undefined ? {} : { after: f.after }),
+        ...purgeScope(f, journal !== undefined),
       };
     },
   ],
+  [
+    'assign.nodeUsers',
+    (f, id) => {
+      onlyFields(f, ['service', 'node', 'after', 'limit', 'consistency']);
+      return { id, op: 'assign.nodeUsers', service: service(f), node: node(f), ...present({ after: bounded(f, 'after', 0, Number.MAX_SAFE_INTEGER), limit: bounded(f, 'limit', 1, MAX_BATCH) }), ...consistency(f) };
+    },
+  ],
+  ['assign.place', (f, id) => (onlyFields(f, ['service', 'email', 'node']), { id, op: 'assign.place', service: service(f), email: email(f), node: node(f) })],
   [
     'assign.count',
     (f, id) => (onlyFields(f, ['service', 'at', 'consistency']), { id, op: 'assign.count', service: service(f), ...present({ at: bounded(f, 'at', 0, 2 ** 48) }), ...consistency(f) }),

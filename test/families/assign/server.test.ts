@@ -86,7 +86,7 @@ describe('node assignment on a server', () => {
     // Decommission: the next request moves the user to the new node with the same values.
     await assign.addNode('sync-1.5', 'https://b', { capacity: 10 });
     await assign.updateNode('sync-1.5', 'https://a', { downed: true });
-    expect(await assign.decommission('sync-1.5', 'https://a')).toEqual({ replaced: 1 });
+    expect(await assign.decommission('sync-1.5', 'https://a')).toEqual({ replaced: 1, closed: false });
     const moved = await assign.user('sync-1.5', 'u@example.com', { generation: 2, keysChangedAt: 2, clientState: 'bb' });
     expect(moved).toMatchObject({ node: 'https://b', allocated: true, clientState: 'bb', oldClientStates: ['aa'], firstSeenAt: created.firstSeenAt });
     expect(await assign.count('sync-1.5')).toBe(1);
@@ -98,8 +98,8 @@ describe('node assignment on a server', () => {
     expect(purged.purged.map((p) => p.uid).sort((x, y) => x - y)).toEqual([created.uid, rekeyed.uid]);
     const queued = await journals.claim('purges', { max: 10 });
     expect(queued.items.map((i) => i.data).sort((x, y) => (x as { uid: number }).uid - (y as { uid: number }).uid)).toEqual([
-      { service: 'sync-1.5', uid: created.uid, email: 'u@example.com', node: 'https://a', endpoint: `https://a/1.5/${created.uid}` },
-      { service: 'sync-1.5', uid: rekeyed.uid, email: 'u@example.com', node: 'https://a', endpoint: `https://a/1.5/${rekeyed.uid}` },
+      expect.objectContaining({ service: 'sync-1.5', uid: created.uid, email: 'u@example.com', node: 'https://a', endpoint: `https://a/1.5/${created.uid}`, generation: 1, keysChangedAt: 1, clientState: 'aa' }),
+      expect.objectContaining({ service: 'sync-1.5', uid: rekeyed.uid, email: 'u@example.com', node: 'https://a', endpoint: `https://a/1.5/${rekeyed.uid}`, generation: 2, keysChangedAt: 2, clientState: 'bb' }),
     ]);
     // Remove the empty node; retire the user; events on an unknown user change nothing.
     expect(await assign.removeNode('sync-1.5', 'https://a')).toEqual({ replaced: 0 });
@@ -108,6 +108,23 @@ describe('node assignment on a server', () => {
     await expect(assign.user('sync-1.5', 'u@example.com', { generation: 9, keysChangedAt: 9, clientState: 'bb' })).rejects.toMatchObject({ hints: { reason: 'invalid-generation' } });
     expect(await assign.event('reset', 'nobody@example.com', 10)).toEqual({ changed: 0 });
     expect(await assign.nodes('sync-1.5')).toMatchObject([{ node: 'https://b', load: 0 }]);
+  });
+
+  it('a node decommissioned while up takes no new users until an operator reopens it: its users go elsewhere', async () => {
+    const { assign } = await start();
+    await assign.service('sync-1.5');
+    await assign.addNode('sync-1.5', 'https://a', { capacity: 10 });
+    const users = ['x@example.com', 'y@example.com'];
+    for (const e of users) await assign.user('sync-1.5', e, { generation: 1 });
+    await assign.addNode('sync-1.5', 'https://b', { capacity: 10 });
+    // a (now empty, so ranked first) is closed by the decommission: both users land on b.
+    expect(await assign.decommission('sync-1.5', 'https://a')).toEqual({ replaced: 2, closed: true });
+    for (const e of users) expect((await assign.user('sync-1.5', e, { generation: 1 })).node).toBe('https://b');
+    expect((await assign.user('sync-1.5', 'new@example.com')).node).toBe('https://b');
+    expect(await assign.nodes('sync-1.5')).toMatchObject([{ node: 'https://a', load: 0, backoff: 1 }, { node: 'https://b', load: 3 }]);
+    // Reopened, it is the least loaded again.
+    await assign.updateNode('sync-1.5', 'https://a', { backoff: 0 });
+    expect((await assign.user('sync-1.5', 'later@example.com')).node).toBe('https://a');
   });
 
   it('answers a returning user whose request changes nothing from a linearizable read, appending nothing to the log', async () => {
@@ -178,6 +195,17 @@ describe('node assignment on a server', () => {
     expect(metrics).toContain('vera_assign_refusals_total{service="sync-1.5",reason="invalid-generation"} 1');
   });
 
+  it('a user past 100 records is 429 over HTTP (QUOTA_EXCEEDED, too-many-records); purge lets it go on', async () => {
+    const { vp, assign } = await start();
+    await assign.service('sync-1.5');
+    await assign.addNode('sync-1.5', 'https://n', { capacity: 10 });
+    for (let i = 1; i <= 100; i++) await assign.user('sync-1.5', 'm@example.com', { generation: i, keysChangedAt: i, clientState: `s${i}` });
+    const refused = await post(vp, 'user', { service: 'sync-1.5', email: 'm@example.com', generation: 101, keysChangedAt: 101, clientState: 's101' });
+    expect(refused).toMatchObject({ status: 429, body: { error: { code: 'QUOTA_EXCEEDED', reason: 'too-many-records' } } });
+    await assign.purge('sync-1.5', { graceMs: 0, max: 1000 });
+    expect(await post(vp, 'user', { service: 'sync-1.5', email: 'm@example.com', generation: 101, keysChangedAt: 101, clientState: 's101' })).toMatchObject({ status: 200 });
+  });
+
   it('has a CLI: vera assign service|node|user|lookup|retire|decommission|purge|events|count, with --json', async () => {
     const { vp } = await start();
     const run = async (...argv: string[]): Promise<{ code: number; out: string; err: string }> => {
@@ -198,6 +226,9 @@ describe('node assignment on a server', () => {
     expect(await run('purge', 'sync-1.5', '--grace', '0', '--dry-run')).toMatchObject({ code: 0, out: expect.stringContaining('skipped 1 on downed nodes') });
     expect(await run('events', 'reset', 'c@example.com', '--generation', '50')).toMatchObject({ code: 0 });
     expect(await run('retire', 'c@example.com')).toMatchObject({ code: 0, out: 'retired c@example.com from 1 service\n' });
+    const retired = await run('lookup', 'sync-1.5', 'c@example.com');
+    expect(retired.out).toContain('(retired: every request is refused)');
+    expect(retired.out).not.toContain('moves');
     expect(JSON.parse((await run('count', 'sync-1.5', '--json')).out)).toEqual({ users: 0 });
     expect(await run('services')).toMatchObject({ code: 0, out: expect.stringContaining('sync-1.5') });
     // Usage errors are caught before connecting.

@@ -203,7 +203,7 @@ describe('retire, decommission, remove (upstream: retire_user, replace_user(s), 
     expect(moved).toMatchObject({ node: 'https://b', generation: 7, keysChangedAt: 6, clientState: 'aa', allocated: true, firstSeenAt: u.firstSeenAt });
     expect(moved.uid).toBeGreaterThan(v.uid);
     expect((await assign.user(s, 'v@x', { generation: 1, keysChangedAt: 1, clientState: 'bb' })).node).toBe('https://a');
-    expect(await assign.decommission(s, 'https://a')).toEqual({ replaced: 1 });
+    expect(await assign.decommission(s, 'https://a')).toEqual({ replaced: 1, closed: false });
     expect((await assign.user(s, 'v@x', { generation: 1, keysChangedAt: 1, clientState: 'bb' })).node).toBe('https://b');
     expect(Object.fromEntries((await assign.nodes(s)).map((n) => [n.node, n.load]))).toEqual({ 'https://a': 0, 'https://b': 2 });
   });

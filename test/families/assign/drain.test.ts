@@ -1,0 +1,71 @@
+// Draining a node from the CLI, paced at a rate, and a node's users page by page
+// over the CLI and HTTP, on a real server.
+import { afterEach, describe, expect, it } from 'vitest';
+import { connect, type VeraClient } from '../../../src/client/client.js';
+import { AssignClient } from '../../../src/families/assign/client.js';
+import { main } from '../../../src/cli/main.js';
+import { captureIO } from '../../client/cli-io.js';
+import { startLeader, untilCommandVersion } from '../../server/fixture.js';
+import type { VeraProcess } from '../../support/vera-process.js';
+
+let vp: VeraProcess | null = null;
+let client: VeraClient | null = null;
+afterEach(async () => {
+  await client?.close();
+  client = null;
+  await vp?.stop();
+  vp = null;
+});
+
+async function start(): Promise<AssignClient> {
+  vp = await startLeader();
+  client = await connect(vp.url, { timeoutMs: 10_000 });
+  const assign = new AssignClient(client);
+  await untilCommandVersion(() => assign.services());
+  await assign.service('sync-1.5');
+  await assign.addNode('sync-1.5', 'https://a', { capacity: 100 });
+  await Promise.all(Array.from({ length: 30 }, (_, i) => assign.user('sync-1.5', `u${i}@example.com`)));
+  await assign.addNode('sync-1.5', 'https://b', { capacity: 100 });
+  return assign;
+}
+
+async function run(...argv: string[]): Promise<{ code: number; out: string }> {
+  const io = captureIO();
+  const code = await main(['assign', ...argv, '--server', vp!.url], io);
+  return { code, out: io.out() };
+}
+
+describe('drain and node users', () => {
+  it('vera assign node users pages through a node; GET /v1/assign/services/S/nodes/N/users does too', async () => {
+    await start();
+    const first = await run('node', 'users', 'sync-1.5', 'https://a', '--limit', '20', '--json');
+    const page = JSON.parse(first.out) as { users: Array<{ uid: number; email: string }>; next: number };
+    expect(page.users).toHaveLength(20);
+    expect(page.next).toBe(page.users[19]!.uid);
+    const second = await run('node', 'users', 'sync-1.5', 'https://a', '--after', String(page.next));
+    expect(second.out.trim().split('\n')).toHaveLength(10);
+    expect(second.out).not.toContain('more:');
+    const res = await fetch(`${vp!.httpUrl}/v1/assign/services/sync-1.5/nodes/${encodeURIComponent('https://a')}/users?limit=25&after=${page.users[4]!.uid}`);
+    const body = (await res.json()) as { users: Array<{ uid: number }>; next: number | null };
+    expect(body.users.map((u) => u.uid)).toEqual([...page.users.slice(5).map((u) => u.uid), ...body.users.slice(15).map((u) => u.uid)]);
+    expect(body.users).toHaveLength(25);
+    expect((await run('node', 'users', 'sync-1.5', 'https://a', '--limit', '0')).code).toBe(2);
+    expect((await run('node', 'users', 'sync-1.5', 'https://nowhere')).code).not.toBe(0);
+  });
+
+  it('vera assign drain: closes the node, replaces its users a batch at a time no faster than --rate, with progress', async () => {
+    const assign = await start();
+    const started = Date.now();
+    const r = await run('drain', 'sync-1.5', 'https://a', '--rate', '20', '--batch', '10');
+    const elapsedMs = Date.now() - started;
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('batch 1: 10 users replaced so far, 20 still on https://a');
+    expect(r.out).toContain('batch 3: 30 users replaced so far, 0 still on https://a');
+    expect(r.out).toContain('drained https://a: 30 users replaced');
+    // 30 users at 20 a second: the third batch no sooner than a second after the start.
+    expect(elapsedMs).toBeGreaterThanOrEqual(1000);
+    expect(await assign.nodes('sync-1.5')).toMatchObject([{ node: 'https://a', load: 0, downed: false, backoff: 1 }, { node: 'https://b', load: 0 }]);
+    expect((await assign.user('sync-1.5', 'u0@example.com')).node).toBe('https://b');
+    expect((await run('drain', 'sync-1.5', 'https://a', '--batch', '5000')).code).toBe(2);
+  });
+});

@@ -1,0 +1,102 @@
+// Purge until done on a real server: bounded batches, each going on from the last
+// one's cursor, with the grace period, downed nodes passed over unless forced, a
+// uid range, and an override node for data copied off a downed node.
+import { afterEach, describe, expect, it } from 'vitest';
+import { connect, type VeraClient } from '../../../src/client/client.js';
+import { AssignClient } from '../../../src/families/assign/client.js';
+import { JournalClient } from '../../../src/families/journal/client.js';
+import { main } from '../../../src/cli/main.js';
+import { captureIO } from '../../client/cli-io.js';
+import { startLeader, untilCommandVersion } from '../../server/fixture.js';
+import type { VeraProcess } from '../../support/vera-process.js';
+
+let vp: VeraProcess | null = null;
+let client: VeraClient | null = null;
+afterEach(async () => {
+  await client?.close();
+  client = null;
+  await vp?.stop();
+  vp = null;
+});
+
+async function start(): Promise<AssignClient> {
+  vp = await startLeader();
+  client = await connect(vp.url, { timeoutMs: 10_000 });
+  const assign = new AssignClient(client);
+  await untilCommandVersion(() => assign.services());
+  await assign.service('sync-1.5');
+  return assign;
+}
+
+/** `n` users on the service's nodes, each re-keyed once: n replaced records. */
+async function rekeyed(assign: AssignClient, prefix: string, n: number): Promise<void> {
+  const emails = Array.from({ length: n }, (_, i) => `${prefix}${i}@example.com`);
+  await Promise.all(emails.map((e) => assign.user('sync-1.5', e, { generation: 1, keysChangedAt: 1, clientState: 'aa' })));
+  await Promise.all(emails.map((e) => assign.user('sync-1.5', e, { generation: 2, keysChangedAt: 2, clientState: 'bb' })));
+}
+
+describe('purge until done', () => {
+  it('vera assign purge --until-done: batch after batch with progress, records on a downed node left until --force', async () => {
+    const assign = await start();
+    await assign.addNode('sync-1.5', 'https://a', { capacity: 1000 });
+    await rekeyed(assign, 'a', 120);
+    await assign.addNode('sync-1.5', 'https://c', { capacity: 1000 });
+    await assign.updateNode('sync-1.5', 'https://a', { backoff: 1 });
+    await rekeyed(assign, 'c', 7);
+    await assign.updateNode('sync-1.5', 'https://c', { downed: true });
+    const run = async (...argv: string[]): Promise<{ code: number; out: string }> => {
+      const io = captureIO();
+      const code = await main(['assign', 'purge', 'sync-1.5', ...argv, '--server', vp!.url], io);
+      return { code, out: io.out() };
+    };
+    // The grace period holds them all back.
+    expect((await run('--until-done', '--grace', '1h')).out).toContain('done: 0 records purged in 1 batches');
+    const first = await run('--until-done', '--grace', '0', '--max', '50');
+    expect(first.code).toBe(0);
+    expect(first.out).toContain('batch 1: purged 50');
+    expect(first.out).toContain('batch 3: purged 20');
+    expect(first.out).toContain('done: 120 records purged in 3 batches, 7 on downed nodes left (--force purges them)');
+    // The records on the downed node stay until forced.
+    expect(JSON.parse((await run('--until-done', '--grace', '0', '--force', '--json')).out)).toEqual({ batches: 1, purged: 7, skipped: 0, done: true });
+    expect((await assign.purge('sync-1.5', { graceMs: 0, dryRun: true })).purged).toEqual([]);
+    expect((await run('--until-done', '--after', '1:1')).code).toBe(2);
+    expect((await run('--override-node', 'https://x')).code).toBe(2);
+  }, 60_000);
+
+  it('a uid range purges only those uids; purgeAll in the library reports each batch', async () => {
+    const assign = await start();
+    await assign.addNode('sync-1.5', 'https://a', { capacity: 1000 });
+    await rekeyed(assign, 'u', 30);
+    const replaced = (await assign.purge('sync-1.5', { graceMs: 0, dryRun: true, max: 1000 })).purged.map((p) => p.uid).sort((x, y) => x - y);
+    expect(replaced).toHaveLength(30);
+    const [lo, hi] = [replaced[5]!, replaced[14]!];
+    const batches: number[] = [];
+    const total = await assign.purgeAll('sync-1.5', { graceMs: 0, max: 4, uidMin: lo, uidMax: hi }, (p) => batches.push(p.batch.purged.length));
+    expect(total).toEqual({ batches: 3, purged: 10, skipped: 0, done: true });
+    expect(batches).toEqual([4, 4, 2]);
+    const left = (await assign.purge('sync-1.5', { graceMs: 0, dryRun: true, max: 1000 })).purged.map((p) => p.uid).sort((x, y) => x - y);
+    expect(left).toEqual(replaced.filter((u) => u < lo || u > hi));
+    await expect(assign.purge('sync-1.5', { uidMin: 5, uidMax: 4 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+  });
+
+  it('--override-node sends a downed node\'s clean-up to the node its data was copied to, except the user\'s current data', async () => {
+    const assign = await start();
+    const journals = new JournalClient(client!);
+    await journals.create('cleanup');
+    await assign.addNode('sync-1.5', 'https://a', { capacity: 100 });
+    // x: one record on a. y: re-keyed on a, so an older record (aa) and a newer one (bb).
+    await assign.user('sync-1.5', 'x@example.com', { generation: 1, keysChangedAt: 1, clientState: 'aa' });
+    const yOld = await assign.user('sync-1.5', 'y@example.com', { generation: 1, keysChangedAt: 1, clientState: 'aa' });
+    await assign.user('sync-1.5', 'y@example.com', { generation: 2, keysChangedAt: 2, clientState: 'bb' });
+    // a goes down; its users move to b keeping their values: x's and y's newest data is their current data.
+    await assign.addNode('sync-1.5', 'https://b', { capacity: 100 });
+    await assign.updateNode('sync-1.5', 'https://a', { downed: true });
+    await assign.decommission('sync-1.5', 'https://a');
+    for (const [e, g, s] of [['x@example.com', 1, 'aa'], ['y@example.com', 2, 'bb']] as const) await assign.user('sync-1.5', e, { generation: g, keysChangedAt: g, clientState: s });
+    const r = await assign.purge('sync-1.5', { graceMs: 0, force: true, journal: 'cleanup', overrideNode: 'https://copy' });
+    expect(r.purged).toHaveLength(3);
+    expect(r).toMatchObject({ overridden: 1, activeData: 2 });
+    const jobs = await journals.claim('cleanup', { max: 10 });
+    expect(jobs.items.map((i) => i.data)).toEqual([expect.objectContaining({ uid: yOld.uid, node: 'https://copy', endpoint: `https://copy/1.5/${yOld.uid}`, clientState: 'aa' })]);
+  });
+});
