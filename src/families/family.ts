@@ -149,6 +149,12 @@ export interface Family<C extends { readonly op: string }, S> {
    * per-user usage), added to the entry's plan; null when there are none.
    */
   settleEntry?(states: States, kept: boolean): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
+  /**
+   * Once every family's state is loaded (at start, after a snapshot install): corrections
+   * to other families' in-memory state for data this family holds apart, read at `snapshot`
+   * (hibernation's hot entries of a Frozen unit not yet deleted, which the lists family counted).
+   */
+  loaded?(db: VeraDb, snapshot: DbSnapshot, states: States): Promise<void>;
   /** Loads the family's server part (its client ops and leader duties); only the server calls it. */
   server?(): Promise<FamilyServerPart>;
 }

@@ -19,7 +19,9 @@ import { captureState, readRecords, replaceState } from '../../../src/raft/state
 import { APPLIED_INDEX } from '../../../src/statemachine/applied.js';
 import { stateExtras } from '../../../src/statemachine/state-extras.js';
 import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
-import { failNextBatch } from '../../support/batches.js';
+import { failNextBatch, recordBatches } from '../../support/batches.js';
+import { Bucket, bucketPrefix } from '../../../src/keys/index.js';
+import type { BatchOp } from '../../../src/families/family.js';
 import { getList } from '../../../src/families/lists/queries.js';
 import { FAMILIES, REGISTRY } from '../../../src/families/registry.js';
 
@@ -491,6 +493,95 @@ describe('cold files travel with the state', () => {
       }).rejects.toThrow(/unit \/users\/alice: missing/);
     } finally {
       await captured.release();
+    }
+  });
+});
+
+describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
+  const STEP = 100;
+  const itemPrefix = bucketPrefix(Bucket.item);
+  /** The item entries (hot data) each batch written deleted or put: what would hold the log behind it. */
+  const itemOps = (writes: BatchOp[][]): number[] => writes.map((ops) => ops.filter((op) => op.key.subarray(0, itemPrefix.length).equals(itemPrefix)).length);
+
+  /** /users/big: 700 items in its own list and 350 below it; /users/small: 3 items; a neighbour /users/big2. */
+  async function bigUnit(m: Member): Promise<{ big: number; small: number }> {
+    let big = 0;
+    for (let n = 0; n < 700; n++) big = await m.push('/users/big', { n });
+    for (let n = 0; n < 350; n++) big = await m.push('/users/big/x', { n });
+    await m.push('/users/big2', 'neighbour');
+    let small = 0;
+    for (const d of ['s1', 's2', 's3']) small = await m.push('/users/small', d);
+    return { big, small };
+  }
+
+  it('a commit deletes at most its step of hot entries, dropHot steps the rest, and a restart mid-way agrees with a member that never stopped', async () => {
+    const m = await member();
+    const seen = await bigUnit(m);
+    const bigItems = [...(await m.items('/users/big')), ...(await m.items('/users/big/x'))];
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }, { unit: '/users/small', seen: seen.small }] });
+    const frozenAt = m.index;
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    const writes = recordBatches(m.temp.db);
+    // The small unit fits the step and goes in the commit's batch; the big one drains.
+    expect(await m.hibernate({ op: 'commitFreeze', units: ['/users/big', '/users/small'], step: STEP })).toMatchObject({ units: [{ unit: '/users/big', frozen: true, items: 1050 }, { unit: '/users/small', frozen: true, items: 3 }] });
+    expect([...m.sm.stateOf(hibernate).draining]).toEqual(['/users/big']);
+    expect(await m.items('/users/small')).toEqual([]);
+    // The lists index holds what a restarted member rebuilds: neither unit's lists.
+    const index = (): string[] => m.sm.stateOf(lists).dump().map(([path]) => path);
+    expect(index()).toEqual(['/users/big2']);
+    let steps = 0;
+    for (let done = false; !done; steps++) {
+      if (steps === 3) {
+        // A restart mid-way: the hot entries left are not hot lists to the member that loads them.
+        vi.restoreAllMocks();
+        await m.restart();
+        expect([...m.sm.stateOf(hibernate).draining]).toEqual(['/users/big']);
+        expect(index()).toEqual(['/users/big2']);
+        writes.push(...recordBatches(m.temp.db));
+      }
+      const v = await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP });
+      if (v.op !== 'dropHot') throw new Error('not a dropHot');
+      done = v.done;
+    }
+    expect(steps).toBe(11); // 1,050 entries, 100 a step
+    // No batch wrote more than a step of hot entries.
+    expect(Math.max(...itemOps(writes))).toBe(STEP);
+    expect(itemOps(writes).every((n) => n <= STEP)).toBe(true);
+    expect(m.sm.stateOf(hibernate).draining.size).toBe(0);
+    expect(await m.items('/users/big')).toEqual([]);
+    expect(await m.items('/users/big/x')).toEqual([]);
+    expect(await m.items('/users/big2')).toEqual(['neighbour']);
+    // A step for a freeze already drained (or thawed) is a no-op.
+    expect(await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP })).toEqual({ op: 'dropHot', unit: '/users/big', dropped: 0, done: true });
+    await m.restart();
+    expect(m.sm.stateOf(hibernate).draining.size).toBe(0);
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/big' })).toMatchObject({ thawed: true, items: 1050 });
+    expect([...(await m.items('/users/big')), ...(await m.items('/users/big/x'))]).toEqual(bigItems);
+  });
+
+  it('a thaw in the middle of a drain puts every entry back, and a late step of that freeze deletes nothing', async () => {
+    const m = await member();
+    const seen = await bigUnit(m);
+    const bigItems = [...(await m.items('/users/big')), ...(await m.items('/users/big/x'))];
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
+    const frozenAt = m.index;
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    expect(await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP })).toEqual({ op: 'dropHot', unit: '/users/big', dropped: STEP, done: false });
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/big' })).toMatchObject({ thawed: true, items: 1050 });
+    expect(m.sm.stateOf(hibernate).draining.size).toBe(0);
+    expect(await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP })).toEqual({ op: 'dropHot', unit: '/users/big', dropped: 0, done: true });
+    expect([...(await m.items('/users/big')), ...(await m.items('/users/big/x'))]).toEqual(bigItems);
+    expect(m.sm.stateOf(lists).lastIndexOf('/users/big/x')).toBe(seen.big);
+    await m.restart();
+    expect(m.sm.stateOf(hibernate).draining.size).toBe(0);
+    expect([...(await m.items('/users/big')), ...(await m.items('/users/big/x'))]).toEqual(bigItems);
+  });
+
+  it('refuses a step out of range', () => {
+    for (const step of [0, -1, 1.5, 100_001, '10']) {
+      expect(() => encodeCommand({ family: 'hibernate', op: 'dropHot', unit: '/users/big', frozenAt: 1, step } as never)).toThrow(/step must be an integer/);
+      expect(() => encodeCommand({ family: 'hibernate', op: 'commitFreeze', units: ['/users/big'], step } as never)).toThrow(/step must be an integer/);
     }
   });
 });
