@@ -5,7 +5,8 @@
 // in a frozen unit; a restarted member agrees with one that never stopped; and
 // each crash point of freeze and thaw (a step failing, then the entry applied
 // again as a restart does) leaves the hot copy or a verified cold copy.
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ColdStore } from '../../../src/families/hibernate/cold-store.js';
 import { hibernate, type HibernateValue } from '../../../src/families/hibernate/index.js';
@@ -368,6 +369,37 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
     const [gte, lt] = compactRange.mock.calls[0]! as unknown as [Buffer, Buffer];
     expect(gte.toString('latin1')).toContain('/users/u0');
     expect(lt.toString('latin1')).toContain('/users/u9');
+  });
+});
+
+describe('the hot store shrinks by itself (issue 34, defect 7)', () => {
+  /** The bytes of the db's files on disk (tables and the write-ahead log). */
+  const dbBytes = (m: Member): number => readdirSync(m.temp.db.location).reduce((n, f) => n + statSync(join(m.temp.db.location, f)).size, 0);
+
+  it('after freezing 90% of the data, the db on disk is several times smaller, with no operator step', async () => {
+    const m = await member();
+    const units = 10;
+    const seen: number[] = [];
+    for (let u = 0; u < units; u++) for (let n = 0; n < 300; n++) seen[u] = await m.push(`/users/u${String(u).padStart(2, '0')}/items`, { n, pad: 'x'.repeat(1000) });
+    // LevelDB as it settles by itself after a load (tables, not a write-ahead log holding everything).
+    await m.temp.db.compactRange(Buffer.alloc(0), Buffer.alloc(1, 0xff));
+    const before = dbBytes(m);
+    const frozen = Array.from({ length: 9 }, (_, u) => `/users/u${String(u).padStart(2, '0')}`);
+    await m.hibernate({ op: 'freezeUnits', units: frozen.map((unit, u) => ({ unit, seen: seen[u]! })) });
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    const compactor = m.sm.stateOf(hibernate).compactor;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      // A step that fits every unit: the hot copies go in the commit's batch.
+      await m.hibernate({ op: 'commitFreeze', units: frozen, step: 100_000 });
+      vi.advanceTimersByTime(10_000);
+    } finally {
+      vi.useRealTimers();
+    }
+    await vi.waitFor(() => expect(compactor.compactions).toBe(1), { timeout: 20_000 });
+    const after = dbBytes(m);
+    expect(after).toBeLessThan(before / 4);
+    expect(await m.items('/users/u09/items')).toHaveLength(300);
   });
 });
 
