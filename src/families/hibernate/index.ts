@@ -226,20 +226,34 @@ async function dropHot(c: Extract<HibernateCommand, { op: 'dropHot' }>, ctx: Pla
   const state = ctx.states.of(hibernate);
   const done = (dropped: number): Plan => answer({ op: 'dropHot', unit: c.unit, dropped, done: true });
   if (!state.draining.has(c.unit) || state.frozen.get(c.unit)?.frozenAt !== c.frozenAt) return done(0);
+  // Every key of the unit up to the last one an earlier step deleted is gone: seek past it, not
+  // over its tombstones (read from the start, each step would skip all the steps' before it).
+  const cursor = state.drainCursor.get(c.unit);
   const keys: Buffer[] = [];
   for (const range of unitItemRanges(c.unit)) {
-    for await (const key of ctx.db.keys({ ...range, limit: c.step + 1 - keys.length })) keys.push(key);
+    if (cursor !== undefined && Buffer.compare(cursor, range.lt) >= 0) continue;
+    const from = cursor !== undefined && Buffer.compare(cursor, range.gte) >= 0 ? { gt: cursor, lt: range.lt } : range;
+    for await (const key of ctx.db.keys({ ...from, limit: c.step + 1 - keys.length })) keys.push(key);
     if (keys.length > c.step) break;
   }
   const last = keys.length <= c.step;
   const ops: BatchOp[] = keys.slice(0, c.step).map((key) => ({ type: 'del', key }));
   crashPoint('drop-hot-planned');
-  if (!last) return answer({ op: 'dropHot', unit: c.unit, dropped: ops.length, done: false }, ops, [() => crashPoint('drop-hot-written')]);
+  if (!last) {
+    const upTo = keys[c.step - 1]!;
+    return answer({ op: 'dropHot', unit: c.unit, dropped: ops.length, done: false }, ops, [
+      () => {
+        crashPoint('drop-hot-written');
+        state.drainCursor.set(c.unit, upTo);
+      },
+    ]);
+  }
   ops.push({ type: 'del', key: drainingKey(c.unit) });
   return answer({ op: 'dropHot', unit: c.unit, dropped: ops.length - 1, done: true }, ops, [
     () => {
       crashPoint('drop-hot-written');
       state.draining.delete(c.unit);
+      state.drainCursor.delete(c.unit);
       state.compactor.frozen(unitItemRanges(c.unit));
     },
   ]);
@@ -328,6 +342,7 @@ async function thaw(c: Extract<HibernateCommand, { op: 'thaw' }>, ctx: PlanConte
       crashPoint('thaw-batch-written');
       state.setThawed(c.unit);
       state.draining.delete(c.unit);
+      state.drainCursor.delete(c.unit);
       for (const l of record.lists) {
         listsState.setLastIndex(l.path, l.newest);
         listsState.usage.addedToList(l.path, l.items);

@@ -84,6 +84,12 @@ export class HibernateState {
    * record, so a cluster that never hibernates pays no lookup per read.
    */
   mayHoldFrozen: boolean;
+  /**
+   * Per draining unit, the last key a dropHot step deleted (all before it are gone too): where
+   * the next step seeks to. Not replicated: without it (after a restart) a step reads from the
+   * unit's first key and finds the same keys, only slower.
+   */
+  readonly drainCursor = new Map<string, Buffer>();
   /** The cold file reads of Frozen lists were last served from (held-reads.ts). */
   readonly recentColdRead = new RecentColdRead();
 
