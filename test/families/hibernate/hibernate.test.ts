@@ -24,6 +24,7 @@ import { failNextBatch, recordBatches } from '../../support/batches.js';
 import { Bucket, bucketPrefix } from '../../../src/keys/index.js';
 import type { BatchOp } from '../../../src/families/family.js';
 import { getList } from '../../../src/families/lists/queries.js';
+import { decodeItemKey } from '../../../src/families/lists/keys.js';
 import { FAMILIES, REGISTRY } from '../../../src/families/registry.js';
 
 class Member {
@@ -608,6 +609,29 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     await m.restart();
     expect(m.sm.stateOf(hibernate).draining.size).toBe(0);
     expect([...(await m.items('/users/big')), ...(await m.items('/users/big/x'))]).toEqual(bigItems);
+  });
+
+  it('each step seeks past the keys earlier steps deleted, rather than over their tombstones', async () => {
+    const m = await member();
+    const seen = await bigUnit(m);
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
+    const frozenAt = m.index;
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    const keys = vi.spyOn(m.temp.db, 'keys');
+    const starts: string[] = [];
+    for (let done = false; !done; ) {
+      keys.mockClear();
+      const v = await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP });
+      if (v.op !== 'dropHot') throw new Error('not a dropHot');
+      done = v.done;
+      const first = keys.mock.calls[0]![0] as { gt?: Buffer; gte?: Buffer };
+      starts.push(first.gt === undefined ? 'from the start' : decodeItemKey(first.gt).path + '#' + String(decodeItemKey(first.gt).index));
+    }
+    // The first step reads from the unit's first key; each later one from just past the last key the step before deleted.
+    expect(starts[0]).toBe('from the start');
+    expect(starts.slice(1).every((s) => s !== 'from the start')).toBe(true);
+    expect(new Set(starts).size).toBe(starts.length);
   });
 
   it('refuses a step out of range', () => {
