@@ -7,7 +7,9 @@
 // detector's pace (one entry of 16 units a second), then as fast as it goes,
 // timing the freezes and the active set's latency meanwhile. Measures the same
 // again with the idle units frozen, then the latency of the first read of a
-// frozen unit (which thaws it), one at a time.
+// frozen unit (which thaws it), one at a time. Last (issue 34), one large unit
+// (`largeUnit` items in two lists) is loaded, frozen and thawed by hand while the
+// active set writes, each judged against the same writes just before.
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type VeraClient } from '../../src/client/index.js';
@@ -22,9 +24,22 @@ export interface H1Scale {
   readonly perUnit: number;
   readonly activeMs: number;
   readonly thawSamples: number;
+  /** Items of the one large unit frozen and thawed by hand at the end. */
+  readonly largeUnit: number;
 }
-export const H1_FULL: H1Scale = { units: 10_000, perUnit: 100, activeMs: 8_000, thawSamples: 300 };
-export const H1_QUICK: H1Scale = { units: 1_000, perUnit: 100, activeMs: 3_000, thawSamples: 100 };
+export const H1_FULL: H1Scale = { units: 10_000, perUnit: 100, activeMs: 8_000, thawSamples: 300, largeUnit: 100_000 };
+export const H1_QUICK: H1Scale = { units: 1_000, perUnit: 100, activeMs: 3_000, thawSamples: 100, largeUnit: 20_000 };
+
+/** A large unit frozen and then thawed by hand, and the active set's write latency meanwhile. */
+export interface LargeUnitRun {
+  readonly items: number;
+  /** The active set's writes in the same time just before the freeze. */
+  readonly before: LatencySummary;
+  readonly freezeSeconds: number;
+  readonly freezing: LatencySummary;
+  readonly thawSeconds: number;
+  readonly thawing: LatencySummary;
+}
 
 export interface H1Phase {
   /** The members' db directories as they are on disk. */
@@ -73,6 +88,7 @@ export interface H1Result {
   /** At paces up to the idle detector's, fastest first (PACES). */
   readonly paced: readonly PacedRun[];
   readonly thaw: LatencySummary;
+  readonly large: LargeUnitRun;
   readonly errors: readonly string[];
 }
 
@@ -280,6 +296,37 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
     }
     const thawSummary = thaw.summary();
     log(`thaw (first read of a ${scale.perUnit}-item unit): p50 ${thawSummary.p50.toFixed(2)} ms, p99 ${thawSummary.p99.toFixed(2)} ms`);
+
+    // One large unit, frozen and thawed by hand while the active set writes.
+    const LARGE = '/large/unit';
+    let nextLarge = 0;
+    await Promise.all(
+      Array.from({ length: 256 }, async (_, w) => {
+        for (let n = nextLarge++; n < scale.largeUnit; n = nextLarge++) await pushers[w % pushers.length]!.push(n % 2 === 0 ? `${LARGE}/a` : `${LARGE}/b`, { n, pad: 'x'.repeat(64) }, { persistent: true, watch: false });
+      }),
+    );
+    const largeHib = new HibernateClient(await open());
+    /** The active set's writes while `work` runs (at least a second of them), and how long `work` took. */
+    const whileDoing = async (tag: string, work: () => Promise<void>): Promise<{ seconds: number; writes: LatencySummary }> => {
+      let running = true;
+      const started = performance.now();
+      const writes = activeWrites(() => !running && performance.now() - started >= 1000, tag);
+      await work();
+      const seconds = (performance.now() - started) / 1000;
+      running = false;
+      return { seconds, writes: await writes };
+    };
+    const largeBefore = await whileDoing('before the large unit', () => new Promise((r) => setTimeout(r, scale.activeMs / 2)));
+    const largeFreeze = await whileDoing('large unit freezing', async () => {
+      const r = await largeHib.freeze(LARGE);
+      if (!r.frozen) errors.push(`${LARGE} not frozen: ${r.why}`);
+    });
+    const largeThaw = await whileDoing('large unit thawing', async () => {
+      const r = await largeHib.thaw(LARGE);
+      if (r.items !== scale.largeUnit) errors.push(`${LARGE} thawed ${r.items} items, not ${scale.largeUnit}`);
+    });
+    const large: LargeUnitRun = { items: scale.largeUnit, before: largeBefore.writes, freezeSeconds: largeFreeze.seconds, freezing: largeFreeze.writes, thawSeconds: largeThaw.seconds, thawing: largeThaw.writes };
+    log(`a ${scale.largeUnit}-item unit: active writes p99 ${large.before.p99.toFixed(2)} ms before, ${large.freezing.p99.toFixed(2)} ms while it froze (${large.freezeSeconds.toFixed(2)} s), ${large.thawing.p99.toFixed(2)} ms while it thawed (${large.thawSeconds.toFixed(2)} s)`);
     return {
       items: total,
       units: scale.units,
@@ -290,6 +337,7 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
       freeze: { units: fastUnits, seconds: freezeSeconds, perSec: fastUnits / freezeSeconds, activeWrites: activeDuringFreeze },
       paced,
       thaw: thawSummary,
+      large,
       errors: errors.slice(0, 20),
     };
   } finally {

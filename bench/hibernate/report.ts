@@ -14,10 +14,13 @@ export function h1Targets(r: H1Result): Target[] {
   const p99Change = r.frozen.activeWrites.p99 / r.hot.activeWrites.p99;
   const change = (p: PacedRun): number => p.activeWrites.p99 / p.before.p99;
   const within = r.paced.filter((p) => change(p) <= 1.2).sort((a, b) => b.pace - a.pace)[0];
+  const large = r.large;
+  const largeFreeze = large.freezing.p99 / large.before.p99;
+  const largeThaw = large.thawing.p99 / large.before.p99;
   return [
     {
-      what: 'hot store reduced at least 5x',
-      met: hotRatio >= 5,
+      what: 'hot store at least 5x smaller with 90% frozen, as found on disk (no manual defrag)',
+      met: asIsRatio >= 5,
       detail: `defragmented ${mib(r.hot.defraggedHotBytes)} -> ${mib(r.frozen.defraggedHotBytes)} (${hotRatio.toFixed(2)}x); as found on disk ${mib(r.hot.hotBytes)} -> ${mib(r.frozen.hotBytes)} (${asIsRatio.toFixed(2)}x)`,
     },
     {
@@ -32,6 +35,16 @@ export function h1Targets(r: H1Result): Target[] {
     },
     { what: 'active-set write p99 unchanged within noise (within 20%)', met: p99Change <= 1.2, detail: `${r.hot.activeWrites.p99.toFixed(2)} -> ${r.frozen.activeWrites.p99.toFixed(2)} ms (${p99Change.toFixed(2)}x)` },
     { what: 'thaw p99 under 50 ms (a 100-item unit)', met: r.thaw.p99 < 50, detail: `p50 ${r.thaw.p50.toFixed(2)} ms, p99 ${r.thaw.p99.toFixed(2)} ms` },
+    {
+      what: `unrelated writes' p99 within 1.2x while a ${large.items.toLocaleString('en-US')}-item unit freezes (issue 34)`,
+      met: largeFreeze <= 1.2,
+      detail: `${large.before.p99.toFixed(2)} -> ${large.freezing.p99.toFixed(2)} ms (${largeFreeze.toFixed(2)}x), the freeze took ${large.freezeSeconds.toFixed(2)} s`,
+    },
+    {
+      what: `unrelated writes' p99 within 1.2x while a ${large.items.toLocaleString('en-US')}-item unit thaws (issue 34)`,
+      met: largeThaw <= 1.2,
+      detail: `${large.before.p99.toFixed(2)} -> ${large.thawing.p99.toFixed(2)} ms (${largeThaw.toFixed(2)}x), the thaw took ${large.thawSeconds.toFixed(2)} s`,
+    },
     {
       what: 'freeze throughput without raising active-set p99 by more than 20%',
       met: within !== undefined,
@@ -68,7 +81,9 @@ export function renderH1(r: H1Result, meta: { readonly command: string; readonly
     '',
     `Thaw (the first read of a frozen ${Math.round(r.items / r.units)}-item unit, one at a time, ${r.thaw.count} units): p50 ${r.thaw.p50.toFixed(2)} ms, p99 ${r.thaw.p99.toFixed(2)} ms, max ${r.thaw.max.toFixed(2)} ms.`,
     '',
-    '## Targets (issue 15)',
+    `A ${r.large.items.toLocaleString('en-US')}-item unit frozen by hand (\`vera hibernate PATH\`) and then thawed, the active set writing throughout (each window at least 1 s): active-set p99 ${r.large.before.p99.toFixed(2)} ms just before, ${r.large.freezing.p99.toFixed(2)} ms while it froze (${r.large.freezeSeconds.toFixed(2)} s), ${r.large.thawing.p99.toFixed(2)} ms while it thawed (${r.large.thawSeconds.toFixed(2)} s).`,
+    '',
+    '## Targets (issues 15 and 34)',
     '',
     '| target | met | measured |',
     '|---|---|---|',

@@ -163,6 +163,12 @@ export interface Family<C extends { readonly op: string }, S> {
    * remember it: a new command passes through it by declaring `listsUsedBy`.
    */
   readonly listGuard?: ListGuard;
+  /**
+   * Once every family's state is loaded (at start, after a snapshot install): corrections
+   * to other families' in-memory state for data this family holds apart, read at `snapshot`
+   * (hibernation's hot entries of a Frozen unit not yet deleted, which the lists family counted).
+   */
+  loaded?(db: VeraDb, snapshot: DbSnapshot, states: States): Promise<void>;
   /** Loads the family's server part (its client ops and leader duties); only the server calls it. */
   server?(): Promise<FamilyServerPart>;
   /**

@@ -341,9 +341,11 @@ async function loadFrom(db: VeraDb, families: readonly AnyFamily[]): Promise<{ s
     const rawClock = await db.get(CLOCK_KEY, { snapshot });
     const states = new Map<AnyFamily, unknown>();
     for (const family of families) states.set(family, await family.load(db, snapshot));
+    const loaded = new FamilyStates(states);
+    for (const family of families) await family.loaded?.(db, snapshot, loaded);
     return {
       applied: await readApplied(db, snapshot),
-      states: new FamilyStates(states),
+      states: loaded,
       book: rawBook === undefined ? [] : decodeMembers(rawBook),
       now: rawClock === undefined ? 0 : decodeClockValue(rawClock),
     };

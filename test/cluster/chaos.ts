@@ -67,6 +67,8 @@ export interface TrialPlan {
   /** Watcher sessions (default 2) and killed ephemeral owners (default 2). */
   readonly watchers?: number;
   readonly owners?: number;
+  /** A session with one prefix watch above the lists (default on), judged as the exact watchers are. */
+  readonly prefixWatcher?: boolean;
   /** Successful operations before the faults start, and after healing (default 25 each). */
   readonly warmupOps?: number;
   readonly afterHealOps?: number;
@@ -139,6 +141,8 @@ export async function runTrial(plan: TrialPlan): Promise<TrialResult> {
     const c = cluster;
     debug(`${plan.name}: cluster started`);
     for (let k = 0; k < (plan.watchers ?? 2); k++) watchers.push(await Watcher.start(`w${k + 1}`, c.urls, allPaths));
+    // A prefix watch above the units the hibernator freezes (each list is one): its resyncs after a restart walk into Frozen units.
+    if (plan.prefixWatcher ?? true) watchers.push(await Watcher.startPrefix('prefix', c.urls, `/chaos/${tag}`, paths));
     for (const [k, path] of ownerPaths.entries()) owners.push(await EphemeralOwner.start(c.urls, path, { count: 2, timeoutMs: OWNER_SESSION_MS, tag: `${tag}:owner${k}` }));
     const w = new Workload({ urls: c.urls, paths, clients: plan.clients ?? 4, recorder, rng: rng.fork(), tag });
     workload = w;

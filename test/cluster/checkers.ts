@@ -134,6 +134,18 @@ export interface WatcherEvidence {
   readonly resyncs: readonly ObservedResync[];
   /** Why the session ended before the run did, or null. */
   readonly ended: string | null;
+  /**
+   * Set when the watcher holds one prefix watch (and nothing else): then each of its
+   * resyncs is a walk of every non-empty list below the prefix, so a watched list it
+   * leaves out was empty.
+   */
+  readonly prefix?: string;
+}
+
+/** The resyncs that speak for `path`: those naming it, or every resync of a prefix watch above it. */
+function resyncsOf(w: WatcherEvidence, path: string): ObservedResync[] {
+  if (w.prefix !== undefined && (w.prefix === '/' || path.startsWith(`${w.prefix}/`))) return [...w.resyncs];
+  return w.resyncs.filter((r) => r.lists.some((l) => l.path === path));
 }
 
 const eventKey = (e: { type: string; item: HistoryItem }): string => `${e.type}#${e.item.index}`;
@@ -172,7 +184,7 @@ export function checkWatchStreams(
     if (w.ended !== null) notes.push(`watcher ${w.name} ended early (${w.ended}); its final view was not compared`);
     for (const [path, start] of w.starts) {
       const events = w.events.filter((e) => e.path === path);
-      const resyncs = w.resyncs.filter((r) => r.lists.some((l) => l.path === path));
+      const resyncs = resyncsOf(w, path);
       checked += events.length;
       const where = `watcher ${w.name} on ${path}`;
 
@@ -235,8 +247,7 @@ export function replayedView(w: WatcherEvidence, path: string): readonly History
   const start = w.starts.get(path);
   if (start === undefined) return null;
   const events = w.events.filter((e) => e.path === path);
-  const resyncs = w.resyncs.filter((r) => r.lists.some((l) => l.path === path));
-  return replayWatch('', start, events, resyncs, path, []).view;
+  return replayWatch('', start, events, resyncsOf(w, path), path, []).view;
 }
 
 /** True when the watcher's view of every list equals `lists`. */
@@ -254,7 +265,8 @@ function replayWatch(where: string, start: WatchStart, events: readonly Observed
   const steps: Step[] = [
     ...events.map((event) => ({ seq: event.seq, event })),
     ...resyncs.map((r) => {
-      const list = r.lists.find((l) => l.path === path)!;
+      // Left out of a prefix watch's walk: empty, as of the walk (all its lists are read at one index).
+      const list = r.lists.find((l) => l.path === path) ?? { index: Math.max(0, ...r.lists.map((l) => l.index)), items: [] };
       return { seq: r.seq, resync: { index: list.index, items: list.items.map((i) => ({ index: i.index, data: i.data, owner: i.owner })) } };
     }),
   ].sort((p, q) => p.seq - q.seq);

@@ -111,6 +111,18 @@ describe('checkers on hand-written evidence', () => {
       const problems = checkWatchStreams([watcher('w1', complete), w2], history, final).problems;
       expect(problems).toContain('/a: watchers w1 and w2 saw different changes after entry 4: change 0 is push#5@5 vs push#6@6');
     });
+
+    it('judges a prefix watcher\'s lists across a resync, a list the walk leaves out counting as empty (issue 34)', () => {
+      const prefixWatcher = (lists: Array<{ path: string; index: number; items: HistoryItem[] }>): WatcherEvidence => ({
+        ...watcher('p', [ev(1, 5, 'push', item(5, 'x')), ev(1, 6, 'push', item(6, 'y'))]),
+        resyncs: [{ seq: seq++, connection: 2, lists: lists.map((l) => ({ ...l, items: l.items.map((i) => ({ ...i, owner: null })) })) }],
+        prefix: '/',
+      });
+      // Away while x was deleted; the resync after a restart carries /a as it is.
+      expect(checkWatchStreams([prefixWatcher([{ path: '/a', index: 8, items: [item(6, 'y')] }, { path: '/b', index: 8, items: [] }])], history, final).problems).toEqual([]);
+      // A walk that left /a out (a list of a frozen unit the resync did not read) says it was empty: the view ends wrong.
+      expect(checkWatchStreams([prefixWatcher([{ path: '/b', index: 8, items: [item(1, 'b')] }])], history, final).problems).toContain('watcher p on /a: replaying its events gives [], but the list ended as [#6 "y"]');
+    });
   });
 
   it('session expiry: flags items gone too late, never gone, or left on a node', () => {

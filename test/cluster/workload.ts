@@ -335,6 +335,8 @@ export class Watcher {
   readonly resyncs: ObservedResync[] = [];
   /** Why the session ended early (expired or failed), if it did. */
   ended: string | null = null;
+  /** The one prefix this watcher watches, if it is a prefix watcher (startPrefix). */
+  prefix?: string;
   private connection = 1;
   private seq = 0;
   private readonly listeners = new Set<() => void>();
@@ -388,6 +390,30 @@ export class Watcher {
       }
     }
     return watcher;
+  }
+
+  /**
+   * Connects and watches every list below `prefix` with one prefix watch, before any of
+   * `paths` (lists below it) holds an item: each starts empty at the watch's index. The
+   * watch-stream checker then judges each of `paths` as an exact watch's.
+   */
+  static async startPrefix(name: string, urls: readonly string[], prefix: string, paths: readonly string[], timeoutMs = 20_000): Promise<Watcher> {
+    const client = await connect([...urls], { timeoutMs: 10_000, requestTimeoutMs: 5000, connectTimeoutMs: timeoutMs });
+    const watcher = new Watcher(name, client);
+    watcher.prefix = prefix;
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      try {
+        const result = await client.watch(prefix, { prefix: true });
+        for (const path of paths) watcher.starts.set(path, { path, index: result.index, items: [] });
+        return watcher;
+      } catch (error) {
+        if (performance.now() > deadline) {
+          await client.close();
+          throw new HarnessError(`watcher ${name} could not watch below ${prefix}: ${String(error)}`);
+        }
+      }
+    }
   }
 
   /** How many connections the session has used so far. */

@@ -44,7 +44,7 @@ const list: ClientCommand = {
   positionals: [],
   prepare: (ctx) => async (client) => {
     const units = await new HibernateClient(client).units();
-    print(ctx, { units }, () => (units.length === 0 ? 'no Frozen or Freezing units' : units.map((u) => (u.state === 'frozen' ? `${u.unit}  frozen  ${u.items} items  ${u.bytes} bytes  (entry ${u.frozenAt})` : `${u.unit}  freezing  (since entry ${u.since})`)).join('\n')));
+    print(ctx, { units }, () => (units.length === 0 ? 'no Frozen or Freezing units' : units.map((u) => (u.state === 'frozen' ? `${u.unit}  frozen  ${u.items} items  ${u.bytes} bytes  (entry ${u.frozenAt})${u.draining === true ? '  draining' : ''}` : `${u.unit}  freezing  (since entry ${u.since})`)).join('\n')));
   },
 };
 

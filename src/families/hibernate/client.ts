@@ -20,6 +20,8 @@ export type UnitInfo =
       readonly bytes: number;
       readonly items: number;
       readonly lists: ReadonlyArray<{ readonly path: string; readonly newest: number; readonly items: number }>;
+      /** Present while its hot entries are still being deleted, a bounded step at a time (reads come from its cold file already). */
+      readonly draining?: true;
     }
   /** A freeze begun and not yet committed (its cold file is being written). */
   | { readonly unit: string; readonly state: 'freezing'; readonly since: number };

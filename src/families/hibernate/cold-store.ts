@@ -76,6 +76,35 @@ export interface ColdFileInfo {
 
 const deflateAsync = promisify(deflate);
 
+/** Entries encoded per turn of the event loop: about a millisecond's work, so a 100,000-item unit never holds clients up. */
+export const PACK_SLICE = 1_000;
+
+/** A msgpack array header for `n` elements. */
+function arrayHeader(n: number): Buffer {
+  if (n < 16) return Buffer.from([0x90 | n]);
+  const b = Buffer.alloc(n < 0x10000 ? 3 : 5);
+  if (n < 0x10000) b.writeUInt16BE(n, 1);
+  else b.writeUInt32BE(n, 1);
+  b[0] = n < 0x10000 ? 0xdc : 0xdd;
+  return b;
+}
+
+/**
+ * msgpack `[unit, meta, [[key, value], ...]]`, the same bytes pack() gives in one call, built
+ * PACK_SLICE entries at a time with a turn of the event loop between: an array's encoding is
+ * its header followed by its elements' encodings, so each slice is packed as an array and its
+ * own header dropped.
+ */
+export async function packInSlices(cold: ColdUnit): Promise<Buffer> {
+  const parts: Buffer[] = [arrayHeader(3), pack(cold.unit), pack(cold.meta), arrayHeader(cold.entries.length)];
+  for (let from = 0; from < cold.entries.length; from += PACK_SLICE) {
+    if (from > 0) await new Promise<void>((go) => setImmediate(go));
+    const slice = cold.entries.slice(from, from + PACK_SLICE);
+    parts.push(pack(slice).subarray(arrayHeader(slice.length).length));
+  }
+  return Buffer.concat(parts);
+}
+
 /** The last write asked for, per file. */
 const writesInFlight = new Map<string, Promise<void>>();
 
@@ -107,8 +136,8 @@ export class ColdStore {
    * if it says no, nothing is written and the write fails with SupersededWrite.
    */
   async write(cold: ColdUnit, wanted?: () => boolean): Promise<number> {
-    // Compressed in the thread pool: a freeze beside the log must not hold the event loop.
-    const body = await deflateAsync(pack([cold.unit, cold.meta, cold.entries.map(([k, v]) => [k, v])]));
+    // Encoded in slices and compressed in the thread pool: a freeze beside the log must not hold the event loop.
+    const body = await deflateAsync(await packInSlices(cold));
     if (body.byteLength > MAX_COLD_BODY_BYTES) throw new ColdStoreError(cold.unit, 'too-large', `${body.byteLength} compressed bytes is over ${MAX_COLD_BODY_BYTES}`);
     const header = Buffer.alloc(HEADER_BYTES);
     MAGIC.copy(header, 0);

@@ -11,17 +11,21 @@
 //   then if this member restarted since) and deletes the hot copy in one batch
 //   with the Frozen record; changed (a write got in), the freeze is cancelled.
 // `freeze` (command version 4) does both in one entry, for one unit.
+// Deleting a large unit's hot copy in one batch would hold every later entry
+// behind it, so a commit that carries `step` (command version 9) deletes at most
+// that many hot entries; a unit with more stays `draining` (Frozen, reads served
+// from its file) and `dropHot` entries delete the rest, `step` at a time.
 // A crash anywhere leaves the hot copy or a verified cold copy: nothing hot is
 // deleted before the file is durable, and an entry whose batch was not written
 // is applied again at restart. Freeze and thaw change no item as a client
 // sees it, so they emit no events.
 import type { ApplyError } from '../../statemachine/types.js';
 import { CommandError, failure, type BatchOp, type Family, type ListGuard, type Plan, type PlanContext, type States } from '../family.js';
-import { indexField, pathField } from '../fields.js';
+import { indexField, integerField, pathField } from '../fields.js';
 import { lists } from '../lists/index.js';
 import { ColdStoreError } from './cold-store.js';
 import { crashPoint } from './crash-points.js';
-import { freezingKey, HibernateBucket, inUnit, unitItemRanges, unitKey } from './keys.js';
+import { drainingKey, freezingKey, HibernateBucket, inUnit, unitItemRanges, unitKey } from './keys.js';
 import { prepareUnit, readUnit, type Prepared, type UnfreezableWhy } from './freezing.js';
 import { encodeFreezing, encodeFrozen, type FreezingUnit, type FrozenUnit } from './records.js';
 import { coldFilesAt, HibernateState } from './state.js';
@@ -32,6 +36,10 @@ export const FREEZE_UNITS_SINCE = 5;
 export { MAX_UNIT_ITEMS } from './freezing.js';
 /** The most units one `freezeUnits` or `commitFreeze` entry names (each may hold MAX_UNIT_ITEMS, whose keys a commit holds). */
 export const MAX_UNITS_PER_FREEZE = 16;
+/** `commitFreeze`'s `step` and `dropHot`: deleting a frozen unit's hot entries in bounded steps. */
+export const HOT_STEPS_SINCE = 9;
+/** The most hot entries one step may delete (what a leader asks is its own choice, up to this). */
+export const MAX_HOT_STEP = 100_000;
 
 /** A unit to freeze, with `seen`: the newest index among its lists when the leader chose to freeze it. */
 export interface FreezeTarget {
@@ -43,8 +51,10 @@ export type HibernateCommand =
   | ({ readonly op: 'freeze' } & FreezeTarget)
   /** Distinct units, none inside another, at most MAX_UNITS_PER_FREEZE. */
   | { readonly op: 'freezeUnits'; readonly units: readonly FreezeTarget[] }
-  /** Freezing units (as freezeUnits names them). */
-  | { readonly op: 'commitFreeze'; readonly units: readonly string[] }
+  /** Freezing units (as freezeUnits names them); with `step`, the entry deletes at most that many hot entries in all. */
+  | { readonly op: 'commitFreeze'; readonly units: readonly string[]; readonly step?: number }
+  /** Deletes up to `step` more hot entries of a draining unit (Frozen at `frozenAt`). */
+  | { readonly op: 'dropHot'; readonly unit: string; readonly frozenAt: number; readonly step: number }
   | { readonly op: 'thaw'; readonly unit: string };
 
 /**
@@ -63,6 +73,8 @@ export type HibernateValue =
   | FreezeValue
   | { readonly op: 'freezeUnits'; readonly units: readonly FreezeStart[] }
   | { readonly op: 'commitFreeze'; readonly units: readonly FreezeValue[] }
+  /** `done`: no hot entry of the unit is left (or it is no longer draining that freeze). */
+  | { readonly op: 'dropHot'; readonly unit: string; readonly dropped: number; readonly done: boolean }
   | { readonly op: 'thaw'; readonly unit: string; readonly thawed: boolean; readonly items: number };
 
 function answer(value: HibernateValue, ops: BatchOp[] = [], after: Array<() => void> = []): Plan {
@@ -78,20 +90,24 @@ function heldBack(state: HibernateState, unit: string): FreezeCancel | null {
   return null;
 }
 
-/** The batch that freezes a unit: its hot entries deleted, its Frozen record put, its Freezing one (if any) deleted. */
-function frozenOps(unit: string, keys: readonly Buffer[], record: FrozenUnit): BatchOp[] {
-  const ops: BatchOp[] = keys.map((key) => ({ type: 'del', key }));
+/**
+ * The batch that freezes a unit: its hot entries deleted (or, `draining`, left for
+ * dropHot entries and the unit marked), its Frozen record put, its Freezing one (if any) deleted.
+ */
+function frozenOps(unit: string, keys: readonly Buffer[], record: FrozenUnit, draining = false): BatchOp[] {
+  const ops: BatchOp[] = draining ? [{ type: 'put', key: drainingKey(unit), value: Buffer.alloc(0) }] : keys.map((key) => ({ type: 'del', key }));
   ops.push({ type: 'del', key: freezingKey(unit) });
   ops.push({ type: 'put', key: unitKey(unit), value: encodeFrozen(record) });
   return ops;
 }
 
 /** The in-memory side of a freeze, run once its batch is written. */
-function frozenAfter(ctx: PlanContext, unit: string, record: FrozenUnit): () => void {
+function frozenAfter(ctx: PlanContext, unit: string, record: FrozenUnit, draining = false): () => void {
   const state = ctx.states.of(hibernate);
   const listsState = ctx.states.of(lists);
   return () => {
     state.setFrozen(unit, record);
+    if (draining) state.draining.add(unit);
     state.freezing.delete(unit);
     state.writing.delete(unit);
     // The lists index holds what the db holds: a restarted member rebuilds it without the frozen lists.
@@ -178,6 +194,8 @@ async function commitFreezes(c: Extract<HibernateCommand, { op: 'commitFreeze' }
   crashPoint('freeze-before-cold');
   const prepared = await Promise.all(freezing.map(([unit, record]) => ready(state, ctx, unit, record)));
   crashPoint('freeze-cold-durable');
+  // Without `step` (entries before command version 9), every hot entry goes in this batch.
+  let budget = c.step ?? Infinity;
   freezing.forEach(([unit, record], n) => {
     const p = prepared[n]!;
     if ('why' in p) {
@@ -187,13 +205,58 @@ async function commitFreezes(c: Extract<HibernateCommand, { op: 'commitFreeze' }
       return;
     }
     const frozen: FrozenUnit = { frozenAt: record.since, lists: p.lists, bytes: p.bytes };
-    for (const op of frozenOps(unit, p.keys, frozen)) ops.push(op);
-    after.push(frozenAfter(ctx, unit, frozen));
+    // A unit whose hot entries fit what is left of the step goes in this batch; a larger one drains.
+    const draining = p.keys.length > budget;
+    if (!draining) budget -= p.keys.length;
+    for (const op of frozenOps(unit, p.keys, frozen, draining)) ops.push(op);
+    after.push(frozenAfter(ctx, unit, frozen, draining));
     values.push({ op: 'freeze', unit, frozen: true, items: p.keys.length, bytes: p.bytes });
   });
   // In the order the entry named them.
   values.sort((a, b) => c.units.indexOf(a.unit) - c.units.indexOf(b.unit));
   return answer({ op: 'commitFreeze', units: values }, ops, after);
+}
+
+/**
+ * `dropHot`: up to `step` more hot entries of a draining unit deleted; with the last of
+ * them, its draining mark. A unit thawed (or frozen again) since is left alone: the
+ * entry names the freeze it drains.
+ */
+async function dropHot(c: Extract<HibernateCommand, { op: 'dropHot' }>, ctx: PlanContext): Promise<Plan> {
+  const state = ctx.states.of(hibernate);
+  const done = (dropped: number): Plan => answer({ op: 'dropHot', unit: c.unit, dropped, done: true });
+  if (!state.draining.has(c.unit) || state.frozen.get(c.unit)?.frozenAt !== c.frozenAt) return done(0);
+  // Every key of the unit up to the last one an earlier step deleted is gone: seek past it, not
+  // over its tombstones (read from the start, each step would skip all the steps' before it).
+  const cursor = state.drainCursor.get(c.unit);
+  const keys: Buffer[] = [];
+  for (const range of unitItemRanges(c.unit)) {
+    if (cursor !== undefined && Buffer.compare(cursor, range.lt) >= 0) continue;
+    const from = cursor !== undefined && Buffer.compare(cursor, range.gte) >= 0 ? { gt: cursor, lt: range.lt } : range;
+    for await (const key of ctx.db.keys({ ...from, limit: c.step + 1 - keys.length })) keys.push(key);
+    if (keys.length > c.step) break;
+  }
+  const last = keys.length <= c.step;
+  const ops: BatchOp[] = keys.slice(0, c.step).map((key) => ({ type: 'del', key }));
+  crashPoint('drop-hot-planned');
+  if (!last) {
+    const upTo = keys[c.step - 1]!;
+    return answer({ op: 'dropHot', unit: c.unit, dropped: ops.length, done: false }, ops, [
+      () => {
+        crashPoint('drop-hot-written');
+        state.drainCursor.set(c.unit, upTo);
+      },
+    ]);
+  }
+  ops.push({ type: 'del', key: drainingKey(c.unit) });
+  return answer({ op: 'dropHot', unit: c.unit, dropped: ops.length - 1, done: true }, ops, [
+    () => {
+      crashPoint('drop-hot-written');
+      state.draining.delete(c.unit);
+      state.drainCursor.delete(c.unit);
+      state.compactor.frozen(unitItemRanges(c.unit));
+    },
+  ]);
 }
 
 /** The work done beside the log for this freeze, or (after a restart, or if it failed) done now from the db, which still holds the state the freeze began at. */
@@ -252,8 +315,10 @@ async function thaw(c: Extract<HibernateCommand, { op: 'thaw' }>, ctx: PlanConte
   const cold = await state.cold.read(c.unit);
   crashPoint('thaw-cold-read');
   if (cold.meta.frozenAt !== record.frozenAt) throw new ColdStoreError(c.unit, 'foreign', `the file is from the freeze at ${String(cold.meta.frozenAt)}, the unit froze at ${record.frozenAt}`);
+  // Puts every entry, over any hot one a drain had not yet deleted.
   const ops: BatchOp[] = cold.entries.map(([key, value]) => ({ type: 'put', key, value }));
   ops.push({ type: 'del', key: unitKey(c.unit) });
+  if (state.draining.has(c.unit)) ops.push({ type: 'del', key: drainingKey(c.unit) });
   const listsState = ctx.states.of(lists);
   // The file stays until the sweep at the next start (or the unit's next freeze replaces it): removing it
   // here could race a later freeze of the same unit, and a leftover file of a Hot unit is harmless.
@@ -261,6 +326,8 @@ async function thaw(c: Extract<HibernateCommand, { op: 'thaw' }>, ctx: PlanConte
     () => {
       crashPoint('thaw-batch-written');
       state.setThawed(c.unit);
+      state.draining.delete(c.unit);
+      state.drainCursor.delete(c.unit);
       for (const l of record.lists) {
         listsState.setLastIndex(l.path, l.newest);
         listsState.usage.addedToList(l.path, l.items);
@@ -310,6 +377,7 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
     { id: HibernateBucket.unit, name: 'hibernated units' },
     { id: HibernateBucket.transit, name: 'cold files in a snapshot' },
     { id: HibernateBucket.freezing, name: 'freezing units' },
+    { id: HibernateBucket.draining, name: 'frozen units whose hot entries are being deleted' },
   ],
   ops: {
     freeze: {
@@ -323,9 +391,15 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
       decode: (c) => ({ op: 'freezeUnits', units: freezeTargets(c.units) }),
     },
     commitFreeze: {
-      fields: ['units'],
+      fields: ['units', 'step'],
       since: FREEZE_UNITS_SINCE,
-      decode: (c) => ({ op: 'commitFreeze', units: commitUnits(c.units) }),
+      fieldsSince: { step: HOT_STEPS_SINCE },
+      decode: (c) => (c.step === undefined ? { op: 'commitFreeze', units: commitUnits(c.units) } : { op: 'commitFreeze', units: commitUnits(c.units), step: integerField(c.step, 'step', 1, MAX_HOT_STEP) }),
+    },
+    dropHot: {
+      fields: ['unit', 'frozenAt', 'step'],
+      since: HOT_STEPS_SINCE,
+      decode: (c) => ({ op: 'dropHot', unit: pathField(c.unit, false), frozenAt: indexField(c.frozenAt, 'frozenAt'), step: integerField(c.step, 'step', 1, MAX_HOT_STEP) }),
     },
     thaw: {
       fields: ['unit'],
@@ -348,8 +422,11 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
         return commitFreezes(command, ctx);
       case 'thaw':
         return thaw(command, ctx);
+      case 'dropHot':
+        return dropHot(command, ctx);
     }
   },
+  loaded: (db, snapshot, states) => states.of(hibernate).hideDraining(db, snapshot, states.of(lists)),
   // Each reads the db (the units' items, the cold file) and must see every write before it.
   goesAlone: () => true,
   listGuard,

@@ -16,7 +16,16 @@ export const HibernateBucket = {
   transit: 0x0018,
   /** unit path -> its Freezing record: the unit is on its way to the cold store (freezeUnits, then commitFreeze). */
   freezing: 0x0019,
+  /**
+   * unit path -> nothing: a Frozen unit whose hot entries are still being deleted, a
+   * bounded step per `dropHot` entry (so no one entry stalls the log). Command version 9.
+   */
+  draining: 0x0020,
 } as const;
+
+export function drainingKey(unit: string): Buffer {
+  return Buffer.concat([bucketPrefix(HibernateBucket.draining), Buffer.from(unit, 'utf8')]);
+}
 
 export function freezingKey(unit: string): Buffer {
   return Buffer.concat([bucketPrefix(HibernateBucket.freezing), Buffer.from(unit, 'utf8')]);

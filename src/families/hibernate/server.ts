@@ -13,7 +13,7 @@ import { FROZEN_REFUSAL, hibernate, type FreezeValue, type HibernateCommand, typ
 import { decodeItemKey } from '../lists/keys.js';
 import { childrenStep } from '../lists/queries.js';
 import { bucketRange } from '../../keys/index.js';
-import { freezingKey, HibernateBucket, unitItemRanges, unitKey, unitOfKey } from './keys.js';
+import { drainingKey, freezingKey, HibernateBucket, unitItemRanges, unitKey, unitOfKey } from './keys.js';
 import { decodeFreezing, decodeFrozen } from './records.js';
 import { COLD_FILE_MOVED, frozenEntriesAt, frozenListsAt } from './held-reads.js';
 import { HIBERNATE_OPS, MAX_FREEZE_PATHS, UNITS_PAGE } from './wire.js';
@@ -135,10 +135,53 @@ async function freezeMany(fe: FrontEnd, units: readonly string[]): Promise<Freez
   }
 }
 
+/**
+ * Hot entries one entry deletes at most (a commit, in all its units, or a dropHot step):
+ * about 1,000 keys make a batch of well under a millisecond, so a 100,000-item unit's
+ * freeze never holds the log for longer than an ordinary write does.
+ */
+export const HOT_STEP = 1_000;
+
 async function commitFreezes(fe: FrontEnd, units: readonly string[]): Promise<readonly FreezeValue[]> {
-  const v = await propose(fe, { op: 'commitFreeze', units });
+  const v = await propose(fe, { op: 'commitFreeze', units, step: HOT_STEP });
   if (v.op !== 'commitFreeze') throw new VeraError('INTERNAL', 'a freeze commit gave another result');
+  await drainAll(fe, v.units.filter((u) => u.frozen).map((u) => u.unit));
   return v.units;
+}
+
+/** Units this member (as leader) is deleting the hot entries of right now. */
+const drainsInFlight = new WeakMap<FrontEnd, Set<string>>();
+
+/**
+ * Deletes the hot entries the commit left of each draining unit, HOT_STEP per entry, one
+ * entry at a time: client writes take their turn in the log between the steps.
+ */
+async function drainAll(fe: FrontEnd, units: readonly string[]): Promise<void> {
+  let mine = drainsInFlight.get(fe);
+  if (mine === undefined) drainsInFlight.set(fe, (mine = new Set()));
+  const state = fe.node.stateMachine.stateOf(hibernate);
+  for (const unit of units) {
+    if (mine.has(unit)) continue;
+    mine.add(unit);
+    try {
+      for (;;) {
+        const frozenAt = state.frozen.get(unit)?.frozenAt;
+        if (!state.draining.has(unit) || frozenAt === undefined) break;
+        const v = await propose(fe, { op: 'dropHot', unit, frozenAt, step: HOT_STEP });
+        if (v.op !== 'dropHot' || v.done) break;
+      }
+    } finally {
+      mine.delete(unit);
+    }
+  }
+}
+
+/** Draining units no one here is draining (a commit by an earlier leader, or a drain a failure stopped). */
+function leftoverDrains(fe: FrontEnd): string[] {
+  const draining = fe.node.stateMachine.stateOf(hibernate).draining;
+  if (draining.size === 0) return [];
+  const mine = drainsInFlight.get(fe);
+  return [...draining].filter((u) => mine === undefined || !mine.has(u)).slice(0, MAX_FREEZE_PATHS);
 }
 
 function freezeReply(v: FreezeValue): FamilyResult {
@@ -150,12 +193,9 @@ type Handler = (call: FamilyOpCall) => Promise<FamilyResult>;
 const handlers: Record<string, Handler> = {
   'hibernate.freeze': async ({ fe, request: r }) => {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    if (r.paths === undefined) {
-      const unit = r.path as string;
-      const v = await propose(fe, { op: 'freeze', unit, seen: await newestIn(fe, unit) });
-      if (v.op !== 'freeze') throw new VeraError('INTERNAL', 'a freeze gave another result');
-      return freezeReply(v);
-    }
+    // One unit freezes in two entries as several do: its file is written beside the log, and
+    // its hot entries deleted in steps, so a large unit never holds other writes behind it.
+    if (r.paths === undefined) return freezeReply((await freezeMany(fe, [r.path as string]))[0]!);
     const v = await freezeMany(fe, r.paths as string[]);
     return { units: v.map(freezeReply) };
   },
@@ -180,8 +220,9 @@ const handlers: Record<string, Handler> = {
       };
       const frozen = await page(HibernateBucket.unit, unitKey, (unit, v) => {
         const f = decodeFrozen(v);
-        return { unit, state: 'frozen', frozenAt: f.frozenAt, bytes: f.bytes, items: f.lists.reduce((n, l) => n + l.items, 0), lists: f.lists.map((l) => ({ ...l })) };
+        return { unit, state: 'frozen', frozenAt: f.frozenAt, bytes: f.bytes, items: f.lists.reduce((n, l) => n + l.items, 0), lists: f.lists.map((l) => ({ ...l })) } as Record<string, unknown>;
       });
+      for (const [unit, view] of frozen) if ((await db.get(drainingKey(unit), { snapshot })) !== undefined) view.draining = true;
       const freezing = await page(HibernateBucket.freezing, freezingKey, (unit, v) => ({ unit, state: 'freezing', since: decodeFreezing(v).since }));
       const units = [...frozen, ...freezing].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, u]) => u);
       return units.length > limit ? { units: units.slice(0, limit), next: units[limit - 1]!.unit } : { units };
@@ -340,10 +381,11 @@ const idleDetector: LeaderDuty = {
     a.opsThisTick = 0;
     if (a.running) return;
     const leftover = leftoverFreezes(fe);
-    // A freeze begun and not committed is finished even without an idle detector (one begun by hand).
-    if (leftover.length === 0 && (fe.hibernation === null || busy)) return;
+    const drains = leftover.length === 0 ? leftoverDrains(fe) : [];
+    // A freeze begun and not committed, or committed and not drained, is finished even without an idle detector (one begun by hand).
+    if (leftover.length === 0 && drains.length === 0 && (fe.hibernation === null || busy)) return;
     a.running = true;
-    (leftover.length > 0 ? commitLeftovers(fe, leftover) : freezeIdle(fe))
+    (leftover.length > 0 ? commitLeftovers(fe, leftover) : drains.length > 0 ? drainAll(fe, drains) : freezeIdle(fe))
       .catch((err: unknown) => fe.logger.warn({ event: 'hibernate.idleFailed', err: String(err) }, 'the idle detector could not freeze a unit; it tries again'))
       .finally(() => (a.running = false));
   },

@@ -9,7 +9,9 @@ import { FrozenSpanCompactor } from './compactor.js';
 import { RecentColdRead } from './held-reads.js';
 import { ColdStore, ColdStoreError, decodeColdFile } from './cold-store.js';
 import { limited, prepareUnit, type Prepared } from './freezing.js';
-import { HibernateBucket, transitKey, unitOfKey } from './keys.js';
+import { decodeItemKey } from '../lists/keys.js';
+import type { ListsState } from '../lists/state.js';
+import { HibernateBucket, transitKey, unitItemRanges, unitOfKey } from './keys.js';
 import { decodeFreezing, decodeFrozen, type FreezingUnit, type FrozenList, type FrozenUnit } from './records.js';
 
 /** The state each cold directory's member runs on now (the last loaded): an older one's background work is void. */
@@ -82,12 +84,20 @@ export class HibernateState {
    * record, so a cluster that never hibernates pays no lookup per read.
    */
   mayHoldFrozen: boolean;
+  /**
+   * Per draining unit, the last key a dropHot step deleted (all before it are gone too): where
+   * the next step seeks to. Not replicated: without it (after a restart) a step reads from the
+   * unit's first key and finds the same keys, only slower.
+   */
+  readonly drainCursor = new Map<string, Buffer>();
   /** The cold file reads of Frozen lists were last served from (held-reads.ts). */
   readonly recentColdRead = new RecentColdRead();
 
   private constructor(
     private readonly frozenUnits: Map<string, FrozenUnit>,
     readonly freezing: Map<string, FreezingUnit>,
+    /** Frozen units whose hot entries are not all deleted yet (dropHot entries delete them). */
+    readonly draining: Set<string>,
     readonly cold: ColdStore,
     readonly compactor: FrozenSpanCompactor,
   ) {
@@ -134,6 +144,8 @@ export class HibernateState {
     for await (const [key, value] of db.iterator({ ...bucketRange(HibernateBucket.unit), snapshot })) frozen.set(unitOfKey(key), decodeFrozen(value));
     const freezing = new Map<string, FreezingUnit>();
     for await (const [key, value] of db.iterator({ ...bucketRange(HibernateBucket.freezing), snapshot })) freezing.set(unitOfKey(key), decodeFreezing(value));
+    const draining = new Set<string>();
+    for await (const key of db.keys({ ...bucketRange(HibernateBucket.draining), snapshot })) draining.add(unitOfKey(key));
     const cold = await ColdStore.open(coldDirOf(db));
     // From here the state this replaces (if any) is void: its background writes must not land on the files landed now.
     liveStates.delete(cold.dir);
@@ -141,9 +153,30 @@ export class HibernateState {
     // What a crash can leave: temporary files, and the files of units thawed since (their thaw is in the db).
     const keep = new Set([...frozen.keys()].map((u) => cold.fileOf(u)));
     await cold.sweep((file) => keep.has(file));
-    const state = new HibernateState(frozen, freezing, cold, new FrozenSpanCompactor(db));
+    const state = new HibernateState(frozen, freezing, draining, cold, new FrozenSpanCompactor(db));
     liveStates.set(cold.dir, new WeakRef(state));
     return state;
+  }
+
+  /**
+   * Once every family is loaded: the lists family counted a draining unit's hot entries
+   * not yet deleted as hot lists; a member that never stopped took the whole unit out of
+   * its index at the commit, so this does the same.
+   */
+  async hideDraining(db: VeraDb, snapshot: DbSnapshot, listsState: ListsState): Promise<void> {
+    for (const unit of this.draining) {
+      const counts = new Map<string, number>();
+      for (const range of unitItemRanges(unit)) {
+        for await (const key of db.keys({ ...range, snapshot })) {
+          const { path } = decodeItemKey(key);
+          counts.set(path, (counts.get(path) ?? 0) + 1);
+        }
+      }
+      for (const [path, items] of counts) {
+        listsState.setLastIndex(path, 0);
+        listsState.usage.removedFromList(path, items);
+      }
+    }
   }
 
   /**

@@ -37,7 +37,9 @@ export async function withListsHeld(held: AsyncIterable<ListedPath>, hot: { read
   }
   if (found.length === 0 && covered === hot.next) return { paths: [...hot.paths], next: hot.next };
   const upTo = covered;
-  const merged = [...hot.paths.filter((p) => upTo === null || compareUtf8(p.path, upTo) <= 0), ...found].sort((a, b) => compareUtf8(a.path, b.path));
+  // A held list wins over the same path in the item bucket: there, it is what a freeze has not yet deleted of it.
+  const heldPaths = new Set(found.map((p) => p.path));
+  const merged = [...hot.paths.filter((p) => (upTo === null || compareUtf8(p.path, upTo) <= 0) && !heldPaths.has(p.path)), ...found].sort((a, b) => compareUtf8(a.path, b.path));
   const paths: ListedPath[] = [];
   let bytes = 0;
   for (const p of merged) {

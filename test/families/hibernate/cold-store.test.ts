@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ColdStore, ColdStoreError, decodeColdFile, type ColdUnit } from '../../../src/families/hibernate/cold-store.js';
+import { ColdStore, ColdStoreError, decodeColdFile, PACK_SLICE, packInSlices, type ColdUnit } from '../../../src/families/hibernate/cold-store.js';
+import { pack } from 'msgpackr';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -145,5 +146,30 @@ describe('the cold store', () => {
     }
     expect(count).toBe(UNITS * PER);
     console.info(`10^6 entries in ${UNITS} cold files: ${Math.round(bytes / 2 ** 20)} MiB`);
+  });
+});
+
+describe('encoding a large unit (issue 34, defect 5)', () => {
+  it('gives the bytes one pack() call gives, for every size around the slice and header bounds', async () => {
+    for (const n of [0, 1, 15, 16, PACK_SLICE - 1, PACK_SLICE, PACK_SLICE + 1, 3 * PACK_SLICE + 7, 70_000]) {
+      const cold: ColdUnit = { unit: '/users/big', meta: { frozenAt: 7 }, entries: Array.from({ length: n }, (_, i) => [Buffer.from(`k${i}`), Buffer.from('v'.repeat(i % 5))] as const) };
+      expect((await packInSlices(cold)).equals(pack([cold.unit, cold.meta, cold.entries.map(([k, v]) => [k, v])])), `${n} entries`).toBe(true);
+    }
+  });
+
+  it('lets the event loop turn between slices, so other work runs while a 100,000-item unit is encoded', async () => {
+    const n = 100_000;
+    const cold: ColdUnit = { unit: '/users/big', meta: { frozenAt: 7 }, entries: Array.from({ length: n }, (_, i) => [Buffer.from(`k${i}`), Buffer.from('value')] as const) };
+    let turns = 0;
+    let packing = true;
+    const tick = (): void => {
+      turns++;
+      if (packing) setImmediate(tick);
+    };
+    setImmediate(tick);
+    await packInSlices(cold);
+    packing = false;
+    // One turn at least between any two slices: no stretch of the encoding is longer than a slice.
+    expect(turns).toBeGreaterThanOrEqual(n / PACK_SLICE - 1);
   });
 });

@@ -5,7 +5,8 @@
 // in a frozen unit; a restarted member agrees with one that never stopped; and
 // each crash point of freeze and thaw (a step failing, then the entry applied
 // again as a restart does) leaves the hot copy or a verified cold copy.
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ColdStore } from '../../../src/families/hibernate/cold-store.js';
 import { hibernate, type HibernateValue } from '../../../src/families/hibernate/index.js';
@@ -19,8 +20,11 @@ import { captureState, readRecords, replaceState } from '../../../src/raft/state
 import { APPLIED_INDEX } from '../../../src/statemachine/applied.js';
 import { stateExtras } from '../../../src/statemachine/state-extras.js';
 import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
-import { failNextBatch } from '../../support/batches.js';
+import { failNextBatch, recordBatches } from '../../support/batches.js';
+import { Bucket, bucketPrefix } from '../../../src/keys/index.js';
+import type { BatchOp } from '../../../src/families/family.js';
 import { getList } from '../../../src/families/lists/queries.js';
+import { decodeItemKey } from '../../../src/families/lists/keys.js';
 import { FAMILIES, REGISTRY } from '../../../src/families/registry.js';
 
 class Member {
@@ -369,6 +373,37 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
   });
 });
 
+describe('the hot store shrinks by itself (issue 34, defect 7)', () => {
+  /** The bytes of the db's files on disk (tables and the write-ahead log). */
+  const dbBytes = (m: Member): number => readdirSync(m.temp.db.location).reduce((n, f) => n + statSync(join(m.temp.db.location, f)).size, 0);
+
+  it('after freezing 90% of the data, the db on disk is several times smaller, with no operator step', async () => {
+    const m = await member();
+    const units = 10;
+    const seen: number[] = [];
+    for (let u = 0; u < units; u++) for (let n = 0; n < 300; n++) seen[u] = await m.push(`/users/u${String(u).padStart(2, '0')}/items`, { n, pad: 'x'.repeat(1000) });
+    // LevelDB as it settles by itself after a load (tables, not a write-ahead log holding everything).
+    await m.temp.db.compactRange(Buffer.alloc(0), Buffer.alloc(1, 0xff));
+    const before = dbBytes(m);
+    const frozen = Array.from({ length: 9 }, (_, u) => `/users/u${String(u).padStart(2, '0')}`);
+    await m.hibernate({ op: 'freezeUnits', units: frozen.map((unit, u) => ({ unit, seen: seen[u]! })) });
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    const compactor = m.sm.stateOf(hibernate).compactor;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      // A step that fits every unit: the hot copies go in the commit's batch.
+      await m.hibernate({ op: 'commitFreeze', units: frozen, step: 100_000 });
+      vi.advanceTimersByTime(10_000);
+    } finally {
+      vi.useRealTimers();
+    }
+    await vi.waitFor(() => expect(compactor.compactions).toBe(1), { timeout: 20_000 });
+    const after = dbBytes(m);
+    expect(after).toBeLessThan(before / 4);
+    expect(await m.items('/users/u09/items')).toHaveLength(300);
+  });
+});
+
 describe('crash points', () => {
   /** Makes ColdStore.write fail at one step (the crash), leaving what a crash there leaves. */
   function failWrite(at: 'before' | 'after-temp'): void {
@@ -491,6 +526,118 @@ describe('cold files travel with the state', () => {
       }).rejects.toThrow(/unit \/users\/alice: missing/);
     } finally {
       await captured.release();
+    }
+  });
+});
+
+describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
+  const STEP = 100;
+  const itemPrefix = bucketPrefix(Bucket.item);
+  /** The item entries (hot data) each batch written deleted or put: what would hold the log behind it. */
+  const itemOps = (writes: BatchOp[][]): number[] => writes.map((ops) => ops.filter((op) => op.key.subarray(0, itemPrefix.length).equals(itemPrefix)).length);
+
+  /** /users/big: 700 items in its own list and 350 below it; /users/small: 3 items; a neighbour /users/big2. */
+  async function bigUnit(m: Member): Promise<{ big: number; small: number }> {
+    let big = 0;
+    for (let n = 0; n < 700; n++) big = await m.push('/users/big', { n });
+    for (let n = 0; n < 350; n++) big = await m.push('/users/big/x', { n });
+    await m.push('/users/big2', 'neighbour');
+    let small = 0;
+    for (const d of ['s1', 's2', 's3']) small = await m.push('/users/small', d);
+    return { big, small };
+  }
+
+  it('a commit deletes at most its step of hot entries, dropHot steps the rest, and a restart mid-way agrees with a member that never stopped', async () => {
+    const m = await member();
+    const seen = await bigUnit(m);
+    const bigItems = [...(await m.items('/users/big')), ...(await m.items('/users/big/x'))];
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }, { unit: '/users/small', seen: seen.small }] });
+    const frozenAt = m.index;
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    const writes = recordBatches(m.temp.db);
+    // The small unit fits the step and goes in the commit's batch; the big one drains.
+    expect(await m.hibernate({ op: 'commitFreeze', units: ['/users/big', '/users/small'], step: STEP })).toMatchObject({ units: [{ unit: '/users/big', frozen: true, items: 1050 }, { unit: '/users/small', frozen: true, items: 3 }] });
+    expect([...m.sm.stateOf(hibernate).draining]).toEqual(['/users/big']);
+    expect(await m.items('/users/small')).toEqual([]);
+    // The lists index holds what a restarted member rebuilds: neither unit's lists.
+    const index = (): string[] => m.sm.stateOf(lists).dump().map(([path]) => path);
+    expect(index()).toEqual(['/users/big2']);
+    let steps = 0;
+    for (let done = false; !done; steps++) {
+      if (steps === 3) {
+        // A restart mid-way: the hot entries left are not hot lists to the member that loads them.
+        vi.restoreAllMocks();
+        await m.restart();
+        expect([...m.sm.stateOf(hibernate).draining]).toEqual(['/users/big']);
+        expect(index()).toEqual(['/users/big2']);
+        writes.push(...recordBatches(m.temp.db));
+      }
+      const v = await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP });
+      if (v.op !== 'dropHot') throw new Error('not a dropHot');
+      done = v.done;
+    }
+    expect(steps).toBe(11); // 1,050 entries, 100 a step
+    // No batch wrote more than a step of hot entries.
+    expect(Math.max(...itemOps(writes))).toBe(STEP);
+    expect(itemOps(writes).every((n) => n <= STEP)).toBe(true);
+    expect(m.sm.stateOf(hibernate).draining.size).toBe(0);
+    expect(await m.items('/users/big')).toEqual([]);
+    expect(await m.items('/users/big/x')).toEqual([]);
+    expect(await m.items('/users/big2')).toEqual(['neighbour']);
+    // A step for a freeze already drained (or thawed) is a no-op.
+    expect(await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP })).toEqual({ op: 'dropHot', unit: '/users/big', dropped: 0, done: true });
+    await m.restart();
+    expect(m.sm.stateOf(hibernate).draining.size).toBe(0);
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/big' })).toMatchObject({ thawed: true, items: 1050 });
+    expect([...(await m.items('/users/big')), ...(await m.items('/users/big/x'))]).toEqual(bigItems);
+  });
+
+  it('a thaw in the middle of a drain puts every entry back, and a late step of that freeze deletes nothing', async () => {
+    const m = await member();
+    const seen = await bigUnit(m);
+    const bigItems = [...(await m.items('/users/big')), ...(await m.items('/users/big/x'))];
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
+    const frozenAt = m.index;
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    expect(await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP })).toEqual({ op: 'dropHot', unit: '/users/big', dropped: STEP, done: false });
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/big' })).toMatchObject({ thawed: true, items: 1050 });
+    expect(m.sm.stateOf(hibernate).draining.size).toBe(0);
+    expect(await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP })).toEqual({ op: 'dropHot', unit: '/users/big', dropped: 0, done: true });
+    expect([...(await m.items('/users/big')), ...(await m.items('/users/big/x'))]).toEqual(bigItems);
+    expect(m.sm.stateOf(lists).lastIndexOf('/users/big/x')).toBe(seen.big);
+    await m.restart();
+    expect(m.sm.stateOf(hibernate).draining.size).toBe(0);
+    expect([...(await m.items('/users/big')), ...(await m.items('/users/big/x'))]).toEqual(bigItems);
+  });
+
+  it('each step seeks past the keys earlier steps deleted, rather than over their tombstones', async () => {
+    const m = await member();
+    const seen = await bigUnit(m);
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
+    const frozenAt = m.index;
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    const keys = vi.spyOn(m.temp.db, 'keys');
+    const starts: string[] = [];
+    for (let done = false; !done; ) {
+      keys.mockClear();
+      const v = await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP });
+      if (v.op !== 'dropHot') throw new Error('not a dropHot');
+      done = v.done;
+      const first = keys.mock.calls[0]![0] as { gt?: Buffer; gte?: Buffer };
+      starts.push(first.gt === undefined ? 'from the start' : decodeItemKey(first.gt).path + '#' + String(decodeItemKey(first.gt).index));
+    }
+    // The first step reads from the unit's first key; each later one from just past the last key the step before deleted.
+    expect(starts[0]).toBe('from the start');
+    expect(starts.slice(1).every((s) => s !== 'from the start')).toBe(true);
+    expect(new Set(starts).size).toBe(starts.length);
+  });
+
+  it('refuses a step out of range', () => {
+    for (const step of [0, -1, 1.5, 100_001, '10']) {
+      expect(() => encodeCommand({ family: 'hibernate', op: 'dropHot', unit: '/users/big', frozenAt: 1, step } as never)).toThrow(/step must be an integer/);
+      expect(() => encodeCommand({ family: 'hibernate', op: 'commitFreeze', units: ['/users/big'], step } as never)).toThrow(/step must be an integer/);
     }
   });
 });

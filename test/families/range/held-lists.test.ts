@@ -51,4 +51,14 @@ describe('a range.paths page with held lists merged in', () => {
     expect(pages.flat()).toEqual(all);
     for (const p of pages) expect(p.length).toBeLessThanOrEqual(3);
   });
+
+  it('lists a path once, with its held newest, while a frozen unit\'s hot entries are still being deleted (issue 34)', async () => {
+    // /u/c and /u/c/y are held (Frozen) and also still in the item bucket, with an older newest.
+    const page = await withListsHeld(stream(['/u/c', '/u/c/y']), { paths: [{ path: '/u/b', newest: 1 }, { path: '/u/c', newest: 1 }, { path: '/u/c/y', newest: 2 }, { path: '/u/d', newest: 1 }], next: null }, bounds());
+    expect(page.paths).toEqual([{ path: '/u/b', newest: 1 }, l('/u/c'), l('/u/c/y'), { path: '/u/d', newest: 1 }]);
+    for (const limit of [1, 2, 3]) {
+      const pages = await pageAll([...hot, '/u/c', '/u/c/y'].sort(compareUtf8), held, bounds({ limit }));
+      expect(pages.flat(), `limit ${limit}`).toEqual(all);
+    }
+  });
 });
