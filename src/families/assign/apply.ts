@@ -89,6 +89,8 @@ export type AssignValue =
   | { readonly op: 'retire'; readonly email: string; readonly services: number }
   | { readonly op: 'decommission'; readonly service: string; readonly node: string; readonly replaced: number; readonly more: boolean }
   | { readonly op: 'event'; readonly email: string; readonly changed: number; readonly duplicate?: boolean }
+  /** `imported`: new records; `present`: the same record was there already (a repeated import); `repaired`: records replaced so an email has one current record. */
+  | { readonly op: 'importUsers'; readonly service: string; readonly imported: number; readonly present: number; readonly repaired: number }
   /** `created`: the email was unknown; `moved`: a new record on the node (false: current there already). */
   | { readonly op: 'place'; readonly service: string; readonly user: Assignment; readonly created: boolean; readonly moved: boolean }
   | { readonly op: 'purge'; readonly service: string; readonly purged: ReadonlyArray<{ readonly uid: number; readonly email: string; readonly node: string }>; readonly skipped: number };
@@ -139,6 +141,7 @@ export async function planAssign(c: AssignCommand, ctx: PlanContext, state: Assi
   }
   if (c.op === 'purge') return purge(c, tx);
   if (c.op === 'place') return place(c, ctx.now, tx, service.settings.pattern);
+  if (c.op === 'importUsers') return importUsers(c, ctx.now, tx);
   const node = tx.node(c.service, c.node);
   if (node === null) return failure('NOT_FOUND', `${c.service} has no node ${c.node}`);
   switch (c.op) {
@@ -311,6 +314,54 @@ async function place(c: Extract<AssignCommand, { op: 'place' }>, now: number, tx
   tx.setNode(c.service, c.node, { ...target, available: Math.max(target.available - 1, 0) });
   const records = [placed, ...stored.map((r) => (r.replacedAt === 0 ? { ...r, replacedAt: now } : r))];
   return done({ op: 'place', service: c.service, user: assignmentOf(pattern, c.service, placed, records, oldClientStates(records)), created: current === undefined, moved: true }, tx);
+}
+
+/** The same user's record: it may have changed since it was imported (a login, a repair, a move), and Vera's is the newer. */
+const sameUser = (a: UserRecord, b: UserRecord): boolean => a.email === b.email && a.service === b.service;
+
+/**
+ * Records from a Tokenserver database, uids kept: each record as it was, on a node of the
+ * service. A uid already holding a record of the same user is passed over as it stands now
+ * (it may have changed since), so an import can be run again; a uid holding another user's
+ * record refuses the whole entry. Where the rows give an email two
+ * current records (upstream's race, syncstorage-rs#1171), all but the newest are replaced now,
+ * as upstream's get_user does when it reads them. Load follows from the records (tx.ts):
+ * upstream's current_load column is not taken.
+ */
+async function importUsers(c: Extract<AssignCommand, { op: 'importUsers' }>, now: number, tx: AssignTx): Promise<Plan | ApplyError> {
+  let imported = 0;
+  let present = 0;
+  const emails = new Set<string>();
+  for (const u of c.users) {
+    if (tx.node(c.service, u.node) === null) return failure('NOT_FOUND', `${c.service} has no node ${u.node} (uid ${u.uid}): import the nodes first`);
+    await tx.records(u.email, c.service);
+    const existing = await tx.user(u.uid);
+    if (existing !== null) {
+      if (!sameUser(existing, u)) return failure('CONFLICT', `uid ${u.uid} is already another record (${existing.email} in ${existing.service}); nothing of this batch was imported`);
+      present++;
+      continue;
+    }
+    tx.put(u);
+    tx.keepUid(u.uid);
+    emails.add(u.email);
+    imported++;
+  }
+  let repaired = 0;
+  for (const email of emails) {
+    const records = newestFirst(await stagedRecords(tx, email, c.service));
+    if (records.length > MAX_RECORDS_PER_USER) return failure('QUOTA_EXCEEDED', `${tooMany(email)}; import fewer of its replaced records`);
+    for (const r of records.slice(1)) {
+      if (r.replacedAt !== 0) continue;
+      tx.put({ ...r, replacedAt: now });
+      repaired++;
+    }
+  }
+  return done({ op: 'importUsers', service: c.service, imported, present, repaired }, tx);
+}
+
+/** A user's records as this entry has left them: those stored, and those staged since. */
+async function stagedRecords(tx: AssignTx, email: string, service: string): Promise<UserRecord[]> {
+  return tx.recordsStaged(email, service);
 }
 
 /** Deletes the listed records that are still replaced before the cutoff; a deleted record frees a slot on its node. */

@@ -9,6 +9,7 @@ import { AssignClient, type Assignment, type NodeInfo, type NodeInput } from './
 import { JournalClient } from '../journal/client.js';
 import { MAX_JOBS_PER_CLAIM, runPurgeWorker, type PurgeWorkerReport } from './client-purge-worker.js';
 import { runEventsWorker } from './client-events-worker.js';
+import { importDump } from './import-dump.js';
 import { clientStateProblem, eventIdProblem, EVENT_KINDS, MAX_GENERATION, nameProblem, serviceNameProblem, type AccountEventKind } from './wire.js';
 
 export const USAGE = `Usage: vera assign <subcommand> [flags]
@@ -44,6 +45,9 @@ Subcommands:
   events-worker JOURNAL [--once] [--max N] [--max-events N]
                               apply the queued account events, each once per id
   count SERVICE [--at MS]     users assigned at a time (default now)
+  import --services CSV --nodes CSV --users CSV [--batch N] [--no-check]
+                              import a Tokenserver database (its three tables as CSV with headers),
+                              uids kept, then check every user resolves as in the dump
   purge-worker JOURNAL [--once] [--max N] [--max-jobs N] [--request-timeout D]
                               send each purged record's storage node its DELETE, from the
                               clean-up jobs purge --journal queued; --once stops when none is due
@@ -255,8 +259,38 @@ const DRAIN: ClientCommand = {
   },
 };
 
+const IMPORT: ClientCommand = {
+  flags: { ...CLIENT_FLAGS, services: { kind: 'string' }, nodes: { kind: 'string' }, users: { kind: 'string' }, batch: { kind: 'string' }, 'no-check': { kind: 'boolean' } },
+  positionals: [],
+  prepare: (ctx) => {
+    const files = { services: stringFlag(ctx.args, 'services'), nodes: stringFlag(ctx.args, 'nodes'), users: stringFlag(ctx.args, 'users') };
+    if (files.services === undefined || files.nodes === undefined || files.users === undefined) throw new UsageError('give --services, --nodes and --users: the CSV files of the three tables');
+    const batch = count(ctx.args, 'batch');
+    if (batch !== undefined && (batch < 1 || batch > 1000)) throw new UsageError('--batch must be 1-1000');
+    const check = !boolFlag(ctx.args, 'no-check');
+    return async (client) => {
+      const r = await importDump(new AssignClient(client), files as { services: string; nodes: string; users: string }, {
+        check,
+        ...(batch === undefined ? {} : { batch }),
+        onProgress: (p) => {
+          if (!ctx.json && (p.phase === 'users' || (p.phase === 'check' && p.done % 1024 === 0))) ctx.io.stdout(`${p.phase}: ${p.detail}\n`);
+        },
+      });
+      print(ctx, r, () =>
+        [
+          `imported ${r.services} services, ${r.nodes} nodes, ${r.imported} user records in ${r.batches} batches (${r.present} already there${r.repaired > 0 ? `, ${r.repaired} duplicate current records replaced` : ''})`,
+          check ? (r.mismatched === 0 ? `checked ${r.checked} users: each resolves to the dump's uid and node` : `checked ${r.checked} users: ${r.mismatched} do not resolve as in the dump`) : 'not checked (--no-check)',
+          ...r.mismatches.map((m) => `  ${m}`),
+        ].join('\n'),
+      );
+      if (r.mismatched > 0) throw new Error(`${r.mismatched} users do not resolve as in the dump`);
+    };
+  },
+};
+
 const COMMANDS: Readonly<Record<string, ClientCommand>> = {
   drain: DRAIN,
+  import: IMPORT,
   'purge-worker': PURGE_WORKER,
   service: {
     flags: { ...CLIENT_FLAGS, pattern: { kind: 'string' }, 'release-rate': { kind: 'string' }, 'new-users': { kind: 'string' }, 'top-n': { kind: 'string' } },

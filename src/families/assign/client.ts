@@ -120,6 +120,19 @@ export interface PurgeOptions {
   readonly overrideNode?: string;
 }
 
+/** A row of Tokenserver's users table, as an import takes it (times in ms; 0 for NULL). */
+export interface ImportedUser {
+  readonly uid: number;
+  readonly email: string;
+  readonly generation: number;
+  readonly clientState: string;
+  readonly keysChangedAt: number;
+  readonly createdAt: number;
+  /** 0 while current. */
+  readonly replacedAt: number;
+  readonly node: string;
+}
+
 /** A user current on a node, as a page of `nodeUsers` lists it. */
 export interface NodeUser {
   readonly uid: number;
@@ -295,6 +308,11 @@ export class AssignClient {
       await pause(started + (replaced / rate) * 1000 - Date.now(), options.signal);
     }
     return { replaced, batches, done: false };
+  }
+
+  /** Records from a Tokenserver database into one service, uids kept (1-1000 per call; nodes first). */
+  async importUsers(service: string, users: readonly ImportedUser[]): Promise<{ imported: number; present: number; repaired: number }> {
+    return (await this.call('assign.importUsers', { service, users })) as { imported: number; present: number; repaired: number };
   }
 
   /** Users assigned at `at` (default now). */

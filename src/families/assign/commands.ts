@@ -2,7 +2,7 @@
 // (on the leader before proposing, and on every member when decoding an entry).
 import { CommandError } from '../family.js';
 import { boolField, integerField } from '../fields.js';
-import type { ServiceSettings } from './records.js';
+import type { ServiceSettings, UserRecord } from './records.js';
 import {
   clientStateProblem,
   eventIdProblem,
@@ -53,6 +53,11 @@ export type AssignCommand =
    * every other record replaced. Nothing changes when it is current there already.
    */
   | { readonly op: 'place'; readonly service: string; readonly email: string; readonly node: string }
+  /**
+   * Records from a Tokenserver database, uids kept (at most MAX_BATCH per entry). An import
+   * repeated with the same records changes nothing; a uid held by another record is refused.
+   */
+  | { readonly op: 'importUsers'; readonly service: string; readonly users: readonly UserRecord[] }
   /** Deletes the listed replaced records if they are still replaced before `before` (and not on a downed node, unless forced). */
   | { readonly op: 'purge'; readonly service: string; readonly before: number; readonly uids: readonly number[]; readonly force: boolean };
 
@@ -117,4 +122,30 @@ export function nodeChanges(c: Readonly<Record<string, unknown>>): NodeChanges {
   if (c.backoff !== undefined) out.backoff = backoffField(c.backoff);
   if (Object.keys(out).length === 0) throw new CommandError('updateNode changes nothing');
   return out;
+}
+
+/** One imported record: every field checked as a request's would be, the uid and dates as given. */
+export function importedUserField(v: unknown, service: string, at: number): UserRecord {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new CommandError(`users[${at}] must be a map`);
+  const u = v as Record<string, unknown>;
+  for (const key of Object.keys(u)) if (!IMPORTED_FIELDS.includes(key) && key !== 'service') throw new CommandError(`users[${at}] has an unexpected field '${key}'`);
+  if (u.service !== undefined && u.service !== service) throw new CommandError(`users[${at}] is of service ${String(u.service)}, not ${service}`);
+  return {
+    uid: integerField(u.uid, `users[${at}].uid`, 1, Number.MAX_SAFE_INTEGER - 1),
+    service,
+    email: emailField(u.email),
+    generation: integerField(u.generation, `users[${at}].generation`, 0, MAX_GENERATION),
+    clientState: clientStateField(u.clientState),
+    keysChangedAt: integerField(u.keysChangedAt, `users[${at}].keysChangedAt`, 0, MAX_GENERATION - 1),
+    createdAt: integerField(u.createdAt, `users[${at}].createdAt`, 0, 2 ** 48),
+    replacedAt: integerField(u.replacedAt, `users[${at}].replacedAt`, 0, 2 ** 48),
+    node: nodeField(u.node),
+  };
+}
+
+export const IMPORTED_FIELDS = ['uid', 'email', 'generation', 'clientState', 'keysChangedAt', 'createdAt', 'replacedAt', 'node'];
+
+export function importedUsersField(v: unknown, service: string): UserRecord[] {
+  if (!Array.isArray(v) || v.length === 0 || v.length > MAX_BATCH) throw new CommandError(`users must be an array of 1 to ${MAX_BATCH} records`);
+  return v.map((u, i) => importedUserField(u, service, i));
 }

@@ -14,6 +14,7 @@ import {
   emailField,
   eventIdField,
   generationField,
+  importedUsersField,
   kindField,
   nodeChanges,
   nodeField,
@@ -115,6 +116,14 @@ export const assign: Family<AssignCommand, AssignState> = {
           ...(c.generation === undefined ? {} : { generation: integerField(c.generation, 'generation', 1, Number.MAX_SAFE_INTEGER) }),
           ...(c.eventId === undefined ? {} : { eventId: eventIdField(c.eventId) }),
         };
+      },
+    },
+    importUsers: {
+      fields: ['service', 'users'],
+      since: OPERATOR_TOOLS_SINCE,
+      decode: (c) => {
+        const service = serviceField(c.service);
+        return { op: 'importUsers', service, users: importedUsersField(c.users, service) };
       },
     },
     place: {

@@ -185,6 +185,13 @@ const handlers: Record<string, Handler> = {
     const users = page.users.map((u) => ({ uid: u.uid, email: u.email, generation: u.generation, keysChangedAt: u.keysChangedAt, clientState: u.clientState, createdAt: u.createdAt }));
     return { users, next: page.more ? page.users[page.users.length - 1]!.uid : null };
   },
+  'assign.importUsers': async ({ fe, request: r }) => {
+    const service = r.service as string;
+    const users = (r.users as Array<Record<string, unknown>>).map((u) => ({ ...u, service }) as unknown as UserRecord);
+    const v = await propose(fe, { op: 'importUsers', service, users });
+    if (v.op !== 'importUsers') throw new VeraError('INTERNAL', 'an import entry gave another result');
+    return { imported: v.imported, present: v.present, repaired: v.repaired };
+  },
   'assign.place': async ({ fe, request: r }) => {
     const v = await propose(fe, { op: 'place', service: r.service as string, email: r.email as string, node: r.node as string });
     if (v.op !== 'place') throw new VeraError('INTERNAL', 'a place entry gave another result');
@@ -359,6 +366,7 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'assign.removeNode': onService('admin'),
   'assign.decommission': onService('admin'),
   'assign.place': onService('admin'),
+  'assign.importUsers': onService('admin'),
   // A purge may also hand the purged records to a journal.
   'assign.purge': (r) => [{ perm: 'admin', resource: `assign:${r.service as string}` }, ...(typeof r.journal === 'string' ? [{ perm: 'write' as const, resource: `journal:${r.journal}` }] : [])],
   'assign.user': onService('write'),

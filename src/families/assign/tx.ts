@@ -39,6 +39,11 @@ export class AssignTx {
     return this.nextUid++;
   }
 
+  /** A uid given from outside (an import): later new uids come after it. */
+  keepUid(uid: number): void {
+    if (uid >= this.nextUid) this.nextUid = uid + 1;
+  }
+
   async user(uid: number): Promise<UserRecord | null> {
     const staged = this.users.get(uid);
     if (staged !== undefined) return staged.after;
@@ -71,6 +76,13 @@ export class AssignTx {
         if (user !== null) out.push(user);
       }
     }
+    return out;
+  }
+
+  /** Every record of `email` in `service` as this entry has left them so far (read its records first). */
+  recordsStaged(email: string, service: string): UserRecord[] {
+    const out: UserRecord[] = [];
+    for (const { after } of this.users.values()) if (after !== null && after.email === email && after.service === service) out.push(after);
     return out;
   }
 

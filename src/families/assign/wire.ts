@@ -141,6 +141,28 @@ function nodeFields(f: Fields): Record<string, unknown> {
   });
 }
 
+/** One record of an import, as Tokenserver's users table holds it (uid and dates kept). */
+function importedUser(u: unknown, at: number): Record<string, unknown> {
+  if (typeof u !== 'object' || u === null || Array.isArray(u)) throw invalid(`users[${at}] must be a map`);
+  const r = u as Fields;
+  onlyFields(r, ['uid', 'email', 'generation', 'clientState', 'keysChangedAt', 'createdAt', 'replacedAt', 'node']);
+  const need = (field: string, min: number, max: number): number => {
+    const v = bounded(r, field, min, max);
+    if (v === undefined) throw invalid(`users[${at}].${field} is required`);
+    return v;
+  };
+  return {
+    uid: need('uid', 1, Number.MAX_SAFE_INTEGER - 1),
+    email: email(r),
+    generation: need('generation', 0, MAX_GENERATION),
+    clientState: checked(r.clientState ?? '', clientStateProblem(r.clientState ?? '')),
+    keysChangedAt: bounded(r, 'keysChangedAt', 0, MAX_GENERATION - 1) ?? 0,
+    createdAt: need('createdAt', 0, 2 ** 48),
+    replacedAt: bounded(r, 'replacedAt', 0, 2 ** 48) ?? 0,
+    node: node(r),
+  };
+}
+
 /** A purge's uid range (upstream's --range_start/--range_end) and override node (--override_node, with force and a journal). */
 function purgeScope(f: Fields, journal: boolean): Record<string, unknown> {
   const uidMin = bounded(f, 'uidMin', 1, Number.MAX_SAFE_INTEGER);
@@ -270,6 +292,15 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
     (f, id) => {
       onlyFields(f, ['service', 'node', 'after', 'limit', 'consistency']);
       return { id, op: 'assign.nodeUsers', service: service(f), node: node(f), ...present({ after: bounded(f, 'after', 0, Number.MAX_SAFE_INTEGER), limit: bounded(f, 'limit', 1, MAX_BATCH) }), ...consistency(f) };
+    },
+  ],
+  [
+    'assign.importUsers',
+    (f, id) => {
+      onlyFields(f, ['service', 'users']);
+      const users = f.users;
+      if (!Array.isArray(users) || users.length === 0 || users.length > MAX_BATCH) throw invalid(`users must be an array of 1 to ${MAX_BATCH} records`);
+      return { id, op: 'assign.importUsers', service: service(f), users: users.map((u: unknown, i) => importedUser(u, i)) };
     },
   ],
   ['assign.place', (f, id) => (onlyFields(f, ['service', 'email', 'node']), { id, op: 'assign.place', service: service(f), email: email(f), node: node(f) })],
