@@ -64,6 +64,8 @@ export function App() {
   const [tab, setTab] = useState<Tab>(() => (TABS as readonly string[]).includes(location.hash.slice(1)) ? (location.hash.slice(1) as Tab) : 'Data');
   const [readOnly, setReadOnly] = useState(true);
   const [pending, setPending] = useState<Pending | null>(null);
+  /** A confirmed action that failed: said at the top of the page (not in an alert) until dismissed. */
+  const [actionError, setActionError] = useState<{ title: string; error: string } | null>(null);
   const [events, setEvents] = useState<Seen[]>([]);
   const [watching, setWatching] = useState('');
   const [connection, setConnection] = useState('connecting');
@@ -175,13 +177,26 @@ export function App() {
           </button>
         ))}
       </nav>
-      <main>{panel}</main>
+      <main>
+        {actionError !== null && (
+          <div class="error row" role="alert" data-testid="action-error">
+            <span>
+              <b>{actionError.title}</b> failed: {actionError.error}
+            </span>
+            <span class="spacer" />
+            <button onClick={() => setActionError(null)} aria-label="dismiss">
+              ×
+            </button>
+          </div>
+        )}
+        {panel}
+      </main>
       {pending !== null && (
         <ConfirmDialog
           pending={pending}
           close={(error) => {
+            setActionError(error === undefined ? null : { title: pending.title.replace(/\?$/, ''), error });
             setPending(null);
-            if (error !== undefined) alert(error);
           }}
         />
       )}

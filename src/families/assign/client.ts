@@ -6,7 +6,7 @@ import { ASSIGN_OPS, type AccountEventKind } from './wire.js';
 export type { AccountEventKind } from './wire.js';
 
 /** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services']);
+const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services', 'assign.purgeable']);
 
 export interface ServiceInput {
   /** Endpoint pattern; `{node}`, `{uid}` and `{service}` are filled in. Default `{node}/1.5/{uid}`. */
@@ -182,6 +182,15 @@ export class AssignClient {
   /** One batch of replaced records older than the grace period. */
   async purge(service: string, options: PurgeOptions = {}): Promise<PurgeResult> {
     return (await this.call('assign.purge', { service, ...options })) as unknown as PurgeResult;
+  }
+
+  /**
+   * How many records a purge would take now (replaced longer than `graceMs` ago, default 7 days),
+   * counted up to `max` (default 1000, at most 10,000; `capped` says there are more). A read: it needs
+   * read on the service, writes nothing and is not audited, unlike a dry-run purge.
+   */
+  async purgeable(service: string, options: { readonly graceMs?: number; readonly max?: number } & ReadOptions = {}): Promise<{ service: string; before: number; records: number; capped: boolean }> {
+    return (await this.call('assign.purgeable', { service, ...options })) as unknown as { service: string; before: number; records: number; capped: boolean };
   }
 
   /** Users assigned at `at` (default now). */
