@@ -115,9 +115,42 @@ describe('the dashboard’s actions', () => {
     await page.locator('[data-testid=push-value]').fill('"one"');
     await page.locator('[data-testid=put]').click();
     await expect.poll(() => page.getByRole('dialog').textContent()).toMatch(/2 items are replaced by one item/);
+    // The complaint about the earlier text is gone once the value is JSON.
+    expect(await page.locator('[data-testid=data-panel] .error').count()).toBe(0);
+    // Changed by another client while the page asked: the put is refused (compare-and-set on the newest index shown).
+    await writer.push('/cfg/app', { name: 'third' }, { persistent: true, watch: false });
+    await page.locator('[data-testid=confirm]').click();
+    await expect.poll(() => page.locator('[data-testid=action-error]').textContent()).toMatch(/CONFLICT: .*the list changed after it was shown/);
+    expect((await writer.get('/cfg/app')).items).toHaveLength(3);
+    await expect.poll(() => page.locator('[data-testid=item-count]').textContent()).toBe('3 items');
+    await page.locator('[data-testid=put]').click();
+    await expect.poll(() => page.getByRole('dialog').textContent()).toMatch(/3 items are replaced by one item/);
     await page.locator('[data-testid=confirm]').click();
     await expect.poll(async () => (await writer.get('/cfg/app')).items.map((i) => i.data)).toEqual(['one']);
     expect(dialogs.get(page)).toEqual([]);
+    await page.close();
+  });
+
+  it('renders a burst of events in a few batches, not once per event', async () => {
+    vp = await startLeader();
+    const writer = await open(vp.url);
+    const page = await dashboard(vp.httpUrl);
+    await page.locator('[data-testid=tab-Events]').click();
+    await page.locator('[data-testid=events-panel]').waitFor();
+    // Count the page's renders of the events table while 1,000 pushes arrive.
+    await page.evaluate(`(() => {
+      window.renders = 0;
+      new MutationObserver(() => { window.renders++; }).observe(document.querySelector('[data-testid=events-panel]'), { childList: true, subtree: true, characterData: true });
+    })()`);
+    const started = Date.now();
+    for (let start = 0; start < 1000; start += 50) {
+      await Promise.all(Array.from({ length: 50 }, (_, i) => writer.push(`/burst/${(start + i) % 10}`, { i: start + i }, { persistent: true, watch: false })));
+    }
+    await expect.poll(() => page.locator('[data-testid=events-panel] .row .muted').last().textContent(), { timeout: 20_000 }).toBe('500 of the last 500');
+    const tookMs = Date.now() - started;
+    const renders = Number(await page.evaluate('window.renders'));
+    // One render a flush (every 250 ms at most) while events come, and a few for the tail.
+    expect(renders).toBeLessThanOrEqual(Math.ceil(tookMs / 250) + 5);
     await page.close();
   });
 

@@ -29,7 +29,7 @@ export function AssignPanel({ dash, readOnly, confirm }: { dash: Dashboard; read
       {services.error !== null && <div class="error">{services.error}</div>}
       <section class="card">
         <h2>Services</h2>
-        <p class="muted">Allocations on this member (as leader): {rate.data === null ? '…' : `${rate.data.toFixed(2)} a second`}</p>
+        <p class="muted">Allocations on this member (as leader): {rate.data === null ? 'measuring (two scrapes of /metrics, 3 s apart)…' : `${rate.data.toFixed(2)} a second`}</p>
         <table>
           <thead>
             <tr>

@@ -3,7 +3,7 @@
 // cut with a download, search by path prefix, and push and delete (a whole
 // subtree, confirmed first) when the user may and read-only mode is off.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import type { Item } from '../../client/index.js';
+import { VeraError, type Item } from '../../client/index.js';
 import type { Pending } from '../confirm.js';
 import { describe, type Dashboard } from '../dashboard.js';
 import { KvClient } from '../../families/kv/client.js';
@@ -168,7 +168,9 @@ export function DataPanel({ dash, readOnly, confirm, liveEvents }: { dash: Dashb
   /** The editor's text as a value: JSON only, so a typo is refused here rather than stored as text. */
   const editorValue = (): { ok: true; data: unknown } | { ok: false } => {
     try {
-      return { ok: true, data: JSON.parse(newValue) };
+      const data: unknown = JSON.parse(newValue);
+      setError(null); // an earlier complaint is answered
+      return { ok: true, data };
     } catch (e) {
       setError(`The value is not JSON (${e instanceof Error ? e.message : String(e)}); text goes in double quotes, "like this". Nothing was written.`);
       return { ok: false };
@@ -194,7 +196,13 @@ export function DataPanel({ dash, readOnly, confirm, liveEvents }: { dash: Dashb
     if (!v.ok || items === null) return;
     const ifLastIndex = items.length === 0 ? 0 : items[items.length - 1]!.index;
     const run = async (): Promise<void> => {
-      await new KvClient(client).put(path, v.data, { ifLastIndex });
+      try {
+        await new KvClient(client).put(path, v.data, { ifLastIndex });
+      } catch (err) {
+        if (!(err instanceof VeraError) || err.code !== 'CONFLICT') throw err;
+        await loadItems(path);
+        throw new VeraError('CONFLICT', `${err.message}: the list changed after it was shown. It is shown again now; look, then put again`);
+      }
       setNewValue('');
       setEditing(null);
       setError(null);
