@@ -8,12 +8,17 @@
 // dependencies (ws, msgpackr) or Node's built-ins fails the build, so a client
 // module that starts to reach into the server is caught here rather than in a
 // user's install.
+//
+//   node scripts/build-client-package.mjs             fill packages/vera-client/dist
+//   node scripts/build-client-package.mjs --root DIR  the same for another project directory
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+// --root DIR: another project directory (the tests give one with a made-up dist/).
+const rootFlag = process.argv.indexOf('--root');
+const ROOT = rootFlag > 0 ? resolve(process.argv[rootFlag + 1]) : resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
 const PACKAGE = join(ROOT, 'packages/vera-client');
 const OUT = join(PACKAGE, 'dist');
@@ -42,6 +47,12 @@ function resolveRelative(from, spec) {
   return target;
 }
 
+/** The package a bare specifier names: 'ws', 'ws/lib/x.js' -> 'ws'; '@scope/name/x' -> '@scope/name'. */
+function packageOf(spec) {
+  const parts = spec.split('/');
+  return spec.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
 function collect() {
   const seen = new Set();
   const stack = entries();
@@ -60,7 +71,7 @@ function collect() {
     for (const match of text.matchAll(SPECIFIER)) {
       const spec = match[1];
       if (spec.startsWith('.')) stack.push(resolveRelative(file, spec));
-      else if (!BUILTIN.has(spec) && !ALLOWED.has(spec.split('/')[0])) problems.push(`${relative(ROOT, file)} imports ${spec}, which is not a dependency of vera-client`);
+      else if (!BUILTIN.has(spec) && !ALLOWED.has(packageOf(spec))) problems.push(`${relative(ROOT, file)} imports ${spec}, which is not a dependency of vera-client`);
     }
   }
   if (problems.length > 0) throw new Error(`vera-client cannot be built:\n  ${problems.join('\n  ')}`);

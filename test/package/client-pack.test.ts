@@ -95,3 +95,42 @@ describe('the client-only package', () => {
     expect(JSON.parse(run.stdout)).toEqual({ hello: [{ from: 'vera-client' }], config: [{ version: 2 }], replaced: 1, locked: true });
   }, 120_000);
 });
+
+describe("the client package's build", () => {
+  /** A project with a made-up dist/: the client entry imports `imported` (a relative module, or a package). */
+  function projectImporting(imported: string): string {
+    const root = mkdtempSync(join(work, 'root-'));
+    mkdirSync(join(root, 'packages/vera-client'), { recursive: true });
+    mkdirSync(join(root, 'dist/client'), { recursive: true });
+    mkdirSync(join(root, 'dist/server'), { recursive: true });
+    mkdirSync(join(root, 'dist/ui'), { recursive: true });
+    const manifest = { name: 'vera-client', exports: { '.': { types: './dist/client/index.d.ts', default: './dist/client/index.js' } }, dependencies: { ws: '*' } };
+    writeFileSync(join(root, 'packages/vera-client/package.json'), JSON.stringify(manifest));
+    writeFileSync(join(root, 'dist/client/index.js'), `import { x } from '${imported}';\nimport { WebSocket } from 'ws';\nimport { join } from 'node:path';\nexport const y = x;\n`);
+    writeFileSync(join(root, 'dist/client/index.d.ts'), `export declare const y: number;\n`);
+    writeFileSync(join(root, 'dist/client/helper.js'), `export const x = 1;\n`);
+    writeFileSync(join(root, 'dist/client/helper.d.ts'), `export declare const x: number;\n`);
+    writeFileSync(join(root, 'dist/server/index.js'), `export const server = true;\n`);
+    writeFileSync(join(root, 'dist/ui/vera-client.js'), `export {};\n`);
+    return root;
+  }
+
+  const build = (root: string) => spawnSync(process.execPath, [join(ROOT, 'scripts/build-client-package.mjs'), '--root', root], { encoding: 'utf8' });
+
+  it('copies what the entries import, and only that', () => {
+    const root = projectImporting('./helper.js');
+    const r = build(root);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const out = join(root, 'packages/vera-client/dist');
+    expect(readdirSync(join(out, 'client')).sort()).toEqual(['helper.d.ts', 'helper.js', 'index.d.ts', 'index.js']);
+    expect(readdirSync(out).sort()).toEqual(['client', 'ui']);
+  });
+
+  it('fails when a client module imports a package the client does not depend on', () => {
+    const root = projectImporting('classic-level');
+    const r = build(root);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/dist\/client\/index\.js imports classic-level, which is not a dependency of vera-client/);
+  });
+});
