@@ -9,6 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { connect, type VeraClient } from '../../src/client/index.js';
 import { AssignClient } from '../../src/families/assign/client.js';
 import { AuditClient } from '../../src/families/audit/client.js';
+import { HibernateClient } from '../../src/families/hibernate/client.js';
 import { Cluster } from '../failover/cluster.js';
 import { securedServer } from '../security/secured.js';
 import { startLeader } from '../server/fixture.js';
@@ -161,6 +162,19 @@ describe('the dashboard’s actions', () => {
     await page.locator('[data-testid=metrics-panel] .chart').first().waitFor();
     const units = await page.locator('[data-testid=metrics-panel] .chart').evaluateAll((charts) => charts.map((c) => c.getAttribute('data-unit')));
     expect(units).toEqual(['per second', 'milliseconds', 'notifications', 'sessions']);
+    await page.close();
+  });
+
+  it('says no thaw yet rather than a latency of 0 ms, then the latency of the thaws it saw', async () => {
+    vp = await startLeader();
+    const writer = await open(vp.url);
+    await writer.push('/arch/x', { rows: 1 }, { persistent: true, watch: false });
+    await new HibernateClient(writer).freeze('/arch');
+    const page = await dashboard(vp.httpUrl);
+    await page.locator('[data-testid=tab-Hibernation]').click();
+    await expect.poll(() => page.locator('[data-testid=thaw-latency]').textContent()).toBe('no thaw yet');
+    expect((await writer.get('/arch/x')).items).toHaveLength(1); // meets the Frozen unit: thawed
+    await expect.poll(() => page.locator('[data-testid=thaw-latency]').textContent(), { timeout: 15_000 }).toMatch(/^\d+\.\d ms \/ \d+\.\d ms \(last 1 thaws\)$/);
     await page.close();
   });
 
