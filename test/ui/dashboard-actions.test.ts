@@ -89,6 +89,23 @@ describe('the dashboard’s actions', () => {
     await page.close();
   });
 
+  it('asks for a login without knocking first: opening the page records no failed authentication', async () => {
+    vp = await securedServer();
+    const page = await dashboard(vp.httpUrl, { name: 'root', password: 'root-pw' });
+    const root = await open(vp.url, { user: 'root', password: 'root-pw' });
+    // An admin act after the page's: once its record is written, a failure the page caused would be too.
+    await new AssignClient(root).service('marker-2');
+    const audit = new AuditClient(root);
+    const records = async (): Promise<Array<{ kind: string; what: string }>> => {
+      const out: Array<{ kind: string; what: string }> = [];
+      await audit.each((rs) => out.push(...rs.map((r) => ({ kind: r.kind, what: r.what }))));
+      return out;
+    };
+    await expect.poll(async () => (await records()).some((r) => r.what.includes('marker-2')), { timeout: 15_000 }).toBe(true);
+    expect((await records()).filter((r) => r.kind === 'auth-failed')).toEqual([]);
+    await page.close();
+  });
+
   it('edits a value as pretty-printed JSON and puts it back as the list’s value; refuses what is not JSON', async () => {
     vp = await startLeader();
     const writer = await open(vp.url);
