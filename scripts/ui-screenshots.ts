@@ -80,12 +80,17 @@ async function main(): Promise<void> {
       await page.press('[data-testid=search]', 'Enter');
       await page.waitForSelector('[data-testid=items] tbody tr');
       for (const [i] of Array.from({ length: 5 }).entries()) await client.push('/services/api', { addr: `10.0.0.${20 + i}:8080` }, { persistent: true, watch: false });
-      await page.screenshot({ path: join(OUT, 'data.png') });
+      await page.locator('[data-testid=item-count]', { hasText: '7 items' }).waitFor();
+      // With read-only off, an item's value loaded into the editor, pretty-printed.
+      await page.uncheck('[data-testid=read-only]');
+      await page.locator('[data-testid=edit]').first().click();
+      await page.screenshot({ path: join(OUT, 'data.png'), fullPage: true });
+      await page.check('[data-testid=read-only]');
       // Some traffic for the charts and the event stream.
       let load = true;
       const loader = (async () => {
         for (let i = 0; load; i++) await client.push(`/services/load/w${i % 20}`, { i }, { persistent: true, watch: false });
-      })();
+      })().catch(() => undefined); // ends with the member if a step below fails: that step's error is the one to see
       for (const tab of ['Cluster', 'Sessions', 'Events', 'Metrics', 'Journal', 'Assignment', 'Hibernation', 'Audit']) {
         await page.click(`[data-testid=tab-${tab}]`);
         if (tab === 'Journal') await page.click('text=emails');

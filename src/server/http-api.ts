@@ -186,6 +186,8 @@ export interface StatusBody {
   readonly sessions: number;
   /** The command version this member applies, and the one the cluster runs (docs/architecture.md). */
   readonly commandVersion: { readonly applies: number; readonly active: number };
+  /** Whether authentication is on: the dashboard asks for a login first instead of knocking without credentials (a failure the audit log would record). */
+  readonly authentication: boolean;
 }
 
 function readinessOf(fe: FrontEnd): Readiness {
@@ -214,6 +216,7 @@ function status(fe: FrontEnd, src: StatusSources): StatusBody {
     members: src.members(),
     sessions: liveSessions(fe.node.stateMachine).size,
     commandVersion: { applies: COMMAND_VERSION, active: fe.node.stateMachine.stateOf(cluster).active },
+    authentication: fe.guard.enabled,
   };
 }
 

@@ -18,6 +18,11 @@ import { SessionsPanel } from './panels/sessions.js';
 const TABS = ['Cluster', 'Data', 'Sessions', 'Events', 'Metrics', 'Journal', 'Assignment', 'Hibernation', 'Audit'] as const;
 type Tab = (typeof TABS)[number];
 const KEEP_EVENTS = 500;
+/**
+ * Events reach the page in bursts of hundreds a second under load: they are handed to the
+ * panels at most this often, in one render and one call per listener, so the page stays usable.
+ */
+const FLUSH_EVENTS_MS = 250;
 /** Errors after which the watch of everything is tried again on the next connection. */
 const RETRYABLE: ReadonlySet<string> = new Set(['UNAVAILABLE', 'NOT_LEADER', 'NO_LEADER', 'TIMEOUT']);
 
@@ -64,6 +69,8 @@ export function App() {
   const [tab, setTab] = useState<Tab>(() => (TABS as readonly string[]).includes(location.hash.slice(1)) ? (location.hash.slice(1) as Tab) : 'Data');
   const [readOnly, setReadOnly] = useState(true);
   const [pending, setPending] = useState<Pending | null>(null);
+  /** A confirmed action that failed: said at the top of the page (not in an alert) until dismissed. */
+  const [actionError, setActionError] = useState<{ title: string; error: string } | null>(null);
   const [events, setEvents] = useState<Seen[]>([]);
   const [watching, setWatching] = useState('');
   const [connection, setConnection] = useState('connecting');
@@ -79,9 +86,24 @@ export function App() {
   useEffect(() => {
     if (dash === null) return;
     const client = dash.client;
+    let arrived: Seen[] = [];
+    /** Every path changed since the last flush (kept whole, even when the events list keeps only the newest). */
+    let changed = new Set<string>();
+    let flushTimer: ReturnType<typeof setTimeout> | undefined;
+    const flush = (): void => {
+      flushTimer = undefined;
+      const batch = arrived;
+      const paths = [...changed];
+      arrived = [];
+      changed = new Set();
+      setEvents((es) => [...batch.reverse(), ...es].slice(0, KEEP_EVENTS));
+      for (const l of listeners.current) l(paths);
+    };
     const onEvent = (e: ChangeEvent): void => {
-      setEvents((es) => [{ ...e, at: Date.now() }, ...es].slice(0, KEEP_EVENTS));
-      for (const l of listeners.current) l([e.path]);
+      arrived.push({ ...e, at: Date.now() });
+      changed.add(e.path);
+      if (arrived.length > 2 * KEEP_EVENTS) arrived = arrived.slice(-KEEP_EVENTS);
+      flushTimer ??= setTimeout(flush, FLUSH_EVENTS_MS);
     };
     // After a reconnect the server may send a resync instead of the events missed (a new leader does):
     // everything it names is reread.
@@ -117,6 +139,7 @@ export function App() {
     return () => {
       client.off('event', onEvent);
       client.off('resync', onResync);
+      if (flushTimer !== undefined) clearTimeout(flushTimer);
     };
   }, [dash]);
 
@@ -175,13 +198,26 @@ export function App() {
           </button>
         ))}
       </nav>
-      <main>{panel}</main>
+      <main>
+        {actionError !== null && (
+          <div class="error row" role="alert" data-testid="action-error">
+            <span>
+              <b>{actionError.title}</b> failed: {actionError.error}
+            </span>
+            <span class="spacer" />
+            <button onClick={() => setActionError(null)} aria-label="dismiss">
+              ×
+            </button>
+          </div>
+        )}
+        {panel}
+      </main>
       {pending !== null && (
         <ConfirmDialog
           pending={pending}
           close={(error) => {
+            setActionError(error === undefined ? null : { title: pending.title.replace(/\?$/, ''), error });
             setPending(null);
-            if (error !== undefined) alert(error);
           }}
         />
       )}

@@ -8,7 +8,20 @@ export interface Series {
   readonly color: string;
 }
 
-export function Chart({ title, times, series, unit }: { title: string; times: readonly number[]; series: readonly Series[]; unit: string }) {
+/** A chart's unit: how values read in the legend (`ms` gives "12 ms") and the y axis's label. */
+export interface Unit {
+  /** After each value in the legend and on the axis ticks: "/s", "ms", "" for plain counts. */
+  readonly suffix: string;
+  /** The y axis's label, e.g. "per second", "milliseconds", "notifications". */
+  readonly axis: string;
+}
+
+function withUnit(v: number, suffix: string): string {
+  const n = Math.abs(v) >= 10 || Number.isInteger(v) ? v.toFixed(0) : v.toFixed(2);
+  return suffix === '' ? n : suffix.startsWith('/') ? `${n}${suffix}` : `${n} ${suffix}`;
+}
+
+export function Chart({ title, times, series, unit }: { title: string; times: readonly number[]; series: readonly Series[]; unit: Unit }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const shape = series.map((s) => s.label).join('|');
@@ -18,8 +31,8 @@ export function Chart({ title, times, series, unit }: { title: string; times: re
       title,
       width: Math.max(360, box.current.clientWidth),
       height: 200,
-      series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 1.5, value: (_u: uPlot, v: number | null) => (v === null ? '-' : `${v.toFixed(v < 10 ? 2 : 0)} ${unit}`) }))],
-      axes: [{}, { size: 60 }],
+      series: [{ label: 'time' }, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 1.5, value: (_u: uPlot, v: number | null) => (v === null ? '-' : withUnit(v, unit.suffix)) }))],
+      axes: [{ label: 'time (this browser\'s clock)', labelSize: 20 }, { label: unit.axis, labelSize: 20, size: 64, values: (_u: uPlot, ticks: number[]) => ticks.map((t) => withUnit(t, unit.suffix)) }],
       scales: { x: { time: true } },
     };
     plot.current = new uPlot(opts, [[], ...series.map(() => [])] as unknown as uPlot.AlignedData, box.current);
@@ -27,9 +40,9 @@ export function Chart({ title, times, series, unit }: { title: string; times: re
       plot.current?.destroy();
       plot.current = null;
     };
-  }, [title, shape, unit]);
+  }, [title, shape, unit.suffix, unit.axis]);
   useEffect(() => {
     plot.current?.setData([times.map((t) => t / 1000), ...series.map((s) => [...s.values])] as unknown as uPlot.AlignedData);
   }, [times, series]);
-  return <div ref={box} class="chart" data-testid={`chart-${title}`} />;
+  return <div ref={box} class="chart" data-testid={`chart-${title}`} data-unit={unit.axis} />;
 }

@@ -2,6 +2,7 @@
 // and nothing happens until the user says yes.
 import { useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
+import { describe } from './dashboard.js';
 
 export interface Pending {
   readonly title: string;
@@ -27,7 +28,7 @@ export function ConfirmDialog({ pending, close }: { pending: Pending; close: (er
               setBusy(true);
               pending.run().then(
                 () => close(),
-                (e: unknown) => close(e instanceof Error ? e.message : String(e)),
+                (e: unknown) => close(describe(e)),
               );
             }}
           >

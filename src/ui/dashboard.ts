@@ -47,9 +47,22 @@ function memberUrl(): string {
 
 /** Opens the dashboard's session: with the stored token, or without credentials; UNAUTHORIZED means log in first. */
 export async function openDashboard(token: string | null = sessionStorage.getItem(TOKEN_KEY)): Promise<Dashboard> {
+  // Without a token, ask first whether one is needed: a hello without credentials to a member with
+  // authentication on is a failed authentication, recorded in the audit log at every page load.
+  if (token === null && (await authenticationIsOn())) throw new VeraError('UNAUTHORIZED', 'authentication is on: log in');
   const client = await connect(memberUrl(), { encoding: 'json', timeoutMs: 30_000, ...(token === null ? {} : { token }) });
   const status = await new AuthClient(client).status();
   return new Dashboard(client, status.enabled ? token : null, status.user ?? null);
+}
+
+/** What GET /v1/status says of authentication; false when it does not say (an older member), so the page tries as before. */
+async function authenticationIsOn(): Promise<boolean> {
+  try {
+    const res = await fetch('/v1/status');
+    return res.ok && ((await res.json()) as { authentication?: unknown }).authentication === true;
+  } catch {
+    return false;
+  }
 }
 
 /** Logs in over HTTP (POST /v1/auth/login) and keeps the token for this tab. */

@@ -145,6 +145,7 @@ const OPS: readonly OpCase[] = [
   { op: 'assign.purge', perm: 'admin', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c), fields: (c) => ({ service: c.service }) },
   { op: 'assign.nodes', perm: 'read', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c, true), fields: (c) => ({ service: c.service }) },
   { op: 'assign.count', perm: 'read', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c), fields: (c) => ({ service: c.service }) },
+  { op: 'assign.purgeable', perm: 'read', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c), fields: (c) => ({ service: c.service }) },
   { op: 'assign.user', perm: 'write', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c, true), fields: (c) => ({ service: c.service, email: c.email }) },
   {
     op: 'assign.lookup',

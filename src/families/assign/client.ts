@@ -10,7 +10,7 @@ export { runPurgeWorker, type CleanupQueue, type JobOutcome, type PurgeWorkerOpt
 export type { CleanupJob } from './client-cleanup.js';
 
 /** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services', 'assign.nodeUsers']);
+const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services', 'assign.nodeUsers', 'assign.purgeable']);
 
 export interface ServiceInput {
   /** Endpoint pattern; `{node}`, `{uid}` and `{service}` are filled in. Default `{node}/1.5/{uid}`. */
@@ -313,6 +313,15 @@ export class AssignClient {
   /** Records from a Tokenserver database into one service, uids kept (1-1000 per call; nodes first). */
   async importUsers(service: string, users: readonly ImportedUser[]): Promise<{ imported: number; present: number; repaired: number }> {
     return (await this.call('assign.importUsers', { service, users })) as { imported: number; present: number; repaired: number };
+  }
+
+  /**
+   * How many records a purge would take now (replaced longer than `graceMs` ago, default 7 days),
+   * counted up to `max` (default 1000, at most 10,000; `capped` says there are more). A read: it needs
+   * read on the service, writes nothing and is not audited, unlike a dry-run purge.
+   */
+  async purgeable(service: string, options: { readonly graceMs?: number; readonly max?: number } & ReadOptions = {}): Promise<{ service: string; before: number; records: number; capped: boolean }> {
+    return (await this.call('assign.purgeable', { service, ...options })) as unknown as { service: string; before: number; records: number; capped: boolean };
   }
 
   /** Users assigned at `at` (default now). */

@@ -28,6 +28,13 @@ export async function replacedBefore(db: VeraDb, snapshot: DbSnapshot, service: 
   return out;
 }
 
+/** How many records of `service` were replaced before `before`, counting up to `limit` (keys only: no record is decoded). */
+export async function countReplacedBefore(db: VeraDb, snapshot: DbSnapshot, service: string, before: number, limit: number): Promise<number> {
+  let n = 0;
+  for await (const _key of db.keys({ ...replacedBeforeRange(service, before), snapshot, limit })) n++;
+  return n;
+}
+
 /**
  * Users of `service` assigned at time `at` (Tokenserver's count_users): records created
  * by then and not replaced by then. An email has at most one current record at any

@@ -14,7 +14,7 @@ import { cluster } from '../cluster/index.js';
 import type { AssignCommand } from './commands.js';
 import { assign } from './index.js';
 import { nodeKey, serviceKey, type PurgeCursor } from './keys.js';
-import { countUsers, replacedBefore, userRecords, usersOnNode } from './reads.js';
+import { countReplacedBefore, countUsers, replacedBefore, userRecords, usersOnNode } from './reads.js';
 import { decodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
 import type { ServiceState } from './state.js';
@@ -197,6 +197,16 @@ const handlers: Record<string, Handler> = {
     if (v.op !== 'place') throw new VeraError('INTERNAL', 'a place entry gave another result');
     return { ...v.user, oldClientStates: [...v.user.oldClientStates], created: v.created, moved: v.moved };
   },
+  // What a purge would take now, counted without touching anything: a read, unlike a dry-run purge (an admin's act, audited).
+  'assign.purgeable': async ({ fe, request: r }) => {
+    await barrier(fe, r);
+    const service = r.service as string;
+    serviceOf(fe, service);
+    const before = Math.max(0, Math.max(fe.node.stateMachine.clock, Date.now()) - (r.graceMs as number));
+    const max = r.max as number;
+    const records = await fe.node.stateMachine.read('assignment purgeable', (db, snapshot) => countReplacedBefore(db, snapshot, service, before, max + 1));
+    return { service, before, records: Math.min(records, max), capped: records > max };
+  },
   'assign.count': async ({ fe, request: r }) => {
     await barrier(fe, r);
     const service = r.service as string;
@@ -377,6 +387,7 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'assign.nodes': onService('read'),
   'assign.count': onService('read'),
   'assign.nodeUsers': onService('read'),
+  'assign.purgeable': onService('read'),
   'assign.services': () => [{ perm: 'read', resource: 'assign:' }],
 };
 

@@ -28,6 +28,8 @@ export const MAX_BATCH = 1000;
 /** Services one cluster may define, and nodes one service may have (all are held in memory on every member). */
 export const MAX_SERVICES = 1000;
 export const MAX_NODES_PER_SERVICE = 10_000;
+/** The most records one purgeable count looks at (a read bounded like a purge's scan). */
+export const MAX_PURGEABLE_COUNT = 10_000;
 /** A purge cursor: `replacedAt:uid` of the last record a batch looked at. */
 export const PURGE_CURSOR = /^\d{1,15}:\d{1,16}$/;
 /** The largest "choose among the top N" a service may ask for. */
@@ -304,6 +306,20 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
     },
   ],
   ['assign.place', (f, id) => (onlyFields(f, ['service', 'email', 'node']), { id, op: 'assign.place', service: service(f), email: email(f), node: node(f) })],
+  [
+    'assign.purgeable',
+    (f, id) => {
+      onlyFields(f, ['service', 'graceMs', 'max', 'consistency']);
+      return {
+        id,
+        op: 'assign.purgeable',
+        service: service(f),
+        graceMs: bounded(f, 'graceMs', 0, 2 ** 48) ?? 7 * 24 * 3600 * 1000,
+        max: bounded(f, 'max', 1, MAX_PURGEABLE_COUNT) ?? 1000,
+        ...consistency(f),
+      };
+    },
+  ],
   [
     'assign.count',
     (f, id) => (onlyFields(f, ['service', 'at', 'consistency']), { id, op: 'assign.count', service: service(f), ...present({ at: bounded(f, 'at', 0, 2 ** 48) }), ...consistency(f) }),

@@ -13,7 +13,8 @@ export function AssignPanel({ dash, readOnly, confirm }: { dash: Dashboard; read
   const services = usePoll(() => assign.services(), 3000);
   const [picked, setPicked] = useState<string | null>(null);
   const nodes = usePoll(async () => (picked === null ? [] : assign.nodes(picked)), 2000, [picked]);
-  const awaiting = usePoll(async () => (picked === null ? null : (await assign.purge(picked, { dryRun: true, max: 1000 })).purged.length), 10_000, [picked]);
+  // A read (assign.purgeable), not a dry-run purge: opening a service writes nothing, not even an audit record.
+  const awaiting = usePoll(async () => (picked === null ? null : await assign.purgeable(picked, { max: 1000 })), 10_000, [picked]);
   const lastScrape = useRef<{ at: number; n: number } | null>(null);
   const rate = usePoll(async () => {
     const n = total(await dash.metrics(), 'vera_assign_allocations_total');
@@ -28,7 +29,7 @@ export function AssignPanel({ dash, readOnly, confirm }: { dash: Dashboard; read
       {services.error !== null && <div class="error">{services.error}</div>}
       <section class="card">
         <h2>Services</h2>
-        <p class="muted">Allocations on this member (as leader): {rate.data === null ? '…' : `${rate.data.toFixed(2)} a second`}</p>
+        <p class="muted">Allocations on this member (as leader): {rate.data === null ? 'measuring (two scrapes of /metrics, 3 s apart)…' : `${rate.data.toFixed(2)} a second`}</p>
         <table>
           <thead>
             <tr>
@@ -57,7 +58,7 @@ export function AssignPanel({ dash, readOnly, confirm }: { dash: Dashboard; read
       {picked !== null && (
         <section class="card">
           <h2>Nodes of {picked}</h2>
-          <p class="muted">Records awaiting purge: {awaiting.error !== null ? 'needs admin on this service' : awaiting.data === null ? '…' : awaiting.data >= 1000 ? '1,000 or more' : count(awaiting.data)}</p>
+          <p class="muted"><span data-testid="awaiting-purge">Records awaiting purge (replaced over 7 days ago): {awaiting.error !== null ? awaiting.error : awaiting.data === null ? '…' : awaiting.data.capped ? `more than ${count(awaiting.data.records)}` : count(awaiting.data.records)}</span></p>
           <table>
             <thead>
               <tr>

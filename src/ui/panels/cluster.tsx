@@ -25,6 +25,10 @@ export function ClusterPanel({ dash, readOnly, confirm }: { dash: Dashboard; rea
   }, [view.data?.term, view.data?.leader]);
   const v: ClusterView | null = view.data;
   const lastIndex = metrics.data?.find((s) => s.name === 'vera_raft_last_index')?.value;
+  // Operator endpoints take a logged-in admin's token, or else the cluster secret, which a browser never holds:
+  // with authentication off (a `vera dev` cluster) the dashboard cannot transfer leadership, and says how to instead.
+  const canOperate = dash.token !== null;
+  const transferable = v === null ? [] : v.members.filter((m) => m.id !== v.leader && m.voter);
   return (
     <div>
       {view.error !== null && <div class="error">{view.error}</div>}
@@ -37,6 +41,13 @@ export function ClusterPanel({ dash, readOnly, confirm }: { dash: Dashboard; rea
             commit {count(v.commit)} · applied {count(v.applied)} · last log index {count(v.lastIndex)} · {count(v.sessions)} sessions · command version {v.commandVersion}
             {lastIndex !== undefined ? ` · this member's log ends at ${count(lastIndex)}` : ''}
           </div>
+          {!readOnly && !canOperate && transferable.length > 0 && (
+            <div class="note" data-testid="operator-note">
+              Leadership transfer is not offered here: with authentication off, operator requests need the cluster secret, which this page does not have. Run{' '}
+              <code>vera leader transfer {transferable[0]!.id}</code> where the cluster was started (a <code>vera dev</code> cluster's secret is in{' '}
+              <code>./vera-data/dev/cluster-secret</code>, where the CLI looks by itself), or turn authentication on and log in here as a user with admin on <code>cluster</code>.
+            </div>
+          )}
           <table>
             <thead>
               <tr>
@@ -62,7 +73,7 @@ export function ClusterPanel({ dash, readOnly, confirm }: { dash: Dashboard; rea
                   <td>{m.reachable === undefined ? <span class="muted">ask the leader</span> : m.reachable ? <span class="good">reachable</span> : <span class="pill down">unreachable</span>}</td>
                   <td>
                     <ConfirmButton
-                      show={!readOnly && m.id !== v.leader && m.voter}
+                      show={!readOnly && canOperate && m.id !== v.leader && m.voter}
                       confirm={confirm}
                       pending={() => ({
                         title: `Transfer leadership to ${m.id}?`,

@@ -3,9 +3,10 @@
 // cut with a download, search by path prefix, and push and delete (a whole
 // subtree, confirmed first) when the user may and read-only mode is off.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import type { Item } from '../../client/index.js';
+import { VeraError, type Item } from '../../client/index.js';
 import type { Pending } from '../confirm.js';
 import { describe, type Dashboard } from '../dashboard.js';
+import { KvClient } from '../../families/kv/client.js';
 import { bytes, count, download, preview } from '../util.js';
 
 const PAGE = 100;
@@ -42,6 +43,8 @@ export function DataPanel({ dash, readOnly, confirm, liveEvents }: { dash: Dashb
   const [error, setError] = useState<string | null>(null);
   const [search, setSearch] = useState('');
   const [newValue, setNewValue] = useState('');
+  /** The index of the item whose value the editor was loaded from, if any (said above the editor). */
+  const [editing, setEditing] = useState<number | null>(null);
   const selectedRef = useRef<string | null>(null);
   selectedRef.current = selected;
 
@@ -162,6 +165,61 @@ export function DataPanel({ dash, readOnly, confirm, liveEvents }: { dash: Dashb
     });
   };
 
+  /** The editor's text as a value: JSON only, so a typo is refused here rather than stored as text. */
+  const editorValue = (): { ok: true; data: unknown } | { ok: false } => {
+    try {
+      const data: unknown = JSON.parse(newValue);
+      setError(null); // an earlier complaint is answered
+      return { ok: true, data };
+    } catch (e) {
+      setError(`The value is not JSON (${e instanceof Error ? e.message : String(e)}); text goes in double quotes, "like this". Nothing was written.`);
+      return { ok: false };
+    }
+  };
+
+  const pushValue = (path: string): void => {
+    const v = editorValue();
+    if (!v.ok) return;
+    client.push(path, v.data, { persistent: true, watch: false }).then(
+      () => {
+        setNewValue('');
+        setEditing(null);
+        setError(null);
+      },
+      (err: unknown) => setError(describe(err)),
+    );
+  };
+
+  /** Put: the list's value becomes the editor's, in one entry, only if the list is still as shown (else CONFLICT). */
+  const putValue = (path: string): void => {
+    const v = editorValue();
+    if (!v.ok || items === null) return;
+    const ifLastIndex = items.length === 0 ? 0 : items[items.length - 1]!.index;
+    const run = async (): Promise<void> => {
+      try {
+        await new KvClient(client).put(path, v.data, { ifLastIndex });
+      } catch (err) {
+        if (!(err instanceof VeraError) || err.code !== 'CONFLICT') throw err;
+        await loadItems(path);
+        throw new VeraError('CONFLICT', `${err.message}: the list changed after it was shown. It is shown again now; look, then put again`);
+      }
+      setNewValue('');
+      setEditing(null);
+      setError(null);
+      await loadItems(path);
+    };
+    if (items.length <= 1) {
+      run().catch((err: unknown) => setError(`put ${path}: ${describe(err)}`));
+      return;
+    }
+    confirm({
+      title: `Put a new value at ${path}?`,
+      consequence: `The list's ${count(items.length)} items are replaced by one item holding the edited value, in one committed entry. Watchers are notified; it cannot be undone.`,
+      action: `Replace ${count(items.length)} items`,
+      run,
+    });
+  };
+
   return (
     <div class="grid2" data-testid="data-panel">
       <section class="card">
@@ -246,13 +304,24 @@ export function DataPanel({ dash, readOnly, confirm, liveEvents }: { dash: Dashb
                           </td>
                           <td>
                             {!readOnly && (
-                              <button
-                                onClick={() => {
-                                  client.delete(selected, it.index).then(() => loadItems(selected), (e: unknown) => setError(describe(e)));
-                                }}
-                              >
-                                delete
-                              </button>
+                              <span class="row" style={{ flexWrap: 'nowrap', marginBottom: 0 }}>
+                                <button
+                                  data-testid="edit"
+                                  onClick={() => {
+                                    setNewValue(JSON.stringify(it.data, null, 2));
+                                    setEditing(it.index);
+                                  }}
+                                >
+                                  edit
+                                </button>
+                                <button
+                                  onClick={() => {
+                                    client.delete(selected, it.index).then(() => loadItems(selected), (e: unknown) => setError(describe(e)));
+                                  }}
+                                >
+                                  delete
+                                </button>
+                              </span>
                             )}
                           </td>
                         </tr>
@@ -264,26 +333,42 @@ export function DataPanel({ dash, readOnly, confirm, liveEvents }: { dash: Dashb
             )}
             {!readOnly && (
               <form
-                class="row"
                 style={{ marginTop: '12px' }}
+                data-testid="editor"
                 onSubmit={(e) => {
                   e.preventDefault();
-                  let data: unknown;
-                  try {
-                    data = JSON.parse(newValue);
-                  } catch {
-                    data = newValue;
-                  }
-                  client.push(selected, data, { persistent: true, watch: false }).then(
-                    () => setNewValue(''),
-                    (err: unknown) => setError(describe(err)),
-                  );
+                  pushValue(selected);
                 }}
               >
-                <input placeholder='value (JSON, or text)' value={newValue} onInput={(e) => setNewValue((e.target as HTMLInputElement).value)} data-testid="push-value" />
-                <button type="submit" class="primary" data-testid="push">
-                  push (persistent)
-                </button>
+                <p class="muted" style={{ margin: '0 0 6px' }}>
+                  {editing === null ? 'A value, as JSON:' : `Item ${editing}'s value, as JSON: push it as a new item, or put it as the list's only value.`}
+                </p>
+                <textarea
+                  class="editor"
+                  spellcheck={false}
+                  placeholder={'{\n  "hello": "world"\n}'}
+                  value={newValue}
+                  onInput={(e) => setNewValue((e.target as HTMLTextAreaElement).value)}
+                  data-testid="push-value"
+                />
+                <div class="row" style={{ marginTop: '6px' }}>
+                  <button type="submit" class="primary" data-testid="push">
+                    push (persistent)
+                  </button>
+                  <button type="button" data-testid="put" onClick={() => putValue(selected)}>
+                    put (replace the list)
+                  </button>
+                  <button
+                    type="button"
+                    data-testid="format"
+                    onClick={() => {
+                      const v = editorValue();
+                      if (v.ok) setNewValue(JSON.stringify(v.data, null, 2));
+                    }}
+                  >
+                    format JSON
+                  </button>
+                </div>
               </form>
             )}
           </div>

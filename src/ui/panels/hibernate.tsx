@@ -9,7 +9,10 @@ export function HibernatePanel({ dash }: { dash: Dashboard }) {
   const units = usePoll(() => hibernate.unitsPage({ limit: 200 }), 3000);
   const metrics = usePoll(() => dash.metrics(), 3000);
   const m = metrics.data ?? [];
+  // With no thaw measured the summary says 0: that is no latency, not a fast one.
+  const thawsMeasured = total(m, 'vera_hibernate_thaw_ms_count');
   const thaw = (q: string): string => {
+    if (thawsMeasured === 0) return '-';
     const s = m.find((x) => x.name === 'vera_hibernate_thaw_ms' && x.labels.quantile === q);
     return s === undefined || Number.isNaN(s.value) ? '-' : `${s.value.toFixed(1)} ms`;
   };
@@ -39,9 +42,7 @@ export function HibernatePanel({ dash }: { dash: Dashboard }) {
             </tr>
             <tr>
               <th>thaw latency p50 / p99</th>
-              <td>
-                {thaw('0.5')} / {thaw('0.99')}
-              </td>
+              <td data-testid="thaw-latency">{thawsMeasured === 0 ? 'no thaw yet' : `${thaw('0.5')} / ${thaw('0.99')} (last ${count(thawsMeasured)} thaws)`}</td>
             </tr>
           </tbody>
         </table>

@@ -59,10 +59,10 @@ export function MetricsPanel({ dash }: { dash: Dashboard }) {
       {error !== null && <div class="error">{error}</div>}
       {points.length === 0 && <p class="muted">Collecting the first two scrapes…</p>}
       <div class="charts">
-        <Chart title="Writes and requests per second" unit="/s" times={times} series={[{ label: 'writes', values: points.map((p) => p.writes), color: '#2f5bd3' }, { label: 'requests', values: points.map((p) => p.requests), color: '#1d7a46' }]} />
-        <Chart title="Write latency (proposal to applied)" unit="ms" times={times} series={[{ label: 'p50', values: points.map((p) => p.p50), color: '#2f5bd3' }, { label: 'p99', values: points.map((p) => p.p99), color: '#c0362c' }]} />
-        <Chart title="Notifications waiting to be sent" unit="" times={times} series={[{ label: 'backlog', values: points.map((p) => p.backlog), color: '#b26b00' }]} />
-        <Chart title="Sessions" unit="" times={times} series={[{ label: 'sessions', values: points.map((p) => p.sessions), color: '#667085' }]} />
+        <Chart title="Writes and requests per second" unit={{ suffix: '/s', axis: 'per second' }} times={times} series={[{ label: 'writes', values: points.map((p) => p.writes), color: '#2f5bd3' }, { label: 'requests', values: points.map((p) => p.requests), color: '#1d7a46' }]} />
+        <Chart title="Write latency (proposal to applied)" unit={{ suffix: 'ms', axis: 'milliseconds' }} times={times} series={[{ label: 'p50', values: points.map((p) => p.p50), color: '#2f5bd3' }, { label: 'p99', values: points.map((p) => p.p99), color: '#c0362c' }]} />
+        <Chart title="Notifications waiting to be sent" unit={{ suffix: '', axis: 'notifications' }} times={times} series={[{ label: 'backlog', values: points.map((p) => p.backlog), color: '#b26b00' }]} />
+        <Chart title="Sessions" unit={{ suffix: '', axis: 'sessions' }} times={times} series={[{ label: 'sessions', values: points.map((p) => p.sessions), color: '#667085' }]} />
       </div>
     </section>
   );

@@ -26,7 +26,7 @@ export function SessionsPanel({ dash }: { dash: Dashboard }) {
               <th>remote</th>
               <th>connected here</th>
               <th class="num">watches</th>
-              <th class="num">notification lag</th>
+              <th class="num">notification lag (entries)</th>
               <th class="num">timeout</th>
             </tr>
           </thead>

@@ -93,6 +93,12 @@ describe('node assignment on a server', () => {
     expect(await assign.count('sync-1.5', created.createdAt - 1)).toBe(0);
     // Purge with no grace: the two replaced records on node a; with a journal, their cleanup is queued first.
     await journals.create('purges');
+    // What a purge would take, as a read: both replaced records (on a downed node too), bounded by max, none within the grace.
+    expect(await assign.purgeable('sync-1.5', { graceMs: 0 })).toMatchObject({ service: 'sync-1.5', records: 2, capped: false });
+    expect(await assign.purgeable('sync-1.5', { graceMs: 0, max: 1 })).toMatchObject({ records: 1, capped: true });
+    expect(await assign.purgeable('sync-1.5')).toMatchObject({ records: 0, capped: false });
+    await expect(assign.purgeable('sync-1.5', { max: 10_001 })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await expect(assign.purgeable('nope-1.0')).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(await assign.purge('sync-1.5', { graceMs: 0, dryRun: true })).toMatchObject({ dryRun: true, purged: [], skipped: 2 });
     const purged = await assign.purge('sync-1.5', { graceMs: 0, force: true, journal: 'purges' });
     expect(purged.purged.map((p) => p.uid).sort((x, y) => x - y)).toEqual([created.uid, rekeyed.uid]);
