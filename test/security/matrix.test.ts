@@ -59,8 +59,11 @@ async function ok(w: WireClient, op: string, fields: Record<string, unknown> = {
   return w.call(op, fields);
 }
 
+// A claim's lease must not time out while the file runs (minutes on a loaded machine): the timeout
+// would change journal.list between a denied op's two reads of the state, a change nobody's op made.
+const NO_TIMEOUT_WHILE_TESTING_MS = 24 * 3_600_000;
 const journalWith = async (root: WireClient, c: Names, items = 0): Promise<Record<string, unknown>> => {
-  await ok(root, 'journal.create', { name: c.journal });
+  await ok(root, 'journal.create', { name: c.journal, timeoutMs: NO_TIMEOUT_WHILE_TESTING_MS });
   if (items > 0) await ok(root, 'journal.add', { name: c.journal, items: [{ key: 'k', data: 'job' }] });
   return {};
 };
