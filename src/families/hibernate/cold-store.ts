@@ -21,8 +21,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { deflate, inflateSync } from 'node:zlib';
-import { pack, unpack } from 'msgpackr';
+import { deflate, inflate, inflateSync } from 'node:zlib';
+import { pack, unpack, unpackMultiple } from 'msgpackr';
 import { fsyncDir } from '../../raft/fsync.js';
 
 export const COLD_FORMAT_VERSION = 1;
@@ -75,6 +75,7 @@ export interface ColdFileInfo {
 }
 
 const deflateAsync = promisify(deflate);
+const inflateAsync = promisify(inflate);
 
 /** Entries encoded per turn of the event loop: about a millisecond's work, so a 100,000-item unit never holds clients up. */
 export const PACK_SLICE = 1_000;
@@ -190,6 +191,26 @@ export class ColdStore {
     return decodeColdFile(unit, await this.readBytes(unit));
   }
 
+  /**
+   * As read(), giving the same unit or the same error, with the event loop turning while it
+   * works: decompressed in the thread pool and decoded PACK_SLICE entries at a time (a large
+   * unit's thaw in steps reads its file this way).
+   */
+  async readInSlices(unit: string): Promise<ColdUnit> {
+    const bytes = await this.readBytes(unit);
+    const { version, body } = verifiedBody(unit, bytes);
+    if (version !== 1) return decodeColdFile(unit, bytes);
+    let raw: Buffer;
+    try {
+      raw = await inflateAsync(body);
+    } catch (err) {
+      throw new ColdStoreError(unit, 'corrupt', `the body does not decode: ${(err as Error).message}`);
+    }
+    const cold = await unpackV1InSlices(unit, raw);
+    if (cold.unit !== unit) throw new ColdStoreError(unit, 'foreign', `the file holds unit ${cold.unit}`);
+    return cold;
+  }
+
   /** The unit's file as it is on disk (for a snapshot), unverified. */
   async readBytes(unit: string): Promise<Buffer> {
     try {
@@ -246,6 +267,71 @@ export class ColdStore {
     if (removed.length > 0) await fsyncDir(this.dir);
     return removed;
   }
+}
+
+/** The file's format version and body, once its header, length and checksum are verified. */
+function verifiedBody(unit: string, bytes: Buffer): { version: number; body: Buffer } {
+  if (bytes.byteLength < HEADER_BYTES) throw new ColdStoreError(unit, 'truncated', `${bytes.byteLength} bytes is shorter than the ${HEADER_BYTES}-byte header`);
+  if (!bytes.subarray(0, MAGIC.length).equals(MAGIC)) throw new ColdStoreError(unit, 'corrupt', 'not a cold file (bad magic)');
+  const length = bytes.readUInt32BE(12);
+  if (bytes.byteLength < HEADER_BYTES + length) throw new ColdStoreError(unit, 'truncated', `the body should be ${length} bytes, ${bytes.byteLength - HEADER_BYTES} are there`);
+  if (bytes.byteLength > HEADER_BYTES + length) throw new ColdStoreError(unit, 'corrupt', `${bytes.byteLength - HEADER_BYTES - length} bytes after the body`);
+  const body = bytes.subarray(HEADER_BYTES);
+  if (!checksum(bytes, body).equals(bytes.subarray(16, 48))) throw new ColdStoreError(unit, 'corrupt', 'the file does not match its checksum');
+  return { version: bytes.readUInt16BE(8), body };
+}
+
+/** The length of a msgpack array at `at` and where its elements begin, or null if there is none. */
+function arrayAt(raw: Buffer, at: number): { length: number; from: number } | null {
+  const b = raw[at];
+  if (b === undefined) return null;
+  if ((b & 0xf0) === 0x90) return { length: b & 0x0f, from: at + 1 };
+  if (b === 0xdc && at + 3 <= raw.length) return { length: raw.readUInt16BE(at + 1), from: at + 3 };
+  if (b === 0xdd && at + 5 <= raw.length) return { length: raw.readUInt32BE(at + 1), from: at + 5 };
+  return null;
+}
+
+/** decodeV1's answer for a decompressed body, PACK_SLICE entries per turn of the event loop. */
+async function unpackV1InSlices(unit: string, raw: Buffer): Promise<ColdUnit> {
+  const notTriple = (): ColdStoreError => new ColdStoreError(unit, 'corrupt', 'the body is not [unit, meta, entries]');
+  const corrupt = (err: unknown): ColdStoreError => (err instanceof ColdStoreError ? err : new ColdStoreError(unit, 'corrupt', `the body does not decode: ${(err as Error).message}`));
+  /** Up to `n` values from `at`: the values and where the last one ended. */
+  const values = (at: number, n: number): { got: unknown[]; end: number } => {
+    const got: unknown[] = [];
+    let end = at;
+    if (n === 0) return { got, end };
+    try {
+      unpackMultiple(raw.subarray(at), (value: unknown, _start?: number, stop?: number) => {
+        got.push(value);
+        end = at + (stop ?? 0);
+        return got.length < n ? undefined : false;
+      });
+    } catch (err) {
+      throw corrupt(err);
+    }
+    return { got, end };
+  };
+  const outer = arrayAt(raw, 0);
+  if (outer === null || outer.length !== 3) throw notTriple();
+  const head = values(outer.from, 2);
+  const [name, meta] = head.got;
+  if (head.got.length !== 2 || typeof name !== 'string' || typeof meta !== 'object' || meta === null || Array.isArray(meta)) throw notTriple();
+  const list = arrayAt(raw, head.end);
+  if (list === null) throw notTriple();
+  const entries: Array<readonly [Buffer, Buffer]> = [];
+  let at = list.from;
+  while (entries.length < list.length) {
+    if (entries.length > 0) await new Promise<void>((go) => setImmediate(go));
+    const slice = values(at, Math.min(PACK_SLICE, list.length - entries.length));
+    if (slice.got.length === 0) throw corrupt(new Error('the entries end early'));
+    for (const e of slice.got) {
+      if (!Array.isArray(e) || e.length !== 2 || !(e[0] instanceof Uint8Array) || !(e[1] instanceof Uint8Array)) throw new ColdStoreError(unit, 'corrupt', 'an entry is not [key bytes, value bytes]');
+      entries.push([Buffer.from(e[0]), Buffer.from(e[1])]);
+    }
+    at = slice.end;
+  }
+  if (at !== raw.length) throw corrupt(new Error(`${raw.length - at} bytes after the entries`));
+  return { unit: name, meta: meta as Record<string, unknown>, entries };
 }
 
 /** Decodes and verifies a cold file's bytes, which must hold `unit`. */

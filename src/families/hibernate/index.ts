@@ -26,9 +26,9 @@ import { lists } from '../lists/index.js';
 import { ColdStoreError } from './cold-store.js';
 import { crashPoint } from './crash-points.js';
 import { drainingKey, freezingKey, HibernateBucket, inUnit, unitItemRanges, unitKey } from './keys.js';
-import { prepareUnit, readUnit, type Prepared, type UnfreezableWhy } from './freezing.js';
+import { MAX_UNIT_ITEMS, prepareUnit, readUnit, type Prepared, type UnfreezableWhy } from './freezing.js';
 import { encodeFreezing, encodeFrozen, type FreezingUnit, type FrozenUnit } from './records.js';
-import { coldFilesAt, HibernateState } from './state.js';
+import { coldFilesAt, encodeThawNext, HibernateState } from './state.js';
 
 export const HIBERNATE_SINCE = 4;
 /** `freezeUnits` and `commitFreeze`: freezing in two entries, several units at a time. */
@@ -55,7 +55,9 @@ export type HibernateCommand =
   | { readonly op: 'commitFreeze'; readonly units: readonly string[]; readonly step?: number }
   /** Deletes up to `step` more hot entries of a draining unit (Frozen at `frozenAt`). */
   | { readonly op: 'dropHot'; readonly unit: string; readonly frozenAt: number; readonly step: number }
-  | { readonly op: 'thaw'; readonly unit: string };
+  | { readonly op: 'thaw'; readonly unit: string }
+  /** Puts back up to `step` of a Frozen unit's entries, from offset `from` of its file's; the last step makes it Hot. */
+  | { readonly op: 'thawStep'; readonly unit: string; readonly frozenAt: number; readonly from: number; readonly step: number };
 
 /**
  * Why a unit was not frozen. `freezing`: a freeze of it is under way; `not-freezing`: a
@@ -75,7 +77,9 @@ export type HibernateValue =
   | { readonly op: 'commitFreeze'; readonly units: readonly FreezeValue[] }
   /** `done`: no hot entry of the unit is left (or it is no longer draining that freeze). */
   | { readonly op: 'dropHot'; readonly unit: string; readonly dropped: number; readonly done: boolean }
-  | { readonly op: 'thaw'; readonly unit: string; readonly thawed: boolean; readonly items: number };
+  | { readonly op: 'thaw'; readonly unit: string; readonly thawed: boolean; readonly items: number }
+  /** `next`: where the next step starts; `thawed` once the unit is Hot (then `items` is all it holds); `done` when nothing is left to do (thawed, or not that freeze's unit). */
+  | { readonly op: 'thawStep'; readonly unit: string; readonly next: number; readonly done: boolean; readonly thawed: boolean; readonly items: number };
 
 function answer(value: HibernateValue, ops: BatchOp[] = [], after: Array<() => void> = []): Plan {
   return { result: { ok: true, op: 'family', family: 'hibernate', value }, ops, events: [], after };
@@ -317,21 +321,68 @@ async function thaw(c: Extract<HibernateCommand, { op: 'thaw' }>, ctx: PlanConte
   if (cold.meta.frozenAt !== record.frozenAt) throw new ColdStoreError(c.unit, 'foreign', `the file is from the freeze at ${String(cold.meta.frozenAt)}, the unit froze at ${record.frozenAt}`);
   // Puts every entry, over any hot one a drain had not yet deleted.
   const ops: BatchOp[] = cold.entries.map(([key, value]) => ({ type: 'put', key, value }));
-  ops.push({ type: 'del', key: unitKey(c.unit) });
-  if (state.draining.has(c.unit)) ops.push({ type: 'del', key: drainingKey(c.unit) });
-  const listsState = ctx.states.of(lists);
+  ops.push(...thawedOps(state, c.unit));
   // The file stays until the sweep at the next start (or the unit's next freeze replaces it): removing it
   // here could race a later freeze of the same unit, and a leftover file of a Hot unit is harmless.
-  return answer({ op: 'thaw', unit: c.unit, thawed: true, items: cold.entries.length }, ops, [
+  return answer({ op: 'thaw', unit: c.unit, thawed: true, items: cold.entries.length }, ops, [thawedAfter(ctx, c.unit, record)]);
+}
+
+/** With a thaw's last entries: the Frozen record gone, and the unit's draining or thawing mark. */
+function thawedOps(state: HibernateState, unit: string): BatchOp[] {
+  const ops: BatchOp[] = [{ type: 'del', key: unitKey(unit) }];
+  if (state.draining.has(unit) || state.thawing.has(unit)) ops.push({ type: 'del', key: drainingKey(unit) });
+  return ops;
+}
+
+/** The in-memory side of a thaw, run once its last batch is written. */
+function thawedAfter(ctx: PlanContext, unit: string, record: FrozenUnit): () => void {
+  const state = ctx.states.of(hibernate);
+  const listsState = ctx.states.of(lists);
+  return () => {
+    crashPoint('thaw-batch-written');
+    state.setThawed(unit);
+    state.draining.delete(unit);
+    state.drainCursor.delete(unit);
+    state.forgetThaw(unit);
+    for (const l of record.lists) {
+      listsState.setLastIndex(l.path, l.newest);
+      listsState.usage.addedToList(l.path, l.items);
+    }
+  };
+}
+
+/**
+ * `thawStep`: the entries at [from, from + step) of the unit's file put back. Until the
+ * last step the unit stays Frozen (reads keep coming from its file, changes keep waiting)
+ * and is marked thawing with where the next step starts, so the entries already back are
+ * leftovers no one reads, as a draining unit's are. A step that does not start where the
+ * thaw is (a leader's step repeated or lost) puts nothing and says where that is; `from`
+ * 0 starts the thaw over, which puts the same entries again.
+ */
+async function thawStep(c: Extract<HibernateCommand, { op: 'thawStep' }>, ctx: PlanContext): Promise<Plan> {
+  const state = ctx.states.of(hibernate);
+  const record = state.frozen.get(c.unit);
+  const value = (next: number, done: boolean, thawed = false, items = 0): HibernateValue => ({ op: 'thawStep', unit: c.unit, next, done, thawed, items });
+  if (record === undefined || record.frozenAt !== c.frozenAt) return answer(value(0, true));
+  const at = state.thawing.get(c.unit) ?? 0;
+  if (c.from !== at && c.from !== 0) return answer(value(at, false));
+  // A missing or damaged file stops this member here, as a thaw in one entry does.
+  const cold = await state.thawRead(c.unit, c.frozenAt);
+  crashPoint('thaw-cold-read');
+  const end = Math.min(cold.entries.length, c.from + c.step);
+  const ops: BatchOp[] = cold.entries.slice(c.from, end).map(([key, v]) => ({ type: 'put', key, value: v }));
+  if (end === cold.entries.length) {
+    ops.push(...thawedOps(state, c.unit));
+    return answer(value(end, true, true, cold.entries.length), ops, [thawedAfter(ctx, c.unit, record)]);
+  }
+  ops.push({ type: 'put', key: drainingKey(c.unit), value: encodeThawNext(end) });
+  return answer(value(end, false), ops, [
     () => {
-      crashPoint('thaw-batch-written');
-      state.setThawed(c.unit);
+      crashPoint('thaw-step-written');
+      // What a drain had left is put back over by the thaw: the drain stops.
       state.draining.delete(c.unit);
       state.drainCursor.delete(c.unit);
-      for (const l of record.lists) {
-        listsState.setLastIndex(l.path, l.newest);
-        listsState.usage.addedToList(l.path, l.items);
-      }
+      state.thawing.set(c.unit, end);
     },
   ]);
 }
@@ -396,6 +447,11 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
       fieldsSince: { step: HOT_STEPS_SINCE },
       decode: (c) => (c.step === undefined ? { op: 'commitFreeze', units: commitUnits(c.units) } : { op: 'commitFreeze', units: commitUnits(c.units), step: integerField(c.step, 'step', 1, MAX_HOT_STEP) }),
     },
+    thawStep: {
+      fields: ['unit', 'frozenAt', 'from', 'step'],
+      since: HOT_STEPS_SINCE,
+      decode: (c) => ({ op: 'thawStep', unit: pathField(c.unit, false), frozenAt: indexField(c.frozenAt, 'frozenAt'), from: integerField(c.from, 'from', 0, MAX_UNIT_ITEMS), step: integerField(c.step, 'step', 1, MAX_HOT_STEP) }),
+    },
     dropHot: {
       fields: ['unit', 'frozenAt', 'step'],
       since: HOT_STEPS_SINCE,
@@ -424,6 +480,8 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
         return thaw(command, ctx);
       case 'dropHot':
         return dropHot(command, ctx);
+      case 'thawStep':
+        return thawStep(command, ctx);
     }
   },
   loaded: (db, snapshot, states) => states.of(hibernate).hideDraining(db, snapshot, states.of(lists)),

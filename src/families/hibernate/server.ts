@@ -25,7 +25,7 @@ async function propose(fe: FrontEnd, command: HibernateCommand): Promise<Hiberna
 }
 
 /** Thaws in flight, per member (front end) and unit. */
-const thawing = new WeakMap<FrontEnd, Map<string, Promise<void>>>();
+const thawing = new WeakMap<FrontEnd, Map<string, Promise<Thawed>>>();
 
 interface Counters {
   freezes: number;
@@ -46,22 +46,59 @@ function counters(fe: FrontEnd): Counters {
 async function thawFor(fe: FrontEnd, path: string): Promise<boolean> {
   const unit = fe.node.stateMachine.stateOf(hibernate).unitOf(path);
   if (unit === null) return false;
+  await thawOnce(fe, unit);
+  return true;
+}
+
+/** The unit's thaw, one at a time however many ask: later callers wait for the one in flight. */
+function thawOnce(fe: FrontEnd, unit: string): Promise<Thawed> {
   let flights = thawing.get(fe);
   if (flights === undefined) thawing.set(fe, (flights = new Map()));
   let flight = flights.get(unit);
   if (flight === undefined) {
     const started = performance.now();
-    flight = propose(fe, { op: 'thaw', unit })
-      .then(() => {
+    const f = thawUnit(fe, unit)
+      .then((r) => {
         const c = counters(fe);
         c.thawMs.push(performance.now() - started);
         if (c.thawMs.length > 1000) c.thawMs.shift();
+        return r;
       })
       .finally(() => flights!.delete(unit));
-    flights.set(unit, flight);
+    flights.set(unit, f);
+    flight = f;
   }
-  await flight;
-  return true;
+  return flight;
+}
+
+interface Thawed {
+  readonly thawed: boolean;
+  readonly items: number;
+}
+
+/**
+ * A unit of up to HOT_STEP items thaws in one entry; a larger one (or one a thaw in steps
+ * was begun on) in thawStep entries of HOT_STEP items, one after another, client writes
+ * taking their turns in the log between them. The unit stays Frozen (read from its file)
+ * until the last.
+ */
+async function thawUnit(fe: FrontEnd, unit: string): Promise<Thawed> {
+  const state = fe.node.stateMachine.stateOf(hibernate);
+  const record = state.frozen.get(unit);
+  const items = record === undefined ? 0 : record.lists.reduce((n, l) => n + l.items, 0);
+  if (record === undefined || (items <= HOT_STEP && !state.thawing.has(unit))) {
+    const v = await propose(fe, { op: 'thaw', unit });
+    if (v.op !== 'thaw') throw new VeraError('INTERNAL', 'a thaw gave another result');
+    return { thawed: v.thawed, items: v.items };
+  }
+  // Its file read and decoded (beside the log, in slices) before the first step, which would otherwise wait for it.
+  await state.thawRead(unit, record.frozenAt).catch(() => undefined);
+  for (let from = state.thawing.get(unit) ?? 0; ; ) {
+    const v = await propose(fe, { op: 'thawStep', unit, frozenAt: record.frozenAt, from, step: HOT_STEP });
+    if (v.op !== 'thawStep') throw new VeraError('INTERNAL', 'a thaw step gave another result');
+    if (v.done) return { thawed: v.thawed, items: v.items };
+    from = v.next;
+  }
 }
 
 async function* noLists(): AsyncGenerator<never> {}
@@ -164,6 +201,8 @@ async function drainAll(fe: FrontEnd, units: readonly string[]): Promise<void> {
     if (mine.has(unit)) continue;
     mine.add(unit);
     try {
+      // A thaw in steps that a leader change or a failure left unfinished: finish it.
+      if (state.thawing.has(unit)) await thawOnce(fe, unit);
       for (;;) {
         const frozenAt = state.frozen.get(unit)?.frozenAt;
         if (!state.draining.has(unit) || frozenAt === undefined) break;
@@ -176,12 +215,12 @@ async function drainAll(fe: FrontEnd, units: readonly string[]): Promise<void> {
   }
 }
 
-/** Draining units no one here is draining (a commit by an earlier leader, or a drain a failure stopped). */
+/** Draining or thawing units no one here is stepping through (begun by an earlier leader, or stopped by a failure). */
 function leftoverDrains(fe: FrontEnd): string[] {
-  const draining = fe.node.stateMachine.stateOf(hibernate).draining;
-  if (draining.size === 0) return [];
+  const state = fe.node.stateMachine.stateOf(hibernate);
+  if (state.draining.size === 0 && state.thawing.size === 0) return [];
   const mine = drainsInFlight.get(fe);
-  return [...draining].filter((u) => mine === undefined || !mine.has(u)).slice(0, MAX_FREEZE_PATHS);
+  return [...state.draining, ...state.thawing.keys()].filter((u) => mine === undefined || !mine.has(u)).slice(0, MAX_FREEZE_PATHS);
 }
 
 function freezeReply(v: FreezeValue): FamilyResult {
@@ -202,8 +241,7 @@ const handlers: Record<string, Handler> = {
   'hibernate.thaw': async ({ fe, request: r }) => {
     // A path inside a Frozen unit (one of its lists below the unit) thaws that unit.
     const unit = fe.node.stateMachine.stateOf(hibernate).unitOf(r.path as string) ?? (r.path as string);
-    const v = await propose(fe, { op: 'thaw', unit });
-    if (v.op !== 'thaw') throw new VeraError('INTERNAL', 'a thaw gave another result');
+    const v = await thawOnce(fe, unit);
     return { unit, thawed: v.thawed, items: v.items };
   },
   'hibernate.units': async ({ fe, request: r }) => {
@@ -236,7 +274,7 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   const v = r.value as HibernateValue;
   if (v.op === 'freeze' && v.frozen) counters(fe).freezes++;
   if (v.op === 'commitFreeze') counters(fe).freezes += v.units.filter((u) => u.frozen).length;
-  if (v.op === 'thaw' && v.thawed) counters(fe).thaws++;
+  if ((v.op === 'thaw' || v.op === 'thawStep') && v.thawed) counters(fe).thaws++;
 }
 
 async function metrics(fe: FrontEnd): Promise<string> {

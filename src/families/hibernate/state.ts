@@ -7,7 +7,7 @@ import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
 import { FrozenSpanCompactor } from './compactor.js';
 import { RecentColdRead } from './held-reads.js';
-import { ColdStore, ColdStoreError, decodeColdFile } from './cold-store.js';
+import { ColdStore, ColdStoreError, decodeColdFile, type ColdUnit } from './cold-store.js';
 import { limited, prepareUnit, type Prepared } from './freezing.js';
 import { decodeItemKey } from '../lists/keys.js';
 import type { ListsState } from '../lists/state.js';
@@ -90,6 +90,28 @@ export class HibernateState {
    * unit's first key and finds the same keys, only slower.
    */
   readonly drainCursor = new Map<string, Buffer>();
+  /** A unit's cold file as its steps of thawing read it: read (in slices) once per thaw, not per step. */
+  private readonly thawReads = new Map<string, { readonly frozenAt: number; readonly read: Promise<ColdUnit> }>();
+
+  /** The Frozen unit's file, verified to be its freeze's, for a step of its thaw. */
+  thawRead(unit: string, frozenAt: number): Promise<ColdUnit> {
+    const held = this.thawReads.get(unit);
+    if (held !== undefined && held.frozenAt === frozenAt) return held.read;
+    const read = this.cold.readInSlices(unit).then((cold) => {
+      if (cold.meta.frozenAt !== frozenAt) throw new ColdStoreError(unit, 'foreign', `the file is from the freeze at ${String(cold.meta.frozenAt)}, the unit froze at ${frozenAt}`);
+      return cold;
+    });
+    read.catch(() => this.thawReads.delete(unit));
+    this.thawReads.set(unit, { frozenAt, read });
+    return read;
+  }
+
+  /** The unit is Hot again (or its thaw read is no longer wanted). */
+  forgetThaw(unit: string): void {
+    this.thawing.delete(unit);
+    this.thawReads.delete(unit);
+  }
+
   /** The cold file reads of Frozen lists were last served from (held-reads.ts). */
   readonly recentColdRead = new RecentColdRead();
 
@@ -98,6 +120,8 @@ export class HibernateState {
     readonly freezing: Map<string, FreezingUnit>,
     /** Frozen units whose hot entries are not all deleted yet (dropHot entries delete them). */
     readonly draining: Set<string>,
+    /** Frozen units being thawed in steps (thawStep), each with the offset in its file's entries the next step puts from. */
+    readonly thawing: Map<string, number>,
     readonly cold: ColdStore,
     readonly compactor: FrozenSpanCompactor,
   ) {
@@ -145,7 +169,11 @@ export class HibernateState {
     const freezing = new Map<string, FreezingUnit>();
     for await (const [key, value] of db.iterator({ ...bucketRange(HibernateBucket.freezing), snapshot })) freezing.set(unitOfKey(key), decodeFreezing(value));
     const draining = new Set<string>();
-    for await (const key of db.keys({ ...bucketRange(HibernateBucket.draining), snapshot })) draining.add(unitOfKey(key));
+    const thawing = new Map<string, number>();
+    for await (const [key, value] of db.iterator({ ...bucketRange(HibernateBucket.draining), snapshot })) {
+      if (value.length === 0) draining.add(unitOfKey(key));
+      else thawing.set(unitOfKey(key), decodeThawNext(value));
+    }
     const cold = await ColdStore.open(coldDirOf(db));
     // From here the state this replaces (if any) is void: its background writes must not land on the files landed now.
     liveStates.delete(cold.dir);
@@ -153,7 +181,7 @@ export class HibernateState {
     // What a crash can leave: temporary files, and the files of units thawed since (their thaw is in the db).
     const keep = new Set([...frozen.keys()].map((u) => cold.fileOf(u)));
     await cold.sweep((file) => keep.has(file));
-    const state = new HibernateState(frozen, freezing, draining, cold, new FrozenSpanCompactor(db));
+    const state = new HibernateState(frozen, freezing, draining, thawing, cold, new FrozenSpanCompactor(db));
     liveStates.set(cold.dir, new WeakRef(state));
     return state;
   }
@@ -164,7 +192,7 @@ export class HibernateState {
    * its index at the commit, so this does the same.
    */
   async hideDraining(db: VeraDb, snapshot: DbSnapshot, listsState: ListsState): Promise<void> {
-    for (const unit of this.draining) {
+    for (const unit of [...this.draining, ...this.thawing.keys()]) {
       const counts = new Map<string, number>();
       for (const range of unitItemRanges(unit)) {
         for await (const key of db.keys({ ...range, snapshot })) {
@@ -266,4 +294,15 @@ export async function* coldFilesAt(db: VeraDb, snapshot: DbSnapshot): AsyncGener
     if (file.meta.frozenAt !== record.frozenAt) throw new ColdStoreError(unit, 'foreign', `the cold file is from the freeze at ${String(file.meta.frozenAt)}, the snapshot's unit froze at ${record.frozenAt}; capture again`);
     yield [transitKey(unit), bytes];
   }
+}
+
+/** A thawing unit's mark: the offset in its file's entries the next step puts from (an empty mark is a draining unit's). */
+export function encodeThawNext(next: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(next, 0);
+  return b;
+}
+
+export function decodeThawNext(value: Buffer): number {
+  return value.readUInt32BE(0);
 }

@@ -11,6 +11,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ColdStore, ColdStoreError, decodeColdFile, PACK_SLICE, packInSlices, type ColdUnit } from '../../../src/families/hibernate/cold-store.js';
 import { pack } from 'msgpackr';
+import { deflateSync } from 'node:zlib';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -171,5 +172,50 @@ describe('encoding a large unit (issue 34, defect 5)', () => {
     packing = false;
     // One turn at least between any two slices: no stretch of the encoding is longer than a slice.
     expect(turns).toBeGreaterThanOrEqual(n / PACK_SLICE - 1);
+  });
+});
+
+describe('reading a large unit in slices (issue 34, defect 5)', () => {
+  /** A file whose header and checksum are good around `raw` (a decompressed body), deflated. */
+  function fileAround(raw: Buffer): Buffer {
+    const body = deflateSync(raw);
+    const header = Buffer.alloc(48);
+    Buffer.from('VERACOLD', 'ascii').copy(header, 0);
+    header.writeUInt16BE(1, 8);
+    header.writeUInt32BE(body.length, 12);
+    createHash('sha256').update(header.subarray(8, 16)).update(body).digest().copy(header, 16);
+    return Buffer.concat([header, body]);
+  }
+
+  it('gives what read() gives, for sizes around the slice', async () => {
+    const s = await store();
+    for (const n of [0, 1, PACK_SLICE, PACK_SLICE + 1, 2 * PACK_SLICE + 500]) {
+      const cold: ColdUnit = { unit: `/users/n${n}`, meta: { frozenAt: n }, entries: Array.from({ length: n }, (_, i) => entry(`k${String(i).padStart(6, '0')}`, `v${i}`)) };
+      await s.write(cold);
+      expect(await s.readInSlices(cold.unit), `${n} entries`).toEqual(await s.read(cold.unit));
+    }
+  });
+
+  it('refuses every body read() refuses, with the same problem, though its checksum is good', async () => {
+    const s = await store();
+    await s.write({ unit: '/users/x', meta: {}, entries: [] }); // makes the directory
+    const good = pack(['/users/x', { frozenAt: 1 }, [[Buffer.from('k'), Buffer.from('v')]]]);
+    const bodies: Record<string, Buffer> = {
+      'not [unit, meta, entries]': pack([1, 2]),
+      'a meta that is not a map': pack(['/users/x', 3, []]),
+      'an entry that is not [key, value]': pack(['/users/x', {}, [[Buffer.from('k')]]]),
+      'fewer entries than its array says': Buffer.concat([good.subarray(0, good.length - 5)]),
+      'bytes after the entries': Buffer.concat([good, Buffer.from([1])]),
+      'another unit': pack(['/users/y', { frozenAt: 1 }, []]),
+    };
+    for (const [what, raw] of Object.entries(bodies)) {
+      writeFileSync(s.fileOf('/users/x'), fileAround(raw));
+      const sync = await s.read('/users/x').then(() => 'none', (err: ColdStoreError) => err.problem);
+      const sliced = await s.readInSlices('/users/x').then(() => 'none', (err: ColdStoreError) => err.problem);
+      expect(sync, what).not.toBe('none');
+      expect(sliced, what).toBe(sync);
+    }
+    writeFileSync(s.fileOf('/users/x'), fileAround(good));
+    expect((await s.readInSlices('/users/x')).entries).toEqual([[Buffer.from('k'), Buffer.from('v')]]);
   });
 });

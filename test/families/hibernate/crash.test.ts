@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connect } from '../../../src/client/client.js';
 import { HibernateClient } from '../../../src/families/hibernate/client.js';
-import { CRASH_POINTS, DRAIN_CRASH_POINTS } from '../../../src/families/hibernate/crash-points.js';
+import { CRASH_POINTS, DRAIN_CRASH_POINTS, THAW_STEP_CRASH_POINTS } from '../../../src/families/hibernate/crash-points.js';
 import { HOT_STEP } from '../../../src/families/hibernate/server.js';
 import { startLeader, untilCommandVersion, waitForLeadership } from '../../server/fixture.js';
 import { pollUntil } from '../../support/poll.js';
@@ -89,6 +89,33 @@ describe('hibernation crash points, kill -9 on a real process', () => {
       const coldDir = join(third.dataDir, 'cold');
       expect(existsSync(coldDir) ? readdirSync(coldDir) : []).toEqual([]);
       await third.stop();
+    });
+  }
+
+  for (const point of THAW_STEP_CRASH_POINTS) {
+    it(`a crash at ${point} (a large unit thawed in steps) leaves the unit whole, and the next leader finishes the thaw`, { timeout: 90_000 }, async () => {
+      const vp = await startLeader({ env: { VERA_CRASH_AT: point } });
+      const client = await connect(vp.url, { timeoutMs: 10_000, requestTimeoutMs: 10_000 });
+      const hib = new HibernateClient(client);
+      await untilCommandVersion(() => hib.units());
+      for (let n = 0; n < HOT_STEP + 200; n += 100) await Promise.all(Array.from({ length: 100 }, (_, k) => client.push(k % 2 === 0 ? '/users/zoe' : '/users/zoe/items', n + k, { persistent: true, watch: false })));
+      const before = [(await client.get('/users/zoe')).items, (await client.get('/users/zoe/items')).items];
+      expect(await hib.freeze('/users/zoe')).toMatchObject({ frozen: true, items: HOT_STEP + 200 });
+      await hib.thaw('/users/zoe').catch(() => undefined); // the answer is lost with the process
+      expect((await vp.exited).signal).toBe('SIGKILL');
+      await client.close().catch(() => undefined);
+
+      const again = await VeraProcess.start({ dataDir: vp.dataDir });
+      await waitForLeadership(again);
+      const reader = await connect(again.url, { timeoutMs: 10_000 });
+      const units = new HibernateClient(reader);
+      // A stale read while the thaw is half done is served from the cold file, whole.
+      expect([(await reader.get('/users/zoe', { consistency: 'stale' })).items, (await reader.get('/users/zoe/items', { consistency: 'stale' })).items]).toEqual(before);
+      // The new leader finishes the thaw.
+      await pollUntil('the unit thawed', async () => ((await units.units()).length === 0 ? true : undefined));
+      expect([(await reader.get('/users/zoe')).items, (await reader.get('/users/zoe/items')).items]).toEqual(before);
+      await reader.close();
+      await again.stop();
     });
   }
 });

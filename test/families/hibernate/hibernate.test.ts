@@ -634,6 +634,55 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     expect(new Set(starts).size).toBe(starts.length);
   });
 
+  it('a large unit thaws in steps of at most its step of entries, Frozen until the last, and a restart mid-way agrees', async () => {
+    const m = await member();
+    const seen = await bigUnit(m);
+    const bigItems = async (): Promise<unknown[]> => [...(await m.items('/users/big')), ...(await m.items('/users/big/x'))];
+    const hot = await bigItems();
+    const indexBefore = m.sm.stateOf(lists).dump();
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
+    const frozenAt = m.index;
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    // Frozen and still draining (one dropHot step done) when the thaw begins.
+    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP });
+    const writes = recordBatches(m.temp.db);
+    const step = (from: number): Promise<HibernateValue> => m.hibernate({ op: 'thawStep', unit: '/users/big', frozenAt, from, step: STEP });
+    expect(await step(0)).toEqual({ op: 'thawStep', unit: '/users/big', next: STEP, done: false, thawed: false, items: 0 });
+    expect(m.sm.stateOf(hibernate).draining.size).toBe(0);
+    // A late step of the drain, and a step that does not start where the thaw is, change nothing.
+    expect(await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP })).toMatchObject({ dropped: 0, done: true });
+    expect(await step(5 * STEP)).toEqual({ op: 'thawStep', unit: '/users/big', next: STEP, done: false, thawed: false, items: 0 });
+    let from = STEP;
+    for (let n = 0; n < 3; n++) from = ((await step(from)) as { next: number }).next;
+    // Still Frozen: changes are refused, and the lists are not in the index.
+    expect(m.sm.stateOf(hibernate).frozen.has('/users/big')).toBe(true);
+    expect(await m.run({ op: 'push', session: 's1', path: '/users/big', data: 'x', persistent: true, watch: false })).toMatchObject({ ok: false, code: 'CONFLICT' });
+    expect(m.sm.stateOf(lists).dump().map(([p]) => p)).toEqual(['/users/big2', '/users/small']);
+    vi.restoreAllMocks();
+    await m.restart();
+    writes.push(...recordBatches(m.temp.db));
+    expect(m.sm.stateOf(hibernate).thawing.get('/users/big')).toBe(from);
+    expect(m.sm.stateOf(lists).dump().map(([p]) => p)).toEqual(['/users/big2', '/users/small']);
+    let last: HibernateValue;
+    let steps = 0;
+    do {
+      last = await step(from);
+      from = (last as { next: number }).next;
+      steps++;
+    } while (!(last as { done: boolean }).done);
+    expect(last).toEqual({ op: 'thawStep', unit: '/users/big', next: 1050, done: true, thawed: true, items: 1050 });
+    expect(steps).toBe(7); // 1,050 entries, 100 a step, 400 of them before the restart
+    expect(Math.max(...itemOps(writes))).toBeLessThanOrEqual(STEP);
+    expect(await bigItems()).toEqual(hot);
+    expect(m.sm.stateOf(lists).dump()).toEqual(indexBefore);
+    expect(m.sm.stateOf(hibernate).thawing.size).toBe(0);
+    // A step of a thaw already done does nothing.
+    expect(await step(0)).toMatchObject({ done: true, thawed: false });
+    await m.restart();
+    expect(m.sm.stateOf(lists).dump()).toEqual(indexBefore);
+  });
+
   it('refuses a step out of range', () => {
     for (const step of [0, -1, 1.5, 100_001, '10']) {
       expect(() => encodeCommand({ family: 'hibernate', op: 'dropHot', unit: '/users/big', frozenAt: 1, step } as never)).toThrow(/step must be an integer/);
