@@ -15,6 +15,7 @@ import { decodeItem, type FlaggedItem, type JournalDefinition, type JournalItem,
 import { CANCELLED } from './apply.js';
 import { resultsGoneRange } from './keys.js';
 import { FlagFeed } from './flag-feed.js';
+import { LIFECYCLE_EVENTS_KEPT, lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
 import { JournalWaiters, type ClaimTicket } from './waiters.js';
 import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
 import { JOURNAL_OPS } from './wire.js';
@@ -72,6 +73,16 @@ async function proposeDoneMany(fe: FrontEnd, name: string, items: readonly DoneI
   const value = await propose(fe, { op: 'doneMany', name, items, ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }) });
   if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
   return value;
+}
+
+const lifecycleOf = new WeakMap<FrontEnd, FlagFeed<LifecycleEvent>>();
+function lifecycleFeed(fe: FrontEnd): FlagFeed<LifecycleEvent> {
+  let f = lifecycleOf.get(fe);
+  if (f === undefined) {
+    f = new FlagFeed<LifecycleEvent>(fe.node.stateMachine.appliedIndex, LIFECYCLE_EVENTS_KEPT);
+    lifecycleOf.set(fe, f);
+  }
+  return f;
 }
 
 const feedOf = new WeakMap<FrontEnd, FlagFeed>();
@@ -327,6 +338,24 @@ const handlers: Record<string, Handler> = {
       definitionOf(fe, name); // dropped while waiting
     }
   },
+  'journal.events': async ({ fe, request: r }) => {
+    const name = r.name as string;
+    definitionOf(fe, name);
+    const feed = lifecycleFeed(fe);
+    const after = (r.after as number | undefined) ?? feed.now;
+    const deadline = performance.now() + (r.waitMs as number);
+    const key = r.key as string | undefined;
+    const types = r.types as readonly string[] | undefined;
+    const only = key === undefined && types === undefined ? undefined : (e: LifecycleEvent) => (key === undefined || e.key === key) && (types === undefined || types.includes(e.type));
+    for (;;) {
+      const page = feed.read(name, after, r.limit as number, only);
+      if (page.events.length > 0 || page.missed || performance.now() >= deadline) {
+        return { events: page.events.map((e) => ({ index: e.index, key: e.key, type: e.type })), next: page.next, missed: page.missed };
+      }
+      await feed.wait(name, deadline);
+      definitionOf(fe, name); // dropped while waiting
+    }
+  },
   'journal.limits': async ({ fe, request: r }) => {
     if (typeof r.maxJournals === 'number') await propose(fe, { op: 'limits', maxJournals: r.maxJournals });
     else await fe.node.linearizableBarrier(fe.readTimeoutMs);
@@ -416,6 +445,7 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'journal.show': one('read'),
   'journal.flagged': one('read'),
   'journal.flags': one('watch'),
+  'journal.events': one('watch'),
   'journal.add': one('write'),
   'journal.claim': one('write'),
   'journal.cancelWait': one('write'),
@@ -628,16 +658,23 @@ const http: FamilyHttpRoute = {
 function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   const r = outcome.result;
   const feed = flagFeed(fe);
+  const lifecycle = lifecycleFeed(fe);
   if (!r.ok || r.op !== 'family' || r.family !== 'journal') {
     feed.applied(outcome.index);
+    lifecycle.record(outcome.index, null, []);
     return;
   }
   const v = r.value as JournalValue;
   if (v.op === 'limits') {
     feed.applied(outcome.index);
+    lifecycle.record(outcome.index, null, []);
     return;
   }
-  if (v.op === 'drop') feed.dropped(v.journal, outcome.index);
+  if (v.op === 'drop') {
+    feed.dropped(v.journal, outcome.index);
+    lifecycle.dropped(v.journal, outcome.index);
+  }
+  lifecycle.record(outcome.index, v.journal, lifecycleEvents(v, outcome.index));
   const flaggedKeys = v.op === 'timeout' ? v.flagged : v.op === 'release' && v.flagged ? [v.key] : [];
   feed.applied(outcome.index, flaggedKeys.length > 0 ? { name: v.journal, keys: flaggedKeys } : undefined);
   count(fe, v);
