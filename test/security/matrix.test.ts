@@ -60,7 +60,8 @@ async function ok(w: WireClient, op: string, fields: Record<string, unknown> = {
 }
 
 const journalWith = async (root: WireClient, c: Names, items = 0): Promise<Record<string, unknown>> => {
-  await ok(root, 'journal.create', { name: c.journal });
+  // Claims made for the cases must not time out while a later case compares root's reads before and after.
+  await ok(root, 'journal.create', { name: c.journal, timeoutMs: 3_600_000 });
   if (items > 0) await ok(root, 'journal.add', { name: c.journal, items: [{ key: 'k', data: 'job' }] });
   return {};
 };
@@ -117,6 +118,7 @@ const OPS: readonly OpCase[] = [
   { op: 'journal.show', perm: 'read', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.flagged', perm: 'read', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.flags', perm: 'watch', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
+  { op: 'journal.events', perm: 'watch', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.add', perm: 'write', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal, items: [{ key: 'a', data: 1 }] }) },
   { op: 'journal.claim', perm: 'write', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c, 1), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.extend', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, key: 'k', lease: x.lease }) },
