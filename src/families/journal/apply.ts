@@ -326,7 +326,8 @@ function chargedTo(item: JournalItem, user: string | undefined): JournalItem {
  */
 async function claim(tx: JournalTx, wanted: number, maxBytes: number | undefined, { reads, now, index }: PlanContext, state: JournalState): Promise<ClaimedItem[]> {
   const claimed: ClaimedItem[] = [];
-  const d = tx.definitionAfter();
+  // The definition as this entry has left it so far (not definitionAfter: its counts walk every staged item).
+  const d = { ...tx.definition, ...tx.definitionChanges };
   if (d.paused === true) return claimed;
   // The rate limit's window, aligned on the replicated clock (the same on every member, and
   // kept in the definition, so a new leader goes on counting where the old one stopped).
