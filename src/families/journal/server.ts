@@ -264,7 +264,7 @@ const handlers: Record<string, Handler> = {
       key: r.key as string,
       lease: r.lease as number,
       ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }),
-      ...(r.result === undefined ? {} : { result: r.result }),
+      ...(r.result === undefined || fe.node.stateMachine.stateOf(cluster).active < FAILURES_SINCE ? {} : { result: r.result }),
     });
     if (value.op !== 'done') throw new VeraError('INTERNAL', 'done gave another result');
     // With `claim`, the reply is a claim's: the worker's next items, under the done's entry.
@@ -272,9 +272,10 @@ const handlers: Record<string, Handler> = {
   },
   'journal.doneMany': async ({ fe, request: r }) => {
     const claim = r.claim as number | undefined;
-    const requested = r.items as Array<{ key: string; lease: number; result?: unknown }>;
+    // Before version 9 no result is kept, and the items are done all the same (a worker must not be stuck on its acknowledgements).
+    const v9 = fe.node.stateMachine.stateOf(cluster).active >= FAILURES_SINCE;
+    const requested = (r.items as Array<{ key: string; lease: number; result?: unknown }>).map((i) => (v9 || i.result === undefined ? i : { key: i.key, lease: i.lease }));
     const withResults = requested.some((i) => i.result !== undefined);
-    if (withResults) requireV9(fe, 'a result');
     const items = requested.map((i) => (i.result === undefined ? ([i.key, i.lease] as const) : ([i.key, i.lease, i.result] as const)));
     const holdMs = r.holdMs as number | undefined;
     const name = r.name as string;
@@ -291,7 +292,8 @@ const handlers: Record<string, Handler> = {
   'journal.release': async ({ fe, request: r }) => {
     const processAt = r.processAt as number | undefined;
     // Before command version 9 no release counts as a failure, so there is nothing to say.
-    const notFailure = r.failure === false && fe.node.stateMachine.stateOf(cluster).active >= FAILURES_SINCE;
+    const v9 = fe.node.stateMachine.stateOf(cluster).active >= FAILURES_SINCE;
+    const notFailure = r.failure === false && v9;
     const value = await propose(fe, {
       op: 'release',
       name: r.name as string,
@@ -299,8 +301,9 @@ const handlers: Record<string, Handler> = {
       lease: r.lease as number,
       ...(processAt === undefined ? {} : { processAt }),
       ...(notFailure ? { failure: false as const } : {}),
-      ...(r.error === undefined ? {} : { error: r.error as string }),
-      ...(r.unrecoverable === true ? { unrecoverable: true as const } : {}),
+      // Before version 9 the failure is counted as before, without its text or its unrecoverable mark (a rolling upgrade).
+      ...(r.error === undefined || !v9 ? {} : { error: r.error as string }),
+      ...(r.unrecoverable === true && v9 ? { unrecoverable: true as const } : {}),
     });
     if (value.op !== 'release') throw new VeraError('INTERNAL', 'release gave another result');
     return { flagged: value.flagged };
