@@ -120,6 +120,7 @@ const OPS: readonly OpCase[] = [
   { op: 'journal.show', perm: 'read', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.flagged', perm: 'read', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.flags', perm: 'watch', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
+  { op: 'journal.events', perm: 'watch', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.add', perm: 'write', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal, items: [{ key: 'a', data: 1 }] }) },
   { op: 'journal.claim', perm: 'write', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c, 1), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.extend', perm: 'write', resource: onJournal, parent: journals, setup: claimed, fields: (c, x) => ({ name: c.journal, key: 'k', lease: x.lease }) },

@@ -45,20 +45,22 @@ export const CANCELLED = 'cancelled:';
 export const TIMED_OUT = 'timed out: no done, release or extend within the journal timeout';
 
 export type JournalValue =
-  | { readonly op: 'create' | 'configure' | 'drop' | 'extend' | 'requeue' | 'forget' | 'progress'; readonly journal: string }
+  | { readonly op: 'create' | 'configure' | 'drop' | 'extend' | 'requeue' | 'forget'; readonly journal: string }
+  | { readonly op: 'progress'; readonly journal: string; readonly key: string }
   /** `status`: what the removal did (a Waiting item is deleted, a Processing one cancelled). */
   | { readonly op: 'remove'; readonly journal: string; readonly key: string; readonly status: 'removed' | 'cancelled' }
   | { readonly op: 'pause'; readonly journal: string; readonly paused: boolean }
   /** `more`: the entry stopped at its maximum; Waiting items may be left. */
-  | { readonly op: 'drain'; readonly journal: string; readonly removed: number; readonly more: boolean }
+  | { readonly op: 'drain'; readonly journal: string; readonly removed: number; readonly more: boolean; readonly keys?: readonly string[] }
   | { readonly op: 'expireResults'; readonly journal: string; readonly expired: number }
   /** `flagged`: the release was the failure past the journal's maximum, and the item was flagged. */
-  | { readonly op: 'release'; readonly journal: string; readonly key: string; readonly flagged: boolean }
+  | { readonly op: 'release'; readonly journal: string; readonly key: string; readonly flagged: boolean; readonly failure?: boolean }
   /** `requeued`: a version added while the item was processed is Waiting now; `next`: what a done that also claimed took. */
-  | { readonly op: 'done'; readonly journal: string; readonly requeued: boolean; readonly next?: { readonly lease: number; readonly items: readonly ClaimedItem[] } }
+  | { readonly op: 'done'; readonly journal: string; readonly key?: string; readonly requeued: boolean; readonly next?: { readonly lease: number; readonly items: readonly ClaimedItem[] } }
   /** `lost`: keys whose lease was stale (nothing changed for them); `requeued`: versions added while processed, Waiting now. */
-  | { readonly op: 'doneMany'; readonly journal: string; readonly done: number; readonly lost: readonly string[]; readonly requeued: number; readonly next?: { readonly lease: number; readonly items: readonly ClaimedItem[] } }
-  | { readonly op: 'add'; readonly journal: string; readonly inserted: number; readonly merged: number; readonly deferred: number }
+  | { readonly op: 'doneMany'; readonly journal: string; readonly done: number; readonly lost: readonly string[]; readonly requeued: number; readonly keys?: readonly string[]; readonly next?: { readonly lease: number; readonly items: readonly ClaimedItem[] } }
+  /** `keys`: the keys added, in order (for the lifecycle events). */
+  | { readonly op: 'add'; readonly journal: string; readonly inserted: number; readonly merged: number; readonly deferred: number; readonly keys?: readonly string[] }
   | { readonly op: 'claim'; readonly journal: string; readonly lease: number; readonly items: readonly ClaimedItem[] }
   /** `ended`: cancelled items whose claim ended (deleted, or the version added since the cancel waits). */
   | { readonly op: 'timeout'; readonly journal: string; readonly requeued: readonly string[]; readonly flagged: readonly string[]; readonly ended?: readonly string[] }
@@ -123,16 +125,16 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       if (c.op === 'progress') {
         // A report of progress is also a sign of life: the claim's clock restarts.
         tx.set(c.key, { ...item, progress: c.progress, startedAt: ctx.now });
-        return commit({ op: 'progress', journal });
+        return commit({ op: 'progress', journal, key: c.key });
       }
       if (c.op === 'done') {
         const after = afterDone(item);
         tx.set(c.key, after);
         if (c.result !== undefined) await keepResult(tx, c.key, c.result, ctx);
-        if (c.claim === undefined) return commit({ op: 'done', journal, requeued: after !== null });
+        if (c.claim === undefined) return commit({ op: 'done', journal, key: c.key, requeued: after !== null });
         // The worker's next job in the same entry: claimed after the done, under this entry's lease.
         const items = await claim(tx, c.claim, c.claimBytes, ctx, state);
-        return commit({ op: 'done', journal, requeued: after !== null, next: { lease: ctx.index, items } });
+        return commit({ op: 'done', journal, key: c.key, requeued: after !== null, next: { lease: ctx.index, items } });
       }
       if (c.op === 'extend') {
         tx.set(c.key, { ...item, startedAt: ctx.now });
@@ -142,14 +144,15 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       const back = { ...item, processAt, ...(c.error === undefined ? {} : { lastError: c.error }) };
       if (!accounting || c.failure === false) {
         tx.set(c.key, backToWaiting(back));
-        return commit({ op: 'release', journal, key: c.key, flagged: false });
+        return commit({ op: 'release', journal, key: c.key, flagged: false, failure: false });
       }
       // Without a date of its own, a failure is retried when the retry policy says.
       const flagged = await endFailed(tx, c.key, back, ctx.now, true, { retryAt: c.processAt === undefined, unrecoverable: c.unrecoverable === true });
-      return commit({ op: 'release', journal, key: c.key, flagged });
+      return commit({ op: 'release', journal, key: c.key, flagged, failure: true });
     }
     case 'doneMany': {
       const lost: string[] = [];
+      const doneKeys: string[] = [];
       let requeued = 0;
       for (const [key, lease, result] of c.items) {
         const item = await tx.get(key);
@@ -161,9 +164,10 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
         const after = afterDone(item);
         tx.set(key, after);
         if (result !== undefined) await keepResult(tx, key, result, ctx);
+        doneKeys.push(key);
         if (after !== null) requeued++;
       }
-      const value = { op: 'doneMany', journal, done: c.items.length - lost.length, lost, requeued } as const;
+      const value = { op: 'doneMany', journal, done: c.items.length - lost.length, lost, requeued, keys: doneKeys } as const;
       if (c.claim === undefined) return commit(value);
       return commit({ ...value, next: { lease: ctx.index, items: await claim(tx, c.claim, c.claimBytes, ctx, state) } });
     }
@@ -201,16 +205,16 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       tx.definitionChanges.paused = c.paused;
       return commit({ op: 'pause', journal, paused: c.paused });
     case 'drain': {
-      let removed = 0;
+      const removedKeys: string[] = [];
       const keys = await ctx.reads.keys({ ...journalRange(JournalBucket.waiting, journal), limit: c.max });
       for (const indexKey of keys) {
         const key = keyAfterDate(indexKey, journal, 1);
         const item = await tx.get(key);
         if (item === null || item.status !== 'waiting') continue;
         tx.set(key, null);
-        removed++;
+        removedKeys.push(key);
       }
-      return commit({ op: 'drain', journal, removed, more: keys.length === c.max });
+      return commit({ op: 'drain', journal, removed: removedKeys.length, more: keys.length === c.max, keys: removedKeys });
     }
     case 'expireResults': {
       let expired = 0;
@@ -280,6 +284,7 @@ async function add(items: readonly AddedItem[], user: string | undefined, tx: Jo
   let inserted = 0;
   let merged = 0;
   let deferred = 0;
+  const keys: string[] = [];
   for (const a of items) {
     let incoming: Incoming = {
       key: a.key,
@@ -297,12 +302,13 @@ async function add(items: readonly AddedItem[], user: string | undefined, tx: Jo
     else if (existing.status === 'waiting') merged++;
     else deferred++;
     tx.set(a.key, chargedTo(added(existing, incoming, now), user));
+    keys.push(a.key);
   }
   const counts = tx.counts();
   if (counts.waiting + counts.processing > settings.maxItems) {
     return failure('QUOTA_EXCEEDED', `journal ${tx.name} would hold ${counts.waiting + counts.processing} items, over its limit of ${settings.maxItems}`);
   }
-  return commit({ op: 'add', journal: tx.name, inserted, merged, deferred });
+  return commit({ op: 'add', journal: tx.name, inserted, merged, deferred, keys });
 }
 
 /** The item charged to `user` (the add's), or to nobody when the add names none. */
@@ -320,7 +326,8 @@ function chargedTo(item: JournalItem, user: string | undefined): JournalItem {
  */
 async function claim(tx: JournalTx, wanted: number, maxBytes: number | undefined, { reads, now, index }: PlanContext, state: JournalState): Promise<ClaimedItem[]> {
   const claimed: ClaimedItem[] = [];
-  const d = tx.definitionAfter();
+  // The definition as this entry has left it so far (not definitionAfter: its counts walk every staged item).
+  const d = { ...tx.definition, ...tx.definitionChanges };
   if (d.paused === true) return claimed;
   // The rate limit's window, aligned on the replicated clock (the same on every member, and
   // kept in the definition, so a new leader goes on counting where the old one stopped).

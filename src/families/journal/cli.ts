@@ -37,6 +37,8 @@ Subcommands:
   flagged NAME                items that timed out too often
   flags NAME [--after CURSOR] [--wait D]
                               flag events after a cursor (default: from now), waiting up to D for one
+  events NAME [--after CURSOR] [--wait D] [--job KEY]
+                              lifecycle events (added, claimed, progress, completed, failed, released, flagged, removed)
   requeue NAME KEY            put a flagged item back, due now
   forget NAME KEY             delete a flagged item
   drop NAME                   delete the journal and all its items
@@ -268,6 +270,31 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
           [
             ...(page.missed ? ['(flags after this cursor may have been missed here: see `vera journal flagged`)'] : []),
             ...page.events.map((e) => `${e.key}  flagged by entry ${e.index}`),
+            `next: --after ${page.next}`,
+          ].join('\n'),
+        );
+      };
+    },
+  },
+  events: {
+    // --job, not --key: --key names the TLS client key file.
+    flags: { ...CLIENT_FLAGS, after: { kind: 'string' }, wait: { kind: 'string' }, job: { kind: 'string' } },
+    positionals: ['NAME'],
+    prepare: (ctx) => {
+      const n = name(ctx);
+      const afterText = stringFlag(ctx.args, 'after');
+      const after = afterText === undefined ? undefined : parseCount(afterText, '--after');
+      const wait = stringFlag(ctx.args, 'wait');
+      const waitMs = wait === undefined || wait === '0' ? 0 : parseDuration(wait, '--wait');
+      const k = stringFlag(ctx.args, 'job');
+      const keyProblem = k === undefined ? null : journalKeyProblem(k);
+      if (keyProblem !== null) throw new UsageError(`--job: ${keyProblem}`);
+      return async (client) => {
+        const page = await new JournalClient(client).events(n, { ...(after === undefined ? {} : { after }), waitMs, ...(k === undefined ? {} : { key: k }) });
+        print(ctx, page, () =>
+          [
+            ...(page.missed ? ['(events after this cursor may have been missed here)'] : []),
+            ...page.events.map((e) => `${e.index}  ${e.type}  ${e.key}`),
             `next: --after ${page.next}`,
           ].join('\n'),
         );

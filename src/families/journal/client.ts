@@ -8,7 +8,7 @@ import { JOURNAL_OPS } from './wire.js';
 import { JournalWorker, type WorkerCalls } from './client-worker.js';
 
 /** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['journal.list', 'journal.show', 'journal.flagged', 'journal.flags', 'journal.get', 'journal.items', 'journal.result']);
+const READS: ReadonlySet<string> = new Set(['journal.list', 'journal.show', 'journal.flagged', 'journal.flags', 'journal.get', 'journal.items', 'journal.result', 'journal.events']);
 
 /** How a failed processing is retried (docs/journal.md, "Retries"); defaults: exponential, 1 s to 1 h, no jitter. */
 export interface RetryPolicy {
@@ -141,6 +141,22 @@ export interface FlaggedItem {
 export interface FlagEvent {
   readonly index: number;
   readonly key: string;
+}
+
+export type LifecycleType = 'added' | 'claimed' | 'progress' | 'completed' | 'failed' | 'released' | 'flagged' | 'removed';
+
+/** Something that happened to a job, named by the entry that did it (the cursor to watch on from). */
+export interface LifecycleEventInfo {
+  readonly index: number;
+  readonly key: string;
+  readonly type: LifecycleType;
+}
+
+export interface LifecyclePage {
+  readonly events: readonly LifecycleEventInfo[];
+  readonly next: number;
+  /** Events after the cursor may have been missed here: re-read the jobs (get, items, result). */
+  readonly missed: boolean;
 }
 
 export interface FlagPage {
@@ -379,6 +395,36 @@ export class JournalClient {
    * journal ends it with NOT_FOUND in `done`.
    */
   watchFlags(name: string, onFlag: (event: FlagEvent) => void | Promise<void>, options: FlagWatchOptions = {}): { stop(): void; readonly done: Promise<void> } {
+    return this.watchFeed((after, waitMs) => this.flags(name, { ...(after === undefined ? {} : { after }), waitMs }), onFlag, options);
+  }
+
+  /**
+   * Lifecycle events after `after` (default: from now), waiting up to `waitMs` for one;
+   * `key` and `types` keep only those (command version 9). Same cursor and `missed` as flags().
+   */
+  async events(name: string, options: { after?: number; waitMs?: number; limit?: number; key?: string; types?: readonly LifecycleType[] } = {}): Promise<LifecyclePage> {
+    return (await this.call('journal.events', { name, ...options })) as unknown as LifecyclePage;
+  }
+
+  /**
+   * Calls `onEvent` once for each lifecycle event of the journal from now (or after
+   * `options.after`), in order, across reconnects, as watchFlags does for flags. With `key`,
+   * one job's: a producer can wait for its job's `completed` and then read its result.
+   */
+  watchEvents(
+    name: string,
+    onEvent: (event: LifecycleEventInfo) => void | Promise<void>,
+    options: FlagWatchOptions & { readonly key?: string; readonly types?: readonly LifecycleType[] } = {},
+  ): { stop(): void; readonly done: Promise<void> } {
+    const filter = { ...(options.key === undefined ? {} : { key: options.key }), ...(options.types === undefined ? {} : { types: options.types }) };
+    return this.watchFeed((after, waitMs) => this.events(name, { ...(after === undefined ? {} : { after }), waitMs, ...filter }), onEvent, options);
+  }
+
+  private watchFeed<E>(
+    page: (after: number | undefined, waitMs: number) => Promise<{ events: readonly E[]; next: number; missed: boolean }>,
+    onEvent: (event: E) => void | Promise<void>,
+    options: FlagWatchOptions,
+  ): { stop(): void; readonly done: Promise<void> } {
     let stopping = false;
     let stopped!: () => void;
     const stopSignal = new Promise<void>((resolve) => (stopped = resolve));
@@ -386,16 +432,16 @@ export class JournalClient {
     const loop = (async () => {
       let after = options.after;
       while (!stopping) {
-        let page: FlagPage;
+        let got: { events: readonly E[]; next: number; missed: boolean };
         try {
-          page = await this.flags(name, { ...(after === undefined ? {} : { after }), waitMs });
+          got = await page(after, waitMs);
         } catch (err) {
           if (stopping || this.closed || (err instanceof VeraError && (err.code === 'NOT_FOUND' || err.code === 'BAD_REQUEST'))) throw err;
           continue; // the client reconnects; ask again from the same cursor
         }
-        if (page.missed) await options.onMissed?.();
-        for (const event of page.events) if (!stopping) await onFlag(event);
-        after = page.next;
+        if (got.missed) await options.onMissed?.();
+        for (const event of got.events) if (!stopping) await onEvent(event);
+        after = got.next;
       }
     })().catch((err: unknown) => {
       if (!stopping) throw err;

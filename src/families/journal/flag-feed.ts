@@ -12,8 +12,8 @@ export interface FlagEvent {
   readonly key: string;
 }
 
-export interface FlagFeedPage {
-  readonly events: readonly FlagEvent[];
+export interface FlagFeedPage<E extends FeedEvent = FlagEvent> {
+  readonly events: readonly E[];
   /** The cursor to ask from next: the last event's index, or how far this member has applied. */
   readonly next: number;
   /** Events after the cursor may have happened that this member no longer holds (or never saw). */
@@ -23,15 +23,22 @@ export interface FlagFeedPage {
 /** Events kept per journal; older ones are forgotten (their cursor then reports missed). */
 export const FLAG_EVENTS_KEPT = 1000;
 
-interface JournalFeed {
-  readonly events: FlagEvent[];
+/** What a feed holds: events named by the entry that made them, each about one key. */
+export interface FeedEvent {
+  readonly index: number;
+  readonly key: string;
+}
+
+interface JournalFeed<E extends FeedEvent> {
+  readonly events: E[];
   /** Events at or below this index may be missing here (forgotten, or applied before the feed began). */
   horizon: number;
   readonly watchers: Set<() => void>;
 }
 
-export class FlagFeed {
-  private readonly journals = new Map<string, JournalFeed>();
+/** Also the lifecycle events' feed (lifecycle.ts), with other events and another bound. */
+export class FlagFeed<E extends FeedEvent = FlagEvent> {
+  private readonly journals = new Map<string, JournalFeed<E>>();
   /** The latest index this feed was told about: every flag up to it is recorded (or below a horizon). */
   private seen: number;
 
@@ -48,7 +55,7 @@ export class FlagFeed {
     return this.seen;
   }
 
-  private feed(name: string): JournalFeed {
+  private feed(name: string): JournalFeed<E> {
     let f = this.journals.get(name);
     if (f === undefined) {
       f = { events: [], horizon: this.appliedBefore, watchers: new Set() };
@@ -59,10 +66,16 @@ export class FlagFeed {
 
   /** The entry at `index` was applied (flagging `keys` of `name`, when given). Called for every entry, in log order. */
   applied(index: number, flagged?: { readonly name: string; readonly keys: readonly string[] }): void {
+    if (flagged === undefined || flagged.keys.length === 0) return void (this.seen = Math.max(this.seen, index));
+    this.record(index, flagged.name, flagged.keys.map((key) => ({ index, key }) as E));
+  }
+
+  /** The entry at `index` was applied, making `events` of `name` (none: it only moves the cursor on). In log order. */
+  record(index: number, name: string | null, events: readonly E[]): void {
     this.seen = Math.max(this.seen, index);
-    if (flagged === undefined || flagged.keys.length === 0) return;
-    const f = this.feed(flagged.name);
-    for (const key of flagged.keys) f.events.push({ index, key });
+    if (name === null || events.length === 0) return;
+    const f = this.feed(name);
+    for (const e of events) f.events.push(e);
     if (f.events.length > this.kept) {
       const forgotten = f.events.splice(0, f.events.length - this.kept);
       f.horizon = Math.max(f.horizon, forgotten[forgotten.length - 1]!.index);
@@ -80,11 +93,11 @@ export class FlagFeed {
   }
 
   /** Events of `name` after the cursor `after`, at most about `limit` (one entry's events are never split). */
-  read(name: string, after: number, limit: number): FlagFeedPage {
+  read(name: string, after: number, limit: number, only?: (e: E) => boolean): FlagFeedPage<E> {
     const f = this.journals.get(name);
-    const events: FlagEvent[] = [];
+    const events: E[] = [];
     for (const e of f?.events ?? []) {
-      if (e.index <= after) continue;
+      if (e.index <= after || (only !== undefined && !only(e))) continue;
       if (events.length >= limit && e.index !== events[events.length - 1]!.index) break;
       events.push(e);
     }
@@ -117,7 +130,7 @@ export class FlagFeed {
     for (const f of this.journals.values()) this.wakeAll(f);
   }
 
-  private wakeAll(f: JournalFeed): void {
+  private wakeAll(f: JournalFeed<E>): void {
     for (const wake of f.watchers) wake();
     f.watchers.clear();
   }

@@ -15,6 +15,7 @@ import { decodeItem, type FlaggedItem, type JournalDefinition, type JournalItem,
 import { CANCELLED } from './apply.js';
 import { resultsGoneRange } from './keys.js';
 import { FlagFeed } from './flag-feed.js';
+import { LIFECYCLE_EVENTS_KEPT, lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
 import { JournalWaiters, type ClaimTicket } from './waiters.js';
 import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
 import { JOURNAL_OPS } from './wire.js';
@@ -72,6 +73,16 @@ async function proposeDoneMany(fe: FrontEnd, name: string, items: readonly DoneI
   const value = await propose(fe, { op: 'doneMany', name, items, ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }) });
   if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
   return value;
+}
+
+const lifecycleOf = new WeakMap<FrontEnd, FlagFeed<LifecycleEvent>>();
+function lifecycleFeed(fe: FrontEnd): FlagFeed<LifecycleEvent> {
+  let f = lifecycleOf.get(fe);
+  if (f === undefined) {
+    f = new FlagFeed<LifecycleEvent>(fe.node.stateMachine.appliedIndex, LIFECYCLE_EVENTS_KEPT);
+    lifecycleOf.set(fe, f);
+  }
+  return f;
 }
 
 const feedOf = new WeakMap<FrontEnd, FlagFeed>();
@@ -253,7 +264,7 @@ const handlers: Record<string, Handler> = {
       key: r.key as string,
       lease: r.lease as number,
       ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }),
-      ...(r.result === undefined ? {} : { result: r.result }),
+      ...(r.result === undefined || fe.node.stateMachine.stateOf(cluster).active < FAILURES_SINCE ? {} : { result: r.result }),
     });
     if (value.op !== 'done') throw new VeraError('INTERNAL', 'done gave another result');
     // With `claim`, the reply is a claim's: the worker's next items, under the done's entry.
@@ -261,9 +272,10 @@ const handlers: Record<string, Handler> = {
   },
   'journal.doneMany': async ({ fe, request: r }) => {
     const claim = r.claim as number | undefined;
-    const requested = r.items as Array<{ key: string; lease: number; result?: unknown }>;
+    // Before version 9 no result is kept, and the items are done all the same (a worker must not be stuck on its acknowledgements).
+    const v9 = fe.node.stateMachine.stateOf(cluster).active >= FAILURES_SINCE;
+    const requested = (r.items as Array<{ key: string; lease: number; result?: unknown }>).map((i) => (v9 || i.result === undefined ? i : { key: i.key, lease: i.lease }));
     const withResults = requested.some((i) => i.result !== undefined);
-    if (withResults) requireV9(fe, 'a result');
     const items = requested.map((i) => (i.result === undefined ? ([i.key, i.lease] as const) : ([i.key, i.lease, i.result] as const)));
     const holdMs = r.holdMs as number | undefined;
     const name = r.name as string;
@@ -280,7 +292,8 @@ const handlers: Record<string, Handler> = {
   'journal.release': async ({ fe, request: r }) => {
     const processAt = r.processAt as number | undefined;
     // Before command version 9 no release counts as a failure, so there is nothing to say.
-    const notFailure = r.failure === false && fe.node.stateMachine.stateOf(cluster).active >= FAILURES_SINCE;
+    const v9 = fe.node.stateMachine.stateOf(cluster).active >= FAILURES_SINCE;
+    const notFailure = r.failure === false && v9;
     const value = await propose(fe, {
       op: 'release',
       name: r.name as string,
@@ -288,8 +301,9 @@ const handlers: Record<string, Handler> = {
       lease: r.lease as number,
       ...(processAt === undefined ? {} : { processAt }),
       ...(notFailure ? { failure: false as const } : {}),
-      ...(r.error === undefined ? {} : { error: r.error as string }),
-      ...(r.unrecoverable === true ? { unrecoverable: true as const } : {}),
+      // Before version 9 the failure is counted as before, without its text or its unrecoverable mark (a rolling upgrade).
+      ...(r.error === undefined || !v9 ? {} : { error: r.error as string }),
+      ...(r.unrecoverable === true && v9 ? { unrecoverable: true as const } : {}),
     });
     if (value.op !== 'release') throw new VeraError('INTERNAL', 'release gave another result');
     return { flagged: value.flagged };
@@ -322,6 +336,24 @@ const handlers: Record<string, Handler> = {
       const page = feed.read(name, after, r.limit as number);
       if (page.events.length > 0 || page.missed || performance.now() >= deadline) {
         return { events: page.events.map((e) => ({ index: e.index, key: e.key })), next: page.next, missed: page.missed };
+      }
+      await feed.wait(name, deadline);
+      definitionOf(fe, name); // dropped while waiting
+    }
+  },
+  'journal.events': async ({ fe, request: r }) => {
+    const name = r.name as string;
+    definitionOf(fe, name);
+    const feed = lifecycleFeed(fe);
+    const after = (r.after as number | undefined) ?? feed.now;
+    const deadline = performance.now() + (r.waitMs as number);
+    const key = r.key as string | undefined;
+    const types = r.types as readonly string[] | undefined;
+    const only = key === undefined && types === undefined ? undefined : (e: LifecycleEvent) => (key === undefined || e.key === key) && (types === undefined || types.includes(e.type));
+    for (;;) {
+      const page = feed.read(name, after, r.limit as number, only);
+      if (page.events.length > 0 || page.missed || performance.now() >= deadline) {
+        return { events: page.events.map((e) => ({ index: e.index, key: e.key, type: e.type })), next: page.next, missed: page.missed };
       }
       await feed.wait(name, deadline);
       definitionOf(fe, name); // dropped while waiting
@@ -416,6 +448,7 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'journal.show': one('read'),
   'journal.flagged': one('read'),
   'journal.flags': one('watch'),
+  'journal.events': one('watch'),
   'journal.add': one('write'),
   'journal.claim': one('write'),
   'journal.cancelWait': one('write'),
@@ -628,16 +661,23 @@ const http: FamilyHttpRoute = {
 function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   const r = outcome.result;
   const feed = flagFeed(fe);
+  const lifecycle = lifecycleFeed(fe);
   if (!r.ok || r.op !== 'family' || r.family !== 'journal') {
     feed.applied(outcome.index);
+    lifecycle.record(outcome.index, null, []);
     return;
   }
   const v = r.value as JournalValue;
   if (v.op === 'limits') {
     feed.applied(outcome.index);
+    lifecycle.record(outcome.index, null, []);
     return;
   }
-  if (v.op === 'drop') feed.dropped(v.journal, outcome.index);
+  if (v.op === 'drop') {
+    feed.dropped(v.journal, outcome.index);
+    lifecycle.dropped(v.journal, outcome.index);
+  }
+  lifecycle.record(outcome.index, v.journal, lifecycleEvents(v, outcome.index));
   const flaggedKeys = v.op === 'timeout' ? v.flagged : v.op === 'release' && v.flagged ? [v.key] : [];
   feed.applied(outcome.index, flaggedKeys.length > 0 ? { name: v.journal, keys: flaggedKeys } : undefined);
   count(fe, v);

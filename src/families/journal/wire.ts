@@ -33,6 +33,9 @@ export const MAX_PAGE_ITEMS = 1000;
 export const MAX_ATTEMPTS = 1000;
 /** The longest a result may be kept, and the longest retry delay (30 days). */
 export const MAX_KEEP_MS = 30 * 86_400_000;
+/** What journal.events reports happening to a job. */
+export const LIFECYCLE_TYPES = ['added', 'claimed', 'progress', 'completed', 'failed', 'released', 'flagged', 'removed'] as const;
+export type LifecycleType = (typeof LIFECYCLE_TYPES)[number];
 /** The statuses journal.items lists. */
 export const ITEM_STATUSES = ['waiting', 'processing', 'flagged'] as const;
 
@@ -254,6 +257,29 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
       const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
       const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
       return { id, op: 'journal.flags', name: name(f), ...(after === undefined ? {} : { after }), waitMs, limit };
+    },
+  ],
+  [
+    'journal.events',
+    (f, id) => {
+      onlyFields(f, ['name', 'after', 'waitMs', 'limit', 'key', 'types']);
+      const after = uintField(f, 'after');
+      const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
+      const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
+      const types = f.types;
+      if (types !== undefined && (!Array.isArray(types) || types.length === 0 || !types.every((t) => LIFECYCLE_TYPES.includes(t as LifecycleType)))) {
+        throw invalid(`types must be a non-empty array of ${LIFECYCLE_TYPES.join(', ')}`);
+      }
+      return {
+        id,
+        op: 'journal.events',
+        name: name(f),
+        ...(after === undefined ? {} : { after }),
+        waitMs,
+        limit,
+        ...(f.key === undefined ? {} : { key: key(f.key) }),
+        ...(types === undefined ? {} : { types: [...(types as string[])] }),
+      };
     },
   ],
   [

@@ -41,7 +41,7 @@ describe('a release is a failed processing', () => {
   it('raises both counters, and the failure past maxTimeouts flags the item with a flag event', async () => {
     const h = await withJournal();
     await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: 1 }] });
-    expect(await failOnce(h, 'a')).toEqual({ op: 'release', journal: 'jobs', key: 'a', flagged: false });
+    expect(await failOnce(h, 'a')).toEqual({ op: 'release', journal: 'jobs', key: 'a', flagged: false, failure: true });
     expect((await h.items('jobs')).get('a')).toMatchObject({ status: 'waiting', timeouts: 1, failures: 1 });
     // The claim tells the worker the failures so far (its backoff counts from them).
     const c = claimOf(await h.ok({ op: 'claim', name: 'jobs', max: 1 }));

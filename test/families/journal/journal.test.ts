@@ -27,7 +27,7 @@ function claimOf(value: JournalValue): Extract<JournalValue, { op: 'claim' }> {
 describe('adding', () => {
   it('inserts a new key as Waiting, inserted now, due now unless told', async () => {
     const h = await withJournal();
-    expect(await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: { n: 1 } }] })).toEqual({ op: 'add', journal: 'jobs', inserted: 1, merged: 0, deferred: 0 });
+    expect(await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'a', data: { n: 1 } }] })).toEqual({ op: 'add', journal: 'jobs', inserted: 1, merged: 0, deferred: 0, keys: ['a'] });
     const a = (await h.items('jobs')).get('a')!;
     expect(a).toMatchObject({ key: 'a', data: { n: 1 }, priority: 100, processAt: h.now, insertedAt: h.now, expiresAt: 0, status: 'waiting', timeouts: 0, lease: 0 });
   });
@@ -69,7 +69,7 @@ describe('merging by key (seed 002)', () => {
         await h.ok({ op: 'timeout', name: 'jobs', claims: [['a', lease]] });
       } else if (ending === 'done') {
         // The result says the kept version is Waiting now: the server wakes a waiting claimer for it.
-        expect(await h.ok({ op: 'done', name: 'jobs', key: 'a', lease })).toEqual({ op: 'done', journal: 'jobs', requeued: true });
+        expect(await h.ok({ op: 'done', name: 'jobs', key: 'a', lease })).toEqual({ op: 'done', journal: 'jobs', key: 'a', requeued: true });
       } else {
         await h.ok({ op: ending, name: 'jobs', key: 'a', lease });
       }
@@ -209,7 +209,7 @@ describe('claims and leases', () => {
       expect(result, op).toMatchObject({ ok: false, code: 'CONFLICT' });
     }
     expect(await h.items('jobs')).toEqual(before);
-    expect(await h.ok({ op: 'done', name: 'jobs', key: 'a', lease: second })).toEqual({ op: 'done', journal: 'jobs', requeued: false });
+    expect(await h.ok({ op: 'done', name: 'jobs', key: 'a', lease: second })).toEqual({ op: 'done', journal: 'jobs', key: 'a', requeued: false });
     for (const op of ['extend', 'done', 'release'] as const) {
       expect(await h.run({ op, name: 'jobs', key: 'a', lease: second }), op).toMatchObject({ ok: false, code: 'CONFLICT' });
     }

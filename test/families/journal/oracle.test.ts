@@ -59,7 +59,10 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 /** What the family answered, in the model's terms. */
 function observed(result: Awaited<ReturnType<JournalHarness['run']>>): ModelResult {
   if (!result.ok) return { ok: false, code: result.code };
-  const { journal: _journal, ...value } = (result as { value: Record<string, unknown> }).value;
+  // What a value carries for the lifecycle events alone (the keys an entry touched, whether a
+  // release was a failure) is not the model's: left out.
+  const { journal: _journal, keys: _keys, failure: _failure, ...value } = (result as { value: Record<string, unknown> }).value;
+  if (value.op === 'done') delete value.key;
   return { ok: true, value };
 }
 
