@@ -54,6 +54,8 @@ const journals = (): string => 'journal:';
 const onService = (c: Names): string => `assign:${c.service}`;
 const services = (): string => 'assign:';
 const everything = (): string => '*';
+const onCounter = (c: Names): string => `counter:c${c.n}`;
+const counters = (): string => 'counter:';
 
 async function ok(w: WireClient, op: string, fields: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
   return w.call(op, fields);
@@ -149,6 +151,17 @@ const OPS: readonly OpCase[] = [
   { op: 'assign.purge', perm: 'admin', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c), fields: (c) => ({ service: c.service }) },
   { op: 'assign.nodes', perm: 'read', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c, true), fields: (c) => ({ service: c.service }) },
   { op: 'assign.count', perm: 'read', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c), fields: (c) => ({ service: c.service }) },
+  { op: 'assign.place', perm: 'admin', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c, true), fields: (c) => ({ service: c.service, email: c.email, node: c.node }) },
+  { op: 'assign.nodeUsers', perm: 'read', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c, true), fields: (c) => ({ service: c.service, node: c.node }) },
+  {
+    op: 'assign.importUsers',
+    perm: 'admin',
+    resource: onService,
+    parent: services,
+    setup: (r, c) => serviceWith(r, c, true),
+    fields: (c) => ({ service: c.service, users: [{ uid: 1_000_000 + c.n, email: c.email, generation: 1, createdAt: 1, node: c.node }] }),
+  },
+  { op: 'assign.enqueueEvent', perm: 'write', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ journal: c.journal, eventId: `e${c.n}`, kind: 'reset', email: c.email, generation: 5 }) },
   { op: 'assign.purgeable', perm: 'read', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c), fields: (c) => ({ service: c.service }) },
   { op: 'assign.user', perm: 'write', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c, true), fields: (c) => ({ service: c.service, email: c.email }) },
   {
@@ -220,6 +233,10 @@ const OPS: readonly OpCase[] = [
   { op: 'observe.cluster', perm: 'read', resource: () => 'cluster', parent: everything, fields: () => ({}) },
   { op: 'observe.sessions', perm: 'read', resource: () => 'cluster', parent: everything, fields: () => ({}) },
   { op: 'observe.session', perm: 'read', resource: () => 'cluster', parent: everything, fields: () => ({ session: 'AAAAAAAAAAAAAAAAAAAAAA' }) },
+  // counters (the kit's example family)
+  { op: 'counter.add', perm: 'write', resource: onCounter, parent: counters, fields: (c) => ({ name: `c${c.n}`, delta: 1 }) },
+  { op: 'counter.get', perm: 'read', resource: onCounter, parent: counters, fields: (c) => ({ name: `c${c.n}` }) },
+  { op: 'counter.remove', perm: 'write', resource: onCounter, parent: counters, setup: async (r, c) => (await ok(r, 'counter.add', { name: `c${c.n}`, delta: 3 }), {}), fields: (c) => ({ name: `c${c.n}` }) },
 ];
 
 /** HTTP endpoints and what each needs; `target` gets the op's names. */
@@ -298,6 +315,7 @@ async function stateSeen(c: Names): Promise<string> {
     ['assign.nodes', { service: c.service, consistency: 'linearizable' }],
     ['assign.lookup', { service: c.service, email: c.email, consistency: 'linearizable' }],
     ['hibernate.units', {}],
+    ['counter.get', { name: `c${c.n}` }],
     ['auth.users', {}],
     ['auth.roles', {}],
   ];
