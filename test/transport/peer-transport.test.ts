@@ -130,6 +130,19 @@ describe('PeerTransport between real sockets', () => {
     expect((await a.sink.waitForCount(2))[1]).toEqual(heartbeat('b', 'a', 2));
   });
 
+  it('dials a peer at once when that peer dials in, instead of waiting out its backoff', async () => {
+    const p = await ports('a', 'b');
+    // A backoff far longer than the test: a's link to b may reach b only by being told b is up.
+    const a = await started(makeNode('a', p, { reconnect: { initialDelayMs: 600_000, maxDelayMs: 600_000 } }));
+    a.transport.send(heartbeat('a', 'b', 1));
+    await a.logger.waitFor('peer.unreachable', { peer: 'b' });
+    const b = await started(makeNode('b', p));
+    b.transport.send(heartbeat('b', 'a', 1)); // b dials a (its link is fresh)
+    await a.sink.waitForCount(1);
+    expect((await b.sink.waitForCount(1)).map((m) => m.term)).toEqual([1]);
+    expect(a.transport.status().peers.b).toMatchObject({ connected: true, queuedMessages: 0 });
+  });
+
   it('splits an append larger than a frame into consecutive appends', async () => {
     const p = await ports('a', 'b');
     const limits = { maxQueueMessages: 1000, maxQueueBytes: 1 << 20, maxFrameBytes: 4096 };

@@ -101,6 +101,19 @@ export class OutboundLink {
     this.connect();
   }
 
+  /**
+   * The peer has just shown it is up (it dialed us and proved who it is): if this link is
+   * waiting out a backoff, dial now. A member that restarts would otherwise hear nothing
+   * from the leader until the backoff, up to its 2 s cap, ran out: its rejoin waited on it.
+   */
+  redialNow(): void {
+    if (this.stopped || !this.started || this.retryTimer === null) return;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.attempt = 0;
+    this.connect();
+  }
+
   /** Queues `m` (an oversized append is split first) and schedules a flush. */
   enqueue(m: Message): void {
     if (this.stopped) return;

@@ -448,6 +448,8 @@ export class PeerTransport implements Transport {
     // The peer redialed (e.g. it restarted), so its old socket is abandoned or half-open:
     // drop it now rather than wait for a close handshake that may never come.
     older?.terminate();
+    // It is up: our own link to it need not wait out its backoff.
+    this.links.get(peer)?.redialNow();
   }
 
   private onInboundClosed(conn: InboundConnection): void {
