@@ -194,7 +194,7 @@ export interface ListGuard {
   /** Before an entry is planned, for each list it declares: an ApplyError refuses the entry (it changes nothing). */
   use(states: States, path: string): ApplyError | null;
   /** Once another family's entry is planned and kept: writes for the lists its events changed, added to its batch. */
-  changed(states: States, paths: ReadonlySet<string>): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
+  changed(states: States, events: readonly ChangeEvent[]): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds families of every command type

@@ -299,14 +299,13 @@ function listGuardRefusal(family: AnyFamily, command: { readonly op: string }, s
 /** The plan with every other family's list-guard writes for the lists its events changed, in registry order. */
 function withGuardedChanges(plan: Plan | ApplyError, family: AnyFamily, states: States, families: readonly AnyFamily[]): Plan | ApplyError {
   if (!('ops' in plan) || plan.events.length === 0) return plan;
-  let changed: Set<string> | null = null;
   for (const guarding of families) {
     if (guarding.listGuard === undefined || guarding === family) continue;
-    changed ??= new Set(plan.events.map((e) => e.path));
-    const share = guarding.listGuard.changed(states, changed);
+    const share = guarding.listGuard.changed(states, plan.events);
     if (share === null) continue;
+    // Loops, not spreads: a session's end may change lists in many units.
     for (const op of share.ops) plan.ops.push(op);
-    plan.after.push(...share.after);
+    for (const step of share.after) plan.after.push(step);
   }
   return plan;
 }

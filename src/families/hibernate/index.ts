@@ -409,10 +409,11 @@ export const FROZEN_REFUSAL = 'it is being thawed: ask again';
  */
 const listGuard: ListGuard = {
   use: frozenPathProblem,
-  changed: (states, paths) => {
+  changed: (states, events) => {
     const state = states.of(hibernate);
+    if (state.freezing.size === 0) return null; // the common case: nothing to cancel, nothing to look up
     const units = new Set<string>();
-    for (const path of paths) {
+    for (const { path } of events) {
       const unit = state.freezingUnitOf(path);
       if (unit !== null) units.add(unit);
     }
