@@ -7,6 +7,7 @@ import type { CliIO } from '../../cli/io.js';
 import { parseCount, parseDuration } from '../../cli/units.js';
 import { AssignClient, type Assignment, type NodeInfo, type NodeInput } from './client.js';
 import { JournalClient } from '../journal/client.js';
+import { journalNameProblem } from '../journal/wire.js';
 import { MAX_JOBS_PER_CLAIM, runPurgeWorker, type PurgeWorkerReport } from './client-purge-worker.js';
 import { runEventsWorker } from './client-events-worker.js';
 import { importDump } from './import-dump.js';
@@ -197,34 +198,25 @@ const PURGE_WORKER: ClientCommand = {
   positionals: ['JOURNAL'],
   prepare: (ctx) => {
     const journal = ctx.args.positionals[0]!;
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal)) throw new UsageError(`JOURNAL must be a journal's name, got ${JSON.stringify(journal)}`);
+    if (journalNameProblem(journal) !== null) throw new UsageError(`JOURNAL must be a journal's name, got ${JSON.stringify(journal)}`);
     const max = count(ctx.args, 'max');
     if (max !== undefined && (max < 1 || max > MAX_JOBS_PER_CLAIM)) throw new UsageError(`--max must be 1-${MAX_JOBS_PER_CLAIM}`);
     const maxJobs = count(ctx.args, 'max-jobs');
     const timeout = stringFlag(ctx.args, 'request-timeout');
     const once = boolFlag(ctx.args, 'once');
     return async (client) => {
-      // Without --once it runs until interrupted; the jobs in hand are finished first.
-      const stop = new AbortController();
-      const onSignal = (): void => stop.abort();
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      try {
-        const report = await runPurgeWorker(new JournalClient(client), journal, {
-          untilEmpty: once,
-          signal: stop.signal,
-          ...(max === undefined ? {} : { max }),
-          ...(maxJobs === undefined ? {} : { maxJobs }),
-          ...(timeout === undefined ? {} : { requestTimeoutMs: parseDuration(timeout, '--request-timeout') }),
-          onJob: (job, outcome, detail) => {
-            if (!ctx.json) ctx.io.stdout(`${outcome} ${job === null ? detail : `uid ${job.uid} ${job.endpoint} (${detail})`}\n`);
-          },
-        });
-        print(ctx, report, () => describeReport(report));
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
+      // Without --once it runs until Ctrl-C or SIGTERM (the CLI's stop signal); the jobs in hand are finished first.
+      const report = await runPurgeWorker(new JournalClient(client), journal, {
+        untilEmpty: once,
+        signal: ctx.io.stop,
+        ...(max === undefined ? {} : { max }),
+        ...(maxJobs === undefined ? {} : { maxJobs }),
+        ...(timeout === undefined ? {} : { requestTimeoutMs: parseDuration(timeout, '--request-timeout') }),
+        onJob: (job, outcome, detail) => {
+          if (!ctx.json) ctx.io.stdout(`${outcome} ${job === null ? detail : `uid ${job.uid} ${job.endpoint} (${detail})`}\n`);
+        },
+      });
+      print(ctx, report, () => describeReport(report));
     };
   },
 };
@@ -239,22 +231,15 @@ const DRAIN: ClientCommand = {
     if (rate !== undefined && rate < 1) throw new UsageError('--rate must be at least 1 (users per second)');
     if (batch !== undefined && (batch < 1 || batch > 1000)) throw new UsageError('--batch must be 1-1000');
     return async (client) => {
-      const stop = new AbortController();
-      const onSignal = (): void => stop.abort();
-      process.once('SIGINT', onSignal);
-      try {
-        const r = await new AssignClient(client).drain(s, n, {
-          signal: stop.signal,
-          ...(rate === undefined ? {} : { ratePerSecond: rate }),
-          ...(batch === undefined ? {} : { batch }),
-          onBatch: (p) => {
-            if (!ctx.json) ctx.io.stdout(`batch ${p.batches}: ${p.replaced} users replaced so far, ${p.load} still on ${n}\n`);
-          },
-        });
-        print(ctx, r, () => `${r.done ? 'drained' : 'stopped draining'} ${n}: ${r.replaced} users replaced in ${r.batches} batches; they move on their next request. ${n} takes no new users until: vera assign node set ${s} ${n} --backoff 0`);
-      } finally {
-        process.off('SIGINT', onSignal);
-      }
+      const r = await new AssignClient(client).drain(s, n, {
+        signal: ctx.io.stop,
+        ...(rate === undefined ? {} : { ratePerSecond: rate }),
+        ...(batch === undefined ? {} : { batch }),
+        onBatch: (p) => {
+          if (!ctx.json) ctx.io.stdout(`batch ${p.batches}: ${p.replaced} users replaced so far, ${p.load} still on ${n}\n`);
+        },
+      });
+      print(ctx, r, () => `${r.done ? 'drained' : 'stopped draining'} ${n}: ${r.replaced} users replaced in ${r.batches} batches; they move on their next request. ${n} takes no new users until: vera assign node set ${s} ${n} --backoff 0`);
     };
   },
 };
@@ -473,32 +458,23 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
     positionals: ['JOURNAL'],
     prepare: (ctx) => {
       const journal = ctx.args.positionals[0]!;
-      if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal)) throw new UsageError(`JOURNAL must be a journal's name, got ${JSON.stringify(journal)}`);
+      if (journalNameProblem(journal) !== null) throw new UsageError(`JOURNAL must be a journal's name, got ${JSON.stringify(journal)}`);
       const max = count(ctx.args, 'max');
       if (max !== undefined && (max < 1 || max > 100)) throw new UsageError('--max must be 1-100');
       const maxEvents = count(ctx.args, 'max-events');
       const once = boolFlag(ctx.args, 'once');
       return async (client) => {
-        const stop = new AbortController();
-        const onSignal = (): void => stop.abort();
-        process.once('SIGINT', onSignal);
-        process.once('SIGTERM', onSignal);
-        try {
-          const assign = new AssignClient(client);
-          const report = await runEventsWorker(new JournalClient(client), (kind, e, generation, eventId) => assign.event(kind, e, generation, eventId), journal, {
-            untilEmpty: once,
-            signal: stop.signal,
-            ...(max === undefined ? {} : { max }),
-            ...(maxEvents === undefined ? {} : { maxEvents }),
-            onEvent: (id, outcome, detail) => {
-              if (!ctx.json) ctx.io.stdout(`${outcome} ${id}: ${detail}\n`);
-            },
-          });
-          print(ctx, report, () => `applied ${report.applied}, repeats ${report.repeat}, failed ${report.failed} (released to retry), not an event ${report.invalid}`);
-        } finally {
-          process.off('SIGINT', onSignal);
-          process.off('SIGTERM', onSignal);
-        }
+        const assign = new AssignClient(client);
+        const report = await runEventsWorker(new JournalClient(client), (kind, e, generation, eventId) => assign.event(kind, e, generation, eventId), journal, {
+          untilEmpty: once,
+          signal: ctx.io.stop,
+          ...(max === undefined ? {} : { max }),
+          ...(maxEvents === undefined ? {} : { maxEvents }),
+          onEvent: (id, outcome, detail) => {
+            if (!ctx.json) ctx.io.stdout(`${outcome} ${id}: ${detail}\n`);
+          },
+        });
+        print(ctx, report, () => `applied ${report.applied}, repeats ${report.repeat}, failed ${report.failed} (released to retry), not an event ${report.invalid}`);
       };
     },
   },

@@ -120,18 +120,8 @@ export interface PurgeOptions {
   readonly overrideNode?: string;
 }
 
-/** A row of Tokenserver's users table, as an import takes it (times in ms; 0 for NULL). */
-export interface ImportedUser {
-  readonly uid: number;
-  readonly email: string;
-  readonly generation: number;
-  readonly clientState: string;
-  readonly keysChangedAt: number;
-  readonly createdAt: number;
-  /** 0 while current. */
-  readonly replacedAt: number;
-  readonly node: string;
-}
+/** A row of Tokenserver's users table, as an import takes it (times in ms; 0 for NULL): a record of the service imported into. */
+export type ImportedUser = Omit<UserRecord, 'service'>;
 
 /** A user current on a node, as a page of `nodeUsers` lists it. */
 export interface NodeUser {

@@ -3,6 +3,7 @@
 // same checks as the server (a bad request is refused before anything is sent
 // or proposed). Documented in docs/protocol.md ("Node assignment ops") and
 // docs/assignment.md.
+import { journalNameProblem } from '../journal/wire.js';
 import { invalid, uintField, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
 
 /** `{app}-{version}` as Tokenserver names services (sync-1.5); its column is 30 characters. */
@@ -259,7 +260,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
     (f, id) => {
       onlyFields(f, ['journal', 'eventId', 'kind', 'email', 'generation']);
       const journal = f.journal;
-      if (typeof journal !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal)) throw invalid('journal must be the name of a journal');
+      if (journalNameProblem(journal) !== null) throw invalid('journal must be the name of a journal');
       // The same checks as the event it becomes, so a bad event never reaches the queue.
       const { id: _id, op: _op, ...event } = ASSIGN_OPS.get('assign.event')!({ kind: f.kind, email: f.email, generation: f.generation, eventId: f.eventId }, id, undefined as never);
       if (event.eventId === undefined) throw invalid('eventId is required: it keys the queued event and makes it apply once');
@@ -274,7 +275,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
         throw invalid('after must be the `next` a purge answered');
       }
       const journal = f.journal;
-      if (journal !== undefined && (typeof journal !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(journal))) throw invalid('journal must be the name of a journal');
+      if (journal !== undefined && journalNameProblem(journal) !== null) throw invalid('journal must be the name of a journal');
       return {
         id,
         op: 'assign.purge',

@@ -170,6 +170,14 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 
 const ok = (ctx: Context, what: string) => () => print(ctx, {}, () => what);
 
+/** `--after N` and `--wait D` of a feed read (flags, events): where to start, and how long to wait for more. */
+function cursorFlags(ctx: Context): { readonly after?: number; readonly waitMs: number } {
+  const afterText = stringFlag(ctx.args, 'after');
+  const wait = stringFlag(ctx.args, 'wait');
+  const waitMs = wait === undefined || wait === '0' ? 0 : parseDuration(wait, '--wait');
+  return afterText === undefined ? { waitMs } : { after: parseCount(afterText, '--after'), waitMs };
+}
+
 const COMMANDS: Readonly<Record<string, ClientCommand>> = {
   create: {
     flags: { ...CLIENT_FLAGS, ...SETTING_FLAGS },
@@ -260,12 +268,9 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
     positionals: ['NAME'],
     prepare: (ctx) => {
       const n = name(ctx);
-      const afterText = stringFlag(ctx.args, 'after');
-      const after = afterText === undefined ? undefined : parseCount(afterText, '--after');
-      const wait = stringFlag(ctx.args, 'wait');
-      const waitMs = wait === undefined || wait === '0' ? 0 : parseDuration(wait, '--wait');
+      const cursor = cursorFlags(ctx);
       return async (client) => {
-        const page = await new JournalClient(client).flags(n, { ...(after === undefined ? {} : { after }), waitMs });
+        const page = await new JournalClient(client).flags(n, cursor);
         print(ctx, page, () =>
           [
             ...(page.missed ? ['(flags after this cursor may have been missed here: see `vera journal flagged`)'] : []),
@@ -282,15 +287,12 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
     positionals: ['NAME'],
     prepare: (ctx) => {
       const n = name(ctx);
-      const afterText = stringFlag(ctx.args, 'after');
-      const after = afterText === undefined ? undefined : parseCount(afterText, '--after');
-      const wait = stringFlag(ctx.args, 'wait');
-      const waitMs = wait === undefined || wait === '0' ? 0 : parseDuration(wait, '--wait');
+      const cursor = cursorFlags(ctx);
       const k = stringFlag(ctx.args, 'job');
       const keyProblem = k === undefined ? null : journalKeyProblem(k);
       if (keyProblem !== null) throw new UsageError(`--job: ${keyProblem}`);
       return async (client) => {
-        const page = await new JournalClient(client).events(n, { ...(after === undefined ? {} : { after }), waitMs, ...(k === undefined ? {} : { key: k }) });
+        const page = await new JournalClient(client).events(n, { ...cursor, ...(k === undefined ? {} : { key: k }) });
         print(ctx, page, () =>
           [
             ...(page.missed ? ['(events after this cursor may have been missed here)'] : []),
