@@ -34,7 +34,12 @@ export class StateMachine {
     private book: readonly Member[],
     /** The replicated clock: the largest proposer time of any entry applied (ms). */
     private now: number,
-  ) {}
+  ) {
+    this.guarding = registry.families.filter((f) => f.listGuard !== undefined);
+  }
+
+  /** The families that hold a list guard (Family.listGuard), in registry order: looked up once, not per entry. */
+  private readonly guarding: readonly AnyFamily[];
 
   /**
    * Loads the applied index and the families' in-memory indexes from an open db.
@@ -194,9 +199,9 @@ export class StateMachine {
         // The clock never goes back, whatever the proposer's: every member computes the same value.
         if (decoded.t > this.now) this.now = decoded.t;
         const ctx: PlanContext = { db: this.db, reads, states: this.states, index: entry.index, now: this.now, families: this.registry.families };
-        const refused = listGuardRefusal(decoded.family, decoded.command, this.states, this.registry.families);
+        const refused = listGuardRefusal(decoded.family, decoded.command, this.states, this.guarding);
         if (refused !== null) return withSettledShares(refused, this.states, this.registry.families);
-        const plan = withGuardedChanges(await decoded.family.plan(decoded.command, ctx), decoded.family, this.states, this.registry.families);
+        const plan = withGuardedChanges(await decoded.family.plan(decoded.command, ctx), decoded.family, this.states, this.guarding);
         return withSettledShares(plan, this.states, this.registry.families);
       }
     }
@@ -283,13 +288,13 @@ export class StateMachine {
 }
 
 /** The first refusal of any family's list guard for the lists the command uses (listsUsedBy), in registry order. */
-function listGuardRefusal(family: AnyFamily, command: { readonly op: string }, states: States, families: readonly AnyFamily[]): ApplyError | null {
-  const paths = family.listsUsedBy?.(command) ?? [];
-  if (paths.length === 0) return null;
-  for (const guarding of families) {
-    if (guarding.listGuard === undefined || guarding === family) continue;
+function listGuardRefusal(family: AnyFamily, command: { readonly op: string }, states: States, guarding: readonly AnyFamily[]): ApplyError | null {
+  if (guarding.length === 0 || family.listsUsedBy === undefined) return null;
+  const paths = family.listsUsedBy(command);
+  for (const guard of guarding) {
+    if (guard === family) continue;
     for (const path of paths) {
-      const refusal = guarding.listGuard.use(states, path);
+      const refusal = guard.listGuard!.use(states, path);
       if (refusal !== null) return refusal;
     }
   }
@@ -297,11 +302,11 @@ function listGuardRefusal(family: AnyFamily, command: { readonly op: string }, s
 }
 
 /** The plan with every other family's list-guard writes for the lists its events changed, in registry order. */
-function withGuardedChanges(plan: Plan | ApplyError, family: AnyFamily, states: States, families: readonly AnyFamily[]): Plan | ApplyError {
+function withGuardedChanges(plan: Plan | ApplyError, family: AnyFamily, states: States, guarding: readonly AnyFamily[]): Plan | ApplyError {
   if (!('ops' in plan) || plan.events.length === 0) return plan;
-  for (const guarding of families) {
-    if (guarding.listGuard === undefined || guarding === family) continue;
-    const share = guarding.listGuard.changed(states, plan.events);
+  for (const guard of guarding) {
+    if (guard === family) continue;
+    const share = guard.listGuard!.changed(states, plan.events);
     if (share === null) continue;
     // Loops, not spreads: a session's end may change lists in many units.
     for (const op of share.ops) plan.ops.push(op);
