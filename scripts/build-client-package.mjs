@@ -11,7 +11,7 @@
 //
 //   node scripts/build-client-package.mjs             fill packages/vera-client/dist
 //   node scripts/build-client-package.mjs --root DIR  the same for another project directory
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,14 +28,28 @@ const MANIFEST = JSON.parse(readFileSync(join(PACKAGE, 'package.json'), 'utf8'))
 const ALLOWED = new Set(Object.keys(MANIFEST.dependencies ?? {}));
 const BUILTIN = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
 
-/** The compiled files the package's `exports` name (as the root package's do). */
+/** The compiled files the package's `exports` name (as the root package's do); a `*` stands for every family folder that has the file. */
 function entries() {
   const out = [];
   for (const target of Object.values(MANIFEST.exports)) {
     if (typeof target !== 'object') continue;
-    for (const file of [target.types, target.default]) if (file.startsWith('./dist/') && !file.startsWith('./dist/ui/')) out.push(join(DIST, file.slice('./dist/'.length)));
+    for (const file of [target.types, target.default]) {
+      if (!file.startsWith('./dist/') || file.startsWith('./dist/ui/')) continue;
+      const path = join(DIST, file.slice('./dist/'.length));
+      if (!path.includes('*')) out.push(path);
+      else out.push(...expand(path));
+    }
   }
   return out;
+}
+
+/** dist/families/x/client.js for every x whose file exists, for the pattern dist/families/x/client.js with x = *. */
+function expand(pattern) {
+  const [before, after] = pattern.split('*');
+  if (!existsSync(before)) return [];
+  return readdirSync(before)
+    .map((name) => `${before}${name}${after}`)
+    .filter((path) => existsSync(path));
 }
 
 const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)['"]([^'"]+)['"]/g;

@@ -16,7 +16,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const OUTPUTS = ['dist/cli/main.js', 'dist/server/index.js', 'dist/client/index.js', 'dist/ui/index.html', 'dist/ui/vera-client.js'];
-const INPUT_FILES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.ui.json', 'scripts/build-ui.ts'];
+const INPUT_FILES = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.ui.json', 'scripts/build-ui.ts', 'scripts/family-parts.ts', 'scripts/build-client-package.mjs'];
 const INPUT_DIRS = ['src'];
 
 function mtimeOf(path) {

@@ -1,8 +1,10 @@
 // The browser half of `npm run build` (after tsc): bundles with esbuild into dist/ui,
 // which every member serves at /ui (src/server/ui-files.ts).
 //
-//   dist/ui/vera-client.js   the client library as one ES module (src/client/browser.ts)
-//   dist/ui/app.js, app.css  the dashboard (src/ui/main.tsx, Preact), when src/ui/main.tsx exists
+//   dist/ui/vera-client.js   the client library and every family's client.ts as one ES module,
+//                            with its types as dist/client/browser.d.ts (scripts/family-parts.ts)
+//   dist/ui/app.js, app.css  the dashboard (src/ui/main.tsx, Preact) with every family's panel.tsx,
+//                            when src/ui/main.tsx exists
 //   dist/ui/index.html       src/ui/index.html, or a placeholder page until the dashboard exists
 //   dist/ui/*.css            the other stylesheets of src/ui, copied
 //
@@ -19,12 +21,29 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { browserClientSource, browserClientTypes, familyParts, familyPanelsSource } from './family-parts.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const OUT_DIR = join(ROOT, 'dist/ui');
-export const CLIENT_ENTRY = join(ROOT, 'src/client/browser.ts');
+/** Generated from the family folders (family-parts.ts), so it is a module name, not a file. */
+export const CLIENT_ENTRY = 'vera:browser-client';
 export const APP_ENTRY = join(ROOT, 'src/ui/main.tsx');
 const UI_SOURCES = join(ROOT, 'src/ui');
+/** The types of vera-client.js, beside what tsc wrote for src/client (the package's `vera/browser` names them). */
+export const CLIENT_TYPES = join(ROOT, 'dist/client/browser.d.ts');
+
+/** The modules written from the family folders: the browser client's entry and the dashboard's family tabs. */
+export const generatedModules: Plugin = {
+  name: 'vera-generated-modules',
+  setup(b) {
+    const sources: Record<string, () => string> = {
+      'vera:browser-client': () => browserClientSource(familyParts(ROOT)),
+      'vera:family-panels': () => familyPanelsSource(familyParts(ROOT)),
+    };
+    b.onResolve({ filter: /^vera:/ }, (args) => (args.path in sources ? { path: args.path, namespace: 'vera-generated' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'vera-generated' }, (args) => ({ contents: sources[args.path]!(), loader: 'ts', resolveDir: ROOT }));
+  },
+};
 
 /** Resolves a relative import of a project module to its `.browser.ts` sibling when there is one. */
 export const browserModules: Plugin = {
@@ -60,7 +79,7 @@ export function browserBundle(entry: string, outfile: string): BuildOptions & { 
     loader: { '.woff2': 'file', '.svg': 'file', '.png': 'file' },
     metafile: true,
     logLevel: 'silent',
-    plugins: [browserModules],
+    plugins: [generatedModules, browserModules],
     absWorkingDir: ROOT,
   };
 }
@@ -97,7 +116,7 @@ export async function buildUi(): Promise<UiBuild> {
     }
   };
 
-  await bundle(CLIENT_ENTRY, 'vera-client.js');
+  if (await bundle(CLIENT_ENTRY, 'vera-client.js')) writeAtomically(CLIENT_TYPES, browserClientTypes(familyParts(ROOT)));
   if (existsSync(APP_ENTRY)) await bundle(APP_ENTRY, 'app.js');
 
   // The stylesheets the app's modules import (uPlot's) come out as app.css; src/ui/app.css follows them, so it wins.
@@ -131,17 +150,19 @@ export async function buildUi(): Promise<UiBuild> {
 /** Writes `files` into OUT_DIR (each through a temporary file and a rename) and removes every other file there. */
 function publish(files: ReadonlyMap<string, Uint8Array | string>): void {
   mkdirSync(OUT_DIR, { recursive: true });
-  for (const [name, body] of files) {
-    const target = join(OUT_DIR, name);
-    mkdirSync(dirname(target), { recursive: true });
-    const staging = `${target}.${process.pid}.tmp`;
-    writeFileSync(staging, body);
-    renameSync(staging, target);
-  }
+  for (const [name, body] of files) writeAtomically(join(OUT_DIR, name), body);
   for (const name of readdirSync(OUT_DIR, { recursive: true, encoding: 'utf8' })) {
     const path = join(OUT_DIR, name);
     if (!files.has(name.split(sep).join('/')) && statSync(path).isFile()) rmSync(path, { force: true });
   }
+}
+
+/** Writes a file through a temporary file and a rename, so a reader never sees it half-written. */
+function writeAtomically(target: string, body: Uint8Array | string): void {
+  mkdirSync(dirname(target), { recursive: true });
+  const staging = `${target}.${process.pid}.tmp`;
+  writeFileSync(staging, body);
+  renameSync(staging, target);
 }
 
 function describe(error: unknown): string {

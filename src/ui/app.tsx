@@ -5,18 +5,18 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { VeraError, type ChangeEvent, type ResyncList } from '../client/index.js';
 import { ConfirmDialog, type Pending } from './confirm.js';
 import { describe, hasStoredToken, isUnauthorized, logIn, logOut, openDashboard, type Dashboard } from './dashboard.js';
-import { AssignPanel } from './panels/assign.js';
-import { AuditPanel } from './panels/audit.js';
 import { ClusterPanel } from './panels/cluster.js';
 import { DataPanel } from './panels/data.js';
 import { EventsPanel, type Seen } from './panels/events.js';
-import { HibernatePanel } from './panels/hibernate.js';
 import { JournalPanel } from './panels/journal.js';
 import { MetricsPanel } from './panels/metrics.js';
 import { SessionsPanel } from './panels/sessions.js';
+import { panels as familyPanels } from 'vera:family-panels';
 
-const TABS = ['Cluster', 'Data', 'Sessions', 'Events', 'Metrics', 'Journal', 'Assignment', 'Hibernation', 'Audit'] as const;
-type Tab = (typeof TABS)[number];
+/** The dashboard's own tabs; then each family's (its panel.tsx, found by the build). */
+const CORE_TABS = ['Cluster', 'Data', 'Sessions', 'Events', 'Metrics', 'Journal'] as const;
+const TABS: readonly string[] = [...CORE_TABS, ...familyPanels.map((p) => p.tab)];
+type Tab = string;
 const KEEP_EVENTS = 500;
 /**
  * Events reach the page in bursts of hundreds a second under load: they are handed to the
@@ -66,7 +66,7 @@ export function App() {
   /** Set when the member wants credentials: why (a stored token no longer works), or null for a first login. */
   const [login, setLogin] = useState<{ reason: string | null } | null>(null);
   const [fatal, setFatal] = useState<string | null>(null);
-  const [tab, setTab] = useState<Tab>(() => (TABS as readonly string[]).includes(location.hash.slice(1)) ? (location.hash.slice(1) as Tab) : 'Data');
+  const [tab, setTab] = useState<Tab>(() => (TABS.includes(location.hash.slice(1)) ? location.hash.slice(1) : 'Data'));
   const [readOnly, setReadOnly] = useState(true);
   const [pending, setPending] = useState<Pending | null>(null);
   /** A confirmed action that failed: said at the top of the page (not in an alert) until dismissed. */
@@ -154,16 +154,14 @@ export function App() {
     listeners.current.add(listener);
     return () => listeners.current.delete(listener);
   };
-  const panel = {
+  const family = familyPanels.find((p) => p.tab === tab);
+  const panel = family !== undefined ? <family.Panel dash={dash} readOnly={readOnly} confirm={setPending} /> : {
     Cluster: <ClusterPanel dash={dash} readOnly={readOnly} confirm={setPending} />,
     Data: <DataPanel dash={dash} readOnly={readOnly} confirm={setPending} liveEvents={liveEvents} />,
     Sessions: <SessionsPanel dash={dash} />,
     Events: <EventsPanel events={events} watching={watching} />,
     Metrics: <MetricsPanel dash={dash} />,
     Journal: <JournalPanel dash={dash} readOnly={readOnly} confirm={setPending} />,
-    Assignment: <AssignPanel dash={dash} readOnly={readOnly} confirm={setPending} />,
-    Hibernation: <HibernatePanel dash={dash} />,
-    Audit: <AuditPanel dash={dash} />,
   }[tab];
   return (
     <div>

@@ -7,7 +7,9 @@ import { build, type Metafile } from 'esbuild';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { APP_ENTRY, browserBundle, CLIENT_ENTRY, ROOT } from '../../scripts/build-ui.js';
+import { pathToFileURL } from 'node:url';
+import { APP_ENTRY, browserBundle, CLIENT_ENTRY, generatedModules, ROOT } from '../../scripts/build-ui.js';
+import { familyParts } from '../../scripts/family-parts.js';
 import type * as NodePlatform from '../../src/protocol/platform.js';
 import type * as BrowserPlatform from '../../src/protocol/platform.browser.js';
 import type * as NodeTransport from '../../src/client/transport.js';
@@ -53,14 +55,35 @@ describe('the browser bundle of the client library (dist/ui/vera-client.js)', ()
     expect(inputs).toContain('src/protocol/platform.browser.ts');
     expect(inputs).not.toContain('src/client/transport.ts');
     expect(inputs).not.toContain('src/protocol/platform.ts');
-    for (const family of ['journal', 'assign', 'hibernate', 'auth', 'audit', 'observe', 'kv', 'lease', 'range']) expect(inputs).toContain(`src/families/${family}/client.ts`);
-    const unexpected = inputs.filter((f) => !(f.startsWith('src/client/') || f.startsWith('src/protocol/') || /^src\/families\/[a-z]+\/(client(-[a-z-]+)?|wire)\.ts$/.test(f) || /(^|\/)node_modules\/msgpackr\//.test(f)));
+    const clients = familyParts(ROOT).flatMap((p) => (p.client === null ? [] : [p.client]));
+    expect(clients).toEqual(expect.arrayContaining(['src/families/journal/client.ts', 'src/families/counter/client.ts']));
+    for (const client of clients) expect(inputs).toContain(client);
+    const unexpected = inputs.filter((f) => !(f === `vera-generated:${CLIENT_ENTRY}` || f.startsWith('src/client/') || f.startsWith('src/protocol/') || /^src\/families\/[a-z]+\/(client(-[a-z-]+)?|wire)\.ts$/.test(f) || /(^|\/)node_modules\/msgpackr\//.test(f)));
     expect(unexpected).toEqual([]);
   });
 
+  // The entry is `export *` of every family client: a name two of them export would be left out
+  // of the bundle silently (an ambiguous star export), so every name must come out.
+  it("exports every name of the client library and of each family's client, none of them twice", async () => {
+    const result = await build({ ...browserBundle(CLIENT_ENTRY, join(ROOT, 'dist/ui/check.js')), write: false });
+    const output = Object.entries(result.metafile.outputs).find(([file]) => file.endsWith('check.js'))![1];
+    const modules = ['dist/client/index.js', ...familyParts(ROOT).flatMap((p) => (p.client === null ? [] : [`dist/families/${p.name}/client.js`]))];
+    const owner = new Map<string, string>();
+    const twice: string[] = [];
+    for (const module of modules) {
+      for (const name of Object.keys(await import(pathToFileURL(join(ROOT, module)).href))) {
+        if (owner.has(name)) twice.push(`${name}: ${owner.get(name)} and ${module}`);
+        owner.set(name, module);
+      }
+    }
+    expect(twice).toEqual([]);
+    expect(owner.has('JournalClient') && owner.has('connect')).toBe(true);
+    expect([...output.exports].sort()).toEqual([...owner.keys()].sort());
+  });
+
   it('is read correctly: the Node build of the same entry is seen to bundle ws and node: built-ins', async () => {
-    // Guards the check above: with the Node modules in place of their browser twins, it must find them.
-    const result = await build({ ...browserBundle(CLIENT_ENTRY, join(ROOT, 'dist/ui/check.js')), plugins: [], platform: 'node', write: false });
+    // Guards the check above: with the Node modules in place of their browser twins (the entry still generated), it must find them.
+    const result = await build({ ...browserBundle(CLIENT_ENTRY, join(ROOT, 'dist/ui/check.js')), plugins: [generatedModules], platform: 'node', write: false });
     const found = nodeParts(result.metafile);
     expect(found.some((f) => /^src\/protocol\/platform\.ts imports (node:)?buffer/.test(f))).toBe(true);
     expect(found.some((f) => /node_modules\/ws\//.test(f))).toBe(true);

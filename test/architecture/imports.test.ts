@@ -7,8 +7,6 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-/** The client library's browser entry (scripts/build-ui.ts bundles it as dist/ui/vera-client.js). */
-const BROWSER_ENTRY = 'src/client/browser.ts';
 const SPECIFIER = /(?:^|[\s;])(?:import|export)\b[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*\(?\s*['"]([^'"]+)['"]/gm;
 
 interface Imports {
@@ -67,17 +65,28 @@ describe('the import graph', () => {
   });
 
   it('from the client library reaches only the client and the protocol, never the server, store, Raft, CLI or LevelDB', () => {
-    const { files, packages } = closure(['src/client/index.ts', ...sourceFiles('src/client').filter((f) => f !== BROWSER_ENTRY)]);
+    const { files, packages } = closure(['src/client/index.ts', ...sourceFiles('src/client')]);
     expect(outside(files, ['src/client/', 'src/protocol/'])).toEqual([]);
     expect([...packages].filter((p) => !p.startsWith('node:')).sort()).toEqual(['msgpackr', 'ws']);
   });
 
-  it("from the browser entry reaches the client, the protocol and the families' client parts only", () => {
-    // What the Node reader sees; the bundle then swaps in the .browser.ts modules (browser-bundle.test.ts).
-    const { files } = closure([BROWSER_ENTRY]);
-    const familyParts = [...files].filter((f) => f.startsWith('src/families/'));
-    expect(familyParts.filter((f) => !/^src\/families\/[a-z]+\/(client(-[a-z-]+)?|wire)\.ts$/.test(f))).toEqual([]);
-    expect(outside(files, ['src/client/', 'src/protocol/', 'src/families/'])).toEqual([]);
+  // A family's dashboard tab (panel.tsx, bundled by scripts/build-ui.ts into the dashboard) sees the
+  // dashboard only through src/ui/panel-kit.ts, and only the dashboard's build imports it.
+  it("from a family's panel reaches only the panel kit, the client parts and the protocol; nothing imports a panel", () => {
+    const panels = readdirSync(join(ROOT, 'src/families'), { withFileTypes: true })
+      .filter((d) => d.isDirectory() && existsSync(join(ROOT, 'src/families', d.name, 'panel.tsx')))
+      .map((d) => `src/families/${d.name}/panel.tsx`);
+    expect(panels).toContain('src/families/assign/panel.tsx');
+    for (const panel of panels) {
+      const direct = importsOf(panel).files;
+      expect(direct.filter((f) => f.startsWith('src/ui/') && f !== 'src/ui/panel-kit.ts'), panel).toEqual([]);
+      const { files } = closure(direct.filter((f) => !f.startsWith('src/ui/')));
+      const allowed = [...files].filter((f) => f.startsWith('src/client/') || f.startsWith('src/protocol/') || /^src\/families\/[a-z]+\/(client(-[a-z-]+)?|wire)\.ts$/.test(f));
+      expect([...files].filter((f) => !allowed.includes(f)), panel).toEqual([]);
+    }
+    const everySource = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) => /\.tsx?$/.test(f));
+    const importers = everySource.filter((f) => /(?:from|import)\s*\(?\s*['"][^'"]*\/panel\.js['"]/.test(readFileSync(join(ROOT, 'src', f), 'utf8')));
+    expect(importers).toEqual([]);
   });
 
   // A family's client part is its client.ts and client-*.ts; a wire.ts imports only the protocol package, so any family's may be used.

@@ -2,13 +2,10 @@
 // allocation rate, records awaiting purge, a user lookup, and decommissioning a
 // node (confirmed first).
 import { useRef, useState } from 'preact/hooks';
-import { AssignClient, type Lookup } from '../../families/assign/client.js';
-import { ConfirmButton, type Pending } from '../confirm.js';
-import { describe, type Dashboard } from '../dashboard.js';
-import { total } from '../prometheus.js';
-import { count, usePoll } from '../util.js';
+import { ConfirmButton, count, describe, total, usePoll, type FamilyPanel, type PanelProps } from '../../ui/panel-kit.js';
+import { AssignClient, type Lookup } from './client.js';
 
-export function AssignPanel({ dash, readOnly, confirm }: { dash: Dashboard; readOnly: boolean; confirm: (p: Pending) => void }) {
+function AssignPanel({ dash, readOnly, confirm }: PanelProps) {
   const assign = new AssignClient(dash.client);
   const services = usePoll(() => assign.services(), 3000);
   const [picked, setPicked] = useState<string | null>(null);
@@ -140,3 +137,5 @@ export function AssignPanel({ dash, readOnly, confirm }: { dash: Dashboard; read
     </div>
   );
 }
+
+export const panel: FamilyPanel = { tab: 'Assignment', order: 20, Panel: AssignPanel };

@@ -1,10 +1,8 @@
 // Hibernation: units by state, hot and cold bytes, and thaw latency.
-import { HibernateClient } from '../../families/hibernate/client.js';
-import type { Dashboard } from '../dashboard.js';
-import { total } from '../prometheus.js';
-import { bytes, count, usePoll } from '../util.js';
+import { bytes, count, total, usePoll, type Dashboard, type FamilyPanel } from '../../ui/panel-kit.js';
+import { HibernateClient } from './client.js';
 
-export function HibernatePanel({ dash }: { dash: Dashboard }) {
+function HibernatePanel({ dash }: { dash: Dashboard }) {
   const hibernate = new HibernateClient(dash.client);
   const units = usePoll(() => hibernate.unitsPage({ limit: 200 }), 3000);
   const metrics = usePoll(() => dash.metrics(), 3000);
@@ -73,3 +71,5 @@ export function HibernatePanel({ dash }: { dash: Dashboard }) {
     </div>
   );
 }
+
+export const panel: FamilyPanel = { tab: 'Hibernation', order: 30, Panel: HibernatePanel };

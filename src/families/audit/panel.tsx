@@ -2,10 +2,9 @@
 // hash chain in the browser (SHA-256 by Web Crypto, the same hash as
 // `vera audit --verify`).
 import { useState } from 'preact/hooks';
-import { AuditClient } from '../../families/audit/client.js';
-import type { AuditRecord } from '../../families/audit/wire.js';
-import { describe, type Dashboard } from '../dashboard.js';
-import { usePoll } from '../util.js';
+import { describe, usePoll, type Dashboard, type FamilyPanel } from '../../ui/panel-kit.js';
+import { AuditClient } from './client.js';
+import type { AuditRecord } from './wire.js';
 
 async function sha256(text: string): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
@@ -24,7 +23,7 @@ async function verify(records: readonly AuditRecord[]): Promise<string | null> {
   return null;
 }
 
-export function AuditPanel({ dash }: { dash: Dashboard }) {
+function AuditPanel({ dash }: { dash: Dashboard }) {
   const audit = new AuditClient(dash.client);
   const newest = usePoll(async () => {
     const head = await audit.page(0, 1);
@@ -82,3 +81,5 @@ export function AuditPanel({ dash }: { dash: Dashboard }) {
     </div>
   );
 }
+
+export const panel: FamilyPanel = { tab: 'Audit', order: 40, Panel: AuditPanel };
