@@ -1,5 +1,5 @@
 // The browser half of `npm run build` (after tsc): bundles with esbuild into dist/ui,
-// which every member serves at /ui (src/server/ui-files.ts).
+// which every member serves at /ui (src/server/http/ui-files.ts).
 //
 //   dist/ui/vera-client.js   the client library and every family's client.ts as one ES module,
 //                            with its types as dist/client/browser.d.ts (scripts/family-parts.ts)

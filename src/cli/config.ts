@@ -2,7 +2,7 @@
 // servers", plus a few more), an optional JSON config file with the same keys,
 // and VERA_CLUSTER_SECRET, validated into one typed ServerConfig.
 // Precedence: flag > environment (secret only) > config file > default.
-import { DEFAULT_PRINCIPAL_LIMITS } from '../server/principal-limits.js';
+import { DEFAULT_PRINCIPAL_LIMITS } from '../server/guard/principal-limits.js';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { MEMBER_ID_PATTERN } from '../raft/config.js';
@@ -10,7 +10,7 @@ import { DEFAULT_LIMITS, DEFAULT_SESSION_TIMEOUT_MS, validatePath } from '../pro
 import type { FlagSpecs } from './args.js';
 import { UsageError } from './errors.js';
 import { LOG_LEVELS, TLS_MIN_VERSIONS, type ClientTlsConfig, type HibernationConfig, type LogLevel, type PeerSpec, type PeerTlsConfig, type ServerConfig, type TlsMinVersion } from '../server/config.js';
-import { hostNameOf } from '../server/host-check.js';
+import { hostNameOf } from '../server/guard/host-check.js';
 import { parseCount, parseDuration, parseHost, parseHostPort, parsePort, parseSize } from './units.js';
 
 export type { HostPort, LogLevel, PeerSpec, ServerConfig, ServerLimits } from '../server/config.js';

@@ -1,5 +1,5 @@
 // `vera member list|add|promote|remove` and `vera leader transfer`: the
-// membership endpoints of the client port over HTTP (see src/server/membership.ts).
+// membership endpoints of the client port over HTTP (see src/server/admin/membership.ts).
 // Writes must reach the leader: a 421 NOT_LEADER answer names it and is followed;
 // a 503 with retryAfterMs (no leader yet, another change pending) is retried
 // until --timeout runs out.

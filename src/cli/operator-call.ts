@@ -1,8 +1,8 @@
-// The CLI's side of operator authentication (src/server/operator-auth.ts): ask the
+// The CLI's side of operator authentication (src/server/admin/operator-auth.ts): ask the
 // member for a challenge, then answer it with the cluster secret, so the secret
 // itself never crosses the network.
 import type { TlsClientOptions } from '../client/connection.js';
-import { operatorAuthorization } from '../server/operator-auth.js';
+import { operatorAuthorization } from '../server/admin/operator-auth.js';
 import { cliFetch } from './tls-options.js';
 
 /** The Authorization header for one operator request to `base` (an http(s) URL, https with `tls`) sending `body` (exactly these bytes), or none without a secret. */

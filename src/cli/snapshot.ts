@@ -1,14 +1,14 @@
 // `vera snapshot save FILE` downloads a backup (GET /v1/snapshot) and writes it
 // only once it is complete and verified; `vera snapshot restore FILE --data DIR`
 // seeds a new single-member store from one, verifying the whole file before it
-// writes anything. The file format is described in src/server/backup.ts.
+// writes anything. The file format is described in src/server/admin/backup.ts.
 
 import { randomBytes } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { httpBaseUrl } from '../client/urls.js';
 import { fsyncDir } from '../raft/fsync.js';
-import { BackupError, restoreBackup, verifyBackupFile, type VerifiedBackup } from '../server/backup.js';
+import { BackupError, restoreBackup, verifyBackupFile, type VerifiedBackup } from '../server/admin/backup.js';
 import { boolFlag, parseArgs, stringFlag, type FlagSpecs, type ParsedArgs } from './args.js';
 import { serverList, timeoutArg } from './client-commands.js';
 import { buildServerConfig, SECRET_ENV } from './config.js';

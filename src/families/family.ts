@@ -15,7 +15,7 @@ import type { PlanReads } from '../statemachine/pending-reads.js';
 import type { AnyPlugin } from '../kit/plugin.js';
 
 /**
- * What a family's `server()` loads. The server fills this in (src/server/family-part-type.ts adds
+ * What a family's `server()` loads. The server fills this in (src/server/front/family-part-type.ts adds
  * `part: ServerPart` to it), so the contract names the server part's type without importing any
  * server code: the kernel and the families' apply side stay below the server in the import graph.
  */

@@ -1,7 +1,7 @@
 // The contract a family's server side is written against: a narrow host instead
 // of the server's whole front end, typed ops from op schemas instead of untyped
 // records, and an instance per member (createServer) instead of module-level
-// state. The server adapts a plugin to its own parts (src/server/plugin-part.ts);
+// state. The server adapts a plugin to its own parts (src/server/front/plugin-part.ts);
 // a family written this way imports nothing of the server. Importing only
 // src/protocol keeps it at the bottom of the import graph, under the families.
 import type { AnyOpSchema, FamilyRequest, RequestOfSchema, ResultOfSchema, VeraError } from '../protocol/index.js';

@@ -1,7 +1,7 @@
 // What a Vera server is started with. The CLI builds it (src/cli/config.ts: flags,
 // config file, environment); tests and embedders may build it themselves. The
 // server never imports the CLI.
-import type { PrincipalLimits } from './principal-limits.js';
+import type { PrincipalLimits } from './guard/principal-limits.js';
 
 export interface HostPort {
   readonly host: string;

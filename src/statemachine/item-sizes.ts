@@ -1,5 +1,5 @@
 // The stored size of the items plans write or read, for what keeps their events in
-// memory (the event log's history, src/server/event-log.ts): measuring them there
+// memory (the event log's history, src/server/node/event-log.ts): measuring them there
 // would encode every event's data once more, on every member, for every change.
 const sizes = new WeakMap<object, number>();
 

@@ -108,6 +108,20 @@ describe('the import graph', () => {
     expect([...files].filter((f) => f.startsWith('src/cli/'))).toEqual([]);
   });
 
+  // src/server is split by job (docs/architecture.md): the member (node/) is Raft, the store and
+  // what they need, and knows nothing of the client port: no connection, route, operator endpoint
+  // or permission check. The checks (guard/) use the front end's types only, never its code.
+  it('from the member (src/server/node) never reaches the rest of the server', () => {
+    // Its own imports (the families it applies through load their server parts on demand, at run time).
+    const edges = sourceFiles('src/server/node').flatMap((f) => importsOf(f).files.map((t) => `${f} -> ${t}`));
+    expect(edges.filter((e) => /-> src\/server\/(?!node\/|config\.ts)/.test(e))).toEqual([]);
+    expect(edges.length).toBeGreaterThan(10);
+    const guardCode = sourceFiles('src/server/guard').flatMap((f) =>
+      [...readFileSync(join(ROOT, f), 'utf8').matchAll(/^import\s+(?!type\b)[^'"]*from\s*'(\.\.\/(?:front|http|admin)\/[^']+)'/gm)].map((m) => `${f} imports ${m[1]}`),
+    );
+    expect(guardCode).toEqual([]);
+  });
+
   it('from Raft never reaches the state machine or the families: the store supplies what Raft must know of it', () => {
     const { files } = closure(sourceFiles('src/raft'));
     expect([...files].filter((f) => f.startsWith('src/statemachine/') || f.startsWith('src/families/') || f.startsWith('src/server/'))).toEqual([]);

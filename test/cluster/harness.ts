@@ -22,11 +22,11 @@ import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { FaultProxy } from './fault-proxy.js';
-import type { StatusBody } from '../../src/server/http-api.js';
+import type { StatusBody } from '../../src/server/http/http-api.js';
 import { pollUntil, withTimeout } from '../support/poll.js';
 import { VeraProcess, type LogLine } from '../support/vera-process.js';
 
-/** The server's Raft timing (src/server/vera-node.ts DEFAULT_RAFT_TIMING: 50 ms ticks, 20-tick elections). */
+/** The server's Raft timing (src/server/node/vera-node.ts DEFAULT_RAFT_TIMING: 50 ms ticks, 20-tick elections). */
 export const TICK_MS = 50;
 /** Longest randomized election timeout: [electionTicks, 2*electionTicks) ticks. */
 export const ELECTION_TIMEOUT_MAX_MS = 2 * 20 * TICK_MS;

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { freePort, VeraProcess } from '../support/vera-process.js';
 import { pollUntil } from '../support/poll.js';
-import type { StatusBody } from '../../src/server/http-api.js';
+import type { StatusBody } from '../../src/server/http/http-api.js';
 
 export interface Member {
   readonly id: string;

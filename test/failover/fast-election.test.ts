@@ -4,7 +4,7 @@
 // processes with direct peer links (no proxy in between, unlike test/cluster).
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_RAFT_TIMING } from '../../src/server/vera-node.js';
+import { DEFAULT_RAFT_TIMING } from '../../src/server/node/vera-node.js';
 import { killAll } from '../support/vera-process.js';
 import { Cluster } from './cluster.js';
 

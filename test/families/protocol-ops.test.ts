@@ -28,7 +28,7 @@ import {
   type ProtocolExtensions,
   type RequestBuilder,
 } from '../../src/protocol/index.js';
-import { loadServerParts, type ServerPart } from '../../src/server/family-part.js';
+import { loadServerParts, type ServerPart } from '../../src/server/front/family-part.js';
 import { startServer as startMember, stopServer } from '../support/member.js';
 import { connect } from '../../src/client/client.js';
 import { WireClient } from '../server/wire-client.js';

@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 import type { AnyFamily } from '../../src/families/family.js';
 import { FAMILIES } from '../../src/families/registry.js';
 import { OPS } from '../../src/protocol/index.js';
-import { loadServerParts } from '../../src/server/family-part.js';
-import { DEFAULT_DUTY_TIMINGS } from '../../src/server/leader-duties.js';
+import { loadServerParts } from '../../src/server/front/family-part.js';
+import { DEFAULT_DUTY_TIMINGS } from '../../src/server/front/leader-duties.js';
 
 describe('the families\u2019 server parts', () => {
   it('answer every client op but hello, ping and get, and declare duties that have periods', async () => {

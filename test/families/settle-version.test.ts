@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { settleCommandVersion } from '../../src/families/cluster/server.js';
 import { COMMAND_VERSION } from '../../src/families/registry.js';
-import type { FrontEnd } from '../../src/server/context.js';
+import type { FrontEnd } from '../../src/server/front/context.js';
 
 function member(peerVersion: number): { fe: FrontEnd; applied: () => void; waitedFor: number[] } {
   const cluster = { active: 1 };

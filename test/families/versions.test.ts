@@ -12,7 +12,7 @@ import type { AnyFamily } from '../../src/families/family.js';
 import { assertCommandVersion } from '../../src/families/cluster/server.js';
 import { COMMAND_VERSION, FAMILIES, REGISTRY } from '../../src/families/registry.js';
 import { VeraError } from '../../src/protocol/index.js';
-import type { FrontEnd } from '../../src/server/context.js';
+import type { FrontEnd } from '../../src/server/front/context.js';
 import { encodeCommand, requiredVersion, versionOf } from '../../src/families/commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { dumpDb, EntryFeed, openTempDb, type TempDb } from '../statemachine/helpers.js';

@@ -10,7 +10,7 @@ import type { ClusterConfig, Entry } from '../../src/raft/types.js';
 import { bookOf, configOf, encodeMembers, initialMembers, MEMBERS_KEY, type Member } from '../../src/statemachine/index.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { openTempDb, type TempDb } from '../statemachine/helpers.js';
-import { peersFlagDisagreements } from '../../src/server/membership.js';
+import { peersFlagDisagreements } from '../../src/server/admin/membership.js';
 import { REGISTRY } from '../../src/families/registry.js';
 
 const SEED = [

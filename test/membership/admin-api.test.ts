@@ -1,8 +1,8 @@
 // The membership endpoints against a scripted member: authentication, input
 // checks, the guards (caught-up promotion, last voter, pending change), follower
 // redirects and leadership transfer. The real cluster is in cluster.test.ts.
-import { operatorAuthorization } from '../../src/server/operator-auth.js';
-import { OperatorChallenges } from '../../src/server/operator-challenges.js';
+import { operatorAuthorization } from '../../src/server/admin/operator-auth.js';
+import { OperatorChallenges } from '../../src/server/admin/operator-challenges.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { MemberChange } from '../../src/raft/config.js';
 import { RaftError } from '../../src/raft/driver.js';
 import type { NodeId, Status } from '../../src/raft/types.js';
-import { authorizeOperator, handleAdmin, issueChallenge, LeaderWatch, MemberDirectory, type AdminContext, type MembershipNode } from '../../src/server/membership.js';
+import { authorizeOperator, handleAdmin, issueChallenge, LeaderWatch, MemberDirectory, type AdminContext, type MembershipNode } from '../../src/server/admin/membership.js';
 import { VeraError } from '../../src/protocol/index.js';
 import { initialMembers, type Member } from '../../src/statemachine/index.js';
 

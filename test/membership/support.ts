@@ -10,7 +10,7 @@ import { main } from '../../src/cli/main.js';
 import { captureIO } from '../client/cli-io.js';
 import { freePort, VeraProcess, type LogLine } from '../support/vera-process.js';
 import { pollUntil } from '../support/poll.js';
-import type { StatusBody } from '../../src/server/http-api.js';
+import type { StatusBody } from '../../src/server/http/http-api.js';
 
 export interface Spec {
   readonly id: string;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_COMPACTION, MembershipDivergedError, VeraNode } from '../../src/server/vera-node.js';
+import { DEFAULT_COMPACTION, MembershipDivergedError, VeraNode } from '../../src/server/node/vera-node.js';
 import { initialMembers, type Member } from '../../src/statemachine/index.js';
 
 const cleanups: Array<() => Promise<void>> = [];

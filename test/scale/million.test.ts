@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { itemKey } from '../../src/families/lists/keys.js';
-import { encodeHeader, encodeTrailer, BACKUP_FORMAT } from '../../src/server/backup.js';
+import { encodeHeader, encodeTrailer, BACKUP_FORMAT } from '../../src/server/admin/backup.js';
 import { encodeAppliedValue } from '../../src/statemachine/codec.js';
 import { encodeItemValue } from '../../src/families/lists/codec.js';
 import { APPLIED_KEY } from '../../src/statemachine/applied.js';

@@ -1,10 +1,10 @@
 // The judgement every request and notification of a connection passes
-// (src/server/credential.ts), as a unit: what a hello's proof rests on, and each
+// (src/server/guard/credential.ts), as a unit: what a hello's proof rests on, and each
 // way the grant ends since, against the auth state as it is now.
 import { describe, expect, it } from 'vitest';
 import { AuthState } from '../../src/families/auth/state.js';
 import { issueToken, tokenDigest } from '../../src/families/auth/tokens.js';
-import { credentialBasis, credentialProblem, type Credential } from '../../src/server/credential.js';
+import { credentialBasis, credentialProblem, type Credential } from '../../src/server/guard/credential.js';
 
 const key = 'ab'.repeat(32);
 

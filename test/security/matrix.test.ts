@@ -15,7 +15,7 @@ import { WireClient, type Reply } from '../server/wire-client.js';
 import type { VeraProcess } from '../support/vera-process.js';
 import { securedServer } from './secured.js';
 import { FAMILIES } from '../../src/families/registry.js';
-import { loadServerParts } from '../../src/server/family-part.js';
+import { loadServerParts } from '../../src/server/front/family-part.js';
 
 type Perm = 'read' | 'write' | 'watch' | 'admin';
 const PERMS: readonly Perm[] = ['read', 'write', 'watch', 'admin'];

@@ -3,8 +3,8 @@
 // one request, and a flood of challenges from strangers cannot evict a nonce an
 // operator holds (new challenges are refused with 429 instead).
 import { afterEach, describe, expect, it } from 'vitest';
-import { operatorAuthorization } from '../../src/server/operator-auth.js';
-import { OperatorChallenges } from '../../src/server/operator-challenges.js';
+import { operatorAuthorization } from '../../src/server/admin/operator-auth.js';
+import { OperatorChallenges } from '../../src/server/admin/operator-challenges.js';
 import { startLeader } from '../server/fixture.js';
 import type { VeraProcess } from '../support/vera-process.js';
 

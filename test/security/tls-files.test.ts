@@ -1,4 +1,4 @@
-// src/server/tls.ts in-process: loading and checking certificate files, reloading
+// src/server/guard/tls.ts in-process: loading and checking certificate files, reloading
 // them when they change (and keeping the old ones when the new ones are broken),
 // and certificateUser(), which names the client by its verified certificate's CN.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -8,9 +8,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { MemberDirectory, wsUrl } from '../../src/server/membership.js';
+import { MemberDirectory, wsUrl } from '../../src/server/admin/membership.js';
 import { initialMembers } from '../../src/statemachine/index.js';
-import { certificateUser, ClientPortTls, loadTlsMaterial, TlsFiles, TlsLoadError } from '../../src/server/tls.js';
+import { certificateUser, ClientPortTls, loadTlsMaterial, TlsFiles, TlsLoadError } from '../../src/server/guard/tls.js';
 import type { ClientTlsConfig } from '../../src/server/config.js';
 import { Pki, type CertFiles } from './pki.js';
 

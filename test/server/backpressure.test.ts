@@ -4,9 +4,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { NOT_PROPOSED } from '../../src/protocol/index.js';
 import { RaftError } from '../../src/raft/driver.js';
-import { toVeraError, type FrontEnd } from '../../src/server/context.js';
-import { ReadPauses } from '../../src/server/read-pauses.js';
-import { WritePressure } from '../../src/server/write-pressure.js';
+import { toVeraError, type FrontEnd } from '../../src/server/front/context.js';
+import { ReadPauses } from '../../src/server/front/read-pauses.js';
+import { WritePressure } from '../../src/server/node/write-pressure.js';
 import { startServer, stopServer } from '../support/member.js';
 import { WireClient, type Reply } from './wire-client.js';
 

@@ -6,7 +6,7 @@
 
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { DiskGuard, FRESH_MS, WRITE_AMPLIFICATION } from '../../src/server/disk-guard.js';
+import { DiskGuard, FRESH_MS, WRITE_AMPLIFICATION } from '../../src/server/node/disk-guard.js';
 import { VeraError } from '../../src/protocol/index.js';
 
 const MIB = 1024 * 1024;

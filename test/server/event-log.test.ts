@@ -2,7 +2,7 @@
 // session it answers for (or it says it cannot be, and the session gets a resync).
 
 import { describe, expect, it } from 'vitest';
-import { EventLog, type RecordedEvent } from '../../src/server/event-log.js';
+import { EventLog, type RecordedEvent } from '../../src/server/node/event-log.js';
 
 const event = (index: number, recipients: string[], path = '/a'): RecordedEvent => ({
   event: { index, type: 'push', path, item: { index, owner: null, data: `d${index}` } },

@@ -5,7 +5,7 @@
 // deleted its lock. The queue gives the stalled time back to every session.
 
 import { describe, expect, it } from 'vitest';
-import { ExpiryQueue } from '../../src/server/expiry.js';
+import { ExpiryQueue } from '../../src/server/node/expiry.js';
 
 const CHECK_MS = 25;
 

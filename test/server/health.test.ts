@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '../../src/client/client.js';
 import { AssignClient } from '../../src/families/assign/client.js';
-import { readiness } from '../../src/server/health.js';
+import { readiness } from '../../src/server/http/health.js';
 import { freePort, killAll, VeraProcess } from '../support/vera-process.js';
 import { httpGet, startLeader, waitForLeadership } from './fixture.js';
 

@@ -5,7 +5,7 @@
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
-import { hostNameOf, hostRefusal, type KnownHosts } from '../../src/server/host-check.js';
+import { hostNameOf, hostRefusal, type KnownHosts } from '../../src/server/guard/host-check.js';
 import { captureIO } from '../client/cli-io.js';
 import { startLeader } from './fixture.js';
 import { upgradeStatus } from '../support/upgrade.js';

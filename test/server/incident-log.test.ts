@@ -2,7 +2,7 @@
 // administrator's op that succeeded is an info line 'admin-act', never a warning that
 // authentication failed, and a real failure is still the warning it was.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { incidentLogLine } from '../../src/server/access.js';
+import { incidentLogLine } from '../../src/server/guard/access.js';
 import type { VeraProcess } from '../support/vera-process.js';
 import { openSession, startLeader, type Session } from './fixture.js';
 

@@ -7,9 +7,9 @@
 
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { FrontEnd } from '../../src/server/context.js';
-import { ExpiryQueue } from '../../src/server/expiry.js';
-import { LeaderDuties } from '../../src/server/leader-duties.js';
+import type { FrontEnd } from '../../src/server/front/context.js';
+import { ExpiryQueue } from '../../src/server/node/expiry.js';
+import { LeaderDuties } from '../../src/server/front/leader-duties.js';
 import { sessionExpiry } from '../../src/families/sessions/server.js';
 import { ackFlush } from '../../src/families/lag/server.js';
 import type { Command } from '../../src/families/core-commands.js';

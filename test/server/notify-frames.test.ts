@@ -2,8 +2,8 @@
 // hands the same bytes to every watcher.
 
 import { describe, expect, it } from 'vitest';
-import { EventLog } from '../../src/server/event-log.js';
-import { DEFAULT_NOTIFIER_LIMITS, Notifier, type NotifySink } from '../../src/server/notifier.js';
+import { EventLog } from '../../src/server/node/event-log.js';
+import { DEFAULT_NOTIFIER_LIMITS, Notifier, type NotifySink } from '../../src/server/front/notifier.js';
 import { decodeServerFrame, NotifyFrames, type NotifyPayload } from '../../src/protocol/index.js';
 import type { ChangeEvent } from '../../src/statemachine/types.js';
 

@@ -1,12 +1,12 @@
 // A member serves the dashboard's files from dist/ui at /ui on its client port
-// (src/server/ui-files.ts): the redirect, index.html, the bundles with their
+// (src/server/http/ui-files.ts): the redirect, index.html, the bundles with their
 // content types, ETags and no-cache, HEAD, 405 for other methods, 404 for what
 // is not there, and nothing outside dist/ui whatever the target says.
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultUiDirectory } from '../../src/server/ui-files.js';
+import { defaultUiDirectory } from '../../src/server/http/ui-files.js';
 import { startLeader } from './fixture.js';
 import type { VeraProcess } from '../support/vera-process.js';
 

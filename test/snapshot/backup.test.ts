@@ -14,7 +14,7 @@ import { connect, type VeraClient } from '../../src/client/index.js';
 import { Bucket } from '../../src/keys/index.js';
 import { itemKey } from '../../src/families/lists/keys.js';
 import { readRecords } from '../../src/raft/state-transfer.js';
-import { BACKUP_FORMAT, BackupError, backupBody, type BackupErrorCode, TRAILER_BYTES, verifyBackupFile, type VerifiedBackup } from '../../src/server/backup.js';
+import { BACKUP_FORMAT, BackupError, backupBody, type BackupErrorCode, TRAILER_BYTES, verifyBackupFile, type VerifiedBackup } from '../../src/server/admin/backup.js';
 import { captureIO } from '../client/cli-io.js';
 import { freePort, killAll, VeraProcess } from '../support/vera-process.js';
 import { listOf, statusOf, TestCluster, type ListBody } from './support.js';

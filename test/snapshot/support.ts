@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { VeraClient } from '../../src/client/index.js';
 import { freePort, VeraProcess } from '../support/vera-process.js';
 import { pollUntil } from '../support/poll.js';
-import type { StatusBody } from '../../src/server/http-api.js';
+import type { StatusBody } from '../../src/server/http/http-api.js';
 
 export interface MemberSpec {
   readonly id: string;

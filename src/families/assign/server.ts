@@ -4,10 +4,10 @@
 // API and its metrics.
 import { randomInt } from 'node:crypto';
 import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
-import type { FrontEnd } from '../../server/context.js';
-import { expectOk } from '../../server/context.js';
-import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
-import type { Need } from '../../server/access.js';
+import type { FrontEnd } from '../../server/front/context.js';
+import { expectOk } from '../../server/front/context.js';
+import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type ServerPart } from '../../server/front/family-part.js';
+import type { Need } from '../../server/guard/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { rulesAt, unchangedLogin, type Assignment, type AssignValue, type LoginRefusal } from './apply.js';
 import { cluster } from '../cluster/index.js';

@@ -1,7 +1,7 @@
 // The audit family: authentication failures, permission denials and what
 // operators did, replicated through Raft as a hash chain (chain.ts), so every
 // member holds the same log and an edited record shows (docs/security.md).
-// The server gathers the facts (src/server/access.ts) and the leader writes
+// The server gathers the facts (src/server/guard/access.ts) and the leader writes
 // them in batches (server.ts); apply numbers and chains them, and forgets the
 // oldest beyond MAX_AUDIT_RECORDS.
 import { bucketPrefix, decodeIndex, encodeIndex } from '../../keys/index.js';

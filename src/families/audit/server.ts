@@ -1,12 +1,12 @@
 // The audit family's server part: the leader writes what the guard gathered
-// (src/server/access.ts) in entries of up to MAX_FACTS_PER_ENTRY facts, one
+// (src/server/guard/access.ts) in entries of up to MAX_FACTS_PER_ENTRY facts, one
 // entry in flight at a time; admins read the log a page at a time over the
 // WebSocket (audit.list) or HTTP (GET /v1/audit?after=N&limit=N).
 import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
-import type { Need } from '../../server/access.js';
-import { suppressedWhat } from '../../server/audit-queue.js';
-import type { FrontEnd } from '../../server/context.js';
-import { familyOps, type FamilyHttpRoute, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
+import type { Need } from '../../server/guard/access.js';
+import { suppressedWhat } from '../../server/guard/audit-queue.js';
+import type { FrontEnd } from '../../server/front/context.js';
+import { familyOps, type FamilyHttpRoute, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/front/family-part.js';
 import type { AuditFact } from './chain.js';
 import { audit, decodeRecord, MAX_FACTS_PER_ENTRY, recordKey, RECORD_RANGE } from './index.js';
 import { AUDIT_OPS, AUDIT_PAGE } from './wire.js';

@@ -1,5 +1,5 @@
 // Permissions on resources, and how a user's roles decide one. Pure: the
-// server's one check point (src/server/access.ts) and the tests use it alike.
+// server's one check point (src/server/guard/access.ts) and the tests use it alike.
 //
 // A resource is a list path ('/app/config') or a family's named thing
 // ('journal:orders', 'assign:sync', 'cluster'). A rule names a prefix of

@@ -4,10 +4,10 @@
 // hold is dropped and its owner told, at once (docs/security.md).
 import { randomBytes } from 'node:crypto';
 import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
-import type { Need } from '../../server/access.js';
-import { expectOk, type FrontEnd } from '../../server/context.js';
-import { exposureProblem } from '../../server/exposure.js';
-import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
+import type { Need } from '../../server/guard/access.js';
+import { expectOk, type FrontEnd } from '../../server/front/context.js';
+import { exposureProblem } from '../../server/guard/exposure.js';
+import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type ServerPart } from '../../server/front/family-part.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { auth, type AuthCommand } from './index.js';
 import { hashPassword } from './password-hash.js';

@@ -57,7 +57,7 @@ export function checkToken(state: AuthState, token: string, now: number): { user
 
 /**
  * The claims a token carries, unverified: for a token `checkToken` has just accepted,
- * what the connection it opened must be judged by later (src/server/credential.ts).
+ * what the connection it opened must be judged by later (src/server/guard/credential.ts).
  */
 export function claimsOf(token: string): TokenClaims | null {
   if (!token.startsWith(PREFIX) || token.length > 2048) return null;

@@ -1,8 +1,8 @@
 // The cluster family on the server: the leader raises the active command version
 // once every voter advertises it, and every proposal is checked against it.
 import { VeraError } from '../../protocol/index.js';
-import type { FrontEnd } from '../../server/context.js';
-import type { LeaderDuty, ServerPart } from '../../server/family-part.js';
+import type { FrontEnd } from '../../server/front/context.js';
+import type { LeaderDuty, ServerPart } from '../../server/front/family-part.js';
 import { COMMAND_VERSION } from '../registry.js';
 import { cluster } from './index.js';
 import { versionProblem, versionToActivate } from './versions.js';

@@ -4,10 +4,10 @@
 // all wait for it, then run in the order they came). Metrics: units and bytes
 // frozen, freezes and thaws, thaw time.
 import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
-import type { FrontEnd } from '../../server/context.js';
-import { expectOk } from '../../server/context.js';
-import { familyOps, proposeTimed, type FamilyOpCall, type LeaderDuty, type PathGuard, type ServerPart } from '../../server/family-part.js';
-import type { Need } from '../../server/access.js';
+import type { FrontEnd } from '../../server/front/context.js';
+import { expectOk } from '../../server/front/context.js';
+import { familyOps, proposeTimed, type FamilyOpCall, type LeaderDuty, type PathGuard, type ServerPart } from '../../server/front/family-part.js';
+import type { Need } from '../../server/guard/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { FROZEN_REFUSAL, hibernate, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
 import { decodeItemKey } from '../lists/keys.js';
@@ -104,7 +104,7 @@ async function thawUnit(fe: FrontEnd, unit: string): Promise<Thawed> {
 async function* noLists(): AsyncGenerator<never> {}
 
 /**
- * Hibernation's rule on every access to a path (the core runs it: src/server/path-guard.ts).
+ * Hibernation's rule on every access to a path (the core runs it: src/server/guard/path-guard.ts).
  * A use on the leader (a linearizable read, a write, a watch) thaws the path's unit first; a
  * change ordered after a freeze the use did not see is refused in apply, changing nothing,
  * and asked again after the thaw. Reads never depend on the thaw: at their own snapshot they

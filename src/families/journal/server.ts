@@ -1,10 +1,10 @@
 // The journal on the server: its client ops (wire.ts checks them), the leader's
 // duties (timeouts, expiry, finishing drops) and waking claimers that wait.
 import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
-import type { FrontEnd } from '../../server/context.js';
-import { expectOk } from '../../server/context.js';
-import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/family-part.js';
-import type { Need } from '../../server/access.js';
+import type { FrontEnd } from '../../server/front/context.js';
+import { expectOk } from '../../server/front/context.js';
+import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/front/family-part.js';
+import type { Need } from '../../server/guard/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import type { JournalValue } from './apply.js';
 import type { AddedItem, DoneItem, JournalCommand } from './commands.js';

@@ -2,7 +2,7 @@
 // items become available, as many waiting claimers are woken as there are new
 // items, oldest first (no herd); when only future items wait, one timer wakes
 // one claimer at the earliest process date. Nothing polls.
-import type { FrontEnd } from '../../server/context.js';
+import type { FrontEnd } from '../../server/front/context.js';
 import { journal } from './index.js';
 import { earliestProcessAt } from './reads.js';
 

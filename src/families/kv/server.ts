@@ -2,10 +2,10 @@
 // they run (runFamilyOp: a hibernated list thaws first), a lease named as an owner must be the caller's, and the
 // command carries the leader's limits so apply judges them as it judges a push.
 import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
-import type { Need } from '../../server/access.js';
-import { expectOk, type FrontEnd } from '../../server/context.js';
-import { familyOps, proposeTimed, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
-import { wireItem } from '../../server/ops.js';
+import type { Need } from '../../server/guard/access.js';
+import { expectOk, type FrontEnd } from '../../server/front/context.js';
+import { familyOps, proposeTimed, type FamilyOpCall, type ServerPart } from '../../server/front/family-part.js';
+import { wireItem } from '../../server/front/ops.js';
 import { usableLease } from '../lease/server.js';
 import { lists } from '../lists/index.js';
 import type { TxnValue, WriteResult } from './apply.js';

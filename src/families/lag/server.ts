@@ -1,7 +1,7 @@
 // The lag family on the server: the leader writes the notification indexes
 // clients acknowledged through Raft, in batches, so a new leader knows what to
 // replay to each session.
-import type { LeaderDuty, ServerPart } from '../../server/family-part.js';
+import type { LeaderDuty, ServerPart } from '../../server/front/family-part.js';
 import { lagOf } from './queries.js';
 import { liveSessions } from '../sessions/queries.js';
 

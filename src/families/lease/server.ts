@@ -5,9 +5,9 @@
 // granted a lease may keep it alive, revoke it or use it.
 import { createHash, randomBytes } from 'node:crypto';
 import { VeraError, type FamilyResult } from '../../protocol/index.js';
-import type { Need } from '../../server/access.js';
-import { expectOk, type FrontEnd } from '../../server/context.js';
-import { familyOps, proposeTimed, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
+import type { Need } from '../../server/guard/access.js';
+import { expectOk, type FrontEnd } from '../../server/front/context.js';
+import { familyOps, proposeTimed, type FamilyOpCall, type ServerPart } from '../../server/front/family-part.js';
 import { LEASE_OPS, LEASE_PREFIX, type LeaseInfo } from './wire.js';
 import { liveSessions } from '../sessions/queries.js';
 

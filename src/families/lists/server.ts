@@ -1,10 +1,10 @@
 // The lists family's client ops: push, delete and ls. (A get is answered by the
 // connection itself, which streams large lists at the pace the client reads.)
 import { packedData, VeraError, type EmptyResult, type LsResult, type PushResult } from '../../protocol/index.js';
-import { expectOk } from '../../server/context.js';
-import { proposeTimed, type OpCall, type ServerPart } from '../../server/family-part.js';
-import { wireItem } from '../../server/ops.js';
-import { childrenOf } from '../../server/path-guard.js';
+import { expectOk } from '../../server/front/context.js';
+import { proposeTimed, type OpCall, type ServerPart } from '../../server/front/family-part.js';
+import { wireItem } from '../../server/front/ops.js';
+import { childrenOf } from '../../server/guard/path-guard.js';
 import { cluster } from '../cluster/index.js';
 import { WATCH_IF_ROOM_SINCE } from './index.js';
 import { userQuotaField } from '../quota/propose.js';

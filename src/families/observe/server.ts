@@ -2,9 +2,9 @@
 // (and, for one session's items, a read of its reverse index).
 import { clientDataRange, decodeClientDataKey } from '../lists/keys.js';
 import type { FamilyRequest, FamilyResult } from '../../protocol/index.js';
-import type { Need } from '../../server/access.js';
-import type { FrontEnd } from '../../server/context.js';
-import { familyOps, type FamilyOpCall, type ServerPart } from '../../server/family-part.js';
+import type { Need } from '../../server/guard/access.js';
+import type { FrontEnd } from '../../server/front/context.js';
+import { familyOps, type FamilyOpCall, type ServerPart } from '../../server/front/family-part.js';
 import { cluster } from '../cluster/index.js';
 import { sessions } from '../sessions/index.js';
 import { OBSERVE_OPS, OBSERVE_PAGE, type ClusterView, type MemberView, type SessionView } from './wire.js';

@@ -2,7 +2,7 @@
 // (`--items-per-user`, `--bytes-per-user`), once every member applies command
 // version 9; apply charges the user behind the session and judges these (or the
 // user's or its roles' own settings).
-import type { FrontEnd } from '../../server/context.js';
+import type { FrontEnd } from '../../server/front/context.js';
 import { cluster } from '../cluster/index.js';
 import { USER_QUOTA_SINCE, type StorageLimits } from './index.js';
 

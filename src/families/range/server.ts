@@ -3,12 +3,12 @@
 import { decodeItemKey, itemRange, itemSeekKey } from '../lists/keys.js';
 import { VeraError, type FamilyResult } from '../../protocol/index.js';
 import { openCursor, sealCursor, SEALED_PREFIX } from './cursor.js';
-import type { Need } from '../../server/access.js';
-import type { FrontEnd } from '../../server/context.js';
-import { familyOps, type FamilyOpCall, type PathAccess, type ServerPart } from '../../server/family-part.js';
-import { listEntries, listsHeldAt } from '../../server/path-guard.js';
+import type { Need } from '../../server/guard/access.js';
+import type { FrontEnd } from '../../server/front/context.js';
+import { familyOps, type FamilyOpCall, type PathAccess, type ServerPart } from '../../server/front/family-part.js';
+import { listEntries, listsHeldAt } from '../../server/guard/path-guard.js';
 import { withListsHeld } from './held-lists.js';
-import { wireItems } from '../../server/ops.js';
+import { wireItems } from '../../server/front/ops.js';
 import { decodeItemValue } from '../lists/codec.js';
 import type { Item, VeraDb } from '../../statemachine/types.js';
 import { below, RANGE_OPS, type PathsPage } from './wire.js';

@@ -3,9 +3,9 @@
 // proposes the expiry of any that runs out. (A session is opened by the
 // connection's hello, which also binds it to the connection.)
 import type { EmptyResult } from '../../protocol/index.js';
-import { CloseCode, expectOk } from '../../server/context.js';
-import type { LeaderDuty, OpCall, ServerPart } from '../../server/family-part.js';
-import type { FrontEnd } from '../../server/context.js';
+import { CloseCode, expectOk } from '../../server/front/context.js';
+import type { LeaderDuty, OpCall, ServerPart } from '../../server/front/family-part.js';
+import type { FrontEnd } from '../../server/front/context.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { liveSessions } from './queries.js';
 

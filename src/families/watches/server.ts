@@ -1,9 +1,9 @@
 // The watches family's client ops: watch and unwatch.
 import { VeraError, type ChangeEvent, type EmptyResult, type WatchResult } from '../../protocol/index.js';
-import type { FrontEnd } from '../../server/context.js';
-import { expectOk } from '../../server/context.js';
-import { proposeTimed, type OpCall, type ServerPart } from '../../server/family-part.js';
-import { wireItems } from '../../server/ops.js';
+import type { FrontEnd } from '../../server/front/context.js';
+import { expectOk } from '../../server/front/context.js';
+import { proposeTimed, type OpCall, type ServerPart } from '../../server/front/family-part.js';
+import { wireItems } from '../../server/front/ops.js';
 import { liveSessions } from '../sessions/queries.js';
 
 async function watch({ fe, session, request: req, frameBytes }: OpCall<'watch'>): Promise<WatchResult> {

@@ -1,6 +1,6 @@
 // Hibernation is transparent on every access path (issue 34). Every client op and
 // HTTP route is listed from where it is defined (the protocol package's OPS, the
-// families' registry of ops and routes, the core routes of src/server/http-api.ts),
+// families' registry of ops and routes, the core routes of src/server/http/http-api.ts),
 // and each either reads or changes lists, and then has probes here, or touches
 // none, and says why; a new op or route in neither fails the coverage test.
 // A probe reads (or writes and then reads) a unit through one path; what it sees of
@@ -18,8 +18,8 @@ import { KvClient } from '../../../src/families/kv/client.js';
 import { RangeClient } from '../../../src/families/range/client.js';
 import { FAMILIES } from '../../../src/families/registry.js';
 import { OPS, type Item } from '../../../src/protocol/index.js';
-import { loadServerParts, type PathAccess, type PathGuard } from '../../../src/server/family-part.js';
-import { ADMIN_PATHS } from '../../../src/server/membership.js';
+import { loadServerParts, type PathAccess, type PathGuard } from '../../../src/server/front/family-part.js';
+import { ADMIN_PATHS } from '../../../src/server/admin/membership.js';
 import { startServer, stopServer } from '../../support/member.js';
 
 const UNIT = '/users/alice';
@@ -223,7 +223,7 @@ describe('hibernation is transparent on every access path', () => {
       const plugin = await family.plugin();
       for (const schema of Object.values(plugin.ops as Record<string, { readonly name: string }>)) COVERAGE[schema.name] = { untouched: plugin.touchesNoLists };
     }
-    const core = [...readFileSync(new URL('../../../src/server/http-api.ts', import.meta.url), 'utf8').matchAll(/(?:pathname|path) === '(\/[^']*)'/g)].map((m) => `GET ${m[1]}`);
+    const core = [...readFileSync(new URL('../../../src/server/http/http-api.ts', import.meta.url), 'utf8').matchAll(/(?:pathname|path) === '(\/[^']*)'/g)].map((m) => `GET ${m[1]}`);
     expect(core).toContain('GET /v1/data');
     // A family's HTTP route can only name one of its ops (FamilyHttpRoute), which is in the list itself.
     const names = [...OPS, ...parts.familyOps.keys(), ...core, ...ADMIN_PATHS];

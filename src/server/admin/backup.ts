@@ -21,15 +21,15 @@ import { open, readdir, rename, rm, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { addressProblem, type MemberAddress } from '../raft/config.js';
-import { openDataDir } from '../raft/datadir.js';
-import { fsyncDir } from '../raft/fsync.js';
-import { appliedIndexIn, fileChunks, readRecords, replaceState, type CapturedState } from '../raft/state-transfer.js';
-import type { ClusterConfig, NodeId, SnapshotMeta } from '../raft/types.js';
-import { encodeMembers, initialMembers, MEMBERS_KEY, StateMachine } from '../statemachine/index.js';
-import { writeWithBackpressure } from './http-write.js';
-import { APPLIED_INDEX } from '../statemachine/applied.js';
-import { REGISTRY } from '../families/registry.js';
+import { addressProblem, type MemberAddress } from '../../raft/config.js';
+import { openDataDir } from '../../raft/datadir.js';
+import { fsyncDir } from '../../raft/fsync.js';
+import { appliedIndexIn, fileChunks, readRecords, replaceState, type CapturedState } from '../../raft/state-transfer.js';
+import type { ClusterConfig, NodeId, SnapshotMeta } from '../../raft/types.js';
+import { encodeMembers, initialMembers, MEMBERS_KEY, StateMachine } from '../../statemachine/index.js';
+import { writeWithBackpressure } from '../http/http-write.js';
+import { APPLIED_INDEX } from '../../statemachine/applied.js';
+import { REGISTRY } from '../../families/registry.js';
 
 export const BACKUP_FORMAT = 'vera-backup-v1';
 /** A header line longer than this is not one of ours. */

@@ -2,12 +2,12 @@
 // the family's protocol ops, its needs the permission checks, and its handlers
 // are called on the member's own instance, made from a FamilyHost on first use.
 // The FamilyHost is the only view of the front end a plugin gets.
-import { buildersOf, typedRequest, type AnyOpSchema } from '../protocol/index.js';
-import type { AnyPlugin, FamilyHost, PluginServer } from '../kit/plugin.js';
-import type { AnyFamily } from '../families/family.js';
+import { buildersOf, typedRequest, type AnyOpSchema } from '../../protocol/index.js';
+import type { AnyPlugin, FamilyHost, PluginServer } from '../../kit/plugin.js';
+import type { AnyFamily } from '../../families/family.js';
 import { expectOk, notLeaderError, type FrontEnd } from './context.js';
 import { proposeTimed, type FamilyOp, type FamilyOpCall, type ServerPart } from './family-part.js';
-import type { AnyCommand } from '../families/core-commands.js';
+import type { AnyCommand } from '../../families/core-commands.js';
 
 function hostOf(fe: FrontEnd, family: AnyFamily): FamilyHost<unknown> {
   const sm = fe.node.stateMachine;

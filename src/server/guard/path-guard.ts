@@ -7,17 +7,17 @@
 // guarded without knowing the guards. Callers: the connection (core ops),
 // runFamilyOp (family ops over WebSocket and HTTP), GET /v1/data, the notifier's
 // resyncs (reads and listings), ls, get and the range family.
-import { compareUtf8 } from '../keys/index.js';
-import { decodeItemKey, itemKey, itemRange } from '../families/lists/keys.js';
-import { children } from '../families/lists/queries.js';
-import { readListPages as readHotPages, type ItemPage } from '../families/lists/reads.js';
-import type { DbSnapshot } from '../families/family.js';
-import type { FamilyRequest, Request } from '../protocol/index.js';
-import { decodeItemValue } from '../families/lists/codec.js';
-import type { Item, VeraDb } from '../statemachine/types.js';
+import { compareUtf8 } from '../../keys/index.js';
+import { decodeItemKey, itemKey, itemRange } from '../../families/lists/keys.js';
+import { children } from '../../families/lists/queries.js';
+import { readListPages as readHotPages, type ItemPage } from '../../families/lists/reads.js';
+import type { DbSnapshot } from '../../families/family.js';
+import type { FamilyRequest, Request } from '../../protocol/index.js';
+import { decodeItemValue } from '../../families/lists/codec.js';
+import type { Item, VeraDb } from '../../statemachine/types.js';
 import type { Need } from './access.js';
-import type { FrontEnd } from './context.js';
-import type { PathAccess, PathUse, StoredEntry } from './family-part.js';
+import type { FrontEnd } from '../front/context.js';
+import type { PathAccess, PathUse, StoredEntry } from '../front/family-part.js';
 
 /** Times one request runs while a guard keeps refusing it (a unit frozen again at once, each time): then the refusal is the answer. */
 const MAX_RUNS = 4;

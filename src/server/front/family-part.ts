@@ -4,13 +4,13 @@
 // knows families too, never loads server code. The server gathers every
 // registered family's part once at start (loadServerParts).
 
-import type { AnyFamily, DbSnapshot } from '../families/family.js';
-import { OPS, type AnyResult, type FamilyRequest, type FamilyResult, type Op, type ProtocolExtensions, type RequestBuilder, type RequestOf } from '../protocol/index.js';
-import type { ApplyOutcome } from '../statemachine/index.js';
-import type { AnyCommand } from '../families/core-commands.js';
+import type { AnyFamily, DbSnapshot } from '../../families/family.js';
+import { OPS, type AnyResult, type FamilyRequest, type FamilyResult, type Op, type ProtocolExtensions, type RequestBuilder, type RequestOf } from '../../protocol/index.js';
+import type { ApplyOutcome } from '../../statemachine/index.js';
+import type { AnyCommand } from '../../families/core-commands.js';
 import type { FrontEnd } from './context.js';
-import type { Need, Principal } from './access.js';
-import type { VeraDb } from '../statemachine/types.js';
+import type { Need, Principal } from '../guard/access.js';
+import type { VeraDb } from '../../statemachine/types.js';
 import { pluginPart } from './plugin-part.js';
 
 export interface OpCall<O extends Op> {
@@ -30,7 +30,7 @@ export type OpHandlers = { readonly [O in Op]?: OpHandler<O> };
 export interface FamilyOp {
   readonly build: RequestBuilder;
   /**
-   * What the request touches, judged before it runs (src/server/access.ts): every op
+   * What the request touches, judged before it runs (src/server/guard/access.ts): every op
    * says, so no op of any family can be served unchecked.
    */
   readonly needs: (request: FamilyRequest) => readonly Need[];

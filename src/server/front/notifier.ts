@@ -8,11 +8,11 @@
 // socket has room: its memory does not grow with the data. Acknowledged indexes are
 // collected here and written through Raft in batches by the caller.
 
-import type { ItemPage } from '../families/lists/reads.js';
-import type { ChangeEvent } from '../statemachine/types.js';
-import type { WatchRef } from '../families/watches/keys.js';
-import type { EventLog, RecordedEvent } from './event-log.js';
-import { NotifyFrames, type NotifyPayload, type ResyncList } from '../protocol/index.js';
+import type { ItemPage } from '../../families/lists/reads.js';
+import type { ChangeEvent } from '../../statemachine/types.js';
+import type { WatchRef } from '../../families/watches/keys.js';
+import type { EventLog, RecordedEvent } from '../node/event-log.js';
+import { NotifyFrames, type NotifyPayload, type ResyncList } from '../../protocol/index.js';
 
 /** The connection side of a feed. */
 export interface NotifySink {

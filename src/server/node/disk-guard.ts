@@ -19,7 +19,7 @@
 
 import { statfsSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { VeraError } from '../protocol/index.js';
+import { VeraError } from '../../protocol/index.js';
 
 /** Space must come back to this multiple of the reserve before writes resume, so the state does not flap. */
 const RESUME_FACTOR = 1.25;

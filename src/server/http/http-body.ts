@@ -1,7 +1,7 @@
 // Reading a small JSON request body (the membership endpoints, families' POST routes).
 import type { IncomingMessage } from 'node:http';
-import { parseJson } from '../protocol/json.js';
-import { VeraError } from '../protocol/index.js';
+import { parseJson } from '../../protocol/json.js';
+import { VeraError } from '../../protocol/index.js';
 
 /** The largest body read: these endpoints take a few fields, never data. */
 export const MAX_BODY_BYTES = 64 * 1024;

@@ -2,21 +2,21 @@
 // metrics, backups, and the dashboard's files (/ui). Answered by any member; only linearizable reads involve the leader.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { jsonText } from '../protocol/json.js';
-import type { NodeId, Role } from '../raft/types.js';
-import { serveBackup } from './backup.js';
+import { jsonText } from '../../protocol/json.js';
+import type { NodeId, Role } from '../../raft/types.js';
+import { serveBackup } from '../admin/backup.js';
 import { serveList } from './http-list.js';
-import { toVeraError, type FrontEnd } from './context.js';
-import type { FamilyHttpRoute } from './family-part.js';
+import { toVeraError, type FrontEnd } from '../front/context.js';
+import type { FamilyHttpRoute } from '../front/family-part.js';
 import { readJsonBody } from './http-body.js';
-import { ADMIN_PATHS, handleAdmin, issueChallenge, type AdminContext } from './membership.js';
-import { runFamilyOp } from './access.js';
-import { VeraError, type ErrorCode, type FamilyRequest, type FamilyResult } from '../protocol/index.js';
-import { cluster } from '../families/cluster/index.js';
-import { COMMAND_VERSION } from '../families/registry.js';
+import { ADMIN_PATHS, handleAdmin, issueChallenge, type AdminContext } from '../admin/membership.js';
+import { runFamilyOp } from '../guard/access.js';
+import { VeraError, type ErrorCode, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
+import { cluster } from '../../families/cluster/index.js';
+import { COMMAND_VERSION } from '../../families/registry.js';
 import { defaultUiDirectory, FAVICON_PATHS, isUiTarget, serveFavicon, serveUi, UI_PATH } from './ui-files.js';
 import { readiness, type Readiness } from './health.js';
-import { liveSessions } from '../families/sessions/queries.js';
+import { liveSessions } from '../../families/sessions/queries.js';
 
 const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   BAD_REQUEST: 400,

@@ -4,7 +4,7 @@
 // cluster. One user, however many addresses it comes from, cannot take the
 // whole server. Sessions are judged in apply (openSession's
 // principalSessions), the rest here, before anything is proposed.
-import { VeraError } from '../protocol/index.js';
+import { VeraError } from '../../protocol/index.js';
 
 export interface PrincipalLimits {
   readonly connections: number;

@@ -9,7 +9,7 @@
 // upgrade) is ready: the cluster runs the version every member applies, which
 // is all it can run until the last member is upgraded, and calling that
 // unready would stall the rollout that fixes it.
-import { versionToActivate } from '../families/cluster/versions.js';
+import { versionToActivate } from '../../families/cluster/versions.js';
 
 export interface ReadinessInputs {
   /** The leader this member knows, or null. */

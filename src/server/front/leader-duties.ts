@@ -3,8 +3,8 @@
 // `timings[name]` ms while this member leads; when it stops leading, the duties
 // stop and the clients attached here are sent to the new leader.
 
-import { CloseCode, type FrontEnd } from './context.js';
-import type { LeaderDuty } from './family-part.js';
+import { CloseCode, type FrontEnd } from '../front/context.js';
+import type { LeaderDuty } from '../front/family-part.js';
 
 /** Period of each duty by name (ms). */
 export type LeaderDutyTimings = Readonly<Record<string, number>>;

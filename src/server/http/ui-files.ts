@@ -59,12 +59,12 @@ const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 
 /**
  * dist/ui of this build: beside the server's directory when it runs compiled
- * (dist/server -> dist/ui), and the project's dist/ui when it runs from its
- * sources (src/server, under vitest or tsx), never src/ui (the sources).
+ * (dist/server/http -> dist/ui), and the project's dist/ui when it runs from its
+ * sources (src/server/http, under vitest or tsx), never src/ui (the sources).
  */
 export function defaultUiDirectory(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  const top = dirname(here);
+  const top = dirname(dirname(here));
   return basename(top) === 'src' ? join(dirname(top), 'dist', 'ui') : join(top, 'ui');
 }
 

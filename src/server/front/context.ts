@@ -2,18 +2,18 @@
 // duties, limits and observability. One object per running server.
 
 import type { Logger } from 'pino';
-import { RaftError } from '../raft/driver.js';
-import type { NodeId } from '../raft/types.js';
-import type { ApplyOutcome, ApplyResult } from '../statemachine/types.js';
-import type { HibernationConfig, ServerLimits } from './config.js';
-import type { DiskGuard } from './disk-guard.js';
-import type { ExpiryQueue } from './expiry.js';
+import { RaftError } from '../../raft/driver.js';
+import type { NodeId } from '../../raft/types.js';
+import type { ApplyOutcome, ApplyResult } from '../../statemachine/types.js';
+import type { HibernationConfig, ServerLimits } from '../config.js';
+import type { DiskGuard } from '../node/disk-guard.js';
+import type { ExpiryQueue } from '../node/expiry.js';
 import type { FamilyHttpRoute, FamilyOp, OpHandlers, PathGuard } from './family-part.js';
 import type { Notifier } from './notifier.js';
-import { NOT_PROPOSED, VeraError, type ProtocolExtensions, type ProtocolLimits } from '../protocol/index.js';
-import type { ServerMetrics } from './server-metrics.js';
-import type { VeraNode } from './vera-node.js';
-import type { Guard } from './access.js';
+import { NOT_PROPOSED, VeraError, type ProtocolExtensions, type ProtocolLimits } from '../../protocol/index.js';
+import type { ServerMetrics } from '../node/server-metrics.js';
+import type { VeraNode } from '../node/vera-node.js';
+import type { Guard } from '../guard/access.js';
 
 export interface SessionTimeouts {
   readonly min: number;
@@ -86,7 +86,7 @@ export interface FrontEnd {
   readonly peerCommandVersions: ReadonlyMap<NodeId, number>;
 }
 
-export { CloseCode } from '../protocol/index.js';
+export { CloseCode } from '../../protocol/index.js';
 
 /** The protocol error for anything thrown while serving a request. */
 export function toVeraError(err: unknown, fe: FrontEnd): VeraError {

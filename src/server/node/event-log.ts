@@ -7,9 +7,9 @@
 // start from a past index (History, bounded in bytes): kept apart so that a burst
 // of writes nobody watches never pushes out what a resuming session needs.
 
-import { packValue, PackedValue } from '../protocol/index.js';
-import type { ChangeEvent } from '../statemachine/types.js';
-import { storedSizeOf } from '../statemachine/item-sizes.js';
+import { packValue, PackedValue } from '../../protocol/index.js';
+import type { ChangeEvent } from '../../statemachine/types.js';
+import { storedSizeOf } from '../../statemachine/item-sizes.js';
 
 /** The bytes of history kept, at most, unless told otherwise. */
 export const DEFAULT_HISTORY_BYTES = 64 * 1024 * 1024;

@@ -4,8 +4,8 @@
 // authentication turned off and on again since the hello all end the grant. A
 // few map lookups and a clock read, so it runs on every request (as etcd checks
 // its auth revision on each one) and never needs the slow hash again.
-import type { AuthState } from '../families/auth/state.js';
-import { claimsOf, tokenDigest } from '../families/auth/tokens.js';
+import type { AuthState } from '../../families/auth/state.js';
+import { claimsOf, tokenDigest } from '../../families/auth/tokens.js';
 
 export interface Credential {
   readonly user: string;

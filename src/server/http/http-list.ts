@@ -5,11 +5,11 @@
 // memory; past a handful waiting, its socket is closed.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { jsonText } from '../protocol/json.js';
+import { jsonText } from '../../protocol/json.js';
 import type { Socket } from 'node:net';
-import { validatePath, VeraError } from '../protocol/index.js';
-import type { FrontEnd } from './context.js';
-import { guarded, readListPages } from './path-guard.js';
+import { validatePath, VeraError } from '../../protocol/index.js';
+import type { FrontEnd } from '../front/context.js';
+import { guarded, readListPages } from '../guard/path-guard.js';
 import { writeWithBackpressure } from './http-write.js';
 
 /** Requests one socket may have waiting behind the one being answered. */

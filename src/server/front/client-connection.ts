@@ -3,25 +3,25 @@
 // Requests run concurrently; replies may leave out of order, as the protocol allows.
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { LEASE_PREFIX } from '../families/lease/wire.js';
-import { cluster } from '../families/cluster/index.js';
-import { RESUME_TOKENS_SINCE } from '../families/sessions/index.js';
-import { liveSessions } from '../families/sessions/queries.js';
-import { watchesOf } from '../families/watches/queries.js';
-import { lagOf } from '../families/lag/queries.js';
-import { settleCommandVersion } from '../families/cluster/server.js';
-import type { SessionInfo } from '../statemachine/types.js';
+import { LEASE_PREFIX } from '../../families/lease/wire.js';
+import { cluster } from '../../families/cluster/index.js';
+import { RESUME_TOKENS_SINCE } from '../../families/sessions/index.js';
+import { liveSessions } from '../../families/sessions/queries.js';
+import { watchesOf } from '../../families/watches/queries.js';
+import { lagOf } from '../../families/lag/queries.js';
+import { settleCommandVersion } from '../../families/cluster/server.js';
+import type { SessionInfo } from '../../statemachine/types.js';
 import type { WebSocket } from 'ws';
 import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
 import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
 import * as ops from './ops.js';
 import { OutputBudget, type OutputSocket } from './output-budget.js';
 import { ReadPauses } from './read-pauses.js';
-import { CORE_NEEDS, runFamilyOp, type Need, type Principal } from './access.js';
-import { credentialBasis, credentialProblem, type Credential } from './credential.js';
+import { CORE_NEEDS, runFamilyOp, type Need, type Principal } from '../guard/access.js';
+import { credentialBasis, credentialProblem, type Credential } from '../guard/credential.js';
 import type { OpHandler } from './family-part.js';
-import { accessesOf, guarded } from './path-guard.js';
-import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult } from '../protocol/index.js';
+import { accessesOf, guarded } from '../guard/path-guard.js';
+import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult } from '../../protocol/index.js';
 
 /** How long a hello on a member that knows no leader waits for an election to end (the shortest election timeout). */
 const HELLO_LEADER_WAIT_MS = 1000;

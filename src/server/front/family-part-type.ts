@@ -3,7 +3,7 @@
 // server code (it once did, which put 68 files in one loop of type imports).
 import type { ServerPart } from './family-part.js';
 
-declare module '../families/family.js' {
+declare module '../../families/family.js' {
   interface ServerPartSlot {
     readonly part: ServerPart;
   }

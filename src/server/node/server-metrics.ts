@@ -5,7 +5,7 @@
 // replication lag and round trip per peer, snapshots, sessions opened and expired, and the
 // notification backlog by the state of the connections it waits for.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { SnapshotEvent } from '../raft/driver.js';
+import type { SnapshotEvent } from '../../raft/driver.js';
 
 export interface MetricSources {
   raft(): { term: number; commit: number; applied: number; lastIndex: number; isLeader: boolean };

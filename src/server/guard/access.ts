@@ -5,22 +5,22 @@
 // its ops cannot be registered without saying what they need (family-part.ts).
 // Rules and their matching are in src/families/auth/rules.ts.
 import type { IncomingMessage } from 'node:http';
-import { auth } from '../families/auth/index.js';
-import { VerifiedPasswords } from '../families/auth/password-hash.js';
-import { allows, allowsAnyBelow, type Permission } from '../families/auth/rules.js';
-import type { AuthState } from '../families/auth/state.js';
-import { checkToken } from '../families/auth/tokens.js';
-import { VeraError, type FamilyRequest, type FamilyResult, type Op, type RequestOf } from '../protocol/index.js';
-import type { FrontEnd } from './context.js';
-import type { FamilyOp } from './family-part.js';
+import { auth } from '../../families/auth/index.js';
+import { VerifiedPasswords } from '../../families/auth/password-hash.js';
+import { allows, allowsAnyBelow, type Permission } from '../../families/auth/rules.js';
+import type { AuthState } from '../../families/auth/state.js';
+import { checkToken } from '../../families/auth/tokens.js';
+import { VeraError, type FamilyRequest, type FamilyResult, type Op, type RequestOf } from '../../protocol/index.js';
+import type { FrontEnd } from '../front/context.js';
+import type { FamilyOp } from '../front/family-part.js';
 import { accessesOf, guarded } from './path-guard.js';
 import { certificateUser as certificateUserOf } from './tls.js';
-import type { VeraNode } from './vera-node.js';
+import type { VeraNode } from '../node/vera-node.js';
 import { AuditQueue, type Taken } from './audit-queue.js';
 import { hostOf, LoginBackoff } from './login-backoff.js';
 import { DEFAULT_PRINCIPAL_LIMITS, PrincipalMeter, type PrincipalLimits } from './principal-limits.js';
-import { sessions } from '../families/sessions/index.js';
-import { watches } from '../families/watches/index.js';
+import { sessions } from '../../families/sessions/index.js';
+import { watches } from '../../families/watches/index.js';
 
 /** One permission on one resource (a list path, or a family's resource such as 'journal:orders'). */
 export interface Need {

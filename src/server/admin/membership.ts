@@ -14,12 +14,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { MEMBER_ID_PATTERN, type MemberAddress, type MemberChange } from '../raft/config.js';
-import type { PeerAddress } from '../raft/transport/peer-transport.js';
-import type { NodeId, SoftState, Status } from '../raft/types.js';
-import { bookOf, type Member } from '../statemachine/index.js';
-import { VeraError, type ErrorCode } from '../protocol/index.js';
-import { parseJsonObject, readBody } from './http-body.js';
+import { MEMBER_ID_PATTERN, type MemberAddress, type MemberChange } from '../../raft/config.js';
+import type { PeerAddress } from '../../raft/transport/peer-transport.js';
+import type { NodeId, SoftState, Status } from '../../raft/types.js';
+import { bookOf, type Member } from '../../statemachine/index.js';
+import { VeraError, type ErrorCode } from '../../protocol/index.js';
+import { parseJsonObject, readBody } from '../http/http-body.js';
 import type { OperatorChallenges } from './operator-challenges.js';
 import { operatorMac, parseOperatorAuthorization } from './operator-auth.js';
 

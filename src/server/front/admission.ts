@@ -6,7 +6,7 @@
 
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { RateLimitedLog } from '../log/rate-limited-log.js';
+import { RateLimitedLog } from '../../log/rate-limited-log.js';
 
 export interface AdmissionLimits {
   /** Sockets on the client port at once, all addresses. */
