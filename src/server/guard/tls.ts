@@ -23,7 +23,7 @@ import { X509Certificate } from 'node:crypto';
 import { createSecureContext, type ConnectionOptions, type TLSSocket, type TlsOptions } from 'node:tls';
 import { RateLimitedLog } from '../../log/rate-limited-log.js';
 import type { PeerTls } from '../../raft/transport/shared.js';
-import type { ClientTlsConfig, PeerTlsConfig, TlsFilesConfig } from '../config.js';
+import type { ClientTlsConfig, PeerTlsConfig, ServerConfig, TlsFilesConfig } from '../config.js';
 
 /** What TLS logs through: pino's logger fits. */
 export interface TlsLogger {
@@ -361,5 +361,38 @@ export function peerTls(files: TlsFiles): PeerTls {
       return { cert, key, minVersion, ...(ca === undefined ? {} : { ca }) };
     },
     onReload: (listener) => files.onReload(listener),
+  };
+}
+
+/** Both ports' certificates, as one member's start reads them. */
+export interface PortTls {
+  /** The client port's TLS, or null for plain WebSocket and HTTP. */
+  readonly client: ClientPortTls | null;
+  /** The peer port's certificate files, or null for plain peer links. */
+  readonly peer: TlsFiles | null;
+  /** Stops watching the files. */
+  close(): void;
+}
+
+/**
+ * Reads both ports' certificates first, before the store opens: a member that cannot
+ * serve them should not open its store. Nothing is left watching when one fails.
+ */
+export function openPortTls(config: Pick<ServerConfig, 'clientTls' | 'peerTls'>, logger: TlsLogger, reloadCheckMs?: number): PortTls {
+  const client = config.clientTls === undefined ? null : new ClientPortTls(config.clientTls, logger, reloadCheckMs);
+  let peer: TlsFiles | null = null;
+  try {
+    peer = config.peerTls === undefined ? null : new TlsFiles(config.peerTls, 'peer port', logger, reloadCheckMs);
+  } catch (err) {
+    client?.close();
+    throw err;
+  }
+  return {
+    client,
+    peer,
+    close: () => {
+      client?.close();
+      peer?.stop();
+    },
   };
 }
