@@ -19,7 +19,7 @@ import type { AnyPlugin } from '../kit/plugin.js';
  * `part: ServerPart` to it), so the contract names the server part's type without importing any
  * server code: the kernel and the families' apply side stay below the server in the import graph.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled in by declaration merging
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging (src/server/family-part-type.ts)
 export interface ServerPartSlot {}
 export type FamilyServerPart = ServerPartSlot extends { readonly part: infer P } ? P : unknown;
 
@@ -197,7 +197,7 @@ export interface ListGuard {
   changed(states: States, events: readonly ChangeEvent[]): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds families of every command type
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds families of every command type (a command is both decoded and planned, so no narrower type fits)
 export type AnyFamily = Family<any, unknown>;
 
 export function failure(code: ApplyError['code'], message: string): ApplyError {

@@ -12,7 +12,7 @@ import { PendingReads, type PlanReads } from './pending-reads.js';
 import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
 import { decodeMembers, encodeMembers, MEMBERS_KEY, membersAfter, type Member } from './members.js';
 import { APPLIED_KEY, digestState, readApplied, type DbSnapshot } from './applied.js';
-import { StateMachineError, type ApplyError, type ApplyOutcome, type SessionInfo, type VeraDb } from './types.js';
+import { StateMachineError, type ApplyError, type ApplyOutcome, type VeraDb } from './types.js';
 import { CorruptValueError, corruptValueIn } from '../raft/checked-values.js';
 import { writeBatch } from './write-batch.js';
 

@@ -6,7 +6,7 @@ import { clientDataKey, clientDataRange, decodeClientDataKey, itemKey } from './
 import { type WatchRef } from '../watches/keys.js';
 import { EMPTY_VALUE } from '../../statemachine/codec.js';
 import { decodeChargedItem, encodeItemValue } from './codec.js';
-import type { ApplyError, ChangeEvent, Item, VeraDb } from '../../statemachine/types.js';
+import type { ApplyError, ChangeEvent, Item } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../family.js';
 import { CommandError } from '../family.js';
 import { boolField, indexField, pathField, quotaField, sessionField } from '../fields.js';
