@@ -29,7 +29,7 @@ import { childrenOf, readListPages } from './path-guard.js';
 import { OperatorChallenges } from './operator-challenges.js';
 import { RequestGate, refuseRequest, refuseUpgrade } from './request-gate.js';
 import { COMMAND_VERSION, FAMILIES } from '../families/registry.js';
-import type { AnyFamily } from '../families/family.js';
+import type { AnyFamily } from '../statemachine/family.js';
 import { authorizeOperator, DEFAULT_PROMOTE_MAX_LAG, LeaderWatch, MemberDirectory, peersFlagDisagreements, wsUrl } from './membership.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier } from './notifier.js';
 import { DiskGuard } from './disk-guard.js';

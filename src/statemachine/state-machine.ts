@@ -6,7 +6,7 @@
 // Raft log is the durable record.
 import type { Entry } from '../raft/types.js';
 import { internalPropertyKey } from '../keys/index.js';
-import { CommandError, failure, UnknownCommandError, type AnyFamily, type BatchOp, type Registry, type Family, type Plan, type PlanContext, type States } from '../families/family.js';
+import { CommandError, failure, UnknownCommandError, type AnyFamily, type BatchOp, type Registry, type Family, type Plan, type PlanContext, type States } from './family.js';
 import { encodeAppliedValue, encodeClockValue, decodeClockValue } from './codec.js';
 import { PendingReads, type PlanReads } from './pending-reads.js';
 import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';

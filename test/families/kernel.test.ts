@@ -2,7 +2,7 @@
 // replicated clock, commands a member does not know, and the registry's rules.
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AnyFamily } from '../../src/families/family.js';
+import type { AnyFamily } from '../../src/statemachine/family.js';
 import { COMMAND_VERSION, FAMILIES, LEGACY_OPS, REGISTRY, checkBuckets } from '../../src/families/registry.js';
 import { Bucket } from '../../src/keys/index.js';
 import { CommandError, decodeEntryCommand, encodeCommand, UnknownCommandError } from '../../src/families/commands.js';

@@ -4,7 +4,7 @@
 import { Bucket } from '../../keys/index.js';
 import { lagKey } from './keys.js';
 import { encodeLagValue } from './codec.js';
-import { CommandError, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan } from '../family.js';
+import { CommandError, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan } from '../../statemachine/family.js';
 import { indexField, sessionField } from '../fields.js';
 import { sessions } from '../sessions/index.js';
 import { LagState } from './state.js';

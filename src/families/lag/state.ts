@@ -4,7 +4,7 @@ import { Bucket, bucketRange, entriesInKeyOrder } from '../../keys/index.js';
 import { decodeLagKey } from './keys.js';
 import { decodeLagValue } from './codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 
 export class LagState {
   private readonly acked = new Map<string, number>();

@@ -1,6 +1,6 @@
 // The lists family's queries, read from one snapshot of the store with the
 // applied index they reflect (once methods of the StateMachine, which now only applies).
-import type { StateReader } from '../family.js';
+import type { StateReader } from '../../statemachine/family.js';
 import type { ChildrenView, ListView } from '../../statemachine/types.js';
 import { checkPath } from '../query-checks.js';
 import * as reads from './reads.js';

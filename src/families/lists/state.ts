@@ -5,7 +5,7 @@
 import { Bucket, bucketRange, decodeIndex, entriesInKeyOrder } from '../../keys/index.js';
 import { decodeItemKey } from './keys.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import { UsageCounts } from './usage.js';
 
 export class ListsState {

@@ -9,7 +9,7 @@
 
 import { Bucket, bucketRange } from '../../keys/index.js';
 import { decodeClientDataKey, itemKey } from './keys.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import type { VeraDb } from '../../statemachine/types.js';
 
 export interface SessionUsage {

@@ -5,8 +5,8 @@ import { Bucket } from '../../keys/index.js';
 import { clientKey } from './keys.js';
 import { encodeClientValue } from './codec.js';
 import type { ApplyError } from '../../statemachine/types.js';
-import { failure, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../family.js';
-import { CommandError } from '../family.js';
+import { failure, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../../statemachine/family.js';
+import { CommandError } from '../../statemachine/family.js';
 import { integerField, quotaField, sessionField } from '../fields.js';
 import { clientAddress, SessionsState } from './state.js';
 

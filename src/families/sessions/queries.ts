@@ -1,5 +1,5 @@
 // The sessions family's queries (once methods of the StateMachine, which now only applies).
-import type { StateReader } from '../family.js';
+import type { StateReader } from '../../statemachine/family.js';
 import type { SessionInfo } from '../../statemachine/types.js';
 import { sessions } from './index.js';
 

@@ -5,7 +5,7 @@ import { Bucket, bucketRange } from '../../keys/index.js';
 import { decodeClientKey } from './keys.js';
 import { decodeClientValue } from './codec.js';
 import type { SessionInfo, VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 
 export class SessionsState {
   private readonly info = new Map<string, SessionInfo>();

@@ -4,7 +4,7 @@ import { Bucket } from '../../keys/index.js';
 import { watchKey, type WatchRef } from './keys.js';
 import { EMPTY_VALUE } from '../../statemachine/codec.js';
 import { WATCH_ITEMS_MAX_BYTES, type ApplyError, type ApplySuccess } from '../../statemachine/types.js';
-import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../family.js';
+import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../../statemachine/family.js';
 import { boolField, pathField, quotaField, sessionField } from '../fields.js';
 import { readListWithin } from '../lists/reads.js';
 import { sessionProblem } from '../sessions/index.js';

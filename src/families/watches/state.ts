@@ -6,7 +6,7 @@ import { Bucket, bucketRange, entriesInKeyOrder } from '../../keys/index.js';
 import { decodeWatchKey, watchKey, type WatchRef } from './keys.js';
 import { pathAndAncestors } from '../../protocol/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 
 export class WatchesState {
   private readonly exact = new Map<string, Set<string>>();
