@@ -11,9 +11,6 @@ export {
   type ApplyResult,
   type ApplySuccess,
   type ChangeEvent,
-  type ChildrenView,
   type Item,
-  type ListView,
-  type SessionInfo,
   type VeraDb,
 } from './types.js';

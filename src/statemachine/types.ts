@@ -21,15 +21,6 @@ export interface ChangeEvent {
   readonly item: Item;
 }
 
-export interface SessionInfo {
-  readonly timeoutMs: number;
-  readonly remote: string;
-  /** SHA-256 (hex) of the resume token given to the session's creator; absent for sessions opened before version 6. */
-  readonly resumeHash?: string;
-  /** The user that opened the session, when authentication was on (version 7). */
-  readonly principal?: string;
-}
-
 /** Codes a command can fail with at apply time; the same on every peer. */
 export type ApplyErrorCode = 'BAD_REQUEST' | 'NOT_FOUND' | 'FORBIDDEN' | 'CONFLICT' | 'SESSION_EXPIRED' | 'QUOTA_EXCEEDED';
 
@@ -70,17 +61,6 @@ export interface ApplyOutcome {
   readonly events: readonly ChangeEvent[];
 }
 
-/** A list as of an applied index. */
-export interface ListView {
-  readonly index: number;
-  readonly items: readonly Item[];
-}
-
-export interface ChildrenView {
-  readonly index: number;
-  readonly children: readonly string[];
-}
-
 /** Misuse of the state machine (bad query argument, out-of-order entry). */
 export class StateMachineError extends Error {
   override readonly name = 'StateMachineError';
@@ -91,9 +71,6 @@ export class StateMachineError extends Error {
     super(message);
   }
 }
-
-/** Stored bytes of the items an exact watch returns with its result; a bigger list is answered with `tooLarge` and no items. */
-export const WATCH_ITEMS_MAX_BYTES = 8 * 1024 * 1024;
 
 /** One write of an entry's LevelDB batch (what a family's plan lists; the family contract re-exports it). */
 export type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };

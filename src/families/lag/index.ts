@@ -1,8 +1,7 @@
 // The lag family: how far each session has acknowledged its notifications,
 // replicated so a new leader knows what to replay. The leader batches the acks
 // it received into one `ack` entry.
-import { Bucket } from '../../keys/index.js';
-import { lagKey } from './keys.js';
+import { LagBucket, lagKey } from './keys.js';
 import { encodeLagValue } from './codec.js';
 import { CommandError, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan } from '../../statemachine/family.js';
 import { indexField, sessionField } from '../fields.js';
@@ -52,7 +51,7 @@ function acksField(value: unknown): Array<readonly [string, number]> {
 export const lag: Family<AckCommand, LagState> = {
   name: 'lag',
   since: 1,
-  buckets: [{ id: Bucket.lag, name: 'lag' }],
+  buckets: [{ id: LagBucket.lag, name: 'lag' }],
   ops: {
     ack: { fields: ['acks'], since: 1, decode: (c) => ({ op: 'ack', acks: acksField(c.acks) }) },
   },

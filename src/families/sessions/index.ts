@@ -1,8 +1,7 @@
 // The sessions family: opening and closing client sessions. Closing one asks
 // every family what it holds for the session (endSession) and deletes it all in
 // the same entry, so no member ever sees a session gone but its items left.
-import { Bucket } from '../../keys/index.js';
-import { clientKey } from './keys.js';
+import { SessionsBucket, clientKey } from './keys.js';
 import { encodeClientValue } from './codec.js';
 import type { ApplyError } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../../statemachine/family.js';
@@ -114,7 +113,7 @@ export const PRINCIPALS_SINCE = 7;
 export const sessions: Family<SessionsCommand, SessionsState> = {
   name: 'sessions',
   since: 1,
-  buckets: [{ id: Bucket.client, name: 'client' }],
+  buckets: [{ id: SessionsBucket.client, name: 'client' }],
   ops: {
     openSession: {
       fields: ['session', 'timeoutMs', 'remote', 'quota', 'resumeHash', 'principal', 'principalSessions'],
