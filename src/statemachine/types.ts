@@ -30,13 +30,19 @@ export interface ApplyError {
   readonly message: string;
 }
 
+/**
+ * The results of the ops of the families Vera had before the envelope (lists, sessions,
+ * watches, lag), by op name: what each op's success carries besides `ok` and `op`. Empty
+ * here: each of those families adds its own ops' results by declaration merging (e.g.
+ * src/families/lists/index.ts), so the kernel names none of them.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging in the first families' index.ts
+export interface LegacyResults {}
+
 export type ApplySuccess =
-  | { readonly ok: true; readonly op: 'noop' | 'config' | 'closeSession' | 'delete' | 'unwatch' | 'ack' }
-  | { readonly ok: true; readonly op: 'openSession'; readonly session: string }
-  /** `unwatched`: the push's implicit watch was left out, the session being at its watch limit. */
-  | { readonly ok: true; readonly op: 'push'; readonly item: Item; readonly unwatched?: true }
-  /** `items` is present for exact watches only: the list as of this entry. */
-  | { readonly ok: true; readonly op: 'watch'; readonly index: number; readonly items?: readonly Item[]; readonly tooLarge?: true }
+  /** The kernel's own entries. */
+  | { readonly ok: true; readonly op: 'noop' | 'config' }
+  | { [Op in keyof LegacyResults]: { readonly ok: true; readonly op: Op } & LegacyResults[Op] }[keyof LegacyResults]
   /** The result of a family added after these: opaque to the kernel, read by the family's own server part. */
   | FamilySuccess;
 

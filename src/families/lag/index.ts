@@ -48,6 +48,13 @@ function acksField(value: unknown): Array<readonly [string, number]> {
   });
 }
 
+/** What an ack answers (the kernel's ApplySuccess reads it from here). */
+declare module '../../statemachine/types.js' {
+  interface LegacyResults {
+    ack: Record<never, never>;
+  }
+}
+
 export const lag: Family<AckCommand, LagState> = {
   name: 'lag',
   since: 1,

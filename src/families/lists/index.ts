@@ -178,6 +178,15 @@ async function endSession(session: string, { db, states, index }: PlanContext): 
   return { ops, events, after };
 }
 
+/** What a push and a delete answer (the kernel's ApplySuccess reads them from here). */
+declare module '../../statemachine/types.js' {
+  interface LegacyResults {
+    /** `unwatched`: the push's implicit watch was left out, the session being at its watch limit. */
+    push: { readonly item: Item; readonly unwatched?: true };
+    delete: Record<never, never>;
+  }
+}
+
 export const lists: Family<ListsCommand, ListsState> = {
   name: 'lists',
   since: 1,

@@ -110,6 +110,14 @@ export const RESUME_TOKENS_SINCE = 6;
 /** openSession's principal: sessions that record who opened them (the auth family's version). */
 export const PRINCIPALS_SINCE = 7;
 
+/** What opening and closing a session answer (the kernel's ApplySuccess reads them from here). */
+declare module '../../statemachine/types.js' {
+  interface LegacyResults {
+    openSession: { readonly session: string };
+    closeSession: Record<never, never>;
+  }
+}
+
 export const sessions: Family<SessionsCommand, SessionsState> = {
   name: 'sessions',
   since: 1,

@@ -1,7 +1,7 @@
 // The watches family: a session's interest in a list (exact) or a subtree
 // (prefix). Who is notified of each change event is read from its state.
 import { WATCH_VALUE, WatchesBucket, watchKey, type WatchRef } from './keys.js';
-import type { ApplyError, ApplySuccess } from '../../statemachine/types.js';
+import type { ApplyError, ApplySuccess, Item } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../../statemachine/family.js';
 import { boolField, pathField, quotaField, sessionField } from '../fields.js';
 import { readListWithin } from '../lists/reads.js';
@@ -83,6 +83,15 @@ function decodeWatch(op: 'watch' | 'unwatch') {
     const w: WatchCommand = { op, session: sessionField(c.session), path: pathField(c.path, prefix), prefix };
     return c.quota === undefined ? w : { ...w, quota: quotaField(c.quota, ['watches']) };
   };
+}
+
+/** What a watch and an unwatch answer (the kernel's ApplySuccess reads them from here). */
+declare module '../../statemachine/types.js' {
+  interface LegacyResults {
+    /** `items` is present for exact watches only: the list as of this entry. */
+    watch: { readonly index: number; readonly items?: readonly Item[]; readonly tooLarge?: true };
+    unwatch: Record<never, never>;
+  }
 }
 
 export const watches: Family<WatchCommand, WatchesState> = {
