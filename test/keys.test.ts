@@ -1,10 +1,12 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Bucket, KeyError, MAX_INDEX, bucketRange, decodeIndex, decodeInternalPropertyKey, decodeLogKey, decodePropertyKey, encodeIndex, internalPropertyKey, logKey, propertyKey, validateSessionId } from '../src/keys/index.js';
-import { clientDataKey, clientDataRange, decodeClientDataKey, decodeItemKey, itemKey, itemRange, itemSeekKey } from '../src/families/lists/keys.js';
-import { clientKey, decodeClientKey } from '../src/families/sessions/keys.js';
-import { decodeLagKey, lagKey } from '../src/families/lag/keys.js';
-import { decodeWatchKey, watchKey, watchRange } from '../src/families/watches/keys.js';
+import { clientDataKey, clientDataRange, decodeClientDataKey, decodeItemKey, itemKey, itemRange, itemSeekKey, ListsBucket } from '../src/families/lists/keys.js';
+import { clientKey, decodeClientKey, SessionsBucket } from '../src/families/sessions/keys.js';
+import { decodeLagKey, lagKey, LagBucket } from '../src/families/lag/keys.js';
+import { decodeWatchKey, watchKey, watchRange, WatchesBucket } from '../src/families/watches/keys.js';
 import { MAX_PATH_BYTES, parentPath, pathAndAncestors, validatePath } from '../src/protocol/index.js';
 
 // Characters chosen to sit on both sides of '/' (0x2f) and SEP in byte order,
@@ -223,7 +225,7 @@ describe('watch keys', () => {
         const k = watchKey(ref);
         expect(decodeWatchKey(k)).toEqual(ref);
         expect(inRange(k, watchRange(q, qf))).toBe(pf === qf && p === q);
-        expect(inRange(k, bucketRange(Bucket.watch))).toBe(true);
+        expect(inRange(k, bucketRange(WatchesBucket.watch))).toBe(true);
         if (pf === qf && p === q) {
           const other = watchKey({ prefix: qf, path: q, session: t });
           expect(sign(Buffer.compare(k, other))).toBe(sign(cmpBytes(s, t)));
@@ -285,5 +287,27 @@ describe('validatePath', () => {
     );
     expect(parentPath('/a/b')).toBe('/a');
     expect(parentPath('/a')).toBe('/');
+  });
+});
+
+// Issue 33: the first families own their buckets (their keys.ts), not the kernel's key module.
+// Seed 003's numbers are unchanged, so every key keeps its bytes.
+describe('family buckets', () => {
+  it("are the seed's numbers, each in its family's keys.ts", () => {
+    expect({ ...ListsBucket, ...SessionsBucket, ...WatchesBucket, ...LagBucket }).toEqual({ item: 0x0003, client: 0x0004, clientData: 0x0005, watch: 0x0006, lag: 0x0007 });
+    expect(itemKey('/a', 1).subarray(0, 2).toString('hex')).toBe('0003');
+    expect(clientKey('s1').subarray(0, 2).toString('hex')).toBe('0004');
+    expect(clientDataKey('s1', '/a', 1).subarray(0, 2).toString('hex')).toBe('0005');
+    expect(watchKey({ prefix: false, path: '/a', session: 's1' }).subarray(0, 2).toString('hex')).toBe('0006');
+    expect(lagKey('s1').subarray(0, 2).toString('hex')).toBe('0007');
+  });
+
+  it("keeps the kernel's deprecated aliases equal to the families' numbers, and no source file uses them", () => {
+    expect([Bucket.item, Bucket.client, Bucket.clientData, Bucket.watch, Bucket.lag]).toEqual([ListsBucket.item, SessionsBucket.client, ListsBucket.clientData, WatchesBucket.watch, LagBucket.lag]);
+    const root = join(import.meta.dirname, '..');
+    const users = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => /\.tsx?$/.test(f) && f !== join('keys', 'index.ts'))
+      .filter((f) => /(?<![A-Za-z])Bucket\.(item|client|clientData|watch|lag)\b/.test(readFileSync(join(root, 'src', f), 'utf8')));
+    expect(users).toEqual([]);
   });
 });

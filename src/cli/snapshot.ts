@@ -136,10 +136,8 @@ async function download(url: string, file: string, timeoutMs: number, secret: st
   try {
     const handle = await open(temporary, 'wx');
     try {
-      let received = 0;
       for await (const chunk of response.body) {
         touch();
-        received += chunk.byteLength;
         await handle.write(chunk);
       }
       await handle.sync();

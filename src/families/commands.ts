@@ -10,13 +10,13 @@
 // A member that meets a family, op or version it does not know stops with an
 // UnknownCommandError before writing anything of that entry: applying it as a
 // no-op while newer members apply it would silently split the replicas.
-import { CommandError, UnknownCommandError, type AnyFamily, type DecodedCommand } from './family.js';
+import { CommandError, UnknownCommandError, type AnyFamily, type DecodedCommand } from '../statemachine/family.js';
 import { MAX_INDEX } from '../keys/index.js';
 import { COMMAND_VERSION, FAMILY_BY_NAME, LEGACY_OPS } from './registry.js';
 import { indexField, integerField } from './fields.js';
 import { pack, unpack } from '../statemachine/codec.js';
 
-export { CommandError, UnknownCommandError, type DecodedCommand } from './family.js';
+export { CommandError, UnknownCommandError, type DecodedCommand } from '../statemachine/family.js';
 
 /** A command of any other family, which names it. */
 export interface FamilyCommand {

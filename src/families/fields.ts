@@ -3,7 +3,7 @@
 // decodes the entry, with the same rules, so all reach the same verdict.
 import { MAX_INDEX } from '../keys/index.js';
 import { validatePath, validateSessionId } from '../protocol/index.js';
-import { CommandError } from './family.js';
+import { CommandError } from '../statemachine/family.js';
 
 /** Largest limit a quota field may carry. */
 export const MAX_QUOTA = 2 ** 48;

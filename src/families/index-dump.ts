@@ -1,8 +1,8 @@
 // A plain, sorted copy of the first four families' in-memory indexes, for tests
 // and diagnostics: equal dumps mean equal indexes (the determinism test compares them).
 import { entriesInKeyOrder } from '../keys/index.js';
-import type { SessionInfo } from '../statemachine/types.js';
-import type { StateReader } from './family.js';
+import type { SessionInfo } from './sessions/codec.js';
+import type { StateReader } from '../statemachine/family.js';
 import { lag } from './lag/index.js';
 import { lists } from './lists/index.js';
 import { sessions } from './sessions/index.js';

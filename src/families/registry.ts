@@ -11,7 +11,7 @@ import { journal } from './journal/index.js';
 import { kv } from './kv/index.js';
 import { lease } from './lease/index.js';
 import { range } from './range/index.js';
-import type { AnyFamily, Registry } from './family.js';
+import type { AnyFamily, Registry } from '../statemachine/family.js';
 import { decodeEntryCommand } from './commands.js';
 import { lag } from './lag/index.js';
 import { lists } from './lists/index.js';

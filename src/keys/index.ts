@@ -1,6 +1,6 @@
-// Byte-level key encodings (layout from seed 003, see docs/storage.md): the bucket
-// ids, the kernel's own keys (properties, Raft log) and the tools families build
-// their key layouts with (each family's layout lives in its folder, e.g.
+// Byte-level key encodings (layout from seed 003, see docs/storage.md): the kernel's
+// bucket ids and own keys (properties, Raft log) and the tools families build their
+// key layouts with (each family's buckets and layout live in its folder, e.g.
 // src/families/lists/keys.ts). Pure functions. Every key starts with a 2-byte big-endian
 // bucket prefix, and within a bucket byte order equals logical order, so range
 // scans and seeks see entries in the order the code reasons about:
@@ -14,17 +14,32 @@ import { validateSessionId } from '../protocol/session-id.js';
 
 export { MAX_SESSION_ID_BYTES, validateSessionId } from '../protocol/session-id.js';
 
+/** The kernel's buckets; every bucket from FIRST_FAMILY_BUCKET on belongs to a family (its keys.ts). */
 export const Bucket = {
   property: 0x0000,
   internal: 0x0001,
   log: 0x0002,
+  /**
+   * @deprecated Aliases of seed 003's family buckets, kept only so branches still naming
+   * them (test/families/hibernate/hibernate.test.ts) build: the families own these numbers
+   * (ListsBucket, SessionsBucket, WatchesBucket, LagBucket); test/keys.test.ts holds the
+   * aliases equal to them. No source file uses them.
+   */
   item: 0x0003,
+  /** @deprecated SessionsBucket.client */
   client: 0x0004,
+  /** @deprecated ListsBucket.clientData */
   clientData: 0x0005,
+  /** @deprecated WatchesBucket.watch */
   watch: 0x0006,
+  /** @deprecated LagBucket.lag */
   lag: 0x0007,
 } as const;
-export type BucketId = (typeof Bucket)[keyof typeof Bucket];
+/** A bucket's 2-byte id (0x0000..0xfffe; bucketPrefix checks the range). */
+export type BucketId = number;
+
+/** The first bucket a family may claim: what a replica's digest covers (src/statemachine/applied.ts). */
+export const FIRST_FAMILY_BUCKET = 0x0003;
 
 export const MAX_INDEX = Number.MAX_SAFE_INTEGER; // 2^53-1: the largest index a JS number holds exactly
 

@@ -67,7 +67,7 @@ export interface Plugin<Schemas extends Readonly<Record<string, AnyOpSchema>>, S
   createServer(host: FamilyHost<S>): PluginServer<Schemas>;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds plugins of every op set and state
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds plugins of every op set and state
 export type AnyPlugin = Plugin<any, any>;
 
 export type { FamilyRequest };

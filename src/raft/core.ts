@@ -109,6 +109,8 @@ export class RaftNode {
   private readyOutstanding = false;
   /** Leader: broadcastAppend() was asked for; the appends go out with the next Ready. */
   private appendsDue = false;
+  /** Leader: the end of its log when last checked, so a leader that lost its own entries is caught. */
+  private leaderLogEnd = { term: 0, index: 0 };
 
   constructor(options: RaftOptions, restored: RestoredState) {
     this.id = options.id;
@@ -138,6 +140,11 @@ export class RaftNode {
 
   /** One unit of time. Followers count toward an election; leaders toward heartbeats and the quorum check. */
   tick(): void {
+    this.onTick();
+    this.checkInvariants();
+  }
+
+  private onTick(): void {
     this.ticks++;
     this.electionElapsed++;
     this.sinceLeaderContact++;
@@ -223,6 +230,11 @@ export class RaftNode {
   }
 
   step(m: Message): void {
+    this.onMessage(m);
+    this.checkInvariants();
+  }
+
+  private onMessage(m: Message): void {
     if (m.to !== this.id || m.from === this.id) return;
     if (m.term > this.term) {
       if (m.type === 'vote' || m.type === 'preVote') {
@@ -348,6 +360,7 @@ export class RaftNode {
   ready(): Ready {
     if (this.readyOutstanding) throw new Error('ready() called again before advance()');
     this.sendDueAppends();
+    this.checkInvariants();
     const hs = this.hardState();
     const ss = this.softState();
     const rd: Ready = {
@@ -586,7 +599,7 @@ export class RaftNode {
       // A granted pre-vote answers in the candidate's future term so it counts it.
       this.messages.push({ type: respType, from: this.id, to: m.from, term: m.term, reject: false });
       if (m.type === 'vote') {
-        this.vote = m.from;
+        this.recordVote(m.from);
         this.electionElapsed = 0;
       }
     } else {
@@ -617,6 +630,7 @@ export class RaftNode {
       return;
     }
     if (this.log.matchTerm(m.prevIndex, m.prevTerm)) {
+      this.assertNotLeading('append a leader\'s entries');
       const lastNew = this.log.appendFromLeader(m.prevIndex, m.entries);
       this.log.commitTo(Math.min(m.commit, lastNew));
       this.send({ type: 'appResp', to: m.from, index: lastNew, reject: false, hintIndex: 0, hintTerm: 0 });
@@ -645,6 +659,7 @@ export class RaftNode {
       this.send({ type: 'appResp', to: m.from, index: this.log.committed, reject: false, hintIndex: 0, hintTerm: 0 });
       return;
     }
+    this.assertNotLeading('install a snapshot over its log');
     this.log.restore(m.meta);
     this.appliedAdvanced = m.meta.index;
     this.config = m.meta.config;
@@ -671,6 +686,7 @@ export class RaftNode {
   }
 
   private appendOwn(kind: EntryKind, data: Uint8Array): Entry {
+    assert(this.role === 'leader', () => `${this.id}: appending its own entry as ${this.role} of term ${this.term}`);
     const entry: Entry = { index: this.log.lastIndex() + 1, term: this.term, kind, data };
     this.log.append([entry]);
     this.uncommittedBytes += data.byteLength;
@@ -874,6 +890,43 @@ export class RaftNode {
       if (!members(this.config).includes(id)) this.progress.delete(id);
     }
     if (this.maybeCommit()) this.broadcastAppend(); // a smaller quorum may commit more now
+  }
+
+  // ---------------------------------------------------------------- invariants
+
+  /**
+   * Checked after every input and before every Ready, each O(1), against the hard
+   * state last handed out (what the driver made durable, or is about to): a term
+   * that went back, a vote that changed within a term, or a commit index that went
+   * back would each let two leaders, or two values, exist for one term or index.
+   */
+  private checkInvariants(): void {
+    const was = this.lastHardState;
+    assert(this.term >= was.term, () => `${this.id}: term went back from ${was.term} to ${this.term}`);
+    assert(
+      this.term !== was.term || was.vote === null || this.vote === was.vote,
+      () => `${this.id}: vote of term ${this.term} changed from ${was.vote} to ${this.vote}`,
+    );
+    assert(this.log.committed >= was.commit, () => `${this.id}: commit went back from ${was.commit} to ${this.log.committed}`);
+    this.log.assertConsistent(this.id);
+    if (this.role !== 'leader') return;
+    // A leader leads only the term it won with its own vote, and its log only grows while it leads.
+    assert(this.leader === this.id && this.vote === this.id, () => `${this.id}: leader of term ${this.term} with leader ${this.leader} and vote ${this.vote}`);
+    const last = this.log.lastIndex();
+    const mark = this.leaderLogEnd;
+    assert(mark.term !== this.term || last >= mark.index, () => `${this.id}: leader of term ${this.term} lost its own entries after ${last} (had ${mark.index})`);
+    this.leaderLogEnd = { term: this.term, index: last };
+  }
+
+  /** A vote is given at most once per term (figure 2 of the Raft paper): a second one could elect two leaders. */
+  private recordVote(candidate: NodeId): void {
+    assert(this.vote === null || this.vote === candidate, () => `${this.id}: voting for ${candidate} in term ${this.term}, having voted for ${this.vote}`);
+    this.vote = candidate;
+  }
+
+  /** Only a follower takes in a leader's entries or snapshot: a leader never overwrites or drops its own. */
+  private assertNotLeading(what: string): void {
+    assert(this.role !== 'leader', () => `${this.id}: the leader of term ${this.term} asked to ${what}`);
   }
 
   // ---------------------------------------------------------------- helpers

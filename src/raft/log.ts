@@ -3,7 +3,7 @@
 // The core keeps its whole (post-compaction) log in memory so that it can stay
 // synchronous and deterministic; storage only ever sees what Ready hands it.
 
-import { RaftSafetyError } from './assert.js';
+import { assert, RaftSafetyError } from './assert.js';
 import type { Entry, SnapshotMeta } from './types.js';
 
 export { RaftSafetyError };
@@ -25,6 +25,8 @@ export class RaftLog {
     this.entries = [...entries];
     entries.forEach((e, i) => {
       if (e.index !== snapshot.index + 1 + i) throw new RaftSafetyError(`restored log is not contiguous at index ${e.index}`);
+      const before = i === 0 ? snapshot.term : entries[i - 1]!.term;
+      assert(e.term >= before, () => `restored entry ${e.index} has term ${e.term}, below the term ${before} before it`);
     });
     const last = this.lastIndex();
     this.unstableFrom = last + 1;
@@ -96,10 +98,15 @@ export class RaftLog {
 
   /** Leader side: append new entries at the end. */
   append(entries: readonly Entry[]): void {
-    for (const e of entries) {
-      if (e.index !== this.lastIndex() + 1) throw new RaftSafetyError(`append of index ${e.index} after ${this.lastIndex()}`);
-      this.entries.push(e);
-    }
+    for (const e of entries) this.pushNext(e);
+  }
+
+  /** The one place entries join the log: contiguous indices, terms never decreasing. */
+  private pushNext(e: Entry): void {
+    const last = this.lastIndex();
+    if (e.index !== last + 1) throw new RaftSafetyError(`append of index ${e.index} after ${last}`);
+    assert(e.term >= this.lastTerm(), () => `entry ${e.index} of term ${e.term} after an entry of term ${this.lastTerm()}`);
+    this.entries.push(e);
   }
 
   /**
@@ -113,7 +120,7 @@ export class RaftLog {
       const ours = this.term(e.index);
       if (ours === e.term) continue;
       if (ours !== null) this.truncateFrom(e.index);
-      this.entries.push(e);
+      this.pushNext(e);
     }
     return prevIndex + entries.length;
   }
@@ -140,11 +147,23 @@ export class RaftLog {
     return i;
   }
 
+  /**
+   * Raise the commit index to `index`, clipped to the log (a heartbeat may carry a
+   * commit beyond what a follower holds); it never moves back.
+   */
   commitTo(index: number): boolean {
     const target = Math.min(index, this.lastIndex());
     if (target <= this.committed) return false;
     this.committed = target;
     return true;
+  }
+
+  /** The log's standing invariants, O(1): what is committed is held, and applying never passes commit. */
+  assertConsistent(who: string): void {
+    const last = this.lastIndex();
+    assert(this.committed <= last, () => `${who}: commit ${this.committed} past the last log index ${last}`);
+    assert(this.applying <= this.committed, () => `${who}: applying ${this.applying} past commit ${this.committed}`);
+    assert(this.committed >= this.snapshot.index, () => `${who}: commit ${this.committed} below the snapshot at ${this.snapshot.index}`);
   }
 
   /**

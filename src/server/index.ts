@@ -5,7 +5,7 @@
 // --peers list only seeds a new store, or introduces a joining member.
 
 import { pino, type DestinationStream, type Logger } from 'pino';
-import type { AnyFamily } from '../families/family.js';
+import type { AnyFamily } from '../statemachine/family.js';
 import { assertCommandVersion } from '../families/cluster/server.js';
 import { auth } from '../families/auth/index.js';
 import { FAMILIES } from '../families/registry.js';

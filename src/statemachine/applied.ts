@@ -1,7 +1,7 @@
 // What the store kernel itself keeps beside the families' buckets: the applied
 // index, and the digest over the replicated data.
 import { createHash } from 'node:crypto';
-import { Bucket, bucketRange, internalPropertyKey } from '../keys/index.js';
+import { bucketPrefix, FIRST_FAMILY_BUCKET, internalPropertyKey } from '../keys/index.js';
 import type { AppliedIndexField } from '../raft/state-transfer.js';
 import { decodeAppliedValue } from './codec.js';
 import type { VeraDb } from './types.js';
@@ -28,7 +28,7 @@ export async function digestState(db: VeraDb): Promise<string> {
     hash.update(length);
     hash.update(bytes);
   };
-  for await (const [key, value] of db.iterator({ gte: bucketRange(Bucket.item).gte })) {
+  for await (const [key, value] of db.iterator({ gte: bucketPrefix(FIRST_FAMILY_BUCKET) })) {
     frame(key);
     frame(value);
   }

@@ -44,6 +44,3 @@ export const encodeAppliedValue = encodeCount;
 export const decodeAppliedValue = (bytes: Uint8Array): number => decodeCount(bytes, 'applied index');
 export const encodeClockValue = encodeCount;
 export const decodeClockValue = (bytes: Uint8Array): number => decodeCount(bytes, 'clock');
-
-/** Value of keys whose presence is the whole fact (client data, watches). */
-export const EMPTY_VALUE: Buffer = Buffer.alloc(0);

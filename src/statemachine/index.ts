@@ -1,6 +1,6 @@
 // Public surface of the state machine.
 export { StateMachine } from './state-machine.js';
-export { CommandError, UnknownCommandError } from '../families/family.js';
+export { CommandError, UnknownCommandError } from './family.js';
 export { CorruptValueError } from './codec.js';
 export { bookOf, configOf, encodeMembers, initialMembers, MEMBERS_KEY, type Member } from './members.js';
 export {
@@ -11,9 +11,6 @@ export {
   type ApplyResult,
   type ApplySuccess,
   type ChangeEvent,
-  type ChildrenView,
   type Item,
-  type ListView,
-  type SessionInfo,
   type VeraDb,
 } from './types.js';

@@ -1,6 +1,6 @@
 // What a snapshot or backup carries besides the db's keys: the files each family
 // keeps beside the db (family.filesInState), as records after every db key.
-import type { AnyFamily } from '../families/family.js';
+import type { AnyFamily } from './family.js';
 import type { StateExtras } from '../raft/state-transfer.js';
 import type { VeraDb } from './types.js';
 

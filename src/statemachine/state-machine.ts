@@ -6,13 +6,13 @@
 // Raft log is the durable record.
 import type { Entry } from '../raft/types.js';
 import { internalPropertyKey } from '../keys/index.js';
-import { CommandError, failure, UnknownCommandError, type AnyFamily, type BatchOp, type Registry, type Family, type Plan, type PlanContext, type States } from '../families/family.js';
+import { CommandError, failure, UnknownCommandError, type AnyFamily, type BatchOp, type Registry, type Family, type Plan, type PlanContext, type States } from './family.js';
 import { encodeAppliedValue, encodeClockValue, decodeClockValue } from './codec.js';
 import { PendingReads, type PlanReads } from './pending-reads.js';
 import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
 import { decodeMembers, encodeMembers, MEMBERS_KEY, membersAfter, type Member } from './members.js';
 import { APPLIED_KEY, digestState, readApplied, type DbSnapshot } from './applied.js';
-import { StateMachineError, type ApplyError, type ApplyOutcome, type SessionInfo, type VeraDb } from './types.js';
+import { StateMachineError, type ApplyError, type ApplyOutcome, type VeraDb } from './types.js';
 import { CorruptValueError, corruptValueIn } from '../raft/checked-values.js';
 import { writeBatch } from './write-batch.js';
 

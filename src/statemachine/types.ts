@@ -21,15 +21,6 @@ export interface ChangeEvent {
   readonly item: Item;
 }
 
-export interface SessionInfo {
-  readonly timeoutMs: number;
-  readonly remote: string;
-  /** SHA-256 (hex) of the resume token given to the session's creator; absent for sessions opened before version 6. */
-  readonly resumeHash?: string;
-  /** The user that opened the session, when authentication was on (version 7). */
-  readonly principal?: string;
-}
-
 /** Codes a command can fail with at apply time; the same on every peer. */
 export type ApplyErrorCode = 'BAD_REQUEST' | 'NOT_FOUND' | 'FORBIDDEN' | 'CONFLICT' | 'SESSION_EXPIRED' | 'QUOTA_EXCEEDED';
 
@@ -39,13 +30,19 @@ export interface ApplyError {
   readonly message: string;
 }
 
+/**
+ * The results of the ops of the families Vera had before the envelope (lists, sessions,
+ * watches, lag), by op name: what each op's success carries besides `ok` and `op`. Empty
+ * here: each of those families adds its own ops' results by declaration merging (e.g.
+ * src/families/lists/index.ts), so the kernel names none of them.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging in the first families' index.ts
+export interface LegacyResults {}
+
 export type ApplySuccess =
-  | { readonly ok: true; readonly op: 'noop' | 'config' | 'closeSession' | 'delete' | 'unwatch' | 'ack' }
-  | { readonly ok: true; readonly op: 'openSession'; readonly session: string }
-  /** `unwatched`: the push's implicit watch was left out, the session being at its watch limit. */
-  | { readonly ok: true; readonly op: 'push'; readonly item: Item; readonly unwatched?: true }
-  /** `items` is present for exact watches only: the list as of this entry. */
-  | { readonly ok: true; readonly op: 'watch'; readonly index: number; readonly items?: readonly Item[]; readonly tooLarge?: true }
+  /** The kernel's own entries. */
+  | { readonly ok: true; readonly op: 'noop' | 'config' }
+  | { [Op in keyof LegacyResults]: { readonly ok: true; readonly op: Op } & LegacyResults[Op] }[keyof LegacyResults]
   /** The result of a family added after these: opaque to the kernel, read by the family's own server part. */
   | FamilySuccess;
 
@@ -70,17 +67,6 @@ export interface ApplyOutcome {
   readonly events: readonly ChangeEvent[];
 }
 
-/** A list as of an applied index. */
-export interface ListView {
-  readonly index: number;
-  readonly items: readonly Item[];
-}
-
-export interface ChildrenView {
-  readonly index: number;
-  readonly children: readonly string[];
-}
-
 /** Misuse of the state machine (bad query argument, out-of-order entry). */
 export class StateMachineError extends Error {
   override readonly name = 'StateMachineError';
@@ -91,9 +77,6 @@ export class StateMachineError extends Error {
     super(message);
   }
 }
-
-/** Stored bytes of the items an exact watch returns with its result; a bigger list is answered with `tooLarge` and no items. */
-export const WATCH_ITEMS_MAX_BYTES = 8 * 1024 * 1024;
 
 /** One write of an entry's LevelDB batch (what a family's plan lists; the family contract re-exports it). */
 export type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };

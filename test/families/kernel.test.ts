@@ -2,9 +2,10 @@
 // replicated clock, commands a member does not know, and the registry's rules.
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AnyFamily } from '../../src/families/family.js';
+import type { AnyFamily } from '../../src/statemachine/family.js';
 import { COMMAND_VERSION, FAMILIES, LEGACY_OPS, REGISTRY, checkBuckets } from '../../src/families/registry.js';
 import { Bucket } from '../../src/keys/index.js';
+import { WatchesBucket } from '../../src/families/watches/keys.js';
 import { CommandError, decodeEntryCommand, encodeCommand, UnknownCommandError } from '../../src/families/commands.js';
 import { CLOCK_KEY, StateMachine } from '../../src/statemachine/state-machine.js';
 import { dumpDb, EntryFeed, openTempDb, type TempDb } from '../statemachine/helpers.js';
@@ -116,7 +117,7 @@ describe('the registry', () => {
   });
 
   it('refuses a family that claims a bucket already taken', () => {
-    const thief = { ...FAMILIES[1]!, name: 'thief', buckets: [{ id: Bucket.watch, name: 'mine' }] } as AnyFamily;
+    const thief = { ...FAMILIES[1]!, name: 'thief', buckets: [{ id: WatchesBucket.watch, name: 'mine' }] } as AnyFamily;
     expect(() => checkBuckets([...FAMILIES, thief])).toThrow(/bucket 0x0006 of thief is already watches's/);
     const kernel = { ...FAMILIES[1]!, name: 'kernel-thief', buckets: [{ id: Bucket.log, name: 'log' }] } as AnyFamily;
     expect(() => checkBuckets([...FAMILIES, kernel])).toThrow(/already the kernel's/);

@@ -5,7 +5,7 @@
 // process, on loopback) with a test family whose `clock` op answers the
 // replicated clock.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AnyFamily } from '../../src/families/family.js';
+import type { AnyFamily } from '../../src/statemachine/family.js';
 import { FAMILIES } from '../../src/families/registry.js';
 import { COUNTER_OPS } from '../../src/families/counter/wire.js';
 import { ASSIGN_OPS } from '../../src/families/assign/wire.js';

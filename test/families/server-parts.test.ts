@@ -2,7 +2,7 @@
 // registry alone: every op of the protocol but hello, ping and get (which the
 // connection answers itself) is answered by exactly one family.
 import { describe, expect, it } from 'vitest';
-import type { AnyFamily } from '../../src/families/family.js';
+import type { AnyFamily } from '../../src/statemachine/family.js';
 import { FAMILIES } from '../../src/families/registry.js';
 import { OPS } from '../../src/protocol/index.js';
 import { loadServerParts } from '../../src/server/front/family-part.js';

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { cluster } from '../../src/families/cluster/index.js';
 import { versionProblem, versionToActivate } from '../../src/families/cluster/versions.js';
 import { DialerHandshake, ListenerHandshake, PeerAuthError, type HandshakeOptions } from '../../src/raft/transport/auth.js';
-import type { AnyFamily } from '../../src/families/family.js';
+import type { AnyFamily } from '../../src/statemachine/family.js';
 import { assertCommandVersion } from '../../src/families/cluster/server.js';
 import { COMMAND_VERSION, FAMILIES, REGISTRY } from '../../src/families/registry.js';
 import { VeraError } from '../../src/protocol/index.js';

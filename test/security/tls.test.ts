@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { connect, type VeraClient } from '../../src/client/index.js';
 import { pollUntil } from '../support/poll.js';
-import { killAll, type VeraProcess } from '../support/vera-process.js';
+import { killAll } from '../support/vera-process.js';
 import { startLeader } from '../server/fixture.js';
 import { httpsGet, Pki, type CertFiles } from './pki.js';
 

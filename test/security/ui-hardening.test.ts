@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { auth, MAX_REVOKED_TOKENS, type AuthCommand } from '../../src/families/auth/index.js';
 import { AuthState } from '../../src/families/auth/state.js';
-import type { PlanContext } from '../../src/families/family.js';
+import type { PlanContext } from '../../src/statemachine/family.js';
 import { dashboardPolicy } from '../../src/server/http/ui-files.js';
 import { securedServer } from './secured.js';
 import { WireClient } from '../server/wire-client.js';

@@ -25,7 +25,7 @@ describe('quotas over the wire', () => {
     expect(ok).toHaveLength(10);
     expect(refused.every((r) => r.error!.code === 'QUOTA_EXCEEDED' && /--watches-per-session 10/.test(r.error!.message))).toBe(true);
     // The refused pushes wrote nothing: /p lists exactly the pushes that succeeded.
-    const pushedOk = replies.map((r, i) => `${i}`).filter((i) => Number(i) % 2 === 1 && replies[Number(i)]!.error === undefined);
+    const pushedOk = replies.map((_, i) => `${i}`).filter((i) => Number(i) % 2 === 1 && replies[Number(i)]!.error === undefined);
     const lists = await client.call('ls', { path: '/p' });
     expect(lists.children).toEqual(pushedOk.sort());
   });

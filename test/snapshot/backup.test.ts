@@ -11,8 +11,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { connect, type VeraClient } from '../../src/client/index.js';
-import { Bucket } from '../../src/keys/index.js';
-import { itemKey } from '../../src/families/lists/keys.js';
+import { itemKey, ListsBucket } from '../../src/families/lists/keys.js';
 import { readRecords } from '../../src/raft/state-transfer.js';
 import { BACKUP_FORMAT, BackupError, backupBody, type BackupErrorCode, TRAILER_BYTES, verifyBackupFile, type VerifiedBackup } from '../../src/server/admin/backup.js';
 import { captureIO } from '../client/cli-io.js';
@@ -293,7 +292,7 @@ describe('backup and restore', () => {
       const keys = new Set<string>();
       for await (const [key] of readRecords(backupBody(backup))) keys.add(key.toString('hex'));
       pushed.forEach((index, i) => expect(keys.has(itemKey(`/f/${i % 3}`, index).toString('hex'))).toBe(true));
-      expect([...keys].filter((k) => k.startsWith(Bucket.item.toString(16).padStart(4, '0'))).length).toBe(30);
+      expect([...keys].filter((k) => k.startsWith(ListsBucket.item.toString(16).padStart(4, '0'))).length).toBe(30);
     } finally {
       await cluster.stopAll();
       cluster.removeData();

@@ -12,6 +12,10 @@ import { ClassicLevel } from 'classic-level';
 import { Packr } from 'msgpackr';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Bucket, bucketPrefix, internalPropertyKey, logKey, propertyKey } from '../../src/keys/index.js';
+import { LagBucket } from '../../src/families/lag/keys.js';
+import { ListsBucket } from '../../src/families/lists/keys.js';
+import { SessionsBucket } from '../../src/families/sessions/keys.js';
+import { WatchesBucket } from '../../src/families/watches/keys.js';
 import { LAST_LOG_INDEX_KEY, SNAPSHOT_KEY, type LevelDb } from '../../src/raft/leveldb-storage.js';
 import {
   appliedIndexIn,
@@ -82,12 +86,12 @@ async function seedSender(db: LevelDb, applied: number): Promise<void> {
   for (let i = 0; i < 300; i++) {
     // Item values of varied size, a few large enough to straddle chunk boundaries.
     const size = i % 50 === 0 ? 200_000 : 100 + ((i * 37) % 4000);
-    batch.put(keyIn(Bucket.item, `/data/list/${i % 7}\u0000\u0000${String(i).padStart(8, '0')}`), bytesFrom(1000 + i, size));
+    batch.put(keyIn(ListsBucket.item, `/data/list/${i % 7}\u0000\u0000${String(i).padStart(8, '0')}`), bytesFrom(1000 + i, size));
   }
-  for (let i = 0; i < 40; i++) batch.put(keyIn(Bucket.client, `/client/s${i}`), bytesFrom(5000 + i, 30));
-  for (let i = 0; i < 40; i++) batch.put(keyIn(Bucket.clientData, `/cdata/s${i}\u0000\u0000x`), Buffer.alloc(0));
-  for (let i = 0; i < 40; i++) batch.put(keyIn(Bucket.watch, `/watch/list/${i % 7}\u0000\u0000s${i}`), Buffer.alloc(0));
-  batch.put(keyIn(Bucket.lag, '/lag/s1'), packr.pack({ index: applied - 10 }));
+  for (let i = 0; i < 40; i++) batch.put(keyIn(SessionsBucket.client, `/client/s${i}`), bytesFrom(5000 + i, 30));
+  for (let i = 0; i < 40; i++) batch.put(keyIn(ListsBucket.clientData, `/cdata/s${i}\u0000\u0000x`), Buffer.alloc(0));
+  for (let i = 0; i < 40; i++) batch.put(keyIn(WatchesBucket.watch, `/watch/list/${i % 7}\u0000\u0000s${i}`), Buffer.alloc(0));
+  batch.put(keyIn(LagBucket.lag, '/lag/s1'), packr.pack({ index: applied - 10 }));
   batch.put(keyIn(0x0008, 'reserved-bucket-key'), Buffer.from('beyond the known buckets'));
   batch.put(keyIn(0xfffe, Buffer.from([0xff, 0xff])), Buffer.from('last possible key'));
   await batch.write();
@@ -103,8 +107,8 @@ async function seedReceiver(db: LevelDb): Promise<void> {
   for (let i = 1; i <= 6; i++) batch.put(logKey(i), bytesFrom(90 + i, 25));
   batch.put(APPLIED_KEY, packr.pack(4));
   batch.put(internalPropertyKey('staleProperty'), Buffer.from('only on the receiver'));
-  batch.put(keyIn(Bucket.item, '/data/stale\u0000\u0000only-here'), Buffer.from('stale item'));
-  batch.put(keyIn(Bucket.item, '/data/list/0\u0000\u000000000000'), Buffer.from('older value of a shared key'));
+  batch.put(keyIn(ListsBucket.item, '/data/stale\u0000\u0000only-here'), Buffer.from('stale item'));
+  batch.put(keyIn(ListsBucket.item, '/data/list/0\u0000\u000000000000'), Buffer.from('older value of a shared key'));
   batch.put(keyIn(0x0009, 'stale-reserved'), Buffer.from('stale'));
   await batch.write();
 }
@@ -121,13 +125,13 @@ async function dump(db: LevelDb, range: { gte?: Buffer; lt?: Buffer }, keep: (ke
 const isLogOwned = (key: Buffer): boolean => key.equals(SNAPSHOT_KEY) || key.equals(LAST_LOG_INDEX_KEY);
 const stateOf = async (db: LevelDb): Promise<Dump> => [
   ...(await dump(db, { gte: bucketPrefix(Bucket.internal), lt: bucketPrefix(Bucket.log) }, (k) => !isLogOwned(k))),
-  ...(await dump(db, { gte: bucketPrefix(Bucket.item) })),
+  ...(await dump(db, { gte: bucketPrefix(ListsBucket.item) })),
 ];
 /** What a snapshot must never touch on the receiver: 0x0000, the log bucket, the log's 0x0001 keys. */
 const privateOf = async (db: LevelDb): Promise<Dump> => [
   ...(await dump(db, { gte: bucketPrefix(Bucket.property), lt: bucketPrefix(Bucket.internal) })),
   ...(await dump(db, { gte: bucketPrefix(Bucket.internal), lt: bucketPrefix(Bucket.log) }, isLogOwned)),
-  ...(await dump(db, { gte: bucketPrefix(Bucket.log), lt: bucketPrefix(Bucket.item) })),
+  ...(await dump(db, { gte: bucketPrefix(Bucket.log), lt: bucketPrefix(ListsBucket.item) })),
 ];
 
 async function captureChunks(db: LevelDb): Promise<{ index: number; chunks: Buffer[] }> {
@@ -281,7 +285,7 @@ describe('state transfer over LevelDB', () => {
     const second = await openDb('second');
     await seedSender(first, 300);
     await seedSender(second, 400);
-    await second.put(keyIn(Bucket.item, '/data/only-in-second\u0000\u0000a'), Buffer.from('second'));
+    await second.put(keyIn(ListsBucket.item, '/data/only-in-second\u0000\u0000a'), Buffer.from('second'));
     const a = await captureChunks(first);
     const b = await captureChunks(second);
     const assembler = new SnapshotAssembler();
@@ -321,9 +325,9 @@ describe('state transfer over LevelDB', () => {
         const next = 600 + writes;
         await db.batch([
           { type: 'put', key: APPLIED_KEY, value: packr.pack(next) },
-          { type: 'put', key: keyIn(Bucket.item, `/data/list/0\u0000\u0000${String(next).padStart(8, '0')}`), value: Buffer.from(`new ${next}`) },
-          { type: 'put', key: keyIn(Bucket.item, `/data/list/${writes % 7}\u0000\u0000${String(writes).padStart(8, '0')}`), value: Buffer.from('overwritten') },
-          { type: 'del', key: keyIn(Bucket.client, `/client/s${writes}`) },
+          { type: 'put', key: keyIn(ListsBucket.item, `/data/list/0\u0000\u0000${String(next).padStart(8, '0')}`), value: Buffer.from(`new ${next}`) },
+          { type: 'put', key: keyIn(ListsBucket.item, `/data/list/${writes % 7}\u0000\u0000${String(writes).padStart(8, '0')}`), value: Buffer.from('overwritten') },
+          { type: 'del', key: keyIn(SessionsBucket.client, `/client/s${writes}`) },
         ]);
       };
       await applyMore();

@@ -5,7 +5,8 @@
 import fc from 'fast-check';
 import { pack } from 'msgpackr';
 import type { Command } from '../../src/families/core-commands.js';
-import type { ApplyResult, ChangeEvent, Item, SessionInfo } from '../../src/statemachine/types.js';
+import type { ApplyResult, ChangeEvent, Item } from '../../src/statemachine/types.js';
+import type { SessionInfo } from '../../src/families/sessions/codec.js';
 
 export const SESSIONS = ['s1', 's2', 's3'] as const;
 export const PATHS = ['/a', '/a/b', '/a-b', '/a/b/c', '/b', '/é'] as const;

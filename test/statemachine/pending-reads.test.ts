@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { PendingReads } from '../../src/statemachine/pending-reads.js';
-import type { BatchOp } from '../../src/families/family.js';
+import type { BatchOp } from '../../src/statemachine/family.js';
 import { openTempDb } from './helpers.js';
 
 const key = fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 4 }).map((bytes) => Buffer.from(bytes));

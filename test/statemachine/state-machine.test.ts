@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { pack, unpack } from 'msgpackr';
-import { Bucket, bucketRange, internalPropertyKey } from '../../src/keys/index.js';
-import { clientDataKey, itemKey } from '../../src/families/lists/keys.js';
+import { bucketRange, internalPropertyKey } from '../../src/keys/index.js';
+import { clientDataKey, itemKey, ListsBucket } from '../../src/families/lists/keys.js';
 import { clientKey } from '../../src/families/sessions/keys.js';
 import { lagKey } from '../../src/families/lag/keys.js';
-import { watchKey } from '../../src/families/watches/keys.js';
+import { watchKey, WatchesBucket } from '../../src/families/watches/keys.js';
 import type { Command } from '../../src/families/core-commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { StateMachineError, type ApplyOutcome } from '../../src/statemachine/types.js';
@@ -174,8 +174,8 @@ describe('push', () => {
   it('stores persistent items with no owner and no reverse entry; watch:false adds no watch', async () => {
     const out = await push('A', '/p', 'v', { persistent: true, watch: false });
     expect(out.result).toEqual({ ok: true, op: 'push', item: { index: 2, owner: null, data: 'v' } });
-    expect(await bucketKeys(Bucket.clientData)).toEqual([]);
-    expect(await bucketKeys(Bucket.watch)).toEqual([]);
+    expect(await bucketKeys(ListsBucket.clientData)).toEqual([]);
+    expect(await bucketKeys(WatchesBucket.watch)).toEqual([]);
     expect(watchersOf(sm, '/p').size).toBe(0);
   });
 
@@ -204,7 +204,7 @@ describe('push', () => {
   it('refuses an unknown session', async () => {
     const out = await push('B', '/x', 1);
     expect(out.result).toMatchObject({ ok: false, code: 'SESSION_EXPIRED' });
-    expect(await bucketKeys(Bucket.item)).toEqual([]);
+    expect(await bucketKeys(ListsBucket.item)).toEqual([]);
   });
 });
 
@@ -290,7 +290,7 @@ describe('watch and unwatch', () => {
     expect(out.result).toEqual({ ok: true, op: 'unwatch' });
     expect(watchesOf(sm, 'B')).toEqual([{ prefix: true, path: '/a/b', session: 'B' }]);
     expect((await run({ op: 'unwatch', session: 'B', path: '/zzz', prefix: false })).result.ok).toBe(true);
-    expect(await bucketKeys(Bucket.watch)).toEqual([watchKey({ prefix: true, path: '/a/b', session: 'B' }).toString('hex')]);
+    expect(await bucketKeys(WatchesBucket.watch)).toEqual([watchKey({ prefix: true, path: '/a/b', session: 'B' }).toString('hex')]);
   });
 
   it('answers SESSION_EXPIRED for an unknown session', async () => {
@@ -345,8 +345,8 @@ describe('closeSession', () => {
     expect(lagOf(sm, 'A')).toBe(0);
     expect(await has(clientKey('A'))).toBe(false);
     expect(await has(lagKey('A'))).toBe(false);
-    expect(await bucketKeys(Bucket.clientData)).toEqual([clientDataKey('B', '/a', 6).toString('hex')]);
-    expect(await bucketKeys(Bucket.watch)).toEqual([watchKey({ prefix: false, path: '/a', session: 'B' }).toString('hex')]);
+    expect(await bucketKeys(ListsBucket.clientData)).toEqual([clientDataKey('B', '/a', 6).toString('hex')]);
+    expect(await bucketKeys(WatchesBucket.watch)).toEqual([watchKey({ prefix: false, path: '/a', session: 'B' }).toString('hex')]);
 
     const after = await push('A', '/a', 'ghost');
     expect(after.result).toMatchObject({ ok: false, code: 'SESSION_EXPIRED' });

@@ -3,7 +3,7 @@
 // stand in for spying on db.batch(ops): each write's ops are recorded when it is
 // written, and a write can be made to fail before LevelDB sees it.
 import { vi } from 'vitest';
-import type { BatchOp } from '../../src/families/family.js';
+import type { BatchOp } from '../../src/statemachine/family.js';
 import type { VeraDb } from '../../src/statemachine/types.js';
 
 type Chained = ReturnType<VeraDb['batch']> & { put(key: Buffer, value: Buffer): unknown; del(key: Buffer): unknown; write(options?: unknown): Promise<void> };

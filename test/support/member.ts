@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { connect, type VeraClient } from '../../src/client/client.js';
 import type { ChangeEvent } from '../../src/protocol/index.js';
-import type { AnyFamily } from '../../src/families/family.js';
+import type { AnyFamily } from '../../src/statemachine/family.js';
 import type { ServerConfig } from '../../src/server/config.js';
 import { startServer as startMember, type RunningServer } from '../../src/server/index.js';
 

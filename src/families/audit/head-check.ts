@@ -8,7 +8,7 @@
 // problem is kept in memory, logged, and answered with every audit.list page, so
 // `vera audit --verify` fails.
 import type { Entry } from '../../raft/types.js';
-import { decodeEntryCommand, mayBeOfFamily } from '../commands.js';
+import { decodeEntryCommand, mayBeOfFamily, type DecodedCommand } from '../commands.js';
 import type { StateMachine } from '../../statemachine/index.js';
 import type { AuditFact } from './chain.js';
 import { audit, decodeRecord, recordKey, type AppendCommand } from './index.js';
@@ -22,7 +22,7 @@ function appendsOf(entries: readonly Entry[], applied: number): Array<{ index: n
   for (let i = entries.length - 1; i >= 0 && out.length < MAX_CHECKED_ENTRIES; i--) {
     const entry = entries[i]!;
     if (entry.index > applied || entry.kind !== 'command' || !mayBeOfFamily(entry.data, audit.name)) continue;
-    let decoded;
+    let decoded: DecodedCommand;
     try {
       decoded = decodeEntryCommand(entry.data);
     } catch {

@@ -7,7 +7,7 @@
 import { bucketPrefix, decodeIndex, encodeIndex } from '../../keys/index.js';
 import { CorruptValueError, pack, unpack } from '../../statemachine/codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import { CommandError, type BatchOp, type DbSnapshot, type Family, type Plan, type PlanContext } from '../family.js';
+import { CommandError, type BatchOp, type DbSnapshot, type Family, type Plan, type PlanContext } from '../../statemachine/family.js';
 import { MAX_AUDIT_RECORDS } from './wire.js';
 import { AUDIT_KINDS, GENESIS, recordHash, type AuditFact, type AuditKind, type AuditRecord } from './chain.js';
 

@@ -4,7 +4,7 @@
 // place in apply); apply only stores them. Tokens are signed with a key chosen
 // when authentication is enabled, so any member can check one.
 import type { ApplyError } from '../../statemachine/types.js';
-import { CommandError, failure, type BatchOp, type Family, type Plan, type PlanContext } from '../family.js';
+import { CommandError, failure, type BatchOp, type Family, type Plan, type PlanContext } from '../../statemachine/family.js';
 import { boolField } from '../fields.js';
 import { isHash } from './password-hash.js';
 import { encodeExpiry, encodeRules, encodeSwitch, encodeUser, isPermission, nameProblem, revokedKey, roleKey, SWITCH_KEY, userKey, AuthBucket, type UserRecord } from './records.js';

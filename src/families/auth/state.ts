@@ -3,7 +3,7 @@
 // check on every request is a scan of a few rules, not of every role.
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import { AuthBucket, decodeExpiry, decodeRules, decodeSwitch, decodeUser, digestOfRevokedKey, nameOfKey, SWITCH_KEY, type AuthSwitch, type UserRecord } from './records.js';
 import { ROOT_ROLE, type Rule } from './rules.js';
 import { decodeQuota, QUOTA_BUCKET, quotaKeyParts, type QuotaSetting } from './quotas.js';

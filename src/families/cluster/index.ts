@@ -5,7 +5,7 @@ import { bucketPrefix } from '../../keys/index.js';
 import { pack, unpack } from '../../statemachine/codec.js';
 import { CorruptValueError } from '../../statemachine/codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot, Family, Plan, PlanContext } from '../family.js';
+import type { DbSnapshot, Family, Plan, PlanContext } from '../../statemachine/family.js';
 import { integerField } from '../fields.js';
 
 /** The first bucket above seed 003's: the cluster family's. */

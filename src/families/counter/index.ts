@@ -5,7 +5,7 @@
 // (docs/architecture.md, "Adding a family").
 import { bucketPrefix, bucketRange } from '../../keys/index.js';
 import { CorruptValueError, pack, unpack } from '../../statemachine/codec.js';
-import { CommandError, failure, type DbSnapshot, type Family, type Plan, type PlanContext } from '../family.js';
+import { CommandError, failure, type DbSnapshot, type Family, type Plan, type PlanContext } from '../../statemachine/family.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import { integerProblem, MAX_COUNTERS, nameProblem } from './wire.js';
 

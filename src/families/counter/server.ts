@@ -7,7 +7,7 @@ import type { CounterState } from './index.js';
 type Ops = typeof COUNTER_OPS;
 
 function createServer(host: FamilyHost<CounterState>): PluginServer<Ops> {
-  const valueOf = (name: string): CounterValue => {
+  const currentValue = (name: string): CounterValue => {
     const value = host.state().get(name);
     return { name, value: value ?? 0, exists: value !== undefined };
   };
@@ -22,7 +22,7 @@ function createServer(host: FamilyHost<CounterState>): PluginServer<Ops> {
           if (!host.isLeader()) throw host.notLeader();
           await host.barrier();
         }
-        return valueOf(name);
+        return currentValue(name);
       },
       remove: async ({ name }) => {
         if (!host.isLeader()) throw host.notLeader();

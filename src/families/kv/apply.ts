@@ -10,7 +10,7 @@ import { decodeChargedItem } from '../lists/codec.js';
 import { creditUser } from '../quota/index.js';
 import { withStoredSize } from '../../statemachine/item-sizes.js';
 import type { ApplyError, ChangeEvent, Item } from '../../statemachine/types.js';
-import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
+import { failure, type BatchOp, type Plan, type PlanContext } from '../../statemachine/family.js';
 import { lists, type PushCommand } from '../lists/index.js';
 import { sessionProblem } from '../sessions/index.js';
 import type { Compare, TxnCommand, Write } from './commands.js';

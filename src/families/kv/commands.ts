@@ -2,7 +2,7 @@
 // applied all or nothing in one entry (etcd's txn, ZooKeeper's multi). `put` is a
 // transaction too (one put, maybe one compare), so there is one command.
 import { MAX_INDEX } from '../../keys/index.js';
-import { CommandError } from '../family.js';
+import { CommandError } from '../../statemachine/family.js';
 import { integerField, pathField, quotaField, sessionField } from '../fields.js';
 import type { PushQuota } from '../lists/index.js';
 import type { StorageLimits } from '../quota/index.js';

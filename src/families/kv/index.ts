@@ -3,7 +3,7 @@
 // compares and writes across lists applied all or nothing in one entry (txn, as
 // etcd's txn and ZooKeeper's multi). Items are the lists family's: watchers see
 // puts and txns as the pushes and deletes they are. See docs/kv.md.
-import type { Family } from '../family.js';
+import type { Family } from '../../statemachine/family.js';
 import { decodeTxn, type KvCommand } from './commands.js';
 import { planTxn } from './apply.js';
 import { USER_QUOTA_SINCE } from '../quota/index.js';

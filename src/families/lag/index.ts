@@ -1,10 +1,9 @@
 // The lag family: how far each session has acknowledged its notifications,
 // replicated so a new leader knows what to replay. The leader batches the acks
 // it received into one `ack` entry.
-import { Bucket } from '../../keys/index.js';
-import { lagKey } from './keys.js';
+import { LagBucket, lagKey } from './keys.js';
 import { encodeLagValue } from './codec.js';
-import { CommandError, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan } from '../family.js';
+import { CommandError, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan } from '../../statemachine/family.js';
 import { indexField, sessionField } from '../fields.js';
 import { sessions } from '../sessions/index.js';
 import { LagState } from './state.js';
@@ -49,10 +48,17 @@ function acksField(value: unknown): Array<readonly [string, number]> {
   });
 }
 
+/** What an ack answers (the kernel's ApplySuccess reads it from here). */
+declare module '../../statemachine/types.js' {
+  interface LegacyResults {
+    ack: Record<never, never>;
+  }
+}
+
 export const lag: Family<AckCommand, LagState> = {
   name: 'lag',
   since: 1,
-  buckets: [{ id: Bucket.lag, name: 'lag' }],
+  buckets: [{ id: LagBucket.lag, name: 'lag' }],
   ops: {
     ack: { fields: ['acks'], since: 1, decode: (c) => ({ op: 'ack', acks: acksField(c.acks) }) },
   },

@@ -1,5 +1,5 @@
 // The lag family's queries (once methods of the StateMachine, which now only applies).
-import type { StateReader } from '../family.js';
+import type { StateReader } from '../../statemachine/family.js';
 import { checkSession } from '../query-checks.js';
 import { lag } from './index.js';
 

@@ -1,17 +1,17 @@
 // The lag family's in-memory index: the highest notification index each
 // session has acknowledged. Rebuilt from the lag bucket at load.
-import { Bucket, bucketRange, entriesInKeyOrder } from '../../keys/index.js';
-import { decodeLagKey } from './keys.js';
+import { bucketRange, entriesInKeyOrder } from '../../keys/index.js';
+import { LagBucket, decodeLagKey } from './keys.js';
 import { decodeLagValue } from './codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 
 export class LagState {
   private readonly acked = new Map<string, number>();
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<LagState> {
     const state = new LagState();
-    for await (const [key, value] of db.iterator({ ...bucketRange(Bucket.lag), snapshot })) {
+    for await (const [key, value] of db.iterator({ ...bucketRange(LagBucket.lag), snapshot })) {
       state.acked.set(decodeLagKey(key), decodeLagValue(value));
     }
     return state;

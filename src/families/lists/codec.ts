@@ -1,6 +1,9 @@
 // The lists family's stored values: 0x0003 item value { owner, data, user? }
-// (the index and path are in the key).
+// (the index and path are in the key), and 0x0005's empty value.
 import { CorruptValueError, decodeMap, pack } from '../../statemachine/codec.js';
+
+/** A 0x0005 client-data key's value: the key's presence is the whole fact. */
+export const CLIENT_DATA_VALUE: Buffer = Buffer.alloc(0);
 
 export interface StoredItem {
   readonly owner: string | null;

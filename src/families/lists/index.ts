@@ -1,14 +1,12 @@
 // The lists family: items pushed onto lists at paths and deleted from them,
 // ephemeral items owned by a session (deleted when it ends) or persistent.
 // A push also watches its list unless told not to (through the watches family).
-import { Bucket } from '../../keys/index.js';
-import { clientDataKey, clientDataRange, decodeClientDataKey, itemKey } from './keys.js';
+import { ListsBucket, clientDataKey, clientDataRange, decodeClientDataKey, itemKey } from './keys.js';
 import { type WatchRef } from '../watches/keys.js';
-import { EMPTY_VALUE } from '../../statemachine/codec.js';
-import { decodeChargedItem, encodeItemValue } from './codec.js';
-import type { ApplyError, ChangeEvent, Item, VeraDb } from '../../statemachine/types.js';
-import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../family.js';
-import { CommandError } from '../family.js';
+import { CLIENT_DATA_VALUE, decodeChargedItem, encodeItemValue } from './codec.js';
+import type { ApplyError, ChangeEvent, Item } from '../../statemachine/types.js';
+import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../../statemachine/family.js';
+import { CommandError } from '../../statemachine/family.js';
 import { boolField, indexField, pathField, quotaField, sessionField } from '../fields.js';
 import { sessionProblem, sessions } from '../sessions/index.js';
 import { chargeUser, creditUser, USER_QUOTA_SINCE, type StorageLimits } from '../quota/index.js';
@@ -87,7 +85,7 @@ async function push(c: PushCommand, { states, index }: PlanContext): Promise<Pla
     if (refused !== null) return refused;
   }
   const ops: BatchOp[] = [{ type: 'put', key: itemKey(c.path, index), value }];
-  if (!c.persistent) ops.push({ type: 'put', key: clientDataKey(c.session, c.path, index), value: EMPTY_VALUE });
+  if (!c.persistent) ops.push({ type: 'put', key: clientDataKey(c.session, c.path, index), value: CLIENT_DATA_VALUE });
   const after = [
     () => {
       state.setLastIndex(c.path, index);
@@ -180,12 +178,21 @@ async function endSession(session: string, { db, states, index }: PlanContext): 
   return { ops, events, after };
 }
 
+/** What a push and a delete answer (the kernel's ApplySuccess reads them from here). */
+declare module '../../statemachine/types.js' {
+  interface LegacyResults {
+    /** `unwatched`: the push's implicit watch was left out, the session being at its watch limit. */
+    push: { readonly item: Item; readonly unwatched?: true };
+    delete: Record<never, never>;
+  }
+}
+
 export const lists: Family<ListsCommand, ListsState> = {
   name: 'lists',
   since: 1,
   buckets: [
-    { id: Bucket.item, name: 'item' },
-    { id: Bucket.clientData, name: 'clientData' },
+    { id: ListsBucket.item, name: 'item' },
+    { id: ListsBucket.clientData, name: 'clientData' },
   ],
   ops: {
     push: {

@@ -1,6 +1,14 @@
 // The lists family's key layouts: 0x0003 list items, and 0x0005 the reverse index
 // from a session to the ephemeral items it owns (see docs/storage.md).
-import { assertKeyPath, assertSessionId, Bucket, bucketKey, encodeIndex, KeyReader, SEP, SEP_END } from '../../keys/index.js';
+import { assertKeyPath, assertSessionId, bucketKey, encodeIndex, KeyReader, SEP, SEP_END } from '../../keys/index.js';
+
+/** The family's buckets (seed 003's numbers, docs/storage.md): the 2-byte prefix of each of its keys. */
+export const ListsBucket = {
+  /** list items: path, index -> the item. */
+  item: 0x0003,
+  /** a session's ephemeral items: session, path, index -> empty. */
+  clientData: 0x0005,
+} as const;
 
 const ITEM = '/data';
 const CLIENT_DATA = '/cdata/';
@@ -15,11 +23,11 @@ export interface ItemRef {
 /** List item: 0x0003 + '/data' + path + SEP + index8. */
 export function itemKey(path: string, index: number): Buffer {
   assertKeyPath(path);
-  return bucketKey(Bucket.item, ITEM, path, SEP, encodeIndex(index));
+  return bucketKey(ListsBucket.item, ITEM, path, SEP, encodeIndex(index));
 }
 
 export function decodeItemKey(raw: Uint8Array): ItemRef {
-  const reader = KeyReader.of(raw, Bucket.item, 'item');
+  const reader = KeyReader.of(raw, ListsBucket.item, 'item');
   const ref = readItemRef(reader);
   reader.done();
   return ref;
@@ -35,7 +43,7 @@ function readItemRef(reader: KeyReader): ItemRef {
 /** Every item of one list, in index order. */
 export function itemRange(path: string): { gte: Buffer; lt: Buffer } {
   assertKeyPath(path);
-  return { gte: bucketKey(Bucket.item, ITEM, path, SEP), lt: bucketKey(Bucket.item, ITEM, path, SEP_END) };
+  return { gte: bucketKey(ListsBucket.item, ITEM, path, SEP), lt: bucketKey(ListsBucket.item, ITEM, path, SEP_END) };
 }
 
 /**
@@ -45,7 +53,7 @@ export function itemRange(path: string): { gte: Buffer; lt: Buffer } {
  */
 export function itemSeekKey(pathPrefix: string): Buffer {
   assertKeyPath(pathPrefix);
-  return bucketKey(Bucket.item, ITEM, pathPrefix);
+  return bucketKey(ListsBucket.item, ITEM, pathPrefix);
 }
 
 // ---------------------------------------------------------------- 0x0005 client data (reverse index)
@@ -61,11 +69,11 @@ export interface ClientDataRef extends ItemRef {
  */
 export function clientDataKey(session: string, path: string, index: number): Buffer {
   assertSessionId(session);
-  return Buffer.concat([bucketKey(Bucket.clientData, CLIENT_DATA, session, SEP), itemKey(path, index).subarray(2)]);
+  return Buffer.concat([bucketKey(ListsBucket.clientData, CLIENT_DATA, session, SEP), itemKey(path, index).subarray(2)]);
 }
 
 export function decodeClientDataKey(raw: Uint8Array): ClientDataRef {
-  const reader = KeyReader.of(raw, Bucket.clientData, 'client data');
+  const reader = KeyReader.of(raw, ListsBucket.clientData, 'client data');
   reader.marker(CLIENT_DATA);
   const session = reader.session(reader.textToSep());
   const ref = readItemRef(reader);
@@ -76,5 +84,5 @@ export function decodeClientDataKey(raw: Uint8Array): ClientDataRef {
 /** Every ephemeral item of one session, ordered by path then index. */
 export function clientDataRange(session: string): { gte: Buffer; lt: Buffer } {
   assertSessionId(session);
-  return { gte: bucketKey(Bucket.clientData, CLIENT_DATA, session, SEP), lt: bucketKey(Bucket.clientData, CLIENT_DATA, session, SEP_END) };
+  return { gte: bucketKey(ListsBucket.clientData, CLIENT_DATA, session, SEP), lt: bucketKey(ListsBucket.clientData, CLIENT_DATA, session, SEP_END) };
 }

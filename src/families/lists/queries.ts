@@ -1,10 +1,21 @@
 // The lists family's queries, read from one snapshot of the store with the
 // applied index they reflect (once methods of the StateMachine, which now only applies).
-import type { StateReader } from '../family.js';
-import type { ChildrenView, ListView } from '../../statemachine/types.js';
+import type { StateReader } from '../../statemachine/family.js';
+import type { Item } from '../../statemachine/types.js';
 import { checkPath } from '../query-checks.js';
 import * as reads from './reads.js';
 import { lists } from './index.js';
+
+/** A list as of an applied index. */
+export interface ListView {
+  readonly index: number;
+  readonly items: readonly Item[];
+}
+
+export interface ChildrenView {
+  readonly index: number;
+  readonly children: readonly string[];
+}
 
 /** One list and the applied index its items reflect exactly. */
 export async function getList(sm: StateReader, path: string): Promise<ListView> {

@@ -1,7 +1,7 @@
 // Reads of the lists family's items, shared by apply (which reads the state
 // left by the previous entry) and by queries (which read a snapshot).
-import { Bucket, bucketRange, compareUtf8 } from '../../keys/index.js';
-import { decodeItemKey, itemKey, itemRange, itemSeekKey } from './keys.js';
+import { bucketRange, compareUtf8 } from '../../keys/index.js';
+import { ListsBucket, decodeItemKey, itemKey, itemRange, itemSeekKey } from './keys.js';
 import { CorruptValueError, corruptValueIn } from '../../raft/checked-values.js';
 import { decodeItemValue } from './codec.js';
 import type { Item, VeraDb } from '../../statemachine/types.js';
@@ -134,7 +134,7 @@ export async function childrenStep(db: VeraDb, path: string, snapshot: DbSnapsho
 
 async function walkChildren(db: VeraDb, path: string, snapshot: DbSnapshot | undefined, from: Buffer | null, limit: number): Promise<{ names: Set<string>; next: Buffer | null }> {
   const base = path === '/' ? '/' : `${path}/`;
-  const lt = path === '/' ? bucketRange(Bucket.item).lt : itemSeekKey(`${path}0`);
+  const lt = path === '/' ? bucketRange(ListsBucket.item).lt : itemSeekKey(`${path}0`);
   const names = new Set<string>();
   const keys = db.keys({ gte: from ?? itemSeekKey(base), lt, snapshot });
   let next: Buffer | null = null;

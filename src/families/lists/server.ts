@@ -8,7 +8,6 @@ import { childrenOf } from '../../server/guard/path-guard.js';
 import { cluster } from '../cluster/index.js';
 import { WATCH_IF_ROOM_SINCE } from './index.js';
 import { userQuotaField } from '../quota/propose.js';
-import { children } from './queries.js';
 
 async function push({ fe, session, request: req, frameBytes }: OpCall<'push'>): Promise<PushResult> {
   fe.disk.admit(frameBytes);

@@ -2,10 +2,10 @@
 // (what `ifLastIndex` is compared with) and the usage counts quotas are judged
 // against. Rebuilt at load by one walk of the item bucket; changed only by
 // plans' after-steps, once their batch is written.
-import { Bucket, bucketRange, decodeIndex, entriesInKeyOrder } from '../../keys/index.js';
-import { decodeItemKey } from './keys.js';
+import { bucketRange, decodeIndex, entriesInKeyOrder } from '../../keys/index.js';
+import { ListsBucket, decodeItemKey } from './keys.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import { UsageCounts } from './usage.js';
 
 export class ListsState {
@@ -58,7 +58,7 @@ const INDEX_BYTES = 8;
  */
 async function walkLists(db: VeraDb, snapshot: DbSnapshot, newest: Map<string, number>): Promise<Map<string, number>> {
   const lengths = new Map<string, number>();
-  const keys = db.keys<Uint8Array>({ ...bucketRange(Bucket.item), keyEncoding: 'view', snapshot });
+  const keys = db.keys<Uint8Array>({ ...bucketRange(ListsBucket.item), keyEncoding: 'view', snapshot });
   let prev: Uint8Array | null = null;
   let path = '';
   let n = 0;

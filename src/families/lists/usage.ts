@@ -7,9 +7,9 @@
 // pure function of the store's contents, so every member reaches the same
 // verdicts.
 
-import { Bucket, bucketRange } from '../../keys/index.js';
-import { decodeClientDataKey, itemKey } from './keys.js';
-import type { DbSnapshot } from '../family.js';
+import { bucketRange } from '../../keys/index.js';
+import { ListsBucket, decodeClientDataKey, itemKey } from './keys.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import type { VeraDb } from '../../statemachine/types.js';
 
 export interface SessionUsage {
@@ -53,7 +53,7 @@ export class UsageCounts {
       }
       refs = [];
     };
-    for await (const key of db.keys({ ...bucketRange(Bucket.clientData), snapshot })) {
+    for await (const key of db.keys({ ...bucketRange(ListsBucket.clientData), snapshot })) {
       const ref = decodeClientDataKey(key);
       refs.push({ session: ref.session, key: itemKey(ref.path, ref.index) });
       if (refs.length >= LOAD_CHUNK) await flush();

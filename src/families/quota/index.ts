@@ -9,7 +9,7 @@
 // judged (there are no users); items added by a session with a principal are still
 // counted, so the counts hold when it is turned on again.
 import type { ApplyError } from '../../statemachine/types.js';
-import { failure, type Family, type States } from '../family.js';
+import { failure, type Family, type States } from '../../statemachine/family.js';
 import { auth, USER_QUOTA_SINCE } from '../auth/index.js';
 import { limitsOf, type StorageLimits } from '../auth/quotas.js';
 import { USAGE_BUCKET, UsageState } from './state.js';

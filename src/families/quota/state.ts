@@ -7,7 +7,7 @@
 import { bucketPrefix, bucketRange, compareUtf8 } from '../../keys/index.js';
 import { CorruptValueError, pack, unpack } from '../../statemachine/codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { BatchOp, DbSnapshot } from '../family.js';
+import type { BatchOp, DbSnapshot } from '../../statemachine/family.js';
 
 /** user name -> [items, bytes]. */
 export const USAGE_BUCKET = 0x001f;

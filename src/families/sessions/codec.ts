@@ -1,6 +1,15 @@
 // The sessions family's stored values: 0x0004 client value { timeoutMs, remote, resumeHash?, principal? }.
 import { CorruptValueError, decodeMap, pack } from '../../statemachine/codec.js';
-import type { SessionInfo } from '../../statemachine/types.js';
+
+/** A session's record (0x0004 value): what the session was opened with. */
+export interface SessionInfo {
+  readonly timeoutMs: number;
+  readonly remote: string;
+  /** SHA-256 (hex) of the resume token given to the session's creator; absent for sessions opened before version 6. */
+  readonly resumeHash?: string;
+  /** The user that opened the session, when authentication was on (version 7). */
+  readonly principal?: string;
+}
 
 export function encodeClientValue(info: SessionInfo): Buffer {
   // Fields only when present, so a record written before they existed re-encodes to the same bytes.

@@ -1,12 +1,11 @@
 // The sessions family: opening and closing client sessions. Closing one asks
 // every family what it holds for the session (endSession) and deletes it all in
 // the same entry, so no member ever sees a session gone but its items left.
-import { Bucket } from '../../keys/index.js';
-import { clientKey } from './keys.js';
+import { SessionsBucket, clientKey } from './keys.js';
 import { encodeClientValue } from './codec.js';
 import type { ApplyError } from '../../statemachine/types.js';
-import { failure, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../family.js';
-import { CommandError } from '../family.js';
+import { failure, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../../statemachine/family.js';
+import { CommandError } from '../../statemachine/family.js';
 import { integerField, quotaField, sessionField } from '../fields.js';
 import { clientAddress, SessionsState } from './state.js';
 
@@ -111,10 +110,18 @@ export const RESUME_TOKENS_SINCE = 6;
 /** openSession's principal: sessions that record who opened them (the auth family's version). */
 export const PRINCIPALS_SINCE = 7;
 
+/** What opening and closing a session answer (the kernel's ApplySuccess reads them from here). */
+declare module '../../statemachine/types.js' {
+  interface LegacyResults {
+    openSession: { readonly session: string };
+    closeSession: Record<never, never>;
+  }
+}
+
 export const sessions: Family<SessionsCommand, SessionsState> = {
   name: 'sessions',
   since: 1,
-  buckets: [{ id: Bucket.client, name: 'client' }],
+  buckets: [{ id: SessionsBucket.client, name: 'client' }],
   ops: {
     openSession: {
       fields: ['session', 'timeoutMs', 'remote', 'quota', 'resumeHash', 'principal', 'principalSessions'],

@@ -1,11 +1,12 @@
 // The sessions family's in-memory index: every live session and how many each
 // client address holds. Rebuilt from the client bucket at load; changed only by
 // plans' after-steps, once their batch is written.
-import { Bucket, bucketRange } from '../../keys/index.js';
-import { decodeClientKey } from './keys.js';
+import { bucketRange } from '../../keys/index.js';
+import { SessionsBucket, decodeClientKey } from './keys.js';
 import { decodeClientValue } from './codec.js';
-import type { SessionInfo, VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { VeraDb } from '../../statemachine/types.js';
+import type { SessionInfo } from './codec.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 
 export class SessionsState {
   private readonly info = new Map<string, SessionInfo>();
@@ -16,7 +17,7 @@ export class SessionsState {
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<SessionsState> {
     const state = new SessionsState();
-    for await (const [key, value] of db.iterator({ ...bucketRange(Bucket.client), snapshot })) {
+    for await (const [key, value] of db.iterator({ ...bucketRange(SessionsBucket.client), snapshot })) {
       state.add(decodeClientKey(key), decodeClientValue(value));
     }
     return state;

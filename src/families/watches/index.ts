@@ -1,14 +1,15 @@
 // The watches family: a session's interest in a list (exact) or a subtree
 // (prefix). Who is notified of each change event is read from its state.
-import { Bucket } from '../../keys/index.js';
-import { watchKey, type WatchRef } from './keys.js';
-import { EMPTY_VALUE } from '../../statemachine/codec.js';
-import { WATCH_ITEMS_MAX_BYTES, type ApplyError, type ApplySuccess } from '../../statemachine/types.js';
-import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../family.js';
+import { WATCH_VALUE, WatchesBucket, watchKey, type WatchRef } from './keys.js';
+import type { ApplyError, ApplySuccess, Item } from '../../statemachine/types.js';
+import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../../statemachine/family.js';
 import { boolField, pathField, quotaField, sessionField } from '../fields.js';
 import { readListWithin } from '../lists/reads.js';
 import { sessionProblem } from '../sessions/index.js';
 import { WatchesState } from './state.js';
+
+/** Stored bytes of the items an exact watch returns with its result; a bigger list is answered with `tooLarge` and no items. */
+export const WATCH_ITEMS_MAX_BYTES = 8 * 1024 * 1024;
 
 export interface WatchQuota {
   readonly watches: number;
@@ -35,7 +36,7 @@ export function watchQuotaProblem(states: States, ref: WatchRef, limit: number):
 /** The write and index update that add one watch (also used by a push that watches its list). */
 export function addWatchOps(states: States, ref: WatchRef): { ops: BatchOp[]; after: Array<() => void> } {
   const state = states.of(watches);
-  return { ops: [{ type: 'put', key: watchKey(ref), value: EMPTY_VALUE }], after: [() => state.add(ref)] };
+  return { ops: [{ type: 'put', key: watchKey(ref), value: WATCH_VALUE }], after: [() => state.add(ref)] };
 }
 
 async function watch(c: WatchCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
@@ -84,10 +85,19 @@ function decodeWatch(op: 'watch' | 'unwatch') {
   };
 }
 
+/** What a watch and an unwatch answer (the kernel's ApplySuccess reads them from here). */
+declare module '../../statemachine/types.js' {
+  interface LegacyResults {
+    /** `items` is present for exact watches only: the list as of this entry. */
+    watch: { readonly index: number; readonly items?: readonly Item[]; readonly tooLarge?: true };
+    unwatch: Record<never, never>;
+  }
+}
+
 export const watches: Family<WatchCommand, WatchesState> = {
   name: 'watches',
   since: 1,
-  buckets: [{ id: Bucket.watch, name: 'watch' }],
+  buckets: [{ id: WatchesBucket.watch, name: 'watch' }],
   ops: {
     watch: { fields: ['session', 'path', 'prefix', 'quota'], since: 1, decode: decodeWatch('watch') },
     unwatch: { fields: ['session', 'path', 'prefix'], since: 1, decode: decodeWatch('unwatch') },

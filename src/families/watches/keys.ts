@@ -1,5 +1,14 @@
 // The watches family's key layout: 0x0006 exact and prefix watches (see docs/storage.md).
-import { assertKeyPath, assertSessionId, Bucket, bucketKey, KeyReader, SEP, SEP_END } from '../../keys/index.js';
+import { assertKeyPath, assertSessionId, bucketKey, KeyReader, SEP, SEP_END } from '../../keys/index.js';
+
+/** The family's buckets (seed 003's numbers, docs/storage.md): the 2-byte prefix of each of its keys. */
+export const WatchesBucket = {
+  /** exact and prefix watches: path, session -> empty. */
+  watch: 0x0006,
+} as const;
+
+/** A watch key's value: the key's presence is the whole fact. */
+export const WATCH_VALUE: Buffer = Buffer.alloc(0);
 
 const EXACT_WATCH = '/watch';
 // Prefix watches share bucket 0x0006 under their own marker; '/pwatch' sorts
@@ -22,11 +31,11 @@ export interface WatchRef {
 export function watchKey(ref: WatchRef): Buffer {
   assertKeyPath(ref.path);
   assertSessionId(ref.session);
-  return bucketKey(Bucket.watch, ref.prefix ? PREFIX_WATCH : EXACT_WATCH, ref.path, SEP, ref.session);
+  return bucketKey(WatchesBucket.watch, ref.prefix ? PREFIX_WATCH : EXACT_WATCH, ref.path, SEP, ref.session);
 }
 
 export function decodeWatchKey(raw: Uint8Array): WatchRef {
-  const reader = KeyReader.of(raw, Bucket.watch, 'watch');
+  const reader = KeyReader.of(raw, WatchesBucket.watch, 'watch');
   // Both markers start with '/'; the second byte tells them apart.
   const prefix = raw[3] === 0x70; // 'p'
   reader.marker(prefix ? PREFIX_WATCH : EXACT_WATCH);
@@ -40,5 +49,5 @@ export function decodeWatchKey(raw: Uint8Array): WatchRef {
 export function watchRange(path: string, prefix: boolean): { gte: Buffer; lt: Buffer } {
   assertKeyPath(path);
   const marker = prefix ? PREFIX_WATCH : EXACT_WATCH;
-  return { gte: bucketKey(Bucket.watch, marker, path, SEP), lt: bucketKey(Bucket.watch, marker, path, SEP_END) };
+  return { gte: bucketKey(WatchesBucket.watch, marker, path, SEP), lt: bucketKey(WatchesBucket.watch, marker, path, SEP_END) };
 }

@@ -1,5 +1,5 @@
 // The watches family's queries (once methods of the StateMachine, which now only applies).
-import type { StateReader } from '../family.js';
+import type { StateReader } from '../../statemachine/family.js';
 import { checkPath } from '../query-checks.js';
 import type { WatchRef } from './keys.js';
 import { watches } from './index.js';

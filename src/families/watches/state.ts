@@ -2,11 +2,11 @@
 // prefix, and each session's watches (so ending a session need not scan the
 // watch bucket). Rebuilt from the watch bucket at load; changed only by plans'
 // after-steps, once their batch is written.
-import { Bucket, bucketRange, entriesInKeyOrder } from '../../keys/index.js';
-import { decodeWatchKey, watchKey, type WatchRef } from './keys.js';
+import { bucketRange, entriesInKeyOrder } from '../../keys/index.js';
+import { WatchesBucket, decodeWatchKey, watchKey, type WatchRef } from './keys.js';
 import { pathAndAncestors } from '../../protocol/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 
 export class WatchesState {
   private readonly exact = new Map<string, Set<string>>();
@@ -15,7 +15,7 @@ export class WatchesState {
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<WatchesState> {
     const state = new WatchesState();
-    for await (const key of db.keys({ ...bucketRange(Bucket.watch), snapshot })) state.add(decodeWatchKey(key));
+    for await (const key of db.keys({ ...bucketRange(WatchesBucket.watch), snapshot })) state.add(decodeWatchKey(key));
     return state;
   }
 

@@ -10,7 +10,7 @@ import { liveSessions } from '../../families/sessions/queries.js';
 import { watchesOf } from '../../families/watches/queries.js';
 import { lagOf } from '../../families/lag/queries.js';
 import { settleCommandVersion } from '../../families/cluster/server.js';
-import type { SessionInfo } from '../../statemachine/types.js';
+import type { SessionInfo } from '../../families/sessions/codec.js';
 import type { WebSocket } from 'ws';
 import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
 import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';

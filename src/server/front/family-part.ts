@@ -4,7 +4,7 @@
 // knows families too, never loads server code. The server gathers every
 // registered family's part once at start (loadServerParts).
 
-import type { AnyFamily, DbSnapshot } from '../../families/family.js';
+import type { AnyFamily, DbSnapshot } from '../../statemachine/family.js';
 import { OPS, type AnyResult, type FamilyRequest, type FamilyResult, type Op, type ProtocolExtensions, type RequestBuilder, type RequestOf } from '../../protocol/index.js';
 import type { ApplyOutcome } from '../../statemachine/index.js';
 import type { AnyCommand } from '../../families/core-commands.js';

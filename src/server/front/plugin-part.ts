@@ -4,7 +4,7 @@
 // The FamilyHost is the only view of the front end a plugin gets.
 import { buildersOf, typedRequest, type AnyOpSchema } from '../../protocol/index.js';
 import type { AnyPlugin, FamilyHost, PluginServer } from '../../kit/plugin.js';
-import type { AnyFamily } from '../../families/family.js';
+import type { AnyFamily } from '../../statemachine/family.js';
 import { expectOk, notLeaderError, type FrontEnd } from './context.js';
 import { proposeTimed, type FamilyOp, type FamilyOpCall, type ServerPart } from './family-part.js';
 import type { AnyCommand } from '../../families/core-commands.js';

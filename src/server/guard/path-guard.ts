@@ -11,7 +11,7 @@ import { compareUtf8 } from '../../keys/index.js';
 import { decodeItemKey, itemKey, itemRange } from '../../families/lists/keys.js';
 import { children } from '../../families/lists/queries.js';
 import { readListPages as readHotPages, type ItemPage } from '../../families/lists/reads.js';
-import type { DbSnapshot } from '../../families/family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import type { FamilyRequest, Request } from '../../protocol/index.js';
 import { decodeItemValue } from '../../families/lists/codec.js';
 import type { Item, VeraDb } from '../../statemachine/types.js';

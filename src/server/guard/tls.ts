@@ -23,7 +23,7 @@ import { X509Certificate } from 'node:crypto';
 import { createSecureContext, type ConnectionOptions, type TLSSocket, type TlsOptions } from 'node:tls';
 import { RateLimitedLog } from '../../log/rate-limited-log.js';
 import type { PeerTls } from '../../raft/transport/shared.js';
-import type { ClientTlsConfig, PeerTlsConfig, ServerConfig, TlsFilesConfig } from '../config.js';
+import type { ClientTlsConfig, ServerConfig, TlsFilesConfig } from '../config.js';
 
 /** What TLS logs through: pino's logger fits. */
 export interface TlsLogger {

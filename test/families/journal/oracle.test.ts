@@ -94,7 +94,6 @@ describe('the journal against its model', () => {
           await h.ok({ op: 'create', name: 'j', settings });
           const model = new JournalModel(settings, accounting);
           let lastClaim = 1;
-          const resolve = (l: number): number => (l === 0 ? lastClaim : l);
           // A step's (key, lease): with lease 0, an item the model holds Processing, picked by the key's letter.
           const held = (k: string, l: number): [string, number] => {
             if (l !== 0) return [k, l];

@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Bucket, bucketPrefix } from '../../../src/keys/index.js';
-import { itemRange } from '../../../src/families/lists/keys.js';
+import { itemRange, ListsBucket } from '../../../src/families/lists/keys.js';
 import { quota } from '../../../src/families/quota/index.js';
 import type { Entry } from '../../../src/raft/types.js';
 import { encodeCommand, requiredVersion } from '../../../src/families/commands.js';
@@ -91,7 +91,7 @@ async function recount(db: VeraDb): Promise<Array<[string, { items: number; byte
     u.bytes += bytes;
     by.set(user, u);
   };
-  for await (const [, value] of db.iterator({ gte: bucketPrefix(Bucket.item), lt: bucketPrefix(Bucket.item + 1) })) add(decodeChargedItem(value).user, value.byteLength);
+  for await (const [, value] of db.iterator({ gte: bucketPrefix(ListsBucket.item), lt: bucketPrefix(ListsBucket.item + 1) })) add(decodeChargedItem(value).user, value.byteLength);
   const journalItem = (item: JournalItem): void => {
     // What is charged is a function of the content alone, whatever the record's history.
     if (item.user !== undefined) expect(item.chargedBytes).toBe(chargeOf(item));

@@ -3,7 +3,7 @@
 // then live ones, with nothing lost or doubled; when the member no longer holds
 // them (after its own restart) the reply says `missed` instead of lying.
 import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type VeraClient } from '../../../src/client/client.js';
+import { connect } from '../../../src/client/client.js';
 import { WireClient } from '../../server/wire-client.js';
 import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';

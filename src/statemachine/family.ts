@@ -1,0 +1,225 @@
+// A command family: one capability of the replicated state (lists, sessions,
+// watches, ...) behind one interface, so the store kernel knows families only
+// through it and a new capability is a new folder plus one line in
+// registry.ts. The idea of registering commands per feature comes from
+// Consul's FSM (`registerCommand`); the shape here is our own.
+//
+// A family owns: its command types and their decoding (`ops`), planning an
+// entry (LevelDB writes, change events, reply, in-memory updates run once the
+// writes are in the db), its in-memory indexes (`load`, rebuilt from the db at
+// start and after a snapshot install), the LevelDB buckets it writes
+// (`buckets`), what happens to its data when a session ends, and, loaded only
+// by the server, its client ops and leader duties (`server`).
+import type { ApplyError, ApplySuccess, BatchOp, ChangeEvent, VeraDb } from './types.js';
+import type { PlanReads } from './pending-reads.js';
+import type { AnyPlugin } from '../kit/plugin.js';
+
+/**
+ * What a family's `server()` loads. The server fills this in (src/server/front/family-part-type.ts adds
+ * `part: ServerPart` to it), so the contract names the server part's type without importing any
+ * server code: the kernel and the families' apply side stay below the server in the import graph.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging (src/server/front/family-part-type.ts)
+export interface ServerPartSlot {}
+export type FamilyServerPart = ServerPartSlot extends { readonly part: infer P } ? P : unknown;
+
+export type { BatchOp };
+export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
+
+/** What one entry does: its writes, its events and reply, and the index updates to run once written. */
+export interface Plan {
+  readonly result: ApplySuccess;
+  readonly ops: BatchOp[];
+  readonly events: ChangeEvent[];
+  /** Index updates, run in order after the batch is written. */
+  readonly after: Array<() => void>;
+}
+
+/** A family's share of ending a session: what it deletes and reports. */
+export interface SessionEndPlan {
+  readonly ops: BatchOp[];
+  readonly events: ChangeEvent[];
+  readonly after: Array<() => void>;
+}
+
+/** The bytes are not a well-formed command (the same verdict on every member). */
+export class CommandError extends Error {
+  override readonly name: string = 'CommandError';
+}
+
+/** The entry needs a family, op or command version this member does not have: it must stop. */
+export class UnknownCommandError extends CommandError {
+  override readonly name = 'UnknownCommandError';
+}
+
+/** A command entry's data, decoded: the family that applies it, its canonical command, its clock. */
+export interface DecodedCommand {
+  readonly family: AnyFamily;
+  readonly command: { readonly op: string };
+  /** The leader's wall clock when it proposed (ms), 0 for entries from before the envelope. */
+  readonly t: number;
+}
+
+/**
+ * What the kernel is handed at open (src/families/registry.ts's REGISTRY): every
+ * family in registry order, and the entry codec that names which one a command
+ * entry belongs to. The kernel knows families only through it.
+ */
+export interface Registry {
+  readonly families: readonly AnyFamily[];
+  /** Throws CommandError for a malformed command, UnknownCommandError for one this build cannot apply. */
+  readonly decodeEntry: (bytes: Uint8Array) => DecodedCommand;
+}
+
+/** How one op's fields are read from an entry. */
+export interface OpSpec<C> {
+  /** Field names the op allows besides `op` (and the envelope's); anything else is refused. */
+  readonly fields: readonly string[];
+  /** The command version that introduced this op; a member below it cannot apply it. */
+  readonly since: number;
+  /**
+   * Fields added to the op after it was introduced, with the version that added
+   * each: an entry that carries one needs that version, so an older member stops
+   * on it instead of refusing it as an unexpected field while newer members apply it.
+   */
+  readonly fieldsSince?: Readonly<Record<string, number>>;
+  /** Checks untrusted fields and returns a fresh command with a fixed field order; throws CommandError. */
+  decode(raw: Readonly<Record<string, unknown>>): C;
+}
+
+/**
+ * What a family's queries read through (the StateMachine is one): the db at one
+ * snapshot with the applied index it reflects, and a family's in-memory state.
+ */
+export interface StateReader {
+  read<T>(what: string, read: (db: VeraDb, snapshot: DbSnapshot, index: number) => Promise<T>): Promise<T>;
+  stateOf<S>(family: Family<never, S>): S;
+}
+
+/** The family states of one store, by family. */
+export interface States {
+  of<S>(family: Family<never, S>): S;
+}
+
+export interface PlanContext {
+  /** The db as written so far: read it only from an entry that goes alone (goesAlone), when it is also as planned so far. */
+  readonly db: VeraDb;
+  /** The db as planned so far (earlier entries of the same batch included): an entry that shares a batch reads through this. */
+  readonly reads: PlanReads;
+  readonly states: States;
+  /** The index of the entry being applied. */
+  readonly index: number;
+  /** The replicated clock: the leader's milliseconds when it proposed, never decreasing (0 before any entry carried one). */
+  readonly now: number;
+  /** Every registered family, in registry order (for session ends). */
+  readonly families: readonly AnyFamily[];
+}
+
+/** A LevelDB bucket a family writes: its 2-byte prefix, unique across families (registry.ts checks). */
+export interface BucketDecl {
+  readonly id: number;
+  readonly name: string;
+}
+
+export interface Family<C extends { readonly op: string }, S> {
+  readonly name: string;
+  /** The command version that introduced the family. */
+  readonly since: number;
+  readonly buckets: readonly BucketDecl[];
+  readonly ops: { readonly [K in C['op']]: OpSpec<C> };
+  /** Builds the family's in-memory state from the db (at start and after a snapshot install). */
+  load(db: VeraDb, snapshot: DbSnapshot): Promise<S>;
+  plan(command: C, ctx: PlanContext): Promise<Plan | ApplyError> | Plan | ApplyError;
+  /**
+   * Whether the entry must be written alone: it reads `ctx.db` (so earlier writes must be
+   * in it) or ends something no one may see gone before it is written. The others plan
+   * from memory, or read through `ctx.reads`, and share a batch.
+   */
+  goesAlone(command: C, states: States): boolean;
+  /** What the family deletes when a session ends (in the session-ending entry's batch). */
+  endSession?(session: string, ctx: PlanContext): Promise<SessionEndPlan> | SessionEndPlan;
+  /**
+   * State the family keeps beside the db (hibernation's cold files), as records of one of its
+   * own buckets, read at `snapshot`: snapshots and backups carry them after the db's keys, and
+   * `load` turns such records, once installed, back into files.
+   */
+  filesInState?(db: VeraDb, snapshot: DbSnapshot): AsyncIterable<readonly [Buffer, Buffer]>;
+  /**
+   * Once an entry is planned (`kept`: it will be written) or refused, the family's own
+   * writes for what other families' plans told it during that entry (the quota family's
+   * per-user usage), added to the entry's plan; null when there are none.
+   */
+  settleEntry?(states: States, kept: boolean): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
+  /**
+   * The lists an entry of this family reads or changes (a push's path, a txn's compares
+   * and writes, an exact watch's path), for the list guards the kernel runs (`listGuard`).
+   * Absent: it uses no list by path.
+   */
+  listsUsedBy?(command: C): readonly string[];
+  /**
+   * A rule this family holds over every entry of any family that uses or changes a list
+   * (hibernation: a Frozen unit's lists are not in the hot store, and a change to a
+   * Freezing unit cancels its freeze). The kernel runs it, so no family's plan has to
+   * remember it: a new command passes through it by declaring `listsUsedBy`.
+   */
+  readonly listGuard?: ListGuard;
+  /**
+   * Once every family's state is loaded (at start, after a snapshot install): corrections
+   * to other families' in-memory state for data this family holds apart, read at `snapshot`
+   * (hibernation's hot entries of a Frozen unit not yet deleted, which the lists family counted).
+   */
+  loaded?(db: VeraDb, snapshot: DbSnapshot, states: States): Promise<void>;
+  /** Loads the family's server part (its client ops and leader duties); only the server calls it. */
+  server?(): Promise<FamilyServerPart>;
+  /**
+   * Loads the family's server side written against the kit (src/kit/): typed ops and an
+   * instance per member over a narrow host, instead of `server`. A family has one or the other.
+   */
+  plugin?(): Promise<AnyPlugin>;
+  /** What the family adds to the `vera` command line: its verbs, loaded only when one is used. */
+  readonly cli?: FamilyCli;
+}
+
+/**
+ * A family's command-line verbs: `vera <verb> ...` runs the family's `cli.ts`, found by
+ * its folder's name (src/cli/family-verbs.ts), whose export named like the verb, or
+ * `run` for a verb named like the family, runs it. Named, not imported, here: the
+ * server loads this file and must never reach the CLI.
+ */
+export interface FamilyCli {
+  readonly verbs: readonly string[];
+}
+
+export interface ListGuard {
+  /** Before an entry is planned, for each list it declares: an ApplyError refuses the entry (it changes nothing). */
+  use(states: States, path: string): ApplyError | null;
+  /** Once another family's entry is planned and kept: writes for the lists its events changed, added to its batch. */
+  changed(states: States, events: readonly ChangeEvent[]): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds families of every command type (a command is both decoded and planned, so no narrower type fits)
+export type AnyFamily = Family<any, unknown>;
+
+export function failure(code: ApplyError['code'], message: string): ApplyError {
+  return { ok: false, code, message };
+}
+
+/**
+ * A family that replicates nothing: no commands, no buckets, no state, only a
+ * server part (ops answered from what other families hold, or by proposing their
+ * commands).
+ */
+export function serverOnlyFamily(name: string, server: () => Promise<FamilyServerPart>): Family<never, null> {
+  return {
+    name,
+    since: 1,
+    buckets: [],
+    ops: {},
+    load: async () => null,
+    plan: () => {
+      throw new Error(`the ${name} family has no commands`);
+    },
+    goesAlone: () => false,
+    server,
+  };
+}
