@@ -25,10 +25,10 @@ describe('the quick run and the whole run', () => {
     }
   });
 
-  it('npm test runs the default project, npm run test:all every project, and CI runs test:all', () => {
+  it('npm test lints, typechecks and runs the default project, npm run test:all every project, and CI runs test:all', () => {
     const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
-    expect(scripts.test).toBe('npm run typecheck && vitest run --project default');
-    expect(scripts['test:all']).toBe('npm run typecheck && vitest run');
+    expect(scripts.test).toBe('npm run lint && npm run typecheck && vitest run --project default');
+    expect(scripts['test:all']).toBe('npm run lint && npm run typecheck && vitest run');
     const ci = read('.ci/run').trimEnd().split('\n');
     expect(ci.at(-1)).toBe('npm run test:all');
     expect(read('README.md')).toContain('`npm run test:all`');
