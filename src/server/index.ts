@@ -117,6 +117,10 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     linearizableReads: () => node?.linearizableReads ?? { lease: 0, round: 0 },
   });
   let leaderSeen: string | null = null;
+  // The families' server parts load (module reads and compiles) while the store opens (LevelDB on the
+  // thread pool), not after it: a restarted member serves sooner. Awaited below, after the open.
+  const partsLoading = loadServerParts(options.families ?? FAMILIES);
+  partsLoading.catch(() => undefined);
   const veraNode = await VeraNode.open(
     {
       id: config.id,
@@ -241,7 +245,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const limits = { ...DEFAULT_LIMITS, ...config.limits, replyBytes: Math.min(DEFAULT_LIMITS.replyBytes, Math.floor(config.limits.frameBytes / 2)) };
   const disk = new DiskGuard(config.dataDir, config.limits.diskReserveBytes, logger);
   disk.start();
-  const parts = await loadServerParts(options.families ?? FAMILIES);
+  const parts = await partsLoading;
   const guard = new Guard(veraNode, config.principalLimits);
   guard.onIncident((i) => {
     const line = incidentLogLine(i.kind);
