@@ -3,7 +3,8 @@
 // machine. The Ready loop's order is the whole point (see docs/raft.md):
 //   persist (one synced batch) -> send -> apply -> advance.
 // A leader's appends leave before its own write is synced (thesis §10.2.1); everything
-// else waits for the write. Proposals arriving during a write are group-committed
+// else waits for the write. Committed entries an earlier Ready wrote are applied while
+// this Ready's write is in flight. Proposals arriving during a write are group-committed
 // by the next Ready.
 
 import { createHash, randomInt } from 'node:crypto';
@@ -389,16 +390,15 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     this.noteRoundsSent(rd.messages);
     const early = rd.messages.filter(mayBeSentBeforePersist);
     for (const m of early) transport.send(m);
-    if (this.mustPersist(rd)) {
-      await this.opts.storage.persist(rd.hardState, rd.entries);
-      if (rd.hardState !== null) this.persistedHardState = rd.hardState;
-    }
-    for (const m of rd.messages) if (!mayBeSentBeforePersist(m)) transport.send(m);
+    const sendRest = (): void => {
+      for (const m of rd.messages) if (!mayBeSentBeforePersist(m)) transport.send(m);
+    };
     // A configuration change takes effect in the core at advance(): its proposer is answered only then
     // (from here to advance() nothing awaits), so it sees the change in status(). Every other entry is
     // answered as soon as it is written, before notifications of later entries go out.
     const configResults: Array<[Entry, R]> = [];
-    if (rd.committedEntries.length > 0) {
+    const applyCommitted = async (): Promise<void> => {
+      if (rd.committedEntries.length === 0) return;
       await this.opts.apply(rd.committedEntries, (entry, result) => {
         if (entry.index !== this.applied + 1) throw new Error(`apply reported entry ${entry.index} after ${this.applied}`);
         this.applied = entry.index;
@@ -407,6 +407,20 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       });
       const last = rd.committedEntries[rd.committedEntries.length - 1]!.index;
       if (this.applied !== last) throw new Error(`apply reported entries up to ${this.applied}, not ${last}`);
+    };
+    if (!this.mustPersist(rd)) {
+      sendRest();
+      await applyCommitted();
+    } else if (this.committedAreDurable(rd)) {
+      // Entries an earlier Ready wrote are applied while this Ready's write is in flight: the
+      // apply no longer waits a whole synced write (and its trip back) before it starts.
+      const persisting = this.persist(rd).then(sendRest);
+      const outcomes = await Promise.allSettled([persisting, applyCommitted()]);
+      for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+    } else {
+      await this.persist(rd);
+      sendRest();
+      await applyCommitted();
     }
     for (const [entry, result] of configResults) this.settleProposal(entry, result);
     // After applying: a proposal that committed in this very Ready gets its result, not UNAVAILABLE.
@@ -532,6 +546,23 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     const meta = this.node.compact(this.applied - policy.keepEntries);
     await this.opts.storage.compact(meta);
     this.opts.onSnapshotEvent?.({ kind: 'compacted', index: meta.index });
+  }
+
+  private async persist(rd: Ready): Promise<void> {
+    await this.opts.storage.persist(rd.hardState, rd.entries);
+    if (rd.hardState !== null) this.persistedHardState = rd.hardState;
+  }
+
+  /**
+   * Whether every committed entry of `rd` is durable here already: it lies below the entries
+   * this Ready writes, and every Ready before this one finished its write before the next was
+   * taken. An entry this Ready writes itself is applied only once that write is done, so no
+   * member ever applies (or answers from) an entry its own log does not yet hold.
+   */
+  private committedAreDurable(rd: Ready): boolean {
+    const firstNew = rd.entries[0];
+    const lastCommitted = rd.committedEntries[rd.committedEntries.length - 1];
+    return lastCommitted !== undefined && (firstNew === undefined || lastCommitted.index < firstNew.index);
   }
 
   /**

@@ -20,4 +20,29 @@ describe('the families\u2019 server parts', () => {
     const copy = { ...FAMILIES[1]!, name: 'lists-again' } as AnyFamily;
     await expect(loadServerParts([...FAMILIES, copy])).rejects.toThrow(/client op push is answered by two families \(the second is lists-again\)/);
   });
+
+  it('load side by side, each asked for before any has loaded, and are used in registry order', async () => {
+    const asked: string[] = [];
+    const loads: Array<() => void> = [];
+    const delayed = FAMILIES.map((family) =>
+      family.server === undefined
+        ? family
+        : ({
+            ...family,
+            server: async () => {
+              asked.push(family.name);
+              await new Promise<void>((loaded) => loads.push(loaded));
+              return family.server!();
+            },
+          } as AnyFamily),
+    );
+    const loading = loadServerParts(delayed);
+    const withServer = FAMILIES.filter((f) => f.server !== undefined).map((f) => f.name);
+    // A starting member waits for these: one module load after another would add up.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(asked).toEqual(withServer);
+    for (const loaded of loads.reverse()) loaded(); // the last finishes first
+    const parts = await loading;
+    expect(Object.keys(parts.ops)).toEqual(Object.keys((await loadServerParts(FAMILIES)).ops));
+  });
 });

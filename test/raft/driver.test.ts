@@ -54,7 +54,11 @@ afterEach(async () => {
   }
 });
 
-async function makeDriver(id: NodeId, voters: NodeId[], timing = { electionTicks: 1000, tickMs: 60_000 }): Promise<{ driver: RaftDriver<number>; storage: GatedStorage; node: RaftNode; sent: Message[]; delivered: Promise<Message> }> {
+async function makeDriver(
+  id: NodeId,
+  voters: NodeId[],
+  timing = { electionTicks: 1000, tickMs: 60_000 },
+): Promise<{ driver: RaftDriver<number>; storage: GatedStorage; node: RaftNode; sent: Message[]; delivered: Promise<Message>; appliedIndexes: number[] }> {
   const storage = new GatedStorage({ initialConfig: { voters, learners: [] } });
   const loaded = await storage.load();
   const node = new RaftNode(
@@ -62,6 +66,7 @@ async function makeDriver(id: NodeId, voters: NodeId[], timing = { electionTicks
     { hardState: loaded.hardState, snapshot: loaded.snapshot, entries: loaded.entries, applied: 0 },
   );
   const sent: Message[] = [];
+  const appliedIndexes: number[] = [];
   let onSend: (m: Message) => void = () => undefined;
   const delivered = new Promise<Message>((resolve) => (onSend = resolve));
   const driver = new RaftDriver<number>(
@@ -75,7 +80,10 @@ async function makeDriver(id: NodeId, voters: NodeId[], timing = { electionTicks
         },
       },
       apply: async (entries, applied) => {
-        for (const entry of entries) applied(entry, entry.index);
+        for (const entry of entries) {
+          appliedIndexes.push(entry.index);
+          applied(entry, entry.index);
+        }
       },
       tickMs: timing.tickMs, // by default no ticks: the test drives everything
       onFatal: (err) => {
@@ -85,7 +93,15 @@ async function makeDriver(id: NodeId, voters: NodeId[], timing = { electionTicks
     0,
   );
   started.push({ driver, storage });
-  return { driver, storage, node, sent, delivered };
+  return { driver, storage, node, sent, delivered, appliedIndexes };
+}
+
+/** Resolves once `done()` holds, checking once per event-loop turn. */
+function turnsUntil(done: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const check = (): void => (done() ? resolve() : void setImmediate(check));
+    check();
+  });
 }
 
 describe('RaftDriver ordering', () => {
@@ -145,6 +161,39 @@ describe('RaftDriver ordering', () => {
     await sentMatching(voteRespTo('n1'));
     expect(sent.find(voteRespTo('n1'))).toMatchObject({ term: 2, reject: false });
     expect((await storage.load()).hardState).toMatchObject({ term: 2, vote: 'n1' });
+  });
+
+  it('entries an earlier Ready wrote are applied while the next Ready is still being written', async () => {
+    const { driver, storage, sent, appliedIndexes } = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    driver.start();
+    const entry = (index: number): Entry => ({ index, term: 1, kind: 'command', data: new Uint8Array([index]) });
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry(1)], commit: 0 });
+    await storage.writeStarted();
+    storage.releaseOne();
+    await turnsUntil(() => sent.some((m) => m.type === 'appResp'));
+    // Entry 1 is durable here; entry 2 arrives with the news that 1 committed.
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 1, prevTerm: 1, entries: [entry(2)], commit: 1 });
+    await storage.writeStarted();
+    await turnsUntil(() => appliedIndexes.length > 0); // hangs (the test times out) if apply waited for the write
+    expect(appliedIndexes).toEqual([1]);
+    expect(sent.filter((m) => m.type === 'appResp')).toHaveLength(1); // the acknowledgement of 2 still waits for its write
+    storage.releaseOne();
+    await turnsUntil(() => sent.filter((m) => m.type === 'appResp').length === 2);
+    expect(sent.at(-1)).toMatchObject({ type: 'appResp', index: 2, reject: false });
+  });
+
+  it('an entry committed in the Ready that writes it is applied only once that write is done', async () => {
+    const { driver, storage, appliedIndexes } = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    driver.start();
+    const entry: Entry = { index: 1, term: 1, kind: 'command', data: new Uint8Array([1]) };
+    // The leader already counts a majority for entry 1: it arrives committed.
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 1 });
+    await storage.writeStarted();
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(appliedIndexes).toEqual([]);
+    storage.releaseOne();
+    await turnsUntil(() => appliedIndexes.length > 0);
+    expect(appliedIndexes).toEqual([1]);
   });
 
   it('a proposal is answered only after its entry is written', async () => {

@@ -186,7 +186,13 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
   const core: ReadonlySet<string> = new Set(OPS);
   for (const family of families) {
     if (family.server !== undefined && family.plugin !== undefined) throw new Error(`${family.name} has both a server part and a plugin`);
-    const part = family.plugin !== undefined ? pluginPart(family, await family.plugin()) : family.server === undefined ? undefined : await family.server();
+  }
+  // All at once: the module loader reads and compiles the parts side by side, and a starting member waits on them.
+  const parts = await Promise.all(
+    families.map(async (family) => (family.plugin !== undefined ? pluginPart(family, await family.plugin()) : family.server === undefined ? undefined : await family.server())),
+  );
+  for (const [i, family] of families.entries()) {
+    const part = parts[i];
     if (part === undefined) continue;
     for (const [op, handler] of Object.entries(part.ops ?? {})) {
       if (op in ops) throw new Error(`client op ${op} is answered by two families (the second is ${family.name})`);
