@@ -28,7 +28,7 @@ export interface H1Scale {
   readonly largeUnit: number;
 }
 export const H1_FULL: H1Scale = { units: 10_000, perUnit: 100, activeMs: 8_000, thawSamples: 300, largeUnit: 100_000 };
-export const H1_QUICK: H1Scale = { units: 1_000, perUnit: 100, activeMs: 3_000, thawSamples: 100, largeUnit: 20_000 };
+export const H1_QUICK: H1Scale = { units: 1_000, perUnit: 100, activeMs: 3_000, thawSamples: 100, largeUnit: 100_000 };
 
 /** A large unit frozen and then thawed by hand, and the active set's write latency meanwhile. */
 export interface LargeUnitRun {

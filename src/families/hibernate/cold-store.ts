@@ -21,7 +21,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { deflate, inflate, inflateSync } from 'node:zlib';
+import { createDeflate, inflate, inflateSync } from 'node:zlib';
 import { pack, unpack, unpackMultiple } from 'msgpackr';
 import { fsyncDir } from '../../raft/fsync.js';
 
@@ -74,11 +74,34 @@ export interface ColdFileInfo {
   readonly version: number;
 }
 
-const deflateAsync = promisify(deflate);
 const inflateAsync = promisify(inflate);
 
 /** Entries encoded per turn of the event loop: about a millisecond's work, so a 100,000-item unit never holds clients up. */
 export const PACK_SLICE = 1_000;
+
+/**
+ * A large unit's file is written and synced this many bytes at a time: a Raft log sync that
+ * comes while the file is written then waits for at most this much of it to reach the disk
+ * (a file system commits every file's dirty data with a sync), not for the whole file.
+ */
+export const SYNC_CHUNK = 256 * 1024;
+
+/**
+ * Paces work done beside the log in slices: each pause waits as long as the work since the
+ * last pause took (a turn of the event loop at least), so the slices of a large unit's
+ * encoding, compression or decoding take at most about half of a core on each member, and
+ * client requests (and on a shared machine, the other members) get the rest.
+ */
+export class Breather {
+  private since = performance.now();
+
+  async pause(): Promise<void> {
+    const busy = performance.now() - this.since;
+    if (busy < 1) await new Promise<void>((go) => setImmediate(go));
+    else await new Promise<void>((go) => setTimeout(go, Math.min(busy, 50)));
+    this.since = performance.now();
+  }
+}
 
 /** A msgpack array header for `n` elements. */
 function arrayHeader(n: number): Buffer {
@@ -97,13 +120,44 @@ function arrayHeader(n: number): Buffer {
  * own header dropped.
  */
 export async function packInSlices(cold: ColdUnit): Promise<Buffer> {
-  const parts: Buffer[] = [arrayHeader(3), pack(cold.unit), pack(cold.meta), arrayHeader(cold.entries.length)];
-  for (let from = 0; from < cold.entries.length; from += PACK_SLICE) {
-    if (from > 0) await new Promise<void>((go) => setImmediate(go));
-    const slice = cold.entries.slice(from, from + PACK_SLICE);
-    parts.push(pack(slice).subarray(arrayHeader(slice.length).length));
-  }
+  const parts: Buffer[] = [];
+  for await (const part of packedParts(cold)) parts.push(part);
   return Buffer.concat(parts);
+}
+
+/** packInSlices' bytes as they are made, a slice at a time, paced by a Breather. */
+async function* packedParts(cold: ColdUnit): AsyncGenerator<Buffer> {
+  yield Buffer.concat([arrayHeader(3), pack(cold.unit), pack(cold.meta), arrayHeader(cold.entries.length)]);
+  const breather = new Breather();
+  for (let from = 0; from < cold.entries.length; from += PACK_SLICE) {
+    if (from > 0) await breather.pause();
+    const slice = cold.entries.slice(from, from + PACK_SLICE);
+    yield pack(slice).subarray(arrayHeader(slice.length).length);
+  }
+}
+
+/**
+ * deflate(packInSlices(cold)), the same bytes (zlib's output does not depend on how its input
+ * is cut when nothing is flushed between), made a slice at a time: each slice is compressed in
+ * the thread pool in small pieces as it is packed, so neither the event loop nor a thread of
+ * the pool (which LevelDB's reads and writes share) is held for the whole unit, and the
+ * encoded unit is never held whole beside its compressed form.
+ */
+export async function deflateInSlices(cold: ColdUnit): Promise<Buffer> {
+  const z = createDeflate();
+  const out: Buffer[] = [];
+  z.on('data', (chunk: Buffer) => out.push(chunk));
+  const ended = new Promise<void>((done, fail) => {
+    z.once('end', done);
+    z.once('error', fail);
+  });
+  for await (const part of packedParts(cold)) {
+    // Each slice compressed before the next is packed: the pause after a slice covers its compression too.
+    await new Promise<void>((done, fail) => z.write(part, (err) => (err ? fail(err) : done())));
+  }
+  z.end();
+  await ended;
+  return Buffer.concat(out);
 }
 
 /** The last write asked for, per file. */
@@ -136,9 +190,9 @@ export class ColdStore {
    * `wanted`, asked when the write's turn comes (after every earlier write of the file):
    * if it says no, nothing is written and the write fails with SupersededWrite.
    */
-  async write(cold: ColdUnit, wanted?: () => boolean): Promise<number> {
+  async write(cold: ColdUnit, wanted?: () => boolean, options: { readonly syncDir?: boolean } = {}): Promise<number> {
     // Encoded in slices and compressed in the thread pool: a freeze beside the log must not hold the event loop.
-    const body = await deflateAsync(await packInSlices(cold));
+    const body = await deflateInSlices(cold);
     if (body.byteLength > MAX_COLD_BODY_BYTES) throw new ColdStoreError(cold.unit, 'too-large', `${body.byteLength} compressed bytes is over ${MAX_COLD_BODY_BYTES}`);
     const header = Buffer.alloc(HEADER_BYTES);
     MAGIC.copy(header, 0);
@@ -147,9 +201,33 @@ export class ColdStore {
     header.writeUInt32BE(body.byteLength, 12);
     checksum(header, body).copy(header, 16);
     await this.ensureDir();
-    await this.install(this.fileOf(cold.unit), [header, body], wanted);
+    await this.install(this.fileOf(cold.unit), [header, body], wanted, options.syncDir ?? true);
     return header.byteLength + body.byteLength;
   }
+
+  /**
+   * Syncs the directory, making every file renamed into it so far durable. Callers at the same
+   * time share a sync: one asked while another runs gets the next one, which all who asked
+   * meanwhile share (a freeze of several units syncs the directory once, not once a file).
+   */
+  syncDir(): Promise<void> {
+    if (this.dirSyncNext !== null) return this.dirSyncNext;
+    const next = (this.dirSyncRunning ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => {
+        this.dirSyncNext = null;
+        this.dirSyncRunning = next;
+        return fsyncDir(this.dir);
+      })
+      .finally(() => {
+        if (this.dirSyncRunning === next) this.dirSyncRunning = null;
+      });
+    this.dirSyncNext = next;
+    return next;
+  }
+
+  private dirSyncRunning: Promise<void> | null = null;
+  private dirSyncNext: Promise<void> | null = null;
 
   /**
    * Writes `parts` as `final`: under a temporary name, synced, renamed, the directory synced.
@@ -157,13 +235,13 @@ export class ColdStore {
    * process, whichever ColdStore asked): a unit's file written in the background while it
    * freezes can never land after a newer one (a snapshot's, or a later freeze's).
    */
-  private async install(final: string, parts: Buffer[], wanted?: () => boolean): Promise<void> {
+  private async install(final: string, parts: Buffer[], wanted?: () => boolean, syncDir = true): Promise<void> {
     const before = writesInFlight.get(final) ?? Promise.resolve();
     const mine = before
       .catch(() => undefined)
       .then(() => {
         if (wanted !== undefined && !wanted()) throw new SupersededWrite(final);
-        return this.installNow(final, parts);
+        return this.installNow(final, parts, syncDir);
       });
     writesInFlight.set(final, mine);
     try {
@@ -173,17 +251,23 @@ export class ColdStore {
     }
   }
 
-  private async installNow(final: string, parts: Buffer[]): Promise<void> {
+  private async installNow(final: string, parts: Buffer[], syncDir: boolean): Promise<void> {
     const temp = `${final}${TEMP_MARK}${randomBytes(6).toString('hex')}`;
     const handle = await open(temp, 'wx');
     try {
-      await handle.writev(parts);
+      const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+      // A chunk at a time, each synced but the last (the sync below covers it and the file's size).
+      for (let at = 0; at < bytes.byteLength; at += SYNC_CHUNK) {
+        if (at > 0) await handle.datasync();
+        const chunk = bytes.subarray(at, at + SYNC_CHUNK);
+        for (let done = 0; done < chunk.byteLength; ) done += (await handle.write(chunk, done)).bytesWritten;
+      }
       await handle.sync();
     } finally {
       await handle.close();
     }
     await rename(temp, final);
-    await fsyncDir(this.dir);
+    if (syncDir) await this.syncDir();
   }
 
   /** Reads and verifies the unit's file. */
@@ -320,8 +404,9 @@ async function unpackV1InSlices(unit: string, raw: Buffer): Promise<ColdUnit> {
   if (list === null) throw notTriple();
   const entries: Array<readonly [Buffer, Buffer]> = [];
   let at = list.from;
+  const breather = new Breather();
   while (entries.length < list.length) {
-    if (entries.length > 0) await new Promise<void>((go) => setImmediate(go));
+    if (entries.length > 0) await breather.pause();
     const slice = values(at, Math.min(PACK_SLICE, list.length - entries.length));
     if (slice.got.length === 0) throw corrupt(new Error('the entries end early'));
     for (const e of slice.got) {

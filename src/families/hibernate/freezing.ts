@@ -5,11 +5,11 @@
 // a member that restarted before the commit computes it then from the db,
 // which still holds that state (any change to the unit since would have
 // cancelled the freeze).
-import { decodeItemKey } from '../lists/keys.js';
+import { decodeItemKey, itemRange } from '../lists/keys.js';
 import { decodeItemValue } from '../lists/codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
-import type { ColdStore } from './cold-store.js';
+import { Breather, PACK_SLICE, type ColdStore } from './cold-store.js';
 import { unitItemRanges } from './keys.js';
 import type { FrozenList } from './records.js';
 
@@ -23,8 +23,12 @@ export type UnitRead =
   | { readonly entries: Array<readonly [Buffer, Buffer]>; readonly lists: FrozenList[]; readonly newest: number }
   | { readonly why: Exclude<UnfreezableWhy, 'changed'> };
 
-/** Reads a unit's entries (its list and every list below it), refusing one in use, empty or too large. */
-export async function readUnit(db: VeraDb, unit: string, snapshot?: DbSnapshot): Promise<UnitRead> {
+/**
+ * Reads a unit's entries (its list and every list below it), refusing one in use, empty or too
+ * large. With a Breather (beside the log), it pauses every PACK_SLICE entries; inside an
+ * entry's apply it does not, as nothing else runs on this member's log meanwhile anyway.
+ */
+export async function readUnit(db: VeraDb, unit: string, snapshot?: DbSnapshot, breather?: Breather): Promise<UnitRead> {
   const entries: Array<readonly [Buffer, Buffer]> = [];
   const byPath = new Map<string, { newest: number; items: number }>();
   let newest = 0;
@@ -35,6 +39,7 @@ export async function readUnit(db: VeraDb, unit: string, snapshot?: DbSnapshot):
       if (entries.length >= MAX_UNIT_ITEMS) return { why: 'too-large' };
       const { path, index } = decodeItemKey(key);
       entries.push([key, value]);
+      if (breather !== undefined && entries.length % PACK_SLICE === 0) await breather.pause();
       const list = byPath.get(path) ?? { newest: 0, items: 0 };
       list.newest = Math.max(list.newest, index);
       list.items++;
@@ -46,6 +51,27 @@ export async function readUnit(db: VeraDb, unit: string, snapshot?: DbSnapshot):
   return { entries, newest, lists: [...byPath].map(([path, l]) => ({ path, newest: l.newest, items: l.items })) };
 }
 
+/**
+ * The newest item index among the unit's lists at `snapshot` (what a freeze is judged
+ * against: readUnit's `newest`), found by one seek per list rather than by reading every
+ * item: each list's keys lie together, its newest last, so reading backwards from the end
+ * of the unit, the last key is the last list's newest, and the next seek goes to just before
+ * that list's first key.
+ */
+export async function newestIndexIn(db: VeraDb, unit: string, snapshot: DbSnapshot): Promise<number> {
+  let newest = 0;
+  for (const range of unitItemRanges(unit)) {
+    for (let lt = range.lt; ; ) {
+      const [last] = await db.keys({ gte: range.gte, lt, reverse: true, limit: 1, snapshot }).all();
+      if (last === undefined) break;
+      const { path, index } = decodeItemKey(last);
+      newest = Math.max(newest, index);
+      lt = itemRange(path).gte;
+    }
+  }
+  return newest;
+}
+
 /** A Freezing unit made ready: its cold file durable and the keys its commit deletes, or why it is not frozen. */
 export type Prepared =
   | { readonly keys: readonly Buffer[]; readonly lists: readonly FrozenList[]; readonly bytes: number }
@@ -55,12 +81,22 @@ export type Prepared =
  * Reads the unit (at `snapshot`, or as the db is now) and, if it may be frozen, writes its
  * cold file for the freeze begun at `since`; `wanted` as ColdStore.write takes it.
  */
-export async function prepareUnit(db: VeraDb, cold: ColdStore, unit: string, seen: number, since: number, snapshot?: DbSnapshot, wanted?: () => boolean): Promise<Prepared> {
-  const read = await readUnit(db, unit, snapshot);
+export async function prepareUnit(
+  db: VeraDb,
+  cold: ColdStore,
+  unit: string,
+  seen: number,
+  since: number,
+  snapshot?: DbSnapshot,
+  wanted?: () => boolean,
+  /** Beside the log: pace the read, and leave the directory's sync to the caller (ColdStore.syncDir). */
+  background = false,
+): Promise<Prepared> {
+  const read = await readUnit(db, unit, snapshot, background ? new Breather() : undefined);
   if ('why' in read) return read;
   // A write (or delete of the newest item) after the leader looked: the unit is not idle.
   if (read.newest !== seen) return { why: 'changed' };
-  const bytes = await cold.write({ unit, meta: { frozenAt: since }, entries: read.entries }, wanted);
+  const bytes = await cold.write({ unit, meta: { frozenAt: since }, entries: read.entries }, wanted, { syncDir: !background });
   return { keys: read.entries.map(([key]) => key), lists: read.lists, bytes };
 }
 

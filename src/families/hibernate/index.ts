@@ -56,6 +56,8 @@ export type HibernateCommand =
   /** Deletes up to `step` more hot entries of a draining unit (Frozen at `frozenAt`). */
   | { readonly op: 'dropHot'; readonly unit: string; readonly frozenAt: number; readonly step: number }
   | { readonly op: 'thaw'; readonly unit: string }
+  /** Every member starts reading and decoding the Frozen unit's file beside the log, so no step of its thaw waits for that in apply. */
+  | { readonly op: 'thawBegin'; readonly unit: string; readonly frozenAt: number }
   /** Puts back up to `step` of a Frozen unit's entries, from offset `from` of its file's; the last step makes it Hot. */
   | { readonly op: 'thawStep'; readonly unit: string; readonly frozenAt: number; readonly from: number; readonly step: number };
 
@@ -78,6 +80,8 @@ export type HibernateValue =
   /** `done`: no hot entry of the unit is left (or it is no longer draining that freeze). */
   | { readonly op: 'dropHot'; readonly unit: string; readonly dropped: number; readonly done: boolean }
   | { readonly op: 'thaw'; readonly unit: string; readonly thawed: boolean; readonly items: number }
+  /** `reading`: the unit is Frozen at that freeze, and each member is reading its file. */
+  | { readonly op: 'thawBegin'; readonly unit: string; readonly reading: boolean }
   /** `next`: where the next step starts; `thawed` once the unit is Hot (then `items` is all it holds); `done` when nothing is left to do (thawed, or not that freeze's unit). */
   | { readonly op: 'thawStep'; readonly unit: string; readonly next: number; readonly done: boolean; readonly thawed: boolean; readonly items: number };
 
@@ -237,7 +241,8 @@ async function dropHot(c: Extract<HibernateCommand, { op: 'dropHot' }>, ctx: Pla
   for (const range of unitItemRanges(c.unit)) {
     if (cursor !== undefined && Buffer.compare(cursor, range.lt) >= 0) continue;
     const from = cursor !== undefined && Buffer.compare(cursor, range.gte) >= 0 ? { gt: cursor, lt: range.lt } : range;
-    for await (const key of ctx.db.keys({ ...from, limit: c.step + 1 - keys.length })) keys.push(key);
+    // In one call to LevelDB, not one await per key: the step holds the log for as long as this takes.
+    for (const key of await ctx.db.keys({ ...from, limit: c.step + 1 - keys.length }).all()) keys.push(key);
     if (keys.length > c.step) break;
   }
   const last = keys.length <= c.step;
@@ -352,6 +357,21 @@ function thawedAfter(ctx: PlanContext, unit: string, record: FrozenUnit): () => 
 }
 
 /**
+ * `thawBegin`: changes nothing in the db. Once it is written, each member starts reading and
+ * decoding the unit's file in the background (in slices, the event loop turning between
+ * them), as `freezeUnits` starts the writing of files: a member's first `thawStep` would
+ * otherwise read the whole file inside its apply, holding every later entry on that member
+ * (on a follower, its acknowledgements too) behind the read. A failed read is forgotten
+ * here; the step that needs the file reads it again and stops the member if it is bad.
+ */
+function thawBegin(c: Extract<HibernateCommand, { op: 'thawBegin' }>, ctx: PlanContext): Plan {
+  const state = ctx.states.of(hibernate);
+  const record = state.frozen.get(c.unit);
+  if (record === undefined || record.frozenAt !== c.frozenAt) return answer({ op: 'thawBegin', unit: c.unit, reading: false });
+  return answer({ op: 'thawBegin', unit: c.unit, reading: true }, [], [() => void state.thawRead(c.unit, c.frozenAt).catch(() => undefined)]);
+}
+
+/**
  * `thawStep`: the entries at [from, from + step) of the unit's file put back. Until the
  * last step the unit stays Frozen (reads keep coming from its file, changes keep waiting)
  * and is marked thawing with where the next step starts, so the entries already back are
@@ -453,6 +473,11 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
       since: HOT_STEPS_SINCE,
       decode: (c) => ({ op: 'thawStep', unit: pathField(c.unit, false), frozenAt: indexField(c.frozenAt, 'frozenAt'), from: integerField(c.from, 'from', 0, MAX_UNIT_ITEMS), step: integerField(c.step, 'step', 1, MAX_HOT_STEP) }),
     },
+    thawBegin: {
+      fields: ['unit', 'frozenAt'],
+      since: HOT_STEPS_SINCE,
+      decode: (c) => ({ op: 'thawBegin', unit: pathField(c.unit, false), frozenAt: indexField(c.frozenAt, 'frozenAt') }),
+    },
     dropHot: {
       fields: ['unit', 'frozenAt', 'step'],
       since: HOT_STEPS_SINCE,
@@ -483,6 +508,8 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
         return dropHot(command, ctx);
       case 'thawStep':
         return thawStep(command, ctx);
+      case 'thawBegin':
+        return Promise.resolve(thawBegin(command, ctx));
     }
   },
   loaded: (db, snapshot, states) => states.of(hibernate).hideDraining(db, snapshot, states.of(lists)),

@@ -10,13 +10,14 @@ import { familyOps, proposeTimed, type FamilyOpCall, type LeaderDuty, type PathG
 import type { Need } from '../../server/guard/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { FROZEN_REFUSAL, hibernate, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
-import { decodeItemKey } from '../lists/keys.js';
 import { childrenStep } from '../lists/queries.js';
 import { bucketRange } from '../../keys/index.js';
 import { drainingKey, freezingKey, HibernateBucket, unitItemRanges, unitKey, unitOfKey } from './keys.js';
 import { decodeFreezing, decodeFrozen } from './records.js';
 import { COLD_FILE_MOVED, frozenEntriesAt, frozenListsAt } from './held-reads.js';
 import { HIBERNATE_OPS, MAX_FREEZE_PATHS, UNITS_PAGE } from './wire.js';
+import { StepPacer } from './pacing.js';
+import { newestIndexIn } from './freezing.js';
 
 async function propose(fe: FrontEnd, command: HibernateCommand): Promise<HibernateValue> {
   const r = expectOk(await proposeTimed(fe, { family: 'hibernate', ...command } as never));
@@ -91,15 +92,25 @@ async function thawUnit(fe: FrontEnd, unit: string): Promise<Thawed> {
     if (v.op !== 'thaw') throw new VeraError('INTERNAL', 'a thaw gave another result');
     return { thawed: v.thawed, items: v.items };
   }
-  // Its file read and decoded (beside the log, in slices) before the first step, which would otherwise wait for it.
+  // Every member reads and decodes its file (beside the log, in slices) before the first step, which would otherwise wait for it in apply.
+  await propose(fe, { op: 'thawBegin', unit, frozenAt: record.frozenAt });
+  const reading = performance.now();
   await state.thawRead(unit, record.frozenAt).catch(() => undefined);
+  // The followers began when this member did and take about as long; a step that reaches one
+  // still reading holds its log (and its acknowledgements) until it is done, so leave them a margin.
+  await new Promise((go) => setTimeout(go, Math.min(FOLLOWER_READ_MARGIN_MS, (performance.now() - reading) / 2)));
+  const pace = new StepPacer();
   for (let from = state.thawing.get(unit) ?? 0; ; ) {
-    const v = await propose(fe, { op: 'thawStep', unit, frozenAt: record.frozenAt, from, step: HOT_STEP });
+    const v = await pace.step(() => propose(fe, { op: 'thawStep', unit, frozenAt: record.frozenAt, from, step: HOT_STEP }));
     if (v.op !== 'thawStep') throw new VeraError('INTERNAL', 'a thaw step gave another result');
     if (v.done) return { thawed: v.thawed, items: v.items };
     from = v.next;
   }
 }
+
+/** The most a thaw waits, after its own read of the file, for the followers' reads (see thawUnit). */
+const FOLLOWER_READ_MARGIN_MS = 1_000;
+
 
 async function* noLists(): AsyncGenerator<never> {}
 
@@ -132,13 +143,7 @@ const pathGuard: PathGuard = {
 
 /** The newest item index among the unit's lists, read from the db (what a freeze is judged against). */
 async function newestIn(fe: FrontEnd, unit: string): Promise<number> {
-  return fe.node.stateMachine.read('hibernation newest', async (db, snapshot) => {
-    let newest = 0;
-    for (const range of unitItemRanges(unit)) {
-      for await (const key of db.keys({ ...range, snapshot })) newest = Math.max(newest, decodeItemKey(key).index);
-    }
-    return newest;
-  });
+  return fe.node.stateMachine.read('hibernation newest', (db, snapshot) => newestIndexIn(db, unit, snapshot));
 }
 
 /** Units this member (as leader) is freezing right now: the idle detector leaves their commits to whoever began them. */
@@ -177,12 +182,18 @@ async function freezeMany(fe: FrontEnd, units: readonly string[]): Promise<Freez
  * about 1,000 keys make a batch of well under a millisecond, so a 100,000-item unit's
  * freeze never holds the log for longer than an ordinary write does.
  */
-export const HOT_STEP = 1_000;
+export const HOT_STEP = 250;
 
 async function commitFreezes(fe: FrontEnd, units: readonly string[]): Promise<readonly FreezeValue[]> {
+  const committed = await commitOnly(fe, units);
+  await drainAll(fe, committed.filter((u) => u.frozen).map((u) => u.unit));
+  return committed;
+}
+
+/** The commit entry alone: a unit larger than a step is Frozen and draining once it returns. */
+async function commitOnly(fe: FrontEnd, units: readonly string[]): Promise<readonly FreezeValue[]> {
   const v = await propose(fe, { op: 'commitFreeze', units, step: HOT_STEP });
   if (v.op !== 'commitFreeze') throw new VeraError('INTERNAL', 'a freeze commit gave another result');
-  await drainAll(fe, v.units.filter((u) => u.frozen).map((u) => u.unit));
   return v.units;
 }
 
@@ -203,10 +214,11 @@ async function drainAll(fe: FrontEnd, units: readonly string[]): Promise<void> {
     try {
       // A thaw in steps that a leader change or a failure left unfinished: finish it.
       if (state.thawing.has(unit)) await thawOnce(fe, unit);
+      const pace = new StepPacer();
       for (;;) {
         const frozenAt = state.frozen.get(unit)?.frozenAt;
         if (!state.draining.has(unit) || frozenAt === undefined) break;
-        const v = await propose(fe, { op: 'dropHot', unit, frozenAt, step: HOT_STEP });
+        const v = await pace.step(() => propose(fe, { op: 'dropHot', unit, frozenAt, step: HOT_STEP }));
         if (v.op !== 'dropHot' || v.done) break;
       }
     } finally {
@@ -399,9 +411,12 @@ function leftoverFreezes(fe: FrontEnd): string[] {
 }
 
 async function commitLeftovers(fe: FrontEnd, units: readonly string[]): Promise<void> {
-  for (const v of await commitFreezes(fe, units)) {
+  const committed = await commitOnly(fe, units);
+  // Said once committed: the spaced steps that drain a large unit may take a while yet.
+  for (const v of committed) {
     if (v.frozen) fe.logger.info({ event: 'hibernate.frozen', unit: v.unit, items: v.items, bytes: v.bytes }, `hibernated ${v.unit} (a freeze begun earlier)`);
   }
+  await drainAll(fe, committed.filter((u) => u.frozen).map((u) => u.unit));
 }
 
 const idleDetector: LeaderDuty = {

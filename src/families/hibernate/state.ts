@@ -218,8 +218,14 @@ export class HibernateState {
     // member runs on: a freeze cancelled since, or a state replaced since (a snapshot installed), may have
     // a newer file of the unit that this one must not land on.
     const wanted = (unit: string) => (): boolean => liveStates.get(this.cold.dir)?.deref() === this && this.freezing.get(unit)?.since === since;
-    const dones = targets.map(({ unit, seen }) => {
-      const done = run(() => prepareUnit(db, this.cold, unit, seen, since, snapshot, wanted(unit)));
+    const written = targets.map(({ unit, seen }) => run(() => prepareUnit(db, this.cold, unit, seen, since, snapshot, wanted(unit), true)));
+    // One sync of the directory for the freeze's files, once all are renamed into it: each is durable only then.
+    const synced = Promise.allSettled(written).then((all) => (all.some((r) => r.status === 'fulfilled' && !('why' in r.value)) ? this.cold.syncDir() : undefined));
+    const dones = targets.map(({ unit }, n) => {
+      const done = written[n]!.then(async (prepared) => {
+        await synced;
+        return prepared;
+      });
       done.catch(() => undefined); // the commit sees the failure and does the work itself
       this.writing.set(unit, { since, done });
       return done;

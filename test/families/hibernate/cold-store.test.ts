@@ -6,14 +6,16 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { open } from 'node:fs/promises';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
-import { ColdStore, ColdStoreError, decodeColdFile, PACK_SLICE, packInSlices, type ColdUnit } from '../../../src/families/hibernate/cold-store.js';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { ColdStore, ColdStoreError, decodeColdFile, deflateInSlices, PACK_SLICE, packInSlices, SYNC_CHUNK, type ColdUnit } from '../../../src/families/hibernate/cold-store.js';
 import { pack } from 'msgpackr';
 import { deflateSync } from 'node:zlib';
 
 const dirs: string[] = [];
+afterEach(() => vi.restoreAllMocks());
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
@@ -172,6 +174,40 @@ describe('encoding a large unit (issue 34, defect 5)', () => {
     packing = false;
     // One turn at least between any two slices: no stretch of the encoding is longer than a slice.
     expect(turns).toBeGreaterThanOrEqual(n / PACK_SLICE - 1);
+  });
+});
+
+describe('writing a large unit without holding the disk or the thread pool (issue 34)', () => {
+  it('compresses in slices to the bytes one deflate of the whole encoding gives, for sizes around the slice', async () => {
+    for (const n of [0, 1, PACK_SLICE - 1, PACK_SLICE, PACK_SLICE + 1, 20_000]) {
+      const cold: ColdUnit = { unit: '/users/big', meta: { frozenAt: 7 }, entries: Array.from({ length: n }, (_, i) => [Buffer.from(`k${i}`), Buffer.from(`value ${i % 97}`)] as const) };
+      expect((await deflateInSlices(cold)).equals(deflateSync(pack([cold.unit, cold.meta, cold.entries.map(([k, v]) => [k, v])]))), `${n} entries`).toBe(true);
+    }
+  });
+
+  it('syncs a large file a chunk at a time, and a freeze\'s files share one sync of the directory', async () => {
+    const s = await store();
+    // Values that do not compress, so the file spans several chunks.
+    const big: ColdUnit = { unit: '/users/big', meta: { frozenAt: 1 }, entries: Array.from({ length: 3_000 }, (_, i) => entry(`k${String(i).padStart(5, '0')}`, randomBytes(300).toString('hex'))) };
+    const probe = await open(join(s.dir, '..', 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
+    await probe.close();
+    const datasync = vi.spyOn(proto, 'datasync');
+    const bytes = await s.write(big);
+    expect(bytes).toBeGreaterThan(3 * SYNC_CHUNK);
+    expect(datasync.mock.calls.length).toBe(Math.ceil(bytes / SYNC_CHUNK) - 1);
+    expect(await s.read(big.unit)).toEqual(big);
+    // Writes that leave the directory to the caller sync none; syncs asked at once share one.
+    const dirSyncs = vi.spyOn(s, 'syncDir');
+    await s.write({ unit: '/users/z', meta: {}, entries: [entry('k', 'z')] });
+    expect(dirSyncs).toHaveBeenCalledTimes(1);
+    dirSyncs.mockClear();
+    for (const u of ['/users/a', '/users/b', '/users/c']) await s.write({ unit: u, meta: {}, entries: [entry('k', u)] }, undefined, { syncDir: false });
+    expect(dirSyncs).not.toHaveBeenCalled();
+    const first = s.syncDir();
+    expect(s.syncDir()).toBe(first);
+    await first;
+    for (const u of ['/users/a', '/users/b', '/users/c']) expect((await s.read(u)).entries).toEqual([entry('k', u)]);
   });
 });
 

@@ -57,14 +57,16 @@ describe('hibernation crash points, kill -9 on a real process', () => {
     });
   }
 
-  // A unit larger than one step (server.ts HOT_STEP): its freeze commits, then dropHot entries delete its hot entries.
+  /** A unit larger than one step (server.ts HOT_STEP), pushed 100 at a time. */
+  const LARGE = Math.ceil((HOT_STEP + 200) / 100) * 100;
+  // Its freeze commits, then dropHot entries delete its hot entries.
   for (const point of DRAIN_CRASH_POINTS) {
     it(`a crash at ${point} (a large unit's hot entries deleted in steps) leaves the unit whole, and the next leader finishes the steps`, { timeout: 90_000 }, async () => {
       const vp = await startLeader({ env: { VERA_CRASH_AT: point } });
       const client = await connect(vp.url, { timeoutMs: 10_000, requestTimeoutMs: 10_000 });
       const hib = new HibernateClient(client);
       await untilCommandVersion(() => hib.units());
-      for (let n = 0; n < HOT_STEP + 200; n += 100) await Promise.all(Array.from({ length: 100 }, (_, k) => client.push(k % 2 === 0 ? '/users/zoe' : '/users/zoe/items', n + k, { persistent: true, watch: false })));
+      for (let n = 0; n < LARGE; n += 100) await Promise.all(Array.from({ length: 100 }, (_, k) => client.push(k % 2 === 0 ? '/users/zoe' : '/users/zoe/items', n + k, { persistent: true, watch: false })));
       const before = [(await client.get('/users/zoe')).items, (await client.get('/users/zoe/items')).items];
       await hib.freeze('/users/zoe').catch(() => undefined); // the answer is lost with the process
       expect((await vp.exited).signal).toBe('SIGKILL');
@@ -79,7 +81,7 @@ describe('hibernation crash points, kill -9 on a real process', () => {
         const u = await units.units();
         return u.length === 1 && u[0]!.state === 'frozen' && u[0]!.draining === undefined ? u[0] : undefined;
       });
-      expect(done).toMatchObject({ unit: '/users/zoe', items: HOT_STEP + 200 });
+      expect(done).toMatchObject({ unit: '/users/zoe', items: LARGE });
       expect([(await reader.get('/users/zoe')).items, (await reader.get('/users/zoe/items')).items]).toEqual(before);
       expect(await units.units()).toEqual([]);
       await reader.close();
@@ -98,9 +100,9 @@ describe('hibernation crash points, kill -9 on a real process', () => {
       const client = await connect(vp.url, { timeoutMs: 10_000, requestTimeoutMs: 10_000 });
       const hib = new HibernateClient(client);
       await untilCommandVersion(() => hib.units());
-      for (let n = 0; n < HOT_STEP + 200; n += 100) await Promise.all(Array.from({ length: 100 }, (_, k) => client.push(k % 2 === 0 ? '/users/zoe' : '/users/zoe/items', n + k, { persistent: true, watch: false })));
+      for (let n = 0; n < LARGE; n += 100) await Promise.all(Array.from({ length: 100 }, (_, k) => client.push(k % 2 === 0 ? '/users/zoe' : '/users/zoe/items', n + k, { persistent: true, watch: false })));
       const before = [(await client.get('/users/zoe')).items, (await client.get('/users/zoe/items')).items];
-      expect(await hib.freeze('/users/zoe')).toMatchObject({ frozen: true, items: HOT_STEP + 200 });
+      expect(await hib.freeze('/users/zoe')).toMatchObject({ frozen: true, items: LARGE });
       await hib.thaw('/users/zoe').catch(() => undefined); // the answer is lost with the process
       expect((await vp.exited).signal).toBe('SIGKILL');
       await client.close().catch(() => undefined);

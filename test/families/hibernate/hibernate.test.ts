@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ColdStore } from '../../../src/families/hibernate/cold-store.js';
 import { hibernate, type HibernateValue } from '../../../src/families/hibernate/index.js';
 import { coldDirOf } from '../../../src/families/hibernate/state.js';
+import { newestIndexIn, readUnit } from '../../../src/families/hibernate/freezing.js';
 import { lists } from '../../../src/families/lists/index.js';
 import { encodeCommand } from '../../../src/families/commands.js';
 import { type Command } from '../../../src/families/core-commands.js';
@@ -681,6 +682,58 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     expect(await step(0)).toMatchObject({ done: true, thawed: false });
     await m.restart();
     expect(m.sm.stateOf(lists).dump()).toEqual(indexBefore);
+  });
+
+  it('thawBegin has every member read the file beside the log, so no thawStep reads it in apply; a stale thawBegin changes nothing', async () => {
+    const m = await member();
+    const seen = await bigUnit(m);
+    const hot = [...(await m.items('/users/big')), ...(await m.items('/users/big/x'))];
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
+    const frozenAt = m.index;
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    const state = m.sm.stateOf(hibernate);
+    const reads = vi.spyOn(state.cold, 'readInSlices');
+    const before = await m.sm.digest();
+    // Another freeze's thawBegin, or one of a unit not Frozen, starts nothing.
+    expect(await m.hibernate({ op: 'thawBegin', unit: '/users/big', frozenAt: frozenAt + 1 })).toEqual({ op: 'thawBegin', unit: '/users/big', reading: false });
+    expect(await m.hibernate({ op: 'thawBegin', unit: '/users/small', frozenAt })).toEqual({ op: 'thawBegin', unit: '/users/small', reading: false });
+    expect(reads).not.toHaveBeenCalled();
+    expect(await m.hibernate({ op: 'thawBegin', unit: '/users/big', frozenAt })).toEqual({ op: 'thawBegin', unit: '/users/big', reading: true });
+    // The read began once the entry was applied; the entries changed no family's data.
+    expect(reads).toHaveBeenCalledTimes(1);
+    expect(await m.sm.digest()).toBe(before);
+    await state.thawRead('/users/big', frozenAt);
+    // The steps take the entries read beside the log: none reads the file again.
+    let from = 0;
+    for (let done = false; !done; ) {
+      const v = await m.hibernate({ op: 'thawStep', unit: '/users/big', frozenAt, from, step: STEP });
+      if (v.op !== 'thawStep') throw new Error('not a thawStep');
+      ({ next: from, done } = v);
+    }
+    expect(reads).toHaveBeenCalledTimes(1);
+    expect([...(await m.items('/users/big')), ...(await m.items('/users/big/x'))]).toEqual(hot);
+    expect(await m.hibernate({ op: 'thawBegin', unit: '/users/big', frozenAt })).toMatchObject({ reading: false });
+  });
+
+  it('the leader finds a unit\'s newest index with a seek per list, not by reading every item, and finds what reading every item finds', async () => {
+    const m = await member();
+    await bigUnit(m);
+    await m.push('/users/big/x/y', 'deep');
+    const newestDeep = await m.push('/users/big/x', 'newest of x');
+    await m.push('/users/big2', 'a neighbour pushed later'); // a larger index outside the unit
+    await m.push('/users/bigger/z', 'another');
+    const keys = vi.spyOn(m.temp.db, 'keys');
+    const newest = await m.sm.read('test', (db, snapshot) => newestIndexIn(db, '/users/big', snapshot));
+    const seeks = keys.mock.calls.length;
+    keys.mockRestore();
+    const read = await readUnit(m.temp.db, '/users/big');
+    if ('why' in read) throw new Error(read.why);
+    expect(newest).toBe(read.newest);
+    expect(newest).toBe(newestDeep);
+    // Three lists: one seek each, and one more per range to find nothing left (the unit's own list, the lists below it).
+    expect(seeks).toBe(3 + 2);
+    expect(await m.sm.read('test', (db, snapshot) => newestIndexIn(db, '/users/nobody', snapshot))).toBe(0);
   });
 
   it('refuses a step out of range', () => {

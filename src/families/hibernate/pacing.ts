@@ -1,0 +1,50 @@
+// Spacing the steps of a large unit's freeze or thaw (dropHot, thawStep entries).
+// Each step holds every member's log for the time of its batch, so the client
+// writes queued behind it wait that long. Proposed back to back, the steps would
+// hold the log most of the time for as long as the unit takes; spaced, they hold
+// it a bounded share of the time, and on a busy machine, where each step takes
+// longer, they go slower by themselves.
+
+export interface PacerOptions {
+  /** The wait before a step, as a multiple of the time the step before took (propose to applied). */
+  readonly gap: number;
+  /** The least wait between steps (ms). */
+  readonly minMs: number;
+  /** The most (ms): however slow a step was, the next one comes within this. */
+  readonly maxMs: number;
+}
+
+/**
+ * Each step waits as long as the one before took (propose to applied, which is mostly the
+ * round trip, during which the log takes client writes): a write meets a step about half as
+ * often as with steps back to back.
+ */
+export const STEP_PACING: PacerOptions = { gap: 1, minMs: 2, maxMs: 200 };
+
+export class StepPacer {
+  private lastMs: number | null = null;
+
+  constructor(
+    private readonly options: PacerOptions = STEP_PACING,
+    private readonly sleep: (ms: number) => Promise<void> = (ms) => new Promise((go) => setTimeout(go, ms)),
+  ) {}
+
+  /** The wait before the next step (0 before the first). */
+  nextGapMs(): number {
+    if (this.lastMs === null) return 0;
+    const { gap, minMs, maxMs } = this.options;
+    return Math.min(maxMs, Math.max(minMs, this.lastMs * gap));
+  }
+
+  /** Runs one step, after the wait the step before calls for. */
+  async step<T>(run: () => Promise<T>): Promise<T> {
+    const wait = this.nextGapMs();
+    if (wait > 0) await this.sleep(wait);
+    const started = performance.now();
+    try {
+      return await run();
+    } finally {
+      this.lastMs = performance.now() - started;
+    }
+  }
+}

@@ -1,0 +1,39 @@
+// The spacing of a large unit's freeze and thaw steps (issue 34): each step after
+// the first waits a multiple of the time the step before took, within bounds, so
+// the steps hold the log a bounded share of the time.
+import { describe, expect, it } from 'vitest';
+import { StepPacer, STEP_PACING } from '../../../src/families/hibernate/pacing.js';
+
+describe('StepPacer', () => {
+  it('runs the first step at once and waits before each later one in proportion to the step before, within bounds', async () => {
+    const waits: number[] = [];
+    const pacer = new StepPacer({ gap: 2, minMs: 3, maxMs: 40 }, async (ms) => void waits.push(ms));
+    let clock = 0;
+    const realNow = performance.now.bind(performance);
+    performance.now = () => clock;
+    try {
+      const step = (ms: number): Promise<string> => pacer.step(async () => {
+        clock += ms;
+        return `took ${ms}`;
+      });
+      expect(await step(10)).toBe('took 10');
+      expect(waits).toEqual([]);
+      await step(1); // waits 2 x 10
+      await step(100); // waits the least, 3 (2 x 1 is below it)
+      await step(5); // waits the most, 40 (2 x 100 is above it)
+      expect(waits).toEqual([20, 3, 40]);
+      expect(pacer.nextGapMs()).toBe(10);
+    } finally {
+      performance.now = realNow;
+    }
+  });
+
+  it('counts a failed step as a step', async () => {
+    const waits: number[] = [];
+    const pacer = new StepPacer(STEP_PACING, async (ms) => void waits.push(ms));
+    await expect(pacer.step(() => Promise.reject(new Error('no leader')))).rejects.toThrow('no leader');
+    await pacer.step(async () => 1);
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeGreaterThanOrEqual(STEP_PACING.minMs);
+  });
+});
