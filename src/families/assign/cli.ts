@@ -5,7 +5,7 @@ import { CLIENT_FLAGS, print, runClientCommand, type ClientCommand, type Context
 import { EXIT, UsageError } from '../../cli/errors.js';
 import type { CliIO } from '../../cli/io.js';
 import { parseCount, parseDuration } from '../../cli/units.js';
-import { AssignClient, type Assignment, type NodeInfo, type NodeInput } from './client.js';
+import { AssignClient, type Assignment, type NodeInfo, type NodeInput, type PurgeJob } from './client.js';
 import { JournalClient } from '../journal/client.js';
 import { journalNameProblem } from '../journal/wire.js';
 import { MAX_JOBS_PER_CLAIM, runPurgeWorker, type PurgeWorkerReport } from './client-purge-worker.js';
@@ -41,6 +41,11 @@ Subcommands:
         [--until-done] [--uid-min N] [--uid-max N] [--override-node NODE]
                               delete one batch of records replaced longer ago than D (default 7d);
                               --until-done: batch after batch until every record due was looked at
+  purge-job start SERVICE [--grace D] [--max N] [--force] [--journal NAME] [--uid-min N]
+        [--uid-max N] [--override-node NODE]
+  purge-job stop|status SERVICE
+                              a purge the leader runs until done, a batch per step (it goes on
+                              across leader changes); stop it, or see its progress
   events delete|passwordChange|reset EMAIL [--generation N] [--event-id ID] [--queue JOURNAL]
                               apply an account event (once per --event-id), or queue it in a journal
   events-worker JOURNAL [--once] [--max N] [--max-events N]
@@ -273,8 +278,70 @@ const IMPORT: ClientCommand = {
   },
 };
 
+function describePurgeJob(j: PurgeJob): string {
+  const scope = [
+    `grace ${j.graceMs} ms`,
+    `batches of ${j.max}`,
+    ...(j.force ? ['forced'] : []),
+    ...(j.uidMin === undefined && j.uidMax === undefined ? [] : [`uids ${j.uidMin ?? 1}-${j.uidMax ?? 'end'}`]),
+    ...(j.journal === undefined ? [] : [`clean-ups into ${j.journal}`]),
+    ...(j.overrideNode === undefined ? [] : [`override node ${j.overrideNode}`]),
+  ];
+  return [
+    `purge job ${j.seq} of ${j.service}: ${j.state}${j.error === undefined ? '' : ` (${j.error})`}`,
+    `  ${scope.join(', ')}`,
+    `  ${j.batches} batches: ${j.purged} purged, ${j.skipped} on downed nodes left${j.overrideNode === undefined ? '' : `, ${j.overridden} sent to the override node, ${j.activeData} active data kept`}`,
+    `  started ${new Date(j.startedAt).toISOString()}${j.endedAt === null ? '' : `, ended ${new Date(j.endedAt).toISOString()}`}`,
+  ].join('\n');
+}
+
+const PURGE_JOB: ClientCommand = {
+  flags: {
+    ...CLIENT_FLAGS,
+    grace: { kind: 'string' },
+    max: { kind: 'string' },
+    force: { kind: 'boolean' },
+    journal: { kind: 'string' },
+    'uid-min': { kind: 'string' },
+    'uid-max': { kind: 'string' },
+    'override-node': { kind: 'string' },
+  },
+  positionals: ['start|stop|status', 'SERVICE'],
+  prepare: (ctx) => {
+    const action = ctx.args.positionals[0];
+    const s = service(ctx, 1);
+    if (action === 'stop' || action === 'status') {
+      for (const flag of ['grace', 'max', 'force', 'journal', 'uid-min', 'uid-max', 'override-node']) {
+        if (ctx.args.flags.has(flag)) throw new UsageError(`--${flag} is for purge-job start`);
+      }
+      return async (client) => {
+        const a = new AssignClient(client);
+        const j = action === 'stop' ? await a.purgeStop(s) : await a.purgeStatus(s);
+        print(ctx, j, () => describePurgeJob(j));
+      };
+    }
+    if (action !== 'start') throw new UsageError('vera assign purge-job needs start, stop or status');
+    const grace = stringFlag(ctx.args, 'grace');
+    const journal = stringFlag(ctx.args, 'journal');
+    const overrideNode = stringFlag(ctx.args, 'override-node');
+    const options = {
+      ...(grace === undefined ? {} : { graceMs: grace === '0' ? 0 : parseDuration(grace, '--grace') }),
+      ...present({ max: count(ctx.args, 'max'), uidMin: count(ctx.args, 'uid-min'), uidMax: count(ctx.args, 'uid-max') }),
+      force: boolFlag(ctx.args, 'force'),
+      ...(journal === undefined ? {} : { journal }),
+      ...(overrideNode === undefined ? {} : { overrideNode: checked(overrideNode, nameProblem(overrideNode, 'node')) }),
+    };
+    if (overrideNode !== undefined && (!options.force || journal === undefined)) throw new UsageError('--override-node needs --force and --journal');
+    return async (client) => {
+      const j = await new AssignClient(client).purgeStart(s, options);
+      print(ctx, j, () => `${describePurgeJob(j)}\nthe leader runs it until done; see its progress with: vera assign purge-job status ${s}`);
+    };
+  },
+};
+
 const COMMANDS: Readonly<Record<string, ClientCommand>> = {
   drain: DRAIN,
+  'purge-job': PURGE_JOB,
   import: IMPORT,
   'purge-worker': PURGE_WORKER,
   service: {
