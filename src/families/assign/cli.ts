@@ -10,7 +10,8 @@ import { JournalClient } from '../journal/client.js';
 import { journalNameProblem } from '../journal/wire.js';
 import { MAX_JOBS_PER_CLAIM, runPurgeWorker, type PurgeWorkerReport } from './client-purge-worker.js';
 import { runEventsWorker } from './client-events-worker.js';
-import { importDump } from './import-dump.js';
+import { csvDump, importTables } from './import-dump.js';
+import { sqlDump, type SqlDialect } from './import-sql.js';
 import { clientStateProblem, eventIdProblem, EVENT_KINDS, MAX_GENERATION, nameProblem, serviceNameProblem, type AccountEventKind } from './wire.js';
 
 export const USAGE = `Usage: vera assign <subcommand> [flags]
@@ -52,8 +53,10 @@ Subcommands:
                               apply the queued account events, each once per id
   count SERVICE [--at MS]     users assigned at a time (default now)
   import --services CSV --nodes CSV --users CSV [--batch N] [--no-check]
-                              import a Tokenserver database (its three tables as CSV with headers),
-                              uids kept, then check every user resolves as in the dump
+  import --sql DUMP [--dialect mysql|postgres] [--batch N] [--no-check]
+                              import a Tokenserver database (its three tables as CSV with headers,
+                              or a SQL dump of their INSERTs), checked whole first, uids kept,
+                              then check every user resolves as in the dump
   purge-worker JOURNAL [--once] [--max N] [--max-jobs N] [--request-timeout D]
                               send each purged record's storage node its DELETE, from the
                               clean-up jobs purge --journal queued; --once stops when none is due
@@ -250,20 +253,26 @@ const DRAIN: ClientCommand = {
 };
 
 const IMPORT: ClientCommand = {
-  flags: { ...CLIENT_FLAGS, services: { kind: 'string' }, nodes: { kind: 'string' }, users: { kind: 'string' }, batch: { kind: 'string' }, 'no-check': { kind: 'boolean' } },
+  flags: { ...CLIENT_FLAGS, services: { kind: 'string' }, nodes: { kind: 'string' }, users: { kind: 'string' }, sql: { kind: 'string' }, dialect: { kind: 'string' }, batch: { kind: 'string' }, 'no-check': { kind: 'boolean' } },
   positionals: [],
   prepare: (ctx) => {
     const files = { services: stringFlag(ctx.args, 'services'), nodes: stringFlag(ctx.args, 'nodes'), users: stringFlag(ctx.args, 'users') };
-    if (files.services === undefined || files.nodes === undefined || files.users === undefined) throw new UsageError('give --services, --nodes and --users: the CSV files of the three tables');
+    const sql = stringFlag(ctx.args, 'sql');
+    const dialect = stringFlag(ctx.args, 'dialect');
+    const csv = files.services !== undefined || files.nodes !== undefined || files.users !== undefined;
+    if (sql !== undefined && csv) throw new UsageError('give --sql (a dump of the three tables) or --services, --nodes and --users (CSV), not both');
+    if (sql === undefined && (files.services === undefined || files.nodes === undefined || files.users === undefined)) throw new UsageError('give --services, --nodes and --users: the CSV files of the three tables (or --sql DUMP)');
+    if (dialect !== undefined && (sql === undefined || (dialect !== 'mysql' && dialect !== 'postgres'))) throw new UsageError('--dialect is mysql or postgres, with --sql');
+    const read = sql !== undefined ? sqlDump(sql, (dialect as SqlDialect | undefined) ?? null) : csvDump(files as { services: string; nodes: string; users: string });
     const batch = count(ctx.args, 'batch');
     if (batch !== undefined && (batch < 1 || batch > 1000)) throw new UsageError('--batch must be 1-1000');
     const check = !boolFlag(ctx.args, 'no-check');
     return async (client) => {
-      const r = await importDump(new AssignClient(client), files as { services: string; nodes: string; users: string }, {
+      const r = await importTables(new AssignClient(client), read, {
         check,
         ...(batch === undefined ? {} : { batch }),
         onProgress: (p) => {
-          if (!ctx.json && (p.phase === 'users' || (p.phase === 'check' && p.done % 1024 === 0))) ctx.io.stdout(`${p.phase}: ${p.detail}\n`);
+          if (!ctx.json && (p.phase === 'users' || p.phase === 'read' || (p.phase === 'check' && p.done % 1024 === 0))) ctx.io.stdout(`${p.phase}: ${p.detail}\n`);
         },
       });
       print(ctx, r, () =>
