@@ -337,7 +337,7 @@ export class AssignClient {
     let replaced = 0;
     let batches = 0;
     while (options.signal?.aborted !== true) {
-      const r = (await this.call('assign.decommission', { service, node, max: batch })) as { replaced: number; finished: boolean };
+      const r = await this.drainBatch(service, node, batch);
       replaced += r.replaced;
       batches++;
       const load = (await this.nodes(service)).find((n) => n.node === node)?.load ?? 0;
@@ -347,6 +347,11 @@ export class AssignClient {
       await pause(started + (replaced / rate) * 1000 - Date.now(), options.signal);
     }
     return { replaced, batches, done: false };
+  }
+
+  /** One step of a drain: the node closed to new users (`closed`: by this call), then up to `max` of its users replaced; `finished` once none is left. */
+  async drainBatch(service: string, node: string, max: number): Promise<{ replaced: number; finished: boolean; closed: boolean }> {
+    return (await this.call('assign.decommission', { service, node, max })) as { replaced: number; finished: boolean; closed: boolean };
   }
 
   /** Records from a Tokenserver database into one service, uids kept (1-1000 per call; nodes first). */
