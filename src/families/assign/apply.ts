@@ -130,8 +130,9 @@ export async function planAssign(c: AssignCommand, ctx: PlanContext, state: Assi
       if (c.eventId === undefined) return event(c, ctx.now, tx, rules);
       // Once per id: a repeat (a queue delivering again, a worker retrying) changes nothing.
       if ((await ctx.reads.get(eventIdKey(c.eventId))) !== undefined) return done({ op: 'event', email: c.email, changed: 0, duplicate: true }, tx);
+      const remembered = await rememberEvent(ctx, c.eventId, state);
       const plan = await event(c, ctx.now, tx, rules);
-      return { ...plan, ops: [...(await rememberEvent(ctx, c.eventId)), ...plan.ops] };
+      return { ...plan, ops: [...remembered.ops, ...plan.ops], after: [...plan.after, remembered.after] };
     }
   }
   const service = tx.service(c.service);
@@ -265,16 +266,33 @@ async function retire(tx: AssignTx, email: string, service: string | null, now: 
   return byService.size;
 }
 
-/** Writes that remember an event id, and drop a few ids past the retention (bounding what is kept). */
-async function rememberEvent(ctx: PlanContext, id: string): Promise<Plan['ops']> {
+/**
+ * Writes that remember an event id, and drop a few ids past the retention (bounding what is
+ * kept). The oldest remembered time is kept in memory, so the ids are looked at only when
+ * some are past the retention: an entry that would find none to drop reads nothing.
+ */
+async function rememberEvent(ctx: PlanContext, id: string, state: AssignState): Promise<{ ops: BatchOp[]; after: () => void }> {
   const ops: BatchOp[] = [
     { type: 'put', key: eventIdKey(id), value: pack(ctx.now) },
     { type: 'put', key: eventTimeKey(ctx.now, id), value: Buffer.alloc(0) },
   ];
-  for (const key of await ctx.reads.keys({ ...eventTimesBefore(ctx.now - EVENT_ID_RETENTION_MS), limit: EVENT_IDS_PRUNED_PER_ENTRY })) {
-    ops.push({ type: 'del', key }, { type: 'del', key: eventIdKey(eventTimeParts(key).id) });
+  const cutoff = ctx.now - EVENT_ID_RETENTION_MS;
+  let oldest = state.oldestEventAt ?? ctx.now;
+  if (state.oldestEventAt !== null && state.oldestEventAt < cutoff) {
+    // Oldest first: those past the retention go (at most a few), and the first one kept is the new oldest.
+    oldest = ctx.now;
+    let dropped = 0;
+    for (const key of await ctx.reads.keys({ ...eventTimesBefore(Number.MAX_SAFE_INTEGER), limit: EVENT_IDS_PRUNED_PER_ENTRY + 1 })) {
+      const past = eventTimeParts(key);
+      if (past.at >= cutoff || dropped === EVENT_IDS_PRUNED_PER_ENTRY) {
+        oldest = Math.min(past.at, ctx.now);
+        break;
+      }
+      ops.push({ type: 'del', key }, { type: 'del', key: eventIdKey(past.id) });
+      dropped++;
+    }
   }
-  return ops;
+  return { ops, after: () => (state.oldestEventAt = oldest) };
 }
 
 /** FxA account events (Tokenserver's process_account_events): delete retires; a password change or reset moves the generation up to the event's - 1. */
