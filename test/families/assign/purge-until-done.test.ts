@@ -101,6 +101,29 @@ describe('purge until done', () => {
     expect(jobs.items.map((i) => i.data)).toEqual([expect.objectContaining({ uid: yOld.uid, node: 'https://copy', endpoint: `https://copy/1.5/${yOld.uid}`, clientState: 'aa' })]);
   });
 
+  it('a purge job with force and an override node: the same clean-ups as a batch, counted in its progress', async () => {
+    const assign = await start();
+    const journals = new JournalClient(client!);
+    await journals.create('cleanup');
+    await assign.addNode('sync-1.5', 'https://a', { capacity: 100 });
+    await assign.user('sync-1.5', 'x@example.com', { generation: 1, keysChangedAt: 1, clientState: 'aa' });
+    const yOld = await assign.user('sync-1.5', 'y@example.com', { generation: 1, keysChangedAt: 1, clientState: 'aa' });
+    await assign.user('sync-1.5', 'y@example.com', { generation: 2, keysChangedAt: 2, clientState: 'bb' });
+    await assign.addNode('sync-1.5', 'https://b', { capacity: 100 });
+    await assign.updateNode('sync-1.5', 'https://a', { downed: true });
+    await assign.decommission('sync-1.5', 'https://a');
+    for (const [e, g, s] of [['x@example.com', 1, 'aa'], ['y@example.com', 2, 'bb']] as const) await assign.user('sync-1.5', e, { generation: g, keysChangedAt: g, clientState: s });
+    await expect(assign.purgeStart('sync-1.5', { graceMs: 0, journal: 'cleanup', overrideNode: 'https://copy' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await assign.purgeStart('sync-1.5', { graceMs: 0, force: true, max: 2, journal: 'cleanup', overrideNode: 'https://copy' });
+    const done = await pollUntil('the job to finish', async () => {
+      const j = await assign.purgeStatus('sync-1.5');
+      return j.state === 'running' ? undefined : j;
+    }, 30_000);
+    expect(done).toMatchObject({ state: 'done', purged: 3, skipped: 0, overridden: 1, activeData: 2, force: true, overrideNode: 'https://copy' });
+    const jobs = await journals.claim('cleanup', { max: 10 });
+    expect(jobs.items.map((i) => i.data)).toEqual([expect.objectContaining({ uid: yOld.uid, node: 'https://copy', clientState: 'aa' })]);
+  });
+
   it('vera assign purge-job: the leader purges until done with the same options, progress readable; a job whose journal is gone fails', async () => {
     const assign = await start();
     const journals = new JournalClient(client!);
