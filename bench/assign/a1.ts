@@ -7,23 +7,26 @@
 // with the records they count (drift).
 import { Samples, type LatencySummary } from '../lib/samples.js';
 import type { AssignSystem, Counters, LoginValues } from './system.js';
+import { EXTRA_FULL, EXTRA_QUICK, runDrain, runEvents, type DrainResult, type EventsResult, type ExtraScale } from './a1-extra.js';
 
 export interface A1Scale {
   readonly clients: readonly number[];
+  /** The events and drain scenarios after the levels; absent: not run. */
+  readonly extra?: ExtraScale;
   readonly levelMs: number;
   readonly warmupMs: number;
   /** Users created before the first level, so returning users exist from the start. */
   readonly seedUsers: number;
 }
 
-export const A1_FULL: A1Scale = { clients: [1, 16, 256], levelMs: 10_000, warmupMs: 1_500, seedUsers: 2_000 };
-export const A1_QUICK: A1Scale = { clients: [1, 16, 256], levelMs: 3_000, warmupMs: 500, seedUsers: 300 };
+export const A1_FULL: A1Scale = { clients: [1, 16, 256], levelMs: 10_000, warmupMs: 1_500, seedUsers: 2_000, extra: EXTRA_FULL };
+export const A1_QUICK: A1Scale = { clients: [1, 16, 256], levelMs: 3_000, warmupMs: 500, seedUsers: 300, extra: EXTRA_QUICK };
 
 export const SERVICE = 'sync-1.5';
 export const RELEASE_RATE = 0.1;
 /** Ten nodes with room for everyone, a few slots open: capacity is released as they fill. */
 export const NODES = Array.from({ length: 10 }, (_, k) => ({ node: `https://sync-${k}.example.com`, capacity: 1_000_000, available: 200 }));
-const VALUES: LoginValues = { generation: 1_700_000_000_000, keysChangedAt: 1_700_000_000_000, clientState: '616263' };
+export const VALUES: LoginValues = { generation: 1_700_000_000_000, keysChangedAt: 1_700_000_000_000, clientState: '616263' };
 
 export interface A1Level {
   readonly clients: number;
@@ -42,6 +45,8 @@ export interface A1Result {
   /** |sum of loads - current records| + nodes off + duplicate emails; null if not measured. */
   readonly drift: number | null;
   readonly errors: readonly string[];
+  readonly events?: EventsResult;
+  readonly drain?: DrainResult;
 }
 
 export async function runA1(system: AssignSystem, scale: A1Scale, log: (m: string) => void): Promise<A1Result> {
@@ -77,6 +82,18 @@ export async function runA1(system: AssignSystem, scale: A1Scale, log: (m: strin
     log(`${system.name} ${count} clients: ${Math.round(level.perSec)} requests/s, p50 ${level.latencyMs.p50.toFixed(2)} ms, p99 ${level.latencyMs.p99.toFixed(2)} ms, ${tally.created} created, ${tally.errors} errors`);
     levels.push(level);
   }
+  let events: EventsResult | undefined;
+  let drain: DrainResult | undefined;
+  let others = 0;
+  if (scale.extra !== undefined) {
+    try {
+      events = await runEvents(system, scale.extra, VALUES, log);
+      others += scale.extra.eventUsers;
+      drain = await runDrain(system, scale.extra, VALUES, known, log);
+    } catch (err) {
+      errors.push(`events/drain: ${(err as Error).message}`);
+    }
+  }
   let counters: Counters | null = null;
   try {
     counters = await system.counters(SERVICE);
@@ -84,11 +101,11 @@ export async function runA1(system: AssignSystem, scale: A1Scale, log: (m: strin
     errors.push(`counters: ${(err as Error).message}`);
   }
   const drift = counters === null ? null : Math.abs(counters.load - counters.currentRecords) + (counters.nodesOff ?? 0) + (counters.duplicates ?? 0);
-  if (counters !== null && counters.currentRecords !== known.length) errors.push(`${known.length} users acknowledged but ${counters.currentRecords} current records`);
-  return { system: system.name, settings: system.settings, levels, counters, drift, errors };
+  if (counters !== null && counters.currentRecords !== known.length + others) errors.push(`${known.length + others} users acknowledged but ${counters.currentRecords} current records`);
+  return { system: system.name, settings: system.settings, levels, counters, drift, errors, ...(events === undefined ? {} : { events }), ...(drain === undefined ? {} : { drain }) };
 }
 
-async function drive(
+export async function drive(
   clients: Awaited<ReturnType<AssignSystem['clients']>>,
   count: number,
   ms: number,

@@ -54,8 +54,26 @@ export async function veraAssign(logDir: string): Promise<AssignSystem> {
           const a = await conns[i % conns.length]!.user(service, email, v);
           return { uid: a.uid, node: a.node };
         },
+        async event(i, email, generation, eventId) {
+          await conns[i % conns.length]!.event('passwordChange', email, generation, eventId);
+        },
         close: async () => undefined,
       };
+    },
+    async addNode(service, n) {
+      await admin.addNode(service, n.node, { capacity: n.capacity, available: n.available });
+    },
+    async bulkUsers(service, node, emails, v, firstUid) {
+      // Imported a thousand records per entry, as a Tokenserver database comes in.
+      for (let k = 0; k < emails.length; k += 1000) {
+        const users = emails.slice(k, k + 1000).map((email, j) => ({ uid: firstUid + k + j, email, generation: v.generation, clientState: v.clientState, keysChangedAt: v.keysChangedAt, createdAt: Date.now(), replacedAt: 0, node }));
+        await admin.importUsers(service, users);
+      }
+    },
+    async drainStep(service, node, batch) {
+      // One step of vera assign drain: assign.decommission with max (the node closed to new users first).
+      const r = await admin.drainBatch(service, node, batch);
+      return { replaced: r.replaced, finished: r.finished };
     },
     async counters(service) {
       const nodes = await admin.nodes(service);
@@ -85,10 +103,14 @@ export async function postgresAssign(logDir: string): Promise<AssignSystem> {
       const db = admin.withPool(pool);
       return {
         login: (_i, _service, email, v) => db.login(email, v),
+        event: (_i, email, generation) => db.passwordChange(email, generation),
         close: () => pool.end(),
       };
     },
     counters: () => admin.counters(),
+    addNode: (_service, n) => admin.addNode(n),
+    bulkUsers: (_service, node, emails, v) => admin.bulkUsers(node, emails, v),
+    drainStep: (_service, node, batch) => admin.drainStep(node, batch),
     async stop() {
       for (const p of pools) await p.end().catch(() => undefined);
       await server.stop();

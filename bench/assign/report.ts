@@ -20,6 +20,17 @@ export function a1Targets(results: readonly A1Result[]): Target[] {
       detail: v === null || p === null ? 'not measured' : `${fmt(v)} vs ${fmt(p)} (${(v / p).toFixed(2)}x)`,
     });
   }
+  const one = { v: perSec(vera, 1), p: perSec(pg, 1) };
+  targets.push({
+    what: 'requests/s at 1 client >= 1x PostgreSQL',
+    met: one.v === null || one.p === null ? null : one.v >= one.p,
+    detail: one.v === null || one.p === null ? 'not measured' : `${fmt(one.v)} vs ${fmt(one.p)} (${(one.v / one.p).toFixed(2)}x)`,
+  });
+  targets.push({
+    what: "the load's p99 during a drain <= 1.5x without",
+    met: vera?.drain === undefined ? null : vera.drain.p99Ratio <= 1.5,
+    detail: vera?.drain === undefined ? 'not measured' : `${vera.drain.baseline.latencyMs.p99.toFixed(2)} ms without, ${vera.drain.during.latencyMs.p99.toFixed(2)} ms with (${vera.drain.p99Ratio.toFixed(2)}x)`,
+  });
   targets.push({
     what: 'zero counter drift, replicated on three members',
     met: vera?.drift == null ? null : vera.drift === 0,
@@ -42,13 +53,30 @@ export function renderA1(results: readonly A1Result[], meta: { readonly command:
     if (r.levels.length === 0) lines.push(`| ${r.system} | - | - | - | - | - | ${r.errors.join('; ')} |`);
     for (const l of r.levels) lines.push(`| ${r.system} | ${l.clients} | ${fmt(l.perSec)} | ${l.latencyMs.p50.toFixed(2)} | ${l.latencyMs.p99.toFixed(2)} | ${l.created} | ${l.errors} |`);
   }
+  const withEvents = results.filter((r) => r.events !== undefined);
+  if (withEvents.length > 0) {
+    lines.push('', '## Account events', '');
+    lines.push("Password changes (process_account_events' update), each user's in increasing generation, from 16 clients; Vera applies each once per event id.", '');
+    lines.push('| system | events | events/s | p50 (ms) | p99 (ms) | errors |', '|---|---:|---:|---:|---:|---:|');
+    for (const r of withEvents) lines.push(`| ${r.system} | ${r.events!.events} | ${fmt(r.events!.perSec)} | ${r.events!.latencyMs.p50.toFixed(2)} | ${r.events!.latencyMs.p99.toFixed(2)} | ${r.events!.errors} |`);
+  }
+  const withDrain = results.filter((r) => r.drain !== undefined);
+  if (withDrain.length > 0) {
+    lines.push('', '## Draining a node under load', '');
+    lines.push("A node of its own users drained gradually (a batch per step, paced) while 16 clients keep up the get-or-create load; the load's latency without the drain, then during it.", '');
+    lines.push('| system | users drained | drain (s) | load requests/s without / with | load p99 (ms) without | with | ratio |', '|---|---:|---:|---:|---:|---:|---:|');
+    for (const r of withDrain) {
+      const d = r.drain!;
+      lines.push(`| ${r.system} | ${d.replaced} | ${d.drainSeconds.toFixed(1)} | ${fmt(d.baseline.perSec)} / ${fmt(d.during.perSec)} | ${d.baseline.latencyMs.p99.toFixed(2)} | ${d.during.latencyMs.p99.toFixed(2)} | ${d.p99Ratio.toFixed(2)}x |`);
+    }
+  }
   lines.push('', '## Counters at the end', '');
   lines.push('| system | sum of node loads | current records | nodes off | emails with two current records | drift |', '|---|---:|---:|---:|---:|---:|');
   for (const r of results) {
     const c = r.counters;
     lines.push(`| ${r.system} | ${c?.load ?? '-'} | ${c?.currentRecords ?? '-'} | ${c?.nodesOff ?? 'not per node'} | ${c?.duplicates ?? 'none possible'} | ${r.drift ?? '-'} |`);
   }
-  lines.push('', '## Targets (issue 14)', '', '| target | met | measured |', '|---|---|---|');
+  lines.push('', '## Targets (issues 14 and 36)', '', '| target | met | measured |', '|---|---|---|');
   for (const t of a1Targets(results)) lines.push(`| ${t.what} | ${t.met === null ? 'not measured' : t.met ? 'yes' : 'NO'} | ${t.detail} |`);
   lines.push('', '## Settings', '');
   for (const r of results) lines.push(`- **${r.system}**: ${r.settings}`);

@@ -87,9 +87,11 @@ export class TokenserverPg {
     await this.pool.query(SCHEMA);
     this.serviceId = (await this.pool.query<{ id: number }>('INSERT INTO services (service, pattern) VALUES ($1, $2) RETURNING id', [service, '{node}/1.5/{uid}'])).rows[0]!.id;
     this.releaseRate = releaseRate;
-    for (const n of nodes) {
-      await this.pool.query('INSERT INTO nodes (service, node, available, current_load, capacity) VALUES ($1, $2, $3, 0, $4)', [this.serviceId, n.node, n.available, n.capacity]);
-    }
+    for (const n of nodes) await this.addNode(n);
+  }
+
+  async addNode(n: NodeSpec): Promise<void> {
+    await this.pool.query('INSERT INTO nodes (service, node, available, current_load, capacity) VALUES ($1, $2, $3, 0, $4)', [this.serviceId, n.node, n.available, n.capacity]);
   }
 
   /**
@@ -123,6 +125,52 @@ export class TokenserverPg {
       const uid = (await c.query<{ uid: string }>(POST_USER, [this.serviceId, email, v.generation, v.clientState, Date.now(), best.id, v.keysChangedAt])).rows[0]!.uid;
       await c.query('COMMIT');
       return { uid: Number(uid), node: best.node };
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      c.release();
+    }
+  }
+
+  /**
+   * process_account_events for a password change or reset: the user's records read, then its
+   * current record's generation moved up to the event's - 1 (never back), as update_user does.
+   */
+  async passwordChange(email: string, generation: number): Promise<void> {
+    const users = await this.pool.query<{ uid: string; replaced_at: string | null }>(GET_USERS, [email, this.serviceId]);
+    if (users.rows.length === 0) return;
+    await this.pool.query('UPDATE users SET generation = $1 WHERE service = $2 AND email = $3 AND generation < $1 AND replaced_at IS NULL', [generation - 1, this.serviceId, email]);
+  }
+
+  /** Users current on `node` in one statement (the drain scenario's full node), its load counter with them. */
+  async bulkUsers(node: string, emails: readonly string[], v: LoginValues): Promise<void> {
+    const id = (await this.pool.query<{ id: string }>('SELECT id FROM nodes WHERE service = $1 AND node = $2', [this.serviceId, node])).rows[0]!.id;
+    for (let k = 0; k < emails.length; k += 10_000) {
+      const batch = emails.slice(k, k + 10_000);
+      await this.pool.query(
+        `INSERT INTO users (service, email, generation, client_state, created_at, nodeid, keys_changed_at, replaced_at)
+         SELECT $1, e, $2, $3, $4, $5, $6, NULL FROM unnest($7::text[]) AS e`,
+        [this.serviceId, v.generation, v.clientState, Date.now(), id, v.keysChangedAt, batch],
+      );
+      await this.pool.query('UPDATE nodes SET current_load = current_load + $1 WHERE id = $2', [batch.length, id]);
+    }
+  }
+
+  /**
+   * One step of a gradual unassign_node: the node backed off (no new users), then up to `batch`
+   * of its current records replaced and its load counter lowered, in one transaction.
+   */
+  async drainStep(node: string, batch: number): Promise<{ replaced: number; finished: boolean }> {
+    const c = await this.pool.connect();
+    try {
+      await c.query('BEGIN');
+      const id = (await c.query<{ id: string }>('UPDATE nodes SET backoff = 1 WHERE service = $1 AND node = $2 RETURNING id', [this.serviceId, node])).rows[0]!.id;
+      const r = await c.query('UPDATE users SET replaced_at = $1 WHERE uid IN (SELECT uid FROM users WHERE nodeid = $2 AND replaced_at IS NULL LIMIT $3)', [Date.now(), id, batch]);
+      const replaced = r.rowCount ?? 0;
+      await c.query('UPDATE nodes SET current_load = GREATEST(current_load - $1, 0) WHERE id = $2', [replaced, id]);
+      await c.query('COMMIT');
+      return { replaced, finished: replaced < batch };
     } catch (err) {
       await c.query('ROLLBACK').catch(() => undefined);
       throw err;

@@ -79,6 +79,13 @@ const serviceWith = async (root: WireClient, c: Names, withNode = false): Promis
   if (withNode) await ok(root, 'assign.addNode', { service: c.service, node: c.node, capacity: 10 });
   return {};
 };
+const serviceWithPurgeJob = async (root: WireClient, c: Names): Promise<Record<string, unknown>> => {
+  await serviceWith(root, c);
+  await ok(root, 'assign.purgeStart', { service: c.service, graceMs: 0 });
+  // Ended (nothing to purge: one step), so the leader's steps do not change what a denied caller's check compares.
+  await expect.poll(async () => (await ok(root, 'assign.purgeStatus', { service: c.service })).state, { timeout: 20_000, interval: 50 }).toBe('done');
+  return {};
+};
 const persisted = async (root: WireClient, c: Names): Promise<Record<string, unknown>> => {
   const pushed = await ok(root, 'push', { path: c.path, data: 'v', persistent: true });
   return { index: (pushed.item as { index: number }).index };
@@ -162,6 +169,9 @@ const OPS: readonly OpCase[] = [
     fields: (c) => ({ service: c.service, users: [{ uid: 1_000_000 + c.n, email: c.email, generation: 1, createdAt: 1, node: c.node }] }),
   },
   { op: 'assign.enqueueEvent', perm: 'write', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ journal: c.journal, eventId: `e${c.n}`, kind: 'reset', email: c.email, generation: 5 }) },
+  { op: 'assign.purgeStart', perm: 'admin', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c), fields: (c) => ({ service: c.service, graceMs: 0 }) },
+  { op: 'assign.purgeStop', perm: 'admin', resource: onService, parent: services, setup: (r, c) => serviceWithPurgeJob(r, c), fields: (c) => ({ service: c.service }) },
+  { op: 'assign.purgeStatus', perm: 'read', resource: onService, parent: services, setup: (r, c) => serviceWithPurgeJob(r, c), fields: (c) => ({ service: c.service }) },
   { op: 'assign.purgeable', perm: 'read', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c), fields: (c) => ({ service: c.service }) },
   { op: 'assign.user', perm: 'write', resource: onService, parent: services, setup: (r, c) => serviceWith(r, c, true), fields: (c) => ({ service: c.service, email: c.email }) },
   {
@@ -256,6 +266,7 @@ const HTTP: readonly HttpCase[] = [
   { what: 'GET /v1/journals/NAME/items', perm: 'read', resource: onJournal, parent: journals, target: (c) => `/v1/journals/${c.journal}/items?status=waiting`, setup: (r, c) => journalWith(r, c, 1) },
   { what: 'GET /v1/journals/NAME/items/KEY', perm: 'read', resource: onJournal, parent: journals, target: (c) => `/v1/journals/${c.journal}/items/k`, setup: (r, c) => journalWith(r, c, 1) },
   { what: 'GET /v1/assign/services/S', perm: 'read', resource: onService, parent: services, target: (c) => `/v1/assign/services/${c.service}`, setup: (r, c) => serviceWith(r, c) },
+  { what: 'GET /v1/assign/services/S/purge', perm: 'read', resource: onService, parent: services, target: (c) => `/v1/assign/services/${c.service}/purge`, setup: (r, c) => serviceWithPurgeJob(r, c) },
   { what: 'GET /v1/audit', perm: 'read', resource: () => 'audit', parent: everything, target: () => '/v1/audit' },
   { what: 'GET /v1/snapshot', perm: 'admin', resource: () => 'cluster', parent: everything, target: () => '/v1/snapshot' },
   { what: 'GET /v1/members', perm: 'admin', resource: () => 'cluster', parent: everything, target: () => '/v1/members' },
@@ -314,6 +325,7 @@ async function stateSeen(c: Names): Promise<string> {
     ['assign.services', { consistency: 'linearizable' }],
     ['assign.nodes', { service: c.service, consistency: 'linearizable' }],
     ['assign.lookup', { service: c.service, email: c.email, consistency: 'linearizable' }],
+    ['assign.purgeStatus', { service: c.service, consistency: 'linearizable' }],
     ['hibernate.units', {}],
     ['counter.get', { name: `c${c.n}` }],
     ['auth.users', {}],

@@ -20,6 +20,7 @@ export function rulesAt(activeVersion: number): CheckRules {
   return activeVersion >= TOKENSERVER_CHECKS_SINCE ? 'tokenserver' : 'before-v9';
 }
 import type { AssignState } from './state.js';
+import { encodePurgeJob, purgeJobKey, type PurgeJob } from './purge-job.js';
 import { AssignTx } from './tx.js';
 import { byNodeRange, uidAtEnd } from './keys.js';
 import { endpointOf, EVENT_ID_RETENTION_MS, EVENT_IDS_PRUNED_PER_ENTRY, MAX_GENERATION, MAX_NODES_PER_SERVICE, MAX_RECORDS_PER_USER, MAX_SERVICES } from './wire.js';
@@ -93,7 +94,9 @@ export type AssignValue =
   | { readonly op: 'importUsers'; readonly service: string; readonly imported: number; readonly present: number; readonly repaired: number }
   /** `created`: the email was unknown; `moved`: a new record on the node (false: current there already). */
   | { readonly op: 'place'; readonly service: string; readonly user: Assignment; readonly created: boolean; readonly moved: boolean }
-  | { readonly op: 'purge'; readonly service: string; readonly purged: ReadonlyArray<{ readonly uid: number; readonly email: string; readonly node: string }>; readonly skipped: number };
+  | { readonly op: 'purge'; readonly service: string; readonly purged: ReadonlyArray<{ readonly uid: number; readonly email: string; readonly node: string }>; readonly skipped: number }
+  /** A purge job after a start, stop or step; `changed` false when the entry found nothing to do (a step that no longer matches). */
+  | { readonly op: 'purgeJob'; readonly service: string; readonly job: PurgeJob; readonly changed: boolean };
 
 function done(value: AssignValue, tx: AssignTx, extra: { ops?: Plan['ops']; after?: () => void } = {}): Plan {
   const { ops, after } = tx.commit();
@@ -127,8 +130,9 @@ export async function planAssign(c: AssignCommand, ctx: PlanContext, state: Assi
       if (c.eventId === undefined) return event(c, ctx.now, tx, rules);
       // Once per id: a repeat (a queue delivering again, a worker retrying) changes nothing.
       if ((await ctx.reads.get(eventIdKey(c.eventId))) !== undefined) return done({ op: 'event', email: c.email, changed: 0, duplicate: true }, tx);
+      const remembered = await rememberEvent(ctx, c.eventId, state);
       const plan = await event(c, ctx.now, tx, rules);
-      return { ...plan, ops: [...(await rememberEvent(ctx, c.eventId)), ...plan.ops] };
+      return { ...plan, ops: [...remembered.ops, ...plan.ops], after: [...plan.after, remembered.after] };
     }
   }
   const service = tx.service(c.service);
@@ -139,7 +143,11 @@ export async function planAssign(c: AssignCommand, ctx: PlanContext, state: Assi
     tx.setNode(c.service, c.node, { capacity: c.capacity, load: 0, available: c.available, downed: c.downed, backoff: c.backoff });
     return done({ op: 'addNode', service: c.service, node: c.node }, tx);
   }
-  if (c.op === 'purge') return purge(c, tx);
+  if (c.op === 'purge') {
+    const { purged, skipped } = await purge(c, tx);
+    return done({ op: 'purge', service: c.service, purged, skipped }, tx);
+  }
+  if (c.op === 'purgeStart' || c.op === 'purgeStop' || c.op === 'purgeStep') return purgeJob(c, ctx.now, tx, state);
   if (c.op === 'place') return place(c, ctx.now, tx, service.settings.pattern);
   if (c.op === 'importUsers') return importUsers(c, ctx.now, tx);
   const node = tx.node(c.service, c.node);
@@ -258,16 +266,33 @@ async function retire(tx: AssignTx, email: string, service: string | null, now: 
   return byService.size;
 }
 
-/** Writes that remember an event id, and drop a few ids past the retention (bounding what is kept). */
-async function rememberEvent(ctx: PlanContext, id: string): Promise<Plan['ops']> {
+/**
+ * Writes that remember an event id, and drop a few ids past the retention (bounding what is
+ * kept). The oldest remembered time is kept in memory, so the ids are looked at only when
+ * some are past the retention: an entry that would find none to drop reads nothing.
+ */
+async function rememberEvent(ctx: PlanContext, id: string, state: AssignState): Promise<{ ops: BatchOp[]; after: () => void }> {
   const ops: BatchOp[] = [
     { type: 'put', key: eventIdKey(id), value: pack(ctx.now) },
     { type: 'put', key: eventTimeKey(ctx.now, id), value: Buffer.alloc(0) },
   ];
-  for (const key of await ctx.reads.keys({ ...eventTimesBefore(ctx.now - EVENT_ID_RETENTION_MS), limit: EVENT_IDS_PRUNED_PER_ENTRY })) {
-    ops.push({ type: 'del', key }, { type: 'del', key: eventIdKey(eventTimeParts(key).id) });
+  const cutoff = ctx.now - EVENT_ID_RETENTION_MS;
+  let oldest = state.oldestEventAt ?? ctx.now;
+  if (state.oldestEventAt !== null && state.oldestEventAt < cutoff) {
+    // Oldest first: those past the retention go (at most a few), and the first one kept is the new oldest.
+    oldest = ctx.now;
+    let dropped = 0;
+    for (const key of await ctx.reads.keys({ ...eventTimesBefore(Number.MAX_SAFE_INTEGER), limit: EVENT_IDS_PRUNED_PER_ENTRY + 1 })) {
+      const past = eventTimeParts(key);
+      if (past.at >= cutoff || dropped === EVENT_IDS_PRUNED_PER_ENTRY) {
+        oldest = Math.min(past.at, ctx.now);
+        break;
+      }
+      ops.push({ type: 'del', key }, { type: 'del', key: eventIdKey(past.id) });
+      dropped++;
+    }
   }
-  return ops;
+  return { ops, after: () => (state.oldestEventAt = oldest) };
 }
 
 /** FxA account events (Tokenserver's process_account_events): delete retires; a password change or reset moves the generation up to the event's - 1. */
@@ -365,7 +390,7 @@ async function stagedRecords(tx: AssignTx, email: string, service: string): Prom
 }
 
 /** Deletes the listed records that are still replaced before the cutoff; a deleted record frees a slot on its node. */
-async function purge(c: Extract<AssignCommand, { op: 'purge' }>, tx: AssignTx): Promise<Plan> {
+async function purge(c: Pick<Extract<AssignCommand, { op: 'purge' }>, 'service' | 'before' | 'uids' | 'force'>, tx: AssignTx): Promise<{ purged: Array<{ uid: number; email: string; node: string }>; skipped: number }> {
   const purged: Array<{ uid: number; email: string; node: string }> = [];
   let skipped = 0;
   for (const uid of c.uids) {
@@ -380,5 +405,38 @@ async function purge(c: Extract<AssignCommand, { op: 'purge' }>, tx: AssignTx): 
     if (node !== null) tx.freeSlot(c.service, u.node);
     purged.push({ uid, email: u.email, node: u.node });
   }
-  return done({ op: 'purge', service: c.service, purged, skipped }, tx);
+  return { purged, skipped };
+}
+
+/**
+ * A purge job's start, stop or step (purge-job.ts). A step applies only to the running job
+ * it names, from the cursor the job is at: one from an earlier job, or proposed again by a
+ * leader that had not seen its first copy applied, changes nothing, so every record is
+ * counted once whatever leader changes happen mid-purge.
+ */
+async function purgeJob(c: Extract<AssignCommand, { op: 'purgeStart' | 'purgeStop' | 'purgeStep' }>, now: number, tx: AssignTx, state: AssignState): Promise<Plan | ApplyError> {
+  const existing = state.purgeJobs.get(c.service);
+  const keep = (job: PurgeJob, extra: { ops?: Plan['ops'] } = {}): Plan =>
+    done({ op: 'purgeJob', service: c.service, job, changed: job !== existing }, tx, {
+      ...(job === existing ? {} : { ops: [...(extra.ops ?? []), { type: 'put' as const, key: purgeJobKey(c.service), value: encodePurgeJob(job) }], after: () => state.purgeJobs.set(c.service, job) }),
+    });
+  if (c.op === 'purgeStart') {
+    if (existing?.state === 'running') return failure('CONFLICT', `a purge of ${c.service} is running (job ${existing.seq}); stop it first`);
+    return keep({ ...c.settings, seq: (existing?.seq ?? 0) + 1, state: 'running', startedAt: now, endedAt: 0, cursor: '', batches: 0, purged: 0, skipped: 0, overridden: 0, activeData: 0, error: '' });
+  }
+  if (existing === undefined) return failure('NOT_FOUND', `${c.service} has no purge job`);
+  if (existing.state !== 'running' || (c.seq !== undefined && c.seq !== existing.seq)) return keep(existing);
+  if (c.op === 'purgeStop') return keep({ ...existing, state: c.error === undefined ? 'stopped' : 'failed', endedAt: now, error: c.error ?? '' });
+  if (c.from !== existing.cursor) return keep(existing);
+  const { purged, skipped } = await purge({ service: c.service, before: c.before, uids: c.uids, force: existing.force }, tx);
+  return keep({
+    ...existing,
+    cursor: c.to,
+    batches: existing.batches + 1,
+    purged: existing.purged + purged.length,
+    skipped: existing.skipped + c.skipped + skipped,
+    overridden: existing.overridden + c.overridden,
+    activeData: existing.activeData + c.activeData,
+    ...(c.done ? { state: 'done' as const, endedAt: now } : {}),
+  });
 }

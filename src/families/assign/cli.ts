@@ -5,12 +5,13 @@ import { CLIENT_FLAGS, print, runClientCommand, type ClientCommand, type Context
 import { EXIT, UsageError } from '../../cli/errors.js';
 import type { CliIO } from '../../cli/io.js';
 import { parseCount, parseDuration } from '../../cli/units.js';
-import { AssignClient, type Assignment, type NodeInfo, type NodeInput } from './client.js';
+import { AssignClient, type Assignment, type NodeInfo, type NodeInput, type PurgeJob } from './client.js';
 import { JournalClient } from '../journal/client.js';
 import { journalNameProblem } from '../journal/wire.js';
 import { MAX_JOBS_PER_CLAIM, runPurgeWorker, type PurgeWorkerReport } from './client-purge-worker.js';
 import { runEventsWorker } from './client-events-worker.js';
-import { importDump } from './import-dump.js';
+import { csvDump, importTables } from './import-dump.js';
+import { sqlDump, type SqlDialect } from './import-sql.js';
 import { clientStateProblem, eventIdProblem, EVENT_KINDS, MAX_GENERATION, nameProblem, serviceNameProblem, type AccountEventKind } from './wire.js';
 
 export const USAGE = `Usage: vera assign <subcommand> [flags]
@@ -41,14 +42,21 @@ Subcommands:
         [--until-done] [--uid-min N] [--uid-max N] [--override-node NODE]
                               delete one batch of records replaced longer ago than D (default 7d);
                               --until-done: batch after batch until every record due was looked at
+  purge-job start SERVICE [--grace D] [--max N] [--force] [--journal NAME] [--uid-min N]
+        [--uid-max N] [--override-node NODE]
+  purge-job stop|status SERVICE
+                              a purge the leader runs until done, a batch per step (it goes on
+                              across leader changes); stop it, or see its progress
   events delete|passwordChange|reset EMAIL [--generation N] [--event-id ID] [--queue JOURNAL]
                               apply an account event (once per --event-id), or queue it in a journal
   events-worker JOURNAL [--once] [--max N] [--max-events N]
                               apply the queued account events, each once per id
   count SERVICE [--at MS]     users assigned at a time (default now)
   import --services CSV --nodes CSV --users CSV [--batch N] [--no-check]
-                              import a Tokenserver database (its three tables as CSV with headers),
-                              uids kept, then check every user resolves as in the dump
+  import --sql DUMP [--dialect mysql|postgres] [--batch N] [--no-check]
+                              import a Tokenserver database (its three tables as CSV with headers,
+                              or a SQL dump of their INSERTs), checked whole first, uids kept,
+                              then check every user resolves as in the dump
   purge-worker JOURNAL [--once] [--max N] [--max-jobs N] [--request-timeout D]
                               send each purged record's storage node its DELETE, from the
                               clean-up jobs purge --journal queued; --once stops when none is due
@@ -245,20 +253,26 @@ const DRAIN: ClientCommand = {
 };
 
 const IMPORT: ClientCommand = {
-  flags: { ...CLIENT_FLAGS, services: { kind: 'string' }, nodes: { kind: 'string' }, users: { kind: 'string' }, batch: { kind: 'string' }, 'no-check': { kind: 'boolean' } },
+  flags: { ...CLIENT_FLAGS, services: { kind: 'string' }, nodes: { kind: 'string' }, users: { kind: 'string' }, sql: { kind: 'string' }, dialect: { kind: 'string' }, batch: { kind: 'string' }, 'no-check': { kind: 'boolean' } },
   positionals: [],
   prepare: (ctx) => {
     const files = { services: stringFlag(ctx.args, 'services'), nodes: stringFlag(ctx.args, 'nodes'), users: stringFlag(ctx.args, 'users') };
-    if (files.services === undefined || files.nodes === undefined || files.users === undefined) throw new UsageError('give --services, --nodes and --users: the CSV files of the three tables');
+    const sql = stringFlag(ctx.args, 'sql');
+    const dialect = stringFlag(ctx.args, 'dialect');
+    const csv = files.services !== undefined || files.nodes !== undefined || files.users !== undefined;
+    if (sql !== undefined && csv) throw new UsageError('give --sql (a dump of the three tables) or --services, --nodes and --users (CSV), not both');
+    if (sql === undefined && (files.services === undefined || files.nodes === undefined || files.users === undefined)) throw new UsageError('give --services, --nodes and --users: the CSV files of the three tables (or --sql DUMP)');
+    if (dialect !== undefined && (sql === undefined || (dialect !== 'mysql' && dialect !== 'postgres'))) throw new UsageError('--dialect is mysql or postgres, with --sql');
+    const read = sql !== undefined ? sqlDump(sql, (dialect as SqlDialect | undefined) ?? null) : csvDump(files as { services: string; nodes: string; users: string });
     const batch = count(ctx.args, 'batch');
     if (batch !== undefined && (batch < 1 || batch > 1000)) throw new UsageError('--batch must be 1-1000');
     const check = !boolFlag(ctx.args, 'no-check');
     return async (client) => {
-      const r = await importDump(new AssignClient(client), files as { services: string; nodes: string; users: string }, {
+      const r = await importTables(new AssignClient(client), read, {
         check,
         ...(batch === undefined ? {} : { batch }),
         onProgress: (p) => {
-          if (!ctx.json && (p.phase === 'users' || (p.phase === 'check' && p.done % 1024 === 0))) ctx.io.stdout(`${p.phase}: ${p.detail}\n`);
+          if (!ctx.json && (p.phase === 'users' || p.phase === 'read' || (p.phase === 'check' && p.done % 1024 === 0))) ctx.io.stdout(`${p.phase}: ${p.detail}\n`);
         },
       });
       print(ctx, r, () =>
@@ -273,8 +287,70 @@ const IMPORT: ClientCommand = {
   },
 };
 
+function describePurgeJob(j: PurgeJob): string {
+  const scope = [
+    `grace ${j.graceMs} ms`,
+    `batches of ${j.max}`,
+    ...(j.force ? ['forced'] : []),
+    ...(j.uidMin === undefined && j.uidMax === undefined ? [] : [`uids ${j.uidMin ?? 1}-${j.uidMax ?? 'end'}`]),
+    ...(j.journal === undefined ? [] : [`clean-ups into ${j.journal}`]),
+    ...(j.overrideNode === undefined ? [] : [`override node ${j.overrideNode}`]),
+  ];
+  return [
+    `purge job ${j.seq} of ${j.service}: ${j.state}${j.error === undefined ? '' : ` (${j.error})`}`,
+    `  ${scope.join(', ')}`,
+    `  ${j.batches} batches: ${j.purged} purged, ${j.skipped} on downed nodes left${j.overrideNode === undefined ? '' : `, ${j.overridden} sent to the override node, ${j.activeData} active data kept`}`,
+    `  started ${new Date(j.startedAt).toISOString()}${j.endedAt === null ? '' : `, ended ${new Date(j.endedAt).toISOString()}`}`,
+  ].join('\n');
+}
+
+const PURGE_JOB: ClientCommand = {
+  flags: {
+    ...CLIENT_FLAGS,
+    grace: { kind: 'string' },
+    max: { kind: 'string' },
+    force: { kind: 'boolean' },
+    journal: { kind: 'string' },
+    'uid-min': { kind: 'string' },
+    'uid-max': { kind: 'string' },
+    'override-node': { kind: 'string' },
+  },
+  positionals: ['start|stop|status', 'SERVICE'],
+  prepare: (ctx) => {
+    const action = ctx.args.positionals[0];
+    const s = service(ctx, 1);
+    if (action === 'stop' || action === 'status') {
+      for (const flag of ['grace', 'max', 'force', 'journal', 'uid-min', 'uid-max', 'override-node']) {
+        if (ctx.args.flags.has(flag)) throw new UsageError(`--${flag} is for purge-job start`);
+      }
+      return async (client) => {
+        const a = new AssignClient(client);
+        const j = action === 'stop' ? await a.purgeStop(s) : await a.purgeStatus(s);
+        print(ctx, j, () => describePurgeJob(j));
+      };
+    }
+    if (action !== 'start') throw new UsageError('vera assign purge-job needs start, stop or status');
+    const grace = stringFlag(ctx.args, 'grace');
+    const journal = stringFlag(ctx.args, 'journal');
+    const overrideNode = stringFlag(ctx.args, 'override-node');
+    const options = {
+      ...(grace === undefined ? {} : { graceMs: grace === '0' ? 0 : parseDuration(grace, '--grace') }),
+      ...present({ max: count(ctx.args, 'max'), uidMin: count(ctx.args, 'uid-min'), uidMax: count(ctx.args, 'uid-max') }),
+      force: boolFlag(ctx.args, 'force'),
+      ...(journal === undefined ? {} : { journal }),
+      ...(overrideNode === undefined ? {} : { overrideNode: checked(overrideNode, nameProblem(overrideNode, 'node')) }),
+    };
+    if (overrideNode !== undefined && (!options.force || journal === undefined)) throw new UsageError('--override-node needs --force and --journal');
+    return async (client) => {
+      const j = await new AssignClient(client).purgeStart(s, options);
+      print(ctx, j, () => `${describePurgeJob(j)}\nthe leader runs it until done; see its progress with: vera assign purge-job status ${s}`);
+    };
+  },
+};
+
 const COMMANDS: Readonly<Record<string, ClientCommand>> = {
   drain: DRAIN,
+  'purge-job': PURGE_JOB,
   import: IMPORT,
   'purge-worker': PURGE_WORKER,
   service: {

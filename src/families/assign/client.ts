@@ -10,7 +10,7 @@ export { runPurgeWorker, type CleanupQueue, type JobOutcome, type PurgeWorkerOpt
 export type { CleanupJob } from './client-cleanup.js';
 
 /** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services', 'assign.nodeUsers', 'assign.purgeable']);
+const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services', 'assign.nodeUsers', 'assign.purgeable', 'assign.purgeStatus']);
 
 export interface ServiceInput {
   /** Endpoint pattern; `{node}`, `{uid}` and `{service}` are filled in. Default `{node}/1.5/{uid}`. */
@@ -164,6 +164,36 @@ export interface PurgeResult {
   readonly activeData?: number;
 }
 
+/** What a purge job does at each step (purgeStart): a purge batch's options, fixed for the job. */
+export type PurgeJobOptions = Omit<PurgeOptions, 'dryRun' | 'after'>;
+
+/** A purge the leader runs until done, as it stands (replicated: any leader goes on with it). */
+export interface PurgeJob {
+  readonly service: string;
+  /** 1, 2, ... per service. */
+  readonly seq: number;
+  /** running; done (every record due looked at); stopped by an operator; failed (`error` says why). */
+  readonly state: 'running' | 'stopped' | 'done' | 'failed';
+  readonly graceMs: number;
+  readonly max: number;
+  readonly force: boolean;
+  readonly uidMin?: number;
+  readonly uidMax?: number;
+  readonly overrideNode?: string;
+  readonly journal?: string;
+  readonly startedAt: number;
+  readonly endedAt: number | null;
+  /** Where the next batch goes on from; null before the first. */
+  readonly cursor: string | null;
+  readonly batches: number;
+  readonly purged: number;
+  /** Passed over on downed nodes (without force). */
+  readonly skipped: number;
+  readonly overridden: number;
+  readonly activeData: number;
+  readonly error?: string;
+}
+
 export class AssignClient {
   private readonly call: FamilyCall;
 
@@ -269,6 +299,25 @@ export class AssignClient {
     return { ...progress, done: false };
   }
 
+  /**
+   * Starts a purge the leader runs until done: batch after batch of at most `max` records,
+   * with the grace period taken at each, from replicated progress, so it goes on across
+   * leader changes. Refused (CONFLICT) while the service has one running.
+   */
+  async purgeStart(service: string, options: PurgeJobOptions = {}): Promise<PurgeJob> {
+    return (await this.call('assign.purgeStart', { service, ...options })) as unknown as PurgeJob;
+  }
+
+  /** Stops the service's purge job after the batch in hand; `stopped` false when it had ended already. */
+  async purgeStop(service: string): Promise<PurgeJob & { stopped: boolean }> {
+    return (await this.call('assign.purgeStop', { service })) as unknown as PurgeJob & { stopped: boolean };
+  }
+
+  /** The service's latest purge job and its progress (NOT_FOUND when it never had one). */
+  async purgeStatus(service: string, options: ReadOptions = {}): Promise<PurgeJob> {
+    return (await this.call('assign.purgeStatus', { service, ...options })) as unknown as PurgeJob;
+  }
+
   /** One page of the users current on a node, by uid; `next` is the `after` of the next page, null after the last. */
   async nodeUsers(service: string, node: string, page: { after?: number; limit?: number } = {}, options: ReadOptions = {}): Promise<{ users: NodeUser[]; next: number | null }> {
     return (await this.call('assign.nodeUsers', { service, node, ...page, ...options })) as unknown as { users: NodeUser[]; next: number | null };
@@ -288,7 +337,7 @@ export class AssignClient {
     let replaced = 0;
     let batches = 0;
     while (options.signal?.aborted !== true) {
-      const r = (await this.call('assign.decommission', { service, node, max: batch })) as { replaced: number; finished: boolean };
+      const r = await this.drainBatch(service, node, batch);
       replaced += r.replaced;
       batches++;
       const load = (await this.nodes(service)).find((n) => n.node === node)?.load ?? 0;
@@ -298,6 +347,11 @@ export class AssignClient {
       await pause(started + (replaced / rate) * 1000 - Date.now(), options.signal);
     }
     return { replaced, batches, done: false };
+  }
+
+  /** One step of a drain: the node closed to new users (`closed`: by this call), then up to `max` of its users replaced; `finished` once none is left. */
+  async drainBatch(service: string, node: string, max: number): Promise<{ replaced: number; finished: boolean; closed: boolean }> {
+    return (await this.call('assign.decommission', { service, node, max })) as { replaced: number; finished: boolean; closed: boolean };
   }
 
   /** Records from a Tokenserver database into one service, uids kept (1-1000 per call; nodes first). */

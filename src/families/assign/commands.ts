@@ -2,6 +2,8 @@
 // (on the leader before proposing, and on every member when decoding an entry).
 import { CommandError } from '../family.js';
 import { boolField, integerField } from '../fields.js';
+import { journalNameProblem } from '../journal/wire.js';
+import type { PurgeJobSettings } from './purge-job.js';
 import type { ServiceSettings, UserRecord } from './records.js';
 import {
   clientStateProblem,
@@ -12,6 +14,7 @@ import {
   MAX_GENERATION,
   MAX_TOP_N,
   nameProblem,
+  PURGE_CURSOR,
   patternProblem,
   serviceNameProblem,
   type AccountEventKind,
@@ -59,7 +62,29 @@ export type AssignCommand =
    */
   | { readonly op: 'importUsers'; readonly service: string; readonly users: readonly UserRecord[] }
   /** Deletes the listed replaced records if they are still replaced before `before` (and not on a downed node, unless forced). */
-  | { readonly op: 'purge'; readonly service: string; readonly before: number; readonly uids: readonly number[]; readonly force: boolean };
+  | { readonly op: 'purge'; readonly service: string; readonly before: number; readonly uids: readonly number[]; readonly force: boolean }
+  /** Starts a purge the leader runs until done (purge-job.ts); refused while one runs for the service. */
+  | { readonly op: 'purgeStart'; readonly service: string; readonly settings: PurgeJobSettings }
+  /** Stops the service's purge job; with `seq` only that job, and with `error` it is marked failed (the duty's own stop). */
+  | { readonly op: 'purgeStop'; readonly service: string; readonly seq?: number; readonly error?: string }
+  /**
+   * One step of job `seq`: purges `uids` as `purge` does, and moves the job's cursor from `from`
+   * to `to` with the counts the leader found on the way. Changes nothing unless the job is
+   * running with that seq and cursor. `done`: the step looked at every record due.
+   */
+  | {
+      readonly op: 'purgeStep';
+      readonly service: string;
+      readonly seq: number;
+      readonly from: string;
+      readonly to: string;
+      readonly done: boolean;
+      readonly before: number;
+      readonly uids: readonly number[];
+      readonly skipped: number;
+      readonly overridden: number;
+      readonly activeData: number;
+    };
 
 function text(value: unknown, problem: string | null): string {
   if (problem !== null) throw new CommandError(problem);
@@ -149,3 +174,27 @@ export function importedUsersField(v: unknown, service: string): UserRecord[] {
   if (!Array.isArray(v) || v.length === 0 || v.length > MAX_BATCH) throw new CommandError(`users must be an array of 1 to ${MAX_BATCH} records`);
   return v.map((u, i) => importedUserField(u, service, i));
 }
+
+/** A purge cursor (`replacedAt:uid`), or '' for the start. */
+export function cursorField(v: unknown, name: string): string {
+  if (v === '' || (typeof v === 'string' && PURGE_CURSOR.test(v) && v.split(':').every((n) => Number.isSafeInteger(Number(n))))) return v;
+  throw new CommandError(`${name} must be a purge cursor or ''`);
+}
+
+/** What a purge job does at each step: a purge batch's fields, checked as a request's are. */
+export function purgeJobSettingsField(v: unknown): PurgeJobSettings {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new CommandError('settings must be a map');
+  const s = v as Record<string, unknown>;
+  for (const key of Object.keys(s)) if (!PURGE_JOB_FIELDS.includes(key)) throw new CommandError(`settings has an unexpected field '${key}'`);
+  const uidMin = integerField(s.uidMin, 'uidMin', 0, Number.MAX_SAFE_INTEGER);
+  const uidMax = integerField(s.uidMax, 'uidMax', 0, Number.MAX_SAFE_INTEGER);
+  if (uidMin !== 0 && uidMax !== 0 && uidMin > uidMax) throw new CommandError(`uidMin ${uidMin} is above uidMax ${uidMax}`);
+  const overrideNode = s.overrideNode === '' ? '' : nodeField(s.overrideNode);
+  const journal = s.journal as string;
+  if (journal !== '' && journalNameProblem(journal) !== null) throw new CommandError('journal must be a journal name or empty');
+  const force = boolField(s.force, 'force');
+  if (overrideNode !== '' && (!force || journal === '')) throw new CommandError('overrideNode needs force and a journal');
+  return { graceMs: integerField(s.graceMs, 'graceMs', 0, 2 ** 48), max: integerField(s.max, 'max', 1, MAX_BATCH), force, uidMin, uidMax, overrideNode, journal };
+}
+
+const PURGE_JOB_FIELDS = ['graceMs', 'max', 'force', 'uidMin', 'uidMax', 'overrideNode', 'journal'];

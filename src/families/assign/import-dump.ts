@@ -1,13 +1,14 @@
 // Importing a Tokenserver database into Vera: its services, nodes and users tables,
 // each dumped as CSV with a header row naming the columns (what `mysqldump --tab`,
-// `SELECT ... INTO OUTFILE` with a header, or `psql \copy ... CSV HEADER` give).
-// Services and nodes become ops; users go in entries of at most `batch` records with
-// their uids kept; then every user is looked up and checked against the dump.
+// `SELECT ... INTO OUTFILE` with a header, or `psql \copy ... CSV HEADER` give), or
+// all three in a SQL dump of INSERT statements (import-sql.ts). The dump is checked
+// whole first; then services and nodes become ops, users go in entries of at most
+// `batch` records with their uids kept, and every user is looked up and checked.
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { VeraError } from '../../protocol/index.js';
 import type { AssignClient, ImportedUser } from './client.js';
-import { MAX_BATCH } from './wire.js';
+import { ASSIGN_OPS, MAX_BATCH, MAX_RECORDS_PER_USER } from './wire.js';
 
 /** One CSV line's fields: commas, double-quoted fields with "" for a quote (no line breaks inside a field). */
 export function csvFields(line: string): string[] {
@@ -59,9 +60,35 @@ export async function* csvRows(file: string): AsyncGenerator<Record<string, stri
   }
 }
 
-const isNull = (v: string | undefined): boolean => v === undefined || v === '' || v === 'NULL' || v === '\\N';
+/** One of Tokenserver's three tables. */
+export type DumpTable = 'services' | 'nodes' | 'users';
 
-function int(row: Record<string, string>, column: string, where: string, nullable = false): number {
+/** A row of a dump: each column's text (lower-case names), null for a SQL NULL. */
+export interface DumpRow {
+  readonly table: DumpTable;
+  readonly row: Readonly<Record<string, string | null>>;
+  /** Where it is, for error messages. */
+  readonly where: string;
+}
+
+/** Reads a dump from the start, each time it is called (an import reads it twice: to check it, then to import it). */
+export type DumpReader = () => AsyncIterable<DumpRow>;
+
+/** The three tables as CSV files with headers: services, then nodes, then users. */
+export function csvDump(files: { readonly services: string; readonly nodes: string; readonly users: string }): DumpReader {
+  return async function* rows(): AsyncGenerator<DumpRow> {
+    for (const table of ['services', 'nodes', 'users'] as const) {
+      for await (const row of csvRows(files[table])) yield { table, row, where: `${files[table]} ${table === 'users' ? `uid ${row.uid ?? '?'}` : `${table.slice(0, -1)} ${row.id ?? '?'}`}` };
+    }
+  };
+}
+
+/** In a CSV export NULL may be empty, NULL or \N; in a SQL dump it is null. */
+const isNull = (v: string | null | undefined): boolean => v === undefined || v === null || v === '' || v === 'NULL' || v === '\\N';
+
+type Row = Readonly<Record<string, string | null>>;
+
+function int(row: Row, column: string, where: string, nullable = false): number {
   const v = row[column];
   if (isNull(v)) {
     if (nullable) return 0;
@@ -71,14 +98,19 @@ function int(row: Record<string, string>, column: string, where: string, nullabl
   return Number(v);
 }
 
-function text(row: Record<string, string>, column: string, where: string): string {
+/** A text column; a NULL is '' where the column may be empty (a client state), else an error. */
+function text(row: Row, column: string, where: string, nullable = false): string {
   const v = row[column];
   if (v === undefined) throw new Error(`${where}: no column ${column}`);
+  if (v === null) {
+    if (nullable) return '';
+    throw new Error(`${where}: ${column} is NULL`);
+  }
   return v;
 }
 
 export interface ImportProgress {
-  readonly phase: 'services' | 'nodes' | 'users' | 'check';
+  readonly phase: 'read' | 'services' | 'nodes' | 'users' | 'check';
   readonly done: number;
   readonly detail: string;
 }
@@ -102,6 +134,7 @@ interface Expected {
   generation: number;
   createdAt: number;
   current: boolean;
+  records: number;
 }
 
 /** Newer as Vera orders a user's records: by generation, then creation time, then uid. */
@@ -109,42 +142,125 @@ function newer(a: Expected, b: Expected): boolean {
   return a.generation !== b.generation ? a.generation > b.generation : a.createdAt !== b.createdAt ? a.createdAt > b.createdAt : a.uid > b.uid;
 }
 
+interface DumpNode {
+  readonly service: string;
+  readonly node: string;
+  readonly settings: { capacity: number; available: number; downed: boolean; backoff: number };
+}
+
+/** What a first pass over the dump finds: every row checked, the services and nodes, and each user's newest record. */
+interface Scan {
+  readonly services: Map<string, { name: string; pattern: string | null }>;
+  readonly nodes: Map<string, DumpNode>;
+  readonly expected: Map<string, Expected>;
+  readonly users: number;
+}
+
+/** The wire's own checks, so a row the server would refuse is found before anything is imported. */
+function checkRequest(op: string, fields: Readonly<Record<string, unknown>>, where: string): void {
+  try {
+    ASSIGN_OPS.get(op)!(fields, 0, undefined as never);
+  } catch (err) {
+    throw new Error(`${where}: ${(err as Error).message}`);
+  }
+}
+
+function userOf(row: Row, where: string, scan: Pick<Scan, 'services' | 'nodes'>): { service: string; user: ImportedUser } {
+  const service = scan.services.get(String(int(row, 'service', where)))?.name;
+  if (service === undefined) throw new Error(`${where}: service ${row.service} is not among the services before it`);
+  const node = scan.nodes.get(String(int(row, 'nodeid', where)));
+  if (node === undefined || node.service !== service) throw new Error(`${where}: node ${row.nodeid} is not a node of ${service} among the nodes before it`);
+  return {
+    service,
+    user: {
+      uid: int(row, 'uid', where),
+      email: text(row, 'email', where),
+      generation: int(row, 'generation', where),
+      clientState: text(row, 'client_state', where, true),
+      keysChangedAt: int(row, 'keys_changed_at', where, true),
+      createdAt: int(row, 'created_at', where),
+      replacedAt: int(row, 'replaced_at', where, true),
+      node: node.node,
+    },
+  };
+}
+
+/** Every row read and checked, nothing sent: a malformed dump is refused before anything changes. */
+async function scanDump(read: DumpReader, onProgress?: (p: ImportProgress) => void): Promise<Scan> {
+  const scan: Scan = { services: new Map(), nodes: new Map(), expected: new Map(), users: 0 };
+  const pendingNodes: Array<{ row: Row; where: string }> = [];
+  let users = 0;
+  for await (const { table, row, where } of read()) {
+    if (table === 'services') {
+      const name = text(row, 'service', where);
+      const pattern = row.pattern === undefined ? null : row.pattern;
+      checkRequest('assign.service', { service: name, ...(pattern === null ? {} : { pattern }) }, where);
+      scan.services.set(String(int(row, 'id', where)), { name, pattern });
+    } else if (table === 'nodes') {
+      pendingNodes.push({ row, where });
+    } else {
+      // Nodes may come before their services (mysqldump writes the tables by name); users come last.
+      for (const n of pendingNodes.splice(0)) resolveNode(n.row, n.where, scan);
+      const { service, user } = userOf(row, where, scan);
+      checkRequest('assign.importUsers', { service, users: [user] }, where);
+      const id = `${service}\u0000${user.email}`;
+      const e: Expected = { uid: user.uid, node: user.node, generation: user.generation, createdAt: user.createdAt, current: user.replacedAt === 0, records: 1 };
+      const known = scan.expected.get(id);
+      if (known !== undefined) e.records = known.records + 1;
+      if (e.records > MAX_RECORDS_PER_USER) throw new Error(`${where}: ${user.email} has more than ${MAX_RECORDS_PER_USER} records in ${service}, the most Vera keeps for one user; purge its replaced records first`);
+      scan.expected.set(id, known === undefined || newer(e, known) ? e : { ...known, records: e.records });
+      users++;
+      if (users % 100_000 === 0) onProgress?.({ phase: 'read', done: users, detail: `${users} user rows read and checked` });
+    }
+  }
+  for (const n of pendingNodes) resolveNode(n.row, n.where, scan);
+  return { ...scan, users };
+}
+
+function resolveNode(row: Row, where: string, scan: Scan): void {
+  const service = scan.services.get(String(int(row, 'service', where)))?.name;
+  if (service === undefined) throw new Error(`${where}: service ${row.service} is not among the services`);
+  const node = text(row, 'node', where);
+  const settings = { capacity: int(row, 'capacity', where), available: int(row, 'available', where), downed: int(row, 'downed', where, true) !== 0, backoff: int(row, 'backoff', where, true) };
+  checkRequest('assign.addNode', { service, node, ...settings }, where);
+  scan.nodes.set(String(int(row, 'id', where)), { service, node, settings });
+}
+
 /**
- * Imports the three tables and checks every user afterwards. Services and nodes that exist
- * already are left as they are (so a run can be repeated); a user record already imported
- * unchanged is passed over.
+ * Imports the three tables and checks every user afterwards. The dump is read twice: first
+ * every row is checked (a malformed dump is refused before anything is sent), then the
+ * services and nodes are made and the users sent in entries of at most `batch` records.
+ * Services and nodes that exist already are left as they are (so a run can be repeated);
+ * a user record already imported unchanged is passed over.
  */
-export async function importDump(
+export async function importTables(
   assign: AssignClient,
-  files: { readonly services: string; readonly nodes: string; readonly users: string },
+  read: DumpReader,
   options: { readonly batch?: number; readonly check?: boolean; readonly onProgress?: (p: ImportProgress) => void } = {},
 ): Promise<ImportReport> {
   const batchSize = Math.min(Math.max(options.batch ?? MAX_BATCH, 1), MAX_BATCH);
-  const services = new Map<string, string>();
-  for await (const row of csvRows(files.services)) {
-    const where = `${files.services} service ${row.id ?? '?'}`;
-    const name = text(row, 'service', where);
-    await assign.service(name, { pattern: text(row, 'pattern', where) });
-    services.set(String(int(row, 'id', where)), name);
-    options.onProgress?.({ phase: 'services', done: services.size, detail: name });
+  let scan: Scan;
+  try {
+    scan = await scanDump(read, options.onProgress);
+  } catch (err) {
+    // The dump itself is wrong (or unreadable): refused before anything was sent.
+    if (err instanceof VeraError) throw err;
+    throw new VeraError('BAD_REQUEST', `${(err as Error).message}; nothing was imported`);
   }
-  const nodes = new Map<string, { service: string; node: string }>();
-  for await (const row of csvRows(files.nodes)) {
-    const where = `${files.nodes} node ${row.id ?? '?'}`;
-    const service = services.get(String(int(row, 'service', where)));
-    if (service === undefined) throw new Error(`${where}: service ${row.service} is not in ${files.services}`);
-    const node = text(row, 'node', where);
-    const settings = { capacity: int(row, 'capacity', where), available: int(row, 'available', where), downed: int(row, 'downed', where, true) !== 0, backoff: int(row, 'backoff', where, true) };
+  let done = 0;
+  for (const { name, pattern } of scan.services.values()) {
+    await assign.service(name, pattern === null ? {} : { pattern });
+    options.onProgress?.({ phase: 'services', done: ++done, detail: name });
+  }
+  done = 0;
+  for (const { service, node, settings } of scan.nodes.values()) {
     try {
       await assign.addNode(service, node, settings);
     } catch (err) {
       if (!(err instanceof VeraError && err.code === 'CONFLICT')) throw err;
     }
-    nodes.set(String(int(row, 'id', where)), { service, node });
-    options.onProgress?.({ phase: 'nodes', done: nodes.size, detail: `${service} ${node}` });
+    options.onProgress?.({ phase: 'nodes', done: ++done, detail: `${service} ${node}` });
   }
-  // Users, a batch per service at a time; what each user's newest record is, for the check.
-  const expected = new Map<string, Expected>();
   const pending = new Map<string, ImportedUser[]>();
   const totals = { imported: 0, present: 0, repaired: 0, batches: 0, rows: 0 };
   const flush = async (service: string): Promise<void> => {
@@ -158,36 +274,28 @@ export async function importDump(
     totals.batches++;
     options.onProgress?.({ phase: 'users', done: totals.rows, detail: `batch ${totals.batches}: ${r.imported} imported, ${r.present} already there${r.repaired > 0 ? `, ${r.repaired} duplicate current records replaced` : ''}` });
   };
-  for await (const row of csvRows(files.users)) {
-    const where = `${files.users} uid ${row.uid ?? '?'}`;
-    const service = services.get(String(int(row, 'service', where)));
-    if (service === undefined) throw new Error(`${where}: service ${row.service} is not in ${files.services}`);
-    const node = nodes.get(String(int(row, 'nodeid', where)));
-    if (node === undefined || node.service !== service) throw new Error(`${where}: node ${row.nodeid} is not a node of ${service} in ${files.nodes}`);
-    const user: ImportedUser = {
-      uid: int(row, 'uid', where),
-      email: text(row, 'email', where),
-      generation: int(row, 'generation', where),
-      clientState: text(row, 'client_state', where),
-      keysChangedAt: int(row, 'keys_changed_at', where, true),
-      createdAt: int(row, 'created_at', where),
-      replacedAt: int(row, 'replaced_at', where, true),
-      node: node.node,
-    };
+  for await (const { table, row, where } of read()) {
+    if (table !== 'users') continue;
+    const { service, user } = userOf(row, where, scan);
     totals.rows++;
-    const id = `${service}\u0000${user.email}`;
-    const e: Expected = { uid: user.uid, node: user.node, generation: user.generation, createdAt: user.createdAt, current: user.replacedAt === 0 };
-    const known = expected.get(id);
-    if (known === undefined || newer(e, known)) expected.set(id, e);
     const list = pending.get(service) ?? [];
     list.push(user);
     pending.set(service, list);
     if (list.length >= batchSize) await flush(service);
   }
   for (const service of pending.keys()) await flush(service);
-  const report = { services: services.size, nodes: nodes.size, imported: totals.imported, present: totals.present, repaired: totals.repaired, batches: totals.batches };
+  const report = { services: scan.services.size, nodes: scan.nodes.size, imported: totals.imported, present: totals.present, repaired: totals.repaired, batches: totals.batches };
   if (options.check === false) return { ...report, checked: 0, mismatches: [], mismatched: 0 };
-  return { ...report, ...(await checkImport(assign, expected, options.onProgress)) };
+  return { ...report, ...(await checkImport(assign, scan.expected, options.onProgress)) };
+}
+
+/** The three tables as CSV files (importTables over csvDump). */
+export function importDump(
+  assign: AssignClient,
+  files: { readonly services: string; readonly nodes: string; readonly users: string },
+  options: { readonly batch?: number; readonly check?: boolean; readonly onProgress?: (p: ImportProgress) => void } = {},
+): Promise<ImportReport> {
+  return importTables(assign, csvDump(files), options);
 }
 
 /** Every imported user resolves to the dump's newest record: its uid, its node. A few lookups at a time. */

@@ -11,6 +11,7 @@ import {
   backoffField,
   capacityField,
   clientStateField,
+  cursorField,
   emailField,
   eventIdField,
   generationField,
@@ -18,6 +19,7 @@ import {
   kindField,
   nodeChanges,
   nodeField,
+  purgeJobSettingsField,
   serviceField,
   settingsField,
   uidsField,
@@ -37,7 +39,7 @@ export const ASSIGN_SINCE = 3;
  */
 export const TOKENSERVER_CHECKS_SINCE = 9;
 
-/** The operator tools of issue 36: place a user on a named node, account events applied once per id, import. */
+/** The operator tools of issue 36: place a user on a named node, account events applied once per id, import, the leader's purge job. */
 export const OPERATOR_TOOLS_SINCE = 9;
 
 export const assign: Family<AssignCommand, AssignState> = {
@@ -50,7 +52,7 @@ export const assign: Family<AssignCommand, AssignState> = {
     { id: AssignBucket.lookup, name: 'assignment records by email, service and creation date' },
     { id: AssignBucket.replaced, name: 'assignment replaced records by service and replacement date' },
     { id: AssignBucket.byNode, name: 'assignment current records by node' },
-    { id: AssignBucket.meta, name: 'assignment next uid and applied event ids' },
+    { id: AssignBucket.meta, name: 'assignment next uid, applied event ids and purge jobs' },
   ],
   ops: {
     service: { fields: ['service', 'settings'], since: ASSIGN_SINCE, decode: (c) => ({ op: 'service', service: serviceField(c.service), settings: settingsField(c.settings) }) },
@@ -130,6 +132,42 @@ export const assign: Family<AssignCommand, AssignState> = {
       fields: ['service', 'email', 'node'],
       since: OPERATOR_TOOLS_SINCE,
       decode: (c) => ({ op: 'place', service: serviceField(c.service), email: emailField(c.email), node: nodeField(c.node) }),
+    },
+    purgeStart: {
+      fields: ['service', 'settings'],
+      since: OPERATOR_TOOLS_SINCE,
+      decode: (c) => ({ op: 'purgeStart', service: serviceField(c.service), settings: purgeJobSettingsField(c.settings) }),
+    },
+    purgeStop: {
+      fields: ['service', 'seq', 'error'],
+      since: OPERATOR_TOOLS_SINCE,
+      decode: (c) => {
+        if (c.error !== undefined && (typeof c.error !== 'string' || c.error.length === 0 || c.error.length > 500)) throw new CommandError('error must be 1-500 characters');
+        if (c.error !== undefined && c.seq === undefined) throw new CommandError('a failed purge job names its seq');
+        return {
+          op: 'purgeStop',
+          service: serviceField(c.service),
+          ...(c.seq === undefined ? {} : { seq: integerField(c.seq, 'seq', 1, Number.MAX_SAFE_INTEGER) }),
+          ...(c.error === undefined ? {} : { error: c.error as string }),
+        };
+      },
+    },
+    purgeStep: {
+      fields: ['service', 'seq', 'from', 'to', 'done', 'before', 'uids', 'skipped', 'overridden', 'activeData'],
+      since: OPERATOR_TOOLS_SINCE,
+      decode: (c) => ({
+        op: 'purgeStep',
+        service: serviceField(c.service),
+        seq: integerField(c.seq, 'seq', 1, Number.MAX_SAFE_INTEGER),
+        from: cursorField(c.from, 'from'),
+        to: cursorField(c.to, 'to'),
+        done: boolField(c.done, 'done'),
+        before: integerField(c.before, 'before', 0, 2 ** 48),
+        uids: uidsField(c.uids, true),
+        skipped: integerField(c.skipped, 'skipped', 0, MAX_BATCH * 10),
+        overridden: integerField(c.overridden, 'overridden', 0, MAX_BATCH),
+        activeData: integerField(c.activeData, 'activeData', 0, MAX_BATCH),
+      }),
     },
     purge: {
       fields: ['service', 'before', 'uids', 'force'],

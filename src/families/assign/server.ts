@@ -11,24 +11,22 @@ import type { Need } from '../../server/guard/access.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { rulesAt, unchangedLogin, type Assignment, type AssignValue, type LoginRefusal } from './apply.js';
 import { cluster } from '../cluster/index.js';
-import type { AssignCommand } from './commands.js';
 import { assign } from './index.js';
-import { nodeKey, serviceKey, type PurgeCursor } from './keys.js';
-import { countReplacedBefore, countUsers, replacedBefore, userRecords, usersOnNode } from './reads.js';
+import { nodeKey, serviceKey } from './keys.js';
+import { countReplacedBefore, countUsers, userRecords, usersOnNode } from './reads.js';
 import { decodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
 import type { ServiceState } from './state.js';
 import { ASSIGN_OPS, endpointOf, MAX_BATCH } from './wire.js';
-import { cleanupJob, fxaKidOf } from './client-cleanup.js';
+import { cleanupJobs, parseCursor, proposeAssign, queueCleanups, selectPurgeBatch } from './purge-batch.js';
+import { purgeJobs } from './purge-duty.js';
+import { describePurgeJob } from './purge-job.js';
+import { journal } from '../journal/index.js';
 
 /** Batches one decommission or remove request proposes at most before answering (a million users at MAX_BATCH each). */
 const MAX_ROUNDS = 1000;
 
-async function propose(fe: FrontEnd, command: AssignCommand): Promise<AssignValue> {
-  const r = expectOk(await proposeTimed(fe, { family: 'assign', ...command }));
-  if (r.op !== 'family' || r.family !== 'assign') throw new VeraError('INTERNAL', `assign ${command.op} applied as ${r.op}`);
-  return r.value as AssignValue;
-}
+const propose = proposeAssign;
 
 function serviceOf(fe: FrontEnd, name: string): ServiceState {
   const s = fe.node.stateMachine.stateOf(assign).services.get(name);
@@ -175,6 +173,36 @@ const handlers: Record<string, Handler> = {
     return { queued: true };
   },
   'assign.purge': async ({ fe, request: r }) => purge(fe, r),
+  // A purge the leader runs until done, batch by batch (purge-duty.ts); its progress is replicated.
+  'assign.purgeStart': async ({ fe, request: r }) => {
+    const journalName = (r.journal as string | undefined) ?? '';
+    if (journalName !== '' && fe.node.stateMachine.stateOf(journal).live(journalName) === null) throw new VeraError('NOT_FOUND', `no journal ${journalName}`);
+    const settings = {
+      graceMs: r.graceMs as number,
+      max: r.max as number,
+      force: r.force as boolean,
+      uidMin: (r.uidMin as number | undefined) ?? 0,
+      uidMax: (r.uidMax as number | undefined) ?? 0,
+      overrideNode: (r.overrideNode as string | undefined) ?? '',
+      journal: journalName,
+    };
+    const v = await propose(fe, { op: 'purgeStart', service: r.service as string, settings });
+    if (v.op !== 'purgeJob') throw new VeraError('INTERNAL', 'a purge job entry gave another result');
+    return describePurgeJob(v.service, v.job);
+  },
+  'assign.purgeStop': async ({ fe, request: r }) => {
+    const v = await propose(fe, { op: 'purgeStop', service: r.service as string });
+    if (v.op !== 'purgeJob') throw new VeraError('INTERNAL', 'a purge job entry gave another result');
+    return { ...describePurgeJob(v.service, v.job), stopped: v.changed };
+  },
+  'assign.purgeStatus': async ({ fe, request: r }) => {
+    await barrier(fe, r);
+    const service = r.service as string;
+    serviceOf(fe, service);
+    const job = fe.node.stateMachine.stateOf(assign).purgeJobs.get(service);
+    if (job === undefined) throw new VeraError('NOT_FOUND', `${service} has no purge job`);
+    return describePurgeJob(service, job);
+  },
   'assign.nodeUsers': async ({ fe, request: r }) => {
     await barrier(fe, r);
     const service = r.service as string;
@@ -286,29 +314,17 @@ async function purge(fe: FrontEnd, r: FamilyOpCall['request']): Promise<FamilyRe
   await fe.node.linearizableBarrier(fe.readTimeoutMs);
   const service = r.service as string;
   const s = serviceOf(fe, service);
-  const max = r.max as number;
   const before = Math.max(0, Math.max(fe.node.stateMachine.clock, Date.now()) - (r.graceMs as number));
   const force = r.force as boolean;
-  const uidMin = (r.uidMin as number | undefined) ?? 1;
-  const uidMax = (r.uidMax as number | undefined) ?? Number.MAX_SAFE_INTEGER;
-  const ranged = r.uidMin !== undefined || r.uidMax !== undefined;
-  // Records on downed nodes (unless forced) and outside the uid range are passed over: look at up
-  // to ten times the batch, and say where this batch stopped, so the next one goes on past them.
-  const window = force && !ranged ? max : Math.min(max * PURGE_SCAN_FACTOR, MAX_PURGE_SCAN);
   const after = parseCursor(r.after as string | undefined);
-  const candidates = await fe.node.stateMachine.read('assignment purge', (db, snapshot) => replacedBefore(db, snapshot, service, before, window, after));
-  const chosen: UserRecord[] = [];
-  let examined = 0;
-  let skipped = 0;
-  for (const u of candidates) {
-    if (chosen.length === max) break;
-    examined++;
-    if (u.uid < uidMin || u.uid > uidMax) continue;
-    if (force || s.nodes.get(u.node)?.downed !== true) chosen.push(u);
-    else skipped++;
-  }
-  const last = candidates[examined - 1];
-  const next = last !== undefined && (examined < candidates.length || candidates.length === window) ? `${last.replacedAt}:${last.uid}` : null;
+  const { chosen, skipped, next } = await selectPurgeBatch(fe, service, s, {
+    before,
+    max: r.max as number,
+    force,
+    ...(r.uidMin === undefined ? {} : { uidMin: r.uidMin as number }),
+    ...(r.uidMax === undefined ? {} : { uidMax: r.uidMax as number }),
+    ...(after === undefined ? {} : { after }),
+  });
   const describe = (u: UserRecord): FamilyResult => ({ uid: u.uid, email: u.email, node: u.node, replacedAt: u.replacedAt });
   if (r.dryRun as boolean) return { dryRun: true, purged: chosen.map(describe), skipped, next };
   const journalName = r.journal as string | undefined;
@@ -318,7 +334,7 @@ async function purge(fe: FrontEnd, r: FamilyOpCall['request']): Promise<FamilyRe
     const jobs = await cleanupJobs(fe, service, s, chosen, r.overrideNode as string | undefined);
     overridden = jobs.overridden;
     activeData = chosen.length - jobs.items.length;
-    if (jobs.items.length > 0) expectOk(await proposeTimed(fe, { family: 'journal', op: 'add', name: journalName, items: jobs.items } as never));
+    await queueCleanups(fe, journalName, jobs.items);
   }
   const v = chosen.length === 0 ? null : await propose(fe, { op: 'purge', service, before, uids: chosen.map((u) => u.uid), force });
   if (v !== null && v.op !== 'purge') throw new VeraError('INTERNAL', 'purge gave another result');
@@ -329,40 +345,6 @@ async function purge(fe: FrontEnd, r: FamilyOpCall['request']): Promise<FamilyRe
     next,
     ...(r.overrideNode === undefined ? {} : { overridden, activeData }),
   };
-}
-
-/**
- * The clean-up jobs of a batch. With an override node (upstream's --override_node, for data
- * copied off a downed node), a record on a downed node has its data deleted there instead,
- * unless that data is the user's current data: the same key id as the user's current record
- * (upstream's points_to_active), whose deletion would lose what the user has now. Such a
- * record is purged with no job.
- */
-async function cleanupJobs(fe: FrontEnd, service: string, s: ServiceState, chosen: readonly UserRecord[], overrideNode: string | undefined): Promise<{ items: Array<{ key: string; data: FamilyResult }>; overridden: number }> {
-  const items: Array<{ key: string; data: FamilyResult }> = [];
-  let overridden = 0;
-  for (const u of chosen) {
-    const onDowned = s.nodes.get(u.node)?.downed === true;
-    if (overrideNode === undefined || !onDowned || u.node === overrideNode) {
-      items.push({ key: `${service}/${u.uid}`, data: { ...cleanupJob(service, s.settings.pattern, u) } });
-      continue;
-    }
-    const current = newestFirst(await fe.node.stateMachine.read('assignment purge override', (db, snapshot) => userRecords(db, snapshot, u.email, service)))[0];
-    if (current !== undefined && current.uid !== u.uid && fxaKidOf(current) === fxaKidOf(u)) continue;
-    items.push({ key: `${service}/${u.uid}`, data: { ...cleanupJob(service, s.settings.pattern, u, overrideNode) } });
-    overridden++;
-  }
-  return { items, overridden };
-}
-
-/** How far past a batch's size one purge looks for records not on downed nodes. */
-const PURGE_SCAN_FACTOR = 10;
-const MAX_PURGE_SCAN = 10_000;
-
-function parseCursor(after: string | undefined): PurgeCursor | undefined {
-  if (after === undefined) return undefined;
-  const [replacedAt, uid] = after.split(':').map(Number);
-  return { replacedAt: replacedAt!, uid: uid! };
 }
 
 /** What each op touches: the service it names ('assign:SERVICE'), or every service ('assign:'). */
@@ -379,6 +361,9 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'assign.importUsers': onService('admin'),
   // A purge may also hand the purged records to a journal.
   'assign.purge': (r) => [{ perm: 'admin', resource: `assign:${r.service as string}` }, ...(typeof r.journal === 'string' ? [{ perm: 'write' as const, resource: `journal:${r.journal}` }] : [])],
+  'assign.purgeStart': (r) => [{ perm: 'admin', resource: `assign:${r.service as string}` }, ...(typeof r.journal === 'string' ? [{ perm: 'write' as const, resource: `journal:${r.journal}` }] : [])],
+  'assign.purgeStop': onService('admin'),
+  'assign.purgeStatus': onService('read'),
   'assign.user': onService('write'),
   'assign.retire': (r) => [{ perm: 'write', resource: typeof r.service === 'string' ? `assign:${r.service}` : 'assign:' }],
   'assign.event': () => [{ perm: 'write', resource: 'assign:' }],
@@ -457,7 +442,7 @@ function call(fe: FrontEnd, op: string, fields: Readonly<Record<string, unknown>
 /**
  * GET /v1/assign/services, /services/S (its nodes), /services/S/users/EMAIL (lookup),
  * /services/S/nodes/NODE/users?after=UID&limit=N (a node's users, a page),
- * /services/S/count?at=MS, each with ?consistency=stale (default) or linearizable; POST /v1/assign/OP with the op's fields as a JSON object
+ * /services/S/count?at=MS, /services/S/purge (its purge job), each with ?consistency=stale (default) or linearizable; POST /v1/assign/OP with the op's fields as a JSON object
  * (OP is an op name without `assign.`, e.g. POST /v1/assign/user).
  */
 const http: FamilyHttpRoute = {
@@ -474,6 +459,7 @@ const http: FamilyHttpRoute = {
       const at = url.searchParams.get('at');
       return call(fe, 'assign.count', { service, consistency, ...(at === null ? {} : { at: Number(at) }) });
     }
+    if (parts.length === 3 && parts[2] === 'purge') return call(fe, 'assign.purgeStatus', { service, consistency });
     if (parts.length === 4 && parts[2] === 'users') return call(fe, 'assign.lookup', { service, email: parts[3], consistency });
     if (parts.length === 5 && parts[2] === 'nodes' && parts[4] === 'users') {
       const page = Object.fromEntries(['after', 'limit'].flatMap((k) => (url.searchParams.get(k) === null ? [] : [[k, Number(url.searchParams.get(k))]])));
@@ -488,4 +474,4 @@ const http: FamilyHttpRoute = {
   },
 };
 
-export const server: ServerPart = { protocolOps, onApplied, http: [http], metrics };
+export const server: ServerPart = { protocolOps, onApplied, http: [http], metrics, duties: [purgeJobs] };

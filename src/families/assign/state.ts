@@ -5,7 +5,8 @@
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
-import { AssignBucket, metaKey, nodeKeyParts, serviceOfKey } from './keys.js';
+import { AssignBucket, eventTimeParts, eventTimesBefore, metaKey, nodeKeyParts, serviceOfKey } from './keys.js';
+import { decodePurgeJob, purgeJobRange, serviceOfPurgeJobKey, type PurgeJob } from './purge-job.js';
 import { decodeMeta, decodeNode, decodeService, type NodeRecord, type ServiceSettings } from './records.js';
 
 export interface ServiceState {
@@ -17,6 +18,10 @@ export interface ServiceState {
 export class AssignState {
   readonly services = new Map<string, ServiceState>();
   nextUid = 1;
+  /** The time of the oldest applied event id still remembered (null: none), so an event entry scans the ids only when some are past the retention. */
+  oldestEventAt: number | null = null;
+  /** Each service's latest purge job (running or ended), by service: a few hundred bytes each, at most one per service. */
+  readonly purgeJobs = new Map<string, PurgeJob>();
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<AssignState> {
     const state = new AssignState();
@@ -28,6 +33,8 @@ export class AssignState {
       const s = state.services.get(service);
       if (s !== undefined) (s.nodes as Map<string, NodeRecord>).set(node, decodeNode(value));
     }
+    for await (const [key, value] of db.iterator({ ...purgeJobRange(), snapshot })) state.purgeJobs.set(serviceOfPurgeJobKey(key), decodePurgeJob(value));
+    for await (const key of db.keys({ ...eventTimesBefore(Number.MAX_SAFE_INTEGER), snapshot, limit: 1 })) state.oldestEventAt = eventTimeParts(key).at;
     const meta = await db.get(metaKey(), { snapshot });
     if (meta !== undefined) state.nextUid = decodeMeta(meta);
     return state;

@@ -16,6 +16,8 @@ interface Change {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** Up to this many services, a user's records in every service are found by point reads. */
+const POINT_READ_SERVICES = 32;
 const userId = (email: string, service: string): string => `${service}\u0000${email}`;
 const nodeId = (service: string, node: string): string => `${service}\u0000${node}`;
 
@@ -68,7 +70,11 @@ export class AssignTx {
   async records(email: string, service: string | null): Promise<UserRecord[]> {
     const services: string[] = [];
     if (service !== null) services.push(service);
-    else for (const key of await this.reads.keys(emailRange(email))) services.push(serviceOfLookupKey(key, email));
+    else if (this.state.services.size <= POINT_READ_SERVICES) {
+      // A point read per service (services are never removed, so these are all a user can have):
+      // cheaper than a range scan, which goes through the thread pool.
+      for (const s of [...this.state.services.keys()].sort()) if ((await this.lookup(email, s)).length > 0) services.push(s);
+    } else for (const key of await this.reads.keys(emailRange(email))) services.push(serviceOfLookupKey(key, email));
     const out: UserRecord[] = [];
     for (const s of services) {
       for (const uid of await this.lookup(email, s)) {

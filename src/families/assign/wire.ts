@@ -291,6 +291,26 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
     },
   ],
   [
+    'assign.purgeStart',
+    (f, id) => {
+      onlyFields(f, ['service', 'graceMs', 'max', 'force', 'journal', 'uidMin', 'uidMax', 'overrideNode']);
+      const journal = f.journal;
+      if (journal !== undefined && journalNameProblem(journal) !== null) throw invalid('journal must be the name of a journal');
+      return {
+        id,
+        op: 'assign.purgeStart',
+        service: service(f),
+        graceMs: bounded(f, 'graceMs', 0, 2 ** 48) ?? 7 * 24 * 3600 * 1000,
+        max: bounded(f, 'max', 1, MAX_BATCH) ?? 100,
+        force: bool(f, 'force') ?? false,
+        ...(journal === undefined ? {} : { journal }),
+        ...purgeScope(f, journal !== undefined),
+      };
+    },
+  ],
+  ['assign.purgeStop', (f, id) => (onlyFields(f, ['service']), { id, op: 'assign.purgeStop', service: service(f) })],
+  ['assign.purgeStatus', (f, id) => (onlyFields(f, ['service', 'consistency']), { id, op: 'assign.purgeStatus', service: service(f), ...consistency(f) })],
+  [
     'assign.nodeUsers',
     (f, id) => {
       onlyFields(f, ['service', 'node', 'after', 'limit', 'consistency']);

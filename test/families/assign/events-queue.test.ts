@@ -14,6 +14,8 @@ import { captureIO } from '../../client/cli-io.js';
 import { startLeader, untilCommandVersion } from '../../server/fixture.js';
 import type { VeraProcess } from '../../support/vera-process.js';
 import { AssignHarness } from './harness.js';
+import { AssignState } from '../../../src/families/assign/state.js';
+import { assign } from '../../../src/families/assign/index.js';
 
 let h: AssignHarness | null = null;
 let vp: VeraProcess | null = null;
@@ -46,14 +48,24 @@ describe('account events once per id', () => {
     expect(await h.ok({ op: 'event', kind: 'passwordChange', email: 'u@x', generation: 11, eventId: 'e1' })).toEqual({ op: 'event', email: 'u@x', changed: 0, duplicate: true });
     expect(await h.ok({ op: 'event', kind: 'delete', email: 'u@x', eventId: 'e1' })).toMatchObject({ duplicate: true });
     expect(await h.users()).toEqual(before);
-    for (let i = 2; i <= 20; i++) await h.ok({ op: 'event', kind: 'reset', email: 'nobody@x', generation: i, eventId: `e${i}` });
+    for (let i = 2; i <= 20; i++) {
+      h.now += 1;
+      await h.ok({ op: 'event', kind: 'reset', email: 'nobody@x', generation: i, eventId: `e${i}` });
+    }
     expect(await metaKeys()).toBe(1 + 2 * 20);
+    // The oldest id's time, kept in memory (so an event entry scans the ids only when some are due), is what a reload finds.
+    const oldest = async (): Promise<number | null> => (await h!.sm.read('reload', (db, snapshot) => AssignState.load(db, snapshot))).oldestEventAt;
+    expect(h.sm.stateOf(assign).oldestEventAt).toBe(h.now - 19);
+    expect(await oldest()).toBe(h.now - 19);
     // Past the retention, each event entry drops up to 16 old ids.
     h.now += EVENT_ID_RETENTION_MS + 1;
     await h.ok({ op: 'event', kind: 'reset', email: 'nobody@x', generation: 2, eventId: 'late-1' });
     expect(await metaKeys()).toBe(1 + 2 * (20 - 16 + 1));
+    expect(h.sm.stateOf(assign).oldestEventAt).toBe(await oldest());
     await h.ok({ op: 'event', kind: 'reset', email: 'nobody@x', generation: 2, eventId: 'late-2' });
     expect(await metaKeys()).toBe(1 + 2 * 2);
+    expect(h.sm.stateOf(assign).oldestEventAt).toBe(h.now);
+    expect(await oldest()).toBe(h.now);
     // e1 is forgotten: applied again (harmless: events never move a generation back).
     expect(await h.ok({ op: 'event', kind: 'passwordChange', email: 'u@x', generation: 11, eventId: 'e1' })).toEqual({ op: 'event', email: 'u@x', changed: 0 });
     await h.checkInvariants();

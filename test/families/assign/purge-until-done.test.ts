@@ -9,6 +9,7 @@ import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';
 import { startLeader, untilCommandVersion } from '../../server/fixture.js';
 import type { VeraProcess } from '../../support/vera-process.js';
+import { pollUntil } from '../../support/poll.js';
 
 let vp: VeraProcess | null = null;
 let client: VeraClient | null = null;
@@ -99,4 +100,76 @@ describe('purge until done', () => {
     const jobs = await journals.claim('cleanup', { max: 10 });
     expect(jobs.items.map((i) => i.data)).toEqual([expect.objectContaining({ uid: yOld.uid, node: 'https://copy', endpoint: `https://copy/1.5/${yOld.uid}`, clientState: 'aa' })]);
   });
+
+  it('a purge job with force and an override node: the same clean-ups as a batch, counted in its progress', async () => {
+    const assign = await start();
+    const journals = new JournalClient(client!);
+    await journals.create('cleanup');
+    await assign.addNode('sync-1.5', 'https://a', { capacity: 100 });
+    await assign.user('sync-1.5', 'x@example.com', { generation: 1, keysChangedAt: 1, clientState: 'aa' });
+    const yOld = await assign.user('sync-1.5', 'y@example.com', { generation: 1, keysChangedAt: 1, clientState: 'aa' });
+    await assign.user('sync-1.5', 'y@example.com', { generation: 2, keysChangedAt: 2, clientState: 'bb' });
+    await assign.addNode('sync-1.5', 'https://b', { capacity: 100 });
+    await assign.updateNode('sync-1.5', 'https://a', { downed: true });
+    await assign.decommission('sync-1.5', 'https://a');
+    for (const [e, g, s] of [['x@example.com', 1, 'aa'], ['y@example.com', 2, 'bb']] as const) await assign.user('sync-1.5', e, { generation: g, keysChangedAt: g, clientState: s });
+    await expect(assign.purgeStart('sync-1.5', { graceMs: 0, journal: 'cleanup', overrideNode: 'https://copy' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await assign.purgeStart('sync-1.5', { graceMs: 0, force: true, max: 2, journal: 'cleanup', overrideNode: 'https://copy' });
+    const done = await pollUntil('the job to finish', async () => {
+      const j = await assign.purgeStatus('sync-1.5');
+      return j.state === 'running' ? undefined : j;
+    }, 30_000);
+    expect(done).toMatchObject({ state: 'done', purged: 3, skipped: 0, overridden: 1, activeData: 2, force: true, overrideNode: 'https://copy' });
+    const jobs = await journals.claim('cleanup', { max: 10 });
+    expect(jobs.items.map((i) => i.data)).toEqual([expect.objectContaining({ uid: yOld.uid, node: 'https://copy', clientState: 'aa' })]);
+  });
+
+  it('vera assign purge-job: the leader purges until done with the same options, progress readable; a job whose journal is gone fails', async () => {
+    const assign = await start();
+    const journals = new JournalClient(client!);
+    await assign.addNode('sync-1.5', 'https://a', { capacity: 1000 });
+    await rekeyed(assign, 'j', 45);
+    await assign.addNode('sync-1.5', 'https://d', { capacity: 1000 });
+    await assign.updateNode('sync-1.5', 'https://a', { backoff: 1 });
+    await rekeyed(assign, 'd', 5);
+    await assign.updateNode('sync-1.5', 'https://d', { downed: true });
+    const run = async (...argv: string[]): Promise<{ code: number; out: string; err: string }> => {
+      const io = captureIO();
+      const code = await main(['assign', 'purge-job', ...argv, '--server', vp!.url], io);
+      return { code, out: io.out(), err: io.err() };
+    };
+    await journals.create('cleanup');
+    const started = await run('start', 'sync-1.5', '--grace', '0', '--max', '10', '--journal', 'cleanup', '--json');
+    expect(started.code, started.err).toBe(0);
+    expect(JSON.parse(started.out)).toMatchObject({ seq: 1, state: 'running', max: 10, journal: 'cleanup', graceMs: 0 });
+    const done = await pollUntil('the job to finish', async () => {
+      const j = await assign.purgeStatus('sync-1.5');
+      return j.state === 'running' ? undefined : j;
+    }, 30_000);
+    expect(done).toMatchObject({ state: 'done', purged: 45, skipped: 5, batches: 5 });
+    const status = await run('status', 'sync-1.5');
+    expect(status.out).toContain('purge job 1 of sync-1.5: done');
+    expect(status.out).toContain('5 batches: 45 purged, 5 on downed nodes left');
+    expect((await journals.show('cleanup')).counts.waiting).toBe(45);
+    expect((await run('stop', 'sync-1.5', '--json')).out).toContain('"stopped":false');
+    // A journal dropped under a running job: it fails, saying why, instead of purging without clean-ups.
+    await journals.create('gone');
+    await journals.drop('gone');
+    expect((await run('start', 'sync-1.5', '--journal', 'gone')).code).not.toBe(0);
+    await assign.updateNode('sync-1.5', 'https://a', { backoff: 0 });
+    await rekeyed(assign, 'k', 30);
+    await journals.create('brief');
+    // One record a batch: 30 batches, so the drop lands while it runs.
+    await assign.purgeStart('sync-1.5', { graceMs: 0, max: 1, journal: 'brief' });
+    await journals.drop('brief');
+    const failed = await pollUntil('the job to fail', async () => {
+      const j = await assign.purgeStatus('sync-1.5');
+      return j.state === 'failed' ? j : undefined;
+    }, 30_000);
+    expect(failed.error).toContain('journal brief');
+    expect(failed.purged).toBeLessThan(30);
+    expect((await run('start', 'sync-1.5', '--dry-run')).code).toBe(2);
+    expect((await run('stop', 'sync-1.5', '--max', '3')).code).toBe(2);
+  }, 60_000);
 });
+
