@@ -12,7 +12,7 @@ import type { ApplyOutcome } from '../../statemachine/types.js';
 import { FROZEN_REFUSAL, hibernate, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
 import { childrenStep } from '../lists/queries.js';
 import { bucketRange } from '../../keys/index.js';
-import { drainingKey, freezingKey, HibernateBucket, unitItemRanges, unitKey, unitOfKey } from './keys.js';
+import { drainingKey, freezingKey, HibernateBucket, unitKey, unitOfKey } from './keys.js';
 import { decodeFreezing, decodeFrozen } from './records.js';
 import { COLD_FILE_MOVED, frozenEntriesAt, frozenListsAt } from './held-reads.js';
 import { HIBERNATE_OPS, MAX_FREEZE_PATHS, UNITS_PAGE } from './wire.js';
