@@ -41,9 +41,6 @@ export interface Schedule extends ScheduleSpec {
 
 /** Schedules one journal may have. */
 export const MAX_SCHEDULES_PER_JOURNAL = 100;
-/** The shortest and longest `everyMs`. */
-export const MIN_EVERY_MS = 100;
-export const MAX_EVERY_MS = 366 * 86_400_000;
 /** With catchUp 'none', a tick proposed later than this after its time is skipped (a leader change takes less). */
 export const NONE_GRACE_MS = 10_000;
 
