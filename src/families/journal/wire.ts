@@ -70,7 +70,7 @@ export function parseRetryPolicy(value: unknown, where = 'retry'): RetryPolicyIn
   return { attempts: attempts as number, backoff: v.backoff === 'fixed' ? 'fixed' : 'exponential', delayMs: delayMs as number, maxDelayMs: maxDelayMs as number, jitterPct: jitterPct as number };
 }
 
-/** A schedule in an entry (schedules.ts): checked alike by the client, the leader and every member. */
+/** A schedule in an entry (schedules.ts): its fields checked alike by the client, the leader and every member (a cron's fields by the last two). */
 export interface ScheduleSpecInput {
   readonly id: string;
   readonly timing: { readonly everyMs: number } | { readonly cron: string; readonly tz: string };
@@ -80,9 +80,9 @@ export interface ScheduleSpecInput {
 
 /** `everyMs` bounds of a schedule (100 ms to 366 days). */
 export const MIN_EVERY_MS = 100;
+export const MAX_EVERY_MS = 366 * 86_400_000;
 /** The longest cron expression accepted. */
 export const MAX_CRON_CHARS = 256;
-export const MAX_EVERY_MS = 366 * 86_400_000;
 const TZ_NAME = /^[A-Za-z0-9_+\-/]{1,64}$/;
 
 /** A schedule id: as a journal name (1-64 of A-Z a-z 0-9 . _ -). */
