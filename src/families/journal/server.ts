@@ -449,7 +449,7 @@ const handlers: Record<string, Handler> = {
     const name = r.name as string;
     definitionOf(fe, name);
     const timing = r.cron === undefined ? { everyMs: r.everyMs as number } : { cron: r.cron as string, tz: r.tz as string };
-    // The expression, the zone and the next tick are judged here, on the leader that will compute the ticks.
+    // The expression, the zone and the next tick are judged here, by the member asked (entries carry no zone check: members may hold other zone data).
     if ('tz' in timing) {
       const cron = parseCron(timing.cron);
       const problem = typeof cron === 'string' ? cron : timeZoneProblem(timing.tz);
