@@ -16,6 +16,7 @@ export const LONG_TESTS = [
   'test/families/hibernate/cluster.test.ts', // hibernation through kill -9 and a wiped member, 32
   'test/server/flipped-bytes.test.ts', // a byte changed anywhere in a stopped member's files, 14 / 41
   'test/families/journal/faults.test.ts', // thousands of journal cycles through two leader kills, 12 / 40
+  'test/families/journal/schedules-failover.test.ts', // a schedule ticking through two leader kills, 19-21 at load
   'test/families/assign/race.test.ts', // one email raced across leader changes, 11 / 16
   'test/package/pack.test.ts', // npm pack, install and tsc in a fresh project, 10 / 40
 ];

@@ -6,6 +6,7 @@ import { writeScenarioReport, type ScenarioOptions } from '../lib/scenario-repor
 import { bullmqQueues, pgBossQueues, veraQueues } from './adapters.js';
 import { J1_FULL, J1_QUICK, LOCK_MS, runJ1, type J1Result } from './j1.js';
 import { renderJ1 } from './report.js';
+import { FAILING_FULL, FAILING_QUICK, renderFailing, runFailingHandler, type FailingResult } from './failing.js';
 import { postgresAvailable } from './servers.js';
 import type { QueueSystem } from './queue.js';
 
@@ -28,6 +29,14 @@ export async function runJournalBench(options: ScenarioOptions, log: (m: string)
     (system, error): J1Result => ({ system, settings: '', throughput: [], lateness: null, workerDeath: null, errors: [error] }),
     log,
   );
-  writeScenarioReport(options, 'J1', 'journal', started, { lockMs: LOCK_MS, scale, results }, (meta) => renderJ1(results, scale, meta), log);
+  // The failing-handler scenario: Vera alone, retry traffic bounded (failing.ts).
+  let failing: FailingResult | null = null;
+  try {
+    failing = await runFailingHandler(options.logDir, options.quick ? FAILING_QUICK : FAILING_FULL, (m) => log(`J1 ${m}`));
+  } catch (err) {
+    log(`J1 failing handler: ${(err as Error).message}`);
+  }
+  const render = (meta: Parameters<typeof renderJ1>[2]): string => renderJ1(results, scale, meta) + (failing === null ? '' : `\n${renderFailing(failing).join('\n')}`);
+  writeScenarioReport(options, 'J1', 'journal', started, { lockMs: LOCK_MS, scale, results, failingHandler: failing }, render, log);
   return { results, failures };
 }

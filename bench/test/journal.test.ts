@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { CompletionTally, Lateness } from '../journal/tally.js';
 import { j1Targets, renderJ1 } from '../journal/report.js';
 import { J1_FULL, type J1Result } from '../journal/j1.js';
+import { describeFailing, FAILING_QUICK, renderFailing, type FailingResult } from '../journal/failing.js';
 
 describe('CompletionTally', () => {
   it('counts lost, doubly completed and unknown keys, and resolves once every key was handled', async () => {
@@ -78,5 +79,30 @@ describe('J1 targets', () => {
     expect(md).toContain('unmeasured warm-up of 5,000 jobs at 16 workers');
     expect(md).toContain('20,000 jobs at 16 workers');
     expect(md).toContain('1,000 delayed jobs falling due evenly over 3,000 ms');
+  });
+});
+
+describe('the failing-handler scenario', () => {
+  it('reports handler calls and claims per job against the bound, and what was lost', () => {
+    const r: FailingResult = {
+      scale: FAILING_QUICK,
+      failing: 100,
+      calls: 1200,
+      callsPerJob: 1.2,
+      maxCallsFailing: 3,
+      maxCallsSucceeding: 1,
+      claims: 1200,
+      claimsPerJob: 1.2,
+      timeouts: 0,
+      releases: 300,
+      done: 900,
+      flagged: 100,
+      lost: 0,
+      failingDone: 0,
+      seconds: 2.5,
+      errors: [],
+    };
+    expect(describeFailing(r)).toContain('1200 items claimed (1.200 per job; 1.20 if every attempt is a run), 300 releases, 0 timeouts, at most 3 calls per failing job');
+    expect(renderFailing(r).join('\n')).toContain('| 1200 | 1.200 | 1200 | 1.200 | 300 | 0 | 3 | 1 | 900 | 100 | 0 | 2.5 |');
   });
 });

@@ -292,6 +292,8 @@ export function describeTrial(r: TrialResult): string {
   if (r.error !== null) lines.push(`  error: ${r.error}`);
   if (r.hibernation !== null) lines.push(`  hibernation: ${r.hibernation.frozen} lists frozen by ${r.hibernation.attempts} freezes (${r.hibernation.failed} failed in the faults), each thawed by the workload's next operation on it`);
   if (r.reports.length > 0) lines.push(formatReports(r.reports).replace(/^/gm, '  '));
+  // What the journal's load did (its retries, removes, ticks and rate-limited claims), so a pass says what it covered.
+  for (const n of r.reports.find((x) => x.name === 'journal')?.notes ?? []) lines.push(`       ${n}`);
   if (!r.ok) lines.push(`  faults: ${r.faults.map((f) => f.what).join('; ')}`);
   if (r.artifacts !== null) lines.push(`  evidence (logs, history, reports): ${r.artifacts}`);
   return lines.join('\n');

@@ -70,4 +70,51 @@ describe('the journal checker', () => {
     ]);
     expect(problems(clean, { ...drained, counts: drained.counts.map((c) => ({ ...c, flagged: 2 })) })).toEqual([expect.stringContaining('counts 2 flagged but lists 0')]);
   });
+
+  it('flags a failing job released past its attempts, done, not flagged at the end, or claimed after a release flagged it', () => {
+    const poison: JournalHistory = {
+      ...clean,
+      adds: [...clean.adds, { keys: ['poison-1'], outcome: 'ok' }],
+      claims: [...clean.claims, { key: 'poison-1', lease: 11, sentAt: 1, ackedAt: 2 }, { key: 'poison-1', lease: 12, sentAt: 3, ackedAt: 4 }],
+      releases: [
+        { key: 'poison-1', lease: 11, sentAt: 2, ackedAt: 3, outcome: 'ok', flagged: false },
+        { key: 'poison-1', lease: 12, sentAt: 4, ackedAt: 5, outcome: 'ok', flagged: true },
+      ],
+      attempts: 2,
+    };
+    const flaggedAtEnd: JournalFinal = { ...drained, flagged: new Set(['poison-1']), counts: drained.counts.map((c) => ({ ...c, flagged: 1 })) };
+    expect(problems(poison, flaggedAtEnd)).toEqual([]);
+    expect(problems(poison)).toEqual([expect.stringContaining('acknowledged add of poison-1 was lost'), expect.stringContaining('poison-1, whose handler always fails, did not end flagged')]);
+    expect(problems({ ...poison, attempts: 1 }, flaggedAtEnd)).toEqual([expect.stringContaining('poison-1 failed 2 times, past its 1 attempts')]);
+    const doneAnyway: JournalHistory = { ...poison, dones: [...poison.dones, { key: 'poison-1', lease: 12, sentAt: 4, ackedAt: 5, outcome: 'ok' }] };
+    expect(problems(doneAnyway, flaggedAtEnd)).toContainEqual(expect.stringContaining('poison-1, whose handler always fails, was done'));
+    const claimedAfter: JournalHistory = { ...poison, claims: [...poison.claims, { key: 'poison-1', lease: 13, sentAt: 6, ackedAt: 7 }] };
+    expect(problems(claimedAfter, flaggedAtEnd)).toEqual([expect.stringContaining('poison-1 was claimed (lease 13) after a release flagged it')]);
+  });
+
+  it('flags a removed job claimed after its remove was acknowledged, or a cancelled one done; a removed job is not lost', () => {
+    const removed: JournalHistory = { ...clean, dones: clean.dones.filter((d) => d.key !== 'b'), removes: [{ key: 'b', sentAt: 3, ackedAt: 4, outcome: 'ok', status: 'removed' }] };
+    expect(problems(removed)).toEqual([]);
+    expect(problems({ ...removed, claims: [...removed.claims, { key: 'b', lease: 30, sentAt: 5, ackedAt: 6 }] })).toEqual([expect.stringContaining('b was claimed (lease 30) by a claim sent after its remove')]);
+    const cancelled: JournalHistory = { ...clean, removes: [{ key: 'a', sentAt: 6.5, ackedAt: 6.6, outcome: 'ok', status: 'cancelled' }] };
+    expect(problems(cancelled)).toEqual([expect.stringContaining('a was cancelled, yet a done under lease 20 sent after it went through')]);
+  });
+
+  it('flags a schedule whose ticks are not one distinct job each, or a job off the schedule', () => {
+    const schedule = { prefix: 'tick@', everyMs: 500, produced: 2, skipped: 0, lastTick: 1_000_500 };
+    const tick = (t: number, lease: number): JournalHistory['claims'][number] => ({ key: `tick@${new Date(t).toISOString()}`, lease, sentAt: 1, ackedAt: 2 });
+    const ticked: JournalHistory = { ...clean, claims: [...clean.claims, tick(1_000_000, 40), tick(1_000_500, 41), tick(1_001_000, 42)] };
+    expect(problems(ticked, { ...drained, schedule })).toEqual([]);
+    // Made twice and merged into one job: the schedule counted one more tick than there are jobs.
+    expect(problems(ticked, { ...drained, schedule: { ...schedule, produced: 3 } })).toEqual([expect.stringContaining('counts 3 ticks made up to 1000500, but 2 distinct tick jobs')]);
+    expect(problems({ ...ticked, claims: [...ticked.claims, tick(1_000_250, 43)] }, { ...drained, schedule })).toContainEqual(expect.stringContaining('is not a tick of the schedule'));
+    // Without the schedule's final, a tick job is a key nobody sent.
+    expect(problems(ticked)).toContainEqual(expect.stringContaining('which no producer sent'));
+  });
+
+  it('flags a rate window with more claimed than its limit, counting only claims wholly inside one window', () => {
+    const rated = (claims: NonNullable<JournalHistory['rated']>['claims']): JournalHistory => ({ ...clean, rated: { max: 4, windowMs: 200, claims } });
+    expect(problems(rated([{ items: 3, sentAt: 1000, ackedAt: 1010 }, { items: 1, sentAt: 1100, ackedAt: 1150 }, { items: 4, sentAt: 1150, ackedAt: 1210 }]))).toEqual([]);
+    expect(problems(rated([{ items: 3, sentAt: 1000, ackedAt: 1010 }, { items: 2, sentAt: 1100, ackedAt: 1150 }]))).toEqual([expect.stringContaining('5 items were claimed in the rate window starting 1000, over its limit of 4')]);
+  });
 });

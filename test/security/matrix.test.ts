@@ -148,6 +148,9 @@ const OPS: readonly OpCase[] = [
   { op: 'journal.pause', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.resume', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
   { op: 'journal.drain', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c, 1), fields: (c) => ({ name: c.journal }) },
+  { op: 'journal.schedule', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal, schedule: 's', everyMs: 3_600_000 }) },
+  { op: 'journal.schedules', perm: 'read', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal }) },
+  { op: 'journal.unschedule', perm: 'admin', resource: onJournal, parent: journals, setup: (r, c) => journalWith(r, c), fields: (c) => ({ name: c.journal, schedule: 's' }), allowed: 'NOT_FOUND' },
   // node assignment
   { op: 'assign.service', perm: 'admin', resource: onService, parent: services, fields: (c) => ({ service: c.service }) },
   { op: 'assign.services', perm: 'read', resource: services, parent: everything, fields: () => ({}) },

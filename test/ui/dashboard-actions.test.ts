@@ -4,6 +4,8 @@
 // unit, opening a service in the Assignment view writes nothing (no audit record
 // either), and on a cluster without authentication (as `vera dev` runs) the
 // leadership transfer the page cannot do is explained instead of offered.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { connect, type VeraClient } from '../../src/client/index.js';
@@ -11,6 +13,8 @@ import { AssignClient } from '../../src/families/assign/client.js';
 import { AuditClient } from '../../src/families/audit/client.js';
 import { CounterClient } from '../../src/families/counter/client.js';
 import { HibernateClient } from '../../src/families/hibernate/client.js';
+import { JournalClient } from '../../src/families/journal/client.js';
+import { untilCommandVersion } from '../server/fixture.js';
 import { Cluster } from '../failover/cluster.js';
 import { securedServer } from '../security/secured.js';
 import { startLeader } from '../server/fixture.js';
@@ -170,6 +174,44 @@ describe('the dashboard’s actions', () => {
     const renders = Number(await page.evaluate('window.renders'));
     // One render a flush (every 250 ms at most) while events come, and a few for the tail.
     expect(renders).toBeLessThanOrEqual(Math.ceil(tookMs / 250) + 5);
+    await page.close();
+  });
+
+  it('finds a journal job by key with its history, retries it from flagged, deletes it, and pauses its journal', async () => {
+    vp = await startLeader();
+    const journals = new JournalClient(await open(vp.url));
+    await untilCommandVersion(() => journals.create('mail', { timeoutMs: 60_000 }));
+    await journals.add('mail', [{ key: 'user-42', data: { template: 'welcome' } }]);
+    const claim = await journals.claim('mail', { max: 1 });
+    await journals.release('mail', 'user-42', claim.lease, undefined, { error: 'mailbox full', unrecoverable: true });
+    const page = await dashboard(vp.httpUrl);
+    await page.locator('[data-testid=tab-Journal]').click();
+    await page.locator('[data-testid=job-journal]').selectOption('mail');
+    await page.locator('[data-testid=job-key]').fill('user-42');
+    await page.locator('[data-testid=job-find]').click();
+    await expect.poll(() => page.locator('[data-testid=job-status]').textContent()).toBe('flagged');
+    expect(await page.locator('[data-testid=job-last-error]').textContent()).toBe('mailbox full');
+    expect(await page.locator('[data-testid=job-history] td:nth-child(2)').allTextContents()).toEqual(['added', 'claimed', 'flagged']);
+    await page.screenshot({ path: join(tmpdir(), 'vera-journal-panel.png'), fullPage: true });
+    // Retry: confirmed, then the job waits again.
+    await page.getByRole('button', { name: 'retry' }).click();
+    await page.locator('[data-testid=confirm]').click();
+    await expect.poll(() => page.locator('[data-testid=job-status]').textContent()).toBe('waiting');
+    expect((await journals.get('mail', 'user-42')).status).toBe('waiting');
+    // Delete: confirmed, then it is gone (the finder says so).
+    await page.getByRole('button', { name: 'delete' }).click();
+    await page.locator('[data-testid=confirm]').click();
+    await expect.poll(() => page.locator('[data-testid=job-error]').textContent()).toMatch(/NOT_FOUND/);
+    expect((await journals.items('mail', 'waiting')).items).toEqual([]);
+    // Pause the journal from its row, and resume it.
+    await page.locator('[data-testid=journal-panel] tbody tr', { hasText: 'mail' }).getByRole('button', { name: 'pause' }).click();
+    await page.locator('[data-testid=confirm]').click();
+    await expect.poll(() => page.locator('[data-testid=paused-mail]').count()).toBe(1);
+    expect((await journals.show('mail')).paused).toBe(true);
+    await page.locator('[data-testid=journal-panel] tbody tr', { hasText: 'mail' }).getByRole('button', { name: 'resume' }).click();
+    await page.locator('[data-testid=confirm]').click();
+    await expect.poll(() => journals.show('mail').then((j) => j.paused)).toBe(false);
+    expect(dialogs.get(page)).toEqual([]);
     await page.close();
   });
 

@@ -17,6 +17,8 @@ import { FAILURES_SINCE } from './index.js';
 import type { DueFront, JournalState } from './state.js';
 import type { PlanReads } from '../../statemachine/pending-reads.js';
 import { JournalTx, type UsageChange } from './tx.js';
+import { clockOf, decodeSchedule, encodeSchedule, MAX_SCHEDULES_PER_JOURNAL, NONE_GRACE_MS, tickKey, type Schedule } from './schedules.js';
+import { scheduleKey } from './keys.js';
 
 /** Expired items a claim deletes when it meets them, at most, per entry (the rest wait for the expiry duty). */
 const EXPIRED_PER_CLAIM = 1000;
@@ -65,7 +67,11 @@ export type JournalValue =
   /** `ended`: cancelled items whose claim ended (deleted, or the version added since the cancel waits). */
   | { readonly op: 'timeout'; readonly journal: string; readonly requeued: readonly string[]; readonly flagged: readonly string[]; readonly ended?: readonly string[] }
   | { readonly op: 'expire'; readonly journal: string; readonly expired: number }
-  | { readonly op: 'limits'; readonly maxJournals: number };
+  | { readonly op: 'limits'; readonly maxJournals: number }
+  | { readonly op: 'schedule'; readonly journal: string; readonly id: string; readonly replaced: boolean }
+  | { readonly op: 'unschedule'; readonly journal: string; readonly id: string }
+  /** `key`: the job this tick made (null: skipped, with `skipped` saying why). */
+  | { readonly op: 'tick'; readonly journal: string; readonly id: string; readonly tick: number; readonly key: string | null; readonly skipped?: 'late' | 'full' };
 
 function success(value: JournalValue, ops: BatchOp[], after: Array<() => void>): Plan {
   return { result: { ok: true, op: 'family', family: 'journal', value }, ops, events: [], after };
@@ -80,12 +86,17 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
   if ((c.op === 'create' || c.op === 'configure') && settingsNeedV9(c.settings) && ctx.states.of(cluster).active < FAILURES_SINCE) {
     return failure('BAD_REQUEST', 'retry, keepResultsMs and rateLimit need command version 9, which this cluster does not run yet');
   }
+  if ((c.op === 'schedule' || c.op === 'unschedule' || c.op === 'tick') && ctx.states.of(cluster).active < FAILURES_SINCE) {
+    return failure('BAD_REQUEST', 'schedules need command version 9, which this cluster does not run yet');
+  }
   if (c.op === 'create') return create(c.name, c.settings, state);
   const existing = state.journals.get(c.name);
   if (existing === undefined) return failure('NOT_FOUND', `no journal ${c.name}`);
   if (c.op === 'drop') return drop(c.name, existing, ctx, state);
   if (existing.dropping) return failure('NOT_FOUND', `journal ${c.name} is being dropped`);
   const tx = new JournalTx(ctx.reads, state, c.name, existing);
+  // A schedule's record, written beside the entry's item changes (schedule ops only).
+  let scheduleWrite: { readonly id: string; readonly after: Schedule | null } | null = null;
   const commit = (value: JournalValue, definition = tx.definitionAfter()): Plan | ApplyError => {
     // What each user stores changes with the entry's items; only an add's own user is judged.
     const refused = settleUsage(ctx.states, tx.usageChanges(), c.op === 'add' && c.user !== undefined && c.userQuota !== undefined ? { user: c.user, limits: c.userQuota } : undefined);
@@ -93,8 +104,14 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
     const ops = tx.ops(definition);
     const changes = [...tx.waitingChanges];
     const written = [...tx.itemsWritten];
+    const sw = scheduleWrite;
+    if (sw !== null) ops.push(sw.after === null ? { type: 'del', key: scheduleKey(c.name, sw.id) } : { type: 'put', key: scheduleKey(c.name, sw.id), value: encodeSchedule(sw.after) });
     return success(value, ops, [
       () => {
+        if (sw !== null) {
+          if (sw.after === null) state.deleteSchedule(c.name, sw.id);
+          else state.setSchedule(c.name, clockOf(sw.after));
+        }
         state.journals.set(c.name, definition);
         for (const [key, record] of written) state.recent.remember(c.name, key, record);
         // Fronts a claim read hold the index as it was before this entry; then this entry's changes.
@@ -201,6 +218,23 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       tx.set(c.key, { ...item, cancelled: true, next: null });
       return commit({ op: 'remove', journal, key: c.key, status: 'cancelled' });
     }
+    case 'schedule': {
+      const before = await readSchedule(ctx, journal, c.schedule.id);
+      if (before === null && (state.schedules.get(journal)?.size ?? 0) >= MAX_SCHEDULES_PER_JOURNAL) {
+        return failure('QUOTA_EXCEEDED', `journal ${journal} has ${MAX_SCHEDULES_PER_JOURNAL} schedules, the most it may have`);
+      }
+      // Replacing keeps what the ticks did so far: a tick already made is not made again.
+      const after: Schedule = { ...c.schedule, createdAt: before?.createdAt ?? ctx.now, lastTick: before?.lastTick ?? ctx.now, produced: before?.produced ?? 0, skipped: before?.skipped ?? 0 };
+      scheduleWrite = { id: after.id, after };
+      return commit({ op: 'schedule', journal, id: after.id, replaced: before !== null });
+    }
+    case 'unschedule': {
+      if ((await readSchedule(ctx, journal, c.id)) === null) return failure('NOT_FOUND', `no schedule ${c.id} in ${journal}`);
+      scheduleWrite = { id: c.id, after: null };
+      return commit({ op: 'unschedule', journal, id: c.id });
+    }
+    case 'tick':
+      return tick(c.id, c.tick, tx, ctx, accounting, commit, (after) => (scheduleWrite = { id: c.id, after }));
     case 'pause':
       tx.definitionChanges.paused = c.paused;
       return commit({ op: 'pause', journal, paused: c.paused });
@@ -228,6 +262,44 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       return commit({ op: 'expireResults', journal, expired });
     }
   }
+}
+
+async function readSchedule({ reads }: PlanContext, journal: string, id: string): Promise<Schedule | null> {
+  const raw = await reads.get(scheduleKey(journal, id));
+  return raw === undefined ? null : decodeSchedule(raw);
+}
+
+/**
+ * One tick of a schedule: a job keyed by the schedule and the tick, unless the tick is not
+ * after the schedule's last (made already: refused, so a tick proposed twice makes one job),
+ * or catchUp 'none' and the tick came more than NONE_GRACE_MS late (skipped), or the
+ * journal is full (skipped). Either way the schedule's last tick moves to this one.
+ */
+async function tick(
+  id: string,
+  at: number,
+  tx: JournalTx,
+  ctx: PlanContext,
+  accounting: boolean,
+  commit: (v: JournalValue) => Plan | ApplyError,
+  write: (after: Schedule) => void,
+): Promise<Plan | ApplyError> {
+  const journal = tx.name;
+  const s = await readSchedule(ctx, journal, id);
+  if (s === null) return failure('NOT_FOUND', `no schedule ${id} in ${journal}`);
+  if (at <= s.lastTick) return failure('CONFLICT', `tick ${at} of schedule ${id} in ${journal} is not after its last tick ${s.lastTick} (made already)`);
+  if (at > ctx.now) return failure('BAD_REQUEST', `tick ${at} of schedule ${id} is after the entry's time ${ctx.now}`);
+  if ('everyMs' in s.timing && at % s.timing.everyMs !== 0) return failure('BAD_REQUEST', `tick ${at} is not a multiple of schedule ${id}'s everyMs ${s.timing.everyMs}`);
+  const counts = tx.counts();
+  const skipped = s.catchUp === 'none' && ctx.now - at > NONE_GRACE_MS ? 'late' : counts.waiting + counts.processing >= tx.definition.settings.maxItems ? 'full' : null;
+  if (skipped !== null) {
+    write({ ...s, lastTick: at, skipped: s.skipped + 1 });
+    return commit({ op: 'tick', journal, id, tick: at, key: null, skipped });
+  }
+  write({ ...s, lastTick: at, produced: s.produced + 1 });
+  const key = tickKey(id, at);
+  const job: AddedItem = { key, data: s.job.data, ...(s.job.priority === undefined ? {} : { priority: s.job.priority }), ...(s.job.retry === undefined ? {} : { retry: s.job.retry }) };
+  return add([job], undefined, tx, ctx.now, accounting, () => commit({ op: 'tick', journal, id, tick: at, key }));
 }
 
 /**
@@ -480,7 +552,7 @@ async function expire(tx: JournalTx, max: number, { reads, now }: PlanContext): 
 /** Deletes up to DROP_BATCH of the journal's keys; the definition goes with the last of them. */
 async function drop(name: string, definition: JournalDefinition, { db, states }: PlanContext, state: JournalState): Promise<Plan> {
   const ops: BatchOp[] = [];
-  for (const bucket of [JournalBucket.item, JournalBucket.waiting, JournalBucket.processing, JournalBucket.expiry, JournalBucket.flagged, JournalBucket.result, JournalBucket.resultExpiry]) {
+  for (const bucket of [JournalBucket.item, JournalBucket.waiting, JournalBucket.processing, JournalBucket.expiry, JournalBucket.flagged, JournalBucket.result, JournalBucket.resultExpiry, JournalBucket.schedule]) {
     const range = { ...journalRange(bucket, name), limit: DROP_BATCH - ops.length };
     if (bucket === JournalBucket.item || bucket === JournalBucket.flagged) {
       // Records, not just keys: each gives its user back what it was charged.
@@ -502,6 +574,7 @@ async function drop(name: string, definition: JournalDefinition, { db, states }:
     () => {
       state.forgetFronts(name); // a drop deletes index keys behind the fronts' back
       state.recent.forgetJournal(name); // and its items
+      state.schedules.delete(name); // and its schedules (their keys go with this batch or an earlier one)
       if (!finished) return void state.journals.set(name, after);
       state.journals.delete(name);
     },

@@ -6,8 +6,9 @@ import { CLIENT_FLAGS, dataArg, print, type ClientCommand, type Context } from '
 import { UsageError } from '../../cli/errors.js';
 import type { CliIO } from '../../cli/io.js';
 import { parseCount, parseDuration } from '../../cli/units.js';
-import { JournalClient, type JobInfo, type JournalSettingsInput } from './client.js';
-import { journalKeyProblem, journalNameProblem } from './wire.js';
+import { JournalClient, type JobInfo, type JournalSettingsInput, type ScheduleInfo, type ScheduleInput } from './client.js';
+import { parseCron } from './cron.js';
+import { journalKeyProblem, journalNameProblem, parseScheduleFields, scheduleIdProblem } from './wire.js';
 
 export const USAGE = `Usage: vera journal <subcommand> [flags]
 
@@ -39,6 +40,11 @@ Subcommands:
                               flag events after a cursor (default: from now), waiting up to D for one
   events NAME [--after CURSOR] [--wait D] [--job KEY]
                               lifecycle events (added, claimed, progress, completed, failed, released, flagged, removed)
+  schedule NAME ID (--every D | --cron 'M H DOM MON DOW' [--tz ZONE]) [--catch-up one|none]
+              [--data JSON] [--priority P]
+                              add or replace a schedule: one job (key ID@DATE) per tick, made by the leader
+  schedules NAME              the journal's schedules, with their last and next ticks
+  unschedule NAME ID          remove a schedule (the jobs it made stay)
   requeue NAME KEY            put a flagged item back, due now
   forget NAME KEY             delete a flagged item
   drop NAME                   delete the journal and all its items
@@ -78,6 +84,19 @@ function key(ctx: Context, position: number): string {
   const problem = journalKeyProblem(value);
   if (problem !== null) throw new UsageError(problem);
   return value;
+}
+
+function scheduleId(ctx: Context, position: number): string {
+  const value = ctx.args.positionals[position]!;
+  const problem = scheduleIdProblem(value);
+  if (problem !== null) throw new UsageError(problem);
+  return value;
+}
+
+function scheduleLine(s: ScheduleInfo): string {
+  const when = s.everyMs !== undefined ? `every ${s.everyMs} ms` : `cron '${s.cron}' ${s.tz}`;
+  const next = s.nextTick === null ? 'no next tick' : `next ${iso(s.nextTick)}`;
+  return `${s.schedule}  ${when}  catch-up ${s.catchUp}  ${s.produced} made, ${s.skipped} skipped  ${next}`;
 }
 
 function lease(ctx: Context, position: number): number {
@@ -447,6 +466,55 @@ const COMMANDS: Readonly<Record<string, ClientCommand>> = {
       } satisfies ClientCommand,
     ]),
   ),
+  schedule: {
+    flags: { ...CLIENT_FLAGS, every: { kind: 'string' }, cron: { kind: 'string' }, tz: { kind: 'string' }, 'catch-up': { kind: 'string' }, data: { kind: 'string' }, priority: { kind: 'string' } },
+    positionals: ['NAME', 'ID'],
+    prepare: (ctx) => {
+      const [n, id] = [name(ctx), scheduleId(ctx, 1)];
+      const every = stringFlag(ctx.args, 'every');
+      const data = stringFlag(ctx.args, 'data');
+      const priority = byteValue(stringFlag(ctx.args, 'priority'), '--priority', 255);
+      const [cron, tz, catchUp] = [stringFlag(ctx.args, 'cron'), stringFlag(ctx.args, 'tz'), stringFlag(ctx.args, 'catch-up')];
+      const input: Record<string, unknown> = {
+        ...(every === undefined ? {} : { everyMs: parseDuration(every, '--every') }),
+        ...(cron === undefined ? {} : { cron }),
+        ...(tz === undefined ? {} : { tz }),
+        ...(catchUp === undefined ? {} : { catchUp }),
+        ...(data === undefined ? {} : { data: dataArg(ctx, data) }),
+        ...(priority === undefined ? {} : { priority }),
+      };
+      // Checked before connecting, as the server checks it (the zone's name aside: the server knows its zones).
+      const parsed = parseScheduleFields(id, input);
+      const problem = typeof parsed === 'string' ? parsed : cron === undefined ? null : parseCron(cron);
+      if (typeof problem === 'string') throw new UsageError(problem.replace('everyMs', '--every').replace(/^cron /, '--cron: ').replace('catchUp', '--catch-up'));
+      return async (client) => {
+        const r = await new JournalClient(client).schedule(n, id, input as ScheduleInput);
+        print(ctx, r, () => `${r.replaced ? 'replaced' : 'added'} schedule ${id} of ${n}; next tick ${iso(r.nextTick)}`);
+      };
+    },
+  },
+  schedules: {
+    flags: CLIENT_FLAGS,
+    positionals: ['NAME'],
+    prepare: (ctx) => {
+      const n = name(ctx);
+      return async (client) => {
+        const list = await new JournalClient(client).schedules(n);
+        print(ctx, { schedules: list }, () => (list.length === 0 ? `(no schedules in ${n})` : list.map(scheduleLine).join('\n')));
+      };
+    },
+  },
+  unschedule: {
+    flags: CLIENT_FLAGS,
+    positionals: ['NAME', 'ID'],
+    prepare: (ctx) => {
+      const [n, id] = [name(ctx), scheduleId(ctx, 1)];
+      return async (client) => {
+        await new JournalClient(client).unschedule(n, id);
+        ok(ctx, `removed schedule ${id} of ${n}`)();
+      };
+    },
+  },
   limits: {
     flags: { ...CLIENT_FLAGS, 'max-journals': { kind: 'string' } },
     positionals: [],

@@ -50,6 +50,8 @@ const ACK_BATCH = 1000;
 const CLAIM_BATCH = 1000;
 /** A worker claims ahead only what its handlers start within this long. */
 const PREFETCH_HORIZON_MS = 1000;
+/** Handlers that finish before a worker claims ahead: its estimate of their pace needs a few, failures among them. */
+const PREFETCH_SAMPLES = 4;
 /**
  * How long the server may hold completions sent while the worker's claim waits there, for
  * the claim's entry to carry them once work falls due: short, since a held completion is
@@ -83,6 +85,8 @@ export class JournalWorker {
   private fatal: unknown = null;
   /** Mean handler time (ms), once one has run. */
   private handlerMs: number | null = null;
+  /** Handlers finished so far (a failed one once its release is answered), up to PREFETCH_SAMPLES. */
+  private samples = 0;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private idle: (() => void) | null = null;
 
@@ -142,10 +146,18 @@ export class JournalWorker {
    * a second of work that others could be doing).
    */
   private prefetch(): number {
-    if (this.handlerMs === null || this.options.prefetch === 0) return 0;
+    // No prefetch until a few handlers have finished: the first ones may all be fast successes
+    // while failures to come hold their handlers for a release's round trip.
+    if (this.handlerMs === null || this.samples < PREFETCH_SAMPLES || this.options.prefetch === 0) return 0;
     const horizonMs = Math.min(this.options.timeoutMs / 3, PREFETCH_HORIZON_MS);
     const startsInTime = Math.floor((horizonMs * this.options.concurrency) / Math.max(this.handlerMs, 0.01));
     return Math.min(this.options.prefetch, startsInTime);
+  }
+
+  /** How long a handler was held by one item: its handler, and for a failed one the release's answer. */
+  private sample(ms: number): void {
+    this.handlerMs = this.handlerMs === null ? ms : this.handlerMs * 0.9 + ms * 0.1;
+    if (this.samples < PREFETCH_SAMPLES) this.samples++;
   }
 
   private wanted(): number {
@@ -177,8 +189,7 @@ export class JournalWorker {
     void this.handler(held.item).then(
       (result: unknown) => {
         clearTimeout(keepAlive);
-        const ms = performance.now() - started;
-        this.handlerMs = this.handlerMs === null ? ms : this.handlerMs * 0.9 + ms * 0.1;
+        this.sample(performance.now() - started);
         this.running--;
         // What the handler returned is kept as the item's result (readable by key for a while).
         this.acks.push(result === undefined ? { key: held.item.key, lease: held.lease } : { key: held.item.key, lease: held.lease, result });
@@ -197,6 +208,9 @@ export class JournalWorker {
           .release(held.item.key, held.lease, processAt, true, why)
           .catch(() => undefined) // lost, or unreachable: it times out and is offered again
           .finally(() => {
+            // A failed item holds its handler until its release is answered: that time counts
+            // towards how fast handlers start the items held here (the prefetch).
+            this.sample(performance.now() - started);
             this.running--;
             this.pump();
           });

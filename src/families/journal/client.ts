@@ -8,7 +8,7 @@ import { JOURNAL_OPS } from './wire.js';
 import { JournalWorker, type WorkerCalls } from './client-worker.js';
 
 /** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['journal.list', 'journal.show', 'journal.flagged', 'journal.flags', 'journal.get', 'journal.items', 'journal.result', 'journal.events']);
+const READS: ReadonlySet<string> = new Set(['journal.list', 'journal.show', 'journal.flagged', 'journal.flags', 'journal.get', 'journal.items', 'journal.result', 'journal.events', 'journal.schedules']);
 
 /** How a failed processing is retried (docs/journal.md, "Retries"); defaults: exponential, 1 s to 1 h, no jitter. */
 export interface RetryPolicy {
@@ -50,6 +50,36 @@ export interface JournalInfo {
   readonly counts: { readonly waiting: number; readonly processing: number; readonly flagged: number; readonly byPriority: Readonly<Record<string, number>>; readonly results?: number };
   /** Command version 9: claims take nothing while paused. */
   readonly paused?: boolean;
+}
+
+/** A schedule (repeatable jobs): every `everyMs` (on multiples of it) or a 5-field cron in `tz` (default UTC). */
+export interface ScheduleInput {
+  readonly everyMs?: number;
+  readonly cron?: string;
+  readonly tz?: string;
+  /** After ticks were missed (no leader, or a long stall): `one` job for them all (default), or `none`. */
+  readonly catchUp?: 'one' | 'none';
+  /** Each job's data (default null; up to 64 KiB as MessagePack), priority (default the journal's) and retry policy. */
+  readonly data?: unknown;
+  readonly priority?: number;
+  readonly retry?: RetryPolicy;
+}
+
+export interface ScheduleInfo {
+  readonly schedule: string;
+  readonly everyMs?: number;
+  readonly cron?: string;
+  readonly tz?: string;
+  readonly catchUp: 'one' | 'none';
+  readonly data: unknown;
+  readonly priority?: number;
+  readonly retry?: Required<RetryPolicy>;
+  readonly createdAt: number;
+  /** The last tick made or skipped (createdAt before the first); its job's key is `ID@ISO-date`. */
+  readonly lastTick: number;
+  readonly nextTick: number | null;
+  readonly produced: number;
+  readonly skipped: number;
 }
 
 /** One job as journal.get and journal.items show it. */
@@ -300,6 +330,23 @@ export class JournalClient {
   /** Deletes every Waiting job (Processing and flagged ones stay); how many went. */
   async drain(name: string): Promise<{ removed: number }> {
     return (await this.call('journal.drain', { name })) as { removed: number };
+  }
+
+  /**
+   * Adds (or replaces) schedule `id`: at each tick the leader adds one job keyed `id@ISO-date`
+   * of the tick, exactly once across leader changes. Answers whether it replaced one, and the next tick.
+   */
+  async schedule(name: string, id: string, schedule: ScheduleInput): Promise<{ replaced: boolean; nextTick: number }> {
+    return (await this.call('journal.schedule', { name, schedule: id, ...schedule })) as { replaced: boolean; nextTick: number };
+  }
+
+  async schedules(name: string): Promise<ScheduleInfo[]> {
+    return (await this.call('journal.schedules', { name })).schedules as unknown as ScheduleInfo[];
+  }
+
+  /** Removes a schedule; jobs it made stay. */
+  async unschedule(name: string, id: string): Promise<void> {
+    await this.call('journal.unschedule', { name, schedule: id });
   }
 
   /** The holder's progress report (any JSON value up to 4 KiB), shown by get(); it also extends the claim. */

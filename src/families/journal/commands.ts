@@ -7,6 +7,9 @@ import type { JournalSettings, RetryPolicy } from './records.js';
 import type { StorageLimits } from '../quota/index.js';
 import { boundedError, journalKeyProblem, journalNameProblem, MAX_ADD_ITEMS, MAX_CLAIM_ITEMS, MAX_DATE, MAX_ERROR_BYTES, MAX_JOURNALS_CEILING, MAX_KEEP_MS, parseRateLimit, parseRetryPolicy } from './wire.js';
 import { utf8Length } from '../../protocol/index.js';
+import { parseScheduleSpec, scheduleIdProblem } from './wire.js';
+import type { ScheduleSpec } from './schedules.js';
+import { parseCron } from './cron.js';
 
 export { MAX_CLAIM_ITEMS, MAX_JOURNALS_CEILING };
 /** Journals one cluster may hold until an operator sets another limit. */
@@ -72,7 +75,11 @@ export type JournalCommand =
   | { readonly op: 'expire'; readonly name: string; readonly max: number }
   | { readonly op: 'requeue'; readonly name: string; readonly key: string }
   | { readonly op: 'forget'; readonly name: string; readonly key: string }
-  | { readonly op: 'limits'; readonly maxJournals: number };
+  | { readonly op: 'limits'; readonly maxJournals: number }
+  /** Command version 9, repeatable jobs: a schedule added (or replaced, its ticks so far kept), removed, and one tick of it (a leader duty). */
+  | { readonly op: 'schedule'; readonly name: string; readonly schedule: ScheduleSpec }
+  | { readonly op: 'unschedule'; readonly name: string; readonly id: string }
+  | { readonly op: 'tick'; readonly name: string; readonly id: string; readonly tick: number };
 
 export function nameField(value: unknown): string {
   const problem = journalNameProblem(value);
@@ -179,6 +186,21 @@ export function claimsField(value: unknown, what = 'claims', min = 0): Array<rea
     if (!Array.isArray(pair) || pair.length !== 2) throw new CommandError('each claim must be [key, lease]');
     return [keyField(pair[0]), leaseField(pair[1])] as const;
   });
+}
+
+/** A schedule as an entry carries it (its time zone's name is checked on the leader, whose zone data computes the ticks). */
+export function scheduleField(value: unknown): ScheduleSpec {
+  const spec = parseScheduleSpec(value);
+  if (typeof spec === 'string') throw new CommandError(spec);
+  const cron = 'cron' in spec.timing ? parseCron(spec.timing.cron) : null;
+  if (typeof cron === 'string') throw new CommandError(cron);
+  return spec;
+}
+
+export function scheduleIdField(value: unknown): string {
+  const problem = scheduleIdProblem(value);
+  if (problem !== null) throw new CommandError(problem);
+  return value as string;
 }
 
 export function countField(value: unknown, name: string, max: number): number {

@@ -20,6 +20,8 @@ import {
   MAX_JOURNALS_CEILING,
   nameField,
   notAFailure,
+  scheduleField,
+  scheduleIdField,
   settingsField,
   type JournalCommand,
 } from './commands.js';
@@ -73,6 +75,7 @@ export const journal: Family<JournalCommand, JournalState> = {
     { id: JournalBucket.limits, name: 'journal cluster-wide limits' },
     { id: JournalBucket.result, name: 'journal results kept by key' },
     { id: JournalBucket.resultExpiry, name: 'journal results by when they go' },
+    { id: JournalBucket.schedule, name: 'journal schedules (repeatable jobs)' },
   ],
   ops: {
     create: { fields: ['name', 'settings'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'create', name: nameField(c.name), settings: settingsField(c.settings) }) },
@@ -133,6 +136,10 @@ export const journal: Family<JournalCommand, JournalState> = {
     drain: { fields: ['name', 'max'], since: FAILURES_SINCE, decode: (c) => ({ op: 'drain', name: nameField(c.name), max: countField(c.max, 'max', DRAIN_MAX) }) },
     progress: { fields: ['name', 'key', 'lease', 'progress'], since: FAILURES_SINCE, decode: (c) => ({ op: 'progress', ...leased(c), progress: c.progress ?? null }) },
     expireResults: { fields: ['name', 'max'], since: FAILURES_SINCE, decode: (c) => ({ op: 'expireResults', name: nameField(c.name), max: countField(c.max, 'max', 100_000) }) },
+    // Repeatable jobs (command version 9): a tick carries its time, and apply refuses one at or before the schedule's last.
+    schedule: { fields: ['name', 'schedule'], since: FAILURES_SINCE, decode: (c) => ({ op: 'schedule', name: nameField(c.name), schedule: scheduleField(c.schedule) }) },
+    unschedule: { fields: ['name', 'id'], since: FAILURES_SINCE, decode: (c) => ({ op: 'unschedule', name: nameField(c.name), id: scheduleIdField(c.id) }) },
+    tick: { fields: ['name', 'id', 'tick'], since: FAILURES_SINCE, decode: (c) => ({ op: 'tick', name: nameField(c.name), id: scheduleIdField(c.id), tick: dateField(c.tick, 'tick') }) },
     timeout: { fields: ['name', 'claims'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'timeout', name: nameField(c.name), claims: claimsField(c.claims) }) },
     expire: { fields: ['name', 'max'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'expire', name: nameField(c.name), max: countField(c.max, 'max', 100_000) }) },
     requeue: { fields: ['name', 'key'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'requeue', name: nameField(c.name), key: keyField(c.key) }) },

@@ -25,6 +25,8 @@ export const JournalBucket = {
   result: 0x0030,
   /** name, keptUntil, key -> empty: kept results by when they go. */
   resultExpiry: 0x0031,
+  /** name, schedule id -> a schedule (repeatable jobs, command version 9). */
+  schedule: 0x0032,
 } as const;
 
 /** Where the cluster-wide journal limits are kept. */
@@ -172,6 +174,10 @@ export function dateIn(indexKey: Buffer, name: string): number {
 
 export function resultKey(name: string, key: string): Buffer {
   return Buffer.concat([head(JournalBucket.result, name), Buffer.from(key, 'utf8')]);
+}
+
+export function scheduleKey(name: string, id: string): Buffer {
+  return Buffer.concat([head(JournalBucket.schedule, name), Buffer.from(id, 'ascii')]);
 }
 
 export function resultExpiryKey(name: string, keptUntil: number, key: string): Buffer {

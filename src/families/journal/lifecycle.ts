@@ -52,6 +52,10 @@ export function lifecycleEvents(v: JournalValue, index: number): LifecycleEvent[
     case 'drain':
       push('removed', v.keys ?? []);
       break;
+    case 'tick':
+      // A schedule's job is added like any other.
+      if (v.key !== null) push('added', [v.key]);
+      break;
     default:
       break;
   }

@@ -2,6 +2,7 @@
 // earliest process date of a journal's Waiting items (for waking claimers).
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../family.js';
+import { decodeSchedule, type Schedule } from './schedules.js';
 import { afterHead, dueRange, expiredRange, flaggedKey, flaggedRange, itemKey, JournalBucket, journalRange, keyAfterDate, priorityRange, processAtIn, resultKey, withHead } from './keys.js';
 import { decodeFlagged, decodeItem, decodeResult, type FlaggedItem, type JournalCounts, type JournalDefinition, type JournalItem, type KeptResult } from './records.js';
 import { afterExpiry, isExpired } from './rules.js';
@@ -132,4 +133,11 @@ export async function readPage(
     bytes += size;
   }
   return { items, next: looked < limit || last === null ? null : afterHead(bucket, name, last) };
+}
+
+/** A journal's schedules, by id (at most MAX_SCHEDULES_PER_JOURNAL). */
+export async function readSchedules(db: VeraDb, snapshot: DbSnapshot, name: string): Promise<Schedule[]> {
+  const out: Schedule[] = [];
+  for await (const value of db.values({ ...journalRange(JournalBucket.schedule, name), snapshot })) out.push(decodeSchedule(value));
+  return out;
 }

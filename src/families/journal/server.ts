@@ -10,8 +10,10 @@ import type { JournalValue } from './apply.js';
 import type { AddedItem, DoneItem, JournalCommand } from './commands.js';
 import { journal } from './index.js';
 import { expiredRange, startedByRange, keyAfterDate, itemKey } from './keys.js';
-import { countDue, earliestProcessAt, liveCounts, readFlagged, readJob, readPage, readResult, type ItemStatus } from './reads.js';
-import { decodeItem, type FlaggedItem, type JournalDefinition, type JournalItem, type JournalSettings } from './records.js';
+import { countDue, earliestProcessAt, liveCounts, readFlagged, readJob, readPage, readResult, readSchedules, type ItemStatus } from './reads.js';
+import { latestTick, nextTick, type Schedule, type ScheduleClock, type ScheduleSpec } from './schedules.js';
+import { parseCron, timeZoneProblem } from './cron.js';
+import { decodeItem, type RetryPolicy, type FlaggedItem, type JournalDefinition, type JournalItem, type JournalSettings } from './records.js';
 import { CANCELLED } from './apply.js';
 import { resultsGoneRange } from './keys.js';
 import { FlagFeed } from './flag-feed.js';
@@ -161,6 +163,24 @@ function jobView(record: JournalItem | FlaggedItem, timeoutMs: number): FamilyRe
     ...(!flagged && item.status === 'processing' ? { lease: item.lease, startedAt: item.startedAt, leaseExpiresAt: item.startedAt + timeoutMs } : {}),
     ...(item.progress === undefined ? {} : { progress: item.progress }),
     ...(item.next === null ? {} : { next: { data: item.next.data, priority: item.next.priority, processAt: item.next.processAt, expiresAt: item.next.expiresAt } }),
+  };
+}
+
+/** One schedule as journal.schedules shows it, with the tick it will make next. */
+function scheduleView(s: Schedule): FamilyResult {
+  const t = s.timing;
+  return {
+    schedule: s.id,
+    ...('everyMs' in t ? { everyMs: t.everyMs } : { cron: t.cron, tz: t.tz }),
+    catchUp: s.catchUp,
+    data: s.job.data as FamilyResult[string],
+    ...(s.job.priority === undefined ? {} : { priority: s.job.priority }),
+    ...(s.job.retry === undefined ? {} : { retry: { ...s.job.retry } }),
+    createdAt: s.createdAt,
+    lastTick: s.lastTick,
+    nextTick: nextTick(t, s.lastTick),
+    produced: s.produced,
+    skipped: s.skipped,
   };
 }
 
@@ -424,6 +444,40 @@ const handlers: Record<string, Handler> = {
       if (!value.more) return { removed };
     }
   },
+  'journal.schedule': async ({ fe, request: r }) => {
+    requireV9(fe, 'a schedule');
+    const name = r.name as string;
+    definitionOf(fe, name);
+    const timing = r.cron === undefined ? { everyMs: r.everyMs as number } : { cron: r.cron as string, tz: r.tz as string };
+    // The expression, the zone and the next tick are judged here, by the member asked (entries carry no zone check: members may hold other zone data).
+    if ('tz' in timing) {
+      const cron = parseCron(timing.cron);
+      const problem = typeof cron === 'string' ? cron : timeZoneProblem(timing.tz);
+      if (problem !== null) throw new VeraError('BAD_REQUEST', problem);
+    }
+    const next = nextTick(timing, Math.max(fe.node.stateMachine.clock, Date.now()));
+    if (next === null) throw new VeraError('BAD_REQUEST', `cron ${String(r.cron)} never fires (no tick in the next 9 years)`);
+    const schedule: ScheduleSpec = {
+      id: r.schedule as string,
+      timing,
+      catchUp: r.catchUp === 'none' ? 'none' : 'one',
+      job: { data: r.data ?? null, ...(r.priority === undefined ? {} : { priority: r.priority as number }), ...(r.retry === undefined ? {} : { retry: r.retry as RetryPolicy }) },
+    };
+    const value = await propose(fe, { op: 'schedule', name, schedule });
+    if (value.op !== 'schedule') throw new VeraError('INTERNAL', 'schedule gave another result');
+    return { replaced: value.replaced, nextTick: next };
+  },
+  'journal.schedules': async ({ fe, request: r }) => {
+    await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    const name = r.name as string;
+    definitionOf(fe, name);
+    const all = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readSchedules(db, snapshot, name));
+    return { schedules: all.map(scheduleView) };
+  },
+  'journal.unschedule': async ({ fe, request: r }) => {
+    await propose(fe, { op: 'unschedule', name: r.name as string, id: r.schedule as string });
+    return {};
+  },
   'journal.progress': async ({ fe, request: r }) => {
     await propose(fe, { op: 'progress', name: r.name as string, key: r.key as string, lease: r.lease as number, progress: r.progress });
     return {};
@@ -465,6 +519,10 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
   'journal.pause': one('admin'),
   'journal.resume': one('admin'),
   'journal.drain': one('admin'),
+  // Schedules make jobs on their own, uncharged: the journal's admins set them, its readers see them.
+  'journal.schedule': one('admin'),
+  'journal.unschedule': one('admin'),
+  'journal.schedules': one('read'),
 };
 
 const protocolOps = familyOps('journal', JOURNAL_OPS, handlers, NEEDS);
@@ -563,6 +621,7 @@ function count(fe: FrontEnd, v: Exclude<JournalValue, { op: 'limits' }>): void {
     byJournal.set(v.journal, c);
   }
   if (v.op === 'add') c.added += v.inserted + v.merged + v.deferred;
+  else if (v.op === 'tick') c.added += v.key === null ? 0 : 1;
   else if (v.op === 'claim') c.claimed += v.items.length;
   else if (v.op === 'done') {
     c.done++;
@@ -641,7 +700,8 @@ const http: FamilyHttpRoute = {
     if (parts.length === 0) return { id: 0, op: 'journal.list' };
     const name = parts[0]!;
     const limit = url.searchParams.get('limit');
-    // /NAME/items?status=S&after=C&limit=N, /NAME/items/KEY, /NAME/results/KEY (command version 9).
+    // /NAME/items?status=S&after=C&limit=N, /NAME/items/KEY, /NAME/results/KEY, /NAME/schedules (command version 9).
+    if (parts[1] === 'schedules' && parts.length === 2) return JOURNAL_OPS.get('journal.schedules')!({ name }, 0, fe.limits);
     if (parts[1] === 'items' && parts.length === 2) {
       const after = url.searchParams.get('after');
       const status = url.searchParams.get('status') ?? 'waiting';
@@ -654,6 +714,36 @@ const http: FamilyHttpRoute = {
     if (parts.length > 2 || (parts.length === 2 && parts[1] !== 'flagged')) throw new VeraError('NOT_FOUND', `no endpoint ${url.pathname}`);
     const fields: Record<string, unknown> = { name, ...(parts.length === 2 && limit !== null ? { limit: Number(limit) } : {}) };
     return build(fields, 0, fe.limits);
+  },
+};
+
+/** The next tick of each schedule as this leader computed it, per version of the schedule (a new lastTick is a new object). */
+const nextTicks = new WeakMap<ScheduleClock, number | null>();
+
+/**
+ * Schedules whose next tick has come get one tick entry each: the latest tick due (one job
+ * for ticks missed while no leader ran them, or none with catchUp 'none'; apply decides from
+ * the entry). A tick already made is refused by apply, so a new leader proposing again what
+ * the old one had in flight makes no second job.
+ */
+const schedules: LeaderDuty = {
+  name: 'journal-schedules',
+  periodMs: 50,
+  tick: (fe) => {
+    const state = fe.node.stateMachine.stateOf(journal);
+    const now = Date.now();
+    for (const [name, byId] of state.schedules) {
+      if (state.live(name) === null) continue;
+      for (const s of byId.values()) {
+        let next = nextTicks.get(s);
+        if (next === undefined) nextTicks.set(s, (next = nextTick(s.timing, s.lastTick)));
+        if (next === null || next > now) continue;
+        runDuty(fe, `tick ${name} ${s.id}`, async () => {
+          const at = latestTick(s.timing, s.lastTick, now);
+          return at === null ? null : { op: 'tick', name, id: s.id, tick: at };
+        });
+      }
+    }
   },
 };
 
@@ -684,7 +774,9 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   const available =
     v.op === 'add'
       ? v.inserted + v.merged
-      : v.op === 'release' || v.op === 'requeue' || (v.op === 'done' && v.requeued)
+      : v.op === 'tick'
+        ? Number(v.key !== null)
+        : v.op === 'release' || v.op === 'requeue' || (v.op === 'done' && v.requeued)
         ? 1
         : v.op === 'timeout'
           ? v.requeued.length + v.flagged.length + (v.ended?.length ?? 0)
@@ -714,4 +806,4 @@ const resultExpiry: LeaderDuty = {
   },
 };
 
-export const server: ServerPart = { protocolOps, duties: [timeouts, expiry, drops, resultExpiry], onApplied, http: [http], metrics };
+export const server: ServerPart = { protocolOps, duties: [timeouts, expiry, drops, resultExpiry, schedules], onApplied, http: [http], metrics };

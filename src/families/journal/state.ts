@@ -8,15 +8,22 @@ import { DEFAULT_MAX_JOURNALS } from './commands.js';
 import { JournalBucket, limitsKey, processAtIn } from './keys.js';
 import { decodeDefinition, decodeLimits, type JournalDefinition, type JournalLimits } from './records.js';
 import { RecentItems } from './recent-items.js';
+import { clockOf, decodeSchedule, type ScheduleClock } from './schedules.js';
 
 export class JournalState {
   readonly journals = new Map<string, JournalDefinition>();
   limits: JournalLimits = { maxJournals: DEFAULT_MAX_JOURNALS };
+  /** Each journal's schedules, by id, without their jobs' data (the leader's schedule duty reads these). */
+  readonly schedules = new Map<string, Map<string, ScheduleClock>>();
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<JournalState> {
     const state = new JournalState();
     for await (const [key, value] of db.iterator({ ...bucketRange(JournalBucket.definition), snapshot })) {
       state.journals.set(key.subarray(3).toString('ascii'), decodeDefinition(value));
+    }
+    for await (const [key, value] of db.iterator({ ...bucketRange(JournalBucket.schedule), snapshot })) {
+      const name = key.subarray(3, 3 + key[2]!).toString('ascii');
+      state.setSchedule(name, clockOf(decodeSchedule(value)));
     }
     const limits = await db.get(limitsKey(), { snapshot });
     if (limits !== undefined) state.limits = decodeLimits(limits);
@@ -88,6 +95,18 @@ export class JournalState {
     if (rate === undefined || d.window === undefined) return null;
     const start = now - (now % rate.windowMs);
     return d.window.start === start && d.window.claimed >= rate.max ? start + rate.windowMs : null;
+  }
+
+  setSchedule(name: string, s: ScheduleClock): void {
+    let byId = this.schedules.get(name);
+    if (byId === undefined) this.schedules.set(name, (byId = new Map()));
+    byId.set(s.id, s);
+  }
+
+  deleteSchedule(name: string, id: string): void {
+    const byId = this.schedules.get(name);
+    byId?.delete(id);
+    if (byId?.size === 0) this.schedules.delete(name);
   }
 
   /** Item records written lately (recent-items.ts). */

@@ -70,6 +70,69 @@ export function parseRetryPolicy(value: unknown, where = 'retry'): RetryPolicyIn
   return { attempts: attempts as number, backoff: v.backoff === 'fixed' ? 'fixed' : 'exponential', delayMs: delayMs as number, maxDelayMs: maxDelayMs as number, jitterPct: jitterPct as number };
 }
 
+/** A schedule in an entry (schedules.ts): its fields checked alike by the client, the leader and every member (a cron's fields by the last two). */
+export interface ScheduleSpecInput {
+  readonly id: string;
+  readonly timing: { readonly everyMs: number } | { readonly cron: string; readonly tz: string };
+  readonly catchUp: 'one' | 'none';
+  readonly job: { readonly data: unknown; readonly priority?: number; readonly retry?: RetryPolicyInput };
+}
+
+/** `everyMs` bounds of a schedule (100 ms to 366 days). */
+export const MIN_EVERY_MS = 100;
+export const MAX_EVERY_MS = 366 * 86_400_000;
+/** The longest cron expression accepted. */
+export const MAX_CRON_CHARS = 256;
+const TZ_NAME = /^[A-Za-z0-9_+\-/]{1,64}$/;
+
+/** A schedule id: as a journal name (1-64 of A-Z a-z 0-9 . _ -). */
+export function scheduleIdProblem(value: unknown): string | null {
+  return typeof value === 'string' && JOURNAL_NAME.test(value) ? null : 'schedule (its id) must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit';
+}
+
+/** A schedule's fields, flat as a request has them: `everyMs | cron (tz), catchUp, data, priority, retry`; a string says what is wrong. */
+export function parseScheduleFields(id: unknown, v: Fields): ScheduleSpecInput | string {
+  const idProblem = scheduleIdProblem(id);
+  if (idProblem !== null) return idProblem;
+  if ((v.everyMs === undefined) === (v.cron === undefined)) return 'a schedule needs everyMs or cron (one of them)';
+  let timing: ScheduleSpecInput['timing'];
+  if (v.everyMs !== undefined) {
+    if (typeof v.everyMs !== 'number' || !Number.isSafeInteger(v.everyMs) || v.everyMs < MIN_EVERY_MS || v.everyMs > MAX_EVERY_MS) return `everyMs must be an integer in [${MIN_EVERY_MS}, ${MAX_EVERY_MS}]`;
+    if (v.tz !== undefined) return 'tz goes with cron (everyMs ticks on multiples of it, whatever the zone)';
+    timing = { everyMs: v.everyMs };
+  } else {
+    // Its fields are parsed by the server and every member (cron.ts); here only its shape.
+    if (typeof v.cron !== 'string' || v.cron.length === 0 || v.cron.length > MAX_CRON_CHARS) return `cron must be a string of 1 to ${MAX_CRON_CHARS} characters`;
+    const tz = v.tz ?? 'UTC';
+    if (typeof tz !== 'string' || !TZ_NAME.test(tz)) return 'tz must be an IANA time zone name such as Europe/Paris or UTC';
+    timing = { cron: v.cron as string, tz };
+  }
+  if (v.catchUp !== undefined && v.catchUp !== 'one' && v.catchUp !== 'none') return "catchUp must be 'one' or 'none'";
+  if (v.priority !== undefined && (typeof v.priority !== 'number' || !Number.isSafeInteger(v.priority) || v.priority < 0 || v.priority > 255)) return 'priority must be an integer in [0, 255]';
+  const retry = v.retry === undefined ? undefined : parseRetryPolicy(v.retry);
+  if (typeof retry === 'string') return retry;
+  return {
+    id: id as string,
+    timing,
+    catchUp: v.catchUp === 'none' ? 'none' : 'one',
+    job: { data: v.data ?? null, ...(v.priority === undefined ? {} : { priority: v.priority as number }), ...(retry === undefined ? {} : { retry }) },
+  };
+}
+
+/** A schedule as an entry carries it: `{id, timing, catchUp, job}`. */
+export function parseScheduleSpec(value: unknown): ScheduleSpecInput | string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'schedule must be a map';
+  const v = value as Fields;
+  for (const k of Object.keys(v)) if (!['id', 'timing', 'catchUp', 'job'].includes(k)) return `schedule has an unexpected field '${k}'`;
+  const t = v.timing as Fields | null;
+  const j = v.job as Fields | null;
+  if (typeof t !== 'object' || t === null || typeof j !== 'object' || j === null || !('data' in j)) return 'schedule needs a timing and a job';
+  for (const k of Object.keys(t)) if (!['everyMs', 'cron', 'tz'].includes(k)) return `schedule.timing has an unexpected field '${k}'`;
+  for (const k of Object.keys(j)) if (!['data', 'priority', 'retry'].includes(k)) return `schedule.job has an unexpected field '${k}'`;
+  if (t.cron !== undefined && t.tz === undefined) return 'schedule.timing.tz is missing';
+  return parseScheduleFields(v.id, { ...t, catchUp: v.catchUp, ...j });
+}
+
 /** A rate limit: at most `max` (1-1000000) claimed per `windowMs` (1 ms - 1 day). */
 export function parseRateLimit(value: unknown): { max: number; windowMs: number } | string {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'rateLimit must be a map of max and windowMs';
@@ -176,6 +239,12 @@ function items(f: Fields, limits: ProtocolLimits): unknown[] {
       ...(retry === undefined ? {} : { retry }),
     };
   });
+}
+
+function scheduleId(value: unknown): string {
+  const problem = scheduleIdProblem(value);
+  if (problem !== null) throw invalid(problem);
+  return value as string;
 }
 
 function lease(f: Fields): number {
@@ -309,6 +378,30 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
   ['journal.pause', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.pause', name: name(f) })],
   ['journal.resume', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.resume', name: name(f) })],
   ['journal.drain', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.drain', name: name(f) })],
+  // Repeatable jobs (command version 9): a schedule added or replaced, listed, removed.
+  [
+    'journal.schedule',
+    (f, id, limits) => {
+      onlyFields(f, ['name', 'schedule', 'everyMs', 'cron', 'tz', 'catchUp', 'data', 'priority', 'retry']);
+      const spec = parseScheduleFields(f.schedule, f);
+      if (typeof spec === 'string') throw invalid(spec);
+      const data = f.data === undefined ? null : smallData(f, 'data', MAX_RESULT_BYTES, limits);
+      const t = spec.timing;
+      return {
+        id,
+        op: 'journal.schedule',
+        name: name(f),
+        schedule: spec.id,
+        ...('everyMs' in t ? { everyMs: t.everyMs } : { cron: t.cron, tz: t.tz }),
+        catchUp: spec.catchUp,
+        data,
+        ...(spec.job.priority === undefined ? {} : { priority: spec.job.priority }),
+        ...(spec.job.retry === undefined ? {} : { retry: spec.job.retry }),
+      };
+    },
+  ],
+  ['journal.schedules', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.schedules', name: name(f) })],
+  ['journal.unschedule', (f, id) => (onlyFields(f, ['name', 'schedule']), { id, op: 'journal.unschedule', name: name(f), schedule: scheduleId(f.schedule) })],
   [
     'journal.progress',
     (f, id, limits) => {

@@ -103,3 +103,39 @@ describe('the worker helper', () => {
     expect(server.released).toEqual([{ key: 'second', delayMs: null, failure: false }]);
   });
 });
+
+describe('the worker helper’s prefetch with failing handlers', () => {
+  it('counts the wait for a failed item’s release as handler time, so it does not claim far ahead of what it can start', async () => {
+    // Every other item fails, and its release takes 100 ms (a busy cluster); the others finish at once.
+    let n = 0;
+    const asked: number[] = [];
+    let releases = 0;
+    let tenReleases!: () => void;
+    const released = new Promise<void>((r) => (tenReleases = r));
+    const supply = (max: number): Claim => {
+      asked.push(max);
+      return { lease: 1, items: Array.from({ length: max }, () => ({ ...item(0), key: `k${n++}` })) };
+    };
+    const calls: WorkerCalls = {
+      claim: (max) => Promise.resolve(supply(max)),
+      doneMany: (_items, claim) => Promise.resolve({ lost: [], next: claim === undefined || claim === 0 ? null : supply(claim) }),
+      doneManyHeld: () => Promise.resolve({ lost: [] }),
+      extend: () => Promise.resolve(),
+      release: (_key, _lease, _at, failure) =>
+        failure ? new Promise<void>((r) => setTimeout(() => (++releases === 10 && tenReleases(), r()), 100)) : Promise.resolve(),
+      cancelWait: () => Promise.resolve(0),
+      closed: false,
+    };
+    const worker = new JournalWorker(calls, { ...OPTIONS, concurrency: 2, prefetch: 1000, timeoutMs: 3000, serverRetries: true }, (i) =>
+      Number(i.key.slice(1)) % 2 === 0 ? Promise.reject(new Error('fails')) : Promise.resolve(),
+    );
+    worker.start();
+    await released;
+    await worker.stop();
+    // Two handlers start about 40 items a second here (half of them hold a handler 100 ms):
+    // what they start within a second is tens of items, never the thousand a claim may take
+    // (which a pace judged from the fast successes alone would ask for).
+    expect(asked.length).toBeGreaterThan(3);
+    expect(Math.max(...asked)).toBeLessThan(500);
+  });
+});
