@@ -12,7 +12,7 @@ describe('the families\u2019 server parts', () => {
   it('answer every client op but hello, ping and get, and declare duties that have periods', async () => {
     const parts = await loadServerParts(FAMILIES);
     expect(Object.keys(parts.ops).sort()).toEqual(OPS.filter((op) => !['hello', 'ping', 'get'].includes(op)).sort());
-    expect(parts.duties.map((d) => d.name).sort()).toEqual(['ack-flush', 'audit-flush', 'command-version', 'hibernate-idle', 'journal-drops', 'journal-expiry', 'journal-result-expiry', 'journal-schedules', 'journal-timeouts', 'session-expiry']);
+    expect(parts.duties.map((d) => d.name).sort()).toEqual(['ack-flush', 'assign-purge', 'audit-flush', 'command-version', 'hibernate-idle', 'journal-drops', 'journal-expiry', 'journal-result-expiry', 'journal-schedules', 'journal-timeouts', 'session-expiry']);
     for (const duty of parts.duties) expect(DEFAULT_DUTY_TIMINGS[duty.name] ?? duty.periodMs).toBeGreaterThan(0);
   });
 

@@ -86,11 +86,11 @@ function parseField(text: string, rule: FieldRule): Set<number> | string {
     let hi = rule.max;
     if (m[1] !== '*') {
       const [a, b] = m[1]!.split('-');
-      const from = valueOf(a!, rule);
+      const from = fieldValue(a!, rule);
       if (typeof from === 'string') return from;
       lo = from;
       // `a/n` runs from a to the field's end; a lone `a` is just a.
-      const to = b === undefined ? (m[2] === undefined ? from : rule.max) : valueOf(b, rule);
+      const to = b === undefined ? (m[2] === undefined ? from : rule.max) : fieldValue(b, rule);
       if (typeof to === 'string') return to;
       hi = to;
       if (hi < lo) return `range ${lo}-${hi} runs backwards`;
@@ -100,7 +100,7 @@ function parseField(text: string, rule: FieldRule): Set<number> | string {
   return out;
 }
 
-function valueOf(text: string, rule: FieldRule): number | string {
+function fieldValue(text: string, rule: FieldRule): number | string {
   const named = rule.names?.indexOf(text.toLowerCase()) ?? -1;
   if (named >= 0) return named + (rule.nameBase ?? 0);
   if (!/^\d+$/.test(text)) return `'${text}' is not a number${rule.names === undefined ? '' : ' or a name'}`;
