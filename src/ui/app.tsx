@@ -8,13 +8,12 @@ import { describe, hasStoredToken, isUnauthorized, logIn, logOut, openDashboard,
 import { ClusterPanel } from './panels/cluster.js';
 import { DataPanel } from './panels/data.js';
 import { EventsPanel, type Seen } from './panels/events.js';
-import { JournalPanel } from './panels/journal.js';
 import { MetricsPanel } from './panels/metrics.js';
 import { SessionsPanel } from './panels/sessions.js';
 import { panels as familyPanels } from 'vera:family-panels';
 
 /** The dashboard's own tabs; then each family's (its panel.tsx, found by the build). */
-const CORE_TABS = ['Cluster', 'Data', 'Sessions', 'Events', 'Metrics', 'Journal'] as const;
+const CORE_TABS = ['Cluster', 'Data', 'Sessions', 'Events', 'Metrics'] as const;
 const TABS: readonly string[] = [...CORE_TABS, ...familyPanels.map((p) => p.tab)];
 type Tab = string;
 const KEEP_EVENTS = 500;
@@ -161,7 +160,6 @@ export function App() {
     Sessions: <SessionsPanel dash={dash} />,
     Events: <EventsPanel events={events} watching={watching} />,
     Metrics: <MetricsPanel dash={dash} />,
-    Journal: <JournalPanel dash={dash} readOnly={readOnly} confirm={setPending} />,
   }[tab];
   return (
     <div>

@@ -4,12 +4,10 @@
 // lifecycle events this member keeps) and its actions: retry a flagged job,
 // delete one. Every action is confirmed first.
 import { useState } from 'preact/hooks';
-import { JournalClient, type JobInfo, type LifecycleEventInfo } from '../../families/journal/client.js';
-import { ConfirmButton, type Pending } from '../confirm.js';
-import { describe, type Dashboard } from '../dashboard.js';
-import { count, preview, usePoll } from '../util.js';
+import { ConfirmButton, count, describe, preview, usePoll, type FamilyPanel, type Pending, type PanelProps } from '../../ui/panel-kit.js';
+import { JournalClient, type JobInfo, type LifecycleEventInfo } from './client.js';
 
-export function JournalPanel({ dash, readOnly, confirm }: { dash: Dashboard; readOnly: boolean; confirm: (p: Pending) => void }) {
+function JournalPanel({ dash, readOnly, confirm }: PanelProps) {
   const journal = new JournalClient(dash.client);
   const list = usePoll(() => journal.list(), 2000);
   const metrics = usePoll(() => dash.metrics(), 5000);
@@ -261,3 +259,5 @@ function JobFinder({ journal, names, picked, readOnly, confirm }: { journal: Jou
     </section>
   );
 }
+
+export const panel: FamilyPanel = { tab: 'Journal', order: 10, Panel: JournalPanel };
