@@ -19,21 +19,6 @@ export const Bucket = {
   property: 0x0000,
   internal: 0x0001,
   log: 0x0002,
-  /**
-   * @deprecated Aliases of seed 003's family buckets, kept only so branches still naming
-   * them (test/families/hibernate/hibernate.test.ts) build: the families own these numbers
-   * (ListsBucket, SessionsBucket, WatchesBucket, LagBucket); test/keys.test.ts holds the
-   * aliases equal to them. No source file uses them.
-   */
-  item: 0x0003,
-  /** @deprecated SessionsBucket.client */
-  client: 0x0004,
-  /** @deprecated ListsBucket.clientData */
-  clientData: 0x0005,
-  /** @deprecated WatchesBucket.watch */
-  watch: 0x0006,
-  /** @deprecated LagBucket.lag */
-  lag: 0x0007,
 } as const;
 /** A bucket's 2-byte id (0x0000..0xfffe; bucketPrefix checks the range). */
 export type BucketId = number;

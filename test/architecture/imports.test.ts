@@ -130,15 +130,15 @@ describe('the import graph', () => {
   // The kernel applies entries through the Family contract, which it owns (src/statemachine/family.ts),
   // and is handed the registry at open (StateMachine.open(db, REGISTRY)): nothing under
   // src/statemachine imports anything under src/families, so it knows no family but through the
-  // registry it is handed. src/families/family.ts is only a re-export of the contract, kept for
-  // the families on other branches; it reaches no family either.
+  // registry it is handed.
   it('from the state machine (the kernel) reaches no family: families come in only through the registry handed in', () => {
     const kernel = sourceFiles('src/statemachine');
     const edges = kernel.flatMap((file) => importsOf(file).files.filter((t) => t.startsWith('src/families/')).map((t) => `${file} -> ${t}`));
     expect(edges).toEqual([]);
     const { files } = closure(kernel);
     expect([...files].filter((f) => f.startsWith('src/families/'))).toEqual([]);
-    expect(importsOf('src/families/family.ts').files).toEqual(['src/statemachine/family.ts']);
+    // The contract lives in the kernel, once: no copy or re-export of it is left under src/families.
+    expect(existsSync(join(ROOT, 'src/families/family.ts'))).toBe(false);
   });
 
   it('from the family contract never reaches the server: the server fills in what a family server part is', () => {

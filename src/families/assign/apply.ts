@@ -5,7 +5,7 @@
 // Plans read user records through ctx.reads and nodes from memory, so
 // assignment entries share LevelDB batches.
 import type { ApplyError } from '../../statemachine/types.js';
-import { failure, type BatchOp, type Plan, type PlanContext } from '../family.js';
+import { failure, type BatchOp, type Plan, type PlanContext } from '../../statemachine/family.js';
 import { allocate } from './allocate.js';
 import { DEFAULT_SERVICE, type AssignCommand } from './commands.js';
 import { eventIdKey, eventTimeKey, eventTimeParts, eventTimesBefore, serviceKey } from './keys.js';

@@ -1,6 +1,6 @@
 // Node assignment's commands: what its entries carry, checked field by field
 // (on the leader before proposing, and on every member when decoding an entry).
-import { CommandError } from '../family.js';
+import { CommandError } from '../../statemachine/family.js';
 import { boolField, integerField } from '../fields.js';
 import { journalNameProblem } from '../journal/wire.js';
 import type { PurgeJobSettings } from './purge-job.js';

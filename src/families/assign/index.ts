@@ -4,7 +4,7 @@
 // decision (an allocation with its load counters, a client-state change, a
 // retirement, a purge) is one entry. See docs/assignment.md; the layout is in
 // keys.ts and docs/storage.md.
-import { CommandError, type Family } from '../family.js';
+import { CommandError, type Family } from '../../statemachine/family.js';
 import { boolField, integerField } from '../fields.js';
 import { planAssign } from './apply.js';
 import {

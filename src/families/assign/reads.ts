@@ -2,7 +2,7 @@
 // purge candidates, and counting users as of a time.
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import { AssignBucket, byNodeKey, byNodeRange, lookupKey, replacedBeforeRange, uidAtEnd, userKey, type PurgeCursor } from './keys.js';
 import { decodeUids, decodeUser, type UserRecord } from './records.js';
 

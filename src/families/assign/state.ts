@@ -4,7 +4,7 @@
 // reading LevelDB; user records stay in the db.
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import { AssignBucket, eventTimeParts, eventTimesBefore, metaKey, nodeKeyParts, serviceOfKey } from './keys.js';
 import { decodePurgeJob, purgeJobRange, serviceOfPurgeJobKey, type PurgeJob } from './purge-job.js';
 import { decodeMeta, decodeNode, decodeService, type NodeRecord, type ServiceSettings } from './records.js';

@@ -5,7 +5,7 @@
 // moves its node's load by one, so load always equals the number of current
 // records on the node, whatever the op.
 import type { PlanReads } from '../../statemachine/pending-reads.js';
-import type { BatchOp } from '../family.js';
+import type { BatchOp } from '../../statemachine/family.js';
 import { byNodeKey, emailRange, lookupKey, metaKey, nodeKey, replacedKey, userKey } from './keys.js';
 import { decodeUids, decodeUser, encodeMeta, encodeNode, encodeUids, encodeUser, type NodeRecord, type UserRecord } from './records.js';
 import type { AssignState, ServiceState } from './state.js';

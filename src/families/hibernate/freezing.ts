@@ -8,7 +8,7 @@
 import { decodeItemKey, itemRange } from '../lists/keys.js';
 import { decodeItemValue } from '../lists/codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import { Breather, PACK_SLICE, type ColdStore } from './cold-store.js';
 import { unitItemRanges } from './keys.js';
 import type { FrozenList } from './records.js';

@@ -7,7 +7,7 @@
 import { VeraError } from '../../protocol/index.js';
 import { bucketRange, compareUtf8 } from '../../keys/index.js';
 import { itemRange } from '../lists/keys.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { ColdStore, ColdUnit } from './cold-store.js';
 import { HibernateBucket, inUnit, unitKey, unitOfKey } from './keys.js';

@@ -20,7 +20,7 @@
 // is applied again at restart. Freeze and thaw change no item as a client
 // sees it, so they emit no events.
 import type { ApplyError } from '../../statemachine/types.js';
-import { CommandError, failure, type BatchOp, type Family, type ListGuard, type Plan, type PlanContext, type States } from '../family.js';
+import { CommandError, failure, type BatchOp, type Family, type ListGuard, type Plan, type PlanContext, type States } from '../../statemachine/family.js';
 import { indexField, integerField, pathField } from '../fields.js';
 import { lists } from '../lists/index.js';
 import { ColdStoreError } from './cold-store.js';

@@ -4,7 +4,7 @@
 import { dirname, join } from 'node:path';
 import { bucketRange } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import { FrozenSpanCompactor } from './compactor.js';
 import { RecentColdRead } from './held-reads.js';
 import { ColdStore, ColdStoreError, decodeColdFile, type ColdUnit } from './cold-store.js';

@@ -3,7 +3,7 @@
 // a drop reads the db itself and goes alone. `now` is the replicated clock, the
 // same on every member, and the lease of a claim is its entry's index.
 import type { ApplyError } from '../../statemachine/types.js';
-import { failure, type BatchOp, type Plan, type PlanContext, type States } from '../family.js';
+import { failure, type BatchOp, type Plan, type PlanContext, type States } from '../../statemachine/family.js';
 import { type AddedItem, type JournalCommand } from './commands.js';
 import type { StorageLimits } from '../quota/index.js';
 import { chargeUser, changeUser } from '../quota/index.js';

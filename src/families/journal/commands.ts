@@ -1,7 +1,7 @@
 // The journal family's commands: what its entries carry, checked field by field
 // (on the leader before proposing, and on every member when decoding an entry).
 import { MAX_INDEX } from '../../keys/index.js';
-import { CommandError } from '../family.js';
+import { CommandError } from '../../statemachine/family.js';
 import { integerField, indexField, quotaField } from '../fields.js';
 import type { JournalSettings, RetryPolicy } from './records.js';
 import type { StorageLimits } from '../quota/index.js';

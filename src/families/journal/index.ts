@@ -3,7 +3,7 @@
 // index), extended, done or released, time out back to Waiting (flagged after
 // too many timeouts), expire, and merge by key as the seed says. See
 // docs/journal.md; the layout is in keys.ts and docs/storage.md.
-import { CommandError, type Family } from '../family.js';
+import { CommandError, type Family } from '../../statemachine/family.js';
 import { planJournal } from './apply.js';
 import { USER_QUOTA_SINCE } from '../quota/index.js';
 import {

@@ -1,7 +1,7 @@
 // The journal's reads, from one snapshot of the db: flagged items, and the
 // earliest process date of a journal's Waiting items (for waking claimers).
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import { decodeSchedule, type Schedule } from './schedules.js';
 import { afterHead, dueRange, expiredRange, flaggedKey, flaggedRange, itemKey, JournalBucket, journalRange, keyAfterDate, priorityRange, processAtIn, resultKey, withHead } from './keys.js';
 import { decodeFlagged, decodeItem, decodeResult, type FlaggedItem, type JournalCounts, type JournalDefinition, type JournalItem, type KeptResult } from './records.js';

@@ -3,7 +3,7 @@
 // definition bucket and changed only by plans' after-steps.
 import { bucketRange, firstNotBelow } from '../../keys/index.js';
 import type { VeraDb } from '../../statemachine/types.js';
-import type { DbSnapshot } from '../family.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import { DEFAULT_MAX_JOURNALS } from './commands.js';
 import { JournalBucket, limitsKey, processAtIn } from './keys.js';
 import { decodeDefinition, decodeLimits, type JournalDefinition, type JournalLimits } from './records.js';

@@ -2,7 +2,7 @@
 // entry's own earlier changes (a batch may add one key twice), and the writes
 // are derived at the end from each touched item's before and after (item value,
 // the index entries of its status and expiry, the journal's counts).
-import type { BatchOp } from '../family.js';
+import type { BatchOp } from '../../statemachine/family.js';
 import type { PlanReads } from '../../statemachine/pending-reads.js';
 import type { DueFront, JournalState } from './state.js';
 import type { DerivedKeys, RecentRecord } from './recent-items.js';

@@ -22,8 +22,9 @@ import { APPLIED_INDEX } from '../../../src/statemachine/applied.js';
 import { stateExtras } from '../../../src/statemachine/state-extras.js';
 import { dumpDb, openTempDb, type TempDb } from '../../statemachine/helpers.js';
 import { failNextBatch, recordBatches } from '../../support/batches.js';
-import { Bucket, bucketPrefix } from '../../../src/keys/index.js';
-import type { BatchOp } from '../../../src/families/family.js';
+import { bucketPrefix } from '../../../src/keys/index.js';
+import { ListsBucket } from '../../../src/families/lists/keys.js';
+import type { BatchOp } from '../../../src/statemachine/family.js';
 import { getList } from '../../../src/families/lists/queries.js';
 import { decodeItemKey } from '../../../src/families/lists/keys.js';
 import { FAMILIES, REGISTRY } from '../../../src/families/registry.js';
@@ -533,7 +534,7 @@ describe('cold files travel with the state', () => {
 
 describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
   const STEP = 100;
-  const itemPrefix = bucketPrefix(Bucket.item);
+  const itemPrefix = bucketPrefix(ListsBucket.item);
   /** The item entries (hot data) each batch written deleted or put: what would hold the log behind it. */
   const itemOps = (writes: BatchOp[][]): number[] => writes.map((ops) => ops.filter((op) => op.key.subarray(0, itemPrefix.length).equals(itemPrefix)).length);
 

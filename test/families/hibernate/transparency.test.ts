@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VeraClient } from '../../../src/client/client.js';
-import { serverOnlyFamily } from '../../../src/families/family.js';
+import { serverOnlyFamily } from '../../../src/statemachine/family.js';
 import { HibernateClient } from '../../../src/families/hibernate/client.js';
 import { KvClient } from '../../../src/families/kv/client.js';
 import { RangeClient } from '../../../src/families/range/client.js';
