@@ -13,6 +13,7 @@ import { AssignClient } from '../src/families/assign/client.js';
 import { AuthClient } from '../src/families/auth/client.js';
 import { HibernateClient } from '../src/families/hibernate/client.js';
 import { JournalClient } from '../src/families/journal/client.js';
+import { CounterClient } from '../src/families/counter/client.js';
 import { launchBrowser } from '../test/ui/browser.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -63,6 +64,7 @@ async function main(): Promise<void> {
     await assign.addNode('sync-1.5', 'https://sync-2.example.com', { capacity: 50 });
     for (let i = 0; i < 30; i++) await assign.user('sync-1.5', `user${i}@example.com`);
 
+    await new CounterClient(client).add('deploys', 41);
     await client.push('/archive/2024/q1', { rows: 1200 }, { persistent: true, watch: false });
     await new HibernateClient(client).freeze('/archive/2024');
     await new Promise((r) => setTimeout(r, 1500)); // the flagged job times out; the audit log is written
@@ -91,11 +93,15 @@ async function main(): Promise<void> {
       const loader = (async () => {
         for (let i = 0; load; i++) await client.push(`/services/load/w${i % 20}`, { i }, { persistent: true, watch: false });
       })().catch(() => undefined); // ends with the member if a step below fails: that step's error is the one to see
-      for (const tab of ['Cluster', 'Sessions', 'Events', 'Metrics', 'Journal', 'Assignment', 'Hibernation', 'Audit']) {
+      for (const tab of ['Cluster', 'Sessions', 'Events', 'Metrics', 'Journal', 'Assignment', 'Hibernation', 'Audit', 'Counters']) {
         await page.click(`[data-testid=tab-${tab}]`);
         if (tab === 'Journal') await page.click('text=emails');
         if (tab === 'Assignment') await page.click('text=sync-1.5');
         if (tab === 'Sessions') await page.click('[data-session]');
+        if (tab === 'Counters') {
+          await page.fill('[data-testid=counter-name]', 'deploys');
+          await page.click('text=look up');
+        }
         await page.waitForTimeout(tab === 'Metrics' ? 30_000 : 1200); // fifteen scrapes for the charts; the others one poll
         await page.screenshot({ path: join(OUT, `${tab.toLowerCase()}.png`) });
       }
