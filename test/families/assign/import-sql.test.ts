@@ -4,29 +4,14 @@
 // passed over, malformed input refused with where it is), then on a real server: the
 // rows imported with their uids and every user resolving as in the dump, and a malformed
 // dump refused before anything changes.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type VeraClient } from '../../../src/client/client.js';
-import { AssignClient } from '../../../src/families/assign/client.js';
+import { describe, expect, it } from 'vitest';
+import type { AssignClient } from '../../../src/families/assign/client.js';
+import { importMember } from './import-member.js';
 import { InsertParser, SqlLexer, sqlDump, type SqlDialect } from '../../../src/families/assign/import-sql.js';
-import { main } from '../../../src/cli/main.js';
-import { captureIO } from '../../client/cli-io.js';
-import { startLeader, untilCommandVersion } from '../../server/fixture.js';
-import type { VeraProcess } from '../../support/vera-process.js';
 
-let vp: VeraProcess | null = null;
-let client: VeraClient | null = null;
-let dir: string | null = null;
-afterEach(async () => {
-  await client?.close();
-  client = null;
-  await vp?.stop();
-  vp = null;
-  if (dir !== null) rmSync(dir, { recursive: true, force: true });
-  dir = null;
-});
+const member = importMember('vera-import-sql-');
 
 /** The rows of `sql` fed `chunk` characters at a time. */
 function parse(sql: string, chunk = sql.length, dialect: SqlDialect | null = null): Array<[string, Record<string, string | null>]> {
@@ -105,7 +90,7 @@ const T0 = 1_600_000_000_000;
 
 /** A mysqldump-style dump: the nodes table first (by name), then services, then 300 users in extended INSERTs of 40 rows. */
 function writeSqlDump(bad?: { at: number; row: string }): string {
-  dir ??= mkdtempSync(join(tmpdir(), 'vera-import-sql-'));
+  const dir = member.dir();
   const file = join(dir, bad === undefined ? 'dump.sql' : 'bad.sql');
   const lines = [
     '-- MySQL dump 10.13',
@@ -132,19 +117,8 @@ function writeSqlDump(bad?: { at: number; row: string }): string {
   return file;
 }
 
-async function start(): Promise<AssignClient> {
-  vp = await startLeader();
-  client = await connect(vp.url, { timeoutMs: 10_000 });
-  const assign = new AssignClient(client);
-  await untilCommandVersion(() => assign.services());
-  return assign;
-}
-
-async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = captureIO();
-  const code = await main(['assign', 'import', ...argv, '--server', vp!.url], io);
-  return { code, out: io.out(), err: io.err() };
-}
+const start = (): Promise<AssignClient> => member.start();
+const run = (...argv: string[]): ReturnType<typeof member.run> => member.run(...argv);
 
 describe('vera assign import --sql', () => {
   it('imports the three tables with their uids, in bounded batches, and every user resolves as in the dump', async () => {

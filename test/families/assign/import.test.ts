@@ -1,35 +1,20 @@
 // Importing a Tokenserver database (its services, nodes and users tables as CSV) on a
 // real server: uids kept, bounded batches, the load derived from the records, a
 // repeated run changing nothing, and the check that every user resolves as in the dump.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type VeraClient } from '../../../src/client/client.js';
-import { AssignClient } from '../../../src/families/assign/client.js';
+import { describe, expect, it } from 'vitest';
+import type { AssignClient } from '../../../src/families/assign/client.js';
+import { importMember } from './import-member.js';
 import { csvFields } from '../../../src/families/assign/import-dump.js';
-import { main } from '../../../src/cli/main.js';
-import { captureIO } from '../../client/cli-io.js';
-import { startLeader, untilCommandVersion } from '../../server/fixture.js';
-import type { VeraProcess } from '../../support/vera-process.js';
 
-let vp: VeraProcess | null = null;
-let client: VeraClient | null = null;
-let dir: string | null = null;
-afterEach(async () => {
-  await client?.close();
-  client = null;
-  await vp?.stop();
-  vp = null;
-  if (dir !== null) rmSync(dir, { recursive: true, force: true });
-  dir = null;
-});
+const member = importMember('vera-import-');
 
 const T0 = 1_600_000_000_000;
 
 /** A dump: one service, two nodes, 250 users (uids from 1001, gaps), some re-keyed, one with two current records. */
 function writeDump(): { services: string; nodes: string; users: string } {
-  dir = mkdtempSync(join(tmpdir(), 'vera-import-'));
+  const dir = member.dir();
   const services = join(dir, 'services.csv');
   const nodes = join(dir, 'nodes.csv');
   const users = join(dir, 'users.csv');
@@ -55,19 +40,8 @@ function writeDump(): { services: string; nodes: string; users: string } {
   return { services, nodes, users };
 }
 
-async function start(): Promise<AssignClient> {
-  vp = await startLeader();
-  client = await connect(vp.url, { timeoutMs: 10_000 });
-  const assign = new AssignClient(client);
-  await untilCommandVersion(() => assign.services());
-  return assign;
-}
-
-async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const io = captureIO();
-  const code = await main(['assign', 'import', ...argv, '--server', vp!.url], io);
-  return { code, out: io.out(), err: io.err() };
-}
+const start = (): Promise<AssignClient> => member.start();
+const run = (...argv: string[]): ReturnType<typeof member.run> => member.run(...argv);
 
 describe('importing a Tokenserver database', () => {
   it('reads CSV fields: quotes, doubled quotes, empty fields', () => {
