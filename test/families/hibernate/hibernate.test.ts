@@ -263,13 +263,19 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
     // The background write of the first freeze is held until a newer freeze of the unit has written its file.
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
+    let entered!: () => void;
+    const reached = new Promise<void>((r) => (entered = r));
     const write = ColdStore.prototype.write;
     const spy = vi.spyOn(ColdStore.prototype, 'write').mockImplementationOnce(async function (this: ColdStore, cold, wanted) {
+      entered();
       await held;
       return write.call(this, cold, wanted);
     });
     await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/alice', seen: newest }] });
     const background = m.sm.stateOf(hibernate).writing.get('/users/alice')!;
+    // The background prepare reads the unit in paced slices before it writes: wait until its write is
+    // the one held, or (on a busy machine) the newer freeze's own write would take the held mock and wait forever.
+    await reached;
     // A write cancels that freeze; a one-entry freeze then freezes the unit with its own file.
     const b3 = await m.push('/users/alice/bookmarks', 'b3');
     expect(await m.hibernate({ op: 'freeze', unit: '/users/alice', seen: b3 })).toMatchObject({ frozen: true, items: 4 });
