@@ -29,6 +29,12 @@ type Token =
   | { readonly kind: 'number'; readonly text: string; readonly line: number }
   | { readonly kind: 'punct'; readonly text: string; readonly line: number };
 
+/**
+ * The most text a token cut between chunks may carry into the next one: far above any value of the
+ * three tables, so a string, name or comment that never ends is refused here rather than read
+ * (and rescanned) to the end of a large file.
+ */
+export const MAX_TOKEN_CHARS = 1024 * 1024;
 const WORD_START = /[A-Za-z_]/;
 const WORD = /[A-Za-z0-9_$]/;
 const MYSQL_ESCAPES: Readonly<Record<string, string>> = { '0': '\u0000', b: '\b', n: '\n', r: '\r', t: '\t', Z: '\u001a', '%': '\\%', _: '\\_' };
@@ -134,6 +140,7 @@ export class SqlLexer {
       i++;
     }
     this.buf = b.slice(i);
+    if (this.buf.length > MAX_TOKEN_CHARS) throw new SqlDumpError(`line ${this.line}: a token longer than ${MAX_TOKEN_CHARS} characters (a string, name or comment that never ends?)`);
     return out;
   }
 

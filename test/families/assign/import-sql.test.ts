@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AssignClient } from '../../../src/families/assign/client.js';
 import { importMember } from './import-member.js';
-import { InsertParser, SqlLexer, sqlDump, type SqlDialect } from '../../../src/families/assign/import-sql.js';
+import { InsertParser, MAX_TOKEN_CHARS, SqlLexer, sqlDump, type SqlDialect } from '../../../src/families/assign/import-sql.js';
 
 const member = importMember('vera-import-sql-');
 
@@ -83,6 +83,19 @@ INSERT INTO public.users VALUES (8, 1, E'c\\'d@example.com', 1, '', 2, NULL, 10,
     expect(() => parse("INSERT INTO services VALUES (1,'s','p') (2,'t','q');")).toThrow(/expected ',' or ';' after a row/);
     expect(() => parse('INSERT INTO services (id, VALUES (1);')).toThrow(/expected ',' or '\)' in the column list/);
     expect(() => parse('/* never closed')).toThrow(/a comment that never ends/);
+  });
+
+  it('refuses a string that never ends once it passes the token bound, without reading on to the end', () => {
+    const lexer = new SqlLexer('mysql');
+    lexer.push("INSERT INTO users VALUES (1,1,'");
+    const chunk = 'x'.repeat(64 * 1024);
+    let pushed = 0;
+    expect(() => {
+      for (; pushed < 100; pushed++) lexer.push(chunk);
+    }).toThrow(/line 1: a token longer than 1048576 characters/);
+    // It stopped at the chunk that took the cut-off string past the bound, not at the end of the input.
+    expect((pushed + 1) * chunk.length).toBeGreaterThan(MAX_TOKEN_CHARS - chunk.length);
+    expect(pushed * chunk.length).toBeLessThanOrEqual(MAX_TOKEN_CHARS);
   });
 });
 
