@@ -26,6 +26,8 @@ export interface BackgroundPrepare {
 
 /** Units read and written at once per freeze: one, so the work beside the log comes in small pieces between client requests. */
 const PREPARE_WIDTH = 1;
+/** Thaw reads a member keeps decoded at once (HibernateState.thawReads). */
+export const MAX_HELD_THAW_READS = 16;
 
 /**
  * For each path, the names of its children that lead to lists of Frozen units, each with
@@ -90,7 +92,12 @@ export class HibernateState {
    * unit's first key and finds the same keys, only slower.
    */
   readonly drainCursor = new Map<string, Buffer>();
-  /** A unit's cold file as its steps of thawing read it: read (in slices) once per thaw, not per step. */
+  /**
+   * A unit's cold file as its steps of thawing read it: read (in slices) once per thaw, not per step.
+   * At most MAX_HELD_THAW_READS, the oldest dropped first: a thaw begun whose leader died before any
+   * step would otherwise hold its decoded unit until the unit is thawed again; a step whose read was
+   * dropped reads the file again.
+   */
   private readonly thawReads = new Map<string, { readonly frozenAt: number; readonly read: Promise<ColdUnit> }>();
 
   /** The Frozen unit's file, verified to be its freeze's, for a step of its thaw. */
@@ -101,8 +108,15 @@ export class HibernateState {
       if (cold.meta.frozenAt !== frozenAt) throw new ColdStoreError(unit, 'foreign', `the file is from the freeze at ${String(cold.meta.frozenAt)}, the unit froze at ${frozenAt}`);
       return cold;
     });
-    read.catch(() => this.thawReads.delete(unit));
+    read.catch(() => {
+      if (this.thawReads.get(unit)?.read === read) this.thawReads.delete(unit);
+    });
+    this.thawReads.delete(unit); // a re-read goes to the end of the order
     this.thawReads.set(unit, { frozenAt, read });
+    for (const oldest of this.thawReads.keys()) {
+      if (this.thawReads.size <= MAX_HELD_THAW_READS) break;
+      this.thawReads.delete(oldest);
+    }
     return read;
   }
 

@@ -8,9 +8,9 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ColdStore } from '../../../src/families/hibernate/cold-store.js';
+import { ColdStore, type ColdUnit } from '../../../src/families/hibernate/cold-store.js';
 import { hibernate, type HibernateValue } from '../../../src/families/hibernate/index.js';
-import { coldDirOf } from '../../../src/families/hibernate/state.js';
+import { coldDirOf, MAX_HELD_THAW_READS } from '../../../src/families/hibernate/state.js';
 import { newestIndexIn, readUnit } from '../../../src/families/hibernate/freezing.js';
 import { lists } from '../../../src/families/lists/index.js';
 import { encodeCommand } from '../../../src/families/commands.js';
@@ -689,6 +689,22 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     expect(await step(0)).toMatchObject({ done: true, thawed: false });
     await m.restart();
     expect(m.sm.stateOf(lists).dump()).toEqual(indexBefore);
+  });
+
+  it('keeps at most MAX_HELD_THAW_READS thaw reads decoded, dropping the oldest; a dropped one is read again when asked', async () => {
+    const m = await member();
+    const state = m.sm.stateOf(hibernate);
+    const reads = vi.spyOn(state.cold, 'readInSlices').mockImplementation(async () => ({ meta: { frozenAt: 7 } }) as unknown as ColdUnit);
+    const units = Array.from({ length: MAX_HELD_THAW_READS + 4 }, (_, i) => `/users/u${i}`);
+    for (const u of units) await state.thawRead(u, 7);
+    expect(reads).toHaveBeenCalledTimes(units.length);
+    // The newest are still held: no read.
+    await state.thawRead(units.at(-1)!, 7);
+    expect(reads).toHaveBeenCalledTimes(units.length);
+    // The oldest was dropped: read again.
+    await state.thawRead(units[0]!, 7);
+    expect(reads).toHaveBeenCalledTimes(units.length + 1);
+    reads.mockRestore();
   });
 
   it('thawBegin has every member read the file beside the log, so no thawStep reads it in apply; a stale thawBegin changes nothing', async () => {
