@@ -1,27 +1,13 @@
 // Draining a node from the CLI, paced at a rate, and a node's users page by page
 // over the CLI and HTTP, on a real server.
-import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type VeraClient } from '../../../src/client/client.js';
-import { AssignClient } from '../../../src/families/assign/client.js';
-import { main } from '../../../src/cli/main.js';
-import { captureIO } from '../../client/cli-io.js';
-import { startLeader, untilCommandVersion } from '../../server/fixture.js';
-import type { VeraProcess } from '../../support/vera-process.js';
+import { describe, expect, it } from 'vitest';
+import type { AssignClient } from '../../../src/families/assign/client.js';
+import { assignMember } from './assign-member.js';
 
-let vp: VeraProcess | null = null;
-let client: VeraClient | null = null;
-afterEach(async () => {
-  await client?.close();
-  client = null;
-  await vp?.stop();
-  vp = null;
-});
+const member = assignMember();
 
 async function start(): Promise<AssignClient> {
-  vp = await startLeader();
-  client = await connect(vp.url, { timeoutMs: 10_000 });
-  const assign = new AssignClient(client);
-  await untilCommandVersion(() => assign.services());
+  const assign = await member.start();
   await assign.service('sync-1.5');
   await assign.addNode('sync-1.5', 'https://a', { capacity: 100 });
   await Promise.all(Array.from({ length: 30 }, (_, i) => assign.user('sync-1.5', `u${i}@example.com`)));
@@ -29,11 +15,7 @@ async function start(): Promise<AssignClient> {
   return assign;
 }
 
-async function run(...argv: string[]): Promise<{ code: number; out: string }> {
-  const io = captureIO();
-  const code = await main(['assign', ...argv, '--server', vp!.url], io);
-  return { code, out: io.out() };
-}
+const run = (...argv: string[]): ReturnType<typeof member.cli> => member.cli(...argv);
 
 describe('drain and node users', () => {
   it('vera assign node users pages through a node; GET /v1/assign/services/S/nodes/N/users does too', async () => {
@@ -45,7 +27,7 @@ describe('drain and node users', () => {
     const second = await run('node', 'users', 'sync-1.5', 'https://a', '--after', String(page.next));
     expect(second.out.trim().split('\n')).toHaveLength(10);
     expect(second.out).not.toContain('more:');
-    const res = await fetch(`${vp!.httpUrl}/v1/assign/services/sync-1.5/nodes/${encodeURIComponent('https://a')}/users?limit=25&after=${page.users[4]!.uid}`);
+    const res = await fetch(`${member.httpUrl()}/v1/assign/services/sync-1.5/nodes/${encodeURIComponent('https://a')}/users?limit=25&after=${page.users[4]!.uid}`);
     const body = (await res.json()) as { users: Array<{ uid: number }>; next: number | null };
     expect(body.users.map((u) => u.uid)).toEqual([...page.users.slice(5).map((u) => u.uid), ...body.users.slice(15).map((u) => u.uid)]);
     expect(body.users).toHaveLength(25);

@@ -8,10 +8,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AssignClient } from '../../../src/families/assign/client.js';
-import { importMember } from './import-member.js';
+import { assignMember } from './assign-member.js';
 import { InsertParser, MAX_TOKEN_CHARS, SqlLexer, sqlDump, type SqlDialect } from '../../../src/families/assign/import-sql.js';
 
-const member = importMember('vera-import-sql-');
+const member = assignMember('vera-import-sql-');
 
 /** The rows of `sql` fed `chunk` characters at a time. */
 function parse(sql: string, chunk = sql.length, dialect: SqlDialect | null = null): Array<[string, Record<string, string | null>]> {
@@ -131,7 +131,7 @@ function writeSqlDump(bad?: { at: number; row: string }): string {
 }
 
 const start = (): Promise<AssignClient> => member.start();
-const run = (...argv: string[]): ReturnType<typeof member.run> => member.run(...argv);
+const run = (...argv: string[]): ReturnType<typeof member.cli> => member.cli('import', ...argv);
 
 describe('vera assign import --sql', () => {
   it('imports the three tables with their uids, in bounded batches, and every user resolves as in the dump', async () => {

@@ -5,10 +5,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AssignClient } from '../../../src/families/assign/client.js';
-import { importMember } from './import-member.js';
+import { assignMember } from './assign-member.js';
 import { csvFields } from '../../../src/families/assign/import-dump.js';
 
-const member = importMember('vera-import-');
+const member = assignMember('vera-import-');
 
 const T0 = 1_600_000_000_000;
 
@@ -41,7 +41,7 @@ function writeDump(): { services: string; nodes: string; users: string } {
 }
 
 const start = (): Promise<AssignClient> => member.start();
-const run = (...argv: string[]): ReturnType<typeof member.run> => member.run(...argv);
+const run = (...argv: string[]): ReturnType<typeof member.cli> => member.cli('import', ...argv);
 
 describe('importing a Tokenserver database', () => {
   it('reads CSV fields: quotes, doubled quotes, empty fields', () => {

@@ -1,30 +1,16 @@
 // Purge until done on a real server: bounded batches, each going on from the last
 // one's cursor, with the grace period, downed nodes passed over unless forced, a
 // uid range, and an override node for data copied off a downed node.
-import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type VeraClient } from '../../../src/client/client.js';
-import { AssignClient } from '../../../src/families/assign/client.js';
+import { describe, expect, it } from 'vitest';
+import type { AssignClient } from '../../../src/families/assign/client.js';
+import { assignMember } from './assign-member.js';
 import { JournalClient } from '../../../src/families/journal/client.js';
-import { main } from '../../../src/cli/main.js';
-import { captureIO } from '../../client/cli-io.js';
-import { startLeader, untilCommandVersion } from '../../server/fixture.js';
-import type { VeraProcess } from '../../support/vera-process.js';
 import { pollUntil } from '../../support/poll.js';
 
-let vp: VeraProcess | null = null;
-let client: VeraClient | null = null;
-afterEach(async () => {
-  await client?.close();
-  client = null;
-  await vp?.stop();
-  vp = null;
-});
+const member = assignMember();
 
 async function start(): Promise<AssignClient> {
-  vp = await startLeader();
-  client = await connect(vp.url, { timeoutMs: 10_000 });
-  const assign = new AssignClient(client);
-  await untilCommandVersion(() => assign.services());
+  const assign = await member.start();
   await assign.service('sync-1.5');
   return assign;
 }
@@ -45,11 +31,7 @@ describe('purge until done', () => {
     await assign.updateNode('sync-1.5', 'https://a', { backoff: 1 });
     await rekeyed(assign, 'c', 7);
     await assign.updateNode('sync-1.5', 'https://c', { downed: true });
-    const run = async (...argv: string[]): Promise<{ code: number; out: string }> => {
-      const io = captureIO();
-      const code = await main(['assign', 'purge', 'sync-1.5', ...argv, '--server', vp!.url], io);
-      return { code, out: io.out() };
-    };
+    const run = (...argv: string[]): ReturnType<typeof member.cli> => member.cli('purge', 'sync-1.5', ...argv);
     // The grace period holds them all back.
     expect((await run('--until-done', '--grace', '1h')).out).toContain('done: 0 records purged in 1 batches');
     const first = await run('--until-done', '--grace', '0', '--max', '50');
@@ -82,7 +64,7 @@ describe('purge until done', () => {
 
   it('--override-node sends a downed node\'s clean-up to the node its data was copied to, except the user\'s current data', async () => {
     const assign = await start();
-    const journals = new JournalClient(client!);
+    const journals = new JournalClient(member.client());
     await journals.create('cleanup');
     await assign.addNode('sync-1.5', 'https://a', { capacity: 100 });
     // x: one record on a. y: re-keyed on a, so an older record (aa) and a newer one (bb).
@@ -103,7 +85,7 @@ describe('purge until done', () => {
 
   it('a purge job with force and an override node: the same clean-ups as a batch, counted in its progress', async () => {
     const assign = await start();
-    const journals = new JournalClient(client!);
+    const journals = new JournalClient(member.client());
     await journals.create('cleanup');
     await assign.addNode('sync-1.5', 'https://a', { capacity: 100 });
     await assign.user('sync-1.5', 'x@example.com', { generation: 1, keysChangedAt: 1, clientState: 'aa' });
@@ -126,18 +108,14 @@ describe('purge until done', () => {
 
   it('vera assign purge-job: the leader purges until done with the same options, progress readable; a job whose journal is gone fails', async () => {
     const assign = await start();
-    const journals = new JournalClient(client!);
+    const journals = new JournalClient(member.client());
     await assign.addNode('sync-1.5', 'https://a', { capacity: 1000 });
     await rekeyed(assign, 'j', 45);
     await assign.addNode('sync-1.5', 'https://d', { capacity: 1000 });
     await assign.updateNode('sync-1.5', 'https://a', { backoff: 1 });
     await rekeyed(assign, 'd', 5);
     await assign.updateNode('sync-1.5', 'https://d', { downed: true });
-    const run = async (...argv: string[]): Promise<{ code: number; out: string; err: string }> => {
-      const io = captureIO();
-      const code = await main(['assign', 'purge-job', ...argv, '--server', vp!.url], io);
-      return { code, out: io.out(), err: io.err() };
-    };
+    const run = (...argv: string[]): ReturnType<typeof member.cli> => member.cli('purge-job', ...argv);
     await journals.create('cleanup');
     const started = await run('start', 'sync-1.5', '--grace', '0', '--max', '10', '--journal', 'cleanup', '--json');
     expect(started.code, started.err).toBe(0);

@@ -1,6 +1,6 @@
-// What the import tests (CSV and SQL) share: a leader started on demand with a client
-// whose assignment ops are accepted, `vera assign import` run against it, and a scratch
-// directory for the dumps; all of it gone after each test.
+// What the assignment tests on one real leader share: the leader started on demand with
+// a client whose assignment ops are accepted, `vera assign ...` run against it, and a
+// scratch directory; all of it gone after each test.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,17 +12,20 @@ import { captureIO } from '../../client/cli-io.js';
 import { startLeader, untilCommandVersion } from '../../server/fixture.js';
 import type { VeraProcess } from '../../support/vera-process.js';
 
-export interface ImportMember {
+export interface AssignMember {
   /** Starts the leader and resolves once it accepts assignment ops. */
   start(): Promise<AssignClient>;
-  /** `vera assign import ARGV... --server URL`, with what it printed. */
-  run(...argv: string[]): Promise<{ code: number; out: string; err: string }>;
+  /** `vera assign ARGV... --server URL`, with what it printed. */
+  cli(...argv: string[]): Promise<{ code: number; out: string; err: string }>;
+  /** The started leader's client and HTTP address. */
+  client(): VeraClient;
+  httpUrl(): string;
   /** This test's scratch directory, made on first use. */
   dir(): string;
 }
 
 /** Call at the top of a test file: registers the clean-up after each test. */
-export function importMember(prefix: string): ImportMember {
+export function assignMember(prefix = 'vera-assign-'): AssignMember {
   let vp: VeraProcess | null = null;
   let client: VeraClient | null = null;
   let dir: string | null = null;
@@ -42,11 +45,13 @@ export function importMember(prefix: string): ImportMember {
       await untilCommandVersion(() => assign.services());
       return assign;
     },
-    async run(...argv) {
+    async cli(...argv) {
       const io = captureIO();
-      const code = await main(['assign', 'import', ...argv, '--server', vp!.url], io);
+      const code = await main(['assign', ...argv, '--server', vp!.url], io);
       return { code, out: io.out(), err: io.err() };
     },
+    client: () => client!,
+    httpUrl: () => vp!.httpUrl,
     dir: () => (dir ??= mkdtempSync(join(tmpdir(), prefix))),
   };
 }
