@@ -166,6 +166,21 @@ function importedUser(u: unknown, at: number): Record<string, unknown> {
   };
 }
 
+
+/** What a purge and a purge job share: the service, grace period, batch size, force, clean-up journal and uid/node scope. */
+function purgeSettings(f: Fields) {
+  const journal = f.journal;
+  if (journal !== undefined && journalNameProblem(journal) !== null) throw invalid('journal must be the name of a journal');
+  return {
+    service: service(f),
+    graceMs: bounded(f, 'graceMs', 0, 2 ** 48) ?? 7 * 24 * 3600 * 1000,
+    max: bounded(f, 'max', 1, MAX_BATCH) ?? 100,
+    force: bool(f, 'force') ?? false,
+    ...(journal === undefined ? {} : { journal: journal as string }),
+    ...purgeScope(f, journal !== undefined),
+  };
+}
+
 /** A purge's uid range (upstream's --range_start/--range_end) and override node (--override_node, with force and a journal). */
 function purgeScope(f: Fields, journal: boolean): Record<string, unknown> {
   const uidMin = bounded(f, 'uidMin', 1, Number.MAX_SAFE_INTEGER);
@@ -274,19 +289,12 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
       if (f.after !== undefined && (typeof f.after !== 'string' || !PURGE_CURSOR.test(f.after) || !f.after.split(':').every((n) => Number.isSafeInteger(Number(n))))) {
         throw invalid('after must be the `next` a purge answered');
       }
-      const journal = f.journal;
-      if (journal !== undefined && journalNameProblem(journal) !== null) throw invalid('journal must be the name of a journal');
       return {
         id,
         op: 'assign.purge',
-        service: service(f),
-        graceMs: bounded(f, 'graceMs', 0, 2 ** 48) ?? 7 * 24 * 3600 * 1000,
-        max: bounded(f, 'max', 1, MAX_BATCH) ?? 100,
-        force: bool(f, 'force') ?? false,
+        ...purgeSettings(f),
         dryRun: bool(f, 'dryRun') ?? false,
-        ...(journal === undefined ? {} : { journal }),
         ...(f.after === undefined ? {} : { after: f.after }),
-        ...purgeScope(f, journal !== undefined),
       };
     },
   ],
@@ -294,18 +302,7 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
     'assign.purgeStart',
     (f, id) => {
       onlyFields(f, ['service', 'graceMs', 'max', 'force', 'journal', 'uidMin', 'uidMax', 'overrideNode']);
-      const journal = f.journal;
-      if (journal !== undefined && journalNameProblem(journal) !== null) throw invalid('journal must be the name of a journal');
-      return {
-        id,
-        op: 'assign.purgeStart',
-        service: service(f),
-        graceMs: bounded(f, 'graceMs', 0, 2 ** 48) ?? 7 * 24 * 3600 * 1000,
-        max: bounded(f, 'max', 1, MAX_BATCH) ?? 100,
-        force: bool(f, 'force') ?? false,
-        ...(journal === undefined ? {} : { journal }),
-        ...purgeScope(f, journal !== undefined),
-      };
+      return { id, op: 'assign.purgeStart', ...purgeSettings(f) };
     },
   ],
   ['assign.purgeStop', (f, id) => (onlyFields(f, ['service']), { id, op: 'assign.purgeStop', service: service(f) })],
