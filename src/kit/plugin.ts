@@ -4,7 +4,7 @@
 // state. The server adapts a plugin to its own parts (src/server/front/plugin-part.ts);
 // a family written this way imports nothing of the server. Importing only
 // src/protocol keeps it at the bottom of the import graph, under the families.
-import type { AnyOpSchema, FamilyRequest, RequestOfSchema, ResultOfSchema, VeraError } from '../protocol/index.js';
+import type { AnyOpSchema, FamilyRequest, ProtocolLimits, RequestOfSchema, ResultOfSchema, VeraError } from '../protocol/index.js';
 
 /** A replicated command of the plugin's own family (the host adds the family's name). */
 export interface PluginCommand {
@@ -19,42 +19,159 @@ export interface PluginNeed {
 }
 
 /**
- * What a family's server instance may use of the member it runs on: seven
- * things, each one a job the server already does for every family.
+ * The store's types, which the kit names without importing the store (that would close a
+ * loop: the store's family contract imports the kit). src/statemachine/family.ts fills this
+ * in by declaration merging: `reader` is its StateReader, `db` and `snapshot` the LevelDB and
+ * one of its snapshots.
  */
-export interface FamilyHost<S> {
-  /** Proposes one of this family's commands; resolves with its result once applied here, or throws the refusal as a VeraError. */
-  propose(command: PluginCommand): Promise<unknown>;
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging (src/statemachine/family.ts)
+export interface StoreSlot {}
+type Slot<K extends string> = StoreSlot extends { readonly [P in K]: infer T } ? T : never;
+/** Reads the db at one snapshot (`read`) and any family's in-memory state (`stateOf`): what a family's queries take. */
+export type StoreReader = Slot<'reader'>;
+export type StoreDb = Slot<'db'>;
+export type StoreSnapshot = Slot<'snapshot'>;
+
+/** Per-user storage limits: items and bytes (0: none). */
+export interface UserLimits {
+  readonly items: number;
+  readonly bytes: number;
+}
+
+/**
+ * What a family's server instance may use of the member it runs on, each one a job
+ * the server already does for every family. createServer runs while the server
+ * loads its parts, before the member is open: it may keep the host, but calls it
+ * only from handlers, duties and hooks (a call before then throws).
+ */
+export interface FamilyHost<S, V = unknown, C extends PluginCommand = PluginCommand> {
+  /** Proposes one of this family's commands; resolves with its value once applied here, or throws the refusal as a VeraError. */
+  propose(command: C): Promise<V>;
+  /** Proposes another family's command, for a family that drives one (assignment queues clean-up jobs in a journal); resolves with its value. */
+  proposeTo(family: string, command: PluginCommand): Promise<unknown>;
   /** Waits until this member has applied everything committed before the call (a linearizable read's barrier). */
   barrier(): Promise<void>;
   /** This family's in-memory state, as of the entries applied so far. */
   state(): S;
+  /** The store: snapshot reads of the family's buckets, other families' state (a journal's existence), for the family's queries. */
+  readonly reader: StoreReader;
   /** The replicated clock: the leader's milliseconds in the newest applied entry. */
   now(): number;
+  /** The index of the newest entry applied here (where a feed of applied events starts). */
+  appliedIndex(): number;
+  /** The cluster's active command version: what a request may ask of apply during a rolling upgrade. */
+  commandVersion(): number;
+  /** The protocol limits requests are judged by (replyBytes: what one reply may carry); also what an HTTP route builds its request with. */
+  readonly limits: ProtocolLimits;
+  /** The server's default storage limits per user (--items-per-user, --bytes-per-user), which a command that stores items carries. */
+  readonly userLimits: UserLimits;
+  /** Refuses (INSUFFICIENT_STORAGE) a request adding `bytes` while the data disk is below its reserve. */
+  admitWrite(bytes: number): void;
+  /** This family's section of the server's configuration (hibernation: which units hibernate when idle), or null. */
+  settings(): unknown;
   isLeader(): boolean;
   /** The error to answer when the op needs the leader and this member is not it. */
   notLeader(): VeraError;
-  readonly log: { info(fields: object, msg: string): void; warn(fields: object, msg: string): void };
+  readonly log: {
+    debug(fields: object, msg: string): void;
+    info(fields: object, msg: string): void;
+    warn(fields: object, msg: string): void;
+  };
 }
 
 /** Who calls an op, as the server judged it. */
 export interface OpCaller {
+  /** The session the connection established, '' for an HTTP call. */
   readonly session: string;
   /** The user, or null with authentication off. */
   readonly user: string | null;
   readonly remote: string;
+  /** The request frame's size: what a write is charged against the disk's free space (admitWrite). */
+  readonly frameBytes: number;
 }
 
 export type OpHandler<Schema> = (request: RequestOfSchema<Schema>, caller: OpCaller) => Promise<ResultOfSchema<Schema>>;
 
+/** Work only the leader does, on a timer: started when this member starts leading, stopped when it stops or the server closes. */
+export interface PluginDuty {
+  /** Also the key of its period in the server's timings (tests shorten them). */
+  readonly name: string;
+  /** Its period (ms) when the server's timings do not name it. */
+  readonly periodMs: number;
+  /** Runs once when this member starts leading, before the first tick. */
+  start?(): void;
+  tick(): void;
+  /** Runs when this member stops leading, and when the server closes while it leads. */
+  stop?(): void;
+}
+
+/**
+ * An HTTP endpoint on the client port: GET (or POST) `prefix` or below it stands for one
+ * of the family's ops (built with `opRequest`), which the server judges and runs like a
+ * WebSocket request and answers as JSON.
+ */
+export interface PluginRoute {
+  /** Starts with /v1/ and names the family, e.g. /v1/journals. */
+  readonly prefix: string;
+  /** `rest` is the path after the prefix ('' or '/...'); throw a VeraError (NOT_FOUND, BAD_REQUEST) for a target that names no op. */
+  get(rest: string, url: URL): FamilyRequest;
+  /** POST with a JSON object body (at most 64 KiB); absent: GET only. */
+  post?(rest: string, url: URL, body: Readonly<Record<string, unknown>>): FamilyRequest;
+}
+
+/** What an access does with a path: reads its items, changes them, watches it, or lists what is at or below it. */
+export type PathUse = 'read' | 'write' | 'watch' | 'list';
+
+export interface PathAccess {
+  readonly path: string;
+  readonly use: PathUse;
+  /** A read served from what this member holds (`consistency: 'stale'`). */
+  readonly stale: boolean;
+}
+
+/** A stored list entry as LevelDB holds it: the item's key and value bytes. */
+export type StoredEntry = readonly [Buffer, Buffer];
+
+/**
+ * A rule the family holds over every access to a list's path (hibernation: a Frozen unit
+ * is thawed before a use, and read from its cold file meanwhile), which the server runs on
+ * every read, write, watch, listing and resync (src/server/guard/path-guard.ts).
+ */
+export interface PluginPathGuard {
+  /** Runs before the access and resolves once it may go on; true when it had to wait. Runs again after a refusal it claims. */
+  before(access: PathAccess): Promise<boolean>;
+  /** Whether `err` is this guard's refusal, which changed nothing: pass `before` again and try again. */
+  refuses(err: unknown): boolean;
+  /** The entries (key order) of the list at `path` as of `snapshot`, when the family holds them outside the item bucket; else null. */
+  entriesAt(db: StoreDb, snapshot: StoreSnapshot, path: string): Promise<readonly StoredEntry[] | null>;
+  /** Names of `path`'s children that lead to lists the family holds outside the item bucket. */
+  childrenOf(path: string): readonly string[];
+  /** The non-empty lists the family holds outside the item bucket as of `snapshot`, at or below `prefix`, after `after`, in path order. */
+  listsAt(db: StoreDb, snapshot: StoreSnapshot, prefix: string, after: string | undefined): AsyncIterable<{ readonly path: string; readonly newest: number }>;
+}
+
 /** A plugin's server instance: one per member, made at start, holding all of the family's per-member state. */
-export interface PluginServer<Schemas extends Readonly<Record<string, AnyOpSchema>>> {
+export interface PluginServer<Schemas extends Readonly<Record<string, AnyOpSchema>>, V = unknown> {
   readonly handlers: { readonly [K in keyof Schemas]: OpHandler<Schemas[K]> };
+  /** The leader's timed work (expiry, timeouts, idle detection). */
+  readonly duties?: readonly PluginDuty[];
+  /** Read-only (or op-standing) HTTP endpoints under /v1/. */
+  readonly http?: readonly PluginRoute[];
+  /**
+   * Sees every entry this member applies, in log order, once it is in the db: `value` is
+   * this family's result when the entry was one of its commands that succeeded, else null.
+   * How a family tells its own waiters and counts what it applied. Must not throw or block.
+   */
+  applied?(index: number, value: V | null): void;
+  /** The family's lines of /metrics, in the Prometheus text format. */
+  metrics?(): Promise<string>;
+  /** A rule over every access to a list's path (see PluginPathGuard). */
+  readonly pathGuard?: PluginPathGuard;
   /** Releases what the instance holds (timers, waiters) when the server closes. */
   close?(): void;
 }
 
-export interface Plugin<Schemas extends Readonly<Record<string, AnyOpSchema>>, S> {
+export interface Plugin<Schemas extends Readonly<Record<string, AnyOpSchema>>, S, V = unknown, C extends PluginCommand = PluginCommand> {
   /** The family's ops, by a name of the family's choosing. */
   readonly ops: Schemas;
   /** What each op needs of the caller's permissions (every op says, so none is served unchecked). */
@@ -64,10 +181,10 @@ export interface Plugin<Schemas extends Readonly<Record<string, AnyOpSchema>>, S
    * hibernation's among them, have nothing to do for them). Plugin ops that touch lists are not supported yet.
    */
   readonly touchesNoLists: string;
-  createServer(host: FamilyHost<S>): PluginServer<Schemas>;
+  createServer(host: FamilyHost<S, V, C>): PluginServer<Schemas, V>;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the registry holds plugins of every op set and state
-export type AnyPlugin = Plugin<any, any>;
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds plugins of every op set, state, value and command
+export type AnyPlugin = Plugin<any, any, any, any>;
 
 export type { FamilyRequest };

@@ -103,6 +103,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     const expiry = new ExpiryQueue(() => performance.now(), DEFAULT_DUTY_TIMINGS['session-expiry']!);
     const front = buildFrontEnd({ config, node, parts, directory, leaderWatch, disk, expiry, connections, peerCommandVersions, metrics, logger });
     late.front = front;
+    // The families' instances (kit plugins) serve this member from here on; they let go of it at close.
+    parts.bind(front);
+    undo.push(() => parts.close());
     node.setProposalGate((command, version) => assertCommandVersion(front, 'family' in command ? `${command.family}.${command.op}` : command.op, version));
     const duties = new LeaderDuties(front, parts.duties, DEFAULT_DUTY_TIMINGS);
     late.duties = duties;
@@ -140,6 +143,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       close: () =>
         (closing ??= (async () => {
           duties.stop();
+          parts.close();
           disk.stop();
           tls.close();
           await port.shutdown();

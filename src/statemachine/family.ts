@@ -26,6 +26,16 @@ export type FamilyServerPart = ServerPartSlot extends { readonly part: infer P }
 export type { BatchOp };
 export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
 
+// The kit names the store's types through this slot (src/kit/plugin.ts StoreSlot), so a
+// plugin reads at a snapshot with the store's own types while the kit imports nothing of it.
+declare module '../kit/plugin.js' {
+  interface StoreSlot {
+    readonly reader: StateReader;
+    readonly db: VeraDb;
+    readonly snapshot: DbSnapshot;
+  }
+}
+
 /** What one entry does: its writes, its events and reply, and the index updates to run once written. */
 export interface Plan {
   readonly result: ApplySuccess;

@@ -12,6 +12,7 @@ import type { FrontEnd } from './context.js';
 import type { Need, Principal } from '../guard/access.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import { pluginPart } from './plugin-part.js';
+import type { PathAccess, StoredEntry } from '../../kit/plugin.js';
 
 export interface OpCall<O extends Op> {
   readonly fe: FrontEnd;
@@ -121,20 +122,17 @@ export interface ServerPart {
    * to remember it.
    */
   readonly pathGuard?: PathGuard;
+  /**
+   * Ties the part to the member's front end, once it is built (a kit plugin's instance gets
+   * its host's member here); called once, before any client op, duty or hook.
+   */
+  readonly bind?: (fe: FrontEnd) => void;
+  /** Releases what the part holds for its member (timers, waiters) when the server closes. */
+  readonly close?: () => void;
 }
 
-/** What an access does with a path: reads its items, changes them, watches it, or lists what is at or below it. */
-export type PathUse = 'read' | 'write' | 'watch' | 'list';
-
-export interface PathAccess {
-  readonly path: string;
-  readonly use: PathUse;
-  /** A read served from what this member holds (`consistency: 'stale'`). */
-  readonly stale: boolean;
-}
-
-/** A stored list entry as LevelDB holds it: the item's key and value bytes. */
-export type StoredEntry = readonly [Buffer, Buffer];
+// What an access does with a path, and a stored list entry: the kit's (families written on it name them too).
+export type { PathAccess, PathUse, StoredEntry } from '../../kit/plugin.js';
 
 export interface PathGuard {
   /**
@@ -169,6 +167,10 @@ export interface ServerParts {
   readonly http: readonly FamilyHttpRoute[];
   readonly metrics: ReadonlyArray<(fe: FrontEnd) => Promise<string>>;
   readonly pathGuards: readonly PathGuard[];
+  /** Ties every part to the member's front end (ServerPart.bind), right after it is built. */
+  bind(fe: FrontEnd): void;
+  /** Closes every part (ServerPart.close), newest family first, when the server closes. */
+  close(): void;
 }
 
 /**
@@ -213,7 +215,23 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
     if (part.pathGuard !== undefined) pathGuards.push(part.pathGuard);
   }
   const extensions = new Map([...familyOps].map(([op, spec]) => [op, spec.build]));
-  return { ops: ops as OpHandlers, extensions, familyOps, duties, appliedHooks, http, metrics, pathGuards };
+  const loaded = parts.filter((p) => p !== undefined);
+  return {
+    ops: ops as OpHandlers,
+    extensions,
+    familyOps,
+    duties,
+    appliedHooks,
+    http,
+    metrics,
+    pathGuards,
+    bind: (fe) => {
+      for (const part of loaded) part.bind?.(fe);
+    },
+    close: () => {
+      for (const part of [...loaded].reverse()) part.close?.();
+    },
+  };
 }
 
 /** Proposes a command, counting it and timing it. */

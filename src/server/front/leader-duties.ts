@@ -53,8 +53,10 @@ export class LeaderDuties {
     }
   }
 
+  /** The server closes: timers end, and while it led, each duty's stop runs (what a duty started ends with it). */
   stop(): void {
     this.stopTimers();
+    if (this.leading) for (const duty of this.duties) duty.stop?.(this.fe);
     this.leading = false;
   }
 

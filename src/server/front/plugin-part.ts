@@ -1,59 +1,148 @@
 // Runs a kit plugin (src/kit/plugin.ts) as a server part: its op schemas become
-// the family's protocol ops, its needs the permission checks, and its handlers
-// are called on the member's own instance, made from a FamilyHost on first use.
-// The FamilyHost is the only view of the front end a plugin gets.
-import { buildersOf, typedRequest, type AnyOpSchema } from '../../protocol/index.js';
+// the family's protocol ops, its needs the permission checks, and its instance's
+// handlers, duties, HTTP routes, applied hook, metrics, path guard and close the
+// part's. The server loads its parts once per member (loadServerParts), so the
+// part makes the member's one instance then, with a host that the member's front
+// end is bound to once it is built (ServerPart.bind). The FamilyHost is the only
+// view of the front end a plugin gets.
+import { buildersOf, typedRequest, VeraError, type AnyOpSchema } from '../../protocol/index.js';
 import type { AnyPlugin, FamilyHost, PluginServer } from '../../kit/plugin.js';
 import type { AnyFamily } from '../../statemachine/family.js';
+import { cluster } from '../../families/cluster/index.js';
 import { expectOk, notLeaderError, type FrontEnd } from './context.js';
-import { proposeTimed, type FamilyOp, type FamilyOpCall, type ServerPart } from './family-part.js';
+import { proposeTimed, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type LeaderDuty, type PathGuard, type ServerPart } from './family-part.js';
 import type { AnyCommand } from '../../families/core-commands.js';
 
-function hostOf(fe: FrontEnd, family: AnyFamily): FamilyHost<unknown> {
-  const sm = fe.node.stateMachine;
-  const log = fe.logger.child({ family: family.name });
+/** A family's own section of the server's configuration, by family name. */
+function settingsOf(fe: FrontEnd, family: string): unknown {
+  return family === 'hibernate' ? fe.hibernation : null;
+}
+
+/** The front end a host serves, bound once; a plugin that calls its host from createServer is told so. */
+class Binding {
+  private fe: FrontEnd | null = null;
+
+  constructor(private readonly family: string) {}
+
+  bind(fe: FrontEnd): void {
+    if (this.fe !== null && this.fe !== fe) throw new Error(`the ${this.family} plugin's instance serves one member; it was bound to another front end`);
+    this.fe = fe;
+  }
+
+  get(): FrontEnd {
+    if (this.fe === null) throw new Error(`the ${this.family} plugin called its host before the member was open (from createServer?)`);
+    return this.fe;
+  }
+}
+
+function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
+  const fe = (): FrontEnd => binding.get();
+  const proposeAs = async (name: string, command: object): Promise<unknown> => {
+    const result = expectOk(await proposeTimed(fe(), { ...command, family: name } as unknown as AnyCommand));
+    if (result.op !== 'family' || result.family !== name) throw new VeraError('INTERNAL', `a ${name} command applied as ${result.op}`);
+    return result.value;
+  };
+  const logger = (): FrontEnd['logger'] => fe().logger.child({ family: family.name });
   return {
-    propose: async (command) => {
-      const result = expectOk(await proposeTimed(fe, { ...command, family: family.name } as unknown as AnyCommand));
-      return result.op === 'family' ? result.value : undefined;
+    propose: (command) => proposeAs(family.name, command),
+    proposeTo: (name, command) => proposeAs(name, command),
+    barrier: () => fe().node.linearizableBarrier(fe().readTimeoutMs),
+    state: () => fe().node.stateMachine.stateOf(family),
+    get reader() {
+      return fe().node.stateMachine;
     },
-    barrier: () => fe.node.linearizableBarrier(fe.readTimeoutMs),
-    state: () => sm.stateOf(family),
-    now: () => sm.clock,
-    isLeader: () => fe.isLeader(),
-    notLeader: () => notLeaderError(fe),
-    log: { info: (fields, msg) => log.info(fields, msg), warn: (fields, msg) => log.warn(fields, msg) },
+    now: () => fe().node.stateMachine.clock,
+    appliedIndex: () => fe().node.stateMachine.appliedIndex,
+    commandVersion: () => fe().node.stateMachine.stateOf(cluster).active,
+    get limits() {
+      return fe().limits;
+    },
+    get userLimits() {
+      const { items, bytes } = fe().guard.meter.limits;
+      return { items, bytes };
+    },
+    admitWrite: (bytes) => fe().disk.admit(bytes),
+    settings: () => settingsOf(fe(), family.name),
+    isLeader: () => fe().isLeader(),
+    notLeader: () => notLeaderError(fe()),
+    log: {
+      debug: (fields, msg) => logger().debug(fields, msg),
+      info: (fields, msg) => logger().info(fields, msg),
+      warn: (fields, msg) => logger().warn(fields, msg),
+    },
   };
 }
 
-/** The server part of `family`, whose server side is `plugin`. */
-export function pluginPart(family: AnyFamily, plugin: AnyPlugin): ServerPart {
-  // One instance per front end (a test process may run several members).
-  const instances = new WeakMap<FrontEnd, PluginServer<Record<string, AnyOpSchema>>>();
-  const instanceFor = (fe: FrontEnd): PluginServer<Record<string, AnyOpSchema>> => {
-    let instance = instances.get(fe);
-    if (instance === undefined) {
-      instance = plugin.createServer(hostOf(fe, family)) as PluginServer<Record<string, AnyOpSchema>>;
-      instances.set(fe, instance);
-    }
-    return instance;
-  };
+function protocolOpsOf(plugin: AnyPlugin, instance: PluginServer<Record<string, AnyOpSchema>>, bind: (fe: FrontEnd) => void): Record<string, FamilyOp> {
   const schemas = Object.entries(plugin.ops as Record<string, AnyOpSchema>);
   const builders = buildersOf(schemas.map(([, schema]) => schema));
   const protocolOps: Record<string, FamilyOp> = {};
   for (const [key, schema] of schemas) {
     const needs = plugin.needs[key] as (request: object) => ReturnType<FamilyOp['needs']>;
+    const handler = instance.handlers[key];
+    if (handler === undefined) throw new Error(`the plugin's instance has no handler for ${schema.name}`);
     protocolOps[schema.name] = {
       build: builders.get(schema.name)!,
       needs: (request) => needs(typedRequest(schema, request)),
       // Declared by the plugin: its ops use no list, so no path guard has anything to do.
       touches: () => [],
       handle: async (call: FamilyOpCall) => {
-        const handler = instanceFor(call.fe).handlers[key]!;
-        const result = await handler(typedRequest(schema, call.request), { session: call.session, user: call.principal, remote: call.remote });
+        bind(call.fe);
+        const result = await handler(typedRequest(schema, call.request), { session: call.session, user: call.principal, remote: call.remote, frameBytes: call.frameBytes });
         return result as Readonly<Record<string, unknown>>;
       },
     };
   }
-  return { protocolOps };
+  return protocolOps;
+}
+
+function pathGuardOf(instance: PluginServer<Record<string, AnyOpSchema>>, bind: (fe: FrontEnd) => void): PathGuard | undefined {
+  const guard = instance.pathGuard;
+  if (guard === undefined) return undefined;
+  return {
+    before: (fe, access) => (bind(fe), guard.before(access)),
+    refuses: (err) => guard.refuses(err),
+    entriesAt: (fe, db, snapshot, path) => (bind(fe), guard.entriesAt(db, snapshot, path)),
+    childrenOf: (fe, path) => (bind(fe), guard.childrenOf(path)),
+    listsAt: (fe, db, snapshot, prefix, after) => (bind(fe), guard.listsAt(db, snapshot, prefix, after)),
+  };
+}
+
+/** The server part of `family`, whose server side is `plugin`: the member's instance, made here. */
+export function pluginPart(family: AnyFamily, plugin: AnyPlugin): ServerPart {
+  const binding = new Binding(family.name);
+  const instance = plugin.createServer(hostOf(binding, family)) as PluginServer<Record<string, AnyOpSchema>>;
+  const bind = (fe: FrontEnd): void => binding.bind(fe);
+  const duties: LeaderDuty[] = (instance.duties ?? []).map((duty) => ({
+    name: duty.name,
+    periodMs: duty.periodMs,
+    start: (fe) => (bind(fe), duty.start?.()),
+    tick: (fe) => (bind(fe), duty.tick()),
+    stop: (fe) => (bind(fe), duty.stop?.()),
+  }));
+  const http: FamilyHttpRoute[] = (instance.http ?? []).map((route) => ({
+    prefix: route.prefix,
+    get: (fe, rest, url) => (bind(fe), route.get(rest, url)),
+    ...(route.post === undefined ? {} : { post: (fe: FrontEnd, rest: string, url: URL, body: Readonly<Record<string, unknown>>) => (bind(fe), route.post!(rest, url, body)) }),
+  }));
+  const { applied, metrics, close } = instance;
+  const pathGuard = pathGuardOf(instance, bind);
+  return {
+    protocolOps: protocolOpsOf(plugin, instance, bind),
+    duties,
+    http,
+    ...(applied === undefined
+      ? {}
+      : {
+          onApplied: (outcome, fe) => {
+            bind(fe);
+            const r = outcome.result;
+            applied.call(instance, outcome.index, r.ok && r.op === 'family' && r.family === family.name ? r.value : null);
+          },
+        }),
+    ...(metrics === undefined ? {} : { metrics: (fe: FrontEnd) => (bind(fe), metrics.call(instance)) }),
+    ...(pathGuard === undefined ? {} : { pathGuard }),
+    bind,
+    ...(close === undefined ? {} : { close: () => close.call(instance) }),
+  };
 }
