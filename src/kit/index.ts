@@ -5,6 +5,8 @@ export { opRequest } from './requests.js';
 export type {
   AnyPlugin,
   FamilyHost,
+  HostAccess,
+  HostLists,
   OpCaller,
   OpHandler,
   PathAccess,

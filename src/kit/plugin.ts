@@ -39,6 +39,31 @@ export interface UserLimits {
 }
 
 /**
+ * The server's access control, for the family that manages it (auth) and families whose
+ * replies show paths (each shown only to a caller who may read it).
+ */
+export interface HostAccess {
+  /** Whether `user` may read `path` (authentication off: anyone may). */
+  mayRead(user: string | null, path: string): boolean;
+  /** Whether `user` may see that something exists at or below `path` (what an ls shows). */
+  maySeeBelow(user: string | null, path: string): boolean;
+  /** The user a name and password prove; UNAUTHORIZED (counted against `remote`'s guesses, and audited) when they do not. */
+  authenticate(user: string, password: string, remote: string): Promise<string | null>;
+  /** Why this member's client port would be exposed with authentication off, or null when it would not. */
+  exposedWithoutAuth(): string | null;
+  /** Has every live connection on this member re-judge what it holds (after an auth change: watches no longer allowed are dropped). */
+  reviewConnections(): void;
+}
+
+/** A list's items and the lists below a path wherever they are held (a hibernated unit's in its cold file): what the path guards add to the item bucket. */
+export interface HostLists {
+  /** The stored entries of the list at `path` after item index `after`, in index order, as of `snapshot`. */
+  entries(db: StoreDb, snapshot: StoreSnapshot, path: string, after: number): AsyncIterable<StoredEntry>;
+  /** The non-empty lists held outside the item bucket as of `snapshot`, at or below `prefix` and after `after`, in path order. */
+  heldAt(db: StoreDb, snapshot: StoreSnapshot, prefix: string, after: string | undefined): AsyncIterable<{ readonly path: string; readonly newest: number }>;
+}
+
+/**
  * What a family's server instance may use of the member it runs on, each one a job
  * the server already does for every family. createServer runs while the server
  * loads its parts, before the member is open: it may keep the host, but calls it
@@ -67,6 +92,10 @@ export interface FamilyHost<S, V = unknown, C extends PluginCommand = PluginComm
   readonly userLimits: UserLimits;
   /** Refuses (INSUFFICIENT_STORAGE) a request adding `bytes` while the data disk is below its reserve. */
   admitWrite(bytes: number): void;
+  /** Reads of lists wherever they are held, for a family whose ops read lists at paths (range). */
+  readonly lists: HostLists;
+  /** The permission checks and credentials of the member (see HostAccess). */
+  readonly access: HostAccess;
   /** This family's section of the server's configuration (hibernation: which units hibernate when idle), or null. */
   settings(): unknown;
   isLeader(): boolean;
@@ -177,9 +206,12 @@ export interface Plugin<Schemas extends Readonly<Record<string, AnyOpSchema>>, S
   /** What each op needs of the caller's permissions (every op says, so none is served unchecked). */
   readonly needs: { readonly [K in keyof Schemas]: (request: RequestOfSchema<Schemas[K]>) => readonly PluginNeed[] };
   /**
-   * Why none of the family's ops reads or writes a list at a path (so the path guards,
-   * hibernation's among them, have nothing to do for them). Plugin ops that touch lists are not supported yet.
+   * The lists at paths an op reads, writes, watches or lists, judged before it runs: the
+   * core runs every family's path guard on them (hibernation thaws a Frozen unit first),
+   * and runs the op again after a guard's refusal, which changed nothing.
    */
+  readonly touches?: { readonly [K in keyof Schemas]?: (request: RequestOfSchema<Schemas[K]>) => readonly PathAccess[] };
+  /** Why the ops without `touches` read or write no list at a path (so the path guards have nothing to do for them). */
   readonly touchesNoLists: string;
   createServer(host: FamilyHost<S, V, C>): PluginServer<Schemas, V>;
 }

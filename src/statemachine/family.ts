@@ -233,3 +233,11 @@ export function serverOnlyFamily(name: string, server: () => Promise<FamilyServe
     server,
   };
 }
+
+/** A family with no commands of its own whose server side is a kit plugin (range). */
+export function pluginOnlyFamily(name: string, plugin: () => Promise<AnyPlugin>): Family<never, null> {
+  const { server: _none, ...family } = serverOnlyFamily(name, async () => {
+    throw new Error(`the ${name} family is a plugin`);
+  });
+  return { ...family, plugin };
+}

@@ -10,7 +10,9 @@ import type { AnyPlugin, FamilyHost, PluginServer } from '../../kit/plugin.js';
 import type { AnyFamily } from '../../statemachine/family.js';
 import { cluster } from '../../families/cluster/index.js';
 import { expectOk, notLeaderError, type FrontEnd } from './context.js';
-import { proposeTimed, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type LeaderDuty, type PathGuard, type ServerPart } from './family-part.js';
+import { exposureProblem } from '../guard/exposure.js';
+import { listEntries, listsHeldAt } from '../guard/path-guard.js';
+import { proposeTimed, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type LeaderDuty, type PathAccess, type PathGuard, type ServerPart } from './family-part.js';
 import type { AnyCommand } from '../../families/core-commands.js';
 
 /** A family's own section of the server's configuration, by family name. */
@@ -62,6 +64,19 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
       return { items, bytes };
     },
     admitWrite: (bytes) => fe().disk.admit(bytes),
+    lists: {
+      entries: (db, snapshot, path, after) => listEntries(fe(), db, snapshot, path, after),
+      heldAt: (db, snapshot, prefix, after) => listsHeldAt(fe(), db, snapshot, prefix, after),
+    },
+    access: {
+      mayRead: (user, path) => fe().guard.mayRead(user, path),
+      maySeeBelow: (user, path) => fe().guard.maySeeBelow(user, path),
+      authenticate: (user, password, remote) => fe().guard.authenticate({ user, password }, remote, Date.now()),
+      exposedWithoutAuth: () => exposureProblem({ client: fe().clientAddress, insecure: fe().insecure }, false),
+      reviewConnections: () => {
+        for (const connection of fe().connections.values()) connection.reviewAccess?.();
+      },
+    },
     settings: () => settingsOf(fe(), family.name),
     isLeader: () => fe().isLeader(),
     notLeader: () => notLeaderError(fe()),
@@ -79,13 +94,14 @@ function protocolOpsOf(plugin: AnyPlugin, instance: PluginServer<Record<string, 
   const protocolOps: Record<string, FamilyOp> = {};
   for (const [key, schema] of schemas) {
     const needs = plugin.needs[key] as (request: object) => ReturnType<FamilyOp['needs']>;
+    const touches = plugin.touches?.[key] as ((request: object) => readonly PathAccess[]) | undefined;
     const handler = instance.handlers[key];
     if (handler === undefined) throw new Error(`the plugin's instance has no handler for ${schema.name}`);
     protocolOps[schema.name] = {
       build: builders.get(schema.name)!,
       needs: (request) => needs(typedRequest(schema, request)),
-      // Declared by the plugin: its ops use no list, so no path guard has anything to do.
-      touches: () => [],
+      // Declared by the plugin: the lists the op uses, or none (touchesNoLists) and no path guard has anything to do.
+      touches: touches === undefined ? () => [] : (request) => touches(typedRequest(schema, request)),
       handle: async (call: FamilyOpCall) => {
         bind(call.fe);
         const result = await handler(typedRequest(schema, call.request), { session: call.session, user: call.principal, remote: call.remote, frameBytes: call.frameBytes });
