@@ -277,5 +277,5 @@ export const auth: Family<AuthCommand, AuthState> = {
   load: (db, snapshot) => AuthState.load(db, snapshot),
   plan,
   goesAlone: () => false,
-  server: async () => (await import('./server.js')).server,
+  plugin: async () => (await import('./server.js')).plugin,
 };

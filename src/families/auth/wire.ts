@@ -2,7 +2,7 @@
 // checked (docs/protocol.md "Extension: authentication ops", docs/security.md).
 // Also the names and rules' shapes client and server share: this file and the
 // protocol package are all a client loads of the family.
-import { invalid, type FamilyRequest, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
+import { buildersOf, defineOp, invalid, type RequestBuilder, utf8Length } from '../../protocol/index.js';
 
 export const PERMISSIONS = ['read', 'write', 'watch', 'admin'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -64,8 +64,12 @@ function named(f: Fields, field: string): string {
   return f[field] as string;
 }
 
-function password(f: Fields, required: boolean): string | undefined {
-  if (f.password === undefined && !required) return undefined;
+/** The password field, or undefined when it is absent. */
+function optionalPassword(f: Fields): string | undefined {
+  return f.password === undefined ? undefined : password(f);
+}
+
+function password(f: Fields): string {
   if (typeof f.password !== 'string' || f.password.length === 0 || utf8Length(f.password) > MAX_PASSWORD_BYTES) {
     throw invalid(`password must be a non-empty string of at most ${MAX_PASSWORD_BYTES} bytes`);
   }
@@ -82,80 +86,118 @@ function prefix(f: Fields): string {
 export const MAX_QUOTA_LIMIT = 2 ** 48;
 
 /** A quota op's items and bytes: each absent (unchanged), null (not set: roles or the default decide) or a count. */
-function limit(f: Fields, field: 'items' | 'bytes'): { [k: string]: number | null } {
+function limit(f: Fields, field: 'items' | 'bytes'): { items?: number | null; bytes?: number | null } {
   const v = f[field];
   if (v === undefined) return {};
   if (v !== null && (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > MAX_QUOTA_LIMIT)) throw invalid(`${field} must be null or an integer from 0 to ${MAX_QUOTA_LIMIT}`);
   return { [field]: v };
 }
 
-const quotaOp =
-  (op: string): RequestBuilder =>
-  (f, id) => {
-    onlyFields(f, ['name', 'items', 'bytes']);
-    if (f.items === undefined && f.bytes === undefined) throw invalid('give items, bytes or both (null unsets one)');
-    return { id, op, name: named(f, 'name'), ...limit(f, 'items'), ...limit(f, 'bytes') } as FamilyRequest;
-  };
+/** A storage quota set for a user or role; null: not set (roles or the default decide). */
+export interface QuotaSetting {
+  readonly items: number | null;
+  readonly bytes: number | null;
+}
 
-const plain =
-  (op: string, fields: readonly string[]): RequestBuilder =>
-  (f, id) => {
-    onlyFields(f, fields);
-    const out: Record<string, unknown> = { id, op };
-    for (const field of fields) out[field] = named(f, field);
-    return out as FamilyRequest;
-  };
+export interface UserView {
+  readonly name: string;
+  readonly roles: string[];
+  readonly password: boolean;
+  /** What the user stores: list items and their stored bytes. */
+  readonly stored: { readonly items: number; readonly bytes: number };
+  readonly quota?: QuotaSetting;
+}
 
-export const AUTH_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  ['auth.status', (f, id) => (onlyFields(f, []), { id, op: 'auth.status' })],
-  [
-    'auth.login',
-    (f, id) => {
-      onlyFields(f, ['user', 'password', 'ttlMs']);
+export interface RoleView {
+  readonly name: string;
+  readonly rules: Rule[];
+  readonly quota?: QuotaSetting;
+}
+
+export interface LoginResult {
+  readonly token: string;
+  /** Milliseconds since the epoch when the token stops working. */
+  readonly expiresAt: number;
+  readonly user: string;
+}
+
+/** The reply of an op that only changes something. */
+export type Done = Readonly<Record<string, never>>;
+
+interface QuotaRequest {
+  name: string;
+  items?: number | null;
+  bytes?: number | null;
+}
+
+const quotaOp = (name: string) =>
+  defineOp<QuotaRequest, Done>({
+    name,
+    fields: ['name', 'items', 'bytes'],
+    parse: (f) => {
+      if (f.items === undefined && f.bytes === undefined) throw invalid('give items, bytes or both (null unsets one)');
+      return { name: named(f, 'name'), ...limit(f, 'items'), ...limit(f, 'bytes') };
+    },
+  });
+
+const nameOnly = (name: string) => defineOp<{ name: string }, Done>({ name, fields: ['name'], parse: (f) => ({ name: named(f, 'name') }) });
+const nameAndRole = (name: string) => defineOp<{ name: string; role: string }, Done>({ name, fields: ['name', 'role'], parse: (f) => ({ name: named(f, 'name'), role: named(f, 'role') }) });
+const noFields = <Res extends object>(name: string, read = false) => defineOp<Record<string, never>, Res>({ name, read, fields: [], parse: () => ({}) });
+
+/** The auth family's ops, as the client and the server both check them. */
+export const AUTH_SCHEMAS = {
+  status: noFields<{ enabled: boolean; user?: string }>('auth.status', true),
+  login: defineOp<{ user: string; password: string; ttlMs?: number }, LoginResult>({
+    name: 'auth.login',
+    fields: ['user', 'password', 'ttlMs'],
+    parse: (f) => {
       const ttl = f.ttlMs;
       if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1000 || ttl > MAX_TOKEN_TTL_MS)) throw invalid(`ttlMs must be an integer from 1000 to ${MAX_TOKEN_TTL_MS}`);
-      return { id, op: 'auth.login', user: named(f, 'user'), password: password(f, true), ...(ttl === undefined ? {} : { ttlMs: ttl }) };
+      return { user: named(f, 'user'), password: password(f), ...(ttl === undefined ? {} : { ttlMs: ttl }) };
     },
-  ],
-  [
-    'auth.logout',
-    (f, id) => {
-      onlyFields(f, ['token']);
+  }),
+  logout: defineOp<{ token: string }, Done>({
+    name: 'auth.logout',
+    fields: ['token'],
+    parse: (f) => {
       if (typeof f.token !== 'string' || f.token.length === 0 || f.token.length > MAX_TOKEN_LENGTH) throw invalid(`token must be a non-empty string of at most ${MAX_TOKEN_LENGTH} characters`);
-      return { id, op: 'auth.logout', token: f.token };
+      return { token: f.token };
     },
-  ],
-  ['auth.enable', (f, id) => (onlyFields(f, []), { id, op: 'auth.enable' })],
-  ['auth.disable', (f, id) => (onlyFields(f, []), { id, op: 'auth.disable' })],
-  [
-    'auth.userAdd',
-    (f, id) => {
-      onlyFields(f, ['name', 'password']);
-      const pw = password(f, false);
-      return { id, op: 'auth.userAdd', name: named(f, 'name'), ...(pw === undefined ? {} : { password: pw }) };
+  }),
+  enable: noFields<Done>('auth.enable'),
+  disable: noFields<Done>('auth.disable'),
+  userAdd: defineOp<{ name: string; password?: string }, Done>({
+    name: 'auth.userAdd',
+    fields: ['name', 'password'],
+    parse: (f) => {
+      const pw = optionalPassword(f);
+      return { name: named(f, 'name'), ...(pw === undefined ? {} : { password: pw }) };
     },
-  ],
-  ['auth.userPasswd', (f, id) => (onlyFields(f, ['name', 'password']), { id, op: 'auth.userPasswd', name: named(f, 'name'), password: password(f, true) })],
-  ['auth.userRm', plain('auth.userRm', ['name'])],
-  ['auth.userGrant', plain('auth.userGrant', ['name', 'role'])],
-  ['auth.userRevoke', plain('auth.userRevoke', ['name', 'role'])],
-  ['auth.users', (f, id) => (onlyFields(f, []), { id, op: 'auth.users' })],
-  ['auth.roleAdd', plain('auth.roleAdd', ['name'])],
-  ['auth.roleRm', plain('auth.roleRm', ['name'])],
-  [
-    'auth.roleGrant',
-    (f, id) => {
-      onlyFields(f, ['name', 'prefix', 'perms', 'deny']);
+  }),
+  userPasswd: defineOp<{ name: string; password: string }, Done>({ name: 'auth.userPasswd', fields: ['name', 'password'], parse: (f) => ({ name: named(f, 'name'), password: password(f) }) }),
+  userRm: nameOnly('auth.userRm'),
+  userGrant: nameAndRole('auth.userGrant'),
+  userRevoke: nameAndRole('auth.userRevoke'),
+  users: noFields<{ users: UserView[]; defaultQuota: { items: number; bytes: number } }>('auth.users', true),
+  roleAdd: nameOnly('auth.roleAdd'),
+  roleRm: nameOnly('auth.roleRm'),
+  roleGrant: defineOp<{ name: string; prefix: string; perms: Permission[]; deny: boolean }, Done>({
+    name: 'auth.roleGrant',
+    fields: ['name', 'prefix', 'perms', 'deny'],
+    parse: (f) => {
       const perms = f.perms;
       if (!Array.isArray(perms) || perms.length === 0 || perms.length > 4 || !perms.every(isPermission) || new Set(perms).size !== perms.length) {
         throw invalid('perms must be a non-empty list of distinct read, write, watch, admin');
       }
       if (f.deny !== undefined && typeof f.deny !== 'boolean') throw invalid('deny must be a boolean');
-      return { id, op: 'auth.roleGrant', name: named(f, 'name'), prefix: prefix(f), perms, deny: f.deny === true };
+      return { name: named(f, 'name'), prefix: prefix(f), perms, deny: f.deny === true };
     },
-  ],
-  ['auth.roleRevoke', (f, id) => (onlyFields(f, ['name', 'prefix']), { id, op: 'auth.roleRevoke', name: named(f, 'name'), prefix: prefix(f) })],
-  ['auth.roles', (f, id) => (onlyFields(f, []), { id, op: 'auth.roles' })],
-  ['auth.userQuota', quotaOp('auth.userQuota')],
-  ['auth.roleQuota', quotaOp('auth.roleQuota')],
-]);
+  }),
+  roleRevoke: defineOp<{ name: string; prefix: string }, Done>({ name: 'auth.roleRevoke', fields: ['name', 'prefix'], parse: (f) => ({ name: named(f, 'name'), prefix: prefix(f) }) }),
+  roles: noFields<{ roles: RoleView[] }>('auth.roles', true),
+  userQuota: quotaOp('auth.userQuota'),
+  roleQuota: quotaOp('auth.roleQuota'),
+};
+
+/** The ops' request builders, by op name (the frame decoder's and a raw caller's view of the same schemas). */
+export const AUTH_OPS: ReadonlyMap<string, RequestBuilder> = buildersOf(Object.values(AUTH_SCHEMAS));
