@@ -2,14 +2,11 @@
 // page by page, each page with the applied index it reflects; or every page in
 // turn with an async iterator.
 import type { VeraClient } from '../../client/client.js';
-import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
+import { typedCaller, type TypedCall } from '../../client/typed-ops.js';
 import type { Item } from '../../protocol/index.js';
-import { RANGE_OPS, type PathsPage } from './wire.js';
+import { RANGE_SCHEMAS, type ItemsPage, type PathsPage } from './wire.js';
 
-export type { PathsPage } from './wire.js';
-
-/** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['range.paths', 'range.items']);
+export type { ItemsPage, PathsPage } from './wire.js';
 
 export interface RangeOptions {
   /** The most paths or items one page holds (1-1000). */
@@ -18,28 +15,21 @@ export interface RangeOptions {
   readonly stale?: boolean;
 }
 
-export interface ItemsPage {
-  readonly index: number;
-  readonly items: readonly Item[];
-  /** Present when more items follow: ask again with `after` set to it. */
-  readonly next?: number;
-}
-
 export class RangeClient {
-  private readonly call: FamilyCall;
+  private readonly call: TypedCall<typeof RANGE_SCHEMAS>;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, RANGE_OPS, READS);
+    this.call = typedCaller(client, RANGE_SCHEMAS);
   }
 
   /** One page of the non-empty lists at or below `prefix` (recursively), after the path `after` (the `next` of the page before). */
   async paths(prefix: string, options: RangeOptions & { readonly after?: string } = {}): Promise<PathsPage> {
-    return (await this.call('range.paths', { prefix, ...fields(options) })) as unknown as PathsPage;
+    return this.call('paths', { prefix, ...fields(options) });
   }
 
   /** One page of the items of `path` with an index above `after` (the `next` of the page before; default 0: from the first). */
   async items(path: string, options: RangeOptions & { readonly after?: number } = {}): Promise<ItemsPage> {
-    return (await this.call('range.items', { path, ...fields(options) })) as unknown as ItemsPage;
+    return this.call('items', { path, ...fields(options) });
   }
 
   /** Every list at or below `prefix`, a page at a time (each page is consistent; pages are read one after another). */
@@ -65,10 +55,10 @@ export class RangeClient {
   }
 }
 
-function fields(options: RangeOptions & { readonly after?: string | number }): Record<string, unknown> {
+function fields<After extends string | number>(options: RangeOptions & { readonly after?: After }): { after?: After; limit?: number; consistency?: 'stale' } {
   return {
     ...(options.after === undefined ? {} : { after: options.after }),
     ...(options.limit === undefined ? {} : { limit: options.limit }),
-    ...(options.stale === true ? { consistency: 'stale' } : {}),
+    ...(options.stale === true ? { consistency: 'stale' as const } : {}),
   };
 }

@@ -3,6 +3,6 @@
 // and a list's items after an index. Each answer says the applied index it
 // reflects and where the next page starts. It replicates nothing: no commands,
 // no buckets, only a server part.
-import { serverOnlyFamily } from '../../statemachine/family.js';
+import { pluginOnlyFamily } from '../../statemachine/family.js';
 
-export const range = serverOnlyFamily('range', async () => (await import('./server.js')).server);
+export const range = pluginOnlyFamily('range', async () => (await import('./server.js')).plugin);

@@ -1,23 +1,17 @@
-// range.paths and range.items, answered from one LevelDB snapshot each (after a
-// ReadIndex barrier unless stale), a page at a time.
+// range.paths and range.items, on the kit: answered from one LevelDB snapshot
+// each (after a ReadIndex barrier unless stale), a page at a time.
 import { decodeItemKey, itemRange, itemSeekKey } from '../lists/keys.js';
-import { VeraError, type FamilyResult } from '../../protocol/index.js';
+import { VeraError, type Item } from '../../protocol/index.js';
+import type { FamilyHost, HostLists, Plugin, PluginServer, StoreDb, StoreSnapshot } from '../../kit/index.js';
 import { openCursor, sealCursor, SEALED_PREFIX } from './cursor.js';
-import type { Need } from '../../server/guard/access.js';
-import type { FrontEnd } from '../../server/front/context.js';
-import { familyOps, type FamilyOpCall, type PathAccess, type ServerPart } from '../../server/front/family-part.js';
-import { listEntries, listsHeldAt } from '../../server/guard/path-guard.js';
 import { withListsHeld } from './held-lists.js';
-import { wireItems } from '../../server/front/ops.js';
 import { decodeItemValue } from '../lists/codec.js';
-import type { Item, VeraDb } from '../../statemachine/types.js';
-import { below, RANGE_OPS, type PathsPage } from './wire.js';
+import { auth } from '../auth/index.js';
+import { below, RANGE_SCHEMAS, type ItemsPage, type PathsPage } from './wire.js';
 
-type Snapshot = ReturnType<VeraDb['snapshot']>;
-
-async function barrier(fe: FrontEnd, r: Readonly<Record<string, unknown>>): Promise<void> {
-  if (r.consistency !== 'stale') await fe.node.linearizableBarrier(fe.readTimeoutMs);
-}
+type Ops = typeof RANGE_SCHEMAS;
+type VeraDb = StoreDb;
+type Snapshot = StoreSnapshot;
 
 /** The newest index of `path` in the snapshot, 0 when it has no items. */
 async function newestOf(db: VeraDb, snapshot: Snapshot, path: string): Promise<number> {
@@ -77,59 +71,68 @@ const MAX_EXAMINED = 10_000;
  * Up to `limit` items of `path` after index `after`, stopping before their stored bytes pass
  * `maxBytes` (one at least), wherever the list is held (a hibernated one in its cold file).
  */
-async function readItems(fe: FrontEnd, db: VeraDb, snapshot: Snapshot, path: string, after: number, limit: number, maxBytes: number): Promise<{ items: Item[]; more: boolean }> {
+async function readItems(lists: HostLists, db: VeraDb, snapshot: Snapshot, path: string, after: number, limit: number, maxBytes: number): Promise<{ items: Item[]; more: boolean }> {
   const items: Item[] = [];
   let bytes = 0;
-  for await (const [key, value] of listEntries(fe, db, snapshot, path, after)) {
+  for await (const [key, value] of lists.entries(db, snapshot, path, after)) {
     if (items.length >= limit || (items.length > 0 && bytes + value.length > maxBytes)) return { items, more: true };
     bytes += value.length;
-    items.push({ index: decodeItemKey(key).index, ...decodeItemValue(value) });
+    // The stored item as the protocol's (its data is the stored value, sent as it is).
+    items.push({ index: decodeItemKey(key).index, ...decodeItemValue(value) } as Item);
   }
   return { items, more: false };
 }
 
-const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = {
-  'range.paths': async ({ fe, request: r, principal }) => {
-    await barrier(fe, r);
-    const visible = (path: string): boolean => fe.guard.mayRead(principal, path);
-    const prefix = r.prefix as string;
-    const tokenKey = fe.guard.state.switch.tokenKey;
-    let after = r.after as string | undefined;
-    if (after?.startsWith(SEALED_PREFIX) === true) {
-      after = openCursor(tokenKey, after);
-      if (!below(prefix, after)) throw new VeraError('BAD_REQUEST', `after is a cursor of another listing than ${prefix}`);
-    }
-    const page = await fe.node.stateMachine.read(`the paths below ${prefix}`, async (db, snapshot, index) => {
-      const hot = await readPaths(db, snapshot, prefix, after, r.limit as number, fe.limits.replyBytes, visible);
-      // The lists of hibernated units, from what stays hot of them (nothing is thawed).
-      const { paths, next } = await withListsHeld(listsHeldAt(fe, db, snapshot, prefix, after), hot, { limit: r.limit as number, maxBytes: fe.limits.replyBytes, maxExamined: MAX_EXAMINED, overheadBytes: PATH_OVERHEAD_BYTES, visible });
-      // A page that stopped on a path the caller may not read does not name it.
-      const cursor = next === null ? null : visible(next) || tokenKey === null ? next : sealCursor(tokenKey, next);
-      const out: PathsPage = { index, paths, ...(cursor === null ? {} : { next: cursor }) };
-      return out;
-    });
-    return { ...page };
+function createServer(host: FamilyHost<null>): PluginServer<Ops> {
+  const barrier = async (r: { consistency?: 'stale' }): Promise<void> => {
+    if (r.consistency !== 'stale') await host.barrier();
+  };
+  return {
+    handlers: {
+      paths: async (r, { user }) => {
+        await barrier(r);
+        const visible = (path: string): boolean => host.access.mayRead(user, path);
+        const { prefix, limit } = r;
+        const tokenKey = host.reader.stateOf(auth).switch.tokenKey;
+        let after = r.after;
+        if (after?.startsWith(SEALED_PREFIX) === true) {
+          after = openCursor(tokenKey, after);
+          if (!below(prefix, after)) throw new VeraError('BAD_REQUEST', `after is a cursor of another listing than ${prefix}`);
+        }
+        const maxBytes = host.limits.replyBytes;
+        return host.reader.read(`the paths below ${prefix}`, async (db, snapshot, index): Promise<PathsPage> => {
+          const hot = await readPaths(db, snapshot, prefix, after, limit, maxBytes, visible);
+          // The lists of hibernated units, from what stays hot of them (nothing is thawed).
+          const { paths, next } = await withListsHeld(host.lists.heldAt(db, snapshot, prefix, after), hot, { limit, maxBytes, maxExamined: MAX_EXAMINED, overheadBytes: PATH_OVERHEAD_BYTES, visible });
+          // A page that stopped on a path the caller may not read does not name it.
+          const cursor = next === null ? null : visible(next) || tokenKey === null ? next : sealCursor(tokenKey, next);
+          return { index, paths, ...(cursor === null ? {} : { next: cursor }) };
+        });
+      },
+      items: async (r) => {
+        const { path } = r;
+        await barrier(r);
+        return host.reader.read(`the list ${path}`, async (db, snapshot, index): Promise<ItemsPage> => {
+          const { items, more } = await readItems(host.lists, db, snapshot, path, r.after, r.limit, host.limits.replyBytes);
+          return { index, items, ...(more ? { next: items[items.length - 1]!.index } : {}) };
+        });
+      },
+    },
+  };
+}
+
+export const plugin: Plugin<Ops, null> = {
+  ops: RANGE_SCHEMAS,
+  needs: {
+    // Each path listed is also judged on its own (a deny below the prefix hides it).
+    paths: ({ prefix }) => [{ perm: 'read', resource: prefix }],
+    items: ({ path }) => [{ perm: 'read', resource: path }],
   },
-  'range.items': async ({ fe, request: r }) => {
-    const path = r.path as string;
-    await barrier(fe, r);
-    const page = await fe.node.stateMachine.read(`the list ${path}`, async (db, snapshot, index) => {
-      const { items, more } = await readItems(fe, db, snapshot, path, r.after as number, r.limit as number, fe.limits.replyBytes);
-      return { index, items: wireItems(items), ...(more ? { next: items[items.length - 1]!.index } : {}) };
-    });
-    return { ...page };
+  touches: {
+    // A listing uses no list's items: it thaws nothing.
+    paths: ({ prefix, consistency }) => [{ path: prefix, use: 'list', stale: consistency === 'stale' }],
+    items: ({ path, consistency }) => [{ path, use: 'read', stale: consistency === 'stale' }],
   },
+  touchesNoLists: 'every op declares the lists it touches',
+  createServer,
 };
-
-const NEEDS: Record<string, (r: Readonly<Record<string, unknown>>) => readonly Need[]> = {
-  // Each path listed is also judged on its own (a deny below the prefix hides it).
-  'range.paths': (r) => [{ perm: 'read', resource: r.prefix as string }],
-  'range.items': (r) => [{ perm: 'read', resource: r.path as string }],
-};
-
-/** A listing uses no list's items: it thaws nothing (range.items reads, as its needs say). */
-const USES: Record<string, (r: Readonly<Record<string, unknown>>) => readonly PathAccess[]> = {
-  'range.paths': (r) => [{ path: r.prefix as string, use: 'list', stale: r.consistency === 'stale' }],
-};
-
-export const server: ServerPart = { protocolOps: familyOps('range', RANGE_OPS, handlers, NEEDS, USES) };

@@ -1,5 +1,5 @@
 // The range family's client protocol (docs/protocol.md, "Extension: ranges").
-import { invalid, pathField, uintField, type ProtocolLimits, type RequestBuilder, onlyFields } from '../../protocol/index.js';
+import { buildersOf, defineOp, invalid, pathField, uintField, type Item, type RequestBuilder } from '../../protocol/index.js';
 
 /** Paths, or items, one page holds at most; and the default page of items. */
 export const MAX_RANGE_PAGE = 1000;
@@ -22,11 +22,35 @@ function consistency(f: Fields): { consistency?: 'stale' } {
   throw invalid('consistency must be "linearizable" or "stale"');
 }
 
-export const RANGE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  [
-    'range.paths',
-    (f, id, limits: ProtocolLimits) => {
-      onlyFields(f, ['prefix', 'after', 'limit', 'consistency']);
+export interface PathsRequest {
+  prefix: string;
+  /** A path below the prefix, or a sealed cursor (starting with '~') the server opens. */
+  after?: string;
+  limit: number;
+  consistency?: 'stale';
+}
+
+export interface ItemsRequest {
+  path: string;
+  after: number;
+  limit: number;
+  consistency?: 'stale';
+}
+
+export interface ItemsPage {
+  readonly index: number;
+  readonly items: readonly Item[];
+  /** Present when more items follow: ask again with `after` set to it. */
+  readonly next?: number;
+}
+
+/** The range family's ops, as the client and the server both check them. */
+export const RANGE_SCHEMAS = {
+  paths: defineOp<PathsRequest, PathsPage>({
+    name: 'range.paths',
+    read: true,
+    fields: ['prefix', 'after', 'limit', 'consistency'],
+    parse: (f, limits) => {
       const prefix = pathField({ path: f.prefix }, true, limits);
       let after: string | undefined;
       if (typeof f.after === 'string' && f.after.startsWith('~')) {
@@ -37,19 +61,23 @@ export const RANGE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, Re
         after = pathField({ path: f.after }, false, limits);
         if (!below(prefix, after)) throw invalid(`after must be a path below ${prefix}, got ${after}`);
       }
-      return { id, op: 'range.paths', prefix, ...(after === undefined ? {} : { after }), limit: limit(f, MAX_RANGE_PAGE), ...consistency(f) };
+      return { prefix, ...(after === undefined ? {} : { after }), limit: limit(f, MAX_RANGE_PAGE), ...consistency(f) };
     },
-  ],
-  [
-    'range.items',
-    (f, id, limits: ProtocolLimits) => {
-      onlyFields(f, ['path', 'after', 'limit', 'consistency']);
+  }),
+  items: defineOp<ItemsRequest, ItemsPage>({
+    name: 'range.items',
+    read: true,
+    fields: ['path', 'after', 'limit', 'consistency'],
+    parse: (f, limits) => {
       const path = pathField(f, false, limits);
       const after = uintField(f, 'after') ?? 0;
-      return { id, op: 'range.items', path, after, limit: limit(f, DEFAULT_ITEMS_PAGE), ...consistency(f) };
+      return { path, after, limit: limit(f, DEFAULT_ITEMS_PAGE), ...consistency(f) };
     },
-  ],
-]);
+  }),
+};
+
+/** The ops' request builders, by op name (the frame decoder's view of the same schemas). */
+export const RANGE_OPS: ReadonlyMap<string, RequestBuilder> = buildersOf(Object.values(RANGE_SCHEMAS));
 
 /** Whether `path` is `prefix` itself or below it (the root covers every path). */
 export function below(prefix: string, path: string): boolean {
