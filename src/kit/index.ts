@@ -6,6 +6,7 @@ export type {
   AnyPlugin,
   FamilyHost,
   HostAccess,
+  HostLimits,
   HostLists,
   OpCaller,
   OpHandler,

@@ -32,6 +32,16 @@ export type StoreReader = Slot<'reader'>;
 export type StoreDb = Slot<'db'>;
 export type StoreSnapshot = Slot<'snapshot'>;
 
+/** The protocol's limits with the server's per-session and per-list ones, which a command storing items carries for apply to judge. */
+export type HostLimits = ProtocolLimits & {
+  readonly sessionsMax: number;
+  readonly sessionsPerAddress: number;
+  readonly watchesPerSession: number;
+  readonly itemsPerSession: number;
+  readonly bytesPerSession: number;
+  readonly itemsPerList: number;
+};
+
 /** Per-user storage limits: items and bytes (0: none). */
 export interface UserLimits {
   readonly items: number;
@@ -69,7 +79,7 @@ export interface HostLists {
  * loads its parts, before the member is open: it may keep the host, but calls it
  * only from handlers, duties and hooks (a call before then throws).
  */
-export interface FamilyHost<S, V = unknown, C extends PluginCommand = PluginCommand> {
+export interface FamilyHost<S, V = unknown, C extends { readonly op: string } = PluginCommand> {
   /** Proposes one of this family's commands; resolves with its value once applied here, or throws the refusal as a VeraError. */
   propose(command: C): Promise<V>;
   /** Proposes another family's command, for a family that drives one (assignment queues clean-up jobs in a journal); resolves with its value. */
@@ -86,8 +96,8 @@ export interface FamilyHost<S, V = unknown, C extends PluginCommand = PluginComm
   appliedIndex(): number;
   /** The cluster's active command version: what a request may ask of apply during a rolling upgrade. */
   commandVersion(): number;
-  /** The protocol limits requests are judged by (replyBytes: what one reply may carry); also what an HTTP route builds its request with. */
-  readonly limits: ProtocolLimits;
+  /** The limits requests are judged by (replyBytes: what one reply may carry; the per-session ones a storing command carries); also what an HTTP route builds its request with. */
+  readonly limits: HostLimits;
   /** The server's default storage limits per user (--items-per-user, --bytes-per-user), which a command that stores items carries. */
   readonly userLimits: UserLimits;
   /** Refuses (INSUFFICIENT_STORAGE) a request adding `bytes` while the data disk is below its reserve. */
@@ -200,7 +210,7 @@ export interface PluginServer<Schemas extends Readonly<Record<string, AnyOpSchem
   close?(): void;
 }
 
-export interface Plugin<Schemas extends Readonly<Record<string, AnyOpSchema>>, S, V = unknown, C extends PluginCommand = PluginCommand> {
+export interface Plugin<Schemas extends Readonly<Record<string, AnyOpSchema>>, S, V = unknown, C extends { readonly op: string } = PluginCommand> {
   /** The family's ops, by a name of the family's choosing. */
   readonly ops: Schemas;
   /** What each op needs of the caller's permissions (every op says, so none is served unchecked). */

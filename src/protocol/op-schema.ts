@@ -32,8 +32,11 @@ export function defineOp<Req extends object, Res extends object>(spec: {
   readonly read?: boolean;
   readonly fields: readonly string[];
   readonly parse: (fields: Fields, limits: ProtocolLimits) => Req;
+  /** The op was named before ops carried their family's name (kv's put and txn): a bare verb, kept as the wire has it. */
+  readonly unprefixed?: boolean;
 }): OpSchema<Req, Res> {
-  if (!/^[a-z][a-zA-Z0-9]*\.[a-z][a-zA-Z0-9]*$/.test(spec.name)) throw new Error(`op name ${spec.name} is not <family>.<verb>`);
+  const pattern = spec.unprefixed === true ? /^[a-z][a-zA-Z0-9]*$/ : /^[a-z][a-zA-Z0-9]*\.[a-z][a-zA-Z0-9]*$/;
+  if (!pattern.test(spec.name)) throw new Error(`op name ${spec.name} is not ${spec.unprefixed === true ? 'a bare verb' : '<family>.<verb>'}`);
   return { name: spec.name, read: spec.read ?? false, fields: spec.fields, parse: spec.parse };
 }
 
