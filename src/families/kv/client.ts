@@ -3,8 +3,10 @@
 // compares lists and applies one branch of writes, all or nothing, in one entry.
 import type { VeraClient } from '../../client/client.js';
 import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
-import type { Item } from '../../protocol/index.js';
-import { KV_OPS } from './wire.js';
+import { KV_OPS, type PutResult, type TxnResult } from './wire.js';
+
+// The results, as the server's handlers type them (wire.ts).
+export type { PutResult, TxnResult } from './wire.js';
 
 export interface PutOptions {
   /** Items the list holds after the put, the new one included (1-1000). Default 1: the put replaces the list. */
@@ -17,11 +19,6 @@ export interface PutOptions {
   readonly ephemeral?: boolean;
 }
 
-export interface PutResult {
-  readonly item: Item;
-  /** Items the put removed from the list. */
-  readonly deleted: number;
-}
 
 /** What a compare reads: the newest index (0 when empty), the number of items, or whether there are any. */
 export type Compare =
@@ -44,11 +41,6 @@ export interface Txn {
   readonly failure?: readonly TxnWrite[];
 }
 
-export type TxnResult =
-  | { readonly op: 'push'; readonly item: Item }
-  | { readonly op: 'put'; readonly item: Item; readonly deleted: number }
-  | { readonly op: 'delete' }
-  | { readonly op: 'clear'; readonly deleted: number };
 
 export class KvClient {
   private readonly call: FamilyCall;

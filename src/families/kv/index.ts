@@ -24,5 +24,5 @@ export const kv: Family<KvCommand, null> = {
   goesAlone: () => true,
   // Both branches' writes: the list guards judge an entry before its compares decide which runs.
   listsUsedBy: (command) => [...command.compare.map((c) => c.path), ...command.success.map((w) => w.path), ...command.failure.map((w) => w.path)],
-  server: async () => (await import('./server.js')).server,
+  plugin: async () => (await import('./server.js')).plugin,
 };

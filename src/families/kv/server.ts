@@ -1,96 +1,121 @@
-// put and txn on the leader: their paths pass every family's path guard before
-// they run (runFamilyOp: a hibernated list thaws first), a lease named as an owner must be the caller's, and the
-// command carries the leader's limits so apply judges them as it judges a push.
-import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
-import type { Need } from '../../server/guard/access.js';
-import { expectOk, type FrontEnd } from '../../server/front/context.js';
-import { familyOps, proposeTimed, type FamilyOpCall, type ServerPart } from '../../server/front/family-part.js';
-import { wireItem } from '../../server/front/ops.js';
-import { usableLease } from '../lease/server.js';
+// put and txn on the leader, on the kit: their paths pass every family's path guard
+// before they run (Plugin.touches: a hibernated list thaws first), a lease named as an
+// owner must be the caller's, and the command carries the leader's limits so apply
+// judges them as it judges a push.
+import { VeraError, type Item } from '../../protocol/index.js';
+import type { FamilyHost, PathAccess, Plugin, PluginNeed, PluginServer } from '../../kit/index.js';
+import type { Item as StoredItem } from '../../statemachine/types.js';
+import { usableLease } from '../lease/usable.js';
 import { lists } from '../lists/index.js';
 import type { TxnValue, WriteResult } from './apply.js';
 import type { Compare, TxnCommand, Write } from './commands.js';
-import { KV_OPS } from './wire.js';
-import { userQuotaField } from '../quota/propose.js';
+import { KV_SCHEMAS, type TxnResult, type WireWrite } from './wire.js';
+import { userQuotaFor } from '../quota/user-quota.js';
 
-type Fields = Readonly<Record<string, unknown>>;
+type Ops = typeof KV_SCHEMAS;
+type Host = FamilyHost<unknown, TxnValue, TxnCommand>;
 
-/** Who owns an item this write adds: its lease, the session (ephemeral) or none (persistent). */
-function ownerOf(fe: FrontEnd, session: string, w: Fields, ephemeralByDefault: boolean): string | null {
-  if (typeof w.lease === 'string') {
-    usableLease(fe, session, w.lease);
-    return w.lease;
-  }
-  const ephemeral = ephemeralByDefault ? w.persistent !== true : w.ephemeral === true;
-  return ephemeral ? session : null;
-}
+/** A stored item as the protocol's (its data is the stored value, sent as it is). */
+const wireItem = (item: StoredItem): Item => item as Item;
 
-function toWrite(fe: FrontEnd, session: string, w: Fields): Write {
-  const path = w.path as string;
-  switch (w.op) {
-    case 'push':
-      return { op: 'push', path, data: w.data, owner: ownerOf(fe, session, w, true) };
-    case 'put':
-      return { op: 'put', path, data: w.data, owner: ownerOf(fe, session, w, false), keep: (w.keep as number | undefined) ?? 1 };
-    case 'delete':
-      return { op: 'delete', path, index: w.index as number };
-    default:
-      return { op: 'clear', path };
-  }
-}
-
-async function run(fe: FrontEnd, session: string, compare: readonly Compare[], success: readonly Write[], failure: readonly Write[]): Promise<TxnValue> {
-  const { watchesPerSession, itemsPerSession, bytesPerSession, itemsPerList } = fe.limits;
-  const command: TxnCommand = {
-    op: 'txn',
-    session,
-    compare,
-    success,
-    failure,
-    quota: { watches: watchesPerSession, items: itemsPerSession, bytes: bytesPerSession, listItems: itemsPerList },
-    ...userQuotaField(fe),
-  };
-  const r = expectOk(await proposeTimed(fe, { family: 'kv', ...command }));
-  if (r.op !== 'family' || r.family !== 'kv') throw new VeraError('INTERNAL', `txn applied as ${r.op}`);
-  return r.value as TxnValue;
-}
-
-function wireResult(r: WriteResult): Record<string, unknown> {
+function wireResult(r: WriteResult): TxnResult {
   if (r.op === 'push') return { op: 'push', item: wireItem(r.item) };
   if (r.op === 'put') return { op: 'put', item: wireItem(r.item), deleted: r.deleted };
   return { ...r };
 }
 
-const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = {
-  put: async ({ fe, session, request: r, frameBytes }) => {
-    fe.disk.admit(frameBytes);
-    const path = r.path as string;
-    const ifLastIndex = r.ifLastIndex as number | undefined;
-    const compare: Compare[] = ifLastIndex === undefined ? [] : [{ path, target: 'newest', cmp: '=', value: ifLastIndex }];
-    const value = await run(fe, session, compare, [toWrite(fe, session, { ...r, op: 'put' })], []);
-    if (!value.succeeded) {
-      const newest = fe.node.stateMachine.stateOf(lists).lastIndexOf(path);
-      throw new VeraError('CONFLICT', `newest index of ${path} is ${newest}, not ${ifLastIndex}`);
+function createServer(host: Host): PluginServer<Ops> {
+  /** Who owns an item this write adds: its lease, the session (ephemeral) or none (persistent). */
+  const ownerOf = (session: string, w: { lease?: string; persistent?: boolean; ephemeral?: boolean }, ephemeralByDefault: boolean): string | null => {
+    if (w.lease !== undefined) {
+      usableLease(host.reader, session, w.lease);
+      return w.lease;
     }
-    const put = value.results[0]!;
-    if (put.op !== 'put') throw new VeraError('INTERNAL', `put gave a ${put.op} result`);
-    return { item: wireItem(put.item), deleted: put.deleted };
-  },
-  txn: async ({ fe, session, request: r, frameBytes }) => {
-    fe.disk.admit(frameBytes);
-    const list = (field: 'success' | 'failure'): Write[] => (r[field] as Fields[]).map((w) => toWrite(fe, session, w));
-    const value = await run(fe, session, r.compare as Compare[], list('success'), list('failure'));
-    return { succeeded: value.succeeded, results: value.results.map(wireResult) };
-  },
-};
+    const ephemeral = ephemeralByDefault ? w.persistent !== true : w.ephemeral === true;
+    return ephemeral ? session : null;
+  };
 
-const NEEDS: Record<string, (request: FamilyRequest) => readonly Need[]> = {
-  put: (r) => [{ perm: 'write', resource: r.path as string }],
+  const toWrite = (session: string, w: WireWrite): Write => {
+    switch (w.op) {
+      case 'push':
+        return { op: 'push', path: w.path, data: w.data, owner: ownerOf(session, w, true) };
+      case 'put':
+        return { op: 'put', path: w.path, data: w.data, owner: ownerOf(session, w, false), keep: w.keep ?? 1 };
+      case 'delete':
+        return { op: 'delete', path: w.path, index: w.index };
+      default:
+        return { op: 'clear', path: w.path };
+    }
+  };
+
+  const run = (session: string, compare: readonly Compare[], success: readonly Write[], failure: readonly Write[]): Promise<TxnValue> => {
+    const { watchesPerSession, itemsPerSession, bytesPerSession, itemsPerList } = host.limits;
+    return host.propose({
+      op: 'txn',
+      session,
+      compare,
+      success,
+      failure,
+      quota: { watches: watchesPerSession, items: itemsPerSession, bytes: bytesPerSession, listItems: itemsPerList },
+      ...userQuotaFor(host.commandVersion(), host.userLimits),
+    });
+  };
+
+  return {
+    handlers: {
+      put: async (r, { session, frameBytes }) => {
+        host.admitWrite(frameBytes);
+        const { path, ifLastIndex } = r;
+        const compare: Compare[] = ifLastIndex === undefined ? [] : [{ path, target: 'newest', cmp: '=', value: ifLastIndex }];
+        const value = await run(session, compare, [toWrite(session, { ...r, op: 'put' })], []);
+        if (!value.succeeded) {
+          const newest = host.reader.stateOf(lists).lastIndexOf(path);
+          throw new VeraError('CONFLICT', `newest index of ${path} is ${newest}, not ${ifLastIndex}`);
+        }
+        const put = value.results[0]!;
+        if (put.op !== 'put') throw new VeraError('INTERNAL', `put gave a ${put.op} result`);
+        return { item: wireItem(put.item), deleted: put.deleted };
+      },
+      txn: async (r, { session, frameBytes }) => {
+        host.admitWrite(frameBytes);
+        const value = await run(
+          session,
+          r.compare,
+          r.success.map((w) => toWrite(session, w)),
+          r.failure.map((w) => toWrite(session, w)),
+        );
+        return { succeeded: value.succeeded, results: value.results.map(wireResult) };
+      },
+    },
+  };
+}
+
+const NEEDS = {
+  put: ({ path }: { path: string }): readonly PluginNeed[] => [{ perm: 'write', resource: path }],
   // A compare reads its list; a write (in either branch) writes its list.
-  txn: (r) => [
-    ...(r.compare as Fields[]).map((c): Need => ({ perm: 'read', resource: c.path as string })),
-    ...[...(r.success as Fields[]), ...(r.failure as Fields[])].map((w): Need => ({ perm: 'write', resource: w.path as string })),
+  txn: (r: { compare: ReadonlyArray<{ path: string }>; success: ReadonlyArray<{ path: string }>; failure: ReadonlyArray<{ path: string }> }): readonly PluginNeed[] => [
+    ...r.compare.map((c): PluginNeed => ({ perm: 'read', resource: c.path })),
+    ...[...r.success, ...r.failure].map((w): PluginNeed => ({ perm: 'write', resource: w.path })),
   ],
 };
 
-export const server: ServerPart = { protocolOps: familyOps('kv', KV_OPS, handlers, NEEDS) };
+/** The lists a request reads and writes, as its needs name them (each path and use once, in order). */
+function touchedBy(needs: readonly PluginNeed[]): readonly PathAccess[] {
+  const out: PathAccess[] = [];
+  for (const need of needs) {
+    if (need.perm !== 'read' && need.perm !== 'write') continue;
+    if (!out.some((a) => a.path === need.resource && a.use === need.perm)) out.push({ path: need.resource, use: need.perm, stale: false });
+  }
+  return out;
+}
+
+export const plugin: Plugin<Ops, unknown, TxnValue, TxnCommand> = {
+  ops: KV_SCHEMAS,
+  needs: NEEDS,
+  touches: {
+    put: (r) => touchedBy(NEEDS.put(r)),
+    txn: (r) => touchedBy(NEEDS.txn(r)),
+  },
+  touchesNoLists: 'every op declares the lists it touches',
+  createServer,
+};

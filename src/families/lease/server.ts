@@ -10,22 +10,11 @@ import { expectOk, type FrontEnd } from '../../server/front/context.js';
 import { familyOps, proposeTimed, type FamilyOpCall, type ServerPart } from '../../server/front/family-part.js';
 import { LEASE_OPS, LEASE_PREFIX, type LeaseInfo } from './wire.js';
 import { liveSessions } from '../sessions/queries.js';
+import { usableLease as usableBy } from './usable.js';
 
-/** The user behind a session (undefined when authentication is off or it opened before). */
-function principalOf(fe: FrontEnd, session: string): string | undefined {
-  return liveSessions(fe.node.stateMachine).get(session)?.principal;
-}
-
-/**
- * The lease `id` as the calling session may use it: NOT_FOUND once it expired or was
- * revoked, FORBIDDEN when another user granted it. Exported for the kv family (put
- * and txn with a lease).
- */
-export function usableLease(fe: FrontEnd, session: string, id: string): { readonly timeoutMs: number; readonly principal?: string } {
-  const info = liveSessions(fe.node.stateMachine).get(id);
-  if (info === undefined || !id.startsWith(LEASE_PREFIX)) throw new VeraError('NOT_FOUND', `lease ${id} has expired, was revoked or never existed`);
-  if (info.principal !== principalOf(fe, session)) throw new VeraError('FORBIDDEN', `lease ${id} belongs to another user`);
-  return info;
+/** The lease `id` as the calling session may use it (usable.ts). */
+function usableLease(fe: FrontEnd, session: string, id: string): { readonly timeoutMs: number; readonly principal?: string } {
+  return usableBy(fe.node.stateMachine, session, id);
 }
 
 const handlers: Record<string, (call: FamilyOpCall) => Promise<FamilyResult>> = {
