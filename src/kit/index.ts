@@ -8,6 +8,7 @@ export type {
   HostAccess,
   HostLimits,
   HostLists,
+  HostSessionClocks,
   OpCaller,
   OpHandler,
   PathAccess,

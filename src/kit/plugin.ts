@@ -42,10 +42,22 @@ export type HostLimits = ProtocolLimits & {
   readonly itemsPerList: number;
 };
 
-/** Per-user storage limits: items and bytes (0: none). */
+/** The server's default limits per user: stored items and bytes (0: none), and live sessions. */
 export interface UserLimits {
   readonly items: number;
   readonly bytes: number;
+  readonly sessions: number;
+}
+
+/** The leader's clocks of sessions no connection keeps alive (a lease): a session whose clock runs out is closed. */
+export interface HostSessionClocks {
+  /** Starts (or restarts) the session's clock at `timeoutMs`. */
+  track(session: string, timeoutMs: number): void;
+  /** Restarts a tracked session's clock at its full timeout. */
+  touch(session: string): void;
+  has(session: string): boolean;
+  /** How long until its deadline (ms; negative once past), or undefined when it is not tracked. */
+  remainingMs(session: string): number | undefined;
 }
 
 /**
@@ -82,7 +94,11 @@ export interface HostLists {
 export interface FamilyHost<S, V = unknown, C extends { readonly op: string } = PluginCommand> {
   /** Proposes one of this family's commands; resolves with its value once applied here, or throws the refusal as a VeraError. */
   propose(command: C): Promise<V>;
-  /** Proposes another family's command, for a family that drives one (assignment queues clean-up jobs in a journal); resolves with its value. */
+  /**
+   * Proposes another family's command, for a family that drives one (assignment queues
+   * clean-up jobs in a journal, a lease opens a session); resolves with its value (for the
+   * first four families' commands, proposed as they always were: undefined).
+   */
   proposeTo(family: string, command: PluginCommand): Promise<unknown>;
   /** Waits until this member has applied everything committed before the call (a linearizable read's barrier). */
   barrier(): Promise<void>;
@@ -100,6 +116,8 @@ export interface FamilyHost<S, V = unknown, C extends { readonly op: string } = 
   readonly limits: HostLimits;
   /** The server's default storage limits per user (--items-per-user, --bytes-per-user), which a command that stores items carries. */
   readonly userLimits: UserLimits;
+  /** The leader's session clocks, for a family whose sessions no connection holds (leases). */
+  readonly sessionClocks: HostSessionClocks;
   /** Refuses (INSUFFICIENT_STORAGE) a request adding `bytes` while the data disk is below its reserve. */
   admitWrite(bytes: number): void;
   /** Reads of lists wherever they are held, for a family whose ops read lists at paths (range). */
