@@ -2,14 +2,11 @@
 // keepAlive's automatic loop), revoke it, and use its id with the kv family's
 // put and txn so the items live exactly as long as the lease.
 import type { VeraClient } from '../../client/client.js';
-import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
+import { typedCaller, type TypedCall } from '../../client/typed-ops.js';
 import { VeraError } from '../../protocol/index.js';
-import { LEASE_OPS, type LeaseInfo } from './wire.js';
+import { LEASE_SCHEMAS, type LeaseInfo } from './wire.js';
 
 export type { LeaseInfo } from './wire.js';
-
-/** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['lease.show']);
 
 export interface KeptAlive {
   /** Stops the keep-alives (the lease then expires after its TTL, unless revoked first). */
@@ -19,20 +16,20 @@ export interface KeptAlive {
 }
 
 export class LeaseClient {
-  private readonly call: FamilyCall;
+  private readonly call: TypedCall<typeof LEASE_SCHEMAS>;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, LEASE_OPS, READS);
+    this.call = typedCaller(client, LEASE_SCHEMAS);
   }
 
   /** A new lease that ends `ttlMs` after its last keep-alive (1 s to about 24 days). */
   async grant(ttlMs: number): Promise<{ lease: string; ttlMs: number }> {
-    return (await this.call('lease.grant', { ttlMs })) as { lease: string; ttlMs: number };
+    return this.call('grant', { ttlMs });
   }
 
   /** Restarts the lease's clock at its full TTL; NOT_FOUND once it has expired or was revoked. */
   async keepAliveOnce(lease: string): Promise<{ ttlMs: number }> {
-    return (await this.call('lease.keepAlive', { lease })) as { ttlMs: number };
+    return this.call('keepAlive', { lease });
   }
 
   /**
@@ -71,11 +68,11 @@ export class LeaseClient {
 
   /** Ends the lease now, deleting every item it owns (in one entry, with events to watchers). */
   async revoke(lease: string): Promise<void> {
-    await this.call('lease.revoke', { lease });
+    await this.call('revoke', { lease });
   }
 
   /** Its TTL and the time left before it expires without a keep-alive. */
   async show(lease: string): Promise<LeaseInfo> {
-    return (await this.call('lease.show', { lease })) as unknown as LeaseInfo;
+    return this.call('show', { lease });
   }
 }

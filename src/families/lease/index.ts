@@ -6,6 +6,6 @@
 // items it owns (put or pushed with `lease`, family kv) are deleted with it in
 // the entry that ends it, with an event to every watcher. It replicates nothing
 // of its own: no commands, no buckets, only a server part. See docs/kv.md.
-import { serverOnlyFamily } from '../../statemachine/family.js';
+import { pluginOnlyFamily } from '../../statemachine/family.js';
 
-export const lease = serverOnlyFamily('lease', async () => (await import('./server.js')).server);
+export const lease = pluginOnlyFamily('lease', async () => (await import('./server.js')).plugin);

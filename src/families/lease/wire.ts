@@ -1,5 +1,5 @@
 // The lease family's client protocol (docs/protocol.md, "Extension: leases").
-import { invalid, uintField, type RequestBuilder, onlyFields } from '../../protocol/index.js';
+import { buildersOf, defineOp, invalid, uintField, type RequestBuilder } from '../../protocol/index.js';
 
 /** Lease ids are session ids with this prefix: a lease op takes no connection's session, and a hello cannot resume a lease. */
 export const LEASE_PREFIX = 'lease-';
@@ -20,20 +20,26 @@ function leaseId(f: Fields): string {
   return f.lease as string;
 }
 
-export const LEASE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  [
-    'lease.grant',
-    (f, id) => {
-      onlyFields(f, ['ttlMs']);
+const withLease = <Res extends object>(name: string, read = false) => defineOp<{ lease: string }, Res>({ name, read, fields: ['lease'], parse: (f) => ({ lease: leaseId(f) }) });
+
+/** The lease family's ops, as the client and the server both check them. */
+export const LEASE_SCHEMAS = {
+  grant: defineOp<{ ttlMs: number }, { lease: string; ttlMs: number }>({
+    name: 'lease.grant',
+    fields: ['ttlMs'],
+    parse: (f) => {
       const ttlMs = uintField(f, 'ttlMs');
       if (ttlMs === undefined || ttlMs < MIN_LEASE_TTL_MS || ttlMs > MAX_LEASE_TTL_MS) throw invalid(`ttlMs must be ${MIN_LEASE_TTL_MS} to ${MAX_LEASE_TTL_MS} ms`);
-      return { id, op: 'lease.grant', ttlMs };
+      return { ttlMs };
     },
-  ],
-  ['lease.keepAlive', (f, id) => (onlyFields(f, ['lease']), { id, op: 'lease.keepAlive', lease: leaseId(f) })],
-  ['lease.revoke', (f, id) => (onlyFields(f, ['lease']), { id, op: 'lease.revoke', lease: leaseId(f) })],
-  ['lease.show', (f, id) => (onlyFields(f, ['lease']), { id, op: 'lease.show', lease: leaseId(f) })],
-]);
+  }),
+  keepAlive: withLease<{ ttlMs: number }>('lease.keepAlive'),
+  revoke: withLease<Readonly<Record<string, never>>>('lease.revoke'),
+  show: withLease<LeaseInfo>('lease.show', true),
+};
+
+/** The ops' request builders, by op name (the frame decoder's view of the same schemas). */
+export const LEASE_OPS: ReadonlyMap<string, RequestBuilder> = buildersOf(Object.values(LEASE_SCHEMAS));
 
 export interface LeaseInfo {
   readonly lease: string;
