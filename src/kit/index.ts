@@ -5,9 +5,11 @@ export { opRequest } from './requests.js';
 export type {
   AnyPlugin,
   FamilyHost,
+  MemberStatus,
   HostAccess,
   HostLimits,
   HostLists,
+  HostMember,
   HostSessionClocks,
   OpCaller,
   OpHandler,

@@ -49,6 +49,33 @@ export interface UserLimits {
   readonly sessions: number;
 }
 
+/** This member's Raft status, as the observe family shows it. */
+export interface MemberStatus {
+  readonly id: string;
+  readonly role: string;
+  readonly term: number;
+  readonly leader: string | null;
+  readonly commit: number;
+  /** The newest entry this member's Raft driver has applied. */
+  readonly applied: number;
+  readonly lastIndex: number;
+  readonly voters: readonly string[];
+  readonly learners: readonly string[];
+  /** Leader only: each other member's replication progress. */
+  readonly progress: Readonly<Record<string, { readonly match: number; readonly recentActive: boolean }>>;
+}
+
+/** What this member knows of the cluster and of the connections it holds: the observe family's view. */
+export interface HostMember {
+  status(): MemberStatus;
+  /** The client URL (`ws://host:port`) of a member, or null if unknown. */
+  clientUrl(id: string): string | null;
+  /** Whether the session has a connection to this member now. */
+  connected(session: string): boolean;
+  /** The newest index whose notifications the session acknowledged on this member (0: none). */
+  ackedIndex(session: string): number;
+}
+
 /** The leader's clocks of sessions no connection keeps alive (a lease): a session whose clock runs out is closed. */
 export interface HostSessionClocks {
   /** Starts (or restarts) the session's clock at `timeoutMs`. */
@@ -116,6 +143,8 @@ export interface FamilyHost<S, V = unknown, C extends { readonly op: string } = 
   readonly limits: HostLimits;
   /** The server's default storage limits per user (--items-per-user, --bytes-per-user), which a command that stores items carries. */
   readonly userLimits: UserLimits;
+  /** The member's Raft status and connections, for the family that shows them (observe). */
+  readonly member: HostMember;
   /** The leader's session clocks, for a family whose sessions no connection holds (leases). */
   readonly sessionClocks: HostSessionClocks;
   /** Refuses (INSUFFICIENT_STORAGE) a request adding `bytes` while the data disk is below its reserve. */

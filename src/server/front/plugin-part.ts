@@ -69,6 +69,15 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
       const { items, bytes, sessions } = fe().guard.meter.limits;
       return { items, bytes, sessions };
     },
+    member: {
+      status: () => {
+        const st = fe().node.status();
+        return { ...st, applied: fe().node.appliedIndex, voters: st.config.voters, learners: st.config.learners };
+      },
+      clientUrl: (id) => fe().clientUrl(id),
+      connected: (session) => fe().connections.has(session),
+      ackedIndex: (session) => fe().notifier.ackedIndex(session),
+    },
     sessionClocks: {
       track: (session, timeoutMs) => fe().expiry.track(session, timeoutMs),
       touch: (session) => fe().expiry.touch(session),
