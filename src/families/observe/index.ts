@@ -2,6 +2,6 @@
 // holds them, what they watch, how far behind their notifications are) for
 // operators and the dashboard. It replicates nothing: no commands, no buckets,
 // only a server part.
-import { serverOnlyFamily } from '../../statemachine/family.js';
+import { pluginOnlyFamily } from '../../statemachine/family.js';
 
-export const observe = serverOnlyFamily('observe', async () => (await import('./server.js')).server);
+export const observe = pluginOnlyFamily('observe', async () => (await import('./server.js')).plugin);

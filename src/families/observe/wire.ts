@@ -1,7 +1,7 @@
 // The observe family's client protocol: read-only views of the cluster and its
 // sessions for operators and the dashboard (docs/protocol.md "Extension:
 // observing the cluster").
-import { invalid, optional, uintField, validateSessionId, type RequestBuilder, onlyFields } from '../../protocol/index.js';
+import { buildersOf, defineOp, invalid, optional, uintField, validateSessionId, type RequestBuilder } from '../../protocol/index.js';
 
 /** The most sessions (or items) one reply holds, and its default. */
 export const OBSERVE_PAGE = 500;
@@ -19,18 +19,6 @@ function limit(f: Fields): number | undefined {
   if (v !== undefined && (v < 1 || v > OBSERVE_PAGE)) throw invalid(`limit must be 1 to ${OBSERVE_PAGE}`);
   return v;
 }
-
-export const OBSERVE_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  ['observe.cluster', (f, id) => (onlyFields(f, []), { id, op: 'observe.cluster' })],
-  [
-    'observe.sessions',
-    (f, id) => {
-      onlyFields(f, ['after', 'limit']);
-      return { id, op: 'observe.sessions', ...optional('after', f.after === undefined ? undefined : session(f, 'after')), ...optional('limit', limit(f)) };
-    },
-  ],
-  ['observe.session', (f, id) => (onlyFields(f, ['session', 'limit']), { id, op: 'observe.session', session: session(f, 'session'), ...optional('limit', limit(f)) })],
-]);
 
 /** A member as the leader sees it. */
 export interface MemberView {
@@ -68,3 +56,35 @@ export interface SessionView {
   /** Entries it has not acknowledged notifications up to: the applied index less its acknowledged one (0 when it watches nothing). */
   readonly lag: number;
 }
+
+export interface SessionDetail extends SessionView {
+  readonly live: true;
+  readonly watchList: ReadonlyArray<{ readonly path: string; readonly prefix: boolean }>;
+  readonly items: ReadonlyArray<{ readonly path: string; readonly index: number }>;
+}
+
+export interface SessionsPage {
+  readonly sessions: SessionView[];
+  readonly total: number;
+  readonly next?: string;
+}
+
+/** The observe family's ops, as the client and the server both check them. */
+export const OBSERVE_SCHEMAS = {
+  cluster: defineOp<Record<string, never>, ClusterView>({ name: 'observe.cluster', read: true, fields: [], parse: () => ({}) }),
+  sessions: defineOp<{ after?: string; limit?: number }, SessionsPage>({
+    name: 'observe.sessions',
+    read: true,
+    fields: ['after', 'limit'],
+    parse: (f) => ({ ...optional('after', f.after === undefined ? undefined : session(f, 'after')), ...optional('limit', limit(f)) }),
+  }),
+  session: defineOp<{ session: string; limit?: number }, SessionDetail | { session: string; live: false }>({
+    name: 'observe.session',
+    read: true,
+    fields: ['session', 'limit'],
+    parse: (f) => ({ session: session(f, 'session'), ...optional('limit', limit(f)) }),
+  }),
+};
+
+/** The ops' request builders, by op name (the frame decoder's view of the same schemas). */
+export const OBSERVE_OPS: ReadonlyMap<string, RequestBuilder> = buildersOf(Object.values(OBSERVE_SCHEMAS));
