@@ -4,6 +4,8 @@ export { defineOp, invalid, type OpSchema, type RequestOfSchema, type ResultOfSc
 export { opRequest } from './requests.js';
 export type {
   AnyPlugin,
+  AuditFacts,
+  AuditFactSeen,
   FamilyHost,
   MemberStatus,
   HostAccess,

@@ -102,6 +102,26 @@ export interface HostAccess {
   exposedWithoutAuth(): string | null;
   /** Has every live connection on this member re-judge what it holds (after an auth change: watches no longer allowed are dropped). */
   reviewConnections(): void;
+  /** Up to `max` of the facts the guard gathered for the audit log (denials and admin acts first), for the family that writes it. */
+  takeAuditFacts(max: number): AuditFacts;
+}
+
+/** One fact the guard saw: an authentication failure, a denial, or an administrator's act. */
+export interface AuditFactSeen {
+  /** Milliseconds since the epoch, on this member. */
+  readonly at: number;
+  readonly kind: 'auth-failed' | 'denied' | 'admin';
+  readonly principal: string | null;
+  readonly remote: string;
+  readonly what: string;
+}
+
+export interface AuditFacts {
+  readonly facts: readonly AuditFactSeen[];
+  /** What the guard counted instead of recording one by one (its queue was full), as one line, or null. */
+  readonly suppressed: string | null;
+  /** Puts them back at the front (their write failed): the next take has them again. */
+  giveBack(): void;
 }
 
 /** A list's items and the lists below a path wherever they are held (a hibernated unit's in its cold file): what the path guards add to the item bucket. */
@@ -121,6 +141,13 @@ export interface HostLists {
 export interface FamilyHost<S, V = unknown, C extends { readonly op: string } = PluginCommand> {
   /** Proposes one of this family's commands; resolves with its value once applied here, or throws the refusal as a VeraError. */
   propose(command: C): Promise<V>;
+  /**
+   * Proposes one of the family's commands and resolves once it is applied here with its
+   * value, or with the refusal apply gave (which changed nothing) as a value; rejects only
+   * when it was not applied (not leading, no quorum, the version gate): for a family that
+   * treats the two apart (the audit log keeps unwritten facts, drops refused ones).
+   */
+  proposeOutcome(command: C): Promise<{ readonly ok: true; readonly value: V } | { readonly ok: false; readonly code: string; readonly message: string }>;
   /**
    * Proposes another family's command, for a family that drives one (assignment queues
    * clean-up jobs in a journal, a lease opens a session); resolves with its value (for the
@@ -162,6 +189,7 @@ export interface FamilyHost<S, V = unknown, C extends { readonly op: string } = 
     debug(fields: object, msg: string): void;
     info(fields: object, msg: string): void;
     warn(fields: object, msg: string): void;
+    error(fields: object, msg: string): void;
   };
 }
 

@@ -11,6 +11,7 @@ import type { AnyFamily } from '../../statemachine/family.js';
 import { cluster } from '../../families/cluster/index.js';
 import { expectOk, notLeaderError, type FrontEnd } from './context.js';
 import { exposureProblem } from '../guard/exposure.js';
+import { suppressedWhat } from '../guard/audit-queue.js';
 import { listEntries, listsHeldAt } from '../guard/path-guard.js';
 import { proposeTimed, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type LeaderDuty, type PathAccess, type PathGuard, type ServerPart } from './family-part.js';
 import type { AnyCommand } from '../../families/core-commands.js';
@@ -53,6 +54,12 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
   const logger = (): FrontEnd['logger'] => fe().logger.child({ family: family.name });
   return {
     propose: (command) => proposeAs(family.name, command),
+    proposeOutcome: async (command) => {
+      const result = (await proposeTimed(fe(), { ...command, family: family.name } as unknown as AnyCommand)).result;
+      if (!result.ok) return { ok: false, code: result.code, message: result.message };
+      if (result.op !== 'family' || result.family !== family.name) throw new VeraError('INTERNAL', `a ${family.name} command applied as ${result.op}`);
+      return { ok: true, value: result.value };
+    },
     proposeTo: (name, command) => proposeAs(name, command),
     barrier: () => fe().node.linearizableBarrier(fe().readTimeoutMs),
     state: () => fe().node.stateMachine.stateOf(family),
@@ -97,6 +104,11 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
       reviewConnections: () => {
         for (const connection of fe().connections.values()) connection.reviewAccess?.();
       },
+      takeAuditFacts: (max) => {
+        const guard = fe().guard;
+        const taken = guard.takeAuditFacts(max);
+        return { facts: taken.facts, suppressed: suppressedWhat(taken.suppressed), giveBack: () => guard.returnAuditFacts(taken) };
+      },
     },
     settings: () => settingsOf(fe(), family.name),
     isLeader: () => fe().isLeader(),
@@ -105,6 +117,7 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
       debug: (fields, msg) => logger().debug(fields, msg),
       info: (fields, msg) => logger().info(fields, msg),
       warn: (fields, msg) => logger().warn(fields, msg),
+      error: (fields, msg) => logger().error(fields, msg),
     },
   };
 }
