@@ -1,35 +1,19 @@
 // The audit log in the client library: read it a page at a time, or whole, and check its chain.
 import type { VeraClient } from '../../client/client.js';
-import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
-import { AUDIT_OPS, type AuditRecord } from './wire.js';
+import { typedCaller, type TypedCall } from '../../client/typed-ops.js';
+import { AUDIT_SCHEMAS, type AuditPage, type AuditRecord } from './wire.js';
 
-export type { AuditRecord } from './wire.js';
-
-/** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['audit.list']);
-
-export interface AuditPage {
-  readonly records: AuditRecord[];
-  /** The oldest record the cluster still keeps, and the newest written. */
-  readonly oldest: number;
-  readonly newest: number;
-  /** The hash of record `newest`. */
-  readonly head?: string;
-  /** Present when the member found its newest records unlike what its Raft log wrote (a cut-back log). */
-  readonly problem?: string;
-  /** Present when more records follow: pass it as `after`. */
-  readonly next?: number;
-}
+export type { AuditPage, AuditRecord } from './wire.js';
 
 export class AuditClient {
-  private readonly call: FamilyCall;
+  private readonly call: TypedCall<typeof AUDIT_SCHEMAS>;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, AUDIT_OPS, READS);
+    this.call = typedCaller(client, AUDIT_SCHEMAS);
   }
 
   async page(after = 0, limit?: number): Promise<AuditPage> {
-    return (await this.call('audit.list', { after, ...(limit === undefined ? {} : { limit }) })) as unknown as AuditPage;
+    return this.call('list', { after, ...(limit === undefined ? {} : { limit }) });
   }
 
   /** Every record after `after`, page by page, handed to `onPage` (so a long log is never held whole). */

@@ -124,5 +124,5 @@ export const audit: Family<AppendCommand, AuditState> = {
   // Plans from the head in memory, which each entry's after-step moves before the next entry is planned,
   // so audit entries share batches like any other (test/families/auth-audit-batching.test.ts).
   goesAlone: () => false,
-  server: async () => (await import('./server.js')).server,
+  plugin: async () => (await import('./server.js')).plugin,
 };
