@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ColdStore, type ColdUnit } from '../../../src/families/hibernate/cold-store.js';
+import { ColdStore, type HeldColdUnit } from '../../../src/families/hibernate/cold-store.js';
 import { hibernate, type HibernateValue } from '../../../src/families/hibernate/index.js';
 import { coldDirOf, MAX_HELD_THAW_READS } from '../../../src/families/hibernate/state.js';
 import { newestIndexIn, readUnit } from '../../../src/families/hibernate/freezing.js';
@@ -694,7 +694,7 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
   it('keeps at most MAX_HELD_THAW_READS thaw reads decoded, dropping the oldest; a dropped one is read again when asked', async () => {
     const m = await member();
     const state = m.sm.stateOf(hibernate);
-    const reads = vi.spyOn(state.cold, 'readInSlices').mockImplementation(async () => ({ meta: { frozenAt: 7 } }) as unknown as ColdUnit);
+    const reads = vi.spyOn(state.cold, 'readInSlices').mockImplementation(async () => ({ meta: { frozenAt: 7 } }) as unknown as HeldColdUnit);
     const units = Array.from({ length: MAX_HELD_THAW_READS + 4 }, (_, i) => `/users/u${i}`);
     for (const u of units) await state.thawRead(u, 7);
     expect(reads).toHaveBeenCalledTimes(units.length);
