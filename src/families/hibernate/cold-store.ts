@@ -43,6 +43,13 @@ export interface ColdUnit {
   readonly entries: ReadonlyArray<readonly [Buffer, Buffer]>;
 }
 
+/** A unit to write: its entries as an array, or held (SlicedEntries, PackedEntries). */
+export interface ColdUnitToWrite {
+  readonly unit: string;
+  readonly meta: Readonly<Record<string, unknown>>;
+  readonly entries: HeldEntries;
+}
+
 /**
  * A unit's entries as a thaw in steps holds them: `length`, and `slice` giving the entries in
  * [from, to) as [key, value] pairs. A plain array is one; so is PackedEntries.
@@ -82,6 +89,64 @@ export class PackedEntries implements HeldEntries {
     const out: Array<readonly [Buffer, Buffer]> = [];
     const b = this.bounds;
     for (let n = Math.max(0, from); n < Math.min(to, this.length); n++) out.push([this.raw.subarray(b[4 * n]!, b[4 * n + 1]!), this.raw.subarray(b[4 * n + 2]!, b[4 * n + 3]!)]);
+    return out;
+  }
+}
+
+/**
+ * Entries collected PACK_SLICE at a time, each slice kept as its msgpack encoding (what
+ * packInSlices writes for it) and PackedEntries over it: a unit being read for its freeze
+ * holds one buffer and one typed array a slice, not three objects an entry (which would
+ * live through the whole read and encoding, into the old generation of every member).
+ */
+export class SlicedEntries implements HeldEntries {
+  private readonly slices: PackedEntries[] = [];
+  /** Each slice's encoding without its array header, in order. */
+  readonly parts: Buffer[] = [];
+  private pending: Array<readonly [Buffer, Buffer]> = [];
+  private sealed = 0;
+  private ended = false;
+
+  get length(): number {
+    return this.sealed + this.pending.length;
+  }
+
+  push(key: Buffer, value: Buffer): void {
+    if (this.ended) throw new Error('entries pushed after their end');
+    this.pending.push([key, value]);
+    if (this.pending.length === PACK_SLICE) this.seal();
+  }
+
+  /** Packs the entries pushed since the last full slice. */
+  private seal(): void {
+    if (this.pending.length === 0) return;
+    const header = arrayHeader(this.pending.length).length;
+    const part = pack(this.pending).subarray(header);
+    const bounds = binPairsAt(part, 0, this.pending.length);
+    if (bounds === null) throw new Error('a packed slice of entries is not [bin, bin] pairs');
+    this.parts.push(part);
+    this.slices.push(new PackedEntries(part, bounds));
+    this.sealed += this.pending.length;
+    this.pending = [];
+  }
+
+  /** Done pushing: the last slice packed (every slice but the last holds PACK_SLICE entries). */
+  end(): this {
+    this.seal();
+    this.ended = true;
+    return this;
+  }
+
+  slice(from: number, to: number): Array<readonly [Buffer, Buffer]> {
+    this.end();
+    const out: Array<readonly [Buffer, Buffer]> = [];
+    for (let n = Math.max(0, from); n < Math.min(to, this.length); ) {
+      const slice = this.slices[Math.floor(n / PACK_SLICE)]!;
+      const at = n % PACK_SLICE;
+      const take = Math.min(to - n, slice.length - at);
+      for (const e of slice.slice(at, at + take)) out.push(e);
+      n += take;
+    }
     return out;
   }
 }
@@ -162,16 +227,24 @@ function arrayHeader(n: number): Buffer {
  * its header followed by its elements' encodings, so each slice is packed as an array and its
  * own header dropped.
  */
-export async function packInSlices(cold: ColdUnit): Promise<Buffer> {
+export async function packInSlices(cold: ColdUnitToWrite): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const part of packedParts(cold)) parts.push(part);
   return Buffer.concat(parts);
 }
 
 /** packInSlices' bytes as they are made, a slice at a time, paced by a Breather. */
-async function* packedParts(cold: ColdUnit): AsyncGenerator<Buffer> {
+async function* packedParts(cold: ColdUnitToWrite): AsyncGenerator<Buffer> {
   yield Buffer.concat([arrayHeader(3), pack(cold.unit), pack(cold.meta), arrayHeader(cold.entries.length)]);
   const breather = new Breather();
+  // Packed as they were read, a slice at a time: the same bytes.
+  if (cold.entries instanceof SlicedEntries) {
+    for (const [n, part] of cold.entries.end().parts.entries()) {
+      if (n > 0) await breather.pause();
+      yield part;
+    }
+    return;
+  }
   for (let from = 0; from < cold.entries.length; from += PACK_SLICE) {
     if (from > 0) await breather.pause();
     const slice = cold.entries.slice(from, from + PACK_SLICE);
@@ -186,7 +259,7 @@ async function* packedParts(cold: ColdUnit): AsyncGenerator<Buffer> {
  * the pool (which LevelDB's reads and writes share) is held for the whole unit, and the
  * encoded unit is never held whole beside its compressed form.
  */
-export async function deflateInSlices(cold: ColdUnit): Promise<Buffer> {
+export async function deflateInSlices(cold: ColdUnitToWrite): Promise<Buffer> {
   const z = createDeflate();
   const out: Buffer[] = [];
   z.on('data', (chunk: Buffer) => out.push(chunk));
@@ -233,7 +306,7 @@ export class ColdStore {
    * `wanted`, asked when the write's turn comes (after every earlier write of the file):
    * if it says no, nothing is written and the write fails with SupersededWrite.
    */
-  async write(cold: ColdUnit, wanted?: () => boolean, options: { readonly syncDir?: boolean } = {}): Promise<number> {
+  async write(cold: ColdUnitToWrite, wanted?: () => boolean, options: { readonly syncDir?: boolean } = {}): Promise<number> {
     // Encoded in slices and compressed in the thread pool: a freeze beside the log must not hold the event loop.
     const body = await deflateInSlices(cold);
     if (body.byteLength > MAX_COLD_BODY_BYTES) throw new ColdStoreError(cold.unit, 'too-large', `${body.byteLength} compressed bytes is over ${MAX_COLD_BODY_BYTES}`);

@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import fc from 'fast-check';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { ColdStore, ColdStoreError, decodeColdFile, deflateInSlices, PACK_SLICE, PackedEntries, packInSlices, SYNC_CHUNK, type ColdUnit, type HeldColdUnit } from '../../../src/families/hibernate/cold-store.js';
+import { ColdStore, ColdStoreError, decodeColdFile, deflateInSlices, PACK_SLICE, PackedEntries, packInSlices, SlicedEntries, SYNC_CHUNK, type ColdUnit, type HeldColdUnit } from '../../../src/families/hibernate/cold-store.js';
 import { pack } from 'msgpackr';
 import { deflateSync } from 'node:zlib';
 
@@ -157,6 +157,20 @@ describe('encoding a large unit (issue 34, defect 5)', () => {
     for (const n of [0, 1, 15, 16, PACK_SLICE - 1, PACK_SLICE, PACK_SLICE + 1, 3 * PACK_SLICE + 7, 70_000]) {
       const cold: ColdUnit = { unit: '/users/big', meta: { frozenAt: 7 }, entries: Array.from({ length: n }, (_, i) => [Buffer.from(`k${i}`), Buffer.from('v'.repeat(i % 5))] as const) };
       expect((await packInSlices(cold)).equals(pack([cold.unit, cold.meta, cold.entries.map(([k, v]) => [k, v])])), `${n} entries`).toBe(true);
+    }
+  });
+
+  it('entries collected a slice at a time (a freeze\'s read) give the same bytes, and the same entries back, as an array of them', async () => {
+    for (const n of [1, 15, 16, PACK_SLICE - 1, PACK_SLICE, PACK_SLICE + 1, 3 * PACK_SLICE + 7]) {
+      const array = Array.from({ length: n }, (_, i) => [Buffer.from(`k${i}`), Buffer.from('v'.repeat(i % 300))] as const);
+      const sliced = new SlicedEntries();
+      for (const [k, v] of array) sliced.push(k, v);
+      expect(sliced.length).toBe(n);
+      const unit = { unit: '/users/big', meta: { frozenAt: 7 } };
+      expect((await packInSlices({ ...unit, entries: sliced })).equals(await packInSlices({ ...unit, entries: array })), `${n} entries`).toBe(true);
+      expect(sliced.slice(0, n), `${n} entries`).toEqual(array);
+      for (const [from, to] of [[PACK_SLICE - 2, PACK_SLICE + 3], [n - 3, n + 3], [1, 2]] as const) expect(sliced.slice(from, to), `${n}: [${from}, ${to})`).toEqual(array.slice(Math.max(0, from), to));
+      expect(() => sliced.push(Buffer.from('k'), Buffer.from('v'))).toThrow(/after their end/);
     }
   });
 
