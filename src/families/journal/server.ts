@@ -205,12 +205,14 @@ async function claimFor(fe: FrontEnd, r: FamilyRequest, ticket: ClaimTicket | un
     // A claim that will wait anyway proposes nothing until woken: what this member has
     // applied says nothing is due yet, and anything applied later wakes it. The last
     // try, at the deadline, always proposes (its reply carries a lease).
-    const idle = first && performance.now() < deadline && state.nothingDue(name, Math.max(fe.node.stateMachine.clock, Date.now()));
+    // Nor does one whose items the claims in flight here will take (waiters.ts): it waits for the next date past theirs.
+    const now = Math.max(fe.node.stateMachine.clock, Date.now());
+    const idle = first && performance.now() < deadline && (state.nothingDue(name, now) || waiters(fe).covered(name, now));
     if (!idle) {
       // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
       // Acknowledgements held for this journal ride in the same entry (held-acks.ts).
       const held = heldAcks(fe).take(name);
-      const claiming = waiters(fe).claiming(name);
+      const claiming = waiters(fe).claiming(name, r.max as number);
       const claimed = await (
         held.length === 0
           ? propose(fe, { op: 'claim', name, max: r.max as number, maxBytes: fe.limits.replyBytes }).then((v) => (v.op === 'claim' ? { lease: v.lease, items: v.items } : undefined))
@@ -219,7 +221,7 @@ async function claimFor(fe: FrontEnd, r: FamilyRequest, ticket: ClaimTicket | un
       if (claimed === undefined) throw new VeraError('INTERNAL', 'claim gave another result');
       if (claimed.items.length > 0 || performance.now() >= deadline) return { lease: claimed.lease, items: claimed.items };
     }
-    await waiters(fe).wait(name, deadline, ticket);
+    await waiters(fe).wait(name, deadline, ticket, r.max as number);
   }
 }
 
