@@ -16,10 +16,10 @@ import { parseCron, timeZoneProblem } from './cron.js';
 import { decodeItem, type RetryPolicy, type FlaggedItem, type JournalDefinition, type JournalItem, type JournalSettings } from './records.js';
 import { CANCELLED } from './apply.js';
 import { resultsGoneRange } from './keys.js';
-import { FlagFeed } from './flag-feed.js';
-import { LIFECYCLE_EVENTS_KEPT, lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
-import { JournalWaiters, type ClaimTicket } from './waiters.js';
-import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
+import { lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
+import type { ClaimTicket } from './waiters.js';
+import { JournalMember } from './member.js';
+import { splitResult, type HeldAck } from './held-acks.js';
 import { JOURNAL_OPS } from './wire.js';
 import { cluster } from '../cluster/index.js';
 import { FAILURES_SINCE } from './index.js';
@@ -29,26 +29,16 @@ export const DEFAULT_SETTINGS: JournalSettings = { timeoutMs: 30_000, maxTimeout
 /** Timed-out claims or expired items one duty entry handles, at most. */
 const DUTY_BATCH = 1000;
 
-const waitersOf = new WeakMap<FrontEnd, JournalWaiters>();
-function waiters(fe: FrontEnd): JournalWaiters {
-  let w = waitersOf.get(fe);
-  if (w === undefined) {
-    w = new JournalWaiters(fe);
-    waitersOf.set(fe, w);
-  }
-  return w;
-}
-
-const heldOf = new WeakMap<FrontEnd, HeldAcks>();
-function heldAcks(fe: FrontEnd): HeldAcks {
-  let h = heldOf.get(fe);
-  if (h === undefined) {
+const members = new WeakMap<FrontEnd, JournalMember>();
+/** The journal's state on the member `fe` serves (member.ts). */
+function member(fe: FrontEnd): JournalMember {
+  let m = members.get(fe);
+  if (m === undefined) {
     // Sent alone: each held request is answered with the outcome, failure included; nothing else waits on it.
-    const held = new HeldAcks((name, requests) => void proposeHeld(fe, name, requests, undefined).catch(() => undefined));
-    heldOf.set(fe, held);
-    h = held;
+    m = new JournalMember(fe, (name, requests) => void proposeHeld(fe, name, requests, undefined).catch(() => undefined));
+    members.set(fe, m);
   }
-  return h;
+  return m;
 }
 
 /**
@@ -75,26 +65,6 @@ async function proposeDoneMany(fe: FrontEnd, name: string, items: readonly DoneI
   const value = await propose(fe, { op: 'doneMany', name, items, ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }) });
   if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
   return value;
-}
-
-const lifecycleOf = new WeakMap<FrontEnd, FlagFeed<LifecycleEvent>>();
-function lifecycleFeed(fe: FrontEnd): FlagFeed<LifecycleEvent> {
-  let f = lifecycleOf.get(fe);
-  if (f === undefined) {
-    f = new FlagFeed<LifecycleEvent>(fe.node.stateMachine.appliedIndex, LIFECYCLE_EVENTS_KEPT);
-    lifecycleOf.set(fe, f);
-  }
-  return f;
-}
-
-const feedOf = new WeakMap<FrontEnd, FlagFeed>();
-function flagFeed(fe: FrontEnd): FlagFeed {
-  let f = feedOf.get(fe);
-  if (f === undefined) {
-    f = new FlagFeed(fe.node.stateMachine.appliedIndex);
-    feedOf.set(fe, f);
-  }
-  return f;
 }
 
 async function propose(fe: FrontEnd, command: JournalCommand): Promise<JournalValue> {
@@ -199,7 +169,7 @@ async function claimFor(fe: FrontEnd, r: FamilyRequest, ticket: ClaimTicket | un
     const clock = Math.max(fe.node.stateMachine.clock, Date.now());
     const blockedUntil = state.claimsBlockedUntil(name, clock);
     if (blockedUntil !== null && performance.now() < deadline) {
-      await waiters(fe).wait(name, Math.min(deadline, performance.now() + (blockedUntil - clock)), ticket);
+      await member(fe).waiters.wait(name, Math.min(deadline, performance.now() + (blockedUntil - clock)), ticket);
       continue;
     }
     // A claim that will wait anyway proposes nothing until woken: what this member has
@@ -207,12 +177,12 @@ async function claimFor(fe: FrontEnd, r: FamilyRequest, ticket: ClaimTicket | un
     // try, at the deadline, always proposes (its reply carries a lease).
     // Nor does one whose items the claims in flight here will take (waiters.ts): it waits for the next date past theirs.
     const now = Math.max(fe.node.stateMachine.clock, Date.now());
-    const idle = first && performance.now() < deadline && (state.nothingDue(name, now) || waiters(fe).covered(name, now));
+    const idle = first && performance.now() < deadline && (state.nothingDue(name, now) || member(fe).waiters.covered(name, now));
     if (!idle) {
       // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
       // Acknowledgements held for this journal ride in the same entry (held-acks.ts).
-      const held = heldAcks(fe).take(name);
-      const claiming = waiters(fe).claiming(name, r.max as number);
+      const held = member(fe).held.take(name);
+      const claiming = member(fe).waiters.claiming(name, r.max as number);
       const claimed = await (
         held.length === 0
           ? propose(fe, { op: 'claim', name, max: r.max as number, maxBytes: fe.limits.replyBytes }).then((v) => (v.op === 'claim' ? { lease: v.lease, items: v.items } : undefined))
@@ -221,7 +191,7 @@ async function claimFor(fe: FrontEnd, r: FamilyRequest, ticket: ClaimTicket | un
       if (claimed === undefined) throw new VeraError('INTERNAL', 'claim gave another result');
       if (claimed.items.length > 0 || performance.now() >= deadline) return { lease: claimed.lease, items: claimed.items };
     }
-    await waiters(fe).wait(name, deadline, ticket, r.max as number);
+    await member(fe).waiters.wait(name, deadline, ticket, r.max as number);
   }
 }
 
@@ -263,16 +233,16 @@ const handlers: Record<string, Handler> = {
   'journal.claim': async ({ fe, request: r, session }) => {
     const name = r.name as string;
     // Only a session can call its claim off (journal.cancelWait); an HTTP call has none.
-    const ticket = session === '' ? undefined : waiters(fe).begin(name, session);
+    const ticket = session === '' ? undefined : member(fe).waiters.begin(name, session);
     try {
       return await claimFor(fe, r, ticket);
     } finally {
-      if (ticket !== undefined) waiters(fe).finish(ticket);
+      if (ticket !== undefined) member(fe).waiters.finish(ticket);
     }
   },
   'journal.cancelWait': async ({ fe, request: r, session }) => {
     definitionOf(fe, r.name as string);
-    return { cancelled: session === '' ? 0 : waiters(fe).cancel(r.name as string, session) };
+    return { cancelled: session === '' ? 0 : member(fe).waiters.cancel(r.name as string, session) };
   },
   'journal.extend': async ({ fe, request: r }) => {
     await propose(fe, { op: 'extend', name: r.name as string, key: r.key as string, lease: r.lease as number });
@@ -303,8 +273,8 @@ const handlers: Record<string, Handler> = {
     const name = r.name as string;
     // Held only while a claim of this journal waits or is being proposed here: the entry of the
     // next claim of this journal carries them. Items with results go at once.
-    if (holdMs !== undefined && claim === undefined && !withResults && waiters(fe).expectsClaim(name) && heldAcks(fe).hasRoom(name, items.length)) {
-      const { done, lost } = await heldAcks(fe).hold(name, items as Array<readonly [string, number]>, holdMs);
+    if (holdMs !== undefined && claim === undefined && !withResults && member(fe).waiters.expectsClaim(name) && member(fe).held.hasRoom(name, items.length)) {
+      const { done, lost } = await member(fe).held.hold(name, items as Array<readonly [string, number]>, holdMs);
       return { done, lost: [...lost] };
     }
     const value = await proposeDoneMany(fe, name, items, claim);
@@ -351,7 +321,7 @@ const handlers: Record<string, Handler> = {
   'journal.flags': async ({ fe, request: r }) => {
     const name = r.name as string;
     definitionOf(fe, name);
-    const feed = flagFeed(fe);
+    const feed = member(fe).flags;
     const after = (r.after as number | undefined) ?? feed.now;
     const deadline = performance.now() + (r.waitMs as number);
     for (;;) {
@@ -366,7 +336,7 @@ const handlers: Record<string, Handler> = {
   'journal.events': async ({ fe, request: r }) => {
     const name = r.name as string;
     definitionOf(fe, name);
-    const feed = lifecycleFeed(fe);
+    const feed = member(fe).lifecycle;
     const after = (r.after as number | undefined) ?? feed.now;
     const deadline = performance.now() + (r.waitMs as number);
     const key = r.key as string | undefined;
@@ -529,22 +499,14 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
 
 const protocolOps = familyOps('journal', JOURNAL_OPS, handlers, NEEDS);
 
-/** Entries the duties proposed and that are not applied yet, by journal: one at a time each. */
-const inFlight = new WeakMap<FrontEnd, Set<string>>();
-
 function runDuty(fe: FrontEnd, key: string, work: () => Promise<JournalCommand | null>): void {
-  let busy = inFlight.get(fe);
-  if (busy === undefined) {
-    busy = new Set();
-    inFlight.set(fe, busy);
-  }
+  const busy = member(fe).dutiesInFlight;
   if (busy.has(key)) return;
   busy.add(key);
-  const done = busy;
   void work()
     .then((command) => (command === null ? null : propose(fe, command)))
     .catch((err: unknown) => fe.logger.debug({ event: 'journal-duty-failed', duty: key, err: String(err) }, 'a journal duty failed; it runs again next tick'))
-    .finally(() => done.delete(key));
+    .finally(() => busy.delete(key));
 }
 
 /** Claims past their journal's timeout go back (or are flagged) through one entry per journal per tick. */
@@ -599,29 +561,9 @@ const drops: LeaderDuty = {
   },
 };
 
-/** What this member applied, per journal (every member applies every entry, so any member's counters tell). */
-interface Applied {
-  added: number;
-  claimed: number;
-  done: number;
-  released: number;
-  timeouts: number;
-  flagged: number;
-  expired: number;
-}
-const appliedCounts = new WeakMap<FrontEnd, Map<string, Applied>>();
-
 function count(fe: FrontEnd, v: Exclude<JournalValue, { op: 'limits' }>): void {
-  let byJournal = appliedCounts.get(fe);
-  if (byJournal === undefined) {
-    byJournal = new Map();
-    appliedCounts.set(fe, byJournal);
-  }
-  let c = byJournal.get(v.journal);
-  if (c === undefined) {
-    c = { added: 0, claimed: 0, done: 0, released: 0, timeouts: 0, flagged: 0, expired: 0 };
-    byJournal.set(v.journal, c);
-  }
+  const byJournal = member(fe).applied;
+  const c = member(fe).appliedTo(v.journal);
   if (v.op === 'add') c.added += v.inserted + v.merged + v.deferred;
   else if (v.op === 'tick') c.added += v.key === null ? 0 : 1;
   else if (v.op === 'claim') c.claimed += v.items.length;
@@ -677,7 +619,7 @@ async function metrics(fe: FrontEnd): Promise<string> {
   }
   gauge('vera_journal_due', `Waiting items due now (counted up to ${DUE_COUNT_CAP}).`, due);
   gauge('vera_journal_oldest_due_age_seconds', 'How long the earliest due Waiting item has been due (0 when none is).', age);
-  const applied = appliedCounts.get(fe) ?? new Map<string, Applied>();
+  const applied = member(fe).applied;
   for (const [field, help] of [
     ['added', 'Items added (inserted, merged or kept for after processing).'],
     ['claimed', 'Items claimed.'],
@@ -752,8 +694,8 @@ const schedules: LeaderDuty = {
 /** Items that became available wake as many waiting claimers. */
 function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   const r = outcome.result;
-  const feed = flagFeed(fe);
-  const lifecycle = lifecycleFeed(fe);
+  const feed = member(fe).flags;
+  const lifecycle = member(fe).lifecycle;
   if (!r.ok || r.op !== 'family' || r.family !== 'journal') {
     feed.applied(outcome.index);
     lifecycle.record(outcome.index, null, []);
@@ -785,9 +727,9 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
           : v.op === 'doneMany'
             ? v.requeued
             : 0;
-  if (available > 0) waiters(fe).wake(v.journal, available);
+  if (available > 0) member(fe).waiters.wake(v.journal, available);
   // A resumed journal's waiting claims may all have work again.
-  if (v.op === 'pause' && !v.paused) waiters(fe).wake(v.journal, Number.MAX_SAFE_INTEGER);
+  if (v.op === 'pause' && !v.paused) member(fe).waiters.wake(v.journal, Number.MAX_SAFE_INTEGER);
 }
 
 /** Results whose time is up are deleted through their index, a bounded batch per entry. */
