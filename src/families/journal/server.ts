@@ -1,6 +1,6 @@
 // The journal on the server: its client ops (wire.ts checks them), the leader's
 // duties (timeouts, expiry, finishing drops) and waking claimers that wait.
-import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
+import { VeraError, typedRequest, type FamilyRequest, type FamilyResult, type RequestOfSchema } from '../../protocol/index.js';
 import type { FrontEnd } from '../../server/front/context.js';
 import { expectOk } from '../../server/front/context.js';
 import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/front/family-part.js';
@@ -20,7 +20,7 @@ import { lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
 import type { ClaimTicket } from './waiters.js';
 import { JournalMember } from './member.js';
 import { splitResult, type HeldAck } from './held-acks.js';
-import { JOURNAL_OPS } from './wire.js';
+import { CANCEL_WAIT_OP, CLAIM_OP, JOURNAL_OPS } from './wire.js';
 import { cluster } from '../cluster/index.js';
 import { FAILURES_SINCE } from './index.js';
 import { userQuotaField } from '../quota/propose.js';
@@ -159,9 +159,9 @@ function scheduleView(s: Schedule): FamilyResult {
  * became available, the earliest process date came, the deadline) or called off by its
  * session, which answers it with no items and no entry (lease 0).
  */
-async function claimFor(fe: FrontEnd, r: FamilyRequest, ticket: ClaimTicket | undefined): Promise<FamilyResult> {
-  const name = r.name as string;
-  const deadline = performance.now() + (r.waitMs as number);
+async function claimFor(fe: FrontEnd, r: RequestOfSchema<typeof CLAIM_OP>, ticket: ClaimTicket | undefined): Promise<FamilyResult> {
+  const { name, max } = r;
+  const deadline = performance.now() + r.waitMs;
   const state = fe.node.stateMachine.stateOf(journal);
   for (let first = true; ; first = false) {
     if (ticket?.cancelled === true) return { lease: 0, items: [] };
@@ -182,16 +182,16 @@ async function claimFor(fe: FrontEnd, r: FamilyRequest, ticket: ClaimTicket | un
       // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
       // Acknowledgements held for this journal ride in the same entry (held-acks.ts).
       const held = member(fe).held.take(name);
-      const claiming = member(fe).waiters.claiming(name, r.max as number);
+      const claiming = member(fe).waiters.claiming(name, max);
       const claimed = await (
         held.length === 0
-          ? propose(fe, { op: 'claim', name, max: r.max as number, maxBytes: fe.limits.replyBytes }).then((v) => (v.op === 'claim' ? { lease: v.lease, items: v.items } : undefined))
-          : proposeHeld(fe, name, held, r.max as number).then((v) => v.next)
+          ? propose(fe, { op: 'claim', name, max, maxBytes: fe.limits.replyBytes }).then((v) => (v.op === 'claim' ? { lease: v.lease, items: v.items } : undefined))
+          : proposeHeld(fe, name, held, max).then((v) => v.next)
       ).finally(claiming);
       if (claimed === undefined) throw new VeraError('INTERNAL', 'claim gave another result');
       if (claimed.items.length > 0 || performance.now() >= deadline) return { lease: claimed.lease, items: claimed.items };
     }
-    await member(fe).waiters.wait(name, deadline, ticket, r.max as number);
+    await member(fe).waiters.wait(name, deadline, ticket, max);
   }
 }
 
@@ -230,19 +230,20 @@ const handlers: Record<string, Handler> = {
     if (value.op !== 'add') throw new VeraError('INTERNAL', 'add gave another result');
     return { inserted: value.inserted, merged: value.merged, deferred: value.deferred };
   },
-  'journal.claim': async ({ fe, request: r, session }) => {
-    const name = r.name as string;
+  'journal.claim': async ({ fe, request, session }) => {
+    const r = typedRequest(CLAIM_OP, request);
     // Only a session can call its claim off (journal.cancelWait); an HTTP call has none.
-    const ticket = session === '' ? undefined : member(fe).waiters.begin(name, session);
+    const ticket = session === '' ? undefined : member(fe).waiters.begin(r.name, session);
     try {
       return await claimFor(fe, r, ticket);
     } finally {
       if (ticket !== undefined) member(fe).waiters.finish(ticket);
     }
   },
-  'journal.cancelWait': async ({ fe, request: r, session }) => {
-    definitionOf(fe, r.name as string);
-    return { cancelled: session === '' ? 0 : member(fe).waiters.cancel(r.name as string, session) };
+  'journal.cancelWait': async ({ fe, request, session }) => {
+    const { name } = typedRequest(CANCEL_WAIT_OP, request);
+    definitionOf(fe, name);
+    return { cancelled: session === '' ? 0 : member(fe).waiters.cancel(name, session) };
   },
   'journal.extend': async ({ fe, request: r }) => {
     await propose(fe, { op: 'extend', name: r.name as string, key: r.key as string, lease: r.lease as number });

@@ -2,7 +2,7 @@
 // checked. Imports only the protocol package, so the client library uses the
 // same checks as the server (a bad request is refused before anything is sent
 // or proposed). Documented in docs/protocol.md ("Journal ops").
-import { VeraError, dataField, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
+import { VeraError, buildersOf, dataField, defineOp, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
 
 export const JOURNAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const MAX_KEY_BYTES = 1024;
@@ -253,25 +253,30 @@ function lease(f: Fields): number {
   return v;
 }
 
+/** journal.claim: up to `max` items due now, the claim waiting up to `waitMs` for some. */
+export const CLAIM_OP = defineOp<{ readonly name: string; readonly max: number; readonly waitMs: number }, { readonly lease: number; readonly items: readonly object[] }>({
+  name: 'journal.claim',
+  fields: ['name', 'max', 'waitMs'],
+  parse: (f) => ({ name: name(f), max: bounded(f, 'max', 1, MAX_CLAIM_ITEMS) ?? 1, waitMs: bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0 }),
+});
+
+/** journal.cancelWait: calls off this session's claims of the journal that wait on the member (a worker stopping): each answers at once, empty. */
+export const CANCEL_WAIT_OP = defineOp<{ readonly name: string }, { readonly cancelled: number }>({
+  name: 'journal.cancelWait',
+  fields: ['name'],
+  parse: (f) => ({ name: name(f) }),
+});
+
 /** The ops the journal adds, by name, with the request each takes. */
 export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
+  // Ops with a typed schema (op-schema.ts): their handlers read typed fields, no casts.
+  ...buildersOf([CLAIM_OP, CANCEL_WAIT_OP]),
   ['journal.create', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.create', name: name(f), ...settings(f) })],
   ['journal.configure', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.configure', name: name(f), ...settings(f) })],
   ['journal.drop', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.drop', name: name(f) })],
   ['journal.list', (f, id) => (onlyFields(f, []), { id, op: 'journal.list' })],
   ['journal.show', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.show', name: name(f) })],
   ['journal.add', (f, id, limits) => (onlyFields(f, ['name', 'items']), { id, op: 'journal.add', name: name(f), items: items(f, limits) })],
-  [
-    'journal.claim',
-    (f, id) => {
-      onlyFields(f, ['name', 'max', 'waitMs']);
-      const max = bounded(f, 'max', 1, MAX_CLAIM_ITEMS) ?? 1;
-      const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
-      return { id, op: 'journal.claim', name: name(f), max, waitMs };
-    },
-  ],
-  // Calls off this session's claims of the journal that wait on the member (a worker stopping): each answers at once, empty.
-  ['journal.cancelWait', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.cancelWait', name: name(f) })],
   ['journal.extend', (f, id) => (onlyFields(f, ['name', 'key', 'lease']), { id, op: 'journal.extend', name: name(f), key: key(f.key), lease: lease(f) })],
   [
     'journal.done',
