@@ -20,7 +20,7 @@ import { lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
 import type { ClaimTicket } from './waiters.js';
 import { JournalMember } from './member.js';
 import { splitResult, type HeldAck } from './held-acks.js';
-import { CANCEL_WAIT_OP, CLAIM_OP, JOURNAL_OPS } from './wire.js';
+import { CANCEL_WAIT_OP, CLAIM_OP, JOURNAL_OPS, TYPED_OPS } from './wire.js';
 import { cluster } from '../cluster/index.js';
 import { FAILURES_SINCE } from './index.js';
 import { userQuotaField } from '../quota/propose.js';
@@ -207,8 +207,8 @@ const handlers: Record<string, Handler> = {
     await propose(fe, { op: 'configure', name: r.name as string, settings: settingsFrom(current.settings, r) });
     return {};
   },
-  'journal.drop': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'drop', name: r.name as string });
+  'journal.drop': async ({ fe, request }) => {
+    await propose(fe, { op: 'drop', name: typedRequest(TYPED_OPS.drop, request).name });
     return {};
   },
   'journal.list': async ({ fe }) => {
@@ -216,9 +216,10 @@ const handlers: Record<string, Handler> = {
     const all = [...fe.node.stateMachine.stateOf(journal).journals].filter(([, d]) => !d.dropping).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return { journals: await Promise.all(all.map(([name, d]) => describeJournal(fe, name, d))) };
   },
-  'journal.show': async ({ fe, request: r }) => {
+  'journal.show': async ({ fe, request }) => {
+    const { name } = typedRequest(TYPED_OPS.show, request);
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    return describeJournal(fe, r.name as string, definitionOf(fe, r.name as string));
+    return describeJournal(fe, name, definitionOf(fe, name));
   },
   'journal.add': async ({ fe, request: r, frameBytes, principal }) => {
     fe.disk.admit(frameBytes);
@@ -245,8 +246,9 @@ const handlers: Record<string, Handler> = {
     definitionOf(fe, name);
     return { cancelled: session === '' ? 0 : member(fe).waiters.cancel(name, session) };
   },
-  'journal.extend': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'extend', name: r.name as string, key: r.key as string, lease: r.lease as number });
+  'journal.extend': async ({ fe, request }) => {
+    const { name, key, lease } = typedRequest(TYPED_OPS.extend, request);
+    await propose(fe, { op: 'extend', name, key, lease });
     return {};
   },
   'journal.done': async ({ fe, request: r }) => {
@@ -358,36 +360,39 @@ const handlers: Record<string, Handler> = {
     const state = fe.node.stateMachine.stateOf(journal);
     return { maxJournals: state.limits.maxJournals, journals: state.journals.size };
   },
-  'journal.requeue': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'requeue', name: r.name as string, key: r.key as string });
+  'journal.requeue': async ({ fe, request }) => {
+    const { name, key } = typedRequest(TYPED_OPS.requeue, request);
+    await propose(fe, { op: 'requeue', name, key });
     return {};
   },
-  'journal.forget': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'forget', name: r.name as string, key: r.key as string });
+  'journal.forget': async ({ fe, request }) => {
+    const { name, key } = typedRequest(TYPED_OPS.forget, request);
+    await propose(fe, { op: 'forget', name, key });
     return {};
   },
-  'journal.remove': async ({ fe, request: r }) => {
-    const value = await propose(fe, { op: 'remove', name: r.name as string, key: r.key as string });
+  'journal.remove': async ({ fe, request }) => {
+    const { name, key } = typedRequest(TYPED_OPS.remove, request);
+    const value = await propose(fe, { op: 'remove', name, key });
     if (value.op !== 'remove') throw new VeraError('INTERNAL', 'remove gave another result');
     return { status: value.status };
   },
-  'journal.get': async ({ fe, request: r }) => {
+  'journal.get': async ({ fe, request }) => {
+    const { name, key } = typedRequest(TYPED_OPS.get, request);
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const name = r.name as string;
     const d = definitionOf(fe, name);
     const now = fe.node.stateMachine.clock;
-    const job = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readJob(db, snapshot, name, r.key as string, now));
-    if (job === null) throw new VeraError('NOT_FOUND', `no job ${r.key as string} in ${name} (waiting, processing or flagged)`);
+    const job = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readJob(db, snapshot, name, key, now));
+    if (job === null) throw new VeraError('NOT_FOUND', `no job ${key} in ${name} (waiting, processing or flagged)`);
     return jobView(job, d.settings.timeoutMs);
   },
-  'journal.result': async ({ fe, request: r }) => {
+  'journal.result': async ({ fe, request }) => {
+    const { name, key } = typedRequest(TYPED_OPS.result, request);
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const name = r.name as string;
     definitionOf(fe, name);
     const now = fe.node.stateMachine.clock;
-    const kept = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readResult(db, snapshot, name, r.key as string, now));
-    if (kept === null) throw new VeraError('NOT_FOUND', `no result kept for ${r.key as string} in ${name}`);
-    return { key: r.key as string, result: kept.result as FamilyResult[string], doneAt: kept.doneAt, keptUntil: kept.keptUntil };
+    const kept = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readResult(db, snapshot, name, key, now));
+    if (kept === null) throw new VeraError('NOT_FOUND', `no result kept for ${key} in ${name}`);
+    return { key, result: kept.result as FamilyResult[string], doneAt: kept.doneAt, keptUntil: kept.keptUntil };
   },
   'journal.items': async ({ fe, request: r }) => {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
@@ -399,12 +404,12 @@ const handlers: Record<string, Handler> = {
     const page = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readPage(db, snapshot, name, r.status as ItemStatus, after, r.limit as number, fe.limits.replyBytes / 2, now));
     return { items: page.items.map((i) => jobView(i, d.settings.timeoutMs)), next: page.next === null ? null : page.next.toString('base64url') };
   },
-  'journal.pause': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'pause', name: r.name as string, paused: true });
+  'journal.pause': async ({ fe, request }) => {
+    await propose(fe, { op: 'pause', name: typedRequest(TYPED_OPS.pause, request).name, paused: true });
     return {};
   },
-  'journal.resume': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'pause', name: r.name as string, paused: false });
+  'journal.resume': async ({ fe, request }) => {
+    await propose(fe, { op: 'pause', name: typedRequest(TYPED_OPS.resume, request).name, paused: false });
     return {};
   },
   'journal.drain': async ({ fe, request: r }) => {
@@ -447,8 +452,9 @@ const handlers: Record<string, Handler> = {
     const all = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readSchedules(db, snapshot, name));
     return { schedules: all.map(scheduleView) };
   },
-  'journal.unschedule': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'unschedule', name: r.name as string, id: r.schedule as string });
+  'journal.unschedule': async ({ fe, request }) => {
+    const { name, schedule } = typedRequest(TYPED_OPS.unschedule, request);
+    await propose(fe, { op: 'unschedule', name, id: schedule });
     return {};
   },
   'journal.progress': async ({ fe, request: r }) => {

@@ -267,17 +267,42 @@ export const CANCEL_WAIT_OP = defineOp<{ readonly name: string }, { readonly can
   parse: (f) => ({ name: name(f) }),
 });
 
+/** An op that names a journal and nothing else. */
+const journalOp = (op: string) => defineOp<{ readonly name: string }, object>({ name: op, fields: ['name'], parse: (f) => ({ name: name(f) }) });
+/** An op that names one job of a journal by its key. */
+const jobOp = (op: string) => defineOp<{ readonly name: string; readonly key: string }, object>({ name: op, fields: ['name', 'key'], parse: (f) => ({ name: name(f), key: key(f.key) }) });
+
+/** The journal's ops with a typed schema (the rest still build untyped requests, their handlers cast). */
+export const TYPED_OPS = {
+  drop: journalOp('journal.drop'),
+  show: journalOp('journal.show'),
+  pause: journalOp('journal.pause'),
+  resume: journalOp('journal.resume'),
+  requeue: jobOp('journal.requeue'),
+  forget: jobOp('journal.forget'),
+  remove: jobOp('journal.remove'),
+  get: jobOp('journal.get'),
+  result: jobOp('journal.result'),
+  extend: defineOp<{ readonly name: string; readonly key: string; readonly lease: number }, object>({
+    name: 'journal.extend',
+    fields: ['name', 'key', 'lease'],
+    parse: (f) => ({ name: name(f), key: key(f.key), lease: lease(f) }),
+  }),
+  unschedule: defineOp<{ readonly name: string; readonly schedule: string }, object>({
+    name: 'journal.unschedule',
+    fields: ['name', 'schedule'],
+    parse: (f) => ({ name: name(f), schedule: scheduleId(f.schedule) }),
+  }),
+};
+
 /** The ops the journal adds, by name, with the request each takes. */
 export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
   // Ops with a typed schema (op-schema.ts): their handlers read typed fields, no casts.
-  ...buildersOf([CLAIM_OP, CANCEL_WAIT_OP]),
+  ...buildersOf([CLAIM_OP, CANCEL_WAIT_OP, ...Object.values(TYPED_OPS)]),
   ['journal.create', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.create', name: name(f), ...settings(f) })],
   ['journal.configure', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.configure', name: name(f), ...settings(f) })],
-  ['journal.drop', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.drop', name: name(f) })],
   ['journal.list', (f, id) => (onlyFields(f, []), { id, op: 'journal.list' })],
-  ['journal.show', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.show', name: name(f) })],
   ['journal.add', (f, id, limits) => (onlyFields(f, ['name', 'items']), { id, op: 'journal.add', name: name(f), items: items(f, limits) })],
-  ['journal.extend', (f, id) => (onlyFields(f, ['name', 'key', 'lease']), { id, op: 'journal.extend', name: name(f), key: key(f.key), lease: lease(f) })],
   [
     'journal.done',
     (f, id, limits) => {
@@ -364,12 +389,7 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
       return { id, op: 'journal.limits', ...(maxJournals === undefined ? {} : { maxJournals }) };
     },
   ],
-  ['journal.requeue', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.requeue', name: name(f), key: key(f.key) })],
-  ['journal.forget', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.forget', name: name(f), key: key(f.key) })],
   // Command version 9 (docs/journal.md): remove one job, inspect, pause/resume/drain, progress, results.
-  ['journal.remove', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.remove', name: name(f), key: key(f.key) })],
-  ['journal.get', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.get', name: name(f), key: key(f.key) })],
-  ['journal.result', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.result', name: name(f), key: key(f.key) })],
   [
     'journal.items',
     (f, id) => {
@@ -380,8 +400,6 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
       return { id, op: 'journal.items', name: name(f), status: f.status, ...(f.after === undefined ? {} : { after: f.after }), limit };
     },
   ],
-  ['journal.pause', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.pause', name: name(f) })],
-  ['journal.resume', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.resume', name: name(f) })],
   ['journal.drain', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.drain', name: name(f) })],
   // Repeatable jobs (command version 9): a schedule added or replaced, listed, removed.
   [
@@ -406,7 +424,6 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
     },
   ],
   ['journal.schedules', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.schedules', name: name(f) })],
-  ['journal.unschedule', (f, id) => (onlyFields(f, ['name', 'schedule']), { id, op: 'journal.unschedule', name: name(f), schedule: scheduleId(f.schedule) })],
   [
     'journal.progress',
     (f, id, limits) => {
