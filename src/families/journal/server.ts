@@ -251,13 +251,14 @@ const handlers: Record<string, Handler> = {
     await propose(fe, { op: 'extend', name, key, lease });
     return {};
   },
-  'journal.done': async ({ fe, request: r }) => {
-    const claim = r.claim as number | undefined;
+  'journal.done': async ({ fe, request }) => {
+    const r = typedRequest(TYPED_OPS.done, request);
+    const { claim } = r;
     const value = await propose(fe, {
       op: 'done',
-      name: r.name as string,
-      key: r.key as string,
-      lease: r.lease as number,
+      name: r.name,
+      key: r.key,
+      lease: r.lease,
       ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }),
       ...(r.result === undefined || fe.node.stateMachine.stateOf(cluster).active < FAILURES_SINCE ? {} : { result: r.result }),
     });
@@ -284,30 +285,31 @@ const handlers: Record<string, Handler> = {
     const next = value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items };
     return { done: value.done, lost: [...value.lost], ...next };
   },
-  'journal.release': async ({ fe, request: r }) => {
-    const processAt = r.processAt as number | undefined;
+  'journal.release': async ({ fe, request }) => {
+    const r = typedRequest(TYPED_OPS.release, request);
+    const { processAt } = r;
     // Before command version 9 no release counts as a failure, so there is nothing to say.
     const v9 = fe.node.stateMachine.stateOf(cluster).active >= FAILURES_SINCE;
     const notFailure = r.failure === false && v9;
     const value = await propose(fe, {
       op: 'release',
-      name: r.name as string,
-      key: r.key as string,
-      lease: r.lease as number,
+      name: r.name,
+      key: r.key,
+      lease: r.lease,
       ...(processAt === undefined ? {} : { processAt }),
       ...(notFailure ? { failure: false as const } : {}),
       // Before version 9 the failure is counted as before, without its text or its unrecoverable mark (a rolling upgrade).
-      ...(r.error === undefined || !v9 ? {} : { error: r.error as string }),
+      ...(r.error === undefined || !v9 ? {} : { error: r.error }),
       ...(r.unrecoverable === true && v9 ? { unrecoverable: true as const } : {}),
     });
     if (value.op !== 'release') throw new VeraError('INTERNAL', 'release gave another result');
     return { flagged: value.flagged };
   },
-  'journal.flagged': async ({ fe, request: r }) => {
+  'journal.flagged': async ({ fe, request }) => {
+    const { name, limit } = typedRequest(TYPED_OPS.flagged, request);
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const name = r.name as string;
     definitionOf(fe, name);
-    const flagged = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readFlagged(db, snapshot, name, r.limit as number));
+    const flagged = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readFlagged(db, snapshot, name, limit));
     return {
       items: flagged.map(({ item, flaggedAt }) => ({
         key: item.key,
@@ -321,14 +323,15 @@ const handlers: Record<string, Handler> = {
       })),
     };
   },
-  'journal.flags': async ({ fe, request: r }) => {
-    const name = r.name as string;
+  'journal.flags': async ({ fe, request }) => {
+    const r = typedRequest(TYPED_OPS.flags, request);
+    const { name } = r;
     definitionOf(fe, name);
     const feed = member(fe).flags;
-    const after = (r.after as number | undefined) ?? feed.now;
-    const deadline = performance.now() + (r.waitMs as number);
+    const after = r.after ?? feed.now;
+    const deadline = performance.now() + r.waitMs;
     for (;;) {
-      const page = feed.read(name, after, r.limit as number);
+      const page = feed.read(name, after, r.limit);
       if (page.events.length > 0 || page.missed || performance.now() >= deadline) {
         return { events: page.events.map((e) => ({ index: e.index, key: e.key })), next: page.next, missed: page.missed };
       }
@@ -412,11 +415,11 @@ const handlers: Record<string, Handler> = {
     await propose(fe, { op: 'pause', name: typedRequest(TYPED_OPS.resume, request).name, paused: false });
     return {};
   },
-  'journal.drain': async ({ fe, request: r }) => {
+  'journal.drain': async ({ fe, request }) => {
     // Entries of DRAIN_BATCH until one finds fewer: Waiting items added meanwhile may go too, or stay.
     let removed = 0;
     for (;;) {
-      const value = await propose(fe, { op: 'drain', name: r.name as string, max: DRAIN_BATCH });
+      const value = await propose(fe, { op: 'drain', name: typedRequest(TYPED_OPS.drain, request).name, max: DRAIN_BATCH });
       if (value.op !== 'drain') throw new VeraError('INTERNAL', 'drain gave another result');
       removed += value.removed;
       if (!value.more) return { removed };
@@ -445,9 +448,9 @@ const handlers: Record<string, Handler> = {
     if (value.op !== 'schedule') throw new VeraError('INTERNAL', 'schedule gave another result');
     return { replaced: value.replaced, nextTick: next };
   },
-  'journal.schedules': async ({ fe, request: r }) => {
+  'journal.schedules': async ({ fe, request }) => {
+    const { name } = typedRequest(TYPED_OPS.schedules, request);
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const name = r.name as string;
     definitionOf(fe, name);
     const all = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readSchedules(db, snapshot, name));
     return { schedules: all.map(scheduleView) };
@@ -457,8 +460,9 @@ const handlers: Record<string, Handler> = {
     await propose(fe, { op: 'unschedule', name, id: schedule });
     return {};
   },
-  'journal.progress': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'progress', name: r.name as string, key: r.key as string, lease: r.lease as number, progress: r.progress });
+  'journal.progress': async ({ fe, request }) => {
+    const { name, key, lease, progress } = typedRequest(TYPED_OPS.progress, request);
+    await propose(fe, { op: 'progress', name, key, lease, progress });
     return {};
   },
 };

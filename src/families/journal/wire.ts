@@ -288,6 +288,59 @@ export const TYPED_OPS = {
     fields: ['name', 'key', 'lease'],
     parse: (f) => ({ name: name(f), key: key(f.key), lease: lease(f) }),
   }),
+  drain: journalOp('journal.drain'),
+  schedules: journalOp('journal.schedules'),
+  flagged: defineOp<{ readonly name: string; readonly limit: number }, object>({
+    name: 'journal.flagged',
+    fields: ['name', 'limit'],
+    parse: (f) => ({ name: name(f), limit: bounded(f, 'limit', 1, 10_000) ?? 1000 }),
+  }),
+  flags: defineOp<{ readonly name: string; readonly after?: number; readonly waitMs: number; readonly limit: number }, object>({
+    name: 'journal.flags',
+    fields: ['name', 'after', 'waitMs', 'limit'],
+    parse: (f) => {
+      const after = uintField(f, 'after');
+      const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
+      const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
+      return { name: name(f), ...(after === undefined ? {} : { after }), waitMs, limit };
+    },
+  }),
+  done: defineOp<{ readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number; readonly result?: unknown }, object>({
+    name: 'journal.done',
+    fields: ['name', 'key', 'lease', 'claim', 'result'],
+    parse: (f, limits) => {
+      const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
+      const result = f.result === undefined ? {} : { result: smallData(f, 'result', MAX_RESULT_BYTES, limits) };
+      return { name: name(f), key: key(f.key), lease: lease(f), ...(claim === undefined ? {} : { claim }), ...result };
+    },
+  }),
+  release: defineOp<
+    { readonly name: string; readonly key: string; readonly lease: number; readonly processAt?: number; readonly failure?: false; readonly error?: string; readonly unrecoverable?: true },
+    object
+  >({
+    name: 'journal.release',
+    fields: ['name', 'key', 'lease', 'processAt', 'failure', 'error', 'unrecoverable'],
+    parse: (f) => {
+      const processAt = bounded(f, 'processAt', 0, MAX_DATE);
+      if (f.failure !== undefined && typeof f.failure !== 'boolean') throw invalid('failure must be a boolean');
+      if (f.unrecoverable !== undefined && typeof f.unrecoverable !== 'boolean') throw invalid('unrecoverable must be a boolean');
+      if (f.error !== undefined && (typeof f.error !== 'string' || LONE_SURROGATE.test(f.error))) throw invalid('error must be a string of valid Unicode');
+      if (f.failure === false && (f.unrecoverable === true || f.error !== undefined)) throw invalid('a release that is no failure carries no error and is not unrecoverable');
+      // A release is a failed processing unless it says `failure: false` (a worker handing back work it did not start).
+      const failure = f.failure === false ? { failure: false as const } : {};
+      const error = typeof f.error === 'string' ? { error: boundedError(f.error) } : {};
+      const unrecoverable = f.unrecoverable === true ? { unrecoverable: true as const } : {};
+      return { name: name(f), key: key(f.key), lease: lease(f), ...(processAt === undefined ? {} : { processAt }), ...failure, ...error, ...unrecoverable };
+    },
+  }),
+  progress: defineOp<{ readonly name: string; readonly key: string; readonly lease: number; readonly progress: unknown }, object>({
+    name: 'journal.progress',
+    fields: ['name', 'key', 'lease', 'progress'],
+    parse: (f, limits) => {
+      if (f.progress === undefined) throw invalid('progress is missing (any JSON value)');
+      return { name: name(f), key: key(f.key), lease: lease(f), progress: smallData(f, 'progress', MAX_PROGRESS_BYTES, limits) };
+    },
+  }),
   unschedule: defineOp<{ readonly name: string; readonly schedule: string }, object>({
     name: 'journal.unschedule',
     fields: ['name', 'schedule'],
@@ -303,15 +356,6 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
   ['journal.configure', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.configure', name: name(f), ...settings(f) })],
   ['journal.list', (f, id) => (onlyFields(f, []), { id, op: 'journal.list' })],
   ['journal.add', (f, id, limits) => (onlyFields(f, ['name', 'items']), { id, op: 'journal.add', name: name(f), items: items(f, limits) })],
-  [
-    'journal.done',
-    (f, id, limits) => {
-      onlyFields(f, ['name', 'key', 'lease', 'claim', 'result']);
-      const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
-      const result = f.result === undefined ? {} : { result: smallData(f, 'result', MAX_RESULT_BYTES, limits) };
-      return { id, op: 'journal.done', name: name(f), key: key(f.key), lease: lease(f), ...(claim === undefined ? {} : { claim }), ...result };
-    },
-  ],
   [
     'journal.doneMany',
     (f, id, limits) => {
@@ -329,33 +373,6 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
       const holdMs = bounded(f, 'holdMs', 1, MAX_ACK_HOLD_MS);
       if (claim !== undefined && holdMs !== undefined) throw invalid('holdMs is for acknowledgements without a claim (a claim is proposed at once)');
       return { id, op: 'journal.doneMany', name: name(f), items, ...(claim === undefined ? {} : { claim }), ...(holdMs === undefined ? {} : { holdMs }) };
-    },
-  ],
-  [
-    'journal.release',
-    (f, id) => {
-      onlyFields(f, ['name', 'key', 'lease', 'processAt', 'failure', 'error', 'unrecoverable']);
-      const processAt = bounded(f, 'processAt', 0, MAX_DATE);
-      if (f.failure !== undefined && typeof f.failure !== 'boolean') throw invalid('failure must be a boolean');
-      if (f.unrecoverable !== undefined && typeof f.unrecoverable !== 'boolean') throw invalid('unrecoverable must be a boolean');
-      if (f.error !== undefined && (typeof f.error !== 'string' || LONE_SURROGATE.test(f.error))) throw invalid('error must be a string of valid Unicode');
-      if (f.failure === false && (f.unrecoverable === true || f.error !== undefined)) throw invalid('a release that is no failure carries no error and is not unrecoverable');
-      // A release is a failed processing unless it says `failure: false` (a worker handing back work it did not start).
-      const failure = f.failure === false ? { failure: false } : {};
-      const error = f.error === undefined ? {} : { error: boundedError(f.error as string) };
-      const unrecoverable = f.unrecoverable === true ? { unrecoverable: true } : {};
-      return { id, op: 'journal.release', name: name(f), key: key(f.key), lease: lease(f), ...(processAt === undefined ? {} : { processAt }), ...failure, ...error, ...unrecoverable };
-    },
-  ],
-  ['journal.flagged', (f, id) => (onlyFields(f, ['name', 'limit']), { id, op: 'journal.flagged', name: name(f), limit: bounded(f, 'limit', 1, 10_000) ?? 1000 })],
-  [
-    'journal.flags',
-    (f, id) => {
-      onlyFields(f, ['name', 'after', 'waitMs', 'limit']);
-      const after = uintField(f, 'after');
-      const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
-      const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
-      return { id, op: 'journal.flags', name: name(f), ...(after === undefined ? {} : { after }), waitMs, limit };
     },
   ],
   [
@@ -400,7 +417,6 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
       return { id, op: 'journal.items', name: name(f), status: f.status, ...(f.after === undefined ? {} : { after: f.after }), limit };
     },
   ],
-  ['journal.drain', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.drain', name: name(f) })],
   // Repeatable jobs (command version 9): a schedule added or replaced, listed, removed.
   [
     'journal.schedule',
@@ -421,15 +437,6 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
         ...(spec.job.priority === undefined ? {} : { priority: spec.job.priority }),
         ...(spec.job.retry === undefined ? {} : { retry: spec.job.retry }),
       };
-    },
-  ],
-  ['journal.schedules', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.schedules', name: name(f) })],
-  [
-    'journal.progress',
-    (f, id, limits) => {
-      onlyFields(f, ['name', 'key', 'lease', 'progress']);
-      if (f.progress === undefined) throw invalid('progress is missing (any JSON value)');
-      return { id, op: 'journal.progress', name: name(f), key: key(f.key), lease: lease(f), progress: smallData(f, 'progress', MAX_PROGRESS_BYTES, limits) };
     },
   ],
 ]);
