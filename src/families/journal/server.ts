@@ -10,7 +10,7 @@ import type { JournalValue } from './apply.js';
 import type { AddedItem, DoneItem, JournalCommand } from './commands.js';
 import { journal } from './index.js';
 import { expiredRange, startedByRange, keyAfterDate, itemKey } from './keys.js';
-import { countDue, earliestProcessAt, liveCounts, readFlagged, readJob, readPage, readResult, readSchedules, type ItemStatus } from './reads.js';
+import { countDue, earliestProcessAt, liveCounts, readFlagged, readJob, readPage, readResult, readSchedules } from './reads.js';
 import { latestTick, nextTick, type Schedule, type ScheduleClock, type ScheduleSpec } from './schedules.js';
 import { parseCron, timeZoneProblem } from './cron.js';
 import { decodeItem, type RetryPolicy, type FlaggedItem, type JournalDefinition, type JournalItem, type JournalSettings } from './records.js';
@@ -266,15 +266,13 @@ const handlers: Record<string, Handler> = {
     // With `claim`, the reply is a claim's: the worker's next items, under the done's entry.
     return value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items };
   },
-  'journal.doneMany': async ({ fe, request: r }) => {
-    const claim = r.claim as number | undefined;
+  'journal.doneMany': async ({ fe, request }) => {
+    const { name, claim, holdMs, items: asked } = typedRequest(TYPED_OPS.doneMany, request);
     // Before version 9 no result is kept, and the items are done all the same (a worker must not be stuck on its acknowledgements).
     const v9 = fe.node.stateMachine.stateOf(cluster).active >= FAILURES_SINCE;
-    const requested = (r.items as Array<{ key: string; lease: number; result?: unknown }>).map((i) => (v9 || i.result === undefined ? i : { key: i.key, lease: i.lease }));
+    const requested = asked.map((i) => (v9 || i.result === undefined ? i : { key: i.key, lease: i.lease }));
     const withResults = requested.some((i) => i.result !== undefined);
     const items = requested.map((i) => (i.result === undefined ? ([i.key, i.lease] as const) : ([i.key, i.lease, i.result] as const)));
-    const holdMs = r.holdMs as number | undefined;
-    const name = r.name as string;
     // Held only while a claim of this journal waits or is being proposed here: the entry of the
     // next claim of this journal carries them. Items with results go at once.
     if (holdMs !== undefined && claim === undefined && !withResults && member(fe).waiters.expectsClaim(name) && member(fe).held.hasRoom(name, items.length)) {
@@ -339,17 +337,16 @@ const handlers: Record<string, Handler> = {
       definitionOf(fe, name); // dropped while waiting
     }
   },
-  'journal.events': async ({ fe, request: r }) => {
-    const name = r.name as string;
+  'journal.events': async ({ fe, request }) => {
+    const r = typedRequest(TYPED_OPS.events, request);
+    const { name, key, types } = r;
     definitionOf(fe, name);
     const feed = member(fe).lifecycle;
-    const after = (r.after as number | undefined) ?? feed.now;
-    const deadline = performance.now() + (r.waitMs as number);
-    const key = r.key as string | undefined;
-    const types = r.types as readonly string[] | undefined;
+    const after = r.after ?? feed.now;
+    const deadline = performance.now() + r.waitMs;
     const only = key === undefined && types === undefined ? undefined : (e: LifecycleEvent) => (key === undefined || e.key === key) && (types === undefined || types.includes(e.type));
     for (;;) {
-      const page = feed.read(name, after, r.limit as number, only);
+      const page = feed.read(name, after, r.limit, only);
       if (page.events.length > 0 || page.missed || performance.now() >= deadline) {
         return { events: page.events.map((e) => ({ index: e.index, key: e.key, type: e.type })), next: page.next, missed: page.missed };
       }
@@ -397,14 +394,15 @@ const handlers: Record<string, Handler> = {
     if (kept === null) throw new VeraError('NOT_FOUND', `no result kept for ${key} in ${name}`);
     return { key, result: kept.result as FamilyResult[string], doneAt: kept.doneAt, keptUntil: kept.keptUntil };
   },
-  'journal.items': async ({ fe, request: r }) => {
+  'journal.items': async ({ fe, request }) => {
+    const r = typedRequest(TYPED_OPS.items, request);
+    const { name } = r;
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const name = r.name as string;
     const d = definitionOf(fe, name);
     const now = fe.node.stateMachine.clock;
-    const after = r.after === undefined ? null : Buffer.from(r.after as string, 'base64url');
+    const after = r.after === undefined ? null : Buffer.from(r.after, 'base64url');
     // A page fits well within one reply: half the member's reply budget.
-    const page = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readPage(db, snapshot, name, r.status as ItemStatus, after, r.limit as number, fe.limits.replyBytes / 2, now));
+    const page = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readPage(db, snapshot, name, r.status, after, r.limit, fe.limits.replyBytes / 2, now));
     return { items: page.items.map((i) => jobView(i, d.settings.timeoutMs)), next: page.next === null ? null : page.next.toString('base64url') };
   },
   'journal.pause': async ({ fe, request }) => {

@@ -341,6 +341,63 @@ export const TYPED_OPS = {
       return { name: name(f), key: key(f.key), lease: lease(f), progress: smallData(f, 'progress', MAX_PROGRESS_BYTES, limits) };
     },
   }),
+  doneMany: defineOp<
+    { readonly name: string; readonly items: ReadonlyArray<{ readonly key: string; readonly lease: number; readonly result?: unknown }>; readonly claim?: number; readonly holdMs?: number },
+    object
+  >({
+    name: 'journal.doneMany',
+    fields: ['name', 'items', 'claim', 'holdMs'],
+    parse: (f, limits) => {
+      const list = f.items;
+      if (!Array.isArray(list) || list.length === 0 || list.length > MAX_CLAIM_ITEMS) throw invalid(`items must be an array of 1 to ${MAX_CLAIM_ITEMS} {key, lease} maps`);
+      const items = list.map((raw: unknown, i) => {
+        if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(`items[${i}] must be a map of key and lease`);
+        const item = raw as Fields;
+        for (const k of Object.keys(item)) if (k !== 'key' && k !== 'lease' && k !== 'result') throw invalid(`items[${i}] has an unexpected field '${k}'`);
+        const result = item.result === undefined ? {} : { result: smallData(item, 'result', MAX_RESULT_BYTES, limits) };
+        return { key: key(item.key, `items[${i}]`), lease: lease(item), ...result };
+      });
+      const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
+      const holdMs = bounded(f, 'holdMs', 1, MAX_ACK_HOLD_MS);
+      if (claim !== undefined && holdMs !== undefined) throw invalid('holdMs is for acknowledgements without a claim (a claim is proposed at once)');
+      return { name: name(f), items, ...(claim === undefined ? {} : { claim }), ...(holdMs === undefined ? {} : { holdMs }) };
+    },
+  }),
+  events: defineOp<
+    { readonly name: string; readonly after?: number; readonly waitMs: number; readonly limit: number; readonly key?: string; readonly types?: readonly LifecycleType[] },
+    object
+  >({
+    name: 'journal.events',
+    fields: ['name', 'after', 'waitMs', 'limit', 'key', 'types'],
+    parse: (f) => {
+      const after = uintField(f, 'after');
+      const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
+      const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
+      const types = f.types;
+      if (types !== undefined && (!Array.isArray(types) || types.length === 0 || !types.every((t) => LIFECYCLE_TYPES.includes(t as LifecycleType)))) {
+        throw invalid(`types must be a non-empty array of ${LIFECYCLE_TYPES.join(', ')}`);
+      }
+      return {
+        name: name(f),
+        ...(after === undefined ? {} : { after }),
+        waitMs,
+        limit,
+        ...(f.key === undefined ? {} : { key: key(f.key) }),
+        ...(types === undefined ? {} : { types: [...(types as LifecycleType[])] }),
+      };
+    },
+  }),
+  items: defineOp<{ readonly name: string; readonly status: (typeof ITEM_STATUSES)[number]; readonly after?: string; readonly limit: number }, object>({
+    name: 'journal.items',
+    fields: ['name', 'status', 'after', 'limit'],
+    parse: (f) => {
+      const status = f.status as (typeof ITEM_STATUSES)[number];
+      if (!ITEM_STATUSES.includes(status)) throw invalid(`status must be one of ${ITEM_STATUSES.join(', ')}`);
+      if (f.after !== undefined && (typeof f.after !== 'string' || !CURSOR.test(f.after))) throw invalid('after must be a cursor a page of journal.items gave (its next)');
+      const limit = bounded(f, 'limit', 1, MAX_PAGE_ITEMS) ?? 100;
+      return { name: name(f), status, ...(typeof f.after === 'string' ? { after: f.after } : {}), limit };
+    },
+  }),
   unschedule: defineOp<{ readonly name: string; readonly schedule: string }, object>({
     name: 'journal.unschedule',
     fields: ['name', 'schedule'],
@@ -357,48 +414,6 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
   ['journal.list', (f, id) => (onlyFields(f, []), { id, op: 'journal.list' })],
   ['journal.add', (f, id, limits) => (onlyFields(f, ['name', 'items']), { id, op: 'journal.add', name: name(f), items: items(f, limits) })],
   [
-    'journal.doneMany',
-    (f, id, limits) => {
-      onlyFields(f, ['name', 'items', 'claim', 'holdMs']);
-      const list = f.items;
-      if (!Array.isArray(list) || list.length === 0 || list.length > MAX_CLAIM_ITEMS) throw invalid(`items must be an array of 1 to ${MAX_CLAIM_ITEMS} {key, lease} maps`);
-      const items = list.map((raw: unknown, i) => {
-        if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(`items[${i}] must be a map of key and lease`);
-        const item = raw as Fields;
-        for (const k of Object.keys(item)) if (k !== 'key' && k !== 'lease' && k !== 'result') throw invalid(`items[${i}] has an unexpected field '${k}'`);
-        const result = item.result === undefined ? {} : { result: smallData(item, 'result', MAX_RESULT_BYTES, limits) };
-        return { key: key(item.key, `items[${i}]`), lease: lease(item), ...result };
-      });
-      const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
-      const holdMs = bounded(f, 'holdMs', 1, MAX_ACK_HOLD_MS);
-      if (claim !== undefined && holdMs !== undefined) throw invalid('holdMs is for acknowledgements without a claim (a claim is proposed at once)');
-      return { id, op: 'journal.doneMany', name: name(f), items, ...(claim === undefined ? {} : { claim }), ...(holdMs === undefined ? {} : { holdMs }) };
-    },
-  ],
-  [
-    'journal.events',
-    (f, id) => {
-      onlyFields(f, ['name', 'after', 'waitMs', 'limit', 'key', 'types']);
-      const after = uintField(f, 'after');
-      const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
-      const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
-      const types = f.types;
-      if (types !== undefined && (!Array.isArray(types) || types.length === 0 || !types.every((t) => LIFECYCLE_TYPES.includes(t as LifecycleType)))) {
-        throw invalid(`types must be a non-empty array of ${LIFECYCLE_TYPES.join(', ')}`);
-      }
-      return {
-        id,
-        op: 'journal.events',
-        name: name(f),
-        ...(after === undefined ? {} : { after }),
-        waitMs,
-        limit,
-        ...(f.key === undefined ? {} : { key: key(f.key) }),
-        ...(types === undefined ? {} : { types: [...(types as string[])] }),
-      };
-    },
-  ],
-  [
     'journal.limits',
     (f, id) => {
       onlyFields(f, ['maxJournals']);
@@ -407,16 +422,6 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
     },
   ],
   // Command version 9 (docs/journal.md): remove one job, inspect, pause/resume/drain, progress, results.
-  [
-    'journal.items',
-    (f, id) => {
-      onlyFields(f, ['name', 'status', 'after', 'limit']);
-      if (!ITEM_STATUSES.includes(f.status as (typeof ITEM_STATUSES)[number])) throw invalid(`status must be one of ${ITEM_STATUSES.join(', ')}`);
-      if (f.after !== undefined && (typeof f.after !== 'string' || !CURSOR.test(f.after))) throw invalid('after must be a cursor a page of journal.items gave (its next)');
-      const limit = bounded(f, 'limit', 1, MAX_PAGE_ITEMS) ?? 100;
-      return { id, op: 'journal.items', name: name(f), status: f.status, ...(f.after === undefined ? {} : { after: f.after }), limit };
-    },
-  ],
   // Repeatable jobs (command version 9): a schedule added or replaced, listed, removed.
   [
     'journal.schedule',
