@@ -2,11 +2,10 @@
 // waiting there, acknowledgements held for their entries, the flag and lifecycle
 // feeds, the leader duties' entries in flight, and what it applied. One object per
 // member, so two members in one process (the tests) never share any of it.
-import type { FrontEnd } from '../../server/front/context.js';
 import { FlagFeed } from './flag-feed.js';
-import { HeldAcks, type HeldAck } from './held-acks.js';
+import type { HeldAcks } from './held-acks.js';
 import { LIFECYCLE_EVENTS_KEPT, type LifecycleEvent } from './lifecycle.js';
-import { JournalWaiters } from './waiters.js';
+import type { JournalWaiters } from './waiters.js';
 
 /** What this member applied, per journal (every member applies every entry, so any member's counters tell). */
 export interface Applied {
@@ -20,31 +19,27 @@ export interface Applied {
 }
 
 export class JournalMember {
-  readonly waiters: JournalWaiters;
-  readonly held: HeldAcks;
   /** Entries the duties proposed and that are not applied yet, by duty key: one at a time each. */
   readonly dutiesInFlight = new Set<string>();
   readonly applied = new Map<string, Applied>();
   private flagFeed: FlagFeed | null = null;
   private lifecycleFeed: FlagFeed<LifecycleEvent> | null = null;
 
-  /** `sendHeld` proposes held acknowledgements that no claim took, answering each request with its part. */
+  /** `appliedIndex`: the index of the newest entry applied on the member, where a feed starts. */
   constructor(
-    private readonly fe: FrontEnd,
-    sendHeld: (name: string, requests: readonly HeldAck[]) => void,
-  ) {
-    this.waiters = new JournalWaiters(fe);
-    this.held = new HeldAcks(sendHeld);
-  }
+    readonly waiters: JournalWaiters,
+    readonly held: HeldAcks,
+    private readonly appliedIndex: () => number,
+  ) {}
 
   /** The flag events feed, from the entry applied when first asked for. */
   get flags(): FlagFeed {
-    return (this.flagFeed ??= new FlagFeed(this.fe.node.stateMachine.appliedIndex));
+    return (this.flagFeed ??= new FlagFeed(this.appliedIndex()));
   }
 
   /** The lifecycle events feed, from the entry applied when first asked for. */
   get lifecycle(): FlagFeed<LifecycleEvent> {
-    return (this.lifecycleFeed ??= new FlagFeed<LifecycleEvent>(this.fe.node.stateMachine.appliedIndex, LIFECYCLE_EVENTS_KEPT));
+    return (this.lifecycleFeed ??= new FlagFeed<LifecycleEvent>(this.appliedIndex(), LIFECYCLE_EVENTS_KEPT));
   }
 
   /** The counters of `name`, made when first counted. */

@@ -17,9 +17,9 @@ import { decodeItem, type RetryPolicy, type FlaggedItem, type JournalDefinition,
 import { CANCELLED } from './apply.js';
 import { resultsGoneRange } from './keys.js';
 import { lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
-import type { ClaimTicket } from './waiters.js';
+import { JournalWaiters, type ClaimTicket } from './waiters.js';
 import { JournalMember } from './member.js';
-import { splitResult, type HeldAck } from './held-acks.js';
+import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
 import { CANCEL_WAIT_OP, CLAIM_OP, JOURNAL_OPS, TYPED_OPS } from './wire.js';
 import { cluster } from '../cluster/index.js';
 import { FAILURES_SINCE } from './index.js';
@@ -35,7 +35,11 @@ function member(fe: FrontEnd): JournalMember {
   let m = members.get(fe);
   if (m === undefined) {
     // Sent alone: each held request is answered with the outcome, failure included; nothing else waits on it.
-    m = new JournalMember(fe, (name, requests) => void proposeHeld(fe, name, requests, undefined).catch(() => undefined));
+    m = new JournalMember(
+      new JournalWaiters(fe),
+      new HeldAcks((name, requests) => void proposeHeld(fe, name, requests, undefined).catch(() => undefined)),
+      () => fe.node.stateMachine.appliedIndex,
+    );
     members.set(fe, m);
   }
   return m;
