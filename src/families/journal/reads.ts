@@ -45,11 +45,13 @@ export async function readFlagged(db: VeraDb, snapshot: DbSnapshot, name: string
   return out;
 }
 
-/** The smallest process date of a Waiting item (one seek per priority that has some), or null when none waits. */
-export async function earliestProcessAt(db: VeraDb, snapshot: DbSnapshot, name: string, definition: JournalDefinition): Promise<number | null> {
+/** The smallest process date of a Waiting item (later than `after`, when given; one seek per priority that has some), or null when none waits. */
+export async function earliestProcessAt(db: VeraDb, snapshot: DbSnapshot, name: string, definition: JournalDefinition, after?: number): Promise<number | null> {
   let earliest: number | null = null;
   for (const p of Object.keys(definition.counts.byPriority)) {
-    for await (const key of db.keys({ ...priorityRange(name, Number(p)), snapshot, limit: 1 })) {
+    const range = priorityRange(name, Number(p));
+    if (after !== undefined) range.gte = dueRange(name, Number(p), after).lt;
+    for await (const key of db.keys({ ...range, snapshot, limit: 1 })) {
       const date = processAtIn(key, name);
       if (earliest === null || date < earliest) earliest = date;
     }

@@ -1,6 +1,6 @@
 // The journal on the server: its client ops (wire.ts checks them), the leader's
 // duties (timeouts, expiry, finishing drops) and waking claimers that wait.
-import { VeraError, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
+import { VeraError, typedRequest, type FamilyRequest, type FamilyResult, type RequestOfSchema } from '../../protocol/index.js';
 import type { FrontEnd } from '../../server/front/context.js';
 import { expectOk } from '../../server/front/context.js';
 import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type LeaderDuty, type ServerPart } from '../../server/front/family-part.js';
@@ -10,17 +10,17 @@ import type { JournalValue } from './apply.js';
 import type { AddedItem, DoneItem, JournalCommand } from './commands.js';
 import { journal } from './index.js';
 import { expiredRange, startedByRange, keyAfterDate, itemKey } from './keys.js';
-import { countDue, earliestProcessAt, liveCounts, readFlagged, readJob, readPage, readResult, readSchedules, type ItemStatus } from './reads.js';
+import { countDue, earliestProcessAt, liveCounts, readFlagged, readJob, readPage, readResult, readSchedules } from './reads.js';
 import { latestTick, nextTick, type Schedule, type ScheduleClock, type ScheduleSpec } from './schedules.js';
 import { parseCron, timeZoneProblem } from './cron.js';
 import { decodeItem, type RetryPolicy, type FlaggedItem, type JournalDefinition, type JournalItem, type JournalSettings } from './records.js';
 import { CANCELLED } from './apply.js';
 import { resultsGoneRange } from './keys.js';
-import { FlagFeed } from './flag-feed.js';
-import { LIFECYCLE_EVENTS_KEPT, lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
+import { lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
 import { JournalWaiters, type ClaimTicket } from './waiters.js';
+import { JournalMember } from './member.js';
 import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
-import { JOURNAL_OPS } from './wire.js';
+import { CANCEL_WAIT_OP, CLAIM_OP, JOURNAL_OPS, TYPED_OPS } from './wire.js';
 import { cluster } from '../cluster/index.js';
 import { FAILURES_SINCE } from './index.js';
 import { userQuotaField } from '../quota/propose.js';
@@ -29,26 +29,20 @@ export const DEFAULT_SETTINGS: JournalSettings = { timeoutMs: 30_000, maxTimeout
 /** Timed-out claims or expired items one duty entry handles, at most. */
 const DUTY_BATCH = 1000;
 
-const waitersOf = new WeakMap<FrontEnd, JournalWaiters>();
-function waiters(fe: FrontEnd): JournalWaiters {
-  let w = waitersOf.get(fe);
-  if (w === undefined) {
-    w = new JournalWaiters(fe);
-    waitersOf.set(fe, w);
-  }
-  return w;
-}
-
-const heldOf = new WeakMap<FrontEnd, HeldAcks>();
-function heldAcks(fe: FrontEnd): HeldAcks {
-  let h = heldOf.get(fe);
-  if (h === undefined) {
+const members = new WeakMap<FrontEnd, JournalMember>();
+/** The journal's state on the member `fe` serves (member.ts). */
+function member(fe: FrontEnd): JournalMember {
+  let m = members.get(fe);
+  if (m === undefined) {
     // Sent alone: each held request is answered with the outcome, failure included; nothing else waits on it.
-    const held = new HeldAcks((name, requests) => void proposeHeld(fe, name, requests, undefined).catch(() => undefined));
-    heldOf.set(fe, held);
-    h = held;
+    m = new JournalMember(
+      new JournalWaiters(fe),
+      new HeldAcks((name, requests) => void proposeHeld(fe, name, requests, undefined).catch(() => undefined)),
+      () => fe.node.stateMachine.appliedIndex,
+    );
+    members.set(fe, m);
   }
-  return h;
+  return m;
 }
 
 /**
@@ -75,26 +69,6 @@ async function proposeDoneMany(fe: FrontEnd, name: string, items: readonly DoneI
   const value = await propose(fe, { op: 'doneMany', name, items, ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }) });
   if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
   return value;
-}
-
-const lifecycleOf = new WeakMap<FrontEnd, FlagFeed<LifecycleEvent>>();
-function lifecycleFeed(fe: FrontEnd): FlagFeed<LifecycleEvent> {
-  let f = lifecycleOf.get(fe);
-  if (f === undefined) {
-    f = new FlagFeed<LifecycleEvent>(fe.node.stateMachine.appliedIndex, LIFECYCLE_EVENTS_KEPT);
-    lifecycleOf.set(fe, f);
-  }
-  return f;
-}
-
-const feedOf = new WeakMap<FrontEnd, FlagFeed>();
-function flagFeed(fe: FrontEnd): FlagFeed {
-  let f = feedOf.get(fe);
-  if (f === undefined) {
-    f = new FlagFeed(fe.node.stateMachine.appliedIndex);
-    feedOf.set(fe, f);
-  }
-  return f;
 }
 
 async function propose(fe: FrontEnd, command: JournalCommand): Promise<JournalValue> {
@@ -189,9 +163,9 @@ function scheduleView(s: Schedule): FamilyResult {
  * became available, the earliest process date came, the deadline) or called off by its
  * session, which answers it with no items and no entry (lease 0).
  */
-async function claimFor(fe: FrontEnd, r: FamilyRequest, ticket: ClaimTicket | undefined): Promise<FamilyResult> {
-  const name = r.name as string;
-  const deadline = performance.now() + (r.waitMs as number);
+async function claimFor(fe: FrontEnd, r: RequestOfSchema<typeof CLAIM_OP>, ticket: ClaimTicket | undefined): Promise<FamilyResult> {
+  const { name, max } = r;
+  const deadline = performance.now() + r.waitMs;
   const state = fe.node.stateMachine.stateOf(journal);
   for (let first = true; ; first = false) {
     if (ticket?.cancelled === true) return { lease: 0, items: [] };
@@ -199,27 +173,29 @@ async function claimFor(fe: FrontEnd, r: FamilyRequest, ticket: ClaimTicket | un
     const clock = Math.max(fe.node.stateMachine.clock, Date.now());
     const blockedUntil = state.claimsBlockedUntil(name, clock);
     if (blockedUntil !== null && performance.now() < deadline) {
-      await waiters(fe).wait(name, Math.min(deadline, performance.now() + (blockedUntil - clock)), ticket);
+      await member(fe).waiters.wait(name, Math.min(deadline, performance.now() + (blockedUntil - clock)), ticket);
       continue;
     }
     // A claim that will wait anyway proposes nothing until woken: what this member has
     // applied says nothing is due yet, and anything applied later wakes it. The last
     // try, at the deadline, always proposes (its reply carries a lease).
-    const idle = first && performance.now() < deadline && state.nothingDue(name, Math.max(fe.node.stateMachine.clock, Date.now()));
+    // Nor does one whose items the claims in flight here will take (waiters.ts): it waits for the next date past theirs.
+    const now = Math.max(fe.node.stateMachine.clock, Date.now());
+    const idle = first && performance.now() < deadline && (state.nothingDue(name, now) || member(fe).waiters.covered(name, now));
     if (!idle) {
       // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
       // Acknowledgements held for this journal ride in the same entry (held-acks.ts).
-      const held = heldAcks(fe).take(name);
-      const claiming = waiters(fe).claiming(name);
+      const held = member(fe).held.take(name);
+      const claiming = member(fe).waiters.claiming(name, max);
       const claimed = await (
         held.length === 0
-          ? propose(fe, { op: 'claim', name, max: r.max as number, maxBytes: fe.limits.replyBytes }).then((v) => (v.op === 'claim' ? { lease: v.lease, items: v.items } : undefined))
-          : proposeHeld(fe, name, held, r.max as number).then((v) => v.next)
+          ? propose(fe, { op: 'claim', name, max, maxBytes: fe.limits.replyBytes }).then((v) => (v.op === 'claim' ? { lease: v.lease, items: v.items } : undefined))
+          : proposeHeld(fe, name, held, max).then((v) => v.next)
       ).finally(claiming);
       if (claimed === undefined) throw new VeraError('INTERNAL', 'claim gave another result');
       if (claimed.items.length > 0 || performance.now() >= deadline) return { lease: claimed.lease, items: claimed.items };
     }
-    await waiters(fe).wait(name, deadline, ticket);
+    await member(fe).waiters.wait(name, deadline, ticket, max);
   }
 }
 
@@ -235,8 +211,8 @@ const handlers: Record<string, Handler> = {
     await propose(fe, { op: 'configure', name: r.name as string, settings: settingsFrom(current.settings, r) });
     return {};
   },
-  'journal.drop': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'drop', name: r.name as string });
+  'journal.drop': async ({ fe, request }) => {
+    await propose(fe, { op: 'drop', name: typedRequest(TYPED_OPS.drop, request).name });
     return {};
   },
   'journal.list': async ({ fe }) => {
@@ -244,9 +220,10 @@ const handlers: Record<string, Handler> = {
     const all = [...fe.node.stateMachine.stateOf(journal).journals].filter(([, d]) => !d.dropping).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return { journals: await Promise.all(all.map(([name, d]) => describeJournal(fe, name, d))) };
   },
-  'journal.show': async ({ fe, request: r }) => {
+  'journal.show': async ({ fe, request }) => {
+    const { name } = typedRequest(TYPED_OPS.show, request);
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    return describeJournal(fe, r.name as string, definitionOf(fe, r.name as string));
+    return describeJournal(fe, name, definitionOf(fe, name));
   },
   'journal.add': async ({ fe, request: r, frameBytes, principal }) => {
     fe.disk.admit(frameBytes);
@@ -258,31 +235,34 @@ const handlers: Record<string, Handler> = {
     if (value.op !== 'add') throw new VeraError('INTERNAL', 'add gave another result');
     return { inserted: value.inserted, merged: value.merged, deferred: value.deferred };
   },
-  'journal.claim': async ({ fe, request: r, session }) => {
-    const name = r.name as string;
+  'journal.claim': async ({ fe, request, session }) => {
+    const r = typedRequest(CLAIM_OP, request);
     // Only a session can call its claim off (journal.cancelWait); an HTTP call has none.
-    const ticket = session === '' ? undefined : waiters(fe).begin(name, session);
+    const ticket = session === '' ? undefined : member(fe).waiters.begin(r.name, session);
     try {
       return await claimFor(fe, r, ticket);
     } finally {
-      if (ticket !== undefined) waiters(fe).finish(ticket);
+      if (ticket !== undefined) member(fe).waiters.finish(ticket);
     }
   },
-  'journal.cancelWait': async ({ fe, request: r, session }) => {
-    definitionOf(fe, r.name as string);
-    return { cancelled: session === '' ? 0 : waiters(fe).cancel(r.name as string, session) };
+  'journal.cancelWait': async ({ fe, request, session }) => {
+    const { name } = typedRequest(CANCEL_WAIT_OP, request);
+    definitionOf(fe, name);
+    return { cancelled: session === '' ? 0 : member(fe).waiters.cancel(name, session) };
   },
-  'journal.extend': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'extend', name: r.name as string, key: r.key as string, lease: r.lease as number });
+  'journal.extend': async ({ fe, request }) => {
+    const { name, key, lease } = typedRequest(TYPED_OPS.extend, request);
+    await propose(fe, { op: 'extend', name, key, lease });
     return {};
   },
-  'journal.done': async ({ fe, request: r }) => {
-    const claim = r.claim as number | undefined;
+  'journal.done': async ({ fe, request }) => {
+    const r = typedRequest(TYPED_OPS.done, request);
+    const { claim } = r;
     const value = await propose(fe, {
       op: 'done',
-      name: r.name as string,
-      key: r.key as string,
-      lease: r.lease as number,
+      name: r.name,
+      key: r.key,
+      lease: r.lease,
       ...(claim === undefined ? {} : { claim, claimBytes: fe.limits.replyBytes }),
       ...(r.result === undefined || fe.node.stateMachine.stateOf(cluster).active < FAILURES_SINCE ? {} : { result: r.result }),
     });
@@ -290,49 +270,48 @@ const handlers: Record<string, Handler> = {
     // With `claim`, the reply is a claim's: the worker's next items, under the done's entry.
     return value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items };
   },
-  'journal.doneMany': async ({ fe, request: r }) => {
-    const claim = r.claim as number | undefined;
+  'journal.doneMany': async ({ fe, request }) => {
+    const { name, claim, holdMs, items: asked } = typedRequest(TYPED_OPS.doneMany, request);
     // Before version 9 no result is kept, and the items are done all the same (a worker must not be stuck on its acknowledgements).
     const v9 = fe.node.stateMachine.stateOf(cluster).active >= FAILURES_SINCE;
-    const requested = (r.items as Array<{ key: string; lease: number; result?: unknown }>).map((i) => (v9 || i.result === undefined ? i : { key: i.key, lease: i.lease }));
+    const requested = asked.map((i) => (v9 || i.result === undefined ? i : { key: i.key, lease: i.lease }));
     const withResults = requested.some((i) => i.result !== undefined);
     const items = requested.map((i) => (i.result === undefined ? ([i.key, i.lease] as const) : ([i.key, i.lease, i.result] as const)));
-    const holdMs = r.holdMs as number | undefined;
-    const name = r.name as string;
     // Held only while a claim of this journal waits or is being proposed here: the entry of the
     // next claim of this journal carries them. Items with results go at once.
-    if (holdMs !== undefined && claim === undefined && !withResults && waiters(fe).expectsClaim(name) && heldAcks(fe).hasRoom(name, items.length)) {
-      const { done, lost } = await heldAcks(fe).hold(name, items as Array<readonly [string, number]>, holdMs);
+    if (holdMs !== undefined && claim === undefined && !withResults && member(fe).waiters.expectsClaim(name) && member(fe).held.hasRoom(name, items.length)) {
+      const { done, lost } = await member(fe).held.hold(name, items as Array<readonly [string, number]>, holdMs);
       return { done, lost: [...lost] };
     }
     const value = await proposeDoneMany(fe, name, items, claim);
     const next = value.next === undefined ? {} : { lease: value.next.lease, items: value.next.items };
     return { done: value.done, lost: [...value.lost], ...next };
   },
-  'journal.release': async ({ fe, request: r }) => {
-    const processAt = r.processAt as number | undefined;
+  'journal.release': async ({ fe, request }) => {
+    const r = typedRequest(TYPED_OPS.release, request);
+    const { processAt } = r;
     // Before command version 9 no release counts as a failure, so there is nothing to say.
     const v9 = fe.node.stateMachine.stateOf(cluster).active >= FAILURES_SINCE;
     const notFailure = r.failure === false && v9;
     const value = await propose(fe, {
       op: 'release',
-      name: r.name as string,
-      key: r.key as string,
-      lease: r.lease as number,
+      name: r.name,
+      key: r.key,
+      lease: r.lease,
       ...(processAt === undefined ? {} : { processAt }),
       ...(notFailure ? { failure: false as const } : {}),
       // Before version 9 the failure is counted as before, without its text or its unrecoverable mark (a rolling upgrade).
-      ...(r.error === undefined || !v9 ? {} : { error: r.error as string }),
+      ...(r.error === undefined || !v9 ? {} : { error: r.error }),
       ...(r.unrecoverable === true && v9 ? { unrecoverable: true as const } : {}),
     });
     if (value.op !== 'release') throw new VeraError('INTERNAL', 'release gave another result');
     return { flagged: value.flagged };
   },
-  'journal.flagged': async ({ fe, request: r }) => {
+  'journal.flagged': async ({ fe, request }) => {
+    const { name, limit } = typedRequest(TYPED_OPS.flagged, request);
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const name = r.name as string;
     definitionOf(fe, name);
-    const flagged = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readFlagged(db, snapshot, name, r.limit as number));
+    const flagged = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readFlagged(db, snapshot, name, limit));
     return {
       items: flagged.map(({ item, flaggedAt }) => ({
         key: item.key,
@@ -346,14 +325,15 @@ const handlers: Record<string, Handler> = {
       })),
     };
   },
-  'journal.flags': async ({ fe, request: r }) => {
-    const name = r.name as string;
+  'journal.flags': async ({ fe, request }) => {
+    const r = typedRequest(TYPED_OPS.flags, request);
+    const { name } = r;
     definitionOf(fe, name);
-    const feed = flagFeed(fe);
-    const after = (r.after as number | undefined) ?? feed.now;
-    const deadline = performance.now() + (r.waitMs as number);
+    const feed = member(fe).flags;
+    const after = r.after ?? feed.now;
+    const deadline = performance.now() + r.waitMs;
     for (;;) {
-      const page = feed.read(name, after, r.limit as number);
+      const page = feed.read(name, after, r.limit);
       if (page.events.length > 0 || page.missed || performance.now() >= deadline) {
         return { events: page.events.map((e) => ({ index: e.index, key: e.key })), next: page.next, missed: page.missed };
       }
@@ -361,17 +341,16 @@ const handlers: Record<string, Handler> = {
       definitionOf(fe, name); // dropped while waiting
     }
   },
-  'journal.events': async ({ fe, request: r }) => {
-    const name = r.name as string;
+  'journal.events': async ({ fe, request }) => {
+    const r = typedRequest(TYPED_OPS.events, request);
+    const { name, key, types } = r;
     definitionOf(fe, name);
-    const feed = lifecycleFeed(fe);
-    const after = (r.after as number | undefined) ?? feed.now;
-    const deadline = performance.now() + (r.waitMs as number);
-    const key = r.key as string | undefined;
-    const types = r.types as readonly string[] | undefined;
+    const feed = member(fe).lifecycle;
+    const after = r.after ?? feed.now;
+    const deadline = performance.now() + r.waitMs;
     const only = key === undefined && types === undefined ? undefined : (e: LifecycleEvent) => (key === undefined || e.key === key) && (types === undefined || types.includes(e.type));
     for (;;) {
-      const page = feed.read(name, after, r.limit as number, only);
+      const page = feed.read(name, after, r.limit, only);
       if (page.events.length > 0 || page.missed || performance.now() >= deadline) {
         return { events: page.events.map((e) => ({ index: e.index, key: e.key, type: e.type })), next: page.next, missed: page.missed };
       }
@@ -385,60 +364,64 @@ const handlers: Record<string, Handler> = {
     const state = fe.node.stateMachine.stateOf(journal);
     return { maxJournals: state.limits.maxJournals, journals: state.journals.size };
   },
-  'journal.requeue': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'requeue', name: r.name as string, key: r.key as string });
+  'journal.requeue': async ({ fe, request }) => {
+    const { name, key } = typedRequest(TYPED_OPS.requeue, request);
+    await propose(fe, { op: 'requeue', name, key });
     return {};
   },
-  'journal.forget': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'forget', name: r.name as string, key: r.key as string });
+  'journal.forget': async ({ fe, request }) => {
+    const { name, key } = typedRequest(TYPED_OPS.forget, request);
+    await propose(fe, { op: 'forget', name, key });
     return {};
   },
-  'journal.remove': async ({ fe, request: r }) => {
-    const value = await propose(fe, { op: 'remove', name: r.name as string, key: r.key as string });
+  'journal.remove': async ({ fe, request }) => {
+    const { name, key } = typedRequest(TYPED_OPS.remove, request);
+    const value = await propose(fe, { op: 'remove', name, key });
     if (value.op !== 'remove') throw new VeraError('INTERNAL', 'remove gave another result');
     return { status: value.status };
   },
-  'journal.get': async ({ fe, request: r }) => {
+  'journal.get': async ({ fe, request }) => {
+    const { name, key } = typedRequest(TYPED_OPS.get, request);
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const name = r.name as string;
     const d = definitionOf(fe, name);
     const now = fe.node.stateMachine.clock;
-    const job = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readJob(db, snapshot, name, r.key as string, now));
-    if (job === null) throw new VeraError('NOT_FOUND', `no job ${r.key as string} in ${name} (waiting, processing or flagged)`);
+    const job = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readJob(db, snapshot, name, key, now));
+    if (job === null) throw new VeraError('NOT_FOUND', `no job ${key} in ${name} (waiting, processing or flagged)`);
     return jobView(job, d.settings.timeoutMs);
   },
-  'journal.result': async ({ fe, request: r }) => {
+  'journal.result': async ({ fe, request }) => {
+    const { name, key } = typedRequest(TYPED_OPS.result, request);
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const name = r.name as string;
     definitionOf(fe, name);
     const now = fe.node.stateMachine.clock;
-    const kept = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readResult(db, snapshot, name, r.key as string, now));
-    if (kept === null) throw new VeraError('NOT_FOUND', `no result kept for ${r.key as string} in ${name}`);
-    return { key: r.key as string, result: kept.result as FamilyResult[string], doneAt: kept.doneAt, keptUntil: kept.keptUntil };
+    const kept = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readResult(db, snapshot, name, key, now));
+    if (kept === null) throw new VeraError('NOT_FOUND', `no result kept for ${key} in ${name}`);
+    return { key, result: kept.result as FamilyResult[string], doneAt: kept.doneAt, keptUntil: kept.keptUntil };
   },
-  'journal.items': async ({ fe, request: r }) => {
+  'journal.items': async ({ fe, request }) => {
+    const r = typedRequest(TYPED_OPS.items, request);
+    const { name } = r;
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const name = r.name as string;
     const d = definitionOf(fe, name);
     const now = fe.node.stateMachine.clock;
-    const after = r.after === undefined ? null : Buffer.from(r.after as string, 'base64url');
+    const after = r.after === undefined ? null : Buffer.from(r.after, 'base64url');
     // A page fits well within one reply: half the member's reply budget.
-    const page = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readPage(db, snapshot, name, r.status as ItemStatus, after, r.limit as number, fe.limits.replyBytes / 2, now));
+    const page = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readPage(db, snapshot, name, r.status, after, r.limit, fe.limits.replyBytes / 2, now));
     return { items: page.items.map((i) => jobView(i, d.settings.timeoutMs)), next: page.next === null ? null : page.next.toString('base64url') };
   },
-  'journal.pause': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'pause', name: r.name as string, paused: true });
+  'journal.pause': async ({ fe, request }) => {
+    await propose(fe, { op: 'pause', name: typedRequest(TYPED_OPS.pause, request).name, paused: true });
     return {};
   },
-  'journal.resume': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'pause', name: r.name as string, paused: false });
+  'journal.resume': async ({ fe, request }) => {
+    await propose(fe, { op: 'pause', name: typedRequest(TYPED_OPS.resume, request).name, paused: false });
     return {};
   },
-  'journal.drain': async ({ fe, request: r }) => {
+  'journal.drain': async ({ fe, request }) => {
     // Entries of DRAIN_BATCH until one finds fewer: Waiting items added meanwhile may go too, or stay.
     let removed = 0;
     for (;;) {
-      const value = await propose(fe, { op: 'drain', name: r.name as string, max: DRAIN_BATCH });
+      const value = await propose(fe, { op: 'drain', name: typedRequest(TYPED_OPS.drain, request).name, max: DRAIN_BATCH });
       if (value.op !== 'drain') throw new VeraError('INTERNAL', 'drain gave another result');
       removed += value.removed;
       if (!value.more) return { removed };
@@ -467,19 +450,21 @@ const handlers: Record<string, Handler> = {
     if (value.op !== 'schedule') throw new VeraError('INTERNAL', 'schedule gave another result');
     return { replaced: value.replaced, nextTick: next };
   },
-  'journal.schedules': async ({ fe, request: r }) => {
+  'journal.schedules': async ({ fe, request }) => {
+    const { name } = typedRequest(TYPED_OPS.schedules, request);
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
-    const name = r.name as string;
     definitionOf(fe, name);
     const all = await fe.node.stateMachine.read(`journal ${name}`, (db, snapshot) => readSchedules(db, snapshot, name));
     return { schedules: all.map(scheduleView) };
   },
-  'journal.unschedule': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'unschedule', name: r.name as string, id: r.schedule as string });
+  'journal.unschedule': async ({ fe, request }) => {
+    const { name, schedule } = typedRequest(TYPED_OPS.unschedule, request);
+    await propose(fe, { op: 'unschedule', name, id: schedule });
     return {};
   },
-  'journal.progress': async ({ fe, request: r }) => {
-    await propose(fe, { op: 'progress', name: r.name as string, key: r.key as string, lease: r.lease as number, progress: r.progress });
+  'journal.progress': async ({ fe, request }) => {
+    const { name, key, lease, progress } = typedRequest(TYPED_OPS.progress, request);
+    await propose(fe, { op: 'progress', name, key, lease, progress });
     return {};
   },
 };
@@ -527,22 +512,14 @@ const NEEDS: Record<string, (r: FamilyRequest) => readonly Need[]> = {
 
 const protocolOps = familyOps('journal', JOURNAL_OPS, handlers, NEEDS);
 
-/** Entries the duties proposed and that are not applied yet, by journal: one at a time each. */
-const inFlight = new WeakMap<FrontEnd, Set<string>>();
-
 function runDuty(fe: FrontEnd, key: string, work: () => Promise<JournalCommand | null>): void {
-  let busy = inFlight.get(fe);
-  if (busy === undefined) {
-    busy = new Set();
-    inFlight.set(fe, busy);
-  }
+  const busy = member(fe).dutiesInFlight;
   if (busy.has(key)) return;
   busy.add(key);
-  const done = busy;
   void work()
     .then((command) => (command === null ? null : propose(fe, command)))
     .catch((err: unknown) => fe.logger.debug({ event: 'journal-duty-failed', duty: key, err: String(err) }, 'a journal duty failed; it runs again next tick'))
-    .finally(() => done.delete(key));
+    .finally(() => busy.delete(key));
 }
 
 /** Claims past their journal's timeout go back (or are flagged) through one entry per journal per tick. */
@@ -597,29 +574,9 @@ const drops: LeaderDuty = {
   },
 };
 
-/** What this member applied, per journal (every member applies every entry, so any member's counters tell). */
-interface Applied {
-  added: number;
-  claimed: number;
-  done: number;
-  released: number;
-  timeouts: number;
-  flagged: number;
-  expired: number;
-}
-const appliedCounts = new WeakMap<FrontEnd, Map<string, Applied>>();
-
 function count(fe: FrontEnd, v: Exclude<JournalValue, { op: 'limits' }>): void {
-  let byJournal = appliedCounts.get(fe);
-  if (byJournal === undefined) {
-    byJournal = new Map();
-    appliedCounts.set(fe, byJournal);
-  }
-  let c = byJournal.get(v.journal);
-  if (c === undefined) {
-    c = { added: 0, claimed: 0, done: 0, released: 0, timeouts: 0, flagged: 0, expired: 0 };
-    byJournal.set(v.journal, c);
-  }
+  const byJournal = member(fe).applied;
+  const c = member(fe).appliedTo(v.journal);
   if (v.op === 'add') c.added += v.inserted + v.merged + v.deferred;
   else if (v.op === 'tick') c.added += v.key === null ? 0 : 1;
   else if (v.op === 'claim') c.claimed += v.items.length;
@@ -675,7 +632,7 @@ async function metrics(fe: FrontEnd): Promise<string> {
   }
   gauge('vera_journal_due', `Waiting items due now (counted up to ${DUE_COUNT_CAP}).`, due);
   gauge('vera_journal_oldest_due_age_seconds', 'How long the earliest due Waiting item has been due (0 when none is).', age);
-  const applied = appliedCounts.get(fe) ?? new Map<string, Applied>();
+  const applied = member(fe).applied;
   for (const [field, help] of [
     ['added', 'Items added (inserted, merged or kept for after processing).'],
     ['claimed', 'Items claimed.'],
@@ -750,8 +707,8 @@ const schedules: LeaderDuty = {
 /** Items that became available wake as many waiting claimers. */
 function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   const r = outcome.result;
-  const feed = flagFeed(fe);
-  const lifecycle = lifecycleFeed(fe);
+  const feed = member(fe).flags;
+  const lifecycle = member(fe).lifecycle;
   if (!r.ok || r.op !== 'family' || r.family !== 'journal') {
     feed.applied(outcome.index);
     lifecycle.record(outcome.index, null, []);
@@ -783,9 +740,9 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
           : v.op === 'doneMany'
             ? v.requeued
             : 0;
-  if (available > 0) waiters(fe).wake(v.journal, available);
+  if (available > 0) member(fe).waiters.wake(v.journal, available);
   // A resumed journal's waiting claims may all have work again.
-  if (v.op === 'pause' && !v.paused) waiters(fe).wake(v.journal, Number.MAX_SAFE_INTEGER);
+  if (v.op === 'pause' && !v.paused) member(fe).waiters.wake(v.journal, Number.MAX_SAFE_INTEGER);
 }
 
 /** Results whose time is up are deleted through their index, a bounded batch per entry. */

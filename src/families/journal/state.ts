@@ -84,6 +84,44 @@ export class JournalState {
   }
 
   /**
+   * The earliest process date of `name`'s Waiting items later than `after`, from the fronts:
+   * null when none waits, undefined when a front is missing or ends before telling.
+   */
+  earliestAfter(name: string, after: number): number | null | undefined {
+    const d = this.live(name);
+    if (d === null) return null;
+    let earliest: number | null = null;
+    for (const p of Object.keys(d.counts.byPriority)) {
+      const front = this.fronts.get(frontName(name, Number(p)));
+      if (front === undefined) return undefined;
+      const i = firstDatedAfter(front.keys, name, after);
+      if (i === front.keys.length) {
+        if (front.end !== null) return undefined;
+        continue;
+      }
+      const date = processAtIn(front.keys[i]!, name);
+      if (earliest === null || date < earliest) earliest = date;
+    }
+    return earliest;
+  }
+
+  /** `name`'s Waiting items due after `after` and by `by`, counted from the fronts up to `cap`; undefined when they do not tell. */
+  dueBetween(name: string, after: number, by: number, cap: number): number | undefined {
+    const d = this.live(name);
+    if (d === null) return 0;
+    let n = 0;
+    for (const p of Object.keys(d.counts.byPriority)) {
+      const front = this.fronts.get(frontName(name, Number(p)));
+      if (front === undefined) return undefined;
+      const to = firstDatedAfter(front.keys, name, by);
+      if (to === front.keys.length && front.end !== null) return undefined;
+      n += to - firstDatedAfter(front.keys, name, after);
+      if (n >= cap) return cap;
+    }
+    return n;
+  }
+
+  /**
    * Until when claims of `name` would take nothing, as far as this member has applied: paused
    * (Infinity), or the rate limit's window is full (its end). Null when claims may take work.
    */
@@ -123,6 +161,18 @@ export class JournalState {
 export interface DueFront {
   readonly keys: Buffer[];
   readonly end: Buffer | null;
+}
+
+/** The first of `keys` (one priority's Waiting index keys, in order) dated after `date`; keys.length when none is. */
+function firstDatedAfter(keys: readonly Buffer[], name: string, date: number): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (processAtIn(keys[mid]!, name) <= date) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function frontName(name: string, priority: number): string {

@@ -1,13 +1,23 @@
 // Claims that wait for work (long-poll), on the member that serves them. When
 // items become available, as many waiting claimers are woken as there are new
-// items, oldest first (no herd); when only future items wait, one timer wakes
-// one claimer at the earliest process date. Nothing polls.
+// items, oldest first (no herd); when only future items wait, one timer per
+// journal wakes claimers at the earliest process date, enough for the items due
+// then. Nothing polls.
+//
+// A claim proposed at T takes the items due by T (the entry's date): while it is
+// in flight the timer aims past T, at the next item it will not take, so items due
+// closer together than one Raft round are each claimed at their date by another
+// waiting claim, rather than queueing behind the claim in flight. The dates come
+// from the Waiting index's fronts held in memory (state.ts), the db only when those
+// do not tell.
 import type { FrontEnd } from '../../server/front/context.js';
 import { journal } from './index.js';
 import { earliestProcessAt } from './reads.js';
 
 interface Waiter {
   readonly deadline: number;
+  /** Items the claim asks for. */
+  readonly max: number;
   readonly wake: () => void;
   timer: NodeJS.Timeout;
 }
@@ -49,11 +59,13 @@ export class JournalWaiters {
       t.wake?.();
       n++;
     }
+    // One called off just as the timer woke it claims nothing: the others look again.
+    if (n > 0 && this.byJournal.has(name)) this.armDueTimer(name);
     return n;
   }
 
   /** Resolves when woken for `name`, at `deadline` (ms, performance.now()), or when the ticket is cancelled, whichever is first. */
-  wait(name: string, deadline: number, ticket?: ClaimTicket): Promise<void> {
+  wait(name: string, deadline: number, ticket?: ClaimTicket, max = 1): Promise<void> {
     if (ticket?.cancelled === true) return Promise.resolve();
     return new Promise((resolve) => {
       const queue = this.byJournal.get(name) ?? [];
@@ -66,6 +78,7 @@ export class JournalWaiters {
       };
       const waiter: Waiter = {
         deadline,
+        max,
         wake: () => {
           clearTimeout(waiter.timer);
           if (ticket !== undefined) ticket.wake = null;
@@ -88,19 +101,38 @@ export class JournalWaiters {
     });
   }
 
-  private readonly proposing = new Map<string, number>();
+  /** Claims of each journal being proposed here: how many, the items they ask for, and the latest date one was sent (it takes the items due by then). */
+  private readonly proposing = new Map<string, { count: number; asked: number; through: number }>();
 
-  /** A claim of `name` is being proposed here until the returned function is called. */
-  claiming(name: string): () => void {
-    this.proposing.set(name, (this.proposing.get(name) ?? 0) + 1);
+  /** A claim of `name` for `max` items is being proposed here until the returned function is called. */
+  claiming(name: string, max: number): () => void {
+    const p = this.proposing.get(name) ?? { count: 0, asked: 0, through: -Infinity };
+    p.count++;
+    p.asked += max;
+    p.through = Math.max(p.through, Date.now());
+    this.proposing.set(name, p);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const n = this.proposing.get(name)! - 1;
-      if (n === 0) this.proposing.delete(name);
-      else this.proposing.set(name, n);
+      p.asked -= max;
+      if (--p.count > 0) return;
+      this.proposing.delete(name);
+      // Applied or failed: what it left due (more than it asked for) is for the claims that wait.
+      if (this.byJournal.has(name)) this.armDueTimer(name);
     };
+  }
+
+  /**
+   * Whether the claims of `name` in flight here take every item due by `now`, as far as the
+   * fronts in memory tell: a claim arriving now would find nothing left, so it waits.
+   */
+  covered(name: string, now: number): boolean {
+    const p = this.proposing.get(name);
+    if (p === undefined) return false;
+    const state = this.fe.node.stateMachine.stateOf(journal);
+    const taken = state.dueBetween(name, -Infinity, p.through, p.asked + 1);
+    return taken !== undefined && taken <= p.asked && (now <= p.through || state.dueBetween(name, p.through, now, 1) === 0);
   }
 
   /** Whether a claim of `name` waits here or is being proposed (its claimer will likely ask again). */
@@ -110,34 +142,64 @@ export class JournalWaiters {
 
   /** `count` items of `name` became available: wake that many claimers, oldest first. */
   wake(name: string, count: number): void {
+    this.wakeOldest(name, count);
+    if (this.byJournal.has(name)) this.armDueTimer(name);
+  }
+
+  private wakeOldest(name: string, count: number): void {
     const queue = this.byJournal.get(name);
     if (queue === undefined) return;
     for (const waiter of queue.splice(0, count)) waiter.wake();
     if (queue.length === 0) this.byJournal.delete(name);
-    else this.armDueTimer(name);
   }
 
-  /** One timer per journal with claimers waiting, at its earliest future process date. */
-  private armDueTimer(name: string): void {
+  /** Wakes the oldest claimers that together ask for `items` (one at least). */
+  private wakeFor(name: string, items: number): void {
+    const queue = this.byJournal.get(name);
+    if (queue === undefined) return;
+    let n = 0;
+    for (let asked = 0; n < queue.length && (n === 0 || asked < items); n++) asked += queue[n]!.max;
+    this.wakeOldest(name, n);
+  }
+
+  /**
+   * One timer per journal with claimers waiting, at the earliest process date past what
+   * the claims in flight here take. At that date it wakes claimers for the items due
+   * then, and aims at the next date past it.
+   */
+  private armDueTimer(name: string, after?: number): void {
     const old = this.dueTimers.get(name);
     if (old !== undefined) clearTimeout(old);
     this.dueTimers.delete(name);
-    const definition = this.fe.node.stateMachine.stateOf(journal).live(name);
+    const state = this.fe.node.stateMachine.stateOf(journal);
+    const definition = state.live(name);
     if (definition === null || definition.counts.waiting === 0) return;
+    // Paused or at its rate limit: the claims wait for the end of that, not for a date.
+    if (state.claimsBlockedUntil(name, Math.max(this.fe.node.stateMachine.clock, Date.now())) !== null) return;
+    // Past the claims in flight, unless more is due by their date than they ask for.
+    const p = this.proposing.get(name);
+    const beyond = p !== undefined && (state.dueBetween(name, -Infinity, p.through, p.asked + 1) ?? 0) <= p.asked ? p.through : -Infinity;
+    const from = Math.max(after ?? -Infinity, beyond);
+    const arm = (earliest: number | null): void => {
+      if (earliest === null || !this.byJournal.has(name) || this.dueTimers.has(name)) return;
+      // The replicated clock stands in for the leader's: dates are compared with it in the claim.
+      const fire = (): void => {
+        this.dueTimers.delete(name);
+        const now = Math.max(Date.now(), earliest);
+        const due = this.fe.node.stateMachine.stateOf(journal).dueBetween(name, from, now, Number.MAX_SAFE_INTEGER) ?? 1;
+        this.wakeFor(name, Math.max(1, due));
+        if (this.byJournal.has(name)) this.armDueTimer(name, now);
+      };
+      const delay = earliest - Date.now();
+      // Due already: at once (a timer of 0 waits a millisecond).
+      if (delay <= 0) return fire();
+      this.dueTimers.set(name, setTimeout(fire, Math.min(delay, 2 ** 31 - 1)).unref());
+    };
+    const known = state.earliestAfter(name, from);
+    if (known !== undefined) return arm(known);
     void this.fe.node.stateMachine
-      .read(`journal ${name}`, (db, snapshot) => earliestProcessAt(db, snapshot, name, definition))
-      .then((earliest) => {
-        if (earliest === null || !this.byJournal.has(name) || this.dueTimers.has(name)) return;
-        // The replicated clock stands in for the leader's: dates are compared with it in the claim.
-        const delay = Math.max(1, earliest - Date.now());
-        this.dueTimers.set(
-          name,
-          setTimeout(() => {
-            this.dueTimers.delete(name);
-            this.wake(name, 1);
-          }, Math.min(delay, 2 ** 31 - 1)).unref(),
-        );
-      })
+      .read(`journal ${name}`, (db, snapshot) => earliestProcessAt(db, snapshot, name, definition, Number.isFinite(from) ? from : undefined))
+      .then(arm)
       .catch(() => undefined);
   }
 

@@ -2,7 +2,7 @@
 // checked. Imports only the protocol package, so the client library uses the
 // same checks as the server (a bad request is refused before anything is sent
 // or proposed). Documented in docs/protocol.md ("Journal ops").
-import { VeraError, dataField, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
+import { VeraError, buildersOf, dataField, defineOp, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
 
 export const JOURNAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const MAX_KEY_BYTES = 1024;
@@ -253,39 +253,101 @@ function lease(f: Fields): number {
   return v;
 }
 
-/** The ops the journal adds, by name, with the request each takes. */
-export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  ['journal.create', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.create', name: name(f), ...settings(f) })],
-  ['journal.configure', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.configure', name: name(f), ...settings(f) })],
-  ['journal.drop', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.drop', name: name(f) })],
-  ['journal.list', (f, id) => (onlyFields(f, []), { id, op: 'journal.list' })],
-  ['journal.show', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.show', name: name(f) })],
-  ['journal.add', (f, id, limits) => (onlyFields(f, ['name', 'items']), { id, op: 'journal.add', name: name(f), items: items(f, limits) })],
-  [
-    'journal.claim',
-    (f, id) => {
-      onlyFields(f, ['name', 'max', 'waitMs']);
-      const max = bounded(f, 'max', 1, MAX_CLAIM_ITEMS) ?? 1;
+/** journal.claim: up to `max` items due now, the claim waiting up to `waitMs` for some. */
+export const CLAIM_OP = defineOp<{ readonly name: string; readonly max: number; readonly waitMs: number }, { readonly lease: number; readonly items: readonly object[] }>({
+  name: 'journal.claim',
+  fields: ['name', 'max', 'waitMs'],
+  parse: (f) => ({ name: name(f), max: bounded(f, 'max', 1, MAX_CLAIM_ITEMS) ?? 1, waitMs: bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0 }),
+});
+
+/** journal.cancelWait: calls off this session's claims of the journal that wait on the member (a worker stopping): each answers at once, empty. */
+export const CANCEL_WAIT_OP = defineOp<{ readonly name: string }, { readonly cancelled: number }>({
+  name: 'journal.cancelWait',
+  fields: ['name'],
+  parse: (f) => ({ name: name(f) }),
+});
+
+/** An op that names a journal and nothing else. */
+const journalOp = (op: string) => defineOp<{ readonly name: string }, object>({ name: op, fields: ['name'], parse: (f) => ({ name: name(f) }) });
+/** An op that names one job of a journal by its key. */
+const jobOp = (op: string) => defineOp<{ readonly name: string; readonly key: string }, object>({ name: op, fields: ['name', 'key'], parse: (f) => ({ name: name(f), key: key(f.key) }) });
+
+/** The journal's ops with a typed schema (the rest still build untyped requests, their handlers cast). */
+export const TYPED_OPS = {
+  drop: journalOp('journal.drop'),
+  show: journalOp('journal.show'),
+  pause: journalOp('journal.pause'),
+  resume: journalOp('journal.resume'),
+  requeue: jobOp('journal.requeue'),
+  forget: jobOp('journal.forget'),
+  remove: jobOp('journal.remove'),
+  get: jobOp('journal.get'),
+  result: jobOp('journal.result'),
+  extend: defineOp<{ readonly name: string; readonly key: string; readonly lease: number }, object>({
+    name: 'journal.extend',
+    fields: ['name', 'key', 'lease'],
+    parse: (f) => ({ name: name(f), key: key(f.key), lease: lease(f) }),
+  }),
+  drain: journalOp('journal.drain'),
+  schedules: journalOp('journal.schedules'),
+  flagged: defineOp<{ readonly name: string; readonly limit: number }, object>({
+    name: 'journal.flagged',
+    fields: ['name', 'limit'],
+    parse: (f) => ({ name: name(f), limit: bounded(f, 'limit', 1, 10_000) ?? 1000 }),
+  }),
+  flags: defineOp<{ readonly name: string; readonly after?: number; readonly waitMs: number; readonly limit: number }, object>({
+    name: 'journal.flags',
+    fields: ['name', 'after', 'waitMs', 'limit'],
+    parse: (f) => {
+      const after = uintField(f, 'after');
       const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
-      return { id, op: 'journal.claim', name: name(f), max, waitMs };
+      const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
+      return { name: name(f), ...(after === undefined ? {} : { after }), waitMs, limit };
     },
-  ],
-  // Calls off this session's claims of the journal that wait on the member (a worker stopping): each answers at once, empty.
-  ['journal.cancelWait', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.cancelWait', name: name(f) })],
-  ['journal.extend', (f, id) => (onlyFields(f, ['name', 'key', 'lease']), { id, op: 'journal.extend', name: name(f), key: key(f.key), lease: lease(f) })],
-  [
-    'journal.done',
-    (f, id, limits) => {
-      onlyFields(f, ['name', 'key', 'lease', 'claim', 'result']);
+  }),
+  done: defineOp<{ readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number; readonly result?: unknown }, object>({
+    name: 'journal.done',
+    fields: ['name', 'key', 'lease', 'claim', 'result'],
+    parse: (f, limits) => {
       const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
       const result = f.result === undefined ? {} : { result: smallData(f, 'result', MAX_RESULT_BYTES, limits) };
-      return { id, op: 'journal.done', name: name(f), key: key(f.key), lease: lease(f), ...(claim === undefined ? {} : { claim }), ...result };
+      return { name: name(f), key: key(f.key), lease: lease(f), ...(claim === undefined ? {} : { claim }), ...result };
     },
-  ],
-  [
-    'journal.doneMany',
-    (f, id, limits) => {
-      onlyFields(f, ['name', 'items', 'claim', 'holdMs']);
+  }),
+  release: defineOp<
+    { readonly name: string; readonly key: string; readonly lease: number; readonly processAt?: number; readonly failure?: false; readonly error?: string; readonly unrecoverable?: true },
+    object
+  >({
+    name: 'journal.release',
+    fields: ['name', 'key', 'lease', 'processAt', 'failure', 'error', 'unrecoverable'],
+    parse: (f) => {
+      const processAt = bounded(f, 'processAt', 0, MAX_DATE);
+      if (f.failure !== undefined && typeof f.failure !== 'boolean') throw invalid('failure must be a boolean');
+      if (f.unrecoverable !== undefined && typeof f.unrecoverable !== 'boolean') throw invalid('unrecoverable must be a boolean');
+      if (f.error !== undefined && (typeof f.error !== 'string' || LONE_SURROGATE.test(f.error))) throw invalid('error must be a string of valid Unicode');
+      if (f.failure === false && (f.unrecoverable === true || f.error !== undefined)) throw invalid('a release that is no failure carries no error and is not unrecoverable');
+      // A release is a failed processing unless it says `failure: false` (a worker handing back work it did not start).
+      const failure = f.failure === false ? { failure: false as const } : {};
+      const error = typeof f.error === 'string' ? { error: boundedError(f.error) } : {};
+      const unrecoverable = f.unrecoverable === true ? { unrecoverable: true as const } : {};
+      return { name: name(f), key: key(f.key), lease: lease(f), ...(processAt === undefined ? {} : { processAt }), ...failure, ...error, ...unrecoverable };
+    },
+  }),
+  progress: defineOp<{ readonly name: string; readonly key: string; readonly lease: number; readonly progress: unknown }, object>({
+    name: 'journal.progress',
+    fields: ['name', 'key', 'lease', 'progress'],
+    parse: (f, limits) => {
+      if (f.progress === undefined) throw invalid('progress is missing (any JSON value)');
+      return { name: name(f), key: key(f.key), lease: lease(f), progress: smallData(f, 'progress', MAX_PROGRESS_BYTES, limits) };
+    },
+  }),
+  doneMany: defineOp<
+    { readonly name: string; readonly items: ReadonlyArray<{ readonly key: string; readonly lease: number; readonly result?: unknown }>; readonly claim?: number; readonly holdMs?: number },
+    object
+  >({
+    name: 'journal.doneMany',
+    fields: ['name', 'items', 'claim', 'holdMs'],
+    parse: (f, limits) => {
       const list = f.items;
       if (!Array.isArray(list) || list.length === 0 || list.length > MAX_CLAIM_ITEMS) throw invalid(`items must be an array of 1 to ${MAX_CLAIM_ITEMS} {key, lease} maps`);
       const items = list.map((raw: unknown, i) => {
@@ -298,40 +360,16 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
       const claim = bounded(f, 'claim', 1, MAX_CLAIM_ITEMS);
       const holdMs = bounded(f, 'holdMs', 1, MAX_ACK_HOLD_MS);
       if (claim !== undefined && holdMs !== undefined) throw invalid('holdMs is for acknowledgements without a claim (a claim is proposed at once)');
-      return { id, op: 'journal.doneMany', name: name(f), items, ...(claim === undefined ? {} : { claim }), ...(holdMs === undefined ? {} : { holdMs }) };
+      return { name: name(f), items, ...(claim === undefined ? {} : { claim }), ...(holdMs === undefined ? {} : { holdMs }) };
     },
-  ],
-  [
-    'journal.release',
-    (f, id) => {
-      onlyFields(f, ['name', 'key', 'lease', 'processAt', 'failure', 'error', 'unrecoverable']);
-      const processAt = bounded(f, 'processAt', 0, MAX_DATE);
-      if (f.failure !== undefined && typeof f.failure !== 'boolean') throw invalid('failure must be a boolean');
-      if (f.unrecoverable !== undefined && typeof f.unrecoverable !== 'boolean') throw invalid('unrecoverable must be a boolean');
-      if (f.error !== undefined && (typeof f.error !== 'string' || LONE_SURROGATE.test(f.error))) throw invalid('error must be a string of valid Unicode');
-      if (f.failure === false && (f.unrecoverable === true || f.error !== undefined)) throw invalid('a release that is no failure carries no error and is not unrecoverable');
-      // A release is a failed processing unless it says `failure: false` (a worker handing back work it did not start).
-      const failure = f.failure === false ? { failure: false } : {};
-      const error = f.error === undefined ? {} : { error: boundedError(f.error as string) };
-      const unrecoverable = f.unrecoverable === true ? { unrecoverable: true } : {};
-      return { id, op: 'journal.release', name: name(f), key: key(f.key), lease: lease(f), ...(processAt === undefined ? {} : { processAt }), ...failure, ...error, ...unrecoverable };
-    },
-  ],
-  ['journal.flagged', (f, id) => (onlyFields(f, ['name', 'limit']), { id, op: 'journal.flagged', name: name(f), limit: bounded(f, 'limit', 1, 10_000) ?? 1000 })],
-  [
-    'journal.flags',
-    (f, id) => {
-      onlyFields(f, ['name', 'after', 'waitMs', 'limit']);
-      const after = uintField(f, 'after');
-      const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
-      const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
-      return { id, op: 'journal.flags', name: name(f), ...(after === undefined ? {} : { after }), waitMs, limit };
-    },
-  ],
-  [
-    'journal.events',
-    (f, id) => {
-      onlyFields(f, ['name', 'after', 'waitMs', 'limit', 'key', 'types']);
+  }),
+  events: defineOp<
+    { readonly name: string; readonly after?: number; readonly waitMs: number; readonly limit: number; readonly key?: string; readonly types?: readonly LifecycleType[] },
+    object
+  >({
+    name: 'journal.events',
+    fields: ['name', 'after', 'waitMs', 'limit', 'key', 'types'],
+    parse: (f) => {
       const after = uintField(f, 'after');
       const waitMs = bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0;
       const limit = bounded(f, 'limit', 1, MAX_FLAG_EVENTS) ?? 100;
@@ -340,17 +378,41 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
         throw invalid(`types must be a non-empty array of ${LIFECYCLE_TYPES.join(', ')}`);
       }
       return {
-        id,
-        op: 'journal.events',
         name: name(f),
         ...(after === undefined ? {} : { after }),
         waitMs,
         limit,
         ...(f.key === undefined ? {} : { key: key(f.key) }),
-        ...(types === undefined ? {} : { types: [...(types as string[])] }),
+        ...(types === undefined ? {} : { types: [...(types as LifecycleType[])] }),
       };
     },
-  ],
+  }),
+  items: defineOp<{ readonly name: string; readonly status: (typeof ITEM_STATUSES)[number]; readonly after?: string; readonly limit: number }, object>({
+    name: 'journal.items',
+    fields: ['name', 'status', 'after', 'limit'],
+    parse: (f) => {
+      const status = f.status as (typeof ITEM_STATUSES)[number];
+      if (!ITEM_STATUSES.includes(status)) throw invalid(`status must be one of ${ITEM_STATUSES.join(', ')}`);
+      if (f.after !== undefined && (typeof f.after !== 'string' || !CURSOR.test(f.after))) throw invalid('after must be a cursor a page of journal.items gave (its next)');
+      const limit = bounded(f, 'limit', 1, MAX_PAGE_ITEMS) ?? 100;
+      return { name: name(f), status, ...(typeof f.after === 'string' ? { after: f.after } : {}), limit };
+    },
+  }),
+  unschedule: defineOp<{ readonly name: string; readonly schedule: string }, object>({
+    name: 'journal.unschedule',
+    fields: ['name', 'schedule'],
+    parse: (f) => ({ name: name(f), schedule: scheduleId(f.schedule) }),
+  }),
+};
+
+/** The ops the journal adds, by name, with the request each takes. */
+export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
+  // Ops with a typed schema (op-schema.ts): their handlers read typed fields, no casts.
+  ...buildersOf([CLAIM_OP, CANCEL_WAIT_OP, ...Object.values(TYPED_OPS)]),
+  ['journal.create', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.create', name: name(f), ...settings(f) })],
+  ['journal.configure', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.configure', name: name(f), ...settings(f) })],
+  ['journal.list', (f, id) => (onlyFields(f, []), { id, op: 'journal.list' })],
+  ['journal.add', (f, id, limits) => (onlyFields(f, ['name', 'items']), { id, op: 'journal.add', name: name(f), items: items(f, limits) })],
   [
     'journal.limits',
     (f, id) => {
@@ -359,25 +421,7 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
       return { id, op: 'journal.limits', ...(maxJournals === undefined ? {} : { maxJournals }) };
     },
   ],
-  ['journal.requeue', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.requeue', name: name(f), key: key(f.key) })],
-  ['journal.forget', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.forget', name: name(f), key: key(f.key) })],
   // Command version 9 (docs/journal.md): remove one job, inspect, pause/resume/drain, progress, results.
-  ['journal.remove', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.remove', name: name(f), key: key(f.key) })],
-  ['journal.get', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.get', name: name(f), key: key(f.key) })],
-  ['journal.result', (f, id) => (onlyFields(f, ['name', 'key']), { id, op: 'journal.result', name: name(f), key: key(f.key) })],
-  [
-    'journal.items',
-    (f, id) => {
-      onlyFields(f, ['name', 'status', 'after', 'limit']);
-      if (!ITEM_STATUSES.includes(f.status as (typeof ITEM_STATUSES)[number])) throw invalid(`status must be one of ${ITEM_STATUSES.join(', ')}`);
-      if (f.after !== undefined && (typeof f.after !== 'string' || !CURSOR.test(f.after))) throw invalid('after must be a cursor a page of journal.items gave (its next)');
-      const limit = bounded(f, 'limit', 1, MAX_PAGE_ITEMS) ?? 100;
-      return { id, op: 'journal.items', name: name(f), status: f.status, ...(f.after === undefined ? {} : { after: f.after }), limit };
-    },
-  ],
-  ['journal.pause', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.pause', name: name(f) })],
-  ['journal.resume', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.resume', name: name(f) })],
-  ['journal.drain', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.drain', name: name(f) })],
   // Repeatable jobs (command version 9): a schedule added or replaced, listed, removed.
   [
     'journal.schedule',
@@ -398,16 +442,6 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
         ...(spec.job.priority === undefined ? {} : { priority: spec.job.priority }),
         ...(spec.job.retry === undefined ? {} : { retry: spec.job.retry }),
       };
-    },
-  ],
-  ['journal.schedules', (f, id) => (onlyFields(f, ['name']), { id, op: 'journal.schedules', name: name(f) })],
-  ['journal.unschedule', (f, id) => (onlyFields(f, ['name', 'schedule']), { id, op: 'journal.unschedule', name: name(f), schedule: scheduleId(f.schedule) })],
-  [
-    'journal.progress',
-    (f, id, limits) => {
-      onlyFields(f, ['name', 'key', 'lease', 'progress']);
-      if (f.progress === undefined) throw invalid('progress is missing (any JSON value)');
-      return { id, op: 'journal.progress', name: name(f), key: key(f.key), lease: lease(f), progress: smallData(f, 'progress', MAX_PROGRESS_BYTES, limits) };
     },
   ],
 ]);

@@ -1,0 +1,143 @@
+// A quick A/B probe of the journal alone (no BullMQ, no pg-boss): J1's delayed-job
+// lateness and its throughput at a given worker count, on builds (checkouts with
+// bin/ and dist/) taken in turn, round after round, so that a shared machine's load
+// falls on each alike. Only the ratios within one run mean anything.
+//
+//   tsx bench/journal/probe.ts --checkouts /tmp/before,. --rounds 3 --scenarios lateness,tp256
+//
+// Scenarios: `lateness` (1000 jobs due one every 3 ms from 200 ms on, 16 idle
+// workers, as J1), `tpN` (J1's throughput level with N workers). A `--profile DIR`
+// takes a CPU profile of the leader during each tp scenario (DIR/<label>-<scenario>-<round>.cpuprofile).
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { VeraClient } from '../../src/client/index.js';
+import type { JournalClient } from '../../src/families/journal/client.js';
+import { profileWhile } from '../lib/cpu-profile.js';
+import { LOOPBACK } from '../lib/net.js';
+import { Samples } from '../lib/samples.js';
+import { VeraCluster } from '../systems/vera.js';
+import { CompletionTally } from './tally.js';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i]!.replace(/^--/, ''), process.argv[i + 1] ?? '');
+const checkouts = (args.get('checkouts') ?? '.').split(',').map((c) => resolve(c));
+const rounds = Number(args.get('rounds') ?? '3');
+const scenarios = (args.get('scenarios') ?? 'lateness').split(',');
+const profileDir = args.get('profile');
+const JOBS: Record<number, number> = { 1: 2000, 16: 20000, 256: 40000 };
+
+interface Open {
+  /** The checkout's own client (its dist/): the worker helper is part of what is compared. */
+  readonly lib: { connect: typeof import('../../src/client/index.js').connect; JournalClient: typeof JournalClient };
+  readonly cluster: VeraCluster;
+  readonly url: string;
+  readonly clients: VeraClient[];
+}
+
+async function open(checkout: string, logDir: string): Promise<Open> {
+  const here = resolve(import.meta.dirname, '../..');
+  const cluster = new VeraCluster({ logDir, inspector: profileDir !== undefined, ...(checkout === here ? {} : { checkout }) });
+  await cluster.start();
+  const leader = await cluster.leader();
+  const url = `ws://${LOOPBACK}:${cluster.members().find((m) => m.id === leader)!.clientPort}`;
+  const { connect } = (await import(join(checkout, 'dist/client/index.js'))) as typeof import('../../src/client/index.js');
+  const { JournalClient } = (await import(join(checkout, 'dist/families/journal/client.js'))) as typeof import('../../src/families/journal/client.js');
+  return { lib: { connect, JournalClient }, cluster, url, clients: [] };
+}
+
+async function journalClient(o: Open): Promise<JournalClient> {
+  const c = await o.lib.connect(o.url, { connectTimeoutMs: 20_000, requestTimeoutMs: 30_000 });
+  c.on('failed', () => undefined);
+  o.clients.push(c);
+  return new o.lib.JournalClient(c);
+}
+
+async function lateness(o: Open, queue: string): Promise<string> {
+  const admin = await journalClient(o);
+  await admin.create(queue, { timeoutMs: 30_000, maxTimeouts: 100 });
+  const count = 1000;
+  const spanMs = 3000;
+  const late = new Samples();
+  const tally = new CompletionTally(Array.from({ length: count }, (_, i) => `d-${i}`));
+  let early = 0;
+  const worker = (await journalClient(o)).process(
+    queue,
+    async (item) => {
+      const l = Date.now() - item.processAt;
+      if (l < 0) early++;
+      late.add(l);
+      tally.handled(item.key);
+    },
+    { concurrency: 16, waitMs: 1_000 },
+  );
+  const now = Date.now();
+  const jobs = Array.from({ length: count }, (_, i) => ({ key: `d-${i}`, data: 'x'.repeat(64), processAt: now + 200 + Math.round((spanMs * i) / count) }));
+  await admin.add(queue, jobs);
+  await tally.allHandled();
+  await worker.stop();
+  const s = late.summary();
+  return `lateness p50 ${s.p50.toFixed(1)} p90 ${s.p90.toFixed(1)} p99 ${s.p99.toFixed(1)} max ${s.max.toFixed(1)} ms (early ${early})`;
+}
+
+async function throughput(o: Open, queue: string, workers: number, profileTo: string | null): Promise<string> {
+  const admin = await journalClient(o);
+  await admin.create(queue, { timeoutMs: 30_000, maxTimeouts: 100 });
+  const jobs = JOBS[workers] ?? 20000;
+  const keys = Array.from({ length: jobs }, (_, i) => `${queue}-${i}`);
+  for (let i = 0; i < jobs; i += 1000) await admin.add(queue, keys.slice(i, i + 1000).map((key) => ({ key, data: 'x'.repeat(64) })));
+  const tally = new CompletionTally(keys);
+  let first = 0;
+  let end = 0;
+  const run = async (): Promise<void> => {
+    const worker = (await journalClient(o)).process(
+      queue,
+      async (item) => {
+        if (first === 0) first = performance.now();
+        tally.handled(item.key);
+      },
+      { concurrency: workers, waitMs: 1_000 },
+    );
+    await tally.allHandled();
+    end = performance.now();
+    await worker.stop();
+  };
+  if (profileTo === null) await run();
+  else {
+    const leader = await o.cluster.leader();
+    const profile = await profileWhile(o.cluster.inspectorUrl(leader)!, run);
+    writeFileSync(profileTo, JSON.stringify(profile));
+  }
+  return `${workers} workers: ${Math.round(jobs / ((end - first) / 1000))} jobs/s`;
+}
+
+async function main(): Promise<void> {
+  const logDir = mkdtempSync(join(tmpdir(), 'vera-journal-probe-'));
+  if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true });
+  console.log(`logs in ${logDir}`);
+  for (let round = 0; round < rounds; round++) {
+    for (const [ci, checkout] of checkouts.entries()) {
+      const label = `${ci}:${checkout.split('/').pop()}`;
+      const o = await open(checkout, join(logDir));
+      try {
+        // One unmeasured level first, as J1 does: measured compiled and settled.
+        await throughput(o, `warm-${round}`, 16, null);
+        for (const s of scenarios) {
+          const line = s === 'lateness' ? await lateness(o, `late-${round}`) : await throughput(o, `${s}-${round}`, Number(s.slice(2)), profileDir === undefined ? null : join(profileDir, `${ci}-${s}-${round}.cpuprofile`));
+          console.log(`round ${round} ${label} ${s}: ${line}`);
+        }
+      } finally {
+        for (const c of o.clients) await c.close().catch(() => undefined);
+        await o.cluster.stop();
+      }
+    }
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

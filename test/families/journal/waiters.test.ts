@@ -1,0 +1,120 @@
+// Claims waiting for due items (waiters.ts), on a member whose Waiting index
+// fronts are in memory: which claimers the due timer wakes, and when, while
+// claims are in flight; no db read to arm it.
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { FrontEnd } from '../../../src/server/front/context.js';
+import { JournalState } from '../../../src/families/journal/state.js';
+import { waitingKey } from '../../../src/families/journal/keys.js';
+import { JournalWaiters } from '../../../src/families/journal/waiters.js';
+import { DEFAULT_SETTINGS } from '../../../src/families/journal/server.js';
+
+const NAME = 'jobs';
+const T0 = 1_000_000;
+
+/** A member holding `dates` Waiting in `NAME` (priority 100), its fronts in memory; counts the db reads asked of it. */
+function member(dates: number[]): { fe: FrontEnd; reads: () => number; take: (i: number) => void } {
+  const state = new JournalState();
+  state.journals.set(NAME, { settings: DEFAULT_SETTINGS, counts: { waiting: dates.length, processing: 0, flagged: 0, byPriority: { 100: dates.length } }, dropping: false });
+  state.setFront(NAME, 100, { keys: dates.map((d, i) => waitingKey(NAME, 100, d, `k${i}`)), end: null });
+  let reads = 0;
+  const earliest = dates.length === 0 ? null : Math.min(...dates);
+  const stateMachine = {
+    stateOf: () => state,
+    clock: T0,
+    // The db agrees with the fronts (earliestProcessAt's answer).
+    read: () => {
+      reads++;
+      return Promise.resolve(earliest);
+    },
+  };
+  // A claim applied: the item leaves the Waiting index, and the front follows.
+  const take = (i: number): void => state.noteWaiting(NAME, 100, waitingKey(NAME, 100, dates[i]!, `k${i}`), false);
+  return { fe: { node: { stateMachine } } as unknown as FrontEnd, reads: () => reads, take };
+}
+
+/** Waits `n` claimers (each asking for `max`), recording the order in which they are woken. */
+function waitAll(w: JournalWaiters, n: number, max: number): string[] {
+  const woken: string[] = [];
+  for (let i = 0; i < n; i++) void w.wait(NAME, performance.now() + 60_000, undefined, max).then(() => woken.push(`c${i}`));
+  return woken;
+}
+
+/** Lets timers due by now run, then the promises they resolve. */
+async function settle(ms: number): Promise<void> {
+  await vi.advanceTimersByTimeAsync(ms);
+}
+
+describe('JournalWaiters due timer', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: T0 });
+  });
+  afterEach(() => vi.useRealTimers());
+
+  it('wakes as many claimers as items fall due at one date, at that date', async () => {
+    const { fe } = member([T0 + 10, T0 + 10, T0 + 10]);
+    const w = new JournalWaiters(fe);
+    const woken = waitAll(w, 4, 1);
+    await settle(9);
+    expect(woken).toEqual([]);
+    await settle(1);
+    // Three items due at T0+10, claimers asking for one each: three of them, at once.
+    expect(woken).toEqual(['c0', 'c1', 'c2']);
+    await settle(50);
+    expect(woken).toEqual(['c0', 'c1', 'c2']);
+    w.close();
+  });
+
+  it('while a claim is in flight, wakes the next claimer at the next date past it, not again for the item it takes', async () => {
+    const { fe, take } = member([T0 + 10, T0 + 15, T0 + 40]);
+    const w = new JournalWaiters(fe);
+    const woken = waitAll(w, 3, 1);
+    await settle(10);
+    expect(woken).toEqual(['c0']);
+    // c0's claim goes out at T0+10 and takes the item due then; its Raft round is slow.
+    const release = w.claiming(NAME, 1);
+    await settle(4);
+    expect(woken).toEqual(['c0']);
+    await settle(1);
+    // T0+15: the next item, which c0's claim does not take, goes to the next claimer.
+    expect(woken).toEqual(['c0', 'c1']);
+    const release1 = w.claiming(NAME, 1);
+    // c0's claim applies (it took the first item); c1's is still in flight.
+    take(0);
+    release();
+    await settle(5);
+    expect(woken).toEqual(['c0', 'c1']);
+    take(1);
+    release1();
+    await settle(19);
+    expect(woken).toEqual(['c0', 'c1']);
+    await settle(1);
+    expect(woken).toEqual(['c0', 'c1', 'c2']);
+    w.close();
+  });
+
+  it('a new claim whose due items the claims in flight take waits, and one arriving when more is due does not', () => {
+    const { fe } = member([T0, T0 + 1, T0 + 50]);
+    const w = new JournalWaiters(fe);
+    vi.setSystemTime(T0 + 1);
+    // Sent at T0+1: it takes the two items due by then.
+    const release = w.claiming(NAME, 5);
+    expect(w.covered(NAME, T0 + 1)).toBe(true);
+    expect(w.covered(NAME, T0 + 50)).toBe(false); // due after the claim in flight was sent
+    release();
+    expect(w.covered(NAME, T0 + 1)).toBe(false); // nothing in flight
+    const small = w.claiming(NAME, 1);
+    expect(w.covered(NAME, T0 + 1)).toBe(false); // two due, the claim in flight asks for one
+    small();
+    w.close();
+  });
+
+  it('arms the timer from the fronts in memory, without reading the db', async () => {
+    const { fe, reads } = member([T0 + 5, T0 + 8]);
+    const w = new JournalWaiters(fe);
+    const woken = waitAll(w, 2, 1);
+    await settle(10);
+    expect(woken).toEqual(['c0', 'c1']);
+    expect(reads()).toBe(0);
+    w.close();
+  });
+});
