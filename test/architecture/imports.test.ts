@@ -163,6 +163,14 @@ describe('the import graph', () => {
     expect(importers).toEqual([]);
   });
 
+  // Issue 33: the connection asks the families about its session only through the server parts'
+  // seam (ServerPart.connection, gathered by loadServerParts), so it imports no family, at all.
+  it('from the client connection reaches no family directly', () => {
+    const connection = 'src/server/front/client-connection.ts';
+    expect(importsOf(connection).files.filter((f) => f.startsWith('src/families/'))).toEqual([]);
+    expect(importsOf(connection).files).toContain('src/server/front/family-part.ts');
+  });
+
   // Issue 33: a family written against the kit (its index.ts declares `plugin`) sees the member only
   // through the kit's FamilyHost: none of its files reaches src/server, and the kit itself stays under the families.
   it('from a kit plugin family and from the kit never reaches the server', () => {
