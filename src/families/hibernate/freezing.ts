@@ -9,7 +9,7 @@ import { decodeItemKey, itemRange } from '../lists/keys.js';
 import { decodeItemValue } from '../lists/codec.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../../statemachine/family.js';
-import { Breather, PACK_SLICE, type ColdStore } from './cold-store.js';
+import { Breather, PACK_SLICE, SlicedEntries, type ColdStore, type HeldEntries } from './cold-store.js';
 import { unitItemRanges } from './keys.js';
 import type { FrozenList } from './records.js';
 
@@ -20,7 +20,7 @@ export const MAX_UNIT_ITEMS = 100_000;
 export type UnfreezableWhy = 'empty' | 'changed' | 'ephemeral' | 'too-large';
 
 export type UnitRead =
-  | { readonly entries: Array<readonly [Buffer, Buffer]>; readonly lists: FrozenList[]; readonly newest: number }
+  | { readonly entries: HeldEntries; readonly lists: FrozenList[]; readonly newest: number }
   | { readonly why: Exclude<UnfreezableWhy, 'changed'> };
 
 /**
@@ -29,16 +29,16 @@ export type UnitRead =
  * entry's apply it does not, as nothing else runs on this member's log meanwhile anyway.
  */
 export async function readUnit(db: VeraDb, unit: string, snapshot?: DbSnapshot, breather?: Breather): Promise<UnitRead> {
-  const entries: Array<readonly [Buffer, Buffer]> = [];
+  const entries = new SlicedEntries();
   const byPath = new Map<string, { newest: number; items: number }>();
   let newest = 0;
   for (const range of unitItemRanges(unit)) {
     for await (const [key, value] of db.iterator(snapshot === undefined ? range : { ...range, snapshot })) {
       // An ephemeral item belongs to a live session: the unit is in use.
-      if (decodeItemValue(value).owner !== null) return { why: 'ephemeral' };
+      if (!ownerIsNil(value) && decodeItemValue(value).owner !== null) return { why: 'ephemeral' };
       if (entries.length >= MAX_UNIT_ITEMS) return { why: 'too-large' };
       const { path, index } = decodeItemKey(key);
-      entries.push([key, value]);
+      entries.push(key, value);
       if (breather !== undefined && entries.length % PACK_SLICE === 0) await breather.pause();
       const list = byPath.get(path) ?? { newest: 0, items: 0 };
       list.newest = Math.max(list.newest, index);
@@ -48,7 +48,21 @@ export async function readUnit(db: VeraDb, unit: string, snapshot?: DbSnapshot, 
     }
   }
   if (entries.length === 0) return { why: 'empty' };
-  return { entries, newest, lists: [...byPath].map(([path, l]) => ({ path, newest: l.newest, items: l.items })) };
+  return { entries: entries.end(), newest, lists: [...byPath].map(([path, l]) => ({ path, newest: l.newest, items: l.items })) };
+}
+
+/** An item value as encodeItemValue writes one with no owner: a map of 2 or 3 pairs (fixmap or map16), `owner` first, nil. */
+const NIL_OWNER_AFTER_MAP = Buffer.from([0xa5, ...Buffer.from('owner'), 0xc0]);
+
+/**
+ * Whether an item's stored value says, in its first bytes, that it has no owner: true only for
+ * the bytes encodeItemValue gives such an item, so a freeze need not decode every item's data
+ * (a value this does not recognise is decoded, as before).
+ */
+export function ownerIsNil(value: Buffer): boolean {
+  const b = value[0];
+  const at = b === 0x82 || b === 0x83 ? 1 : b === 0xde && value[1] === 0 && (value[2] === 2 || value[2] === 3) ? 3 : -1;
+  return at > 0 && value.length >= at + NIL_OWNER_AFTER_MAP.length && value.compare(NIL_OWNER_AFTER_MAP, 0, NIL_OWNER_AFTER_MAP.length, at, at + NIL_OWNER_AFTER_MAP.length) === 0;
 }
 
 /**
@@ -74,7 +88,7 @@ export async function newestIndexIn(db: VeraDb, unit: string, snapshot: DbSnapsh
 
 /** A Freezing unit made ready: its cold file durable and the keys its commit deletes, or why it is not frozen. */
 export type Prepared =
-  | { readonly keys: readonly Buffer[]; readonly lists: readonly FrozenList[]; readonly bytes: number }
+  | { readonly entries: HeldEntries; readonly lists: readonly FrozenList[]; readonly bytes: number }
   | { readonly why: UnfreezableWhy };
 
 /**
@@ -97,7 +111,7 @@ export async function prepareUnit(
   // A write (or delete of the newest item) after the leader looked: the unit is not idle.
   if (read.newest !== seen) return { why: 'changed' };
   const bytes = await cold.write({ unit, meta: { frozenAt: since }, entries: read.entries }, wanted, { syncDir: !background });
-  return { keys: read.entries.map(([key]) => key), lists: read.lists, bytes };
+  return { entries: read.entries, lists: read.lists, bytes };
 }
 
 /** A queue that runs at most `width` tasks at a time, in the order given. */

@@ -23,7 +23,7 @@ import type { ApplyError } from '../../statemachine/types.js';
 import { CommandError, failure, type BatchOp, type Family, type ListGuard, type Plan, type PlanContext, type States } from '../../statemachine/family.js';
 import { indexField, integerField, pathField } from '../fields.js';
 import { lists } from '../lists/index.js';
-import { ColdStoreError } from './cold-store.js';
+import { ColdStoreError, type HeldEntries } from './cold-store.js';
 import { crashPoint } from './crash-points.js';
 import { drainingKey, freezingKey, HibernateBucket, inUnit, unitItemRanges, unitKey } from './keys.js';
 import { MAX_UNIT_ITEMS, prepareUnit, readUnit, type Prepared, type UnfreezableWhy } from './freezing.js';
@@ -109,6 +109,11 @@ function frozenOps(unit: string, keys: readonly Buffer[], record: FrozenUnit, dr
   return ops;
 }
 
+/** The keys of a unit's entries, for the batch that deletes them. */
+function keysOf(entries: HeldEntries): Buffer[] {
+  return entries.slice(0, entries.length).map(([key]) => key);
+}
+
 /** The in-memory side of a freeze, run once its batch is written. */
 function frozenAfter(ctx: PlanContext, unit: string, record: FrozenUnit, draining = false): () => void {
   const state = ctx.states.of(hibernate);
@@ -144,7 +149,7 @@ async function freeze(c: Extract<HibernateCommand, { op: 'freeze' }>, ctx: PlanC
   const bytes = await state.cold.write({ unit: c.unit, meta: { frozenAt: ctx.index }, entries: read.entries });
   crashPoint('freeze-cold-durable');
   const record: FrozenUnit = { frozenAt: ctx.index, lists: read.lists, bytes };
-  const keys = read.entries.map(([key]) => key);
+  const keys = keysOf(read.entries);
   return answer({ op: 'freeze', unit: c.unit, frozen: true, items: keys.length, bytes }, frozenOps(c.unit, keys, record), [frozenAfter(ctx, c.unit, record)]);
 }
 
@@ -214,11 +219,11 @@ async function commitFreezes(c: Extract<HibernateCommand, { op: 'commitFreeze' }
     }
     const frozen: FrozenUnit = { frozenAt: record.since, lists: p.lists, bytes: p.bytes };
     // A unit whose hot entries fit what is left of the step goes in this batch; a larger one drains.
-    const draining = p.keys.length > budget;
-    if (!draining) budget -= p.keys.length;
-    for (const op of frozenOps(unit, p.keys, frozen, draining)) ops.push(op);
+    const draining = p.entries.length > budget;
+    if (!draining) budget -= p.entries.length;
+    for (const op of frozenOps(unit, draining ? [] : keysOf(p.entries), frozen, draining)) ops.push(op);
     after.push(frozenAfter(ctx, unit, frozen, draining));
-    values.push({ op: 'freeze', unit, frozen: true, items: p.keys.length, bytes: p.bytes });
+    values.push({ op: 'freeze', unit, frozen: true, items: p.entries.length, bytes: p.bytes });
   });
   // In the order the entry named them.
   values.sort((a, b) => c.units.indexOf(a.unit) - c.units.indexOf(b.unit));

@@ -48,3 +48,18 @@ export class StepPacer {
     }
   }
 }
+
+/** The most the leader waits, once its own work beside the log is done, for the followers' (see followersMargin). */
+export const FOLLOWER_MARGIN_MS = 1_000;
+
+/**
+ * Work beside the log that the next entry's apply waits for (a freeze's files, a thaw's read)
+ * began on every member at once, and takes a follower about as long as the leader; a
+ * follower whose apply waits for it holds its log and its acknowledgements meanwhile. Once
+ * the leader's own (begun at `began`) is done, it waits half as long again, at most
+ * FOLLOWER_MARGIN_MS, before it proposes that entry.
+ */
+export async function followersMargin(began: number, sleep: (ms: number) => Promise<void> = (ms) => new Promise((go) => setTimeout(go, ms))): Promise<void> {
+  const ms = Math.min(FOLLOWER_MARGIN_MS, (performance.now() - began) / 2);
+  if (ms >= 1) await sleep(ms);
+}

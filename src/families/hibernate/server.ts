@@ -16,7 +16,7 @@ import { drainingKey, freezingKey, HibernateBucket, unitKey, unitOfKey } from '.
 import { decodeFreezing, decodeFrozen } from './records.js';
 import { COLD_FILE_MOVED, frozenEntriesAt, frozenListsAt } from './held-reads.js';
 import { HIBERNATE_OPS, MAX_FREEZE_PATHS, UNITS_PAGE } from './wire.js';
-import { StepPacer } from './pacing.js';
+import { followersMargin, StepPacer } from './pacing.js';
 import { newestIndexIn } from './freezing.js';
 
 async function propose(fe: FrontEnd, command: HibernateCommand): Promise<HibernateValue> {
@@ -96,9 +96,8 @@ async function thawUnit(fe: FrontEnd, unit: string): Promise<Thawed> {
   await propose(fe, { op: 'thawBegin', unit, frozenAt: record.frozenAt });
   const reading = performance.now();
   await state.thawRead(unit, record.frozenAt).catch(() => undefined);
-  // The followers began when this member did and take about as long; a step that reaches one
-  // still reading holds its log (and its acknowledgements) until it is done, so leave them a margin.
-  await new Promise((go) => setTimeout(go, Math.min(FOLLOWER_READ_MARGIN_MS, (performance.now() - reading) / 2)));
+  // A step that reaches a follower still reading holds its log (and its acknowledgements) until it is done.
+  await followersMargin(reading);
   const pace = new StepPacer();
   for (let from = state.thawing.get(unit) ?? 0; ; ) {
     const v = await pace.step(() => propose(fe, { op: 'thawStep', unit, frozenAt: record.frozenAt, from, step: HOT_STEP }));
@@ -107,10 +106,6 @@ async function thawUnit(fe: FrontEnd, unit: string): Promise<Thawed> {
     from = v.next;
   }
 }
-
-/** The most a thaw waits, after its own read of the file, for the followers' reads (see thawUnit). */
-const FOLLOWER_READ_MARGIN_MS = 1_000;
-
 
 async function* noLists(): AsyncGenerator<never> {}
 
@@ -169,7 +164,11 @@ async function freezeMany(fe: FrontEnd, units: readonly string[]): Promise<Freez
     const freezing = started.units.filter((s) => s.freezing).map((s) => s.unit);
     const state = fe.node.stateMachine.stateOf(hibernate);
     // The commit would wait for them anyway, with the whole log behind it.
+    const writing = performance.now();
     await Promise.all(freezing.map((u) => state.writing.get(u)?.done.catch(() => 0)));
+    // And on a follower still writing, the commit's apply waits for its files, holding its log
+    // and its acknowledgements: leave the followers, which began with this member, a margin.
+    await followersMargin(writing);
     const committed = freezing.length === 0 ? [] : await commitFreezes(fe, freezing);
     return started.units.map((s) => (s.freezing ? committed.find((c) => c.unit === s.unit)! : { op: 'freeze', unit: s.unit, frozen: false, why: s.why }));
   } finally {

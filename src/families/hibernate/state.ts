@@ -7,7 +7,7 @@ import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../../statemachine/family.js';
 import { FrozenSpanCompactor } from './compactor.js';
 import { RecentColdRead } from './held-reads.js';
-import { ColdStore, ColdStoreError, decodeColdFile, type ColdUnit } from './cold-store.js';
+import { ColdStore, ColdStoreError, decodeColdFile, type HeldColdUnit } from './cold-store.js';
 import { limited, prepareUnit, type Prepared } from './freezing.js';
 import { decodeItemKey } from '../lists/keys.js';
 import type { ListsState } from '../lists/state.js';
@@ -98,10 +98,10 @@ export class HibernateState {
    * step would otherwise hold its decoded unit until the unit is thawed again; a step whose read was
    * dropped reads the file again.
    */
-  private readonly thawReads = new Map<string, { readonly frozenAt: number; readonly read: Promise<ColdUnit> }>();
+  private readonly thawReads = new Map<string, { readonly frozenAt: number; readonly read: Promise<HeldColdUnit> }>();
 
   /** The Frozen unit's file, verified to be its freeze's, for a step of its thaw. */
-  thawRead(unit: string, frozenAt: number): Promise<ColdUnit> {
+  thawRead(unit: string, frozenAt: number): Promise<HeldColdUnit> {
     const held = this.thawReads.get(unit);
     if (held !== undefined && held.frozenAt === frozenAt) return held.read;
     const read = this.cold.readInSlices(unit).then((cold) => {

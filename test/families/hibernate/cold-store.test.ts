@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import fc from 'fast-check';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { ColdStore, ColdStoreError, decodeColdFile, deflateInSlices, PACK_SLICE, packInSlices, SYNC_CHUNK, type ColdUnit } from '../../../src/families/hibernate/cold-store.js';
+import { ColdStore, ColdStoreError, decodeColdFile, deflateInSlices, PACK_SLICE, PackedEntries, packInSlices, SlicedEntries, SYNC_CHUNK, type ColdUnit, type HeldColdUnit } from '../../../src/families/hibernate/cold-store.js';
 import { pack } from 'msgpackr';
 import { deflateSync } from 'node:zlib';
 
@@ -160,6 +160,20 @@ describe('encoding a large unit (issue 34, defect 5)', () => {
     }
   });
 
+  it('entries collected a slice at a time (a freeze\'s read) give the same bytes, and the same entries back, as an array of them', async () => {
+    for (const n of [1, 15, 16, PACK_SLICE - 1, PACK_SLICE, PACK_SLICE + 1, 3 * PACK_SLICE + 7]) {
+      const array = Array.from({ length: n }, (_, i) => [Buffer.from(`k${i}`), Buffer.from('v'.repeat(i % 300))] as const);
+      const sliced = new SlicedEntries();
+      for (const [k, v] of array) sliced.push(k, v);
+      expect(sliced.length).toBe(n);
+      const unit = { unit: '/users/big', meta: { frozenAt: 7 } };
+      expect((await packInSlices({ ...unit, entries: sliced })).equals(await packInSlices({ ...unit, entries: array })), `${n} entries`).toBe(true);
+      expect(sliced.slice(0, n), `${n} entries`).toEqual(array);
+      for (const [from, to] of [[PACK_SLICE - 2, PACK_SLICE + 3], [n - 3, n + 3], [1, 2]] as const) expect(sliced.slice(from, to), `${n}: [${from}, ${to})`).toEqual(array.slice(Math.max(0, from), to));
+      expect(() => sliced.push(Buffer.from('k'), Buffer.from('v'))).toThrow(/after their end/);
+    }
+  });
+
   it('lets the event loop turn between slices, so other work runs while a 100,000-item unit is encoded', async () => {
     const n = 100_000;
     const cold: ColdUnit = { unit: '/users/big', meta: { frozenAt: 7 }, entries: Array.from({ length: n }, (_, i) => [Buffer.from(`k${i}`), Buffer.from('value')] as const) };
@@ -212,6 +226,8 @@ describe('writing a large unit without holding the disk or the thread pool (issu
 });
 
 describe('reading a large unit in slices (issue 34, defect 5)', () => {
+  /** A held unit as read() gives it: every entry a pair of Buffers. */
+  const whole = (held: HeldColdUnit): ColdUnit => ({ ...held, entries: held.entries.slice(0, held.entries.length) });
   /** A file whose header and checksum are good around `raw` (a decompressed body), deflated. */
   function fileAround(raw: Buffer): Buffer {
     const body = deflateSync(raw);
@@ -228,8 +244,38 @@ describe('reading a large unit in slices (issue 34, defect 5)', () => {
     for (const n of [0, 1, PACK_SLICE, PACK_SLICE + 1, 2 * PACK_SLICE + 500]) {
       const cold: ColdUnit = { unit: `/users/n${n}`, meta: { frozenAt: n }, entries: Array.from({ length: n }, (_, i) => entry(`k${String(i).padStart(6, '0')}`, `v${i}`)) };
       await s.write(cold);
-      expect(await s.readInSlices(cold.unit), `${n} entries`).toEqual(await s.read(cold.unit));
+      const held = await s.readInSlices(cold.unit);
+      expect(whole(held), `${n} entries`).toEqual(await s.read(cold.unit));
+      // Any slice of the held entries is that slice of read()'s.
+      const all = (await s.read(cold.unit)).entries;
+      for (const [from, to] of [[0, 1], [n - 1, n + 5], [PACK_SLICE - 1, PACK_SLICE + 2], [-3, 2]] as const) expect(held.entries.slice(from, to), `${n} entries, [${from}, ${to})`).toEqual(all.slice(Math.max(0, from), to));
     }
+  });
+
+  it('holds a large unit\'s entries as bounds into one buffer, not a pair of objects each (no old-generation objects for a major GC to mark)', async () => {
+    const s = await store();
+    const cold: ColdUnit = { unit: '/users/big', meta: { frozenAt: 1 }, entries: Array.from({ length: 20_000 }, (_, i) => entry(`k${String(i).padStart(6, '0')}`, 'v'.repeat(i % 300))) };
+    await s.write(cold);
+    const held = await s.readInSlices(cold.unit);
+    expect(held.entries).toBeInstanceOf(PackedEntries);
+    expect(held.entries.length).toBe(20_000);
+    expect(held.entries.slice(19_998, 20_000)).toEqual(cold.entries.slice(19_998));
+  });
+
+  it('gives any unit\'s entries as read() does, keys and values of any bytes and sizes (bin8, bin16, bin32)', async () => {
+    const s = await store();
+    const sizes: ColdUnit = { unit: '/users/p', meta: { frozenAt: 0 }, entries: [entry('k', ''), [Buffer.alloc(300, 1), Buffer.alloc(70_000, 2)], [Buffer.alloc(255, 3), Buffer.alloc(65_536, 4)]] };
+    await s.write(sizes);
+    expect(whole(await s.readInSlices(sizes.unit))).toEqual(sizes);
+    const bytes = fc.uint8Array({ maxLength: 600 }).map((b) => Buffer.from(b));
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(bytes.filter((b) => b.length > 0), bytes), { maxLength: 20 }), async (pairs) => {
+        const cold: ColdUnit = { unit: '/users/p', meta: { frozenAt: pairs.length }, entries: pairs };
+        await s.write(cold);
+        expect(whole(await s.readInSlices(cold.unit))).toEqual(await s.read(cold.unit));
+      }),
+      { numRuns: 40 },
+    );
   });
 
   it('refuses every body read() refuses, with the same problem, though its checksum is good', async () => {
@@ -252,6 +298,6 @@ describe('reading a large unit in slices (issue 34, defect 5)', () => {
       expect(sliced, what).toBe(sync);
     }
     writeFileSync(s.fileOf('/users/x'), fileAround(good));
-    expect((await s.readInSlices('/users/x')).entries).toEqual([[Buffer.from('k'), Buffer.from('v')]]);
+    expect(whole(await s.readInSlices('/users/x')).entries).toEqual([[Buffer.from('k'), Buffer.from('v')]]);
   });
 });

@@ -8,10 +8,12 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ColdStore, type ColdUnit } from '../../../src/families/hibernate/cold-store.js';
+import { ColdStore, type HeldColdUnit } from '../../../src/families/hibernate/cold-store.js';
 import { hibernate, type HibernateValue } from '../../../src/families/hibernate/index.js';
 import { coldDirOf, MAX_HELD_THAW_READS } from '../../../src/families/hibernate/state.js';
-import { newestIndexIn, readUnit } from '../../../src/families/hibernate/freezing.js';
+import { newestIndexIn, ownerIsNil, readUnit } from '../../../src/families/hibernate/freezing.js';
+import { decodeItemValue, encodeItemValue } from '../../../src/families/lists/codec.js';
+import { SlicedEntries } from '../../../src/families/hibernate/cold-store.js';
 import { lists } from '../../../src/families/lists/index.js';
 import { encodeCommand } from '../../../src/families/commands.js';
 import { type Command } from '../../../src/families/core-commands.js';
@@ -694,7 +696,7 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
   it('keeps at most MAX_HELD_THAW_READS thaw reads decoded, dropping the oldest; a dropped one is read again when asked', async () => {
     const m = await member();
     const state = m.sm.stateOf(hibernate);
-    const reads = vi.spyOn(state.cold, 'readInSlices').mockImplementation(async () => ({ meta: { frozenAt: 7 } }) as unknown as ColdUnit);
+    const reads = vi.spyOn(state.cold, 'readInSlices').mockImplementation(async () => ({ meta: { frozenAt: 7 } }) as unknown as HeldColdUnit);
     const units = Array.from({ length: MAX_HELD_THAW_READS + 4 }, (_, i) => `/users/u${i}`);
     for (const u of units) await state.thawRead(u, 7);
     expect(reads).toHaveBeenCalledTimes(units.length);
@@ -757,6 +759,22 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     // Three lists: one seek each, and one more per range to find nothing left (the unit's own list, the lists below it).
     expect(seeks).toBe(3 + 2);
     expect(await m.sm.read('test', (db, snapshot) => newestIndexIn(db, '/users/nobody', snapshot))).toBe(0);
+  });
+
+  it('reads a unit for its freeze a slice at a time, and tells an item with no owner by its first bytes, as decoding it would', async () => {
+    const m = await member();
+    await bigUnit(m);
+    const read = await readUnit(m.temp.db, '/users/big');
+    if ('why' in read) throw new Error(read.why);
+    expect(read.entries).toBeInstanceOf(SlicedEntries);
+    for (const item of [{ owner: null, data: 1 }, { owner: null, data: { deep: ['x'] } }, { owner: 's1', data: null }, { owner: '', data: 2 }]) {
+      for (const user of [undefined, 'alice']) {
+        const value = encodeItemValue(item, user);
+        expect(ownerIsNil(value), JSON.stringify([item, user])).toBe(decodeItemValue(value).owner === null);
+      }
+    }
+    // Bytes it does not recognise are left to the decoder: never taken for no owner.
+    for (const bytes of [[], [0x82], [0x81, 0xa5, ...Buffer.from('owner'), 0xc0], [0x82, 0xa4, ...Buffer.from('data'), 0xc0]]) expect(ownerIsNil(Buffer.from(bytes))).toBe(false);
   });
 
   it('refuses a step out of range', () => {

@@ -2,7 +2,7 @@
 // the first waits a multiple of the time the step before took, within bounds, so
 // the steps hold the log a bounded share of the time.
 import { describe, expect, it } from 'vitest';
-import { StepPacer, STEP_PACING } from '../../../src/families/hibernate/pacing.js';
+import { FOLLOWER_MARGIN_MS, followersMargin, StepPacer, STEP_PACING } from '../../../src/families/hibernate/pacing.js';
 
 describe('StepPacer', () => {
   it('runs the first step at once and waits before each later one in proportion to the step before, within bounds', async () => {
@@ -35,5 +35,20 @@ describe('StepPacer', () => {
     await pacer.step(async () => 1);
     expect(waits).toHaveLength(1);
     expect(waits[0]).toBeGreaterThanOrEqual(STEP_PACING.minMs);
+  });
+});
+
+describe('followersMargin', () => {
+  it('waits half as long as the leader\'s own work took, at most FOLLOWER_MARGIN_MS, and not at all after none', async () => {
+    const waits: number[] = [];
+    const sleep = async (ms: number): Promise<void> => void waits.push(ms);
+    const now = performance.now();
+    await followersMargin(now - 400, sleep);
+    await followersMargin(now - 10 * FOLLOWER_MARGIN_MS, sleep);
+    await followersMargin(performance.now() + 1, sleep);
+    expect(waits).toHaveLength(2);
+    expect(waits[0]).toBeGreaterThanOrEqual(200);
+    expect(waits[0]).toBeLessThan(200 + FOLLOWER_MARGIN_MS / 2);
+    expect(waits[1]).toBe(FOLLOWER_MARGIN_MS);
   });
 });
