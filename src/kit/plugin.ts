@@ -281,6 +281,11 @@ export interface PluginServer<Schemas extends Readonly<Record<string, AnyOpSchem
   metrics?(): Promise<string>;
   /** A rule over every access to a list's path (see PluginPathGuard). */
   readonly pathGuard?: PluginPathGuard;
+  /**
+   * Why a client's hello may not resume the live session `session`, when this family holds it
+   * for its own use (a lease is a session no connection may hold), or null.
+   */
+  resumeRefusal?(session: string): string | null;
   /** Releases what the instance holds (timers, waiters) when the server closes. */
   close?(): void;
 }

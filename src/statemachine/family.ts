@@ -10,7 +10,7 @@
 // start and after a snapshot install), the LevelDB buckets it writes
 // (`buckets`), what happens to its data when a session ends, and, loaded only
 // by the server, its client ops and leader duties (`server`).
-import type { ApplyError, ApplySuccess, BatchOp, ChangeEvent, VeraDb } from './types.js';
+import type { AppliedEvent, ApplyError, ApplySuccess, BatchOp, VeraDb } from './types.js';
 import type { PlanReads } from './pending-reads.js';
 import type { AnyPlugin } from '../kit/plugin.js';
 
@@ -40,7 +40,7 @@ declare module '../kit/plugin.js' {
 export interface Plan {
   readonly result: ApplySuccess;
   readonly ops: BatchOp[];
-  readonly events: ChangeEvent[];
+  readonly events: AppliedEvent[];
   /** Index updates, run in order after the batch is written. */
   readonly after: Array<() => void>;
 }
@@ -48,7 +48,7 @@ export interface Plan {
 /** A family's share of ending a session: what it deletes and reports. */
 export interface SessionEndPlan {
   readonly ops: BatchOp[];
-  readonly events: ChangeEvent[];
+  readonly events: AppliedEvent[];
   readonly after: Array<() => void>;
 }
 
@@ -204,7 +204,7 @@ export interface ListGuard {
   /** Before an entry is planned, for each list it declares: an ApplyError refuses the entry (it changes nothing). */
   use(states: States, path: string): ApplyError | null;
   /** Once another family's entry is planned and kept: writes for the lists its events changed, added to its batch. */
-  changed(states: States, events: readonly ChangeEvent[]): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
+  changed(states: States, events: readonly AppliedEvent[]): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the registry holds families of every command type (a command is both decoded and planned, so no narrower type fits)

@@ -10,7 +10,6 @@ export {
   type ApplyOutcome,
   type ApplyResult,
   type ApplySuccess,
-  type ChangeEvent,
-  type Item,
+  type AppliedEvent,
   type VeraDb,
 } from './types.js';

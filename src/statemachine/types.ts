@@ -5,21 +5,14 @@ import type { ClassicLevel } from 'classic-level';
 /** The one LevelDB shared by the Raft log and the state machine, with raw byte keys and values. */
 export type VeraDb = ClassicLevel<Buffer, Buffer>;
 
-/** An item of a list (PROTOCOL.md "Paths and data"). */
-export interface Item {
-  readonly index: number;
-  /** The owning session, or null for a persistent item. */
-  readonly owner: string | null;
-  readonly data: unknown;
-}
-
-export interface ChangeEvent {
-  /** The index of the entry that made the change. */
-  readonly index: number;
-  readonly type: 'push' | 'delete';
-  readonly path: string;
-  readonly item: Item;
-}
+/**
+ * What an applied entry reports changed, in order, for the server (notifier, event log). The
+ * kernel only carries these from a family's plan to the outcome: the lists family says what
+ * one is (its ChangeEvent) by filling in this slot (src/families/lists/item.ts).
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging in src/families/lists/item.ts
+export interface EventSlot {}
+export type AppliedEvent = EventSlot extends { readonly event: infer E } ? E : unknown;
 
 /** Codes a command can fail with at apply time; the same on every peer. */
 export type ApplyErrorCode = 'BAD_REQUEST' | 'NOT_FOUND' | 'FORBIDDEN' | 'CONFLICT' | 'SESSION_EXPIRED' | 'QUOTA_EXCEEDED';
@@ -64,7 +57,7 @@ export interface ApplyOutcome {
   readonly ignored: boolean;
   readonly result: ApplyResult;
   /** Changes to lists, in the order they were made (key order within one entry). */
-  readonly events: readonly ChangeEvent[];
+  readonly events: readonly AppliedEvent[];
 }
 
 /** Misuse of the state machine (bad query argument, out-of-order entry). */

@@ -141,6 +141,9 @@ describe('the import graph', () => {
     expect(edges).toEqual([]);
     const { files } = closure(kernel);
     expect([...files].filter((f) => f.startsWith('src/families/'))).toEqual([]);
+    // A list's item and change are the lists family's shapes: the kernel carries events without naming them.
+    const kernelText = kernel.map((f) => readFileSync(join(ROOT, f), 'utf8')).join('\n');
+    expect(kernelText).not.toMatch(/\b(?:interface|type)\s+(?:Item|ChangeEvent)\b/);
     // The contract lives in the kernel, once: no copy or re-export of it is left under src/families.
     expect(existsSync(join(ROOT, 'src/families/family.ts'))).toBe(false);
   });
@@ -161,6 +164,14 @@ describe('the import graph', () => {
       .filter((f) => !f.startsWith('src/families/hibernate/') && f !== 'src/families/registry.ts')
       .filter((f) => importsOf(f).files.some((t) => t.startsWith('src/families/hibernate/')));
     expect(importers).toEqual([]);
+  });
+
+  // Issue 33: the connection asks the families about its session only through the server parts'
+  // seam (ServerPart.connection, gathered by loadServerParts), so it imports no family, at all.
+  it('from the client connection reaches no family directly', () => {
+    const connection = 'src/server/front/client-connection.ts';
+    expect(importsOf(connection).files.filter((f) => f.startsWith('src/families/'))).toEqual([]);
+    expect(importsOf(connection).files).toContain('src/server/front/family-part.ts');
   });
 
   // Issue 33: a family written against the kit (its index.ts declares `plugin`) sees the member only

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { EventLog } from '../../src/server/node/event-log.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier, type NotifySink } from '../../src/server/front/notifier.js';
 import { decodeServerFrame, NotifyFrames, type NotifyPayload } from '../../src/protocol/index.js';
-import type { ChangeEvent } from '../../src/statemachine/types.js';
+import type { ChangeEvent } from '../../src/families/lists/item.js';
 
 const push = (index: number, path = '/a'): ChangeEvent => ({ index, type: 'push', path, item: { index, owner: null, data: `v${index}` } });
 

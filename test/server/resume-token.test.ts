@@ -68,6 +68,18 @@ describe('resume tokens', () => {
     expect((await s.client.waitClose()).code).toBe(4002); // moved to the rightful resumer
   });
 
+  it('a lease is a live session that no hello may resume, whatever it sends', async () => {
+    const vp = await leader();
+    const s = await openSession(vp, 'json');
+    wires.push(s.client);
+    const { lease } = (await s.client.call('lease.grant', { ttlMs: 60_000 })) as { lease: string };
+    expect(lease).toMatch(/^lease-/);
+    const w = await wire(vp);
+    const taken = await w.request('hello', { session: lease, resume: s.hello.resume });
+    expect(taken.error).toMatchObject({ code: 'UNAUTHORIZED', message: `${lease} is a lease, not a session a connection can resume` });
+    expect(await s.client.call('lease.show', { lease })).toMatchObject({ lease });
+  });
+
   it('the client library keeps the token and resumes with it; a bare id opens a new session', async () => {
     const vp = await leader();
     const first = await connect(vp.url, { timeoutMs: 10_000 });

@@ -5,7 +5,8 @@
 import fc from 'fast-check';
 import { pack } from 'msgpackr';
 import type { Command } from '../../src/families/core-commands.js';
-import type { ApplyResult, ChangeEvent, Item } from '../../src/statemachine/types.js';
+import type { ApplyResult } from '../../src/statemachine/types.js';
+import type { ChangeEvent, Item } from '../../src/families/lists/item.js';
 import type { SessionInfo } from '../../src/families/sessions/codec.js';
 
 export const SESSIONS = ['s1', 's2', 's3'] as const;

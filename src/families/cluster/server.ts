@@ -60,4 +60,7 @@ export async function settleCommandVersion(fe: FrontEnd, version: number, timeou
   clearTimeout(timer);
 }
 
-export const server: ServerPart = { duties: [raiseCommandVersion] };
+export const server: ServerPart = {
+  duties: [raiseCommandVersion],
+  connection: { activeVersion: (fe) => fe.node.stateMachine.stateOf(cluster).active, settleVersion: settleCommandVersion },
+};

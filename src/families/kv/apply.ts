@@ -9,7 +9,8 @@ import { clientDataKey, itemKey, itemRange, decodeItemKey } from '../lists/keys.
 import { decodeChargedItem } from '../lists/codec.js';
 import { creditUser } from '../quota/index.js';
 import { withStoredSize } from '../../statemachine/item-sizes.js';
-import type { ApplyError, ChangeEvent, Item } from '../../statemachine/types.js';
+import type { ApplyError } from '../../statemachine/types.js';
+import type { ChangeEvent, Item } from '../lists/item.js';
 import { failure, type BatchOp, type Plan, type PlanContext } from '../../statemachine/family.js';
 import { lists, type PushCommand } from '../lists/index.js';
 import { sessionProblem } from '../sessions/index.js';

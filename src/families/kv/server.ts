@@ -4,7 +4,7 @@
 // judges them as it judges a push.
 import { VeraError, type Item } from '../../protocol/index.js';
 import type { FamilyHost, PathAccess, Plugin, PluginNeed, PluginServer } from '../../kit/index.js';
-import type { Item as StoredItem } from '../../statemachine/types.js';
+import type { Item as StoredItem } from '../lists/item.js';
 import { usableLease } from '../lease/usable.js';
 import { lists } from '../lists/index.js';
 import type { TxnValue, WriteResult } from './apply.js';

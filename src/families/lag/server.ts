@@ -18,4 +18,4 @@ export const ackFlush: LeaderDuty = {
   },
 };
 
-export const server: ServerPart = { duties: [ackFlush] };
+export const server: ServerPart = { duties: [ackFlush], connection: { ackedInLog: (fe, session) => lagOf(fe.node.stateMachine, session) } };

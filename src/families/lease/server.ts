@@ -62,6 +62,8 @@ function createServer(host: FamilyHost<null>): PluginServer<Ops> {
         return shown;
       },
     },
+    // A lease is a session no connection may hold: its clock is its keep-alives'.
+    resumeRefusal: (session) => (session.startsWith(LEASE_PREFIX) ? `${session} is a lease, not a session a connection can resume` : null),
   };
 }
 

@@ -4,7 +4,8 @@
 import { ListsBucket, clientDataKey, clientDataRange, decodeClientDataKey, itemKey } from './keys.js';
 import { type WatchRef } from '../watches/keys.js';
 import { CLIENT_DATA_VALUE, decodeChargedItem, encodeItemValue } from './codec.js';
-import type { ApplyError, ChangeEvent, Item } from '../../statemachine/types.js';
+import type { ApplyError } from '../../statemachine/types.js';
+import type { ChangeEvent, Item } from './item.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../../statemachine/family.js';
 import { CommandError } from '../../statemachine/family.js';
 import { boolField, indexField, pathField, quotaField, sessionField } from '../fields.js';

@@ -1,7 +1,7 @@
 // The lists family's queries, read from one snapshot of the store with the
 // applied index they reflect (once methods of the StateMachine, which now only applies).
 import type { StateReader } from '../../statemachine/family.js';
-import type { Item } from '../../statemachine/types.js';
+import type { Item } from './item.js';
 import { checkPath } from '../query-checks.js';
 import * as reads from './reads.js';
 import { lists } from './index.js';

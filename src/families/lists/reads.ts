@@ -4,7 +4,8 @@ import { bucketRange, compareUtf8 } from '../../keys/index.js';
 import { ListsBucket, decodeItemKey, itemKey, itemRange, itemSeekKey } from './keys.js';
 import { CorruptValueError, corruptValueIn } from '../../raft/checked-values.js';
 import { decodeItemValue } from './codec.js';
-import type { Item, VeraDb } from '../../statemachine/types.js';
+import type { VeraDb } from '../../statemachine/types.js';
+import type { Item } from './item.js';
 import { withStoredSize } from '../../statemachine/item-sizes.js';
 
 export type DbSnapshot = ReturnType<VeraDb['snapshot']>;

@@ -8,6 +8,7 @@ import type { LeaderDuty, OpCall, ServerPart } from '../../server/front/family-p
 import type { FrontEnd } from '../../server/front/context.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { liveSessions } from './queries.js';
+import { RESUME_TOKENS_SINCE } from './index.js';
 
 async function bye({ fe, session }: OpCall<'bye'>): Promise<EmptyResult> {
   expectOk(await fe.node.propose({ op: 'closeSession', session, reason: 'bye' }));
@@ -59,4 +60,14 @@ function onApplied(outcome: ApplyOutcome, fe: FrontEnd): void {
   if (outcome.result.ok && outcome.result.op === 'openSession') fe.metrics.sessionsOpened.inc();
 }
 
-export const server: ServerPart = { ops: { bye }, duties: [sessionExpiry], onApplied };
+export const server: ServerPart = {
+  ops: { bye },
+  duties: [sessionExpiry],
+  onApplied,
+  // A hello opens or resumes a session through these: the connection knows no family.
+  connection: {
+    session: (fe, id) => liveSessions(fe.node.stateMachine).get(id),
+    sessionCount: (fe) => liveSessions(fe.node.stateMachine).size,
+    resumeTokensSince: RESUME_TOKENS_SINCE,
+  },
+};

@@ -1,7 +1,8 @@
 // The watches family: a session's interest in a list (exact) or a subtree
 // (prefix). Who is notified of each change event is read from its state.
 import { WATCH_VALUE, WatchesBucket, watchKey, type WatchRef } from './keys.js';
-import type { ApplyError, ApplySuccess, Item } from '../../statemachine/types.js';
+import type { ApplyError, ApplySuccess } from '../../statemachine/types.js';
+import type { Item } from '../lists/item.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../../statemachine/family.js';
 import { boolField, pathField, quotaField, sessionField } from '../fields.js';
 import { readListWithin } from '../lists/reads.js';

@@ -5,6 +5,7 @@ import { expectOk } from '../../server/front/context.js';
 import { proposeTimed, type OpCall, type ServerPart } from '../../server/front/family-part.js';
 import { wireItems } from '../../server/front/ops.js';
 import { liveSessions } from '../sessions/queries.js';
+import { watchesOf } from './queries.js';
 
 async function watch({ fe, session, request: req, frameBytes }: OpCall<'watch'>): Promise<WatchResult> {
   fe.disk.admit(frameBytes);
@@ -28,4 +29,4 @@ async function unwatch({ fe, session, request: req }: OpCall<'unwatch'>): Promis
   return {};
 }
 
-export const server: ServerPart = { ops: { watch, unwatch } };
+export const server: ServerPart = { ops: { watch, unwatch }, connection: { watchesOf: (fe, session) => watchesOf(fe.node.stateMachine, session) } };

@@ -3,14 +3,6 @@
 // Requests run concurrently; replies may leave out of order, as the protocol allows.
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { LEASE_PREFIX } from '../../families/lease/wire.js';
-import { cluster } from '../../families/cluster/index.js';
-import { RESUME_TOKENS_SINCE } from '../../families/sessions/index.js';
-import { liveSessions } from '../../families/sessions/queries.js';
-import { watchesOf } from '../../families/watches/queries.js';
-import { lagOf } from '../../families/lag/queries.js';
-import { settleCommandVersion } from '../../families/cluster/server.js';
-import type { SessionInfo } from '../../families/sessions/codec.js';
 import type { WebSocket } from 'ws';
 import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
 import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
@@ -19,7 +11,7 @@ import { OutputBudget, type OutputSocket } from './output-budget.js';
 import { ReadPauses } from './read-pauses.js';
 import { CORE_NEEDS, runFamilyOp, type Need, type Principal } from '../guard/access.js';
 import { credentialBasis, credentialProblem, type Credential } from '../guard/credential.js';
-import type { OpHandler } from './family-part.js';
+import type { LiveSession, OpHandler } from './family-part.js';
 import { accessesOf, guarded } from '../guard/path-guard.js';
 import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult } from '../../protocol/index.js';
 
@@ -156,7 +148,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (est === null || this.closed) return;
     const guard = this.fe.guard;
     if (!guard.enabled || this.reviewCredential() || est.principal === null) return;
-    const revoked = watchesOf(this.fe.node.stateMachine, est.session).filter((w) => !guard.mayWatch(est.principal, w.path));
+    const revoked = this.fe.connectionSeam.watchesOf(this.fe, est.session).filter((w) => !guard.mayWatch(est.principal, w.path));
     if (revoked.length === 0) return;
     const reason = `user ${est.principal} may no longer watch these; they were dropped`;
     this.sendFrame(encodeNotify({ revoked: revoked.map((w) => ({ path: w.path, prefix: w.prefix })), reason }, est.encoding), false);
@@ -398,23 +390,24 @@ export class ClientConnection implements AttachedConnection, NotifySink {
 
   private async openOrResume(req: HelloRequest, encoding: Encoding, frameBytes: number, principal: Principal, credential: Credential | null): Promise<HelloResult> {
     const fe = this.fe;
-    const sm = fe.node.stateMachine;
+    const seam = fe.connectionSeam;
     let session: string;
     let timeoutMs: number;
     let resume: string | undefined;
     if (req.session !== undefined) {
       // Only a state machine that has applied every committed entry can say a session is gone.
       await fe.node.linearizableBarrier(fe.readTimeoutMs);
-      const info = liveSessions(sm).get(req.session);
+      const info = seam.session(fe, req.session);
       if (!info) throw new VeraError('SESSION_EXPIRED', `session ${req.session} has expired or never existed; start a new one`);
-      // A lease is a session no connection may hold: its clock is its keep-alives'.
-      if (req.session.startsWith(LEASE_PREFIX)) throw new VeraError('UNAUTHORIZED', `${req.session} is a lease, not a session a connection can resume`);
+      // A session a family holds for its own use (a lease) no connection may hold.
+      const held = seam.resumeRefusal(req.session);
+      if (held !== null) throw new VeraError('UNAUTHORIZED', held);
       const refused = resumeRefusal(info, req.resume) ?? principalRefusal(info, principal, fe.guard.enabled);
       if (refused !== null) throw new VeraError('UNAUTHORIZED', refused);
       session = req.session;
       timeoutMs = info.timeoutMs;
     } else {
-      if (liveSessions(sm).size >= fe.limits.sessionsMax) {
+      if (seam.sessionCount(fe) >= fe.limits.sessionsMax) {
         throw new VeraError('RATE_LIMITED', `session limit reached (${fe.limits.sessionsMax})`, { retryAfterMs: 1000 });
       }
       const { min, max } = fe.sessionTimeouts;
@@ -425,8 +418,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       // Only the hash goes into the log: the token itself is told to the creator alone. A session opened
       // without one (a cluster not yet at the version that records it) can never be resumed, so a hello
       // in the moment after a new cluster's first election waits for the version its leader is raising.
-      await settleCommandVersion(fe, RESUME_TOKENS_SINCE, HELLO_LEADER_WAIT_MS);
-      resume = fe.node.stateMachine.stateOf(cluster).active >= RESUME_TOKENS_SINCE ? randomBytes(24).toString('base64url') : undefined;
+      await seam.settleVersion(fe, seam.resumeTokensSince, HELLO_LEADER_WAIT_MS);
+      resume = seam.activeVersion(fe) >= seam.resumeTokensSince ? randomBytes(24).toString('base64url') : undefined;
       const open = {
         op: 'openSession' as const,
         session,
@@ -464,7 +457,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private startFeed(hello: HelloResult): void {
     const { session, resumed } = this.established!;
     // A brand-new session cannot have missed anything; a resumed one gets everything after its last acknowledgement.
-    const after = resumed ? Math.max(this.fe.notifier.ackedIndex(session), lagOf(this.fe.node.stateMachine, session)) : hello.index;
+    const after = resumed ? Math.max(this.fe.notifier.ackedIndex(session), this.fe.connectionSeam.ackedInLog(this.fe, session)) : hello.index;
     this.fe.notifier.attach(session, this, after);
   }
 
@@ -591,7 +584,7 @@ function hashResume(token: string): string {
  * it, in every mode (docs/protocol.md "Session"). A session opened before resume tokens
  * has none to prove: nobody can resume it, and it expires on its own.
  */
-function resumeRefusal(info: SessionInfo, given: string | undefined): string | null {
+function resumeRefusal(info: LiveSession, given: string | undefined): string | null {
   if (info.resumeHash === undefined) return 'this session was opened before resume tokens (command version 6) and cannot be resumed; it expires on its own: open a new session';
   if (given === undefined) return 'a session is resumed only with the resume token its first hello answered (resume); without it, open a new session';
   const a = Buffer.from(hashResume(given), 'hex');
@@ -605,7 +598,7 @@ function resumeRefusal(info: SessionInfo, given: string | undefined): string | n
  * authentication was off (no user) is resumed by nobody once it is on: it was never
  * judged, and it expires on its own.
  */
-function principalRefusal(info: SessionInfo, principal: Principal, enabled: boolean): string | null {
+function principalRefusal(info: LiveSession, principal: Principal, enabled: boolean): string | null {
   if (!enabled || info.principal === principal) return null;
   if (info.principal === undefined) return 'this session was opened while authentication was off and cannot be resumed now that it is on; open a new session';
   return `session belongs to another user; ${principal ?? 'an unauthenticated client'} cannot resume it`;

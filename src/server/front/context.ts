@@ -8,7 +8,7 @@ import type { ApplyOutcome, ApplyResult } from '../../statemachine/types.js';
 import type { HibernationConfig, ServerLimits } from '../config.js';
 import type { DiskGuard } from '../node/disk-guard.js';
 import type { ExpiryQueue } from '../node/expiry.js';
-import type { FamilyHttpRoute, FamilyOp, OpHandlers, PathGuard } from './family-part.js';
+import type { ConnectionSeam, FamilyHttpRoute, FamilyOp, OpHandlers, PathGuard } from './family-part.js';
 import type { Notifier } from './notifier.js';
 import { NOT_PROPOSED, VeraError, type ProtocolExtensions, type ProtocolLimits } from '../../protocol/index.js';
 import type { ServerMetrics } from '../node/server-metrics.js';
@@ -61,6 +61,8 @@ export interface FrontEnd {
   readonly metricsNeedAuth: boolean;
   /** The families' rules over every access to a path (see ServerPart.pathGuard; run by path-guard.ts). */
   readonly pathGuards: readonly PathGuard[];
+  /** What the families that keep sessions answer a connection about its session (ServerPart.connection). */
+  readonly connectionSeam: ConnectionSeam;
   /** Which units hibernate when idle, or null (docs/hibernation.md). */
   readonly hibernation: HibernationConfig | null;
   readonly notifier: Notifier;

@@ -129,7 +129,53 @@ export interface ServerPart {
   readonly bind?: (fe: FrontEnd) => void;
   /** Releases what the part holds for its member (timers, waiters) when the server closes. */
   readonly close?: () => void;
+  /** What this family answers a client connection about its session (ConnectionSeam): each member by one family at most. */
+  readonly connection?: Partial<ConnectionSeam>;
 }
+
+/** A live session as a hello judges its resume. */
+export interface LiveSession {
+  readonly timeoutMs: number;
+  /** SHA-256 (hex) of the resume token its creator was told; absent: opened before resume tokens. */
+  readonly resumeHash?: string;
+  /** The user that opened it, when authentication was on. */
+  readonly principal?: string;
+}
+
+/**
+ * What a client connection asks about its session, answered by whichever families keep
+ * it (sessions, lease, cluster, watches, lag) through their parts (ServerPart.connection),
+ * so the connection imports no family. A member no family gives answers "nothing kept".
+ */
+export interface ConnectionSeam {
+  /** The live session `id`, or undefined when it expired or never existed. */
+  session(fe: FrontEnd, id: string): LiveSession | undefined;
+  /** How many sessions are live (what sessionsMax bounds). */
+  sessionCount(fe: FrontEnd): number;
+  /** Why a hello may not resume the live session `id` (a family holds it for its own use), or null. */
+  resumeRefusal(id: string): string | null;
+  /** The command version from which a new session records its resume token's hash. */
+  readonly resumeTokensSince: number;
+  /** The cluster's active command version. */
+  activeVersion(fe: FrontEnd): number;
+  /** Resolves once `version` is active, or this leader cannot raise it to it, or after `timeoutMs`. */
+  settleVersion(fe: FrontEnd, version: number, timeoutMs: number): Promise<void>;
+  /** The watches `session` holds, in key order. */
+  watchesOf(fe: FrontEnd, session: string): ReadonlyArray<{ readonly path: string; readonly prefix: boolean }>;
+  /** The highest notification index `session` acknowledged, as the log records it (0 if none). */
+  ackedInLog(fe: FrontEnd, session: string): number;
+}
+
+const NOTHING_KEPT: ConnectionSeam = {
+  session: () => undefined,
+  sessionCount: () => 0,
+  resumeRefusal: () => null,
+  resumeTokensSince: Number.POSITIVE_INFINITY,
+  activeVersion: () => 0,
+  settleVersion: async () => undefined,
+  watchesOf: () => [],
+  ackedInLog: () => 0,
+};
 
 // What an access does with a path, and a stored list entry: the kit's (families written on it name them too).
 export type { PathAccess, PathUse, StoredEntry } from '../../kit/plugin.js';
@@ -167,6 +213,7 @@ export interface ServerParts {
   readonly http: readonly FamilyHttpRoute[];
   readonly metrics: ReadonlyArray<(fe: FrontEnd) => Promise<string>>;
   readonly pathGuards: readonly PathGuard[];
+  readonly connection: ConnectionSeam;
   /** Ties every part to the member's front end (ServerPart.bind), right after it is built. */
   bind(fe: FrontEnd): void;
   /** Closes every part (ServerPart.close), newest family first, when the server closes. */
@@ -185,6 +232,7 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
   const http: FamilyHttpRoute[] = [];
   const metrics: Array<(fe: FrontEnd) => Promise<string>> = [];
   const pathGuards: PathGuard[] = [];
+  const connection: Partial<Record<keyof ConnectionSeam, unknown>> = {};
   const core: ReadonlySet<string> = new Set(OPS);
   for (const family of families) {
     if (family.server !== undefined && family.plugin !== undefined) throw new Error(`${family.name} has both a server part and a plugin`);
@@ -213,6 +261,10 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
     }
     if (part.metrics !== undefined) metrics.push(part.metrics);
     if (part.pathGuard !== undefined) pathGuards.push(part.pathGuard);
+    for (const [key, value] of Object.entries(part.connection ?? {})) {
+      if (key in connection) throw new Error(`the connection's ${key} is answered by two families (the second is ${family.name})`);
+      connection[key as keyof ConnectionSeam] = value;
+    }
   }
   const extensions = new Map([...familyOps].map(([op, spec]) => [op, spec.build]));
   const loaded = parts.filter((p) => p !== undefined);
@@ -225,6 +277,7 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
     http,
     metrics,
     pathGuards,
+    connection: { ...NOTHING_KEPT, ...connection } as ConnectionSeam,
     bind: (fe) => {
       for (const part of loaded) part.bind?.(fe);
     },

@@ -48,6 +48,7 @@ export function buildFrontEnd(i: FrontEndInputs): FrontEnd {
     familyHttp: i.parts.http,
     familyMetrics: i.parts.metrics,
     pathGuards: i.parts.pathGuards,
+    connectionSeam: i.parts.connection,
     clientAddress: config.client,
     insecure: config.insecure ?? false,
     metricsNeedAuth: config.metricsNeedAuth ?? false,

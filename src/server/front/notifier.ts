@@ -9,7 +9,7 @@
 // collected here and written through Raft in batches by the caller.
 
 import type { ItemPage } from '../../families/lists/reads.js';
-import type { ChangeEvent } from '../../statemachine/types.js';
+import type { ChangeEvent } from '../../families/lists/item.js';
 import type { WatchRef } from '../../families/watches/keys.js';
 import type { EventLog, RecordedEvent } from '../node/event-log.js';
 import { NotifyFrames, type NotifyPayload, type ResyncList } from '../../protocol/index.js';

@@ -3,7 +3,7 @@
 // locally after a ReadIndex barrier unless the client asked for a stale read. The other client ops belong to the command
 // families (src/families/*/server.ts).
 
-import type { Item as StoredItem } from '../../statemachine/types.js';
+import type { Item as StoredItem } from '../../families/lists/item.js';
 import type { FrontEnd } from './context.js';
 import { VeraError, type GetRequest, type GetResult, type Item } from '../../protocol/index.js';
 import { readListPages } from '../guard/path-guard.js';

@@ -1,6 +1,6 @@
 // Runs a kit plugin (src/kit/plugin.ts) as a server part: its op schemas become
 // the family's protocol ops, its needs the permission checks, and its instance's
-// handlers, duties, HTTP routes, applied hook, metrics, path guard and close the
+// handlers, duties, HTTP routes, applied hook, metrics, path guard, resume refusal and close the
 // part's. The server loads its parts once per member (loadServerParts), so the
 // part makes the member's one instance then, with a host that the member's front
 // end is bound to once it is built (ServerPart.bind). The FamilyHost is the only
@@ -175,7 +175,7 @@ export function pluginPart(family: AnyFamily, plugin: AnyPlugin): ServerPart {
     get: (fe, rest, url) => (bind(fe), route.get(rest, url)),
     ...(route.post === undefined ? {} : { post: (fe: FrontEnd, rest: string, url: URL, body: Readonly<Record<string, unknown>>) => (bind(fe), route.post!(rest, url, body)) }),
   }));
-  const { applied, metrics, close } = instance;
+  const { applied, metrics, close, resumeRefusal } = instance;
   const pathGuard = pathGuardOf(instance, bind);
   return {
     protocolOps: protocolOpsOf(plugin, instance, bind),
@@ -192,6 +192,7 @@ export function pluginPart(family: AnyFamily, plugin: AnyPlugin): ServerPart {
         }),
     ...(metrics === undefined ? {} : { metrics: (fe: FrontEnd) => (bind(fe), metrics.call(instance)) }),
     ...(pathGuard === undefined ? {} : { pathGuard }),
+    ...(resumeRefusal === undefined ? {} : { connection: { resumeRefusal: (session: string) => resumeRefusal.call(instance, session) } }),
     bind,
     ...(close === undefined ? {} : { close: () => close.call(instance) }),
   };

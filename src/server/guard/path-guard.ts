@@ -14,7 +14,8 @@ import { readListPages as readHotPages, type ItemPage } from '../../families/lis
 import type { DbSnapshot } from '../../statemachine/family.js';
 import type { FamilyRequest, Request } from '../../protocol/index.js';
 import { decodeItemValue } from '../../families/lists/codec.js';
-import type { Item, VeraDb } from '../../statemachine/types.js';
+import type { VeraDb } from '../../statemachine/types.js';
+import type { Item } from '../../families/lists/item.js';
 import type { Need } from './access.js';
 import type { FrontEnd } from '../front/context.js';
 import type { PathAccess, PathUse, StoredEntry } from '../front/family-part.js';

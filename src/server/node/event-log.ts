@@ -8,7 +8,7 @@
 // of writes nobody watches never pushes out what a resuming session needs.
 
 import { packValue, PackedValue } from '../../protocol/index.js';
-import type { ChangeEvent } from '../../statemachine/types.js';
+import type { ChangeEvent } from '../../families/lists/item.js';
 import { storedSizeOf } from '../../statemachine/item-sizes.js';
 
 /** The bytes of history kept, at most, unless told otherwise. */
