@@ -388,13 +388,8 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private async handleReady(rd: Ready): Promise<void> {
     const { transport } = this.opts;
     this.noteRoundsSent(rd.messages);
-    const persists = this.mustPersist(rd);
-    // A Ready that only commits (a leader hearing the acknowledgement of a write) applies first
-    // and tells the followers afterwards: no client waits on the followers' commit index, so
-    // those appends and their answers stay off the write's path to its reply. Only when they
-    // are all it sends: nothing else may overtake them (a timeoutNow must follow the commit index).
-    const afterApply = !persists && rd.committedEntries.length > 0 && rd.messages.every(isCommitOnlyAppend) ? rd.messages : [];
-    if (afterApply.length === 0) for (const m of rd.messages) if (mayBeSentBeforePersist(m)) transport.send(m);
+    const early = rd.messages.filter(mayBeSentBeforePersist);
+    for (const m of early) transport.send(m);
     const sendRest = (): void => {
       for (const m of rd.messages) if (!mayBeSentBeforePersist(m)) transport.send(m);
     };
@@ -413,10 +408,9 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       const last = rd.committedEntries[rd.committedEntries.length - 1]!.index;
       if (this.applied !== last) throw new Error(`apply reported entries up to ${this.applied}, not ${last}`);
     };
-    if (!persists) {
+    if (!this.mustPersist(rd)) {
       sendRest();
       await applyCommitted();
-      for (const m of afterApply) transport.send(m);
     } else if (this.committedAreDurable(rd)) {
       // Entries an earlier Ready wrote are applied while this Ready's write is in flight: the
       // apply no longer waits a whole synced write (and its trip back) before it starts.
@@ -619,9 +613,4 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     }
     this.reads.clear();
   }
-}
-
-/** An append carrying no entries: it only moves the follower's commit index (or probes its match point). */
-function isCommitOnlyAppend(m: Message): boolean {
-  return m.type === 'app' && m.entries.length === 0;
 }
