@@ -34,7 +34,7 @@ export const SCALE_RUN: Scale = {
 
 /** A smoke run: every scenario once, tiny, so it fits in 3 minutes even on a busy machine. */
 export const QUICK_SCALE: Scale = {
-  warmupMs: 500,
+  warmupMs: 2_000,
   s1: { durationMs: 800, warmupMs: 100 },
   s2: { levels: [1, 16, 256, 1024], durationMs: 500, warmupMs: 100, profileMs: 500 },
   s3: { watchers: [20, 100], rounds: [3, 2], roundTimeoutMs: 5_000 },

@@ -18,6 +18,7 @@ import type { BenchClient, ClientRecipe, Cluster, ConnectOptions, ReadMode, Watc
 
 const VERA_BIN = resolve(import.meta.dirname, '../../bin/vera.js');
 const PACKAGE_JSON = resolve(import.meta.dirname, '../../package.json');
+const THIS_CHECKOUT = resolve(import.meta.dirname, '../..');
 
 interface Member extends ClusterMember {
   readonly peerPort: number;
@@ -215,8 +216,11 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
   }
 
   protected override async launch(member: Member): Promise<void> {
-    const nodeFlags = this.options.inspector ? [`--inspect=${LOOPBACK}:0`] : [];
     const checkout = this.options.checkout;
+    // VERA_BENCH_NODE_FLAGS: extra Node/V8 flags for this checkout's members only (never a --compare REF's),
+    // so a compare of HEAD against itself measures just the flags.
+    const trial = checkout === undefined || resolve(checkout) === THIS_CHECKOUT ? (process.env.VERA_BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '') : [];
+    const nodeFlags = [...(this.options.inspector ? [`--inspect=${LOOPBACK}:0`] : []), ...trial];
     // An older checkout may predate the per-address limits (they came with client admission and quotas).
     const perAddress = ['--connections-per-address', '--sessions-per-address'].filter((f) => checkout === undefined || acceptsFlag(checkout, f)).flatMap((f) => [f, '100000']);
     const args = [

@@ -1,15 +1,17 @@
 // Entry point of the `vera` command (bin/vera.js runs the compiled form).
 import { readFileSync } from 'node:fs';
 import { parseArgs, boolFlag, type FlagSpecs } from './args.js';
-import { CLIENT_COMMANDS, CLIENT_FLAGS, runClientCommand } from './client-commands.js';
 import { buildServerConfig, START_FLAGS } from './config.js';
 import { EXIT, UsageError } from './errors.js';
 import { processIO, type CliIO } from './io.js';
-import { runStatus } from './status.js';
-import { FAMILY_VERBS, registeredVerb, registeredVerbs } from './family-verbs.js';
 import { USAGE } from './usage.js';
 
-const STATUS_FLAGS: FlagSpecs = { server: CLIENT_FLAGS.server!, json: CLIENT_FLAGS.json!, timeout: CLIENT_FLAGS.timeout!, ca: CLIENT_FLAGS.ca!, cert: CLIENT_FLAGS.cert!, key: CLIENT_FLAGS.key!, help: CLIENT_FLAGS.help! };
+// The client verbs (and the client library under them) load only for a client verb: a
+// starting member does not need them before it serves (issue 32, rejoin time).
+async function statusFlags(): Promise<FlagSpecs> {
+  const { CLIENT_FLAGS } = await import('./client-commands.js');
+  return { server: CLIENT_FLAGS.server!, json: CLIENT_FLAGS.json!, timeout: CLIENT_FLAGS.timeout!, ca: CLIENT_FLAGS.ca!, cert: CLIENT_FLAGS.cert!, key: CLIENT_FLAGS.key!, help: CLIENT_FLAGS.help! };
+}
 
 /** Runs `vera <argv...>` and resolves with the exit code. */
 export async function main(argv: string[], io: CliIO = processIO()): Promise<number> {
@@ -71,10 +73,12 @@ async function runVerb(verb: string, argv: string[], io: CliIO): Promise<number>
     return EXIT.ok;
   }
   if (verb === 'status') {
-    const args = parseArgs(argv, STATUS_FLAGS, 'vera status');
+    const args = parseArgs(argv, await statusFlags(), 'vera status');
     if (boolFlag(args, 'help')) return help(io, 'status');
+    const { runStatus } = await import('./status.js');
     return runStatus(args, io);
   }
+  const [{ CLIENT_COMMANDS, runClientCommand }, { FAMILY_VERBS, registeredVerb, registeredVerbs }] = await Promise.all([import('./client-commands.js'), import('./family-verbs.js')]);
   const family = FAMILY_VERBS[verb];
   if (family !== undefined) return (await family()).run(argv, io);
   const command = CLIENT_COMMANDS[verb];

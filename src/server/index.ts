@@ -135,6 +135,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     clientPort = port.port;
     node.start();
     logStarted(config, node, clientPort, tls.client !== null, tls.peer !== null, link?.transport ?? null, logger);
+    // Off the start path: a restarted member first catches up (issue 32); a scrape before then loads them itself.
+    setTimeout(() => metrics.collectProcessMetrics(), PROCESS_METRICS_DELAY_MS).unref();
 
     let closing: Promise<void> | null = null;
     return {
@@ -177,6 +179,9 @@ function refuseExposure(config: ServerConfig, node: VeraNode, logger: Logger): v
   logger.error({ event: 'exposure-refused', client: `${config.client.host}:${config.client.port}` }, exposed);
   throw new Error(exposed);
 }
+
+/** How long after it serves a member adds the process and runtime metrics (ServerMetrics.collectProcessMetrics). */
+const PROCESS_METRICS_DELAY_MS = 2_000;
 
 /** Every member's client URL (the book's, the --peers contacts', this one's), worked out again only when the book changes. */
 function memberClientUrls(config: ServerConfig, directory: MemberDirectory): () => readonly string[] {

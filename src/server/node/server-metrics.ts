@@ -4,7 +4,7 @@
 // look at first: leader changes, failed proposals, fsync and apply durations,
 // replication lag and round trip per peer, snapshots, sessions opened and expired, and the
 // notification backlog by the state of the connections it waits for.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, defaultMetricsCollector, Gauge, Histogram, Registry } from './prom-parts.js';
 import type { SnapshotEvent } from '../../raft/driver.js';
 
 export interface MetricSources {
@@ -59,7 +59,6 @@ export class ServerMetrics {
 
   constructor(src: MetricSources) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry });
     const gauge = (name: string, help: string, read: () => number): void => {
       new Gauge({ name, help, registers, collect() {
         this.set(read());
@@ -96,8 +95,22 @@ export class ServerMetrics {
     if (e.bytes !== undefined) this.snapshotBytes.set({ kind: e.kind }, e.bytes);
   }
 
+  private processMetrics = false;
+
+  /**
+   * Adds prom-client's process and runtime metrics (CPU, memory, event loop lag, GC,
+   * handles). Called once the member serves, not at start: loading them is a tenth of
+   * the module load, and nothing needs them before the first scrape.
+   */
+  collectProcessMetrics(): void {
+    if (this.processMetrics) return;
+    this.processMetrics = true;
+    defaultMetricsCollector()({ register: this.registry });
+  }
+
   /** The Prometheus text of every metric above. */
   render(): Promise<string> {
+    this.collectProcessMetrics(); // a scrape never lacks them
     return this.registry.metrics();
   }
 }
