@@ -18,6 +18,7 @@ import { COLD_FILE_MOVED, frozenEntriesAt, frozenListsAt } from './held-reads.js
 import { HIBERNATE_OPS, MAX_FREEZE_PATHS, UNITS_PAGE } from './wire.js';
 import { followersMargin, StepPacer } from './pacing.js';
 import { newestIndexIn } from './freezing.js';
+import { HibernateMember, type Activity, type Counters, type Thawed } from './member.js';
 
 async function propose(fe: FrontEnd, command: HibernateCommand): Promise<HibernateValue> {
   const r = expectOk(await proposeTimed(fe, { family: 'hibernate', ...command } as never));
@@ -25,19 +26,16 @@ async function propose(fe: FrontEnd, command: HibernateCommand): Promise<Hiberna
   return r.value as HibernateValue;
 }
 
-/** Thaws in flight, per member (front end) and unit. */
-const thawing = new WeakMap<FrontEnd, Map<string, Promise<Thawed>>>();
-
-interface Counters {
-  freezes: number;
-  thaws: number;
-  thawMs: number[];
+const members = new WeakMap<FrontEnd, HibernateMember>();
+/** Hibernation's state on the member `fe` serves (member.ts). */
+function member(fe: FrontEnd): HibernateMember {
+  let m = members.get(fe);
+  if (m === undefined) members.set(fe, (m = new HibernateMember()));
+  return m;
 }
-const countersOf = new WeakMap<FrontEnd, Counters>();
+
 function counters(fe: FrontEnd): Counters {
-  let c = countersOf.get(fe);
-  if (c === undefined) countersOf.set(fe, (c = { freezes: 0, thaws: 0, thawMs: [] }));
-  return c;
+  return member(fe).counters;
 }
 
 /**
@@ -53,8 +51,7 @@ async function thawFor(fe: FrontEnd, path: string): Promise<boolean> {
 
 /** The unit's thaw, one at a time however many ask: later callers wait for the one in flight. */
 function thawOnce(fe: FrontEnd, unit: string): Promise<Thawed> {
-  let flights = thawing.get(fe);
-  if (flights === undefined) thawing.set(fe, (flights = new Map()));
+  const flights = member(fe).thawing;
   let flight = flights.get(unit);
   if (flight === undefined) {
     const started = performance.now();
@@ -65,16 +62,11 @@ function thawOnce(fe: FrontEnd, unit: string): Promise<Thawed> {
         if (c.thawMs.length > 1000) c.thawMs.shift();
         return r;
       })
-      .finally(() => flights!.delete(unit));
+      .finally(() => flights.delete(unit));
     flights.set(unit, f);
     flight = f;
   }
   return flight;
-}
-
-interface Thawed {
-  readonly thawed: boolean;
-  readonly items: number;
 }
 
 /**
@@ -142,11 +134,8 @@ async function newestIn(fe: FrontEnd, unit: string): Promise<number> {
 }
 
 /** Units this member (as leader) is freezing right now: the idle detector leaves their commits to whoever began them. */
-const freezesInFlight = new WeakMap<FrontEnd, Set<string>>();
 function inFlight(fe: FrontEnd): Set<string> {
-  let s = freezesInFlight.get(fe);
-  if (s === undefined) freezesInFlight.set(fe, (s = new Set()));
-  return s;
+  return member(fe).freezesInFlight;
 }
 
 /**
@@ -196,16 +185,12 @@ async function commitOnly(fe: FrontEnd, units: readonly string[]): Promise<reado
   return v.units;
 }
 
-/** Units this member (as leader) is deleting the hot entries of right now. */
-const drainsInFlight = new WeakMap<FrontEnd, Set<string>>();
-
 /**
  * Deletes the hot entries the commit left of each draining unit, HOT_STEP per entry, one
  * entry at a time: client writes take their turn in the log between the steps.
  */
 async function drainAll(fe: FrontEnd, units: readonly string[]): Promise<void> {
-  let mine = drainsInFlight.get(fe);
-  if (mine === undefined) drainsInFlight.set(fe, (mine = new Set()));
+  const mine = member(fe).drainsInFlight;
   const state = fe.node.stateMachine.stateOf(hibernate);
   for (const unit of units) {
     if (mine.has(unit)) continue;
@@ -230,8 +215,8 @@ async function drainAll(fe: FrontEnd, units: readonly string[]): Promise<void> {
 function leftoverDrains(fe: FrontEnd): string[] {
   const state = fe.node.stateMachine.stateOf(hibernate);
   if (state.draining.size === 0 && state.thawing.size === 0) return [];
-  const mine = drainsInFlight.get(fe);
-  return [...state.draining, ...state.thawing.keys()].filter((u) => mine === undefined || !mine.has(u)).slice(0, MAX_FREEZE_PATHS);
+  const mine = member(fe).drainsInFlight;
+  return [...state.draining, ...state.thawing.keys()].filter((u) => !mine.has(u)).slice(0, MAX_FREEZE_PATHS);
 }
 
 function freezeReply(v: FreezeValue): FamilyResult {
@@ -323,20 +308,9 @@ async function metrics(fe: FrontEnd): Promise<string> {
 
 // ---------------------------------------------------------------- the idle detector
 
-/** What the leader knows of recent use: when each unit was last touched, and how busy the clients are. */
-interface Activity {
-  readonly lastUse: Map<string, number>;
-  /** Where the walk over each root's children goes on (absent: at the start). */
-  readonly cursor: Map<string, Buffer>;
-  leadingSince: number;
-  opsThisTick: number;
-  running: boolean;
-}
-const activityOf = new WeakMap<FrontEnd, Activity>();
+/** What the leader knows of recent use (member.ts). */
 function activity(fe: FrontEnd): Activity {
-  let a = activityOf.get(fe);
-  if (a === undefined) activityOf.set(fe, (a = { lastUse: new Map(), cursor: new Map(), leadingSince: Date.now(), opsThisTick: 0, running: false }));
-  return a;
+  return member(fe).activity;
 }
 
 /** Above this many path operations in a tick the clients are busy: no freeze competes with them. */
