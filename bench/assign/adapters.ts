@@ -18,8 +18,9 @@ import { TokenserverPg } from './tokenserver-pg.js';
 const CLIENTS_PER_CONNECTION = 16;
 const MAX_PG_POOL = 64;
 
-export async function veraAssign(logDir: string): Promise<AssignSystem> {
-  const cluster = new VeraCluster({ logDir, inspector: false });
+/** `checkout`: another built checkout whose bin/vera.js the members run (interleave.ts); this one when absent. */
+export async function veraAssign(logDir: string, checkout?: string): Promise<AssignSystem> {
+  const cluster = new VeraCluster({ logDir, inspector: false, ...(checkout === undefined ? {} : { checkout }) });
   await cluster.start();
   const leader = await cluster.leader();
   const url = `ws://${LOOPBACK}:${cluster.members().find((m) => m.id === leader)!.clientPort}`;
