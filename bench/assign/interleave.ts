@@ -4,7 +4,9 @@
 // client levels (and with --drain, the drain under load) on it.
 //
 //   tsx bench/assign/interleave.ts --ref DIR [--ref DIR] [--rounds 3] [--level-ms 4000]
-//       [--clients 1,16] [--drain] [--no-postgres] --out DIR
+//       [--clients 1,16] [--drain] [--unpaced] [--no-postgres] --out DIR
+//
+// --unpaced adds this checkout with the drain unpaced (every step the full batch, at the rate).
 //
 // A ref is a directory holding a built checkout (bench/compare/targets.ts makes one
 // from a commit: `git worktree add`, the shared node_modules, `npm run build`).
@@ -13,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { loadavg } from 'node:os';
 import { describeCheckout } from '../compare/targets.js';
 import { runA1, type A1Result, type A1Scale } from './a1.js';
-import { postgresAssign, veraAssign } from './adapters.js';
+import { postgresAssign, UNPACED, veraAssign } from './adapters.js';
 import type { AssignSystem } from './system.js';
 
 interface Target {
@@ -26,12 +28,13 @@ function median(xs: readonly number[]): number {
   return s.length === 0 ? Number.NaN : s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 }
 
-function parse(argv: readonly string[]): { refs: string[]; rounds: number; levelMs: number; clients: number[]; drain: boolean; postgres: boolean; out: string } {
+function parse(argv: readonly string[]): { refs: string[]; rounds: number; levelMs: number; clients: number[]; drain: boolean; unpaced: boolean; postgres: boolean; out: string } {
   const refs: string[] = [];
   let rounds = 3;
   let levelMs = 4000;
   let clients = [1, 16];
   let drain = false;
+  let unpaced = false;
   let postgres = true;
   let out = '';
   for (let i = 0; i < argv.length; i++) {
@@ -46,12 +49,13 @@ function parse(argv: readonly string[]): { refs: string[]; rounds: number; level
     else if (a === '--level-ms') levelMs = Number(value());
     else if (a === '--clients') clients = value().split(',').map(Number);
     else if (a === '--drain') drain = true;
+    else if (a === '--unpaced') unpaced = true;
     else if (a === '--no-postgres') postgres = false;
     else if (a === '--out') out = resolve(value());
     else throw new Error(`unknown argument ${a}`);
   }
   if (out === '') throw new Error('--out DIR is required');
-  return { refs, rounds, levelMs, clients, drain, postgres, out };
+  return { refs, rounds, levelMs, clients, drain, unpaced, postgres, out };
 }
 
 const o = parse(process.argv.slice(2));
@@ -60,6 +64,7 @@ const logDir = join(o.out, 'logs');
 mkdirSync(logDir, { recursive: true });
 const targets: Target[] = [
   { label: `this (${describeCheckout(root)})`, open: (d) => veraAssign(d) },
+  ...(o.unpaced ? [{ label: `this, drain unpaced`, open: (d: string) => veraAssign(d, undefined, UNPACED) }] : []),
   ...o.refs.map((dir) => ({ label: `${describeCheckout(dir)} (${dir})`, open: (d: string) => veraAssign(d, dir) })),
   ...(o.postgres ? [{ label: 'PostgreSQL', open: (d: string) => postgresAssign(d) }] : []),
 ];
