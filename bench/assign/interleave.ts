@@ -4,7 +4,7 @@
 // client levels (and with --drain, the drain under load) on it.
 //
 //   tsx bench/assign/interleave.ts --ref DIR [--ref DIR] [--rounds 3] [--level-ms 4000]
-//       [--clients 1,16] [--drain] [--unpaced] [--no-postgres] --out DIR
+//       [--clients 1,16] [--drain] [--drain-users 20000] [--unpaced] [--no-postgres] --out DIR
 //
 // --unpaced adds this checkout with the drain unpaced (every step the full batch, at the rate).
 //
@@ -28,13 +28,14 @@ function median(xs: readonly number[]): number {
   return s.length === 0 ? Number.NaN : s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 }
 
-function parse(argv: readonly string[]): { refs: string[]; rounds: number; levelMs: number; clients: number[]; drain: boolean; unpaced: boolean; postgres: boolean; out: string } {
+function parse(argv: readonly string[]): { refs: string[]; rounds: number; levelMs: number; clients: number[]; drain: boolean; drainUsers: number; unpaced: boolean; postgres: boolean; out: string } {
   const refs: string[] = [];
   let rounds = 3;
   let levelMs = 4000;
   let clients = [1, 16];
   let drain = false;
   let unpaced = false;
+  let drainUsers = 20_000;
   let postgres = true;
   let out = '';
   for (let i = 0; i < argv.length; i++) {
@@ -50,12 +51,13 @@ function parse(argv: readonly string[]): { refs: string[]; rounds: number; level
     else if (a === '--clients') clients = value().split(',').map(Number);
     else if (a === '--drain') drain = true;
     else if (a === '--unpaced') unpaced = true;
+    else if (a === '--drain-users') drainUsers = Number(value());
     else if (a === '--no-postgres') postgres = false;
     else if (a === '--out') out = resolve(value());
     else throw new Error(`unknown argument ${a}`);
   }
   if (out === '') throw new Error('--out DIR is required');
-  return { refs, rounds, levelMs, clients, drain, unpaced, postgres, out };
+  return { refs, rounds, levelMs, clients, drain, drainUsers, unpaced, postgres, out };
 }
 
 const o = parse(process.argv.slice(2));
@@ -73,7 +75,7 @@ const scale: A1Scale = {
   levelMs: o.levelMs,
   warmupMs: 500,
   seedUsers: 300,
-  ...(o.drain ? { extra: { events: 0, eventUsers: 0, drainUsers: 20_000, drainBatch: 100, drainRate: 5_000, loadMs: o.levelMs, loadClients: 16 } } : {}),
+  ...(o.drain ? { extra: { events: 0, eventUsers: 0, drainUsers: o.drainUsers, drainBatch: 100, drainRate: 5_000, loadMs: o.levelMs, loadClients: 16 } } : {}),
 };
 const log = (m: string): void => console.log(`${new Date().toISOString().slice(11, 19)} ${m}`);
 log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${o.rounds} rounds of ${targets.map((t) => t.label).join(', ')}`);
