@@ -130,4 +130,4 @@ export async function postgresAssign(logDir: string): Promise<AssignSystem> {
 }
 
 /** No pacing: every step the full batch, the next as soon as the rate allows (the drain before drain-pacing.ts). */
-export const UNPACED: DrainPacing = { targetHoldMs: Number.POSITIVE_INFINITY, gap: 0, minBatch: 1 };
+export const UNPACED: DrainPacing = { targetHoldMs: Number.POSITIVE_INFINITY, gap: 0, minBatch: Number.MAX_SAFE_INTEGER };

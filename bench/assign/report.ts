@@ -63,7 +63,7 @@ export function renderA1(results: readonly A1Result[], meta: { readonly command:
   const withDrain = results.filter((r) => r.drain !== undefined);
   if (withDrain.length > 0) {
     lines.push('', '## Draining a node under load', '');
-    lines.push("A node of its own users drained gradually (a batch per step, paced) while 16 clients keep up the get-or-create load; the load's latency without the drain, then during it. Vera drains with the client's paced drain (batches of at most 100, smaller while steps are slow, the log left free between steps); PostgreSQL in steps of 100 at the rate.", '');
+    lines.push("A node of its own users drained gradually (a batch per step, paced) while 16 clients keep up the get-or-create load; the load's latency without the drain, then during it. Vera drains with the client's paced drain (batches from 25 up to 100 while steps stay quick, the log left free between steps); PostgreSQL in steps of 100 at the rate.", '');
     lines.push('| system | users drained | drain (s) | steps (users per step) | load requests/s without / with | load p99 (ms) without | with | ratio |', '|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of withDrain) {
       const d = r.drain!;
