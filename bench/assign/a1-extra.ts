@@ -25,7 +25,7 @@ export interface ExtraScale {
 // The drain's batch is the client's and CLI's default (100), the most a step takes: one entry
 // holds the apply for its whole batch, so a batch of 500 made the load wait behind each (3.3x
 // p99 in the first run). Each system drains its own way (AssignSystem.drain): Vera with the
-// client's paced drain (drain-pacing.ts: batches from 25, larger while steps stay quick,
+// client's paced drain (client-drain-pacing.ts: batches from 25, larger while steps stay quick,
 // the log left free between them), PostgreSQL with steps at the rate. The rate is a ceiling, 50 times the
 // default's.
 export const EXTRA_FULL: ExtraScale = { events: 10_000, eventUsers: 2_000, drainUsers: 100_000, drainBatch: 100, drainRate: 5_000, loadMs: 10_000, loadClients: 16 };

@@ -9,7 +9,7 @@
 import pg from 'pg';
 import { connect, type VeraClient } from '../../src/client/index.js';
 import { AssignClient } from '../../src/families/assign/client.js';
-import type { DrainPacing } from '../../src/families/assign/drain-pacing.js';
+import type { DrainPacing } from '../../src/families/assign/client-drain-pacing.js';
 import { startPostgres } from '../journal/servers.js';
 import { LOOPBACK } from '../lib/net.js';
 import { VeraCluster } from '../systems/vera.js';
@@ -129,5 +129,5 @@ export async function postgresAssign(logDir: string): Promise<AssignSystem> {
   };
 }
 
-/** No pacing: every step the full batch, the next as soon as the rate allows (the drain before drain-pacing.ts). */
+/** No pacing: every step the full batch, the next as soon as the rate allows (the drain before client-drain-pacing.ts). */
 export const UNPACED: DrainPacing = { targetHoldMs: Number.POSITIVE_INFINITY, gap: 0, minBatch: Number.MAX_SAFE_INTEGER };

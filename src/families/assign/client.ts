@@ -2,7 +2,7 @@
 import type { VeraClient } from '../../client/client.js';
 import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { ASSIGN_OPS, type AccountEventKind } from './wire.js';
-import { DRAIN_PACING, DrainPacer, type DrainPacing } from './drain-pacing.js';
+import { DRAIN_PACING, DrainPacer, type DrainPacing } from './client-drain-pacing.js';
 
 export type { AccountEventKind } from './wire.js';
 export { runEventsWorker, type AccountEvent, type EventsWorkerOptions, type EventsWorkerReport } from './client-events-worker.js';
@@ -142,7 +142,7 @@ export interface DrainOptions {
   readonly signal?: AbortSignal;
   /** Told after each batch: replaced so far, the node's load (its users still there), and that step's batch and time (ms). */
   readonly onBatch?: (p: { readonly replaced: number; readonly load: number; readonly batches: number; readonly batch: number; readonly stepMs: number }) => void;
-  /** How steps are sized and spaced (drain-pacing.ts); DRAIN_PACING when absent. */
+  /** How steps are sized and spaced (client-drain-pacing.ts); DRAIN_PACING when absent. */
   readonly pacing?: DrainPacing;
 }
 
@@ -330,7 +330,7 @@ export class AssignClient {
    * Drains a node without downing it: it takes no new users from the first batch on
    * (backoff 1, as a decommission sets), and its users are replaced a batch per entry at
    * most `ratePerSecond`, each moving to another node on its next request. The steps are
-   * paced (drain-pacing.ts): a batch shrinks while steps take long and grows back to
+   * paced (client-drain-pacing.ts): a batch shrinks while steps take long and grows back to
    * `batch` while they are quick, and after each step the log is left free at least as
    * long as the step took, so requests beside the drain wait little behind it. Ends when
    * none is left (`done`) or `signal` aborts. Reopen the node with updateNode(..., {backoff: 0}).

@@ -4,7 +4,7 @@
 // again; after each step it pauses at least as long as the step took, or longer when the
 // rate asks.
 import { describe, expect, it } from 'vitest';
-import { DRAIN_PACING, DrainPacer } from '../../../src/families/assign/drain-pacing.js';
+import { DRAIN_PACING, DrainPacer } from '../../../src/families/assign/client-drain-pacing.js';
 
 function pacer(maxBatch: number, rate: number): { p: DrainPacer; advance: (ms: number) => void } {
   let now = 1_000;
