@@ -1,5 +1,5 @@
 // A1 interleaved: this checkout, other built checkouts and PostgreSQL, one after the
-// other, round after round, so a shared machine's load falls on each alike; only the
+// other, round after round (every other round in the reverse order), so a shared machine's load falls on each alike; only the
 // ratios within one run count. Each round starts each system afresh and runs A1's
 // client levels (and with --drain, the drain under load) on it.
 //
@@ -81,7 +81,8 @@ const log = (m: string): void => console.log(`${new Date().toISOString().slice(1
 log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}; ${o.rounds} rounds of ${targets.map((t) => t.label).join(', ')}`);
 const results: Array<{ round: number; target: string; result: A1Result }> = [];
 for (let round = 1; round <= o.rounds; round++) {
-  for (const t of targets) {
+  // Every other round in the reverse order, so a load that rises or falls through the run favours none.
+  for (const t of round % 2 === 1 ? targets : [...targets].reverse()) {
     const system = await t.open(logDir);
     try {
       const result = await runA1(system, scale, (m) => log(`round ${round} ${t.label}: ${m}`));
