@@ -22,9 +22,12 @@ export interface ExtraScale {
   readonly loadClients: number;
 }
 
-// The drain's batch is the client's and CLI's default (100): one entry holds the apply for
-// its whole batch, so a batch of 500 made the load wait behind each (3.3x p99 in the first
-// run). The rate stays 50 times the default's, so 100,000 users drain in about 20 s.
+// The drain's batch is the client's and CLI's default (100), the most a step takes: one entry
+// holds the apply for its whole batch, so a batch of 500 made the load wait behind each (3.3x
+// p99 in the first run). Each system drains its own way (AssignSystem.drain): Vera with the
+// client's paced drain (client-drain-pacing.ts: batches from 25, larger while steps stay quick,
+// the log left free between them), PostgreSQL with steps at the rate. The rate is a ceiling, 50 times the
+// default's.
 export const EXTRA_FULL: ExtraScale = { events: 10_000, eventUsers: 2_000, drainUsers: 100_000, drainBatch: 100, drainRate: 5_000, loadMs: 10_000, loadClients: 16 };
 export const EXTRA_QUICK: ExtraScale = { events: 2_000, eventUsers: 400, drainUsers: 10_000, drainBatch: 100, drainRate: 5_000, loadMs: 3_000, loadClients: 16 };
 
@@ -40,6 +43,9 @@ export interface DrainResult {
   readonly users: number;
   readonly replaced: number;
   readonly drainSeconds: number;
+  /** Steps the drain took, and their times (propose to answer). */
+  readonly steps?: number;
+  readonly stepMs?: LatencySummary;
   readonly clients: number;
   readonly baseline: { readonly perSec: number; readonly latencyMs: LatencySummary; readonly errors: number };
   readonly during: { readonly perSec: number; readonly latencyMs: LatencySummary; readonly errors: number };
@@ -112,15 +118,20 @@ export async function runDrain(system: AssignSystem, scale: ExtraScale, values: 
   let draining = true;
   let replaced = 0;
   const drainStart = performance.now();
+  const steps = new Samples();
+  let stepCount = 0;
   const drain = (async () => {
     try {
-      for (;;) {
-        const step = await system.drainStep(SERVICE, DRAIN_NODE, scale.drainBatch);
-        replaced += step.replaced;
-        if (step.finished) return;
-        const wait = drainStart + (replaced / scale.drainRate) * 1000 - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      }
+      const r = await system.drain(SERVICE, DRAIN_NODE, {
+        batch: scale.drainBatch,
+        ratePerSecond: scale.drainRate,
+        onStep: (n, ms) => {
+          replaced += n;
+          stepCount++;
+          steps.add(ms);
+        },
+      });
+      replaced = r.replaced;
     } finally {
       draining = false;
     }
@@ -137,7 +148,8 @@ export async function runDrain(system: AssignSystem, scale: ExtraScale, values: 
   await clients.close();
   const baseline = { perSec: baseSamples.count / baseSeconds, latencyMs: baseSamples.summary(), errors: base.errors };
   const withDrain = { perSec: duringSamples.count / duringSeconds, latencyMs: duringSamples.summary(), errors: during.errors };
-  const result = { users: emails.length, replaced, drainSeconds, clients: scale.loadClients, baseline, during: withDrain, p99Ratio: withDrain.latencyMs.p99 / baseline.latencyMs.p99 };
-  log(`${system.name} drain of ${replaced} users in ${drainSeconds.toFixed(1)} s: load p99 ${baseline.latencyMs.p99.toFixed(2)} ms without, ${withDrain.latencyMs.p99.toFixed(2)} ms with (${result.p99Ratio.toFixed(2)}x)${during.firstError === null ? '' : `; first error ${during.firstError}`}`);
+  const stepMs = steps.summary();
+  const result = { users: emails.length, replaced, drainSeconds, steps: stepCount, stepMs, clients: scale.loadClients, baseline, during: withDrain, p99Ratio: withDrain.latencyMs.p99 / baseline.latencyMs.p99 };
+  log(`${system.name} drain of ${replaced} users in ${drainSeconds.toFixed(1)} s (${stepCount} steps, p50 ${stepMs.p50.toFixed(1)} ms, p99 ${stepMs.p99.toFixed(1)} ms): load p99 ${baseline.latencyMs.p99.toFixed(2)} ms without, ${withDrain.latencyMs.p99.toFixed(2)} ms with (${result.p99Ratio.toFixed(2)}x)${during.firstError === null ? '' : `; first error ${during.firstError}`}`);
   return result;
 }

@@ -9,17 +9,23 @@
 import pg from 'pg';
 import { connect, type VeraClient } from '../../src/client/index.js';
 import { AssignClient } from '../../src/families/assign/client.js';
+import type { DrainPacing } from '../../src/families/assign/client-drain-pacing.js';
 import { startPostgres } from '../journal/servers.js';
 import { LOOPBACK } from '../lib/net.js';
 import { VeraCluster } from '../systems/vera.js';
-import type { AssignSystem, Clients } from './system.js';
+import { drainByRate, type AssignSystem, type Clients } from './system.js';
 import { TokenserverPg } from './tokenserver-pg.js';
 
 const CLIENTS_PER_CONNECTION = 16;
 const MAX_PG_POOL = 64;
 
-export async function veraAssign(logDir: string): Promise<AssignSystem> {
-  const cluster = new VeraCluster({ logDir, inspector: false });
+/**
+ * `checkout`: another built checkout whose bin/vera.js the members run (interleave.ts); this one
+ * when absent. `drainPacing`: the drain's pacing, when not the client's default (interleave.ts
+ * compares it with none: `UNPACED`).
+ */
+export async function veraAssign(logDir: string, checkout?: string, drainPacing?: DrainPacing): Promise<AssignSystem> {
+  const cluster = new VeraCluster({ logDir, inspector: false, ...(checkout === undefined ? {} : { checkout }) });
   await cluster.start();
   const leader = await cluster.leader();
   const url = `ws://${LOOPBACK}:${cluster.members().find((m) => m.id === leader)!.clientPort}`;
@@ -70,10 +76,15 @@ export async function veraAssign(logDir: string): Promise<AssignSystem> {
         await admin.importUsers(service, users);
       }
     },
-    async drainStep(service, node, batch) {
-      // One step of vera assign drain: assign.decommission with max (the node closed to new users first).
-      const r = await admin.drainBatch(service, node, batch);
-      return { replaced: r.replaced, finished: r.finished };
+    async drain(service, node, { batch, ratePerSecond, onStep }) {
+      // vera assign drain: the client's paced steps (assign.decommission with max; the node closed to new users first).
+      let before = 0;
+      const onBatch = (p: { replaced: number; stepMs: number }): void => {
+        onStep?.(p.replaced - before, p.stepMs);
+        before = p.replaced;
+      };
+      const r = await admin.drain(service, node, { batch, ratePerSecond, onBatch, ...(drainPacing === undefined ? {} : { pacing: drainPacing }) });
+      return { replaced: r.replaced, steps: r.batches };
     },
     async counters(service) {
       const nodes = await admin.nodes(service);
@@ -110,10 +121,13 @@ export async function postgresAssign(logDir: string): Promise<AssignSystem> {
     counters: () => admin.counters(),
     addNode: (_service, n) => admin.addNode(n),
     bulkUsers: (_service, node, emails, v) => admin.bulkUsers(node, emails, v),
-    drainStep: (_service, node, batch) => admin.drainStep(node, batch),
+    drain: (_service, node, options) => drainByRate((batch) => admin.drainStep(node, batch), options),
     async stop() {
       for (const p of pools) await p.end().catch(() => undefined);
       await server.stop();
     },
   };
 }
+
+/** No pacing: every step the full batch, the next as soon as the rate allows (the drain before client-drain-pacing.ts). */
+export const UNPACED: DrainPacing = { targetHoldMs: Number.POSITIVE_INFINITY, gap: 0, minBatch: Number.MAX_SAFE_INTEGER };

@@ -63,11 +63,12 @@ export function renderA1(results: readonly A1Result[], meta: { readonly command:
   const withDrain = results.filter((r) => r.drain !== undefined);
   if (withDrain.length > 0) {
     lines.push('', '## Draining a node under load', '');
-    lines.push("A node of its own users drained gradually (a batch per step, paced) while 16 clients keep up the get-or-create load; the load's latency without the drain, then during it.", '');
-    lines.push('| system | users drained | drain (s) | load requests/s without / with | load p99 (ms) without | with | ratio |', '|---|---:|---:|---:|---:|---:|---:|');
+    lines.push("A node of its own users drained gradually (a batch per step, paced) while 16 clients keep up the get-or-create load; the load's latency without the drain, then during it. Vera drains with the client's paced drain (batches from 25 up to 100 while steps stay quick, the log left free between steps); PostgreSQL in steps of 100 at the rate.", '');
+    lines.push('| system | users drained | drain (s) | steps (users per step) | load requests/s without / with | load p99 (ms) without | with | ratio |', '|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of withDrain) {
       const d = r.drain!;
-      lines.push(`| ${r.system} | ${d.replaced} | ${d.drainSeconds.toFixed(1)} | ${fmt(d.baseline.perSec)} / ${fmt(d.during.perSec)} | ${d.baseline.latencyMs.p99.toFixed(2)} | ${d.during.latencyMs.p99.toFixed(2)} | ${d.p99Ratio.toFixed(2)}x |`);
+      const steps = d.steps === undefined || d.steps === 0 ? '-' : `${d.steps} (${Math.round(d.replaced / d.steps)})`;
+      lines.push(`| ${r.system} | ${d.replaced} | ${d.drainSeconds.toFixed(1)} | ${steps} | ${fmt(d.baseline.perSec)} / ${fmt(d.during.perSec)} | ${d.baseline.latencyMs.p99.toFixed(2)} | ${d.during.latencyMs.p99.toFixed(2)} | ${d.p99Ratio.toFixed(2)}x |`);
     }
   }
   lines.push('', '## Counters at the end', '');

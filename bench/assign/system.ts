@@ -39,8 +39,12 @@ export interface AssignSystem {
   addNode(service: string, node: NodeSpec): Promise<void>;
   /** Creates these users current on `node` in bulk (the drain scenario's full node): uids from `firstUid`. */
   bulkUsers(service: string, node: string, emails: readonly string[], values: LoginValues, firstUid: number): Promise<void>;
-  /** Replaces up to `batch` users current on `node` (one step of a gradual drain; the node takes no new users); how many, and whether none is left. */
-  drainStep(service: string, node: string, batch: number): Promise<{ replaced: number; finished: boolean }>;
+  /**
+   * Drains `node` gradually the way that system's operator would (the node takes no new
+   * users): batches of at most `batch`, at most `ratePerSecond` users a second; `onStep`
+   * hears each step's users and time. Resolves once none is left.
+   */
+  drain(service: string, node: string, options: DrainRun): Promise<{ replaced: number; steps: number }>;
   stop(): Promise<void>;
 }
 
@@ -50,4 +54,25 @@ export interface Clients {
   /** Client `i` applies a password-change account event (process_account_events): the generation moves up to `generation - 1`. */
   event(i: number, email: string, generation: number, eventId: string): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface DrainRun {
+  readonly batch: number;
+  readonly ratePerSecond: number;
+  readonly onStep?: (replaced: number, stepMs: number) => void;
+}
+
+/** A drain as a loop of steps at the rate, back to back otherwise (a system with no drain tool of its own). */
+export async function drainByRate(step: (batch: number) => Promise<{ replaced: number; finished: boolean }>, options: DrainRun): Promise<{ replaced: number; steps: number }> {
+  const started = performance.now();
+  let replaced = 0;
+  for (let steps = 1; ; steps++) {
+    const t = performance.now();
+    const r = await step(options.batch);
+    options.onStep?.(r.replaced, performance.now() - t);
+    replaced += r.replaced;
+    if (r.finished) return { replaced, steps };
+    const wait = started + (replaced / options.ratePerSecond) * 1000 - performance.now();
+    if (wait > 0) await new Promise((go) => setTimeout(go, wait));
+  }
 }

@@ -43,7 +43,7 @@ describe('10^6 assigned users', () => {
     const loads = NODES.map((n) => harness.node(n)!.load);
     expect(loads.reduce((a, b) => a + b, 0)).toBe(USERS);
     expect(Math.max(...loads) - Math.min(...loads)).toBeLessThanOrEqual(1);
-    const found = await harness.sm.read('lookup', (db, snapshot) => userRecords(db, snapshot, email(USERS / 2), SERVICE));
+    const found = await harness.sm.readNow('lookup', (db, snapshot) => userRecords(db, snapshot, email(USERS / 2), SERVICE));
     expect(found).toMatchObject([{ email: email(USERS / 2), replacedAt: 0 }]);
 
     // Decommission the first node: at most 1000 records per entry.
@@ -68,7 +68,7 @@ describe('10^6 assigned users', () => {
     await harness.ok({ op: 'updateNode', service: SERVICE, node: gone, downed: true });
     const movedEmails: string[] = [];
     for (let i = 0; movedEmails.length < MOVED; i++) {
-      const records = await harness.sm.read('lookup', (db, snapshot) => userRecords(db, snapshot, email(i), SERVICE));
+      const records = await harness.sm.readNow('lookup', (db, snapshot) => userRecords(db, snapshot, email(i), SERVICE));
       if (records[0]!.node !== gone) continue;
       const v = await harness.login(email(i), { generation: 1, keysChangedAt: 1, clientState: 'aa' });
       expect(v.user.node).not.toBe(gone);

@@ -2,6 +2,7 @@
 import type { VeraClient } from '../../client/client.js';
 import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
 import { ASSIGN_OPS, type AccountEventKind } from './wire.js';
+import { DRAIN_PACING, DrainPacer, type DrainPacing } from './client-drain-pacing.js';
 
 export type { AccountEventKind } from './wire.js';
 export { runEventsWorker, type AccountEvent, type EventsWorkerOptions, type EventsWorkerReport } from './client-events-worker.js';
@@ -136,11 +137,13 @@ export interface NodeUser {
 export interface DrainOptions {
   /** Users replaced per second, at most. Default 100. */
   readonly ratePerSecond?: number;
-  /** Users replaced per entry (1-1000). Default 100, never above the rate. */
+  /** Users replaced per entry at most (1-1000): the first step's batch, and the most a paced one grows to. Default 100, never above the rate. */
   readonly batch?: number;
   readonly signal?: AbortSignal;
-  /** Told after each batch: replaced so far, and the node's load (its users still there). */
-  readonly onBatch?: (p: { readonly replaced: number; readonly load: number; readonly batches: number }) => void;
+  /** Told after each batch: replaced so far, the node's load (its users still there), and that step's batch and time (ms). */
+  readonly onBatch?: (p: { readonly replaced: number; readonly load: number; readonly batches: number; readonly batch: number; readonly stepMs: number }) => void;
+  /** How steps are sized and spaced (client-drain-pacing.ts); DRAIN_PACING when absent. */
+  readonly pacing?: DrainPacing;
 }
 
 /** Where a purge to the end stands after each batch. */
@@ -326,25 +329,30 @@ export class AssignClient {
   /**
    * Drains a node without downing it: it takes no new users from the first batch on
    * (backoff 1, as a decommission sets), and its users are replaced a batch per entry at
-   * most `ratePerSecond`, each moving to another node on its next request. Ends when none
-   * is left (`done`) or `signal` aborts. Reopen the node with updateNode(..., {backoff: 0}).
+   * most `ratePerSecond`, each moving to another node on its next request. The steps are
+   * paced (client-drain-pacing.ts): a batch shrinks while steps take long and grows back to
+   * `batch` while they are quick, and after each step the log is left free at least as
+   * long as the step took, so requests beside the drain wait little behind it. Ends when
+   * none is left (`done`) or `signal` aborts. Reopen the node with updateNode(..., {backoff: 0}).
    */
   async drain(service: string, node: string, options: DrainOptions = {}): Promise<{ replaced: number; batches: number; done: boolean }> {
     const rate = options.ratePerSecond ?? 100;
     if (!(rate > 0)) throw new RangeError('ratePerSecond must be above 0');
-    const batch = Math.max(1, Math.min(options.batch ?? 100, 1000, Math.ceil(rate)));
-    const started = Date.now();
+    const pacer = new DrainPacer(Math.max(1, Math.min(options.batch ?? 100, 1000, Math.ceil(rate))), rate, options.pacing ?? DRAIN_PACING);
     let replaced = 0;
     let batches = 0;
     while (options.signal?.aborted !== true) {
+      const batch = pacer.batch;
+      const started = performance.now();
       const r = await this.drainBatch(service, node, batch);
+      const stepMs = performance.now() - started;
+      pacer.record(stepMs, r.replaced);
       replaced += r.replaced;
       batches++;
-      const load = (await this.nodes(service)).find((n) => n.node === node)?.load ?? 0;
-      options.onBatch?.({ replaced, load, batches });
+      const load = options.onBatch === undefined ? 0 : ((await this.nodes(service)).find((n) => n.node === node)?.load ?? 0);
+      options.onBatch?.({ replaced, load, batches, batch, stepMs });
       if (r.finished) return { replaced, batches, done: true };
-      // Pace: the next batch no sooner than the rate allows for what has been replaced so far.
-      await pause(started + (replaced / rate) * 1000 - Date.now(), options.signal);
+      await pause(pacer.nextWaitMs(), options.signal);
     }
     return { replaced, batches, done: false };
   }

@@ -92,7 +92,7 @@ export async function cleanupJobs(fe: FrontEnd, service: string, s: ServiceState
       items.push({ key: `${service}/${u.uid}`, data: { ...cleanupJob(service, s.settings.pattern, u) } });
       continue;
     }
-    const current = newestFirst(await fe.node.stateMachine.read('assignment purge override', (db, snapshot) => userRecords(db, snapshot, u.email, service)))[0];
+    const current = newestFirst(await fe.node.stateMachine.readNow('assignment purge override', (db, snapshot) => userRecords(db, snapshot, u.email, service)))[0];
     if (current !== undefined && current.uid !== u.uid && fxaKidOf(current) === fxaKidOf(u)) continue;
     items.push({ key: `${service}/${u.uid}`, data: { ...cleanupJob(service, s.settings.pattern, u, overrideNode) } });
     overridden++;

@@ -7,7 +7,7 @@ import { AssignBucket, byNodeKey, byNodeRange, lookupKey, replacedBeforeRange, u
 import { decodeUids, decodeUser, type UserRecord } from './records.js';
 
 /** A user's records: point reads, synchronous (each a LevelDB lookup in memory or cache, cheaper than a thread-pool trip). */
-export async function userRecords(db: VeraDb, snapshot: DbSnapshot, email: string, service: string): Promise<UserRecord[]> {
+export function userRecords(db: VeraDb, snapshot: DbSnapshot, email: string, service: string): UserRecord[] {
   const list = db.getSync(lookupKey(email, service), { snapshot });
   if (list === undefined) return [];
   const out: UserRecord[] = [];

@@ -12,7 +12,7 @@ import type { ApplyOutcome } from '../../statemachine/types.js';
 import { rulesAt, unchangedLogin, type Assignment, type AssignValue, type LoginRefusal } from './apply.js';
 import { cluster } from '../cluster/index.js';
 import { assign } from './index.js';
-import { nodeKey, serviceKey } from './keys.js';
+import { lookupKey, nodeKey, serviceKey } from './keys.js';
 import { countReplacedBefore, countUsers, userRecords, usersOnNode } from './reads.js';
 import { decodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
@@ -117,7 +117,7 @@ const handlers: Record<string, Handler> = {
     await barrier(fe, r);
     const service = r.service as string;
     const s = serviceOf(fe, service);
-    const records = newestFirst(await fe.node.stateMachine.read('assignment lookup', (db, snapshot) => userRecords(db, snapshot, r.email as string, service)));
+    const records = newestFirst(await fe.node.stateMachine.readNow('assignment lookup', (db, snapshot) => userRecords(db, snapshot, r.email as string, service)));
     if (records.length === 0) throw new VeraError('NOT_FOUND', `${service} has no user ${r.email as string}`);
     const current = records[0]!;
     let firstSeenAt = current.createdAt;
@@ -255,25 +255,31 @@ function oneCountAtATime<T>(fe: FrontEnd, scan: () => Promise<T>): Promise<T> {
 }
 
 /**
- * The answer to a login that changes nothing, read after a linearizable barrier (so it
- * reflects every entry committed before the request came), or null when the login
- * needs an entry. A member that cannot confirm it leads proposes instead, which
- * forwards or fails as any write does.
+ * The answer to a login that changes nothing, or null when the login needs an entry.
+ * A user this member holds no record of needs one whatever the leader holds (the entry
+ * is get-or-create and decides for itself), so it is sent on without a read barrier.
+ * Otherwise the answer is read after a linearizable barrier (on a leader holding its
+ * lease, no round: it waits only for what is committed to be applied), so it reflects
+ * every entry acknowledged before the request came, and from one snapshot, all of it
+ * synchronous point reads: no trip to LevelDB's thread pool. A member that cannot
+ * confirm it leads proposes instead, which forwards or fails as any write does.
  */
 async function answerUnchanged(fe: FrontEnd, service: string, email: string, request: LoginRequest): Promise<Assignment | null> {
-  if (!fe.node.stateMachine.stateOf(assign).services.has(service)) return null; // the entry answers NOT_FOUND
+  const sm = fe.node.stateMachine;
+  if (!sm.stateOf(assign).services.has(service)) return null; // the entry answers NOT_FOUND
+  if (!(await sm.readNow('assignment login', (db, snapshot) => db.getSync(lookupKey(email, service), { snapshot }) !== undefined))) return null;
   try {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
   } catch {
     return null;
   }
   // Everything from one snapshot of the db: the service's pattern, the user's records, whether their node exists.
-  return fe.node.stateMachine.read('assignment login', async (db, snapshot) => {
+  return sm.readNow('assignment login', (db, snapshot) => {
     const raw = db.getSync(serviceKey(service), { snapshot });
     if (raw === undefined) return null;
-    const stored = await userRecords(db, snapshot, email, service);
+    const stored = userRecords(db, snapshot, email, service);
     // The rules the entry would apply now: those of the cluster's active version.
-    const rules = rulesAt(fe.node.stateMachine.stateOf(cluster).active);
+    const rules = rulesAt(sm.stateOf(cluster).active);
     return unchangedLogin(decodeService(raw).pattern, service, stored, request, (node) => db.getSync(nodeKey(service, node), { snapshot }) !== undefined, rules);
   });
 }

@@ -50,4 +50,14 @@ describe('drain and node users', () => {
     expect((await assign.user('sync-1.5', 'u0@example.com')).node).toBe('https://b');
     expect((await run('drain', 'sync-1.5', 'https://a', '--batch', '5000')).code).toBe(2);
   });
+
+  it('the client paces its drain: after each step the log is left free at least as long as the step took', async () => {
+    const assign = await start();
+    const steps: Array<{ at: number; stepMs: number; batch: number }> = [];
+    const r = await assign.drain('sync-1.5', 'https://a', { ratePerSecond: 1_000_000, batch: 10, onBatch: (p) => steps.push({ at: performance.now(), stepMs: p.stepMs, batch: p.batch }) });
+    expect(r).toMatchObject({ replaced: 30, done: true });
+    expect(steps.map((s) => s.batch)).toEqual([10, 10, 10, 10]); // the fourth finds none left
+    // From one step's end to the next one's: the pause (at least the step before) and the next step itself.
+    for (let i = 1; i < steps.length; i++) expect(steps[i]!.at - steps[i - 1]!.at).toBeGreaterThanOrEqual(steps[i - 1]!.stepMs + steps[i]!.stepMs);
+  });
 });

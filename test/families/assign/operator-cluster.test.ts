@@ -98,7 +98,12 @@ describe('operator tools on three members', () => {
     const progress: Array<{ replaced: number; load: number }> = [];
     const r = await assign.drain(service, 'https://a', { ratePerSecond: 2000, batch: 50, onBatch: (p) => progress.push({ replaced: p.replaced, load: p.load }) });
     expect(r).toMatchObject({ replaced: 240, done: true });
-    expect(progress.slice(0, 5)).toEqual([50, 100, 150, 200, 240].map((replaced) => ({ replaced, load: 240 - replaced })));
+    // Paced batches of at most 50 (from 25 up while steps stay quick), each told with the node's load left.
+    for (const p of progress) expect(p.load).toBe(240 - p.replaced);
+    expect(progress.at(-1)!.replaced).toBe(240);
+    const perStep = progress.map((p, i) => p.replaced - (i === 0 ? 0 : progress[i - 1]!.replaced));
+    expect(Math.max(...perStep)).toBeLessThanOrEqual(50);
+    expect(perStep[0]).toBe(25);
     // Up, but closed: every user moves to b or c, and so does a new one.
     for (let i = 0; i < emails.length; i += 60) await Promise.all(emails.slice(i, i + 60).map(async (e) => expect((await assign.user(service, e, { generation: 1 })).node).not.toBe('https://a')));
     expect((await assign.user(service, 'new@example.com')).node).not.toBe('https://a');
