@@ -86,9 +86,46 @@ export async function newestIndexIn(db: VeraDb, unit: string, snapshot: DbSnapsh
   return newest;
 }
 
-/** A Freezing unit made ready: its cold file durable and the keys its commit deletes, or why it is not frozen. */
+/**
+ * A unit's keys alone, copied into one buffer with where each ends: what a freeze's commit
+ * deletes. Its file written, a freeze keeps only these until the commit (up to a second
+ * later, for 16 units at once), so the read values, most of the bytes, can be collected.
+ */
+export class HeldKeys {
+  private constructor(
+    private readonly raw: Buffer,
+    /** Key n lies at [ends[n - 1] (0 for the first), ends[n]). */
+    private readonly ends: Uint32Array,
+  ) {}
+
+  /** Copies the keys of `entries`, PACK_SLICE entries at a time (never all the pairs at once). */
+  static of(entries: HeldEntries): HeldKeys {
+    const ends = new Uint32Array(entries.length);
+    const chunks: Buffer[] = [];
+    let at = 0;
+    for (let from = 0; from < entries.length; from += PACK_SLICE) {
+      const keys = entries.slice(from, from + PACK_SLICE).map(([key]) => key);
+      keys.forEach((key, n) => (ends[from + n] = at += key.length));
+      chunks.push(Buffer.concat(keys));
+    }
+    return new HeldKeys(Buffer.concat(chunks, at), ends);
+  }
+
+  get length(): number {
+    return this.ends.length;
+  }
+
+  /** Every key, in order: views into the one buffer (a LevelDB batch copies what it is given). */
+  all(): Buffer[] {
+    const out: Buffer[] = [];
+    for (let n = 0; n < this.ends.length; n++) out.push(this.raw.subarray(n === 0 ? 0 : this.ends[n - 1]!, this.ends[n]!));
+    return out;
+  }
+}
+
+/** A Freezing unit made ready: its cold file durable and the keys its commit deletes (not the values), or why it is not frozen. */
 export type Prepared =
-  | { readonly entries: HeldEntries; readonly lists: readonly FrozenList[]; readonly bytes: number }
+  | { readonly keys: HeldKeys; readonly lists: readonly FrozenList[]; readonly bytes: number }
   | { readonly why: UnfreezableWhy };
 
 /**
@@ -111,7 +148,8 @@ export async function prepareUnit(
   // A write (or delete of the newest item) after the leader looked: the unit is not idle.
   if (read.newest !== seen) return { why: 'changed' };
   const bytes = await cold.write({ unit, meta: { frozenAt: since }, entries: read.entries }, wanted, { syncDir: !background });
-  return { entries: read.entries, lists: read.lists, bytes };
+  // The values are in the file now: keep only the keys, so the commit's wait does not hold them.
+  return { keys: HeldKeys.of(read.entries), lists: read.lists, bytes };
 }
 
 /** A queue that runs at most `width` tasks at a time, in the order given. */

@@ -219,11 +219,11 @@ async function commitFreezes(c: Extract<HibernateCommand, { op: 'commitFreeze' }
     }
     const frozen: FrozenUnit = { frozenAt: record.since, lists: p.lists, bytes: p.bytes };
     // A unit whose hot entries fit what is left of the step goes in this batch; a larger one drains.
-    const draining = p.entries.length > budget;
-    if (!draining) budget -= p.entries.length;
-    for (const op of frozenOps(unit, draining ? [] : keysOf(p.entries), frozen, draining)) ops.push(op);
+    const draining = p.keys.length > budget;
+    if (!draining) budget -= p.keys.length;
+    for (const op of frozenOps(unit, draining ? [] : p.keys.all(), frozen, draining)) ops.push(op);
     after.push(frozenAfter(ctx, unit, frozen, draining));
-    values.push({ op: 'freeze', unit, frozen: true, items: p.entries.length, bytes: p.bytes });
+    values.push({ op: 'freeze', unit, frozen: true, items: p.keys.length, bytes: p.bytes });
   });
   // In the order the entry named them.
   values.sort((a, b) => c.units.indexOf(a.unit) - c.units.indexOf(b.unit));

@@ -83,6 +83,22 @@ function coldFiles(m: Member): string[] {
   return existsSync(dir) ? readdirSync(dir) : [];
 }
 
+/** The bytes of every distinct ArrayBuffer reachable from `root` through its fields (private ones too), arrays and maps. */
+function reachableBytes(root: unknown): number {
+  const buffers = new Set<ArrayBufferLike>();
+  const seen = new Set<object>();
+  const visit = (v: unknown): void => {
+    if (typeof v !== 'object' || v === null || seen.has(v)) return;
+    seen.add(v);
+    if (ArrayBuffer.isView(v)) buffers.add(v.buffer);
+    else if (v instanceof ArrayBuffer) buffers.add(v);
+    else if (v instanceof Map) for (const [k, x] of v) (visit(k), visit(x));
+    else for (const x of Object.values(v)) visit(x);
+  };
+  visit(root);
+  return [...buffers].reduce((sum, b) => sum + b.byteLength, 0);
+}
+
 const members: Member[] = [];
 afterEach(async () => {
   vi.restoreAllMocks();
@@ -240,6 +256,26 @@ describe('freezing in two entries (freezeUnits, then commitFreeze)', () => {
     expect(m.sm.stateOf(hibernate).freezing.size).toBe(0);
     expect(await m.hibernate({ op: 'thaw', unit: '/users/alice' })).toMatchObject({ thawed: true, items: 3 });
     expect(await m.items('/users/alice/bookmarks')).toEqual(['b1', 'b2']);
+  });
+
+  it('once its file is written, a Freezing unit holds only its keys until the commit, not its values', async () => {
+    const m = await member();
+    const big = 'v'.repeat(20_000);
+    for (let n = 0; n < 6; n++) await m.push('/users/alice', { n, big });
+    const newest = await m.push('/users/alice/bookmarks', { big });
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/alice', seen: newest }] });
+    const state = m.sm.stateOf(hibernate);
+    const prepared = await state.writing.get('/users/alice')!.done;
+    if ('why' in prepared) throw new Error(prepared.why);
+    // The values came to 140,000 bytes; what the record reaches is the keys (and at most a pool buffer).
+    expect(reachableBytes(prepared)).toBeLessThan(20_000);
+    const read = await readUnit(m.temp.db, '/users/alice');
+    if ('why' in read) throw new Error(read.why);
+    expect(prepared.keys.all()).toEqual(read.entries.slice(0, read.entries.length).map(([key]) => key));
+    expect(await m.hibernate({ op: 'commitFreeze', units: ['/users/alice'] })).toMatchObject({ units: [{ unit: '/users/alice', frozen: true, items: 7 }] });
+    expect(await m.items('/users/alice')).toEqual([]);
+    expect(await m.hibernate({ op: 'thaw', unit: '/users/alice' })).toMatchObject({ thawed: true, items: 7 });
+    expect(await m.items('/users/alice/bookmarks')).toEqual([{ big }]);
   });
 
   it('a delete, or a session ending with items in the unit, cancels its freeze in the same batch', async () => {
