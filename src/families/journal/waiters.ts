@@ -34,6 +34,9 @@ export interface ClaimTicket {
 export class JournalWaiters {
   private readonly byJournal = new Map<string, Waiter[]>();
   private readonly dueTimers = new Map<string, NodeJS.Timeout>();
+  /** The latest armDueTimer call of each journal (numbered across journals, so a forgotten entry never matches again). */
+  private readonly latestArm = new Map<string, number>();
+  private armCalls = 0;
 
   constructor(private readonly fe: FrontEnd) {}
 
@@ -167,21 +170,38 @@ export class JournalWaiters {
    * the claims in flight here take. At that date it wakes claimers for the items due
    * then, and aims at the next date past it.
    */
-  private armDueTimer(name: string, after?: number): void {
+  private armDueTimer(name: string, after?: number, notBefore = -Infinity): void {
     const old = this.dueTimers.get(name);
     if (old !== undefined) clearTimeout(old);
     this.dueTimers.delete(name);
+    // Only this call's answer arms the timer: a db read started earlier may finish later, with a date from before.
+    const call = ++this.armCalls;
+    this.latestArm.set(name, call);
     const state = this.fe.node.stateMachine.stateOf(journal);
     const definition = state.live(name);
-    if (definition === null || definition.counts.waiting === 0) return;
-    // Paused or at its rate limit: the claims wait for the end of that, not for a date.
-    if (state.claimsBlockedUntil(name, Math.max(this.fe.node.stateMachine.clock, Date.now())) !== null) return;
+    if (definition === null || definition.counts.waiting === 0) {
+      this.latestArm.delete(name);
+      return;
+    }
+    // Paused or at its rate limit: the claims wait for the end of that, not for a date. Paused has
+    // no end (the resume wakes them all, server.ts); a full window ends, and then they look again.
+    const now = Math.max(this.fe.node.stateMachine.clock, Date.now(), notBefore);
+    const blockedUntil = state.claimsBlockedUntil(name, now);
+    if (blockedUntil !== null) {
+      if (!Number.isFinite(blockedUntil)) return;
+      const windowEnds = (): void => {
+        this.dueTimers.delete(name);
+        if (this.byJournal.has(name)) this.armDueTimer(name, undefined, blockedUntil);
+      };
+      this.dueTimers.set(name, setTimeout(windowEnds, Math.min(blockedUntil - now, 2 ** 31 - 1)).unref());
+      return;
+    }
     // Past the claims in flight, unless more is due by their date than they ask for.
     const p = this.proposing.get(name);
     const beyond = p !== undefined && (state.dueBetween(name, -Infinity, p.through, p.asked + 1) ?? 0) <= p.asked ? p.through : -Infinity;
     const from = Math.max(after ?? -Infinity, beyond);
     const arm = (earliest: number | null): void => {
-      if (earliest === null || !this.byJournal.has(name) || this.dueTimers.has(name)) return;
+      if (earliest === null || !this.byJournal.has(name) || this.latestArm.get(name) !== call) return;
       // The replicated clock stands in for the leader's: dates are compared with it in the claim.
       const fire = (): void => {
         this.dueTimers.delete(name);
@@ -206,6 +226,7 @@ export class JournalWaiters {
   close(): void {
     for (const t of this.dueTimers.values()) clearTimeout(t);
     this.dueTimers.clear();
+    this.latestArm.clear();
     for (const queue of this.byJournal.values()) for (const w of queue) w.wake();
     this.byJournal.clear();
   }

@@ -11,11 +11,18 @@ import { DEFAULT_SETTINGS } from '../../../src/families/journal/server.js';
 const NAME = 'jobs';
 const T0 = 1_000_000;
 
-/** A member holding `dates` Waiting in `NAME` (priority 100), its fronts in memory; counts the db reads asked of it. */
-function member(dates: number[]): { fe: FrontEnd; reads: () => number; take: (i: number) => void } {
+/**
+ * A member holding `dates` Waiting in `NAME` (priority 100), its fronts in memory; counts the db reads asked of it.
+ * With `read`, the fronts are not in memory and each db read answers what `read` returns.
+ */
+function member(
+  dates: number[],
+  options: { rateLimit?: { max: number; windowMs: number }; read?: () => Promise<number | null> } = {},
+): { fe: FrontEnd; state: JournalState; reads: () => number; take: (i: number) => void } {
   const state = new JournalState();
-  state.journals.set(NAME, { settings: DEFAULT_SETTINGS, counts: { waiting: dates.length, processing: 0, flagged: 0, byPriority: { 100: dates.length } }, dropping: false });
-  state.setFront(NAME, 100, { keys: dates.map((d, i) => waitingKey(NAME, 100, d, `k${i}`)), end: null });
+  const settings = options.rateLimit === undefined ? DEFAULT_SETTINGS : { ...DEFAULT_SETTINGS, rateLimit: options.rateLimit };
+  state.journals.set(NAME, { settings, counts: { waiting: dates.length, processing: 0, flagged: 0, byPriority: { 100: dates.length } }, dropping: false });
+  if (options.read === undefined) state.setFront(NAME, 100, { keys: dates.map((d, i) => waitingKey(NAME, 100, d, `k${i}`)), end: null });
   let reads = 0;
   const earliest = dates.length === 0 ? null : Math.min(...dates);
   const stateMachine = {
@@ -24,12 +31,12 @@ function member(dates: number[]): { fe: FrontEnd; reads: () => number; take: (i:
     // The db agrees with the fronts (earliestProcessAt's answer).
     read: () => {
       reads++;
-      return Promise.resolve(earliest);
+      return options.read?.() ?? Promise.resolve(earliest);
     },
   };
   // A claim applied: the item leaves the Waiting index, and the front follows.
   const take = (i: number): void => state.noteWaiting(NAME, 100, waitingKey(NAME, 100, dates[i]!, `k${i}`), false);
-  return { fe: { node: { stateMachine } } as unknown as FrontEnd, reads: () => reads, take };
+  return { fe: { node: { stateMachine } } as unknown as FrontEnd, state, reads: () => reads, take };
 }
 
 /** Waits `n` claimers (each asking for `max`), recording the order in which they are woken. */
@@ -115,6 +122,74 @@ describe('JournalWaiters due timer', () => {
     await settle(10);
     expect(woken).toEqual(['c0', 'c1']);
     expect(reads()).toBe(0);
+    w.close();
+  });
+
+  it('claimers waiting when a claim fills the rate limit\u2019s window are woken when the window ends', async () => {
+    // One claim per window of 1000 ms; the window starting at T0 has not claimed yet.
+    const { fe, state, take } = member([T0, T0 + 5], { rateLimit: { max: 1, windowMs: 1000 } });
+    const definition = state.journals.get(NAME)!;
+    state.journals.set(NAME, { ...definition, window: { start: T0, claimed: 0 } });
+    const w = new JournalWaiters(fe);
+    // A claim sent at T0 takes the item due then; two claimers wait for the next.
+    const release = w.claiming(NAME, 1);
+    const woken = waitAll(w, 2, 1);
+    // It applies: it took the item and filled the window.
+    take(0);
+    state.journals.set(NAME, { ...state.journals.get(NAME)!, window: { start: T0, claimed: 1 } });
+    release();
+    await settle(999);
+    // T0+5 is due, but claims take nothing until the window ends.
+    expect(woken).toEqual([]);
+    await settle(1);
+    // A new window: one claimer for the one item due (not at its deadline, a minute on).
+    expect(woken).toEqual(['c0']);
+    w.close();
+  });
+
+  it('arms from the newest db read, not one started earlier that answers first', async () => {
+    const answers: ((earliest: number | null) => void)[] = [];
+    const { fe } = member([T0 + 10], { read: () => new Promise((resolve) => answers.push(resolve)) });
+    const w = new JournalWaiters(fe);
+    const woken = waitAll(w, 2, 1);
+    expect(answers.length).toBe(2);
+    // The first read, from before a claim left an item due at T0+10, answers a later date, first.
+    answers[0]!(T0 + 30_000);
+    answers[1]!(T0 + 10);
+    await settle(10);
+    expect(woken).toEqual(['c0']);
+    w.close();
+  });
+
+  it('a claim in flight that fails leaves its item due: the timer aims at it again', async () => {
+    const { fe } = member([T0, T0 + 50]);
+    const w = new JournalWaiters(fe);
+    // Sent at T0, it would take the item due then: the claimer waits past it, for T0+50.
+    const release = w.claiming(NAME, 1);
+    const woken = waitAll(w, 1, 1);
+    await settle(10);
+    expect(woken).toEqual([]);
+    // It fails (nothing applied): the item due at T0 is for the claimer that waits.
+    release();
+    await settle(0);
+    expect(woken).toEqual(['c0']);
+    w.close();
+  });
+
+  it('a claimer called off just as the timer woke it: the next one is woken for its item', async () => {
+    const { fe } = member([T0 + 10, T0 + 60]);
+    const w = new JournalWaiters(fe);
+    const woken: string[] = [];
+    const ticket = w.begin(NAME, 's0');
+    void w.wait(NAME, performance.now() + 60_000, ticket, 1).then(() => woken.push('c0'));
+    void w.wait(NAME, performance.now() + 60_000, undefined, 1).then(() => woken.push('c1'));
+    await settle(10);
+    expect(woken).toEqual(['c0']);
+    // c0's session calls it off before it claims: the item due at T0+10 goes to c1, now.
+    expect(w.cancel(NAME, 's0')).toBe(1);
+    await settle(0);
+    expect(woken).toEqual(['c0', 'c1']);
+    w.finish(ticket);
     w.close();
   });
 });
