@@ -137,7 +137,7 @@ export interface NodeUser {
 export interface DrainOptions {
   /** Users replaced per second, at most. Default 100. */
   readonly ratePerSecond?: number;
-  /** Users replaced per entry at most (1-1000): the first step's batch, and the most a paced one grows to. Default 100, never above the rate. */
+  /** The most a step replaces (1-1000): steps start at the pacing's least batch (25, or this if less) and grow up to it while quick. Default 100, never above the rate. */
   readonly batch?: number;
   readonly signal?: AbortSignal;
   /** Told after each batch: replaced so far, the node's load (its users still there), and that step's batch and time (ms). */
