@@ -144,7 +144,17 @@ export interface DrainOptions {
   readonly onBatch?: (p: { readonly replaced: number; readonly load: number; readonly batches: number; readonly batch: number; readonly stepMs: number }) => void;
   /** How steps are sized and spaced (client-drain-pacing.ts); DRAIN_PACING when absent. */
   readonly pacing?: DrainPacing;
+  /** Where the drain reads the time and waits between steps; performance.now and setTimeout when absent (tests pass their own). */
+  readonly clock?: DrainClock;
 }
+
+/** The time a drain measures its steps with (ms) and how it waits (ending early when signal aborts). */
+export interface DrainClock {
+  now(): number;
+  sleep(ms: number, signal: AbortSignal | undefined): Promise<void>;
+}
+
+const REAL_CLOCK: DrainClock = { now: () => performance.now(), sleep: pause };
 
 /** Where a purge to the end stands after each batch. */
 export interface PurgeProgress {
@@ -338,21 +348,22 @@ export class AssignClient {
   async drain(service: string, node: string, options: DrainOptions = {}): Promise<{ replaced: number; batches: number; done: boolean }> {
     const rate = options.ratePerSecond ?? 100;
     if (!(rate > 0)) throw new RangeError('ratePerSecond must be above 0');
-    const pacer = new DrainPacer(Math.max(1, Math.min(options.batch ?? 100, 1000, Math.ceil(rate))), rate, options.pacing ?? DRAIN_PACING);
+    const clock = options.clock ?? REAL_CLOCK;
+    const pacer = new DrainPacer(Math.max(1, Math.min(options.batch ?? 100, 1000, Math.ceil(rate))), rate, options.pacing ?? DRAIN_PACING, () => clock.now());
     let replaced = 0;
     let batches = 0;
     while (options.signal?.aborted !== true) {
       const batch = pacer.batch;
-      const started = performance.now();
+      const started = clock.now();
       const r = await this.drainBatch(service, node, batch);
-      const stepMs = performance.now() - started;
+      const stepMs = clock.now() - started;
       pacer.record(stepMs, r.replaced);
       replaced += r.replaced;
       batches++;
       const load = options.onBatch === undefined ? 0 : ((await this.nodes(service)).find((n) => n.node === node)?.load ?? 0);
       options.onBatch?.({ replaced, load, batches, batch, stepMs });
       if (r.finished) return { replaced, batches, done: true };
-      await pause(pacer.nextWaitMs(), options.signal);
+      await clock.sleep(pacer.nextWaitMs(), options.signal);
     }
     return { replaced, batches, done: false };
   }
