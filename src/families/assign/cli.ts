@@ -30,7 +30,8 @@ Subcommands:
                               one page of the users current on the node
   drain SERVICE NODE [--rate N] [--batch N]
                               stop new users on the node and move its users off, N per second
-                              (default 100), with progress; it stays up
+                              (default 100), with progress; it stays up. --batch: the most a step
+                              replaces (default 100); steps start at 25 and grow while quick
   user SERVICE EMAIL [--generation N] [--keys-changed-at N] [--client-state HEX]
                               get or create the user's assignment (Tokenserver's request)
   lookup SERVICE EMAIL        the user's records, changing nothing

@@ -137,14 +137,24 @@ export interface NodeUser {
 export interface DrainOptions {
   /** Users replaced per second, at most. Default 100. */
   readonly ratePerSecond?: number;
-  /** Users replaced per entry at most (1-1000): the first step's batch, and the most a paced one grows to. Default 100, never above the rate. */
+  /** The most a step replaces (1-1000): steps start at the pacing's least batch (25, or this if less) and grow up to it while quick. Default 100, never above the rate. */
   readonly batch?: number;
   readonly signal?: AbortSignal;
   /** Told after each batch: replaced so far, the node's load (its users still there), and that step's batch and time (ms). */
   readonly onBatch?: (p: { readonly replaced: number; readonly load: number; readonly batches: number; readonly batch: number; readonly stepMs: number }) => void;
   /** How steps are sized and spaced (client-drain-pacing.ts); DRAIN_PACING when absent. */
   readonly pacing?: DrainPacing;
+  /** Where the drain reads the time and waits between steps; performance.now and setTimeout when absent (tests pass their own). */
+  readonly clock?: DrainClock;
 }
+
+/** The time a drain measures its steps with (ms) and how it waits (ending early when signal aborts). */
+export interface DrainClock {
+  now(): number;
+  sleep(ms: number, signal: AbortSignal | undefined): Promise<void>;
+}
+
+const REAL_CLOCK: DrainClock = { now: () => performance.now(), sleep: pause };
 
 /** Where a purge to the end stands after each batch. */
 export interface PurgeProgress {
@@ -338,21 +348,22 @@ export class AssignClient {
   async drain(service: string, node: string, options: DrainOptions = {}): Promise<{ replaced: number; batches: number; done: boolean }> {
     const rate = options.ratePerSecond ?? 100;
     if (!(rate > 0)) throw new RangeError('ratePerSecond must be above 0');
-    const pacer = new DrainPacer(Math.max(1, Math.min(options.batch ?? 100, 1000, Math.ceil(rate))), rate, options.pacing ?? DRAIN_PACING);
+    const clock = options.clock ?? REAL_CLOCK;
+    const pacer = new DrainPacer(Math.max(1, Math.min(options.batch ?? 100, 1000, Math.ceil(rate))), rate, options.pacing ?? DRAIN_PACING, () => clock.now());
     let replaced = 0;
     let batches = 0;
     while (options.signal?.aborted !== true) {
       const batch = pacer.batch;
-      const started = performance.now();
+      const started = clock.now();
       const r = await this.drainBatch(service, node, batch);
-      const stepMs = performance.now() - started;
+      const stepMs = clock.now() - started;
       pacer.record(stepMs, r.replaced);
       replaced += r.replaced;
       batches++;
       const load = options.onBatch === undefined ? 0 : ((await this.nodes(service)).find((n) => n.node === node)?.load ?? 0);
       options.onBatch?.({ replaced, load, batches, batch, stepMs });
       if (r.finished) return { replaced, batches, done: true };
-      await pause(pacer.nextWaitMs(), options.signal);
+      await clock.sleep(pacer.nextWaitMs(), options.signal);
     }
     return { replaced, batches, done: false };
   }

@@ -258,6 +258,8 @@ function oneCountAtATime<T>(fe: FrontEnd, scan: () => Promise<T>): Promise<T> {
  * The answer to a login that changes nothing, or null when the login needs an entry.
  * A user this member holds no record of needs one whatever the leader holds (the entry
  * is get-or-create and decides for itself), so it is sent on without a read barrier.
+ * A lagging member may not yet hold a user the leader created: that login then pays
+ * an entry that changes nothing (it finds the record and answers it, created: false).
  * Otherwise the answer is read after a linearizable barrier (on a leader holding its
  * lease, no round: it waits only for what is committed to be applied), so it reflects
  * every entry acknowledged before the request came, and from one snapshot, all of it

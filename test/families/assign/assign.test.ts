@@ -136,6 +136,26 @@ describe('get or create with update', () => {
     expect(await h.users()).toHaveLength(1);
   });
 
+  it("a login entry for a user the leader already created (a lagging member's proposal) answers that user and changes nothing", async () => {
+    // A member that has not yet applied the entry creating a user sends that user's next
+    // login to the log (server.ts, answerUnchanged): the entry must find the record.
+    const h = await harness({ topN: 2 });
+    await h.addNode('https://n1', 10);
+    await h.addNode('https://n2', 10);
+    const VALUES = { generation: 10, keysChangedAt: 5, clientState: 'aaaa' };
+    const first = await h.login('a@x', VALUES, 0);
+    const usersBefore = await h.users();
+    const nodesBefore = [h.node('https://n1'), h.node('https://n2')];
+    h.now += 1000;
+    // Another pick than the creating entry's: a new user would land on the other node.
+    const again = await h.login('a@x', VALUES, 1);
+    expect(again).toMatchObject({ created: false, allocated: false });
+    expect(again.user).toEqual(first.user);
+    expect(await h.users()).toEqual(usersBefore);
+    expect([h.node('https://n1'), h.node('https://n2')]).toEqual(nodesBefore);
+    await h.checkInvariants();
+  });
+
   it('moves generation and keys-changed-at forward in place; treats 0 as absent', async () => {
     const h = await harness();
     await h.addNode('https://n', 10);
