@@ -17,11 +17,13 @@ export interface ClosedLoopOptions<C> {
   /** Pause after a failed operation, so a refusing server is not spun on. */
   readonly errorPauseMs?: number;
   /**
-   * Keep the window open past durationMs (up to 4x) until this many operations
+   * Keep the window open past durationMs (up to maxWindowMs) until this many operations
    * have completed in it: with many in flight on a slow system, a short window
    * could otherwise close before the first operation returns.
    */
   readonly minOps?: number;
+  /** The longest the window may stretch to reach minOps (default 4x durationMs). */
+  readonly maxWindowMs?: number;
 }
 
 export interface ClosedLoopResult {
@@ -48,7 +50,7 @@ export async function runClosedLoop<C>(options: ClosedLoopOptions<C>): Promise<C
   const start = performance.now();
   const measureFrom = start + warmupMs;
   const plannedEnd = measureFrom + durationMs;
-  const hardEnd = measureFrom + durationMs * 4;
+  const hardEnd = measureFrom + (options.maxWindowMs ?? durationMs * 4);
   // The window closes at plannedEnd, or later at the completion that reaches minOps.
   let windowEnd = plannedEnd;
   let windowClosed = false;

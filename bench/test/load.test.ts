@@ -48,8 +48,10 @@ describe('runClosedLoop', () => {
   });
 
   it('keeps the window open until minOps operations completed', async () => {
-    // Each operation takes longer than the planned window.
-    const result = await runClosedLoop({ clients: [null], inFlight: 2, durationMs: 50, warmupMs: 0, minOps: 4, op: () => sleep(30) });
+    // Two rounds of operations take longer than the planned window. The stretch limit is set far
+    // out so that a loaded machine's slow timers cannot close the window before minOps: then the
+    // count depends only on the order of completions, not on how long the sleeps took.
+    const result = await runClosedLoop({ clients: [null], inFlight: 2, durationMs: 50, warmupMs: 0, minOps: 4, maxWindowMs: 60_000, op: () => sleep(30) });
     expect(result.ops).toBe(4);
     expect(result.measuredMs).toBeGreaterThan(50);
   });
