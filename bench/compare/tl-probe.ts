@@ -1,9 +1,9 @@
 // Probe (issue 32): a timeline of single puts across the three members. Warms a cluster up,
 // then puts 30 items one at a time with strace attached to every member (fdatasync, socket
 // and file reads/writes, wall-clock µs) and writes OUT.strace and OUT.marks (each put's
-// client-side start and end, each member's threads); bench/results/2026-11-27-perf2/
-// timeline-parse.py lines them up. Needs strace and ptrace rights (root).
-//   npx tsx bench/compare/tl-probe.ts /tmp/tl && python3 bench/results/2026-11-27-perf2/timeline-parse.py /tmp/tl
+// client-side start and end, each member's threads); bench/compare/timeline-parse.py
+// lines them up. Needs strace and ptrace rights (root).
+//   npx tsx bench/compare/tl-probe.ts /tmp/tl && python3 bench/compare/timeline-parse.py /tmp/tl
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

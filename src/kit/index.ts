@@ -10,6 +10,7 @@ export type {
   MemberStatus,
   HostAccess,
   HostLimits,
+  SessionLimits,
   HostLists,
   HostMember,
   HostSessionClocks,

@@ -33,14 +33,18 @@ export type StoreDb = Slot<'db'>;
 export type StoreSnapshot = Slot<'snapshot'>;
 
 /** The protocol's limits with the server's per-session and per-list ones, which a command storing items carries for apply to judge. */
-export type HostLimits = ProtocolLimits & {
+export type HostLimits = ProtocolLimits & SessionLimits;
+
+/** The server's per-session and per-list limits (the server's configuration derives its own from these). */
+export interface SessionLimits {
   readonly sessionsMax: number;
   readonly sessionsPerAddress: number;
   readonly watchesPerSession: number;
+  /** Ephemeral items one session may own, and their stored bytes. */
   readonly itemsPerSession: number;
   readonly bytesPerSession: number;
   readonly itemsPerList: number;
-};
+}
 
 /** The server's default limits per user: stored items and bytes (0: none), and live sessions. */
 export interface UserLimits {

@@ -2,6 +2,8 @@
 // config file, environment); tests and embedders may build it themselves. The
 // server never imports the CLI.
 import type { PrincipalLimits } from './guard/principal-limits.js';
+import type { SessionLimits } from '../kit/plugin.js';
+import type { ProtocolLimits } from '../protocol/index.js';
 
 export interface HostPort {
   readonly host: string;
@@ -18,17 +20,8 @@ export interface PeerSpec {
   readonly clientPort: number;
 }
 
-export interface ServerLimits {
-  readonly dataBytes: number;
-  readonly frameBytes: number;
-  readonly pathBytes: number;
-  readonly sessionsMax: number;
-  readonly sessionsPerAddress: number;
-  readonly watchesPerSession: number;
-  /** Ephemeral items one session may own, and their stored bytes. */
-  readonly itemsPerSession: number;
-  readonly bytesPerSession: number;
-  readonly itemsPerList: number;
+/** The kit's per-session limits (what a family's host sees), the protocol's sizes, and the server's own below. */
+export interface ServerLimits extends SessionLimits, Pick<ProtocolLimits, 'dataBytes' | 'frameBytes' | 'pathBytes'> {
   /** Free bytes on the data disk below which requests that add data are refused (disk-guard.ts). */
   readonly diskReserveBytes: number;
   readonly inflightPerConnection: number;

@@ -136,7 +136,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     node.start();
     logStarted(config, node, clientPort, tls.client !== null, tls.peer !== null, link?.transport ?? null, logger);
     // Off the start path: a restarted member first catches up (issue 32); a scrape before then loads them itself.
-    setTimeout(() => metrics.collectProcessMetrics(), PROCESS_METRICS_DELAY_MS).unref();
+    // Cleared at close: a member closed sooner must not register them on its dead registry.
+    const processMetricsTimer = setTimeout(() => metrics.collectProcessMetrics(), PROCESS_METRICS_DELAY_MS).unref();
 
     let closing: Promise<void> | null = null;
     return {
@@ -144,6 +145,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       node,
       close: () =>
         (closing ??= (async () => {
+          clearTimeout(processMetricsTimer);
           duties.stop();
           parts.close();
           disk.stop();
@@ -181,7 +183,7 @@ function refuseExposure(config: ServerConfig, node: VeraNode, logger: Logger): v
 }
 
 /** How long after it serves a member adds the process and runtime metrics (ServerMetrics.collectProcessMetrics). */
-const PROCESS_METRICS_DELAY_MS = 2_000;
+export const PROCESS_METRICS_DELAY_MS = 2_000;
 
 /** Every member's client URL (the book's, the --peers contacts', this one's), worked out again only when the book changes. */
 function memberClientUrls(config: ServerConfig, directory: MemberDirectory): () => readonly string[] {

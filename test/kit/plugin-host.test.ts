@@ -69,6 +69,7 @@ async function start(probe: Probe): Promise<{ http: string; counters: CounterCli
 
 afterEach(async () => {
   await stopServer();
+  vi.useRealTimers();
   vi.restoreAllMocks();
 });
 
@@ -83,6 +84,9 @@ describe('a kit plugin on a member', () => {
   });
 
   it('runs its duty while leading and stops it, then closes, when the server closes', async () => {
+    // Intervals (the duty's among them) are fake, moved on with real time while the member
+    // runs; after close, advancing them by hand runs any interval left, at once.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'], shouldAdvanceTime: true, advanceTimeDelta: 5 });
     const probe: Probe = { created: 0, earlyCall: '', events: [], ticks: 0, applied: [] };
     const { http } = await start(probe);
     expect(probe.events[0]).toBe('start leading=true');
@@ -93,7 +97,7 @@ describe('a kit plugin on a member', () => {
     await stopServer();
     expect(probe.events).toEqual(['start leading=true', 'stop', 'close']);
     const ticks = probe.ticks;
-    await new Promise((r) => setTimeout(r, 50)); // the duty's timer is gone: 5 periods pass with no tick
+    vi.advanceTimersByTime(50); // the duty's timer is gone: 5 periods pass with no tick
     expect(probe.ticks).toBe(ticks);
   });
 

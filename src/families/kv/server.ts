@@ -2,9 +2,9 @@
 // before they run (Plugin.touches: a hibernated list thaws first), a lease named as an
 // owner must be the caller's, and the command carries the leader's limits so apply
 // judges them as it judges a push.
-import { VeraError, type Item } from '../../protocol/index.js';
+import { VeraError } from '../../protocol/index.js';
 import type { FamilyHost, PathAccess, Plugin, PluginNeed, PluginServer } from '../../kit/index.js';
-import type { Item as StoredItem } from '../lists/item.js';
+import { wireItem } from '../lists/item.js';
 import { usableLease } from '../lease/usable.js';
 import { lists } from '../lists/index.js';
 import type { TxnValue, WriteResult } from './apply.js';
@@ -14,9 +14,6 @@ import { userQuotaFor } from '../quota/user-quota.js';
 
 type Ops = typeof KV_SCHEMAS;
 type Host = FamilyHost<unknown, TxnValue, TxnCommand>;
-
-/** A stored item as the protocol's (its data is the stored value, sent as it is). */
-const wireItem = (item: StoredItem): Item => item as Item;
 
 function wireResult(r: WriteResult): TxnResult {
   if (r.op === 'push') return { op: 'push', item: wireItem(r.item) };

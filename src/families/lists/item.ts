@@ -3,12 +3,23 @@
 // applied outcome without reading them; it names them through its EventSlot, which
 // this file fills in by declaration merging, so the kernel names no family's type.
 
+import type { Item as WireItem } from '../../protocol/index.js';
+
 /** An item of a list (PROTOCOL.md "Paths and data"). */
 export interface Item {
   readonly index: number;
   /** The owning session, or null for a persistent item. */
   readonly owner: string | null;
   readonly data: unknown;
+}
+
+/** Stored items hold whatever value the client sent, which the protocol layer validated as JSON-compatible. */
+export function wireItem(item: Item): WireItem {
+  return item as WireItem;
+}
+
+export function wireItems(items: readonly Item[]): WireItem[] {
+  return items as WireItem[];
 }
 
 export interface ChangeEvent {

@@ -3,7 +3,7 @@
 import { packedData, VeraError, type EmptyResult, type LsResult, type PushResult } from '../../protocol/index.js';
 import { expectOk } from '../../server/front/context.js';
 import { proposeTimed, type OpCall, type ServerPart } from '../../server/front/family-part.js';
-import { wireItem } from '../../server/front/ops.js';
+import { wireItem } from './item.js';
 import { childrenOf } from '../../server/guard/path-guard.js';
 import { cluster } from '../cluster/index.js';
 import { WATCH_IF_ROOM_SINCE } from './index.js';

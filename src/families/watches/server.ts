@@ -3,7 +3,7 @@ import { VeraError, type ChangeEvent, type EmptyResult, type WatchResult } from 
 import type { FrontEnd } from '../../server/front/context.js';
 import { expectOk } from '../../server/front/context.js';
 import { proposeTimed, type OpCall, type ServerPart } from '../../server/front/family-part.js';
-import { wireItems } from '../../server/front/ops.js';
+import { wireItems } from '../lists/item.js';
 import { liveSessions } from '../sessions/queries.js';
 import { watchesOf } from './queries.js';
 

@@ -3,19 +3,10 @@
 // locally after a ReadIndex barrier unless the client asked for a stale read. The other client ops belong to the command
 // families (src/families/*/server.ts).
 
-import type { Item as StoredItem } from '../../families/lists/item.js';
+import { wireItems } from '../../families/lists/item.js';
 import type { FrontEnd } from './context.js';
-import { VeraError, type GetRequest, type GetResult, type Item } from '../../protocol/index.js';
+import { VeraError, type GetRequest, type GetResult } from '../../protocol/index.js';
 import { readListPages } from '../guard/path-guard.js';
-
-/** Stored items hold whatever value the client sent, which the protocol layer validated as JSON-compatible. */
-export function wireItem(item: StoredItem): Item {
-  return item as Item;
-}
-
-export function wireItems(items: readonly StoredItem[]): Item[] {
-  return items as Item[];
-}
 
 /** A linearizable get waits for its read index; a stale one reads what this member has applied. */
 export async function readBarrier(fe: FrontEnd, req: GetRequest): Promise<void> {

@@ -5,11 +5,11 @@
 // part makes the member's one instance then, with a host that the member's front
 // end is bound to once it is built (ServerPart.bind). The FamilyHost is the only
 // view of the front end a plugin gets.
-import { buildersOf, typedRequest, VeraError, type AnyOpSchema } from '../../protocol/index.js';
+import { buildersOf, typedRequest, VeraError, type AnyOpSchema, type ErrorCode } from '../../protocol/index.js';
 import type { AnyPlugin, FamilyHost, PluginServer } from '../../kit/plugin.js';
 import type { AnyFamily } from '../../statemachine/family.js';
 import { cluster } from '../../families/cluster/index.js';
-import { expectOk, notLeaderError, type FrontEnd } from './context.js';
+import { notLeaderError, type FrontEnd } from './context.js';
 import { exposureProblem } from '../guard/exposure.js';
 import { suppressedWhat } from '../guard/audit-queue.js';
 import { listEntries, listsHeldAt } from '../guard/path-guard.js';
@@ -39,27 +39,29 @@ class Binding {
   }
 }
 
+type ProposeOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly code: ErrorCode; readonly message: string };
+
 function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
   const fe = (): FrontEnd => binding.get();
-  const proposeAs = async (name: string, command: { readonly op: string }): Promise<unknown> => {
-    // The first four families' commands name no family (their entries never did: docs/architecture.md).
-    if (LEGACY_OPS.get(command.op)?.name === name) {
-      expectOk(await proposeTimed(fe(), command as AnyCommand));
-      return undefined;
-    }
-    const result = expectOk(await proposeTimed(fe(), { ...command, family: name } as unknown as AnyCommand));
+  // One path for propose, proposeOutcome and proposeTo: the first four families' commands name
+  // no family (their entries never did: docs/architecture.md), every later one is tagged.
+  const proposeOutcomeAs = async (name: string, command: { readonly op: string }): Promise<ProposeOutcome> => {
+    const legacy = LEGACY_OPS.get(command.op)?.name === name;
+    const result = (await proposeTimed(fe(), (legacy ? command : { ...command, family: name }) as unknown as AnyCommand)).result;
+    if (!result.ok) return { ok: false, code: result.code, message: result.message };
+    if (legacy) return { ok: true, value: undefined };
     if (result.op !== 'family' || result.family !== name) throw new VeraError('INTERNAL', `a ${name} command applied as ${result.op}`);
-    return result.value;
+    return { ok: true, value: result.value };
+  };
+  const proposeAs = async (name: string, command: { readonly op: string }): Promise<unknown> => {
+    const outcome = await proposeOutcomeAs(name, command);
+    if (!outcome.ok) throw new VeraError(outcome.code, outcome.message);
+    return outcome.value;
   };
   const logger = (): FrontEnd['logger'] => fe().logger.child({ family: family.name });
   return {
     propose: (command) => proposeAs(family.name, command),
-    proposeOutcome: async (command) => {
-      const result = (await proposeTimed(fe(), { ...command, family: family.name } as unknown as AnyCommand)).result;
-      if (!result.ok) return { ok: false, code: result.code, message: result.message };
-      if (result.op !== 'family' || result.family !== family.name) throw new VeraError('INTERNAL', `a ${family.name} command applied as ${result.op}`);
-      return { ok: true, value: result.value };
-    },
+    proposeOutcome: (command) => proposeOutcomeAs(family.name, command),
     proposeTo: (name, command) => proposeAs(name, command),
     barrier: () => fe().node.linearizableBarrier(fe().readTimeoutMs),
     state: () => fe().node.stateMachine.stateOf(family),

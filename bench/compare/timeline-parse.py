@@ -1,3 +1,8 @@
+# Reads the timeline of single puts that bench/compare/tl-probe.ts records (issue 32):
+# BASE.strace (strace -f -tt -T of every member) and BASE.marks (each put's client-side
+# start and end, each member's threads, the leader), and prints one row per put (ms after
+# the leader read the request, per step on each member) and the medians.
+#   npx tsx bench/compare/tl-probe.ts /tmp/tl && python3 bench/compare/timeline-parse.py /tmp/tl
 import re, sys, statistics as st
 base = sys.argv[1]
 marks = open(base + '.marks').read().split('\n')
