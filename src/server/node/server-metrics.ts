@@ -109,8 +109,10 @@ export class ServerMetrics {
   }
 
   /** The Prometheus text of every metric above. */
-  render(): Promise<string> {
+  async render(): Promise<string> {
     this.collectProcessMetrics(); // a scrape never lacks them
-    return this.registry.metrics();
+    // prom-client spells a sample with no value yet (the event loop lag in the first
+    // scrape after the monitor starts) `Nan`; the exposition format's spelling is `NaN`.
+    return (await this.registry.metrics()).replace(/ Nan$/gm, ' NaN');
   }
 }
