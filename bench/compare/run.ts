@@ -42,6 +42,8 @@ export async function runCompare(options: CompareOptions): Promise<CompareSummar
   const runs: CompareRun[] = [];
   const workloads = writeWorkloads(options.quick).filter((w) => options.workloads === null || options.workloads.includes(w.id));
   const startedAt = new Date().toISOString();
+  // Made before measuring: a missing --out folder used to fail the run only at its last write.
+  mkdirSync(options.outDir, { recursive: true });
   try {
     for (const t of targets) {
       const logDir = join(options.logDir, `${clusters.size}-${t.commit}`);
