@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { PerformanceObserver } from 'node:perf_hooks';
+import { startGcMeter } from './probe-tools.js';
 import { ClassicLevel } from 'classic-level';
 
 const checkout = resolve(process.argv[2] ?? '.');
@@ -30,18 +30,7 @@ try {
     await batch.write();
   }
   const cold = await ColdStore.open(join(dir, 'cold'));
-  let gcMs = 0;
-  let gcMaxMs = 0;
-  new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) {
-      gcMs += e.duration;
-      gcMaxMs = Math.max(gcMaxMs, e.duration);
-    }
-  }).observe({ entryTypes: ['gc'] });
-  gc();
-  await new Promise((go) => setTimeout(go, 50));
-  gcMs = 0;
-  gcMaxMs = 0;
+  const gcPauses = await startGcMeter(gc);
   const held: unknown[] = [];
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
@@ -56,7 +45,7 @@ try {
   const t1 = performance.now();
   gc();
   const fullGcMs = performance.now() - t1;
-  console.log(JSON.stringify({ checkout, perFreeze: { wallMs: Math.round(wallMs), cpuMs: Math.round((cpu.user + cpu.system) / 2000) }, gcPausesMs: Math.round(gcMs), longestGcMs: Math.round(gcMaxMs), fullGcWithTwoHeldMs: Math.round(fullGcMs), heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20), held: held.length }));
+  console.log(JSON.stringify({ checkout, perFreeze: { wallMs: Math.round(wallMs), cpuMs: Math.round((cpu.user + cpu.system) / 2000) }, gcPausesMs: Math.round(gcPauses.totalMs), longestGcMs: Math.round(gcPauses.longestMs), fullGcWithTwoHeldMs: Math.round(fullGcMs), heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20), held: held.length }));
 } finally {
   await db.close();
   rmSync(dir, { recursive: true, force: true });

@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { connect, type VeraClient } from '../../src/client/index.js';
 import { HibernateClient } from '../../src/families/hibernate/client.js';
 import { LOOPBACK } from '../lib/net.js';
+import { pushItems } from './probe-tools.js';
 import { Samples, type LatencySummary } from '../lib/samples.js';
 import { VeraCluster } from '../systems/vera.js';
 
@@ -57,16 +58,8 @@ async function startSide(name: string, checkout: string | undefined): Promise<Si
     return c;
   };
   const pushers = await Promise.all(Array.from({ length: 8 }, () => open()));
-  const load = async (count: number, path: (n: number) => string): Promise<void> => {
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 256 }, async (_, w) => {
-        for (let n = next++; n < count; n = next++) await pushers[w % pushers.length]!.push(path(n), { n, pad: 'x'.repeat(64) }, { persistent: true, watch: false });
-      }),
-    );
-  };
-  await load(ACTIVE * 100, (n) => `/users/u${n % ACTIVE}/items`);
-  await load(LARGE_ITEMS, (n) => (n % 2 === 0 ? `${LARGE}/a` : `${LARGE}/b`));
+  await pushItems(pushers, ACTIVE * 100, (n) => `/users/u${n % ACTIVE}/items`);
+  await pushItems(pushers, LARGE_ITEMS, (n) => (n % 2 === 0 ? `${LARGE}/a` : `${LARGE}/b`));
   log(`${name}: loaded ${ACTIVE} active units and a ${LARGE_ITEMS}-item unit`);
   const whileDoing = async (work: () => Promise<void>, minMs: number): Promise<{ seconds: number; writes: LatencySummary }> => {
     const samples = new Samples();

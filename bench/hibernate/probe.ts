@@ -13,6 +13,7 @@ import { connect, type VeraClient } from '../../src/client/index.js';
 import { HibernateClient } from '../../src/families/hibernate/client.js';
 import { profileWhile, summarizeProfile } from '../lib/cpu-profile.js';
 import { LOOPBACK } from '../lib/net.js';
+import { pushItems } from './probe-tools.js';
 import { Samples, type LatencySummary } from '../lib/samples.js';
 import { VeraCluster } from '../systems/vera.js';
 
@@ -81,17 +82,9 @@ async function main(): Promise<void> {
       const until = performance.now() + ms;
       return () => performance.now() >= until;
     };
-    const load = async (count: number, path: (n: number) => string): Promise<void> => {
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: 256 }, async (_, w) => {
-          for (let n = next++; n < count; n = next++) await pushers[w % pushers.length]!.push(path(n), { n, pad: 'x'.repeat(64) }, { persistent: true, watch: false });
-        }),
-      );
-    };
-    await load(ACTIVE * 100, (n) => `/users/u${n % ACTIVE}/items`);
+    await pushItems(pushers, ACTIVE * 100, (n) => `/users/u${n % ACTIVE}/items`);
     const idleUnits = PACE * (PACED_MS / 1000) * PACED_ROUNDS;
-    await load(idleUnits * 100, (n) => `/idle/u${n % idleUnits}/items`);
+    await pushItems(pushers, idleUnits * 100, (n) => `/idle/u${n % idleUnits}/items`);
     log(`loaded ${ACTIVE} active and ${idleUnits} idle units`);
     await activeWrites(forMs(2_000)); // warm up
 
@@ -127,7 +120,7 @@ async function main(): Promise<void> {
     }
 
     if (LARGE_ITEMS > 0) {
-      await load(LARGE_ITEMS, (n) => (n % 2 === 0 ? '/large/unit/a' : '/large/unit/b'));
+      await pushItems(pushers, LARGE_ITEMS, (n) => (n % 2 === 0 ? '/large/unit/a' : '/large/unit/b'));
       log(`loaded a ${LARGE_ITEMS}-item unit`);
       for (let round = 0; round < ROUNDS; round++) {
         const before = await whileDoing(() => new Promise((res) => setTimeout(res, BEFORE_MS)));

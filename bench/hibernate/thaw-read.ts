@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { PerformanceObserver } from 'node:perf_hooks';
+import { startGcMeter } from './probe-tools.js';
 
 const checkout = resolve(process.argv[2] ?? '.');
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -20,18 +20,7 @@ try {
   const entries: Array<readonly [Buffer, Buffer]> | null = Array.from({ length: 100_000 }, (_, i) => [Buffer.from(`\x01/large/unit/${i % 2 ? 'a' : 'b'}\x00${String(i).padStart(10, '0')}`), Buffer.from(JSON.stringify({ data: { n: i, pad: 'x'.repeat(64) }, t: 1 }))] as const);
   await store.write({ unit: '/large/unit', meta: { frozenAt: 1 }, entries });
   entries.length = 0;
-  let gcMs = 0;
-  let gcMaxMs = 0;
-  new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) {
-      gcMs += e.duration;
-      gcMaxMs = Math.max(gcMaxMs, e.duration);
-    }
-  }).observe({ entryTypes: ['gc'] });
-  gc();
-  await new Promise((go) => setTimeout(go, 50));
-  gcMs = 0;
-  gcMaxMs = 0;
+  const gcPauses = await startGcMeter(gc);
   const held: unknown[] = [];
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
@@ -42,7 +31,7 @@ try {
   const t1 = performance.now();
   gc();
   const fullGcMs = performance.now() - t1;
-  console.log(JSON.stringify({ checkout, perRead: { wallMs: Math.round(wallMs), cpuMs: Math.round((cpu.user + cpu.system) / 4000) }, gcPausesMs: Math.round(gcMs), longestGcMs: Math.round(gcMaxMs), fullGcWithFourHeldMs: Math.round(fullGcMs), heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20), held: held.length }));
+  console.log(JSON.stringify({ checkout, perRead: { wallMs: Math.round(wallMs), cpuMs: Math.round((cpu.user + cpu.system) / 4000) }, gcPausesMs: Math.round(gcPauses.totalMs), longestGcMs: Math.round(gcPauses.longestMs), fullGcWithFourHeldMs: Math.round(fullGcMs), heapMiB: Math.round(process.memoryUsage().heapUsed / 2 ** 20), held: held.length }));
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
