@@ -6,27 +6,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { bucketRange } from '../../../src/keys/index.js';
 import { AssignBucket } from '../../../src/families/assign/keys.js';
 import { EVENT_ID_RETENTION_MS } from '../../../src/families/assign/wire.js';
-import { connect, type VeraClient } from '../../../src/client/client.js';
-import { AssignClient } from '../../../src/families/assign/client.js';
 import { JournalClient } from '../../../src/families/journal/client.js';
-import { main } from '../../../src/cli/main.js';
-import { captureIO } from '../../client/cli-io.js';
-import { startLeader, untilCommandVersion } from '../../server/fixture.js';
-import type { VeraProcess } from '../../support/vera-process.js';
 import { AssignHarness } from './harness.js';
 import { AssignState } from '../../../src/families/assign/state.js';
 import { assign } from '../../../src/families/assign/index.js';
+import { assignMember } from './assign-member.js';
 
+const member = assignMember();
 let h: AssignHarness | null = null;
-let vp: VeraProcess | null = null;
-let client: VeraClient | null = null;
 afterEach(async () => {
   await h?.close();
   h = null;
-  await client?.close();
-  client = null;
-  await vp?.stop();
-  vp = null;
 });
 
 async function metaKeys(): Promise<number> {
@@ -72,18 +62,15 @@ describe('account events once per id', () => {
   });
 
   it('through a journal: HTTP enqueue, vera assign events-worker, and a worker that died after applying', async () => {
-    vp = await startLeader();
-    client = await connect(vp.url, { timeoutMs: 10_000 });
-    const assign = new AssignClient(client);
-    const journals = new JournalClient(client);
-    await untilCommandVersion(() => assign.services());
+    const assign = await member.start();
+    const journals = new JournalClient(member.client());
     await assign.service('sync-1.5');
     await assign.addNode('sync-1.5', 'https://a', { capacity: 10 });
     await assign.user('sync-1.5', 'p@example.com', { generation: 5 });
     await assign.user('sync-1.5', 'd@example.com', { generation: 5 });
     await journals.create('fxa-events');
     const enqueue = async (body: unknown): Promise<number> =>
-      (await fetch(`${vp!.httpUrl}/v1/assign/enqueueEvent`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })).status;
+      (await fetch(`${member.httpUrl()}/v1/assign/enqueueEvent`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })).status;
     expect(await enqueue({ journal: 'fxa-events', eventId: 'msg-1', kind: 'passwordChange', email: 'p@example.com', generation: 9 })).toBe(200);
     expect(await enqueue({ journal: 'fxa-events', eventId: 'msg-2', kind: 'delete', email: 'd@example.com' })).toBe(200);
     // Bad events never reach the queue.
@@ -94,21 +81,20 @@ describe('account events once per id', () => {
     expect(claim.items[0]!.key).toBe('msg-1');
     expect(await assign.event('passwordChange', 'p@example.com', 9, 'msg-1')).toEqual({ changed: 1 });
     await journals.release('fxa-events', 'msg-1', claim.lease, undefined, { failure: false });
-    const io = captureIO();
-    expect(await main(['assign', 'events-worker', 'fxa-events', '--once', '--server', vp.url], io)).toBe(0);
-    expect(io.out()).toContain('repeat msg-1');
-    expect(io.out()).toContain('applied msg-2: delete d@example.com: 1 changed');
-    expect(io.out()).toContain('applied 1, repeats 1, failed 0');
+    const worker = await member.cli('events-worker', 'fxa-events', '--once');
+    expect(worker.code).toBe(0);
+    expect(worker.out).toContain('repeat msg-1');
+    expect(worker.out).toContain('applied msg-2: delete d@example.com: 1 changed');
+    expect(worker.out).toContain('applied 1, repeats 1, failed 0');
     expect((await journals.show('fxa-events')).counts).toMatchObject({ waiting: 0, processing: 0 });
     expect((await assign.lookup('sync-1.5', 'p@example.com')).current.generation).toBe(8);
     await expect(assign.user('sync-1.5', 'p@example.com', { generation: 7 })).rejects.toMatchObject({ hints: { reason: 'invalid-generation' } });
     await expect(assign.user('sync-1.5', 'd@example.com', { generation: 6 })).rejects.toMatchObject({ hints: { reason: 'invalid-generation' } });
     // The CLI: apply with an id (a repeat says so), or queue.
-    const again = captureIO();
-    await main(['assign', 'events', 'delete', 'd@example.com', '--event-id', 'msg-2', '--server', vp.url], again);
-    expect(again.out()).toContain('was applied before; nothing changed');
-    expect(await main(['assign', 'events', 'reset', 'p@example.com', '--generation', '12', '--event-id', 'msg-4', '--queue', 'fxa-events', '--server', vp.url], captureIO())).toBe(0);
+    const again = await member.cli('events', 'delete', 'd@example.com', '--event-id', 'msg-2');
+    expect(again.out).toContain('was applied before; nothing changed');
+    expect((await member.cli('events', 'reset', 'p@example.com', '--generation', '12', '--event-id', 'msg-4', '--queue', 'fxa-events')).code).toBe(0);
     expect((await journals.show('fxa-events')).counts.waiting).toBe(1);
-    expect(await main(['assign', 'events', 'reset', 'p@example.com', '--generation', '12', '--queue', 'fxa-events', '--server', vp.url], captureIO())).toBe(2);
+    expect((await member.cli('events', 'reset', 'p@example.com', '--generation', '12', '--queue', 'fxa-events')).code).toBe(2);
   });
 });

@@ -4,24 +4,15 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type VeraClient } from '../../../src/client/client.js';
-import { AssignClient } from '../../../src/families/assign/client.js';
+import type { AssignClient } from '../../../src/families/assign/client.js';
 import { fxaKidOf } from '../../../src/families/assign/client-cleanup.js';
 import { runPurgeWorker } from '../../../src/families/assign/client-purge-worker.js';
 import { JournalClient } from '../../../src/families/journal/client.js';
-import { main } from '../../../src/cli/main.js';
-import { captureIO } from '../../client/cli-io.js';
-import { startLeader, untilCommandVersion } from '../../server/fixture.js';
-import type { VeraProcess } from '../../support/vera-process.js';
+import { assignMember } from './assign-member.js';
 
-let vp: VeraProcess | null = null;
-let client: VeraClient | null = null;
+const member = assignMember();
 let storage: Server | null = null;
 afterEach(async () => {
-  await client?.close();
-  client = null;
-  await vp?.stop();
-  vp = null;
   await new Promise<void>((done) => (storage === null ? done() : storage.close(() => done())));
   storage = null;
 });
@@ -39,11 +30,8 @@ async function storageNode(answer: (path: string) => number): Promise<{ url: str
 }
 
 async function start(): Promise<{ assign: AssignClient; journals: JournalClient }> {
-  vp = await startLeader();
-  client = await connect(vp.url, { timeoutMs: 10_000 });
-  const assign = new AssignClient(client);
-  await untilCommandVersion(() => assign.services());
-  return { assign, journals: new JournalClient(client) };
+  const assign = await member.start();
+  return { assign, journals: new JournalClient(member.client()) };
 }
 
 /** Two users on the storage node, each re-keyed once: two replaced records to purge. */
@@ -94,15 +82,14 @@ describe('purge clean-up jobs and the purge worker', () => {
     failing = uids[1]!;
     await journals.create('cleanup');
     await assign.purge('sync-1.5', { graceMs: 0, journal: 'cleanup' });
-    const io = captureIO();
-    const code = await main(['assign', 'purge-worker', 'cleanup', '--once', '--server', vp!.url], io);
-    expect(code).toBe(0);
-    expect(io.out()).toContain(`gone uid ${uids[0]!}`);
-    expect(io.out()).toContain(`failed uid ${uids[1]!}`);
-    expect(io.out()).toContain('deleted 0, already gone 1, failed 1');
+    const run = await member.cli('purge-worker', 'cleanup', '--once');
+    expect(run.code).toBe(0);
+    expect(run.out).toContain(`gone uid ${uids[0]!}`);
+    expect(run.out).toContain(`failed uid ${uids[1]!}`);
+    expect(run.out).toContain('deleted 0, already gone 1, failed 1');
     // The failed job is still there, due after its backoff.
     const left = await journals.show('cleanup');
     expect(left.counts).toMatchObject({ waiting: 1, processing: 0 });
-    expect(await main(['assign', 'purge-worker', 'cleanup', '--max', '0', '--server', vp!.url], captureIO())).toBe(2);
+    expect((await member.cli('purge-worker', 'cleanup', '--max', '0')).code).toBe(2);
   });
 });
