@@ -8,7 +8,6 @@
 import { buildersOf, typedRequest, VeraError, type AnyOpSchema, type ErrorCode } from '../../protocol/index.js';
 import type { AnyPlugin, FamilyHost, PluginServer } from '../../kit/plugin.js';
 import type { AnyFamily } from '../../statemachine/family.js';
-import { cluster } from '../../families/cluster/index.js';
 import { notLeaderError, type FrontEnd } from './context.js';
 import { exposureProblem } from '../guard/exposure.js';
 import { suppressedWhat } from '../guard/audit-queue.js';
@@ -70,7 +69,8 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
     },
     now: () => fe().node.stateMachine.clock,
     appliedIndex: () => fe().node.stateMachine.appliedIndex,
-    commandVersion: () => fe().node.stateMachine.stateOf(cluster).active,
+    // Answered by the family that keeps it (cluster), through the seam the connection asks too.
+    commandVersion: () => fe().connectionSeam.activeVersion(fe()),
     get limits() {
       return fe().limits;
     },
