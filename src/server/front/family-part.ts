@@ -12,7 +12,7 @@ import type { FrontEnd } from './context.js';
 import type { Need, Principal } from '../guard/access.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import { pluginPart } from './plugin-part.js';
-import type { PathAccess, StoredEntry } from '../../kit/plugin.js';
+import type { LiveSession, PathAccess, StoredEntry } from '../../kit/plugin.js';
 
 export interface OpCall<O extends Op> {
   readonly fe: FrontEnd;
@@ -133,15 +133,6 @@ export interface ServerPart {
   readonly connection?: Partial<ConnectionSeam>;
 }
 
-/** A live session as a hello judges its resume. */
-export interface LiveSession {
-  readonly timeoutMs: number;
-  /** SHA-256 (hex) of the resume token its creator was told; absent: opened before resume tokens. */
-  readonly resumeHash?: string;
-  /** The user that opened it, when authentication was on. */
-  readonly principal?: string;
-}
-
 /**
  * What a client connection asks about its session, answered by whichever families keep
  * it (sessions, lease, cluster, watches, lag) through their parts (ServerPart.connection),
@@ -178,7 +169,7 @@ const NOTHING_KEPT: ConnectionSeam = {
 };
 
 // What an access does with a path, and a stored list entry: the kit's (families written on it name them too).
-export type { PathAccess, PathUse, StoredEntry } from '../../kit/plugin.js';
+export type { LiveSession, PathAccess, PathUse, StoredEntry } from '../../kit/plugin.js';
 
 export interface PathGuard {
   /**
