@@ -355,6 +355,12 @@ export interface PluginServer<Schemas extends Readonly<Record<string, AnyOpSchem
   readonly coreOps?: { readonly [O in CoreOp]?: CoreOpHandler<O> };
   /** What the family answers a client connection about its session (see PluginConnection). */
   readonly connection?: Partial<PluginConnection>;
+  /**
+   * Throws (UNAVAILABLE) when a proposal of `what` (`family.op`, or a first family's op) that
+   * needs command version `required` may not be made yet: the core runs it before every
+   * proposal, so keep the common case cheap. One family at most (cluster, in a rolling upgrade).
+   */
+  versionGate?(what: string, required: number): void;
   /** The leader's timed work (expiry, timeouts, idle detection). */
   readonly duties?: readonly PluginDuty[];
   /** Read-only (or op-standing) HTTP endpoints under /v1/. */

@@ -36,7 +36,7 @@ function importsOf(file: string): Imports {
 }
 
 /** Every project file reachable from `entries`, and every package they import. */
-function closure(entries: string[], stopAt: ReadonlySet<string> = new Set()): { files: Set<string>; packages: Set<string> } {
+function closure(entries: string[]): { files: Set<string>; packages: Set<string> } {
   const files = new Set<string>();
   const packages = new Set<string>();
   const todo = [...entries];
@@ -44,7 +44,6 @@ function closure(entries: string[], stopAt: ReadonlySet<string> = new Set()): { 
     const file = todo.pop()!;
     if (files.has(file)) continue;
     files.add(file);
-    if (stopAt.has(file)) continue;
     const found = importsOf(file);
     for (const p of found.packages) packages.add(p);
     todo.push(...found.files);
@@ -173,9 +172,6 @@ describe('the import graph', () => {
     expect(importsOf(connection).files).toContain('src/server/front/family-part.ts');
   });
 
-  /** Core families whose server part still takes the front end (issue 33: moving onto the kit, one at a time). */
-  const OFF_THE_KIT = ['cluster'];
-
   // Issue 33: a family written against the kit (its index.ts declares `plugin`) sees the member only
   // through the kit's FamilyHost: none of its files reaches src/server, following every import, the
   // lazy loaders of the server parts of the families it uses included; and the kit itself stays under the families.
@@ -188,13 +184,10 @@ describe('the import graph', () => {
     expect(plugins).toContain('counter');
     // Guards the reader: a lazy loader is followed (counter's index names its server.ts only in one).
     expect(importsOf('src/families/counter/index.ts').files).toContain('src/families/counter/server.ts');
-    // The core families whose server parts are not on the kit yet: the one way in, each still
-    // importing src/server (so the list only shrinks), and none of them a plugin.
-    const serverParts = new Set(OFF_THE_KIT.map((f) => `src/families/${f}/server.ts`));
-    for (const part of serverParts) expect(importsOf(part).files.some((f) => f.startsWith('src/server/')), part).toBe(true);
-    expect(plugins.filter((f) => OFF_THE_KIT.includes(f))).toEqual([]);
+    // The first families (and cluster) are plugins too: what the kernel applies first is served through the kit.
+    expect(plugins).toEqual(expect.arrayContaining(['sessions', 'lists', 'watches', 'lag', 'cluster']));
     for (const family of plugins) {
-      const { files } = closure(sourceFiles(`src/families/${family}`).filter((f) => !f.endsWith('/cli.ts')), serverParts);
+      const { files } = closure(sourceFiles(`src/families/${family}`).filter((f) => !f.endsWith('/cli.ts')));
       expect([...files].filter((f) => f.startsWith('src/server/')), family).toEqual([]);
     }
   });

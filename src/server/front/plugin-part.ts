@@ -229,7 +229,7 @@ export function pluginPart(family: AnyFamily, plugin: AnyPlugin): ServerPart {
     get: (fe, rest, url) => (bind(fe), route.get(rest, url)),
     ...(route.post === undefined ? {} : { post: (fe: FrontEnd, rest: string, url: URL, body: Readonly<Record<string, unknown>>) => (bind(fe), route.post!(rest, url, body)) }),
   }));
-  const { applied, metrics, close } = instance;
+  const { applied, metrics, close, versionGate } = instance;
   const pathGuard = pathGuardOf(instance, bind);
   const connection = connectionOf(instance, bind);
   // The first four families answer no FamilySuccess: their applied value is their own result.
@@ -254,6 +254,7 @@ export function pluginPart(family: AnyFamily, plugin: AnyPlugin): ServerPart {
     ...(metrics === undefined ? {} : { metrics: (fe: FrontEnd) => (bind(fe), metrics.call(instance)) }),
     ...(pathGuard === undefined ? {} : { pathGuard }),
     ...(connection === undefined ? {} : { connection }),
+    ...(versionGate === undefined ? {} : { versionGate: (fe: FrontEnd, what: string, required: number) => (bind(fe), versionGate.call(instance, what, required)) }),
     bind,
     ...(close === undefined ? {} : { close: () => close.call(instance) }),
   };
