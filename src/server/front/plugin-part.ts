@@ -14,6 +14,7 @@ import { suppressedWhat } from '../guard/audit-queue.js';
 import { childrenOf, listEntries, listsHeldAt } from '../guard/path-guard.js';
 import { proposeTimed, type ConnectionSeam, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type LeaderDuty, type OpHandlers, type PathAccess, type PathGuard, type ServerPart } from './family-part.js';
 import type { AnyCommand } from '../../families/core-commands.js';
+import type { ApplyOutcome, ApplySuccess } from '../../statemachine/types.js';
 import { COMMAND_VERSION, LEGACY_OPS } from '../../families/registry.js';
 import type { ChangeEvent } from '../../protocol/index.js';
 
@@ -46,18 +47,26 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
   // One path for propose, proposeOutcome and proposeTo: the first four families' commands name
   // no family (their entries never did: docs/architecture.md), every later one is tagged. A
   // legacy command's value is its result as the kernel gives it (those families answer no FamilySuccess).
-  const proposeOutcomeAs = async (name: string, command: { readonly op: string }): Promise<ProposeOutcome> => {
-    const legacy = LEGACY_OPS.get(command.op)?.name === name;
-    const result = (await proposeTimed(fe(), (legacy ? command : { ...command, family: name }) as unknown as AnyCommand)).result;
-    if (!result.ok) return { ok: false, code: result.code, message: result.message };
-    if (legacy) return { ok: true, value: result };
+  const isLegacy = (name: string, op: string): boolean => LEGACY_OPS.get(op)?.name === name;
+  const send = (name: string, command: { readonly op: string }, legacy: boolean): Promise<ApplyOutcome> =>
+    proposeTimed(fe(), (legacy ? command : { ...command, family: name }) as unknown as AnyCommand);
+  const valueOf = (name: string, legacy: boolean, result: ApplySuccess): unknown => {
+    if (legacy) return result;
     if (result.op !== 'family' || result.family !== name) throw new VeraError('INTERNAL', `a ${name} command applied as ${result.op}`);
-    return { ok: true, value: result.value };
+    return result.value;
   };
+  const proposeOutcomeAs = async (name: string, command: { readonly op: string }): Promise<ProposeOutcome> => {
+    const legacy = isLegacy(name, command.op);
+    const { result } = await send(name, command, legacy);
+    if (!result.ok) return { ok: false, code: result.code, message: result.message };
+    return { ok: true, value: valueOf(name, legacy, result) };
+  };
+  // Throws the refusal itself, awaiting the proposal once: a push is proposed so.
   const proposeAs = async (name: string, command: { readonly op: string }): Promise<unknown> => {
-    const outcome = await proposeOutcomeAs(name, command);
-    if (!outcome.ok) throw new VeraError(outcome.code, outcome.message);
-    return outcome.value;
+    const legacy = isLegacy(name, command.op);
+    const { result } = await send(name, command, legacy);
+    if (!result.ok) throw new VeraError(result.code, result.message);
+    return valueOf(name, legacy, result);
   };
   const logger = (): FrontEnd['logger'] => fe().logger.child({ family: family.name });
   return {
