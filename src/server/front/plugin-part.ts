@@ -50,7 +50,7 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
   const isLegacy = (name: string, op: string): boolean => LEGACY_OPS.get(op)?.name === name;
   const send = (name: string, command: { readonly op: string }, legacy: boolean): Promise<ApplyOutcome> =>
     proposeTimed(fe(), (legacy ? command : { ...command, family: name }) as unknown as AnyCommand);
-  const valueOf = (name: string, legacy: boolean, result: ApplySuccess): unknown => {
+  const successValue = (name: string, legacy: boolean, result: ApplySuccess): unknown => {
     if (legacy) return result;
     if (result.op !== 'family' || result.family !== name) throw new VeraError('INTERNAL', `a ${name} command applied as ${result.op}`);
     return result.value;
@@ -59,14 +59,14 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
     const legacy = isLegacy(name, command.op);
     const { result } = await send(name, command, legacy);
     if (!result.ok) return { ok: false, code: result.code, message: result.message };
-    return { ok: true, value: valueOf(name, legacy, result) };
+    return { ok: true, value: successValue(name, legacy, result) };
   };
   // Throws the refusal itself, awaiting the proposal once: a push is proposed so.
   const proposeAs = async (name: string, command: { readonly op: string }): Promise<unknown> => {
     const legacy = isLegacy(name, command.op);
     const { result } = await send(name, command, legacy);
     if (!result.ok) throw new VeraError(result.code, result.message);
-    return valueOf(name, legacy, result);
+    return successValue(name, legacy, result);
   };
   const logger = (): FrontEnd['logger'] => fe().logger.child({ family: family.name });
   return {
