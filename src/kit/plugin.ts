@@ -4,7 +4,7 @@
 // state. The server adapts a plugin to its own parts (src/server/front/plugin-part.ts);
 // a family written this way imports nothing of the server. Importing only
 // src/protocol keeps it at the bottom of the import graph, under the families.
-import type { AnyOpSchema, FamilyRequest, ProtocolLimits, RequestOfSchema, ResultOfSchema, VeraError } from '../protocol/index.js';
+import type { AnyOpSchema, ChangeEvent, FamilyRequest, Op, ProtocolLimits, RequestOf, RequestOfSchema, ResultOf, ResultOfSchema, VeraError } from '../protocol/index.js';
 
 /** A replicated command of the plugin's own family (the host adds the family's name). */
 export interface PluginCommand {
@@ -78,6 +78,19 @@ export interface HostMember {
   connected(session: string): boolean;
   /** The newest index whose notifications the session acknowledged on this member (0: none). */
   ackedIndex(session: string): number;
+  /** The acknowledgements this member received and has not had written yet (the lag family writes them), as [session, index]. */
+  takeUnwrittenAcks(): Array<[string, number]>;
+  /** The session ended: this member forgets its notifications and closes its connection here, if any. */
+  endConnection(session: string): void;
+  /**
+   * The changes at `path` (or below it, for a prefix) in (after, through] from this member's event
+   * log, those `visible` passes, at most `maxBytes` of them; null when the log no longer holds them all or they do not fit.
+   */
+  eventsOf(path: string, prefix: boolean, after: number, through: number, maxBytes: number, visible: (path: string) => boolean): ChangeEvent[] | null;
+  /** The command version this build applies, and the one each peer advertised in its handshake (absent: not heard from). */
+  commandVersions(): { readonly build: number; readonly peers: ReadonlyMap<string, number> };
+  /** Resolves once this member has applied entry `index`. */
+  waitApplied(index: number): Promise<void>;
 }
 
 /** The leader's clocks of sessions no connection keeps alive (a lease): a session whose clock runs out is closed. */
@@ -89,6 +102,21 @@ export interface HostSessionClocks {
   has(session: string): boolean;
   /** How long until its deadline (ms; negative once past), or undefined when it is not tracked. */
   remainingMs(session: string): number | undefined;
+  /** Stops the session's clock. */
+  remove(session: string): void;
+  /** Every tracked session. */
+  sessions(): string[];
+  readonly size: number;
+  /** The sessions whose clock ran out, taken off the clocks (give one back with `retry` when its expiry was not written). */
+  takeDue(): string[];
+  /** Puts a session taken by `takeDue` back, to be due again shortly. */
+  retry(session: string): void;
+  /** Stops every clock (leadership ended, or a new one starts them afresh). */
+  clear(): void;
+  /** Counts a session opened, as this member applied it (vera_sessions_opened_total). */
+  countOpened(): void;
+  /** Counts a session this leader expired (vera_session_expirations_total). */
+  countExpired(): void;
 }
 
 /**
@@ -100,6 +128,8 @@ export interface HostAccess {
   mayRead(user: string | null, path: string): boolean;
   /** Whether `user` may see that something exists at or below `path` (what an ls shows). */
   maySeeBelow(user: string | null, path: string): boolean;
+  /** Whether `user` may watch `path` (what a watch's replayed event is judged by, as a notification is). */
+  mayWatch(user: string | null, path: string): boolean;
   /** The user a name and password prove; UNAUTHORIZED (counted against `remote`'s guesses, and audited) when they do not. */
   authenticate(user: string, password: string, remote: string): Promise<string | null>;
   /** Why this member's client port would be exposed with authentication off, or null when it would not. */
@@ -134,6 +164,8 @@ export interface HostLists {
   entries(db: StoreDb, snapshot: StoreSnapshot, path: string, after: number): AsyncIterable<StoredEntry>;
   /** The non-empty lists held outside the item bucket as of `snapshot`, at or below `prefix` and after `after`, in path order. */
   heldAt(db: StoreDb, snapshot: StoreSnapshot, prefix: string, after: string | undefined): AsyncIterable<{ readonly path: string; readonly newest: number }>;
+  /** The names below `path` that lead to a list, wherever it is held, with the index they reflect (what an ls answers). */
+  childrenOf(path: string): Promise<{ index: number; children: string[] }>;
 }
 
 /**
@@ -268,9 +300,67 @@ export interface PluginPathGuard {
   listsAt(db: StoreDb, snapshot: StoreSnapshot, prefix: string, after: string | undefined): AsyncIterable<{ readonly path: string; readonly newest: number }>;
 }
 
+/** A core protocol op (docs/protocol.md) a family answers; hello, ping and get the connection answers itself. */
+export type CoreOp = Exclude<Op, 'hello' | 'ping' | 'get'>;
+
+/** Who calls a core op: the connection has judged its permissions and paths already (src/server/guard). */
+export interface CoreCaller {
+  /** The session the connection established. */
+  readonly session: string;
+  /** The request frame's size: what a write is charged against the disk's free space (admitWrite). */
+  readonly frameBytes: number;
+}
+
+/** The handler of core op `O`: the protocol defines its request and its reply. */
+export type CoreOpHandler<O extends CoreOp> = (request: RequestOf<O>, caller: CoreCaller) => Promise<ResultOf<O>>;
+
+/** A live session as a hello judges its resume. */
+export interface LiveSession {
+  readonly timeoutMs: number;
+  /** SHA-256 (hex) of the resume token its creator was told; absent: opened before resume tokens. */
+  readonly resumeHash?: string;
+  /** The user that opened it, when authentication was on. */
+  readonly principal?: string;
+}
+
+/**
+ * What a client connection asks about its session, answered by the family that keeps each
+ * (sessions, cluster, watches, lag), so the connection imports no family: each question by one family at most.
+ */
+export interface PluginConnection {
+  /** The live session `id`, or undefined when it expired or never existed. */
+  session(id: string): LiveSession | undefined;
+  /** How many sessions are live (what sessionsMax bounds). */
+  sessionCount(): number;
+  /** The command version from which a new session records its resume token's hash. */
+  readonly resumeTokensSince: number;
+  /** The cluster's active command version. */
+  activeVersion(): number;
+  /** Resolves once `version` is active, or this leader cannot raise it to it, or after `timeoutMs`. */
+  settleVersion(version: number, timeoutMs: number): Promise<void>;
+  /** The watches `session` holds, in key order. */
+  watchesOf(session: string): ReadonlyArray<{ readonly path: string; readonly prefix: boolean }>;
+  /** The highest notification index `session` acknowledged, as the log records it (0 if none). */
+  ackedInLog(session: string): number;
+}
+
 /** A plugin's server instance: one per member, made at start, holding all of the family's per-member state. */
 export interface PluginServer<Schemas extends Readonly<Record<string, AnyOpSchema>>, V = unknown> {
   readonly handlers: { readonly [K in keyof Schemas]: OpHandler<Schemas[K]> };
+  /**
+   * The core protocol ops the family answers (push, delete, ls: lists; watch, unwatch: watches;
+   * bye: sessions): each by one family at most. The connection judges their permissions and
+   * paths (the path guards included) before it calls them, as it always did.
+   */
+  readonly coreOps?: { readonly [O in CoreOp]?: CoreOpHandler<O> };
+  /** What the family answers a client connection about its session (see PluginConnection). */
+  readonly connection?: Partial<PluginConnection>;
+  /**
+   * Throws (UNAVAILABLE) when a proposal of `what` (`family.op`, or a first family's op) that
+   * needs command version `required` may not be made yet: the core runs it before every
+   * proposal, so keep the common case cheap. One family at most (cluster, in a rolling upgrade).
+   */
+  versionGate?(what: string, required: number): void;
   /** The leader's timed work (expiry, timeouts, idle detection). */
   readonly duties?: readonly PluginDuty[];
   /** Read-only (or op-standing) HTTP endpoints under /v1/. */

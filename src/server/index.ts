@@ -6,7 +6,6 @@
 
 import { pino, type DestinationStream, type Logger } from 'pino';
 import type { AnyFamily } from '../statemachine/family.js';
-import { assertCommandVersion } from '../families/cluster/server.js';
 import { auth } from '../families/auth/index.js';
 import { FAMILIES } from '../families/registry.js';
 import { adminContext, openDirectory } from './admin/open-directory.js';
@@ -106,7 +105,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     // The families' instances (kit plugins) serve this member from here on; they let go of it at close.
     parts.bind(front);
     undo.push(() => parts.close());
-    node.setProposalGate((command, version) => assertCommandVersion(front, 'family' in command ? `${command.family}.${command.op}` : command.op, version));
+    node.setProposalGate((command, version) => parts.versionGate(front, 'family' in command ? `${command.family}.${command.op}` : command.op, version));
     const duties = new LeaderDuties(front, parts.duties, DEFAULT_DUTY_TIMINGS);
     late.duties = duties;
     undo.push(() => duties.stop());

@@ -65,7 +65,7 @@ describe('an op a family adds to the protocol', () => {
     const core = decodeFrame(json({ id: 1, op: 'ping' }), false, DEFAULT_LIMITS, new Map([['ping', () => ({ id: 1, op: 'ping', hijacked: true })]]));
     expect(core).toEqual({ ok: true, encoding: 'json', request: { id: 1, op: 'ping' } });
     const adding = (name: string, op: string): AnyFamily =>
-      ({ ...FAMILIES[3]!, name, server: async (): Promise<ServerPart> => ({ protocolOps: { [op]: { build: buildClock, needs: () => [], handle: async () => ({}) } } }) }) as AnyFamily;
+      ({ ...FAMILIES[3]!, plugin: undefined, name, server: async (): Promise<ServerPart> => ({ protocolOps: { [op]: { build: buildClock, needs: () => [], handle: async () => ({}) } } }) }) as AnyFamily;
     await expect(loadServerParts([...FAMILIES, adding('pinger', 'ping')])).rejects.toThrow(/pinger adds an op named ping, which is a core op/);
     await expect(loadServerParts([...FAMILIES, adding('a', 'clock'), adding('b', 'clock')])).rejects.toThrow(/clock is answered by two families \(the second is b\)/);
     const parts = await loadServerParts([...FAMILIES, adding('a', 'clock')]);
@@ -79,6 +79,8 @@ describe('a family op on a real server', () => {
   it('is answered over the WebSocket by the family that added it, in both encodings', async () => {
     const clockFamily = {
       ...FAMILIES[3]!,
+      // The lag family's apply side under another name, with a server part instead of lag's plugin.
+      plugin: undefined,
       name: 'clock-test',
       server: async (): Promise<ServerPart> => ({
         protocolOps: {

@@ -3,9 +3,16 @@
 // but only when the raise can come: never for a member behind, and never longer
 // than its bound. settleCommandVersion with a stand-in for the member.
 import { describe, expect, it } from 'vitest';
-import { settleCommandVersion } from '../../src/families/cluster/server.js';
+import { cluster } from '../../src/families/cluster/index.js';
+import { plugin as clusterPlugin } from '../../src/families/cluster/server.js';
+import { pluginPart } from '../../src/server/front/plugin-part.js';
 import { COMMAND_VERSION } from '../../src/families/registry.js';
 import type { FrontEnd } from '../../src/server/front/context.js';
+
+/** What the cluster family's instance on `fe` answers a hello that waits for `version`. */
+function settleCommandVersion(fe: FrontEnd, version: number, timeoutMs: number): Promise<void> {
+  return pluginPart(cluster, clusterPlugin).connection!.settleVersion!(fe, version, timeoutMs);
+}
 
 function member(peerVersion: number): { fe: FrontEnd; applied: () => void; waitedFor: number[] } {
   const cluster = { active: 1 };

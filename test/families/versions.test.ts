@@ -9,7 +9,8 @@ import { cluster } from '../../src/families/cluster/index.js';
 import { versionProblem, versionToActivate } from '../../src/families/cluster/versions.js';
 import { DialerHandshake, ListenerHandshake, PeerAuthError, type HandshakeOptions } from '../../src/raft/transport/auth.js';
 import type { AnyFamily } from '../../src/statemachine/family.js';
-import { assertCommandVersion } from '../../src/families/cluster/server.js';
+import { plugin as clusterPlugin } from '../../src/families/cluster/server.js';
+import { pluginPart } from '../../src/server/front/plugin-part.js';
 import { COMMAND_VERSION, FAMILIES, REGISTRY } from '../../src/families/registry.js';
 import { VeraError } from '../../src/protocol/index.js';
 import type { FrontEnd } from '../../src/server/front/context.js';
@@ -18,6 +19,11 @@ import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { dumpDb, EntryFeed, openTempDb, type TempDb } from '../statemachine/helpers.js';
 
 const packr = new Packr({ useRecords: false, variableMapSize: true });
+
+/** The gate the cluster family's instance on `fe` runs before every proposal. */
+function assertCommandVersion(fe: FrontEnd, what: string, required: number): void {
+  pluginPart(cluster, clusterPlugin).versionGate!(fe, what, required);
+}
 
 describe('which version the cluster may run', () => {
   const peers = new Map([

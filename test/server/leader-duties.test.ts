@@ -10,8 +10,12 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { FrontEnd } from '../../src/server/front/context.js';
 import { ExpiryQueue } from '../../src/server/node/expiry.js';
 import { LeaderDuties } from '../../src/server/front/leader-duties.js';
-import { sessionExpiry } from '../../src/families/sessions/server.js';
-import { ackFlush } from '../../src/families/lag/server.js';
+import { pluginPart } from '../../src/server/front/plugin-part.js';
+import type { LeaderDuty } from '../../src/server/front/family-part.js';
+import { sessions } from '../../src/families/sessions/index.js';
+import { lag } from '../../src/families/lag/index.js';
+import { plugin as sessionsPlugin } from '../../src/families/sessions/server.js';
+import { plugin as lagPlugin } from '../../src/families/lag/server.js';
 import type { Command } from '../../src/families/core-commands.js';
 
 const CHECK_MS = 25;
@@ -50,15 +54,20 @@ function frontEnd(): FrontEnd {
     connections: new Map(),
     notifier: { close: () => undefined, forgetSession: () => undefined, takeUnwrittenAcks: () => [] },
     logger: pino({ level: 'silent' }),
-    metrics: { expirations: { inc: () => undefined } },
+    metrics: { expirations: { inc: () => undefined }, proposals: { inc: () => undefined }, proposalsFailed: { inc: () => undefined }, proposeLatency: { observe: () => undefined } },
   } as unknown as FrontEnd;
+}
+
+/** The session clocks and the ack writer, as the sessions and lag families' plugins declare them. */
+function sessionAndAckDuties(): LeaderDuty[] {
+  return [...pluginPart(sessions, sessionsPlugin).duties!, ...pluginPart(lag, lagPlugin).duties!];
 }
 
 const expiries = (): Command[] => proposals.filter((c) => c.op === 'closeSession');
 
 describe('LeaderDuties across a lost and regained leadership', () => {
   it('gives every session its full timeout again when this member leads again', () => {
-    const duties = new LeaderDuties(frontEnd(), [sessionExpiry, ackFlush], { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
+    const duties = new LeaderDuties(frontEnd(), sessionAndAckDuties(), { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
     duties.setLeading(true);
     advance(900);
     expect(expiries()).toEqual([]);

@@ -55,5 +55,5 @@ export const cluster: Family<SetCommandVersionCommand, ClusterState> = {
   load: (db, snapshot) => ClusterState.load(db, snapshot),
   plan: setCommandVersion,
   goesAlone: () => false,
-  server: async () => (await import('./server.js')).server,
+  plugin: async () => (await import('./server.js')).plugin,
 };

@@ -1,46 +1,52 @@
 // The cluster family on the server: the leader raises the active command version
-// once every voter advertises it, and every proposal is checked against it.
+// once every member advertises it, and every proposal is checked against it
+// (versionGate, which the core runs). A kit plugin: the build's version and the
+// peers' advertised ones come from its host.
 import { VeraError } from '../../protocol/index.js';
-import type { FrontEnd } from '../../server/front/context.js';
-import type { LeaderDuty, ServerPart } from '../../server/front/family-part.js';
-import { COMMAND_VERSION } from '../registry.js';
-import { cluster } from './index.js';
+import type { FamilyHost, MemberStatus, Plugin, PluginDuty } from '../../kit/index.js';
+import { type ClusterState, type SetCommandVersionCommand } from './index.js';
 import { versionProblem, versionToActivate } from './versions.js';
 
-/** Servers (by front end) with a raise in flight: the next tick waits for it rather than proposing it again. */
-const raising = new WeakSet<FrontEnd>();
+type ClusterHost = FamilyHost<ClusterState, unknown, SetCommandVersionCommand>;
 
 /** Voters and learners alike: a learner applies every entry too, so it must know every command. */
-function membersOf(config: { readonly voters: readonly string[]; readonly learners: readonly string[] }): string[] {
-  return [...config.voters, ...config.learners];
+function membersOf(status: MemberStatus): string[] {
+  return [...status.voters, ...status.learners];
 }
 
-export const raiseCommandVersion: LeaderDuty = {
-  name: 'command-version',
-  // At once when leading starts too: a new cluster whose members all run this build needs no wait.
-  start: (fe) => raiseCommandVersion.tick(fe),
-  tick: (fe) => {
-    if (raising.has(fe)) return;
-    const { id, config } = fe.node.status();
-    const target = versionToActivate(membersOf(config), id, COMMAND_VERSION, fe.peerCommandVersions);
-    if (target === null || target <= fe.node.stateMachine.stateOf(cluster).active) return;
-    fe.logger.info({ event: 'command-version-raised', version: target }, `every member applies command version ${target}: raising the cluster's`);
-    raising.add(fe);
-    fe.node
-      .propose({ family: 'cluster', op: 'setCommandVersion', version: target })
+/** The version every member applies, when all have been heard from; else null. */
+function versionEveryoneApplies(host: ClusterHost, status: MemberStatus): number | null {
+  const { build, peers } = host.member.commandVersions();
+  return versionToActivate(membersOf(status), status.id, build, peers);
+}
+
+function raiseCommandVersion(host: ClusterHost): PluginDuty {
+  // A raise in flight: the next tick waits for it rather than proposing it again.
+  let raising = false;
+  const tick = (): void => {
+    if (raising) return;
+    const target = versionEveryoneApplies(host, host.member.status());
+    if (target === null || target <= host.state().active) return;
+    host.log.info({ event: 'command-version-raised', version: target }, `every member applies command version ${target}: raising the cluster's`);
+    raising = true;
+    host
+      .proposeOutcome({ op: 'setCommandVersion', version: target })
       .catch((err: unknown) => {
-        fe.logger.debug({ event: 'command-version-raise-failed', err: String(err) }, 'raising the command version failed; will retry');
+        host.log.debug({ event: 'command-version-raise-failed', err: String(err) }, 'raising the command version failed; will retry');
       })
-      .finally(() => raising.delete(fe));
-  },
-};
+      .finally(() => (raising = false));
+  };
+  // At once when leading starts too: a new cluster whose members all run this build needs no wait.
+  return { name: 'command-version', periodMs: 1000, start: tick, tick };
+}
 
 /** Throws UNAVAILABLE when `what` needs a command version the cluster does not run yet. */
-export function assertCommandVersion(fe: FrontEnd, what: string, required: number): void {
-  const active = fe.node.stateMachine.stateOf(cluster).active;
+function assertCommandVersion(host: ClusterHost, what: string, required: number): void {
+  const active = host.state().active;
   if (required <= active) return; // every proposal comes here: keep the common case cheap
-  const { id, config } = fe.node.status();
-  const problem = versionProblem(what, required, active, membersOf(config), id, COMMAND_VERSION, fe.peerCommandVersions);
+  const status = host.member.status();
+  const { build, peers } = host.member.commandVersions();
+  const problem = versionProblem(what, required, active, membersOf(status), status.id, build, peers);
   if (problem !== null) throw new VeraError('UNAVAILABLE', problem);
 }
 
@@ -50,17 +56,24 @@ export function assertCommandVersion(fe: FrontEnd, what: string, required: numbe
  * at once otherwise, or after `timeoutMs`. Lets a request made in the moment after an
  * election get what the version brings instead of the older behaviour for good.
  */
-export async function settleCommandVersion(fe: FrontEnd, version: number, timeoutMs: number): Promise<void> {
-  if (fe.node.stateMachine.stateOf(cluster).active >= version) return;
-  const { id, config, lastIndex } = fe.node.status();
-  const target = versionToActivate(membersOf(config), id, COMMAND_VERSION, fe.peerCommandVersions);
+async function settleCommandVersion(host: ClusterHost, version: number, timeoutMs: number): Promise<void> {
+  if (host.state().active >= version) return;
+  const status = host.member.status();
+  const target = versionEveryoneApplies(host, status);
   if (target === null || target < version) return;
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([fe.node.waitApplied(lastIndex), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  await Promise.race([host.member.waitApplied(status.lastIndex), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
   clearTimeout(timer);
 }
 
-export const server: ServerPart = {
-  duties: [raiseCommandVersion],
-  connection: { activeVersion: (fe) => fe.node.stateMachine.stateOf(cluster).active, settleVersion: settleCommandVersion },
+export const plugin: Plugin<Record<string, never>, ClusterState, unknown, SetCommandVersionCommand> = {
+  ops: {},
+  needs: {},
+  touchesNoLists: 'the cluster family answers no client op',
+  createServer: (host) => ({
+    handlers: {},
+    duties: [raiseCommandVersion(host)],
+    versionGate: (what, required) => assertCommandVersion(host, what, required),
+    connection: { activeVersion: () => host.state().active, settleVersion: (version, timeoutMs) => settleCommandVersion(host, version, timeoutMs) },
+  }),
 };

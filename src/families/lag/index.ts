@@ -66,5 +66,5 @@ export const lag: Family<AckCommand, LagState> = {
   plan: ack,
   goesAlone: () => false,
   endSession,
-  server: async () => (await import('./server.js')).server,
+  plugin: async () => (await import('./server.js')).plugin,
 };

@@ -230,5 +230,5 @@ export const lists: Family<ListsCommand, ListsState> = {
   goesAlone: (command) => command.op === 'delete',
   listsUsedBy: (command) => [command.path],
   endSession,
-  server: async () => (await import('./server.js')).server,
+  plugin: async () => (await import('./server.js')).plugin,
 };

@@ -1,18 +1,22 @@
-// The lists family's client ops: push, delete and ls. (A get is answered by the
-// connection itself, which streams large lists at the pace the client reads.)
-import { packedData, VeraError, type EmptyResult, type LsResult, type PushResult } from '../../protocol/index.js';
-import { expectOk } from '../../server/front/context.js';
-import { proposeTimed, type OpCall, type ServerPart } from '../../server/front/family-part.js';
+// The lists family's client ops: push, delete and ls, core ops the connection
+// judges (permissions, path guards) before it calls them. (A get is answered by
+// the connection itself, which streams large lists at the pace the client reads.)
+// A kit plugin.
+import { packedData, VeraError, type PushRequest, type PushResult } from '../../protocol/index.js';
+import type { CoreCaller, FamilyHost, Plugin } from '../../kit/index.js';
+import type { ApplySuccess } from '../../statemachine/types.js';
 import { wireItem } from './item.js';
-import { childrenOf } from '../../server/guard/path-guard.js';
-import { cluster } from '../cluster/index.js';
-import { WATCH_IF_ROOM_SINCE } from './index.js';
-import { userQuotaField } from '../quota/propose.js';
+import { WATCH_IF_ROOM_SINCE, type ListsCommand } from './index.js';
+import type { ListsState } from './state.js';
+import { userQuotaFor } from '../quota/user-quota.js';
 
-async function push({ fe, session, request: req, frameBytes }: OpCall<'push'>): Promise<PushResult> {
-  fe.disk.admit(frameBytes);
-  const { watchesPerSession, itemsPerSession, bytesPerSession, itemsPerList } = fe.limits;
-  const outcome = await proposeTimed(fe, {
+type ListsHost = FamilyHost<ListsState, ApplySuccess, ListsCommand>;
+
+async function push(host: ListsHost, req: PushRequest, { session, frameBytes }: CoreCaller): Promise<PushResult> {
+  host.admitWrite(frameBytes);
+  const { watchesPerSession, itemsPerSession, bytesPerSession, itemsPerList } = host.limits;
+  const active = host.commandVersion();
+  const r = await host.propose({
     op: 'push',
     session,
     path: req.path,
@@ -24,24 +28,31 @@ async function push({ fe, session, request: req, frameBytes }: OpCall<'push'>): 
     // Judged in apply, so concurrent pushes cannot together pass a limit.
     quota: { watches: watchesPerSession, items: itemsPerSession, bytes: bytesPerSession, listItems: itemsPerList },
     // The user's storage quota, judged in apply too.
-    ...userQuotaField(fe),
+    ...userQuotaFor(active, host.userLimits),
     // A watch the client did not ask for never refuses its push (once every member applies that rule).
-    ...(req.watch === undefined && fe.node.stateMachine.stateOf(cluster).active >= WATCH_IF_ROOM_SINCE ? { watchIfRoom: true as const } : {}),
+    ...(req.watch === undefined && active >= WATCH_IF_ROOM_SINCE ? { watchIfRoom: true as const } : {}),
   });
-  const r = expectOk(outcome);
   if (r.op !== 'push') throw new VeraError('INTERNAL', `push applied as ${r.op}`);
   return r.unwatched === true ? { item: wireItem(r.item), watched: false } : { item: wireItem(r.item) };
 }
 
-async function del({ fe, session, request: req }: OpCall<'delete'>): Promise<EmptyResult> {
-  expectOk(await proposeTimed(fe, { op: 'delete', session, path: req.path, index: req.index }));
-  return {};
-}
-
-async function ls({ fe, request: req }: OpCall<'ls'>): Promise<LsResult> {
-  await fe.node.linearizableBarrier(fe.readTimeoutMs);
-  // Lists held outside the item bucket (hibernated ones) are children too; listing them thaws nothing.
-  return childrenOf(fe, req.path);
-}
-
-export const server: ServerPart = { ops: { push, delete: del, ls } };
+export const plugin: Plugin<Record<string, never>, ListsState, ApplySuccess, ListsCommand> = {
+  ops: {},
+  needs: {},
+  touchesNoLists: 'the lists family answers only core ops, whose paths the connection judges',
+  createServer: (host) => ({
+    handlers: {},
+    coreOps: {
+      push: (req, caller) => push(host, req, caller),
+      delete: async (req, { session }) => {
+        await host.propose({ op: 'delete', session, path: req.path, index: req.index });
+        return {};
+      },
+      ls: async (req) => {
+        await host.barrier();
+        // Lists held outside the item bucket (hibernated ones) are children too; listing them thaws nothing.
+        return host.lists.childrenOf(req.path);
+      },
+    },
+  }),
+};

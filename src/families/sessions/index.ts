@@ -159,5 +159,5 @@ export const sessions: Family<SessionsCommand, SessionsState> = {
   plan: (command, ctx) => (command.op === 'openSession' ? openSession(command, ctx) : closeSession(command, ctx)),
   // No one may see a session gone before that is written.
   goesAlone: (command) => command.op === 'closeSession',
-  server: async () => (await import('./server.js')).server,
+  plugin: async () => (await import('./server.js')).plugin,
 };

@@ -114,5 +114,5 @@ export const watches: Family<WatchCommand, WatchesState> = {
   // An exact watch reads its list's items (from the hot store); a prefix watch and an unwatch read none.
   listsUsedBy: (command) => (command.op === 'watch' && !command.prefix ? [command.path] : []),
   endSession,
-  server: async () => (await import('./server.js')).server,
+  plugin: async () => (await import('./server.js')).plugin,
 };

@@ -12,7 +12,7 @@ import type { FrontEnd } from './context.js';
 import type { Need, Principal } from '../guard/access.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import { pluginPart } from './plugin-part.js';
-import type { PathAccess, StoredEntry } from '../../kit/plugin.js';
+import type { LiveSession, PathAccess, StoredEntry } from '../../kit/plugin.js';
 
 export interface OpCall<O extends Op> {
   readonly fe: FrontEnd;
@@ -131,15 +131,8 @@ export interface ServerPart {
   readonly close?: () => void;
   /** What this family answers a client connection about its session (ConnectionSeam): each member by one family at most. */
   readonly connection?: Partial<ConnectionSeam>;
-}
-
-/** A live session as a hello judges its resume. */
-export interface LiveSession {
-  readonly timeoutMs: number;
-  /** SHA-256 (hex) of the resume token its creator was told; absent: opened before resume tokens. */
-  readonly resumeHash?: string;
-  /** The user that opened it, when authentication was on. */
-  readonly principal?: string;
+  /** Throws when a proposal of `what` needing command version `required` may not be made yet (one family at most: cluster). */
+  readonly versionGate?: (fe: FrontEnd, what: string, required: number) => void;
 }
 
 /**
@@ -178,7 +171,7 @@ const NOTHING_KEPT: ConnectionSeam = {
 };
 
 // What an access does with a path, and a stored list entry: the kit's (families written on it name them too).
-export type { PathAccess, PathUse, StoredEntry } from '../../kit/plugin.js';
+export type { LiveSession, PathAccess, PathUse, StoredEntry } from '../../kit/plugin.js';
 
 export interface PathGuard {
   /**
@@ -214,6 +207,8 @@ export interface ServerParts {
   readonly metrics: ReadonlyArray<(fe: FrontEnd) => Promise<string>>;
   readonly pathGuards: readonly PathGuard[];
   readonly connection: ConnectionSeam;
+  /** The family's check of every proposal against the cluster's command version (none: every proposal passes). */
+  readonly versionGate: (fe: FrontEnd, what: string, required: number) => void;
   /** Ties every part to the member's front end (ServerPart.bind), right after it is built. */
   bind(fe: FrontEnd): void;
   /** Closes every part (ServerPart.close), newest family first, when the server closes. */
@@ -233,6 +228,7 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
   const metrics: Array<(fe: FrontEnd) => Promise<string>> = [];
   const pathGuards: PathGuard[] = [];
   const connection: Partial<Record<keyof ConnectionSeam, unknown>> = {};
+  let versionGate: ServerPart['versionGate'];
   const core: ReadonlySet<string> = new Set(OPS);
   for (const family of families) {
     if (family.server !== undefined && family.plugin !== undefined) throw new Error(`${family.name} has both a server part and a plugin`);
@@ -261,6 +257,10 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
     }
     if (part.metrics !== undefined) metrics.push(part.metrics);
     if (part.pathGuard !== undefined) pathGuards.push(part.pathGuard);
+    if (part.versionGate !== undefined) {
+      if (versionGate !== undefined) throw new Error(`the proposals' version gate is kept by two families (the second is ${family.name})`);
+      versionGate = part.versionGate;
+    }
     for (const [key, value] of Object.entries(part.connection ?? {})) {
       if (key in connection) throw new Error(`the connection's ${key} is answered by two families (the second is ${family.name})`);
       connection[key as keyof ConnectionSeam] = value;
@@ -278,6 +278,7 @@ export async function loadServerParts(families: readonly AnyFamily[]): Promise<S
     metrics,
     pathGuards,
     connection: { ...NOTHING_KEPT, ...connection } as ConnectionSeam,
+    versionGate: versionGate ?? (() => undefined),
     bind: (fe) => {
       for (const part of loaded) part.bind?.(fe);
     },

@@ -6,16 +6,17 @@
 // end is bound to once it is built (ServerPart.bind). The FamilyHost is the only
 // view of the front end a plugin gets.
 import { buildersOf, typedRequest, VeraError, type AnyOpSchema, type ErrorCode } from '../../protocol/index.js';
-import type { AnyPlugin, FamilyHost, PluginServer } from '../../kit/plugin.js';
+import type { AnyPlugin, CoreOp, CoreOpHandler, FamilyHost, PluginConnection, PluginServer } from '../../kit/plugin.js';
 import type { AnyFamily } from '../../statemachine/family.js';
-import { cluster } from '../../families/cluster/index.js';
-import { notLeaderError, type FrontEnd } from './context.js';
+import { CloseCode, notLeaderError, type FrontEnd } from './context.js';
 import { exposureProblem } from '../guard/exposure.js';
 import { suppressedWhat } from '../guard/audit-queue.js';
-import { listEntries, listsHeldAt } from '../guard/path-guard.js';
-import { proposeTimed, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type LeaderDuty, type PathAccess, type PathGuard, type ServerPart } from './family-part.js';
+import { childrenOf, listEntries, listsHeldAt } from '../guard/path-guard.js';
+import { proposeTimed, type ConnectionSeam, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type LeaderDuty, type OpHandlers, type PathAccess, type PathGuard, type ServerPart } from './family-part.js';
 import type { AnyCommand } from '../../families/core-commands.js';
-import { LEGACY_OPS } from '../../families/registry.js';
+import type { ApplyOutcome, ApplySuccess } from '../../statemachine/types.js';
+import { COMMAND_VERSION, LEGACY_OPS } from '../../families/registry.js';
+import type { ChangeEvent } from '../../protocol/index.js';
 
 /** A family's own section of the server's configuration, by family name. */
 function settingsOf(fe: FrontEnd, family: string): unknown {
@@ -44,19 +45,28 @@ type ProposeOutcome = { readonly ok: true; readonly value: unknown } | { readonl
 function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
   const fe = (): FrontEnd => binding.get();
   // One path for propose, proposeOutcome and proposeTo: the first four families' commands name
-  // no family (their entries never did: docs/architecture.md), every later one is tagged.
-  const proposeOutcomeAs = async (name: string, command: { readonly op: string }): Promise<ProposeOutcome> => {
-    const legacy = LEGACY_OPS.get(command.op)?.name === name;
-    const result = (await proposeTimed(fe(), (legacy ? command : { ...command, family: name }) as unknown as AnyCommand)).result;
-    if (!result.ok) return { ok: false, code: result.code, message: result.message };
-    if (legacy) return { ok: true, value: undefined };
+  // no family (their entries never did: docs/architecture.md), every later one is tagged. A
+  // legacy command's value is its result as the kernel gives it (those families answer no FamilySuccess).
+  const isLegacy = (name: string, op: string): boolean => LEGACY_OPS.get(op)?.name === name;
+  const send = (name: string, command: { readonly op: string }, legacy: boolean): Promise<ApplyOutcome> =>
+    proposeTimed(fe(), (legacy ? command : { ...command, family: name }) as unknown as AnyCommand);
+  const successValue = (name: string, legacy: boolean, result: ApplySuccess): unknown => {
+    if (legacy) return result;
     if (result.op !== 'family' || result.family !== name) throw new VeraError('INTERNAL', `a ${name} command applied as ${result.op}`);
-    return { ok: true, value: result.value };
+    return result.value;
   };
+  const proposeOutcomeAs = async (name: string, command: { readonly op: string }): Promise<ProposeOutcome> => {
+    const legacy = isLegacy(name, command.op);
+    const { result } = await send(name, command, legacy);
+    if (!result.ok) return { ok: false, code: result.code, message: result.message };
+    return { ok: true, value: successValue(name, legacy, result) };
+  };
+  // Throws the refusal itself, awaiting the proposal once: a push is proposed so.
   const proposeAs = async (name: string, command: { readonly op: string }): Promise<unknown> => {
-    const outcome = await proposeOutcomeAs(name, command);
-    if (!outcome.ok) throw new VeraError(outcome.code, outcome.message);
-    return outcome.value;
+    const legacy = isLegacy(name, command.op);
+    const { result } = await send(name, command, legacy);
+    if (!result.ok) throw new VeraError(result.code, result.message);
+    return successValue(name, legacy, result);
   };
   const logger = (): FrontEnd['logger'] => fe().logger.child({ family: family.name });
   return {
@@ -70,7 +80,8 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
     },
     now: () => fe().node.stateMachine.clock,
     appliedIndex: () => fe().node.stateMachine.appliedIndex,
-    commandVersion: () => fe().node.stateMachine.stateOf(cluster).active,
+    // Answered by the family that keeps it (cluster), through the seam the connection asks too.
+    commandVersion: () => fe().connectionSeam.activeVersion(fe()),
     get limits() {
       return fe().limits;
     },
@@ -86,21 +97,45 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
       clientUrl: (id) => fe().clientUrl(id),
       connected: (session) => fe().connections.has(session),
       ackedIndex: (session) => fe().notifier.ackedIndex(session),
+      takeUnwrittenAcks: () => fe().notifier.takeUnwrittenAcks(),
+      endConnection: (session) => {
+        fe().notifier.forgetSession(session);
+        const connection = fe().connections.get(session);
+        if (connection === undefined) return;
+        fe().connections.delete(session);
+        connection.close(CloseCode.sessionEnded, 'session ended');
+      },
+      // The event log holds the lists family's events, which are the protocol's ChangeEvent on the wire.
+      eventsOf: (path, prefix, after, through, maxBytes, visible) => fe().node.events.eventsOf(path, prefix, after, through, maxBytes, visible) as ChangeEvent[] | null,
+      commandVersions: () => ({ build: COMMAND_VERSION, peers: fe().peerCommandVersions }),
+      waitApplied: (index) => fe().node.waitApplied(index),
     },
     sessionClocks: {
       track: (session, timeoutMs) => fe().expiry.track(session, timeoutMs),
       touch: (session) => fe().expiry.touch(session),
       has: (session) => fe().expiry.has(session),
       remainingMs: (session) => fe().expiry.remainingMs(session),
+      remove: (session) => fe().expiry.remove(session),
+      sessions: () => fe().expiry.sessions(),
+      get size() {
+        return fe().expiry.size;
+      },
+      takeDue: () => fe().expiry.takeDue(),
+      retry: (session) => fe().expiry.retry(session),
+      clear: () => fe().expiry.clear(),
+      countOpened: () => fe().metrics.sessionsOpened.inc(),
+      countExpired: () => fe().metrics.expirations.inc(),
     },
     admitWrite: (bytes) => fe().disk.admit(bytes),
     lists: {
       entries: (db, snapshot, path, after) => listEntries(fe(), db, snapshot, path, after),
       heldAt: (db, snapshot, prefix, after) => listsHeldAt(fe(), db, snapshot, prefix, after),
+      childrenOf: (path) => childrenOf(fe(), path),
     },
     access: {
       mayRead: (user, path) => fe().guard.mayRead(user, path),
       maySeeBelow: (user, path) => fe().guard.maySeeBelow(user, path),
+      mayWatch: (user, path) => fe().guard.mayWatch(user, path),
       authenticate: (user, password, remote) => fe().guard.authenticate({ user, password }, remote, Date.now()),
       exposedWithoutAuth: () => exposureProblem({ client: fe().clientAddress, insecure: fe().insecure }, false),
       reviewConnections: () => {
@@ -148,6 +183,32 @@ function protocolOpsOf(plugin: AnyPlugin, instance: PluginServer<Record<string, 
   return protocolOps;
 }
 
+/** The core ops the instance answers, as the connection calls them (its call carries the session and frame size a caller needs). */
+function coreOpsOf(instance: PluginServer<Record<string, AnyOpSchema>>, bind: (fe: FrontEnd) => void): OpHandlers {
+  const ops: Record<string, unknown> = {};
+  for (const [op, handler] of Object.entries(instance.coreOps ?? {}) as Array<[CoreOp, CoreOpHandler<CoreOp>]>) {
+    ops[op] = (call: { readonly fe: FrontEnd; readonly request: never; readonly session: string; readonly frameBytes: number }) => (bind(call.fe), handler(call.request, call));
+  }
+  return ops as OpHandlers;
+}
+
+/** The instance's answers to the connection (and a family's hold on a session, resumeRefusal), as the seam asks them. */
+function connectionOf(instance: PluginServer<Record<string, AnyOpSchema>>, bind: (fe: FrontEnd) => void): Partial<ConnectionSeam> | undefined {
+  const c: Partial<PluginConnection> = instance.connection ?? {};
+  const { resumeRefusal } = instance;
+  const seam: Partial<ConnectionSeam> = {
+    ...(c.session === undefined ? {} : { session: (fe: FrontEnd, id: string) => (bind(fe), c.session!(id)) }),
+    ...(c.sessionCount === undefined ? {} : { sessionCount: (fe: FrontEnd) => (bind(fe), c.sessionCount!()) }),
+    ...(c.resumeTokensSince === undefined ? {} : { resumeTokensSince: c.resumeTokensSince }),
+    ...(c.activeVersion === undefined ? {} : { activeVersion: (fe: FrontEnd) => (bind(fe), c.activeVersion!()) }),
+    ...(c.settleVersion === undefined ? {} : { settleVersion: (fe: FrontEnd, version: number, timeoutMs: number) => (bind(fe), c.settleVersion!(version, timeoutMs)) }),
+    ...(c.watchesOf === undefined ? {} : { watchesOf: (fe: FrontEnd, session: string) => (bind(fe), c.watchesOf!(session)) }),
+    ...(c.ackedInLog === undefined ? {} : { ackedInLog: (fe: FrontEnd, session: string) => (bind(fe), c.ackedInLog!(session)) }),
+    ...(resumeRefusal === undefined ? {} : { resumeRefusal: (session: string) => resumeRefusal.call(instance, session) }),
+  };
+  return Object.keys(seam).length === 0 ? undefined : seam;
+}
+
 function pathGuardOf(instance: PluginServer<Record<string, AnyOpSchema>>, bind: (fe: FrontEnd) => void): PathGuard | undefined {
   const guard = instance.pathGuard;
   if (guard === undefined) return undefined;
@@ -177,10 +238,14 @@ export function pluginPart(family: AnyFamily, plugin: AnyPlugin): ServerPart {
     get: (fe, rest, url) => (bind(fe), route.get(rest, url)),
     ...(route.post === undefined ? {} : { post: (fe: FrontEnd, rest: string, url: URL, body: Readonly<Record<string, unknown>>) => (bind(fe), route.post!(rest, url, body)) }),
   }));
-  const { applied, metrics, close, resumeRefusal } = instance;
+  const { applied, metrics, close, versionGate } = instance;
   const pathGuard = pathGuardOf(instance, bind);
+  const connection = connectionOf(instance, bind);
+  // The first four families answer no FamilySuccess: their applied value is their own result.
+  const legacy = [...LEGACY_OPS.values()].includes(family);
   return {
     protocolOps: protocolOpsOf(plugin, instance, bind),
+    ops: coreOpsOf(instance, bind),
     duties,
     http,
     ...(applied === undefined
@@ -189,12 +254,16 @@ export function pluginPart(family: AnyFamily, plugin: AnyPlugin): ServerPart {
           onApplied: (outcome, fe) => {
             bind(fe);
             const r = outcome.result;
-            applied.call(instance, outcome.index, r.ok && r.op === 'family' && r.family === family.name ? r.value : null);
+            let value: unknown = null;
+            if (r.ok && legacy) value = LEGACY_OPS.get(r.op) === family ? r : null;
+            else if (r.ok && r.op === 'family' && r.family === family.name) value = r.value;
+            applied.call(instance, outcome.index, value);
           },
         }),
     ...(metrics === undefined ? {} : { metrics: (fe: FrontEnd) => (bind(fe), metrics.call(instance)) }),
     ...(pathGuard === undefined ? {} : { pathGuard }),
-    ...(resumeRefusal === undefined ? {} : { connection: { resumeRefusal: (session: string) => resumeRefusal.call(instance, session) } }),
+    ...(connection === undefined ? {} : { connection }),
+    ...(versionGate === undefined ? {} : { versionGate: (fe: FrontEnd, what: string, required: number) => (bind(fe), versionGate.call(instance, what, required)) }),
     bind,
     ...(close === undefined ? {} : { close: () => close.call(instance) }),
   };

@@ -15,7 +15,7 @@ import { captureState, fileStaging, type CapturedState } from '../../raft/state-
 import { installStagedSnapshot } from '../../raft/snapshot-install.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../../raft/types.js';
 import { encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type Member } from '../../statemachine/index.js';
-import { encodeEntryCommand } from '../../families/commands.js';
+import { decodeEntryCommand, encodeEntryCommand, mayBeOfFamily } from '../../families/commands.js';
 import { type AnyCommand } from '../../families/core-commands.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
 import { APPLIED_INDEX } from '../../statemachine/applied.js';
@@ -143,7 +143,7 @@ export class VeraNode {
       const loaded = await dir.storage.load();
       const sm = await StateMachine.open(dir.db, REGISTRY);
       dir.storage.appliedSource = () => sm.appliedIndex;
-      const auditProblem = await checkAuditHead(loaded.entries, sm);
+      const auditProblem = await checkAuditHead(loaded.entries, sm, { mayBeOfFamily, decodeEntry: decodeEntryCommand });
       if (auditProblem !== null) opts.logger.error({ event: 'audit-log-cut-back', problem: auditProblem }, 'the audit log does not hold what this member applied');
       const events = new EventLog(opts.eventLogCapacity, sm.appliedIndex);
       const node = new RaftNode(
