@@ -14,7 +14,7 @@ import { rulesAt, unchangedLogin, type Assignment, type AssignValue, type LoginR
 import { cluster } from '../cluster/index.js';
 import { assign } from './index.js';
 import { lookupKey, nodeKey, serviceKey } from './keys.js';
-import { countReplacedBefore, countUsers, userRecords, usersOnNode } from './reads.js';
+import { countReplacedBefore, countUsers, currentUids, userRecords, usersOnNode } from './reads.js';
 import { decodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
 import type { ServiceState } from './state.js';
@@ -144,10 +144,9 @@ const handlers: Record<string, Handler> = {
     if (r.max !== undefined) {
       // One batch (a drain's step): the node closed first, as for the whole node.
       const closed = await closeToNewUsers(fe, service, node);
-      const v = await propose(fe, { op: 'decommission', service, node, max: r.max as number });
-      if (v.op !== 'decommission') throw new VeraError('INTERNAL', 'decommission gave another result');
+      const step = await replaceSome(fe, service, node, r.max as number);
       // `finished`, not `more`: a reply with more: true is a partial reply in the protocol.
-      return { replaced: v.replaced, finished: !v.more, closed };
+      return { replaced: step.replaced, finished: step.finished, closed };
     }
     // A node decommissioned whole takes no new users until an operator clears its backoff:
     // its load falls to 0 as its users are replaced, and an empty node ranks first, so
@@ -320,14 +319,30 @@ async function closeToNewUsers(fe: FrontEnd, service: string, node: string): Pro
   return true;
 }
 
+/**
+ * Replaces up to `max` of the node's current users in one entry. This member picks them
+ * from its state after a linearizable barrier, and the entry names them: applying it (on
+ * every member, while later entries wait behind it) is then point reads only, not a scan
+ * of the node's index through LevelDB's thread pool. A user that moved in between is
+ * skipped. Finished once the node's load, which counts its current records, is 0.
+ */
+async function replaceSome(fe: FrontEnd, service: string, node: string, max: number): Promise<{ replaced: number; finished: boolean }> {
+  await fe.node.linearizableBarrier(fe.readTimeoutMs);
+  const uids = await fe.node.stateMachine.read('assignment decommission', (db, snapshot) => currentUids(db, snapshot, service, node, max));
+  if (uids.length === 0) return { replaced: 0, finished: true };
+  const v = await propose(fe, { op: 'decommission', service, node, uids, max: MAX_BATCH });
+  if (v.op !== 'decommission') throw new VeraError('INTERNAL', 'decommission gave another result');
+  const load = fe.node.stateMachine.stateOf(assign).services.get(service)?.nodes.get(node)?.load ?? 0;
+  return { replaced: v.replaced, finished: load === 0 };
+}
+
 /** Replaces every current record on the node, a batch per entry; how many. */
 async function decommission(fe: FrontEnd, service: string, node: string): Promise<number> {
   let replaced = 0;
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const v = await propose(fe, { op: 'decommission', service, node, max: MAX_BATCH });
-    if (v.op !== 'decommission') throw new VeraError('INTERNAL', 'decommission gave another result');
-    replaced += v.replaced;
-    if (!v.more) return replaced;
+    const step = await replaceSome(fe, service, node, MAX_BATCH);
+    replaced += step.replaced;
+    if (step.finished) return replaced;
   }
   throw new VeraError('UNAVAILABLE', `${node} still has users after ${MAX_ROUNDS} batches; ask again`, { retryAfterMs: 0 });
 }
