@@ -289,6 +289,26 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     });
   }
 
+  /**
+   * A linearizable read point with nothing to wait for: the commit index if this leader's
+   * lease covers this moment and the state machine has applied up to it (reading the state
+   * machine now, synchronously, reflects every write acknowledged before the call); null
+   * otherwise (use readIndex). Counted as a lease read only when `count` (a caller that
+   * may not read after all counts later with countLeaseRead).
+   */
+  readIndexNow(count = true): number | null {
+    if (this.stopped) return null;
+    const leased = this.leaseIndex();
+    if (leased === null || this.applied < leased) return null;
+    if (count) this.readCounts.lease++;
+    return leased;
+  }
+
+  /** A read served from a readIndexNow(false) point. */
+  countLeaseRead(): void {
+    this.readCounts.lease++;
+  }
+
   /** How many linearizable reads were served under the leader lease, and how many took a heartbeat round. */
   get linearizableReads(): { readonly lease: number; readonly round: number } {
     return { ...this.readCounts };

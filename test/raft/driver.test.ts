@@ -293,6 +293,21 @@ describe('RaftDriver leader lease', () => {
     await expectRoundRead(made);
   });
 
+  it('readIndexNow: the commit index at once under the lease (counted only when asked), null past it', async () => {
+    const made = await leaderWithLease();
+    const { driver, node, sent } = made;
+    const before = sent.length;
+    expect(driver.readIndexNow(false)).toBe(1);
+    expect(driver.linearizableReads).toEqual({ lease: 0, round: 0 });
+    driver.countLeaseRead();
+    expect(driver.readIndexNow()).toBe(1);
+    expect(driver.linearizableReads).toEqual({ lease: 2, round: 0 });
+    expect(sent.length).toBe(before); // no round for either
+    vi.advanceTimersByTime((node.leaseTicks - 2) * tickMs);
+    expect(driver.readIndexNow()).toBeNull(); // the caller takes a round (readIndex) instead
+    expect(driver.linearizableReads).toEqual({ lease: 2, round: 0 });
+  });
+
   it('times the lease from when the round went out, not from when it was acknowledged, on the monotonic clock alone', async () => {
     const made = await leaderWithLease({ ackAfterMs: 150, fakeWall: false });
     const { driver, node } = made;

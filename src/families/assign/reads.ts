@@ -52,6 +52,11 @@ export async function countUsers(db: VeraDb, snapshot: DbSnapshot, service: stri
 }
 
 /** Up to `limit` current records on one node, by uid, past `after`; and whether more follow. */
+/** The uids of up to `limit` current records on the node, lowest first (keys only: no record is read). */
+export async function currentUids(db: VeraDb, snapshot: DbSnapshot, service: string, node: string, limit: number): Promise<number[]> {
+  return (await db.keys({ ...byNodeRange(service, node), snapshot, limit }).all()).map(uidAtEnd);
+}
+
 export async function usersOnNode(db: VeraDb, snapshot: DbSnapshot, service: string, node: string, limit: number, after = 0): Promise<{ users: UserRecord[]; more: boolean }> {
   const range = byNodeRange(service, node);
   const users: UserRecord[] = [];

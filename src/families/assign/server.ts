@@ -8,12 +8,13 @@ import type { FrontEnd } from '../../server/front/context.js';
 import { expectOk } from '../../server/front/context.js';
 import { familyOps, proposeTimed, type FamilyHttpRoute, type FamilyOpCall, type ServerPart } from '../../server/front/family-part.js';
 import type { Need } from '../../server/guard/access.js';
-import type { ApplyOutcome } from '../../statemachine/types.js';
+import type { ApplyOutcome, VeraDb } from '../../statemachine/types.js';
+import type { DbSnapshot } from '../../statemachine/family.js';
 import { rulesAt, unchangedLogin, type Assignment, type AssignValue, type LoginRefusal } from './apply.js';
 import { cluster } from '../cluster/index.js';
 import { assign } from './index.js';
 import { lookupKey, nodeKey, serviceKey } from './keys.js';
-import { countReplacedBefore, countUsers, userRecords, usersOnNode } from './reads.js';
+import { countReplacedBefore, countUsers, currentUids, userRecords, usersOnNode } from './reads.js';
 import { decodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { newestFirst, oldClientStates, type LoginRequest } from './rules.js';
 import type { ServiceState } from './state.js';
@@ -143,10 +144,9 @@ const handlers: Record<string, Handler> = {
     if (r.max !== undefined) {
       // One batch (a drain's step): the node closed first, as for the whole node.
       const closed = await closeToNewUsers(fe, service, node);
-      const v = await propose(fe, { op: 'decommission', service, node, max: r.max as number });
-      if (v.op !== 'decommission') throw new VeraError('INTERNAL', 'decommission gave another result');
+      const step = await replaceSome(fe, service, node, r.max as number);
       // `finished`, not `more`: a reply with more: true is a partial reply in the protocol.
-      return { replaced: v.replaced, finished: !v.more, closed };
+      return { replaced: step.replaced, finished: step.finished, closed };
     }
     // A node decommissioned whole takes no new users until an operator clears its backoff:
     // its load falls to 0 as its users are replaced, and an empty node ranks first, so
@@ -265,25 +265,44 @@ function oneCountAtATime<T>(fe: FrontEnd, scan: () => Promise<T>): Promise<T> {
  * every entry acknowledged before the request came, and from one snapshot, all of it
  * synchronous point reads: no trip to LevelDB's thread pool. A member that cannot
  * confirm it leads proposes instead, which forwards or fails as any write does.
+ * A leader whose lease holds with what it covers applied (the common case) needs no
+ * barrier at all: one snapshot then both finds the user and answers it.
  */
 async function answerUnchanged(fe: FrontEnd, service: string, email: string, request: LoginRequest): Promise<Assignment | null> {
   const sm = fe.node.stateMachine;
   if (!sm.stateOf(assign).services.has(service)) return null; // the entry answers NOT_FOUND
+  if (fe.node.linearizableNow()) {
+    const answer = await sm.readNow('assignment login', (db, snapshot) => {
+      const stored = userRecords(db, snapshot, email, service);
+      return stored.length === 0 ? undefined : unchangedFrom(db, snapshot, sm, service, stored, request);
+    });
+    if (answer === undefined) return null; // no record here: the entry decides, and no read was served
+    fe.node.countLeaseRead();
+    return answer;
+  }
   if (!(await sm.readNow('assignment login', (db, snapshot) => db.getSync(lookupKey(email, service), { snapshot }) !== undefined))) return null;
   try {
     await fe.node.linearizableBarrier(fe.readTimeoutMs);
   } catch {
     return null;
   }
-  // Everything from one snapshot of the db: the service's pattern, the user's records, whether their node exists.
-  return sm.readNow('assignment login', (db, snapshot) => {
-    const raw = db.getSync(serviceKey(service), { snapshot });
-    if (raw === undefined) return null;
-    const stored = userRecords(db, snapshot, email, service);
-    // The rules the entry would apply now: those of the cluster's active version.
-    const rules = rulesAt(sm.stateOf(cluster).active);
-    return unchangedLogin(decodeService(raw).pattern, service, stored, request, (node) => db.getSync(nodeKey(service, node), { snapshot }) !== undefined, rules);
-  });
+  return sm.readNow('assignment login', (db, snapshot) => unchangedFrom(db, snapshot, sm, service, userRecords(db, snapshot, email, service), request));
+}
+
+/** The unchanged answer from one snapshot of the db: the service's pattern, the user's records (read from it), whether their node exists. */
+function unchangedFrom(
+  db: VeraDb,
+  snapshot: DbSnapshot,
+  sm: FrontEnd['node']['stateMachine'],
+  service: string,
+  stored: readonly UserRecord[],
+  request: LoginRequest,
+): Assignment | null {
+  const raw = db.getSync(serviceKey(service), { snapshot });
+  if (raw === undefined) return null;
+  // The rules the entry would apply now: those of the cluster's active version.
+  const rules = rulesAt(sm.stateOf(cluster).active);
+  return unchangedLogin(decodeService(raw).pattern, service, stored, request, (node) => db.getSync(nodeKey(service, node), { snapshot }) !== undefined, rules);
 }
 
 /** Reads are linearizable unless the request asks for this member's state as it stands. */
@@ -300,14 +319,30 @@ async function closeToNewUsers(fe: FrontEnd, service: string, node: string): Pro
   return true;
 }
 
+/**
+ * Replaces up to `max` of the node's current users in one entry. This member picks them
+ * from its state after a linearizable barrier, and the entry names them: applying it (on
+ * every member, while later entries wait behind it) is then point reads only, not a scan
+ * of the node's index through LevelDB's thread pool. A user that moved in between is
+ * skipped. Finished once the node's load, which counts its current records, is 0.
+ */
+async function replaceSome(fe: FrontEnd, service: string, node: string, max: number): Promise<{ replaced: number; finished: boolean }> {
+  await fe.node.linearizableBarrier(fe.readTimeoutMs);
+  const uids = await fe.node.stateMachine.read('assignment decommission', (db, snapshot) => currentUids(db, snapshot, service, node, max));
+  if (uids.length === 0) return { replaced: 0, finished: true };
+  const v = await propose(fe, { op: 'decommission', service, node, uids, max: MAX_BATCH });
+  if (v.op !== 'decommission') throw new VeraError('INTERNAL', 'decommission gave another result');
+  const load = fe.node.stateMachine.stateOf(assign).services.get(service)?.nodes.get(node)?.load ?? 0;
+  return { replaced: v.replaced, finished: load === 0 };
+}
+
 /** Replaces every current record on the node, a batch per entry; how many. */
 async function decommission(fe: FrontEnd, service: string, node: string): Promise<number> {
   let replaced = 0;
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const v = await propose(fe, { op: 'decommission', service, node, max: MAX_BATCH });
-    if (v.op !== 'decommission') throw new VeraError('INTERNAL', 'decommission gave another result');
-    replaced += v.replaced;
-    if (!v.more) return replaced;
+    const step = await replaceSome(fe, service, node, MAX_BATCH);
+    replaced += step.replaced;
+    if (step.finished) return replaced;
   }
   throw new VeraError('UNAVAILABLE', `${node} still has users after ${MAX_ROUNDS} batches; ask again`, { retryAfterMs: 0 });
 }

@@ -333,6 +333,19 @@ export class VeraNode {
     await this.driver.readIndex(timeoutMs);
   }
 
+  /**
+   * Whether a linearizable read may be served from the local state machine right now,
+   * synchronously (the leader's lease holds and what it covers is applied); counted as
+   * a lease read by countLeaseRead once it is served. False: use linearizableBarrier.
+   */
+  linearizableNow(): boolean {
+    return this.driver.readIndexNow(false) !== null;
+  }
+
+  countLeaseRead(): void {
+    this.driver.countLeaseRead();
+  }
+
   /** A consistent view of the state machine, for backups (see state-transfer.ts). */
   captureState(): Promise<CapturedState> {
     return captureState(this.dir.db, APPLIED_INDEX, stateExtras(this.dir.db, FAMILIES));
