@@ -7,7 +7,8 @@
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RaftNode } from '../../src/raft/core.js';
-import { RaftDriver } from '../../src/raft/driver.js';
+import type { DriverClock } from '../../src/raft/clock.js';
+import { RaftDriver, type DriverOptions, type Stall } from '../../src/raft/driver.js';
 import { MemoryLogStorage } from '../../src/raft/memory-storage.js';
 import type { Entry, HardState, Message, NodeId } from '../../src/raft/types.js';
 
@@ -58,6 +59,7 @@ async function makeDriver(
   id: NodeId,
   voters: NodeId[],
   timing = { electionTicks: 1000, tickMs: 60_000 },
+  extra: Partial<Pick<DriverOptions<number>, 'clock' | 'onStall' | 'stallWarnMs'>> = {},
 ): Promise<{ driver: RaftDriver<number>; storage: GatedStorage; node: RaftNode; sent: Message[]; delivered: Promise<Message>; appliedIndexes: number[] }> {
   const storage = new GatedStorage({ initialConfig: { voters, learners: [] } });
   const loaded = await storage.load();
@@ -89,6 +91,7 @@ async function makeDriver(
       onFatal: (err) => {
         throw err;
       },
+      ...extra,
     },
     0,
   );
@@ -358,5 +361,66 @@ describe('RaftDriver read contexts', () => {
     );
     await earlier.driver.stop();
     expect(await earlierOutcome).toBe('UNAVAILABLE');
+  });
+});
+
+describe('RaftDriver stall reports', () => {
+  /** A monotonic clock the test moves by hand, with a ticker it fires by hand; defer and after are real. */
+  function handClock(): { clock: DriverClock; advance(ms: number): void; tick(): void } {
+    let now = 1_000;
+    let ticker: (() => void) | null = null;
+    const clock: DriverClock = {
+      monotonic: () => now,
+      wall: () => now,
+      defer: (fn) => void setImmediate(fn),
+      after: (ms, fn) => {
+        const t = setTimeout(fn, ms);
+        return () => clearTimeout(t);
+      },
+      every: (_ms, fn) => {
+        ticker = fn;
+        return () => (ticker = null);
+      },
+    };
+    return { clock, advance: (ms) => (now += ms), tick: () => ticker?.() };
+  }
+
+  it('reports a Ready whose write held the core still past stallWarnMs, with how long the write took', async () => {
+    const hand = handClock();
+    const stalls: Stall[] = [];
+    const { driver, storage, delivered } = await makeDriver('n2', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs: 50 }, { clock: hand.clock, stallWarnMs: 500, onStall: (s) => stalls.push(s) });
+    driver.start();
+    const entry: Entry = { index: 1, term: 1, kind: 'command', data: new Uint8Array([1]) };
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 0 });
+    await storage.writeStarted();
+    hand.advance(499);
+    storage.releaseOne();
+    await delivered;
+    await turnsUntil(() => !driver['running']);
+    expect(stalls).toEqual([]); // under the threshold: nothing said
+
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 1, prevTerm: 1, entries: [{ ...entry, index: 2 }], commit: 1 });
+    await storage.writeStarted();
+    hand.advance(700);
+    storage.releaseOne();
+    await turnsUntil(() => stalls.length > 0);
+    expect(stalls).toEqual([{ kind: 'ready', ms: 700, persistMs: 700, applyMs: expect.any(Number), entries: 1, committed: 1 }]);
+  });
+
+  it('reports ticks that came late (the thread was busy), not ticks on time', async () => {
+    const hand = handClock();
+    const stalls: Stall[] = [];
+    const { driver } = await makeDriver('n2', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs: 50 }, { clock: hand.clock, stallWarnMs: 500, onStall: (s) => stalls.push(s) });
+    driver.start();
+    for (let i = 0; i < 5; i++) {
+      hand.advance(50);
+      hand.tick();
+    }
+    hand.advance(549); // 499 ms late
+    hand.tick();
+    expect(stalls).toEqual([]);
+    hand.advance(650); // 600 ms late
+    hand.tick();
+    expect(stalls).toEqual([{ kind: 'tick', ms: 600 }]);
   });
 });
