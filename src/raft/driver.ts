@@ -167,6 +167,8 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private readonly streaming = new Set<NodeId>();
   /** The hard state last written; null until the first write of this process. */
   private persistedHardState: HardState | null = null;
+  /** The term on disk: the loaded one until this process writes one. */
+  private durableTerm: number;
   /** Heartbeat round -> when its Ready was taken (no later than it was sent), on both clocks (see leaseIndex). */
   private readonly roundSentAt = new Map<number, { readonly monotonic: number; readonly wall: number }>();
   /** How long after sending a round its quorum acknowledgement lets reads skip a round (RaftNode.leaseRound). */
@@ -185,6 +187,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     // Two ticks of margin: a follower's first tick may come right after it heard the round, and timers jitter.
     this.leaseMs = Math.max(0, (this.node.leaseTicks - 2) * options.tickMs * (1 - CLOCK_RATE_ALLOWANCE));
     this.stallWarnMs = options.stallWarnMs ?? Number.POSITIVE_INFINITY;
+    this.durableTerm = this.node.status().term;
   }
 
   start(): void {
@@ -196,6 +199,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       if (late >= this.stallWarnMs) this.opts.onStall?.({ kind: 'tick', ms: Math.round(late) });
       if (this.installing) return; // time stands still for the core while its state is replaced
       this.node.tick();
+      this.sendBeatsEarly();
       this.schedule();
     });
     // A lone voter leads itself at once (after the lease window, if it may have answered a leader before).
@@ -241,7 +245,17 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       return;
     }
     this.node.step(message);
+    if (message.type === 'heartbeat') this.sendBeatsEarly();
     this.schedule();
+  }
+
+  /** While a Ready is being written and applied, heartbeats (and answers to them) need not wait for it (RaftNode.takeBeats). */
+  private sendBeatsEarly(): void {
+    if (!this.running) return;
+    const beats = this.node.takeBeats(this.durableTerm);
+    if (beats.length === 0) return;
+    this.noteRoundsSent(beats);
+    for (const m of beats) this.opts.transport.send(m);
   }
 
   /** Propose a command; resolves with its apply result once committed and applied here. */
@@ -587,7 +601,10 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
 
   private async persist(rd: Ready): Promise<void> {
     await this.opts.storage.persist(rd.hardState, rd.entries);
-    if (rd.hardState !== null) this.persistedHardState = rd.hardState;
+    if (rd.hardState !== null) {
+      this.persistedHardState = rd.hardState;
+      this.durableTerm = rd.hardState.term;
+    }
   }
 
   /**

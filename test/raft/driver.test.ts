@@ -34,6 +34,11 @@ class GatedStorage extends MemoryLogStorage {
     for (const release of this.gates.splice(0)) release();
   }
 
+  /** Holds every write from now on until released (after openGates). */
+  closeGates(): void {
+    this.open = false;
+  }
+
   /** Resolves once a persist() call is waiting for its release. */
   async writeStarted(): Promise<void> {
     if (this.gates.length > 0) return;
@@ -422,5 +427,73 @@ describe('RaftDriver stall reports', () => {
     hand.advance(650); // 600 ms late
     hand.tick();
     expect(stalls).toEqual([{ kind: 'tick', ms: 600 }]);
+  });
+});
+
+describe('RaftDriver heartbeats while a Ready is held', () => {
+  function handTicker(): { clock: DriverClock; tick(): void } {
+    let ticker: (() => void) | null = null;
+    const clock: DriverClock = {
+      monotonic: () => 0,
+      wall: () => 0,
+      defer: (fn) => void setImmediate(fn),
+      after: (ms, fn) => {
+        const t = setTimeout(fn, ms);
+        return () => clearTimeout(t);
+      },
+      every: (_ms, fn) => {
+        ticker = fn;
+        return () => (ticker = null);
+      },
+    };
+    return { clock, tick: () => ticker?.() };
+  }
+  const entry = (index: number, term = 1): Entry => ({ index, term, kind: 'command', data: new Uint8Array([index]) });
+
+  it('a leader whose log write is slow still sends its heartbeats on time', async () => {
+    const hand = handTicker();
+    const { driver, storage, node, sent } = await makeDriver('n1', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs: 50 }, { clock: hand.clock });
+    storage.openGates();
+    for (let i = 0; i < node.leaseTicks; i++) node.tick();
+    driver.start();
+    node.campaign();
+    driver.step({ type: 'preVoteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+    await turnsUntil(() => sent.some((m) => m.type === 'vote'));
+    driver.step({ type: 'voteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+    await turnsUntil(() => node.status().role === 'leader' && !driver['running']);
+
+    storage.closeGates();
+    const proposed = driver.propose(new Uint8Array([7])).catch((err: unknown) => err); // never commits: no follower answers
+    await storage.writeStarted(); // the Ready with the new entry is held in its write
+    const before = sent.length;
+    hand.tick();
+    const beats = sent.slice(before).filter((m) => m.type === 'heartbeat');
+    expect(beats.map((m) => m.to).sort()).toEqual(['n2', 'n3']);
+    expect(beats.every((m) => m.term === 1)).toBe(true);
+    storage.openGates();
+    await driver.stop();
+    expect(await proposed).toMatchObject({ code: 'UNAVAILABLE' });
+  });
+
+  it('a follower whose Ready is held answers heartbeats at once, but only in a term already on disk', async () => {
+    const { driver, storage, sent, delivered } = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    driver.start();
+    // Term 1 arrives with this append: until its write is done, nothing at term 1 may leave.
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry(1)], commit: 0 });
+    await storage.writeStarted();
+    driver.step({ type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 0, context: '1' });
+    expect(sent).toEqual([]);
+    storage.releaseOne();
+    await delivered;
+    await turnsUntil(() => sent.some((m) => m.type === 'heartbeatResp'));
+
+    // Term 1 on disk: while the next append's write is held, a heartbeat is answered at once.
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 1, prevTerm: 1, entries: [entry(2)], commit: 1 });
+    await storage.writeStarted();
+    const before = sent.length;
+    driver.step({ type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 1, context: '2' });
+    expect(sent.slice(before)).toMatchObject([{ type: 'heartbeatResp', to: 'n1', term: 1, context: '2' }]);
+    expect(sent.slice(before).some((m) => m.type === 'appResp')).toBe(false); // the acknowledgement still waits for the write
+    storage.releaseOne();
   });
 });
