@@ -381,6 +381,22 @@ export class RaftNode {
     return rd;
   }
 
+  /**
+   * Heartbeats and their answers queued at `durableTerm` since the outstanding Ready was taken,
+   * taken out of the next one: they carry no entries and no vote, and their term is on disk, so
+   * they promise nothing that is not durable yet. The driver sends them while that Ready is still
+   * being written and applied: a slow batch must not starve the followers' election timers, nor
+   * the leader's quorum check, while the members are all alive and talking.
+   */
+  takeBeats(durableTerm: number): Message[] {
+    if (this.term !== durableTerm || this.messages.length === 0) return [];
+    const beats: Message[] = [];
+    const rest: Message[] = [];
+    for (const m of this.messages) (m.type === 'heartbeat' || m.type === 'heartbeatResp' ? beats : rest).push(m);
+    if (beats.length > 0) this.messages = rest;
+    return beats;
+  }
+
   /** The Ready's writes are durable and its committed entries applied. */
   advance(rd: Ready): void {
     assert(this.readyOutstanding, () => `${this.id}: advance() without a ready() outstanding`);

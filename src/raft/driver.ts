@@ -91,7 +91,18 @@ export interface DriverOptions<R, S extends StagedTransfer = StagedFile> {
   readonly onSnapshotEvent?: (event: SnapshotEvent) => void;
   /** On the leader: a heartbeat answered by `peer`, this long (seconds) after the round was sent. */
   readonly onPeerRoundTrip?: (peer: NodeId, seconds: number) => void;
+  /**
+   * Something held the core still for at least `stallWarnMs`: a Ready that took that long to
+   * persist and apply (heartbeats wait behind it), or ticks that came that late (the thread was
+   * busy). Past the election timeout, followers elect another leader: this says why.
+   */
+  readonly onStall?: (stall: Stall) => void;
+  readonly stallWarnMs?: number;
 }
+
+export type Stall =
+  | { readonly kind: 'ready'; readonly ms: number; readonly persistMs: number; readonly applyMs: number; readonly entries: number; readonly committed: number }
+  | { readonly kind: 'tick'; readonly ms: number };
 
 export interface SnapshotEvent {
   readonly kind: 'sent' | 'installed' | 'failed' | 'refused' | 'compacted';
@@ -156,11 +167,14 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private readonly streaming = new Set<NodeId>();
   /** The hard state last written; null until the first write of this process. */
   private persistedHardState: HardState | null = null;
+  /** The term on disk: the loaded one until this process writes one. */
+  private durableTerm: number;
   /** Heartbeat round -> when its Ready was taken (no later than it was sent), on both clocks (see leaseIndex). */
   private readonly roundSentAt = new Map<number, { readonly monotonic: number; readonly wall: number }>();
   /** How long after sending a round its quorum acknowledgement lets reads skip a round (RaftNode.leaseRound). */
   private readonly leaseMs: number;
   private readonly readCounts = { lease: 0, round: 0 };
+  private readonly stallWarnMs: number;
 
   constructor(options: DriverOptions<R, S>, appliedIndex: number) {
     this.node = options.node;
@@ -172,12 +186,20 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     this.assembler = options.snapshots ? new SnapshotAssembler(options.snapshots.staging) : null;
     // Two ticks of margin: a follower's first tick may come right after it heard the round, and timers jitter.
     this.leaseMs = Math.max(0, (this.node.leaseTicks - 2) * options.tickMs * (1 - CLOCK_RATE_ALLOWANCE));
+    this.stallWarnMs = options.stallWarnMs ?? Number.POSITIVE_INFINITY;
+    this.durableTerm = this.node.status().term;
   }
 
   start(): void {
+    let lastTick = this.clock.monotonic();
     this.stopTicker = this.clock.every(this.opts.tickMs, () => {
+      const now = this.clock.monotonic();
+      const late = now - lastTick - this.opts.tickMs;
+      lastTick = now;
+      if (late >= this.stallWarnMs) this.opts.onStall?.({ kind: 'tick', ms: Math.round(late) });
       if (this.installing) return; // time stands still for the core while its state is replaced
       this.node.tick();
+      this.sendBeatsEarly();
       this.schedule();
     });
     // A lone voter leads itself at once (after the lease window, if it may have answered a leader before).
@@ -223,7 +245,17 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       return;
     }
     this.node.step(message);
+    if (message.type === 'heartbeat') this.sendBeatsEarly();
     this.schedule();
+  }
+
+  /** While a Ready is being written and applied, heartbeats (and answers to them) need not wait for it (RaftNode.takeBeats). */
+  private sendBeatsEarly(): void {
+    if (!this.running) return;
+    const beats = this.node.takeBeats(this.durableTerm);
+    if (beats.length === 0) return;
+    this.noteRoundsSent(beats);
+    for (const m of beats) this.opts.transport.send(m);
   }
 
   /** Propose a command; resolves with its apply result once committed and applied here. */
@@ -406,6 +438,17 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   }
 
   private async handleReady(rd: Ready): Promise<void> {
+    const started = this.clock.monotonic();
+    const timed = await this.timeReady(rd);
+    const ms = this.clock.monotonic() - started;
+    if (ms >= this.stallWarnMs) {
+      this.opts.onStall?.({ kind: 'ready', ms: Math.round(ms), persistMs: Math.round(timed.persistMs), applyMs: Math.round(timed.applyMs), entries: rd.entries.length, committed: rd.committedEntries.length });
+    }
+  }
+
+  /** Handles one Ready; returns how long its persist and its apply took (they may overlap). */
+  private async timeReady(rd: Ready): Promise<{ persistMs: number; applyMs: number }> {
+    const times = { persistMs: 0, applyMs: 0 };
     const { transport } = this.opts;
     this.noteRoundsSent(rd.messages);
     const early = rd.messages.filter(mayBeSentBeforePersist);
@@ -419,6 +462,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     const configResults: Array<[Entry, R]> = [];
     const applyCommitted = async (): Promise<void> => {
       if (rd.committedEntries.length === 0) return;
+      const started = this.clock.monotonic();
       await this.opts.apply(rd.committedEntries, (entry, result) => {
         if (entry.index !== this.applied + 1) throw new Error(`apply reported entry ${entry.index} after ${this.applied}`);
         this.applied = entry.index;
@@ -427,6 +471,12 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       });
       const last = rd.committedEntries[rd.committedEntries.length - 1]!.index;
       if (this.applied !== last) throw new Error(`apply reported entries up to ${this.applied}, not ${last}`);
+      times.applyMs = this.clock.monotonic() - started;
+    };
+    const persist = async (): Promise<void> => {
+      const started = this.clock.monotonic();
+      await this.persist(rd);
+      times.persistMs = this.clock.monotonic() - started;
     };
     if (!this.mustPersist(rd)) {
       sendRest();
@@ -434,11 +484,11 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     } else if (this.committedAreDurable(rd)) {
       // Entries an earlier Ready wrote are applied while this Ready's write is in flight: the
       // apply no longer waits a whole synced write (and its trip back) before it starts.
-      const persisting = this.persist(rd).then(sendRest);
+      const persisting = persist().then(sendRest);
       const outcomes = await Promise.allSettled([persisting, applyCommitted()]);
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
     } else {
-      await this.persist(rd);
+      await persist();
       sendRest();
       await applyCommitted();
     }
@@ -455,6 +505,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     }
     for (const need of rd.snapshotRequests) void this.streamSnapshot(need.to);
     this.node.advance(rd);
+    return times;
   }
 
   // ---------------------------------------------------------------- snapshots
@@ -570,7 +621,10 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
 
   private async persist(rd: Ready): Promise<void> {
     await this.opts.storage.persist(rd.hardState, rd.entries);
-    if (rd.hardState !== null) this.persistedHardState = rd.hardState;
+    if (rd.hardState !== null) {
+      this.persistedHardState = rd.hardState;
+      this.durableTerm = rd.hardState.term;
+    }
   }
 
   /**

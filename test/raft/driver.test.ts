@@ -7,7 +7,8 @@
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RaftNode } from '../../src/raft/core.js';
-import { RaftDriver } from '../../src/raft/driver.js';
+import type { DriverClock } from '../../src/raft/clock.js';
+import { RaftDriver, type DriverOptions, type Stall } from '../../src/raft/driver.js';
 import { MemoryLogStorage } from '../../src/raft/memory-storage.js';
 import type { Entry, HardState, Message, NodeId } from '../../src/raft/types.js';
 
@@ -31,6 +32,11 @@ class GatedStorage extends MemoryLogStorage {
   openGates(): void {
     this.open = true;
     for (const release of this.gates.splice(0)) release();
+  }
+
+  /** Holds every write from now on until released (after openGates). */
+  closeGates(): void {
+    this.open = false;
   }
 
   /** Resolves once a persist() call is waiting for its release. */
@@ -58,6 +64,7 @@ async function makeDriver(
   id: NodeId,
   voters: NodeId[],
   timing = { electionTicks: 1000, tickMs: 60_000 },
+  extra: Partial<Pick<DriverOptions<number>, 'clock' | 'onStall' | 'stallWarnMs'>> = {},
 ): Promise<{ driver: RaftDriver<number>; storage: GatedStorage; node: RaftNode; sent: Message[]; delivered: Promise<Message>; appliedIndexes: number[] }> {
   const storage = new GatedStorage({ initialConfig: { voters, learners: [] } });
   const loaded = await storage.load();
@@ -89,6 +96,7 @@ async function makeDriver(
       onFatal: (err) => {
         throw err;
       },
+      ...extra,
     },
     0,
   );
@@ -373,5 +381,134 @@ describe('RaftDriver read contexts', () => {
     );
     await earlier.driver.stop();
     expect(await earlierOutcome).toBe('UNAVAILABLE');
+  });
+});
+
+describe('RaftDriver stall reports', () => {
+  /** A monotonic clock the test moves by hand, with a ticker it fires by hand; defer and after are real. */
+  function handClock(): { clock: DriverClock; advance(ms: number): void; tick(): void } {
+    let now = 1_000;
+    let ticker: (() => void) | null = null;
+    const clock: DriverClock = {
+      monotonic: () => now,
+      wall: () => now,
+      defer: (fn) => void setImmediate(fn),
+      after: (ms, fn) => {
+        const t = setTimeout(fn, ms);
+        return () => clearTimeout(t);
+      },
+      every: (_ms, fn) => {
+        ticker = fn;
+        return () => (ticker = null);
+      },
+    };
+    return { clock, advance: (ms) => (now += ms), tick: () => ticker?.() };
+  }
+
+  it('reports a Ready whose write held the core still past stallWarnMs, with how long the write took', async () => {
+    const hand = handClock();
+    const stalls: Stall[] = [];
+    const { driver, storage, delivered } = await makeDriver('n2', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs: 50 }, { clock: hand.clock, stallWarnMs: 500, onStall: (s) => stalls.push(s) });
+    driver.start();
+    const entry: Entry = { index: 1, term: 1, kind: 'command', data: new Uint8Array([1]) };
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 0 });
+    await storage.writeStarted();
+    hand.advance(499);
+    storage.releaseOne();
+    await delivered;
+    await turnsUntil(() => !driver['running']);
+    expect(stalls).toEqual([]); // under the threshold: nothing said
+
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 1, prevTerm: 1, entries: [{ ...entry, index: 2 }], commit: 1 });
+    await storage.writeStarted();
+    hand.advance(700);
+    storage.releaseOne();
+    await turnsUntil(() => stalls.length > 0);
+    expect(stalls).toEqual([{ kind: 'ready', ms: 700, persistMs: 700, applyMs: expect.any(Number), entries: 1, committed: 1 }]);
+  });
+
+  it('reports ticks that came late (the thread was busy), not ticks on time', async () => {
+    const hand = handClock();
+    const stalls: Stall[] = [];
+    const { driver } = await makeDriver('n2', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs: 50 }, { clock: hand.clock, stallWarnMs: 500, onStall: (s) => stalls.push(s) });
+    driver.start();
+    for (let i = 0; i < 5; i++) {
+      hand.advance(50);
+      hand.tick();
+    }
+    hand.advance(549); // 499 ms late
+    hand.tick();
+    expect(stalls).toEqual([]);
+    hand.advance(650); // 600 ms late
+    hand.tick();
+    expect(stalls).toEqual([{ kind: 'tick', ms: 600 }]);
+  });
+});
+
+describe('RaftDriver heartbeats while a Ready is held', () => {
+  function handTicker(): { clock: DriverClock; tick(): void } {
+    let ticker: (() => void) | null = null;
+    const clock: DriverClock = {
+      monotonic: () => 0,
+      wall: () => 0,
+      defer: (fn) => void setImmediate(fn),
+      after: (ms, fn) => {
+        const t = setTimeout(fn, ms);
+        return () => clearTimeout(t);
+      },
+      every: (_ms, fn) => {
+        ticker = fn;
+        return () => (ticker = null);
+      },
+    };
+    return { clock, tick: () => ticker?.() };
+  }
+  const entry = (index: number, term = 1): Entry => ({ index, term, kind: 'command', data: new Uint8Array([index]) });
+
+  it('a leader whose log write is slow still sends its heartbeats on time', async () => {
+    const hand = handTicker();
+    const { driver, storage, node, sent } = await makeDriver('n1', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs: 50 }, { clock: hand.clock });
+    storage.openGates();
+    for (let i = 0; i < node.leaseTicks; i++) node.tick();
+    driver.start();
+    node.campaign();
+    driver.step({ type: 'preVoteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+    await turnsUntil(() => sent.some((m) => m.type === 'vote'));
+    driver.step({ type: 'voteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+    await turnsUntil(() => node.status().role === 'leader' && !driver['running']);
+
+    storage.closeGates();
+    const proposed = driver.propose(new Uint8Array([7])).catch((err: unknown) => err); // never commits: no follower answers
+    await storage.writeStarted(); // the Ready with the new entry is held in its write
+    const before = sent.length;
+    hand.tick();
+    const beats = sent.slice(before).filter((m) => m.type === 'heartbeat');
+    expect(beats.map((m) => m.to).sort()).toEqual(['n2', 'n3']);
+    expect(beats.every((m) => m.term === 1)).toBe(true);
+    storage.openGates();
+    await driver.stop();
+    expect(await proposed).toMatchObject({ code: 'UNAVAILABLE' });
+  });
+
+  it('a follower whose Ready is held answers heartbeats at once, but only in a term already on disk', async () => {
+    const { driver, storage, sent, delivered } = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    driver.start();
+    // Term 1 arrives with this append: until its write is done, nothing at term 1 may leave.
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry(1)], commit: 0 });
+    await storage.writeStarted();
+    driver.step({ type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 0, context: '1' });
+    expect(sent).toEqual([]);
+    storage.releaseOne();
+    await delivered;
+    await turnsUntil(() => sent.some((m) => m.type === 'heartbeatResp'));
+
+    // Term 1 on disk: while the next append's write is held, a heartbeat is answered at once.
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 1, prevTerm: 1, entries: [entry(2)], commit: 1 });
+    await storage.writeStarted();
+    const before = sent.length;
+    driver.step({ type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 1, context: '2' });
+    expect(sent.slice(before)).toMatchObject([{ type: 'heartbeatResp', to: 'n1', term: 1, context: '2' }]);
+    expect(sent.slice(before).some((m) => m.type === 'appResp')).toBe(false); // the acknowledgement still waits for the write
+    storage.releaseOne();
   });
 });

@@ -1,8 +1,12 @@
 // The leader's memory of recent change events: bounded, and complete for every
 // session it answers for (or it says it cannot be, and the session gets a resync).
 
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { EventLog, type RecordedEvent } from '../../src/server/node/event-log.js';
+import { packValue } from '../../src/protocol/msgpack.js';
+import { PackedValue } from '../../src/protocol/packed.js';
 
 const event = (index: number, recipients: string[], path = '/a'): RecordedEvent => ({
   event: { index, type: 'push', path, item: { index, owner: null, data: `d${index}` } },
@@ -46,8 +50,8 @@ describe('EventLog', () => {
   });
 
   it('keeps the history of every change, watched or not, by path and prefix, within its byte bound', () => {
-    // Each of these events counts 64 + path + data bytes, about 70: 700 bytes hold 10.
-    const log = new EventLog(1000, 0, 700);
+    // Each of these events counts 400 + 2 x (path + data bytes), about 410: 4,150 bytes hold 10.
+    const log = new EventLog(1000, 0, 4150);
     for (let i = 1; i <= 6; i++) log.record([event(i, [], i % 2 === 0 ? '/a/b' : '/a')]);
     log.record([event(7, ['s1'], '/ab')]);
     expect(log.eventsOf('/a', false, 0, 7)!.map((e) => e.index)).toEqual([1, 3, 5]);
@@ -61,6 +65,34 @@ describe('EventLog', () => {
     log.reset(30);
     expect(log.eventsOf('/a', false, 20, 40)).toBeNull();
     expect(log.eventsOf('/a', false, 30, 40)).toEqual([]);
+  });
+
+  it('keeps an event whose encoded data is a view into a larger buffer with a copy of its own bytes, not the buffer', () => {
+    const shared = Buffer.alloc(64 * 1024);
+    const bytes = packValue({ n: 1 });
+    bytes.copy(shared, 100);
+    const view = shared.subarray(100, 100 + bytes.length);
+    const log = new EventLog(100, 0);
+    log.record([{ event: { index: 1, type: 'push', path: '/a', item: { index: 1, owner: null, data: new PackedValue({ n: 1 }, view) } }, recipients: [] }]);
+    const [kept] = log.eventsOf('/a', false, 0, 1)!;
+    const data = kept!.item.data as PackedValue;
+    expect(data.value).toEqual({ n: 1 });
+    expect(Buffer.compare(data.bytes, bytes)).toBe(0);
+    expect(data.bytes.buffer).not.toBe(shared.buffer); // not the buffer it came in
+  });
+
+  it('lets go of an event as soon as it forgets it (the history and the resume log alike)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const log = new EventLog(4, 0, 4150); // each resume event costs 2, each history event about 410
+    const first = new WeakRef(event(1, ['s1']));
+    log.record([first.deref()!]);
+    for (let i = 2; i <= 12; i++) log.record([event(i, ['s1'])]);
+    expect(log.eventsFor('s1', 10)!.map((e) => e.index)).toEqual([11, 12]);
+    expect(log.eventsOf('/a', false, 2, 12)!.map((e) => e.index)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    await new Promise((resolve) => setImmediate(resolve)); // a WeakRef holds its target until the job that made it ends
+    gc();
+    expect(first.deref()).toBeUndefined();
   });
 });
 

@@ -352,6 +352,21 @@ describe('closeSession', () => {
     expect(after.result).toMatchObject({ ok: false, code: 'SESSION_EXPIRED' });
   });
 
+  it('reads the items of a session it ends a chunk at a time, not one trip to LevelDB per item', async () => {
+    await open('A');
+    const owned = 1_300;
+    for (let n = 0; n < owned; n++) await push('A', `/p${n % 3}`, n, { watch: false });
+    const gets = vi.spyOn(tmp.db, 'get');
+    const getMany = vi.spyOn(tmp.db, 'getMany');
+    const out = await run({ op: 'closeSession', session: 'A', reason: 'bye' });
+    expect(out.events).toHaveLength(owned);
+    // In key order: /p0's items, then /p1's, then /p2's, each oldest first.
+    expect(out.events.map((e) => e.path)).toEqual(['/p0', '/p1', '/p2'].flatMap((p, k) => Array.from({ length: Math.ceil((owned - k) / 3) }, () => p)));
+    expect(gets).not.toHaveBeenCalled();
+    expect(getMany.mock.calls.length).toBe(Math.ceil(owned / 512));
+    expect((await getList(sm, '/p1')).items).toEqual([]);
+  });
+
   it('answers SESSION_EXPIRED for a session that is not open', async () => {
     const out = await run({ op: 'closeSession', session: 'nobody', reason: 'bye' });
     expect(out.result).toMatchObject({ ok: false, code: 'SESSION_EXPIRED' });

@@ -146,6 +146,9 @@ async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext):
   return { result: { ok: true, op: 'delete' }, ops, events: [{ index, type: 'delete', path: c.path, item }], after };
 }
 
+/** Items an ended session's delete reads from LevelDB at once: one trip to its thread pool for this many, not one per item. */
+const END_SESSION_READ_CHUNK = 512;
+
 /** Deletes every item the session owns, with a delete event for each, in item-key order. */
 async function endSession(session: string, { db, states, index }: PlanContext): Promise<SessionEndPlan> {
   const state = states.of(lists);
@@ -153,19 +156,29 @@ async function endSession(session: string, { db, states, index }: PlanContext): 
   const events: ChangeEvent[] = [];
   const removedByPath = new Map<string, Set<number>>();
   // The reverse index yields the session's items in item-key order (path, then index).
-  for await (const key of db.keys(clientDataRange(session))) {
-    const ref = decodeClientDataKey(key);
-    ops.push({ type: 'del', key });
-    const bytes = await db.get(itemKey(ref.path, ref.index));
-    if (bytes === undefined) continue; // a dangling reverse entry: dropping it is all there is to do
-    const stored = decodeChargedItem(bytes);
-    const item: Item = withStoredSize({ index: ref.index, ...stored.item }, bytes.byteLength);
-    if (stored.user !== undefined) creditUser(states, stored.user, bytes.byteLength);
-    ops.push({ type: 'del', key: itemKey(ref.path, ref.index) });
-    events.push({ index, type: 'delete', path: ref.path, item });
-    let removed = removedByPath.get(ref.path);
-    if (removed === undefined) removedByPath.set(ref.path, (removed = new Set()));
-    removed.add(ref.index);
+  const owned = db.keys(clientDataRange(session));
+  try {
+    for (;;) {
+      const keys = await owned.nextv(END_SESSION_READ_CHUNK);
+      if (keys.length === 0) break;
+      const refs = keys.map(decodeClientDataKey);
+      const values = await db.getMany(refs.map((ref) => itemKey(ref.path, ref.index)));
+      refs.forEach((ref, n) => {
+        ops.push({ type: 'del', key: keys[n]! });
+        const bytes = values[n];
+        if (bytes === undefined) return; // a dangling reverse entry: dropping it is all there is to do
+        const stored = decodeChargedItem(bytes);
+        const item: Item = withStoredSize({ index: ref.index, ...stored.item }, bytes.byteLength);
+        if (stored.user !== undefined) creditUser(states, stored.user, bytes.byteLength);
+        ops.push({ type: 'del', key: itemKey(ref.path, ref.index) });
+        events.push({ index, type: 'delete', path: ref.path, item });
+        let removed = removedByPath.get(ref.path);
+        if (removed === undefined) removedByPath.set(ref.path, (removed = new Set()));
+        removed.add(ref.index);
+      });
+    }
+  } finally {
+    await owned.close();
   }
   const newest: Array<[string, number]> = [];
   for (const [path, removed] of removedByPath) newest.push([path, await newestRemaining(db, path, removed)]);

@@ -228,6 +228,12 @@ export class VeraNode {
           snapshots,
           compaction: opts.compaction,
           ...(hooks.onPeerRoundTrip === undefined ? {} : { onPeerRoundTrip: (peer: NodeId, seconds: number) => hooks.onPeerRoundTrip!(peer, seconds) }),
+          // Half the shortest election timeout: a stall this long is worth an operator's look before it costs a leader.
+          stallWarnMs: (opts.timing.electionTicks * opts.timing.tickMs) / 2,
+          onStall: (stall) => {
+            const what = stall.kind === 'ready' ? 'persisting and applying one batch' : 'the thread was busy: ticks came late';
+            opts.logger.warn({ event: `raft-stall-${stall.kind}`, ...stall }, `the consensus loop stood still for ${stall.ms} ms (${what})`);
+          },
           onSnapshotEvent: (e) => {
             opts.logger.info({ event: `snapshot-${e.kind}`, ...e }, `snapshot ${e.kind} at index ${e.index}`);
             hooks.onSnapshot?.(e);
