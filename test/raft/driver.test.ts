@@ -384,27 +384,27 @@ describe('RaftDriver read contexts', () => {
   });
 });
 
-describe('RaftDriver stall reports', () => {
-  /** A monotonic clock the test moves by hand, with a ticker it fires by hand; defer and after are real. */
-  function handClock(): { clock: DriverClock; advance(ms: number): void; tick(): void } {
-    let now = 1_000;
-    let ticker: (() => void) | null = null;
-    const clock: DriverClock = {
-      monotonic: () => now,
-      wall: () => now,
-      defer: (fn) => void setImmediate(fn),
-      after: (ms, fn) => {
-        const t = setTimeout(fn, ms);
-        return () => clearTimeout(t);
-      },
-      every: (_ms, fn) => {
-        ticker = fn;
-        return () => (ticker = null);
-      },
-    };
-    return { clock, advance: (ms) => (now += ms), tick: () => ticker?.() };
-  }
+/** A monotonic clock the test moves by hand, with a ticker it fires by hand; defer and after are real. */
+function handClock(): { clock: DriverClock; advance(ms: number): void; tick(): void } {
+  let now = 1_000;
+  let ticker: (() => void) | null = null;
+  const clock: DriverClock = {
+    monotonic: () => now,
+    wall: () => now,
+    defer: (fn) => void setImmediate(fn),
+    after: (ms, fn) => {
+      const t = setTimeout(fn, ms);
+      return () => clearTimeout(t);
+    },
+    every: (_ms, fn) => {
+      ticker = fn;
+      return () => (ticker = null);
+    },
+  };
+  return { clock, advance: (ms) => (now += ms), tick: () => ticker?.() };
+}
 
+describe('RaftDriver stall reports', () => {
   it('reports a Ready whose write held the core still past stallWarnMs, with how long the write took', async () => {
     const hand = handClock();
     const stalls: Stall[] = [];
@@ -446,27 +446,10 @@ describe('RaftDriver stall reports', () => {
 });
 
 describe('RaftDriver heartbeats while a Ready is held', () => {
-  function handTicker(): { clock: DriverClock; tick(): void } {
-    let ticker: (() => void) | null = null;
-    const clock: DriverClock = {
-      monotonic: () => 0,
-      wall: () => 0,
-      defer: (fn) => void setImmediate(fn),
-      after: (ms, fn) => {
-        const t = setTimeout(fn, ms);
-        return () => clearTimeout(t);
-      },
-      every: (_ms, fn) => {
-        ticker = fn;
-        return () => (ticker = null);
-      },
-    };
-    return { clock, tick: () => ticker?.() };
-  }
   const entry = (index: number, term = 1): Entry => ({ index, term, kind: 'command', data: new Uint8Array([index]) });
 
   it('a leader whose log write is slow still sends its heartbeats on time', async () => {
-    const hand = handTicker();
+    const hand = handClock();
     const { driver, storage, node, sent } = await makeDriver('n1', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs: 50 }, { clock: hand.clock });
     storage.openGates();
     for (let i = 0; i < node.leaseTicks; i++) node.tick();
