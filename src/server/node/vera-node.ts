@@ -32,6 +32,9 @@ export interface RaftTiming {
 }
 
 // A heartbeat round every tick (50 ms) renews the leader lease (90 ms, see RaftDriver) before it runs out.
+/** A slow apply's warning names at most this many of its commands' ops. */
+const MAX_OPS_NAMED = 8;
+
 export const DEFAULT_RAFT_TIMING: RaftTiming = { tickMs: 50, electionTicks: 20, heartbeatTicks: 1 };
 
 export interface VeraNodeOptions {
@@ -186,10 +189,13 @@ export class VeraNode {
         }
         applied(entry, outcome);
       };
+      // Half the shortest election timeout: a stall this long is worth an operator's look before it costs a leader.
+      const stallWarnMs = (opts.timing.electionTicks * opts.timing.tickMs) / 2;
       const applyCommands = async (run: readonly Entry[], applied: Applied): Promise<void> => {
         // Recipients are decided as each entry is planned, against the watches as of that entry, so replay later is exact.
         const recipients: RecordedEvent[][] = [];
         let written = 0;
+        const ops = new Set<string>();
         const started = performance.now();
         await sm.applyMany(run, {
           onPlanned: (outcome) => recipients.push(outcome.events.map((event) => ({ event, recipients: [...watchersOf(sm, event.path)] }))),
@@ -198,10 +204,14 @@ export class VeraNode {
             const recorded = recipients[written]!;
             events.record(recorded);
             hooks.onApplied(outcome, recorded);
+            if (ops.size < MAX_OPS_NAMED) ops.add(outcome.result.ok ? outcome.result.op : `refused ${outcome.result.code}`);
             applied(run[written++]!, outcome);
           },
         });
-        hooks.onAppliedRun?.((performance.now() - started) / 1000, run.length);
+        const ms = performance.now() - started;
+        hooks.onAppliedRun?.(ms / 1000, run.length);
+        // Which commands a slow apply held (the stall warning says how long, this says what).
+        if (ms >= stallWarnMs) opts.logger.warn({ event: 'apply-slow', ms: Math.round(ms), entries: run.length, ops: [...ops] }, `applying ${run.length} entries took ${Math.round(ms)} ms`);
       };
       const apply = async (entries: readonly Entry[], applied: Applied): Promise<void> => {
         let run: Entry[] = [];
@@ -228,8 +238,7 @@ export class VeraNode {
           snapshots,
           compaction: opts.compaction,
           ...(hooks.onPeerRoundTrip === undefined ? {} : { onPeerRoundTrip: (peer: NodeId, seconds: number) => hooks.onPeerRoundTrip!(peer, seconds) }),
-          // Half the shortest election timeout: a stall this long is worth an operator's look before it costs a leader.
-          stallWarnMs: (opts.timing.electionTicks * opts.timing.tickMs) / 2,
+          stallWarnMs,
           onStall: (stall) => {
             const what = stall.kind === 'ready' ? 'persisting and applying one batch' : 'the thread was busy: ticks came late';
             opts.logger.warn({ event: `raft-stall-${stall.kind}`, ...stall }, `the consensus loop stood still for ${stall.ms} ms (${what})`);
