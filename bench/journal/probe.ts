@@ -6,7 +6,9 @@
 //   tsx bench/journal/probe.ts --checkouts /tmp/before,. --rounds 3 --scenarios lateness,tp256
 //
 // Scenarios: `lateness` (1000 jobs due one every 3 ms from 200 ms on, 16 idle
-// workers, as J1), `tpN` (J1's throughput level with N workers). A `--profile DIR`
+// workers, as J1), `tpN` (J1's throughput level with N workers), `tpN+` (the same with
+// the features on: a retry policy on the journal and a client watching its lifecycle
+// events, so that their cost shows against `tpN` in the same run). A `--profile DIR`
 // takes a CPU profile of the leader (or with `--profile-member follower`, of a follower) during
 // each tp scenario (DIR/<label>-<scenario>-<round>-<n>.cpuprofile). Each tp line gives CPU time
 // per job of the leader, a follower and the workers' client, steadier than jobs/s under load.
@@ -86,9 +88,10 @@ async function lateness(o: Open, queue: string): Promise<string> {
   return `lateness p50 ${s.p50.toFixed(1)} p90 ${s.p90.toFixed(1)} p99 ${s.p99.toFixed(1)} max ${s.max.toFixed(1)} ms (early ${early})`;
 }
 
-async function throughput(o: Open, queue: string, workers: number, profileTo: string | null): Promise<string> {
+async function throughput(o: Open, queue: string, workers: number, profileTo: string | null, features = false): Promise<string> {
   const admin = await journalClient(o);
-  await admin.create(queue, { timeoutMs: 30_000, maxTimeouts: 100 });
+  // With the features on: a retry policy on the journal, and a client following its lifecycle events.
+  await admin.create(queue, { timeoutMs: 30_000, maxTimeouts: 100, ...(features ? { retry: { attempts: 3, backoff: 'exponential', delayMs: 100, maxDelayMs: 1000 } } : {}) });
   const jobs = JOBS[workers] ?? 20000;
   const keys = Array.from({ length: jobs }, (_, i) => `${queue}-${i}`);
   for (let i = 0; i < jobs; i += 1000) await admin.add(queue, keys.slice(i, i + 1000).map((key) => ({ key, data: 'x'.repeat(64) })));
@@ -108,6 +111,8 @@ async function throughput(o: Open, queue: string, workers: number, profileTo: st
     end = performance.now();
     await worker.stop();
   };
+  let events = 0;
+  const watcher = features ? (await journalClient(o)).watchEvents(queue, () => void events++, { waitMs: 1_000 }) : null;
   const leader = await o.cluster.leader();
   const cpu = startCpuPerJob(o, leader);
   if (profileTo === null) await run();
@@ -117,7 +122,9 @@ async function throughput(o: Open, queue: string, workers: number, profileTo: st
     const profile = args.get('profile-kind') === 'heap' ? await sampleAllocations(url, run) : await profileWhile(url, run);
     writeFileSync(profileTo, JSON.stringify(profile));
   }
-  return `${workers} workers: ${Math.round(jobs / ((end - first) / 1000))} jobs/s, ${cpu(jobs)}`;
+  const spent = cpu(jobs);
+  watcher?.stop();
+  return `${workers} workers${features ? ' (retry policy, events watched)' : ''}: ${Math.round(jobs / ((end - first) / 1000))} jobs/s, ${spent}${features ? `, ${events} events seen` : ''}`;
 }
 
 /**
@@ -184,7 +191,9 @@ async function main(): Promise<void> {
         // One unmeasured level first, as J1 does: measured compiled and settled.
         await throughput(o, `warm-${round}`, 16, null);
         for (const [si, s] of scenarios.entries()) {
-          const line = s === 'lateness' ? await lateness(o, `late-${round}-${si}`) : await throughput(o, `${s}-${round}-${si}`, Number(s.slice(2)), profileDir === undefined ? null : join(profileDir, `${ci}-${s}-${round}-${si}.cpuprofile`));
+          const features = s.endsWith('+');
+          const profileTo = profileDir === undefined ? null : join(profileDir, `${ci}-${s}-${round}-${si}.cpuprofile`);
+          const line = s === 'lateness' ? await lateness(o, `late-${round}-${si}`) : await throughput(o, `tp-${round}-${si}`, Number(s.slice(2).replace('+', '')), profileTo, features);
           console.log(`round ${round} ${label} ${s}: ${line}`);
         }
       } finally {
