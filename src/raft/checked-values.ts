@@ -14,13 +14,19 @@ const CRC_BYTES = 4;
 
 import { crc32c } from './crc32c.js';
 
+/** An empty value as stored: its checksum alone (LevelDB copies what it is given, so one buffer serves every write). */
+const EMPTY_CHECKED = Buffer.alloc(CRC_BYTES);
+EMPTY_CHECKED.writeUInt32BE(crc32c(Buffer.alloc(0)), 0);
+
 /** The classic-level value encoding of a Vera store (format vera-store-v2). */
 export const checkedValueEncoding = {
   name: 'vera-crc32c',
   format: 'buffer' as const,
   encode(value: Buffer): Buffer {
+    // Index entries (most of a journal job's writes) have empty values: one stored form for all.
+    if (value.length === 0) return EMPTY_CHECKED;
     const out = Buffer.allocUnsafe(value.length + CRC_BYTES);
-    value.copy(out, 0);
+    out.set(value, 0); // TypedArray#set: no native call per value, as Buffer#copy makes
     out.writeUInt32BE(crc32c(value), value.length);
     return out;
   },

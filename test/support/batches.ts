@@ -22,8 +22,33 @@ export function recordBatches(db: VeraDb): BatchOp[][] {
     const put = chained.put.bind(chained);
     const del = chained.del.bind(chained);
     const write = chained.write.bind(chained);
-    chained.put = (key: Buffer, value: Buffer) => (ops.push({ type: 'put', key, value }), put(key, value));
-    chained.del = (key: Buffer) => (ops.push({ type: 'del', key }), del(key));
+    // writeBatch hands most ops to the implementation's _put and _del, already encoded; the
+    // public put and del call those too, and are recorded once, as themselves.
+    let inPublic = false;
+    const publicly = <T>(op: () => T): T => {
+      inPublic = true;
+      try {
+        return op();
+      } finally {
+        inPublic = false;
+      }
+    };
+    chained.put = (key: Buffer, value: Buffer) => (ops.push({ type: 'put', key, value }), publicly(() => put(key, value)));
+    chained.del = (key: Buffer) => (ops.push({ type: 'del', key }), publicly(() => del(key)));
+    const native = chained as unknown as { _put?: (key: Buffer, value: Buffer) => void; _del?: (key: Buffer) => void };
+    const valueEncoding = db.valueEncoding() as unknown as { decode(v: Buffer): Buffer };
+    if (native._put !== undefined && native._del !== undefined) {
+      const nativePut = native._put.bind(chained);
+      const nativeDel = native._del.bind(chained);
+      native._put = (key, value) => {
+        if (!inPublic) ops.push({ type: 'put', key, value: valueEncoding.decode(value) });
+        nativePut(key, value);
+      };
+      native._del = (key) => {
+        if (!inPublic) ops.push({ type: 'del', key });
+        nativeDel(key);
+      };
+    }
     chained.write = (options?: unknown) => (writes.push(ops), write(options));
     return chained;
   }) as never);

@@ -113,7 +113,7 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
           else state.setSchedule(c.name, clockOf(sw.after));
         }
         state.journals.set(c.name, definition);
-        for (const [key, record] of written) state.recent.remember(c.name, key, record);
+        for (const [key, record, handle] of written) state.recent.remember(c.name, key, record, handle);
         // Fronts a claim read hold the index as it was before this entry; then this entry's changes.
         for (const [priority, front] of tx.frontsRead) state.setFront(c.name, priority, front);
         for (const w of changes) state.noteWaiting(c.name, w.priority, w.key, w.put);
@@ -172,7 +172,8 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       const doneKeys: string[] = [];
       let requeued = 0;
       for (const [key, lease, result] of c.items) {
-        const item = await tx.get(key);
+        const known = tx.known(key);
+        const item = known !== undefined ? known : await tx.get(key);
         // A cancelled item is lost to its holder too: it was removed.
         if (item === null || item.status !== 'processing' || item.lease !== lease || item.cancelled === true) {
           lost.push(key);
@@ -366,7 +367,8 @@ async function add(items: readonly AddedItem[], user: string | undefined, tx: Jo
       expiresAt: a.expiresAt ?? (settings.expiresInMs === 0 ? 0 : now + settings.expiresInMs),
       ...(a.retry === undefined ? {} : { retry: a.retry }),
     };
-    let existing = await tx.get(a.key);
+    const known = tx.known(a.key);
+    let existing = known !== undefined ? known : await tx.get(a.key);
     if (existing !== null && isExpired(existing.expiresAt, now)) existing = afterExpiry(existing, now); // an expired item is as good as gone
     // Never before the insertion date (the item's, kept by a merge; now for a new key).
     if (accounting) incoming = { ...incoming, processAt: notBeforeInsertion(incoming.processAt, existing?.insertedAt ?? now) };
@@ -453,7 +455,8 @@ async function claim(tx: JournalTx, wanted: number, maxBytes: number | undefined
       if (Buffer.compare(indexKey, due.lt) >= 0) break; // in order: the rest are not due yet
       looked++;
       const key = keyAfterDate(indexKey, tx.name, 1);
-      const item = await tx.get(key);
+      const known = tx.known(key);
+      const item = known !== undefined ? known : await tx.get(key);
       if (item === null || item.status !== 'waiting' || !tx.indexKeysOf(key)[0]!.equals(indexKey)) continue;
       if (isExpired(item.expiresAt, now)) {
         if (expiredBudget === 0) continue;
@@ -467,7 +470,10 @@ async function claim(tx: JournalTx, wanted: number, maxBytes: number | undefined
         break;
       }
       claimedBytes += bytes;
-      tx.set(key, { ...item, status: 'processing', startedAt: now, lease: index, ...(item.progress === undefined ? {} : { progress: undefined }) });
+      // One spread (V8 clones the item's shape); the old progress, if any, is cleared after.
+      const taken: { -readonly [K in keyof JournalItem]: JournalItem[K] } = { ...item, status: 'processing', startedAt: now, lease: index };
+      if (taken.progress !== undefined) taken.progress = undefined;
+      tx.set(key, taken);
       const c: ClaimedItem = { key, data: item.data, priority: item.priority, processAt: item.processAt, insertedAt: item.insertedAt, timeouts: item.timeouts, failures: item.failures };
       claimed.push(item.retry === undefined ? c : { ...c, retry: item.retry });
     }
@@ -477,16 +483,20 @@ async function claim(tx: JournalTx, wanted: number, maxBytes: number | undefined
 }
 
 /**
- * Index keys a front is read with at a time, at least, and at most: what the claim still
+ * Index keys a front is read with at a time, at least, and at most: twice what the claim still
  * wants, within these (a claim of a thousand reads its front in one go, not four, and the
  * keys it takes leave the front as it takes them).
  */
 const FRONT_KEYS = 256;
-const MAX_FRONT_KEYS = 1024;
+const MAX_FRONT_KEYS = 2048;
 
-/** Live Waiting index keys from `from` (about `wanted`), and where what was read stops being complete. */
+/**
+ * Live Waiting index keys from `from` (about twice `wanted`: a busy worker's next claim finds
+ * them in memory too, and a read's fixed costs, an iterator and a pass over the batch's unwritten
+ * ops, are paid half as often), and where what was read stops being complete.
+ */
 async function readFront(reads: PlanReads, from: Buffer, to: Buffer, wanted: number): Promise<DueFront> {
-  const limit = Math.min(MAX_FRONT_KEYS, Math.max(FRONT_KEYS, wanted));
+  const limit = Math.min(MAX_FRONT_KEYS, Math.max(FRONT_KEYS, 2 * wanted));
   const keys = await reads.keys({ gte: from, lt: to, limit });
   return { keys, end: keys.length < limit ? null : Buffer.concat([keys[keys.length - 1]!, ZERO]) };
 }

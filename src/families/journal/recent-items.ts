@@ -33,24 +33,35 @@ export const MAX_RECENT_ITEMS = 65_536;
 export const MAX_RECENT_BYTES = 32 * 1024 * 1024;
 export const MAX_RECENT_RECORD_BYTES = 64 * 1024;
 
-/** One remembering: held in its journal's map and, in the same object, in the order of writes. */
+/**
+ * One key's place: held in its journal's map, and in `order` once per write of it. A rewrite
+ * changes it in place (no new object, no second hash lookup when the writer holds it already),
+ * so the map is looked up once per read and the order of writes is kept by counting.
+ */
 interface Held {
   readonly name: string;
   readonly key: string;
   /** Let go (null) once no longer live: a dead place in `order` must not keep its record in memory. */
   written: RecentRecord | null;
-  readonly cost: number;
-  /** Still what its journal's map holds for its key (false once replaced, evicted or forgotten). */
+  cost: number;
+  /** Places of this key in `order` from `head` on; only the last of them stands for its latest write. */
+  places: number;
+  /** Still what its journal's map holds for its key (false once evicted or forgotten). */
   live: boolean;
+}
+
+/** What a plan read a record through (lookup), handed back to remember its next write without another lookup. */
+export interface RecentHandle {
+  readonly written: RecentRecord | null;
 }
 
 export class RecentItems {
   private readonly byJournal = new Map<string, Map<string, Held>>();
   /**
-   * Every remembering in order, oldest first, from `head`; one no longer live (its key was
-   * remembered again since, or forgotten) is skipped when its turn comes. Not the maps' own
-   * order: V8 leaves a deleted entry's slot in place until the table is rebuilt, so taking
-   * the oldest of a map by iterating it steps over every entry deleted before (quadratic).
+   * Every write in order, oldest first, from `head`: a key written again since holds a later
+   * place too, and only its last place evicts it. Not the maps' own order: V8 leaves a
+   * deleted entry's slot in place until the table is rebuilt, so taking the oldest of a map
+   * by iterating it steps over every entry deleted before (quadratic).
    */
   private order: Array<Held | null> = [];
   private head = 0;
@@ -62,30 +73,46 @@ export class RecentItems {
     return this.byJournal.get(name)?.get(key)?.written;
   }
 
-  remember(name: string, key: string, written: RecentRecord | null): void {
-    let records = this.byJournal.get(name);
-    if (records === undefined) {
-      records = new Map();
-      this.byJournal.set(name, records);
+  /** As get, as a handle for remember to write the key's next record through (undefined when not known here). */
+  lookup(name: string, key: string): RecentHandle | undefined {
+    return this.byJournal.get(name)?.get(key);
+  }
+
+  /** `handle`: from a lookup of the same name and key, when the writer made one (it may have been evicted since). */
+  remember(name: string, key: string, written: RecentRecord | null, handle?: RecentHandle): void {
+    let held = handle as Held | undefined;
+    let records: Map<string, Held> | undefined;
+    if (held === undefined || !held.live) {
+      records = this.byJournal.get(name);
+      if (records === undefined) {
+        records = new Map();
+        this.byJournal.set(name, records);
+      }
+      held = records.get(key);
     }
-    const old = records.get(key);
-    if (old !== undefined) this.unheld(old);
     if (written !== null && written.record.length > MAX_RECENT_RECORD_BYTES) {
-      if (old !== undefined) records.delete(key); // read from the db when wanted
+      if (held !== undefined) {
+        (records ?? this.byJournal.get(name)!).delete(key); // read from the db when wanted
+        this.unheld(held);
+      }
       return;
     }
-    // Replaced in place when held: a delete then a set would leave V8's table a deleted slot per write.
-    const held: Held = { name, key, written, cost: cost(key, written), live: true };
-    records.set(key, held);
-    this.order.push(held);
-    this.count++;
-    this.bytes += held.cost;
-    while (this.count > MAX_RECENT_ITEMS || this.bytes > MAX_RECENT_BYTES) this.evictOldest();
-    // Places already taken (before head) and stale ones are dropped once they outnumber the live ones.
-    if (this.order.length > 2 * this.count + 1024) {
-      this.order = this.order.slice(this.head).filter((h) => h !== null && h.live);
-      this.head = 0;
+    const bytes = cost(key, written);
+    if (held === undefined) {
+      held = { name, key, written, cost: bytes, places: 0, live: true };
+      records!.set(key, held);
+      this.count++;
+    } else {
+      this.bytes -= held.cost;
+      held.written = written;
+      held.cost = bytes;
     }
+    held.places++;
+    this.order.push(held);
+    this.bytes += bytes;
+    while (this.count > MAX_RECENT_ITEMS || this.bytes > MAX_RECENT_BYTES) this.evictOldest();
+    // Places already taken (before head) and superseded ones are dropped once they outnumber the live keys.
+    if (this.order.length > 2 * this.count + 1024) this.compact();
   }
 
   /** Forgets every record of `name` (a drop deletes its items without naming them); others stay. */
@@ -97,6 +124,7 @@ export class RecentItems {
   }
 
   clear(): void {
+    for (const records of this.byJournal.values()) for (const held of records.values()) held.live = false; // handles still out are stale
     this.byJournal.clear(); // and with `order` gone, nothing holds a record
     this.order = [];
     this.head = 0;
@@ -113,19 +141,34 @@ export class RecentItems {
     while (this.head < this.order.length) {
       const held = this.order[this.head] ?? null;
       this.order[this.head++] = null; // a place taken keeps nothing alive
-      if (held === null || !held.live) continue; // remembered again since, or forgotten
-      this.unheld(held);
+      if (held === null || !held.live) continue; // forgotten
+      if (--held.places > 0) continue; // written again since: a later place stands for it
       const records = this.byJournal.get(held.name)!;
       records.delete(held.key);
       if (records.size === 0) this.byJournal.delete(held.name);
+      this.unheld(held);
       return;
     }
   }
 
-  /** `held` leaves the count (its caller takes it out of its map or replaces it there). */
+  /** Keeps only each live key's last place, in order. */
+  private compact(): void {
+    const kept: Held[] = [];
+    for (let i = this.head; i < this.order.length; i++) {
+      const held = this.order[i];
+      if (held === null || held === undefined || !held.live) continue;
+      if (held.places > 1) held.places--; // a later place stands for it
+      else kept.push(held);
+    }
+    this.order = kept;
+    this.head = 0;
+  }
+
+  /** `held` leaves the count (its caller takes it out of its map). */
   private unheld(held: Held): void {
     held.live = false;
     held.written = null;
+    held.places = 0;
     this.count--;
     this.bytes -= held.cost;
   }

@@ -5,7 +5,7 @@
 import type { BatchOp } from '../../statemachine/family.js';
 import type { PlanReads } from '../../statemachine/pending-reads.js';
 import type { DueFront, JournalState } from './state.js';
-import type { DerivedKeys, RecentRecord } from './recent-items.js';
+import type { DerivedKeys, RecentHandle, RecentRecord } from './recent-items.js';
 import { definitionKey, expiryKey, flaggedKey, itemKey, processingKey, resultExpiryKey, resultKey, waitingKey } from './keys.js';
 import {
   chargeOf,
@@ -39,6 +39,8 @@ interface ItemChange extends Change<JournalItem> {
   readonly storedBytes: number;
   /** The item's key in the item bucket, once known; with `before`'s index entries when they came with its record. */
   readonly derived: DerivedKeys | { readonly itemKey: Buffer; readonly indexKeys: null } | null;
+  /** Where the recent records held `before`, when they did: its next record is remembered through it. */
+  readonly recent?: RecentHandle;
 }
 
 export class JournalTx {
@@ -57,15 +59,25 @@ export class JournalTx {
     readonly definition: JournalDefinition,
   ) {}
 
-  async get(key: string): Promise<JournalItem | null> {
+  /**
+   * The item as get would give it, when that needs no read of the db (staged here, or among
+   * the recent records): undefined otherwise. Hot loops call this first, so that most items
+   * cost no await (a promise and a trip through the microtask queue each).
+   */
+  known(key: string): JournalItem | null | undefined {
     const staged = this.items.get(key);
     if (staged !== undefined) return staged.after;
-    const recent = this.state.recent.get(this.name, key);
-    if (recent !== undefined) {
-      const item = recent === null ? null : recent.item;
-      this.items.set(key, { before: item, after: item, storedBytes: recent === null ? 0 : recent.record.length, derived: recent?.derived ?? null });
-      return item;
-    }
+    const handle = this.state.recent.lookup(this.name, key);
+    if (handle === undefined) return undefined;
+    const recent = handle.written;
+    const item = recent === null ? null : recent.item;
+    this.items.set(key, { before: item, after: item, storedBytes: recent === null ? 0 : recent.record.length, derived: recent?.derived ?? null, recent: handle });
+    return item;
+  }
+
+  async get(key: string): Promise<JournalItem | null> {
+    const known = this.known(key);
+    if (known !== undefined) return known;
     const dbKey = itemKey(this.name, key);
     const raw = await this.db.get(dbKey);
     const item = raw === undefined ? null : decodeItem(raw);
@@ -221,8 +233,8 @@ export class JournalTx {
   /** What the last ops() writes to and deletes from the Waiting index, in order (state.ts keeps claims' fronts by it). */
   readonly waitingChanges: Array<{ readonly priority: number; readonly key: Buffer; readonly put: boolean }> = [];
 
-  /** The item records the last ops() writes (null: deletes), for the state's recent items once the entry is applied. */
-  readonly itemsWritten: Array<readonly [string, RecentRecord | null]> = [];
+  /** The item records the last ops() writes (null: deletes), for the state's recent items once the entry is applied (with where they held the item before, if they did). */
+  readonly itemsWritten: Array<readonly [string, RecentRecord | null, RecentHandle | undefined]> = [];
 
   /** Every write of the staged changes, and the definition with its new counts. */
   ops(definition: JournalDefinition | null = this.definitionAfter()): BatchOp[] {
@@ -234,8 +246,9 @@ export class JournalTx {
       if (before === after) continue;
       const old = change.derived?.indexKeys ?? indexKeys(this.name, before);
       const now = indexKeys(this.name, after);
-      for (const k of old) if (!includes(now, k)) ops.push({ type: 'del', key: k });
-      for (const k of now) if (!includes(old, k)) ops.push({ type: 'put', key: k, value: EMPTY });
+      // A new item (an add) or a deleted one (a done) has nothing to compare: the common cases.
+      for (const k of old) if (now.length === 0 || !includes(now, k)) ops.push({ type: 'del', key: k });
+      for (const k of now) if (old.length === 0 || !includes(old, k)) ops.push({ type: 'put', key: k, value: EMPTY });
       // Changes to the Waiting index (its first key, when the item waits), for the claims' fronts.
       const was = before !== null && before.status === 'waiting' ? old[0]! : null;
       const is = after !== null && after.status === 'waiting' ? now[0]! : null;
@@ -244,12 +257,12 @@ export class JournalTx {
       const dbKey = change.derived?.itemKey ?? itemKey(this.name, key);
       if (after === null) {
         ops.push({ type: 'del', key: dbKey });
-        this.itemsWritten.push([key, null]);
+        this.itemsWritten.push([key, null, change.recent]);
         continue;
       }
       const record = encodeItem(after);
       ops.push({ type: 'put', key: dbKey, value: record });
-      this.itemsWritten.push([key, { record, item: after, derived: { itemKey: dbKey, indexKeys: now } }]);
+      this.itemsWritten.push([key, { record, item: after, derived: { itemKey: dbKey, indexKeys: now } }, change.recent]);
     }
     for (const [key, { before, after }] of this.flags) {
       if (before === after) continue;

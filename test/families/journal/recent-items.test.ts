@@ -115,3 +115,34 @@ describe('recent item records', () => {
     expect(recent.get('k', `k${MAX_RECENT_ITEMS - 1}`)).toBeDefined();
   });
 });
+
+describe('recent item records written through a lookup handle', () => {
+  it('rewrite the key in place: its earlier place in the order of writes does not evict it', () => {
+    const recent = new RecentItems();
+    recent.remember('j', 'a', written('a', Buffer.from('1')));
+    recent.remember('j', 'b', written('b', Buffer.from('1')));
+    recent.remember('j', 'a', written('a', Buffer.from('2')), recent.lookup('j', 'a'));
+    expect(recent.size.items).toBe(2);
+    // One more than the bound: the oldest write still standing is b's, not a's first.
+    for (let i = 0; i < MAX_RECENT_ITEMS - 1; i++) recent.remember('j', `k${i}`, written(`k${i}`, Buffer.from('x')));
+    expect(recent.get('j', 'b')).toBeUndefined();
+    expect(recent.get('j', 'a')?.record).toEqual(Buffer.from('2'));
+    expect(recent.size.items).toBe(MAX_RECENT_ITEMS);
+  });
+
+  it('answer the newest write when the handle went stale (evicted or forgotten) before the write', () => {
+    const recent = new RecentItems();
+    recent.remember('j', 'a', written('a', Buffer.from('1')));
+    const stale = recent.lookup('j', 'a');
+    recent.forgetJournal('j');
+    recent.remember('j', 'a', written('a', Buffer.from('2')), stale);
+    expect(recent.get('j', 'a')?.record).toEqual(Buffer.from('2'));
+    expect(recent.size).toEqual({ items: 1, bytes: 2 });
+    const again = recent.lookup('j', 'a');
+    for (let i = 0; i < MAX_RECENT_ITEMS; i++) recent.remember('j', `k${i}`, written(`k${i}`, Buffer.from('x')));
+    expect(recent.get('j', 'a')).toBeUndefined(); // evicted: the handle is stale
+    recent.remember('j', 'a', null, again);
+    expect(recent.get('j', 'a')).toBeNull();
+    expect(recent.size.items).toBe(MAX_RECENT_ITEMS);
+  });
+});
