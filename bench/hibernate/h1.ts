@@ -254,7 +254,6 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
       log(`froze ${run.units} units at ${pace}/s; active writes p99 ${before.p99.toFixed(2)} ms just before, ${during.p99.toFixed(2)} ms meanwhile (p50 ${before.p50.toFixed(2)} -> ${during.p50.toFixed(2)} ms)`);
     }
     const pacedUnits = frozenCount;
-    const compactionsBefore = await compactions();
 
     // Then the rest as fast as it goes while the active set writes.
     let freezing = true;
@@ -272,7 +271,9 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
     const fastUnits = frozenCount - pacedUnits;
     log(`froze ${fastUnits} units in ${freezeSeconds.toFixed(1)} s (${Math.round(fastUnits / freezeSeconds)}/s); active writes meanwhile p50 ${activeDuringFreeze.p50.toFixed(2)} ms p99 ${activeDuringFreeze.p99.toFixed(2)} ms`);
     for (const c of freezers) await c.close().catch(() => undefined);
-    // Each member compacts the span its freezes deleted from once they have been quiet a while: the hot store is measured after that.
+    // Each member compacts the span its freezes deleted from once they have been quiet a while (one more
+    // compaction after the last freeze): the hot store is measured after that one, not after any earlier.
+    const compactionsBefore = await compactions();
     const c0 = performance.now();
     for (;;) {
       const now = await compactions();

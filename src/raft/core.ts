@@ -208,6 +208,11 @@ export class RaftNode {
     return leaseTicksFor(this.opts.electionTicks);
   }
 
+  /** Ticks without hearing from a leader before a follower campaigns, at the least. */
+  get electionTicks(): number {
+    return this.opts.electionTicks;
+  }
+
   /**
    * Leader: the latest heartbeat round that proves a lease, or null when reads
    * must take a ReadIndex round. A round acknowledged by a quorum proves that

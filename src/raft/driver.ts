@@ -169,6 +169,10 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private persistedHardState: HardState | null = null;
   /** The term on disk: the loaded one until this process writes one. */
   private durableTerm: number;
+  /** When the Ready being handled was taken; null between Readys. */
+  private readyStartedAt: number | null = null;
+  /** How long heartbeats go out while one Ready is held (sendBeatsEarly). */
+  private readonly maxHeldBeatMs: number;
   /** Heartbeat round -> when its Ready was taken (no later than it was sent), on both clocks (see leaseIndex). */
   private readonly roundSentAt = new Map<number, { readonly monotonic: number; readonly wall: number }>();
   /** How long after sending a round its quorum acknowledgement lets reads skip a round (RaftNode.leaseRound). */
@@ -188,6 +192,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     this.leaseMs = Math.max(0, (this.node.leaseTicks - 2) * options.tickMs * (1 - CLOCK_RATE_ALLOWANCE));
     this.stallWarnMs = options.stallWarnMs ?? Number.POSITIVE_INFINITY;
     this.durableTerm = this.node.status().term;
+    this.maxHeldBeatMs = 2 * (2 * this.node.electionTicks) * options.tickMs;
   }
 
   start(): void {
@@ -249,9 +254,15 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     this.schedule();
   }
 
-  /** While a Ready is being written and applied, heartbeats (and answers to them) need not wait for it (RaftNode.takeBeats). */
+  /**
+   * While a Ready is being written and applied, heartbeats (and answers to them) need not wait for
+   * it (RaftNode.takeBeats): a slow batch must not cost the leadership. One held for longer than
+   * twice the longest election timeout is a disk that hangs, not a slow batch: then the beats wait
+   * too, so that the followers elect a leader that can still commit.
+   */
   private sendBeatsEarly(): void {
-    if (!this.running) return;
+    if (!this.running || this.readyStartedAt === null) return;
+    if (this.clock.monotonic() - this.readyStartedAt > this.maxHeldBeatMs) return;
     const beats = this.node.takeBeats(this.durableTerm);
     if (beats.length === 0) return;
     this.noteRoundsSent(beats);
@@ -439,7 +450,13 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
 
   private async handleReady(rd: Ready): Promise<void> {
     const started = this.clock.monotonic();
-    const timed = await this.timeReady(rd);
+    this.readyStartedAt = started;
+    let timed: { persistMs: number; applyMs: number };
+    try {
+      timed = await this.timeReady(rd);
+    } finally {
+      this.readyStartedAt = null;
+    }
     const ms = this.clock.monotonic() - started;
     if (ms >= this.stallWarnMs) {
       this.opts.onStall?.({ kind: 'ready', ms: Math.round(ms), persistMs: Math.round(timed.persistMs), applyMs: Math.round(timed.applyMs), entries: rd.entries.length, committed: rd.committedEntries.length });

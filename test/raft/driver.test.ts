@@ -448,7 +448,7 @@ describe('RaftDriver stall reports', () => {
 describe('RaftDriver heartbeats while a Ready is held', () => {
   const entry = (index: number, term = 1): Entry => ({ index, term, kind: 'command', data: new Uint8Array([index]) });
 
-  it('a leader whose log write is slow still sends its heartbeats on time', async () => {
+  it('a leader whose log write is slow still sends its heartbeats on time, until the write looks hung', async () => {
     const hand = handClock();
     const { driver, storage, node, sent } = await makeDriver('n1', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs: 50 }, { clock: hand.clock });
     storage.openGates();
@@ -468,6 +468,13 @@ describe('RaftDriver heartbeats while a Ready is held', () => {
     const beats = sent.slice(before).filter((m) => m.type === 'heartbeat');
     expect(beats.map((m) => m.to).sort()).toEqual(['n2', 'n3']);
     expect(beats.every((m) => m.term === 1)).toBe(true);
+
+    // Held past twice the longest election timeout (2 x 40 ticks of 50 ms): a disk that hangs, not a
+    // slow batch. The beats wait now, so that the followers elect a leader that can still commit.
+    hand.advance(4_001);
+    const later = sent.length;
+    hand.tick();
+    expect(sent.slice(later).filter((m) => m.type === 'heartbeat')).toEqual([]);
     storage.openGates();
     await driver.stop();
     expect(await proposed).toMatchObject({ code: 'UNAVAILABLE' });

@@ -50,13 +50,17 @@ describe('EventLog', () => {
   });
 
   it('keeps the history of every change, watched or not, by path and prefix, within its byte bound', () => {
-    // Each of these events counts 400 + 2 x (path + data bytes), about 410: 4,150 bytes hold 10.
+    // Each of these events is about 69 bytes on the wire (64 + path + data) and counts 272 plus twice
+    // that in memory, about 410: 4,150 bytes hold 10.
     const log = new EventLog(1000, 0, 4150);
     for (let i = 1; i <= 6; i++) log.record([event(i, [], i % 2 === 0 ? '/a/b' : '/a')]);
     log.record([event(7, ['s1'], '/ab')]);
     expect(log.eventsOf('/a', false, 0, 7)!.map((e) => e.index)).toEqual([1, 3, 5]);
     expect(log.eventsOf('/a', true, 0, 7)!.map((e) => e.index)).toEqual([1, 2, 3, 4, 5, 6]); // not /ab: another list
     expect(log.eventsOf('/', true, 2, 5)!.map((e) => e.index)).toEqual([3, 4, 5]);
+    // A reply's room is judged by the events' wire size, not by what they cost in memory.
+    expect(log.eventsOf('/a', true, 0, 6, 6 * 69)!.map((e) => e.index)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(log.eventsOf('/a', true, 0, 6, 6 * 69 - 6)).toBeNull();
     for (let i = 8; i <= 20; i++) log.record([event(i, [])]);
     expect(log.eventsOf('/a', false, 0, 20)).toBeNull(); // forgotten: the caller re-reads
     expect(log.eventsOf('/a', false, 15, 20)!.map((e) => e.index)).toEqual([16, 17, 18, 19, 20]);
@@ -87,12 +91,15 @@ describe('EventLog', () => {
     const log = new EventLog(4, 0, 4150); // each resume event costs 2, each history event about 410
     const first = new WeakRef(event(1, ['s1']));
     log.record([first.deref()!]);
-    for (let i = 2; i <= 12; i++) log.record([event(i, ['s1'])]);
+    const unwatched = new WeakRef(event(2, []).event); // in the history only
+    log.record([{ event: unwatched.deref()!, recipients: [] }]);
+    for (let i = 3; i <= 12; i++) log.record([event(i, ['s1'])]);
     expect(log.eventsFor('s1', 10)!.map((e) => e.index)).toEqual([11, 12]);
     expect(log.eventsOf('/a', false, 2, 12)!.map((e) => e.index)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     await new Promise((resolve) => setImmediate(resolve)); // a WeakRef holds its target until the job that made it ends
     gc();
     expect(first.deref()).toBeUndefined();
+    expect(unwatched.deref()).toBeUndefined();
   });
 });
 

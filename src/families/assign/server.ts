@@ -276,7 +276,7 @@ async function answerUnchanged(fe: FrontEnd, service: string, email: string, req
       const stored = userRecords(db, snapshot, email, service);
       return stored.length === 0 ? undefined : unchangedFrom(db, snapshot, sm, service, stored, request);
     });
-    if (answer === undefined) return null; // no record here: the entry decides, and no read was served
+    if (answer === undefined || answer === null) return null; // the entry decides: no read was served
     fe.node.countLeaseRead();
     return answer;
   }

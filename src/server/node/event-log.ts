@@ -31,6 +31,8 @@ export class EventLog {
   /** `capacity` bounds events plus recipient references, which is what costs memory. */
   /** Every recent change, watched or not (eventsOf). */
   private readonly history: History;
+  /** Where kept events' encoded data is copied to (compactIn). */
+  private readonly slabs = new HistorySlabs();
 
   constructor(
     private readonly capacity: number,
@@ -53,11 +55,13 @@ export class EventLog {
   /** Record the events of one applied entry (called in index order). */
   record(events: readonly RecordedEvent[]): void {
     if (events.length === 0) return;
-    for (const e of events) this.history.record(e.event);
     for (const e of events) {
+      // One compact copy for both: the history and the resume log hold the same event.
+      const event = compactIn(this.slabs, e.event);
+      this.history.record(event);
       // Nobody watched it when it applied, so no replay can ever include it: keeping it would only cost memory.
       if (e.recipients.length === 0) continue;
-      this.events.push(e);
+      this.events.push(event === e.event ? e : { event, recipients: e.recipients });
       this.cost += 1 + e.recipients.length;
     }
     while (this.cost > this.capacity && this.head < this.events.length) {
@@ -112,7 +116,6 @@ export class EventLog {
 class History {
   /** Undefined before `head`: forgotten. */
   private events: Array<ChangeEvent | undefined> = [];
-  private readonly slabs = new HistorySlabs();
   private sizes: number[] = [];
   private head = 0;
   private bytes = 0;
@@ -126,12 +129,12 @@ class History {
   }
 
   record(e: ChangeEvent): void {
-    const size = eventBytes(e);
-    this.events.push(compactIn(this.slabs, e));
+    const size = wireBytes(e);
+    this.events.push(e);
     this.sizes.push(size);
-    this.bytes += size;
+    this.bytes += memoryBytes(size);
     while (this.bytes > this.maxBytes && this.head < this.events.length) {
-      this.bytes -= this.sizes[this.head]!;
+      this.bytes -= memoryBytes(this.sizes[this.head]!);
       this.forgottenThrough = Math.max(this.forgottenThrough, this.events[this.head]!.index);
       this.events[this.head++] = undefined; // forgotten now, not when the array is next cut (up to twice the bound later)
     }
@@ -212,16 +215,20 @@ class HistorySlabs {
   }
 }
 
-/**
- * What an event holds in memory, near enough, so that the history's bound is memory: a heap
- * snapshot of a member holding 200,000 push events (75-byte data, 20-character paths) showed
- * about 615 bytes each (the event, its item, the data both decoded and encoded, the path),
- * where counting only the stored bytes, as this once did, said 165.
- */
-function eventBytes(e: ChangeEvent): number {
-  return EVENT_OVERHEAD_BYTES + 2 * e.path.length + 2 * (storedSizeOf(e.item) ?? measured(e.item.data));
+/** An event's size on the wire, near enough: its item's stored bytes (as its plan recorded them), its path and some overhead. What a reply's size is judged by. */
+function wireBytes(e: ChangeEvent): number {
+  return 64 + e.path.length + (storedSizeOf(e.item) ?? measured(e.item.data));
 }
-const EVENT_OVERHEAD_BYTES = 400;
+
+/**
+ * What an event of `wire` bytes holds in memory, near enough, so that the history's bound is
+ * memory: a heap snapshot of a member holding 200,000 push events (75-byte data, 20-character
+ * paths) showed about 615 bytes each (the event, its item, the data both decoded and encoded,
+ * the path), where their wire size says 165.
+ */
+function memoryBytes(wire: number): number {
+  return 272 + 2 * wire;
+}
 
 /** For an item no plan sized: its data, as MessagePack would hold it. */
 function measured(data: unknown): number {
