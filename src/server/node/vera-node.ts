@@ -112,6 +112,10 @@ class TransportSlot implements Transport {
     this.current?.send(message);
   }
 
+  flush(): void {
+    this.current?.flush?.();
+  }
+
   queuedBytes(to: NodeId): number {
     return this.current?.queuedBytes?.(to) ?? 0;
   }
