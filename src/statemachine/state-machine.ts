@@ -236,21 +236,23 @@ export class StateMachine {
     return { ...plan, ops: [{ type: 'put', key: MEMBERS_KEY, value: encodeMembers(book) }], after: [() => (this.book = book)] };
   }
 
-  /** Reads wait for `batch` from now until it settles (a failed one stops the member: see the driver's onFatal). */
+  /**
+   * Reads wait for `batch` from now until it settles. A read waiting when it fails fails
+   * with it: its writer may have been answered, so the older state is no answer (the
+   * member stops anyway: a failed apply is fatal to the driver).
+   */
   private noteWriting(batch: Promise<void>): void {
-    const settledBatch = batch.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.writing = settledBatch;
-    void settledBatch.then(() => {
-      if (this.writing === settledBatch) this.writing = null;
-    });
+    this.writing = batch;
+    const done = (): void => {
+      if (this.writing === batch) this.writing = null;
+    };
+    batch.then(done, done);
   }
 
   /**
    * Resolves once every entry reported so far (onWritten) is in the db and no replacement
-   * of the whole state runs: what a read must wait for before it takes its snapshot. Only
+   * of the whole state runs (rejects if that batch failed): what a read must wait for
+   * before it takes its snapshot. Only
    * the batch in flight now is waited for, not later ones: a steady stream of applies does
    * not hold a read back.
    */

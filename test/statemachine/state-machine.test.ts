@@ -143,6 +143,21 @@ describe('applyMany', () => {
     expect(sm.appliedIndex).toBe(entry.index);
   });
 
+  it('a read begun while an answered batch is written fails when that write fails, rather than miss the entry', async () => {
+    await open('A');
+    failNextBatch(tmp.db, new Error('disk full'));
+    let read: Promise<unknown> | null = null;
+    const applying = sm.applyMany([feed.command({ op: 'push', session: 'A', path: '/x', data: 7, persistent: true, watch: false })], {
+      onWritten: () => {
+        read = getList(sm, '/x');
+        read.catch(() => undefined); // awaited below, after the apply settles
+      },
+    });
+    await expect(applying).rejects.toThrow('disk full');
+    expect(read).not.toBeNull();
+    await expect(read).rejects.toThrow('disk full');
+  });
+
   it('after a failed apply, the in-memory indexes are what the db holds again', async () => {
     await open('A');
     const entries = [
