@@ -11,6 +11,11 @@ export interface DriverClock {
   wall(): number;
   /** Runs `fn` once the current work is done, after I/O already waiting. */
   defer(fn: () => void): void;
+  /**
+   * Runs `fn` as soon as the current synchronous work is done, before any I/O (a microtask).
+   * Without it the driver defers instead (a simulation keeps every callback in its own hands).
+   */
+  soon?(fn: () => void): void;
   /** Runs `fn` once, `ms` from now. */
   after(ms: number, fn: () => void): Cancel;
   /** Runs `fn` every `ms` until cancelled. */
@@ -23,6 +28,9 @@ export const systemClock: DriverClock = {
   wall: () => Date.now(),
   defer: (fn) => {
     setImmediate(fn);
+  },
+  soon: (fn) => {
+    queueMicrotask(fn);
   },
   after: (ms, fn) => {
     const timer = setTimeout(fn, ms);

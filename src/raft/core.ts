@@ -107,8 +107,13 @@ export class RaftNode {
   private lastHardState: HardState;
   private lastSoftState: SoftState;
   private readyOutstanding = false;
-  /** Leader: broadcastAppend() was asked for; the appends go out with the next Ready. */
-  private appendsDue = false;
+  /**
+   * Leader: appends to send with the next Ready: `all` (broadcastAppend) sends every follower
+   * an append even when it carries no entries; `entries` (broadcastCommit) sends only entries.
+   */
+  private appendsDue: 'none' | 'entries' | 'all' = 'none';
+  /** Leader: a configuration entry committed since the appends were last sent: every follower hears of it at once. */
+  private configCommitted = false;
   /** Leader: the end of its log when last checked, so a leader that lost its own entries is caught. */
   private leaderLogEnd = { term: 0, index: 0 };
 
@@ -352,7 +357,7 @@ export class RaftNode {
     if (this.readyOutstanding) return false;
     return (
       this.messages.length > 0 ||
-      (this.appendsDue && this.role === 'leader') ||
+      (this.appendsDue !== 'none' && this.role === 'leader') ||
       this.readStates.length > 0 ||
       this.snapshotRequests.length > 0 ||
       this.log.hasUnstable() ||
@@ -414,7 +419,7 @@ export class RaftNode {
       this.appliedAdvanced = e.index;
     }
     // A leader counts itself toward a quorum only for entries it has made durable (thesis §10.2.1).
-    if (this.role === 'leader' && this.maybeCommit()) this.broadcastAppend();
+    if (this.role === 'leader' && this.maybeCommit()) this.broadcastCommit();
   }
 
   // ---------------------------------------------------------------- snapshots and compaction
@@ -724,14 +729,29 @@ export class RaftNode {
    * follower (and one acknowledgement back) instead of one each.
    */
   private broadcastAppend(): void {
-    this.appendsDue = true;
+    this.appendsDue = 'all';
+  }
+
+  /**
+   * The commit index moved. Followers hear it with the next append or heartbeat (each carries
+   * it), not in an append of its own: a single write then costs each follower one message, one
+   * Ready and one acknowledgement instead of two, and a follower's state machine trails the
+   * leader's by at most a heartbeat while writes pause (clients are served by the leader; a
+   * follower's linearizable read waits for the commit its read index names, which the read's
+   * own heartbeat round carries). A committed configuration goes out at once: members act on it.
+   */
+  private broadcastCommit(): void {
+    if (this.configCommitted) this.appendsDue = 'all';
+    else if (this.appendsDue === 'none') this.appendsDue = 'entries';
   }
 
   private sendDueAppends(): void {
-    if (!this.appendsDue) return;
-    this.appendsDue = false;
+    if (this.appendsDue === 'none') return;
+    const sendIfEmpty = this.appendsDue === 'all';
+    this.appendsDue = 'none';
+    this.configCommitted = false;
     if (this.role !== 'leader') return;
-    for (const id of this.progress.keys()) this.sendAppend(id, true);
+    for (const id of this.progress.keys()) this.sendAppend(id, sendIfEmpty);
   }
 
   /**
@@ -775,7 +795,7 @@ export class RaftNode {
     const wasProbing = pr.state !== 'replicate';
     if (!pr.acknowledge(m.index)) return;
     if (wasProbing) pr.becomeReplicate();
-    if (this.maybeCommit()) this.broadcastAppend();
+    if (this.maybeCommit()) this.broadcastCommit();
     else this.sendAppend(m.from, false);
     if (this.leadTransferee === m.from && pr.match === this.log.lastIndex()) {
       this.sendTimeoutNow(m.from);
@@ -815,6 +835,7 @@ export class RaftNode {
       this.uncommittedBytes -= e.data.byteLength;
       // Followers may apply a configuration as soon as they learn it committed: from then on a lease needs a new round.
       if (e.kind === 'config' && Number.isFinite(this.leaseFromRound)) this.leaseFromRound = this.rounds.nextRound;
+      if (e.kind === 'config') this.configCommitted = true;
     }
     this.log.commitTo(index);
     this.releaseReadsAwaitingTermCommit();
@@ -910,7 +931,7 @@ export class RaftNode {
     for (const id of [...this.progress.keys()]) {
       if (!members(this.config).includes(id)) this.progress.delete(id);
     }
-    if (this.maybeCommit()) this.broadcastAppend(); // a smaller quorum may commit more now
+    if (this.maybeCommit()) this.broadcastCommit(); // a smaller quorum may commit more now
   }
 
   // ---------------------------------------------------------------- invariants
@@ -958,7 +979,9 @@ export class RaftNode {
 
   /** Due appends (with the commit index) go first: the transferee should campaign knowing what committed. */
   private sendTimeoutNow(to: NodeId): void {
+    const toldAll = this.appendsDue === 'all';
     this.sendDueAppends();
+    if (!toldAll) this.sendAppend(to, true); // the commit index is carried lazily otherwise (broadcastCommit)
     this.send({ type: 'timeoutNow', to });
   }
 

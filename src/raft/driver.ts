@@ -34,6 +34,11 @@ export class RaftError extends Error {
 export interface Transport {
   /** Best effort: a message may be dropped; Raft retries what matters. */
   send(message: Message): void;
+  /**
+   * The messages sent so far may leave now: the driver has sent all it will until its next
+   * step (a write, an apply). Without this call they go once this event-loop turn ends.
+   */
+  flush?(): void;
   /** Bytes queued for `to` and not yet written; lets a snapshot stream wait instead of flooding. */
   queuedBytes?(to: NodeId): number;
 }
@@ -267,6 +272,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     if (beats.length === 0) return;
     this.noteRoundsSent(beats);
     for (const m of beats) this.opts.transport.send(m);
+    this.opts.transport.flush?.();
   }
 
   /** Propose a command; resolves with its apply result once committed and applied here. */
@@ -421,10 +427,16 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private schedule(): void {
     if (this.scheduled || this.running || this.stopped) return;
     this.scheduled = true;
-    this.clock.defer(() => {
+    // As soon as the caller's synchronous work is done, not after a turn of the event loop: every
+    // call made in that work (each message of a frame, each proposal of a batch) is in the core by
+    // then, and a single put waits one hand-off less at each member. Whatever arrives while the
+    // Ready's write is in flight is group-committed by the next Ready, as before.
+    const run = (): void => {
       this.scheduled = false;
       void this.runReadyLoop();
-    });
+    };
+    if (this.clock.soon !== undefined) this.clock.soon(run);
+    else this.clock.defer(run);
   }
 
   private async runReadyLoop(): Promise<void> {
@@ -470,8 +482,12 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     this.noteRoundsSent(rd.messages);
     const early = rd.messages.filter(mayBeSentBeforePersist);
     for (const m of early) transport.send(m);
+    // Out now, not at the end of the turn: the write below and its trip to the thread pool can wait.
+    if (early.length > 0) transport.flush?.();
     const sendRest = (): void => {
-      for (const m of rd.messages) if (!mayBeSentBeforePersist(m)) transport.send(m);
+      let sent = 0;
+      for (const m of rd.messages) if (!mayBeSentBeforePersist(m)) (transport.send(m), sent++);
+      if (sent > 0) transport.flush?.();
     };
     // A configuration change takes effect in the core at advance(): its proposer is answered only then
     // (from here to advance() nothing awaits), so it sees the change in status(). Every other entry is

@@ -24,6 +24,11 @@ export class StateMachine {
   private queue: Promise<unknown> = Promise.resolve();
   /** Settles once a replacement of the whole state (replaceUnderneath) is over; null when none runs. */
   private replacing: Promise<void> | null = null;
+  /**
+   * Settles once the batch being written is in the db; null when none is. Its entries were
+   * reported (answered) when the write began: every read waits for it first (see settled()).
+   */
+  private writing: Promise<void> | null = null;
 
   private constructor(
     private readonly db: VeraDb,
@@ -107,7 +112,8 @@ export class StateMachine {
    * others go alone (see goesAlone). `onPlanned` sees each outcome once the
    * entry's in-memory state has moved (e.g. to decide who watched its events;
    * the next entry plans against that state); `onWritten` sees it, in order, as
-   * soon as the batch holding it is in the db, so it can be answered at once.
+   * soon as the batch holding it goes to the db, so it can be answered at once
+   * (every read waits for that batch to be in: settled()).
    */
   applyMany(entries: readonly Entry[], hooks: ApplyHooks = {}): Promise<ApplyOutcome[]> {
     return this.serially(async () => {
@@ -134,15 +140,23 @@ export class StateMachine {
       for (const outcome of done) hooks.onWritten?.(outcome);
     };
     const write = async (): Promise<void> => {
-      if (planned !== this.applied) {
-        ops.push({ type: 'put', key: APPLIED_KEY, value: encodeAppliedValue(planned) });
-        if (this.now !== writtenClock) ops.push({ type: 'put', key: CLOCK_KEY, value: encodeClockValue(this.now) });
-        await writeBatch(this.db, ops);
-        ops = [];
-        this.applied = planned;
-        writtenClock = this.now;
+      if (planned === this.applied) {
+        report();
+        return;
       }
+      ops.push({ type: 'put', key: APPLIED_KEY, value: encodeAppliedValue(planned) });
+      if (this.now !== writtenClock) ops.push({ type: 'put', key: CLOCK_KEY, value: encodeClockValue(this.now) });
+      const batch = writeBatch(this.db, ops);
+      this.noteWriting(batch);
+      ops = [];
+      // Reported as the batch goes to LevelDB, not once it is in: a reply does not wait for the
+      // thread pool's trip, and every read waits for the batch first (settled()), so whoever is
+      // answered or notified still reads the entry. Its state is as durable as it will be either
+      // way: the batch is not synced; the entry is committed in the synced Raft log.
       report();
+      await batch;
+      this.applied = planned;
+      writtenClock = this.now;
     };
     const settled = (outcome: ApplyOutcome): void => {
       outcomes.push(outcome);
@@ -222,6 +236,31 @@ export class StateMachine {
     return { ...plan, ops: [{ type: 'put', key: MEMBERS_KEY, value: encodeMembers(book) }], after: [() => (this.book = book)] };
   }
 
+  /**
+   * Reads wait for `batch` from now until it settles. A read waiting when it fails fails
+   * with it: its writer may have been answered, so the older state is no answer (the
+   * member stops anyway: a failed apply is fatal to the driver).
+   */
+  private noteWriting(batch: Promise<void>): void {
+    this.writing = batch;
+    const done = (): void => {
+      if (this.writing === batch) this.writing = null;
+    };
+    batch.then(done, done);
+  }
+
+  /**
+   * Resolves once every entry reported so far (onWritten) is in the db and no replacement
+   * of the whole state runs (rejects if that batch failed): what a read must wait for
+   * before it takes its snapshot. Only
+   * the batch in flight now is waited for, not later ones: a steady stream of applies does
+   * not hold a read back.
+   */
+  async settled(): Promise<void> {
+    if (this.writing !== null) await this.writing;
+    while (this.replacing !== null) await this.replacing;
+  }
+
   private serially<T>(work: () => Promise<T>): Promise<T> {
     const run = this.queue.then(work);
     this.queue = run.catch(() => undefined); // one failed apply must not wedge the ones after it
@@ -231,7 +270,7 @@ export class StateMachine {
   // ---------------------------------------------------------------- queries
 
   private async withSnapshot<T>(read: (snapshot: ReturnType<VeraDb['snapshot']>) => Promise<T>, what = 'the state'): Promise<T> {
-    while (this.replacing !== null) await this.replacing;
+    await this.settled();
     const snapshot = this.db.snapshot();
     try {
       return await read(snapshot);
@@ -254,12 +293,13 @@ export class StateMachine {
 
   /**
    * A family's read made of synchronous point reads (getSync), from one LevelDB snapshot:
-   * it runs before this returns unless the whole state is being replaced, and neither the
+   * it runs before this returns unless a batch already answered is still being written or
+   * the whole state is being replaced (settled()), and neither the
    * applied index nor the snapshot's close costs a trip to LevelDB's thread pool (the
    * close runs in the background). For a hot path whose answer needs no index.
    */
   async readNow<T>(what: string, read: (db: VeraDb, snapshot: ReturnType<VeraDb['snapshot']>) => T): Promise<T> {
-    while (this.replacing !== null) await this.replacing;
+    if (this.writing !== null || this.replacing !== null) await this.settled();
     const snapshot = this.db.snapshot();
     try {
       return read(this.db, snapshot);
@@ -381,7 +421,7 @@ async function loadFrom(db: VeraDb, families: readonly AnyFamily[]): Promise<{ s
 export interface ApplyHooks {
   /** The entry's in-memory state has moved (the next entry plans against it). */
   readonly onPlanned?: (outcome: ApplyOutcome) => void;
-  /** The entry is in the db: it may be answered and its events delivered. */
+  /** The entry's batch went to the db: it may be answered and its events delivered (reads wait for the batch: settled()). */
   readonly onWritten?: (outcome: ApplyOutcome) => void;
 }
 

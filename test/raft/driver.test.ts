@@ -65,7 +65,7 @@ async function makeDriver(
   voters: NodeId[],
   timing = { electionTicks: 1000, tickMs: 60_000 },
   extra: Partial<Pick<DriverOptions<number>, 'clock' | 'onStall' | 'stallWarnMs'>> = {},
-): Promise<{ driver: RaftDriver<number>; storage: GatedStorage; node: RaftNode; sent: Message[]; delivered: Promise<Message>; appliedIndexes: number[] }> {
+): Promise<{ driver: RaftDriver<number>; storage: GatedStorage; node: RaftNode; sent: Message[]; delivered: Promise<Message>; appliedIndexes: number[]; flushedAt: number[] }> {
   const storage = new GatedStorage({ initialConfig: { voters, learners: [] } });
   const loaded = await storage.load();
   const node = new RaftNode(
@@ -74,6 +74,7 @@ async function makeDriver(
   );
   const sent: Message[] = [];
   const appliedIndexes: number[] = [];
+  const flushedAt: number[] = []; // how many messages had been sent at each flush()
   let onSend: (m: Message) => void = () => undefined;
   const delivered = new Promise<Message>((resolve) => (onSend = resolve));
   const driver = new RaftDriver<number>(
@@ -85,6 +86,7 @@ async function makeDriver(
           sent.push(m);
           onSend(m);
         },
+        flush: () => flushedAt.push(sent.length),
       },
       apply: async (entries, applied) => {
         for (const entry of entries) {
@@ -101,7 +103,7 @@ async function makeDriver(
     0,
   );
   started.push({ driver, storage });
-  return { driver, storage, node, sent, delivered, appliedIndexes };
+  return { driver, storage, node, sent, delivered, appliedIndexes, flushedAt };
 }
 
 /** Resolves once `done()` holds, checking once per event-loop turn. */
@@ -202,6 +204,51 @@ describe('RaftDriver ordering', () => {
     storage.releaseOne();
     await turnsUntil(() => appliedIndexes.length > 0);
     expect(appliedIndexes).toEqual([1]);
+  });
+
+  it('a step is handled before the event loop turns: the Ready is taken and its write started in the same turn', async () => {
+    const { driver, storage } = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    driver.start();
+    await new Promise((resolve) => setImmediate(resolve)); // start()'s own Ready is done
+    const entry: Entry = { index: 1, term: 1, kind: 'command', data: new Uint8Array([1]) };
+    const turnEnded = new Promise<'turn'>((resolve) => setImmediate(() => resolve('turn'))); // queued before the step
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 0 });
+    const first = await Promise.race([storage.writeStarted().then(() => 'write' as const), turnEnded]);
+    expect(first).toBe('write');
+  });
+
+  it("a follower's acknowledgement is flushed to the transport as soon as its write is done", async () => {
+    const { driver, storage, sent, delivered, flushedAt } = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    driver.start();
+    const entry: Entry = { index: 1, term: 1, kind: 'command', data: new Uint8Array([1]) };
+    driver.step({ type: 'app', from: 'n1', to: 'n2', term: 1, prevIndex: 0, prevTerm: 0, entries: [entry], commit: 0 });
+    await storage.writeStarted();
+    expect(flushedAt).toEqual([]);
+    storage.releaseOne();
+    await delivered;
+    expect(flushedAt).toEqual([sent.length]); // one flush, right after the acknowledgement was sent
+  });
+
+  it("a leader's appends are flushed to the transport before its own write of them is done", async () => {
+    const { driver, storage, sent, flushedAt, node } = await makeDriver('n1', ['n1', 'n2', 'n3']);
+    storage.openGates(); // the election's writes go through; the new leader's first entry waits
+    for (let i = 0; i < node.leaseTicks; i++) node.tick();
+    driver.start();
+    driver.campaign();
+    await turnsUntil(() => sent.some((m) => m.type === 'preVote' || m.type === 'vote'));
+    const ask = sent.find((m) => m.type === 'preVote' || m.type === 'vote')!;
+    if (ask.type === 'preVote') {
+      for (const from of ['n2', 'n3']) driver.step({ type: 'preVoteResp', from, to: 'n1', term: ask.term, reject: false });
+      await turnsUntil(() => sent.some((m) => m.type === 'vote'));
+    }
+    storage.closeGates();
+    const term = node.status().term;
+    for (const from of ['n2', 'n3']) driver.step({ type: 'voteResp', from, to: 'n1', term, reject: false });
+    await storage.writeStarted(); // the new leader's no-op entry
+    expect(node.status().role).toBe('leader');
+    const appends = sent.filter((m) => m.type === 'app');
+    expect(appends.map((m) => m.to).sort()).toEqual(['n2', 'n3']);
+    expect(flushedAt.at(-1)).toBe(sent.length); // flushed while the write is still waiting
   });
 
   it('a proposal is answered only after its entry is written', async () => {

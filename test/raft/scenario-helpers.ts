@@ -341,6 +341,15 @@ export class ScenarioCluster {
     }
   }
 
+  /**
+   * One heartbeat round from `leader`, delivered: followers learn the commit index from it
+   * (a leader sends no append for a commit alone, see RaftNode.broadcastCommit).
+   */
+  async heartbeat(leader: NodeId): Promise<void> {
+    await this.tick(leader, this.heartbeatTicks);
+    await this.settle();
+  }
+
   /** Ticks every live node `times` times, delivering nothing. */
   async tickAll(times = 1): Promise<void> {
     for (let i = 0; i < times; i++) {

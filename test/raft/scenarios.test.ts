@@ -78,6 +78,7 @@ describe('Raft paper figure 8: entries of older terms commit only through an ent
     await c.settle();
     expect(c.status('s5').role).toBe('leader');
     const t4 = c.status('s5').term;
+    await c.heartbeat('s5'); // the followers learn the commit index
     for (const id of ['s2', 's3', 's4', 's5']) {
       expect(c.logTerms(id)).toEqual([t1, t2, t4]);
       expect(c.status(id).commit).toBe(3);
@@ -270,12 +271,14 @@ describe('leadership transfer', () => {
 
     expect(await c.transferLeadership('n1', 'n2')).toBe(true);
     expect(await c.propose('n1', 'during')).toMatchObject({ ok: false, reason: 'transferring', leader: 'n1' });
-    expect(c.queue.map((m) => `${m.type}>${m.to}`)).toEqual(['timeoutNow>n2']);
+    // An empty append first: it carries the commit index, which followers otherwise learn lazily.
+    expect(c.queue.map((m) => `${m.type}>${m.to}`)).toEqual(['app>n2', 'timeoutNow>n2']);
     await c.settle();
     expect(c.status('n2')).toMatchObject({ role: 'leader', term: term + 1 });
     expect(c.status('n1')).toMatchObject({ role: 'follower', term: term + 1, leader: 'n2' });
     expect(await c.propose('n2', 'b')).toMatchObject({ ok: true });
     await c.settle();
+    await c.heartbeat('n2');
     for (const id of ['n1', 'n2', 'n3']) expect(commands(c.applied(id))).toEqual(['a', 'b']);
   });
 
@@ -316,8 +319,40 @@ describe('leadership transfer', () => {
     expect(c.status('n1')).toMatchObject({ role: 'leader', term });
     expect(await c.propose('n1', 'resumed')).toMatchObject({ ok: true });
     await c.settle();
+    await c.heartbeat('n1');
     expect(commands(c.applied('n2'))).toEqual(['a', 'resumed']);
     expect(c.sent.some((m) => m.type === 'timeoutNow')).toBe(false);
+  });
+});
+
+describe('the commit index on followers', () => {
+  it('a commit alone sends no append: followers learn it with the next heartbeat or append', async () => {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    await c.elect('n1');
+    await c.heartbeat('n1');
+    const before = c.sent.length;
+    await c.propose('n1', 'a');
+    await c.settle();
+    const commit = c.status('n1').commit;
+    expect(commands(c.applied('n1'))).toEqual(['a']);
+    // One append and one acknowledgement per follower: the commit that followed went nowhere yet.
+    expect(c.sent.slice(before).map((m) => `${m.type}>${m.to}`).sort()).toEqual(['app>n2', 'app>n3', 'appResp>n1', 'appResp>n1']);
+    for (const id of ['n2', 'n3']) expect(c.status(id).commit).toBe(commit - 1);
+    await c.propose('n1', 'b'); // the next append carries it
+    await c.settle();
+    expect(commands(c.applied('n2'))).toEqual(['a']);
+    await c.heartbeat('n1'); // and so does a heartbeat
+    for (const id of ['n2', 'n3']) expect(commands(c.applied(id))).toEqual(['a', 'b']);
+  });
+
+  it('a committed configuration change reaches every follower at once', async () => {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    await c.elect('n1');
+    expect(c.node('n1').proposeConfigChange({ type: 'addLearner', node: 'n4' })).toMatchObject({ ok: true });
+    await c.flush();
+    await c.settle(not(msg('app', 'n1', 'n4')));
+    const commit = c.status('n1').commit;
+    for (const id of ['n2', 'n3']) expect(c.status(id)).toMatchObject({ commit, config: { learners: ['n4'] } });
   });
 });
 
@@ -559,6 +594,7 @@ describe('snapshots', () => {
     // Replication resumes with ordinary appends.
     await c.propose('n1', 'f');
     await c.settle();
+    await c.heartbeat('n1');
     expect(c.sent.filter(isSnapshot)).toHaveLength(1);
     expect(c.status('n3')).toMatchObject({ commit: 7, lastIndex: 7 });
     expect(commands(c.applied('n3'))).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
@@ -638,6 +674,7 @@ describe('snapshots', () => {
     await c.propose('n1', 'f');
     await c.propose('n1', 'g');
     await c.settle();
+    await c.heartbeat('n1');
     expect(c.status('n3')).toMatchObject({ commit: 8, applied: 8, lastIndex: 8 });
     c.queue.push(first);
     await c.deliver(isSnapshot);

@@ -9,7 +9,7 @@ import type { Command } from '../../src/families/core-commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { StateMachineError, type ApplyOutcome } from '../../src/statemachine/types.js';
 import { EntryFeed, openTempDb, type TempDb } from './helpers.js';
-import { failNextBatch, recordBatches } from '../support/batches.js';
+import { failNextBatch, holdNextBatch, recordBatches } from '../support/batches.js';
 import { lagOf } from '../../src/families/lag/queries.js';
 import { watchersOf, watchesOf } from '../../src/families/watches/queries.js';
 import { liveSessions } from '../../src/families/sessions/queries.js';
@@ -121,6 +121,43 @@ describe('applyMany', () => {
     expect(sm.appliedIndex).toBe(6);
     expect((await getList(sm, '/x')).items.map((i) => i.data)).toEqual([1, 3]);
   });
+  it('reports an entry as its batch goes to the db; a read begun then waits for the batch and sees the entry', async () => {
+    await open('A');
+    const release = holdNextBatch(tmp.db);
+    const entry = feed.command({ op: 'push', session: 'A', path: '/x', data: 7, persistent: true, watch: false });
+    let readList: Promise<unknown[]> | null = null;
+    let readItem: Promise<boolean> | null = null;
+    const applying = sm.applyMany([entry], {
+      onWritten: () => {
+        readList = getList(sm, '/x').then((view) => view.items.map((i) => i.data));
+        readItem = sm.readNow('a test', (db, snapshot) => db.getSync(itemKey('/x', entry.index), { snapshot }) !== undefined);
+      },
+    });
+    for (let turn = 0; turn < 20 && readList === null; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(readList).not.toBeNull(); // reported while the batch is still held back
+    expect(sm.appliedIndex).toBe(entry.index - 1);
+    release();
+    await applying;
+    expect(await readList).toEqual([7]);
+    expect(await readItem).toBe(true);
+    expect(sm.appliedIndex).toBe(entry.index);
+  });
+
+  it('a read begun while an answered batch is written fails when that write fails, rather than miss the entry', async () => {
+    await open('A');
+    failNextBatch(tmp.db, new Error('disk full'));
+    let read: Promise<unknown> | null = null;
+    const applying = sm.applyMany([feed.command({ op: 'push', session: 'A', path: '/x', data: 7, persistent: true, watch: false })], {
+      onWritten: () => {
+        read = getList(sm, '/x');
+        read.catch(() => undefined); // awaited below, after the apply settles
+      },
+    });
+    await expect(applying).rejects.toThrow('disk full');
+    expect(read).not.toBeNull();
+    await expect(read).rejects.toThrow('disk full');
+  });
+
   it('after a failed apply, the in-memory indexes are what the db holds again', async () => {
     await open('A');
     const entries = [

@@ -68,3 +68,21 @@ export function failNextBatch(db: VeraDb, error: Error): void {
     return chained;
   }) as never);
 }
+
+/** The next batch written to `db` reaches LevelDB only once the returned function is called (a slow write in flight). */
+export function holdNextBatch(db: VeraDb): () => void {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const real = db.batch.bind(db) as (...args: unknown[]) => unknown;
+  vi.spyOn(db, 'batch').mockImplementationOnce(((...args: unknown[]) => {
+    if (args.length > 0) return held.then(() => real(...args));
+    const chained = real() as Chained;
+    const write = chained.write.bind(chained);
+    chained.write = async (options?: unknown) => {
+      await held;
+      return write(options);
+    };
+    return chained;
+  }) as never);
+  return release;
+}

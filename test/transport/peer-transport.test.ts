@@ -75,6 +75,22 @@ describe('PeerTransport between real sockets', () => {
     expect(a.transport.status().peers.b!.framesSent - framesBefore).toBe(1);
   });
 
+  it('flush() writes what was sent in this tick at once, in one frame, not at the end of the turn', async () => {
+    const p = await ports('a', 'b');
+    const a = await started(makeNode('a', p));
+    const b = await started(makeNode('b', p));
+    a.transport.send(heartbeat('a', 'b', 1));
+    await b.sink.waitForCount(1); // the link is up
+    const framesBefore = a.transport.status().peers.b!.framesSent;
+    a.transport.send(heartbeat('a', 'b', 2));
+    a.transport.send(heartbeat('a', 'b', 3));
+    a.transport.flush();
+    expect(a.transport.status().peers.b).toMatchObject({ queuedMessages: 0, framesSent: framesBefore + 1 });
+    a.transport.flush(); // nothing queued: no empty frame
+    expect((await b.sink.waitForCount(3)).map((m) => m.term)).toEqual([1, 2, 3]);
+    expect(a.transport.status().peers.b!.framesSent).toBe(framesBefore + 1);
+  });
+
   it('delivers messages queued for a peer that comes up late', async () => {
     const p = await ports('a', 'b');
     const a = await started(makeNode('a', p));

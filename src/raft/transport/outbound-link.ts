@@ -125,6 +125,14 @@ export class OutboundLink {
     this.scheduleFlush();
   }
 
+  /** Writes what is queued now, if a flush at the end of the turn was waiting (the sender is done for now). */
+  flushNow(): void {
+    if (this.flushImmediate === null) return;
+    clearImmediate(this.flushImmediate);
+    this.flushImmediate = null;
+    this.flush();
+  }
+
   status(): OutboundLinkStatus {
     return {
       connected: this.dial?.authenticated ?? false,

@@ -262,6 +262,12 @@ export class PeerTransport implements Transport {
     }
   }
 
+  /** Writes what is queued for every peer now, instead of at the end of this event-loop turn. */
+  flush(): void {
+    if (this.state !== 'started') return;
+    for (const link of this.links.values()) link.flushNow();
+  }
+
   /** Starts talking to a member added after construction (a membership change). */
   addPeer(peer: PeerAddress): void {
     if (this.state === 'closed') throw new PeerTransportError('state', 'addPeer() on a closed peer transport');

@@ -115,6 +115,10 @@ class TransportSlot implements Transport {
     this.current?.send(message);
   }
 
+  flush(): void {
+    this.current?.flush?.();
+  }
+
   queuedBytes(to: NodeId): number {
     return this.current?.queuedBytes?.(to) ?? 0;
   }
@@ -199,7 +203,7 @@ export class VeraNode {
         const started = performance.now();
         await sm.applyMany(run, {
           onPlanned: (outcome) => recipients.push(outcome.events.map((event) => ({ event, recipients: [...watchersOf(sm, event.path)] }))),
-          // Only once it is in the db: a watcher told of a change can read it, and so can the proposer.
+          // Once its batch went to the db: a watcher told of a change, and the proposer, read it (reads wait for the batch).
           onWritten: (outcome) => {
             const recorded = recipients[written]!;
             events.record(recorded);
@@ -362,7 +366,8 @@ export class VeraNode {
   }
 
   /** A consistent view of the state machine, for backups (see state-transfer.ts). */
-  captureState(): Promise<CapturedState> {
+  async captureState(): Promise<CapturedState> {
+    await this.stateMachine.settled(); // a write already answered is in the backup
     return captureState(this.dir.db, APPLIED_INDEX, stateExtras(this.dir.db, FAMILIES));
   }
 
