@@ -174,7 +174,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private persistedHardState: HardState | null = null;
   /** The term on disk: the loaded one until this process writes one. */
   private durableTerm: number;
-  /** When the Ready being handled was taken; null between Readys. */
+  /** When the Ready (or the log compaction after it) being handled began; null between them. */
   private readyStartedAt: number | null = null;
   /** How long heartbeats go out while one Ready is held (sendBeatsEarly). */
   private readonly maxHeldBeatMs: number;
@@ -447,7 +447,12 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
         if (this.pendingInstall !== null) await this.installSnapshot();
         else await this.handleReady(this.node.ready());
         // Here, not after the loop: under steady load the loop may never drain.
-        await this.maybeCompact();
+        this.readyStartedAt = this.clock.monotonic(); // heartbeats need not wait for it either (sendBeatsEarly)
+        try {
+          await this.maybeCompact();
+        } finally {
+          this.readyStartedAt = null;
+        }
       }
     } catch (err) {
       this.stopped = true;

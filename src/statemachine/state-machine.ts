@@ -29,6 +29,8 @@ export class StateMachine {
    * reported (answered) when the write began: every read waits for it first (see settled()).
    */
   private writing: Promise<void> | null = null;
+  /** A batch whose entries were reported before it failed, until a later batch writes them (noteWriting). */
+  private failedWrite: { readonly error: unknown; readonly through: number } | null = null;
 
   private constructor(
     private readonly db: VeraDb,
@@ -147,7 +149,7 @@ export class StateMachine {
       ops.push({ type: 'put', key: APPLIED_KEY, value: encodeAppliedValue(planned) });
       if (this.now !== writtenClock) ops.push({ type: 'put', key: CLOCK_KEY, value: encodeClockValue(this.now) });
       const batch = writeBatch(this.db, ops);
-      this.noteWriting(batch);
+      this.noteWriting(batch, planned);
       ops = [];
       // Reported as the batch goes to LevelDB, not once it is in: a reply does not wait for the
       // thread pool's trip, and every read waits for the batch first (settled()), so whoever is
@@ -237,27 +239,35 @@ export class StateMachine {
   }
 
   /**
-   * Reads wait for `batch` from now until it settles. A read waiting when it fails fails
-   * with it: its writer may have been answered, so the older state is no answer (the
-   * member stops anyway: a failed apply is fatal to the driver).
+   * Reads wait for `batch` from now until it settles. If it fails, every read fails from then
+   * on (not only those waiting): its writers may have been answered, so the older state is no
+   * answer, until a later batch has written every entry it held (the member stops anyway: a
+   * failed apply is fatal to the driver; a test may apply the entries again).
    */
-  private noteWriting(batch: Promise<void>): void {
+  private noteWriting(batch: Promise<void>, through: number): void {
     this.writing = batch;
-    const done = (): void => {
-      if (this.writing === batch) this.writing = null;
-    };
-    batch.then(done, done);
+    batch.then(
+      () => {
+        if (this.writing === batch) this.writing = null;
+        if (this.failedWrite !== null && through >= this.failedWrite.through) this.failedWrite = null;
+      },
+      (error: unknown) => {
+        if (this.writing === batch) this.writing = null;
+        this.failedWrite = { error, through };
+      },
+    );
   }
 
   /**
    * Resolves once every entry reported so far (onWritten) is in the db and no replacement
-   * of the whole state runs (rejects if that batch failed): what a read must wait for
-   * before it takes its snapshot. Only
+   * of the whole state runs (rejects if that batch failed, or an earlier one that nothing
+   * has written again since): what a read must wait for before it takes its snapshot. Only
    * the batch in flight now is waited for, not later ones: a steady stream of applies does
    * not hold a read back.
    */
   async settled(): Promise<void> {
     if (this.writing !== null) await this.writing;
+    if (this.failedWrite !== null) throw this.failedWrite.error;
     while (this.replacing !== null) await this.replacing;
   }
 
@@ -299,7 +309,7 @@ export class StateMachine {
    * close runs in the background). For a hot path whose answer needs no index.
    */
   async readNow<T>(what: string, read: (db: VeraDb, snapshot: ReturnType<VeraDb['snapshot']>) => T): Promise<T> {
-    if (this.writing !== null || this.replacing !== null) await this.settled();
+    if (this.writing !== null || this.replacing !== null || this.failedWrite !== null) await this.settled();
     const snapshot = this.db.snapshot();
     try {
       return read(this.db, snapshot);

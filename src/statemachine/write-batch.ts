@@ -23,7 +23,10 @@ export async function writeBatch(db: VeraDb, ops: readonly BatchOp[]): Promise<v
   const batch = db.batch();
   try {
     const native = batch as unknown as Partial<NativeBatch>;
-    const direct = typeof native._put === 'function' && typeof native._del === 'function';
+    // The store's own batch class must implement them: abstract-level's base class has no-op ones,
+    // which would drop every op but the last.
+    const own = Object.getPrototypeOf(batch) as object;
+    const direct = Object.hasOwn(own, '_put') && Object.hasOwn(own, '_del');
     // Everything but the last op straight to the implementation, when the store has one.
     const last = direct ? ops.length - 1 : 0;
     if (last > 0) {
@@ -31,6 +34,8 @@ export async function writeBatch(db: VeraDb, ops: readonly BatchOp[]): Promise<v
       const values = db.valueEncoding();
       for (let i = 0; i < last; i++) {
         const op = ops[i]!;
+        // The one check of the public method's that can fail here: a plan's key must be bytes.
+        if (!Buffer.isBuffer(op.key)) throw new TypeError(`a state machine write has a key that is not a Buffer: ${String(op.key)}`);
         if (op.type === 'put') native._put!(keys.encode(op.key) as Buffer, values.encode(op.value) as Buffer);
         else native._del!(keys.encode(op.key) as Buffer);
       }

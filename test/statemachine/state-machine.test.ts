@@ -158,6 +158,17 @@ describe('applyMany', () => {
     await expect(read).rejects.toThrow('disk full');
   });
 
+  it('after an answered batch failed, reads begun later fail too, until a later batch has written its entries', async () => {
+    await open('A');
+    const entry = feed.command({ op: 'push', session: 'A', path: '/x', data: 7, persistent: true, watch: false });
+    failNextBatch(tmp.db, new Error('disk full'));
+    await expect(sm.applyMany([entry])).rejects.toThrow('disk full');
+    vi.restoreAllMocks();
+    await expect(getList(sm, '/x')).rejects.toThrow('disk full'); // begun after the failure: the writer may have been answered
+    await sm.applyMany([entry]); // applied again (as a restarted member would)
+    expect((await getList(sm, '/x')).items.map((i) => i.data)).toEqual([7]);
+  });
+
   it('after a failed apply, the in-memory indexes are what the db holds again', async () => {
     await open('A');
     const entries = [

@@ -56,4 +56,47 @@ describe('writeBatch', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it('refuses a key that is not bytes, and writes none of the batch', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'vera-write-batch-'));
+    const db = await open(dir, 'k');
+    try {
+      const ops = [
+        { type: 'put', key: Buffer.from([1]), value: Buffer.from([1]) },
+        { type: 'put', key: undefined as unknown as Buffer, value: Buffer.from([2]) },
+        { type: 'put', key: Buffer.from([3]), value: Buffer.from([3]) },
+      ] satisfies BatchOp[];
+      await expect(writeBatch(db, ops)).rejects.toThrow(/not a Buffer/);
+      expect(await stored(db)).toEqual([]);
+    } finally {
+      await db.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('uses only the public put and del of a batch whose class does not implement _put and _del itself', async () => {
+    const calls: string[] = [];
+    class Base {
+      _put(): void {} // abstract-level's no-ops
+      _del(): void {}
+    }
+    class PublicOnly extends Base {
+      put(key: Buffer): void {
+        calls.push(`put ${key.toString('hex')}`);
+      }
+      del(key: Buffer): void {
+        calls.push(`del ${key.toString('hex')}`);
+      }
+      async write(): Promise<void> {}
+      async close(): Promise<void> {}
+    }
+    const db = { batch: () => new PublicOnly() } as unknown as VeraDb;
+    await writeBatch(db, [
+      { type: 'put', key: Buffer.from([1]), value: Buffer.from([1]) },
+      { type: 'del', key: Buffer.from([2]) },
+      { type: 'put', key: Buffer.from([3]), value: Buffer.from([3]) },
+    ]);
+    expect(calls).toEqual(['put 01', 'del 02', 'put 03']);
+  });
 });
+
