@@ -38,7 +38,9 @@ function member(fe: FrontEnd): JournalMember {
     m = new JournalMember(
       new JournalWaiters(fe),
       new HeldAcks((name, requests) => void proposeHeld(fe, name, requests, undefined).catch(() => undefined)),
-      () => fe.node.stateMachine.appliedIndex,
+      // The newest entry reported applied (its hooks run), not the newest the state machine's db
+      // holds: a batch is reported as it goes to LevelDB, so the db's index trails the hooks.
+      () => fe.node.appliedIndex,
     );
     members.set(fe, m);
   }
