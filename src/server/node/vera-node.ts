@@ -35,6 +35,16 @@ export interface RaftTiming {
 /** A slow apply's warning names at most this many of its commands' ops. */
 const MAX_OPS_NAMED = 8;
 
+/** The distinct ops of a run's outcomes (a refusal by its code), at most MAX_OPS_NAMED: only for a slow apply's warning. */
+function opsNamed(outcomes: readonly ApplyOutcome[]): string[] {
+  const ops = new Set<string>();
+  for (const o of outcomes) {
+    if (ops.size >= MAX_OPS_NAMED) break;
+    ops.add(o.result.ok ? o.result.op : `refused ${o.result.code}`);
+  }
+  return [...ops];
+}
+
 export const DEFAULT_RAFT_TIMING: RaftTiming = { tickMs: 50, electionTicks: 20, heartbeatTicks: 1 };
 
 export interface VeraNodeOptions {
@@ -199,23 +209,21 @@ export class VeraNode {
         // Recipients are decided as each entry is planned, against the watches as of that entry, so replay later is exact.
         const recipients: RecordedEvent[][] = [];
         let written = 0;
-        const ops = new Set<string>();
         const started = performance.now();
-        await sm.applyMany(run, {
+        const outcomes = await sm.applyMany(run, {
           onPlanned: (outcome) => recipients.push(outcome.events.map((event) => ({ event, recipients: [...watchersOf(sm, event.path)] }))),
           // Once its batch went to the db: a watcher told of a change, and the proposer, read it (reads wait for the batch).
           onWritten: (outcome) => {
             const recorded = recipients[written]!;
             events.record(recorded);
             hooks.onApplied(outcome, recorded);
-            if (ops.size < MAX_OPS_NAMED) ops.add(outcome.result.ok ? outcome.result.op : `refused ${outcome.result.code}`);
             applied(run[written++]!, outcome);
           },
         });
         const ms = performance.now() - started;
         hooks.onAppliedRun?.(ms / 1000, run.length);
         // Which commands a slow apply held (the stall warning says how long, this says what).
-        if (ms >= stallWarnMs) opts.logger.warn({ event: 'apply-slow', ms: Math.round(ms), entries: run.length, ops: [...ops] }, `applying ${run.length} entries took ${Math.round(ms)} ms`);
+        if (ms >= stallWarnMs) opts.logger.warn({ event: 'apply-slow', ms: Math.round(ms), entries: run.length, ops: opsNamed(outcomes) }, `applying ${run.length} entries took ${Math.round(ms)} ms`);
       };
       const apply = async (entries: readonly Entry[], applied: Applied): Promise<void> => {
         let run: Entry[] = [];
