@@ -174,7 +174,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private persistedHardState: HardState | null = null;
   /** The term on disk: the loaded one until this process writes one. */
   private durableTerm: number;
-  /** When the Ready (or the log compaction after it) being handled began; null between them. */
+  /** When the Ready (or the log compaction after it) being handled began; null between them (holding). */
   private readyStartedAt: number | null = null;
   /** How long heartbeats go out while one Ready is held (sendBeatsEarly). */
   private readonly maxHeldBeatMs: number;
@@ -444,15 +444,9 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     this.running = true;
     try {
       while (!this.stopped && (this.pendingInstall !== null || this.node.hasReady())) {
-        if (this.pendingInstall !== null) await this.installSnapshot();
-        else await this.handleReady(this.node.ready());
+        await this.holding(() => (this.pendingInstall !== null ? this.installSnapshot() : this.handleReady(this.node.ready())));
         // Here, not after the loop: under steady load the loop may never drain.
-        this.readyStartedAt = this.clock.monotonic(); // heartbeats need not wait for it either (sendBeatsEarly)
-        try {
-          await this.maybeCompact();
-        } finally {
-          this.readyStartedAt = null;
-        }
+        await this.holding(() => this.maybeCompact());
       }
     } catch (err) {
       this.stopped = true;
@@ -465,15 +459,19 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     if (!this.stopped && (this.pendingInstall !== null || this.node.hasReady())) this.schedule();
   }
 
-  private async handleReady(rd: Ready): Promise<void> {
-    const started = this.clock.monotonic();
-    this.readyStartedAt = started;
-    let timed: { persistMs: number; applyMs: number };
+  /** Runs a step of the Ready loop that holds the core's output back, marking when it began (sendBeatsEarly). */
+  private async holding(work: () => Promise<void>): Promise<void> {
+    this.readyStartedAt = this.clock.monotonic();
     try {
-      timed = await this.timeReady(rd);
+      await work();
     } finally {
       this.readyStartedAt = null;
     }
+  }
+
+  private async handleReady(rd: Ready): Promise<void> {
+    const started = this.clock.monotonic();
+    const timed = await this.timeReady(rd);
     const ms = this.clock.monotonic() - started;
     if (ms >= this.stallWarnMs) {
       this.opts.onStall?.({ kind: 'ready', ms: Math.round(ms), persistMs: Math.round(timed.persistMs), applyMs: Math.round(timed.applyMs), entries: rd.entries.length, committed: rd.committedEntries.length });
