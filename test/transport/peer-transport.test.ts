@@ -63,25 +63,25 @@ describe('PeerTransport between real sockets', () => {
     }
   });
 
-  it('coalesces messages sent in one tick into one frame', async () => {
+  /** Nodes a and b, with a's link to b up (one heartbeat through it), and the frames it had sent by then. */
+  async function linkUp() {
     const p = await ports('a', 'b');
     const a = await started(makeNode('a', p));
     const b = await started(makeNode('b', p));
     a.transport.send(heartbeat('a', 'b', 1));
-    await b.sink.waitForCount(1); // the link is up
-    const framesBefore = a.transport.status().peers.b!.framesSent;
+    await b.sink.waitForCount(1);
+    return { a, b, framesBefore: a.transport.status().peers.b!.framesSent };
+  }
+
+  it('coalesces messages sent in one tick into one frame', async () => {
+    const { a, b, framesBefore } = await linkUp();
     for (let t = 2; t <= 21; t++) a.transport.send(heartbeat('a', 'b', t));
     expect((await b.sink.waitForCount(21)).map((m) => m.term)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
     expect(a.transport.status().peers.b!.framesSent - framesBefore).toBe(1);
   });
 
   it('flush() writes what was sent in this tick at once, in one frame, not at the end of the turn', async () => {
-    const p = await ports('a', 'b');
-    const a = await started(makeNode('a', p));
-    const b = await started(makeNode('b', p));
-    a.transport.send(heartbeat('a', 'b', 1));
-    await b.sink.waitForCount(1); // the link is up
-    const framesBefore = a.transport.status().peers.b!.framesSent;
+    const { a, b, framesBefore } = await linkUp();
     a.transport.send(heartbeat('a', 'b', 2));
     a.transport.send(heartbeat('a', 'b', 3));
     a.transport.flush();
