@@ -285,9 +285,7 @@ export class StateMachine {
     try {
       return await read(snapshot);
     } catch (error) {
-      const corrupt = corruptValueIn(error);
-      if (corrupt !== null) throw new CorruptValueError(`reading ${what}: ${corrupt.message}`, { cause: error });
-      throw error;
+      throw readFailure(what, error);
     } finally {
       await snapshot.close();
     }
@@ -314,9 +312,7 @@ export class StateMachine {
     try {
       return read(this.db, snapshot);
     } catch (error) {
-      const corrupt = corruptValueIn(error);
-      if (corrupt !== null) throw new CorruptValueError(`reading ${what}: ${corrupt.message}`, { cause: error });
-      throw error;
+      throw readFailure(what, error);
     } finally {
       void snapshot.close().catch(() => undefined);
     }
@@ -395,6 +391,12 @@ function withSettledShares(plan: Plan | ApplyError, states: States, families: re
     plan.after.push(...share.after);
   }
   return plan;
+}
+
+/** What a read of `what` throws for `error`: a corrupt stored value named as such, anything else as it came. */
+function readFailure(what: string, error: unknown): unknown {
+  const corrupt = corruptValueIn(error);
+  return corrupt === null ? error : new CorruptValueError(`reading ${what}: ${corrupt.message}`, { cause: error });
 }
 
 /** Every registered family's state, by family. */
