@@ -10,7 +10,7 @@ import { RaftNode } from '../../src/raft/core.js';
 import type { DriverClock } from '../../src/raft/clock.js';
 import { RaftDriver, type DriverOptions, type Stall } from '../../src/raft/driver.js';
 import { MemoryLogStorage } from '../../src/raft/memory-storage.js';
-import type { Entry, HardState, Message, NodeId } from '../../src/raft/types.js';
+import type { Entry, HardState, Message, NodeId, SnapshotMeta } from '../../src/raft/types.js';
 
 /** MemoryLogStorage whose persist() completes only when the test releases it. */
 class GatedStorage extends MemoryLogStorage {
@@ -31,6 +31,8 @@ class GatedStorage extends MemoryLogStorage {
   /** Lets every write through from now on (so a driver can stop after a failed test). */
   openGates(): void {
     this.open = true;
+    this.compactionHold?.release();
+    this.compactionHold = null;
     for (const release of this.gates.splice(0)) release();
   }
 
@@ -43,6 +45,26 @@ class GatedStorage extends MemoryLogStorage {
   async writeStarted(): Promise<void> {
     if (this.gates.length > 0) return;
     await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  private compactionHold: { started: () => void; release: () => void; released: Promise<void> } | null = null;
+
+  override async compact(meta: SnapshotMeta): Promise<void> {
+    const hold = this.compactionHold;
+    if (hold !== null) {
+      hold.started();
+      await hold.released;
+    }
+    return super.compact(meta);
+  }
+
+  /** Holds the next compactions until openGates(); resolves once one is waiting. */
+  holdCompactions(): Promise<void> {
+    return new Promise<void>((started) => {
+      let release = (): void => undefined;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      this.compactionHold = { started, release, released };
+    });
   }
 
   releaseOne(): void {
@@ -64,7 +86,7 @@ async function makeDriver(
   id: NodeId,
   voters: NodeId[],
   timing = { electionTicks: 1000, tickMs: 60_000 },
-  extra: Partial<Pick<DriverOptions<number>, 'clock' | 'onStall' | 'stallWarnMs'>> = {},
+  extra: Partial<Pick<DriverOptions<number>, 'clock' | 'onStall' | 'stallWarnMs' | 'snapshots' | 'compaction'>> = {},
 ): Promise<{ driver: RaftDriver<number>; storage: GatedStorage; node: RaftNode; sent: Message[]; delivered: Promise<Message>; appliedIndexes: number[]; flushedAt: number[] }> {
   const storage = new GatedStorage({ initialConfig: { voters, learners: [] } });
   const loaded = await storage.load();
@@ -525,6 +547,48 @@ describe('RaftDriver heartbeats while a Ready is held', () => {
     storage.openGates();
     await driver.stop();
     expect(await proposed).toMatchObject({ code: 'UNAVAILABLE' });
+  });
+
+  it('a leader compacting its log still sends its heartbeats on time, until the compaction looks hung', async () => {
+    const hand = handClock();
+    const unused = (): never => {
+      throw new Error('this test moves no snapshot');
+    };
+    const { driver, storage, node, sent } = await makeDriver('n1', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs: 50 }, {
+      clock: hand.clock,
+      snapshots: { capture: unused, staging: unused, install: unused, discard: unused },
+      compaction: { everyEntries: 1, keepEntries: 0 },
+    });
+    storage.openGates();
+    for (let i = 0; i < node.leaseTicks; i++) node.tick();
+    driver.start();
+    node.campaign();
+    driver.step({ type: 'preVoteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+    await turnsUntil(() => sent.some((m) => m.type === 'vote'));
+    driver.step({ type: 'voteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+    await turnsUntil(() => node.status().role === 'leader' && !driver['running']);
+
+    // The next entry to commit makes the log long enough to compact; its compaction is held.
+    const compacting = storage.holdCompactions();
+    const proposed = driver.propose(new Uint8Array([7]));
+    await turnsUntil(() => sent.some((m) => m.type === 'app' && m.entries.length > 0 && m.to === 'n2'));
+    driver.step({ type: 'appResp', from: 'n2', to: 'n1', term: 1, index: node.status().lastIndex, reject: false, hintIndex: 0, hintTerm: 0 });
+    await compacting;
+    await proposed;
+
+    const before = sent.length;
+    hand.tick();
+    const beats = sent.slice(before).filter((m) => m.type === 'heartbeat');
+    expect(beats.map((m) => m.to).sort()).toEqual(['n2', 'n3']);
+
+    // Held past twice the longest election timeout: the beats wait, as for a hung write.
+    hand.advance(4_001);
+    const later = sent.length;
+    hand.tick();
+    expect(sent.slice(later).filter((m) => m.type === 'heartbeat')).toEqual([]);
+    storage.openGates();
+    await turnsUntil(() => !driver['running']);
+    expect(node.logStart()).toBeGreaterThan(0);
   });
 
   it('a follower whose Ready is held answers heartbeats at once, but only in a term already on disk', async () => {
