@@ -483,9 +483,16 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     const times = { persistMs: 0, applyMs: 0 };
     const { transport } = this.opts;
     this.noteRoundsSent(rd.messages);
+    const persist = async (): Promise<void> => {
+      const started = this.clock.monotonic();
+      await this.persist(rd);
+      times.persistMs = this.clock.monotonic() - started;
+    };
+    // The write starts first (on to the thread pool), then the appends leave: sending them wakes
+    // the followers, which may take this core for a while; the disk need not wait for that.
+    const persisting = this.mustPersist(rd) ? persist() : null;
     const early = rd.messages.filter(mayBeSentBeforePersist);
     for (const m of early) transport.send(m);
-    // Out now, not at the end of the turn: the write below and its trip to the thread pool can wait.
     if (early.length > 0) transport.flush?.();
     const sendRest = (): void => {
       let sent = 0;
@@ -509,22 +516,16 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       if (this.applied !== last) throw new Error(`apply reported entries up to ${this.applied}, not ${last}`);
       times.applyMs = this.clock.monotonic() - started;
     };
-    const persist = async (): Promise<void> => {
-      const started = this.clock.monotonic();
-      await this.persist(rd);
-      times.persistMs = this.clock.monotonic() - started;
-    };
-    if (!this.mustPersist(rd)) {
+    if (persisting === null) {
       sendRest();
       await applyCommitted();
     } else if (this.committedAreDurable(rd)) {
       // Entries an earlier Ready wrote are applied while this Ready's write is in flight: the
       // apply no longer waits a whole synced write (and its trip back) before it starts.
-      const persisting = persist().then(sendRest);
-      const outcomes = await Promise.allSettled([persisting, applyCommitted()]);
+      const outcomes = await Promise.allSettled([persisting.then(sendRest), applyCommitted()]);
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
     } else {
-      await persist();
+      await persisting;
       sendRest();
       await applyCommitted();
     }

@@ -59,6 +59,8 @@ export class LevelLogStorage implements LogStorage {
   private bounds: LogBounds;
   /** Writes run one after another, each checked against the bounds the previous one left. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** No call is queued or running: the next starts at once (enqueue). */
+  private idle = true;
   private closed = false;
   private ackRecord: AckRecord | null = null;
   /**
@@ -270,8 +272,19 @@ export class LevelLogStorage implements LogStorage {
 
   private enqueue<T>(task: () => Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new StorageError('closed', 'log storage is closed'));
-    const result = this.queue.then(task, task);
-    this.queue = result.catch(() => undefined);
+    // Idle: start now, not a microtask later, so a write reaches LevelDB's thread pool before
+    // the caller's next step (the leader's driver sends its appends right after; on a busy
+    // machine each socket write can lose the core to the peer it wakes).
+    const result = this.idle ? task() : this.queue.then(task, task);
+    this.idle = false;
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queue = settled;
+    void settled.then(() => {
+      if (this.queue === settled) this.idle = true;
+    });
     return result;
   }
 }
