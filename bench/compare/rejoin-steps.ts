@@ -1,7 +1,7 @@
 // Probe (issue 32, rejoin): where a restarted member's rejoin time goes. A killed leader
 // restarted on its data, split into spawn -> "started" logged -> every member serves under
 // one leader, with the restarted member's log lines from that start (pino times).
-//   npx tsx bench/compare/rejoin-steps.ts [rounds] [node flags...]   (npm run build first)
+//   npx tsx bench/compare/rejoin-steps.ts [rounds]   (npm run build first)
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
