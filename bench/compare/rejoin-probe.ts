@@ -1,7 +1,8 @@
 // Probe (issue 32, rejoin): a killed member restarted on its data, until every member
 // serves under one leader again (S5's rejoin), on this checkout and on REF (a built
 // checkout), interleaved A B B A ..., with the restarted process's CPU at that moment.
-//   npx tsx bench/compare/rejoin-probe.ts /path/to/built/ref [rounds]   (npm run build first)
+//   npx tsx bench/compare/rejoin-probe.ts /path/to/built/ref [rounds] [puts]   (npm run build first)
+// `puts` (default 2,000, each to a new list) sizes the store the restarted member opens.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +13,8 @@ import { runWrites } from './workloads.js';
 
 const ref = process.argv[2];
 const rounds = Number(process.argv[3] ?? 4);
-if (ref === undefined) throw new Error('usage: rejoin-probe.ts REF_CHECKOUT [rounds]');
+const puts = Number(process.argv[4] ?? 2_000);
+if (ref === undefined) throw new Error('usage: rejoin-probe.ts REF_CHECKOUT [rounds] [puts]');
 const builds = [
   { label: 'this', cluster: new VeraCluster({ logDir: mkdtempSync(join(tmpdir(), 'rj-a-')), inspector: false }) },
   { label: 'ref', cluster: new VeraCluster({ logDir: mkdtempSync(join(tmpdir(), 'rj-b-')), inspector: false, checkout: ref }) },
@@ -22,7 +24,7 @@ try {
   for (const b of builds) {
     await b.cluster.start();
     const clients = await connectMany(b.cluster, 16);
-    await runWrites(clients, b.cluster.members(), { id: 'load', clients: 16, inFlight: 64, puts: 2_000, keys: 'new' }, 'rj');
+    await runWrites(clients, b.cluster.members(), { id: 'load', clients: 16, inFlight: 64, puts, keys: 'new' }, 'rj');
     await closeAll(clients);
   }
   for (let r = 0; r < rounds; r++) {

@@ -40,6 +40,9 @@ export const LAST_LOG_INDEX_KEY = internalPropertyKey('lastLogIndex');
 
 // Keys are buffers; values use the database's own encoding (a Vera store checksums every value, see checked-values.ts).
 const BUFFERS = { keyEncoding: 'buffer' } as const;
+/** Log entries load() reads per trip to LevelDB, and the bytes such a run may hold (classic-level stops a run at 16 KiB by default). */
+const LOAD_RUN = 1_000;
+const LOAD_RUN_BYTES = 4 * 1024 * 1024;
 
 // Plain MessagePack maps and arrays (no msgpackr records), so any decoder can read a dump.
 const packr = new Packr({ useRecords: false });
@@ -127,20 +130,26 @@ export class LevelLogStorage implements LogStorage {
       const entries: Entry[] = [];
       // Entries at or below snapshot.index are covered by the snapshot and not part of the log.
       const range = { gte: logKey(snapshot.index + 1), lt: bucketRange(Bucket.log).lt };
+      // Read in runs (nextv), not entry by entry: a promise per entry made a restart on a long log slow (issue 32).
+      const iterator = this.db.iterator({ ...range, ...BUFFERS, highWaterMarkBytes: LOAD_RUN_BYTES });
       try {
-        for await (const [key, value] of this.db.iterator({ ...range, ...BUFFERS })) {
-          const expected = snapshot.index + 1 + entries.length;
-          const index = decodeLogKeyOrCorrupt(key);
-          if (index !== expected) {
-            throw new StorageError('corrupt', `the log is not contiguous: expected entry ${expected}, found ${index}`);
+        for (let run = await iterator.nextv(LOAD_RUN); run.length > 0; run = await iterator.nextv(LOAD_RUN)) {
+          for (const [key, value] of run) {
+            const expected = snapshot.index + 1 + entries.length;
+            const index = decodeLogKeyOrCorrupt(key);
+            if (index !== expected) {
+              throw new StorageError('corrupt', `the log is not contiguous: expected entry ${expected}, found ${index}`);
+            }
+            entries.push(decodeEntry(value, index));
           }
-          entries.push(decodeEntry(value, index));
         }
       } catch (error) {
         // Entries are contiguous, so the one that failed to decode is the next expected.
         const corrupt = corruptValueIn(error);
         if (corrupt === null) throw error;
         throw new StorageError('corrupt', `log entry ${snapshot.index + 1 + entries.length} (key ${logKey(snapshot.index + 1 + entries.length).toString('hex')}): ${corrupt.message}`, { cause: error });
+      } finally {
+        await iterator.close();
       }
       const last = snapshot.index + entries.length;
       if (last !== lastIndex) {

@@ -190,6 +190,29 @@ describe('LevelLogStorage on a shared database', () => {
     expect(await storage.load()).toMatchObject({ hardState: hard(2, 'n2', 0), entries: [...run(1, 2, 1), entry(3, 2)] });
   });
 
+  it('loads a long log in runs of entries, not with one trip (and one promise) per entry', async () => {
+    const storage = await LevelLogStorage.open(db, { initialConfig: CONFIG });
+    await storage.persist(hard(1, 'n1', 0), run(1, 2_500, 1));
+    // Counts the iterator's calls: a restart on a long log must not pay a promise per entry (issue 32, rejoin).
+    const calls = { next: 0, nextv: 0 };
+    const realIterator = db.iterator.bind(db) as (...args: unknown[]) => ReturnType<LevelDb['iterator']>;
+    Object.defineProperty(db, 'iterator', {
+      configurable: true,
+      value: (...args: unknown[]) => {
+        const it = realIterator(...args);
+        const next = it.next.bind(it);
+        const nextv = it.nextv.bind(it);
+        Object.assign(it, { next: () => (calls.next++, next()), nextv: (size: number) => (calls.nextv++, nextv(size)) });
+        return it;
+      },
+    });
+    const loaded = await storage.load();
+    expect(loaded.entries).toHaveLength(2_500);
+    expect(loaded.entries.at(-1)).toEqual(entry(2_500, 1));
+    expect(calls.next).toBe(0);
+    expect(calls.nextv).toBeLessThanOrEqual(4);
+  });
+
   it('refuses a log with a hole, without repairing it', async () => {
     const storage = await LevelLogStorage.open(db, { initialConfig: CONFIG });
     await storage.persist(null, run(1, 4, 1));
