@@ -52,7 +52,9 @@ export interface UnitsPage {
 function unit(path: unknown): string {
   const problem = validatePath(path, { allowRoot: false });
   if (problem !== null) throw invalid(problem);
-  return path as string;
+  // validatePath refused anything but a string already; this tells the compiler so.
+  if (typeof path !== 'string') throw invalid('a path must be a string');
+  return path;
 }
 
 function freezeRequest(f: Fields): FreezeRequest {
