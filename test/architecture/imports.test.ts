@@ -164,6 +164,19 @@ describe('the import graph', () => {
     expect(importers).toEqual([]);
   });
 
+  // Issue 33: hibernation's server side is a kit plugin like the others: it sees its member through
+  // the FamilyHost alone, and its rule over other families' paths is a path guard the core runs. So
+  // no file of it imports the server, directly or through anything it reaches (its CLI verb aside, as for every plugin).
+  it('from hibernation never reaches the server: its server side is a kit plugin', () => {
+    const files = sourceFiles('src/families/hibernate');
+    expect(files).toContain('src/families/hibernate/server.ts');
+    const direct = files.flatMap((f) => importsOf(f).files.filter((t) => t.startsWith('src/server/')).map((t) => `${f} -> ${t}`));
+    expect(direct).toEqual([]);
+    const reached = closure(files.filter((f) => !f.endsWith('/cli.ts'))).files;
+    expect([...reached].filter((f) => f.startsWith('src/server/'))).toEqual([]);
+    expect(readFileSync(join(ROOT, 'src/families/hibernate/index.ts'), 'utf8')).toMatch(/\bplugin: /);
+  });
+
   // Issue 33: the connection asks the families about its session only through the server parts'
   // seam (ServerPart.connection, gathered by loadServerParts), so it imports no family, at all.
   it('from the client connection reaches no family directly', () => {

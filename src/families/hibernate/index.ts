@@ -521,5 +521,5 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
   // Each reads the db (the units' items, the cold file) and must see every write before it.
   goesAlone: () => true,
   listGuard,
-  server: async () => (await import('./server.js')).server,
+  plugin: async () => (await import('./server.js')).plugin,
 };

@@ -1,7 +1,7 @@
 // What hibernation keeps on one member, beside the replicated state: the thaws,
 // freezes and drains this member (as leader) has in flight, the counters it shows
-// in its metrics, and what the idle detector knows of recent use. One object per
-// member, so two members in one process (the tests) never share any of it.
+// in its metrics, and what the idle detector knows of recent use. The member's
+// plugin instance (server.ts) holds one, so two members in one process (the tests) never share any of it.
 
 /** What a thaw gave: whether the unit was Frozen, and how many items came back. */
 export interface Thawed {
