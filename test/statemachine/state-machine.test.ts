@@ -415,6 +415,21 @@ describe('closeSession', () => {
     expect((await getList(sm, '/p1')).items).toEqual([]);
   });
 
+  it("walks back a list for its new newest item only where the ended session owned that list's newest", async () => {
+    await open('A');
+    await open('B');
+    const lists = 300;
+    for (let n = 0; n < lists; n++) await push('A', `/q${n}`, n, { watch: false });
+    // B pushes after A in two lists of three: there A's item is not the newest, and the newest stays.
+    for (let n = 0; n < lists; n++) if (n % 3 !== 0) await push('B', `/q${n}`, -n, { watch: false });
+    const newestBefore = Array.from({ length: lists }, (_, n) => lastIndexOf(sm, `/q${n}`));
+    const keys = vi.spyOn(tmp.db, 'keys');
+    await run({ op: 'closeSession', session: 'A', reason: 'bye' });
+    const walksBack = keys.mock.calls.filter(([options]) => options?.reverse === true).length;
+    expect(walksBack).toBe(lists / 3);
+    for (let n = 0; n < lists; n++) expect(lastIndexOf(sm, `/q${n}`), `/q${n}`).toBe(n % 3 === 0 ? 0 : newestBefore[n]);
+  });
+
   it('answers SESSION_EXPIRED for a session that is not open', async () => {
     const out = await run({ op: 'closeSession', session: 'nobody', reason: 'bye' });
     expect(out.result).toMatchObject({ ok: false, code: 'SESSION_EXPIRED' });

@@ -181,7 +181,12 @@ async function endSession(session: string, { db, states, index }: PlanContext): 
     await owned.close();
   }
   const newest: Array<[string, number]> = [];
-  for (const [path, removed] of removedByPath) newest.push([path, await newestRemaining(db, path, removed)]);
+  for (const [path, removed] of removedByPath) {
+    // The list's newest stays unless the session owned it; only then walk back (a session may
+    // hold one item in each of thousands of lists, and a walk is a trip to LevelDB's threads).
+    const last = state.lastIndexOf(path);
+    newest.push([path, removed.has(last) ? await newestRemaining(db, path, removed) : last]);
+  }
   const after = [
     () => {
       for (const [path, last] of newest) state.setLastIndex(path, last);
