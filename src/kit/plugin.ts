@@ -194,6 +194,19 @@ export interface FamilyHost<S, V = unknown, C extends { readonly op: string } = 
   barrier(): Promise<void>;
   /** This family's in-memory state, as of the entries applied so far. */
   state(): S;
+  /**
+   * Synchronous point reads (getSync) at one snapshot, run before this returns unless a write
+   * is in flight: for a hot path whose answer needs no applied index (assignment's returning login).
+   */
+  readNow<T>(what: string, read: (db: StoreDb, snapshot: StoreSnapshot) => T): Promise<T>;
+  /**
+   * Whether a linearizable read may be served from this member's state right now, with no
+   * round (the leader's lease holds and what it covers is applied); count it with
+   * countLeaseRead once served. False: use barrier().
+   */
+  linearizableNow(): boolean;
+  /** Counts a read served under the lease (linearizableNow), as the Raft metrics show them. */
+  countLeaseRead(): void;
   /** The store: snapshot reads of the family's buckets, other families' state (a journal's existence), for the family's queries. */
   readonly reader: StoreReader;
   /** The replicated clock: the leader's milliseconds in the newest applied entry. */

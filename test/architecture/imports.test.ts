@@ -205,6 +205,17 @@ describe('the import graph', () => {
     }
   });
 
+  // Issue 33: node assignment's server side is a kit plugin (an instance per member from its
+  // FamilyHost): no file of its folder imports the server, nor reaches it through the families it
+  // uses (the journal its purge queues clean-ups in, the cluster whose version picks its rules).
+  it('from node assignment never reaches the server', () => {
+    const assign = sourceFiles('src/families/assign');
+    expect(assign).toContain('src/families/assign/server.ts');
+    expect(assign.filter((f) => importsOf(f).files.some((t) => t.startsWith('src/server/')))).toEqual([]);
+    const { files } = closure(assign.filter((f) => !f.endsWith('/cli.ts')));
+    expect([...files].filter((f) => f.startsWith('src/server/'))).toEqual([]);
+  });
+
   it('exports the client library as vera/client, with types, built from src/client/index.ts', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
     const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { outDir: string; rootDir: string; declaration: boolean } };

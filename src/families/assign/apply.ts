@@ -23,23 +23,10 @@ import type { AssignState } from './state.js';
 import { encodePurgeJob, purgeJobKey, type PurgeJob } from './purge-job.js';
 import { AssignTx } from './tx.js';
 import { byNodeRange, uidAtEnd } from './keys.js';
-import { endpointOf, EVENT_ID_RETENTION_MS, EVENT_IDS_PRUNED_PER_ENTRY, MAX_GENERATION, MAX_NODES_PER_SERVICE, MAX_RECORDS_PER_USER, MAX_SERVICES } from './wire.js';
-
-/** A user as a login answers it. */
-export interface Assignment {
-  readonly uid: number;
-  readonly node: string;
-  readonly endpoint: string;
-  readonly generation: number;
-  readonly keysChangedAt: number;
-  readonly clientState: string;
-  readonly oldClientStates: readonly string[];
-  readonly firstSeenAt: number;
-  readonly createdAt: number;
-}
+import { endpointOf, type UserAssignment, EVENT_ID_RETENTION_MS, EVENT_IDS_PRUNED_PER_ENTRY, MAX_GENERATION, MAX_NODES_PER_SERVICE, MAX_RECORDS_PER_USER, MAX_SERVICES } from './wire.js';
 
 /** What a login answers for `result`, given every record of the user (for the first-seen time). */
-export function assignmentOf(pattern: string, service: string, result: UserRecord, records: readonly UserRecord[], oldStates: readonly string[]): Assignment {
+export function assignmentOf(pattern: string, service: string, result: UserRecord, records: readonly UserRecord[], oldStates: readonly string[]): UserAssignment {
   let firstSeenAt = result.createdAt;
   for (const r of records) if (r.createdAt < firstSeenAt) firstSeenAt = r.createdAt;
   return {
@@ -62,7 +49,7 @@ export function assignmentOf(pattern: string, service: string, result: UserRecor
  * The leader answers such a login from a linearizable read instead of the log,
  * which is what most of Tokenserver's requests are: a returning user, unchanged.
  */
-export function unchangedLogin(pattern: string, service: string, stored: readonly UserRecord[], request: LoginRequest, nodeExists: (node: string) => boolean, rules: CheckRules = 'tokenserver'): Assignment | null {
+export function unchangedLogin(pattern: string, service: string, stored: readonly UserRecord[], request: LoginRequest, nodeExists: (node: string) => boolean, rules: CheckRules = 'tokenserver'): UserAssignment | null {
   if (stored.length === 0) return null;
   const records = newestFirst(stored);
   const current = records[0]!;
@@ -85,7 +72,7 @@ export type AssignValue =
   | { readonly op: 'service'; readonly service: string; readonly created: boolean; readonly settings: ServiceSettings }
   | { readonly op: 'addNode' | 'updateNode' | 'removeNode'; readonly service: string; readonly node: string }
   /** `created`: the email was unknown; `allocated`: it got a (new) node in this entry. */
-  | { readonly op: 'login'; readonly service: string; readonly user: Assignment; readonly created: boolean; readonly allocated: boolean }
+  | { readonly op: 'login'; readonly service: string; readonly user: UserAssignment; readonly created: boolean; readonly allocated: boolean }
   | { readonly op: 'login'; readonly service: string; readonly refused: LoginRefusal; readonly message: string }
   | { readonly op: 'retire'; readonly email: string; readonly services: number }
   | { readonly op: 'decommission'; readonly service: string; readonly node: string; readonly replaced: number; readonly more: boolean }
@@ -93,7 +80,7 @@ export type AssignValue =
   /** `imported`: new records; `present`: the same record was there already (a repeated import); `repaired`: records replaced so an email has one current record. */
   | { readonly op: 'importUsers'; readonly service: string; readonly imported: number; readonly present: number; readonly repaired: number }
   /** `created`: the email was unknown; `moved`: a new record on the node (false: current there already). */
-  | { readonly op: 'place'; readonly service: string; readonly user: Assignment; readonly created: boolean; readonly moved: boolean }
+  | { readonly op: 'place'; readonly service: string; readonly user: UserAssignment; readonly created: boolean; readonly moved: boolean }
   | { readonly op: 'purge'; readonly service: string; readonly purged: ReadonlyArray<{ readonly uid: number; readonly email: string; readonly node: string }>; readonly skipped: number }
   /** A purge job after a start, stop or step; `changed` false when the entry found nothing to do (a step that no longer matches). */
   | { readonly op: 'purgeJob'; readonly service: string; readonly job: PurgeJob; readonly changed: boolean };

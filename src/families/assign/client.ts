@@ -1,51 +1,20 @@
 // Node assignment in the client library: typed calls over VeraClient's family ops.
 import type { VeraClient } from '../../client/client.js';
-import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
-import { ASSIGN_OPS, type AccountEventKind } from './wire.js';
+import { typedCaller, type TypedCall } from '../../client/typed-ops.js';
+import { ASSIGN_SCHEMAS, type AccountEventKind, type Assignment, type ImportedUser, type Lookup, type NodeChanges, type NodeInfo, type NodeUser, type PurgeJob, type PurgeResult, type ServiceInfo, type ServiceSettings } from './wire.js';
 import { DRAIN_PACING, DrainPacer, type DrainPacing } from './client-drain-pacing.js';
 
-export type { AccountEventKind } from './wire.js';
+// The answers' shapes are the ops' own (wire.ts), shared with the server.
+export type { AccountEventKind, Assignment, ImportedUser, Lookup, NodeInfo, NodeUser, PurgeJob, PurgeResult, ServiceInfo, UserRecord } from './wire.js';
 export { runEventsWorker, type AccountEvent, type EventsWorkerOptions, type EventsWorkerReport } from './client-events-worker.js';
 import type { AccountEvent } from './client-events-worker.js';
 export { runPurgeWorker, type CleanupQueue, type JobOutcome, type PurgeWorkerOptions, type PurgeWorkerReport } from './client-purge-worker.js';
 export type { CleanupJob } from './client-cleanup.js';
 
-/** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['assign.lookup', 'assign.nodes', 'assign.count', 'assign.services', 'assign.nodeUsers', 'assign.purgeable', 'assign.purgeStatus']);
+/** A service's settings to set; absent ones keep their values (a new service takes the defaults). */
+export type ServiceInput = Partial<ServiceSettings>;
 
-export interface ServiceInput {
-  /** Endpoint pattern; `{node}`, `{uid}` and `{service}` are filled in. Default `{node}/1.5/{uid}`. */
-  readonly pattern?: string;
-  /** Share of capacity released on full nodes when no node has a free slot. Default 0.1. */
-  readonly releaseRate?: number;
-  /** Whether unknown emails get a record. Default true. */
-  readonly newUsers?: boolean;
-  /** Allocate among the best N nodes at random (chosen by the leader). Default 1. */
-  readonly topN?: number;
-}
-
-export interface ServiceInfo extends Required<ServiceInput> {
-  readonly service: string;
-  readonly nodes: number;
-}
-
-export interface NodeInput {
-  readonly capacity?: number;
-  /** Default: the capacity (for a new node). */
-  readonly available?: number;
-  readonly downed?: boolean;
-  /** Non-zero: no new users. */
-  readonly backoff?: number;
-}
-
-export interface NodeInfo {
-  readonly node: string;
-  readonly capacity: number;
-  readonly load: number;
-  readonly available: number;
-  readonly downed: boolean;
-  readonly backoff: number;
-}
+export type NodeInput = NodeChanges;
 
 /** What a Tokenserver request reports; 0 or absent means not known. */
 export interface LoginInput {
@@ -53,43 +22,6 @@ export interface LoginInput {
   readonly keysChangedAt?: number;
   /** The hash of the sync key, hex; '' or absent before there is one. */
   readonly clientState?: string;
-}
-
-export interface Assignment {
-  readonly uid: number;
-  readonly node: string;
-  readonly endpoint: string;
-  readonly generation: number;
-  readonly keysChangedAt: number;
-  readonly clientState: string;
-  readonly oldClientStates: readonly string[];
-  readonly firstSeenAt: number;
-  readonly createdAt: number;
-  /** The email was unknown and got its first record. */
-  readonly created: boolean;
-  /** A node was allocated in this request (a new user, or a replaced one moved). */
-  readonly allocated: boolean;
-}
-
-export interface UserRecord {
-  readonly uid: number;
-  readonly service: string;
-  readonly email: string;
-  readonly generation: number;
-  readonly clientState: string;
-  readonly keysChangedAt: number;
-  readonly createdAt: number;
-  /** 0 while current. */
-  readonly replacedAt: number;
-  readonly node: string;
-}
-
-export interface Lookup {
-  readonly current: UserRecord & { readonly endpoint: string };
-  readonly oldClientStates: readonly string[];
-  readonly firstSeenAt: number;
-  /** Every record, newest first. */
-  readonly records: readonly UserRecord[];
 }
 
 /** Reads go through the leader (linearizable, the default) or answer from the member's own state (stale). */
@@ -119,19 +51,6 @@ export interface PurgeOptions {
    * instead (their data was copied there), unless it is the user's current data.
    */
   readonly overrideNode?: string;
-}
-
-/** A row of Tokenserver's users table, as an import takes it (times in ms; 0 for NULL): a record of the service imported into. */
-export type ImportedUser = Omit<UserRecord, 'service'>;
-
-/** A user current on a node, as a page of `nodeUsers` lists it. */
-export interface NodeUser {
-  readonly uid: number;
-  readonly email: string;
-  readonly generation: number;
-  readonly keysChangedAt: number;
-  readonly clientState: string;
-  readonly createdAt: number;
 }
 
 export interface DrainOptions {
@@ -165,79 +84,40 @@ export interface PurgeProgress {
   readonly batch: PurgeResult;
 }
 
-export interface PurgeResult {
-  readonly dryRun: boolean;
-  readonly purged: ReadonlyArray<{ readonly uid: number; readonly email: string; readonly node: string }>;
-  /** Records passed over because their node is downed. */
-  readonly skipped: number;
-  /** Where this batch stopped, to pass as `after`; null when it looked at every record due. */
-  readonly next: string | null;
-  /** With overrideNode: clean-ups sent to it, and records purged with none (their data is the user's current data). */
-  readonly overridden?: number;
-  readonly activeData?: number;
-}
-
 /** What a purge job does at each step (purgeStart): a purge batch's options, fixed for the job. */
 export type PurgeJobOptions = Omit<PurgeOptions, 'dryRun' | 'after'>;
 
-/** A purge the leader runs until done, as it stands (replicated: any leader goes on with it). */
-export interface PurgeJob {
-  readonly service: string;
-  /** 1, 2, ... per service. */
-  readonly seq: number;
-  /** running; done (every record due looked at); stopped by an operator; failed (`error` says why). */
-  readonly state: 'running' | 'stopped' | 'done' | 'failed';
-  readonly graceMs: number;
-  readonly max: number;
-  readonly force: boolean;
-  readonly uidMin?: number;
-  readonly uidMax?: number;
-  readonly overrideNode?: string;
-  readonly journal?: string;
-  readonly startedAt: number;
-  readonly endedAt: number | null;
-  /** Where the next batch goes on from; null before the first. */
-  readonly cursor: string | null;
-  readonly batches: number;
-  readonly purged: number;
-  /** Passed over on downed nodes (without force). */
-  readonly skipped: number;
-  readonly overridden: number;
-  readonly activeData: number;
-  readonly error?: string;
-}
-
 export class AssignClient {
-  private readonly call: FamilyCall;
+  private readonly call: TypedCall<typeof ASSIGN_SCHEMAS>;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, ASSIGN_OPS, READS);
+    this.call = typedCaller(client, ASSIGN_SCHEMAS);
   }
 
   /** Creates the service or changes its settings (unset fields keep their values). */
-  async service(service: string, settings: ServiceInput = {}): Promise<ServiceInfo & { created: boolean }> {
-    return (await this.call('assign.service', { service, ...settings })) as unknown as ServiceInfo & { created: boolean };
+  service(service: string, settings: ServiceInput = {}): Promise<ServiceSettings & { service: string; created: boolean }> {
+    return this.call('service', { service, ...settings });
   }
 
   async services(options: ReadOptions = {}): Promise<ServiceInfo[]> {
-    return (await this.call('assign.services', { ...options })).services as ServiceInfo[];
+    return (await this.call('services', { ...options })).services;
   }
 
   async addNode(service: string, node: string, settings: NodeInput & { capacity: number }): Promise<void> {
-    await this.call('assign.addNode', { service, node, ...settings });
+    await this.call('addNode', { service, node, ...settings });
   }
 
   async updateNode(service: string, node: string, changes: NodeInput): Promise<void> {
-    await this.call('assign.updateNode', { service, node, ...changes });
+    await this.call('updateNode', { service, node, ...changes });
   }
 
   /** Downs the node, replaces its users (their next request moves them) and removes it. */
-  async removeNode(service: string, node: string): Promise<{ replaced: number }> {
-    return (await this.call('assign.removeNode', { service, node })) as { replaced: number };
+  removeNode(service: string, node: string): Promise<{ replaced: number }> {
+    return this.call('removeNode', { service, node });
   }
 
   async nodes(service: string, options: ReadOptions = {}): Promise<NodeInfo[]> {
-    return (await this.call('assign.nodes', { service, ...options })).nodes as NodeInfo[];
+    return (await this.call('nodes', { service, ...options })).nodes;
   }
 
   /**
@@ -246,18 +126,18 @@ export class AssignClient {
    * is Tokenserver's status (`invalid-generation`, `invalid-keysChangedAt`,
    * `invalid-client-state`, `new-users-disabled`, `no-node-available`).
    */
-  async user(service: string, email: string, login: LoginInput = {}): Promise<Assignment> {
-    return (await this.call('assign.user', { service, email, ...login })) as unknown as Assignment;
+  user(service: string, email: string, login: LoginInput = {}): Promise<Assignment> {
+    return this.call('user', { service, email, ...login });
   }
 
   /** A user's records as stored, without creating or changing anything. */
-  async lookup(service: string, email: string, options: ReadOptions = {}): Promise<Lookup> {
-    return (await this.call('assign.lookup', { service, email, ...options })) as unknown as Lookup;
+  lookup(service: string, email: string, options: ReadOptions = {}): Promise<Lookup> {
+    return this.call('lookup', { service, email, ...options });
   }
 
   /** Generation to the maximum and every record replaced, in one service or all. */
-  async retire(email: string, service?: string): Promise<{ services: number }> {
-    return (await this.call('assign.retire', { email, ...(service === undefined ? {} : { service }) })) as { services: number };
+  retire(email: string, service?: string): Promise<{ services: number }> {
+    return this.call('retire', { email, ...(service === undefined ? {} : { service }) });
   }
 
   /**
@@ -266,22 +146,22 @@ export class AssignClient {
    * users until `updateNode(..., { backoff: 0 })`.
    */
   async decommission(service: string, node: string, uids?: readonly number[]): Promise<{ replaced: number; closed?: boolean }> {
-    return (await this.call('assign.decommission', { service, node, ...(uids === undefined ? {} : { uids }) })) as { replaced: number; closed?: boolean };
+    return this.call('decommission', { service, node, ...(uids === undefined ? {} : { uids: [...uids] }) });
   }
 
   /** An FxA account event: `delete` retires; `passwordChange` and `reset` move the generation to `generation - 1`. */
-  async event(kind: AccountEventKind, email: string, generation?: number, eventId?: string): Promise<{ changed: number; duplicate?: boolean }> {
-    return (await this.call('assign.event', { kind, email, ...(generation === undefined ? {} : { generation }), ...(eventId === undefined ? {} : { eventId }) })) as { changed: number; duplicate?: boolean };
+  event(kind: AccountEventKind, email: string, generation?: number, eventId?: string): Promise<{ changed: number; duplicate?: boolean }> {
+    return this.call('event', { kind, email, ...(generation === undefined ? {} : { generation }), ...(eventId === undefined ? {} : { eventId }) });
   }
 
   /** An account event into journal `journal` (keyed by its id), for an events worker to apply once (client-events-worker.ts). */
   async enqueueEvent(journal: string, event: AccountEvent): Promise<void> {
-    await this.call('assign.enqueueEvent', { journal, ...event });
+    await this.call('enqueueEvent', { journal, ...event });
   }
 
   /** One batch of replaced records older than the grace period. */
-  async purge(service: string, options: PurgeOptions = {}): Promise<PurgeResult> {
-    return (await this.call('assign.purge', { service, ...options })) as unknown as PurgeResult;
+  purge(service: string, options: PurgeOptions = {}): Promise<PurgeResult> {
+    return this.call('purge', { service, ...options });
   }
 
   /**
@@ -289,8 +169,8 @@ export class AssignClient {
    * the named node, created there if unknown, moved there (a new record with the same
    * values) if elsewhere; `moved: false` when it is current there already.
    */
-  async place(service: string, email: string, node: string): Promise<Omit<Assignment, 'allocated'> & { moved: boolean }> {
-    return (await this.call('assign.place', { service, email, node })) as unknown as Omit<Assignment, 'allocated'> & { moved: boolean };
+  place(service: string, email: string, node: string): Promise<Omit<Assignment, 'allocated'> & { moved: boolean }> {
+    return this.call('place', { service, email, node });
   }
 
   /**
@@ -317,23 +197,23 @@ export class AssignClient {
    * with the grace period taken at each, from replicated progress, so it goes on across
    * leader changes. Refused (CONFLICT) while the service has one running.
    */
-  async purgeStart(service: string, options: PurgeJobOptions = {}): Promise<PurgeJob> {
-    return (await this.call('assign.purgeStart', { service, ...options })) as unknown as PurgeJob;
+  purgeStart(service: string, options: PurgeJobOptions = {}): Promise<PurgeJob> {
+    return this.call('purgeStart', { service, ...options });
   }
 
   /** Stops the service's purge job after the batch in hand; `stopped` false when it had ended already. */
-  async purgeStop(service: string): Promise<PurgeJob & { stopped: boolean }> {
-    return (await this.call('assign.purgeStop', { service })) as unknown as PurgeJob & { stopped: boolean };
+  purgeStop(service: string): Promise<PurgeJob & { stopped: boolean }> {
+    return this.call('purgeStop', { service });
   }
 
   /** The service's latest purge job and its progress (NOT_FOUND when it never had one). */
-  async purgeStatus(service: string, options: ReadOptions = {}): Promise<PurgeJob> {
-    return (await this.call('assign.purgeStatus', { service, ...options })) as unknown as PurgeJob;
+  purgeStatus(service: string, options: ReadOptions = {}): Promise<PurgeJob> {
+    return this.call('purgeStatus', { service, ...options });
   }
 
   /** One page of the users current on a node, by uid; `next` is the `after` of the next page, null after the last. */
-  async nodeUsers(service: string, node: string, page: { after?: number; limit?: number } = {}, options: ReadOptions = {}): Promise<{ users: NodeUser[]; next: number | null }> {
-    return (await this.call('assign.nodeUsers', { service, node, ...page, ...options })) as unknown as { users: NodeUser[]; next: number | null };
+  nodeUsers(service: string, node: string, page: { after?: number; limit?: number } = {}, options: ReadOptions = {}): Promise<{ users: NodeUser[]; next: number | null }> {
+    return this.call('nodeUsers', { service, node, ...page, ...options });
   }
 
   /**
@@ -370,12 +250,14 @@ export class AssignClient {
 
   /** One step of a drain: the node closed to new users (`closed`: by this call), then up to `max` of its users replaced; `finished` once none is left. */
   async drainBatch(service: string, node: string, max: number): Promise<{ replaced: number; finished: boolean; closed: boolean }> {
-    return (await this.call('assign.decommission', { service, node, max })) as { replaced: number; finished: boolean; closed: boolean };
+    // A step (max given) always answers both; absent, as from no server of this protocol, they read as false.
+    const { replaced, finished = false, closed = false } = await this.call('decommission', { service, node, max });
+    return { replaced, finished, closed };
   }
 
   /** Records from a Tokenserver database into one service, uids kept (1-1000 per call; nodes first). */
-  async importUsers(service: string, users: readonly ImportedUser[]): Promise<{ imported: number; present: number; repaired: number }> {
-    return (await this.call('assign.importUsers', { service, users })) as { imported: number; present: number; repaired: number };
+  importUsers(service: string, users: readonly ImportedUser[]): Promise<{ imported: number; present: number; repaired: number }> {
+    return this.call('importUsers', { service, users });
   }
 
   /**
@@ -383,13 +265,13 @@ export class AssignClient {
    * counted up to `max` (default 1000, at most 10,000; `capped` says there are more). A read: it needs
    * read on the service, writes nothing and is not audited, unlike a dry-run purge.
    */
-  async purgeable(service: string, options: { readonly graceMs?: number; readonly max?: number } & ReadOptions = {}): Promise<{ service: string; before: number; records: number; capped: boolean }> {
-    return (await this.call('assign.purgeable', { service, ...options })) as unknown as { service: string; before: number; records: number; capped: boolean };
+  purgeable(service: string, options: { readonly graceMs?: number; readonly max?: number } & ReadOptions = {}): Promise<{ service: string; before: number; records: number; capped: boolean }> {
+    return this.call('purgeable', { service, ...options });
   }
 
   /** Users assigned at `at` (default now). */
   async count(service: string, at?: number, options: ReadOptions = {}): Promise<number> {
-    return (await this.call('assign.count', { service, ...(at === undefined ? {} : { at }), ...options })).users as number;
+    return (await this.call('count', { service, ...(at === undefined ? {} : { at }), ...options })).users;
   }
 }
 

@@ -18,14 +18,10 @@ import {
   patternProblem,
   serviceNameProblem,
   type AccountEventKind,
+  type NodeChanges,
 } from './wire.js';
 
-export interface NodeChanges {
-  readonly capacity?: number;
-  readonly available?: number;
-  readonly downed?: boolean;
-  readonly backoff?: number;
-}
+export type { NodeChanges } from './wire.js';
 
 export type AssignCommand =
   /** Creates the service, or changes the settings given (the others keep their values, or take the defaults when new). */

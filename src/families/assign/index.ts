@@ -179,5 +179,5 @@ export const assign: Family<AssignCommand, AssignState> = {
   plan: (command, ctx) => planAssign(command, ctx, ctx.states.of(assign)),
   // Every plan reads through ctx.reads and plans nodes from memory: none needs to go alone.
   goesAlone: () => false,
-  server: async () => (await import('./server.js')).server,
+  plugin: async () => (await import('./server.js')).plugin,
 };

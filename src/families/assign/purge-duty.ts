@@ -5,38 +5,22 @@
 // per member, so a tick never does more than one batch; the job's state (cursor, counts)
 // is replicated, so a new leader goes on from the last step applied.
 import { VeraError } from '../../protocol/index.js';
-import type { FrontEnd } from '../../server/front/context.js';
-import type { LeaderDuty } from '../../server/front/family-part.js';
-import { journal } from '../journal/index.js';
-import { assign } from './index.js';
-import { cleanupJobs, parseCursor, proposeAssign, queueCleanups, selectPurgeBatch } from './purge-batch.js';
-
-/** Members with a step in flight, and the service whose job went last (the next tick starts after it). */
-const busy = new WeakSet<FrontEnd>();
-const lastService = new WeakMap<FrontEnd, string>();
-
-/** The service whose running job goes next: the first after the last one served, in name order. */
-function nextService(fe: FrontEnd): string | null {
-  const running = [...fe.node.stateMachine.stateOf(assign).purgeJobs].filter(([, j]) => j.state === 'running').map(([s]) => s);
-  if (running.length === 0) return null;
-  running.sort();
-  const last = lastService.get(fe);
-  return running.find((s) => last === undefined || s > last) ?? running[0]!;
-}
+import type { PluginDuty } from '../../kit/index.js';
+import { cleanupJobs, journalIsLive, parseCursor, queueCleanups, selectPurgeBatch, type AssignHost } from './purge-batch.js';
 
 /** One step of the service's job; a refusal that will not pass by itself (its journal gone) fails the job. */
-export async function purgeStep(fe: FrontEnd, service: string): Promise<void> {
-  const state = fe.node.stateMachine.stateOf(assign);
+export async function purgeStep(host: AssignHost, service: string): Promise<void> {
+  const state = host.state();
   const job = state.purgeJobs.get(service);
   const s = state.services.get(service);
   if (job === undefined || job.state !== 'running') return;
-  const fail = (error: string): Promise<unknown> => proposeAssign(fe, { op: 'purgeStop', service, seq: job.seq, error });
+  const fail = (error: string): Promise<unknown> => host.propose({ op: 'purgeStop', service, seq: job.seq, error });
   if (s === undefined) return void (await fail(`service ${service} is gone`));
-  if (job.journal !== '' && fe.node.stateMachine.stateOf(journal).live(job.journal) === null) return void (await fail(`journal ${job.journal} does not exist`));
+  if (job.journal !== '' && !(await journalIsLive(host, job.journal))) return void (await fail(`journal ${job.journal} does not exist`));
   // The grace period from now, at each step, as a purge batch takes it.
-  const before = Math.max(0, Math.max(fe.node.stateMachine.clock, Date.now()) - job.graceMs);
+  const before = Math.max(0, Math.max(host.now(), Date.now()) - job.graceMs);
   const after = parseCursor(job.cursor);
-  const batch = await selectPurgeBatch(fe, service, s, {
+  const batch = await selectPurgeBatch(host, service, s, {
     before,
     max: job.max,
     force: job.force,
@@ -47,17 +31,17 @@ export async function purgeStep(fe: FrontEnd, service: string): Promise<void> {
   let overridden = 0;
   let activeData = 0;
   if (job.journal !== '' && batch.chosen.length > 0) {
-    const jobs = await cleanupJobs(fe, service, s, batch.chosen, job.overrideNode === '' ? undefined : job.overrideNode);
+    const jobs = await cleanupJobs(host, service, s, batch.chosen, job.overrideNode === '' ? undefined : job.overrideNode);
     overridden = jobs.overridden;
     activeData = batch.chosen.length - jobs.items.length;
     try {
-      await queueCleanups(fe, job.journal, jobs.items);
+      await queueCleanups(host, job.journal, jobs.items);
     } catch (err) {
       if (err instanceof VeraError && err.code === 'NOT_FOUND') return void (await fail(`journal ${job.journal}: ${err.message}`));
       throw err;
     }
   }
-  await proposeAssign(fe, {
+  await host.propose({
     op: 'purgeStep',
     service,
     seq: job.seq,
@@ -72,17 +56,32 @@ export async function purgeStep(fe: FrontEnd, service: string): Promise<void> {
   });
 }
 
-export const purgeJobs: LeaderDuty = {
-  name: 'assign-purge',
-  periodMs: 100,
-  tick: (fe) => {
-    if (busy.has(fe)) return;
-    const service = nextService(fe);
-    if (service === null) return;
-    busy.add(fe);
-    lastService.set(fe, service);
-    purgeStep(fe, service)
-      .catch((err: unknown) => fe.logger.debug({ event: 'assign-purge-step-failed', service, err: String(err) }, 'a purge step failed; the next tick tries again'))
-      .finally(() => busy.delete(fe));
-  },
-};
+/** The member's purge duty: at most one step in flight, the services' running jobs served in turn. */
+export function purgeDuty(host: AssignHost): PluginDuty {
+  let busy = false;
+  /** The service whose job went last (the next tick starts after it). */
+  let lastService: string | undefined;
+  /** The service whose running job goes next: the first after the last one served, in name order. */
+  const nextService = (): string | null => {
+    const running = [...host.state().purgeJobs].filter(([, j]) => j.state === 'running').map(([s]) => s);
+    if (running.length === 0) return null;
+    running.sort();
+    return running.find((s) => lastService === undefined || s > lastService) ?? running[0]!;
+  };
+  return {
+    name: 'assign-purge',
+    periodMs: 100,
+    tick: () => {
+      if (busy) return;
+      const service = nextService();
+      if (service === null) return;
+      busy = true;
+      lastService = service;
+      purgeStep(host, service)
+        .catch((err: unknown) => host.log.debug({ event: 'assign-purge-step-failed', service, err: String(err) }, 'a purge step failed; the next tick tries again'))
+        .finally(() => {
+          busy = false;
+        });
+    },
+  };
+}

@@ -1,4 +1,4 @@
-// A purge the leader runs until done (a leader duty, server-purge-duty.ts): what it
+// A purge the leader runs until done (a leader duty, purge-duty.ts): what it
 // was asked and how far it got, kept in replicated state (the meta bucket, one key per
 // service) so a new leader goes on where the old one stopped. Each step is one entry
 // that names the job and the cursor it started from: a step that no longer matches
@@ -6,6 +6,7 @@
 import { bucketPrefix } from '../../keys/index.js';
 import { CorruptValueError, pack, unpack } from '../../statemachine/codec.js';
 import { AssignBucket } from './keys.js';
+import type { PurgeJob as PurgeJobInfo } from './wire.js';
 
 export type PurgeJobState = 'running' | 'stopped' | 'done' | 'failed';
 export const PURGE_JOB_STATES: readonly PurgeJobState[] = ['running', 'stopped', 'done', 'failed'];
@@ -79,7 +80,7 @@ export function decodePurgeJob(bytes: Uint8Array): PurgeJob {
 }
 
 /** A job as the protocol answers it (absent bounds left out, an unstarted cursor null). */
-export function describePurgeJob(service: string, j: PurgeJob): Record<string, unknown> {
+export function describePurgeJob(service: string, j: PurgeJob): PurgeJobInfo {
   return {
     service,
     seq: j.seq,

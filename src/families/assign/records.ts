@@ -1,17 +1,10 @@
 // Node assignment's values, MessagePack-encoded as arrays with a fixed field
 // order so every member writes the same bytes.
 import { CorruptValueError, pack, unpack } from '../../statemachine/codec.js';
+import type { ServiceSettings, UserRecord } from './wire.js';
 
-export interface ServiceSettings {
-  /** The endpoint pattern, e.g. `{node}/1.5/{uid}`. */
-  readonly pattern: string;
-  /** The share of a full node's capacity released when no node has a free slot (Tokenserver's 0.1). */
-  readonly releaseRate: number;
-  /** Whether an unknown email gets a record (Tokenserver's `allocate_new_users`). */
-  readonly newUsers: boolean;
-  /** Allocation picks among this many of the best nodes (1: always the best; seed 000's improvement when more). */
-  readonly topN: number;
-}
+// The shapes the ops answer too are defined once, with the ops (wire.ts).
+export type { ServiceSettings, UserRecord } from './wire.js';
 
 export interface NodeRecord {
   readonly capacity: number;
@@ -22,21 +15,6 @@ export interface NodeRecord {
   readonly downed: boolean;
   /** Non-zero: the node is throttled and gets no new users (Tokenserver treats it like downed). */
   readonly backoff: number;
-}
-
-export interface UserRecord {
-  readonly uid: number;
-  readonly service: string;
-  readonly email: string;
-  readonly generation: number;
-  /** '' before the user reported one. */
-  readonly clientState: string;
-  /** 0: none seen. */
-  readonly keysChangedAt: number;
-  readonly createdAt: number;
-  /** 0: not replaced (a current record). */
-  readonly replacedAt: number;
-  readonly node: string;
 }
 
 export function encodeService(s: ServiceSettings): Buffer {

@@ -4,7 +4,7 @@
 // or proposed). Documented in docs/protocol.md ("Node assignment ops") and
 // docs/assignment.md.
 import { journalNameProblem } from '../journal/wire.js';
-import { invalid, uintField, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
+import { buildersOf, defineOp, invalid, onlyFields, uintField, utf8Length } from '../../protocol/index.js';
 
 /** `{app}-{version}` as Tokenserver names services (sync-1.5); its column is 30 characters. */
 export const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,29}$/;
@@ -81,7 +81,148 @@ export function endpointOf(pattern: string, service: string, node: string, uid: 
   return pattern.replaceAll('{node}', node).replaceAll('{uid}', String(uid)).replaceAll('{service}', service);
 }
 
+// What the ops answer, written once: the server returns these and the client receives them.
+
+/** A service's settings (Tokenserver's services table, and what allocation does for it). */
+export interface ServiceSettings {
+  /** The endpoint pattern, e.g. `{node}/1.5/{uid}`; `{node}`, `{uid}` and `{service}` are filled in. Default `{node}/1.5/{uid}`. */
+  readonly pattern: string;
+  /** The share of a full node's capacity released when no node has a free slot (Tokenserver's 0.1, the default). */
+  readonly releaseRate: number;
+  /** Whether an unknown email gets a record (Tokenserver's `allocate_new_users`). Default true. */
+  readonly newUsers: boolean;
+  /** Allocation picks among this many of the best nodes, at random, chosen by the leader (1, the default: always the best; seed 000's improvement when more). */
+  readonly topN: number;
+}
+
+export interface ServiceInfo extends ServiceSettings {
+  readonly service: string;
+  readonly nodes: number;
+}
+
+/** A node's capacity and state as an operator sets them; absent: unchanged (for a new node, available defaults to its capacity). */
+export interface NodeChanges {
+  readonly capacity?: number;
+  readonly available?: number;
+  readonly downed?: boolean;
+  /** Non-zero: no new users. */
+  readonly backoff?: number;
+}
+
+export interface NodeInfo {
+  readonly node: string;
+  readonly capacity: number;
+  readonly load: number;
+  readonly available: number;
+  readonly downed: boolean;
+  readonly backoff: number;
+}
+
+/** A record as stored: one user's assignment to a node in one service, current or replaced. */
+export interface UserRecord {
+  readonly uid: number;
+  readonly service: string;
+  readonly email: string;
+  readonly generation: number;
+  /** '' before the user reported one. */
+  readonly clientState: string;
+  /** 0: none seen. */
+  readonly keysChangedAt: number;
+  readonly createdAt: number;
+  /** 0: not replaced (a current record). */
+  readonly replacedAt: number;
+  readonly node: string;
+}
+
+/** A row of Tokenserver's users table, as an import takes it (times in ms; 0 for NULL): a record of the service imported into. */
+export type ImportedUser = Omit<UserRecord, 'service'>;
+
+/** A user as a login (and a placement) answers it. */
+export interface UserAssignment {
+  readonly uid: number;
+  readonly node: string;
+  readonly endpoint: string;
+  readonly generation: number;
+  readonly keysChangedAt: number;
+  readonly clientState: string;
+  readonly oldClientStates: readonly string[];
+  readonly firstSeenAt: number;
+  readonly createdAt: number;
+}
+
+/** Tokenserver's answer to a request for the user's node. */
+export interface Assignment extends UserAssignment {
+  /** The email was unknown and got its first record. */
+  readonly created: boolean;
+  /** A node was allocated in this request (a new user, or a replaced one moved). */
+  readonly allocated: boolean;
+}
+
+export interface Lookup {
+  readonly current: UserRecord & { readonly endpoint: string };
+  readonly oldClientStates: readonly string[];
+  readonly firstSeenAt: number;
+  /** Every record, newest first. */
+  readonly records: readonly UserRecord[];
+}
+
+/** A user current on a node, as a page of `nodeUsers` lists it. */
+export interface NodeUser {
+  readonly uid: number;
+  readonly email: string;
+  readonly generation: number;
+  readonly keysChangedAt: number;
+  readonly clientState: string;
+  readonly createdAt: number;
+}
+
+export interface PurgeResult {
+  readonly dryRun: boolean;
+  /** A dry run also says when each was replaced. */
+  readonly purged: ReadonlyArray<{ readonly uid: number; readonly email: string; readonly node: string; readonly replacedAt?: number }>;
+  /** Records passed over because their node is downed. */
+  readonly skipped: number;
+  /** Where this batch stopped, to pass as `after`; null when it looked at every record due. */
+  readonly next: string | null;
+  /** With overrideNode: clean-ups sent to it, and records purged with none (their data is the user's current data). */
+  readonly overridden?: number;
+  readonly activeData?: number;
+}
+
+/** A purge the leader runs until done, as it stands (replicated: any leader goes on with it). */
+export interface PurgeJob {
+  readonly service: string;
+  /** 1, 2, ... per service. */
+  readonly seq: number;
+  /** running; done (every record due looked at); stopped by an operator; failed (`error` says why). */
+  readonly state: 'running' | 'stopped' | 'done' | 'failed';
+  readonly graceMs: number;
+  readonly max: number;
+  readonly force: boolean;
+  readonly uidMin?: number;
+  readonly uidMax?: number;
+  readonly overrideNode?: string;
+  readonly journal?: string;
+  readonly startedAt: number;
+  readonly endedAt: number | null;
+  /** Where the next batch goes on from; null before the first. */
+  readonly cursor: string | null;
+  readonly batches: number;
+  readonly purged: number;
+  /** Passed over on downed nodes (without force). */
+  readonly skipped: number;
+  readonly overridden: number;
+  readonly activeData: number;
+  readonly error?: string;
+}
+
+// The requests, as the schemas below check them.
+
 type Fields = Readonly<Record<string, unknown>>;
+export type Consistency = 'linearizable' | 'stale';
+/** A read's consistency: linearizable (through the leader, the default) or stale (this member's applied state). */
+type Read = { readonly consistency?: Consistency };
+type Nothing = Record<string, never>;
 
 function checked(value: unknown, problem: string | null): string {
   if (problem !== null) throw invalid(problem);
@@ -105,8 +246,7 @@ function bool(f: Fields, field: string): boolean | undefined {
   return v;
 }
 
-/** A read's consistency: linearizable (through the leader, the default) or stale (this member's applied state). */
-function consistency(f: Fields): Record<string, unknown> {
+function consistency(f: Fields): Read {
   const v = f.consistency;
   if (v === undefined) return {};
   if (v !== 'linearizable' && v !== 'stale') throw invalid('consistency must be "linearizable" or "stale"');
@@ -130,12 +270,14 @@ function uids(f: Fields): number[] | undefined {
   });
 }
 
-/** Fields that are present, in a fixed order (a request never carries `undefined`). */
-function present(fields: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+/** The fields that are present, in the order given (a request never carries `undefined`). */
+function present<T extends object>(fields: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const key of Object.keys(fields) as Array<keyof T>) if (fields[key] !== undefined) out[key] = fields[key];
+  return out;
 }
 
-function nodeFields(f: Fields): Record<string, unknown> {
+function nodeFields(f: Fields): NodeChanges {
   return present({
     capacity: bounded(f, 'capacity', 0, MAX_CAPACITY),
     available: bounded(f, 'available', 0, MAX_CAPACITY),
@@ -145,7 +287,7 @@ function nodeFields(f: Fields): Record<string, unknown> {
 }
 
 /** One record of an import, as Tokenserver's users table holds it (uid and dates kept). */
-function importedUser(u: unknown, at: number): Record<string, unknown> {
+function importedUser(u: unknown, at: number): ImportedUser {
   if (typeof u !== 'object' || u === null || Array.isArray(u)) throw invalid(`users[${at}] must be a map`);
   const r = u as Fields;
   onlyFields(r, ['uid', 'email', 'generation', 'clientState', 'keysChangedAt', 'createdAt', 'replacedAt', 'node']);
@@ -166,9 +308,23 @@ function importedUser(u: unknown, at: number): Record<string, unknown> {
   };
 }
 
+/** A purge's uid range (upstream's --range_start/--range_end) and override node (--override_node, with force and a journal). */
+export interface PurgeScope {
+  readonly uidMin?: number;
+  readonly uidMax?: number;
+  readonly overrideNode?: string;
+}
 
 /** What a purge and a purge job share: the service, grace period, batch size, force, clean-up journal and uid/node scope. */
-function purgeSettings(f: Fields) {
+export interface PurgeSettings extends PurgeScope {
+  readonly service: string;
+  readonly graceMs: number;
+  readonly max: number;
+  readonly force: boolean;
+  readonly journal?: string;
+}
+
+function purgeSettings(f: Fields): PurgeSettings {
   const journal = f.journal;
   if (journal !== undefined && journalNameProblem(journal) !== null) throw invalid('journal must be the name of a journal');
   return {
@@ -181,8 +337,7 @@ function purgeSettings(f: Fields) {
   };
 }
 
-/** A purge's uid range (upstream's --range_start/--range_end) and override node (--override_node, with force and a journal). */
-function purgeScope(f: Fields, journal: boolean): Record<string, unknown> {
+function purgeScope(f: Fields, journal: boolean): PurgeScope {
   const uidMin = bounded(f, 'uidMin', 1, Number.MAX_SAFE_INTEGER);
   const uidMax = bounded(f, 'uidMax', 1, Number.MAX_SAFE_INTEGER);
   if (uidMin !== undefined && uidMax !== undefined && uidMin > uidMax) throw invalid(`uidMin ${uidMin} is above uidMax ${uidMax}`);
@@ -194,44 +349,69 @@ function purgeScope(f: Fields, journal: boolean): Record<string, unknown> {
   return present({ uidMin, uidMax, overrideNode });
 }
 
-/** The ops node assignment adds, by name, with the request each takes. */
-export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  [
-    'assign.service',
-    (f, id) => {
-      onlyFields(f, ['service', 'pattern', 'releaseRate', 'newUsers', 'topN']);
+export interface AccountEventRequest {
+  readonly kind: AccountEventKind;
+  readonly email: string;
+  /** The account's new generation (password change, reset). */
+  readonly generation?: number;
+  readonly eventId?: string;
+}
+
+function accountEvent(f: Fields): AccountEventRequest {
+  const kind = f.kind;
+  if (!EVENT_KINDS.some((k) => k === kind)) throw invalid(`kind must be one of ${EVENT_KINDS.join(', ')}`);
+  const generation = bounded(f, 'generation', 1, MAX_GENERATION - 1);
+  if (kind !== 'delete' && generation === undefined) throw invalid(`a ${kind as string} event needs the account's new generation`);
+  const eventId = f.eventId === undefined ? undefined : checked(f.eventId, eventIdProblem(f.eventId));
+  return { kind: kind as AccountEventKind, email: email(f), ...(generation === undefined ? {} : { generation }), ...(eventId === undefined ? {} : { eventId }) };
+}
+
+/** The ops node assignment adds, by a name of its own, each with its request and its answer. */
+export const ASSIGN_SCHEMAS = {
+  service: defineOp<{ service: string } & Partial<ServiceSettings>, ServiceSettings & { service: string; created: boolean }>({
+    name: 'assign.service',
+    fields: ['service', 'pattern', 'releaseRate', 'newUsers', 'topN'],
+    parse: (f) => {
       const pattern = f.pattern === undefined ? undefined : checked(f.pattern, patternProblem(f.pattern));
-      return { id, op: 'assign.service', service: service(f), ...present({ pattern, releaseRate: rate(f), newUsers: bool(f, 'newUsers'), topN: bounded(f, 'topN', 1, MAX_TOP_N) }) };
+      return { service: service(f), ...present({ pattern, releaseRate: rate(f), newUsers: bool(f, 'newUsers'), topN: bounded(f, 'topN', 1, MAX_TOP_N) }) };
     },
-  ],
-  ['assign.services', (f, id) => (onlyFields(f, ['consistency']), { id, op: 'assign.services', ...consistency(f) })],
-  [
-    'assign.addNode',
-    (f, id) => {
-      onlyFields(f, ['service', 'node', 'capacity', 'available', 'downed', 'backoff']);
-      if (f.capacity === undefined) throw invalid('capacity is required');
-      return { id, op: 'assign.addNode', service: service(f), node: node(f), ...nodeFields(f) };
+  }),
+  services: defineOp<Read, { services: ServiceInfo[] }>({ name: 'assign.services', read: true, fields: ['consistency'], parse: (f) => consistency(f) }),
+  addNode: defineOp<{ service: string; node: string; capacity: number } & NodeChanges, Nothing>({
+    name: 'assign.addNode',
+    fields: ['service', 'node', 'capacity', 'available', 'downed', 'backoff'],
+    parse: (f) => {
+      const changes = nodeFields(f);
+      if (changes.capacity === undefined) throw invalid('capacity is required');
+      return { service: service(f), node: node(f), ...changes, capacity: changes.capacity };
     },
-  ],
-  [
-    'assign.updateNode',
-    (f, id) => {
-      onlyFields(f, ['service', 'node', 'capacity', 'available', 'downed', 'backoff']);
+  }),
+  updateNode: defineOp<{ service: string; node: string } & NodeChanges, Nothing>({
+    name: 'assign.updateNode',
+    fields: ['service', 'node', 'capacity', 'available', 'downed', 'backoff'],
+    parse: (f) => {
       const changes = nodeFields(f);
       if (Object.keys(changes).length === 0) throw invalid('nothing to change: give capacity, available, downed or backoff');
-      return { id, op: 'assign.updateNode', service: service(f), node: node(f), ...changes };
+      return { service: service(f), node: node(f), ...changes };
     },
-  ],
-  ['assign.removeNode', (f, id) => (onlyFields(f, ['service', 'node']), { id, op: 'assign.removeNode', service: service(f), node: node(f) })],
-  ['assign.nodes', (f, id) => (onlyFields(f, ['service', 'consistency']), { id, op: 'assign.nodes', service: service(f), ...consistency(f) })],
-  [
-    'assign.user',
-    (f, id) => {
-      onlyFields(f, ['service', 'email', 'generation', 'keysChangedAt', 'clientState']);
+  }),
+  removeNode: defineOp<{ service: string; node: string }, { replaced: number }>({
+    name: 'assign.removeNode',
+    fields: ['service', 'node'],
+    parse: (f) => ({ service: service(f), node: node(f) }),
+  }),
+  nodes: defineOp<{ service: string } & Read, { nodes: NodeInfo[] }>({
+    name: 'assign.nodes',
+    read: true,
+    fields: ['service', 'consistency'],
+    parse: (f) => ({ service: service(f), ...consistency(f) }),
+  }),
+  user: defineOp<{ service: string; email: string; generation: number; keysChangedAt: number; clientState: string }, Assignment>({
+    name: 'assign.user',
+    fields: ['service', 'email', 'generation', 'keysChangedAt', 'clientState'],
+    parse: (f) => {
       const clientState = checked(f.clientState ?? '', clientStateProblem(f.clientState ?? ''));
       return {
-        id,
-        op: 'assign.user',
         service: service(f),
         email: email(f),
         // MAX_GENERATION marks a retired user: a request may not claim it.
@@ -240,106 +420,108 @@ export const ASSIGN_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, R
         clientState,
       };
     },
-  ],
-  ['assign.lookup', (f, id) => (onlyFields(f, ['service', 'email', 'consistency']), { id, op: 'assign.lookup', service: service(f), email: email(f), ...consistency(f) })],
-  [
-    'assign.retire',
-    (f, id) => {
-      onlyFields(f, ['email', 'service']);
-      return { id, op: 'assign.retire', email: email(f), ...(f.service === undefined ? {} : { service: service(f) }) };
-    },
-  ],
-  [
-    'assign.decommission',
-    (f, id) => {
-      onlyFields(f, ['service', 'node', 'uids', 'max']);
+  }),
+  lookup: defineOp<{ service: string; email: string } & Read, Lookup>({
+    name: 'assign.lookup',
+    read: true,
+    fields: ['service', 'email', 'consistency'],
+    parse: (f) => ({ service: service(f), email: email(f), ...consistency(f) }),
+  }),
+  retire: defineOp<{ email: string; service?: string }, { services: number }>({
+    name: 'assign.retire',
+    fields: ['email', 'service'],
+    parse: (f) => ({ email: email(f), ...(f.service === undefined ? {} : { service: service(f) }) }),
+  }),
+  /** A whole node, the listed uids, or one drain step of at most `max` (`finished` once none is left). */
+  decommission: defineOp<{ service: string; node: string; uids?: number[]; max?: number }, { replaced: number; closed?: boolean; finished?: boolean }>({
+    name: 'assign.decommission',
+    fields: ['service', 'node', 'uids', 'max'],
+    parse: (f) => {
       const list = uids(f);
       const max = bounded(f, 'max', 1, MAX_BATCH);
       if (list !== undefined && max !== undefined) throw invalid('give uids or max, not both');
-      return { id, op: 'assign.decommission', service: service(f), node: node(f), ...(list === undefined ? {} : { uids: list }), ...present({ max }) };
+      return { service: service(f), node: node(f), ...(list === undefined ? {} : { uids: list }), ...present({ max }) };
     },
-  ],
-  [
-    'assign.event',
-    (f, id) => {
-      onlyFields(f, ['kind', 'email', 'generation', 'eventId']);
-      if (!EVENT_KINDS.includes(f.kind as AccountEventKind)) throw invalid(`kind must be one of ${EVENT_KINDS.join(', ')}`);
-      const generation = bounded(f, 'generation', 1, MAX_GENERATION - 1);
-      if (f.kind !== 'delete' && generation === undefined) throw invalid(`a ${f.kind as string} event needs the account's new generation`);
-      const eventId = f.eventId === undefined ? undefined : checked(f.eventId, eventIdProblem(f.eventId));
-      return { id, op: 'assign.event', kind: f.kind, email: email(f), ...(generation === undefined ? {} : { generation }), ...(eventId === undefined ? {} : { eventId }) };
-    },
-  ],
-  [
-    'assign.enqueueEvent',
-    (f, id) => {
-      onlyFields(f, ['journal', 'eventId', 'kind', 'email', 'generation']);
+  }),
+  event: defineOp<AccountEventRequest, { changed: number; duplicate?: boolean }>({
+    name: 'assign.event',
+    fields: ['kind', 'email', 'generation', 'eventId'],
+    parse: accountEvent,
+  }),
+  enqueueEvent: defineOp<{ journal: string; eventId: string } & AccountEventRequest, { queued: boolean }>({
+    name: 'assign.enqueueEvent',
+    fields: ['journal', 'eventId', 'kind', 'email', 'generation'],
+    parse: (f) => {
       const journal = f.journal;
       if (journalNameProblem(journal) !== null) throw invalid('journal must be the name of a journal');
       // The same checks as the event it becomes, so a bad event never reaches the queue.
-      const { id: _id, op: _op, ...event } = ASSIGN_OPS.get('assign.event')!({ kind: f.kind, email: f.email, generation: f.generation, eventId: f.eventId }, id, undefined as never);
+      const event = accountEvent(f);
       if (event.eventId === undefined) throw invalid('eventId is required: it keys the queued event and makes it apply once');
-      return { id, op: 'assign.enqueueEvent', journal, ...event };
+      return { journal: journal as string, ...event, eventId: event.eventId };
     },
-  ],
-  [
-    'assign.purge',
-    (f, id) => {
-      onlyFields(f, ['service', 'graceMs', 'max', 'force', 'dryRun', 'journal', 'after', 'uidMin', 'uidMax', 'overrideNode']);
-      if (f.after !== undefined && (typeof f.after !== 'string' || !PURGE_CURSOR.test(f.after) || !f.after.split(':').every((n) => Number.isSafeInteger(Number(n))))) {
+  }),
+  purge: defineOp<PurgeSettings & { dryRun: boolean; after?: string }, PurgeResult>({
+    name: 'assign.purge',
+    fields: ['service', 'graceMs', 'max', 'force', 'dryRun', 'journal', 'after', 'uidMin', 'uidMax', 'overrideNode'],
+    parse: (f) => {
+      const after = f.after;
+      if (after !== undefined && (typeof after !== 'string' || !PURGE_CURSOR.test(after) || !after.split(':').every((n) => Number.isSafeInteger(Number(n))))) {
         throw invalid('after must be the `next` a purge answered');
       }
-      return {
-        id,
-        op: 'assign.purge',
-        ...purgeSettings(f),
-        dryRun: bool(f, 'dryRun') ?? false,
-        ...(f.after === undefined ? {} : { after: f.after }),
-      };
+      return { ...purgeSettings(f), dryRun: bool(f, 'dryRun') ?? false, ...(after === undefined ? {} : { after }) };
     },
-  ],
-  [
-    'assign.purgeStart',
-    (f, id) => {
-      onlyFields(f, ['service', 'graceMs', 'max', 'force', 'journal', 'uidMin', 'uidMax', 'overrideNode']);
-      return { id, op: 'assign.purgeStart', ...purgeSettings(f) };
-    },
-  ],
-  ['assign.purgeStop', (f, id) => (onlyFields(f, ['service']), { id, op: 'assign.purgeStop', service: service(f) })],
-  ['assign.purgeStatus', (f, id) => (onlyFields(f, ['service', 'consistency']), { id, op: 'assign.purgeStatus', service: service(f), ...consistency(f) })],
-  [
-    'assign.nodeUsers',
-    (f, id) => {
-      onlyFields(f, ['service', 'node', 'after', 'limit', 'consistency']);
-      return { id, op: 'assign.nodeUsers', service: service(f), node: node(f), ...present({ after: bounded(f, 'after', 0, Number.MAX_SAFE_INTEGER), limit: bounded(f, 'limit', 1, MAX_BATCH) }), ...consistency(f) };
-    },
-  ],
-  [
-    'assign.importUsers',
-    (f, id) => {
-      onlyFields(f, ['service', 'users']);
+  }),
+  purgeStart: defineOp<PurgeSettings, PurgeJob>({
+    name: 'assign.purgeStart',
+    fields: ['service', 'graceMs', 'max', 'force', 'journal', 'uidMin', 'uidMax', 'overrideNode'],
+    parse: purgeSettings,
+  }),
+  purgeStop: defineOp<{ service: string }, PurgeJob & { stopped: boolean }>({ name: 'assign.purgeStop', fields: ['service'], parse: (f) => ({ service: service(f) }) }),
+  purgeStatus: defineOp<{ service: string } & Read, PurgeJob>({
+    name: 'assign.purgeStatus',
+    read: true,
+    fields: ['service', 'consistency'],
+    parse: (f) => ({ service: service(f), ...consistency(f) }),
+  }),
+  nodeUsers: defineOp<{ service: string; node: string; after?: number; limit?: number } & Read, { users: NodeUser[]; next: number | null }>({
+    name: 'assign.nodeUsers',
+    read: true,
+    fields: ['service', 'node', 'after', 'limit', 'consistency'],
+    parse: (f) => ({ service: service(f), node: node(f), ...present({ after: bounded(f, 'after', 0, Number.MAX_SAFE_INTEGER), limit: bounded(f, 'limit', 1, MAX_BATCH) }), ...consistency(f) }),
+  }),
+  importUsers: defineOp<{ service: string; users: readonly ImportedUser[] }, { imported: number; present: number; repaired: number }>({
+    name: 'assign.importUsers',
+    fields: ['service', 'users'],
+    parse: (f) => {
       const users = f.users;
       if (!Array.isArray(users) || users.length === 0 || users.length > MAX_BATCH) throw invalid(`users must be an array of 1 to ${MAX_BATCH} records`);
-      return { id, op: 'assign.importUsers', service: service(f), users: users.map((u: unknown, i) => importedUser(u, i)) };
+      return { service: service(f), users: users.map((u: unknown, i) => importedUser(u, i)) };
     },
-  ],
-  ['assign.place', (f, id) => (onlyFields(f, ['service', 'email', 'node']), { id, op: 'assign.place', service: service(f), email: email(f), node: node(f) })],
-  [
-    'assign.purgeable',
-    (f, id) => {
-      onlyFields(f, ['service', 'graceMs', 'max', 'consistency']);
-      return {
-        id,
-        op: 'assign.purgeable',
-        service: service(f),
-        graceMs: bounded(f, 'graceMs', 0, 2 ** 48) ?? 7 * 24 * 3600 * 1000,
-        max: bounded(f, 'max', 1, MAX_PURGEABLE_COUNT) ?? 1000,
-        ...consistency(f),
-      };
-    },
-  ],
-  [
-    'assign.count',
-    (f, id) => (onlyFields(f, ['service', 'at', 'consistency']), { id, op: 'assign.count', service: service(f), ...present({ at: bounded(f, 'at', 0, 2 ** 48) }), ...consistency(f) }),
-  ],
-]);
+  }),
+  /** `moved`: a new record on the node (false: current there already). */
+  place: defineOp<{ service: string; email: string; node: string }, Omit<Assignment, 'allocated'> & { moved: boolean }>({
+    name: 'assign.place',
+    fields: ['service', 'email', 'node'],
+    parse: (f) => ({ service: service(f), email: email(f), node: node(f) }),
+  }),
+  purgeable: defineOp<{ service: string; graceMs: number; max: number } & Read, { service: string; before: number; records: number; capped: boolean }>({
+    name: 'assign.purgeable',
+    read: true,
+    fields: ['service', 'graceMs', 'max', 'consistency'],
+    parse: (f) => ({
+      service: service(f),
+      graceMs: bounded(f, 'graceMs', 0, 2 ** 48) ?? 7 * 24 * 3600 * 1000,
+      max: bounded(f, 'max', 1, MAX_PURGEABLE_COUNT) ?? 1000,
+      ...consistency(f),
+    }),
+  }),
+  count: defineOp<{ service: string; at?: number } & Read, { service: string; at: number; users: number }>({
+    name: 'assign.count',
+    read: true,
+    fields: ['service', 'at', 'consistency'],
+    parse: (f) => ({ service: service(f), ...present({ at: bounded(f, 'at', 0, 2 ** 48) }), ...consistency(f) }),
+  }),
+};
+
+/** The same ops as request builders by op name, for raw callers (the frame decoder's view). */
+export const ASSIGN_OPS = buildersOf(Object.values(ASSIGN_SCHEMAS));

@@ -75,6 +75,9 @@ function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
     proposeTo: (name, command) => proposeAs(name, command),
     barrier: () => fe().node.linearizableBarrier(fe().readTimeoutMs),
     state: () => fe().node.stateMachine.stateOf(family),
+    readNow: (what, read) => fe().node.stateMachine.readNow(what, read),
+    linearizableNow: () => fe().node.linearizableNow(),
+    countLeaseRead: () => fe().node.countLeaseRead(),
     get reader() {
       return fe().node.stateMachine;
     },
