@@ -491,6 +491,8 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     // The write starts first (on to the thread pool), then the appends leave: sending them wakes
     // the followers, which may take this core for a while; the disk need not wait for that.
     const persisting = this.mustPersist(rd) ? persist() : null;
+    // Awaited below; marked handled now in case a send throws first (the Ready's error then wins).
+    persisting?.catch(() => undefined);
     const early = rd.messages.filter(mayBeSentBeforePersist);
     for (const m of early) transport.send(m);
     if (early.length > 0) transport.flush?.();

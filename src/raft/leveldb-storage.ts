@@ -131,23 +131,31 @@ export class LevelLogStorage implements LogStorage {
       // Entries at or below snapshot.index are covered by the snapshot and not part of the log.
       const range = { gte: logKey(snapshot.index + 1), lt: bucketRange(Bucket.log).lt };
       // Read in runs (nextv), not entry by entry: a promise per entry made a restart on a long log slow (issue 32).
-      const iterator = this.db.iterator({ ...range, ...BUFFERS, highWaterMarkBytes: LOAD_RUN_BYTES });
+      // The stored values come raw and are decoded here (the db's value encoding checks each one's
+      // checksum), one by one: decoded by the iterator, a damaged value would fail its whole run,
+      // not name its own entry.
+      const valueEncoding = this.db.valueEncoding();
+      const storedValue = (stored: Buffer, index: number): Buffer => {
+        try {
+          return valueEncoding.decode(stored) as Buffer;
+        } catch (error) {
+          const corrupt = corruptValueIn(error);
+          if (corrupt === null) throw error;
+          throw new StorageError('corrupt', `log entry ${index} (key ${logKey(index).toString('hex')}): ${corrupt.message}`, { cause: error });
+        }
+      };
+      const iterator = this.db.iterator({ ...range, ...BUFFERS, valueEncoding: 'buffer', highWaterMarkBytes: LOAD_RUN_BYTES });
       try {
         for (let run = await iterator.nextv(LOAD_RUN); run.length > 0; run = await iterator.nextv(LOAD_RUN)) {
-          for (const [key, value] of run) {
+          for (const [key, stored] of run) {
             const expected = snapshot.index + 1 + entries.length;
             const index = decodeLogKeyOrCorrupt(key);
             if (index !== expected) {
               throw new StorageError('corrupt', `the log is not contiguous: expected entry ${expected}, found ${index}`);
             }
-            entries.push(decodeEntry(value, index));
+            entries.push(decodeEntry(storedValue(stored, index), index));
           }
         }
-      } catch (error) {
-        // Entries are contiguous, so the one that failed to decode is the next expected.
-        const corrupt = corruptValueIn(error);
-        if (corrupt === null) throw error;
-        throw new StorageError('corrupt', `log entry ${snapshot.index + 1 + entries.length} (key ${logKey(snapshot.index + 1 + entries.length).toString('hex')}): ${corrupt.message}`, { cause: error });
       } finally {
         await iterator.close();
       }
@@ -284,8 +292,9 @@ export class LevelLogStorage implements LogStorage {
     // Idle: start now, not a microtask later, so a write reaches LevelDB's thread pool before
     // the caller's next step (the leader's driver sends its appends right after; on a busy
     // machine each socket write can lose the core to the peer it wakes).
-    const result = this.idle ? task() : this.queue.then(task, task);
-    this.idle = false;
+    const startNow = this.idle;
+    this.idle = false; // before the task runs: a call it makes at once must queue behind it
+    const result = startNow ? task() : this.queue.then(task, task);
     const settled = result.then(
       () => undefined,
       () => undefined,
@@ -392,3 +401,4 @@ function isCount(n: unknown): n is number {
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+

@@ -18,7 +18,11 @@ class GatedStorage extends MemoryLogStorage {
   private readonly waiting: Array<() => void> = [];
   private open = false;
 
+  /** What reached this storage and the transport, in order ('persist', 'send <type>'). */
+  readonly events: string[] = [];
+
   override async persist(hardState: HardState | null, entries: readonly Entry[]): Promise<void> {
+    this.events.push('persist');
     if (!this.open) {
       await new Promise<void>((release) => {
         this.gates.push(release);
@@ -106,6 +110,7 @@ async function makeDriver(
       transport: {
         send: (m) => {
           sent.push(m);
+          storage.events.push(`send ${m.type}`);
           onSend(m);
         },
         flush: () => flushedAt.push(sent.length),
@@ -271,6 +276,26 @@ describe('RaftDriver ordering', () => {
     const appends = sent.filter((m) => m.type === 'app');
     expect(appends.map((m) => m.to).sort()).toEqual(['n2', 'n3']);
     expect(flushedAt.at(-1)).toBe(sent.length); // flushed while the write is still waiting
+  });
+
+  it("a leader hands its write to storage before its appends leave (they may wake a follower that takes the core)", async () => {
+    const { driver, storage, sent, node } = await makeDriver('n1', ['n1', 'n2', 'n3']);
+    storage.openGates();
+    for (let i = 0; i < node.leaseTicks; i++) node.tick();
+    driver.start();
+    node.campaign();
+    driver.step({ type: 'preVoteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+    await turnsUntil(() => sent.some((m) => m.type === 'vote'));
+    driver.step({ type: 'voteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+    await turnsUntil(() => node.status().role === 'leader' && !driver['running']);
+    // Both followers take the leader's first entry: their progress replicates, no longer probes.
+    for (const from of ['n2', 'n3']) driver.step({ type: 'appResp', from, to: 'n1', term: 1, index: node.status().lastIndex, reject: false, hintIndex: 0, hintTerm: 0 });
+    await turnsUntil(() => !driver['running']);
+    storage.closeGates();
+    storage.events.length = 0;
+    void driver.propose(new Uint8Array([7])).catch(() => undefined);
+    await storage.writeStarted();
+    expect(storage.events).toEqual(['persist', 'send app', 'send app']);
   });
 
   it('a proposal is answered only after its entry is written', async () => {

@@ -190,6 +190,17 @@ describe('LevelLogStorage on a shared database', () => {
     expect(await storage.load()).toMatchObject({ hardState: hard(2, 'n2', 0), entries: [...run(1, 2, 1), entry(3, 2)] });
   });
 
+  it('starts a call at once when idle, and a refused one leaves the queue to the next; closed, it refuses', async () => {
+    const storage = await LevelLogStorage.open(db, { initialConfig: CONFIG });
+    const refused = storage.persist(null, run(5, 6, 1)); // a gap after an empty log: refused by the bounds check
+    const next = storage.persist(null, run(1, 2, 1)); // made in the same turn: queued behind, sees the old bounds
+    await expect(refused).rejects.toBeInstanceOf(StorageError);
+    await next;
+    expect((await storage.load()).entries).toEqual(run(1, 2, 1));
+    await storage.close();
+    await expect(storage.persist(null, run(3, 3, 1))).rejects.toMatchObject({ code: 'closed' });
+  });
+
   it('loads a long log in runs of entries, not with one trip (and one promise) per entry', async () => {
     const storage = await LevelLogStorage.open(db, { initialConfig: CONFIG });
     await storage.persist(hard(1, 'n1', 0), run(1, 2_500, 1));
@@ -211,6 +222,23 @@ describe('LevelLogStorage on a shared database', () => {
     expect(loaded.entries.at(-1)).toEqual(entry(2_500, 1));
     expect(calls.next).toBe(0);
     expect(calls.nextv).toBeLessThanOrEqual(4);
+  });
+
+  it('names the damaged entry itself when a long log is loaded in runs', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'vera-logstore-damaged-'));
+    const opened = await openDataDir(dataDir, { nodeId: 'n1', initialConfig: { voters: ['n1'], learners: [] } });
+    try {
+      await opened.storage.persist(hard(1, 'n1', 0), run(1, 2_500, 1));
+      // One byte of entry 1,700 changed on disk: its checksum fails, in the middle of the second run.
+      const stored = (await opened.db.get(logKey(1_700), { valueEncoding: 'buffer' }))!;
+      stored[3] = stored[3]! ^ 0xff;
+      await opened.db.put(logKey(1_700), stored, { valueEncoding: 'buffer' });
+      const error = await corruptionOf(() => opened.storage.load());
+      expect(error.message).toContain(`log entry 1700 (key ${logKey(1_700).toString('hex')}): a stored value failed its checksum`);
+    } finally {
+      await opened.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('refuses a log with a hole, without repairing it', async () => {
