@@ -192,6 +192,14 @@ describe('the import graph', () => {
     }
   });
 
+  // Issue 33: the journal's server side is a kit plugin (its state lives in the instance createServer
+  // makes): no file of the family but its command line reaches src/server, following every import.
+  it('from the journal family never reaches the server', () => {
+    const { files } = closure(sourceFiles('src/families/journal').filter((f) => !f.endsWith('/cli.ts')));
+    expect(files).toContain('src/families/journal/server.ts');
+    expect([...files].filter((f) => f.startsWith('src/server/'))).toEqual([]);
+  });
+
   it('exports the client library as vera/client, with types, built from src/client/index.ts', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
     const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { outDir: string; rootDir: string; declaration: boolean } };
