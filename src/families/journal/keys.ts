@@ -117,6 +117,12 @@ export function startedByRange(name: string, startedBy: number): { gte: Buffer; 
   return { gte: start, lt: Buffer.concat([start, encodeIndex(startedBy + 1)]) };
 }
 
+/** Processing items whose claim started from `from` to `startedBy`, both included. */
+export function startedBetweenRange(name: string, from: number, startedBy: number): { gte: Buffer; lt: Buffer } {
+  const start = head(JournalBucket.processing, name);
+  return { gte: Buffer.concat([start, encodeIndex(from)]), lt: Buffer.concat([start, encodeIndex(startedBy + 1)]) };
+}
+
 export function expiryKey(name: string, expiresAt: number, key: string): Buffer {
   return datedKey(head(JournalBucket.expiry, name), expiresAt, key);
 }

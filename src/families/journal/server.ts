@@ -8,7 +8,8 @@ import { VeraError } from '../../protocol/index.js';
 import { opRequest, type FamilyHost, type Plugin, type PluginDuty, type PluginNeed, type PluginRoute, type PluginServer, type RequestOfSchema } from '../../kit/index.js';
 import { CANCELLED, type JournalValue } from './apply.js';
 import type { DoneItem, JournalCommand } from './commands.js';
-import { expiredRange, startedByRange, keyAfterDate, itemKey, resultsGoneRange } from './keys.js';
+import { dateIn, expiredRange, startedBetweenRange, keyAfterDate, itemKey, resultsGoneRange } from './keys.js';
+import { clockAt } from '../../statemachine/state-machine.js';
 import { countDue, earliestProcessAt, liveCounts, readFlagged, readJob, readPage, readResult, readSchedules } from './reads.js';
 import { latestTick, nextTick, type Schedule, type ScheduleClock, type ScheduleSpec } from './schedules.js';
 import { parseCron, timeZoneProblem } from './cron.js';
@@ -501,22 +502,40 @@ function createServer(host: Host): PluginServer<Ops, JournalValue> {
       .finally(() => busy.delete(key));
   };
 
+  /**
+   * Per journal, a start date before which the Processing index holds no live claim: the
+   * timeout scan starts there rather than at the index's head, where the deleted keys of
+   * finished claims lie until LevelDB compacts them, stepped over on every tick otherwise.
+   * A scan of a snapshot moves it up to its first live key (or past the range it scanned),
+   * never past the snapshot's replicated clock: a claim or extend applied after the snapshot
+   * starts at its entry's clock, which is no earlier. Forgotten when leadership starts.
+   */
+  const scanFrom = new Map<string, number>();
+
   /** Claims past their journal's timeout go back (or are flagged) through one entry per journal per tick. */
   const timeouts: PluginDuty = {
     name: 'journal-timeouts',
     periodMs: 50,
+    start: () => scanFrom.clear(),
     tick: () => {
       const now = Date.now();
       for (const [name, d] of host.state().journals) {
         if (d.dropping || d.counts.processing === 0) continue;
+        const startedBy = now - d.settings.timeoutMs;
+        const from = scanFrom.get(name) ?? 0;
+        if (from > startedBy) continue;
         runDuty(`timeout ${name}`, () =>
           host.reader.read(`journal ${name}`, async (db, snapshot) => {
+            const clockThen = await clockAt(db, snapshot);
+            let firstLive: number | null = null;
             const claims: Array<readonly [string, number]> = [];
-            for await (const indexKey of db.keys({ ...startedByRange(name, now - d.settings.timeoutMs), snapshot, limit: DUTY_BATCH })) {
+            for await (const indexKey of db.keys({ ...startedBetweenRange(name, from, startedBy), snapshot, limit: DUTY_BATCH })) {
+              firstLive ??= dateIn(indexKey, name);
               const key = keyAfterDate(indexKey, name, 0);
               const raw = await db.get(itemKey(name, key), { snapshot });
               if (raw !== undefined) claims.push([key, decodeItem(raw).lease]);
             }
+            scanFrom.set(name, Math.min(clockThen, firstLive ?? startedBy + 1));
             return claims.length === 0 ? null : { op: 'timeout', name, claims };
           }),
         );
@@ -617,7 +636,10 @@ function createServer(host: Host): PluginServer<Ops, JournalValue> {
       c.timeouts += v.requeued.length + v.flagged.length;
       c.flagged += v.flagged.length;
     } else if (v.op === 'expire') c.expired += v.expired;
-    else if (v.op === 'drop') m.applied.delete(v.journal);
+    else if (v.op === 'drop') {
+      m.applied.delete(v.journal);
+      scanFrom.delete(v.journal);
+    }
   };
 
   /** Every applied entry, in log order: the feeds record it, and items that became available wake as many waiting claimers. */
