@@ -117,10 +117,11 @@ export function startedByRange(name: string, startedBy: number): { gte: Buffer; 
   return { gte: start, lt: Buffer.concat([start, encodeIndex(startedBy + 1)]) };
 }
 
-/** Processing items whose claim started from `from` to `startedBy`, both included. */
-export function startedBetweenRange(name: string, from: number, startedBy: number): { gte: Buffer; lt: Buffer } {
+/** Processing items whose claim started at or after `from`, in start order. */
+export function startedFromRange(name: string, from: number): { gte: Buffer; lt: Buffer } {
   const start = head(JournalBucket.processing, name);
-  return { gte: Buffer.concat([start, encodeIndex(from)]), lt: Buffer.concat([start, encodeIndex(startedBy + 1)]) };
+  // Past every real date (dates stay below 2^48), so past every key of this journal's index.
+  return { gte: Buffer.concat([start, encodeIndex(from)]), lt: Buffer.concat([start, Buffer.alloc(8, 0xff)]) };
 }
 
 export function expiryKey(name: string, expiresAt: number, key: string): Buffer {

@@ -8,7 +8,7 @@ import { VeraError } from '../../protocol/index.js';
 import { opRequest, type FamilyHost, type Plugin, type PluginDuty, type PluginNeed, type PluginRoute, type PluginServer, type RequestOfSchema } from '../../kit/index.js';
 import { CANCELLED, type JournalValue } from './apply.js';
 import type { DoneItem, JournalCommand } from './commands.js';
-import { dateIn, expiredRange, startedBetweenRange, keyAfterDate, itemKey, resultsGoneRange } from './keys.js';
+import { dateIn, expiredRange, startedFromRange, keyAfterDate, itemKey, resultsGoneRange } from './keys.js';
 import { clockAt } from '../../statemachine/state-machine.js';
 import { countDue, earliestProcessAt, liveCounts, readFlagged, readJob, readPage, readResult, readSchedules } from './reads.js';
 import { latestTick, nextTick, type Schedule, type ScheduleClock, type ScheduleSpec } from './schedules.js';
@@ -506,9 +506,11 @@ function createServer(host: Host): PluginServer<Ops, JournalValue> {
    * Per journal, a start date before which the Processing index holds no live claim: the
    * timeout scan starts there rather than at the index's head, where the deleted keys of
    * finished claims lie until LevelDB compacts them, stepped over on every tick otherwise.
-   * A scan of a snapshot moves it up to its first live key (or past the range it scanned),
-   * never past the snapshot's replicated clock: a claim or extend applied after the snapshot
-   * starts at its entry's clock, which is no earlier. Forgotten when leadership starts.
+   * A scan of a snapshot moves it to the first live claim it meets (reading on past the
+   * timed-out ones to the first that is not), never past the snapshot's replicated clock: a
+   * claim or extend applied after the snapshot starts at its entry's clock, which is no
+   * earlier. Until that claim could have timed out, a tick reads nothing. Forgotten when
+   * leadership starts.
    */
   const scanFrom = new Map<string, number>();
 
@@ -528,14 +530,17 @@ function createServer(host: Host): PluginServer<Ops, JournalValue> {
           host.reader.read(`journal ${name}`, async (db, snapshot) => {
             const clockThen = await clockAt(db, snapshot);
             let firstLive: number | null = null;
+            let seen = 0;
             const claims: Array<readonly [string, number]> = [];
-            for await (const indexKey of db.keys({ ...startedBetweenRange(name, from, startedBy), snapshot, limit: DUTY_BATCH })) {
-              firstLive ??= dateIn(indexKey, name);
+            for await (const indexKey of db.keys({ ...startedFromRange(name, from), snapshot, limit: DUTY_BATCH + 1 })) {
+              const startedAt = dateIn(indexKey, name);
+              firstLive ??= startedAt;
+              if (startedAt > startedBy || seen++ === DUTY_BATCH) break;
               const key = keyAfterDate(indexKey, name, 0);
               const raw = await db.get(itemKey(name, key), { snapshot });
               if (raw !== undefined) claims.push([key, decodeItem(raw).lease]);
             }
-            scanFrom.set(name, Math.min(clockThen, firstLive ?? startedBy + 1));
+            scanFrom.set(name, Math.min(clockThen, firstLive ?? clockThen));
             return claims.length === 0 ? null : { op: 'timeout', name, claims };
           }),
         );
