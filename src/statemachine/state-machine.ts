@@ -410,6 +410,12 @@ class FamilyStates implements States {
   }
 }
 
+/** The replicated clock as of `snapshot` (0 before an entry moved it): every entry applied after the snapshot plans with a clock at least this. */
+export async function clockAt(db: VeraDb, snapshot: DbSnapshot): Promise<number> {
+  const raw = await db.get(CLOCK_KEY, { snapshot });
+  return raw === undefined ? 0 : decodeClockValue(raw);
+}
+
 async function loadFrom(db: VeraDb, families: readonly AnyFamily[]): Promise<{ states: FamilyStates; applied: number; book: Member[]; now: number }> {
   const snapshot: DbSnapshot = db.snapshot();
   try {

@@ -2,13 +2,21 @@
 // and a worker helper that listens (long-polling claims), keeps its leases alive
 // while the handler runs, and finishes each item with done or release.
 import type { VeraClient } from '../../client/client.js';
-import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
+import { inputCaller, type InputCall } from '../../client/typed-ops.js';
 import { VeraError } from '../../protocol/index.js';
-import { JOURNAL_OPS } from './wire.js';
+import { JOURNAL_SCHEMAS, type Claim, type ClaimedItem, type FlaggedItem, type FlagEvent, type FlagPage, type JobInfo, type JobPage, type JournalInfo, type KeptResult, type LifecycleEventInfo, type LifecyclePage, type LifecycleType, type ScheduleInfo } from './wire.js';
 import { JournalWorker, type WorkerCalls } from './client-worker.js';
 
-/** Ops that change nothing: sent again after a lost connection, as a get is. */
-const READS: ReadonlySet<string> = new Set(['journal.list', 'journal.show', 'journal.flagged', 'journal.flags', 'journal.get', 'journal.items', 'journal.result', 'journal.events', 'journal.schedules']);
+// The answers of the journal's ops: the server's handlers give them typed by the same schemas (wire.ts).
+export type { Claim, ClaimedItem, FlaggedItem, FlagEvent, FlagPage, JobInfo, JobPage, JournalInfo, KeptResult, LifecycleEventInfo, LifecyclePage, LifecycleType, ScheduleInfo } from './wire.js';
+
+/** The ops whose fields a caller writes in another shape than their parse gives (data not yet encoded, policies' defaults left out). */
+interface Inputs {
+  readonly create: { readonly name: string } & JournalSettingsInput;
+  readonly configure: { readonly name: string } & JournalSettingsInput;
+  readonly add: { readonly name: string; readonly items: readonly NewItem[] };
+  readonly schedule: { readonly name: string; readonly schedule: string } & ScheduleInput;
+}
 
 /** How a failed processing is retried (docs/journal.md, "Retries"); defaults: exponential, 1 s to 1 h, no jitter. */
 export interface RetryPolicy {
@@ -35,23 +43,6 @@ export interface JournalSettingsInput {
   readonly rateLimit?: { readonly max: number; readonly windowMs: number } | null;
 }
 
-export interface JournalInfo {
-  readonly name: string;
-  readonly settings: {
-    readonly timeoutMs: number;
-    readonly maxTimeouts: number;
-    readonly priority: number;
-    readonly expiresInMs: number;
-    readonly maxItems: number;
-    readonly retry?: Required<RetryPolicy>;
-    readonly keepResultsMs?: number;
-    readonly rateLimit?: { readonly max: number; readonly windowMs: number };
-  };
-  readonly counts: { readonly waiting: number; readonly processing: number; readonly flagged: number; readonly byPriority: Readonly<Record<string, number>>; readonly results?: number };
-  /** Command version 9: claims take nothing while paused. */
-  readonly paused?: boolean;
-}
-
 /** A schedule (repeatable jobs): every `everyMs` (on multiples of it) or a 5-field cron in `tz` (default UTC). */
 export interface ScheduleInput {
   readonly everyMs?: number;
@@ -65,61 +56,6 @@ export interface ScheduleInput {
   readonly retry?: RetryPolicy;
 }
 
-export interface ScheduleInfo {
-  readonly schedule: string;
-  readonly everyMs?: number;
-  readonly cron?: string;
-  readonly tz?: string;
-  readonly catchUp: 'one' | 'none';
-  readonly data: unknown;
-  readonly priority?: number;
-  readonly retry?: Required<RetryPolicy>;
-  readonly createdAt: number;
-  /** The last tick made or skipped (createdAt before the first); its job's key is `ID@ISO-date`. */
-  readonly lastTick: number;
-  readonly nextTick: number | null;
-  readonly produced: number;
-  readonly skipped: number;
-}
-
-/** One job as journal.get and journal.items show it. */
-export interface JobInfo {
-  readonly key: string;
-  /** `cancelled`: removed while Processing; gone once its claim ends. */
-  readonly status: 'waiting' | 'processing' | 'cancelled' | 'flagged';
-  readonly data: unknown;
-  readonly priority: number;
-  readonly processAt: number;
-  readonly insertedAt: number;
-  /** 0: never. */
-  readonly expiresAt: number;
-  readonly timeouts: number;
-  readonly failures: number;
-  readonly lastError?: string;
-  readonly retry?: Required<RetryPolicy>;
-  /** Processing: the holder's lease, when its claim started or was last extended, and when it times out unless extended. */
-  readonly lease?: number;
-  readonly startedAt?: number;
-  readonly leaseExpiresAt?: number;
-  readonly progress?: unknown;
-  readonly flaggedAt?: number;
-  /** A version added while it was processed, waiting for the processing to end. */
-  readonly next?: { readonly data: unknown; readonly priority: number; readonly processAt: number; readonly expiresAt: number };
-}
-
-export interface JobPage {
-  readonly items: readonly JobInfo[];
-  /** Ask with `after: next` for the next page; null at the end. */
-  readonly next: string | null;
-}
-
-export interface KeptResult {
-  readonly key: string;
-  readonly result: unknown;
-  readonly doneAt: number;
-  readonly keptUntil: number;
-}
-
 export interface NewItem {
   readonly key: string;
   readonly data: unknown;
@@ -130,71 +66,6 @@ export interface NewItem {
   readonly expiresAt?: number;
   /** Its own retry policy, over the journal's (command version 9). */
   readonly retry?: RetryPolicy;
-}
-
-export interface ClaimedItem {
-  readonly key: string;
-  readonly data: unknown;
-  readonly priority: number;
-  readonly processAt: number;
-  readonly insertedAt: number;
-  readonly timeouts: number;
-  /**
-   * Processings of this item that ended without a done (timeouts, and releases that did not say
-   * otherwise), which re-adding the item does not reset. Absent from servers before command version 9.
-   */
-  readonly failures?: number;
-  /** The item's own retry policy, when it has one. */
-  readonly retry?: Required<RetryPolicy>;
-}
-
-export interface Claim {
-  /** Present to extend, done and release; stale once the claim timed out or ended. */
-  readonly lease: number;
-  readonly items: readonly ClaimedItem[];
-}
-
-export interface FlaggedItem {
-  readonly key: string;
-  readonly data: unknown;
-  readonly priority: number;
-  readonly insertedAt: number;
-  readonly timeouts: number;
-  /** As ClaimedItem's. */
-  readonly failures?: number;
-  readonly flaggedAt: number;
-  /** The error the last failure gave (command version 9). */
-  readonly lastError?: string;
-}
-
-/** One item flagged: `index` is the entry that flagged it, and the cursor to watch on from. */
-export interface FlagEvent {
-  readonly index: number;
-  readonly key: string;
-}
-
-export type LifecycleType = 'added' | 'claimed' | 'progress' | 'completed' | 'failed' | 'released' | 'flagged' | 'removed';
-
-/** Something that happened to a job, named by the entry that did it (the cursor to watch on from). */
-export interface LifecycleEventInfo {
-  readonly index: number;
-  readonly key: string;
-  readonly type: LifecycleType;
-}
-
-export interface LifecyclePage {
-  readonly events: readonly LifecycleEventInfo[];
-  readonly next: number;
-  /** Events after the cursor may have been missed here: re-read the jobs (get, items, result). */
-  readonly missed: boolean;
-}
-
-export interface FlagPage {
-  readonly events: readonly FlagEvent[];
-  /** Ask from here next time. */
-  readonly next: number;
-  /** Flags after the cursor may have been missed (the member restarted or kept no older ones): re-read `flagged()`. */
-  readonly missed: boolean;
 }
 
 export interface FlagWatchOptions {
@@ -245,10 +116,10 @@ export interface Worker {
 }
 
 export class JournalClient {
-  private readonly call: FamilyCall;
+  private readonly call: InputCall<typeof JOURNAL_SCHEMAS, Inputs>;
 
   constructor(private readonly client: VeraClient) {
-    this.call = familyCaller(client, JOURNAL_OPS, READS);
+    this.call = inputCaller<typeof JOURNAL_SCHEMAS, Inputs>(client, JOURNAL_SCHEMAS);
   }
 
   /** The client is closed or its session expired: asking again would fail at once, forever. */
@@ -257,41 +128,41 @@ export class JournalClient {
   }
 
   async create(name: string, settings: JournalSettingsInput = {}): Promise<void> {
-    await this.call('journal.create', { name, ...settings });
+    await this.call('create', { name, ...settings });
   }
 
   async configure(name: string, settings: JournalSettingsInput): Promise<void> {
-    await this.call('journal.configure', { name, ...settings });
+    await this.call('configure', { name, ...settings });
   }
 
   async drop(name: string): Promise<void> {
-    await this.call('journal.drop', { name });
+    await this.call('drop', { name });
   }
 
   async list(): Promise<JournalInfo[]> {
-    return (await this.call('journal.list', {})).journals as JournalInfo[];
+    return (await this.call('list', {})).journals;
   }
 
   async show(name: string): Promise<JournalInfo> {
-    return (await this.call('journal.show', { name })) as unknown as JournalInfo;
+    return this.call('show', { name });
   }
 
   async add(name: string, items: readonly NewItem[]): Promise<{ inserted: number; merged: number; deferred: number }> {
-    return (await this.call('journal.add', { name, items })) as { inserted: number; merged: number; deferred: number };
+    return this.call('add', { name, items });
   }
 
   /** Up to `max` due items, waiting up to `waitMs` for one. */
   async claim(name: string, options: { max?: number; waitMs?: number } = {}): Promise<Claim> {
-    return (await this.call('journal.claim', { name, ...options })) as unknown as Claim;
+    return this.call('claim', { name, ...options });
   }
 
   async extend(name: string, key: string, lease: number): Promise<void> {
-    await this.call('journal.extend', { name, key, lease });
+    await this.call('extend', { name, key, lease });
   }
 
   /** `result` (any JSON value up to 64 KiB as MessagePack): kept for the journal's keepResultsMs, read with `result()`. */
   async done(name: string, key: string, lease: number, result?: unknown): Promise<void> {
-    await this.call('journal.done', { name, key, lease, ...(result === undefined ? {} : { result }) });
+    await this.call('done', { name, key, lease, ...(result === undefined ? {} : { result }) });
   }
 
   /**
@@ -300,36 +171,36 @@ export class JournalClient {
    * CONFLICT, reason `cancelled`, and the item goes when its claim ends.
    */
   async remove(name: string, key: string): Promise<{ status: 'removed' | 'cancelled' }> {
-    return (await this.call('journal.remove', { name, key })) as { status: 'removed' | 'cancelled' };
+    return this.call('remove', { name, key });
   }
 
   /** One job by key: Waiting, Processing (or cancelled), else its flagged copy; NOT_FOUND when none. */
   async get(name: string, key: string): Promise<JobInfo> {
-    return (await this.call('journal.get', { name, key })) as unknown as JobInfo;
+    return this.call('get', { name, key });
   }
 
   /** A page of the jobs of one status (default up to 100, at most 1000); pass `after: page.next` for the next. */
   async items(name: string, status: 'waiting' | 'processing' | 'flagged', options: { after?: string; limit?: number } = {}): Promise<JobPage> {
-    return (await this.call('journal.items', { name, status, ...options })) as unknown as JobPage;
+    return this.call('items', { name, status, ...options });
   }
 
   /** The result a done left for `key`, while kept; NOT_FOUND otherwise. */
   async result(name: string, key: string): Promise<KeptResult> {
-    return (await this.call('journal.result', { name, key })) as unknown as KeptResult;
+    return this.call('result', { name, key });
   }
 
   /** Claims take nothing until resume (waiting claims wait on); adds go on. */
   async pause(name: string): Promise<void> {
-    await this.call('journal.pause', { name });
+    await this.call('pause', { name });
   }
 
   async resume(name: string): Promise<void> {
-    await this.call('journal.resume', { name });
+    await this.call('resume', { name });
   }
 
   /** Deletes every Waiting job (Processing and flagged ones stay); how many went. */
   async drain(name: string): Promise<{ removed: number }> {
-    return (await this.call('journal.drain', { name })) as { removed: number };
+    return this.call('drain', { name });
   }
 
   /**
@@ -337,21 +208,21 @@ export class JournalClient {
    * of the tick, exactly once across leader changes. Answers whether it replaced one, and the next tick.
    */
   async schedule(name: string, id: string, schedule: ScheduleInput): Promise<{ replaced: boolean; nextTick: number }> {
-    return (await this.call('journal.schedule', { name, schedule: id, ...schedule })) as { replaced: boolean; nextTick: number };
+    return this.call('schedule', { name, schedule: id, ...schedule });
   }
 
   async schedules(name: string): Promise<ScheduleInfo[]> {
-    return (await this.call('journal.schedules', { name })).schedules as unknown as ScheduleInfo[];
+    return (await this.call('schedules', { name })).schedules;
   }
 
   /** Removes a schedule; jobs it made stay. */
   async unschedule(name: string, id: string): Promise<void> {
-    await this.call('journal.unschedule', { name, schedule: id });
+    await this.call('unschedule', { name, schedule: id });
   }
 
   /** The holder's progress report (any JSON value up to 4 KiB), shown by get(); it also extends the claim. */
   async progress(name: string, key: string, lease: number, progress: unknown): Promise<void> {
-    await this.call('journal.progress', { name, key, lease, progress });
+    await this.call('progress', { name, key, lease, progress });
   }
 
   /**
@@ -360,7 +231,9 @@ export class JournalClient {
    * due the claim is empty.
    */
   async doneAndClaim(name: string, key: string, lease: number, max = 1): Promise<Claim> {
-    return (await this.call('journal.done', { name, key, lease, claim: max })) as unknown as Claim;
+    const r = await this.call('done', { name, key, lease, claim: max });
+    // With a claim the server always answers with one (lease 0 and no items: nothing was due).
+    return { lease: r.lease ?? 0, items: r.items ?? [] };
   }
 
   /**
@@ -369,7 +242,7 @@ export class JournalClient {
    * fail the others: its key comes back in `lost`, unchanged.
    */
   async doneMany(name: string, items: ReadonlyArray<{ key: string; lease: number; result?: unknown }>, claim?: number): Promise<{ done: number; lost: string[]; next: Claim | null }> {
-    const r = (await this.call('journal.doneMany', { name, items, ...(claim === undefined ? {} : { claim }) })) as { done: number; lost: string[]; lease?: number; items?: ClaimedItem[] };
+    const r = await this.call('doneMany', { name, items, ...(claim === undefined ? {} : { claim }) });
     return { done: r.done, lost: r.lost, next: r.lease === undefined ? null : { lease: r.lease, items: r.items ?? [] } };
   }
 
@@ -380,7 +253,7 @@ export class JournalClient {
    * of two. Answered as doneMany is, once the items are done.
    */
   async doneManyHeld(name: string, items: ReadonlyArray<{ key: string; lease: number }>, holdMs: number): Promise<{ done: number; lost: string[] }> {
-    const r = (await this.call('journal.doneMany', { name, items, holdMs })) as { done: number; lost: string[] };
+    const r = await this.call('doneMany', { name, items, holdMs });
     return { done: r.done, lost: r.lost };
   }
 
@@ -392,46 +265,39 @@ export class JournalClient {
    */
   async release(name: string, key: string, lease: number, processAt?: number, options: { failure?: boolean; error?: string; unrecoverable?: boolean } = {}): Promise<{ flagged: boolean }> {
     // `error` (kept as the item's last error, cut to 1 KiB) and `unrecoverable` (flagged at once): command version 9.
-    const fields = {
-      name,
-      key,
-      lease,
-      ...(processAt === undefined ? {} : { processAt }),
-      ...(options.error === undefined ? {} : { error: options.error }),
-      ...(options.unrecoverable === true ? { unrecoverable: true } : {}),
-    };
+    const plain = { name, key, lease, ...(processAt === undefined ? {} : { processAt }) };
+    const fields = { ...plain, ...(options.error === undefined ? {} : { error: options.error }), ...(options.unrecoverable === true ? { unrecoverable: true as const } : {}) };
     if (options.failure !== false) {
       try {
-        return { flagged: (await this.call('journal.release', fields)).flagged === true };
+        return { flagged: (await this.call('release', fields)).flagged === true };
       } catch (err) {
         // A server before command version 9 knows neither field: the failure still counts there.
         const extras = options.error !== undefined || options.unrecoverable === true;
         if (!extras || !(err instanceof VeraError && err.code === 'BAD_REQUEST' && /error|unrecoverable/.test(err.message))) throw err;
-        const { error: _e, unrecoverable: _u, ...plain } = fields as typeof fields & { error?: string; unrecoverable?: boolean };
-        return { flagged: (await this.call('journal.release', plain)).flagged === true };
+        return { flagged: (await this.call('release', plain)).flagged === true };
       }
     }
     try {
-      return { flagged: (await this.call('journal.release', { ...fields, failure: false })).flagged === true };
+      return { flagged: (await this.call('release', { ...fields, failure: false })).flagged === true };
     } catch (err) {
       // A server before command version 9 knows no such field, and counts no release as a failure anyway.
-      if (err instanceof VeraError && err.code === 'BAD_REQUEST' && /failure/.test(err.message)) return { flagged: (await this.call('journal.release', fields)).flagged === true };
+      if (err instanceof VeraError && err.code === 'BAD_REQUEST' && /failure/.test(err.message)) return { flagged: (await this.call('release', fields)).flagged === true };
       throw err;
     }
   }
 
   /** Calls off this connection's claims of the journal that wait on the server: each answers at once with no items. */
   async cancelWait(name: string): Promise<number> {
-    return ((await this.call('journal.cancelWait', { name })).cancelled as number | undefined) ?? 0;
+    return (await this.call('cancelWait', { name })).cancelled;
   }
 
   async flagged(name: string, limit?: number): Promise<FlaggedItem[]> {
-    return (await this.call('journal.flagged', { name, ...(limit === undefined ? {} : { limit }) })).items as FlaggedItem[];
+    return (await this.call('flagged', { name, ...(limit === undefined ? {} : { limit }) })).items;
   }
 
   /** Flag events after `after` (default: from now), waiting up to `waitMs` for one. */
   async flags(name: string, options: { after?: number; waitMs?: number; limit?: number } = {}): Promise<FlagPage> {
-    return (await this.call('journal.flags', { name, ...options })) as unknown as FlagPage;
+    return this.call('flags', { name, ...options });
   }
 
   /**
@@ -450,7 +316,7 @@ export class JournalClient {
    * `key` and `types` keep only those (command version 9). Same cursor and `missed` as flags().
    */
   async events(name: string, options: { after?: number; waitMs?: number; limit?: number; key?: string; types?: readonly LifecycleType[] } = {}): Promise<LifecyclePage> {
-    return (await this.call('journal.events', { name, ...options })) as unknown as LifecyclePage;
+    return this.call('events', { name, ...options });
   }
 
   /**
@@ -504,15 +370,15 @@ export class JournalClient {
 
   /** The cluster-wide journal limits (and how many journals there are); sets `maxJournals` when given. */
   async limits(set: { maxJournals?: number } = {}): Promise<{ maxJournals: number; journals: number }> {
-    return (await this.call('journal.limits', set)) as { maxJournals: number; journals: number };
+    return this.call('limits', set);
   }
 
   async requeue(name: string, key: string): Promise<void> {
-    await this.call('journal.requeue', { name, key });
+    await this.call('requeue', { name, key });
   }
 
   async forget(name: string, key: string): Promise<void> {
-    await this.call('journal.forget', { name, key });
+    await this.call('forget', { name, key });
   }
 
   /**

@@ -150,5 +150,5 @@ export const journal: Family<JournalCommand, JournalState> = {
   plan: (command, ctx) => planJournal(command, ctx, ctx.states.of(journal)),
   // A drop deletes what it finds in the db (ctx.db); every other op reads through ctx.reads.
   goesAlone: (command) => command.op === 'drop',
-  server: async () => (await import('./server.js')).server,
+  plugin: async () => (await import('./server.js')).plugin,
 };

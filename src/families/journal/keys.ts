@@ -117,6 +117,13 @@ export function startedByRange(name: string, startedBy: number): { gte: Buffer; 
   return { gte: start, lt: Buffer.concat([start, encodeIndex(startedBy + 1)]) };
 }
 
+/** Processing items whose claim started at or after `from`, in start order. */
+export function startedFromRange(name: string, from: number): { gte: Buffer; lt: Buffer } {
+  const start = head(JournalBucket.processing, name);
+  // Past every real date (dates stay below 2^48), so past every key of this journal's index.
+  return { gte: Buffer.concat([start, encodeIndex(from)]), lt: Buffer.concat([start, Buffer.alloc(8, 0xff)]) };
+}
+
 export function expiryKey(name: string, expiresAt: number, key: string): Buffer {
   return datedKey(head(JournalBucket.expiry, name), expiresAt, key);
 }

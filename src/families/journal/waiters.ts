@@ -10,9 +10,18 @@
 // waiting claim, rather than queueing behind the claim in flight. The dates come
 // from the Waiting index's fronts held in memory (state.ts), the db only when those
 // do not tell.
-import type { FrontEnd } from '../../server/front/context.js';
-import { journal } from './index.js';
-import { earliestProcessAt } from './reads.js';
+import type { JournalDefinition } from './records.js';
+import type { JournalState } from './state.js';
+
+/** What the waiters read of the member they serve. */
+export interface WaitersSource {
+  /** The journal family's in-memory state (the Waiting index's fronts). */
+  state(): JournalState;
+  /** The replicated clock. */
+  now(): number;
+  /** The earliest process date of `name`'s Waiting items (after `after`, when given), read from the store; null: none. */
+  earliestProcessAt(name: string, definition: JournalDefinition, after: number | undefined): Promise<number | null>;
+}
 
 interface Waiter {
   readonly deadline: number;
@@ -38,7 +47,7 @@ export class JournalWaiters {
   private readonly latestArm = new Map<string, number>();
   private armCalls = 0;
 
-  constructor(private readonly fe: FrontEnd) {}
+  constructor(private readonly source: WaitersSource) {}
 
   private readonly tickets = new Set<ClaimTicket>();
 
@@ -133,7 +142,7 @@ export class JournalWaiters {
   covered(name: string, now: number): boolean {
     const p = this.proposing.get(name);
     if (p === undefined) return false;
-    const state = this.fe.node.stateMachine.stateOf(journal);
+    const state = this.source.state();
     const taken = state.dueBetween(name, -Infinity, p.through, p.asked + 1);
     return taken !== undefined && taken <= p.asked && (now <= p.through || state.dueBetween(name, p.through, now, 1) === 0);
   }
@@ -177,7 +186,7 @@ export class JournalWaiters {
     // Only this call's answer arms the timer: a db read started earlier may finish later, with a date from before.
     const call = ++this.armCalls;
     this.latestArm.set(name, call);
-    const state = this.fe.node.stateMachine.stateOf(journal);
+    const state = this.source.state();
     const definition = state.live(name);
     if (definition === null || definition.counts.waiting === 0) {
       this.latestArm.delete(name);
@@ -185,7 +194,7 @@ export class JournalWaiters {
     }
     // Paused or at its rate limit: the claims wait for the end of that, not for a date. Paused has
     // no end (the resume wakes them all, server.ts); a full window ends, and then they look again.
-    const now = Math.max(this.fe.node.stateMachine.clock, Date.now(), notBefore);
+    const now = Math.max(this.source.now(), Date.now(), notBefore);
     const blockedUntil = state.claimsBlockedUntil(name, now);
     if (blockedUntil !== null) {
       if (!Number.isFinite(blockedUntil)) return;
@@ -206,7 +215,7 @@ export class JournalWaiters {
       const fire = (): void => {
         this.dueTimers.delete(name);
         const now = Math.max(Date.now(), earliest);
-        const due = this.fe.node.stateMachine.stateOf(journal).dueBetween(name, from, now, Number.MAX_SAFE_INTEGER) ?? 1;
+        const due = this.source.state().dueBetween(name, from, now, Number.MAX_SAFE_INTEGER) ?? 1;
         this.wakeFor(name, Math.max(1, due));
         if (this.byJournal.has(name)) this.armDueTimer(name, now);
       };
@@ -217,10 +226,17 @@ export class JournalWaiters {
     };
     const known = state.earliestAfter(name, from);
     if (known !== undefined) return arm(known);
-    void this.fe.node.stateMachine
-      .read(`journal ${name}`, (db, snapshot) => earliestProcessAt(db, snapshot, name, definition, Number.isFinite(from) ? from : undefined))
+    void this.source
+      .earliestProcessAt(name, definition, Number.isFinite(from) ? from : undefined)
       .then(arm)
       .catch(() => undefined);
+  }
+
+  /** Stops the due timers (the member is closing): no store read after it closed; each waiting claim answers at its deadline. */
+  stopTimers(): void {
+    for (const t of this.dueTimers.values()) clearTimeout(t);
+    this.dueTimers.clear();
+    this.latestArm.clear();
   }
 
   close(): void {

@@ -2,7 +2,7 @@
 // checked. Imports only the protocol package, so the client library uses the
 // same checks as the server (a bad request is refused before anything is sent
 // or proposed). Documented in docs/protocol.md ("Journal ops").
-import { VeraError, buildersOf, dataField, defineOp, invalid, uintField, type FamilyRequest, packData, type ProtocolLimits, type RequestBuilder, utf8Length, onlyFields } from '../../protocol/index.js';
+import { VeraError, buildersOf, dataField, defineOp, invalid, uintField, type FamilyRequest, packData, type PackedValue, type ProtocolLimits, type RequestBuilder, utf8Length } from '../../protocol/index.js';
 
 export const JOURNAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const MAX_KEY_BYTES = 1024;
@@ -195,8 +195,8 @@ const SETTINGS = ['timeoutMs', 'maxTimeouts', 'priority', 'expiresInMs', 'maxIte
 /** Command version 9's settings; null clears one (configure). */
 const POLICY_SETTINGS = ['retry', 'keepResultsMs', 'rateLimit'] as const;
 
-function settings(f: Fields): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
+function settings(f: Fields): SettingsRequest {
+  const out: { -readonly [K in keyof SettingsRequest]: SettingsRequest[K] } = {};
   if (f.retry !== undefined) {
     const p = f.retry === null ? null : parseRetryPolicy(f.retry);
     if (typeof p === 'string') throw invalid(p);
@@ -216,10 +216,10 @@ function settings(f: Fields): Record<string, unknown> {
   return out;
 }
 
-function items(f: Fields, limits: ProtocolLimits): unknown[] {
+function items(f: Fields, limits: ProtocolLimits): AddedItemRequest[] {
   const list = f.items;
   if (!Array.isArray(list) || list.length === 0 || list.length > MAX_ADD_ITEMS) throw invalid(`items must be an array of 1 to ${MAX_ADD_ITEMS} items`);
-  return list.map((raw: unknown, i) => {
+  return list.map((raw: unknown, i): AddedItemRequest => {
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(`items[${i}] must be a map`);
     const item = raw as Fields;
     for (const k of Object.keys(item)) if (!['key', 'data', 'priority', 'processAt', 'expiresAt', 'retry'].includes(k)) throw invalid(`items[${i}] has an unexpected field '${k}'`);
@@ -254,7 +254,7 @@ function lease(f: Fields): number {
 }
 
 /** journal.claim: up to `max` items due now, the claim waiting up to `waitMs` for some. */
-export const CLAIM_OP = defineOp<{ readonly name: string; readonly max: number; readonly waitMs: number }, { readonly lease: number; readonly items: readonly object[] }>({
+export const CLAIM_OP = defineOp<{ readonly name: string; readonly max: number; readonly waitMs: number }, Claim>({
   name: 'journal.claim',
   fields: ['name', 'max', 'waitMs'],
   parse: (f) => ({ name: name(f), max: bounded(f, 'max', 1, MAX_CLAIM_ITEMS) ?? 1, waitMs: bounded(f, 'waitMs', 0, MAX_CLAIM_WAIT_MS) ?? 0 }),
@@ -267,36 +267,48 @@ export const CANCEL_WAIT_OP = defineOp<{ readonly name: string }, { readonly can
   parse: (f) => ({ name: name(f) }),
 });
 
-/** An op that names a journal and nothing else. */
-const journalOp = (op: string) => defineOp<{ readonly name: string }, object>({ name: op, fields: ['name'], parse: (f) => ({ name: name(f) }) });
+/** The answer of an op that answers nothing but its success. */
+export type Done = Readonly<Record<string, never>>;
+/** An op that names a journal and nothing else; `read`: it changes nothing. */
+const journalOp = <Res extends object = Done>(op: string, read = false) =>
+  defineOp<{ readonly name: string }, Res>({ name: op, read, fields: ['name'], parse: (f) => ({ name: name(f) }) });
 /** An op that names one job of a journal by its key. */
-const jobOp = (op: string) => defineOp<{ readonly name: string; readonly key: string }, object>({ name: op, fields: ['name', 'key'], parse: (f) => ({ name: name(f), key: key(f.key) }) });
+const jobOp = <Res extends object = Done>(op: string, read = false) =>
+  defineOp<{ readonly name: string; readonly key: string }, Res>({ name: op, read, fields: ['name', 'key'], parse: (f) => ({ name: name(f), key: key(f.key) }) });
 
-/** The journal's ops with a typed schema (the rest still build untyped requests, their handlers cast). */
-export const TYPED_OPS = {
+/**
+ * Every op the journal adds, as a schema (op-schema.ts): the server's handlers and the client
+ * (client.ts) take their request and result types from it. Reads (`read`) are sent again after a
+ * lost connection, as a get is.
+ */
+export const JOURNAL_SCHEMAS = {
+  claim: CLAIM_OP,
+  cancelWait: CANCEL_WAIT_OP,
   drop: journalOp('journal.drop'),
-  show: journalOp('journal.show'),
+  show: journalOp<JournalInfo>('journal.show', true),
   pause: journalOp('journal.pause'),
   resume: journalOp('journal.resume'),
   requeue: jobOp('journal.requeue'),
   forget: jobOp('journal.forget'),
-  remove: jobOp('journal.remove'),
-  get: jobOp('journal.get'),
-  result: jobOp('journal.result'),
-  extend: defineOp<{ readonly name: string; readonly key: string; readonly lease: number }, object>({
+  remove: jobOp<{ readonly status: 'removed' | 'cancelled' }>('journal.remove'),
+  get: jobOp<JobInfo>('journal.get', true),
+  result: jobOp<KeptResult>('journal.result', true),
+  extend: defineOp<{ readonly name: string; readonly key: string; readonly lease: number }, Done>({
     name: 'journal.extend',
     fields: ['name', 'key', 'lease'],
     parse: (f) => ({ name: name(f), key: key(f.key), lease: lease(f) }),
   }),
-  drain: journalOp('journal.drain'),
-  schedules: journalOp('journal.schedules'),
-  flagged: defineOp<{ readonly name: string; readonly limit: number }, object>({
+  drain: journalOp<{ readonly removed: number }>('journal.drain'),
+  schedules: journalOp<{ readonly schedules: ScheduleInfo[] }>('journal.schedules', true),
+  flagged: defineOp<{ readonly name: string; readonly limit: number }, { readonly items: FlaggedItem[] }>({
     name: 'journal.flagged',
+    read: true,
     fields: ['name', 'limit'],
     parse: (f) => ({ name: name(f), limit: bounded(f, 'limit', 1, 10_000) ?? 1000 }),
   }),
-  flags: defineOp<{ readonly name: string; readonly after?: number; readonly waitMs: number; readonly limit: number }, object>({
+  flags: defineOp<{ readonly name: string; readonly after?: number; readonly waitMs: number; readonly limit: number }, FlagPage>({
     name: 'journal.flags',
+    read: true,
     fields: ['name', 'after', 'waitMs', 'limit'],
     parse: (f) => {
       const after = uintField(f, 'after');
@@ -305,7 +317,8 @@ export const TYPED_OPS = {
       return { name: name(f), ...(after === undefined ? {} : { after }), waitMs, limit };
     },
   }),
-  done: defineOp<{ readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number; readonly result?: unknown }, object>({
+  // With `claim`, the answer is a claim's (the worker's next items); without, nothing.
+  done: defineOp<{ readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number; readonly result?: unknown }, Partial<Claim>>({
     name: 'journal.done',
     fields: ['name', 'key', 'lease', 'claim', 'result'],
     parse: (f, limits) => {
@@ -316,7 +329,7 @@ export const TYPED_OPS = {
   }),
   release: defineOp<
     { readonly name: string; readonly key: string; readonly lease: number; readonly processAt?: number; readonly failure?: false; readonly error?: string; readonly unrecoverable?: true },
-    object
+    { readonly flagged: boolean }
   >({
     name: 'journal.release',
     fields: ['name', 'key', 'lease', 'processAt', 'failure', 'error', 'unrecoverable'],
@@ -333,7 +346,7 @@ export const TYPED_OPS = {
       return { name: name(f), key: key(f.key), lease: lease(f), ...(processAt === undefined ? {} : { processAt }), ...failure, ...error, ...unrecoverable };
     },
   }),
-  progress: defineOp<{ readonly name: string; readonly key: string; readonly lease: number; readonly progress: unknown }, object>({
+  progress: defineOp<{ readonly name: string; readonly key: string; readonly lease: number; readonly progress: unknown }, Done>({
     name: 'journal.progress',
     fields: ['name', 'key', 'lease', 'progress'],
     parse: (f, limits) => {
@@ -343,7 +356,7 @@ export const TYPED_OPS = {
   }),
   doneMany: defineOp<
     { readonly name: string; readonly items: ReadonlyArray<{ readonly key: string; readonly lease: number; readonly result?: unknown }>; readonly claim?: number; readonly holdMs?: number },
-    object
+    DoneManyResult
   >({
     name: 'journal.doneMany',
     fields: ['name', 'items', 'claim', 'holdMs'],
@@ -365,9 +378,10 @@ export const TYPED_OPS = {
   }),
   events: defineOp<
     { readonly name: string; readonly after?: number; readonly waitMs: number; readonly limit: number; readonly key?: string; readonly types?: readonly LifecycleType[] },
-    object
+    LifecyclePage
   >({
     name: 'journal.events',
+    read: true,
     fields: ['name', 'after', 'waitMs', 'limit', 'key', 'types'],
     parse: (f) => {
       const after = uintField(f, 'after');
@@ -387,8 +401,9 @@ export const TYPED_OPS = {
       };
     },
   }),
-  items: defineOp<{ readonly name: string; readonly status: (typeof ITEM_STATUSES)[number]; readonly after?: string; readonly limit: number }, object>({
+  items: defineOp<{ readonly name: string; readonly status: (typeof ITEM_STATUSES)[number]; readonly after?: string; readonly limit: number }, JobPage>({
     name: 'journal.items',
+    read: true,
     fields: ['name', 'status', 'after', 'limit'],
     parse: (f) => {
       const status = f.status as (typeof ITEM_STATUSES)[number];
@@ -398,42 +413,45 @@ export const TYPED_OPS = {
       return { name: name(f), status, ...(typeof f.after === 'string' ? { after: f.after } : {}), limit };
     },
   }),
-  unschedule: defineOp<{ readonly name: string; readonly schedule: string }, object>({
+  unschedule: defineOp<{ readonly name: string; readonly schedule: string }, Done>({
     name: 'journal.unschedule',
     fields: ['name', 'schedule'],
     parse: (f) => ({ name: name(f), schedule: scheduleId(f.schedule) }),
   }),
-};
-
-/** The ops the journal adds, by name, with the request each takes. */
-export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, RequestBuilder>([
-  // Ops with a typed schema (op-schema.ts): their handlers read typed fields, no casts.
-  ...buildersOf([CLAIM_OP, CANCEL_WAIT_OP, ...Object.values(TYPED_OPS)]),
-  ['journal.create', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.create', name: name(f), ...settings(f) })],
-  ['journal.configure', (f, id) => (onlyFields(f, ['name', ...SETTINGS, ...POLICY_SETTINGS]), { id, op: 'journal.configure', name: name(f), ...settings(f) })],
-  ['journal.list', (f, id) => (onlyFields(f, []), { id, op: 'journal.list' })],
-  ['journal.add', (f, id, limits) => (onlyFields(f, ['name', 'items']), { id, op: 'journal.add', name: name(f), items: items(f, limits) })],
-  [
-    'journal.limits',
-    (f, id) => {
-      onlyFields(f, ['maxJournals']);
+  create: defineOp<{ readonly name: string } & SettingsRequest, Done>({
+    name: 'journal.create',
+    fields: ['name', ...SETTINGS, ...POLICY_SETTINGS],
+    parse: (f) => ({ name: name(f), ...settings(f) }),
+  }),
+  configure: defineOp<{ readonly name: string } & SettingsRequest, Done>({
+    name: 'journal.configure',
+    fields: ['name', ...SETTINGS, ...POLICY_SETTINGS],
+    parse: (f) => ({ name: name(f), ...settings(f) }),
+  }),
+  list: defineOp<Readonly<Record<string, never>>, { readonly journals: JournalInfo[] }>({ name: 'journal.list', read: true, fields: [], parse: () => ({}) }),
+  add: defineOp<{ readonly name: string; readonly items: readonly AddedItemRequest[] }, { readonly inserted: number; readonly merged: number; readonly deferred: number }>({
+    name: 'journal.add',
+    fields: ['name', 'items'],
+    parse: (f, limits) => ({ name: name(f), items: items(f, limits) }),
+  }),
+  limits: defineOp<{ readonly maxJournals?: number }, { readonly maxJournals: number; readonly journals: number }>({
+    name: 'journal.limits',
+    fields: ['maxJournals'],
+    parse: (f) => {
       const maxJournals = bounded(f, 'maxJournals', 1, MAX_JOURNALS_CEILING);
-      return { id, op: 'journal.limits', ...(maxJournals === undefined ? {} : { maxJournals }) };
+      return maxJournals === undefined ? {} : { maxJournals };
     },
-  ],
-  // Command version 9 (docs/journal.md): remove one job, inspect, pause/resume/drain, progress, results.
+  }),
   // Repeatable jobs (command version 9): a schedule added or replaced, listed, removed.
-  [
-    'journal.schedule',
-    (f, id, limits) => {
-      onlyFields(f, ['name', 'schedule', 'everyMs', 'cron', 'tz', 'catchUp', 'data', 'priority', 'retry']);
+  schedule: defineOp<ScheduleRequest, { readonly replaced: boolean; readonly nextTick: number }>({
+    name: 'journal.schedule',
+    fields: ['name', 'schedule', 'everyMs', 'cron', 'tz', 'catchUp', 'data', 'priority', 'retry'],
+    parse: (f, limits) => {
       const spec = parseScheduleFields(f.schedule, f);
       if (typeof spec === 'string') throw invalid(spec);
       const data = f.data === undefined ? null : smallData(f, 'data', MAX_RESULT_BYTES, limits);
       const t = spec.timing;
       return {
-        id,
-        op: 'journal.schedule',
         name: name(f),
         schedule: spec.id,
         ...('everyMs' in t ? { everyMs: t.everyMs } : { cron: t.cron, tz: t.tz }),
@@ -443,8 +461,191 @@ export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = new Map<string, 
         ...(spec.job.retry === undefined ? {} : { retry: spec.job.retry }),
       };
     },
-  ],
-]);
+  }),
+};
+
+/** The ops the journal adds, by name, with the request each takes (the frame decoder's and raw callers' view of JOURNAL_SCHEMAS). */
+export const JOURNAL_OPS: ReadonlyMap<string, RequestBuilder> = buildersOf(Object.values(JOURNAL_SCHEMAS));
+
+/** A journal's settings as create and configure carry them; null clears one of command version 9's (configure). */
+export interface SettingsRequest {
+  readonly timeoutMs?: number;
+  readonly maxTimeouts?: number;
+  readonly priority?: number;
+  readonly expiresInMs?: number;
+  readonly maxItems?: number;
+  readonly retry?: RetryPolicyInput | null;
+  readonly keepResultsMs?: number | null;
+  readonly rateLimit?: { readonly max: number; readonly windowMs: number } | null;
+}
+
+/** One item of an add, checked: its data encoded once (packData), in the bytes its limit is measured in. */
+export interface AddedItemRequest {
+  readonly key: string;
+  readonly data: PackedValue;
+  readonly priority?: number;
+  readonly processAt?: number;
+  readonly expiresAt?: number;
+  readonly retry?: RetryPolicyInput;
+}
+
+/** A schedule as journal.schedule carries it: flat, its defaults filled in. */
+export interface ScheduleRequest {
+  readonly name: string;
+  readonly schedule: string;
+  readonly everyMs?: number;
+  readonly cron?: string;
+  readonly tz?: string;
+  readonly catchUp: 'one' | 'none';
+  readonly data: unknown;
+  readonly priority?: number;
+  readonly retry?: RetryPolicyInput;
+}
+
+// The answers of the journal's ops, as the server's handlers give them and the client returns them.
+
+export interface JournalInfo {
+  readonly name: string;
+  readonly settings: {
+    readonly timeoutMs: number;
+    readonly maxTimeouts: number;
+    readonly priority: number;
+    readonly expiresInMs: number;
+    readonly maxItems: number;
+    readonly retry?: RetryPolicyInput;
+    readonly keepResultsMs?: number;
+    readonly rateLimit?: { readonly max: number; readonly windowMs: number };
+  };
+  readonly counts: { readonly waiting: number; readonly processing: number; readonly flagged: number; readonly byPriority: Readonly<Record<string, number>>; readonly results?: number };
+  /** Command version 9: claims take nothing while paused. */
+  readonly paused?: boolean;
+}
+
+export interface ScheduleInfo {
+  readonly schedule: string;
+  readonly everyMs?: number;
+  readonly cron?: string;
+  readonly tz?: string;
+  readonly catchUp: 'one' | 'none';
+  readonly data: unknown;
+  readonly priority?: number;
+  readonly retry?: RetryPolicyInput;
+  readonly createdAt: number;
+  /** The last tick made or skipped (createdAt before the first); its job's key is `ID@ISO-date`. */
+  readonly lastTick: number;
+  readonly nextTick: number | null;
+  readonly produced: number;
+  readonly skipped: number;
+}
+
+/** One job as journal.get and journal.items show it. */
+export interface JobInfo {
+  readonly key: string;
+  /** `cancelled`: removed while Processing; gone once its claim ends. */
+  readonly status: 'waiting' | 'processing' | 'cancelled' | 'flagged';
+  readonly data: unknown;
+  readonly priority: number;
+  readonly processAt: number;
+  readonly insertedAt: number;
+  /** 0: never. */
+  readonly expiresAt: number;
+  readonly timeouts: number;
+  readonly failures: number;
+  readonly lastError?: string;
+  readonly retry?: RetryPolicyInput;
+  /** Processing: the holder's lease, when its claim started or was last extended, and when it times out unless extended. */
+  readonly lease?: number;
+  readonly startedAt?: number;
+  readonly leaseExpiresAt?: number;
+  readonly progress?: unknown;
+  readonly flaggedAt?: number;
+  /** A version added while it was processed, waiting for the processing to end. */
+  readonly next?: { readonly data: unknown; readonly priority: number; readonly processAt: number; readonly expiresAt: number };
+}
+
+export interface JobPage {
+  readonly items: readonly JobInfo[];
+  /** Ask with `after: next` for the next page; null at the end. */
+  readonly next: string | null;
+}
+
+export interface KeptResult {
+  readonly key: string;
+  readonly result: unknown;
+  readonly doneAt: number;
+  readonly keptUntil: number;
+}
+
+export interface ClaimedItem {
+  readonly key: string;
+  readonly data: unknown;
+  readonly priority: number;
+  readonly processAt: number;
+  readonly insertedAt: number;
+  readonly timeouts: number;
+  /**
+   * Processings of this item that ended without a done (timeouts, and releases that did not say
+   * otherwise), which re-adding the item does not reset. Absent from servers before command version 9.
+   */
+  readonly failures?: number;
+  /** The item's own retry policy, when it has one. */
+  readonly retry?: RetryPolicyInput;
+}
+
+export interface Claim {
+  /** Present to extend, done and release; stale once the claim timed out or ended. */
+  readonly lease: number;
+  readonly items: readonly ClaimedItem[];
+}
+
+/** doneMany's answer: with `claim`, the claim's lease and items too. */
+export interface DoneManyResult {
+  readonly done: number;
+  readonly lost: string[];
+  readonly lease?: number;
+  readonly items?: readonly ClaimedItem[];
+}
+
+export interface FlaggedItem {
+  readonly key: string;
+  readonly data: unknown;
+  readonly priority: number;
+  readonly insertedAt: number;
+  readonly timeouts: number;
+  /** As ClaimedItem's. */
+  readonly failures?: number;
+  readonly flaggedAt: number;
+  /** The error the last failure gave (command version 9). */
+  readonly lastError?: string;
+}
+
+/** One item flagged: `index` is the entry that flagged it, and the cursor to watch on from. */
+export interface FlagEvent {
+  readonly index: number;
+  readonly key: string;
+}
+
+export interface FlagPage {
+  readonly events: readonly FlagEvent[];
+  /** Ask from here next time. */
+  readonly next: number;
+  /** Flags after the cursor may have been missed (the member restarted or kept no older ones): re-read `flagged()`. */
+  readonly missed: boolean;
+}
+
+/** Something that happened to a job, named by the entry that did it (the cursor to watch on from). */
+export interface LifecycleEventInfo {
+  readonly index: number;
+  readonly key: string;
+  readonly type: LifecycleType;
+}
+
+export interface LifecyclePage {
+  readonly events: readonly LifecycleEventInfo[];
+  readonly next: number;
+  /** Events after the cursor may have been missed here: re-read the jobs (get, items, result). */
+  readonly missed: boolean;
+}
 
 /** A page cursor: base64url of an index key's tail (priority, dates, key), opaque to clients. */
 const CURSOR = /^[A-Za-z0-9_-]{1,1500}$/;

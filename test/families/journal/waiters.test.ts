@@ -2,10 +2,9 @@
 // fronts are in memory: which claimers the due timer wakes, and when, while
 // claims are in flight; no db read to arm it.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { FrontEnd } from '../../../src/server/front/context.js';
 import { JournalState } from '../../../src/families/journal/state.js';
 import { waitingKey } from '../../../src/families/journal/keys.js';
-import { JournalWaiters } from '../../../src/families/journal/waiters.js';
+import { JournalWaiters, type WaitersSource } from '../../../src/families/journal/waiters.js';
 import { DEFAULT_SETTINGS } from '../../../src/families/journal/server.js';
 
 const NAME = 'jobs';
@@ -18,25 +17,25 @@ const T0 = 1_000_000;
 function member(
   dates: number[],
   options: { rateLimit?: { max: number; windowMs: number }; read?: () => Promise<number | null> } = {},
-): { fe: FrontEnd; state: JournalState; reads: () => number; take: (i: number) => void } {
+): { fe: WaitersSource; state: JournalState; reads: () => number; take: (i: number) => void } {
   const state = new JournalState();
   const settings = options.rateLimit === undefined ? DEFAULT_SETTINGS : { ...DEFAULT_SETTINGS, rateLimit: options.rateLimit };
   state.journals.set(NAME, { settings, counts: { waiting: dates.length, processing: 0, flagged: 0, byPriority: { 100: dates.length } }, dropping: false });
   if (options.read === undefined) state.setFront(NAME, 100, { keys: dates.map((d, i) => waitingKey(NAME, 100, d, `k${i}`)), end: null });
   let reads = 0;
   const earliest = dates.length === 0 ? null : Math.min(...dates);
-  const stateMachine = {
-    stateOf: () => state,
-    clock: T0,
+  const source: WaitersSource = {
+    state: () => state,
+    now: () => T0,
     // The db agrees with the fronts (earliestProcessAt's answer).
-    read: () => {
+    earliestProcessAt: () => {
       reads++;
       return options.read?.() ?? Promise.resolve(earliest);
     },
   };
   // A claim applied: the item leaves the Waiting index, and the front follows.
   const take = (i: number): void => state.noteWaiting(NAME, 100, waitingKey(NAME, 100, dates[i]!, `k${i}`), false);
-  return { fe: { node: { stateMachine } } as unknown as FrontEnd, state, reads: () => reads, take };
+  return { fe: source, state, reads: () => reads, take };
 }
 
 /** Waits `n` claimers (each asking for `max`), recording the order in which they are woken. */
