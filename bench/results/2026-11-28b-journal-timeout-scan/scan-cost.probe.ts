@@ -5,7 +5,6 @@ import { startedFromRange, startedByRange } from '../../../src/families/journal/
 it('scan cost', async () => {
   const h = await JournalHarness.open();
   await h.ok({ op: 'create', name: 'j', settings: { ...SETTINGS, maxItems: 1_000_000 } });
-  const T0 = h.now;
   for (let b = 0; b < 40; b++) {
     await h.ok({ op: 'add', name: 'j', items: Array.from({ length: 1000 }, (_, i) => ({ key: `k${b}-${i}`, data: i })) });
     const lease = h.nextIndex;
