@@ -2,8 +2,8 @@
 // items replaced by the new one, or all but the newest `keep - 1`); a txn
 // compares lists and applies one branch of writes, all or nothing, in one entry.
 import type { VeraClient } from '../../client/client.js';
-import { familyCaller, type FamilyCall } from '../../client/family-caller.js';
-import { KV_OPS, type PutResult, type TxnResult } from './wire.js';
+import { inputCaller, type InputCall } from '../../client/typed-ops.js';
+import { KV_SCHEMAS, type PutResult, type TxnResult } from './wire.js';
 
 // The results, as the server's handlers type them (wire.ts).
 export type { PutResult, TxnResult } from './wire.js';
@@ -42,20 +42,26 @@ export interface Txn {
 }
 
 
+/** The ops whose fields a caller writes in another shape than their parse gives (data not yet encoded). */
+interface KvInputs {
+  readonly put: { readonly path: string; readonly data: unknown } & PutOptions;
+  readonly txn: Txn;
+}
+
 export class KvClient {
-  private readonly call: FamilyCall;
+  private readonly call: InputCall<typeof KV_SCHEMAS, KvInputs>;
 
   constructor(client: VeraClient) {
-    this.call = familyCaller(client, KV_OPS);
+    this.call = inputCaller<typeof KV_SCHEMAS, KvInputs>(client, KV_SCHEMAS);
   }
 
   /** Sets the list at `path` to `data` in one entry. */
   async put(path: string, data: unknown, options: PutOptions = {}): Promise<PutResult> {
-    return (await this.call('put', { path, data, ...options })) as unknown as PutResult;
+    return this.call('put', { path, data, ...options });
   }
 
   /** Compares, then one branch of writes, all or nothing, in one entry; a result per write of the branch that ran. */
   async txn(txn: Txn): Promise<{ succeeded: boolean; results: TxnResult[] }> {
-    return (await this.call('txn', { ...txn })) as unknown as { succeeded: boolean; results: TxnResult[] };
+    return this.call('txn', txn);
   }
 }
