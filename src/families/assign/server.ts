@@ -17,7 +17,6 @@ import { ASSIGN_SCHEMAS, endpointOf, MAX_BATCH, type NodeInfo, type PurgeResult,
 import { cleanupJobs, journalIsLive, parseCursor, queueCleanups, selectPurgeBatch, type AssignHost } from './purge-batch.js';
 import { purgeDuty } from './purge-duty.js';
 import { describePurgeJob } from './purge-job.js';
-import { DrainThrottle } from './drain-throttle.js';
 
 type Ops = typeof ASSIGN_SCHEMAS;
 
@@ -61,8 +60,6 @@ function createServer(host: AssignHost): PluginServer<Ops, AssignValue> {
   const counters = new Map<string, Counters>();
   /** The count scan in flight on this member: one at a time, so clients asking at once cannot multiply it. */
   let countQueue: Promise<unknown> = Promise.resolve();
-  /** Drain steps served here, one at a time and spaced by how long each took. */
-  const drainSteps = new DrainThrottle();
 
   const propose = (command: AssignCommand): Promise<AssignValue> => host.propose(command);
 
@@ -237,13 +234,11 @@ function createServer(host: AssignHost): PluginServer<Ops, AssignValue> {
           return { replaced: v.op === 'decommission' ? v.replaced : 0 };
         }
         if (max !== undefined) {
-          // One batch (a drain's step), spaced by this member (drain-throttle.ts): the node closed first, as for the whole node.
-          return drainSteps.run(async () => {
-            const closed = await closeToNewUsers(service, node);
-            const step = await replaceSome(service, node, max);
-            // `finished`, not `more`: a reply with more: true is a partial reply in the protocol.
-            return { replaced: step.replaced, finished: step.finished, closed };
-          });
+          // One batch (a drain's step): the node closed first, as for the whole node.
+          const closed = await closeToNewUsers(service, node);
+          const step = await replaceSome(service, node, max);
+          // `finished`, not `more`: a reply with more: true is a partial reply in the protocol.
+          return { replaced: step.replaced, finished: step.finished, closed };
         }
         // A node decommissioned whole takes no new users until an operator clears its backoff:
         // its load falls to 0 as its users are replaced, and an empty node ranks first, so
@@ -321,7 +316,6 @@ function createServer(host: AssignHost): PluginServer<Ops, AssignValue> {
       },
     },
     duties: [purgeDuty(host)],
-    close: () => drainSteps.close(),
     http: [httpRoute(host)],
     applied: (_index, v) => {
       if (v === null || v.op !== 'login') return;
