@@ -104,4 +104,42 @@ describe('the timeout duty', () => {
       await h.close();
     }
   });
+  it('a claim made after a scan, once the claim that scan found has finished, still times out', async () => {
+    const h = await JournalHarness.open();
+    try {
+      await h.ok({ op: 'create', name: NAME, settings: SETTINGS });
+      const T1 = h.now;
+      await h.ok({ op: 'add', name: NAME, items: [{ key: 'first', data: 0 }] });
+      const firstLease = h.nextIndex;
+      await h.ok({ op: 'claim', name: NAME, max: 1 });
+
+      const { duty, proposed, settle } = timeoutDuty(h);
+      const now = vi.spyOn(Date, 'now');
+      duty.start?.();
+      // A scan that meets 'first' (not yet due): later scans start no later than its start, T1.
+      now.mockReturnValue(T1 + SETTINGS.timeoutMs / 2);
+      duty.tick();
+      await settle();
+      expect(proposed).toEqual([]);
+
+      // 'first' finishes; 'late' is claimed at T2, after the scan.
+      h.now = T1 + SETTINGS.timeoutMs / 2 + 10;
+      await h.ok({ op: 'done', name: NAME, key: 'first', lease: firstLease });
+      const T2 = h.now;
+      await h.ok({ op: 'add', name: NAME, items: [{ key: 'late', data: 1 }] });
+      const lateLease = h.nextIndex;
+      await h.ok({ op: 'claim', name: NAME, max: 1 });
+      now.mockReturnValue(T2 + SETTINGS.timeoutMs - 1);
+      duty.tick();
+      await settle();
+      expect(proposed).toEqual([]);
+      now.mockReturnValue(T2 + SETTINGS.timeoutMs + 1);
+      h.now = T2 + SETTINGS.timeoutMs + 1;
+      duty.tick();
+      await settle();
+      expect(proposed).toEqual([{ op: 'timeout', name: NAME, claims: [['late', lateLease]] }]);
+    } finally {
+      await h.close();
+    }
+  });
 });
