@@ -15,7 +15,7 @@ import { MAX_INDEX } from '../keys/index.js';
 import { COMMAND_VERSION, FAMILY_BY_NAME, LEGACY_OPS } from './registry.js';
 import { indexField, integerField } from './fields.js';
 import { pack, unpack } from '../statemachine/codec.js';
-import { EntrySlabs } from './entry-slabs.js';
+import { ByteSlabs } from '../statemachine/byte-slabs.js';
 
 export { CommandError, UnknownCommandError, type DecodedCommand } from '../statemachine/family.js';
 
@@ -54,12 +54,12 @@ export function encodeEntryCommand<C extends CommandLike>(command: C, t: number)
   const decoded = decodeFields(family, command as unknown as Record<string, unknown>, ['family']);
   const version = versionOf(family, decoded);
   const at = indexField(t, 't');
-  // Copied out of the packer's shared buffer: the Raft log keeps these bytes (entry-slabs.ts).
+  // Copied out of the packer's shared buffer: the Raft log keeps these bytes (byte-slabs.ts).
   const bytes = entrySlabs.copy(pack({ v: version, family: family.name, op: command.op, t: at, ...withoutOp(decoded) }));
   proposed.set(bytes, { family, command: decoded, t: at });
   return { bytes, version };
 }
-const entrySlabs = new EntrySlabs();
+const entrySlabs = new ByteSlabs();
 
 // The leader applies the entries it proposed from the very bytes it encoded (the
 // Raft log hands the same object back), so it keeps what it encoded and skips

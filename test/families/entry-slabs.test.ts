@@ -1,9 +1,9 @@
 // A proposed entry's bytes stay in the Raft log until compaction; they must not be views
 // of the shared packer's buffer, which every value encoded since also fills: a log of
-// 10,000 such views held about 20 MiB at S7 (issue 32, memory). src/families/entry-slabs.ts.
+// 10,000 such views held about 20 MiB at S7 (issue 32, memory). src/statemachine/byte-slabs.ts.
 import { describe, expect, it } from 'vitest';
 import { decodeEntryCommand, encodeCommand } from '../../src/families/commands.js';
-import { EntrySlabs } from '../../src/families/entry-slabs.js';
+import { ByteSlabs } from '../../src/statemachine/byte-slabs.js';
 import { pack } from '../../src/statemachine/codec.js';
 
 const push = (n: number) => ({ op: 'push', session: 's1', path: `/bench/l${n}`, data: 'x'.repeat(128), persistent: true, watch: false });
@@ -21,7 +21,7 @@ describe('entry bytes', () => {
   });
 
   it('a slab holds copies back to back; a large entry gets a buffer of its own', () => {
-    const slabs = new EntrySlabs();
+    const slabs = new ByteSlabs();
     const a = slabs.copy(Buffer.from([1, 2, 3]));
     const b = slabs.copy(Buffer.from([4, 5]));
     expect([...a, ...b]).toEqual([1, 2, 3, 4, 5]);

@@ -133,6 +133,18 @@ async function makeDriver(
   return { driver, storage, node, sent, delivered, appliedIndexes, flushedAt };
 }
 
+/** Makes n1 (of n1, n2, n3) the leader in term 1 with n2's votes, its writes let through; resolves once its first Ready is handled. */
+async function electN1({ driver, storage, node, sent }: { driver: RaftDriver<number>; storage: GatedStorage; node: RaftNode; sent: Message[] }): Promise<void> {
+  storage.openGates();
+  for (let i = 0; i < node.leaseTicks; i++) node.tick();
+  driver.start();
+  node.campaign();
+  driver.step({ type: 'preVoteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+  await turnsUntil(() => sent.some((m) => m.type === 'vote'));
+  driver.step({ type: 'voteResp', from: 'n2', to: 'n1', term: 1, reject: false });
+  await turnsUntil(() => node.status().role === 'leader' && !driver['running']);
+}
+
 /** Resolves once `done()` holds, checking once per event-loop turn. */
 function turnsUntil(done: () => boolean): Promise<void> {
   return new Promise((resolve) => {
@@ -280,14 +292,7 @@ describe('RaftDriver ordering', () => {
 
   it("a leader hands its write to storage before its appends leave (they may wake a follower that takes the core)", async () => {
     const { driver, storage, sent, node } = await makeDriver('n1', ['n1', 'n2', 'n3']);
-    storage.openGates();
-    for (let i = 0; i < node.leaseTicks; i++) node.tick();
-    driver.start();
-    node.campaign();
-    driver.step({ type: 'preVoteResp', from: 'n2', to: 'n1', term: 1, reject: false });
-    await turnsUntil(() => sent.some((m) => m.type === 'vote'));
-    driver.step({ type: 'voteResp', from: 'n2', to: 'n1', term: 1, reject: false });
-    await turnsUntil(() => node.status().role === 'leader' && !driver['running']);
+    await electN1({ driver, storage, node, sent });
     // Both followers take the leader's first entry: their progress replicates, no longer probes.
     for (const from of ['n2', 'n3']) driver.step({ type: 'appResp', from, to: 'n1', term: 1, index: node.status().lastIndex, reject: false, hintIndex: 0, hintTerm: 0 });
     await turnsUntil(() => !driver['running']);
@@ -545,14 +550,7 @@ describe('RaftDriver heartbeats while a Ready is held', () => {
   it('a leader whose log write is slow still sends its heartbeats on time, until the write looks hung', async () => {
     const hand = handClock();
     const { driver, storage, node, sent } = await makeDriver('n1', ['n1', 'n2', 'n3'], { electionTicks: 20, tickMs: 50 }, { clock: hand.clock });
-    storage.openGates();
-    for (let i = 0; i < node.leaseTicks; i++) node.tick();
-    driver.start();
-    node.campaign();
-    driver.step({ type: 'preVoteResp', from: 'n2', to: 'n1', term: 1, reject: false });
-    await turnsUntil(() => sent.some((m) => m.type === 'vote'));
-    driver.step({ type: 'voteResp', from: 'n2', to: 'n1', term: 1, reject: false });
-    await turnsUntil(() => node.status().role === 'leader' && !driver['running']);
+    await electN1({ driver, storage, node, sent });
 
     storage.closeGates();
     const proposed = driver.propose(new Uint8Array([7])).catch((err: unknown) => err); // never commits: no follower answers
@@ -584,14 +582,7 @@ describe('RaftDriver heartbeats while a Ready is held', () => {
       snapshots: { capture: unused, staging: unused, install: unused, discard: unused },
       compaction: { everyEntries: 1, keepEntries: 0 },
     });
-    storage.openGates();
-    for (let i = 0; i < node.leaseTicks; i++) node.tick();
-    driver.start();
-    node.campaign();
-    driver.step({ type: 'preVoteResp', from: 'n2', to: 'n1', term: 1, reject: false });
-    await turnsUntil(() => sent.some((m) => m.type === 'vote'));
-    driver.step({ type: 'voteResp', from: 'n2', to: 'n1', term: 1, reject: false });
-    await turnsUntil(() => node.status().role === 'leader' && !driver['running']);
+    await electN1({ driver, storage, node, sent });
 
     // The next entry to commit makes the log long enough to compact; its compaction is held.
     const compacting = storage.holdCompactions();

@@ -10,6 +10,7 @@
 import { packValue, PackedValue } from '../../protocol/index.js';
 import type { ChangeEvent } from '../../families/lists/item.js';
 import { storedSizeOf } from '../../statemachine/item-sizes.js';
+import { ByteSlabs } from '../../statemachine/byte-slabs.js';
 
 /** The bytes of history kept, at most, unless told otherwise. */
 export const DEFAULT_HISTORY_BYTES = 64 * 1024 * 1024;
@@ -32,7 +33,7 @@ export class EventLog {
   /** Every recent change, watched or not (eventsOf). */
   private readonly history: History;
   /** Where kept events' encoded data is copied to (compactIn). */
-  private readonly slabs = new HistorySlabs();
+  private readonly slabs = new ByteSlabs();
 
   constructor(
     private readonly capacity: number,
@@ -183,36 +184,10 @@ class History {
  * and replies): held for minutes, such a view would hold the whole buffer with it. Copies go
  * into slabs of the history's own, which it forgets in the order it filled them.
  */
-function compactIn(slabs: HistorySlabs, e: ChangeEvent): ChangeEvent {
+function compactIn(slabs: ByteSlabs, e: ChangeEvent): ChangeEvent {
   const data = e.item.data;
   if (!(data instanceof PackedValue) || data.bytes.byteLength === data.bytes.buffer.byteLength) return e;
   return { ...e, item: { ...e.item, data: new PackedValue(data.value, slabs.copy(data.bytes)) } };
-}
-
-const SLAB_BYTES = 64 * 1024;
-
-function own(bytes: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafeSlow(bytes.byteLength);
-  out.set(bytes);
-  return out;
-}
-
-/** Bytes kept side by side in buffers used by nothing else, so what the history forgets frees whole buffers. */
-class HistorySlabs {
-  private slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-  private used = 0;
-
-  copy(bytes: Uint8Array): Buffer {
-    if (bytes.byteLength > SLAB_BYTES / 4) return own(bytes);
-    if (this.used + bytes.byteLength > SLAB_BYTES) {
-      this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-      this.used = 0;
-    }
-    const out = this.slab.subarray(this.used, this.used + bytes.byteLength);
-    out.set(bytes);
-    this.used += bytes.byteLength;
-    return out;
-  }
 }
 
 /** An event's size on the wire, near enough: its item's stored bytes (as its plan recorded them), its path and some overhead. What a reply's size is judged by. */
