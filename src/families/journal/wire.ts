@@ -521,15 +521,8 @@ export interface JournalInfo {
   readonly paused?: boolean;
 }
 
-export interface ScheduleInfo {
-  readonly schedule: string;
-  readonly everyMs?: number;
-  readonly cron?: string;
-  readonly tz?: string;
-  readonly catchUp: 'one' | 'none';
-  readonly data: unknown;
-  readonly priority?: number;
-  readonly retry?: RetryPolicyInput;
+/** A schedule as journal.schedules answers it: what journal.schedule carried, and its ticks. */
+export interface ScheduleInfo extends Omit<ScheduleRequest, 'name'> {
   readonly createdAt: number;
   /** The last tick made or skipped (createdAt before the first); its job's key is `ID@ISO-date`. */
   readonly lastTick: number;
