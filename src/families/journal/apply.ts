@@ -10,7 +10,7 @@ import { chargeUser, changeUser } from '../quota/index.js';
 import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey, priorityRange, resultsGoneRange } from './keys.js';
 import { DEFAULT_KEEP_RESULTS_MS, decodeFlagged, decodeItem, encodeDefinition, encodeLimits, type FlaggedItem, type JournalDefinition, type JournalItem, type RetryPolicy } from './records.js';
 import { added, afterDone, afterExpiry, afterFailure, backToWaiting, isExpired, notBeforeInsertion, retryDelay, type Incoming } from './rules.js';
-import { MAX_DATE } from './wire.js';
+import { MAX_DATE, type ClaimedItem as WireClaimedItem } from './wire.js';
 import { settingsNeedV9 } from './commands.js';
 import { cluster } from '../cluster/index.js';
 import { FAILURES_SINCE } from './index.js';
@@ -25,14 +25,8 @@ const EXPIRED_PER_CLAIM = 1000;
 /** Keys one drop entry deletes, at most. */
 export const DROP_BATCH = 5000;
 
-/** What a claim hands a worker for each item. */
-export interface ClaimedItem {
-  readonly key: string;
-  readonly data: unknown;
-  readonly priority: number;
-  readonly processAt: number;
-  readonly insertedAt: number;
-  readonly timeouts: number;
+/** What a claim hands a worker for each item: the wire's, as this server always fills it in. */
+export interface ClaimedItem extends WireClaimedItem {
   /** Failed processings so far, merges notwithstanding (0 before command version 9): a worker's backoff counts from it. */
   readonly failures: number;
   /** The item's own retry policy, when it has one (the server then chooses when a failure is retried). */

@@ -4,7 +4,7 @@
 import type { VeraClient } from '../../client/client.js';
 import { inputCaller, type InputCall } from '../../client/typed-ops.js';
 import { VeraError } from '../../protocol/index.js';
-import { JOURNAL_SCHEMAS, type Claim, type ClaimedItem, type FlaggedItem, type FlagEvent, type FlagPage, type JobInfo, type JobPage, type JournalInfo, type KeptResult, type LifecycleEventInfo, type LifecyclePage, type LifecycleType, type ScheduleInfo } from './wire.js';
+import { JOURNAL_SCHEMAS, type Claim, type ClaimedItem, type FlaggedItem, type FlagEvent, type FlagPage, type JobInfo, type JobPage, type JournalInfo, type KeptResult, type LifecycleEventInfo, type LifecyclePage, type LifecycleType, type ScheduleInfo, type SettingsRequest } from './wire.js';
 import { JournalWorker, type WorkerCalls } from './client-worker.js';
 
 // The answers of the journal's ops: the server's handlers give them typed by the same schemas (wire.ts).
@@ -29,18 +29,10 @@ export interface RetryPolicy {
   readonly jitterPct?: number;
 }
 
-export interface JournalSettingsInput {
-  readonly timeoutMs?: number;
-  readonly maxTimeouts?: number;
-  readonly priority?: number;
-  readonly expiresInMs?: number;
-  readonly maxItems?: number;
+/** A journal's settings as a caller writes them: the wire's, with a retry policy whose fields may be left to their defaults. */
+export interface JournalSettingsInput extends Omit<SettingsRequest, 'retry'> {
   /** Command version 9. null clears it (configure). */
   readonly retry?: RetryPolicy | null;
-  /** How long results given with done are kept (ms; default 1 h, 0: none). null: back to the default. */
-  readonly keepResultsMs?: number | null;
-  /** At most `max` items claimed per `windowMs`, by all workers together. null clears it. */
-  readonly rateLimit?: { readonly max: number; readonly windowMs: number } | null;
 }
 
 /** A schedule (repeatable jobs): every `everyMs` (on multiples of it) or a 5-field cron in `tz` (default UTC). */

@@ -475,7 +475,9 @@ export interface SettingsRequest {
   readonly expiresInMs?: number;
   readonly maxItems?: number;
   readonly retry?: RetryPolicyInput | null;
+  /** How long results given with done are kept (ms; default 1 h, 0: none). null: back to the default. */
   readonly keepResultsMs?: number | null;
+  /** At most `max` items claimed per `windowMs`, by all workers together. null clears it. */
   readonly rateLimit?: { readonly max: number; readonly windowMs: number } | null;
 }
 
