@@ -5,26 +5,15 @@
 // lines them up. Needs strace and ptrace rights (root).
 //   npx tsx bench/compare/tl-probe.ts /tmp/tl && python3 bench/compare/timeline-parse.py /tmp/tl
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { VeraCluster } from '../systems/vera.js';
-import { connectMany, closeAll } from '../scenarios/context.js';
-import { runWrites } from '../compare/workloads.js';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { closeAll } from '../scenarios/context.js';
+import { startWarmCluster } from './warm-cluster.js';
 
 const out = process.argv[2] ?? '/tmp/perfprobe/tl';
-const logDir = mkdtempSync(join(tmpdir(), 'tl-'));
-const cluster = new VeraCluster({ logDir, inspector: false });
-await cluster.start();
+const { cluster, leader, client } = await startWarmCluster('tl', 200);
 try {
-  const warm = await connectMany(cluster, 16);
-  await runWrites(warm, cluster.members(), { id: 'warm', clients: 16, inFlight: 64, puts: 4000, keys: 'few' }, 'warm');
-  await closeAll(warm);
-  const leader = await cluster.leader();
   const members = cluster.members();
   console.log('leader', leader, members.map((m) => `${m.id}=${m.pid}`).join(' '));
-  const [client] = await connectMany(cluster, 1);
-  for (let i = 0; i < 200; i++) await client!.append(`tlw/k${i}`, 'x'.repeat(128));
   const args = ['-f', '-tt', '-T', '-e', 'trace=fdatasync,fsync,write,writev,read,pwrite64', '-o', `${out}.strace`, ...members.flatMap((m) => ['-p', String(m.pid)])];
   const st = spawn('strace', args, { stdio: 'ignore' });
   await new Promise((r) => setTimeout(r, 1500));
@@ -32,7 +21,7 @@ try {
   const now = (): string => { const t = performance.timeOrigin + performance.now(); const d = new Date(t); return `${d.toISOString().slice(11, 19)}.${String(Math.floor((t % 1000) * 1000)).padStart(6, '0')}`; };
   for (let i = 0; i < 30; i++) {
     const a = now();
-    await client!.append(`tl/k${i}`, 'y'.repeat(128));
+    await client.append(`tl/k${i}`, 'y'.repeat(128));
     marks.push(`${i} ${a} ${now()}`);
     await new Promise((r) => setTimeout(r, 30));
   }
@@ -40,7 +29,7 @@ try {
   st.kill('SIGINT');
   await new Promise((r) => st.on('exit', r));
   writeFileSync(`${out}.marks`, `${tasks.join('\n')}\n${members.map((m) => `${m.id} ${m.pid}${m.id === leader ? ' leader' : ''}`).join('\n')}\n${marks.join('\n')}\n`);
-  await closeAll([client!]);
+  await closeAll([client]);
 } finally {
   await cluster.stop();
 }
