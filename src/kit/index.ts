@@ -2,6 +2,7 @@
 // protocol package, which the client shares; the server-side contract is here.
 export { defineOp, invalid, type OpSchema, type RequestOfSchema, type ResultOfSchema } from '../protocol/index.js';
 export { opRequest } from './requests.js';
+export { USER_QUOTA_SINCE, userQuotaFor, type StorageLimits } from './user-storage.js';
 export type {
   AnyPlugin,
   AuditFacts,

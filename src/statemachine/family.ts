@@ -13,6 +13,7 @@
 import type { AppliedEvent, ApplyError, ApplySuccess, BatchOp, VeraDb } from './types.js';
 import type { PlanReads } from './pending-reads.js';
 import type { AnyPlugin } from '../kit/plugin.js';
+import type { StorageLimits } from '../kit/user-storage.js';
 
 /**
  * What a family's `server()` loads. The server fills this in (src/server/front/family-part-type.ts adds
@@ -104,12 +105,48 @@ export interface OpSpec<C> {
 export interface StateReader {
   read<T>(what: string, read: (db: VeraDb, snapshot: DbSnapshot, index: number) => Promise<T>): Promise<T>;
   stateOf<S>(family: Family<never, S>): S;
+  /** What each user stores, as of the entries applied so far. */
+  readonly users: Pick<UserLedger, 'of'>;
 }
 
 /** The family states of one store, by family. */
 export interface States {
   of<S>(family: Family<never, S>): S;
+  /** The per-user storage ledger the entry being planned charges and credits. */
+  readonly users: UserLedger;
 }
+
+/** What one user stores: items and their stored bytes. */
+export interface UserStorage {
+  readonly items: number;
+  readonly bytes: number;
+}
+
+/**
+ * What each user stores (docs/security.md "Per-user storage quotas"). A family that stores
+ * items on a user's behalf charges and credits the user here; the family that keeps the
+ * counts and judges them (quota) answers it through Family.userLedger, so the charging
+ * families, older than it, never import it. With no such family nothing is counted.
+ */
+export interface UserLedger {
+  /**
+   * Charges `user` for `items` more items of `bytes` stored bytes in the entry being planned.
+   * A refusal (QUOTA_EXCEEDED: past `limits`, or the user's own) charges nothing, and the
+   * entry must then change nothing either.
+   */
+  charge(user: string, items: number, bytes: number, limits: StorageLimits): ApplyError | null;
+  /** Changes what `user` stores without judging it (negative: given back): a change the user did not ask for, or a credit. */
+  change(user: string, items: number, bytes: number): void;
+  /** What `user` stores as of the entries applied so far (the entry being planned not included). */
+  of(user: string): UserStorage;
+}
+
+/** The ledger when no family keeps one: charges pass and nothing is counted. */
+export const NO_USER_LEDGER: UserLedger = {
+  charge: () => null,
+  change: () => {},
+  of: () => ({ items: 0, bytes: 0 }),
+};
 
 export interface PlanContext {
   /** The db as written so far: read it only from an entry that goes alone (goesAlone), when it is also as planned so far. */
@@ -161,6 +198,19 @@ export interface Family<C extends { readonly op: string }, S> {
    */
   settleEntry?(states: States, kept: boolean): { readonly ops: BatchOp[]; readonly after: Array<() => void> } | null;
   /**
+   * What this family adds to the entries of another family's op, keyed `family.op` (a push
+   * also watches its list: the watches family adds the watch to the lists family's push).
+   * The kernel runs it on the plan that op made, in the same entry, before the list guards'
+   * shares; an ApplyError refuses the whole entry, which then changes nothing. So an older
+   * family's op takes on a newer family's effect without importing it.
+   */
+  readonly joins?: Readonly<Record<string, JoinedPlan>>;
+  /**
+   * The per-user storage ledger (States.users) over this family's state: one family at most
+   * keeps it (quota), and its settleEntry writes what an entry charged.
+   */
+  userLedger?(states: States): UserLedger;
+  /**
    * The lists an entry of this family reads or changes (a push's path, a txn's compares
    * and writes, an exact watch's path), for the list guards the kernel runs (`listGuard`).
    * Absent: it uses no list by path.
@@ -199,6 +249,13 @@ export interface Family<C extends { readonly op: string }, S> {
 export interface FamilyCli {
   readonly verbs: readonly string[];
 }
+
+/**
+ * A family's addition to another family's op (Family.joins): given that op's command, as
+ * decoded, and the plan it made, the plan with the addition (its writes and index updates
+ * appended, its result amended) or a refusal of the whole entry.
+ */
+export type JoinedPlan = (command: never, plan: Plan, ctx: PlanContext) => Plan | ApplyError;
 
 export interface ListGuard {
   /** Before an entry is planned, for each list it declares: an ApplyError refuses the entry (it changes nothing). */

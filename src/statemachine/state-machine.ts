@@ -6,7 +6,7 @@
 // Raft log is the durable record.
 import type { Entry } from '../raft/types.js';
 import { internalPropertyKey } from '../keys/index.js';
-import { CommandError, failure, UnknownCommandError, type AnyFamily, type BatchOp, type Registry, type Family, type Plan, type PlanContext, type States } from './family.js';
+import { CommandError, failure, UnknownCommandError, type AnyFamily, type BatchOp, type Registry, type Family, type Plan, type PlanContext, type States, NO_USER_LEDGER, type JoinedPlan, type UserLedger } from './family.js';
 import { encodeAppliedValue, encodeClockValue, decodeClockValue } from './codec.js';
 import { PendingReads, type PlanReads } from './pending-reads.js';
 import { ConfigChangeError, decodeConfigChange } from '../raft/config.js';
@@ -43,7 +43,11 @@ export class StateMachine {
     private now: number,
   ) {
     this.guarding = registry.families.filter((f) => f.listGuard !== undefined);
+    this.joins = joinsOf(registry.families);
   }
+
+  /** Every family's additions to other families' ops (Family.joins), by the family and op they join, in registry order. */
+  private readonly joins: ReadonlyMap<AnyFamily, ReadonlyMap<string, readonly JoinedPlan[]>>;
 
   /** The families that hold a list guard (Family.listGuard), in registry order: looked up once, not per entry. */
   private readonly guarding: readonly AnyFamily[];
@@ -217,7 +221,8 @@ export class StateMachine {
         const ctx: PlanContext = { db: this.db, reads, states: this.states, index: entry.index, now: this.now, families: this.registry.families };
         const refused = listGuardRefusal(decoded.family, decoded.command, this.states, this.guarding);
         if (refused !== null) return withSettledShares(refused, this.states, this.registry.families);
-        const plan = withGuardedChanges(await decoded.family.plan(decoded.command, ctx), decoded.family, this.states, this.guarding);
+        const joined = withJoins(await decoded.family.plan(decoded.command, ctx), decoded, ctx, this.joins);
+        const plan = withGuardedChanges(joined, decoded.family, this.states, this.guarding);
         return withSettledShares(plan, this.states, this.registry.families);
       }
     }
@@ -331,6 +336,11 @@ export class StateMachine {
     return this.states.of(family);
   }
 
+  /** What each user stores, as of the applied index (the ledger's family keeps it; none: nothing). */
+  get users(): Pick<UserLedger, 'of'> {
+    return this.states.users;
+  }
+
   /**
    * The replicated clock (ms; 0 before any entry carried one): as of the applied
    * index once applies settle; during one, as of the entries planned so far.
@@ -351,6 +361,34 @@ export class StateMachine {
   digest(): Promise<string> {
     return digestState(this.db);
   }
+}
+
+function joinsOf(families: readonly AnyFamily[]): Map<AnyFamily, Map<string, JoinedPlan[]>> {
+  const out = new Map<AnyFamily, Map<string, JoinedPlan[]>>();
+  for (const family of families) {
+    for (const [target, join] of Object.entries(family.joins ?? {})) {
+      const [name, op] = target.split('.');
+      const joined = families.find((f) => f.name === name);
+      if (joined === undefined || op === undefined || !Object.hasOwn(joined.ops, op)) throw new Error(`the ${family.name} family joins ${target}, which is no registered family's op`);
+      let byOp = out.get(joined);
+      if (byOp === undefined) out.set(joined, (byOp = new Map()));
+      byOp.set(op, [...(byOp.get(op) ?? []), join]);
+    }
+  }
+  return out;
+}
+
+/** The plan with what other families add to its op (Family.joins), in registry order; the first refusal refuses the entry. */
+function withJoins(plan: Plan | ApplyError, decoded: { readonly family: AnyFamily; readonly command: { readonly op: string } }, ctx: PlanContext, joins: ReadonlyMap<AnyFamily, ReadonlyMap<string, readonly JoinedPlan[]>>): Plan | ApplyError {
+  if (!('ops' in plan)) return plan;
+  const adding = joins.get(decoded.family)?.get(decoded.command.op);
+  if (adding === undefined) return plan;
+  let joined: Plan | ApplyError = plan;
+  for (const join of adding) {
+    joined = join(decoded.command as never, joined, ctx);
+    if (!('ops' in joined)) return joined;
+  }
+  return joined;
 }
 
 /** The first refusal of any family's list guard for the lists the command uses (listsUsedBy), in registry order. */
@@ -401,7 +439,13 @@ function readFailure(what: string, error: unknown): unknown {
 
 /** Every registered family's state, by family. */
 class FamilyStates implements States {
-  constructor(private readonly byFamily: ReadonlyMap<AnyFamily, unknown>) {}
+  readonly users: UserLedger;
+
+  constructor(private readonly byFamily: ReadonlyMap<AnyFamily, unknown>) {
+    const keepers = [...byFamily.keys()].filter((f) => f.userLedger !== undefined);
+    if (keepers.length > 1) throw new Error(`two families keep the user ledger: ${keepers.map((f) => f.name).join(', ')}`);
+    this.users = keepers[0]?.userLedger!(this) ?? NO_USER_LEDGER;
+  }
 
   of<S>(family: Family<never, S>): S {
     const state = this.byFamily.get(family as AnyFamily);

@@ -220,6 +220,46 @@ describe('the import graph', () => {
     }
   });
 
+  // Issue 33: a family sees another only through what that one publishes (docs/architecture.md "A
+  // family's public surface"): its public.ts (for the server and apply sides), its wire.ts and its
+  // client (for clients and the CLI); everything else in a folder is private. And only an older
+  // family, one earlier in the registry: a rule an older family must follow because of a newer one
+  // reaches it through the kernel's seams instead (Family.joins, the user ledger, the guards).
+  it('from one family reaches another only through its public surface, and only an older one', () => {
+    const registry = readFileSync(join(ROOT, 'src/families/registry.ts'), 'utf8');
+    const folderOf = new Map([...registry.matchAll(/^import \{ (\w+) \} from '\.\/([a-z]+)\/index\.js';$/gm)].map((m) => [m[1]!, m[2]!]));
+    const order = registry
+      .match(/export const FAMILIES: readonly AnyFamily\[\] = \[([^\]]+)\]/)![1]!
+      .split(',')
+      .map((name) => folderOf.get(name.trim())!);
+    expect(order.slice(0, 3)).toEqual(['sessions', 'lists', 'watches']);
+    expect(order).toContain('quota');
+    const surface = /^src\/families\/([a-z]+)\/(?:public|wire|client(?:-[a-z-]+)?)\.ts$/;
+    const crossings: string[] = [];
+    const wrong: string[] = [];
+    for (const family of order) {
+      for (const file of readdirSync(join(ROOT, 'src/families', family), { recursive: true, encoding: 'utf8' }).filter((f) => /\.tsx?$/.test(f))) {
+        const from = `src/families/${family}/${file}`;
+        for (const target of importsOf(from).files) {
+          const other = /^src\/families\/([a-z]+)\//.exec(target)?.[1];
+          if (other === undefined || other === family) continue;
+          crossings.push(`${from} -> ${target}`);
+          if (!surface.test(target)) wrong.push(`${from} -> ${target}: not ${other}'s public surface`);
+          else if (order.indexOf(other) > order.indexOf(family)) wrong.push(`${from} -> ${target}: ${other} is newer than ${family}`);
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
+    // Guards the reader: the crossings it judged include ones known to exist.
+    expect(crossings).toContain('src/families/watches/index.ts -> src/families/lists/public.ts');
+    expect(crossings).toContain('src/families/quota/index.ts -> src/families/auth/public.ts');
+    // A public surface only re-exports its own family: it opens no path into a third one.
+    for (const family of order.filter((f) => existsSync(join(ROOT, 'src/families', f, 'public.ts')))) {
+      const targets = importsOf(`src/families/${family}/public.ts`).files;
+      expect(targets.filter((t) => !t.startsWith(`src/families/${family}/`)), family).toEqual([]);
+    }
+  });
+
   it('exports the client library as vera/client, with types, built from src/client/index.ts', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
     const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { outDir: string; rootDir: string; declaration: boolean } };

@@ -12,7 +12,7 @@ import { eventIdKey, eventTimeKey, eventTimeParts, eventTimesBefore, serviceKey 
 import { pack } from '../../statemachine/codec.js';
 import { encodeService, type ServiceSettings, type UserRecord } from './records.js';
 import { isRetired, newestFirst, oldClientStates, updateOf, validate, type CheckRules, type LoginRequest, type RejectionReason } from './rules.js';
-import { cluster } from '../cluster/index.js';
+import { cluster } from '../cluster/public.js';
 import { TOKENSERVER_CHECKS_SINCE } from './index.js';
 
 /** The rules entries apply at this point of the log (index.ts, TOKENSERVER_CHECKS_SINCE). */

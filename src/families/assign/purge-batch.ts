@@ -3,8 +3,7 @@
 // which replaced records go, which are passed over, where the batch stopped, and
 // each record's storage clean-up job for the journal.
 import type { FamilyHost } from '../../kit/index.js';
-import { definitionKey } from '../journal/keys.js';
-import { decodeDefinition } from '../journal/records.js';
+import { decodeDefinition, definitionKey } from '../journal/public.js';
 import type { AssignValue } from './apply.js';
 import { cleanupJob, fxaKidOf, type CleanupJob } from './client-cleanup.js';
 import type { AssignCommand } from './commands.js';

@@ -12,6 +12,7 @@ import { prefixProblem, ROOT_ROLE, ROOT_USER, type Permission, type Rule } from 
 import { AuthState } from './state.js';
 import { encodeQuota, QUOTA_BUCKET, quotaKey, type QuotaSetting, type QuotaTarget } from './quotas.js';
 import { MAX_QUOTA } from '../fields.js';
+import { USER_QUOTA_SINCE } from '../../kit/index.js';
 
 /** The command version that brought users, roles and sessions' principals. */
 export const AUTH_SINCE = 7;
@@ -19,9 +20,6 @@ export const AUTH_SINCE = 7;
 export const TOKEN_REVOCATION_SINCE = 9;
 /** Revoked tokens not yet expired that a cluster keeps; revocations past their token's expiry are dropped. */
 export const MAX_REVOKED_TOKENS = 100_000;
-/** The command version that brought per-user storage quotas (setQuota, and pushes and txns judged by them). */
-export const USER_QUOTA_SINCE = 9;
-
 export const MAX_USERS = 10_000;
 export const MAX_ROLES = 1_000;
 export const MAX_RULES_PER_ROLE = 256;

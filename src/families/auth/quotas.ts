@@ -4,6 +4,7 @@
 // the largest its roles allow, else the default the leader was started with
 // (carried in the command that is judged). Each of items and bytes separately.
 import { bucketPrefix } from '../../keys/index.js';
+import type { StorageLimits } from '../../kit/index.js';
 import { CorruptValueError, pack, unpack } from '../../statemachine/codec.js';
 
 /** A limit on what one user stores; null: not set here (the next source decides). */
@@ -12,11 +13,6 @@ export interface QuotaSetting {
   readonly bytes: number | null;
 }
 
-/** What one user may store: items (list items) and their stored bytes. */
-export interface StorageLimits {
-  readonly items: number;
-  readonly bytes: number;
-}
 
 export type QuotaTarget = 'user' | 'role';
 

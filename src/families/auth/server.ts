@@ -11,9 +11,8 @@ import { hashPassword } from './password-hash.js';
 import { ROOT_ROLE } from './rules.js';
 import { checkToken, issueToken, tokenDigest } from './tokens.js';
 import { AUTH_SCHEMAS, DEFAULT_TOKEN_TTL_MS, type Done, type QuotaSetting } from './wire.js';
-import { quota } from '../quota/index.js';
 import type { QuotaTarget } from './quotas.js';
-import { liveSessions } from '../sessions/queries.js';
+import { liveSessions } from '../sessions/public.js';
 
 type Ops = typeof AUTH_SCHEMAS;
 type Host = FamilyHost<AuthState, unknown, AuthCommand>;
@@ -69,7 +68,7 @@ function createServer(host: Host): PluginServer<Ops> {
       users: async () => {
         const state = host.state();
         const users = [...state.users].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-        const usage = host.reader.stateOf(quota);
+        const usage = host.reader.users;
         const quotas = state.quotas.users;
         return {
           users: users.map(([name, u]) => ({ name, roles: [...u.roles], password: u.hash !== null, stored: usage.of(name), ...(quotas.has(name) ? { quota: quotas.get(name)! } : {}) })),

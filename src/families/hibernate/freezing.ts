@@ -5,8 +5,7 @@
 // a member that restarted before the commit computes it then from the db,
 // which still holds that state (any change to the unit since would have
 // cancelled the freeze).
-import { decodeItemKey, itemRange } from '../lists/keys.js';
-import { decodeItemValue } from '../lists/codec.js';
+import { decodeItemKey, itemRange, decodeItemValue } from '../lists/public.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../../statemachine/family.js';
 import { Breather, PACK_SLICE, SlicedEntries, type ColdStore, type HeldEntries } from './cold-store.js';

@@ -6,7 +6,7 @@
 // items or the record whose file holds them.
 import { VeraError } from '../../protocol/index.js';
 import { bucketRange, compareUtf8 } from '../../keys/index.js';
-import { itemRange } from '../lists/keys.js';
+import { itemRange } from '../lists/public.js';
 import type { DbSnapshot } from '../../statemachine/family.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { ColdStore, ColdUnit } from './cold-store.js';

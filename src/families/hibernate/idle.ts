@@ -3,7 +3,7 @@
 // none while the clients are busy, and finishes the freezes, drains and thaws in
 // steps an earlier leader (or a failure) left unfinished.
 import type { FamilyHost, PluginDuty } from '../../kit/index.js';
-import { childrenStep } from '../lists/queries.js';
+import { childrenStep } from '../lists/public.js';
 import type { HibernateCommand, HibernateValue } from './index.js';
 import type { HibernateState } from './state.js';
 import type { Activity } from './member.js';

@@ -22,7 +22,7 @@
 import type { ApplyError } from '../../statemachine/types.js';
 import { CommandError, failure, type BatchOp, type Family, type ListGuard, type Plan, type PlanContext, type States } from '../../statemachine/family.js';
 import { indexField, integerField, pathField } from '../fields.js';
-import { lists } from '../lists/index.js';
+import { lists } from '../lists/public.js';
 import { ColdStoreError, type HeldEntries } from './cold-store.js';
 import { crashPoint } from './crash-points.js';
 import { drainingKey, freezingKey, HibernateBucket, inUnit, unitItemRanges, unitKey } from './keys.js';

@@ -3,7 +3,7 @@
 // A unit's own data stays where its family keeps it while Hot (the lists'
 // item bucket) and moves to the cold store while Frozen.
 import { bucketPrefix } from '../../keys/index.js';
-import { itemRange, itemSeekKey } from '../lists/keys.js';
+import { itemRange, itemSeekKey } from '../lists/public.js';
 
 export const HibernateBucket = {
   /** unit path (UTF-8) -> its Frozen record. Hot units have none. */

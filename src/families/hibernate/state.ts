@@ -9,8 +9,7 @@ import { FrozenSpanCompactor } from './compactor.js';
 import { RecentColdRead } from './held-reads.js';
 import { ColdStore, ColdStoreError, decodeColdFile, type HeldColdUnit } from './cold-store.js';
 import { limited, prepareUnit, type Prepared } from './freezing.js';
-import { decodeItemKey } from '../lists/keys.js';
-import type { ListsState } from '../lists/state.js';
+import { decodeItemKey, type ListsState } from '../lists/public.js';
 import { HibernateBucket, transitKey, unitItemRanges, unitOfKey } from './keys.js';
 import { decodeFreezing, decodeFrozen, type FreezingUnit, type FrozenList, type FrozenUnit } from './records.js';
 

@@ -5,14 +5,13 @@
 import type { ApplyError } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Plan, type PlanContext, type States } from '../../statemachine/family.js';
 import { type AddedItem, type JournalCommand } from './commands.js';
-import type { StorageLimits } from '../quota/index.js';
-import { chargeUser, changeUser } from '../quota/index.js';
+import type { StorageLimits } from '../../kit/index.js';
 import { dueRange, expiredRange, journalRange, JournalBucket, keyAfterDate, definitionKey, limitsKey, priorityRange, resultsGoneRange } from './keys.js';
 import { DEFAULT_KEEP_RESULTS_MS, decodeFlagged, decodeItem, encodeDefinition, encodeLimits, type FlaggedItem, type JournalDefinition, type JournalItem, type RetryPolicy } from './records.js';
 import { added, afterDone, afterExpiry, afterFailure, backToWaiting, isExpired, notBeforeInsertion, retryDelay, type Incoming } from './rules.js';
 import { MAX_DATE, type ClaimedItem as WireClaimedItem } from './wire.js';
 import { settingsNeedV9 } from './commands.js';
-import { cluster } from '../cluster/index.js';
+import { cluster } from '../cluster/public.js';
 import { FAILURES_SINCE } from './index.js';
 import type { DueFront, JournalState } from './state.js';
 import type { PlanReads } from '../../statemachine/pending-reads.js';
@@ -338,11 +337,11 @@ function settleUsage(states: States, changes: ReadonlyMap<string, UsageChange>, 
   if (judged !== undefined) {
     const own = changes.get(judged.user);
     if (own !== undefined && (own.items > 0 || own.bytes > 0)) {
-      const refused = chargeUser(states, judged.user, own.items, own.bytes, judged.limits);
+      const refused = states.users.charge(judged.user, own.items, own.bytes, judged.limits);
       if (refused !== null) return refused;
     }
   }
-  for (const [user, change] of changes) if (user !== judged?.user || (change.items <= 0 && change.bytes <= 0)) changeUser(states, user, change.items, change.bytes);
+  for (const [user, change] of changes) if (user !== judged?.user || (change.items <= 0 && change.bytes <= 0)) states.users.change(user, change.items, change.bytes);
   return null;
 }
 
@@ -563,7 +562,7 @@ async function drop(name: string, definition: JournalDefinition, { db, states }:
       for await (const [key, value] of db.iterator(range)) {
         ops.push({ type: 'del', key });
         const item = bucket === JournalBucket.item ? decodeItem(value) : decodeFlagged(value).item;
-        if (item.user !== undefined) changeUser(states, item.user, -1, -(item.chargedBytes ?? 0));
+        if (item.user !== undefined) states.users.change(item.user, -1, -(item.chargedBytes ?? 0));
       }
     } else {
       for await (const key of db.keys(range)) ops.push({ type: 'del', key });

@@ -4,7 +4,7 @@ import { MAX_INDEX } from '../../keys/index.js';
 import { CommandError } from '../../statemachine/family.js';
 import { integerField, indexField, quotaField } from '../fields.js';
 import type { JournalSettings, RetryPolicy } from './records.js';
-import type { StorageLimits } from '../quota/index.js';
+import type { StorageLimits } from '../../kit/index.js';
 import { boundedError, journalKeyProblem, journalNameProblem, MAX_ADD_ITEMS, MAX_CLAIM_ITEMS, MAX_DATE, MAX_ERROR_BYTES, MAX_JOURNALS_CEILING, MAX_KEEP_MS, parseRateLimit, parseRetryPolicy } from './wire.js';
 import { utf8Length } from '../../protocol/index.js';
 import { parseScheduleSpec, scheduleIdProblem } from './wire.js';

@@ -5,7 +5,7 @@
 // docs/journal.md; the layout is in keys.ts and docs/storage.md.
 import { CommandError, type Family } from '../../statemachine/family.js';
 import { planJournal } from './apply.js';
-import { USER_QUOTA_SINCE } from '../quota/index.js';
+import { USER_QUOTA_SINCE } from '../../kit/index.js';
 import {
   addChargeFields,
   claimsField,

@@ -21,7 +21,7 @@ import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
 import { JOURNAL_SCHEMAS, type Claim, type JobInfo, type JournalInfo, type ScheduleInfo, type SettingsRequest } from './wire.js';
 import type { JournalState } from './state.js';
 import { FAILURES_SINCE } from './index.js';
-import { userQuotaFor } from '../quota/user-quota.js';
+import { userQuotaFor } from '../../kit/index.js';
 
 export const DEFAULT_SETTINGS: JournalSettings = { timeoutMs: 30_000, maxTimeouts: 5, priority: 100, expiresInMs: 0, maxItems: 10_000_000 };
 /** Timed-out claims or expired items one duty entry handles, at most. */

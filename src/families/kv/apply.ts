@@ -5,15 +5,11 @@
 // is the entry's answer and nothing does. Pushes and deletes are the lists
 // family's own plans; removing many items of a list (put, clear) is planned here
 // as the lists family plans a delete.
-import { clientDataKey, itemKey, itemRange, decodeItemKey } from '../lists/keys.js';
-import { decodeChargedItem } from '../lists/codec.js';
-import { creditUser } from '../quota/index.js';
+import { clientDataKey, itemKey, itemRange, decodeItemKey, decodeChargedItem, type ChangeEvent, type Item, lists, type PushCommand } from '../lists/public.js';
 import { withStoredSize } from '../../statemachine/item-sizes.js';
 import type { ApplyError } from '../../statemachine/types.js';
-import type { ChangeEvent, Item } from '../lists/item.js';
 import { failure, type BatchOp, type Plan, type PlanContext } from '../../statemachine/family.js';
-import { lists, type PushCommand } from '../lists/index.js';
-import { sessionProblem } from '../sessions/index.js';
+import { sessionProblem } from '../sessions/public.js';
 import type { Compare, TxnCommand, Write } from './commands.js';
 
 /** One write's outcome, as the reply carries it. */
@@ -156,7 +152,7 @@ async function removeItems(path: string, keep: number, ctx: PlanContext): Promis
   const ops: BatchOp[] = [];
   const events: ChangeEvent[] = [];
   for (const { item, bytes, user } of removed) {
-    if (user !== undefined) creditUser(states, user, bytes);
+    if (user !== undefined) states.users.change(user, -1, -bytes);
     ops.push({ type: 'del', key: itemKey(path, item.index) });
     if (item.owner !== null) ops.push({ type: 'del', key: clientDataKey(item.owner, path, item.index) });
     events.push({ index, type: 'delete', path, item });

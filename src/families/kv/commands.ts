@@ -4,8 +4,8 @@
 import { MAX_INDEX } from '../../keys/index.js';
 import { CommandError } from '../../statemachine/family.js';
 import { integerField, pathField, quotaField, sessionField } from '../fields.js';
-import type { PushQuota } from '../lists/index.js';
-import type { StorageLimits } from '../quota/index.js';
+import type { PushQuota } from '../lists/public.js';
+import type { StorageLimits } from '../../kit/index.js';
 
 /** What a compare reads of a list: its newest index (0 when empty), its length, or whether it has items (1 or 0). */
 export type CompareTarget = 'newest' | 'length' | 'exists';

@@ -6,7 +6,7 @@
 import type { Family } from '../../statemachine/family.js';
 import { decodeTxn, type KvCommand } from './commands.js';
 import { planTxn } from './apply.js';
-import { USER_QUOTA_SINCE } from '../quota/index.js';
+import { USER_QUOTA_SINCE } from '../../kit/index.js';
 
 /** The command version that brought put and txn. */
 export const KV_SINCE = 8;

@@ -4,13 +4,12 @@
 // judges them as it judges a push.
 import { VeraError } from '../../protocol/index.js';
 import type { FamilyHost, PathAccess, Plugin, PluginNeed, PluginServer } from '../../kit/index.js';
-import { wireItem } from '../lists/item.js';
-import { usableLease } from '../lease/usable.js';
-import { lists } from '../lists/index.js';
+import { wireItem, lists } from '../lists/public.js';
+import { usableLease } from '../lease/public.js';
 import type { TxnValue, WriteResult } from './apply.js';
 import type { Compare, TxnCommand, Write } from './commands.js';
 import { KV_SCHEMAS, type TxnResult, type WireWrite } from './wire.js';
-import { userQuotaFor } from '../quota/user-quota.js';
+import { userQuotaFor } from '../../kit/index.js';
 
 type Ops = typeof KV_SCHEMAS;
 type Host = FamilyHost<unknown, TxnValue, TxnCommand>;

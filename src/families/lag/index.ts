@@ -5,7 +5,7 @@ import { LagBucket, lagKey } from './keys.js';
 import { encodeLagValue } from './codec.js';
 import { CommandError, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan } from '../../statemachine/family.js';
 import { indexField, sessionField } from '../fields.js';
-import { sessions } from '../sessions/index.js';
+import { sessions } from '../sessions/public.js';
 import { LagState } from './state.js';
 
 export interface AckCommand {

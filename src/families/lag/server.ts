@@ -5,7 +5,7 @@ import type { FamilyHost, Plugin, PluginDuty } from '../../kit/index.js';
 import type { LagState } from './state.js';
 import type { AckCommand } from './index.js';
 import { lagOf } from './queries.js';
-import { liveSessions } from '../sessions/queries.js';
+import { liveSessions } from '../sessions/public.js';
 
 type LagHost = FamilyHost<LagState, unknown, AckCommand>;
 

@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { VeraError } from '../../protocol/index.js';
 import type { FamilyHost, Plugin, PluginNeed, PluginServer } from '../../kit/index.js';
 import { LEASE_PREFIX, LEASE_SCHEMAS, type LeaseInfo } from './wire.js';
-import { liveSessions } from '../sessions/queries.js';
+import { liveSessions } from '../sessions/public.js';
 import { usableLease } from './usable.js';
 
 type Ops = typeof LEASE_SCHEMAS;

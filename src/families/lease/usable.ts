@@ -2,7 +2,7 @@
 // the lease family's server part and the kv family's plugin judge it the same way.
 import { VeraError } from '../../protocol/index.js';
 import type { StateReader } from '../../statemachine/family.js';
-import { liveSessions } from '../sessions/queries.js';
+import { liveSessions } from '../sessions/public.js';
 import { LEASE_PREFIX } from './wire.js';
 
 /**

@@ -1,17 +1,16 @@
 // The lists family: items pushed onto lists at paths and deleted from them,
 // ephemeral items owned by a session (deleted when it ends) or persistent.
-// A push also watches its list unless told not to (through the watches family).
+// A push also watches its list unless told not to: the watches family adds the watch
+// to the push's entry (its `joins`), so this family never names it.
 import { ListsBucket, clientDataKey, clientDataRange, decodeClientDataKey, itemKey } from './keys.js';
-import { type WatchRef } from '../watches/keys.js';
 import { CLIENT_DATA_VALUE, decodeChargedItem, encodeItemValue } from './codec.js';
 import type { ApplyError } from '../../statemachine/types.js';
 import type { ChangeEvent, Item } from './item.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../../statemachine/family.js';
 import { CommandError } from '../../statemachine/family.js';
 import { boolField, indexField, pathField, quotaField, sessionField } from '../fields.js';
-import { sessionProblem, sessions } from '../sessions/index.js';
-import { chargeUser, creditUser, USER_QUOTA_SINCE, type StorageLimits } from '../quota/index.js';
-import { addWatchOps, watchQuotaProblem } from '../watches/index.js';
+import { sessionProblem, sessions } from '../sessions/public.js';
+import { USER_QUOTA_SINCE, type StorageLimits } from '../../kit/index.js';
 import { newestRemaining } from './reads.js';
 import { withStoredSize } from '../../statemachine/item-sizes.js';
 import { ListsState } from './state.js';
@@ -73,16 +72,13 @@ async function push(c: PushCommand, { states, index }: PlanContext): Promise<Pla
   const user = c.userQuota === undefined ? undefined : states.of(sessions).sessions.get(c.session)?.principal;
   const value = encodeItemValue(item, user);
   withStoredSize(item, value.byteLength);
-  const ref: WatchRef = { prefix: false, path: c.path, session: c.session };
-  // An implicit watch the session has no room for is left out: the write never fails for its side effect.
-  const watch = c.watch && !(c.watchIfRoom === true && c.quota !== undefined && watchQuotaProblem(states, ref, c.quota.watches) !== null);
   if (c.quota !== undefined) {
-    const problem = pushQuotaProblem({ ...c, watch }, c.quota, states, ref, value.byteLength);
+    const problem = pushQuotaProblem(c, c.quota, states, value.byteLength);
     if (problem !== null) return problem;
   }
-  // Last: a refusal before it must not leave a charge behind.
+  // Last: a refusal before it must not leave a charge behind (one after it, the watch's, drops the entry's charges).
   if (user !== undefined) {
-    const refused = chargeUser(states, user, 1, value.byteLength, c.userQuota!);
+    const refused = states.users.charge(user, 1, value.byteLength, c.userQuota!);
     if (refused !== null) return refused;
   }
   const ops: BatchOp[] = [{ type: 'put', key: itemKey(c.path, index), value }];
@@ -93,17 +89,11 @@ async function push(c: PushCommand, { states, index }: PlanContext): Promise<Pla
       state.usage.added(item.owner, c.path, value.byteLength);
     },
   ];
-  if (watch) {
-    const added = addWatchOps(states, ref);
-    for (const op of added.ops) ops.push(op);
-    after.push(...added.after);
-  }
-  const result = watch === c.watch ? { ok: true as const, op: 'push' as const, item } : { ok: true as const, op: 'push' as const, item, unwatched: true as const };
-  return { result, ops, events: [{ index, type: 'push', path: c.path, item }], after };
+  return { result: { ok: true, op: 'push', item }, ops, events: [{ index, type: 'push', path: c.path, item }], after };
 }
 
-/** Judged from the counts in memory: a push reads nothing from the db. */
-function pushQuotaProblem(c: PushCommand, quota: PushQuota, states: States, ref: WatchRef, bytes: number): ApplyError | null {
+/** Judged from the counts in memory: a push reads nothing from the db. (Its watch's limit the watches family judges.) */
+function pushQuotaProblem(c: PushCommand, quota: PushQuota, states: States, bytes: number): ApplyError | null {
   const usage = states.of(lists).usage;
   const length = usage.listLength(c.path);
   if (length >= quota.listItems) {
@@ -118,7 +108,7 @@ function pushQuotaProblem(c: PushCommand, quota: PushQuota, states: States, ref:
       return failure('QUOTA_EXCEEDED', `the session's ephemeral items hold ${owned.bytes} bytes; ${bytes} more would pass its limit (--bytes-per-session ${quota.bytes})`);
     }
   }
-  return c.watch ? watchQuotaProblem(states, ref, quota.watches) : null;
+  return null;
 }
 
 async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext): Promise<Plan | ApplyError> {
@@ -133,7 +123,7 @@ async function deleteItem(c: DeleteCommand, { db, states, index }: PlanContext):
   if (item.owner !== null && item.owner !== c.session) {
     return failure('FORBIDDEN', `item ${c.index} in ${c.path} belongs to another session`);
   }
-  if (stored.user !== undefined) creditUser(states, stored.user, storedBytes);
+  if (stored.user !== undefined) states.users.change(stored.user, -1, -storedBytes);
   const ops: BatchOp[] = [{ type: 'del', key: itemKey(c.path, c.index) }];
   if (item.owner !== null) ops.push({ type: 'del', key: clientDataKey(item.owner, c.path, c.index) });
   const newest = state.lastIndexOf(c.path) === c.index ? await newestRemaining(db, c.path, new Set([c.index])) : state.lastIndexOf(c.path);
@@ -169,7 +159,7 @@ async function endSession(session: string, { db, states, index }: PlanContext): 
         if (bytes === undefined) return; // a dangling reverse entry: dropping it is all there is to do
         const stored = decodeChargedItem(bytes);
         const item: Item = withStoredSize({ index: ref.index, ...stored.item }, bytes.byteLength);
-        if (stored.user !== undefined) creditUser(states, stored.user, bytes.byteLength);
+        if (stored.user !== undefined) states.users.change(stored.user, -1, -bytes.byteLength);
         ops.push({ type: 'del', key: itemKey(ref.path, ref.index) });
         events.push({ index, type: 'delete', path: ref.path, item });
         let removed = removedByPath.get(ref.path);

@@ -8,7 +8,7 @@ import type { ApplySuccess } from '../../statemachine/types.js';
 import { wireItem } from './item.js';
 import { WATCH_IF_ROOM_SINCE, type ListsCommand } from './index.js';
 import type { ListsState } from './state.js';
-import { userQuotaFor } from '../quota/user-quota.js';
+import { userQuotaFor } from '../../kit/index.js';
 
 type ListsHost = FamilyHost<ListsState, ApplySuccess, ListsCommand>;
 

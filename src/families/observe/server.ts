@@ -1,12 +1,11 @@
 // The observe family's ops, on the kit: answered by the member from what it holds
 // in memory (and, for one session's items, a read of its reverse index).
-import { clientDataRange, decodeClientDataKey } from '../lists/keys.js';
+import { clientDataRange, decodeClientDataKey } from '../lists/public.js';
 import type { FamilyHost, Plugin, PluginNeed, PluginServer } from '../../kit/index.js';
-import { sessions } from '../sessions/index.js';
+import { liveSessions, sessions } from '../sessions/public.js';
 import { OBSERVE_PAGE, OBSERVE_SCHEMAS, type ClusterView, type MemberView, type SessionView } from './wire.js';
-import { watchesOf } from '../watches/queries.js';
-import { lagOf } from '../lag/queries.js';
-import { liveSessions } from '../sessions/queries.js';
+import { watchesOf } from '../watches/public.js';
+import { lagOf } from '../lag/public.js';
 
 type Ops = typeof OBSERVE_SCHEMAS;
 

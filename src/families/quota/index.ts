@@ -1,7 +1,8 @@
 // The quota family: what each user stores, and the per-user limits on it judged
 // in apply (issue 31, item 7; docs/security.md "Per-user storage quotas"). It has
-// no commands of its own: the lists and kv families charge the user behind the
-// session that adds an item (the principal its openSession recorded, so no
+// no commands of its own: the lists, journal and kv families charge the user behind the
+// session that adds an item, through the kernel's ledger (States.users, which this
+// family answers; none of them imports this one) (the principal its openSession recorded, so no
 // proposer can name another user; a journal add names the caller's user, filled
 // in by the leader) and credit the user an item records when it is deleted;
 // the limits are the auth family's settings per user and role, else the
@@ -9,13 +10,10 @@
 // judged (there are no users); items added by a session with a principal are still
 // counted, so the counts hold when it is turned on again.
 import type { ApplyError } from '../../statemachine/types.js';
-import { failure, type Family, type States } from '../../statemachine/family.js';
-import { auth, USER_QUOTA_SINCE } from '../auth/index.js';
-import { limitsOf, type StorageLimits } from '../auth/quotas.js';
+import { failure, type Family, type States, type UserLedger } from '../../statemachine/family.js';
+import { USER_QUOTA_SINCE, type StorageLimits } from '../../kit/index.js';
+import { auth, limitsOf } from '../auth/public.js';
 import { USAGE_BUCKET, UsageState } from './state.js';
-
-export { USER_QUOTA_SINCE };
-export type { StorageLimits };
 
 export const quota: Family<never, UsageState> = {
   name: 'quota',
@@ -28,10 +26,16 @@ export const quota: Family<never, UsageState> = {
   },
   goesAlone: () => false,
   settleEntry: (states, kept) => states.of(quota).settle(kept),
+  // The families that store items charge users through the kernel (States.users), never importing this one.
+  userLedger: (states): UserLedger => ({
+    charge: (user, items, bytes, limits) => chargeUser(states, user, items, bytes, limits),
+    change: (user, items, bytes) => states.of(quota).change(user, items, bytes),
+    of: (user) => states.of(quota).of(user),
+  }),
 };
 
 /** The limits `user` is held to, given the leader's defaults. */
-export function userLimits(states: States, user: string, defaults: StorageLimits): StorageLimits {
+function userLimits(states: States, user: string, defaults: StorageLimits): StorageLimits {
   const a = states.of(auth);
   return limitsOf(user, a.users.get(user)?.roles ?? [], a.quotas, defaults);
 }
@@ -41,7 +45,7 @@ export function userLimits(states: States, user: string, defaults: StorageLimits
  * planned. With authentication on, refuses (charging nothing) when that would pass
  * the user's limits; the caller then changes nothing either.
  */
-export function chargeUser(states: States, user: string, items: number, bytes: number, defaults: StorageLimits): ApplyError | null {
+function chargeUser(states: States, user: string, items: number, bytes: number, defaults: StorageLimits): ApplyError | null {
   const usage = states.of(quota);
   if (states.of(auth).enabled) {
     const held = usage.planned(user);
@@ -58,12 +62,4 @@ export function chargeUser(states: States, user: string, items: number, bytes: n
   return null;
 }
 
-/** Changes what `user` stores by `items` and `bytes` (negative: given back) without judging it: a change the user did not ask for, or a credit. */
-export function changeUser(states: States, user: string, items: number, bytes: number): void {
-  states.of(quota).change(user, items, bytes);
-}
 
-/** Gives `user` back what a deleted item of `bytes` stored bytes held. */
-export function creditUser(states: States, user: string, bytes: number): void {
-  states.of(quota).change(user, -1, -bytes);
-}

@@ -1,12 +1,11 @@
 // range.paths and range.items, on the kit: answered from one LevelDB snapshot
 // each (after a ReadIndex barrier unless stale), a page at a time.
-import { decodeItemKey, itemRange, itemSeekKey } from '../lists/keys.js';
+import { decodeItemKey, itemRange, itemSeekKey, decodeItemValue } from '../lists/public.js';
 import { VeraError, type Item } from '../../protocol/index.js';
 import type { FamilyHost, HostLists, Plugin, PluginServer, StoreDb, StoreSnapshot } from '../../kit/index.js';
 import { openCursor, sealCursor, SEALED_PREFIX } from './cursor.js';
 import { withListsHeld } from './held-lists.js';
-import { decodeItemValue } from '../lists/codec.js';
-import { auth } from '../auth/index.js';
+import { auth } from '../auth/public.js';
 import { below, RANGE_SCHEMAS, type ItemsPage, type PathsPage } from './wire.js';
 
 type Ops = typeof RANGE_SCHEMAS;

@@ -1,12 +1,13 @@
 // The watches family: a session's interest in a list (exact) or a subtree
-// (prefix). Who is notified of each change event is read from its state.
+// (prefix). Who is notified of each change event is read from its state. A push
+// also watches its list unless told not to: this family adds that watch to the
+// lists family's push entry (`joins`), so the older lists family never names it.
 import { WATCH_VALUE, WatchesBucket, watchKey, type WatchRef } from './keys.js';
 import type { ApplyError, ApplySuccess } from '../../statemachine/types.js';
-import type { Item } from '../lists/item.js';
+import { type Item, type PushCommand, readListWithin } from '../lists/public.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type SessionEndPlan, type States } from '../../statemachine/family.js';
 import { boolField, pathField, quotaField, sessionField } from '../fields.js';
-import { readListWithin } from '../lists/reads.js';
-import { sessionProblem } from '../sessions/index.js';
+import { sessionProblem } from '../sessions/public.js';
 import { WatchesState } from './state.js';
 
 /** Stored bytes of the items an exact watch returns with its result; a bigger list is answered with `tooLarge` and no items. */
@@ -27,7 +28,7 @@ export interface WatchCommand {
 }
 
 /** Why the session may not take one more watch, or null; watching what it already watches is free. */
-export function watchQuotaProblem(states: States, ref: WatchRef, limit: number): ApplyError | null {
+function watchQuotaProblem(states: States, ref: WatchRef, limit: number): ApplyError | null {
   const state = states.of(watches);
   if (state.holds(ref)) return null;
   const held = state.count(ref.session);
@@ -35,7 +36,7 @@ export function watchQuotaProblem(states: States, ref: WatchRef, limit: number):
 }
 
 /** The write and index update that add one watch (also used by a push that watches its list). */
-export function addWatchOps(states: States, ref: WatchRef): { ops: BatchOp[]; after: Array<() => void> } {
+function addWatchOps(states: States, ref: WatchRef): { ops: BatchOp[]; after: Array<() => void> } {
   const state = states.of(watches);
   return { ops: [{ type: 'put', key: watchKey(ref), value: WATCH_VALUE }], after: [() => state.add(ref)] };
 }
@@ -54,6 +55,25 @@ async function watch(c: WatchCommand, { db, states, index }: PlanContext): Promi
     : items === null ? { ok: true, op: 'watch', index, tooLarge: true }
     : { ok: true, op: 'watch', index, items };
   return { result, events: [], ...addWatchOps(states, ref) };
+}
+
+/**
+ * A push's watch of its list, added to the push's entry: at the session's watch limit the
+ * push is refused, or, when the watch is the push's implicit one (watchIfRoom), made
+ * without it and answered `unwatched`: the write never fails for its side effect.
+ */
+function watchPushedList(c: PushCommand, plan: Plan, { states }: PlanContext): Plan | ApplyError {
+  if (!c.watch) return plan;
+  const ref: WatchRef = { prefix: false, path: c.path, session: c.session };
+  const problem = c.quota === undefined ? null : watchQuotaProblem(states, ref, c.quota.watches);
+  if (problem !== null) {
+    if (c.watchIfRoom !== true || plan.result.op !== 'push') return problem;
+    return { ...plan, result: { ...plan.result, unwatched: true } };
+  }
+  const added = addWatchOps(states, ref);
+  for (const op of added.ops) plan.ops.push(op);
+  for (const step of added.after) plan.after.push(step);
+  return plan;
 }
 
 function unwatch(c: WatchCommand, { states }: PlanContext): Plan {
@@ -114,5 +134,6 @@ export const watches: Family<WatchCommand, WatchesState> = {
   // An exact watch reads its list's items (from the hot store); a prefix watch and an unwatch read none.
   listsUsedBy: (command) => (command.op === 'watch' && !command.prefix ? [command.path] : []),
   endSession,
+  joins: { 'lists.push': watchPushedList },
   plugin: async () => (await import('./server.js')).plugin,
 };

@@ -3,8 +3,8 @@
 import { VeraError, type ChangeEvent, type EmptyResult, type WatchRequest, type WatchResult } from '../../protocol/index.js';
 import type { CoreCaller, FamilyHost, Plugin } from '../../kit/index.js';
 import type { ApplySuccess } from '../../statemachine/types.js';
-import { wireItems } from '../lists/item.js';
-import { liveSessions } from '../sessions/queries.js';
+import { wireItems } from '../lists/public.js';
+import { liveSessions } from '../sessions/public.js';
 import type { WatchCommand } from './index.js';
 import { watchesOf } from './queries.js';
 import type { WatchesState } from './state.js';
