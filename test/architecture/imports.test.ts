@@ -146,7 +146,7 @@ describe('the import graph', () => {
     expect(existsSync(join(ROOT, 'src/families/family.ts'))).toBe(false);
   });
 
-  it('from the family contract never reaches the server: the server fills in what a family server part is', () => {
+  it('from the family contract never reaches the server: it names only the kit\u2019s plugin', () => {
     const contract = 'src/statemachine/family.ts';
     const { files } = closure([contract]);
     expect([...files].filter((f) => f.startsWith('src/server/') || f.startsWith('src/families/'))).toEqual([]);

@@ -21,6 +21,14 @@ describe('the families\u2019 server parts', () => {
     await expect(loadPlugins([...FAMILIES, copy])).rejects.toThrow(/client op push is answered by two families \(the second is lists-again\)/);
   });
 
+  it('refuses an op whose plugin does not say what it needs, so none is served unjudged', async () => {
+    const counter = FAMILIES.find((f) => f.name === 'counter')!;
+    const plugin = await counter.plugin!();
+    const { get: _get, ...needs } = plugin.needs;
+    const unjudged = { ...counter, plugin: async () => ({ ...plugin, needs }) } as AnyFamily;
+    await expect(loadPlugins(FAMILIES.map((f) => (f === counter ? unjudged : f)))).rejects.toThrow(/the plugin declares no needs for counter\.get/);
+  });
+
   it('load side by side, each asked for before any has loaded, and are used in registry order', async () => {
     const asked: string[] = [];
     const loads: Array<() => void> = [];

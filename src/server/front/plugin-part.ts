@@ -92,9 +92,11 @@ function protocolOpsOf(plugin: AnyPlugin, instance: AnyInstance): Record<string,
   const builders = buildersOf(schemas.map(([, schema]) => schema));
   const protocolOps: Record<string, FamilyOp> = {};
   for (const [key, schema] of schemas) {
-    const needs = plugin.needs[key] as (request: object) => ReturnType<FamilyOp['needs']>;
+    const needs = plugin.needs[key] as ((request: object) => ReturnType<FamilyOp['needs']>) | undefined;
     const touches = plugin.touches?.[key] as ((request: object) => readonly PathAccess[]) | undefined;
     const handler = instance.handlers[key];
+    // The types demand both; checked here too, so no op is ever served unjudged (docs/security.md).
+    if (needs === undefined) throw new Error(`the plugin declares no needs for ${schema.name}`);
     if (handler === undefined) throw new Error(`the plugin's instance has no handler for ${schema.name}`);
     protocolOps[schema.name] = {
       build: builders.get(schema.name)!,
