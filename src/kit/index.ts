@@ -2,6 +2,8 @@
 // protocol package, which the client shares; the server-side contract is here.
 export { defineOp, invalid, type OpSchema, type RequestOfSchema, type ResultOfSchema } from '../protocol/index.js';
 export { opRequest } from './requests.js';
+// A family's /metrics lines in the Prometheus text format (HELP, TYPE, escaped labels).
+export { metricLines, type MetricSample, type MetricType } from './metrics.js';
 export type {
   AnyPlugin,
   AuditFacts,
