@@ -3,6 +3,8 @@
 export { defineOp, invalid, type OpSchema, type RequestOfSchema, type ResultOfSchema } from '../protocol/index.js';
 export { opRequest } from './requests.js';
 export { USER_QUOTA_SINCE, userQuotaFor, type StorageLimits } from './user-storage.js';
+// A family's /metrics lines in the Prometheus text format (HELP, TYPE, escaped labels).
+export { metricLines, type MetricSample, type MetricType } from './metrics.js';
 export type {
   AnyPlugin,
   AuditFacts,

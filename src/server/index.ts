@@ -12,7 +12,7 @@ import { adminContext, openDirectory } from './admin/open-directory.js';
 import { LeaderWatch, wsUrl, type MemberDirectory } from './admin/membership.js';
 import type { ServerConfig } from './config.js';
 import { toVeraError, type AttachedConnection, type FrontEnd } from './front/context.js';
-import { loadServerParts, type ServerParts } from './front/family-part.js';
+import { loadPlugins, type PluginParts } from './front/plugin-part.js';
 import { fdBudget, openFileLimit } from './front/fd-budget.js';
 import { buildFrontEnd } from './front/front-end.js';
 import { serverMetrics } from './front/front-metrics.js';
@@ -59,23 +59,23 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     // Certificates first: a member that cannot serve them should not open its store.
     const tls = openPortTls(config, logger, options.tlsReloadCheckMs);
     undo.push(() => tls.close());
-    const late: { front?: FrontEnd; duties?: LeaderDuties; directory?: MemberDirectory; appliedHooks: ServerParts['appliedHooks']; node?: VeraNode } = { appliedHooks: [] };
+    const late: { front?: FrontEnd; duties?: LeaderDuties; directory?: MemberDirectory; appliedHooks: PluginParts['appliedHooks']; node?: VeraNode } = { appliedHooks: [] };
     const connections = new Map<string, AttachedConnection>();
     const peerCommandVersions = new Map<string, number>();
     const fds = fdBudget(openFileLimit(), config.limits.connectionsMax);
     const leaderWatch = new LeaderWatch();
     const metrics = serverMetrics(() => late.node, () => late.front, connections);
 
-    // The families' server parts load (module reads and compiles) while the store opens (LevelDB on the
+    // The families' plugins load (module reads and compiles) while the store opens (LevelDB on the
     // thread pool), not after it: a restarted member serves sooner. Awaited below, after the open.
-    const partsLoading = loadServerParts(options.families ?? FAMILIES);
+    const partsLoading = loadPlugins(options.families ?? FAMILIES);
     partsLoading.catch(() => undefined);
     const timing = options.timing ?? DEFAULT_RAFT_TIMING;
     const node = await openMember(config, timing, fds.levelFiles, logger, metrics, {
       onApplied: (outcome, recorded) => {
         if (late.front === undefined) return;
         late.front.notifier.deliver(recorded);
-        for (const hook of late.appliedHooks) hook(outcome, late.front);
+        for (const hook of late.appliedHooks) hook(outcome);
       },
       onRoleChanged: (s) => {
         late.duties?.setLeading(s.role === 'leader');
@@ -105,7 +105,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     // The families' instances (kit plugins) serve this member from here on; they let go of it at close.
     parts.bind(front);
     undo.push(() => parts.close());
-    node.setProposalGate((command, version) => parts.versionGate(front, 'family' in command ? `${command.family}.${command.op}` : command.op, version));
+    node.setProposalGate((command, version) => parts.versionGate('family' in command ? `${command.family}.${command.op}` : command.op, version));
     const duties = new LeaderDuties(front, parts.duties, DEFAULT_DUTY_TIMINGS);
     late.duties = duties;
     undo.push(() => duties.stop());

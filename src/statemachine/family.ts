@@ -9,20 +9,11 @@
 // writes are in the db), its in-memory indexes (`load`, rebuilt from the db at
 // start and after a snapshot install), the LevelDB buckets it writes
 // (`buckets`), what happens to its data when a session ends, and, loaded only
-// by the server, its client ops and leader duties (`server`).
+// by the server, its server side as a kit plugin (`plugin`).
 import type { AppliedEvent, ApplyError, ApplySuccess, BatchOp, VeraDb } from './types.js';
 import type { PlanReads } from './pending-reads.js';
 import type { AnyPlugin } from '../kit/plugin.js';
 import type { StorageLimits } from '../kit/user-storage.js';
-
-/**
- * What a family's `server()` loads. The server fills this in (src/server/front/family-part-type.ts adds
- * `part: ServerPart` to it), so the contract names the server part's type without importing any
- * server code: the kernel and the families' apply side stay below the server in the import graph.
- */
-// biome-ignore lint/suspicious/noEmptyInterface: filled in by declaration merging (src/server/front/family-part-type.ts)
-export interface ServerPartSlot {}
-export type FamilyServerPart = ServerPartSlot extends { readonly part: infer P } ? P : unknown;
 
 export type { BatchOp };
 export type DbSnapshot = ReturnType<VeraDb['snapshot']>;
@@ -229,11 +220,9 @@ export interface Family<C extends { readonly op: string }, S> {
    * (hibernation's hot entries of a Frozen unit not yet deleted, which the lists family counted).
    */
   loaded?(db: VeraDb, snapshot: DbSnapshot, states: States): Promise<void>;
-  /** Loads the family's server part (its client ops and leader duties); only the server calls it. */
-  server?(): Promise<FamilyServerPart>;
   /**
    * Loads the family's server side written against the kit (src/kit/): typed ops and an
-   * instance per member over a narrow host, instead of `server`. A family has one or the other.
+   * instance per member over a narrow host; only the server calls it.
    */
   plugin?(): Promise<AnyPlugin>;
   /** What the family adds to the `vera` command line: its verbs, loaded only when one is used. */
@@ -271,12 +260,8 @@ export function failure(code: ApplyError['code'], message: string): ApplyError {
   return { ok: false, code, message };
 }
 
-/**
- * A family that replicates nothing: no commands, no buckets, no state, only a
- * server part (ops answered from what other families hold, or by proposing their
- * commands).
- */
-export function serverOnlyFamily(name: string, server: () => Promise<FamilyServerPart>): Family<never, null> {
+/** A family with no commands of its own whose server side is a kit plugin (range). */
+export function pluginOnlyFamily(name: string, plugin: () => Promise<AnyPlugin>): Family<never, null> {
   return {
     name,
     since: 1,
@@ -287,14 +272,6 @@ export function serverOnlyFamily(name: string, server: () => Promise<FamilyServe
       throw new Error(`the ${name} family has no commands`);
     },
     goesAlone: () => false,
-    server,
+    plugin,
   };
-}
-
-/** A family with no commands of its own whose server side is a kit plugin (range). */
-export function pluginOnlyFamily(name: string, plugin: () => Promise<AnyPlugin>): Family<never, null> {
-  const { server: _none, ...family } = serverOnlyFamily(name, async () => {
-    throw new Error(`the ${name} family is a plugin`);
-  });
-  return { ...family, plugin };
 }

@@ -146,7 +146,7 @@ describe('the import graph', () => {
     expect(existsSync(join(ROOT, 'src/families/family.ts'))).toBe(false);
   });
 
-  it('from the family contract never reaches the server: the server fills in what a family server part is', () => {
+  it('from the family contract never reaches the server: it names only the kit\u2019s plugin', () => {
     const contract = 'src/statemachine/family.ts';
     const { files } = closure([contract]);
     expect([...files].filter((f) => f.startsWith('src/server/') || f.startsWith('src/families/'))).toEqual([]);
@@ -155,7 +155,7 @@ describe('the import graph', () => {
   });
 
   // Issue 33: hibernation's rule reaches every access path through the seams the core runs (the
-  // kernel's list guard, Family.listGuard; the server's path guard, ServerPart.pathGuard), so no
+  // kernel's list guard, Family.listGuard; the server's path guard, PluginServer.pathGuard), so no
   // other family, and no server file, imports it: a new access path passes the guard without knowing it.
   it('from no other family and no server file reaches hibernation', () => {
     const importers = [...sourceFiles('src/families'), ...sourceFiles('src/server')]
@@ -177,12 +177,12 @@ describe('the import graph', () => {
     expect(readFileSync(join(ROOT, 'src/families/hibernate/index.ts'), 'utf8')).toMatch(/\bplugin: /);
   });
 
-  // Issue 33: the connection asks the families about its session only through the server parts'
-  // seam (ServerPart.connection, gathered by loadServerParts), so it imports no family, at all.
+  // Issue 33: the connection asks the families about its session only through their plugins'
+  // answers (PluginServer.connection, gathered by loadPlugins), so it imports no family, at all.
   it('from the client connection reaches no family directly', () => {
     const connection = 'src/server/front/client-connection.ts';
     expect(importsOf(connection).files.filter((f) => f.startsWith('src/families/'))).toEqual([]);
-    expect(importsOf(connection).files).toContain('src/server/front/family-part.ts');
+    expect(importsOf(connection).files).toContain('src/server/front/plugin-part.ts');
   });
 
   // Issue 33: a family written against the kit (its index.ts declares `plugin`) sees the member only
@@ -258,6 +258,21 @@ describe('the import graph', () => {
       const targets = importsOf(`src/families/${family}/public.ts`).files;
       expect(targets.filter((t) => !t.startsWith(`src/families/${family}/`)), family).toEqual([]);
     }
+  });
+
+  // Issue 33: a family's server side plugs in one way, as a kit plugin (Family.plugin). The old seam,
+  // a `server()` loading a part that got the whole front end, is gone from the contract, the server
+  // and the test fixtures alike, so nothing can declare it again.
+  it('has one way for a family\u2019s server side to plug in: no file under src/ or test/ declares the old server part', () => {
+    const self = relative(ROOT, import.meta.filename);
+    const files = [...sourceFiles('src'), ...sourceFiles('test')].filter((f) => f !== self);
+    expect(files).toContain('test/families/hibernate/transparency.test.ts');
+    const oldSeam = /\b(?:FamilyServerPart|ServerPartSlot|serverOnlyFamily|ServerParts?|loadServerParts)\b|front\/family-part\b/;
+    expect(files.filter((f) => oldSeam.test(readFileSync(join(ROOT, f), 'utf8')))).toEqual([]);
+    for (const gone of ['family-part.ts', 'family-part-type.ts']) expect(existsSync(join(ROOT, 'src/server/front', gone)), gone).toBe(false);
+    const contract = readFileSync(join(ROOT, 'src/statemachine/family.ts'), 'utf8');
+    expect(contract).toMatch(/^\s*plugin\?\(\): Promise<AnyPlugin>;/m);
+    expect(contract).not.toMatch(/^\s*server\?\(/m);
   });
 
   it('exports the client library as vera/client, with types, built from src/client/index.ts', () => {

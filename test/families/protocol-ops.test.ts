@@ -1,6 +1,6 @@
 // A command family can add an op to the client protocol without editing the
-// protocol package: it supplies a request builder (checked with the core ops'
-// own field helpers) and a handler. Tested on the frame decoder alone, on the
+// protocol package: its kit plugin supplies an op schema (checked with the core
+// ops' own field helpers) and a handler. Tested on the frame decoder alone, on the
 // server's gathering of family parts, and end to end on a real server (in this
 // process, on loopback) with a test family whose `clock` op answers the
 // replicated clock.
@@ -20,15 +20,16 @@ import { RANGE_OPS } from '../../src/families/range/wire.js';
 import {
   decodeFrame,
   DEFAULT_LIMITS,
+  defineOp,
   invalid,
   isCoreRequest,
   pathField,
   uintField,
-  type FamilyRequest,
   type ProtocolExtensions,
   type RequestBuilder,
 } from '../../src/protocol/index.js';
-import { loadServerParts, type ServerPart } from '../../src/server/front/family-part.js';
+import type { Plugin } from '../../src/kit/plugin.js';
+import { loadPlugins } from '../../src/server/front/plugin-part.js';
 import { startServer as startMember, stopServer } from '../support/member.js';
 import { connect } from '../../src/client/client.js';
 import { WireClient } from '../server/wire-client.js';
@@ -41,6 +42,33 @@ const buildClock: RequestBuilder = (f, id, limits) => {
   return { id, op: 'clock', path: pathField(f, false, limits), ...(after === undefined ? {} : { after }) };
 };
 const extensions: ProtocolExtensions = new Map([['clock', buildClock]]);
+
+/** The same op as a family's server declares it: a schema whose parse is the builder's checks. */
+function clockSchema(name: string) {
+  return defineOp<{ path: string; after?: number }, { path: string; clock: number; mine: boolean }>({
+    name,
+    unprefixed: true,
+    fields: ['path', 'after'],
+    parse: (f, limits) => {
+      const { id: _id, op: _op, ...request } = buildClock(f, 0, limits) as { id: number; op: string; path: string; after?: number };
+      return request;
+    },
+  });
+}
+
+/** A test family's kit plugin answering `op` (a made-up one, or a core op's name) with the replicated clock. */
+function clockPlugin(op: string): Plugin<{ clock: ReturnType<typeof clockSchema> }, unknown> {
+  return {
+    ops: { clock: clockSchema(op) },
+    needs: { clock: (request) => [{ perm: 'read', resource: request.path }] },
+    touchesNoLists: 'clock reads the replicated clock, not a list',
+    createServer: (host) => ({
+      handlers: {
+        clock: async (request, caller) => ({ path: request.path, clock: host.now(), mine: liveSessions(host.reader).has(caller.session) }),
+      },
+    }),
+  };
+}
 const json = (frame: object): Buffer => Buffer.from(JSON.stringify(frame));
 
 describe('an op a family adds to the protocol', () => {
@@ -64,11 +92,10 @@ describe('an op a family adds to the protocol', () => {
   it('can never replace a core op, and two families cannot add the same op', async () => {
     const core = decodeFrame(json({ id: 1, op: 'ping' }), false, DEFAULT_LIMITS, new Map([['ping', () => ({ id: 1, op: 'ping', hijacked: true })]]));
     expect(core).toEqual({ ok: true, encoding: 'json', request: { id: 1, op: 'ping' } });
-    const adding = (name: string, op: string): AnyFamily =>
-      ({ ...FAMILIES[3]!, plugin: undefined, name, server: async (): Promise<ServerPart> => ({ protocolOps: { [op]: { build: buildClock, needs: () => [], handle: async () => ({}) } } }) }) as AnyFamily;
-    await expect(loadServerParts([...FAMILIES, adding('pinger', 'ping')])).rejects.toThrow(/pinger adds an op named ping, which is a core op/);
-    await expect(loadServerParts([...FAMILIES, adding('a', 'clock'), adding('b', 'clock')])).rejects.toThrow(/clock is answered by two families \(the second is b\)/);
-    const parts = await loadServerParts([...FAMILIES, adding('a', 'clock')]);
+    const adding = (name: string, op: string): AnyFamily => ({ ...FAMILIES[3]!, name, plugin: async () => clockPlugin(op) }) as AnyFamily;
+    await expect(loadPlugins([...FAMILIES, adding('pinger', 'ping')])).rejects.toThrow(/pinger adds an op named ping, which is a core op/);
+    await expect(loadPlugins([...FAMILIES, adding('a', 'clock'), adding('b', 'clock')])).rejects.toThrow(/clock is answered by two families \(the second is b\)/);
+    const parts = await loadPlugins([...FAMILIES, adding('a', 'clock')]);
     expect([...parts.extensions.keys()]).toEqual([...JOURNAL_OPS.keys(), ...ASSIGN_OPS.keys(), ...HIBERNATE_OPS.keys(), ...AUTH_OPS.keys(), ...AUDIT_OPS.keys(), ...OBSERVE_OPS.keys(), ...LEASE_OPS.keys(), ...KV_OPS.keys(), ...RANGE_OPS.keys(), ...Object.values(COUNTER_OPS).map((o) => o.name), 'clock']);
   });
 });
@@ -79,18 +106,9 @@ describe('a family op on a real server', () => {
   it('is answered over the WebSocket by the family that added it, in both encodings', async () => {
     const clockFamily = {
       ...FAMILIES[3]!,
-      // The lag family's apply side under another name, with a server part instead of lag's plugin.
-      plugin: undefined,
+      // The lag family's apply side under another name, with the clock plugin instead of lag's.
       name: 'clock-test',
-      server: async (): Promise<ServerPart> => ({
-        protocolOps: {
-          clock: {
-            build: buildClock,
-            needs: (request) => [{ perm: 'read', resource: (request as FamilyRequest & { path: string }).path }],
-            handle: async ({ fe, request, session }) => ({ path: (request as FamilyRequest & { path: string }).path, clock: fe.node.stateMachine.clock, mine: liveSessions(fe.node.stateMachine).has(session) }),
-          },
-        },
-      }),
+      plugin: async () => clockPlugin('clock'),
     } as AnyFamily;
     const { url } = await startMember({ families: [...FAMILIES, clockFamily] });
     for (const encoding of ['json', 'msgpack'] as const) {

@@ -5,12 +5,12 @@ import { describe, expect, it } from 'vitest';
 import type { AnyFamily } from '../../src/statemachine/family.js';
 import { FAMILIES } from '../../src/families/registry.js';
 import { OPS } from '../../src/protocol/index.js';
-import { loadServerParts } from '../../src/server/front/family-part.js';
+import { loadPlugins } from '../../src/server/front/plugin-part.js';
 import { DEFAULT_DUTY_TIMINGS } from '../../src/server/front/leader-duties.js';
 
 describe('the families\u2019 server parts', () => {
   it('answer every client op but hello, ping and get, and declare duties that have periods', async () => {
-    const parts = await loadServerParts(FAMILIES);
+    const parts = await loadPlugins(FAMILIES);
     expect(Object.keys(parts.ops).sort()).toEqual(OPS.filter((op) => !['hello', 'ping', 'get'].includes(op)).sort());
     expect(parts.duties.map((d) => d.name).sort()).toEqual(['ack-flush', 'assign-purge', 'audit-flush', 'command-version', 'hibernate-idle', 'journal-drops', 'journal-expiry', 'journal-result-expiry', 'journal-schedules', 'journal-timeouts', 'session-expiry']);
     for (const duty of parts.duties) expect(DEFAULT_DUTY_TIMINGS[duty.name] ?? duty.periodMs).toBeGreaterThan(0);
@@ -18,31 +18,39 @@ describe('the families\u2019 server parts', () => {
 
   it('refuses two families answering the same op', async () => {
     const copy = { ...FAMILIES[1]!, name: 'lists-again' } as AnyFamily;
-    await expect(loadServerParts([...FAMILIES, copy])).rejects.toThrow(/client op push is answered by two families \(the second is lists-again\)/);
+    await expect(loadPlugins([...FAMILIES, copy])).rejects.toThrow(/client op push is answered by two families \(the second is lists-again\)/);
+  });
+
+  it('refuses an op whose plugin does not say what it needs, so none is served unjudged', async () => {
+    const counter = FAMILIES.find((f) => f.name === 'counter')!;
+    const plugin = await counter.plugin!();
+    const { get: _get, ...needs } = plugin.needs;
+    const unjudged = { ...counter, plugin: async () => ({ ...plugin, needs }) } as AnyFamily;
+    await expect(loadPlugins(FAMILIES.map((f) => (f === counter ? unjudged : f)))).rejects.toThrow(/the plugin declares no needs for counter\.get/);
   });
 
   it('load side by side, each asked for before any has loaded, and are used in registry order', async () => {
     const asked: string[] = [];
     const loads: Array<() => void> = [];
     const delayed = FAMILIES.map((family) =>
-      family.server === undefined
+      family.plugin === undefined
         ? family
         : ({
             ...family,
-            server: async () => {
+            plugin: async () => {
               asked.push(family.name);
               await new Promise<void>((loaded) => loads.push(loaded));
-              return family.server!();
+              return family.plugin!();
             },
           } as AnyFamily),
     );
-    const loading = loadServerParts(delayed);
-    const withServer = FAMILIES.filter((f) => f.server !== undefined).map((f) => f.name);
+    const loading = loadPlugins(delayed);
+    const withServer = FAMILIES.filter((f) => f.plugin !== undefined).map((f) => f.name);
     // A starting member waits for these: one module load after another would add up.
     await new Promise((resolve) => setImmediate(resolve));
     expect(asked).toEqual(withServer);
     for (const loaded of loads.reverse()) loaded(); // the last finishes first
     const parts = await loading;
-    expect(Object.keys(parts.ops)).toEqual(Object.keys((await loadServerParts(FAMILIES)).ops));
+    expect(Object.keys(parts.ops)).toEqual(Object.keys((await loadPlugins(FAMILIES)).ops));
   });
 });

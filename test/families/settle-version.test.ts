@@ -11,7 +11,9 @@ import type { FrontEnd } from '../../src/server/front/context.js';
 
 /** What the cluster family's instance on `fe` answers a hello that waits for `version`. */
 function settleCommandVersion(fe: FrontEnd, version: number, timeoutMs: number): Promise<void> {
-  return pluginPart(cluster, clusterPlugin).connection!.settleVersion!(fe, version, timeoutMs);
+  const part = pluginPart(cluster, clusterPlugin);
+  part.bind(fe);
+  return part.connection!.settleVersion!(version, timeoutMs);
 }
 
 function member(peerVersion: number): { fe: FrontEnd; applied: () => void; waitedFor: number[] } {

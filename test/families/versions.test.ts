@@ -22,7 +22,9 @@ const packr = new Packr({ useRecords: false, variableMapSize: true });
 
 /** The gate the cluster family's instance on `fe` runs before every proposal. */
 function assertCommandVersion(fe: FrontEnd, what: string, required: number): void {
-  pluginPart(cluster, clusterPlugin).versionGate!(fe, what, required);
+  const part = pluginPart(cluster, clusterPlugin);
+  part.bind(fe);
+  part.versionGate!(what, required);
 }
 
 describe('which version the cluster may run', () => {

@@ -44,7 +44,7 @@ function lagHost(m: Member): FamilyHost<unknown> {
     },
   };
   const part = pluginPart(lag, probe);
-  part.bind!(m.fe);
+  part.bind(m.fe);
   return host!;
 }
 

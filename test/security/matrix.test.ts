@@ -15,7 +15,7 @@ import { WireClient, type Reply } from '../server/wire-client.js';
 import type { VeraProcess } from '../support/vera-process.js';
 import { securedServer } from './secured.js';
 import { FAMILIES } from '../../src/families/registry.js';
-import { loadServerParts } from '../../src/server/front/family-part.js';
+import { loadPlugins } from '../../src/server/front/plugin-part.js';
 
 type Perm = 'read' | 'write' | 'watch' | 'admin';
 const PERMS: readonly Perm[] = ['read', 'write', 'watch', 'admin'];
@@ -391,7 +391,7 @@ describe('the permission matrix', () => {
   });
 
   it('has a row for every op any family adds', async () => {
-    const parts = await loadServerParts(FAMILIES);
+    const parts = await loadPlugins(FAMILIES);
     const rows = new Set(OPS.map((o) => o.op));
     const missing = [...parts.familyOps.keys()].filter((op) => !rows.has(op) && NOT_IN_TABLE[op] === undefined);
     expect(missing).toEqual([]);

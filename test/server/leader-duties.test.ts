@@ -11,7 +11,7 @@ import type { FrontEnd } from '../../src/server/front/context.js';
 import { ExpiryQueue } from '../../src/server/node/expiry.js';
 import { LeaderDuties } from '../../src/server/front/leader-duties.js';
 import { pluginPart } from '../../src/server/front/plugin-part.js';
-import type { LeaderDuty } from '../../src/server/front/family-part.js';
+import type { PluginDuty } from '../../src/kit/plugin.js';
 import { sessions } from '../../src/families/sessions/index.js';
 import { lag } from '../../src/families/lag/index.js';
 import { plugin as sessionsPlugin } from '../../src/families/sessions/server.js';
@@ -58,16 +58,19 @@ function frontEnd(): FrontEnd {
   } as unknown as FrontEnd;
 }
 
-/** The session clocks and the ack writer, as the sessions and lag families' plugins declare them. */
-function sessionAndAckDuties(): LeaderDuty[] {
-  return [...pluginPart(sessions, sessionsPlugin).duties!, ...pluginPart(lag, lagPlugin).duties!];
+/** The session clocks and the ack writer, as the sessions and lag families' plugins declare them, their instances serving `fe`. */
+function sessionAndAckDuties(fe: FrontEnd): PluginDuty[] {
+  const parts = [pluginPart(sessions, sessionsPlugin), pluginPart(lag, lagPlugin)];
+  for (const part of parts) part.bind(fe);
+  return parts.flatMap((part) => part.duties);
 }
 
 const expiries = (): Command[] => proposals.filter((c) => c.op === 'closeSession');
 
 describe('LeaderDuties across a lost and regained leadership', () => {
   it('gives every session its full timeout again when this member leads again', () => {
-    const duties = new LeaderDuties(frontEnd(), sessionAndAckDuties(), { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
+    const fe = frontEnd();
+    const duties = new LeaderDuties(fe, sessionAndAckDuties(fe), { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
     duties.setLeading(true);
     advance(900);
     expect(expiries()).toEqual([]);

@@ -5,7 +5,7 @@
 // made per member from a FamilyHost. Nothing here imports the server.
 import { randomInt } from 'node:crypto';
 import { VeraError, type AnyOpSchema, type FamilyRequest } from '../../protocol/index.js';
-import { opRequest, type Plugin, type RequestOfSchema, type PluginNeed, type PluginRoute, type PluginServer, type StoreDb, type StoreSnapshot } from '../../kit/index.js';
+import { metricLines, opRequest, type MetricSample, type Plugin, type RequestOfSchema, type PluginNeed, type PluginRoute, type PluginServer, type StoreDb, type StoreSnapshot } from '../../kit/index.js';
 import { rulesAt, unchangedLogin, type AssignValue, type LoginRefusal } from './apply.js';
 import type { AssignCommand } from './commands.js';
 import { lookupKey, nodeKey, serviceKey } from './keys.js';
@@ -49,10 +49,6 @@ function resultOf<O extends AssignValue['op']>(v: AssignValue, op: O): Extract<A
 interface Counters {
   readonly allocations: Map<string, number>;
   readonly refusals: Map<string, number>;
-}
-
-function label(value: string): string {
-  return value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n');
 }
 
 function createServer(host: AssignHost): PluginServer<Ops, AssignValue> {
@@ -336,14 +332,12 @@ function createServer(host: AssignHost): PluginServer<Ops, AssignValue> {
         ['capacity', 'Users the node may hold.'],
         ['available', 'Slots allocation may take before capacity is released again.'],
       ] as const) {
-        const name = `vera_assign_node_${field}`;
-        lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
-        for (const [service, s] of services) for (const [node, n] of s.nodes) lines.push(`${name}{service="${label(service)}",node="${label(node)}"} ${n[field]}`);
+        lines.push(...metricLines(`vera_assign_node_${field}`, 'gauge', help, [...services].flatMap(([service, s]) => [...s.nodes].map(([node, n]): MetricSample => [{ service, node }, n[field]]))));
       }
-      lines.push('# HELP vera_assign_allocations_total Users allocated to the node, applied on this member since it started.', '# TYPE vera_assign_allocations_total counter');
-      for (const [service, c] of counters) for (const [node, n] of c.allocations) lines.push(`vera_assign_allocations_total{service="${label(service)}",node="${label(node)}"} ${n}`);
-      lines.push('# HELP vera_assign_refusals_total Requests refused, by reason (no-node-available is an allocation failure), applied on this member since it started.', '# TYPE vera_assign_refusals_total counter');
-      for (const [service, c] of counters) for (const [reason, n] of c.refusals) lines.push(`vera_assign_refusals_total{service="${label(service)}",reason="${reason}"} ${n}`);
+      const allocations = [...counters].flatMap(([service, c]) => [...c.allocations].map(([node, n]): MetricSample => [{ service, node }, n]));
+      lines.push(...metricLines('vera_assign_allocations_total', 'counter', 'Users allocated to the node, applied on this member since it started.', allocations));
+      const refusals = [...counters].flatMap(([service, c]) => [...c.refusals].map(([reason, n]): MetricSample => [{ service, reason }, n]));
+      lines.push(...metricLines('vera_assign_refusals_total', 'counter', 'Requests refused, by reason (no-node-available is an allocation failure), applied on this member since it started.', refusals));
       return `${lines.join('\n')}\n`;
     },
   };

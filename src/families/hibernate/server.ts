@@ -6,7 +6,7 @@
 // on every access path. One instance per member holds what the member keeps
 // (member.ts). Metrics: units and bytes frozen, freezes and thaws, thaw time.
 import { VeraError } from '../../protocol/index.js';
-import type { FamilyHost, Plugin, PluginPathGuard, PluginServer } from '../../kit/index.js';
+import { metricLines, type FamilyHost, type Plugin, type PluginPathGuard, type PluginServer } from '../../kit/index.js';
 import { bucketRange } from '../../keys/index.js';
 import { FROZEN_REFUSAL, type FreezeValue, type HibernateCommand, type HibernateValue } from './index.js';
 import type { HibernateState } from './state.js';
@@ -239,28 +239,16 @@ class Hibernation implements IdleWork {
     const sorted = [...c.thawMs].sort((a, b) => a - b);
     const q = (p: number): number => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!);
     return [
-      '# HELP vera_hibernate_units_frozen Units in the cold store.',
-      '# TYPE vera_hibernate_units_frozen gauge',
-      `vera_hibernate_units_frozen ${state.frozen.size}`,
-      '# HELP vera_hibernate_units_freezing Units whose freeze has begun and is not yet committed.',
-      '# TYPE vera_hibernate_units_freezing gauge',
-      `vera_hibernate_units_freezing ${state.freezing.size}`,
-      "# HELP vera_hibernate_cold_bytes Bytes of the Frozen units' cold files.",
-      '# TYPE vera_hibernate_cold_bytes gauge',
-      `vera_hibernate_cold_bytes ${state.coldBytes}`,
-      '# HELP vera_hibernate_compactions_total Compactions of the key span freezes deleted from, on this member since it started.',
-      '# TYPE vera_hibernate_compactions_total counter',
-      `vera_hibernate_compactions_total ${state.compactor.compactions}`,
-      '# HELP vera_hibernate_freezes_total Units frozen, applied on this member since it started.',
-      '# TYPE vera_hibernate_freezes_total counter',
-      `vera_hibernate_freezes_total ${c.freezes}`,
-      '# HELP vera_hibernate_thaws_total Units thawed, applied on this member since it started.',
-      '# TYPE vera_hibernate_thaws_total counter',
-      `vera_hibernate_thaws_total ${c.thaws}`,
-      '# HELP vera_hibernate_thaw_ms Time from a request meeting a Frozen unit to its thaw being applied (this member as leader, last 1000 thaws).',
-      '# TYPE vera_hibernate_thaw_ms summary',
-      `vera_hibernate_thaw_ms{quantile="0.5"} ${q(0.5).toFixed(3)}`,
-      `vera_hibernate_thaw_ms{quantile="0.99"} ${q(0.99).toFixed(3)}`,
+      ...metricLines('vera_hibernate_units_frozen', 'gauge', 'Units in the cold store.', state.frozen.size),
+      ...metricLines('vera_hibernate_units_freezing', 'gauge', 'Units whose freeze has begun and is not yet committed.', state.freezing.size),
+      ...metricLines('vera_hibernate_cold_bytes', 'gauge', "Bytes of the Frozen units' cold files.", state.coldBytes),
+      ...metricLines('vera_hibernate_compactions_total', 'counter', 'Compactions of the key span freezes deleted from, on this member since it started.', state.compactor.compactions),
+      ...metricLines('vera_hibernate_freezes_total', 'counter', 'Units frozen, applied on this member since it started.', c.freezes),
+      ...metricLines('vera_hibernate_thaws_total', 'counter', 'Units thawed, applied on this member since it started.', c.thaws),
+      ...metricLines('vera_hibernate_thaw_ms', 'summary', 'Time from a request meeting a Frozen unit to its thaw being applied (this member as leader, last 1000 thaws).', [
+        [{ quantile: '0.5' }, q(0.5).toFixed(3)],
+        [{ quantile: '0.99' }, q(0.99).toFixed(3)],
+      ]),
       `vera_hibernate_thaw_ms_count ${c.thawMs.length}`,
       '',
     ].join('\n');

@@ -11,9 +11,10 @@ import { OutputBudget, type OutputSocket } from './output-budget.js';
 import { ReadPauses } from './read-pauses.js';
 import { CORE_NEEDS, runFamilyOp, type Need, type Principal } from '../guard/access.js';
 import { credentialBasis, credentialProblem, type Credential } from '../guard/credential.js';
-import type { LiveSession, OpHandler } from './family-part.js';
+import type { CoreOp, CoreOpHandler } from '../../kit/plugin.js';
+import type { LiveSession } from './plugin-part.js';
 import { accessesOf, guarded } from '../guard/path-guard.js';
-import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Op, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult } from '../../protocol/index.js';
+import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult } from '../../protocol/index.js';
 
 /** How long a hello on a member that knows no leader waits for an election to end (the shortest election timeout). */
 const HELLO_LEADER_WAIT_MS = 1000;
@@ -148,7 +149,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (est === null || this.closed) return;
     const guard = this.fe.guard;
     if (!guard.enabled || this.reviewCredential() || est.principal === null) return;
-    const revoked = this.fe.connectionSeam.watchesOf(this.fe, est.session).filter((w) => !guard.mayWatch(est.principal, w.path));
+    const revoked = this.fe.connectionSeam.watchesOf(est.session).filter((w) => !guard.mayWatch(est.principal, w.path));
     if (revoked.length === 0) return;
     const reason = `user ${est.principal} may no longer watch these; they were dropped`;
     this.sendFrame(encodeNotify({ revoked: revoked.map((w) => ({ path: w.path, prefix: w.prefix })), reason }, est.encoding), false);
@@ -333,10 +334,10 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   /** A core op a command family answers (its paths have passed the path guards). */
   private async answerCoreOp(request: Exclude<Request, { op: 'hello' | 'ping' | 'get' }>, session: string, frameBytes: number): Promise<AnyResult> {
     // The handler registered under an op takes that op's request: the table is keyed so.
-    const handler = this.fe.ops[request.op] as OpHandler<Op> | undefined;
+    const handler = this.fe.ops[request.op] as CoreOpHandler<CoreOp> | undefined;
     if (handler === undefined) throw new VeraError('BAD_REQUEST', `no command family answers "${request.op}"`);
     const principal = this.established!.principal;
-    const result = await handler({ fe: this.fe, session, request, frameBytes });
+    const result: AnyResult = await handler(request, { session, frameBytes });
     // ls names children: only those the principal may read something in are shown.
     if (request.op !== 'ls' || this.fe.guard.unrestricted(principal)) return result;
     const base = request.path === '/' ? '' : request.path;
@@ -397,7 +398,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (req.session !== undefined) {
       // Only a state machine that has applied every committed entry can say a session is gone.
       await fe.node.linearizableBarrier(fe.readTimeoutMs);
-      const info = seam.session(fe, req.session);
+      const info = seam.session(req.session);
       if (!info) throw new VeraError('SESSION_EXPIRED', `session ${req.session} has expired or never existed; start a new one`);
       // A session a family holds for its own use (a lease) no connection may hold.
       const held = seam.resumeRefusal(req.session);
@@ -407,7 +408,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       session = req.session;
       timeoutMs = info.timeoutMs;
     } else {
-      if (seam.sessionCount(fe) >= fe.limits.sessionsMax) {
+      if (seam.sessionCount() >= fe.limits.sessionsMax) {
         throw new VeraError('RATE_LIMITED', `session limit reached (${fe.limits.sessionsMax})`, { retryAfterMs: 1000 });
       }
       const { min, max } = fe.sessionTimeouts;
@@ -418,8 +419,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       // Only the hash goes into the log: the token itself is told to the creator alone. A session opened
       // without one (a cluster not yet at the version that records it) can never be resumed, so a hello
       // in the moment after a new cluster's first election waits for the version its leader is raising.
-      await seam.settleVersion(fe, seam.resumeTokensSince, HELLO_LEADER_WAIT_MS);
-      resume = seam.activeVersion(fe) >= seam.resumeTokensSince ? randomBytes(24).toString('base64url') : undefined;
+      await seam.settleVersion(seam.resumeTokensSince, HELLO_LEADER_WAIT_MS);
+      resume = seam.activeVersion() >= seam.resumeTokensSince ? randomBytes(24).toString('base64url') : undefined;
       const open = {
         op: 'openSession' as const,
         session,
@@ -457,7 +458,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private startFeed(hello: HelloResult): void {
     const { session, resumed } = this.established!;
     // A brand-new session cannot have missed anything; a resumed one gets everything after its last acknowledgement.
-    const after = resumed ? Math.max(this.fe.notifier.ackedIndex(session), this.fe.connectionSeam.ackedInLog(this.fe, session)) : hello.index;
+    const after = resumed ? Math.max(this.fe.notifier.ackedIndex(session), this.fe.connectionSeam.ackedInLog(session)) : hello.index;
     this.fe.notifier.attach(session, this, after);
   }
 

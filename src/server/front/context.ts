@@ -8,7 +8,8 @@ import type { ApplyOutcome, ApplyResult } from '../../statemachine/types.js';
 import type { HibernationConfig, ServerLimits } from '../config.js';
 import type { DiskGuard } from '../node/disk-guard.js';
 import type { ExpiryQueue } from '../node/expiry.js';
-import type { ConnectionSeam, FamilyHttpRoute, FamilyOp, OpHandlers, PathGuard } from './family-part.js';
+import type { PluginPathGuard, PluginRoute } from '../../kit/plugin.js';
+import type { ConnectionSeam, CoreOps, FamilyOp } from './plugin-part.js';
 import type { Notifier } from './notifier.js';
 import { NOT_PROPOSED, VeraError, type ProtocolExtensions, type ProtocolLimits } from '../../protocol/index.js';
 import type { ServerMetrics } from '../node/server-metrics.js';
@@ -47,21 +48,21 @@ export interface AttachedConnection {
 export interface FrontEnd {
   readonly node: VeraNode;
   /** The client ops the command families answer (all but hello, ping and get, which the connection does). */
-  readonly ops: OpHandlers;
+  readonly ops: CoreOps;
   /** Ops the command families added to the protocol: how to check them, and who answers them. */
   readonly extensions: ProtocolExtensions;
   readonly familyOps: ReadonlyMap<string, FamilyOp>;
   /** HTTP endpoints and metrics the command families add. */
-  readonly familyHttp: readonly FamilyHttpRoute[];
-  readonly familyMetrics: ReadonlyArray<(fe: FrontEnd) => Promise<string>>;
+  readonly familyHttp: readonly PluginRoute[];
+  readonly familyMetrics: ReadonlyArray<() => Promise<string>>;
   /** Where this member's client port listens, and whether it may do so with authentication off (exposure.ts). */
   readonly clientAddress: { readonly host: string };
   readonly insecure: boolean;
   /** /metrics answers only users with read on 'cluster' (when authentication is on): `--metrics-need-auth`. */
   readonly metricsNeedAuth: boolean;
-  /** The families' rules over every access to a path (see ServerPart.pathGuard; run by path-guard.ts). */
-  readonly pathGuards: readonly PathGuard[];
-  /** What the families that keep sessions answer a connection about its session (ServerPart.connection). */
+  /** The families' rules over every access to a path (PluginServer.pathGuard; run by path-guard.ts). */
+  readonly pathGuards: readonly PluginPathGuard[];
+  /** What the families that keep sessions answer a connection about its session (PluginServer.connection). */
   readonly connectionSeam: ConnectionSeam;
   /** Which units hibernate when idle, or null (docs/hibernation.md). */
   readonly hibernation: HibernationConfig | null;

@@ -14,13 +14,13 @@ import type { ExpiryQueue } from '../node/expiry.js';
 import type { ServerMetrics } from '../node/server-metrics.js';
 import type { VeraNode } from '../node/vera-node.js';
 import type { AttachedConnection, FrontEnd } from './context.js';
-import type { ServerParts } from './family-part.js';
+import type { PluginParts } from './plugin-part.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier } from './notifier.js';
 
 export interface FrontEndInputs {
   readonly config: ServerConfig;
   readonly node: VeraNode;
-  readonly parts: ServerParts;
+  readonly parts: PluginParts;
   readonly directory: MemberDirectory;
   readonly leaderWatch: LeaderWatch;
   readonly disk: DiskGuard;

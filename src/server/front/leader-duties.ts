@@ -4,7 +4,7 @@
 // stop and the clients attached here are sent to the new leader.
 
 import { CloseCode, type FrontEnd } from '../front/context.js';
-import type { LeaderDuty } from '../front/family-part.js';
+import type { PluginDuty } from '../../kit/plugin.js';
 
 /** Period of each duty by name (ms). */
 export type LeaderDutyTimings = Readonly<Record<string, number>>;
@@ -22,15 +22,15 @@ export class LeaderDuties {
 
   constructor(
     private readonly fe: FrontEnd,
-    private readonly duties: readonly LeaderDuty[],
+    private readonly duties: readonly PluginDuty[],
     private readonly timings: LeaderDutyTimings,
   ) {
     for (const duty of duties) if (!(this.periodOf(duty) > 0)) throw new Error(`no period for the leader duty ${duty.name}`);
   }
 
   /** The server's timing for the duty if it has one (tests shorten them), else the duty's own. */
-  private periodOf(duty: LeaderDuty): number {
-    return this.timings[duty.name] ?? duty.periodMs ?? 0;
+  private periodOf(duty: PluginDuty): number {
+    return this.timings[duty.name] ?? duty.periodMs;
   }
 
   /** Called on every role change. */
@@ -41,11 +41,11 @@ export class LeaderDuties {
     const { fe } = this;
     if (leading) {
       for (const duty of this.duties) {
-        duty.start?.(fe);
-        this.timers.push(setInterval(() => duty.tick(fe), this.periodOf(duty)));
+        duty.start?.();
+        this.timers.push(setInterval(() => duty.tick(), this.periodOf(duty)));
       }
     } else {
-      for (const duty of this.duties) duty.stop?.(fe);
+      for (const duty of this.duties) duty.stop?.();
       // Sessions live on the leader: send their clients to the new one.
       for (const conn of [...fe.connections.values()]) conn.close(CloseCode.notLeader, 'this node is no longer the leader; reconnect');
       fe.connections.clear();
@@ -56,7 +56,7 @@ export class LeaderDuties {
   /** The server closes: timers end, and while it led, each duty's stop runs (what a duty started ends with it). */
   stop(): void {
     this.stopTimers();
-    if (this.leading) for (const duty of this.duties) duty.stop?.(this.fe);
+    if (this.leading) for (const duty of this.duties) duty.stop?.();
     this.leading = false;
   }
 

@@ -1,183 +1,109 @@
-// Runs a kit plugin (src/kit/plugin.ts) as a server part: its op schemas become
-// the family's protocol ops, its needs the permission checks, and its instance's
-// handlers, duties, HTTP routes, applied hook, metrics, path guard, resume refusal and close the
-// part's. The server loads its parts once per member (loadServerParts), so the
-// part makes the member's one instance then, with a host that the member's front
-// end is bound to once it is built (ServerPart.bind). The FamilyHost is the only
-// view of the front end a plugin gets.
-import { buildersOf, typedRequest, VeraError, type AnyOpSchema, type ErrorCode } from '../../protocol/index.js';
-import type { AnyPlugin, CoreOp, CoreOpHandler, FamilyHost, PluginConnection, PluginServer } from '../../kit/plugin.js';
+// How the server runs the families' server sides, each a kit plugin (src/kit/plugin.ts,
+// loaded on demand through Family.plugin, so the store kernel never loads server code):
+// its op schemas become protocol ops with their permission needs and list uses, and its
+// instance's handlers, core ops, duties, HTTP routes, applied hook, metrics, path guard
+// and answers to the connection are gathered, once per member, by loadPlugins. The
+// instance is made then, with a host (plugin-host.ts) bound to the member's front end once
+// it is built (PluginParts.bind): the server calls the instance as the kit declares it.
+import { buildersOf, OPS, typedRequest, type AnyOpSchema, type FamilyRequest, type FamilyResult, type ProtocolExtensions, type RequestBuilder } from '../../protocol/index.js';
+import type { AnyPlugin, CoreOp, CoreOpHandler, PathAccess, PluginConnection, PluginDuty, PluginPathGuard, PluginRoute, PluginServer } from '../../kit/plugin.js';
 import type { AnyFamily } from '../../statemachine/family.js';
-import { CloseCode, notLeaderError, type FrontEnd } from './context.js';
-import { exposureProblem } from '../guard/exposure.js';
-import { suppressedWhat } from '../guard/audit-queue.js';
-import { childrenOf, listEntries, listsHeldAt } from '../guard/path-guard.js';
-import { proposeTimed, type ConnectionSeam, type FamilyHttpRoute, type FamilyOp, type FamilyOpCall, type LeaderDuty, type OpHandlers, type PathAccess, type PathGuard, type ServerPart } from './family-part.js';
-import type { AnyCommand } from '../../families/core-commands.js';
-import type { ApplyOutcome, ApplySuccess } from '../../statemachine/types.js';
-import { COMMAND_VERSION, LEGACY_OPS } from '../../families/registry.js';
-import type { ChangeEvent } from '../../protocol/index.js';
+import type { ApplyOutcome } from '../../statemachine/types.js';
+import { LEGACY_OPS } from '../../families/registry.js';
+import type { FrontEnd } from './context.js';
+import type { Need, Principal } from '../guard/access.js';
+import { Binding, hostOf } from './plugin-host.js';
 
-/** A family's own section of the server's configuration, by family name. */
-function settingsOf(fe: FrontEnd, family: string): unknown {
-  return family === 'hibernate' ? fe.hibernation : null;
+// What an access does with a path, a stored list entry, a live session: the kit's.
+export type { LiveSession, PathAccess, PathUse, StoredEntry } from '../../kit/plugin.js';
+
+/** An op a family adds to the protocol: how its request is checked, what it needs and touches, and how it is answered. */
+export interface FamilyOp {
+  readonly build: RequestBuilder;
+  /**
+   * What the request touches, judged before it runs (src/server/guard/access.ts): every op
+   * says, so no op of any family can be served unchecked.
+   */
+  readonly needs: (request: FamilyRequest) => readonly Need[];
+  /** The lists at paths the request uses and how, for the path guards (path-guard.ts); none for an op of `touchesNoLists`. */
+  readonly touches: (request: FamilyRequest) => readonly PathAccess[];
+  readonly handle: (call: FamilyOpCall) => Promise<FamilyResult>;
 }
 
-/** The front end a host serves, bound once; a plugin that calls its host from createServer is told so. */
-class Binding {
-  private fe: FrontEnd | null = null;
-
-  constructor(private readonly family: string) {}
-
-  bind(fe: FrontEnd): void {
-    if (this.fe !== null && this.fe !== fe) throw new Error(`the ${this.family} plugin's instance serves one member; it was bound to another front end`);
-    this.fe = fe;
-  }
-
-  get(): FrontEnd {
-    if (this.fe === null) throw new Error(`the ${this.family} plugin called its host before the member was open (from createServer?)`);
-    return this.fe;
-  }
+export interface FamilyOpCall {
+  readonly session: string;
+  readonly request: FamilyRequest;
+  readonly frameBytes: number;
+  /** Who asks (judged already against the op's needs): what a read shows is filtered by it. */
+  readonly principal: Principal;
+  /** The client's address, as the audit log names it. */
+  readonly remote: string;
 }
 
-type ProposeOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly code: ErrorCode; readonly message: string };
+/** The core protocol ops the families answer (all but hello, ping and get), as the kit types them. */
+export type CoreOps = { readonly [O in CoreOp]?: CoreOpHandler<O> };
 
-function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
-  const fe = (): FrontEnd => binding.get();
-  // One path for propose, proposeOutcome and proposeTo: the first four families' commands name
-  // no family (their entries never did: docs/architecture.md), every later one is tagged. A
-  // legacy command's value is its result as the kernel gives it (those families answer no FamilySuccess).
-  const isLegacy = (name: string, op: string): boolean => LEGACY_OPS.get(op)?.name === name;
-  const send = (name: string, command: { readonly op: string }, legacy: boolean): Promise<ApplyOutcome> =>
-    proposeTimed(fe(), (legacy ? command : { ...command, family: name }) as unknown as AnyCommand);
-  const successValue = (name: string, legacy: boolean, result: ApplySuccess): unknown => {
-    if (legacy) return result;
-    if (result.op !== 'family' || result.family !== name) throw new VeraError('INTERNAL', `a ${name} command applied as ${result.op}`);
-    return result.value;
-  };
-  const proposeOutcomeAs = async (name: string, command: { readonly op: string }): Promise<ProposeOutcome> => {
-    const legacy = isLegacy(name, command.op);
-    const { result } = await send(name, command, legacy);
-    if (!result.ok) return { ok: false, code: result.code, message: result.message };
-    return { ok: true, value: successValue(name, legacy, result) };
-  };
-  // Throws the refusal itself, awaiting the proposal once: a push is proposed so.
-  const proposeAs = async (name: string, command: { readonly op: string }): Promise<unknown> => {
-    const legacy = isLegacy(name, command.op);
-    const { result } = await send(name, command, legacy);
-    if (!result.ok) throw new VeraError(result.code, result.message);
-    return successValue(name, legacy, result);
-  };
-  const logger = (): FrontEnd['logger'] => fe().logger.child({ family: family.name });
-  return {
-    propose: (command) => proposeAs(family.name, command),
-    proposeOutcome: (command) => proposeOutcomeAs(family.name, command),
-    proposeTo: (name, command) => proposeAs(name, command),
-    barrier: () => fe().node.linearizableBarrier(fe().readTimeoutMs),
-    state: () => fe().node.stateMachine.stateOf(family),
-    readNow: (what, read) => fe().node.stateMachine.readNow(what, read),
-    linearizableNow: () => fe().node.linearizableNow(),
-    countLeaseRead: () => fe().node.countLeaseRead(),
-    get reader() {
-      return fe().node.stateMachine;
-    },
-    now: () => fe().node.stateMachine.clock,
-    appliedIndex: () => fe().node.stateMachine.appliedIndex,
-    // Answered by the family that keeps it (cluster), through the seam the connection asks too.
-    commandVersion: () => fe().connectionSeam.activeVersion(fe()),
-    get limits() {
-      return fe().limits;
-    },
-    get userLimits() {
-      const { items, bytes, sessions } = fe().guard.meter.limits;
-      return { items, bytes, sessions };
-    },
-    member: {
-      status: () => {
-        const st = fe().node.status();
-        return { ...st, applied: fe().node.appliedIndex, voters: st.config.voters, learners: st.config.learners };
-      },
-      clientUrl: (id) => fe().clientUrl(id),
-      connected: (session) => fe().connections.has(session),
-      ackedIndex: (session) => fe().notifier.ackedIndex(session),
-      takeUnwrittenAcks: () => fe().notifier.takeUnwrittenAcks(),
-      endConnection: (session) => {
-        fe().notifier.forgetSession(session);
-        const connection = fe().connections.get(session);
-        if (connection === undefined) return;
-        fe().connections.delete(session);
-        connection.close(CloseCode.sessionEnded, 'session ended');
-      },
-      // The event log holds the lists family's events, which are the protocol's ChangeEvent on the wire.
-      eventsOf: (path, prefix, after, through, maxBytes, visible) => fe().node.events.eventsOf(path, prefix, after, through, maxBytes, visible) as ChangeEvent[] | null,
-      commandVersions: () => ({ build: COMMAND_VERSION, peers: fe().peerCommandVersions }),
-      waitApplied: (index) => fe().node.waitApplied(index),
-    },
-    sessionClocks: {
-      track: (session, timeoutMs) => fe().expiry.track(session, timeoutMs),
-      touch: (session) => fe().expiry.touch(session),
-      has: (session) => fe().expiry.has(session),
-      remainingMs: (session) => fe().expiry.remainingMs(session),
-      remove: (session) => fe().expiry.remove(session),
-      sessions: () => fe().expiry.sessions(),
-      get size() {
-        return fe().expiry.size;
-      },
-      takeDue: () => fe().expiry.takeDue(),
-      retry: (session) => fe().expiry.retry(session),
-      clear: () => fe().expiry.clear(),
-      countOpened: () => fe().metrics.sessionsOpened.inc(),
-      countExpired: () => fe().metrics.expirations.inc(),
-    },
-    admitWrite: (bytes) => fe().disk.admit(bytes),
-    lists: {
-      entries: (db, snapshot, path, after) => listEntries(fe(), db, snapshot, path, after),
-      heldAt: (db, snapshot, prefix, after) => listsHeldAt(fe(), db, snapshot, prefix, after),
-      childrenOf: (path) => childrenOf(fe(), path),
-    },
-    access: {
-      mayRead: (user, path) => fe().guard.mayRead(user, path),
-      maySeeBelow: (user, path) => fe().guard.maySeeBelow(user, path),
-      mayWatch: (user, path) => fe().guard.mayWatch(user, path),
-      authenticate: (user, password, remote) => fe().guard.authenticate({ user, password }, remote, Date.now()),
-      exposedWithoutAuth: () => exposureProblem({ client: fe().clientAddress, insecure: fe().insecure }, false),
-      reviewConnections: () => {
-        for (const connection of fe().connections.values()) connection.reviewAccess?.();
-      },
-      takeAuditFacts: (max) => {
-        const guard = fe().guard;
-        const taken = guard.takeAuditFacts(max);
-        return { facts: taken.facts, suppressed: suppressedWhat(taken.suppressed), giveBack: () => guard.returnAuditFacts(taken) };
-      },
-    },
-    settings: () => settingsOf(fe(), family.name),
-    isLeader: () => fe().isLeader(),
-    notLeader: () => notLeaderError(fe()),
-    log: {
-      debug: (fields, msg) => logger().debug(fields, msg),
-      info: (fields, msg) => logger().info(fields, msg),
-      warn: (fields, msg) => logger().warn(fields, msg),
-      error: (fields, msg) => logger().error(fields, msg),
-    },
-  };
+/**
+ * What a client connection asks about its session, answered by whichever families keep
+ * it (sessions, lease, cluster, watches, lag: PluginServer.connection and resumeRefusal),
+ * so the connection imports no family. A member no family gives answers "nothing kept".
+ */
+export interface ConnectionSeam extends PluginConnection {
+  /** Why a hello may not resume the live session `id` (a family holds it for its own use), or null. */
+  resumeRefusal(id: string): string | null;
 }
 
-function protocolOpsOf(plugin: AnyPlugin, instance: PluginServer<Record<string, AnyOpSchema>>, bind: (fe: FrontEnd) => void): Record<string, FamilyOp> {
+const NOTHING_KEPT: ConnectionSeam = {
+  session: () => undefined,
+  sessionCount: () => 0,
+  resumeRefusal: () => null,
+  resumeTokensSince: Number.POSITIVE_INFINITY,
+  activeVersion: () => 0,
+  settleVersion: async () => undefined,
+  watchesOf: () => [],
+  ackedInLog: () => 0,
+};
+
+/** One family's plugin as the server runs it: its instance's members, gathered with the others' by loadPlugins. */
+export interface PluginPart {
+  /** Ops this family adds to the protocol. */
+  readonly protocolOps: Readonly<Record<string, FamilyOp>>;
+  /** Core protocol ops this family answers. */
+  readonly ops: CoreOps;
+  readonly duties: readonly PluginDuty[];
+  readonly http: readonly PluginRoute[];
+  /** Sees the outcome of every entry this member applies, in log order, once it is in the db. Must not throw or block. */
+  readonly onApplied?: (outcome: ApplyOutcome) => void;
+  readonly metrics?: () => Promise<string>;
+  readonly pathGuard?: PluginPathGuard;
+  readonly connection?: Partial<ConnectionSeam>;
+  /** Throws when a proposal of `what` needing command version `required` may not be made yet (one family at most: cluster). */
+  readonly versionGate?: (what: string, required: number) => void;
+  /** Ties the instance's host to the member's front end, once it is built; before any op, duty or hook. */
+  bind(fe: FrontEnd): void;
+  /** Releases what the instance holds for its member (timers, waiters) when the server closes. */
+  readonly close?: () => void;
+}
+
+type AnyInstance = PluginServer<Record<string, AnyOpSchema>>;
+
+function protocolOpsOf(plugin: AnyPlugin, instance: AnyInstance): Record<string, FamilyOp> {
   const schemas = Object.entries(plugin.ops as Record<string, AnyOpSchema>);
   const builders = buildersOf(schemas.map(([, schema]) => schema));
   const protocolOps: Record<string, FamilyOp> = {};
   for (const [key, schema] of schemas) {
-    const needs = plugin.needs[key] as (request: object) => ReturnType<FamilyOp['needs']>;
+    const needs = plugin.needs[key] as ((request: object) => ReturnType<FamilyOp['needs']>) | undefined;
     const touches = plugin.touches?.[key] as ((request: object) => readonly PathAccess[]) | undefined;
     const handler = instance.handlers[key];
+    // The types demand both; checked here too, so no op is ever served unjudged (docs/security.md).
+    if (needs === undefined) throw new Error(`the plugin declares no needs for ${schema.name}`);
     if (handler === undefined) throw new Error(`the plugin's instance has no handler for ${schema.name}`);
     protocolOps[schema.name] = {
       build: builders.get(schema.name)!,
       needs: (request) => needs(typedRequest(schema, request)),
       // Declared by the plugin: the lists the op uses, or none (touchesNoLists) and no path guard has anything to do.
       touches: touches === undefined ? () => [] : (request) => touches(typedRequest(schema, request)),
-      handle: async (call: FamilyOpCall) => {
-        bind(call.fe);
+      handle: async (call) => {
         const result = await handler(typedRequest(schema, call.request), { session: call.session, user: call.principal, remote: call.remote, frameBytes: call.frameBytes });
         return result as Readonly<Record<string, unknown>>;
       },
@@ -186,76 +112,33 @@ function protocolOpsOf(plugin: AnyPlugin, instance: PluginServer<Record<string, 
   return protocolOps;
 }
 
-/** The core ops the instance answers, as the connection calls them (its call carries the session and frame size a caller needs). */
-function coreOpsOf(instance: PluginServer<Record<string, AnyOpSchema>>, bind: (fe: FrontEnd) => void): OpHandlers {
-  const ops: Record<string, unknown> = {};
-  for (const [op, handler] of Object.entries(instance.coreOps ?? {}) as Array<[CoreOp, CoreOpHandler<CoreOp>]>) {
-    ops[op] = (call: { readonly fe: FrontEnd; readonly request: never; readonly session: string; readonly frameBytes: number }) => (bind(call.fe), handler(call.request, call));
-  }
-  return ops as OpHandlers;
-}
-
-/** The instance's answers to the connection (and a family's hold on a session, resumeRefusal), as the seam asks them. */
-function connectionOf(instance: PluginServer<Record<string, AnyOpSchema>>, bind: (fe: FrontEnd) => void): Partial<ConnectionSeam> | undefined {
-  const c: Partial<PluginConnection> = instance.connection ?? {};
+/** The instance's answers to the connection, with a family's hold on a session (resumeRefusal). */
+function connectionOf(instance: AnyInstance): Partial<ConnectionSeam> | undefined {
   const { resumeRefusal } = instance;
   const seam: Partial<ConnectionSeam> = {
-    ...(c.session === undefined ? {} : { session: (fe: FrontEnd, id: string) => (bind(fe), c.session!(id)) }),
-    ...(c.sessionCount === undefined ? {} : { sessionCount: (fe: FrontEnd) => (bind(fe), c.sessionCount!()) }),
-    ...(c.resumeTokensSince === undefined ? {} : { resumeTokensSince: c.resumeTokensSince }),
-    ...(c.activeVersion === undefined ? {} : { activeVersion: (fe: FrontEnd) => (bind(fe), c.activeVersion!()) }),
-    ...(c.settleVersion === undefined ? {} : { settleVersion: (fe: FrontEnd, version: number, timeoutMs: number) => (bind(fe), c.settleVersion!(version, timeoutMs)) }),
-    ...(c.watchesOf === undefined ? {} : { watchesOf: (fe: FrontEnd, session: string) => (bind(fe), c.watchesOf!(session)) }),
-    ...(c.ackedInLog === undefined ? {} : { ackedInLog: (fe: FrontEnd, session: string) => (bind(fe), c.ackedInLog!(session)) }),
+    ...instance.connection,
     ...(resumeRefusal === undefined ? {} : { resumeRefusal: (session: string) => resumeRefusal.call(instance, session) }),
   };
   return Object.keys(seam).length === 0 ? undefined : seam;
 }
 
-function pathGuardOf(instance: PluginServer<Record<string, AnyOpSchema>>, bind: (fe: FrontEnd) => void): PathGuard | undefined {
-  const guard = instance.pathGuard;
-  if (guard === undefined) return undefined;
-  return {
-    before: (fe, access) => (bind(fe), guard.before(access)),
-    refuses: (err) => guard.refuses(err),
-    entriesAt: (fe, db, snapshot, path) => (bind(fe), guard.entriesAt(db, snapshot, path)),
-    childrenOf: (fe, path) => (bind(fe), guard.childrenOf(path)),
-    listsAt: (fe, db, snapshot, prefix, after) => (bind(fe), guard.listsAt(db, snapshot, prefix, after)),
-  };
-}
-
 /** The server part of `family`, whose server side is `plugin`: the member's instance, made here. */
-export function pluginPart(family: AnyFamily, plugin: AnyPlugin): ServerPart {
+export function pluginPart(family: AnyFamily, plugin: AnyPlugin): PluginPart {
   const binding = new Binding(family.name);
-  const instance = plugin.createServer(hostOf(binding, family)) as PluginServer<Record<string, AnyOpSchema>>;
-  const bind = (fe: FrontEnd): void => binding.bind(fe);
-  const duties: LeaderDuty[] = (instance.duties ?? []).map((duty) => ({
-    name: duty.name,
-    periodMs: duty.periodMs,
-    start: (fe) => (bind(fe), duty.start?.()),
-    tick: (fe) => (bind(fe), duty.tick()),
-    stop: (fe) => (bind(fe), duty.stop?.()),
-  }));
-  const http: FamilyHttpRoute[] = (instance.http ?? []).map((route) => ({
-    prefix: route.prefix,
-    get: (fe, rest, url) => (bind(fe), route.get(rest, url)),
-    ...(route.post === undefined ? {} : { post: (fe: FrontEnd, rest: string, url: URL, body: Readonly<Record<string, unknown>>) => (bind(fe), route.post!(rest, url, body)) }),
-  }));
-  const { applied, metrics, close, versionGate } = instance;
-  const pathGuard = pathGuardOf(instance, bind);
-  const connection = connectionOf(instance, bind);
+  const instance = plugin.createServer(hostOf(binding, family)) as AnyInstance;
+  const { applied, metrics, close, versionGate, pathGuard } = instance;
+  const connection = connectionOf(instance);
   // The first four families answer no FamilySuccess: their applied value is their own result.
   const legacy = [...LEGACY_OPS.values()].includes(family);
   return {
-    protocolOps: protocolOpsOf(plugin, instance, bind),
-    ops: coreOpsOf(instance, bind),
-    duties,
-    http,
+    protocolOps: protocolOpsOf(plugin, instance),
+    ops: instance.coreOps ?? {},
+    duties: instance.duties ?? [],
+    http: instance.http ?? [],
     ...(applied === undefined
       ? {}
       : {
-          onApplied: (outcome, fe) => {
-            bind(fe);
+          onApplied: (outcome: ApplyOutcome) => {
             const r = outcome.result;
             let value: unknown = null;
             if (r.ok && legacy) value = LEGACY_OPS.get(r.op) === family ? r : null;
@@ -263,11 +146,98 @@ export function pluginPart(family: AnyFamily, plugin: AnyPlugin): ServerPart {
             applied.call(instance, outcome.index, value);
           },
         }),
-    ...(metrics === undefined ? {} : { metrics: (fe: FrontEnd) => (bind(fe), metrics.call(instance)) }),
+    ...(metrics === undefined ? {} : { metrics: () => metrics.call(instance) }),
     ...(pathGuard === undefined ? {} : { pathGuard }),
     ...(connection === undefined ? {} : { connection }),
-    ...(versionGate === undefined ? {} : { versionGate: (fe: FrontEnd, what: string, required: number) => (bind(fe), versionGate.call(instance, what, required)) }),
-    bind,
+    ...(versionGate === undefined ? {} : { versionGate: (what: string, required: number) => versionGate.call(instance, what, required) }),
+    bind: (fe) => binding.bind(fe),
     ...(close === undefined ? {} : { close: () => close.call(instance) }),
+  };
+}
+
+export interface PluginParts {
+  readonly ops: CoreOps;
+  /** The ops families added, for the frame decoder. */
+  readonly extensions: ProtocolExtensions;
+  readonly familyOps: ReadonlyMap<string, FamilyOp>;
+  readonly duties: readonly PluginDuty[];
+  readonly appliedHooks: ReadonlyArray<(outcome: ApplyOutcome) => void>;
+  readonly http: readonly PluginRoute[];
+  readonly metrics: ReadonlyArray<() => Promise<string>>;
+  readonly pathGuards: readonly PluginPathGuard[];
+  readonly connection: ConnectionSeam;
+  /** The family's check of every proposal against the cluster's command version (none: every proposal passes). */
+  readonly versionGate: (what: string, required: number) => void;
+  /** Ties every instance's host to the member's front end, right after it is built. */
+  bind(fe: FrontEnd): void;
+  /** Closes every instance, newest family first, when the server closes. */
+  close(): void;
+}
+
+/**
+ * Every registered family's plugin, each made into this member's instance. An op answered
+ * by two families, or a family op named like a core op, is an error.
+ */
+export async function loadPlugins(families: readonly AnyFamily[]): Promise<PluginParts> {
+  const ops: Record<string, unknown> = {};
+  const familyOps = new Map<string, FamilyOp>();
+  const duties: PluginDuty[] = [];
+  const appliedHooks: Array<(outcome: ApplyOutcome) => void> = [];
+  const http: PluginRoute[] = [];
+  const metrics: Array<() => Promise<string>> = [];
+  const pathGuards: PluginPathGuard[] = [];
+  const connection: Partial<Record<keyof ConnectionSeam, unknown>> = {};
+  let versionGate: PluginPart['versionGate'];
+  const core: ReadonlySet<string> = new Set(OPS);
+  // All at once: the module loader reads and compiles the plugins side by side, and a starting member waits on them.
+  const parts = await Promise.all(families.map(async (family) => (family.plugin === undefined ? undefined : pluginPart(family, await family.plugin()))));
+  for (const [i, family] of families.entries()) {
+    const part = parts[i];
+    if (part === undefined) continue;
+    for (const [op, handler] of Object.entries(part.ops)) {
+      if (op in ops) throw new Error(`client op ${op} is answered by two families (the second is ${family.name})`);
+      ops[op] = handler;
+    }
+    for (const [op, spec] of Object.entries(part.protocolOps)) {
+      if (core.has(op)) throw new Error(`${family.name} adds an op named ${op}, which is a core op`);
+      if (familyOps.has(op)) throw new Error(`client op ${op} is answered by two families (the second is ${family.name})`);
+      familyOps.set(op, spec);
+    }
+    duties.push(...part.duties);
+    if (part.onApplied !== undefined) appliedHooks.push(part.onApplied);
+    for (const route of part.http) {
+      if (!route.prefix.startsWith('/v1/') || http.some((r) => r.prefix === route.prefix)) throw new Error(`${family.name} adds the HTTP prefix ${route.prefix}, which is taken or not under /v1/`);
+      http.push(route);
+    }
+    if (part.metrics !== undefined) metrics.push(part.metrics);
+    if (part.pathGuard !== undefined) pathGuards.push(part.pathGuard);
+    if (part.versionGate !== undefined) {
+      if (versionGate !== undefined) throw new Error(`the proposals' version gate is kept by two families (the second is ${family.name})`);
+      versionGate = part.versionGate;
+    }
+    for (const [key, value] of Object.entries(part.connection ?? {})) {
+      if (key in connection) throw new Error(`the connection's ${key} is answered by two families (the second is ${family.name})`);
+      connection[key as keyof ConnectionSeam] = value;
+    }
+  }
+  const extensions = new Map([...familyOps].map(([op, spec]) => [op, spec.build]));
+  const loaded = parts.filter((p) => p !== undefined);
+  return {
+    ops: ops as CoreOps,
+    extensions,
+    familyOps,
+    duties,
+    appliedHooks,
+    http,
+    metrics,
+    pathGuards,
+    connection: { ...NOTHING_KEPT, ...connection } as ConnectionSeam,
+    versionGate: versionGate ?? (() => undefined),
+    bind: (fe) => {
+      for (const part of loaded) part.bind(fe);
+    },
+    close: () => {
+      for (const part of [...loaded].reverse()) part.close?.();
+    },
   };
 }

@@ -2,7 +2,7 @@
 // notification and resync, every HTTP endpoint. Each op declares what it
 // touches (`needs`), and the connection or HTTP layer asks `Guard.check`
 // before anything runs, so a family filed later is covered by construction:
-// its ops cannot be registered without saying what they need (family-part.ts).
+// its ops cannot be registered without saying what they need (src/server/front/plugin-part.ts).
 // Rules and their matching are in src/families/auth/rules.ts.
 import type { IncomingMessage } from 'node:http';
 import { auth } from '../../families/auth/index.js';
@@ -12,7 +12,7 @@ import type { AuthState } from '../../families/auth/state.js';
 import { checkToken } from '../../families/auth/tokens.js';
 import { VeraError, type FamilyRequest, type FamilyResult, type Op, type RequestOf } from '../../protocol/index.js';
 import type { FrontEnd } from '../front/context.js';
-import type { FamilyOp } from '../front/family-part.js';
+import type { FamilyOp } from '../front/plugin-part.js';
 import { accessesOf, guarded } from './path-guard.js';
 import { certificateUser as certificateUserOf } from './tls.js';
 import type { VeraNode } from '../node/vera-node.js';
@@ -346,7 +346,7 @@ export async function runFamilyOp(fe: FrontEnd, op: FamilyOp, request: FamilyReq
   const needs = op.needs(request);
   fe.guard.check(caller.principal, needs, caller.remote, caller.what);
   // Its paths pass every family's path guard first (a hibernated unit is thawed for a use): path-guard.ts.
-  const result = await guarded(fe, accessesOf(request, needs, op.touches), () => op.handle({ fe, session: caller.session, request, frameBytes: caller.frameBytes, principal: caller.principal, remote: caller.remote }));
+  const result = await guarded(fe, accessesOf(request, needs, op.touches), () => op.handle({ session: caller.session, request, frameBytes: caller.frameBytes, principal: caller.principal, remote: caller.remote }));
   if (isAdminAct(needs)) fe.guard.recordAdminAct(caller.principal, caller.remote, describeRequest(request));
   return result;
 }

@@ -1,4 +1,4 @@
-// The one place the families' path guards run (family-part.ts PathGuard): every
+// The one place the families' path guards run (the kit's PluginPathGuard): every
 // request's paths pass them before it runs, and a request one of them refused
 // (changing nothing) passes them again and runs again; every read of a list's
 // items, and every listing of what lies below a path, goes through them too.
@@ -18,7 +18,7 @@ import type { VeraDb } from '../../statemachine/types.js';
 import type { Item } from '../../families/lists/item.js';
 import type { Need } from './access.js';
 import type { FrontEnd } from '../front/context.js';
-import type { PathAccess, PathUse, StoredEntry } from '../front/family-part.js';
+import type { PathAccess, PathUse, StoredEntry } from '../../kit/plugin.js';
 
 /** Times one request runs while a guard keeps refusing it (a unit frozen again at once, each time): then the refusal is the answer. */
 const MAX_RUNS = 4;
@@ -52,7 +52,7 @@ export function accessesOf(request: Request | FamilyRequest, needs: readonly Nee
 export async function guarded<T>(fe: FrontEnd, accesses: readonly PathAccess[], run: () => Promise<T>): Promise<T> {
   if (fe.pathGuards.length === 0) return run();
   for (let runs = 1; ; runs++) {
-    for (const access of accesses) for (const guard of fe.pathGuards) await guard.before(fe, access);
+    for (const access of accesses) for (const guard of fe.pathGuards) await guard.before(access);
     try {
       return await run();
     } catch (err) {
@@ -64,7 +64,7 @@ export async function guarded<T>(fe: FrontEnd, accesses: readonly PathAccess[], 
 /** The list's entries at `snapshot` held outside the item bucket by a guard's family, or null. */
 async function heldEntries(fe: FrontEnd, db: VeraDb, snapshot: DbSnapshot, path: string): Promise<readonly StoredEntry[] | null> {
   for (const guard of fe.pathGuards) {
-    const held = await guard.entriesAt(fe, db, snapshot, path);
+    const held = await guard.entriesAt(db, snapshot, path);
     if (held !== null) return held;
   }
   return null;
@@ -116,7 +116,7 @@ export function itemOf(key: Buffer, value: Buffer): Item {
 /** The names directly below `path` that lead to a non-empty list, wherever it is held, in UTF-8 byte order. */
 export async function childrenOf(fe: FrontEnd, path: string): Promise<{ index: number; children: string[] }> {
   const view = await children(fe.node.stateMachine, path);
-  const held = fe.pathGuards.flatMap((g) => g.childrenOf(fe, path));
+  const held = fe.pathGuards.flatMap((g) => g.childrenOf(path));
   if (held.length === 0) return { index: view.index, children: [...view.children] };
   return { index: view.index, children: [...new Set([...view.children, ...held])].sort(compareUtf8) };
 }
@@ -124,10 +124,10 @@ export async function childrenOf(fe: FrontEnd, path: string): Promise<{ index: n
 /** The lists held outside the item bucket at `snapshot`, at or below `prefix` and after `after`, in path order. */
 export async function* listsHeldAt(fe: FrontEnd, db: VeraDb, snapshot: DbSnapshot, prefix: string, after: string | undefined): AsyncGenerator<{ readonly path: string; readonly newest: number }> {
   if (fe.pathGuards.length === 1) {
-    yield* fe.pathGuards[0]!.listsAt(fe, db, snapshot, prefix, after);
+    yield* fe.pathGuards[0]!.listsAt(db, snapshot, prefix, after);
     return;
   }
   const all: Array<{ readonly path: string; readonly newest: number }> = [];
-  for (const guard of fe.pathGuards) for await (const l of guard.listsAt(fe, db, snapshot, prefix, after)) all.push(l);
+  for (const guard of fe.pathGuards) for await (const l of guard.listsAt(db, snapshot, prefix, after)) all.push(l);
   yield* all.sort((a, b) => compareUtf8(a.path, b.path));
 }

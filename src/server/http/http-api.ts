@@ -7,7 +7,7 @@ import type { NodeId, Role } from '../../raft/types.js';
 import { serveBackup } from '../admin/backup.js';
 import { serveList } from './http-list.js';
 import { toVeraError, type FrontEnd } from '../front/context.js';
-import type { FamilyHttpRoute } from '../front/family-part.js';
+import type { PluginRoute } from '../../kit/plugin.js';
 import { readJsonBody } from './http-body.js';
 import { ADMIN_PATHS, handleAdmin, issueChallenge, type AdminContext } from '../admin/membership.js';
 import { runFamilyOp } from '../guard/access.js';
@@ -100,7 +100,7 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
     const credentials = req.headers.authorization !== undefined;
     const admitted = fe.metricsNeedAuth || (fe.guard.enabled && credentials) ? fe.guard.admitHttp(req, [{ perm: 'read', resource: 'cluster' }], 'GET /metrics').then(() => true) : Promise.resolve(!fe.guard.enabled);
     void admitted
-      .then((full) => Promise.all([fe.metrics.render(), ...(full ? fe.familyMetrics.map((render) => render(fe).catch(() => '')) : [])]))
+      .then((full) => Promise.all([fe.metrics.render(), ...(full ? fe.familyMetrics.map((render) => render().catch(() => '')) : [])]))
       .then(
         (parts) => sendText(res, 200, parts.filter((p) => p !== '').join('\n'), 'text/plain; version=0.0.4; charset=utf-8'),
         (err: unknown) => sendError(res, toVeraError(err, fe)),
@@ -137,14 +137,14 @@ export function handleHttp(fe: FrontEnd, src: StatusSources, req: IncomingMessag
 }
 
 /** A family's route: GET (and HEAD) always, POST with a JSON body when the family takes it. */
-function serveFamily(fe: FrontEnd, route: FamilyHttpRoute, req: IncomingMessage, res: ServerResponse, url: URL): void {
+function serveFamily(fe: FrontEnd, route: PluginRoute, req: IncomingMessage, res: ServerResponse, url: URL): void {
   const rest = url.pathname.slice(route.prefix.length);
-  const post = route.post;
+  const posts = route.post !== undefined;
   let answer: Promise<unknown>;
-  if (req.method === 'GET' || req.method === 'HEAD') answer = Promise.resolve().then(() => answerFamilyOp(fe, req, route.get(fe, rest, url)));
-  else if (req.method === 'POST' && post !== undefined) answer = readJsonBody(req).then((body) => answerFamilyOp(fe, req, post(fe, rest, url, body)));
+  if (req.method === 'GET' || req.method === 'HEAD') answer = Promise.resolve().then(() => answerFamilyOp(fe, req, route.get(rest, url)));
+  else if (req.method === 'POST' && posts) answer = readJsonBody(req).then((body) => answerFamilyOp(fe, req, route.post!(rest, url, body)));
   else {
-    sendJson(res, 405, { error: { code: 'BAD_REQUEST', message: `method ${req.method} is not allowed; use ${post === undefined ? 'GET' : 'GET or POST'}` } });
+    sendJson(res, 405, { error: { code: 'BAD_REQUEST', message: `method ${req.method} is not allowed; use ${posts ? 'GET or POST' : 'GET'}` } });
     return;
   }
   answer.then(

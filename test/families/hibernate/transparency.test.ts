@@ -7,18 +7,19 @@
 // the frozen unit equals, byte for byte, what it saw while the unit was hot. Each
 // probe runs twice: on a unit frozen before it starts, and on a hot unit that a
 // freeze reaches after the request has passed hibernation's guard (a test family's
-// guard, run after hibernation's, freezes it there): the race of a freeze committing
-// while a first access is in flight.
+// guard, run after hibernation's, freezes it there, over a connection of its own):
+// the race of a freeze committing while a first access is in flight.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { VeraClient } from '../../../src/client/client.js';
-import { serverOnlyFamily } from '../../../src/statemachine/family.js';
+import { connect, type VeraClient } from '../../../src/client/client.js';
+import { pluginOnlyFamily } from '../../../src/statemachine/family.js';
+import type { PathAccess, Plugin, PluginPathGuard } from '../../../src/kit/plugin.js';
 import { HibernateClient } from '../../../src/families/hibernate/client.js';
 import { KvClient } from '../../../src/families/kv/client.js';
 import { RangeClient } from '../../../src/families/range/client.js';
 import { FAMILIES } from '../../../src/families/registry.js';
 import { OPS, type Item } from '../../../src/protocol/index.js';
-import { loadServerParts, type PathAccess, type PathGuard } from '../../../src/server/front/family-part.js';
+import { loadPlugins } from '../../../src/server/front/plugin-part.js';
 import { ADMIN_PATHS } from '../../../src/server/admin/membership.js';
 import { startServer, stopServer } from '../../support/member.js';
 
@@ -31,13 +32,14 @@ const BOOKMARKS = '/users/alice/bookmarks';
 /** The next access to this path (with this use) freezes its unit, after hibernation's guard let it through. */
 let freezeAt: { path: string; use: PathAccess['use'] } | null = null;
 let freezesMidFlight = 0;
+/** The freezer's own connection: hibernate.freeze, sent while the probe's request waits in the guard. */
+let freezerClient: VeraClient | null = null;
 
-const midFlightFreezer: PathGuard = {
-  before: async (fe, access) => {
+const midFlightFreezer: PluginPathGuard = {
+  before: async (access) => {
     if (freezeAt === null || access.path !== freezeAt.path || access.use !== freezeAt.use) return false;
     freezeAt = null;
-    const freeze = fe.familyOps.get('hibernate.freeze')!;
-    const r = await freeze.handle({ fe, session: '', request: { id: 0, op: 'hibernate.freeze', path: UNIT }, frameBytes: 0, principal: null, remote: 'test' });
+    const r = await new HibernateClient(freezerClient!).freeze(UNIT);
     if (r.frozen === true) freezesMidFlight++;
     return false;
   },
@@ -46,7 +48,13 @@ const midFlightFreezer: PathGuard = {
   childrenOf: () => [],
   listsAt: async function* () {},
 };
-const freezer = serverOnlyFamily('test-freezer', async () => ({ pathGuard: midFlightFreezer }));
+const freezerPlugin: Plugin<Record<string, never>, null> = {
+  ops: {},
+  needs: {},
+  touchesNoLists: 'it has no ops, only a path guard',
+  createServer: () => ({ handlers: {}, pathGuard: midFlightFreezer }),
+};
+const freezer = pluginOnlyFamily('test-freezer', async () => freezerPlugin);
 
 // ---------------------------------------------------------------- the probes
 
@@ -216,7 +224,7 @@ function coverageOf(name: string): readonly string[] | { readonly untouched: str
 
 describe('hibernation is transparent on every access path', () => {
   it('every client op and HTTP route is covered by a probe below, or touches no list', async () => {
-    const parts = await loadServerParts(FAMILIES);
+    const parts = await loadPlugins(FAMILIES);
     // A kit plugin states itself why its ops use no list (Plugin.touchesNoLists), and the server gives them no path uses.
     for (const family of FAMILIES) {
       if (family.plugin === undefined) continue;
@@ -244,6 +252,7 @@ describe('hibernation is transparent on every access path', () => {
     const { client } = started;
     ctx = { client, httpUrl: started.url.replace('ws://', 'http://'), range: new RangeClient(client), kv: new KvClient(client) };
     hib = new HibernateClient(client);
+    freezerClient = await connect(started.url, { timeoutMs: 10_000 });
     const put = (path: string, data: unknown): Promise<Item> => client.push(path, data, { persistent: true, watch: false });
     unitNewest = (await put(UNIT, { name: 'alice', tags: ['a', 'é', '✓'], n: 1.5 })).index;
     for (const d of ['b1', 2, { deep: { x: [null, true] } }]) await put(BOOKMARKS, d);
@@ -252,7 +261,10 @@ describe('hibernation is transparent on every access path', () => {
     await put('/users/alice-b', 'hot neighbour');
     await put('/users/bob', 'bob');
   });
-  afterAll(stopServer);
+  afterAll(async () => {
+    await freezerClient?.close();
+    await stopServer();
+  });
 
   async function ensureHot(): Promise<void> {
     await hib.thaw(UNIT);
