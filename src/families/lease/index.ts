@@ -5,7 +5,7 @@
 // leader's session clock (expiry decided by the leader and committed), and the
 // items it owns (put or pushed with `lease`, family kv) are deleted with it in
 // the entry that ends it, with an event to every watcher. It replicates nothing
-// of its own: no commands, no buckets, only a server part. See docs/kv.md.
+// of its own: no commands, no buckets, only a server side (a kit plugin). See docs/kv.md.
 import { pluginOnlyFamily } from '../../statemachine/family.js';
 
 export const lease = pluginOnlyFamily('lease', async () => (await import('./server.js')).plugin);
