@@ -338,7 +338,8 @@ export class StateMachine {
 
   /** What each user stores, as of the applied index (the ledger's family keeps it; none: nothing). */
   get users(): Pick<UserLedger, 'of'> {
-    return this.states.users;
+    const ledger = this.states.users;
+    return { of: (user) => ledger.of(user) };
   }
 
   /**

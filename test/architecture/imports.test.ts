@@ -25,7 +25,9 @@ function importsOf(file: string): Imports {
   for (const m of text.matchAll(SPECIFIER)) {
     const spec = m[1] ?? m[2]!;
     if (spec.startsWith('.')) {
-      const target = relative(ROOT, resolve(ROOT, dirname(file), spec.replace(/\.js$/, '.ts')));
+      const ts = relative(ROOT, resolve(ROOT, dirname(file), spec.replace(/\.js$/, '.ts')));
+      // A .js specifier names a .ts source, or a .tsx one (the dashboard's components).
+      const target = existsSync(join(ROOT, ts)) ? ts : `${ts}x`;
       if (!existsSync(join(ROOT, target))) throw new Error(`${file} imports ${spec}, which is not a file`);
       files.push(target);
     } else {
@@ -55,6 +57,28 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.ts'))
     .map((f) => join(dir, f));
+}
+
+/**
+ * The files in family folders (src/families/<name>/) that `file` reaches: its own imports, and
+ * those of any file outside the family folders it reaches on the way (a shared module such as
+ * src/families/registry.ts), so a detour through one is no way around a rule.
+ */
+function familyFilesReached(file: string): Set<string> {
+  const reached = new Set<string>();
+  const seen = new Set<string>([file]);
+  const todo = [...importsOf(file).files];
+  while (todo.length > 0) {
+    const next = todo.pop()!;
+    if (seen.has(next)) continue;
+    seen.add(next);
+    if (/^src\/families\/[a-z]+\//.test(next)) reached.add(next);
+    // The dashboard (src/ui) is the application around the panels, and uses whichever family's
+    // client it needs (auth's, to sign in): a panel meets it only through the panel kit, held
+    // to that by the panels' own rule above.
+    else if (!next.startsWith('src/ui/')) todo.push(...importsOf(next).files);
+  }
+  return reached;
 }
 
 const outside = (files: Iterable<string>, allowed: string[]): string[] => [...files].filter((f) => !allowed.some((a) => f.startsWith(a)));
@@ -240,9 +264,9 @@ describe('the import graph', () => {
     for (const family of order) {
       for (const file of readdirSync(join(ROOT, 'src/families', family), { recursive: true, encoding: 'utf8' }).filter((f) => /\.tsx?$/.test(f))) {
         const from = `src/families/${family}/${file}`;
-        for (const target of importsOf(from).files) {
-          const other = /^src\/families\/([a-z]+)\//.exec(target)?.[1];
-          if (other === undefined || other === family) continue;
+        for (const target of familyFilesReached(from)) {
+          const other = /^src\/families\/([a-z]+)\//.exec(target)![1]!;
+          if (other === family) continue;
           crossings.push(`${from} -> ${target}`);
           if (!surface.test(target)) wrong.push(`${from} -> ${target}: not ${other}'s public surface`);
           else if (order.indexOf(other) > order.indexOf(family)) wrong.push(`${from} -> ${target}: ${other} is newer than ${family}`);

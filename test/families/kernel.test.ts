@@ -116,6 +116,20 @@ describe('the registry', () => {
     expect(() => checkBuckets(FAMILIES)).not.toThrow();
   });
 
+  // A join names the op it adds to; one the registry does not have would silently never run.
+  it('refuses to open with a join of an op no registered family has, or with two keepers of the user ledger', async () => {
+    const { temp } = await fresh();
+    const joiner = (target: string): AnyFamily => ({ ...FAMILIES[3]!, name: 'joiner', buckets: [], joins: { [target]: (_c: never, plan) => plan } }) as AnyFamily;
+    for (const target of ['nope.push', 'lists.nope', 'lists']) {
+      await expect(StateMachine.open(temp.db, { ...REGISTRY, families: [...FAMILIES, joiner(target)] })).rejects.toThrow(`the joiner family joins ${target}, which is no registered family's op`);
+    }
+    const quota = FAMILIES.find((f) => f.name === 'quota')!;
+    const second = { ...quota, name: 'quota2', buckets: [] } as AnyFamily;
+    await expect(StateMachine.open(temp.db, { ...REGISTRY, families: [...FAMILIES, second] })).rejects.toThrow('two families keep the user ledger: quota, quota2');
+    // The registry as it is opens (the joins it has name real ops).
+    await expect(StateMachine.open(temp.db, REGISTRY)).resolves.toBeInstanceOf(StateMachine);
+  });
+
   it('refuses a family that claims a bucket already taken', () => {
     const thief = { ...FAMILIES[1]!, name: 'thief', buckets: [{ id: WatchesBucket.watch, name: 'mine' }] } as AnyFamily;
     expect(() => checkBuckets([...FAMILIES, thief])).toThrow(/bucket 0x0006 of thief is already watches's/);

@@ -13,7 +13,6 @@ export interface QuotaSetting {
   readonly bytes: number | null;
 }
 
-
 export type QuotaTarget = 'user' | 'role';
 
 /** 'u' or 'r' + name -> QuotaSetting. */

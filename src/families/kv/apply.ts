@@ -112,7 +112,11 @@ async function planWrite(w: Write, c: TxnCommand, ctx: PlanContext): Promise<Pla
   }
 }
 
-/** The lists family's plan of a push that watches nothing, owned by `owner` (a session, a lease, or none). */
+/**
+ * The lists family's plan of a push that watches nothing, owned by `owner` (a session, a lease,
+ * or none). A push's watch is the watches family's join on lists.push entries, which a plan made
+ * here never passes through: `watch: true` would add no watch.
+ */
 async function pushPlan(path: string, data: unknown, owner: string | null, c: TxnCommand, ctx: PlanContext, listItems: number): Promise<{ readonly plan: Plan; readonly item: Item } | ApplyError> {
   // The owner's session (or lease) must be live; a persistent item is judged against the asker's.
   const push: PushCommand = {

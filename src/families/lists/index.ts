@@ -32,6 +32,7 @@ export interface PushCommand {
   readonly path: string;
   readonly data: unknown;
   readonly persistent: boolean;
+  /** Also watch the list: added by the watches family's join on a push entry (a plan of a push made by another family adds none). */
   readonly watch: boolean;
   /** Compare-and-set: the list's newest index must equal this (0 = empty list). */
   readonly ifLastIndex?: number;

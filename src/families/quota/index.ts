@@ -1,10 +1,10 @@
 // The quota family: what each user stores, and the per-user limits on it judged
 // in apply (issue 31, item 7; docs/security.md "Per-user storage quotas"). It has
 // no commands of its own: the lists, journal and kv families charge the user behind the
-// session that adds an item, through the kernel's ledger (States.users, which this
-// family answers; none of them imports this one) (the principal its openSession recorded, so no
-// proposer can name another user; a journal add names the caller's user, filled
-// in by the leader) and credit the user an item records when it is deleted;
+// session that adds an item (the principal its openSession recorded, so no proposer can
+// name another user; a journal add names the caller's user, filled in by the leader) and
+// credit the user an item records when it is deleted, all through the kernel's ledger
+// (States.users), which this family answers, so none of them imports it;
 // the limits are the auth family's settings per user and role, else the
 // leader's defaults carried in the command. With authentication off nothing is
 // judged (there are no users); items added by a session with a principal are still
@@ -61,5 +61,3 @@ function chargeUser(states: States, user: string, items: number, bytes: number, 
   usage.change(user, items, bytes);
   return null;
 }
-
-

@@ -200,6 +200,25 @@ describe('per-user storage quotas judged in apply', () => {
     expect(usage('alice').items).toBe(3);
   });
 
+  // The push's watch is the watches family's join, judged after the push's own plan charged the
+  // user: its refusal must take the charge back with everything else, also for the next entry
+  // in the same batch. And when both limits break, the user's is named.
+  it('a push refused for its watch after its user was charged leaves no charge, in a batch too; the user quota is named first', async () => {
+    await setUp();
+    const watching = (session: string, path: string, watches: number, userQuota: object): object => ({ ...push(session, path, userQuota), watch: true, quota: { ...LOOSE, watches } });
+    ok(await run(watching('A', '/w1', 1, BIG)));
+    expect(usage('alice')).toEqual({ items: 1, bytes: expect.any(Number) });
+    const before = usage('alice');
+    const [refusedWatch, next] = await sm.applyMany([entry(watching('A', '/w2', 1, BIG)), entry(push('A', '/w3', BIG))]);
+    refused(refusedWatch!, /holds 1 watches/);
+    ok(next!);
+    // Only the next push is charged, and the counts are what the stored items say.
+    expect(usage('alice').items).toBe(before.items + 1);
+    expect(await keysIn(tmp.db, '/w2')).toBe(0);
+    expect(await recount(tmp.db)).toEqual(sm.stateOf(quota).dump());
+    refused(await run(watching('A', '/w4', 1, { items: 1, bytes: 1 << 30 })), /user alice stores/);
+  });
+
   it('a push carrying the user quota needs command version 9, so an older member stops on it rather than misapplying it', () => {
     expect(requiredVersion(push('A', '/a', undefined) as AnyCommand)).toBeLessThan(9);
     expect(requiredVersion(push('A', '/a', BIG) as AnyCommand)).toBe(9);
