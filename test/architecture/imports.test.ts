@@ -299,6 +299,23 @@ describe('the import graph', () => {
     expect(contract).not.toMatch(/^\s*server\?\(/m);
   });
 
+  // Issue 33: a new family is its folder plus one registry line. The counter family is the example
+  // (docs/architecture.md): the CLI, the package exports, the browser client and the dashboard find
+  // it from its folder, so nothing else under src/, and nothing in package.json, names it.
+  it('has the example family as its folder plus one registry line: nothing else in the product names it', () => {
+    const files = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => /\.(?:tsx?|css|html)$/.test(f))
+      .map((f) => join('src', f))
+      .filter((f) => !f.startsWith('src/families/counter/'));
+    expect(files).toContain('src/ui/dashboard.ts');
+    const naming = files.filter((f) => /families\/counter\b|\bcounter\/(?:index|client|wire|server|cli|panel)\b/.test(readFileSync(join(ROOT, f), 'utf8')));
+    expect(naming).toEqual(['src/families/registry.ts']);
+    const registry = readFileSync(join(ROOT, 'src/families/registry.ts'), 'utf8');
+    expect(registry.split('\n').filter((line) => /\bcounter\b/.test(line))).toHaveLength(2); // its import and its place in the list
+    expect(readFileSync(join(ROOT, 'package.json'), 'utf8')).not.toMatch(/counter/);
+    expect(existsSync(join(ROOT, 'src/families/counter/panel.tsx'))).toBe(true);
+  });
+
   it('exports the client library as vera/client, with types, built from src/client/index.ts', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string }> };
     const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { compilerOptions: { outDir: string; rootDir: string; declaration: boolean } };
