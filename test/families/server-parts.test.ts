@@ -29,6 +29,40 @@ describe('the families\u2019 server parts', () => {
     await expect(loadPlugins(FAMILIES.map((f) => (f === counter ? unjudged : f)))).rejects.toThrow(/the plugin declares no needs for counter\.get/);
   });
 
+  // A misspelt key (the op's wire name instead of its key) would leave the op unjudged or unguarded.
+  it('refuses needs or touches declared for an op the plugin does not have', async () => {
+    const counter = FAMILIES.find((f) => f.name === 'counter')!;
+    const plugin = await counter.plugin!();
+    const swap = (changed: object): AnyFamily[] => FAMILIES.map((f) => (f === counter ? ({ ...counter, plugin: async () => ({ ...plugin, ...changed }) } as AnyFamily) : f));
+    await expect(loadPlugins(swap({ needs: { ...plugin.needs, 'counter.get': () => [] } }))).rejects.toThrow('the plugin declares needs for counter.get, which is none of its ops');
+    await expect(loadPlugins(swap({ touches: { 'counter.get': () => [] } }))).rejects.toThrow('the plugin declares touches for counter.get, which is none of its ops');
+  });
+
+  it('refuses a family that still declares the old server part instead of serving it nothing', async () => {
+    const stale = { ...FAMILIES[3]!, name: 'stale', server: async () => ({}) } as unknown as AnyFamily;
+    await expect(loadPlugins([...FAMILIES, stale])).rejects.toThrow('the stale family declares server(), which no longer exists');
+  });
+
+  // An answer may be a class's method (not an own property) or left undefined: neither may fall back to the default.
+  it('reads a plugin\u2019s connection answers by name, methods of a class included, skipping undefined ones', async () => {
+    const watches = FAMILIES.find((f) => f.name === 'watches')!;
+    const plugin = await watches.plugin!();
+    class Answers {
+      constructor(private readonly path: string) {}
+      watchesOf(): Array<{ path: string; prefix: boolean }> {
+        return [{ path: this.path, prefix: true }];
+      }
+    }
+    const answering = (connection: object): AnyFamily[] =>
+      FAMILIES.map((f) => (f === watches ? ({ ...watches, plugin: async () => ({ ...plugin, createServer: (host: never) => ({ ...plugin.createServer(host), connection }) }) } as AnyFamily) : f));
+    const parts = await loadPlugins(answering(new Answers('/secret')));
+    expect(parts.connection.watchesOf('s')).toEqual([{ path: '/secret', prefix: true }]);
+    const lag = await loadPlugins(answering({ ackedInLog: undefined, watchesOf: () => [] }));
+    expect(typeof lag.connection.ackedInLog).toBe('function');
+    parts.close();
+    lag.close();
+  });
+
   it('load side by side, each asked for before any has loaded, and are used in registry order', async () => {
     const asked: string[] = [];
     const loads: Array<() => void> = [];

@@ -89,6 +89,10 @@ type AnyInstance = PluginServer<Record<string, AnyOpSchema>>;
 
 function protocolOpsOf(plugin: AnyPlugin, instance: AnyInstance): Record<string, FamilyOp> {
   const schemas = Object.entries(plugin.ops as Record<string, AnyOpSchema>);
+  // A needs or touches entry for no op is a misspelt one: its op would go unjudged or unguarded.
+  for (const [what, table] of [['needs', plugin.needs], ['touches', plugin.touches ?? {}]] as const) {
+    for (const key of Object.keys(table)) if (!Object.hasOwn(plugin.ops, key)) throw new Error(`the plugin declares ${what} for ${key}, which is none of its ops`);
+  }
   const builders = buildersOf(schemas.map(([, schema]) => schema));
   const protocolOps: Record<string, FamilyOp> = {};
   for (const [key, schema] of schemas) {
@@ -96,7 +100,7 @@ function protocolOpsOf(plugin: AnyPlugin, instance: AnyInstance): Record<string,
     const touches = plugin.touches?.[key] as ((request: object) => readonly PathAccess[]) | undefined;
     const handler = instance.handlers[key];
     // The types demand both; checked here too, so no op is ever served unjudged (docs/security.md).
-    if (needs === undefined) throw new Error(`the plugin declares no needs for ${schema.name}`);
+    if (typeof needs !== 'function') throw new Error(`the plugin declares no needs for ${schema.name}`);
     if (handler === undefined) throw new Error(`the plugin's instance has no handler for ${schema.name}`);
     protocolOps[schema.name] = {
       build: builders.get(schema.name)!,
@@ -112,14 +116,23 @@ function protocolOpsOf(plugin: AnyPlugin, instance: AnyInstance): Record<string,
   return protocolOps;
 }
 
-/** The instance's answers to the connection, with a family's hold on a session (resumeRefusal). */
+/**
+ * The instance's answers to the connection, with a family's hold on a session (resumeRefusal).
+ * Read member by member, not spread: an answer may be a method of a class (not an own
+ * property) or left undefined, and neither may silently fall back to "no family keeps it".
+ */
 function connectionOf(instance: AnyInstance): Partial<ConnectionSeam> | undefined {
+  const seam: Partial<Record<keyof ConnectionSeam, unknown>> = {};
+  const answers = instance.connection as Readonly<Record<string, unknown>> | undefined;
+  if (answers !== undefined) {
+    for (const key of Object.keys(NOTHING_KEPT) as Array<keyof ConnectionSeam>) {
+      const answer = answers[key];
+      if (answer !== undefined) seam[key] = typeof answer === 'function' ? answer.bind(answers) : answer;
+    }
+  }
   const { resumeRefusal } = instance;
-  const seam: Partial<ConnectionSeam> = {
-    ...instance.connection,
-    ...(resumeRefusal === undefined ? {} : { resumeRefusal: (session: string) => resumeRefusal.call(instance, session) }),
-  };
-  return Object.keys(seam).length === 0 ? undefined : seam;
+  if (resumeRefusal !== undefined) seam.resumeRefusal = (session: string) => resumeRefusal.call(instance, session);
+  return Object.keys(seam).length === 0 ? undefined : (seam as Partial<ConnectionSeam>);
 }
 
 /** The server part of `family`, whose server side is `plugin`: the member's instance, made here. */
@@ -190,6 +203,8 @@ export async function loadPlugins(families: readonly AnyFamily[]): Promise<Plugi
   let versionGate: PluginPart['versionGate'];
   const core: ReadonlySet<string> = new Set(OPS);
   // All at once: the module loader reads and compiles the plugins side by side, and a starting member waits on them.
+  // The old front-end server part is gone: a family (or a test's fixture) still declaring one would otherwise be served nothing, silently.
+  for (const family of families) if ('server' in family) throw new Error(`the ${family.name} family declares server(), which no longer exists: its server side is a kit plugin (plugin())`);
   const parts = await Promise.all(families.map(async (family) => (family.plugin === undefined ? undefined : pluginPart(family, await family.plugin()))));
   for (const [i, family] of families.entries()) {
     const part = parts[i];
