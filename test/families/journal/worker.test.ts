@@ -1,6 +1,7 @@
 // The worker helper against a stand-in for the server (calls that answer as the
 // test says): its backoff after a failing handler, and stop() on an idle worker.
 import { describe, expect, it } from 'vitest';
+import { NOT_PROPOSED, VeraError } from '../../../src/protocol/index.js';
 import { JournalWorker, type WorkerCalls, type WorkerOptions } from '../../../src/families/journal/client-worker.js';
 import type { Claim, ClaimedItem } from '../../../src/families/journal/client.js';
 
@@ -101,6 +102,29 @@ describe('the worker helper', () => {
     release();
     await stopped;
     expect(server.released).toEqual([{ key: 'second', delayMs: null, failure: false }]);
+  });
+
+  it('claims again after its waiting claim is answered UNAVAILABLE by a closing member, and runs what it gets', async () => {
+    // The client library sends a not-proposed refusal again on its own until its request
+    // deadline; the worker still must not stop at one that reaches it.
+    const closing = new VeraError('UNAVAILABLE', 'this member is closing: claim again on another member', { reason: NOT_PROPOSED, retryAfterMs: 100 });
+    const answers: Array<() => Promise<Claim>> = [() => Promise.reject(closing), () => Promise.resolve({ lease: 7, items: [item(0)] })];
+    let claims = 0;
+    const server = fakeServer([]);
+    const calls: WorkerCalls = {
+      ...server.calls,
+      claim: (max, waitMs) => {
+        claims++;
+        return (answers.shift() ?? (() => server.calls.claim(max, waitMs)))();
+      },
+    };
+    let handled!: (key: string) => void;
+    const ran = new Promise<string>((r) => (handled = r));
+    const worker = new JournalWorker(calls, OPTIONS, (i) => (handled(i.key), Promise.resolve()));
+    worker.start();
+    expect(await ran).toBe('job');
+    expect(claims).toBeGreaterThanOrEqual(2);
+    await worker.stop();
   });
 });
 
