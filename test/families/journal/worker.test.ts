@@ -128,6 +128,47 @@ describe('the worker helper', () => {
   });
 });
 
+describe('the worker helper’s claims while the journal runs short', () => {
+  /** Claims that wait until the test answers them, each with what it asked for. */
+  function heldClaims(): { calls: WorkerCalls; out: Array<{ max: number; answer: (c: Claim) => void }> } {
+    const out: Array<{ max: number; answer: (c: Claim) => void }> = [];
+    const calls: WorkerCalls = {
+      ...fakeServer([]).calls,
+      claim: (max) => new Promise<Claim>((answer) => out.push({ max, answer })),
+      cancelWait: () => {
+        for (const c of out.splice(0)) c.answer({ lease: 0, items: [] });
+        return Promise.resolve(1);
+      },
+    };
+    return { calls, out };
+  }
+
+  it('keeps three claims waiting on the server once work trickles in, asking for its free handlers between them', async () => {
+    // Jobs due closer together than a Raft round: with one claim out, each one falling due while
+    // that claim's entry was in flight waited for its reply and a second round.
+    const { calls, out } = heldClaims();
+    const handled: string[] = [];
+    const worker = new JournalWorker(calls, { ...OPTIONS, concurrency: 16, prefetch: 0 }, (i) => (handled.push(i.key), Promise.resolve()));
+    worker.start();
+    await expect.poll(() => out.length).toBe(1);
+    expect(out[0]!.max).toBe(16);
+    // One job came (fewer than asked): the journal runs short but is not idle.
+    out.shift()!.answer({ lease: 3, items: [item(0)] });
+    await expect.poll(() => out.length).toBe(3);
+    expect(handled).toEqual(['job']);
+    // Between them, the handlers free when they were sent (the job's may still have been running).
+    const asked = out.reduce((n, c) => n + c.max, 0);
+    expect(asked).toBeGreaterThanOrEqual(15);
+    expect(asked).toBeLessThanOrEqual(16);
+    expect(Math.min(...out.map((c) => c.max))).toBeGreaterThanOrEqual(5);
+    // They all run out empty: the journal is idle, and one claim waits (one entry per waitMs).
+    for (const c of out.splice(0)) c.answer({ lease: 4, items: [] });
+    await expect.poll(() => out.length).toBe(1);
+    expect(out[0]!.max).toBe(16);
+    await worker.stop();
+  });
+});
+
 describe('the worker helper’s prefetch with failing handlers', () => {
   it('counts the wait for a failed item’s release as handler time, so it does not claim far ahead of what it can start', async () => {
     // Every other item fails, and its release takes 100 ms (a busy cluster); the others finish at once.
