@@ -7,9 +7,9 @@
 //   flight): its lateness is the wait for the worker to ask again plus one round.
 // Also the leader's mean propose time and log sync (its /metrics) over the scenario.
 // Builds are taken in turn, round after round (only ratios within one run mean anything);
-// with `--paired 1`, their worker helpers run side by side on one cluster (see paired):
+// with `--paired 1` or `--paired clusters`, side by side at once (see paired):
 //
-//   nice -n 10 tsx bench/journal/lateness-parts.ts --checkouts /tmp/base,. --rounds 3 [--paired 1]
+//   nice -n 10 tsx bench/journal/lateness-parts.ts --checkouts /tmp/base,. --rounds 3 [--paired 1|clusters] [--count 300]
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -140,27 +140,35 @@ async function measure(lib: Lib, url: string, leaderPort: number, queue: string,
 }
 
 /**
- * `--paired`: the worker helpers of the checkouts side by side on one cluster (the first
- * checkout's), each on its own journal with the same dates (offset by half a gap, the
- * offset alternating between rounds), so both meet the same load; the servers are the same.
+ * `--paired 1`: the worker helpers of the checkouts side by side on one cluster (the first
+ * checkout's), each on its own journal with the same dates (offset by a share of the gap, the
+ * offset turning between rounds), so both meet the same load; the servers are the same.
+ * `--paired clusters`: each checkout on its own cluster, all running at once with the same
+ * dates, so that servers are compared under the same load too.
  */
 async function paired(logDir: string, here: string): Promise<void> {
-  const cluster = new VeraCluster({ logDir, inspector: false, ...(checkouts[0] === here ? {} : { checkout: checkouts[0]! }) });
-  await cluster.start();
+  const own = args.get('paired') === 'clusters';
+  const clusters = (own ? checkouts : [checkouts[0]!]).map((c) => new VeraCluster({ logDir, inspector: false, ...(c === here ? {} : { checkout: c }) }));
   try {
-    const leader = await cluster.leader();
-    const port = cluster.members().find((m) => m.id === leader)!.clientPort;
-    const url = `ws://${LOOPBACK}:${port}`;
+    await Promise.all(clusters.map((c) => c.start()));
+    const ports = await Promise.all(
+      clusters.map(async (c) => {
+        const leader = await c.leader();
+        return c.members().find((m) => m.id === leader)!.clientPort;
+      }),
+    );
+    const portOf = (i: number): number => ports[own ? i : 0]!;
+    const urlOf = (i: number): string => `ws://${LOOPBACK}:${portOf(i)}`;
     const libs = await Promise.all(checkouts.map((c) => libOf(c)));
-    await Promise.all(libs.map((lib, i) => measure(lib, url, port, `warm-${i}`, 0)));
+    await Promise.all(libs.map((lib, i) => measure(lib, urlOf(i), portOf(i), `warm-${i}`, 0)));
     for (let round = 0; round < rounds; round++) {
       const load = (await import('node:os')).loadavg()[0]!.toFixed(2);
       const gap = SPAN_MS / COUNT;
-      const lines = await Promise.all(libs.map((lib, i) => measure(lib, url, port, `late-${round}-${i}`, ((i + round) % libs.length) * (gap / libs.length))));
-      lines.forEach((l, i) => console.log(`round ${round} ${i}:${checkouts[i]!.split('/').pop()} (load ${load}, paired)\n${l}`));
+      const lines = await Promise.all(libs.map((lib, i) => measure(lib, urlOf(i), portOf(i), `late-${round}-${i}`, ((i + round) % libs.length) * (gap / libs.length))));
+      lines.forEach((l, i) => console.log(`round ${round} ${i}:${checkouts[i]!.split('/').pop()} (load ${load}, paired${own ? ', own clusters' : ''})\n${l}`));
     }
   } finally {
-    await cluster.stop();
+    await Promise.all(clusters.map((c) => c.stop()));
   }
 }
 
