@@ -133,15 +133,16 @@ export class JournalWorker {
   }
 
   /**
-   * Calls off the waiting claim. A claim sent a moment ago may not be waiting on the server yet
-   * (the call off would find nothing): asked again a few times while the poll is out. An older
-   * server does not know the op: the claim then runs out its wait.
+   * Calls off the waiting claims. A claim sent a moment ago may not be waiting on the server yet
+   * (the call off would find nothing): asked again a few times while any poll is out, since
+   * one call may find some of them waiting and not the others. An older server does not know
+   * the op: the claims then run out their wait.
    */
   private async callOffPoll(): Promise<void> {
     for (let tries = 0; tries < CALL_OFF_TRIES && this.polls > 0; tries++) {
       if (tries > 0) await new Promise((r) => setTimeout(r, CALL_OFF_RETRY_MS));
       try {
-        if ((await this.calls.cancelWait()) > 0) return;
+        await this.calls.cancelWait();
       } catch {
         return;
       }

@@ -167,6 +167,33 @@ describe('the worker helper’s claims while the journal runs short', () => {
     expect(out[0]!.max).toBe(16);
     await worker.stop();
   });
+
+  it('stop() calls off every claim it has out, one that was not waiting yet at the first call off too', async () => {
+    const { calls, out } = heldClaims();
+    let callOffs = 0;
+    const worker = new JournalWorker(
+      {
+        ...calls,
+        // The first call off finds all but the newest claim waiting (it is still on its way); later ones find it.
+        cancelWait: () => {
+          callOffs++;
+          const now = callOffs === 1 ? out.splice(0, out.length - 1) : out.splice(0);
+          for (const c of now) c.answer({ lease: 0, items: [] });
+          return Promise.resolve(now.length);
+        },
+      },
+      { ...OPTIONS, concurrency: 16, prefetch: 0 },
+      () => Promise.resolve(),
+    );
+    worker.start();
+    await expect.poll(() => out.length).toBe(1);
+    out.shift()!.answer({ lease: 3, items: [item(0)] });
+    await expect.poll(() => out.length).toBe(3);
+    // Without a second call off the last claim would wait out its 30 s here (for ever, in this stand-in).
+    await worker.stop();
+    expect(callOffs).toBeGreaterThanOrEqual(2);
+    expect(out).toEqual([]);
+  });
 });
 
 describe('the worker helper’s prefetch with failing handlers', () => {
