@@ -217,8 +217,8 @@ export class JournalWaiters {
       const fire = (): void => {
         // Timers run on the monotonic clock in whole ms and may fire a millisecond before the date
         // by the wall clock, which dates the claim's entry: woken then, the claim would find the
-        // item not yet due and cost a wasted round and a second one (about 1% of timers, so the
-        // p99 of delayed jobs). Wait out the rest.
+        // item not yet due and cost a wasted round and a second one (one fire in ten, measured in
+        // bench/results/2026-11-28c-journal-lateness). Wait out the rest.
         const early = earliest - Date.now();
         if (early > 0) {
           this.dueTimers.set(name, setTimeout(fire, early).unref());
@@ -243,11 +243,6 @@ export class JournalWaiters {
       .catch(() => undefined);
   }
 
-  /** Whether the member closed: a claim woken now answers that (server.ts), and none waits again. */
-  get closed(): boolean {
-    return this.isClosed;
-  }
-
   /** Claims waiting here, and the timers held for them (theirs and the due timers): for tests of close. */
   holding(): { readonly claims: number; readonly timers: number } {
     let claims = 0;
@@ -256,8 +251,8 @@ export class JournalWaiters {
   }
 
   /**
-   * The member is closing: every waiting claim is woken at once (it finds `closed` and answers
-   * so), every timer is cleared, and no store read starts after it.
+   * The member is closing: every waiting claim is woken at once (server.ts finds the member
+   * closed and answers so), every timer is cleared, and no store read starts after it.
    */
   close(): void {
     this.isClosed = true;
