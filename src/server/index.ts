@@ -147,6 +147,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
           clearTimeout(processMetricsTimer);
           duties.stop();
           parts.close();
+          // What the parts answered at close (the journal's waiting claims: UNAVAILABLE) goes out before the connections close.
+          await new Promise<void>((resolve) => setImmediate(resolve));
           disk.stop();
           tls.close();
           await port.shutdown();

@@ -41,6 +41,7 @@ export class FlagFeed<E extends FeedEvent = FlagEvent> {
   private readonly journals = new Map<string, JournalFeed<E>>();
   /** The latest index this feed was told about: every flag up to it is recorded (or below a horizon). */
   private seen: number;
+  private isClosed = false;
 
   /** `appliedBefore`: the index this member had applied when the feed began; earlier events are not here. */
   constructor(
@@ -110,6 +111,7 @@ export class FlagFeed<E extends FeedEvent = FlagEvent> {
 
   /** Resolves at the next event of `name` (or its drop), or at `deadline` (performance.now() ms). */
   wait(name: string, deadline: number): Promise<void> {
+    if (this.isClosed) return Promise.resolve();
     const f = this.feed(name);
     return new Promise((resolve) => {
       const wake = (): void => {
@@ -125,8 +127,21 @@ export class FlagFeed<E extends FeedEvent = FlagEvent> {
     });
   }
 
-  /** Wakes every watcher (the server is stopping). */
+  /** Watchers waiting: for tests of close (each holds a timer). */
+  get watching(): number {
+    let n = 0;
+    for (const f of this.journals.values()) n += f.watchers.size;
+    return n;
+  }
+
+  /** Whether the server closed: a woken watcher answers that (server.ts), and none waits after. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** Wakes every watcher, clearing its timer (the server is stopping). */
   close(): void {
+    this.isClosed = true;
     for (const f of this.journals.values()) this.wakeAll(f);
   }
 

@@ -36,7 +36,32 @@ export class HeldAcks {
   private readonly itemCounts = new Map<string, number>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
 
+  /** Set at close: the error every held request and every later hold is refused with. */
+  private closedWith: unknown = null;
+
   constructor(private readonly sendAlone: AloneSender) {}
+
+  /** Requests held, and the timers held for them: for tests of close. */
+  holding(): { readonly requests: number; readonly timers: number } {
+    let requests = 0;
+    for (const queue of this.byJournal.values()) requests += queue.length;
+    return { requests, timers: this.timers.size };
+  }
+
+  /**
+   * The member is closing: every held request is refused with `err` (nothing of it was
+   * proposed, so its sender may send it again elsewhere), the timers go, and no request is held
+   * after.
+   */
+  close(err: unknown): void {
+    this.closedWith ??= err;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    const queues = [...this.byJournal.values()];
+    this.byJournal.clear();
+    this.itemCounts.clear();
+    for (const queue of queues) for (const h of queue) h.reject(this.closedWith);
+  }
 
   /** Whether `count` more items of `name` may be held. */
   hasRoom(name: string, count: number): boolean {
@@ -45,6 +70,7 @@ export class HeldAcks {
 
   /** Holds `items` for `name` up to `holdMs`; resolves with their part of the result of the entry that carries them. */
   hold(name: string, items: ReadonlyArray<readonly [string, number]>, holdMs: number): Promise<AckResult> {
+    if (this.closedWith !== null) return Promise.reject(this.closedWith);
     return new Promise((resolve, reject) => {
       const queue = this.byJournal.get(name) ?? [];
       this.byJournal.set(name, queue);

@@ -34,12 +34,46 @@ export class JournalMember {
 
   /** The flag events feed, from the entry applied when first asked for. */
   get flags(): FlagFeed {
-    return (this.flagFeed ??= new FlagFeed(this.appliedIndex()));
+    return (this.flagFeed ??= this.closedFeed(new FlagFeed(this.appliedIndex())));
   }
 
   /** The lifecycle events feed, from the entry applied when first asked for. */
   get lifecycle(): FlagFeed<LifecycleEvent> {
-    return (this.lifecycleFeed ??= new FlagFeed<LifecycleEvent>(this.appliedIndex(), LIFECYCLE_EVENTS_KEPT));
+    return (this.lifecycleFeed ??= this.closedFeed(new FlagFeed<LifecycleEvent>(this.appliedIndex(), LIFECYCLE_EVENTS_KEPT)));
+  }
+
+  private isClosed = false;
+
+  /** A feed made after close is closed too: nothing waits on a closed member. */
+  private closedFeed<F extends { close(): void }>(feed: F): F {
+    if (this.isClosed) feed.close();
+    return feed;
+  }
+
+  /** Whether the member closed (close): what waits is answered `err`, and nothing waits after. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /**
+   * The member is closing: waiting claims and feed watchers are woken at once (server.ts answers
+   * them with an error that sends their clients elsewhere), held acknowledgements are refused
+   * with `err`, and every timer held for them goes. Safe to call twice.
+   */
+  close(err: unknown): void {
+    this.isClosed = true;
+    this.waiters.close();
+    this.held.close(err);
+    this.flagFeed?.close();
+    this.lifecycleFeed?.close();
+  }
+
+  /** What the member holds that waits (each with a timer): for tests that a closed member holds nothing. */
+  holding(): { readonly claims: number; readonly acks: number; readonly watchers: number; readonly timers: number } {
+    const w = this.waiters.holding();
+    const h = this.held.holding();
+    const watchers = (this.flagFeed?.watching ?? 0) + (this.lifecycleFeed?.watching ?? 0);
+    return { claims: w.claims, acks: h.requests, watchers, timers: w.timers + h.timers + watchers };
   }
 
   /** The counters of `name`, made when first counted. */

@@ -4,7 +4,7 @@
 // that wait, its HTTP reads and its /metrics lines. What it keeps per member (the
 // waiting claims, held acknowledgements, the event feeds, what it applied) lives in
 // the instance createServer makes.
-import { VeraError } from '../../protocol/index.js';
+import { NOT_PROPOSED, VeraError } from '../../protocol/index.js';
 import { opRequest, type FamilyHost, type Plugin, type PluginDuty, type PluginNeed, type PluginRoute, type PluginServer, type RequestOfSchema } from '../../kit/index.js';
 import { CANCELLED, type JournalValue } from './apply.js';
 import type { DoneItem, JournalCommand } from './commands.js';
@@ -30,6 +30,17 @@ const DUTY_BATCH = 1000;
 const DRAIN_BATCH = 1000;
 /** Counts past this many due items are reported as this many (a scrape stays cheap). */
 const DUE_COUNT_CAP = 10_000;
+/** How soon a client refused by a closing member may ask again (elsewhere, once its connection moves). */
+const CLOSING_RETRY_MS = 100;
+
+/**
+ * What a request waiting on a closing member (a claim, a held acknowledgement, a feed's long
+ * poll) is answered: nothing of it was proposed, so the client library sends it again, on the
+ * member it reconnects to.
+ */
+function closingError(what: string): VeraError {
+  return new VeraError('UNAVAILABLE', `this member is closing: ${what} again on another member`, { reason: NOT_PROPOSED, retryAfterMs: CLOSING_RETRY_MS });
+}
 
 type Ops = typeof JOURNAL_SCHEMAS;
 type Host = FamilyHost<JournalState, JournalValue, JournalCommand>;
@@ -114,8 +125,13 @@ function availableIn(v: Exclude<JournalValue, { op: 'limits' }>): number {
   }
 }
 
+/** The journal's instance on one member, with what it keeps there (tests look at what it holds). */
+export interface JournalServer extends PluginServer<Ops, JournalValue> {
+  readonly member: JournalMember;
+}
+
 /** The journal's part of one member: made once per member when the server loads its parts. */
-function createServer(host: Host): PluginServer<Ops, JournalValue> {
+export function createServer(host: Host): JournalServer {
   // The replicated clock of the newest applied entry; claims and duties compare dates with the leader's wall clock too.
   const clock = (): number => host.now();
   const m = new JournalMember(
@@ -208,6 +224,8 @@ function createServer(host: Host): PluginServer<Ops, JournalValue> {
     const deadline = performance.now() + r.waitMs;
     const state = host.state();
     for (let first = true; ; first = false) {
+      // Woken by close (or arriving after it): answered at once, so the client claims elsewhere.
+      if (m.closed) throw closingError('claim');
       if (ticket?.cancelled === true) return { lease: 0, items: [] };
       // Paused, or the rate limit's window is full: wait (without an entry) until that ends, or the deadline.
       const wall = Math.max(clock(), Date.now());
@@ -248,6 +266,7 @@ function createServer(host: Host): PluginServer<Ops, JournalValue> {
   ): Promise<{ readonly events: readonly E[]; readonly next: number; readonly missed: boolean }> => {
     const deadline = performance.now() + waitMs;
     for (;;) {
+      if (m.closed) throw closingError('ask');
       const page = read();
       if (page.events.length > 0 || page.missed || performance.now() >= deadline) return page;
       await wait(deadline);
@@ -723,8 +742,10 @@ function createServer(host: Host): PluginServer<Ops, JournalValue> {
     http: [journalRoute(host)],
     applied,
     metrics,
-    // Timers that would read the store after the member closed; a claim still waiting answers at its deadline.
-    close: () => m.waiters.stopTimers(),
+    // A closing member holds nothing: what waits is answered at once (UNAVAILABLE, so clients go
+    // elsewhere), and no timer is left to read the store after it closed.
+    close: () => m.close(closingError('send it')),
+    member: m,
   };
 }
 

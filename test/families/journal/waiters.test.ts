@@ -70,6 +70,22 @@ describe('JournalWaiters due timer', () => {
     w.close();
   });
 
+  it('wakes no claimer before the date by the wall clock, though its timer fires first', async () => {
+    // Timers run on the monotonic clock, the entry's date on the wall clock: here the wall clock
+    // is a millisecond behind when the timer comes due. Woken then, the claim's entry would be
+    // dated before the item, find nothing due and cost a wasted round and a second one.
+    const { fe } = member([T0 + 10]);
+    const w = new JournalWaiters(fe);
+    const woken = waitAll(w, 1, 1);
+    vi.setSystemTime(T0 - 1);
+    await settle(10);
+    expect(Date.now()).toBe(T0 + 9);
+    expect(woken).toEqual([]);
+    await settle(1);
+    expect(woken).toEqual(['c0']);
+    w.close();
+  });
+
   it('while a claim is in flight, wakes the next claimer at the next date past it, not again for the item it takes', async () => {
     const { fe, take } = member([T0 + 10, T0 + 15, T0 + 40]);
     const w = new JournalWaiters(fe);

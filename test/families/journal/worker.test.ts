@@ -1,6 +1,7 @@
 // The worker helper against a stand-in for the server (calls that answer as the
 // test says): its backoff after a failing handler, and stop() on an idle worker.
 import { describe, expect, it } from 'vitest';
+import { NOT_PROPOSED, VeraError } from '../../../src/protocol/index.js';
 import { JournalWorker, type WorkerCalls, type WorkerOptions } from '../../../src/families/journal/client-worker.js';
 import type { Claim, ClaimedItem } from '../../../src/families/journal/client.js';
 
@@ -101,6 +102,97 @@ describe('the worker helper', () => {
     release();
     await stopped;
     expect(server.released).toEqual([{ key: 'second', delayMs: null, failure: false }]);
+  });
+
+  it('claims again after its waiting claim is answered UNAVAILABLE by a closing member, and runs what it gets', async () => {
+    // The client library sends a not-proposed refusal again on its own until its request
+    // deadline; the worker still must not stop at one that reaches it.
+    const closing = new VeraError('UNAVAILABLE', 'this member is closing: claim again on another member', { reason: NOT_PROPOSED, retryAfterMs: 100 });
+    const answers: Array<() => Promise<Claim>> = [() => Promise.reject(closing), () => Promise.resolve({ lease: 7, items: [item(0)] })];
+    let claims = 0;
+    const server = fakeServer([]);
+    const calls: WorkerCalls = {
+      ...server.calls,
+      claim: (max, waitMs) => {
+        claims++;
+        return (answers.shift() ?? (() => server.calls.claim(max, waitMs)))();
+      },
+    };
+    let handled!: (key: string) => void;
+    const ran = new Promise<string>((r) => (handled = r));
+    const worker = new JournalWorker(calls, OPTIONS, (i) => (handled(i.key), Promise.resolve()));
+    worker.start();
+    expect(await ran).toBe('job');
+    expect(claims).toBeGreaterThanOrEqual(2);
+    await worker.stop();
+  });
+});
+
+describe('the worker helper’s claims while the journal runs short', () => {
+  /** Claims that wait until the test answers them, each with what it asked for. */
+  function heldClaims(): { calls: WorkerCalls; out: Array<{ max: number; answer: (c: Claim) => void }> } {
+    const out: Array<{ max: number; answer: (c: Claim) => void }> = [];
+    const calls: WorkerCalls = {
+      ...fakeServer([]).calls,
+      claim: (max) => new Promise<Claim>((answer) => out.push({ max, answer })),
+      cancelWait: () => {
+        for (const c of out.splice(0)) c.answer({ lease: 0, items: [] });
+        return Promise.resolve(1);
+      },
+    };
+    return { calls, out };
+  }
+
+  it('keeps three claims waiting on the server once work trickles in, asking for its free handlers between them', async () => {
+    // Jobs due closer together than a Raft round: with one claim out, each one falling due while
+    // that claim's entry was in flight waited for its reply and a second round.
+    const { calls, out } = heldClaims();
+    const handled: string[] = [];
+    const worker = new JournalWorker(calls, { ...OPTIONS, concurrency: 16, prefetch: 0 }, (i) => (handled.push(i.key), Promise.resolve()));
+    worker.start();
+    await expect.poll(() => out.length).toBe(1);
+    expect(out[0]!.max).toBe(16);
+    // One job came (fewer than asked): the journal runs short but is not idle.
+    out.shift()!.answer({ lease: 3, items: [item(0)] });
+    await expect.poll(() => out.length).toBe(3);
+    expect(handled).toEqual(['job']);
+    // Between them, the handlers free when they were sent (the job's may still have been running).
+    const asked = out.reduce((n, c) => n + c.max, 0);
+    expect(asked).toBeGreaterThanOrEqual(15);
+    expect(asked).toBeLessThanOrEqual(16);
+    expect(Math.min(...out.map((c) => c.max))).toBeGreaterThanOrEqual(5);
+    // They all run out empty: the journal is idle, and one claim waits (one entry per waitMs).
+    for (const c of out.splice(0)) c.answer({ lease: 4, items: [] });
+    await expect.poll(() => out.length).toBe(1);
+    expect(out[0]!.max).toBe(16);
+    await worker.stop();
+  });
+
+  it('stop() calls off every claim it has out, one that was not waiting yet at the first call off too', async () => {
+    const { calls, out } = heldClaims();
+    let callOffs = 0;
+    const worker = new JournalWorker(
+      {
+        ...calls,
+        // The first call off finds all but the newest claim waiting (it is still on its way); later ones find it.
+        cancelWait: () => {
+          callOffs++;
+          const now = callOffs === 1 ? out.splice(0, out.length - 1) : out.splice(0);
+          for (const c of now) c.answer({ lease: 0, items: [] });
+          return Promise.resolve(now.length);
+        },
+      },
+      { ...OPTIONS, concurrency: 16, prefetch: 0 },
+      () => Promise.resolve(),
+    );
+    worker.start();
+    await expect.poll(() => out.length).toBe(1);
+    out.shift()!.answer({ lease: 3, items: [item(0)] });
+    await expect.poll(() => out.length).toBe(3);
+    // Without a second call off the last claim would wait out its 30 s here (for ever, in this stand-in).
+    await worker.stop();
+    expect(callOffs).toBeGreaterThanOrEqual(2);
+    expect(out).toEqual([]);
   });
 });
 
