@@ -18,7 +18,14 @@ const NAME = 'j';
 function timeoutDuty(h: JournalHarness): { duty: PluginDuty; scans: Buffer[]; proposed: JournalCommand[]; settle: () => Promise<void> } {
   const scans: Buffer[] = [];
   const proposed: JournalCommand[] = [];
-  let pending: Promise<unknown> = Promise.resolve();
+  /** The duty's reads and proposals not yet settled: a tick's work is done when none is left. */
+  const inFlight = new Set<Promise<unknown>>();
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    inFlight.add(work);
+    const forget = (): void => void inFlight.delete(work);
+    work.then(forget, forget);
+    return work;
+  };
   const reader = {
     stateOf: h.sm.stateOf.bind(h.sm),
     read: <T>(what: string, read: (db: typeof h.temp.db, snapshot: never, index: number) => Promise<T>): Promise<T> => {
@@ -30,25 +37,27 @@ function timeoutDuty(h: JournalHarness): { duty: PluginDuty; scans: Buffer[]; pr
         } as unknown as typeof db;
         return read(spied, snapshot as never, index);
       });
-      pending = done;
-      return done;
+      return track(done);
     },
   };
   const host = {
     state: () => h.sm.stateOf(journal),
     reader,
     now: () => h.sm.clock,
-    propose: async (command: JournalCommand) => {
+    propose: (command: JournalCommand) => {
       proposed.push(command);
-      return h.ok(command);
+      return track(h.ok(command));
     },
     log: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
   } as unknown as FamilyHost<JournalState, JournalValue, JournalCommand>;
   const duty = plugin.createServer(host).duties!.find((d) => d.name === 'journal-timeouts')!;
-  // The scan's read, then its proposal (applied here at once).
+  // The tick's reads and proposals, and whatever each starts once it resolves (a read leads to a
+  // proposal, a proposal's apply to the next read): done when a turn passes with none in flight.
   const settle = async (): Promise<void> => {
-    await pending;
-    await new Promise((resolve) => setImmediate(resolve));
+    do {
+      await Promise.allSettled([...inFlight]);
+      await new Promise((resolve) => setImmediate(resolve));
+    } while (inFlight.size > 0);
   };
   return { duty, scans, proposed, settle };
 }
