@@ -304,10 +304,13 @@ export class JournalWorker {
       this.checkIdle();
       return;
     }
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      this.pump();
-    }, 100);
+    // One retry for however many requests failed together (three polls out when a connection drops).
+    if (this.retryTimer === null) {
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null;
+        this.pump();
+      }, 100);
+    }
     this.checkIdle();
   }
 }

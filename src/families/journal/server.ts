@@ -224,8 +224,14 @@ export function createServer(host: Host): JournalServer {
     const deadline = performance.now() + r.waitMs;
     const state = host.state();
     for (let first = true; ; first = false) {
-      // Woken by close (or arriving after it): answered at once, so the client claims elsewhere.
-      if (m.closed) throw closingError('claim');
+      // Arriving after close: refused (not proposed), so the client sends it to another member.
+      // Woken by close after waiting here: answered as a claim called off (no items, no entry),
+      // so the worker sends a new claim with a deadline of its own; resent, this one would
+      // wait its whole waitMs again within what is left of the client's deadline for it.
+      if (m.closed) {
+        if (first) throw closingError('claim');
+        return { lease: 0, items: [] };
+      }
       if (ticket?.cancelled === true) return { lease: 0, items: [] };
       // Paused, or the rate limit's window is full: wait (without an entry) until that ends, or the deadline.
       const wall = Math.max(clock(), Date.now());

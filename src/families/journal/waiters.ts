@@ -86,8 +86,13 @@ export class JournalWaiters {
       const leave = (): void => {
         const at = queue.indexOf(waiter);
         if (at >= 0) queue.splice(at, 1);
-        // No claim waits any more: expectsClaim must say so (held acknowledgements go at once).
-        if (queue.length === 0 && this.byJournal.get(name) === queue) this.byJournal.delete(name);
+        // No claim waits any more: expectsClaim must say so (held acknowledgements go at once), and
+        // the journal's due timer has no one to wake (the next claim arms its own).
+        if (queue.length === 0 && this.byJournal.get(name) === queue) {
+          this.byJournal.delete(name);
+          clearTimeout(this.dueTimers.get(name));
+          this.dueTimers.delete(name);
+        }
       };
       const waiter: Waiter = {
         deadline,
@@ -219,9 +224,15 @@ export class JournalWaiters {
         // by the wall clock, which dates the claim's entry: woken then, the claim would find the
         // item not yet due and cost a wasted round and a second one (one fire in ten, measured in
         // bench/results/2026-11-28c-journal-lateness). Wait out the rest.
+        // No claim waits any more (they ran out their waits): the next claim arms its own timer.
+        if (!this.byJournal.has(name)) {
+          this.dueTimers.delete(name);
+          return;
+        }
         const early = earliest - Date.now();
         if (early > 0) {
-          this.dueTimers.set(name, setTimeout(fire, early).unref());
+          // Capped as the first arm is: Node fires a longer timer after 1 ms.
+          this.dueTimers.set(name, setTimeout(fire, Math.min(early, 2 ** 31 - 1)).unref());
           return;
         }
         this.dueTimers.delete(name);

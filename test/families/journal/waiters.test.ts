@@ -86,6 +86,24 @@ describe('JournalWaiters due timer', () => {
     w.close();
   });
 
+  // A claim waits at most its waitMs; a journal's due timer may aim months ahead. Left running
+  // once no claim waits, it would fire for no one (and a date past 2^31 - 1 ms re-armed every
+  // millisecond): the last claim to go takes it with it.
+  it('holds no due timer once the last claim waiting on its journal has run out its wait', async () => {
+    const DAY = 86_400_000;
+    const { fe } = member([T0 + 60 * DAY]);
+    const w = new JournalWaiters(fe);
+    void w.wait(NAME, performance.now() + 1_000, undefined, 1);
+    await settle(0);
+    expect(w.holding()).toEqual({ claims: 1, timers: 2 });
+    await settle(1_000);
+    expect(w.holding()).toEqual({ claims: 0, timers: 0 });
+    const timeouts = vi.spyOn(globalThis, 'setTimeout');
+    await settle(25 * DAY);
+    expect(timeouts).not.toHaveBeenCalled();
+    w.close();
+  });
+
   it('while a claim is in flight, wakes the next claimer at the next date past it, not again for the item it takes', async () => {
     const { fe, take } = member([T0 + 10, T0 + 15, T0 + 40]);
     const w = new JournalWaiters(fe);
