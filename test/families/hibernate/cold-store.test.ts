@@ -174,6 +174,16 @@ describe('encoding a large unit (issue 34, defect 5)', () => {
     }
   });
 
+  it('entries collected a slice at a time are written as pack() writes them, whatever size each key and value header takes', async () => {
+    const sizes = [0, 1, 255, 256, 65_535, 65_536, 70_000];
+    const array = sizes.map((v, j) => [Buffer.alloc(sizes[sizes.length - 1 - j]!, 97 + j), Buffer.alloc(v, 65 + j)] as const);
+    const sliced = new SlicedEntries();
+    for (const [k, v] of array) sliced.push(k, v);
+    const unit = { unit: '/users/big', meta: { frozenAt: 7 } };
+    expect((await packInSlices({ ...unit, entries: sliced })).equals(pack([unit.unit, unit.meta, array.map(([k, v]) => [k, v])]))).toBe(true);
+    expect(sliced.slice(0, array.length).every(([k, v], n) => k.equals(array[n]![0]) && v.equals(array[n]![1]))).toBe(true);
+  });
+
   it('lets the event loop turn between slices, so other work runs while a 100,000-item unit is encoded', async () => {
     const n = 100_000;
     const cold: ColdUnit = { unit: '/users/big', meta: { frozenAt: 7 }, entries: Array.from({ length: n }, (_, i) => [Buffer.from(`k${i}`), Buffer.from('value')] as const) };
