@@ -8,7 +8,7 @@
 import { decodeItemKey, itemRange, decodeItemValue } from '../lists/public.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../../statemachine/family.js';
-import { Breather, PACK_SLICE, SlicedEntries, type ColdStore, type HeldEntries } from './cold-store.js';
+import { Breather, PACK_SLICE, READ_PAGE_PAUSE_MS, SlicedEntries, type ColdStore, type HeldEntries } from './cold-store.js';
 import { unitItemRanges } from './keys.js';
 import type { FrozenList } from './records.js';
 
@@ -24,7 +24,7 @@ export type UnitRead =
 
 /**
  * Reads a unit's entries (its list and every list below it), refusing one in use, empty or too
- * large. With a Breather (beside the log), it pauses every PACK_SLICE entries; inside an
+ * large. With a Breather (beside the log), it pauses after every PACK_SLICE entries or so; inside an
  * entry's apply it does not, as nothing else runs on this member's log meanwhile anyway.
  */
 export async function readUnit(db: VeraDb, unit: string, snapshot?: DbSnapshot, breather?: Breather): Promise<UnitRead> {
@@ -36,6 +36,7 @@ export async function readUnit(db: VeraDb, unit: string, snapshot?: DbSnapshot, 
   // member as much CPU as the rest of the read).
   let last: Buffer | null = null;
   let items = 0;
+  let pausedAt = 0;
   const endList = (): void => {
     if (last === null) return;
     const { path, index } = decodeItemKey(last);
@@ -43,18 +44,30 @@ export async function readUnit(db: VeraDb, unit: string, snapshot?: DbSnapshot, 
     newest = Math.max(newest, index);
   };
   for (const range of unitItemRanges(unit)) {
-    for await (const [key, value] of db.iterator(snapshot === undefined ? range : { ...range, snapshot })) {
-      // An ephemeral item belongs to a live session: the unit is in use.
-      if (!ownerIsNil(value) && decodeItemValue(value).owner !== null) return { why: 'ephemeral' };
-      if (entries.length >= MAX_UNIT_ITEMS) return { why: 'too-large' };
-      if (last === null || !sameList(last, key)) {
-        endList();
-        items = 0;
+    // A page of entries per call, not an awaited call per entry (which cost as much CPU as the rest of the read).
+    const iterator = db.iterator(snapshot === undefined ? range : { ...range, snapshot });
+    try {
+      for (let page = await iterator.nextv(PACK_SLICE); page.length > 0; page = await iterator.nextv(PACK_SLICE)) {
+        for (const [key, value] of page) {
+          // An ephemeral item belongs to a live session: the unit is in use.
+          if (!ownerIsNil(value) && decodeItemValue(value).owner !== null) return { why: 'ephemeral' };
+          if (entries.length >= MAX_UNIT_ITEMS) return { why: 'too-large' };
+          if (last === null || !sameList(last, key)) {
+            endList();
+            items = 0;
+          }
+          last = key;
+          items++;
+          entries.push(key, value);
+        }
+        // After each PACK_SLICE entries (LevelDB's pages are often smaller): a unit smaller than that is read in one go.
+        if (breather !== undefined && entries.length >= pausedAt + PACK_SLICE) {
+          await breather.pause();
+          pausedAt = entries.length;
+        }
       }
-      last = key;
-      items++;
-      entries.push(key, value);
-      if (breather !== undefined && entries.length % PACK_SLICE === 0) await breather.pause();
+    } finally {
+      await iterator.close();
     }
   }
   endList();
@@ -129,7 +142,7 @@ export async function prepareUnit(
   /** Beside the log: pace the read, and leave the directory's sync to the caller (ColdStore.syncDir). */
   background = false,
 ): Promise<Prepared> {
-  const read = await readUnit(db, unit, snapshot, background ? new Breather() : undefined);
+  const read = await readUnit(db, unit, snapshot, background ? new Breather(READ_PAGE_PAUSE_MS) : undefined);
   if ('why' in read) return read;
   // A write (or delete of the newest item) after the leader looked: the unit is not idle.
   if (read.newest !== seen) return { why: 'changed' };

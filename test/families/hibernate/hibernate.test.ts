@@ -13,7 +13,7 @@ import { hibernate, type HibernateValue } from '../../../src/families/hibernate/
 import { coldDirOf, MAX_HELD_THAW_READS } from '../../../src/families/hibernate/state.js';
 import { newestIndexIn, ownerIsNil, readUnit, sameList } from '../../../src/families/hibernate/freezing.js';
 import { decodeItemValue, encodeItemValue } from '../../../src/families/lists/codec.js';
-import { SlicedEntries } from '../../../src/families/hibernate/cold-store.js';
+import { Breather, PACK_SLICE, READ_PAGE_PAUSE_MS, SlicedEntries } from '../../../src/families/hibernate/cold-store.js';
 import { lists } from '../../../src/families/lists/index.js';
 import { encodeCommand } from '../../../src/families/commands.js';
 import { type Command } from '../../../src/families/core-commands.js';
@@ -849,6 +849,20 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     expect(sameList(itemKey('/users/big/a', 1), itemKey('/users/big/a', 2 ** 40))).toBe(true);
     expect(sameList(itemKey('/users/big/a', 1), itemKey('/users/big/b', 1))).toBe(false);
     expect(sameList(itemKey('/users/big/a', 1), itemKey('/users/big/ab', 1))).toBe(false);
+  });
+
+  it('beside the log, reads a unit with a pause after each PACK_SLICE entries, at most that many per READ_PAGE_PAUSE_MS', async () => {
+    const m = await member();
+    for (let n = 0; n < 2 * PACK_SLICE + 500; n++) await m.push('/users/big', n);
+    const breather = new Breather(READ_PAGE_PAUSE_MS);
+    const pause = vi.spyOn(breather, 'pause');
+    const started = performance.now();
+    const read = await readUnit(m.temp.db, '/users/big', undefined, breather);
+    if ('why' in read) throw new Error(read.why);
+    expect(read.entries.length).toBe(2 * PACK_SLICE + 500);
+    // After the first 1,000 entries and the next (LevelDB gives pages of its own size): none after the last 500.
+    expect(pause).toHaveBeenCalledTimes(2);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(2 * READ_PAGE_PAUSE_MS - 2);
   });
 
   it('reads a unit for its freeze a slice at a time, and tells an item with no owner by its first bytes, as decoding it would', async () => {
