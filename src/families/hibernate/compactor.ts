@@ -22,6 +22,12 @@ export class FrozenSpanCompactor {
     private readonly db: VeraDb,
     /** How long after the last freeze to compact: a run of freezes (the idle detector's, or an operator's) costs one compaction, after it. */
     private readonly quietMs = 10_000,
+    /**
+     * Whether a freeze or thaw is still stepping through a unit here (draining, or thawing in
+     * steps): the compaction waits until none is, so it never competes with their steps for the
+     * disk and the CPU, nor compacts a span they are still writing to.
+     */
+    private readonly stepping: () => boolean = () => false,
   ) {}
 
   /** Notes the key ranges a freeze deleted. */
@@ -45,7 +51,7 @@ export class FrozenSpanCompactor {
 
   private async run(): Promise<void> {
     this.timer = null;
-    if (this.running) return this.schedule();
+    if (this.running || this.stepping()) return this.schedule();
     const span = this.pending;
     if (span === null || this.db.status !== 'open') return;
     this.pending = null;

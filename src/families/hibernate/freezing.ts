@@ -8,7 +8,7 @@
 import { decodeItemKey, itemRange, decodeItemValue } from '../lists/public.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../../statemachine/family.js';
-import { Breather, PACK_SLICE, SlicedEntries, type ColdStore, type HeldEntries } from './cold-store.js';
+import { Breather, PACK_SLICE, READ_PAGE_PAUSE_MS, SlicedEntries, type ColdStore, type HeldEntries } from './cold-store.js';
 import { unitItemRanges } from './keys.js';
 import type { FrozenList } from './records.js';
 
@@ -24,30 +24,63 @@ export type UnitRead =
 
 /**
  * Reads a unit's entries (its list and every list below it), refusing one in use, empty or too
- * large. With a Breather (beside the log), it pauses every PACK_SLICE entries; inside an
+ * large. With a Breather (beside the log), it pauses after every PACK_SLICE entries or so; inside an
  * entry's apply it does not, as nothing else runs on this member's log meanwhile anyway.
  */
 export async function readUnit(db: VeraDb, unit: string, snapshot?: DbSnapshot, breather?: Breather): Promise<UnitRead> {
   const entries = new SlicedEntries();
-  const byPath = new Map<string, { newest: number; items: number }>();
+  const lists: FrozenList[] = [];
   let newest = 0;
+  // A list's keys lie together, its newest last, and differ only in their last 8 bytes (the
+  // index): a key is decoded only where a list ends, not once per item (which cost every
+  // member as much CPU as the rest of the read).
+  let last: Buffer | null = null;
+  let items = 0;
+  let pausedAt = 0;
+  const endList = (): void => {
+    if (last === null) return;
+    const { path, index } = decodeItemKey(last);
+    lists.push({ path, newest: index, items });
+    newest = Math.max(newest, index);
+  };
   for (const range of unitItemRanges(unit)) {
-    for await (const [key, value] of db.iterator(snapshot === undefined ? range : { ...range, snapshot })) {
-      // An ephemeral item belongs to a live session: the unit is in use.
-      if (!ownerIsNil(value) && decodeItemValue(value).owner !== null) return { why: 'ephemeral' };
-      if (entries.length >= MAX_UNIT_ITEMS) return { why: 'too-large' };
-      const { path, index } = decodeItemKey(key);
-      entries.push(key, value);
-      if (breather !== undefined && entries.length % PACK_SLICE === 0) await breather.pause();
-      const list = byPath.get(path) ?? { newest: 0, items: 0 };
-      list.newest = Math.max(list.newest, index);
-      list.items++;
-      byPath.set(path, list);
-      newest = Math.max(newest, index);
+    // A page of entries per call, not an awaited call per entry (which cost as much CPU as the rest of the read).
+    const iterator = db.iterator(snapshot === undefined ? range : { ...range, snapshot });
+    try {
+      for (let page = await iterator.nextv(PACK_SLICE); page.length > 0; page = await iterator.nextv(PACK_SLICE)) {
+        for (const [key, value] of page) {
+          // An ephemeral item belongs to a live session: the unit is in use.
+          if (!ownerIsNil(value) && decodeItemValue(value).owner !== null) return { why: 'ephemeral' };
+          if (entries.length >= MAX_UNIT_ITEMS) return { why: 'too-large' };
+          if (last === null || !sameList(last, key)) {
+            endList();
+            items = 0;
+          }
+          last = key;
+          items++;
+          entries.push(key, value);
+        }
+        // After each PACK_SLICE entries (LevelDB's pages are often smaller): a unit smaller than that is read in one go.
+        if (breather !== undefined && entries.length >= pausedAt + PACK_SLICE) {
+          await breather.pause();
+          pausedAt = entries.length;
+        }
+      }
+    } finally {
+      await iterator.close();
     }
   }
+  endList();
   if (entries.length === 0) return { why: 'empty' };
-  return { entries: entries.end(), newest, lists: [...byPath].map(([path, l]) => ({ path, newest: l.newest, items: l.items })) };
+  return { entries: entries.end(), newest, lists };
+}
+
+/** An item key's last bytes: its index. */
+const INDEX_BYTES = 8;
+
+/** Whether two item keys are of one list: the same bytes but for the index at the end (decodeItemKey checks the layout where a list ends). */
+export function sameList(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && a.length > INDEX_BYTES && a.compare(b, 0, b.length - INDEX_BYTES, 0, a.length - INDEX_BYTES) === 0;
 }
 
 /** An item value as encodeItemValue writes one with no owner: a map of 2 or 3 pairs (fixmap or map16), `owner` first, nil. */
@@ -86,46 +119,13 @@ export async function newestIndexIn(db: VeraDb, unit: string, snapshot: DbSnapsh
 }
 
 /**
- * A unit's keys alone, copied into one buffer with where each ends: what a freeze's commit
- * deletes. Its file written, a freeze keeps only these until the commit (up to a second
- * later, for 16 units at once), so the read values, most of the bytes, can be collected.
+ * A Freezing unit made ready: its cold file durable and how many entries it holds, or why it is
+ * not frozen. Nothing of the entries is kept: a commit that deletes a unit's hot entries in its
+ * own batch (a unit of at most a step) reads their keys then, and a larger unit drains in
+ * dropHot steps, which read theirs. (Copying a 100,000-item unit's keys here took each member
+ * 0.1 to 0.2 s in one turn of its event loop, for keys no step used.)
  */
-export class HeldKeys {
-  private constructor(
-    private readonly raw: Buffer,
-    /** Key n lies at [ends[n - 1] (0 for the first), ends[n]). */
-    private readonly ends: Uint32Array,
-  ) {}
-
-  /** Copies the keys of `entries`, PACK_SLICE entries at a time (never all the pairs at once). */
-  static of(entries: HeldEntries): HeldKeys {
-    const ends = new Uint32Array(entries.length);
-    const chunks: Buffer[] = [];
-    let at = 0;
-    for (let from = 0; from < entries.length; from += PACK_SLICE) {
-      const keys = entries.slice(from, from + PACK_SLICE).map(([key]) => key);
-      keys.forEach((key, n) => (ends[from + n] = at += key.length));
-      chunks.push(Buffer.concat(keys));
-    }
-    return new HeldKeys(Buffer.concat(chunks, at), ends);
-  }
-
-  get length(): number {
-    return this.ends.length;
-  }
-
-  /** Every key, in order: views into the one buffer (a LevelDB batch copies what it is given). */
-  all(): Buffer[] {
-    const out: Buffer[] = [];
-    for (let n = 0; n < this.ends.length; n++) out.push(this.raw.subarray(n === 0 ? 0 : this.ends[n - 1]!, this.ends[n]!));
-    return out;
-  }
-}
-
-/** A Freezing unit made ready: its cold file durable and the keys its commit deletes (not the values), or why it is not frozen. */
-export type Prepared =
-  | { readonly keys: HeldKeys; readonly lists: readonly FrozenList[]; readonly bytes: number }
-  | { readonly why: UnfreezableWhy };
+export type Prepared = { readonly items: number; readonly lists: readonly FrozenList[]; readonly bytes: number } | { readonly why: UnfreezableWhy };
 
 /**
  * Reads the unit (at `snapshot`, or as the db is now) and, if it may be frozen, writes its
@@ -142,13 +142,12 @@ export async function prepareUnit(
   /** Beside the log: pace the read, and leave the directory's sync to the caller (ColdStore.syncDir). */
   background = false,
 ): Promise<Prepared> {
-  const read = await readUnit(db, unit, snapshot, background ? new Breather() : undefined);
+  const read = await readUnit(db, unit, snapshot, background ? new Breather(READ_PAGE_PAUSE_MS) : undefined);
   if ('why' in read) return read;
   // A write (or delete of the newest item) after the leader looked: the unit is not idle.
   if (read.newest !== seen) return { why: 'changed' };
   const bytes = await cold.write({ unit, meta: { frozenAt: since }, entries: read.entries }, wanted, { syncDir: !background });
-  // The values are in the file now: keep only the keys, so the commit's wait does not hold them.
-  return { keys: HeldKeys.of(read.entries), lists: read.lists, bytes };
+  return { items: read.entries.length, lists: read.lists, bytes };
 }
 
 /** A queue that runs at most `width` tasks at a time, in the order given. */

@@ -114,6 +114,13 @@ function keysOf(entries: HeldEntries): Buffer[] {
   return entries.slice(0, entries.length).map(([key]) => key);
 }
 
+/** Every key of a unit's entries in the db, one call to LevelDB per range (a commit reads at most a step's worth). */
+async function unitKeys(db: PlanContext['db'], unit: string): Promise<Buffer[]> {
+  const keys: Buffer[] = [];
+  for (const range of unitItemRanges(unit)) for (const key of await db.keys(range).all()) keys.push(key);
+  return keys;
+}
+
 /** The in-memory side of a freeze, run once its batch is written. */
 function frozenAfter(ctx: PlanContext, unit: string, record: FrozenUnit, draining = false): () => void {
   const state = ctx.states.of(hibernate);
@@ -128,7 +135,8 @@ function frozenAfter(ctx: PlanContext, unit: string, record: FrozenUnit, drainin
       listsState.setLastIndex(l.path, 0);
       listsState.usage.removedFromList(l.path, l.items);
     }
-    state.compactor.frozen(unitItemRanges(unit));
+    // A draining unit's span is noted by its last dropHot, once its hot entries are all deleted.
+    if (!draining) state.compactor.frozen(unitItemRanges(unit));
   };
 }
 
@@ -209,22 +217,24 @@ async function commitFreezes(c: Extract<HibernateCommand, { op: 'commitFreeze' }
   crashPoint('freeze-cold-durable');
   // Without `step` (entries before command version 9), every hot entry goes in this batch.
   let budget = c.step ?? Infinity;
-  freezing.forEach(([unit, record], n) => {
+  for (const [n, [unit, record]] of freezing.entries()) {
     const p = prepared[n]!;
     if ('why' in p) {
       values.push({ op: 'freeze', unit, frozen: false, why: p.why });
       ops.push({ type: 'del', key: freezingKey(unit) });
       after.push(() => forgetFreezing(state, unit));
-      return;
+      continue;
     }
     const frozen: FrozenUnit = { frozenAt: record.since, lists: p.lists, bytes: p.bytes };
     // A unit whose hot entries fit what is left of the step goes in this batch; a larger one drains.
-    const draining = p.keys.length > budget;
-    if (!draining) budget -= p.keys.length;
-    for (const op of frozenOps(unit, draining ? [] : p.keys.all(), frozen, draining)) ops.push(op);
+    const draining = p.items > budget;
+    if (!draining) budget -= p.items;
+    // The unit's keys are those it held when its freeze began (a change since would have cancelled it).
+    const keys = draining ? [] : await unitKeys(ctx.db, unit);
+    for (const op of frozenOps(unit, keys, frozen, draining)) ops.push(op);
     after.push(frozenAfter(ctx, unit, frozen, draining));
-    values.push({ op: 'freeze', unit, frozen: true, items: p.keys.length, bytes: p.bytes });
-  });
+    values.push({ op: 'freeze', unit, frozen: true, items: p.items, bytes: p.bytes });
+  }
   // In the order the entry named them.
   values.sort((a, b) => c.units.indexOf(a.unit) - c.units.indexOf(b.unit));
   return answer({ op: 'commitFreeze', units: values }, ops, after);

@@ -194,7 +194,7 @@ export class HibernateState {
     // What a crash can leave: temporary files, and the files of units thawed since (their thaw is in the db).
     const keep = new Set([...frozen.keys()].map((u) => cold.fileOf(u)));
     await cold.sweep((file) => keep.has(file));
-    const state = new HibernateState(frozen, freezing, draining, thawing, cold, new FrozenSpanCompactor(db));
+    const state = new HibernateState(frozen, freezing, draining, thawing, cold, new FrozenSpanCompactor(db, undefined, () => draining.size > 0 || thawing.size > 0));
     liveStates.set(cold.dir, new WeakRef(state));
     return state;
   }

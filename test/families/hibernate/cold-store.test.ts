@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import fc from 'fast-check';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { ColdStore, ColdStoreError, decodeColdFile, deflateInSlices, PACK_SLICE, PackedEntries, packInSlices, SlicedEntries, SYNC_CHUNK, type ColdUnit, type HeldColdUnit } from '../../../src/families/hibernate/cold-store.js';
+import { Breather, ColdStore, ColdStoreError, decodeColdFile, deflateInSlices, PACK_SLICE, PackedEntries, packInSlices, SlicedEntries, SYNC_CHUNK, type ColdUnit, type HeldColdUnit } from '../../../src/families/hibernate/cold-store.js';
 import { pack } from 'msgpackr';
 import { deflateSync } from 'node:zlib';
 
@@ -174,6 +174,16 @@ describe('encoding a large unit (issue 34, defect 5)', () => {
     }
   });
 
+  it('entries collected a slice at a time are written as pack() writes them, whatever size each key and value header takes', async () => {
+    const sizes = [0, 1, 255, 256, 65_535, 65_536, 70_000];
+    const array = sizes.map((v, j) => [Buffer.alloc(sizes[sizes.length - 1 - j]!, 97 + j), Buffer.alloc(v, 65 + j)] as const);
+    const sliced = new SlicedEntries();
+    for (const [k, v] of array) sliced.push(k, v);
+    const unit = { unit: '/users/big', meta: { frozenAt: 7 } };
+    expect((await packInSlices({ ...unit, entries: sliced })).equals(pack([unit.unit, unit.meta, array.map(([k, v]) => [k, v])]))).toBe(true);
+    expect(sliced.slice(0, array.length).every(([k, v], n) => k.equals(array[n]![0]) && v.equals(array[n]![1]))).toBe(true);
+  });
+
   it('lets the event loop turn between slices, so other work runs while a 100,000-item unit is encoded', async () => {
     const n = 100_000;
     const cold: ColdUnit = { unit: '/users/big', meta: { frozenAt: 7 }, entries: Array.from({ length: n }, (_, i) => [Buffer.from(`k${i}`), Buffer.from('value')] as const) };
@@ -260,6 +270,19 @@ describe('reading a large unit in slices (issue 34, defect 5)', () => {
     expect(held.entries).toBeInstanceOf(PackedEntries);
     expect(held.entries.length).toBe(20_000);
     expect(held.entries.slice(19_998, 20_000)).toEqual(cold.entries.slice(19_998));
+  });
+
+  it('walks a large unit\'s entries for a thaw PACK_SLICE at a time, the event loop turning between', async () => {
+    const s = await store();
+    const n = 5 * PACK_SLICE + 10;
+    const cold: ColdUnit = { unit: '/users/big', meta: { frozenAt: 1 }, entries: Array.from({ length: n }, (_, i) => entry(`k${String(i).padStart(6, '0')}`, 'v'.repeat(i % 50))) };
+    await s.write(cold);
+    const breather = new Breather();
+    const pause = vi.spyOn(breather, 'pause');
+    const held = await s.readInSlices(cold.unit, breather);
+    expect(held.entries).toBeInstanceOf(PackedEntries);
+    expect(held.entries.slice(n - 2, n)).toEqual(cold.entries.slice(n - 2));
+    expect(pause).toHaveBeenCalledTimes(5);
   });
 
   it('gives any unit\'s entries as read() does, keys and values of any bytes and sizes (bin8, bin16, bin32)', async () => {
