@@ -416,15 +416,6 @@ function openError(dir: string, error: unknown): DataDirError {
   return new DataDirError('corrupt', dir, `LevelDB cannot open the store: ${describe(cause)}`, { cause: error });
 }
 
-/**
- * LevelDB's memtable, and so the most its write-ahead log (the .log file) holds before
- * it is flushed to a table. The log repeats what the memtable holds; LevelDB's default of
- * 4 MiB made it most of a hibernating member's hot store (docs/hibernation.md), and 4 MiB
- * more of its memory. Smaller memtables mean more, smaller level-0 tables: measured in
- * bench/results (S2 new keys, interleaved) before it was lowered.
- */
-export const WRITE_BUFFER_BYTES = 1024 * 1024;
-
 function openLevel(path: string, create: boolean, maxOpenFiles?: number): LevelDb {
   // Open options go to the constructor: it starts opening at once, and a later open() only waits for that.
   return new ClassicLevel<Buffer, Buffer>(path, {
@@ -432,7 +423,6 @@ function openLevel(path: string, create: boolean, maxOpenFiles?: number): LevelD
     valueEncoding: checkedValueEncoding as unknown as 'buffer',
     createIfMissing: create,
     errorIfExists: create,
-    writeBufferSize: WRITE_BUFFER_BYTES,
     ...(maxOpenFiles === undefined ? {} : { maxOpenFiles }),
   });
 }

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { ClassicLevel } from 'classic-level';
 import { Packr } from 'msgpackr';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DataDirError, type DataDirErrorCode, FORMAT_KEY, type OpenedDataDir, openDataDir, WRITE_BUFFER_BYTES } from '../../src/raft/datadir.js';
+import { DataDirError, type DataDirErrorCode, FORMAT_KEY, type OpenedDataDir, openDataDir } from '../../src/raft/datadir.js';
 import type { ClusterConfig } from '../../src/raft/types.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -213,29 +213,6 @@ describe('openDataDir', () => {
     const opened = await open();
     expect(opened.fresh).toBe(true);
     expect((await readdir(dir)).sort()).toEqual(['acked', 'db']);
-  });
-
-  // The write-ahead log repeats the memtable: its size is disk (and memory) the store holds for
-  // nothing once the memtable is a table, and it is bounded by the memtable's size.
-  it("bounds LevelDB's write-ahead log by its memtable of WRITE_BUFFER_BYTES", async () => {
-    const opened = await open();
-    const logBytes = async (): Promise<number> => {
-      let bytes = 0;
-      // A log LevelDB has just replaced may be gone by the time it is looked at: it holds nothing then.
-      for (const f of await readdir(join(dir, 'db'))) if (f.endsWith('.log')) bytes += (await stat(join(dir, 'db', f)).catch(() => ({ size: 0 }))).size;
-      return bytes;
-    };
-    let largest = 0;
-    const value = Buffer.alloc(1000, 7);
-    for (let batch = 0; batch < 60; batch++) {
-      const ops = Array.from({ length: 100 }, (_, n) => ({ type: 'put' as const, key: Buffer.from(`wal-${batch}-${n}`), value }));
-      await opened.db.batch(ops);
-      largest = Math.max(largest, await logBytes());
-    }
-    // 6 MB written, more than LevelDB's default 4 MiB memtable: the log was replaced on the way.
-    // While a full memtable is being flushed, its log and the next one's are both on disk.
-    expect(largest).toBeGreaterThan(WRITE_BUFFER_BYTES / 2);
-    expect(largest).toBeLessThan(WRITE_BUFFER_BYTES * 2);
   });
 
   it('rejects an empty node id with a typed error', async () => {
