@@ -15,7 +15,7 @@ const checkout = resolve(process.argv[2] ?? '.');
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
 const from = async <T>(path: string): Promise<T> => (await import(join(checkout, 'dist', path))) as T;
-const { ColdStore } = await from<typeof import('../../src/families/hibernate/cold-store.js')>('families/hibernate/cold-store.js');
+const { Breather, ColdStore, READ_PAGE_PAUSE_MS } = await from<typeof import('../../src/families/hibernate/cold-store.js')>('families/hibernate/cold-store.js');
 const { prepareUnit } = await from<typeof import('../../src/families/hibernate/freezing.js')>('families/hibernate/freezing.js');
 const { itemKey } = await from<typeof import('../../src/families/lists/keys.js')>('families/lists/keys.js');
 const { encodeItemValue } = await from<typeof import('../../src/families/lists/codec.js')>('families/lists/codec.js');
@@ -36,7 +36,7 @@ try {
   const cpu0 = process.cpuUsage();
   for (let k = 0; k < 2; k++) {
     const snapshot = db.snapshot();
-    held.push(await prepareUnit(db as never, cold, '/large/unit', ITEMS, k + 1, snapshot as never, () => true, true));
+    held.push(await prepareUnit(db as never, cold, '/large/unit', ITEMS, k + 1, snapshot as never, () => true, new Breather(READ_PAGE_PAUSE_MS)));
     await snapshot.close();
   }
   const cpu = process.cpuUsage(cpu0);

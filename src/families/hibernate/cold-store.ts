@@ -221,14 +221,20 @@ export const SYNC_CHUNK = 256 * 1024;
  */
 export class Breather {
   private since = performance.now();
+  private hurried = false;
 
   constructor(
     /** The least each pause waits (ms): with it, the work goes at most a slice per that long, however fast each slice is. */
     private readonly minMs = 0,
   ) {}
 
+  /** Something waits for the work (a follower's commit, applied while the read is still paced): from now on only yield a turn. */
+  hurry(): void {
+    this.hurried = true;
+  }
+
   async pause(): Promise<void> {
-    const wait = Math.max(this.minMs, Math.min(performance.now() - this.since, 50));
+    const wait = this.hurried ? 0 : Math.max(this.minMs, Math.min(performance.now() - this.since, 50));
     if (wait < 1) await new Promise<void>((go) => setImmediate(go));
     else await new Promise<void>((go) => setTimeout(go, wait));
     this.since = performance.now();

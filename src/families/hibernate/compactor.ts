@@ -15,6 +15,7 @@ export class FrozenSpanCompactor {
   private pending: Span | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running = false;
+  private stopped = false;
   /** Compactions finished (for tests and metrics). */
   compactions = 0;
 
@@ -42,7 +43,16 @@ export class FrozenSpanCompactor {
     this.schedule();
   }
 
+  /** The state it served is void (replaced by a snapshot's, or its member closed): nothing more is compacted. */
+  stop(): void {
+    this.stopped = true;
+    this.pending = null;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
   private schedule(): void {
+    if (this.stopped) return;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = setTimeout(() => void this.run(), this.quietMs);
     // A member that stops does not wait for it: LevelDB reclaims the space by its own compactions later.
@@ -51,9 +61,11 @@ export class FrozenSpanCompactor {
 
   private async run(): Promise<void> {
     this.timer = null;
+    // Closed: nothing to wait for (a drain under way then never ends on this db).
+    if (this.db.status !== 'open') return this.stop();
     if (this.running || this.stepping()) return this.schedule();
     const span = this.pending;
-    if (span === null || this.db.status !== 'open') return;
+    if (span === null) return;
     this.pending = null;
     this.running = true;
     try {

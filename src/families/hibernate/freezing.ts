@@ -8,7 +8,7 @@
 import { decodeItemKey, itemRange, decodeItemValue } from '../lists/public.js';
 import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../../statemachine/family.js';
-import { Breather, PACK_SLICE, READ_PAGE_PAUSE_MS, SlicedEntries, type ColdStore, type HeldEntries } from './cold-store.js';
+import { PACK_SLICE, SlicedEntries, type Breather, type ColdStore, type HeldEntries } from './cold-store.js';
 import { unitItemRanges } from './keys.js';
 import type { FrozenList } from './records.js';
 
@@ -139,14 +139,14 @@ export async function prepareUnit(
   since: number,
   snapshot?: DbSnapshot,
   wanted?: () => boolean,
-  /** Beside the log: pace the read, and leave the directory's sync to the caller (ColdStore.syncDir). */
-  background = false,
+  /** Beside the log: the read's pace (a Breather of READ_PAGE_PAUSE_MS), and the directory's sync left to the caller (ColdStore.syncDir). */
+  background?: Breather,
 ): Promise<Prepared> {
-  const read = await readUnit(db, unit, snapshot, background ? new Breather(READ_PAGE_PAUSE_MS) : undefined);
+  const read = await readUnit(db, unit, snapshot, background);
   if ('why' in read) return read;
   // A write (or delete of the newest item) after the leader looked: the unit is not idle.
   if (read.newest !== seen) return { why: 'changed' };
-  const bytes = await cold.write({ unit, meta: { frozenAt: since }, entries: read.entries }, wanted, { syncDir: !background });
+  const bytes = await cold.write({ unit, meta: { frozenAt: since }, entries: read.entries }, wanted, { syncDir: background === undefined });
   return { items: read.entries.length, lists: read.lists, bytes };
 }
 

@@ -217,20 +217,29 @@ async function commitFreezes(c: Extract<HibernateCommand, { op: 'commitFreeze' }
   crashPoint('freeze-cold-durable');
   // Without `step` (entries before command version 9), every hot entry goes in this batch.
   let budget = c.step ?? Infinity;
+  const refuse = (unit: string, why: UnfreezableWhy): void => {
+    values.push({ op: 'freeze', unit, frozen: false, why });
+    ops.push({ type: 'del', key: freezingKey(unit) });
+    after.push(() => forgetFreezing(state, unit));
+  };
   for (const [n, [unit, record]] of freezing.entries()) {
     const p = prepared[n]!;
     if ('why' in p) {
-      values.push({ op: 'freeze', unit, frozen: false, why: p.why });
-      ops.push({ type: 'del', key: freezingKey(unit) });
-      after.push(() => forgetFreezing(state, unit));
+      refuse(unit, p.why);
       continue;
     }
-    const frozen: FrozenUnit = { frozenAt: record.since, lists: p.lists, bytes: p.bytes };
     // A unit whose hot entries fit what is left of the step goes in this batch; a larger one drains.
     const draining = p.items > budget;
-    if (!draining) budget -= p.items;
     // The unit's keys are those it held when its freeze began (a change since would have cancelled it).
+    // Counted all the same: a write path that changed the unit without an event would otherwise lose
+    // items its cold file does not hold; the freeze is refused instead (every member reads the same keys).
     const keys = draining ? [] : await unitKeys(ctx.db, unit);
+    if (!draining && keys.length !== p.items) {
+      refuse(unit, 'changed');
+      continue;
+    }
+    if (!draining) budget -= p.items;
+    const frozen: FrozenUnit = { frozenAt: record.since, lists: p.lists, bytes: p.bytes };
     for (const op of frozenOps(unit, keys, frozen, draining)) ops.push(op);
     after.push(frozenAfter(ctx, unit, frozen, draining));
     values.push({ op: 'freeze', unit, frozen: true, items: p.items, bytes: p.bytes });
@@ -287,6 +296,8 @@ async function dropHot(c: Extract<HibernateCommand, { op: 'dropHot' }>, ctx: Pla
 async function ready(state: HibernateState, ctx: PlanContext, unit: string, record: FreezingUnit): Promise<Prepared> {
   const background = state.writing.get(unit);
   if (background !== undefined && background.since === record.since) {
+    // Apply waits on it now (a follower catching up applies the freeze and its commit back to back): no more pauses.
+    background.hurry();
     try {
       return await background.done;
     } catch {

@@ -7,7 +7,7 @@ import type { VeraDb } from '../../statemachine/types.js';
 import type { DbSnapshot } from '../../statemachine/family.js';
 import { FrozenSpanCompactor } from './compactor.js';
 import { RecentColdRead } from './held-reads.js';
-import { ColdStore, ColdStoreError, decodeColdFile, type HeldColdUnit } from './cold-store.js';
+import { Breather, ColdStore, ColdStoreError, decodeColdFile, READ_PAGE_PAUSE_MS, type HeldColdUnit } from './cold-store.js';
 import { limited, prepareUnit, type Prepared } from './freezing.js';
 import { decodeItemKey, type ListsState } from '../lists/public.js';
 import { HibernateBucket, transitKey, unitItemRanges, unitOfKey } from './keys.js';
@@ -21,6 +21,17 @@ export interface BackgroundPrepare {
   /** The Freezing record's `since`: the work is that freeze's. */
   readonly since: number;
   readonly done: Promise<Prepared>;
+  /** The commit is applied and waits for it: stop pacing the read. */
+  readonly hurry: () => void;
+}
+
+/**
+ * Whether a unit drains or thaws in steps here (the compaction waits until none does). A
+ * function of its own so that it holds only these two collections, not what else the
+ * state's load had in scope (the set of every Frozen unit's file, for one).
+ */
+function stepsUnder(draining: ReadonlySet<string>, thawing: ReadonlyMap<string, number>): () => boolean {
+  return () => draining.size > 0 || thawing.size > 0;
 }
 
 /** Units read and written at once per freeze: one, so the work beside the log comes in small pieces between client requests. */
@@ -188,13 +199,15 @@ export class HibernateState {
       else thawing.set(unitOfKey(key), decodeThawNext(value));
     }
     const cold = await ColdStore.open(coldDirOf(db));
-    // From here the state this replaces (if any) is void: its background writes must not land on the files landed now.
+    // From here the state this replaces (if any) is void: its background writes must not land on the files
+    // landed now, and its compaction (waiting on drains of a state no longer applied) never comes.
+    liveStates.get(cold.dir)?.deref()?.compactor.stop();
     liveStates.delete(cold.dir);
     await landTransit(db, snapshot, cold, frozen);
     // What a crash can leave: temporary files, and the files of units thawed since (their thaw is in the db).
     const keep = new Set([...frozen.keys()].map((u) => cold.fileOf(u)));
     await cold.sweep((file) => keep.has(file));
-    const state = new HibernateState(frozen, freezing, draining, thawing, cold, new FrozenSpanCompactor(db, undefined, () => draining.size > 0 || thawing.size > 0));
+    const state = new HibernateState(frozen, freezing, draining, thawing, cold, new FrozenSpanCompactor(db, undefined, stepsUnder(draining, thawing)));
     liveStates.set(cold.dir, new WeakRef(state));
     return state;
   }
@@ -231,7 +244,9 @@ export class HibernateState {
     // member runs on: a freeze cancelled since, or a state replaced since (a snapshot installed), may have
     // a newer file of the unit that this one must not land on.
     const wanted = (unit: string) => (): boolean => liveStates.get(this.cold.dir)?.deref() === this && this.freezing.get(unit)?.since === since;
-    const written = targets.map(({ unit, seen }) => run(() => prepareUnit(db, this.cold, unit, seen, since, snapshot, wanted(unit), true)));
+    // Paced, unless a commit is already applied and waits for it (BackgroundPrepare.hurry).
+    const paces = targets.map(() => new Breather(READ_PAGE_PAUSE_MS));
+    const written = targets.map(({ unit, seen }, n) => run(() => prepareUnit(db, this.cold, unit, seen, since, snapshot, wanted(unit), paces[n])));
     // One sync of the directory for the freeze's files, once all are renamed into it: each is durable only then.
     const synced = Promise.allSettled(written).then((all) => (all.some((r) => r.status === 'fulfilled' && !('why' in r.value)) ? this.cold.syncDir() : undefined));
     const dones = targets.map(({ unit }, n) => {
@@ -240,7 +255,7 @@ export class HibernateState {
         return prepared;
       });
       done.catch(() => undefined); // the commit sees the failure and does the work itself
-      this.writing.set(unit, { since, done });
+      this.writing.set(unit, { since, done, hurry: () => paces[n]!.hurry() });
       return done;
     });
     void Promise.allSettled(dones).then(() => snapshot.close().catch(() => undefined));

@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ColdStore, type HeldColdUnit } from '../../../src/families/hibernate/cold-store.js';
 import { hibernate, type HibernateValue } from '../../../src/families/hibernate/index.js';
 import { coldDirOf, MAX_HELD_THAW_READS } from '../../../src/families/hibernate/state.js';
+import { FrozenSpanCompactor } from '../../../src/families/hibernate/compactor.js';
 import { newestIndexIn, ownerIsNil, readUnit, sameList } from '../../../src/families/hibernate/freezing.js';
 import { decodeItemValue, encodeItemValue } from '../../../src/families/lists/codec.js';
 import { Breather, PACK_SLICE, READ_PAGE_PAUSE_MS, SlicedEntries } from '../../../src/families/hibernate/cold-store.js';
@@ -449,6 +450,70 @@ describe('compaction waits for the steps of a large freeze or thaw (issue 34)', 
     }
     await vi.waitFor(() => expect(state.compactor.compactions).toBe(1), { timeout: 10_000 });
     expect(compactRange).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('review of the paced freeze (issue 34)', () => {
+  // A follower catching up applies a freeze and its commit back to back: the commit's apply then
+  // waits for the read beside the log, which must stop pausing 50 ms a page for it.
+  it('stops pacing a unit\u2019s read once its commit is applied and waits for it', async () => {
+    const m = await member();
+    let big = 0;
+    for (let n = 0; n < 5 * PACK_SLICE + 10; n++) big = await m.push('/users/big/items', { n });
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: big }] });
+    // Applied at once: the commit finds the read under way (five pages, four paced pauses) and
+    // hurries it; at most the pause under way when it was proposed is a paced one.
+    const timeouts = vi.spyOn(globalThis, 'setTimeout');
+    expect(await m.hibernate({ op: 'commitFreeze', units: ['/users/big'] })).toMatchObject({ units: [{ frozen: true }] });
+    const paced = timeouts.mock.calls.filter(([, ms]) => ms === READ_PAGE_PAUSE_MS).length;
+    expect(paced).toBeLessThanOrEqual(1);
+    const breather = new Breather(READ_PAGE_PAUSE_MS);
+    breather.hurry();
+    timeouts.mockClear();
+    await breather.pause();
+    expect(timeouts).not.toHaveBeenCalled();
+  });
+
+  // The compaction waits while a unit drains; a state replaced (a snapshot installed) or a db closed
+  // meanwhile would leave it waiting, rescheduling every 10 s, for good.
+  it('the compactor stops for a closed db and when stopped, instead of waiting on for good', async () => {
+    const m = await member();
+    const compactor = m.sm.stateOf(hibernate).compactor;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      compactor.frozen([{ gte: Buffer.from([0x00, 0x03]), lt: Buffer.from([0x00, 0x04]) }]);
+      expect(vi.getTimerCount()).toBe(1);
+      compactor.stop();
+      expect(vi.getTimerCount()).toBe(0);
+      compactor.frozen([{ gte: Buffer.from([0x00, 0x03]), lt: Buffer.from([0x00, 0x04]) }]);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+    const closed = new FrozenSpanCompactor({ status: 'closed' } as never, 10, () => true);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      closed.frozen([{ gte: Buffer.from([0x00, 0x03]), lt: Buffer.from([0x00, 0x04]) }]);
+      await vi.advanceTimersByTimeAsync(10);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  // Every change to a unit's items cancels its freeze through an event; a change that skipped its
+  // event (a future write path's bug) must not have the commit delete items its cold file lacks.
+  it('refuses a commit whose unit holds other keys than the freeze read, deleting nothing', async () => {
+    const m = await member();
+    let seen = 0;
+    for (let n = 0; n < 5; n++) seen = await m.push('/users/quiet/items', { n });
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/quiet', seen }] });
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    // An item written behind apply's back: no event, so nothing cancelled the freeze.
+    await m.temp.db.put(itemKey('/users/quiet/items', 999), encodeItemValue({ owner: null, data: 'stray' }));
+    expect(await m.hibernate({ op: 'commitFreeze', units: ['/users/quiet'] })).toMatchObject({ units: [{ unit: '/users/quiet', frozen: false, why: 'changed' }] });
+    expect(m.sm.stateOf(hibernate).frozen.has('/users/quiet')).toBe(false);
+    expect((await getList(m.sm, '/users/quiet/items')).items).toHaveLength(6);
   });
 });
 
