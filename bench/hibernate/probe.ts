@@ -9,12 +9,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { connect, type VeraClient } from '../../src/client/index.js';
+import { type VeraClient } from '../../src/client/index.js';
 import { HibernateClient } from '../../src/families/hibernate/client.js';
 import { profileWhile, summarizeProfile } from '../lib/cpu-profile.js';
-import { LOOPBACK } from '../lib/net.js';
-import { pushItems } from './probe-tools.js';
-import { Samples, type LatencySummary } from '../lib/samples.js';
+import { ActiveSet, leaderClient, pushItems } from './probe-tools.js';
+import { type LatencySummary } from '../lib/samples.js';
 import { VeraCluster } from '../systems/vera.js';
 
 const { values: args } = parseArgs({
@@ -44,60 +43,21 @@ async function main(): Promise<void> {
   const opened: VeraClient[] = [];
   try {
     await cluster.start();
-    const open = async (): Promise<VeraClient> => {
-      const leader = await cluster.leader();
-      const c = await connect(`ws://${LOOPBACK}:${cluster.members().find((m) => m.id === leader)!.clientPort}`, { connectTimeoutMs: 20_000, requestTimeoutMs: 60_000 });
-      c.on('failed', () => undefined);
-      opened.push(c);
-      return c;
-    };
-    let pushers = await Promise.all(Array.from({ length: 8 }, () => open()));
-    /** H1's active set: 16 in flight, ephemeral pushes to the active units, sessions ended after each run. */
-    const activeWrites = async (done: () => boolean, slow?: Array<[number, number]>): Promise<LatencySummary> => {
-      const samples = new Samples();
-      await Promise.all(
-        Array.from({ length: 16 }, async (_, w) => {
-          for (let n = 0; !done(); n++) {
-            const t = performance.now();
-            try {
-              await pushers[w % pushers.length]!.push(`/users/u${(w * 7919 + n) % ACTIVE}/items`, { n }, { persistent: true, watch: false });
-            } catch (err) {
-              log(`push failed: ${(err as Error).message}`);
-              if (pushers[w % pushers.length]!.state !== 'open') pushers[w % pushers.length] = await open();
-              continue;
-            }
-            const ms = performance.now() - t;
-            samples.add(ms);
-            slow?.push([t, ms]);
-          }
-        }),
-      );
-      for (const c of pushers) await c.close().catch(() => undefined);
-      pushers = await Promise.all(Array.from({ length: 8 }, () => open()));
-      // As H1: a linearizable read, so the sessions' ends are applied before the next run.
-      await new HibernateClient(pushers[0]!).units();
-      return samples.summary();
-    };
+    const open = (): Promise<VeraClient> => leaderClient(cluster, opened);
+    const set = await ActiveSet.open(cluster, opened, ACTIVE, { persistent: true, stamp: () => performance.now(), log });
+    const activeWrites = (done: () => boolean, slow?: Array<[number, number]>): Promise<LatencySummary> => set.write(done, slow);
     const forMs = (ms: number): (() => boolean) => {
       const until = performance.now() + ms;
       return () => performance.now() >= until;
     };
-    await pushItems(pushers, ACTIVE * 100, (n) => `/users/u${n % ACTIVE}/items`);
+    await pushItems(set.clients, ACTIVE * 100, (n) => `/users/u${n % ACTIVE}/items`);
     const idleUnits = PACE * (PACED_MS / 1000) * PACED_ROUNDS;
-    await pushItems(pushers, idleUnits * 100, (n) => `/idle/u${n % idleUnits}/items`);
+    await pushItems(set.clients, idleUnits * 100, (n) => `/idle/u${n % idleUnits}/items`);
     log(`loaded ${ACTIVE} active and ${idleUnits} idle units`);
     await activeWrites(forMs(2_000)); // warm up
 
     const hib = new HibernateClient(await open());
-    const whileDoing = async (work: () => Promise<void>, slow?: Array<[number, number]>): Promise<{ seconds: number; writes: LatencySummary }> => {
-      let running = true;
-      const started = performance.now();
-      const writes = activeWrites(() => !running && performance.now() - started >= 1000, slow);
-      await work();
-      const seconds = (performance.now() - started) / 1000;
-      running = false;
-      return { seconds, writes: await writes };
-    };
+    const whileDoing = (work: () => Promise<void>, slow?: Array<[number, number]>): Promise<{ seconds: number; writes: LatencySummary }> => set.whileDoing(work, slow);
     const ratios: Record<string, number[]> = { paced: [], freeze: [], thaw: [] };
 
     let k = 0;
@@ -120,7 +80,7 @@ async function main(): Promise<void> {
     }
 
     if (LARGE_ITEMS > 0) {
-      await pushItems(pushers, LARGE_ITEMS, (n) => (n % 2 === 0 ? '/large/unit/a' : '/large/unit/b'));
+      await pushItems(set.clients, LARGE_ITEMS, (n) => (n % 2 === 0 ? '/large/unit/a' : '/large/unit/b'));
       log(`loaded a ${LARGE_ITEMS}-item unit`);
       for (let round = 0; round < ROUNDS; round++) {
         const before = await whileDoing(() => new Promise((res) => setTimeout(res, BEFORE_MS)));

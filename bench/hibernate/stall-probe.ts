@@ -8,12 +8,11 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { connect, type VeraClient } from '../../src/client/index.js';
+import { type VeraClient } from '../../src/client/index.js';
 import { HibernateClient } from '../../src/families/hibernate/client.js';
 import { profileWhile, type CpuProfile } from '../lib/cpu-profile.js';
-import { LOOPBACK } from '../lib/net.js';
-import { pushItems } from './probe-tools.js';
-import { Samples, type LatencySummary } from '../lib/samples.js';
+import { ActiveSet, leaderClient, pushItems } from './probe-tools.js';
+import { type LatencySummary } from '../lib/samples.js';
 import { VeraCluster } from '../systems/vera.js';
 
 const { values: args } = parseArgs({
@@ -41,46 +40,14 @@ async function main(): Promise<void> {
   const opened: VeraClient[] = [];
   try {
     await cluster.start();
-    const open = async (): Promise<VeraClient> => {
-      const leader = await cluster.leader();
-      const c = await connect(`ws://${LOOPBACK}:${cluster.members().find((m) => m.id === leader)!.clientPort}`, { connectTimeoutMs: 20_000, requestTimeoutMs: 60_000 });
-      c.on('failed', () => undefined);
-      opened.push(c);
-      return c;
-    };
-    let pushers = await Promise.all(Array.from({ length: 8 }, () => open()));
-    const activeWrites = async (done: () => boolean, slow?: Array<[number, number]>): Promise<LatencySummary> => {
-      const samples = new Samples();
-      await Promise.all(
-        Array.from({ length: 16 }, async (_, w) => {
-          for (let n = 0; !done(); n++) {
-            const t = performance.now();
-            const at = monoUs();
-            await pushers[w % pushers.length]!.push(`/users/u${(w * 7919 + n) % ACTIVE}/items`, { n }, { persistent: false, watch: false });
-            const ms = performance.now() - t;
-            samples.add(ms);
-            slow?.push([at, ms]);
-          }
-        }),
-      );
-      for (const c of pushers) await c.close().catch(() => undefined);
-      pushers = await Promise.all(Array.from({ length: 8 }, () => open()));
-      await new HibernateClient(pushers[0]!).units();
-      return samples.summary();
-    };
-    await pushItems(pushers, ACTIVE * 100, (n) => `/users/u${n % ACTIVE}/items`);
-    await pushItems(pushers, LARGE_ITEMS, (n) => (n % 2 === 0 ? '/large/unit/a' : '/large/unit/b'));
+    const open = (): Promise<VeraClient> => leaderClient(cluster, opened);
+    const set = await ActiveSet.open(cluster, opened, ACTIVE, { persistent: false, stamp: monoUs, log });
+    const activeWrites = (done: () => boolean, slow?: Array<[number, number]>): Promise<LatencySummary> => set.write(done, slow);
+    await pushItems(set.clients, ACTIVE * 100, (n) => `/users/u${n % ACTIVE}/items`);
+    await pushItems(set.clients, LARGE_ITEMS, (n) => (n % 2 === 0 ? '/large/unit/a' : '/large/unit/b'));
     log(`loaded; outputs in ${OUT}`);
     const hib = new HibernateClient(await open());
-    const whileDoing = async (work: () => Promise<void>, slow?: Array<[number, number]>): Promise<{ seconds: number; writes: LatencySummary }> => {
-      let running = true;
-      const started = performance.now();
-      const writes = activeWrites(() => !running && performance.now() - started >= 1000, slow);
-      await work();
-      const seconds = (performance.now() - started) / 1000;
-      running = false;
-      return { seconds, writes: await writes };
-    };
+    const whileDoing = (work: () => Promise<void>, slow?: Array<[number, number]>): Promise<{ seconds: number; writes: LatencySummary }> => set.whileDoing(work, slow);
     /** `work` with every member's CPU profiled meanwhile, each profile written as NAME-ID.cpuprofile. */
     const profiled = async (name: string, work: () => Promise<void>): Promise<void> => {
       const members = cluster.members();
