@@ -401,4 +401,3 @@ function isCount(n: unknown): n is number {
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
-

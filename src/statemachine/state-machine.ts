@@ -445,7 +445,7 @@ class FamilyStates implements States {
   constructor(private readonly byFamily: ReadonlyMap<AnyFamily, unknown>) {
     const keepers = [...byFamily.keys()].filter((f) => f.userLedger !== undefined);
     if (keepers.length > 1) throw new Error(`two families keep the user ledger: ${keepers.map((f) => f.name).join(', ')}`);
-    this.users = keepers[0]?.userLedger!(this) ?? NO_USER_LEDGER;
+    this.users = keepers[0]?.userLedger?.(this) ?? NO_USER_LEDGER;
   }
 
   of<S>(family: Family<never, S>): S {

@@ -114,10 +114,13 @@ function keysOf(entries: HeldEntries): Buffer[] {
   return entries.slice(0, entries.length).map(([key]) => key);
 }
 
-/** Every key of a unit's entries in the db, one call to LevelDB per range (a commit reads at most a step's worth). */
-async function unitKeys(db: PlanContext['db'], unit: string): Promise<Buffer[]> {
+/** The keys of a unit's entries in the db, at most `max`, one call to LevelDB per range (a commit reads at most a step's worth). */
+async function unitKeys(db: PlanContext['db'], unit: string, max: number): Promise<Buffer[]> {
   const keys: Buffer[] = [];
-  for (const range of unitItemRanges(unit)) for (const key of await db.keys(range).all()) keys.push(key);
+  for (const range of unitItemRanges(unit)) {
+    if (keys.length >= max) break;
+    for (const key of await db.keys({ ...range, limit: max - keys.length }).all()) keys.push(key);
+  }
   return keys;
 }
 
@@ -233,7 +236,8 @@ async function commitFreezes(c: Extract<HibernateCommand, { op: 'commitFreeze' }
     // The unit's keys are those it held when its freeze began (a change since would have cancelled it).
     // Counted all the same: a write path that changed the unit without an event would otherwise lose
     // items its cold file does not hold; the freeze is refused instead (every member reads the same keys).
-    const keys = draining ? [] : await unitKeys(ctx.db, unit);
+    // One more than the read found, at most: enough to tell a unit that changed, whatever it holds now.
+    const keys = draining ? [] : await unitKeys(ctx.db, unit, p.items + 1);
     if (!draining && keys.length !== p.items) {
       refuse(unit, 'changed');
       continue;
