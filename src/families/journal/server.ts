@@ -527,6 +527,15 @@ export function createServer(host: Host): JournalServer {
       .finally(() => busy.delete(key));
   };
 
+  /** Proposes `command` for journal `name` when the index `range` holds a key now: a bounded batch per entry (expiry of items, of results). */
+  const proposeWhenAnyIn = (key: string, name: string, range: { readonly gte: Buffer; readonly lt: Buffer }, command: JournalCommand): void =>
+    runDuty(key, () =>
+      host.reader.read(`journal ${name}`, async (db, snapshot) => {
+        for await (const _ of db.keys({ ...range, snapshot, limit: 1 })) return command;
+        return null;
+      }),
+    );
+
   /**
    * Per journal, a start date before which the Processing index holds no live claim: the
    * timeout scan starts there rather than at the index's head, where the deleted keys of
@@ -581,12 +590,7 @@ export function createServer(host: Host): JournalServer {
       const now = Date.now();
       for (const [name, d] of host.state().journals) {
         if (d.dropping || d.counts.waiting + d.counts.processing === 0) continue;
-        runDuty(`expire ${name}`, () =>
-          host.reader.read(`journal ${name}`, async (db, snapshot) => {
-            for await (const _ of db.keys({ ...expiredRange(name, now), snapshot, limit: 1 })) return { op: 'expire', name, max: DUTY_BATCH };
-            return null;
-          }),
-        );
+        proposeWhenAnyIn(`expire ${name}`, name, expiredRange(name, now), { op: 'expire', name, max: DUTY_BATCH });
       }
     },
   };
@@ -610,12 +614,7 @@ export function createServer(host: Host): JournalServer {
       const now = Date.now();
       for (const [name, d] of host.state().journals) {
         if (d.dropping || (d.results ?? 0) === 0) continue;
-        runDuty(`results ${name}`, () =>
-          host.reader.read(`journal ${name}`, async (db, snapshot) => {
-            for await (const _ of db.keys({ ...resultsGoneRange(name, now), snapshot, limit: 1 })) return { op: 'expireResults', name, max: DUTY_BATCH };
-            return null;
-          }),
-        );
+        proposeWhenAnyIn(`results ${name}`, name, resultsGoneRange(name, now), { op: 'expireResults', name, max: DUTY_BATCH });
       }
     },
   };
