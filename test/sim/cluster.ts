@@ -164,6 +164,8 @@ export interface SimStats {
   leaseReads: number;
   /** Steps in which some leader's lease covered the moment (each checked against the cluster). */
   leaseSteps: number;
+  /** Members' ReadIndex requests a leader answered under its lease, without a round (each checked against the cluster). */
+  memberLeaseReads: number;
   committed: number;
   messagesSent: number;
   messagesLost: number;
@@ -228,6 +230,7 @@ export class SimCluster {
     readsAnswered: 0,
     leaseReads: 0,
     leaseSteps: 0,
+    memberLeaseReads: 0,
     committed: 0,
     messagesSent: 0,
     messagesLost: 0,
@@ -785,8 +788,25 @@ export class SimCluster {
       this.trace.mix(this.slotOf(m.from) * 8 + d.slot);
       this.trace.mix(m.term);
       if (this.log !== null) this.say(`deliver ${describeMessage(m)}`);
-      d.run.driver.step(m);
+      if (m.type === 'readIndex') this.deliverReadRequest(d, d.run, m);
+      else d.run.driver.step(m);
     }
+  }
+
+  /**
+   * A member's ReadIndex request reaches `d`. If its driver answers at once under its lease, the
+   * answer (the commit index now) is checked against the whole cluster at this moment: no leader
+   * of a later term, nothing committed anywhere above it. The member's reads began before this,
+   * so none of them can get an index below a write committed before it began.
+   */
+  private deliverReadRequest(d: SimNode, run: Incarnation, m: Extract<Message, { type: 'readIndex' }>): void {
+    const before = run.driver.memberReadsAnsweredUnderLease;
+    const index = run.driver.leaseIndex();
+    run.driver.step(m);
+    if (run.driver.memberReadsAnsweredUnderLease === before) return;
+    this.stats.memberLeaseReads++;
+    this.say(`${d.id} answered ${m.from}'s read ${m.context} under its lease at index ${index}`);
+    this.checker.observeMemberLeaseAnswer(d.id, m.from, run.raft.status().term, index!);
   }
 
   private tickNodes(): void {

@@ -382,6 +382,21 @@ export class SafetyChecker {
     }
   }
 
+  /**
+   * `leader`, leader of `term`, answered `member`'s ReadIndex request at `index` under its lease,
+   * without a round. The member reads at `index` once applied, so the same rule as for the
+   * leader's own lease reads: no leader of a later term, and nothing committed anywhere above it
+   * (so nothing committed before the member's read began, either).
+   */
+  observeMemberLeaseAnswer(leader: NodeId, member: NodeId, term: number, index: number): void {
+    if (this.maxLeaderTerm > term) {
+      this.fail('leaseSafety', `${leader} answered ${member}'s read under its lease of term ${term}, but ${this.leaderOfTerm.get(this.maxLeaderTerm)} was already leader of term ${this.maxLeaderTerm}`);
+    }
+    if (index < this.maxCommit) {
+      this.fail('leaseSafety', `${leader} answered ${member}'s read under its lease at index ${index}, but index ${this.maxCommit} was already committed`);
+    }
+  }
+
   observeReadState(node: NodeId, rs: ReadState): void {
     const read = this.reads.get(rs.context);
     if (read === undefined) this.fail('readLinearizable', `${node} reported a read state for unknown context ${JSON.stringify(rs.context)}`);
