@@ -47,6 +47,7 @@ import { ObservedRaftNode, type CoreWatch } from './observed-node.js';
 import { SimRandom } from './random.js';
 import { SimClock } from './sim-clock.js';
 import { SimLogStore } from './sim-storage.js';
+import { SimSessions } from './sessions.js';
 import { decodeState, encodeState, sameConfig, SimStateMachine, SnapshotFormatError, type SimState } from './state-machine.js';
 
 /** Writes issued while a voter is kept down in the calm phase. */
@@ -166,6 +167,11 @@ export interface SimStats {
   leaseSteps: number;
   /** Members' ReadIndex requests a leader answered under its lease, without a round (each checked against the cluster). */
   memberLeaseReads: number;
+  /** The sessions model (sessions.ts): sessions opened, expired by a leader, sent away (4009); liveness batches acknowledged. */
+  sessionsOpened: number;
+  sessionsExpired: number;
+  sessionsMoved: number;
+  livenessAcks: number;
   committed: number;
   messagesSent: number;
   messagesLost: number;
@@ -231,6 +237,10 @@ export class SimCluster {
     leaseReads: 0,
     leaseSteps: 0,
     memberLeaseReads: 0,
+    sessionsOpened: 0,
+    sessionsExpired: 0,
+    sessionsMoved: 0,
+    livenessAcks: 0,
     committed: 0,
     messagesSent: 0,
     messagesLost: 0,
@@ -252,6 +262,8 @@ export class SimCluster {
   /** Nodes whose removal was applied during this step; stopped at the end of it. */
   private toRetire: NodeId[] = [];
   private leaderTermsSeen = new Set<number>();
+  /** The sessions model; off under the mutations, which break Raft, not liveness. */
+  private readonly sessions: SimSessions | null;
 
   constructor(
     readonly config: SimConfig,
@@ -274,6 +286,45 @@ export class SimCluster {
       this.nodes.push(new SimNode(id, slot, store, this.faultRandom.int(config.stepsPerTick), this.initialConfig));
     });
     for (const d of this.nodes.slice(0, config.nodeCount)) this.provision(d);
+    const sessionsRandom = root.fork(6);
+    this.sessions = config.mutation === 'none' || config.mutation === 'unprovedLiveAck' ? this.makeSessions(sessionsRandom) : null;
+  }
+
+  private makeSessions(random: SimRandom): SimSessions {
+    const status = (d: SimNode) => d.run?.raft.status() ?? null;
+    const nodes = this.nodes.map((d) => ({
+      id: d.id,
+      get incarnation(): object | null {
+        return d.run;
+      },
+      now: () => d.run?.clock.monotonic() ?? 0,
+      leadingTerm: () => {
+        const st = status(d);
+        return st?.role === 'leader' ? st.term : null;
+      },
+      term: () => status(d)?.term ?? 0,
+      leader: () => status(d)?.leader ?? null,
+      confirm: () =>
+        this.config.mutation === 'unprovedLiveAck'
+          ? Promise.resolve()
+          : d.run === null
+            ? Promise.reject(new Error('down'))
+            : d.run.driver.readIndex(this.readTimeout()),
+    }));
+    // A few election timeouts: leaders change and members lose them well within one session's life.
+    const timeoutMs = 4 * this.config.electionTicks * this.config.stepsPerTick;
+    return new SimSessions(
+      {
+        now: () => this.now,
+        nodes,
+        isCut: (from, to) => this.network.isCut(from, to),
+        highestLeaderTerm: () => this.checker.highestLeaderTerm,
+        fail: (detail) => this.checker.fail('sessionLiveness', detail),
+        say: (line) => this.say(line),
+      },
+      random,
+      timeoutMs,
+    );
   }
 
   /**
@@ -373,6 +424,7 @@ export class SimCluster {
     this.healDuePartitions();
     this.clientActions();
     this.deliverDueMessages();
+    this.stepSessions();
     this.checkLeases();
     this.tickNodes();
     await this.settle();
@@ -791,6 +843,13 @@ export class SimCluster {
       if (m.type === 'readIndex') this.deliverReadRequest(d, d.run, m);
       else d.run.driver.step(m);
     }
+  }
+
+  private stepSessions(): void {
+    if (this.sessions === null) return;
+    this.sessions.step();
+    const s = this.sessions.stats;
+    Object.assign(this.stats, { sessionsOpened: s.opened, sessionsExpired: s.expired, sessionsMoved: s.moved, livenessAcks: s.acknowledged });
   }
 
   /**

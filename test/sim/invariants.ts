@@ -41,6 +41,8 @@ export type InvariantName =
   | 'readLinearizable'
   /** A read under a leader lease: no leader of a later term exists yet, and nothing committed anywhere is missing. */
   | 'leaseSafety'
+  /** A leader found a session due while the member holding it had been promised more time (docs/scale-out.md). */
+  | 'sessionLiveness'
   /** The core broke its contract with the driver (bad Ready, bad message). */
   | 'driverContract'
   /** After faults stop, the cluster elects a leader and commits everything pending in bounded time. */
@@ -138,6 +140,11 @@ export class SafetyChecker {
 
   get highestTerm(): number {
     return this.maxTerm;
+  }
+
+  /** The highest term in which a leader was elected so far. */
+  get highestLeaderTerm(): number {
+    return this.maxLeaderTerm;
   }
 
   get highestCommitIndex(): number {
