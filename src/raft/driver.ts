@@ -370,7 +370,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     });
   }
 
-  /** A read on a member: shares the ReadIndex request in flight's successor (MemberReads). */
+  /** A read on a member: waits for the next ReadIndex request, shared with every read waiting for it (MemberReads). */
   private memberReadIndex(timeoutMs: number): Promise<number> {
     const reads = this.memberReads;
     if (reads.inFlight === null && this.node.status().leader === null) {
@@ -403,9 +403,9 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
    * Sends one ReadIndex request for every read waiting: the next ones and those of a request in
    * flight, which is given up (a request sent after a read began may always answer it). Called
    * when the one in flight is answered, when a leader other than the one asked becomes known (this
-   * node too), and when an election
-   * timeout passed without an answer (lost, or the leader is gone). Returns false, leaving the
-   * reads waiting (until a leader is known, or their own timeouts), when no leader is known.
+   * node too), and when an election timeout passed without an answer (lost, or the leader is
+   * gone). Returns false, leaving the reads waiting (until a leader is known, or their own
+   * timeouts), when no leader is known.
    */
   private sendMemberReads(): boolean {
     const reads = this.memberReads;
