@@ -2,6 +2,7 @@
 // command before proposing it, and every member checks it again when it
 // decodes the entry, with the same rules, so all reach the same verdict.
 import { MAX_INDEX } from '../keys/index.js';
+import { MEMBER_ID_PATTERN } from '../raft/config.js';
 import { validatePath, validateSessionId } from '../protocol/index.js';
 import { CommandError } from '../statemachine/family.js';
 
@@ -12,6 +13,12 @@ export function sessionField(value: unknown): string {
   const problem = validateSessionId(value);
   if (problem !== null) throw new CommandError(problem);
   return value as string;
+}
+
+/** A member id, as the cluster's configuration spells them. */
+export function memberField(value: unknown, name: string): string {
+  if (typeof value !== 'string' || !MEMBER_ID_PATTERN.test(value)) throw new CommandError(`${name} must be a member id (1-64 letters, digits, '.', '_' or '-')`);
+  return value;
 }
 
 export function pathField(value: unknown, allowRoot: boolean): string {

@@ -57,7 +57,8 @@ function byName(families: readonly AnyFamily[]): Map<string, AnyFamily> {
 function legacyOps(families: readonly AnyFamily[]): Map<string, AnyFamily> {
   const out = new Map<string, AnyFamily>();
   for (const f of families) {
-    for (const op of Object.keys(f.ops)) {
+    // Ops these families gained later (sessions' attachSession) name their family, as every newer op does.
+    for (const op of Object.keys(f.ops).filter((name) => f.ops[name]!.since === 1)) {
       if (out.has(op)) throw new Error(`op ${op} is in both ${out.get(op)!.name} and ${f.name}`);
       out.set(op, f);
     }

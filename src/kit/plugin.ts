@@ -347,6 +347,8 @@ export interface PluginConnection {
   sessionCount(): number;
   /** The command version from which a new session records its resume token's hash. */
   readonly resumeTokensSince: number;
+  /** The command version from which a new session records the member holding its connection (absent: never). */
+  readonly holdersSince?: number;
   /** The cluster's active command version. */
   activeVersion(): number;
   /** Resolves once `version` is active, or this leader cannot raise it to it, or after `timeoutMs`. */

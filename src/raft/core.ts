@@ -337,6 +337,23 @@ export class RaftNode {
     return true;
   }
 
+  /**
+   * Leader: answer another member's ReadIndex request at once with the commit index, without a
+   * heartbeat round; returns the index answered, or null (nothing sent) when this leader may not
+   * answer it so: not leading, another term, or no lease in the core's view (before this term's
+   * first commit, during a transfer). The driver calls it only while its lease also holds in time
+   * (RaftDriver.leaseIndex): then no other leader exists (thesis §6.4.1), so the commit index
+   * covers every write acknowledged before the request arrived. On null the caller steps the
+   * request as usual (a round, or the term rules).
+   */
+  respondReadIndex(m: ReadIndexRequest): number | null {
+    if (m.to !== this.id || m.from === this.id || m.term !== this.term || this.leaseRound() === null) return null;
+    assert(this.role === 'leader', () => `${this.id}: answering a read under a lease as ${this.role}`);
+    const index = this.log.committed;
+    this.send({ type: 'readIndexResp', to: m.from, context: m.context, index });
+    return index;
+  }
+
   /** Hand leadership to `to` (thesis §3.10). Returns false when this node cannot start such a transfer. */
   transferLeadership(to: NodeId): boolean {
     if (this.role !== 'leader' || to === this.id || !isVoter(this.config, to)) return false;

@@ -12,7 +12,7 @@ import { systemClock, type Cancel, type DriverClock } from './clock.js';
 import { RaftNode } from './core.js';
 import { SnapshotAssembler, type CapturedState, type StagedFile, type Staging } from './state-transfer.js';
 import type { LogStorage } from './storage.js';
-import type { ConfigChange, Entry, HardState, Message, NodeId, ProposeResult, RandomSource, Ready, SnapshotMeta, SnapshotRequest, SoftState, Status } from './types.js';
+import type { ConfigChange, Entry, HardState, Message, NodeId, ProposeResult, RandomSource, ReadIndexRequest, Ready, SnapshotMeta, SnapshotRequest, SoftState, Status } from './types.js';
 import { mayBeSentBeforePersist } from './types.js';
 
 export type RaftErrorCode = 'NOT_LEADER' | 'NO_LEADER' | 'UNAVAILABLE' | 'TIMEOUT';
@@ -145,12 +145,32 @@ interface PendingRead {
   cancelTimer: Cancel;
 }
 
+/** A read on a member (not the leader) waiting for a shared ReadIndex request (see MemberReads). */
+interface MemberRead {
+  resolve(index: number): void;
+  reject(err: RaftError): void;
+  cancelTimer: Cancel;
+}
+
+/**
+ * A member's linearizable reads: at most one ReadIndex request to the leader in flight; reads
+ * that arrive meanwhile wait for the next one, which leaves when it is answered. They may not
+ * join the one in flight: its answer may be a commit index from before they began.
+ */
+interface MemberReads {
+  inFlight: { readonly context: string; readonly leader: NodeId | null; readonly reads: Set<MemberRead>; readonly cancelRetry: Cancel } | null;
+  readonly next: Set<MemberRead>;
+  /** A request for the next reads leaves once the current synchronous work is done (reads arriving together share it). */
+  sendDue: boolean;
+}
+
 export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private readonly node: RaftNode;
   private readonly opts: DriverOptions<R, S>;
   private readonly clock: DriverClock;
   private readonly proposals = new Map<number, PendingProposal<R>>();
   private readonly reads = new Map<string, PendingRead>();
+  private readonly memberReads: MemberReads = { inFlight: null, next: new Set(), sendDue: false };
   private readonly appliedWaiters: Array<{ index: number; resolve: () => void }> = [];
   private stopTicker: Cancel | null = null;
   private running = false;
@@ -183,6 +203,8 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   /** How long after sending a round its quorum acknowledgement lets reads skip a round (RaftNode.leaseRound). */
   private readonly leaseMs: number;
   private readonly readCounts = { lease: 0, round: 0 };
+  /** Leader: members' ReadIndex requests answered under the lease, without a round. */
+  private memberReadsLeased = 0;
   private readonly stallWarnMs: number;
 
   constructor(options: DriverOptions<R, S>, appliedIndex: number) {
@@ -254,9 +276,18 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       this.receiveSnapshotChunk(message);
       return;
     }
+    if (message.type === 'readIndex' && this.answerReadUnderLease(message)) return;
     this.node.step(message);
     if (message.type === 'heartbeat') this.sendBeatsEarly();
     this.schedule();
+  }
+
+  /** Leader: a member's ReadIndex request answered at once while the lease holds (else the core takes a round). */
+  private answerReadUnderLease(m: ReadIndexRequest): boolean {
+    if (this.leaseIndex() === null || this.node.respondReadIndex(m) === null) return false;
+    this.memberReadsLeased++;
+    this.schedule();
+    return true;
   }
 
   /**
@@ -324,6 +355,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       return this.waitApplied(leased).then(() => leased);
     }
     this.readCounts.round++;
+    if (this.node.status().role !== 'leader') return this.memberReadIndex(timeoutMs);
     const context = `${this.readTag}.${this.nextReadId++}`;
     if (!this.node.readIndex(context)) {
       return Promise.reject(new RaftError('NO_LEADER', 'no leader is known for a linearizable read'));
@@ -336,6 +368,80 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       });
       this.reads.set(context, { index: null, resolve, reject, cancelTimer });
     });
+  }
+
+  /** A read on a member: waits for the next ReadIndex request, shared with every read waiting for it (MemberReads). */
+  private memberReadIndex(timeoutMs: number): Promise<number> {
+    const reads = this.memberReads;
+    if (reads.inFlight === null && this.node.status().leader === null) {
+      // Nothing in flight and nobody to ask: refused at once, as a leader-less node always has.
+      return Promise.reject(new RaftError('NO_LEADER', 'no leader is known for a linearizable read'));
+    }
+    return new Promise<number>((resolve, reject) => {
+      const read: MemberRead = {
+        resolve,
+        reject,
+        cancelTimer: this.clock.after(timeoutMs, () => {
+          reads.inFlight?.reads.delete(read);
+          reads.next.delete(read);
+          reject(new RaftError('TIMEOUT', `linearizable read not confirmed within ${timeoutMs} ms`));
+        }),
+      };
+      reads.next.add(read);
+      if (reads.inFlight !== null || reads.sendDue) return;
+      reads.sendDue = true;
+      const send = (): void => {
+        reads.sendDue = false;
+        if (reads.inFlight === null) void this.sendMemberReads();
+      };
+      if (this.clock.soon !== undefined) this.clock.soon(send);
+      else this.clock.defer(send);
+    });
+  }
+
+  /**
+   * Sends one ReadIndex request for every read waiting: the next ones and those of a request in
+   * flight, which is given up (a request sent after a read began may always answer it). Called
+   * when the one in flight is answered, when a leader other than the one asked becomes known (this
+   * node too), and when an election timeout passed without an answer (lost, or the leader is
+   * gone). Returns false, leaving the reads waiting (until a leader is known, or their own
+   * timeouts), when no leader is known.
+   */
+  private sendMemberReads(): boolean {
+    const reads = this.memberReads;
+    reads.inFlight?.cancelRetry();
+    const waiting = new Set([...(reads.inFlight?.reads ?? []), ...reads.next]);
+    reads.inFlight = null;
+    reads.next.clear();
+    if (waiting.size === 0) return true;
+    const context = `${this.readTag}.${this.nextReadId++}`;
+    if (!this.node.readIndex(context)) {
+      for (const read of waiting) reads.next.add(read);
+      return false;
+    }
+    const retryMs = this.node.electionTicks * this.opts.tickMs;
+    reads.inFlight = { context, leader: this.node.status().leader, reads: waiting, cancelRetry: this.clock.after(retryMs, () => void this.sendMemberReads()) };
+    this.schedule();
+    return true;
+  }
+
+  /** The answer to a member's ReadIndex request: its reads resolve once `index` is applied here; the next request leaves. */
+  private answerMemberReads(context: string, index: number): boolean {
+    const inFlight = this.memberReads.inFlight;
+    if (inFlight === null || inFlight.context !== context) return false;
+    inFlight.cancelRetry();
+    this.memberReads.inFlight = null;
+    for (const read of inFlight.reads) read.cancelTimer();
+    void this.waitApplied(index).then(() => {
+      for (const read of inFlight.reads) read.resolve(index);
+    });
+    void this.sendMemberReads();
+    return true;
+  }
+
+  /** Leader: how many members' ReadIndex requests it answered under its lease, without a round. */
+  get memberReadsAnsweredUnderLease(): number {
+    return this.memberReadsLeased;
   }
 
   /**
@@ -536,6 +642,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     if (rd.softState !== null) this.onSoftState(rd.softState);
     this.releaseAppliedWaiters();
     for (const rs of rd.readStates) {
+      if (this.answerMemberReads(rs.context, rs.index)) continue;
       const read = this.reads.get(rs.context);
       if (!read) continue;
       this.reads.delete(rs.context);
@@ -706,6 +813,9 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       for (const p of this.proposals.values()) p.reject(err);
       this.proposals.clear();
     }
+    // A request to a leader that is no longer the one known may never be answered: ask the one known now.
+    const member = this.memberReads;
+    if (state.leader !== null && (member.inFlight === null ? member.next.size > 0 : member.inFlight.leader !== state.leader)) void this.sendMemberReads();
     this.opts.onSoftState?.(state);
   }
 
@@ -725,5 +835,13 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       r.reject(err);
     }
     this.reads.clear();
+    const member = this.memberReads;
+    member.inFlight?.cancelRetry();
+    for (const r of [...(member.inFlight?.reads ?? []), ...member.next]) {
+      r.cancelTimer();
+      r.reject(err);
+    }
+    member.inFlight = null;
+    member.next.clear();
   }
 }

@@ -59,6 +59,8 @@ describe('observing the cluster', () => {
 
     const view = await observe.cluster();
     expect(view).toMatchObject({ role: 'leader', leader: view.member, sessions: 1, members: [{ id: view.member, voter: true, lag: 0, reachable: true }] });
+    // The member holding each session's connection, as its openSession recorded it (command version 9).
+    expect((await observe.sessions()).sessions.map((s) => s.member)).toEqual([view.member]);
   });
 
   it('shows a killed follower as unreachable and falling behind', async () => {

@@ -426,6 +426,33 @@ describe('RaftDriver leader lease', () => {
     await expectRoundRead(made);
   });
 
+  it("answers a member's ReadIndex request at once under the lease, and after a heartbeat round past it", async () => {
+    const made = await leaderWithLease();
+    const { driver, node, sent, round } = made;
+    const before = sent.length;
+    driver.step({ type: 'readIndex', from: 'n2', to: 'n1', term: 1, context: 'm1' });
+    await settle();
+    expect(sent.slice(before)).toEqual([{ type: 'readIndexResp', from: 'n1', to: 'n2', term: 1, context: 'm1', index: 1 }]); // no round
+    expect(driver.memberReadsAnsweredUnderLease).toBe(1);
+
+    // A request from another term is not answered under the lease (the core's term rules apply).
+    driver.step({ type: 'readIndex', from: 'n3', to: 'n1', term: 0, context: 'old' });
+    await settle();
+    expect(sent.slice(before + 1).filter((m) => m.type === 'readIndexResp')).toEqual([]);
+
+    vi.advanceTimersByTime((node.leaseTicks - 2) * tickMs);
+    const past = sent.length;
+    driver.step({ type: 'readIndex', from: 'n2', to: 'n1', term: 1, context: 'm2' });
+    await settle();
+    expect(sent.slice(past).filter((m) => m.type === 'readIndexResp')).toEqual([]); // not before a quorum confirms
+    const next = lastHeartbeat(sent);
+    expect(Number(next.context)).toBeGreaterThan(round);
+    driver.step({ type: 'heartbeatResp', from: 'n2', to: 'n1', term: 1, context: next.context });
+    await settle();
+    expect(sent.slice(past).filter((m) => m.type === 'readIndexResp')).toEqual([{ type: 'readIndexResp', from: 'n1', to: 'n2', term: 1, context: 'm2', index: 1 }]);
+    expect(driver.memberReadsAnsweredUnderLease).toBe(1);
+  });
+
   it('ends the lease when the wall clock jumps ahead (the machine slept, the monotonic clock did not run)', async () => {
     const made = await leaderWithLease();
     vi.setSystemTime(Date.now() + 60_000);

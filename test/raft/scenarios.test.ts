@@ -468,6 +468,34 @@ describe('leader lease', () => {
     expect(c.node('n1').leaseRound()).toBeNull(); // a late timeoutNow could still make n2 campaign
   });
 
+  it("answers a member's ReadIndex request at the commit index only as a leader with a lease, in its own term", async () => {
+    const c = new ScenarioCluster(['n1', 'n2', 'n3']);
+    expect((await c.elect('n1', electionOnly)).role).toBe('leader'); // its noop reached nobody
+    const term = c.status('n1').term;
+    const ask = (context: string, over: Partial<{ from: string; to: string; term: number }> = {}) =>
+      ({ type: 'readIndex', from: 'n2', to: 'n1', term, context, ...over }) as const;
+    await c.tick('n1', c.heartbeatTicks);
+    await c.settle(msg(['heartbeat', 'heartbeatResp']));
+    expect(c.node('n1').respondReadIndex(ask('early'))).toBeNull(); // its commit index may be behind
+    await c.tick('n1', c.heartbeatTicks);
+    await c.settle();
+    expect(c.node('n1').leaseRound()).not.toBeNull();
+    const commit = c.status('n1').commit;
+
+    expect(c.node('n1').respondReadIndex(ask('m1'))).toBe(commit);
+    expect(c.node('n1').respondReadIndex(ask('stale', { term: term - 1 }))).toBeNull();
+    expect(c.node('n1').respondReadIndex(ask('newer', { term: term + 1 }))).toBeNull();
+    expect(c.node('n2').respondReadIndex(ask('follower', { from: 'n3', to: 'n2' }))).toBeNull();
+    await c.flush();
+    expect(c.queue).toEqual([{ type: 'readIndexResp', from: 'n1', to: 'n2', term, context: 'm1', index: commit }]);
+    await c.settle();
+    expect(c.status('n1')).toMatchObject({ role: 'leader', term }); // nothing above moved the term
+
+    c.isolate('n2'); // the transfer cannot finish
+    expect(await c.transferLeadership('n1', 'n2')).toBe(true);
+    expect(c.node('n1').respondReadIndex(ask('transferring', { from: 'n3' }))).toBeNull();
+  });
+
   it('needs a round sent after the last configuration change', async () => {
     const c = await leading();
     await c.tick('n1', c.heartbeatTicks);

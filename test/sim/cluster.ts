@@ -47,6 +47,7 @@ import { ObservedRaftNode, type CoreWatch } from './observed-node.js';
 import { SimRandom } from './random.js';
 import { SimClock } from './sim-clock.js';
 import { SimLogStore } from './sim-storage.js';
+import { SimSessions } from './sessions.js';
 import { decodeState, encodeState, sameConfig, SimStateMachine, SnapshotFormatError, type SimState } from './state-machine.js';
 
 /** Writes issued while a voter is kept down in the calm phase. */
@@ -164,6 +165,13 @@ export interface SimStats {
   leaseReads: number;
   /** Steps in which some leader's lease covered the moment (each checked against the cluster). */
   leaseSteps: number;
+  /** Members' ReadIndex requests a leader answered under its lease, without a round (each checked against the cluster). */
+  memberLeaseReads: number;
+  /** The sessions model (sessions.ts): sessions opened, expired by a leader, sent away (4009); liveness batches acknowledged. */
+  sessionsOpened: number;
+  sessionsExpired: number;
+  sessionsMoved: number;
+  livenessAcks: number;
   committed: number;
   messagesSent: number;
   messagesLost: number;
@@ -228,6 +236,11 @@ export class SimCluster {
     readsAnswered: 0,
     leaseReads: 0,
     leaseSteps: 0,
+    memberLeaseReads: 0,
+    sessionsOpened: 0,
+    sessionsExpired: 0,
+    sessionsMoved: 0,
+    livenessAcks: 0,
     committed: 0,
     messagesSent: 0,
     messagesLost: 0,
@@ -249,6 +262,8 @@ export class SimCluster {
   /** Nodes whose removal was applied during this step; stopped at the end of it. */
   private toRetire: NodeId[] = [];
   private leaderTermsSeen = new Set<number>();
+  /** The sessions model; off under the mutations, which break Raft, not liveness. */
+  private readonly sessions: SimSessions | null;
 
   constructor(
     readonly config: SimConfig,
@@ -271,6 +286,45 @@ export class SimCluster {
       this.nodes.push(new SimNode(id, slot, store, this.faultRandom.int(config.stepsPerTick), this.initialConfig));
     });
     for (const d of this.nodes.slice(0, config.nodeCount)) this.provision(d);
+    const sessionsRandom = root.fork(6);
+    this.sessions = config.mutation === 'none' || config.mutation === 'unprovedLiveAck' ? this.makeSessions(sessionsRandom) : null;
+  }
+
+  private makeSessions(random: SimRandom): SimSessions {
+    const status = (d: SimNode) => d.run?.raft.status() ?? null;
+    const nodes = this.nodes.map((d) => ({
+      id: d.id,
+      get incarnation(): object | null {
+        return d.run;
+      },
+      now: () => d.run?.clock.monotonic() ?? 0,
+      leadingTerm: () => {
+        const st = status(d);
+        return st?.role === 'leader' ? st.term : null;
+      },
+      term: () => status(d)?.term ?? 0,
+      leader: () => status(d)?.leader ?? null,
+      confirm: () =>
+        this.config.mutation === 'unprovedLiveAck'
+          ? Promise.resolve()
+          : d.run === null
+            ? Promise.reject(new Error('down'))
+            : d.run.driver.readIndex(this.readTimeout()),
+    }));
+    // A few election timeouts: leaders change and members lose them well within one session's life.
+    const timeoutMs = 4 * this.config.electionTicks * this.config.stepsPerTick;
+    return new SimSessions(
+      {
+        now: () => this.now,
+        nodes,
+        isCut: (from, to) => this.network.isCut(from, to),
+        highestLeaderTerm: () => this.checker.highestLeaderTerm,
+        fail: (detail) => this.checker.fail('sessionLiveness', detail),
+        say: (line) => this.say(line),
+      },
+      random,
+      timeoutMs,
+    );
   }
 
   /**
@@ -370,6 +424,7 @@ export class SimCluster {
     this.healDuePartitions();
     this.clientActions();
     this.deliverDueMessages();
+    this.stepSessions();
     this.checkLeases();
     this.tickNodes();
     await this.settle();
@@ -785,8 +840,32 @@ export class SimCluster {
       this.trace.mix(this.slotOf(m.from) * 8 + d.slot);
       this.trace.mix(m.term);
       if (this.log !== null) this.say(`deliver ${describeMessage(m)}`);
-      d.run.driver.step(m);
+      if (m.type === 'readIndex') this.deliverReadRequest(d, d.run, m);
+      else d.run.driver.step(m);
     }
+  }
+
+  private stepSessions(): void {
+    if (this.sessions === null) return;
+    this.sessions.step();
+    const s = this.sessions.stats;
+    Object.assign(this.stats, { sessionsOpened: s.opened, sessionsExpired: s.expired, sessionsMoved: s.moved, livenessAcks: s.acknowledged });
+  }
+
+  /**
+   * A member's ReadIndex request reaches `d`. If its driver answers at once under its lease, the
+   * answer (the commit index now) is checked against the whole cluster at this moment: no leader
+   * of a later term, nothing committed anywhere above it. The member's reads began before this,
+   * so none of them can get an index below a write committed before it began.
+   */
+  private deliverReadRequest(d: SimNode, run: Incarnation, m: Extract<Message, { type: 'readIndex' }>): void {
+    const before = run.driver.memberReadsAnsweredUnderLease;
+    const index = run.driver.leaseIndex();
+    run.driver.step(m);
+    if (run.driver.memberReadsAnsweredUnderLease === before) return;
+    this.stats.memberLeaseReads++;
+    this.say(`${d.id} answered ${m.from}'s read ${m.context} under its lease at index ${index}`);
+    this.checker.observeMemberLeaseAnswer(d.id, m.from, run.raft.status().term, index!);
   }
 
   private tickNodes(): void {

@@ -71,7 +71,9 @@ export type SimMutation =
    * The driver's clocks run at a fraction of real speed (far beyond the rate error it allows for),
    * so it holds its lease beyond the window followers keep (RaftNode.leaseTicks).
    */
-  | 'leaseTooLong';
+  | 'leaseTooLong'
+  /** The sessions model's leaders acknowledge liveness batches without proving they still lead (sessions.ts). */
+  | 'unprovedLiveAck';
 
 export interface SimConfig {
   readonly seed: number;

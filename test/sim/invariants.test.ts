@@ -353,6 +353,29 @@ describe('linearizable reads', () => {
   });
 });
 
+describe("members' reads answered under a lease", () => {
+  it('rejects an answer below what is committed anywhere, or from a leader already superseded', () => {
+    const low = violation('leaseSafety', (c) => {
+      c.observeCommit('n2', 8);
+      c.observeMemberLeaseAnswer('n1', 'n3', 2, 7);
+    });
+    expect(low.message).toContain("n1 answered n3's read under its lease at index 7, but index 8 was already committed");
+    violation('leaseSafety', (c) => {
+      c.observeLeader('n1', 2, null);
+      c.observeLeader('n2', 3, null);
+      c.observeMemberLeaseAnswer('n1', 'n3', 2, 0);
+    });
+  });
+
+  it('accepts an answer at the highest commit index by the leader of the highest term', () => {
+    passes((c) => {
+      c.observeLeader('n1', 2, null);
+      c.observeCommit('n1', 8);
+      c.observeMemberLeaseAnswer('n1', 'n3', 2, 8);
+    });
+  });
+});
+
 describe('violation messages', () => {
   it('carry the invariant, the details, the seed and the replay command', () => {
     const v = violation('electionSafety', (c) => {

@@ -41,6 +41,8 @@ export type InvariantName =
   | 'readLinearizable'
   /** A read under a leader lease: no leader of a later term exists yet, and nothing committed anywhere is missing. */
   | 'leaseSafety'
+  /** A leader found a session due while the member holding it had been promised more time (docs/scale-out.md). */
+  | 'sessionLiveness'
   /** The core broke its contract with the driver (bad Ready, bad message). */
   | 'driverContract'
   /** After faults stop, the cluster elects a leader and commits everything pending in bounded time. */
@@ -138,6 +140,11 @@ export class SafetyChecker {
 
   get highestTerm(): number {
     return this.maxTerm;
+  }
+
+  /** The highest term in which a leader was elected so far. */
+  get highestLeaderTerm(): number {
+    return this.maxLeaderTerm;
   }
 
   get highestCommitIndex(): number {
@@ -379,6 +386,21 @@ export class SafetyChecker {
     }
     if (index < this.maxCommit) {
       this.fail('leaseSafety', `${node} read under its lease at index ${index}, but index ${this.maxCommit} was already committed`);
+    }
+  }
+
+  /**
+   * `leader`, leader of `term`, answered `member`'s ReadIndex request at `index` under its lease,
+   * without a round. The member reads at `index` once applied, so the same rule as for the
+   * leader's own lease reads: no leader of a later term, and nothing committed anywhere above it
+   * (so nothing committed before the member's read began, either).
+   */
+  observeMemberLeaseAnswer(leader: NodeId, member: NodeId, term: number, index: number): void {
+    if (this.maxLeaderTerm > term) {
+      this.fail('leaseSafety', `${leader} answered ${member}'s read under its lease of term ${term}, but ${this.leaderOfTerm.get(this.maxLeaderTerm)} was already leader of term ${this.maxLeaderTerm}`);
+    }
+    if (index < this.maxCommit) {
+      this.fail('leaseSafety', `${leader} answered ${member}'s read under its lease at index ${index}, but index ${this.maxCommit} was already committed`);
     }
   }
 

@@ -70,6 +70,12 @@ describe('the simulation catches a broken driver', () => {
     expect(kinds(failures)).toEqual(new Set(['leaseSafety']));
   });
 
+  it('session liveness acknowledged by a leader that did not prove it still leads', async () => {
+    const failures = await failuresUnder('unprovedLiveAck', 200, 2);
+    expect(failures.size).toBe(2);
+    expect(kinds(failures)).toEqual(new Set(['sessionLiveness']));
+  });
+
   it('a failure report ends with the events that led to it', async () => {
     let caught: unknown = null;
     try {

@@ -35,7 +35,9 @@ if (env.replaySeed !== null) {
   /** Seeds that compacted, that installed a snapshot; totals of snapshot events. */
   const snapshotCoverage = { compactedSeeds: 0, installedSeeds: 0, installed: 0, installCrashes: 0, ignored: 0, aborted: 0 };
   /** Seeds in which some leader held a lease; steps checked under a lease; client reads it answered. */
-  const leaseCoverage = { seeds: 0, steps: 0, reads: 0 };
+  const leaseCoverage = { seeds: 0, steps: 0, reads: 0, memberReads: 0 };
+  /** The sessions model: sessions expired by a leader (each checked against its holder), sent away, liveness batches acknowledged. */
+  const sessionCoverage = { expired: 0, moved: 0, acks: 0 };
 
   describe(`seeded simulation: ${count} seeds from ${first}, ${env.steps} fault steps each`, () => {
     for (let start = first; start < first + count; start += CHUNK) {
@@ -57,6 +59,10 @@ if (env.replaySeed !== null) {
           if (st.leaseSteps > 0) leaseCoverage.seeds++;
           leaseCoverage.steps += st.leaseSteps;
           leaseCoverage.reads += st.leaseReads;
+          leaseCoverage.memberReads += st.memberLeaseReads;
+          sessionCoverage.expired += st.sessionsExpired;
+          sessionCoverage.moved += st.sessionsMoved;
+          sessionCoverage.acks += st.livenessAcks;
         }
         totalMs += performance.now() - t0;
       }, 600_000);
@@ -75,7 +81,9 @@ if (env.replaySeed !== null) {
           `in ${seconds.toFixed(1)} s = ${(count / seconds).toFixed(1)} seeds/s, ${Math.round(totalSteps / seconds)} steps/s; ` +
           `${c.compactedSeeds} seeds compacted, ${c.installedSeeds} installed snapshots (${c.installed} installs, ` +
           `${c.installCrashes} power losses around an install, ${c.ignored} stale snapshots ignored, ${c.aborted} streams aborted); ` +
-          `leases held in ${leaseCoverage.seeds} seeds over ${leaseCoverage.steps} steps, each checked against the cluster, ${leaseCoverage.reads} lease reads`,
+          `leases held in ${leaseCoverage.seeds} seeds over ${leaseCoverage.steps} steps, each checked against the cluster, ${leaseCoverage.reads} lease reads, ` +
+          `${leaseCoverage.memberReads} members' reads answered under a lease; sessions: ${sessionCoverage.expired} expired (each checked against its holder), ` +
+          `${sessionCoverage.moved} sent away (4009), ${sessionCoverage.acks} liveness batches acknowledged`,
       );
     });
 
@@ -90,6 +98,9 @@ if (env.replaySeed !== null) {
         expect(c.aborted).toBeGreaterThan(0);
         expect(leaseCoverage.seeds).toBeGreaterThan(0.6 * count);
         expect(leaseCoverage.reads).toBeGreaterThan(count);
+        expect(leaseCoverage.memberReads).toBeGreaterThan(count / 10);
+        expect(sessionCoverage.acks).toBeGreaterThan(count);
+        expect(sessionCoverage.expired).toBeGreaterThan(count / 10);
       });
     }
   });

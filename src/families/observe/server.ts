@@ -46,6 +46,7 @@ function createServer(host: FamilyHost<null>): PluginServer<Ops> {
       principal: info.principal ?? null,
       remote: info.remote,
       timeoutMs: info.timeoutMs,
+      member: info.member ?? null,
       connected: host.member.connected(session),
       watches,
       // A session that watches nothing is owed no notifications.

@@ -50,6 +50,8 @@ export interface SessionView {
   readonly principal: string | null;
   readonly remote: string;
   readonly timeoutMs: number;
+  /** The member holding its connection, as the log records it; null for sessions opened before command version 9. */
+  readonly member: string | null;
   /** Whether it has a connection to this member now. */
   readonly connected: boolean;
   readonly watches: number;

@@ -1,4 +1,4 @@
-// The sessions family's stored values: 0x0004 client value { timeoutMs, remote, resumeHash?, principal? }.
+// The sessions family's stored values: 0x0004 client value { timeoutMs, remote, resumeHash?, principal?, member? }.
 import { CorruptValueError, decodeMap, pack } from '../../statemachine/codec.js';
 
 /** A session's record (0x0004 value): what the session was opened with. */
@@ -9,6 +9,11 @@ export interface SessionInfo {
   readonly resumeHash?: string;
   /** The user that opened the session, when authentication was on (version 7). */
   readonly principal?: string;
+  /**
+   * The member holding the session's connection (version 9): the one whose liveness reports
+   * the leader takes for it. Absent for sessions opened before, which any member may report.
+   */
+  readonly member?: string;
 }
 
 export function encodeClientValue(info: SessionInfo): Buffer {
@@ -18,6 +23,7 @@ export function encodeClientValue(info: SessionInfo): Buffer {
     remote: info.remote,
     ...(info.resumeHash === undefined ? {} : { resumeHash: info.resumeHash }),
     ...(info.principal === undefined ? {} : { principal: info.principal }),
+    ...(info.member === undefined ? {} : { member: info.member }),
   });
 }
 
@@ -28,10 +34,12 @@ export function decodeClientValue(bytes: Uint8Array): SessionInfo {
   }
   if (v.resumeHash !== undefined && typeof v.resumeHash !== 'string') throw new CorruptValueError('client value has a resumeHash that is not a string');
   if (v.principal !== undefined && typeof v.principal !== 'string') throw new CorruptValueError('client value has a principal that is not a string');
+  if (v.member !== undefined && typeof v.member !== 'string') throw new CorruptValueError('client value has a member that is not a string');
   return {
     timeoutMs: v.timeoutMs,
     remote: v.remote,
     ...(v.resumeHash === undefined ? {} : { resumeHash: v.resumeHash }),
     ...(v.principal === undefined ? {} : { principal: v.principal }),
+    ...(v.member === undefined ? {} : { member: v.member }),
   };
 }

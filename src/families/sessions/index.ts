@@ -1,12 +1,14 @@
 // The sessions family: opening and closing client sessions. Closing one asks
 // every family what it holds for the session (endSession) and deletes it all in
 // the same entry, so no member ever sees a session gone but its items left.
+// From version 9 a session records the member holding its connection, and
+// attachSession moves it to another (docs/scale-out.md, "Session liveness").
 import { SessionsBucket, clientKey } from './keys.js';
 import { encodeClientValue } from './codec.js';
 import type { ApplyError } from '../../statemachine/types.js';
 import { failure, type BatchOp, type Family, type Plan, type PlanContext, type States } from '../../statemachine/family.js';
 import { CommandError } from '../../statemachine/family.js';
-import { integerField, quotaField, sessionField } from '../fields.js';
+import { integerField, memberField, quotaField, sessionField } from '../fields.js';
 import { clientAddress, SessionsState } from './state.js';
 
 export const MAX_TIMEOUT_MS = 2 ** 31 - 1; // the largest delay a Node timer accepts
@@ -36,6 +38,15 @@ export interface OpenSessionCommand {
   readonly principal?: string;
   /** The most sessions one principal may hold, when the leader limits them (command version 7). */
   readonly principalSessions?: number;
+  /** The member holding the session's connection (command version 9). */
+  readonly member?: string;
+}
+
+/** A live session's connection is now on `member` (a resume there): its liveness is taken from that member only. */
+export interface AttachSessionCommand {
+  readonly op: 'attachSession';
+  readonly session: string;
+  readonly member: string;
 }
 
 export interface CloseSessionCommand {
@@ -44,7 +55,7 @@ export interface CloseSessionCommand {
   readonly reason: 'bye' | 'expired';
 }
 
-export type SessionsCommand = OpenSessionCommand | CloseSessionCommand;
+export type SessionsCommand = OpenSessionCommand | CloseSessionCommand | AttachSessionCommand;
 
 function remoteField(value: unknown): string {
   if (typeof value !== 'string' || value.length > MAX_REMOTE_LENGTH) {
@@ -77,12 +88,25 @@ function openSession(c: OpenSessionCommand, { states }: PlanContext): Plan | App
     remote: c.remote,
     ...(c.resumeHash === undefined ? {} : { resumeHash: c.resumeHash }),
     ...(c.principal === undefined ? {} : { principal: c.principal }),
+    ...(c.member === undefined ? {} : { member: c.member }),
   };
   return {
     result: { ok: true, op: 'openSession', session: c.session },
     ops: [{ type: 'put', key: clientKey(c.session), value: encodeClientValue(info) }],
     events: [],
     after: [() => state.add(c.session, info)],
+  };
+}
+
+function attachSession(c: AttachSessionCommand, { states }: PlanContext): Plan | ApplyError {
+  const state = states.of(sessions);
+  const info = state.sessions.get(c.session);
+  if (info === undefined) return failure('SESSION_EXPIRED', `session ${c.session} is unknown or has expired`);
+  return {
+    result: { ok: true, op: 'family', family: sessions.name, value: { session: c.session, member: c.member } },
+    ops: [{ type: 'put', key: clientKey(c.session), value: encodeClientValue({ ...info, member: c.member }) }],
+    events: [],
+    after: [() => state.attach(c.session, c.member)],
   };
 }
 
@@ -109,6 +133,8 @@ async function closeSession(c: CloseSessionCommand, ctx: PlanContext): Promise<P
 export const RESUME_TOKENS_SINCE = 6;
 /** openSession's principal: sessions that record who opened them (the auth family's version). */
 export const PRINCIPALS_SINCE = 7;
+/** openSession's member and attachSession: sessions that record the member holding their connection. */
+export const HOLDERS_SINCE = 9;
 
 /** What opening and closing a session answer (the kernel's ApplySuccess reads them from here). */
 declare module '../../statemachine/types.js' {
@@ -124,9 +150,9 @@ export const sessions: Family<SessionsCommand, SessionsState> = {
   buckets: [{ id: SessionsBucket.client, name: 'client' }],
   ops: {
     openSession: {
-      fields: ['session', 'timeoutMs', 'remote', 'quota', 'resumeHash', 'principal', 'principalSessions'],
+      fields: ['session', 'timeoutMs', 'remote', 'quota', 'resumeHash', 'principal', 'principalSessions', 'member'],
       since: 1,
-      fieldsSince: { resumeHash: RESUME_TOKENS_SINCE, principal: PRINCIPALS_SINCE, principalSessions: PRINCIPALS_SINCE },
+      fieldsSince: { resumeHash: RESUME_TOKENS_SINCE, principal: PRINCIPALS_SINCE, principalSessions: PRINCIPALS_SINCE, member: HOLDERS_SINCE },
       decode: (c) => {
         const open: OpenSessionCommand = {
           op: 'openSession',
@@ -143,8 +169,14 @@ export const sessions: Family<SessionsCommand, SessionsState> = {
           ...(c.resumeHash === undefined ? {} : { resumeHash: c.resumeHash as string }),
           ...(c.principal === undefined ? {} : { principal: c.principal as string }),
           ...(c.principalSessions === undefined ? {} : { principalSessions: integerField(c.principalSessions, 'principalSessions', 1, 2 ** 31) }),
+          ...(c.member === undefined ? {} : { member: memberField(c.member, 'member') }),
         };
       },
+    },
+    attachSession: {
+      fields: ['session', 'member'],
+      since: HOLDERS_SINCE,
+      decode: (c) => ({ op: 'attachSession', session: sessionField(c.session), member: memberField(c.member, 'member') }),
     },
     closeSession: {
       fields: ['session', 'reason'],
@@ -156,7 +188,7 @@ export const sessions: Family<SessionsCommand, SessionsState> = {
     },
   },
   load: (db, snapshot) => SessionsState.load(db, snapshot),
-  plan: (command, ctx) => (command.op === 'openSession' ? openSession(command, ctx) : closeSession(command, ctx)),
+  plan: (command, ctx) => (command.op === 'openSession' ? openSession(command, ctx) : command.op === 'attachSession' ? attachSession(command, ctx) : closeSession(command, ctx)),
   // No one may see a session gone before that is written.
   goesAlone: (command) => command.op === 'closeSession',
   plugin: async () => (await import('./server.js')).plugin,

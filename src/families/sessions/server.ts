@@ -5,7 +5,7 @@
 import type { FamilyHost, Plugin, PluginDuty } from '../../kit/index.js';
 import type { ApplySuccess } from '../../statemachine/types.js';
 import { liveSessions } from './queries.js';
-import { RESUME_TOKENS_SINCE, type SessionsCommand } from './index.js';
+import { HOLDERS_SINCE, RESUME_TOKENS_SINCE, type SessionsCommand } from './index.js';
 import type { SessionsState } from './state.js';
 
 type SessionsHost = FamilyHost<SessionsState, ApplySuccess, SessionsCommand>;
@@ -73,6 +73,7 @@ export const plugin: Plugin<Record<string, never>, SessionsState, ApplySuccess, 
       session: (id) => liveSessions(host.reader).get(id),
       sessionCount: () => liveSessions(host.reader).size,
       resumeTokensSince: RESUME_TOKENS_SINCE,
+      holdersSince: HOLDERS_SINCE,
     },
   }),
 };

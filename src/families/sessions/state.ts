@@ -42,6 +42,12 @@ export class SessionsState {
     }
   }
 
+  /** A live session's holder becomes `member` (attachSession); its other fields stay. */
+  attach(session: string, member: string): void {
+    const info = this.info.get(session);
+    if (info !== undefined) this.info.set(session, { ...info, member });
+  }
+
   remove(session: string): void {
     const info = this.info.get(session);
     if (info === undefined) return;

@@ -429,6 +429,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
         quota,
         ...(resume === undefined ? {} : { resumeHash: hashResume(resume) }),
         ...(principal === null ? {} : { principal, principalSessions: fe.guard.meter.limits.sessions }),
+        // The member holding the connection, once every member can apply the field (docs/scale-out.md).
+        ...(seam.activeVersion() >= (seam.holdersSince ?? Number.POSITIVE_INFINITY) ? { member: fe.node.id } : {}),
       };
       const r = expectOk(await fe.node.propose(open));
       if (r.op !== 'openSession') throw new VeraError('INTERNAL', `openSession applied as ${r.op}`);

@@ -58,6 +58,7 @@ const NOTHING_KEPT: ConnectionSeam = {
   sessionCount: () => 0,
   resumeRefusal: () => null,
   resumeTokensSince: Number.POSITIVE_INFINITY,
+  holdersSince: Number.POSITIVE_INFINITY,
   activeVersion: () => 0,
   settleVersion: async () => undefined,
   watchesOf: () => [],

@@ -25,10 +25,12 @@ export class ExpiryQueue {
     this.deadlines.set(session, { timeoutMs, deadline: this.now() + timeoutMs, reported: false });
   }
 
-  /** Any frame from the session's connection keeps it alive. */
-  touch(session: string): void {
+  /** Any frame from the session's connection keeps it alive. False when it moved nothing (not tracked, or already reported due). */
+  touch(session: string): boolean {
     const d = this.deadlines.get(session);
-    if (d && !d.reported) d.deadline = this.now() + d.timeoutMs;
+    if (d === undefined || d.reported) return false;
+    d.deadline = this.now() + d.timeoutMs;
+    return true;
   }
 
   /** How long until the session's deadline (ms; negative once past), or undefined when it is not tracked. */
