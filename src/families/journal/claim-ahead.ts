@@ -44,6 +44,15 @@ export class ClaimRounds {
 }
 
 /**
+ * The `dueBy` of a claim the due timer woke for `wokenFor`: that date while it is still ahead,
+ * unless an item is due already that no claim in flight takes (`nothingLeftDue` says none is):
+ * held for the date, that item would wait longer than a claim at once would bring it.
+ */
+export function claimAhead(wokenFor: number | undefined, wall: number, nothingLeftDue: () => boolean): number | undefined {
+  return wokenFor !== undefined && wokenFor > wall && nothingLeftDue() ? wokenFor : undefined;
+}
+
+/**
  * Resolves once the wall clock has reached every item's process date: a claim taken ahead
  * (`dueBy`) is answered no earlier. Timers may fire a millisecond early by the wall clock: waited out.
  */

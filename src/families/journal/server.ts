@@ -16,7 +16,7 @@ import { parseCron, timeZoneProblem } from './cron.js';
 import { decodeItem, type FlaggedItem, type JournalDefinition, type JournalItem, type JournalSettings } from './records.js';
 import { lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
 import { JournalWaiters, type ClaimTicket } from './waiters.js';
-import { untilDue } from './claim-ahead.js';
+import { claimAhead, untilDue } from './claim-ahead.js';
 import { JournalMember } from './member.js';
 import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
 import { JOURNAL_SCHEMAS, type Claim, type JobInfo, type JournalInfo, type ScheduleInfo, type SettingsRequest } from './wire.js';
@@ -259,8 +259,9 @@ export function createServer(host: Host): JournalServer {
       if (!idle) {
         // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
         // Acknowledgements held for this journal ride in the same entry (held-acks.ts).
-        // Woken a round ahead of a date: the entry takes the items due by it (command version 9).
-        const dueBy = wokenFor !== undefined && wokenFor > Date.now() && v9() ? wokenFor : undefined;
+        // Woken a round ahead of a date: the entry takes the items due by it (command version 9), unless
+        // an item is due already that no claim in flight takes: held for the date, it would wait longer.
+        const dueBy = v9() ? claimAhead(wokenFor, Date.now(), () => state.nothingDue(name, now) || m.waiters.covered(name, now)) : undefined;
         const held = m.held.take(name);
         const claiming = m.waiters.claiming(name, max, dueBy);
         const claimed = await (

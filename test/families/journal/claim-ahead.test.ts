@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { JournalValue } from '../../../src/families/journal/apply.js';
 import { CLAIM_AHEAD_MAX_MS } from '../../../src/families/journal/apply.js';
-import { CLAIM_AHEAD_CAP_MS, ClaimRounds, untilDue } from '../../../src/families/journal/claim-ahead.js';
+import { CLAIM_AHEAD_CAP_MS, claimAhead, ClaimRounds, untilDue } from '../../../src/families/journal/claim-ahead.js';
 import { encodeEntryCommand } from '../../../src/families/commands.js';
 import { JournalClient } from '../../../src/families/journal/client.js';
 import { FAILURES_SINCE } from '../../../src/families/journal/index.js';
@@ -100,6 +100,16 @@ describe('the lead: how far ahead of a date a claim goes', () => {
     // The old rounds are forgotten.
     for (let i = 0; i < 32; i++) rounds.record(2.2);
     expect(rounds.lead()).toBe(3);
+  });
+});
+
+describe('whether a woken claim goes ahead', () => {
+  it('for the date it was woken for while that is ahead, not when an item is due already that no claim in flight takes', () => {
+    expect(claimAhead(1_000_010, 1_000_000, () => true)).toBe(1_000_010);
+    // Held for the date, the item due now would wait for it: the claim takes what is due by its entry's clock.
+    expect(claimAhead(1_000_010, 1_000_000, () => false)).toBeUndefined();
+    expect(claimAhead(1_000_010, 1_000_010, () => true)).toBeUndefined();
+    expect(claimAhead(undefined, 1_000_000, () => true)).toBeUndefined();
   });
 });
 
