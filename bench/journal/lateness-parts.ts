@@ -39,9 +39,15 @@ interface Lib {
 async function metricSums(port: number): Promise<Map<string, number>> {
   const text = await (await fetch(`http://${LOOPBACK}:${port}/metrics`)).text();
   const out = new Map<string, number>();
-  for (const m of text.matchAll(/^(vera_(?:propose|disk_log_sync|apply)_seconds_(?:sum|count)|nodejs_gc_duration_seconds_(?:sum|count)) ([0-9.e+-]+)$/gm)) {
-    out.set(m[1]!, Number(m[2]));
+  for (const m of text.matchAll(/^(vera_(?:propose|disk_log_sync|apply)_seconds_(?:sum|count)) ([0-9.e+-]+)$/gm)) out.set(m[1]!, Number(m[2]));
+  // GC by kind, summed; the event loop's lag since the scrape before (prom-client resets its monitor at each scrape).
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_(sum|count)\{kind="(\w+)"[^}]*\} ([0-9.e+-]+)$/gm)) {
+    const all = `nodejs_gc_duration_seconds_${m[1]!}`;
+    out.set(all, (out.get(all) ?? 0) + Number(m[3]));
+    out.set(`nodejs_gc_duration_seconds ${m[2]!}_${m[1]!}`, Number(m[3]));
   }
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_bucket\{le="(0\.01|\+Inf)"[^}]*\} ([0-9.e+-]+)$/gm)) out.set(`gc<=${m[1]!}`, (out.get(`gc<=${m[1]!}`) ?? 0) + Number(m[2]));
+  for (const m of text.matchAll(/^nodejs_eventloop_lag_(max|p99)_seconds ([0-9.e+-]+)$/gm)) out.set(`lag ${m[1]!}`, Number(m[2]));
   // The histograms' buckets past 5 ms: how many proposals and syncs were slow, not only the mean.
   for (const m of text.matchAll(/^(vera_(?:propose|disk_log_sync)_seconds)_bucket\{le="(0\.005|0\.01|0\.02|\+Inf)"\} ([0-9.e+-]+)$/gm)) out.set(`${m[1]!}<=${m[2]!}`, Number(m[3]));
   return out;
@@ -157,6 +163,7 @@ async function measure(lib: Lib, url: string, leaderPort: number, queue: string,
       `  asked late (fell due with no claim waiting): late ${fmt(askedLate)}; due->sent ${fmt(askedLateWait)}; sent->reply ${fmt(askedLateRound)}`,
       `  leader: propose ${mean('vera_propose_seconds')}, log sync ${mean('vera_disk_log_sync_seconds')}, apply ${mean('vera_apply_seconds')}, gc ${mean('nodejs_gc_duration_seconds')}`,
       `  leader slow: propose >5/>10/>20 ms ${['0.005', '0.01', '0.02'].map((le) => slowOver('vera_propose_seconds', le)).join('/')}, log sync >5/>10/>20 ms ${['0.005', '0.01', '0.02'].map((le) => slowOver('vera_disk_log_sync_seconds', le)).join('/')}`,
+      `  leader event loop lag over the scenario p99 ${((after.get('lag p99') ?? NaN) * 1000).toFixed(1)} max ${((after.get('lag max') ?? NaN) * 1000).toFixed(1)} ms; GC pauses over 10 ms ${delta('gc<=+Inf') - delta('gc<=0.01')}; by kind ${['minor', 'major', 'incremental', 'weakcb'].map((k) => `${k} ${mean(`nodejs_gc_duration_seconds ${k}`)}`).join(', ')}`,
       `  bench process event loop delay p99 ${(loop.percentile(99) / 1e6).toFixed(1)} max ${(loop.max / 1e6).toFixed(1)} ms`,
       tail(jobs),
     ].join('\n');
