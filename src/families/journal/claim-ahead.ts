@@ -12,6 +12,8 @@
 
 /** How far ahead of a date a waiting claim is proposed, at most (below apply's CLAIM_AHEAD_MAX_MS). */
 export const CLAIM_AHEAD_CAP_MS = 20;
+/** A held reply's bound past the lead's cap: the timer's late fire, and a millisecond for its early one. */
+const HOLD_SLACK_MS = 5;
 /** Claim rounds the estimate looks at, the newest. */
 const ROUNDS_KEPT = 32;
 /** The share of those rounds that should commit by the date: the lead is their 90th percentile. */
@@ -53,11 +55,19 @@ export function claimAhead(wokenFor: number | undefined, wall: number, nothingLe
 }
 
 /**
- * Resolves once the wall clock has reached every item's process date: a claim taken ahead
- * (`dueBy`) is answered no earlier. Timers may fire a millisecond early by the wall clock: waited out.
+ * Resolves once the wall clock has reached the process date of every item a claim took
+ * ahead (`dueBy`): such a claim is answered no earlier. Timers may fire a millisecond early by
+ * the wall clock: waited out. A claim without `dueBy` is answered at once, as it always was
+ * (a replicated clock ahead of this member's, another member's, is not waited for). Bounded on
+ * the monotonic clock by how far ahead a claim goes: a wall clock stepped back holds no reply long.
  */
-export async function untilDue(items: ReadonlyArray<{ readonly processAt: number }>): Promise<void> {
+export async function untilDue(items: ReadonlyArray<{ readonly processAt: number }>, dueBy: number | undefined): Promise<void> {
+  if (dueBy === undefined) return;
   let latest = 0;
   for (const i of items) if (i.processAt > latest) latest = i.processAt;
-  for (let wait = latest - Date.now(); wait > 0; wait = latest - Date.now()) await new Promise((r) => setTimeout(r, wait));
+  const until = Math.min(latest, dueBy);
+  const giveUp = performance.now() + CLAIM_AHEAD_CAP_MS + HOLD_SLACK_MS;
+  for (let wait = until - Date.now(); wait > 0 && performance.now() < giveUp; wait = until - Date.now()) {
+    await new Promise((r) => setTimeout(r, Math.min(wait, giveUp - performance.now())));
+  }
 }

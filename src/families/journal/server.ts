@@ -274,7 +274,7 @@ export function createServer(host: Host): JournalServer {
         if (claimed === undefined) throw new VeraError('INTERNAL', 'claim gave another result');
         if (claimed.items.length > 0 || performance.now() >= deadline) {
           // Taken ahead of their date: answered at the date, never before.
-          await untilDue(claimed.items);
+          await untilDue(claimed.items, dueBy);
           return { lease: claimed.lease, items: claimed.items };
         }
       }

@@ -121,7 +121,7 @@ describe('held until the date', () => {
 
   it('a reply waits for the wall clock to reach its latest item\u2019s date, though a timer fires a millisecond early', async () => {
     let done = false;
-    void untilDue([{ processAt: 1_000_010 }, { processAt: 1_000_004 }]).then(() => (done = true));
+    void untilDue([{ processAt: 1_000_010 }, { processAt: 1_000_004 }], 1_000_010).then(() => (done = true));
     await vi.advanceTimersByTimeAsync(9);
     expect(done).toBe(false);
     // The monotonic timer comes due with the wall clock a millisecond behind.
@@ -129,6 +129,22 @@ describe('held until the date', () => {
     await vi.advanceTimersByTimeAsync(1);
     expect(done).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
+    expect(done).toBe(true);
+  });
+
+  it('a claim not taken ahead is answered at once, though the replicated clock (another member’s) ran ahead of this wall clock', async () => {
+    let done = false;
+    void untilDue([{ processAt: 1_000_500 }], undefined).then(() => (done = true));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(done).toBe(true);
+  });
+
+  it('a wall clock stepped back holds a reply no longer than a claim goes ahead', async () => {
+    let done = false;
+    void untilDue([{ processAt: 1_000_010 }], 1_000_010).then(() => (done = true));
+    await vi.advanceTimersByTimeAsync(5);
+    vi.setSystemTime(1_000_000 - 60_000);
+    await vi.advanceTimersByTimeAsync(CLAIM_AHEAD_CAP_MS);
     expect(done).toBe(true);
   });
 
