@@ -11,6 +11,7 @@
 //
 //   nice -n 10 tsx bench/journal/lateness-parts.ts --checkouts /tmp/base,. --rounds 3 [--paired 1|clusters] [--count 300]
 import { mkdtempSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { VeraClient } from '../../src/client/index.js';
@@ -39,6 +40,16 @@ async function metricSums(port: number): Promise<Map<string, number>> {
   const text = await (await fetch(`http://${LOOPBACK}:${port}/metrics`)).text();
   const out = new Map<string, number>();
   for (const m of text.matchAll(/^(vera_(?:propose|disk_log_sync|apply)_seconds_(?:sum|count)) ([0-9.e+-]+)$/gm)) out.set(m[1]!, Number(m[2]));
+  // GC by kind, summed; the event loop's lag since the scrape before (prom-client resets its monitor at each scrape).
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_(sum|count)\{kind="(\w+)"[^}]*\} ([0-9.e+-]+)$/gm)) {
+    const all = `nodejs_gc_duration_seconds_${m[1]!}`;
+    out.set(all, (out.get(all) ?? 0) + Number(m[3]));
+    out.set(`nodejs_gc_duration_seconds ${m[2]!}_${m[1]!}`, Number(m[3]));
+  }
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_bucket\{le="(0\.01|\+Inf)"[^}]*\} ([0-9.e+-]+)$/gm)) out.set(`gc<=${m[1]!}`, (out.get(`gc<=${m[1]!}`) ?? 0) + Number(m[2]));
+  for (const m of text.matchAll(/^nodejs_eventloop_lag_(max|p99)_seconds ([0-9.e+-]+)$/gm)) out.set(`lag ${m[1]!}`, Number(m[2]));
+  // The histograms' buckets past 5 ms: how many proposals and syncs were slow, not only the mean.
+  for (const m of text.matchAll(/^(vera_(?:propose|disk_log_sync)_seconds)_bucket\{le="(0\.005|0\.01|0\.02|\+Inf)"\} ([0-9.e+-]+)$/gm)) out.set(`${m[1]!}<=${m[2]!}`, Number(m[3]));
   return out;
 }
 
@@ -61,25 +72,36 @@ async function measure(lib: Lib, url: string, leaderPort: number, queue: string,
     await admin.create(queue, { timeoutMs: 30_000, maxTimeouts: 100 });
     const j = await journalClient();
     // Which claim brought each job: when it was sent and answered (Date.now(), as processAt).
-    const via = new Map<string, { sent: number; replied: number }>();
-    const timed = (sent: number, claim: Claim | null): void => {
+    const via = new Map<string, { sent: number; replied: number; by: 'claim' | 'done'; items: number; acksOut: number }>();
+    /** doneMany requests in flight now, and the most in flight during each claim (a done entry ahead of it in the leader's queue). */
+    let acksOut = 0;
+    const claimsOut = new Set<{ acks: number }>();
+    const timed = (sent: number, claim: Claim | null, by: 'claim' | 'done', acks: number): void => {
       const replied = Date.now();
-      for (const i of claim?.items ?? []) via.set(i.key, { sent, replied });
+      for (const i of claim?.items ?? []) via.set(i.key, { sent, replied, by, items: claim!.items.length, acksOut: acks });
     };
     const calls: WorkerCalls = {
       claim: async (max, waitMs) => {
         const sent = Date.now();
-        const c = await j.claim(queue, { max, waitMs });
-        timed(sent, c);
+        const out = { acks: acksOut };
+        claimsOut.add(out);
+        const c = await j.claim(queue, { max, waitMs }).finally(() => claimsOut.delete(out));
+        timed(sent, c, 'claim', out.acks);
         return c;
       },
       doneMany: async (items, claim) => {
         const sent = Date.now();
-        const r = await j.doneMany(queue, items, claim);
-        timed(sent, r.next);
+        acksOut++;
+        for (const c of claimsOut) c.acks = Math.max(c.acks, acksOut);
+        const r = await j.doneMany(queue, items, claim).finally(() => acksOut--);
+        timed(sent, r.next, 'done', 0);
         return r;
       },
-      doneManyHeld: (items, holdMs) => j.doneManyHeld(queue, items, holdMs),
+      doneManyHeld: async (items, holdMs) => {
+        acksOut++;
+        for (const c of claimsOut) c.acks = Math.max(c.acks, acksOut);
+        return j.doneManyHeld(queue, items, holdMs).finally(() => acksOut--);
+      },
       extend: (key, lease) => j.extend(queue, key, lease),
       release: async (key, lease, processAt, failure) => void (await j.release(queue, key, lease, processAt, { failure })),
       cancelWait: () => j.cancelWait(queue),
@@ -92,6 +114,9 @@ async function measure(lib: Lib, url: string, leaderPort: number, queue: string,
     const askedLateWait = new Samples();
     const askedLateRound = new Samples();
     const tally = new CompletionTally(Array.from({ length: COUNT }, (_, i) => `d-${i}`));
+    const jobs: JobParts[] = [];
+    const loop = monitorEventLoopDelay({ resolution: 1 });
+    loop.enable();
     const worker = new lib.JournalWorker(
       calls,
       { concurrency: 16, prefetch: 1000, waitMs: 1000, timeoutMs: 30_000, retryDelayMs: () => 1000 },
@@ -100,6 +125,7 @@ async function measure(lib: Lib, url: string, leaderPort: number, queue: string,
         const l = now - item.processAt;
         late.add(l);
         const v = via.get(item.key);
+        if (v !== undefined) jobs.push({ late: l, due: item.processAt, ...v, started: now });
         if (v !== undefined) {
           if (v.sent <= item.processAt) {
             woken.add(l);
@@ -122,7 +148,10 @@ async function measure(lib: Lib, url: string, leaderPort: number, queue: string,
     );
     await tally.allHandled();
     const after = await metricSums(leaderPort);
+    loop.disable();
     await worker.stop();
+    const delta = (name: string): number => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+    const slowOver = (name: string, le: string): number => delta(`${name}<=+Inf`) - delta(`${name}<=${le}`);
     const mean = (name: string): string => {
       const n = (after.get(`${name}_count`) ?? 0) - (before.get(`${name}_count`) ?? 0);
       const s = (after.get(`${name}_sum`) ?? 0) - (before.get(`${name}_sum`) ?? 0);
@@ -132,11 +161,64 @@ async function measure(lib: Lib, url: string, leaderPort: number, queue: string,
       `late ${fmt(late)}`,
       `  woken (claim waited): late ${fmt(woken)}; due->reply ${fmt(wokenRound)}`,
       `  asked late (fell due with no claim waiting): late ${fmt(askedLate)}; due->sent ${fmt(askedLateWait)}; sent->reply ${fmt(askedLateRound)}`,
-      `  leader: propose ${mean('vera_propose_seconds')}, log sync ${mean('vera_disk_log_sync_seconds')}, apply ${mean('vera_apply_seconds')}`,
+      `  leader: propose ${mean('vera_propose_seconds')}, log sync ${mean('vera_disk_log_sync_seconds')}, apply ${mean('vera_apply_seconds')}, gc ${mean('nodejs_gc_duration_seconds')}`,
+      `  leader slow: propose >5/>10/>20 ms ${['0.005', '0.01', '0.02'].map((le) => slowOver('vera_propose_seconds', le)).join('/')}, log sync >5/>10/>20 ms ${['0.005', '0.01', '0.02'].map((le) => slowOver('vera_disk_log_sync_seconds', le)).join('/')}`,
+      `  leader event loop lag over the scenario p99 ${((after.get('lag p99') ?? NaN) * 1000).toFixed(1)} max ${((after.get('lag max') ?? NaN) * 1000).toFixed(1)} ms; GC pauses over 10 ms ${delta('gc<=+Inf') - delta('gc<=0.01')}; by kind ${['minor', 'major', 'incremental', 'weakcb'].map((k) => `${k} ${mean(`nodejs_gc_duration_seconds ${k}`)}`).join(', ')}`,
+      `  bench process event loop delay p99 ${(loop.percentile(99) / 1e6).toFixed(1)} max ${(loop.max / 1e6).toFixed(1)} ms`,
+      tail(jobs),
     ].join('\n');
   } finally {
     for (const c of clients) await c.close().catch(() => undefined);
   }
+}
+
+interface JobParts {
+  readonly late: number;
+  readonly due: number;
+  /** When the request that brought it was sent and answered, which it was, how many items it brought, doneMany requests in flight beside it. */
+  readonly sent: number;
+  readonly replied: number;
+  readonly by: 'claim' | 'done';
+  readonly items: number;
+  readonly acksOut: number;
+  /** When its handler started. */
+  readonly started: number;
+}
+
+/**
+ * The slowest 5% (p95 to p100) taken apart: the share woken / asked late / brought by a done,
+ * and per part the median over them: wait before the request (due->sent, 0 when woken), the
+ * request's own time from the due date or its sending (the round), the reply to the handler's
+ * start; how many came in a claim that had a doneMany in flight beside it, and how many items
+ * their requests brought. Set against the same for all jobs (p50 of each part).
+ */
+function tail(jobs: readonly JobParts[]): string {
+  if (jobs.length < 20) return '  tail: too few jobs';
+  const sorted = [...jobs].sort((a, b) => a.late - b.late);
+  const slow = sorted.slice(Math.floor(sorted.length * 0.95));
+  const med = (xs: number[]): string => {
+    if (xs.length === 0) return '-';
+    const s = [...xs].sort((a, b) => a - b);
+    return String(s[Math.floor(s.length / 2)]);
+  };
+  const describe = (set: readonly JobParts[]): string => {
+    const woken = set.filter((j) => j.sent <= j.due);
+    const late = set.filter((j) => j.sent > j.due);
+    return [
+      `n ${set.length}: woken ${woken.length} (by done ${woken.filter((j) => j.by === 'done').length}), asked late ${late.length} (by done ${late.filter((j) => j.by === 'done').length})`,
+      `late p50 ${med(set.map((j) => j.late))}`,
+      `woken due->reply p50 ${med(woken.map((j) => j.replied - j.due))}`,
+      `asked late due->sent p50 ${med(late.map((j) => j.sent - j.due))} sent->reply p50 ${med(late.map((j) => j.replied - j.sent))}`,
+      `reply->start p50 ${med(set.map((j) => j.started - j.replied))} max ${Math.max(...set.map((j) => j.started - j.replied))}`,
+      `claim with a done in flight ${set.filter((j) => j.by === 'claim' && j.acksOut > 0).length}`,
+      `items per request p50 ${med(set.map((j) => j.items))}`,
+    ].join('; ');
+  };
+  const list = slow
+    .slice(-8)
+    .map((j) => `${j.late}${j.sent <= j.due ? 'w' : 'l'}${j.by === 'done' ? 'd' : ''}(${j.sent - j.due}/${j.replied - j.sent}/${j.started - j.replied}${j.acksOut > 0 ? '+a' : ''})`)
+    .join(' ');
+  return `  all: ${describe(jobs)}\n  p95-p100: ${describe(slow)}\n  slowest (late, w|l, d=by done, (sent-due/reply-sent/start-reply)): ${list}`;
 }
 
 /**

@@ -56,6 +56,12 @@ describe('the journal checker', () => {
     expect(problems(stale)).toEqual([expect.stringContaining('under lease 10 was honoured though lease 20 had claimed it')]);
   });
 
+  it('flags a delayed job whose claim was answered before its process date, not one answered at it', () => {
+    const at = (t: number): JournalHistory => ({ ...clean, delayed: { due: { b: 1000 }, answered: [{ key: 'b', lease: 10, at: t }] } });
+    expect(problems(at(1000))).toEqual([]);
+    expect(problems(at(999))).toEqual([expect.stringContaining('b reached a worker (lease 10) 1 ms before its process date')]);
+  });
+
   it('flags an item claimed again after its done was acknowledged, and a claim of a key nobody sent', () => {
     const back: JournalHistory = { ...clean, claims: [...clean.claims, { key: 'b', lease: 30, sentAt: 5, ackedAt: 6 }] };
     expect(problems(back)).toEqual([expect.stringContaining('b was claimed again (lease 30)')]);

@@ -18,6 +18,8 @@
 //   - schedules: every tick job is aligned on the schedule, done at most once, and
 //     the ticks the schedule counted are exactly the distinct tick jobs claimed
 //     (a tick made twice, merged or made again after its done, breaks one of these);
+//   - never early: a delayed job's claim was answered no earlier than its process
+//     date (by the wall clock, shared on one machine), claims a round ahead or not;
 //   - rate limits: the items of the claims that fell wholly inside one window of
 //     the rate-limited journal (by the wall clock, which the members share with the
 //     clients on one machine) never pass the window's limit.
@@ -37,6 +39,11 @@ export interface JournalHistory {
   readonly attempts?: number;
   /** Removes by key, with what the member said it did. */
   readonly removes?: ReadonlyArray<{ readonly key: string; readonly sentAt: number; readonly ackedAt: number; readonly outcome: Outcome; readonly status?: 'removed' | 'cancelled' }>;
+  /** Delayed jobs' process dates (wall-clock ms), and per claimed delayed job when (wall clock) its claim was answered. */
+  readonly delayed?: {
+    readonly due: Readonly<Record<string, number>>;
+    readonly answered: ReadonlyArray<{ readonly key: string; readonly lease: number; readonly at: number }>;
+  };
   /** The rate-limited journal's claims (wall-clock ms) and its limit. */
   readonly rated?: {
     readonly max: number;
@@ -108,6 +115,7 @@ export function checkJournal(history: JournalHistory, final: JournalFinal): Chec
   checkRemoves(history, claimsByKey, problem);
   if (final.schedule !== undefined) checkSchedule(final.schedule, claimsByKey, tickOf, problem);
   if (history.rated !== undefined) checkRate(history.rated, problem);
+  if (history.delayed !== undefined) checkNeverEarly(history.delayed, problem);
 
   const first = final.counts[0];
   for (const c of final.counts) {
@@ -124,7 +132,7 @@ export function checkJournal(history: JournalHistory, final: JournalFinal): Chec
     checked: history.adds.length + history.claims.length + history.dones.length + (history.releases?.length ?? 0) + (history.removes?.length ?? 0) + (history.rated?.claims.length ?? 0),
     notes: [
       `${acked.size} adds acknowledged of ${sent.size} sent, ${[...doneAcked.keys()].length} dones acknowledged, ${doneMaybe.size} unknown, ${final.flagged.size} flagged`,
-      `${(history.releases ?? []).length} failing releases, ${removed.size} removed, ${final.schedule?.produced ?? 0} ticks, ${history.rated?.claims.length ?? 0} rate-limited claims`,
+      `${(history.releases ?? []).length} failing releases, ${removed.size} removed, ${final.schedule?.produced ?? 0} ticks, ${history.rated?.claims.length ?? 0} rate-limited claims, ${history.delayed?.answered.length ?? 0} delayed jobs claimed`,
     ],
   };
 }
@@ -175,4 +183,11 @@ function checkRate(rated: NonNullable<JournalHistory['rated']>, problem: Problem
     perWindow.set(w, (perWindow.get(w) ?? 0) + c.items);
   }
   for (const [w, n] of perWindow) if (n > rated.max) problem(`${n} items were claimed in the rate window starting ${w * rated.windowMs}, over its limit of ${rated.max}`);
+}
+
+function checkNeverEarly(delayed: NonNullable<JournalHistory['delayed']>, problem: Problem): void {
+  for (const a of delayed.answered) {
+    const due = delayed.due[a.key];
+    if (due !== undefined && a.at < due) problem(`${a.key} reached a worker (lease ${a.lease}) ${due - a.at} ms before its process date`);
+  }
 }

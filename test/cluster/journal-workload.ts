@@ -22,6 +22,8 @@ const POISON_EVERY = 7;
 const POISON_ATTEMPTS = 3;
 /** One batch in REMOVE_EVERY has its first key removed once added. */
 const REMOVE_EVERY = 5;
+/** Every so many batches, one job is delayed (due 20 to 100 ms after its add is sent): the checker holds that no claim brings it early. */
+const DELAY_EVERY = 3;
 const TICK_EVERY_MS = 500;
 const TICK_ID = 'tick';
 /** The rate-limited journal's limit: RATE_MAX items per RATE_WINDOW_MS. */
@@ -46,6 +48,9 @@ export class JournalWorkload {
   readonly name: string;
   private readonly adds: Array<JournalHistory['adds'][number]> = [];
   private readonly claims: Array<JournalHistory['claims'][number]> = [];
+  /** Delayed jobs' process dates, and when (wall clock) a claim of one was answered. */
+  private readonly due: Record<string, number> = {};
+  private readonly answered: Array<{ key: string; lease: number; at: number }> = [];
   private readonly dones: Array<JournalHistory['dones'][number]> = [];
   private readonly releases: Array<NonNullable<JournalHistory['releases']>[number]> = [];
   private readonly removes: Array<NonNullable<JournalHistory['removes']>[number]> = [];
@@ -155,7 +160,14 @@ export class JournalWorkload {
       const keys = Array.from({ length: batch }, (_, i) => (n % POISON_EVERY === 3 && i === batch - 1 ? `poison-${n}` : `job-${n}-${i}`));
       const retry = { attempts: POISON_ATTEMPTS, backoff: 'fixed' as const, delayMs: 100 };
       try {
-        await journals.add(this.name, keys.map((key) => ({ key, data: { key }, ...(key.startsWith('poison-') ? { retry } : {}) })));
+        // The first key of every DELAY_EVERY-th batch (its second when that one is removed) is delayed.
+        const candidate = n % DELAY_EVERY === 1 ? keys[n % REMOVE_EVERY === 2 ? 1 : 0] : undefined;
+        const delayed = candidate !== undefined && !candidate.startsWith('poison-') ? candidate : null;
+        if (delayed !== null) this.due[delayed] = Date.now() + 20 + (n % 5) * 20;
+        await journals.add(
+          this.name,
+          keys.map((key) => ({ key, data: { key }, ...(key.startsWith('poison-') ? { retry } : {}), ...(key === delayed ? { processAt: this.due[key] } : {}) })),
+        );
         this.adds.push({ keys, outcome: 'ok' });
       } catch (err) {
         this.adds.push({ keys, outcome: err instanceof VeraError && (err.code === 'BAD_REQUEST' || err.code === 'QUOTA_EXCEEDED') ? 'refused' : 'unknown' });
@@ -208,6 +220,7 @@ export class JournalWorkload {
           continue;
         }
         const ackedAt = performance.now();
+        this.noteAnswered(claim);
         for (const item of claim.items) this.claims.push({ key: item.key, lease: claim.lease, sentAt, ackedAt });
         if (claim.items.length === 0 && this.draining && (await this.drained(journals))) return;
       }
@@ -242,6 +255,7 @@ export class JournalWorkload {
         this.dones.push({ key: item.key, lease: claim.lease, sentAt, ackedAt, outcome: lost ? 'refused' : 'ok' });
         if (!lost) this.completed++;
       }
+      if (r.next !== null) this.noteAnswered(r.next);
       if (r.next !== null) for (const item of r.next.items) this.claims.push({ key: item.key, lease: r.next.lease, sentAt, ackedAt });
       return r.next;
     } catch (err) {
@@ -297,6 +311,12 @@ export class JournalWorkload {
     }
   }
 
+  /** When (wall clock) a claim bringing delayed jobs was answered. */
+  private noteAnswered(claim: Claim): void {
+    const at = Date.now();
+    for (const item of claim.items) if (this.due[item.key] !== undefined) this.answered.push({ key: item.key, lease: claim.lease, at });
+  }
+
   history(): JournalHistory {
     return {
       adds: [...this.adds],
@@ -306,6 +326,7 @@ export class JournalWorkload {
       attempts: POISON_ATTEMPTS,
       removes: [...this.removes],
       rated: { max: RATE_MAX, windowMs: RATE_WINDOW_MS, claims: [...this.ratedClaims] },
+      delayed: { due: { ...this.due }, answered: [...this.answered] },
     };
   }
 

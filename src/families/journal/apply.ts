@@ -23,6 +23,20 @@ import { scheduleKey } from './keys.js';
 const EXPIRED_PER_CLAIM = 1000;
 /** Keys one drop entry deletes, at most. */
 export const DROP_BATCH = 5000;
+/**
+ * How far past its entry's clock a claim's `dueBy` may reach, at most (a later one counts as
+ * this far): a claim proposed a Raft round ahead of an item's date takes it, and its serving
+ * member holds the reply until the date. Part of what every member applies: never change it.
+ */
+export const CLAIM_AHEAD_MAX_MS = 50;
+
+/**
+ * The date a claim takes items due by: the entry's clock, or the claim's `dueBy` when later
+ * (bounded). From the entry alone; the replicated clock is not moved.
+ */
+function claimsThrough(now: number, dueBy: number | undefined): number {
+  return dueBy === undefined ? now : Math.max(now, Math.min(dueBy, now + CLAIM_AHEAD_MAX_MS));
+}
 
 /** What a claim hands a worker for each item: the wire's, as this server always fills it in. */
 export interface ClaimedItem extends WireClaimedItem {
@@ -122,7 +136,7 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
     case 'add':
       return add(c.items, c.user, tx, ctx.now, accounting, commit);
     case 'claim':
-      return commit({ op: 'claim', journal, lease: ctx.index, items: await claim(tx, c.max, c.maxBytes, ctx, state) });
+      return commit({ op: 'claim', journal, lease: ctx.index, items: await claim(tx, c.max, c.maxBytes, ctx, state, claimsThrough(ctx.now, c.dueBy)) });
     case 'extend':
     case 'done':
     case 'progress':
@@ -143,7 +157,7 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
         if (c.result !== undefined) await keepResult(tx, c.key, c.result, ctx);
         if (c.claim === undefined) return commit({ op: 'done', journal, key: c.key, requeued: after !== null });
         // The worker's next job in the same entry: claimed after the done, under this entry's lease.
-        const items = await claim(tx, c.claim, c.claimBytes, ctx, state);
+        const items = await claim(tx, c.claim, c.claimBytes, ctx, state, ctx.now);
         return commit({ op: 'done', journal, key: c.key, requeued: after !== null, next: { lease: ctx.index, items } });
       }
       if (c.op === 'extend') {
@@ -180,7 +194,7 @@ export async function planJournal(c: JournalCommand, ctx: PlanContext, state: Jo
       }
       const value = { op: 'doneMany', journal, done: c.items.length - lost.length, lost, requeued, keys: doneKeys } as const;
       if (c.claim === undefined) return commit(value);
-      return commit({ ...value, next: { lease: ctx.index, items: await claim(tx, c.claim, c.claimBytes, ctx, state) } });
+      return commit({ ...value, next: { lease: ctx.index, items: await claim(tx, c.claim, c.claimBytes, ctx, state, claimsThrough(ctx.now, c.dueBy)) } });
     }
     case 'timeout':
       return commit(await timeout(c.claims, tx, ctx.now, accounting));
@@ -387,11 +401,13 @@ function chargedTo(item: JournalItem, user: string | undefined): JournalItem {
 }
 
 /**
- * Up to `max` Waiting, due, unexpired items in (priority, process date, key) order become
- * Processing under this entry's lease, stopping before their stored bytes pass `maxBytes`
- * (the reply must fit the serving member's budget; the first item is always taken).
+ * Up to `max` Waiting, unexpired items due by `through` (the entry's clock, or a claim's
+ * `dueBy`: claimsThrough) in (priority, process date, key) order become Processing under
+ * this entry's lease, stopping before their stored bytes pass `maxBytes` (the reply must fit
+ * the serving member's budget; the first item is always taken). Expiry, the lease's start and
+ * the rate limit's window go by the entry's clock.
  */
-async function claim(tx: JournalTx, wanted: number, maxBytes: number | undefined, { reads, now, index }: PlanContext, state: JournalState): Promise<ClaimedItem[]> {
+async function claim(tx: JournalTx, wanted: number, maxBytes: number | undefined, { reads, now, index }: PlanContext, state: JournalState, through: number): Promise<ClaimedItem[]> {
   const claimed: ClaimedItem[] = [];
   // The definition as this entry has left it so far (not definitionAfter: its counts walk every staged item).
   const d = { ...tx.definition, ...tx.definitionChanges };
@@ -412,7 +428,7 @@ async function claim(tx: JournalTx, wanted: number, maxBytes: number | undefined
     .sort((a, b) => a - b);
   for (const priority of priorities) {
     if (claimed.length >= max || full) break;
-    const due = dueRange(tx.name, priority, now);
+    const due = dueRange(tx.name, priority, through);
     const all = priorityRange(tx.name, priority);
     // At most this many index keys are looked at in this priority: what is still wanted plus
     // the expired items a claim may clear on the way.
@@ -457,6 +473,8 @@ async function claim(tx: JournalTx, wanted: number, maxBytes: number | undefined
         tx.set(key, afterExpiry(item, now));
         continue;
       }
+      // Taken ahead of its date (dueBy), it reaches the worker at the date: not if it expires by then.
+      if (item.processAt > now && isExpired(item.expiresAt, item.processAt)) continue;
       const bytes = tx.storedBytes(key);
       if (maxBytes !== undefined && claimed.length > 0 && claimedBytes + bytes > maxBytes) {
         full = true;

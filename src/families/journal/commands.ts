@@ -40,13 +40,18 @@ export type JournalCommand =
    * the two go together. Without them the items are charged to nobody.
    */
   | { readonly op: 'add'; readonly name: string; readonly items: readonly AddedItem[]; readonly user?: string; readonly userQuota?: StorageLimits }
-  /** `maxBytes`: stop before the claimed items' stored bytes pass this (the serving member's reply budget); at least one is taken. */
-  | { readonly op: 'claim'; readonly name: string; readonly max: number; readonly maxBytes?: number }
+  /**
+   * `maxBytes`: stop before the claimed items' stored bytes pass this (the serving member's reply budget); at least one is taken.
+   * `dueBy` (command version 9): take the items due by this date rather than by the entry's clock, when it is later (at most
+   * CLAIM_AHEAD_MAX_MS later, apply.ts): a claim proposed a Raft round ahead of an item's date, whose serving member holds
+   * the reply until the date (docs/journal.md, "Claims a round ahead"). The replicated clock stays the entry's.
+   */
+  | { readonly op: 'claim'; readonly name: string; readonly max: number; readonly maxBytes?: number; readonly dueBy?: number }
   | { readonly op: 'extend'; readonly name: string; readonly key: string; readonly lease: number }
   /** `claim`: also claim up to this many items under this entry's lease (a worker's next job, in the same entry). */
   | { readonly op: 'done'; readonly name: string; readonly key: string; readonly lease: number; readonly claim?: number; readonly claimBytes?: number; readonly result?: unknown }
-  /** Many items done in one entry, each under its own lease (a stale one is reported, not fatal); `claim` as in done. */
-  | { readonly op: 'doneMany'; readonly name: string; readonly items: readonly DoneItem[]; readonly claim?: number; readonly claimBytes?: number }
+  /** Many items done in one entry, each under its own lease (a stale one is reported, not fatal); `claim` as in done, `dueBy` as in claim. */
+  | { readonly op: 'doneMany'; readonly name: string; readonly items: readonly DoneItem[]; readonly claim?: number; readonly claimBytes?: number; readonly dueBy?: number }
   /**
    * From command version 9 a release is a failed processing (its counters rise, and past the
    * maximum it is flagged) unless `failure` is false (a worker handing back work it did not

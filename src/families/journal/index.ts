@@ -89,9 +89,17 @@ export const journal: Family<JournalCommand, JournalState> = {
       decode: (c) => ({ op: 'add', name: nameField(c.name), items: itemsField(c.items), ...addChargeFields(c) }),
     },
     claim: {
-      fields: ['name', 'max', 'maxBytes'],
+      fields: ['name', 'max', 'maxBytes', 'dueBy'],
       since: JOURNAL_SINCE,
-      decode: (c) => ({ op: 'claim', name: nameField(c.name), max: countField(c.max, 'max', MAX_CLAIM_ITEMS), ...(c.maxBytes === undefined ? {} : { maxBytes: countField(c.maxBytes, 'maxBytes', MAX_BYTE_BUDGET) }) }),
+      // Claims a round ahead of the date (apply.ts, CLAIM_AHEAD_MAX_MS) came with command version 9.
+      fieldsSince: { dueBy: FAILURES_SINCE },
+      decode: (c) => ({
+        op: 'claim',
+        name: nameField(c.name),
+        max: countField(c.max, 'max', MAX_CLAIM_ITEMS),
+        ...(c.maxBytes === undefined ? {} : { maxBytes: countField(c.maxBytes, 'maxBytes', MAX_BYTE_BUDGET) }),
+        ...(c.dueBy === undefined ? {} : { dueBy: dateField(c.dueBy, 'dueBy') }),
+      }),
     },
     extend: { fields: ['name', 'key', 'lease'], since: JOURNAL_SINCE, decode: (c) => ({ op: 'extend', ...leased(c) }) },
     done: {
@@ -107,14 +115,16 @@ export const journal: Family<JournalCommand, JournalState> = {
       }),
     },
     doneMany: {
-      fields: ['name', 'items', 'claim', 'claimBytes'],
+      fields: ['name', 'items', 'claim', 'claimBytes', 'dueBy'],
       since: DONE_MANY_SINCE,
+      fieldsSince: { dueBy: FAILURES_SINCE },
       decode: (c) => ({
         op: 'doneMany',
         name: nameField(c.name),
         items: doneItemsField(c.items),
         ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }),
         ...(c.claimBytes === undefined ? {} : { claimBytes: countField(c.claimBytes, 'claimBytes', MAX_BYTE_BUDGET) }),
+        ...(c.dueBy === undefined ? {} : { dueBy: dateField(c.dueBy, 'dueBy') }),
       }),
     },
     release: {

@@ -16,6 +16,7 @@ import { parseCron, timeZoneProblem } from './cron.js';
 import { decodeItem, type FlaggedItem, type JournalDefinition, type JournalItem, type JournalSettings } from './records.js';
 import { lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
 import { JournalWaiters, type ClaimTicket } from './waiters.js';
+import { claimAhead, untilDue } from './claim-ahead.js';
 import { JournalMember } from './member.js';
 import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
 import { JOURNAL_SCHEMAS, type Claim, type JobInfo, type JournalInfo, type ScheduleInfo, type SettingsRequest } from './wire.js';
@@ -159,23 +160,30 @@ export function createServer(host: Host): JournalServer {
     }
   };
 
-  const proposeDoneMany = async (name: string, items: readonly DoneItem[], claim: number | undefined): Promise<DoneManyValue> => {
-    const value = await propose({ op: 'doneMany', name, items, ...(claim === undefined ? {} : { claim, claimBytes: host.limits.replyBytes }) });
+  const proposeDoneMany = async (name: string, items: readonly DoneItem[], claim: number | undefined, dueBy?: number): Promise<DoneManyValue> => {
+    const value = await propose({
+      op: 'doneMany',
+      name,
+      items,
+      ...(claim === undefined ? {} : { claim, claimBytes: host.limits.replyBytes }),
+      ...(claim === undefined || dueBy === undefined ? {} : { dueBy }),
+    });
     if (value.op !== 'doneMany') throw new VeraError('INTERNAL', 'doneMany gave another result');
     return value;
   };
 
   /**
    * One doneMany entry for held acknowledgements, claiming `claim` items too when a waiting
-   * claim carries them; each held request is answered with its part. Resolves with the
-   * entry's result (or rejects as the proposal did, after answering the held requests so).
+   * claim carries them (taking the items due by `dueBy` when given); each held request is answered
+   * with its part. Resolves with the entry's result (or rejects as the proposal did, after
+   * answering the held requests so).
    */
-  async function proposeHeld(name: string, requests: readonly HeldAck[], claim: number | undefined): Promise<DoneManyValue> {
+  async function proposeHeld(name: string, requests: readonly HeldAck[], claim: number | undefined, dueBy?: number): Promise<DoneManyValue> {
     // At most MAX_CLAIM_ITEMS keys of at most MAX_KEY_BYTES each (take): the entry is no larger than one doneMany's.
     const items: Array<readonly [string, number]> = [];
     for (const r of requests) for (const item of r.items) items.push(item);
     try {
-      const value = await proposeDoneMany(name, items, claim);
+      const value = await proposeDoneMany(name, items, claim, dueBy);
       const parts = splitResult(requests, value.lost);
       requests.forEach((r, i) => r.resolve(parts[i]!));
       return value;
@@ -223,6 +231,8 @@ export function createServer(host: Host): JournalServer {
     const { name, max } = r;
     const deadline = performance.now() + r.waitMs;
     const state = host.state();
+    /** The date the due timer woke this claim for, ahead of it (claim-ahead.ts). */
+    let wokenFor: number | undefined;
     for (let first = true; ; first = false) {
       // Arriving after close: refused (not proposed), so the client sends it to another member.
       // Woken by close after waiting here: answered as a claim called off (no items, no entry),
@@ -237,7 +247,7 @@ export function createServer(host: Host): JournalServer {
       const wall = Math.max(clock(), Date.now());
       const blockedUntil = state.claimsBlockedUntil(name, wall);
       if (blockedUntil !== null && performance.now() < deadline) {
-        await m.waiters.wait(name, Math.min(deadline, performance.now() + (blockedUntil - wall)), ticket);
+        wokenFor = await m.waiters.wait(name, Math.min(deadline, performance.now() + (blockedUntil - wall)), ticket);
         continue;
       }
       // A claim that will wait anyway proposes nothing until woken: what this member has
@@ -249,17 +259,26 @@ export function createServer(host: Host): JournalServer {
       if (!idle) {
         // The items must fit one reply: the entry carries this member's budget, so every member claims the same.
         // Acknowledgements held for this journal ride in the same entry (held-acks.ts).
+        // Woken a round ahead of a date: the entry takes the items due by it (command version 9), unless
+        // an item is due already that no claim in flight takes: held for the date, it would wait longer.
+        const dueBy = v9() ? claimAhead(wokenFor, Date.now(), () => state.nothingDue(name, now) || m.waiters.covered(name, now)) : undefined;
         const held = m.held.take(name);
-        const claiming = m.waiters.claiming(name, max);
+        const claiming = m.waiters.claiming(name, max, dueBy);
         const claimed = await (
           held.length === 0
-            ? propose({ op: 'claim', name, max, maxBytes: host.limits.replyBytes }).then((v) => (v.op === 'claim' ? { lease: v.lease, items: v.items } : undefined))
-            : proposeHeld(name, held, max).then((v) => v.next)
+            ? propose({ op: 'claim', name, max, maxBytes: host.limits.replyBytes, ...(dueBy === undefined ? {} : { dueBy }) }).then((v) =>
+                v.op === 'claim' ? { lease: v.lease, items: v.items } : undefined,
+              )
+            : proposeHeld(name, held, max, dueBy).then((v) => v.next)
         ).finally(claiming);
         if (claimed === undefined) throw new VeraError('INTERNAL', 'claim gave another result');
-        if (claimed.items.length > 0 || performance.now() >= deadline) return { lease: claimed.lease, items: claimed.items };
+        if (claimed.items.length > 0 || performance.now() >= deadline) {
+          // Taken ahead of their date: answered at the date, never before.
+          await untilDue(claimed.items, dueBy);
+          return { lease: claimed.lease, items: claimed.items };
+        }
       }
-      await m.waiters.wait(name, deadline, ticket, max);
+      wokenFor = await m.waiters.wait(name, deadline, ticket, max);
     }
   };
 

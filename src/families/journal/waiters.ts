@@ -10,6 +10,11 @@
 // waiting claim, rather than queueing behind the claim in flight. The dates come
 // from the Waiting index's fronts held in memory (state.ts), the db only when those
 // do not tell.
+//
+// The timer fires a Raft round ahead of the date (claim-ahead.ts: this member's recent
+// claim rounds), and the claims it wakes take the items due by that date (the entry's
+// `dueBy`), their replies held until it: the entry commits about when the item falls due.
+import { ClaimRounds } from './claim-ahead.js';
 import type { JournalDefinition } from './records.js';
 import type { JournalState } from './state.js';
 
@@ -27,7 +32,8 @@ interface Waiter {
   readonly deadline: number;
   /** Items the claim asks for. */
   readonly max: number;
-  readonly wake: () => void;
+  /** `dueBy`: the date the due timer woke it for, ahead of that date (its claim takes the items due by it). */
+  readonly wake: (dueBy?: number) => void;
   timer: NodeJS.Timeout;
 }
 
@@ -47,6 +53,8 @@ export class JournalWaiters {
   private readonly latestArm = new Map<string, number>();
   private armCalls = 0;
   private isClosed = false;
+  /** This member's claim rounds: how far ahead of a date the due timer wakes claims. */
+  private readonly rounds = new ClaimRounds();
 
   constructor(private readonly source: WaitersSource) {}
 
@@ -77,9 +85,13 @@ export class JournalWaiters {
     return n;
   }
 
-  /** Resolves when woken for `name`, at `deadline` (ms, performance.now()), or when the ticket is cancelled, whichever is first. */
-  wait(name: string, deadline: number, ticket?: ClaimTicket, max = 1): Promise<void> {
-    if (ticket?.cancelled === true || this.isClosed) return Promise.resolve();
+  /**
+   * Resolves when woken for `name`, at `deadline` (ms, performance.now()), or when the ticket is
+   * cancelled, whichever is first; with a date when the due timer woke it ahead of that date
+   * (the claim then takes the items due by it: `dueBy`).
+   */
+  wait(name: string, deadline: number, ticket?: ClaimTicket, max = 1): Promise<number | undefined> {
+    if (ticket?.cancelled === true || this.isClosed) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       const queue = this.byJournal.get(name) ?? [];
       this.byJournal.set(name, queue);
@@ -97,15 +109,15 @@ export class JournalWaiters {
       const waiter: Waiter = {
         deadline,
         max,
-        wake: () => {
+        wake: (dueBy) => {
           clearTimeout(waiter.timer);
           if (ticket !== undefined) ticket.wake = null;
-          resolve();
+          resolve(dueBy);
         },
         timer: setTimeout(() => {
           leave();
           if (ticket !== undefined) ticket.wake = null;
-          resolve();
+          resolve(undefined);
         }, Math.max(0, deadline - performance.now())).unref(),
       };
       if (ticket !== undefined) {
@@ -122,17 +134,22 @@ export class JournalWaiters {
   /** Claims of each journal being proposed here: how many, the items they ask for, and the latest date one was sent (it takes the items due by then). */
   private readonly proposing = new Map<string, { count: number; asked: number; through: number }>();
 
-  /** A claim of `name` for `max` items is being proposed here until the returned function is called. */
-  claiming(name: string, max: number): () => void {
+  /**
+   * A claim of `name` for `max` items, taking those due by `through` (its `dueBy`, or now), is
+   * being proposed here until the returned function is called (its round is measured so).
+   */
+  claiming(name: string, max: number, through = Date.now()): () => void {
     const p = this.proposing.get(name) ?? { count: 0, asked: 0, through: -Infinity };
     p.count++;
     p.asked += max;
-    p.through = Math.max(p.through, Date.now());
+    p.through = Math.max(p.through, through);
     this.proposing.set(name, p);
+    const started = performance.now();
     let released = false;
     return () => {
       if (released) return;
       released = true;
+      this.rounds.record(performance.now() - started);
       p.asked -= max;
       if (--p.count > 0) return;
       this.proposing.delete(name);
@@ -164,26 +181,26 @@ export class JournalWaiters {
     if (this.byJournal.has(name)) this.armDueTimer(name);
   }
 
-  private wakeOldest(name: string, count: number): void {
+  private wakeOldest(name: string, count: number, dueBy?: number): void {
     const queue = this.byJournal.get(name);
     if (queue === undefined) return;
-    for (const waiter of queue.splice(0, count)) waiter.wake();
+    for (const waiter of queue.splice(0, count)) waiter.wake(dueBy);
     if (queue.length === 0) this.byJournal.delete(name);
   }
 
-  /** Wakes the oldest claimers that together ask for `items` (one at least). */
-  private wakeFor(name: string, items: number): void {
+  /** Wakes the oldest claimers that together ask for `items` (one at least), for the items due by `dueBy` when given. */
+  private wakeFor(name: string, items: number, dueBy?: number): void {
     const queue = this.byJournal.get(name);
     if (queue === undefined) return;
     let n = 0;
     for (let asked = 0; n < queue.length && (n === 0 || asked < items); n++) asked += queue[n]!.max;
-    this.wakeOldest(name, n);
+    this.wakeOldest(name, n, dueBy);
   }
 
   /**
    * One timer per journal with claimers waiting, at the earliest process date past what
-   * the claims in flight here take. At that date it wakes claimers for the items due
-   * then, and aims at the next date past it.
+   * the claims in flight here take, less the lead (a claim round, claim-ahead.ts). Then it
+   * wakes claimers for the items due by that date, and aims at the next date past it.
    */
   private armDueTimer(name: string, after?: number, notBefore = -Infinity): void {
     const old = this.dueTimers.get(name);
@@ -218,6 +235,7 @@ export class JournalWaiters {
     const from = Math.max(after ?? -Infinity, beyond);
     const arm = (earliest: number | null): void => {
       if (earliest === null || this.isClosed || !this.byJournal.has(name) || this.latestArm.get(name) !== call) return;
+      const lead = this.rounds.lead();
       // The replicated clock stands in for the leader's: dates are compared with it in the claim.
       const fire = (): void => {
         // Timers run on the monotonic clock in whole ms and may fire a millisecond before the date
@@ -229,19 +247,21 @@ export class JournalWaiters {
           this.dueTimers.delete(name);
           return;
         }
-        const early = earliest - Date.now();
+        const early = earliest - lead - Date.now();
         if (early > 0) {
           // Capped as the first arm is: Node fires a longer timer after 1 ms.
           this.dueTimers.set(name, setTimeout(fire, Math.min(early, 2 ** 31 - 1)).unref());
           return;
         }
         this.dueTimers.delete(name);
-        const now = Math.max(Date.now(), earliest);
+        const wall = Date.now();
+        const now = Math.max(wall, earliest);
         const due = this.source.state().dueBetween(name, from, now, Number.MAX_SAFE_INTEGER) ?? 1;
-        this.wakeFor(name, Math.max(1, due));
+        // Ahead of the date: the claims woken take the items due by it.
+        this.wakeFor(name, Math.max(1, due), earliest > wall ? earliest : undefined);
         if (this.byJournal.has(name)) this.armDueTimer(name, now);
       };
-      const delay = earliest - Date.now();
+      const delay = earliest - lead - Date.now();
       // Due already: at once (a timer of 0 waits a millisecond).
       if (delay <= 0) return fire();
       this.dueTimers.set(name, setTimeout(fire, Math.min(delay, 2 ** 31 - 1)).unref());
