@@ -71,3 +71,12 @@ export async function untilDue(items: ReadonlyArray<{ readonly processAt: number
     await new Promise((r) => setTimeout(r, Math.min(wait, giveUp - performance.now())));
   }
 }
+
+/**
+ * Whether a job read after a reply was held for its date is still the claim's to hand over:
+ * Processing under `lease`, not removed (cancelled) and not flagged. One removed while the
+ * reply was held is left out: a removal before the date would have kept it from a claim at it.
+ */
+export function stillClaimed(job: { readonly status?: string; readonly lease?: number; readonly cancelled?: boolean; readonly flaggedAt?: number } | null, lease: number): boolean {
+  return job !== null && job.flaggedAt === undefined && job.status === 'processing' && job.lease === lease && job.cancelled !== true;
+}

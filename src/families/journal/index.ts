@@ -62,6 +62,18 @@ function leased(c: Readonly<Record<string, unknown>>): { name: string; key: stri
   return { name: nameField(c.name), key: keyField(c.key), lease: leaseField(c.lease) };
 }
 
+/** doneMany's fields, checked. */
+function decodeDoneMany(c: Readonly<Record<string, unknown>>): JournalCommand {
+  return {
+    op: 'doneMany',
+    name: nameField(c.name),
+    items: doneItemsField(c.items),
+    ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }),
+    ...(c.claimBytes === undefined ? {} : { claimBytes: countField(c.claimBytes, 'claimBytes', MAX_BYTE_BUDGET) }),
+    ...(c.dueBy === undefined ? {} : { dueBy: dateField(c.dueBy, 'dueBy') }),
+  };
+}
+
 export const journal: Family<JournalCommand, JournalState> = {
   name: 'journal',
   since: JOURNAL_SINCE,
@@ -118,14 +130,11 @@ export const journal: Family<JournalCommand, JournalState> = {
       fields: ['name', 'items', 'claim', 'claimBytes', 'dueBy'],
       since: DONE_MANY_SINCE,
       fieldsSince: { dueBy: FAILURES_SINCE },
-      decode: (c) => ({
-        op: 'doneMany',
-        name: nameField(c.name),
-        items: doneItemsField(c.items),
-        ...(c.claim === undefined ? {} : { claim: countField(c.claim, 'claim', MAX_CLAIM_ITEMS) }),
-        ...(c.claimBytes === undefined ? {} : { claimBytes: countField(c.claimBytes, 'claimBytes', MAX_BYTE_BUDGET) }),
-        ...(c.dueBy === undefined ? {} : { dueBy: dateField(c.dueBy, 'dueBy') }),
-      }),
+      decode: (c) => {
+        // dueBy says which items the claim in the same entry takes: alone it would mean nothing.
+        if (c.dueBy !== undefined && c.claim === undefined) throw new CommandError('dueBy goes with claim');
+        return decodeDoneMany(c);
+      },
     },
     release: {
       fields: ['name', 'key', 'lease', 'processAt', 'failure', 'error', 'unrecoverable'],

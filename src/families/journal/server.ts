@@ -6,7 +6,7 @@
 // the instance createServer makes.
 import { NOT_PROPOSED, VeraError } from '../../protocol/index.js';
 import { opRequest, type FamilyHost, type Plugin, type PluginDuty, type PluginNeed, type PluginRoute, type PluginServer, type RequestOfSchema } from '../../kit/index.js';
-import { CANCELLED, type JournalValue } from './apply.js';
+import { CANCELLED, type ClaimedItem, type JournalValue } from './apply.js';
 import type { DoneItem, JournalCommand } from './commands.js';
 import { dateIn, expiredRange, startedFromRange, keyAfterDate, itemKey, resultsGoneRange } from './keys.js';
 import { clockAt } from '../../statemachine/state-machine.js';
@@ -16,7 +16,7 @@ import { parseCron, timeZoneProblem } from './cron.js';
 import { decodeItem, type FlaggedItem, type JournalDefinition, type JournalItem, type JournalSettings } from './records.js';
 import { lifecycleEvents, type LifecycleEvent } from './lifecycle.js';
 import { JournalWaiters, type ClaimTicket } from './waiters.js';
-import { claimAhead, untilDue } from './claim-ahead.js';
+import { claimAhead, stillClaimed, untilDue } from './claim-ahead.js';
 import { JournalMember } from './member.js';
 import { HeldAcks, splitResult, type HeldAck } from './held-acks.js';
 import { JOURNAL_SCHEMAS, type Claim, type JobInfo, type JournalInfo, type ScheduleInfo, type SettingsRequest } from './wire.js';
@@ -223,6 +223,24 @@ export function createServer(host: Host): JournalServer {
   };
 
   /**
+   * The items of a claim taken ahead that are still Processing under its lease and not
+   * removed, as this member has applied: one removed while the reply was held for its date is
+   * left out (its cancelled claim ends with the lease, not counted as a failure).
+   */
+  const stillHeld = async (name: string, lease: number, items: readonly ClaimedItem[]): Promise<ClaimedItem[]> => {
+    if (items.length === 0) return [];
+    const now = clock();
+    const held = await host.reader.read(`journal ${name}`, async (db, snapshot) => {
+      const keep = new Set<string>();
+      for (const i of items) {
+        if (stillClaimed(await readJob(db, snapshot, name, i.key, now), lease)) keep.add(i.key);
+      }
+      return keep;
+    });
+    return items.filter((i) => held.has(i.key));
+  };
+
+  /**
    * A claim: proposed at once when work may be due, else waiting here until woken (an item
    * became available, the earliest process date came, the deadline) or called off by its
    * session, which answers it with no items and no entry (lease 0).
@@ -272,10 +290,14 @@ export function createServer(host: Host): JournalServer {
             : proposeHeld(name, held, max, dueBy).then((v) => v.next)
         ).finally(claiming);
         if (claimed === undefined) throw new VeraError('INTERNAL', 'claim gave another result');
+        // Ahead of a date and nothing taken: the item there expires by its date; no longer ahead for it.
+        if (dueBy !== undefined && claimed.items.length === 0) m.waiters.aheadCameBackEmpty(name, dueBy);
         if (claimed.items.length > 0 || performance.now() >= deadline) {
-          // Taken ahead of their date: answered at the date, never before.
+          // Taken ahead of their date: answered at the date, never before, and without the
+          // items removed meanwhile (a removal before the date would have kept them from a claim at it).
           await untilDue(claimed.items, dueBy);
-          return { lease: claimed.lease, items: claimed.items };
+          const items = dueBy === undefined ? claimed.items : await stillHeld(name, claimed.lease, claimed.items);
+          return { lease: claimed.lease, items };
         }
       }
       wokenFor = await m.waiters.wait(name, deadline, ticket, max);

@@ -55,6 +55,12 @@ export class JournalWaiters {
   private isClosed = false;
   /** This member's claim rounds: how far ahead of a date the due timer wakes claims. */
   private readonly rounds = new ClaimRounds();
+  /**
+   * Per journal, the date a claim woken ahead of it came back empty for: the item there is not
+   * taken ahead (it expires by its date), so woken ahead again the claim would find it again,
+   * a wasted entry each round until the date. For that date the timer waits for the date itself.
+   */
+  private readonly emptyAhead = new Map<string, number>();
 
   constructor(private readonly source: WaitersSource) {}
 
@@ -138,6 +144,11 @@ export class JournalWaiters {
    * A claim of `name` for `max` items, taking those due by `through` (its `dueBy`, or now), is
    * being proposed here until the returned function is called (its round is measured so).
    */
+  /** A claim woken ahead of `date` (its dueBy) took nothing: the timer goes no longer ahead for that date. */
+  aheadCameBackEmpty(name: string, date: number): void {
+    this.emptyAhead.set(name, date);
+  }
+
   claiming(name: string, max: number, through = Date.now()): () => void {
     const p = this.proposing.get(name) ?? { count: 0, asked: 0, through: -Infinity };
     p.count++;
@@ -235,7 +246,9 @@ export class JournalWaiters {
     const from = Math.max(after ?? -Infinity, beyond);
     const arm = (earliest: number | null): void => {
       if (earliest === null || this.isClosed || !this.byJournal.has(name) || this.latestArm.get(name) !== call) return;
-      const lead = this.rounds.lead();
+      // Not ahead of a date whose claim ahead came back empty (emptyAhead): at the date itself.
+      const atTheDate = this.emptyAhead.get(name) === earliest;
+      const lead = atTheDate ? 0 : this.rounds.lead();
       // The replicated clock stands in for the leader's: dates are compared with it in the claim.
       const fire = (): void => {
         // Timers run on the monotonic clock in whole ms and may fire a millisecond before the date
@@ -254,6 +267,7 @@ export class JournalWaiters {
           return;
         }
         this.dueTimers.delete(name);
+        if (atTheDate) this.emptyAhead.delete(name);
         const wall = Date.now();
         const now = Math.max(wall, earliest);
         const due = this.source.state().dueBetween(name, from, now, Number.MAX_SAFE_INTEGER) ?? 1;
@@ -290,6 +304,7 @@ export class JournalWaiters {
     for (const t of this.dueTimers.values()) clearTimeout(t);
     this.dueTimers.clear();
     this.latestArm.clear();
+    this.emptyAhead.clear();
     const queues = [...this.byJournal.values()];
     this.byJournal.clear();
     for (const queue of queues) for (const w of queue) w.wake();

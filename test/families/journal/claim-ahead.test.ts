@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { JournalValue } from '../../../src/families/journal/apply.js';
 import { CLAIM_AHEAD_MAX_MS } from '../../../src/families/journal/apply.js';
-import { CLAIM_AHEAD_CAP_MS, claimAhead, ClaimRounds, untilDue } from '../../../src/families/journal/claim-ahead.js';
+import { CLAIM_AHEAD_CAP_MS, claimAhead, ClaimRounds, stillClaimed, untilDue } from '../../../src/families/journal/claim-ahead.js';
 import { encodeEntryCommand } from '../../../src/families/commands.js';
 import { JournalClient } from '../../../src/families/journal/client.js';
 import { FAILURES_SINCE } from '../../../src/families/journal/index.js';
@@ -81,6 +81,24 @@ describe('a claim entry with dueBy', () => {
     expect((await h.items('jobs')).get('gone')).toMatchObject({ status: 'waiting' });
   });
 
+  it('takes ahead an item that expires after its date, though before the dueBy of the claim', async () => {
+    const h = await JournalHarness.open();
+    open.push(h);
+    await h.activate(FAILURES_SINCE);
+    await h.ok({ op: 'create', name: 'jobs', settings: SETTINGS });
+    const t = h.now;
+    // Due at t+5, gone at t+6: handed over at t+5 it is live; judged at the claim's dueBy (t+8) it would not be.
+    await h.ok({ op: 'add', name: 'jobs', items: [{ key: 'brief', data: 1, processAt: t + 5, expiresAt: t + 6 }] });
+    expect(claimed(await h.ok({ op: 'claim', name: 'jobs', max: 10, dueBy: t + 8 }))).toEqual(['brief']);
+  });
+
+  it('refuses a doneMany with dueBy but no claim: dueBy says which items that claim takes', async () => {
+    const { h, t } = await withDates();
+    const first = await h.ok({ op: 'claim', name: 'jobs', max: 1 });
+    if (first.op !== 'claim') throw new Error('claim');
+    await expect(h.run({ op: 'doneMany', name: 'jobs', items: [['at0', first.lease]], dueBy: t + 8 })).rejects.toThrow(/dueBy goes with claim/);
+  });
+
   it('needs command version 9: the entry says so, so a member that does not run it stops on it rather than apply it otherwise', () => {
     const version = (c: object): number => encodeEntryCommand({ family: 'journal', ...c } as never, 1).version;
     expect(version({ op: 'claim', name: 'jobs', max: 1, dueBy: 5 })).toBe(FAILURES_SINCE);
@@ -121,7 +139,8 @@ describe('held until the date', () => {
 
   it('a reply waits for the wall clock to reach its latest item\u2019s date, though a timer fires a millisecond early', async () => {
     let done = false;
-    void untilDue([{ processAt: 1_000_010 }, { processAt: 1_000_004 }], 1_000_010).then(() => (done = true));
+    // The latest date is not the first item's: the hold is for the latest.
+    void untilDue([{ processAt: 1_000_004 }, { processAt: 1_000_010 }], 1_000_010).then(() => (done = true));
     await vi.advanceTimersByTimeAsync(9);
     expect(done).toBe(false);
     // The monotonic timer comes due with the wall clock a millisecond behind.
@@ -173,6 +192,52 @@ describe('held until the date', () => {
     expect(woken).toEqual([
       [T0 + 5, undefined],
       [T0 + 44, T0 + 50],
+    ]);
+    w.close();
+  });
+});
+
+describe('what a held reply still hands over', () => {
+  it('only the items still Processing under its lease: not one removed (cancelled), flagged or claimed again meanwhile', () => {
+    expect(stillClaimed({ status: 'processing', lease: 7 }, 7)).toBe(true);
+    expect(stillClaimed({ status: 'processing', lease: 7, cancelled: true }, 7)).toBe(false);
+    expect(stillClaimed({ status: 'processing', lease: 8 }, 7)).toBe(false);
+    expect(stillClaimed({ status: 'waiting' }, 7)).toBe(false);
+    expect(stillClaimed({ flaggedAt: 5 }, 7)).toBe(false);
+    expect(stillClaimed(null, 7)).toBe(false);
+  });
+});
+
+describe('a claim woken ahead that came back empty', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_000_000 });
+  });
+  afterEach(() => vi.useRealTimers());
+
+  it('is not woken ahead of that date again (its item expires by it), but at the date itself', async () => {
+    const T0 = 1_000_000;
+    const state = new JournalState();
+    state.journals.set('jobs', { settings: DEFAULT_SETTINGS, counts: { waiting: 1, processing: 0, flagged: 0, byPriority: { 100: 1 } }, dropping: false });
+    state.setFront('jobs', 100, { keys: [waitingKey('jobs', 100, T0 + 50, 'brief')], end: null });
+    const w = new JournalWaiters({ state: () => state, now: () => T0, earliestProcessAt: () => Promise.resolve(T0 + 50) });
+    // One claim round of 6 ms measured: the due timer now goes 6 ms ahead.
+    const release = w.claiming('jobs', 1);
+    await vi.advanceTimersByTimeAsync(6);
+    release();
+    const woken: Array<[number, number | undefined]> = [];
+    const wait = (): void => void w.wait('jobs', performance.now() + 60_000).then((dueBy) => woken.push([Date.now(), dueBy]));
+    wait();
+    await vi.advanceTimersByTimeAsync(T0 + 44 - Date.now());
+    expect(woken).toEqual([[T0 + 44, T0 + 50]]);
+    // Its claim took nothing (the item expires by its date); it waits again.
+    w.aheadCameBackEmpty('jobs', T0 + 50);
+    wait();
+    await vi.advanceTimersByTimeAsync(5);
+    expect(woken).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(woken).toEqual([
+      [T0 + 44, T0 + 50],
+      [T0 + 50, undefined],
     ]);
     w.close();
   });
