@@ -286,6 +286,13 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     return this.track(this.node.proposeConfigChange(change));
   }
 
+  /** `propose`, also saying where the entry went in the log (null: refused, and `result` rejects why). */
+  proposePlaced(data: Uint8Array): { readonly place: { readonly index: number; readonly term: number } | null; readonly result: Promise<R> } {
+    const proposed = this.node.propose(data);
+    const place = proposed.ok && !this.stopped ? { index: proposed.index, term: proposed.term } : null;
+    return { place, result: this.track(proposed) };
+  }
+
   /**
    * Waits for the entry another member proposed at (`index`, `term`) (a forwarded write the
    * leader answered with its place in the log): resolves with this member's apply result of
