@@ -22,7 +22,8 @@ import { withTimeout } from '../support/poll.js';
 
 const IDS = ['n1', 'n2', 'n3'] as const;
 const SECRET = 'forwarding-test-secret';
-const DEADLINE_MS = 2000;
+/** The forwarder's deadline where a test waits it out. */
+const SHORT_DEADLINE_MS = 2000;
 
 interface Member {
   readonly id: NodeId;
@@ -32,7 +33,7 @@ interface Member {
   /** Service payloads of each kind this member received. */
   readonly received: Map<string, number>;
   /** When set, a `fwd` arriving here is handed to this instead of the desk. */
-  interceptForward: ((from: NodeId) => void) | null;
+  interceptForward: ((from: NodeId, payload: Uint8Array) => void) | null;
   alive: boolean;
   close(): Promise<void>;
 }
@@ -42,7 +43,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function cluster(commandVersion = FORWARDING_SINCE): Promise<Member[]> {
+async function cluster(commandVersion = FORWARDING_SINCE, deadlineMs = 10_000): Promise<Member[]> {
   const ports = new Map<NodeId, { peer: number; client: number }>();
   for (const id of IDS) ports.set(id, { peer: await freePort(), client: await freePort() });
   const book = initialMembers(IDS.map((id) => ({ id, host: '127.0.0.1', peerPort: ports.get(id)!.peer, clientPort: ports.get(id)!.client })));
@@ -87,14 +88,14 @@ async function cluster(commandVersion = FORWARDING_SINCE): Promise<Member[]> {
       onService: (from, payload) => {
         const kind = decodeServiceMessage(payload).k;
         member.received.set(kind, (member.received.get(kind) ?? 0) + 1);
-        if (kind === 'fwd' && member.interceptForward !== null) return member.interceptForward(from);
+        if (kind === 'fwd' && member.interceptForward !== null) return member.interceptForward(from, payload);
         service.onService(from, payload);
       },
       onServiceUnsent: (to, payloads) => service.onUnsent(to, payloads),
       logger,
       reconnect: { initialDelayMs: 10, maxDelayMs: 100 },
     });
-    service = new PeerService({ node, channel: transport, peerVersions: versions, minLeaderVersion: FORWARDING_SINCE, logger, deadlineMs: DEADLINE_MS });
+    service = new PeerService({ node, channel: transport, peerVersions: versions, minLeaderVersion: FORWARDING_SINCE, logger, deadlineMs });
     Object.assign(member, { transport, service });
     await transport.start();
     node.attachTransport(transport);
@@ -157,7 +158,7 @@ describe('forwarded writes between in-process members', () => {
   });
 
   it('a forward the leader received but never answered (it died) is UNAVAILABLE with the outcome unknown, and never applied', async () => {
-    const members = await cluster();
+    const members = await cluster(FORWARDING_SINCE, SHORT_DEADLINE_MS);
     const { leader, followers } = await leaderOf(members);
     const follower = followers[0]!;
     let killed: Promise<void> | null = null;
@@ -170,6 +171,27 @@ describe('forwarded writes between in-process members', () => {
     // The survivors elect a leader; the command was never proposed, so the counter starts from zero.
     const { leader: next } = await leaderOf(members);
     expect(valueOf(await next.node.propose(add('lost', 5)))).toBe(5);
+  });
+
+  it('a forward refused by a leader that stepped down is sent once more, to the new leader, and applied once', async () => {
+    const members = await cluster();
+    const { leader, followers } = await leaderOf(members);
+    const [f, g] = followers as [Member, Member];
+    let handed: Promise<void> | null = null;
+    leader.interceptForward = (from, payload) => {
+      leader.interceptForward = null;
+      // Hold the forward until leadership has moved to g, then let the old leader's desk answer it.
+      handed = (async () => {
+        expect(leader.node.transferLeadership(g.id)).toBe(true);
+        await until(() => g.node.status().role === 'leader' && f.node.status().leader === g.id && f.transport.serviceReady(g.id), `${g.id} leading`);
+        leader.service.onService(from, payload);
+      })();
+    };
+    const outcome = await f.node.propose(add('moved', 1));
+    await handed;
+    expect(valueOf(outcome)).toBe(1);
+    expect(g.received.get('fwd')).toBe(1);
+    expect(valueOf(await g.node.propose(add('moved', 10)))).toBe(11);
   });
 
   it('a forward still queued when the link to the leader drops is refused as not proposed, and never applied', async () => {
