@@ -10,6 +10,14 @@
 // A member that meets a family, op or version it does not know stops with an
 // UnknownCommandError before writing anything of that entry: applying it as a
 // no-op while newer members apply it would silently split the replicas.
+//
+// From command version REQUEST_ID_SINCE the envelope may also carry `r`, the
+// request id of a write a member forwarded to the leader (docs/scale-out.md,
+// "Writes: forwarding to the leader"): the kernel takes it out before the op's
+// fields are checked and hands it back with the entry's ApplyOutcome, which is
+// how the forwarding member finds its answer. An entry with `r` names at least
+// that version, so a member that does not know `r` stops before applying it
+// rather than refusing the field and diverging from the others.
 import { CommandError, UnknownCommandError, type AnyFamily, type DecodedCommand } from '../statemachine/family.js';
 import { MAX_INDEX } from '../keys/index.js';
 import { COMMAND_VERSION, FAMILY_BY_NAME, LEGACY_OPS } from './registry.js';
@@ -38,6 +46,25 @@ export interface CommandLike {
 
 /** A decoded command entry. */
 const ENVELOPE = ['v', 'family', 'op', 't'] as const;
+/** The envelope of an entry that names REQUEST_ID_SINCE or later. */
+const ENVELOPE_WITH_REQUEST_ID = [...ENVELOPE, 'r'] as const;
+
+/**
+ * The command version that introduced the envelope's request id `r` (the unreleased V1 of
+ * docs/scale-out.md); at most COMMAND_VERSION (test/statemachine/request-id.test.ts checks:
+ * not here, where the registry is still loading).
+ */
+export const REQUEST_ID_SINCE = 9;
+/** A request id is the forwarding member's id, its process tag and a counter: a member id is at most 255 bytes. */
+export const MAX_REQUEST_ID_BYTES = 320;
+
+/** A request id as the envelope carries it; throws CommandError. */
+export function requestIdField(value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0 || Buffer.byteLength(value, 'utf8') > MAX_REQUEST_ID_BYTES) {
+    throw new CommandError(`r must be a non-empty string of at most ${MAX_REQUEST_ID_BYTES} bytes`);
+  }
+  return value;
+}
 
 /**
  * Validates `command` and encodes it in an envelope with the proposer's clock
@@ -48,16 +75,92 @@ export function encodeCommand<C extends CommandLike>(command: C, t = 0): Uint8Ar
   return encodeEntryCommand(command, t).bytes;
 }
 
-/** `encodeCommand`, also saying which command version the entry needs (its `v`). */
-export function encodeEntryCommand<C extends CommandLike>(command: C, t: number): { readonly bytes: Uint8Array; readonly version: number } {
+/**
+ * `encodeCommand`, also saying which command version the entry needs (its `v`). With a
+ * request id `r` the envelope carries it and names at least REQUEST_ID_SINCE; without,
+ * the bytes are exactly those of before `r` existed.
+ */
+export function encodeEntryCommand<C extends CommandLike>(command: C, t: number, r?: string): { readonly bytes: Uint8Array; readonly version: number } {
   const family = familyOf(command);
   const decoded = decodeFields(family, command as unknown as Record<string, unknown>, ['family']);
-  const version = versionOf(family, decoded);
   const at = indexField(t, 't');
+  if (r !== undefined) {
+    const rid = requestIdField(r);
+    const version = Math.max(versionOf(family, decoded), REQUEST_ID_SINCE);
+    const bytes = entrySlabs.copy(pack({ v: version, family: family.name, op: command.op, t: at, r: rid, ...withoutOp(decoded) }));
+    proposed.set(bytes, { family, command: decoded, t: at, r: rid });
+    return { bytes, version };
+  }
+  const version = versionOf(family, decoded);
   // Copied out of the packer's shared buffer: the Raft log keeps these bytes (byte-slabs.ts).
   const bytes = entrySlabs.copy(pack({ v: version, family: family.name, op: command.op, t: at, ...withoutOp(decoded) }));
   proposed.set(bytes, { family, command: decoded, t: at });
   return { bytes, version };
+}
+
+/**
+ * The body a member forwards to the leader: the entry `encodeEntryCommand` would make
+ * with a request id, but without `t` and `r`, which the leader adds (completeEnvelope).
+ * Validated here like any proposal, so the leader need not re-check the fields.
+ */
+export function encodeForwardBody<C extends CommandLike>(command: C): { readonly bytes: Uint8Array; readonly version: number } {
+  const family = familyOf(command);
+  const decoded = decodeFields(family, command as unknown as Record<string, unknown>, ['family']);
+  const version = Math.max(versionOf(family, decoded), REQUEST_ID_SINCE);
+  return { bytes: new Uint8Array(pack({ v: version, family: family.name, op: command.op, ...withoutOp(decoded) })), version };
+}
+
+/** What the leader reads of a forwarded body before it proposes it (its proposal gate): the envelope, not the op's fields. */
+export interface ForwardEnvelope {
+  readonly v: number;
+  readonly family: string;
+  readonly op: string;
+}
+
+/**
+ * Checks a forwarded body's envelope: a map with `v` (at least REQUEST_ID_SINCE),
+ * `family` and `op`, and no `t` or `r` (the leader's to write). Throws CommandError.
+ * The op's fields are left to apply, which checks every entry on every member alike.
+ */
+export function readForwardEnvelope(body: Uint8Array): ForwardEnvelope {
+  let raw: unknown;
+  try {
+    raw = unpack(body);
+  } catch (err) {
+    throw new CommandError(`forwarded command is not valid MessagePack: ${(err as Error).message}`);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new CommandError('forwarded command must be a map');
+  const c = raw as Record<string, unknown>;
+  if ('t' in c || 'r' in c) throw new CommandError('a forwarded command must not carry t or r');
+  const v = integerField(c.v, 'v', REQUEST_ID_SINCE, MAX_INDEX);
+  if (typeof c.family !== 'string' || typeof c.op !== 'string') throw new CommandError('a forwarded command names its family and op');
+  return { v, family: c.family, op: c.op };
+}
+
+/**
+ * The entry the leader proposes for a forwarded `body`: its own clock `t` and the request
+ * id `r` added as the map's last two pairs. The body's bytes are copied, never decoded
+ * and re-encoded, so what the member validated is what every member applies.
+ */
+export function completeEnvelope(body: Uint8Array, t: number, r: string): Uint8Array {
+  const header = mapHeader(body);
+  const tail = pack({ t: indexField(t, 't'), r: requestIdField(r) }).subarray(1); // the two pairs, without their fixmap header
+  const count = header.count + 2;
+  const head = count < 16 ? Buffer.from([0x80 | count]) : count < 0x10000 ? Buffer.from([0xde, count >> 8, count & 0xff]) : Buffer.from([0xdf, (count >>> 24) & 0xff, (count >> 16) & 0xff, (count >> 8) & 0xff, count & 0xff]);
+  const out = new Uint8Array(head.byteLength + body.byteLength - header.bytes + tail.byteLength);
+  out.set(head, 0);
+  out.set(body.subarray(header.bytes), head.byteLength);
+  out.set(tail, head.byteLength + body.byteLength - header.bytes);
+  return out;
+}
+
+/** The pair count of a MessagePack map and the size of its header; throws CommandError for anything else. */
+function mapHeader(bytes: Uint8Array): { readonly count: number; readonly bytes: number } {
+  const first = bytes[0];
+  if (first !== undefined && first >= 0x80 && first <= 0x8f) return { count: first & 0x0f, bytes: 1 };
+  if (first === 0xde && bytes.byteLength >= 3) return { count: (bytes[1]! << 8) | bytes[2]!, bytes: 3 };
+  if (first === 0xdf && bytes.byteLength >= 5) return { count: ((bytes[1]! << 24) >>> 0) + ((bytes[2]! << 16) | (bytes[3]! << 8) | bytes[4]!), bytes: 5 };
+  throw new CommandError('forwarded command must be a map');
 }
 const entrySlabs = new ByteSlabs();
 
@@ -139,6 +242,11 @@ export function decodeEntryCommand(bytes: Uint8Array): DecodedCommand {
     );
   }
   const t = indexField(c.t, 't');
+  // Below REQUEST_ID_SINCE `r` is an unexpected field, refused by decodeFields as it always was.
+  if (v >= REQUEST_ID_SINCE && c.r !== undefined) {
+    const r = requestIdField(c.r);
+    return { family, command: decodeFields(family, c, ENVELOPE_WITH_REQUEST_ID), t, r };
+  }
   return { family, command: decodeFields(family, c, ENVELOPE), t };
 }
 

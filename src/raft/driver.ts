@@ -169,6 +169,8 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private readonly opts: DriverOptions<R, S>;
   private readonly clock: DriverClock;
   private readonly proposals = new Map<number, PendingProposal<R>>();
+  /** Entries another member proposed that callers here wait for (awaitEntry), by index. */
+  private readonly awaited = new Map<number, Array<PendingProposal<R>>>();
   private readonly reads = new Map<string, PendingRead>();
   private readonly memberReads: MemberReads = { inFlight: null, next: new Set(), sendDue: false };
   private readonly appliedWaiters: Array<{ index: number; resolve: () => void }> = [];
@@ -313,6 +315,36 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
 
   proposeConfigChange(change: ConfigChange): Promise<R> {
     return this.track(this.node.proposeConfigChange(change));
+  }
+
+  /** `propose`, also saying where the entry went in the log (null: refused, and `result` rejects why). */
+  proposePlaced(data: Uint8Array): { readonly place: { readonly index: number; readonly term: number } | null; readonly result: Promise<R> } {
+    const proposed = this.node.propose(data);
+    const place = proposed.ok && !this.stopped ? { index: proposed.index, term: proposed.term } : null;
+    return { place, result: this.track(proposed) };
+  }
+
+  /**
+   * Waits for the entry another member proposed at (`index`, `term`) (a forwarded write the
+   * leader answered with its place in the log): resolves with this member's apply result of
+   * it, settled like a local proposal. Unlike a proposal it survives role changes here (this
+   * member never led it). Rejects with `notProposed` when the entry applied at `index` has
+   * another term: by Log Matching that command can never be applied. An index applied
+   * already rejects too (UNAVAILABLE), since its result was not kept; callers that may be
+   * late find their entry by other means (the envelope's request id).
+   */
+  awaitEntry(index: number, term: number): Promise<R> {
+    if (this.stopped) return Promise.reject(new RaftError('UNAVAILABLE', 'server is shutting down'));
+    if (index <= this.applied) {
+      const applied = this.node.termAt(index);
+      if (applied !== null && applied !== term) return Promise.reject(supersededEntry(index));
+      return Promise.reject(new RaftError('UNAVAILABLE', `entry ${index} was applied here before it was awaited; its result was not kept`));
+    }
+    return new Promise<R>((resolve, reject) => {
+      const waiting = this.awaited.get(index);
+      if (waiting === undefined) this.awaited.set(index, [{ term, resolve, reject }]);
+      else waiting.push({ term, resolve, reject });
+    });
   }
 
   /** The transport saw `peer`'s process gone: if it led us, elect a new leader soon (RaftNode.leaderUnreachable). */
@@ -745,6 +777,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
       this.applied = message.meta.index;
       this.node.step({ ...message, chunk: new Uint8Array(0) });
       this.releaseAppliedWaiters();
+      this.settleAwaitedBySnapshot(message.meta);
       this.opts.onSnapshotEvent?.({ kind: 'installed', peer: message.from, index: message.meta.index, bytes: staged.bytes, seconds: (performance.now() - started) / 1000 });
     } finally {
       this.installing = false;
@@ -799,11 +832,34 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   }
 
   private settleProposal(entry: Entry, result: R): void {
+    if (this.awaited.size > 0) this.settleAwaited(entry, result);
     const pending = this.proposals.get(entry.index);
     if (!pending) return;
     this.proposals.delete(entry.index);
     if (pending.term === entry.term) pending.resolve(result);
     else pending.reject(new RaftError('UNAVAILABLE', `proposal at index ${entry.index} was superseded by a new leader`));
+  }
+
+  private settleAwaited(entry: Entry, result: R): void {
+    const waiting = this.awaited.get(entry.index);
+    if (waiting === undefined) return;
+    this.awaited.delete(entry.index);
+    for (const w of waiting) (w.term === entry.term ? w.resolve(result) : w.reject(supersededEntry(entry.index)));
+  }
+
+  /**
+   * A snapshot moved the applied index past awaited entries without applying them here one by
+   * one: an entry of a term above the snapshot's can not be in it (terms never fall along the
+   * log), so it can never apply; any other may be in it, its outcome unknown.
+   */
+  private settleAwaitedBySnapshot(meta: SnapshotMeta): void {
+    for (const [index, waiting] of this.awaited) {
+      if (index > meta.index) continue;
+      this.awaited.delete(index);
+      for (const w of waiting) {
+        w.reject(w.term > meta.term ? supersededEntry(index) : new RaftError('UNAVAILABLE', `entry ${index} was covered by an installed snapshot; the outcome is unknown`));
+      }
+    }
   }
 
   private onSoftState(state: SoftState): void {
@@ -830,6 +886,8 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private failAll(err: RaftError): void {
     for (const p of this.proposals.values()) p.reject(err);
     this.proposals.clear();
+    for (const waiting of this.awaited.values()) for (const w of waiting) w.reject(err);
+    this.awaited.clear();
     for (const r of this.reads.values()) {
       r.cancelTimer();
       r.reject(err);
@@ -844,4 +902,9 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     member.inFlight = null;
     member.next.clear();
   }
+}
+
+/** Another entry took the index: the awaited command was never in a committed log, and never will be. */
+function supersededEntry(index: number): RaftError {
+  return new RaftError('UNAVAILABLE', `the entry at index ${index} has another term: the awaited command was not applied and never will be`, null, true);
 }

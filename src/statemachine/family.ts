@@ -60,6 +60,8 @@ export interface DecodedCommand {
   readonly command: { readonly op: string };
   /** The leader's wall clock when it proposed (ms), 0 for entries from before the envelope. */
   readonly t: number;
+  /** The request id of a forwarded write (the envelope's `r`), absent otherwise. */
+  readonly r?: string;
 }
 
 /**

@@ -196,11 +196,12 @@ export class StateMachine {
       if ('ops' in plan) for (const op of plan.ops) ops.push(op);
       if (alone) await write();
       if ('ops' in plan) for (const update of plan.after) update();
-      settled(
+      const outcome: ApplyOutcome =
         'ops' in plan
           ? { index: entry.index, ignored: false, result: plan.result, events: plan.events }
-          : { index: entry.index, ignored: false, result: plan, events: [] },
-      );
+          : { index: entry.index, ignored: false, result: plan, events: [] };
+      // A forwarded write's request id travels with its outcome; other outcomes keep their shape.
+      settled(decoded.kind === 'command' && decoded.r !== undefined ? { ...outcome, r: decoded.r } : outcome);
       if (alone) report();
     }
     await write();
@@ -492,7 +493,7 @@ export interface ApplyHooks {
 const MAX_BATCH_OPS = 4096;
 
 type DecodedEntry =
-  | { readonly kind: 'command'; readonly family: AnyFamily; readonly command: { readonly op: string }; readonly t: number }
+  | { readonly kind: 'command'; readonly family: AnyFamily; readonly command: { readonly op: string }; readonly t: number; readonly r?: string }
   | { readonly kind: 'bad'; readonly error: ApplyError }
   | { readonly kind: 'config' }
   | { readonly kind: 'noop' };

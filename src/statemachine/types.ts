@@ -58,6 +58,8 @@ export interface ApplyOutcome {
   readonly result: ApplyResult;
   /** Changes to lists, in the order they were made (key order within one entry). */
   readonly events: readonly AppliedEvent[];
+  /** The envelope's request id, when the entry is a write a member forwarded (docs/scale-out.md). */
+  readonly r?: string;
 }
 
 /** Misuse of the state machine (bad query argument, out-of-order entry). */

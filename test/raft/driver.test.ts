@@ -656,3 +656,82 @@ describe('RaftDriver heartbeats while a Ready is held', () => {
     storage.releaseOne();
   });
 });
+
+describe('RaftDriver awaitEntry (an entry another member proposed)', () => {
+  const cmd = (index: number, term: number): Entry => ({ index, term, kind: 'command', data: new Uint8Array([index]) });
+  /** An append from `leader` in `term` carrying `entries` after (prevIndex, prevTerm), committing `commit`. */
+  const append = (term: number, prevIndex: number, prevTerm: number, entries: Entry[], commit: number, leader = 'n1'): Message => ({
+    type: 'app',
+    from: leader,
+    to: 'n2',
+    term,
+    prevIndex,
+    prevTerm,
+    entries,
+    commit,
+  });
+
+  async function follower() {
+    const made = await makeDriver('n2', ['n1', 'n2', 'n3']);
+    made.storage.openGates();
+    made.driver.start();
+    return made;
+  }
+
+  it("settles with this member's apply result once the entry at (index, term) applies", async () => {
+    const { driver, appliedIndexes } = await follower();
+    const awaited = driver.awaitEntry(2, 1);
+    driver.step(append(1, 0, 0, [cmd(1, 1), cmd(2, 1)], 1));
+    await turnsUntil(() => appliedIndexes.length === 1);
+    driver.step(append(1, 2, 1, [], 2));
+    expect(await awaited).toBe(2);
+  });
+
+  it('rejects as not proposed when the entry applied at the index has another term', async () => {
+    const { driver, appliedIndexes } = await follower();
+    driver.step(append(1, 0, 0, [cmd(1, 1), cmd(2, 1)], 1));
+    await turnsUntil(() => appliedIndexes.length === 1);
+    const awaited = driver.awaitEntry(2, 1);
+    // A new leader of term 2 overwrites index 2 and commits it.
+    driver.step(append(2, 1, 1, [cmd(2, 2)], 2, 'n3'));
+    const err = await awaited.catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'RaftError', code: 'UNAVAILABLE', notProposed: true });
+    expect(appliedIndexes).toEqual([1, 2]);
+  });
+
+  it('is not rejected when this member changes role (it never led the entry)', async () => {
+    const { driver, node, appliedIndexes } = await follower();
+    driver.step(append(1, 0, 0, [cmd(1, 1), cmd(2, 1)], 1));
+    await turnsUntil(() => appliedIndexes.length === 1);
+    const awaited = driver.awaitEntry(2, 1);
+    let settled = false;
+    void awaited.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    // n2 stops following (past the leader's lease it pre-campaigns), then hears the leader again.
+    for (let i = 0; i < node.leaseTicks; i++) node.tick();
+    driver.campaign();
+    await turnsUntil(() => node.status().role !== 'follower' && !driver['running']);
+    driver.step(append(1, 2, 1, [], 1));
+    await turnsUntil(() => node.status().role === 'follower' && !driver['running']);
+    expect(settled).toBe(false);
+    driver.step(append(1, 2, 1, [], 2));
+    expect(await awaited).toBe(2);
+  });
+
+  it('answers an index applied already: not proposed under another term, else outcome unknown', async () => {
+    const { driver, appliedIndexes } = await follower();
+    driver.step(append(1, 0, 0, [cmd(1, 1), cmd(2, 1)], 2));
+    await turnsUntil(() => appliedIndexes.length === 2);
+    await expect(driver.awaitEntry(2, 3)).rejects.toMatchObject({ code: 'UNAVAILABLE', notProposed: true });
+    await expect(driver.awaitEntry(2, 1)).rejects.toMatchObject({ code: 'UNAVAILABLE', notProposed: false });
+  });
+
+  it('rejects every waiting entry when the driver stops', async () => {
+    const { driver } = await follower();
+    const awaited = driver.awaitEntry(5, 1);
+    await driver.stop();
+    await expect(awaited).rejects.toMatchObject({ code: 'UNAVAILABLE', message: 'server is shutting down' });
+  });
+});

@@ -203,6 +203,11 @@ export class DialerHandshake {
     return this.state === 'done';
   }
 
+  /** The command version the listener advertised (1 when it sent none), once authenticated; null before. */
+  get peerCommandVersion(): number | null {
+    return this.state === 'done' ? (this.peer.commandVersion ?? 1) : null;
+  }
+
   /** The first frame to send once the socket is open. */
   hello(): Buffer {
     this.expect('new', 'hello');

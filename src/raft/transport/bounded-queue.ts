@@ -42,6 +42,11 @@ export class BoundedQueue<T> {
     return dropped;
   }
 
+  /** Whether an item of `bytes` can be pushed without dropping anything (for queues that must refuse rather than drop). */
+  fits(bytes: number): boolean {
+    return this.length + 1 <= this.bounds.maxItems && this.totalBytes + bytes <= this.bounds.maxBytes;
+  }
+
   /** The oldest item without removing it. */
   peek(): { item: T; bytes: number } | undefined {
     return this.items[this.head];

@@ -1,6 +1,8 @@
 // The wire format of Raft messages between peers: one MessagePack frame carries
 // a batch of messages, `{ t: 'msgs', m: [message, ...] }`, each message a map
-// with exactly the fields of its type in src/raft/types.ts.
+// with exactly the fields of its type in src/raft/types.ts. A second frame kind,
+// `{ t: 'svc', m: [bytes, ...] }`, carries opaque service payloads for the server
+// (docs/scale-out.md "Peer messages"); the transport never looks inside them.
 //
 // Decoding trusts nothing: a frame comes from another process, which may be a
 // different version, buggy or hostile. Every field is type-checked, unknown
@@ -108,7 +110,30 @@ export function encodeMessages(messages: readonly Message[]): Buffer {
   return packFrame({ t: 'msgs', m: messages.map(messageToWire) });
 }
 
-/** Decodes and validates a frame made by encodeMessages. Throws PeerProtocolError on anything else. */
+/** One frame carrying service `payloads` in order. */
+export function encodeServicePayloads(payloads: readonly Uint8Array[]): Buffer {
+  return packFrame({ t: 'svc', m: payloads });
+}
+
+/** A decoded frame: Raft messages, or service payloads. */
+export type DecodedFrame = { readonly kind: 'msgs'; readonly messages: Message[] } | { readonly kind: 'svc'; readonly payloads: Uint8Array[] };
+
+/**
+ * Decodes and validates a frame of either kind (see decodeMessages for `currentTerm`).
+ * A service frame is `{t: 'svc', m}` with `m` a non-empty array of binary payloads,
+ * nothing else; anything else is a PeerProtocolError.
+ */
+export function decodeFrame(frame: Uint8Array, currentTerm?: number): DecodedFrame {
+  const value = unpackFrame(frame);
+  if (isPlainObject(value) && value.t === 'svc') {
+    const f = record(value, 'frame', ['t', 'm']);
+    if (!Array.isArray(f.m)) throw new PeerProtocolError(`frame.m must be an array, got ${describe(f.m)}`);
+    if (f.m.length === 0) throw new PeerProtocolError('frame.m must not be empty');
+    return { kind: 'svc', payloads: f.m.map((p: unknown, i: number) => bytes(p, `frame.m[${i}]`)) };
+  }
+  return { kind: 'msgs', messages: messagesOf(value, currentTerm) };
+}
+
 /**
  * How far above the receiver's own term a message's term may be. Terms grow by one
  * per election that got past pre-vote, so a real cluster does not get this far
@@ -124,7 +149,10 @@ export const MAX_TERM_JUMP = 2 ** 24;
  * more than MAX_TERM_JUMP above it is refused like any other malformed message.
  */
 export function decodeMessages(frame: Uint8Array, currentTerm?: number): Message[] {
-  const value = unpackFrame(frame);
+  return messagesOf(unpackFrame(frame), currentTerm);
+}
+
+function messagesOf(value: unknown, currentTerm: number | undefined): Message[] {
   const f = record(value, 'frame', ['t', 'm']);
   if (f.t !== 'msgs') throw new PeerProtocolError(`frame.t must be 'msgs', got ${describe(f.t)}`);
   if (!Array.isArray(f.m)) throw new PeerProtocolError(`frame.m must be an array, got ${describe(f.m)}`);
@@ -168,6 +196,11 @@ export function estimateMessageBaseBytes(m: Message): number {
     for (const id of [...m.meta.config.voters, ...m.meta.config.learners]) bytes += NODE_ID_OVERHEAD + utf8Bytes(id);
   }
   return bytes;
+}
+
+/** Upper bound on one service payload's encoded size inside a frame (a bin header of at most 5 bytes). */
+export function estimateServicePayloadBytes(payload: Uint8Array): number {
+  return payload.byteLength + 8;
 }
 
 /** Upper bound on one message's encoded size inside a frame. */

@@ -3,13 +3,14 @@
 // frame is decoded and validated whole, and every message in it must be from the
 // authenticated member and addressed to us, before any of it is delivered.
 // Whatever breaks these rules is logged and the connection closed: nothing a
-// misbehaving peer sends ever reaches the Raft core.
+// misbehaving peer sends ever reaches the Raft core. Service frames (opaque
+// payloads for the server) are accepted only when a service handler is set.
 
 import type WebSocket from 'ws';
 import type { Message, NodeId } from '../types.js';
 import type { RateLimitedLog } from '../../log/rate-limited-log.js';
 import { ListenerHandshake, PeerAuthError, PeerIncarnationError, type PeerIdentityOptions } from './auth.js';
-import { decodeMessages, PeerProtocolError } from './codec.js';
+import { decodeFrame, PeerProtocolError } from './codec.js';
 import { CloseCode, closeReason, errorText, MAX_HANDSHAKE_FRAME_BYTES, toBuffer, type PeerLogger } from './shared.js';
 
 export interface InboundConnectionOptions {
@@ -30,6 +31,8 @@ export interface InboundConnectionOptions {
   readonly onAuthenticated: (conn: InboundConnection) => void;
   /** Validated messages from the authenticated peer, in arrival order. */
   readonly deliver: (messages: readonly Message[]) => void;
+  /** Service payloads from the authenticated peer, in arrival order; absent: a service frame breaks the protocol. */
+  readonly deliverService?: (payloads: readonly Uint8Array[]) => void;
   readonly onClosed: (conn: InboundConnection) => void;
 }
 
@@ -143,7 +146,14 @@ export class InboundConnection {
   }
 
   private onMessageFrame(peer: NodeId, frame: Buffer): void {
-    const messages = decodeMessages(frame, this.opts.currentTerm?.());
+    const decoded = decodeFrame(frame, this.opts.currentTerm?.());
+    if (decoded.kind === 'svc') {
+      const deliverService = this.opts.deliverService;
+      if (deliverService === undefined) throw new PeerProtocolError(`${peer} sent a service frame, which this member does not take`);
+      deliverService(decoded.payloads);
+      return;
+    }
+    const messages = decoded.messages;
     // Check the whole frame before delivering any of it.
     for (const m of messages) {
       if (m.from !== peer) throw new PeerAuthError(`${peer} sent a message claiming to be from ${m.from}`);

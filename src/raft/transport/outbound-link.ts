@@ -6,13 +6,22 @@
 // queue while the link is down or the socket is backed up; the queue is bounded
 // and drops its oldest messages, since Raft retransmits what still matters.
 // Messages queued in the same tick go out together in as few frames as fit.
+//
+// Service payloads (opaque to the transport, for the server's peer service) have
+// a queue of their own that never drops: it takes a payload only while the link
+// is up to a peer that advertised at least `serviceMinCommandVersion`, and only
+// while it has room (else sendService answers false and the sender backs off).
+// Payloads still queued when the socket goes are handed back through
+// onServiceUnsent, so none is lost silently and none reaches a later socket.
+// Raft messages go first in every flush, and service frames stop at half the
+// socket's buffer budget, so a burst of service traffic cannot hold back heartbeats.
 
 import WebSocket from 'ws';
 import type { Message, NodeId } from '../types.js';
 import { DialerHandshake, PeerAuthError, PeerIncarnationError, type PeerIdentityOptions } from './auth.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { BoundedQueue } from './bounded-queue.js';
-import { encodeMessages, estimateMessageBytes, frameOverheadBytes, PeerProtocolError } from './codec.js';
+import { encodeMessages, encodeServicePayloads, estimateMessageBytes, estimateServicePayloadBytes, frameOverheadBytes, PeerProtocolError } from './codec.js';
 import { CloseCode, closeReason, errorText, MAX_HANDSHAKE_FRAME_BYTES, peerUrl, toBuffer, type PeerLogger, type PeerTls } from './shared.js';
 import { splitAppend } from './split-append.js';
 
@@ -44,6 +53,13 @@ export interface OutboundLinkOptions {
   readonly onRefused?: () => void;
   /** Dial wss:// with these certificates; absent: ws://. */
   readonly tls?: PeerTls;
+  /** Service payloads waiting for the socket; past either bound sendService refuses (never drops). */
+  readonly maxServiceQueuePayloads: number;
+  readonly maxServiceQueueBytes: number;
+  /** Service payloads go only to a peer whose handshake advertised at least this command version. */
+  readonly serviceMinCommandVersion: number;
+  /** Payloads that were queued but never handed to a socket (it closed, or the link stopped). */
+  readonly onServiceUnsent?: (payloads: Uint8Array[]) => void;
 }
 
 export interface OutboundLinkStatus {
@@ -52,8 +68,11 @@ export interface OutboundLinkStatus {
   readonly queuedBytes: number;
   /** Messages dropped since the link was created: queue overflow or too big for a frame. */
   readonly droppedMessages: number;
-  /** Frames handed to a socket since the link was created. */
+  /** Frames handed to a socket since the link was created (both kinds). */
   readonly framesSent: number;
+  /** Service payloads queued, and their estimated bytes. */
+  readonly queuedServicePayloads: number;
+  readonly queuedServiceBytes: number;
 }
 
 /** One dialed socket; its counters die with it, so a late callback can never touch its successor. */
@@ -68,6 +87,8 @@ interface Dial {
 
 export class OutboundLink {
   private readonly queue: BoundedQueue<Message>;
+  /** Never overflows: enqueueService checks `fits` first. */
+  private readonly serviceQueue: BoundedQueue<Uint8Array>;
   private dial: Dial | null = null;
   private started = false;
   private stopped = false;
@@ -85,6 +106,7 @@ export class OutboundLink {
 
   constructor(private readonly opts: OutboundLinkOptions) {
     this.queue = new BoundedQueue({ maxItems: opts.maxQueueMessages, maxBytes: opts.maxQueueBytes });
+    this.serviceQueue = new BoundedQueue({ maxItems: opts.maxServiceQueuePayloads, maxBytes: opts.maxServiceQueueBytes });
   }
 
   get peerId(): NodeId {
@@ -125,6 +147,28 @@ export class OutboundLink {
     this.scheduleFlush();
   }
 
+  /** Up to a peer that may receive service frames (authenticated, advertising a high enough command version). */
+  serviceReady(): boolean {
+    const dial = this.dial;
+    if (this.stopped || dial === null || !dial.authenticated) return false;
+    return (dial.handshake.peerCommandVersion ?? 0) >= this.opts.serviceMinCommandVersion;
+  }
+
+  /**
+   * Queues a service payload for the current socket. False (nothing queued) when the
+   * link is not serviceReady or the service queue has no room for it.
+   */
+  enqueueService(payload: Uint8Array): boolean {
+    const bytes = estimateServicePayloadBytes(payload);
+    if (frameOverheadBytes() + bytes > this.opts.maxFrameBytes) {
+      throw new RangeError(`a ${payload.byteLength}-byte service payload cannot fit in a ${this.opts.maxFrameBytes}-byte frame`);
+    }
+    if (!this.serviceReady() || !this.serviceQueue.fits(bytes)) return false;
+    this.serviceQueue.push(payload, bytes);
+    this.scheduleFlush();
+    return true;
+  }
+
   /** Writes what is queued now, if a flush at the end of the turn was waiting (the sender is done for now). */
   flushNow(): void {
     if (this.flushImmediate === null) return;
@@ -140,6 +184,8 @@ export class OutboundLink {
       queuedBytes: this.queue.bytes,
       droppedMessages: this.dropped,
       framesSent: this.framesSent,
+      queuedServicePayloads: this.serviceQueue.length,
+      queuedServiceBytes: this.serviceQueue.bytes,
     };
   }
 
@@ -148,6 +194,7 @@ export class OutboundLink {
     this.stopped = true;
     this.clearTimers();
     this.queue.clear();
+    this.returnUnsentService();
     const dial = this.dial;
     if (dial) {
       dial.ws.terminate();
@@ -271,6 +318,8 @@ export class OutboundLink {
       clearImmediate(this.flushImmediate);
       this.flushImmediate = null;
     }
+    // Queued for the socket that is gone: the next one may reach another process of the peer.
+    this.returnUnsentService();
     if (this.stopped) return;
     const { peer, logger } = this.opts;
     if (dial.authenticated) {
@@ -326,6 +375,40 @@ export class OutboundLink {
         // An error means the socket died; its close handler takes over.
         if (!err && dial === this.dial) this.scheduleFlush();
       });
+    }
+    this.flushService(dial);
+  }
+
+  /** Service frames, after the Raft queue, within half the buffer budget so Raft keeps its headroom. */
+  private flushService(dial: Dial): void {
+    const { maxFrameBytes, maxBufferedBytes } = this.opts;
+    const budget = Math.max(1, Math.floor(maxBufferedBytes / 2));
+    while (this.serviceQueue.length > 0 && dial.unwritten < budget) {
+      const batch: Uint8Array[] = [];
+      let size = frameOverheadBytes();
+      for (let next = this.serviceQueue.peek(); next !== undefined; next = this.serviceQueue.peek()) {
+        if (batch.length > 0 && size + next.bytes > maxFrameBytes) break;
+        batch.push(this.serviceQueue.shift()!);
+        size += next.bytes;
+      }
+      const frame = encodeServicePayloads(batch);
+      dial.unwritten += frame.byteLength;
+      this.framesSent++;
+      dial.ws.send(frame, { binary: true }, (err) => {
+        dial.unwritten -= frame.byteLength;
+        if (!err && dial === this.dial) this.scheduleFlush();
+      });
+    }
+  }
+
+  private returnUnsentService(): void {
+    if (this.serviceQueue.length === 0) return;
+    const unsent: Uint8Array[] = [];
+    for (let p = this.serviceQueue.shift(); p !== undefined; p = this.serviceQueue.shift()) unsent.push(p);
+    try {
+      this.opts.onServiceUnsent?.(unsent);
+    } catch (err) {
+      this.opts.logger.error({ event: 'peer.onServiceUnsentFailed', peer: this.opts.peer.id, err: errorText(err) }, 'onServiceUnsent threw');
     }
   }
 

@@ -53,6 +53,10 @@ export interface PeerLimits {
   readonly maxFrameBytes: number;
   /** Bytes handed to one socket but not yet written before the link stops feeding it (default 2 x maxFrameBytes). */
   readonly maxBufferedBytes?: number;
+  /** Service payloads waiting for one peer; past this sendService answers false (default 16,384). */
+  readonly maxServiceQueuePayloads?: number;
+  /** Estimated service bytes waiting for one peer; past this sendService answers false (default 64 MiB). */
+  readonly maxServiceQueueBytes?: number;
 }
 
 export const DEFAULT_PEER_LIMITS: Required<PeerLimits> = {
@@ -60,6 +64,8 @@ export const DEFAULT_PEER_LIMITS: Required<PeerLimits> = {
   maxQueueBytes: 64 * 1024 * 1024,
   maxFrameBytes: 4 * 1024 * 1024,
   maxBufferedBytes: 8 * 1024 * 1024,
+  maxServiceQueuePayloads: 16_384,
+  maxServiceQueueBytes: 64 * 1024 * 1024,
 };
 
 /** Room for a message's own fields (two 255-byte ids, a context) next to its entries. */
@@ -92,6 +98,18 @@ export interface PeerTransportOptions {
   readonly currentTerm?: () => number;
   /** Each validated message from an authenticated peer (typically driver.step). */
   readonly onMessage: (message: Message) => void;
+  /**
+   * Each service payload from an authenticated peer, in the order it sent them. Absent:
+   * this member takes no service frames, and a peer that sends one is dropped.
+   */
+  readonly onService?: (from: NodeId, payload: Uint8Array) => void;
+  /** Service payloads sendService accepted for `to` but never handed to a socket (the link dropped or closed). */
+  readonly onServiceUnsent?: (to: NodeId, payloads: Uint8Array[]) => void;
+  /**
+   * Service payloads go only to a peer whose handshake advertised at least this command
+   * version (default 1: any), so an older member never gets a frame kind it would refuse.
+   */
+  readonly serviceMinCommandVersion?: number;
   /** A dial to `peer` was refused: nothing listens on its port, its process is most likely gone. */
   readonly onPeerRefused?: (peer: NodeId) => void;
   readonly logger: PeerLogger;
@@ -262,6 +280,23 @@ export class PeerTransport implements Transport {
     }
   }
 
+  /**
+   * Queues an opaque service payload for `to`, in order after those sent before. False,
+   * with nothing queued, when `to` is not reachable for service frames now (unknown, not
+   * connected, or its command version is below serviceMinCommandVersion) or its service
+   * queue is full: the caller backs off. A payload accepted is either handed to a socket
+   * or returned through onServiceUnsent; the transport never drops one silently.
+   */
+  sendService(to: NodeId, payload: Uint8Array): boolean {
+    if (this.state !== 'started') return false;
+    return this.links.get(to)?.enqueueService(payload) ?? false;
+  }
+
+  /** Whether sendService to `to` can take a payload now (as far as the link goes; the queue may still be full). */
+  serviceReady(to: NodeId): boolean {
+    return this.state === 'started' && (this.links.get(to)?.serviceReady() ?? false);
+  }
+
   /** Writes what is queued for every peer now, instead of at the end of this event-loop turn. */
   flush(): void {
     if (this.state !== 'started') return;
@@ -352,6 +387,10 @@ export class PeerTransport implements Transport {
       handshakeTimeoutMs: this.handshakeTimeoutMs,
       random: this.opts.random ?? Math.random,
       onRefused: () => this.opts.onPeerRefused?.(peer.id),
+      maxServiceQueuePayloads: this.limits.maxServiceQueuePayloads,
+      maxServiceQueueBytes: this.limits.maxServiceQueueBytes,
+      serviceMinCommandVersion: this.opts.serviceMinCommandVersion ?? 1,
+      onServiceUnsent: (payloads) => this.opts.onServiceUnsent?.(peer.id, payloads),
       ...(this.opts.tls === undefined ? {} : { tls: this.opts.tls }),
     });
   }
@@ -395,6 +434,7 @@ export class PeerTransport implements Transport {
       ...(this.opts.currentTerm === undefined ? {} : { currentTerm: this.opts.currentTerm }),
       onAuthenticated: (c) => this.onAuthenticated(c),
       deliver: (messages) => this.deliver(messages),
+      ...(this.opts.onService === undefined ? {} : { deliverService: (payloads: readonly Uint8Array[]) => this.deliverService(conn, payloads) }),
       onClosed: (c) => this.onInboundClosed(c),
     });
     this.inbound.add(conn);
@@ -462,6 +502,20 @@ export class PeerTransport implements Transport {
     this.inbound.delete(conn);
     const peer = conn.peerId;
     if (peer !== null && this.inboundByPeer.get(peer) === conn) this.inboundByPeer.delete(peer);
+  }
+
+  private deliverService(conn: InboundConnection, payloads: readonly Uint8Array[]): void {
+    const from = conn.peerId;
+    const onService = this.opts.onService;
+    if (from === null || onService === undefined) return;
+    for (const payload of payloads) {
+      if (this.state !== 'started') return;
+      try {
+        onService(from, payload);
+      } catch (err) {
+        this.opts.logger.error({ event: 'peer.onServiceFailed', from, err: errorText(err) }, 'onService threw');
+      }
+    }
   }
 
   private deliver(messages: readonly Message[]): void {
@@ -543,6 +597,10 @@ function checkOptions(o: PeerTransportOptions, handshakeTimeoutMs: number, maxPe
     throw new PeerTransportError('invalidOptions', errorText(err), { cause: err });
   }
   if (typeof o.onMessage !== 'function') throw new PeerTransportError('invalidOptions', 'onMessage must be a function');
+  const minCv = o.serviceMinCommandVersion;
+  if (minCv !== undefined && (!Number.isSafeInteger(minCv) || minCv < 1)) {
+    throw new PeerTransportError('invalidOptions', 'serviceMinCommandVersion must be a positive integer');
+  }
   if (!Number.isFinite(handshakeTimeoutMs) || handshakeTimeoutMs < 1) {
     throw new PeerTransportError('invalidOptions', 'handshakeTimeoutMs must be a positive number');
   }

@@ -15,7 +15,7 @@ import { captureState, fileStaging, type CapturedState } from '../../raft/state-
 import { installStagedSnapshot } from '../../raft/snapshot-install.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../../raft/types.js';
 import { encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type Member } from '../../statemachine/index.js';
-import { decodeEntryCommand, encodeEntryCommand, mayBeOfFamily } from '../../families/commands.js';
+import { completeEnvelope, decodeEntryCommand, encodeEntryCommand, encodeForwardBody, mayBeOfFamily, readForwardEnvelope, REQUEST_ID_SINCE } from '../../families/commands.js';
 import { type AnyCommand } from '../../families/core-commands.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
 import { APPLIED_INDEX } from '../../statemachine/applied.js';
@@ -71,6 +71,19 @@ export const DEFAULT_COMPACTION: CompactionPolicy = { everyEntries: 10_000, keep
 
 export type ClosableTransport = Transport & { close(): Promise<void> };
 
+/** The leader must advertise at least this command version for a member to forward to it (entries with `r`). */
+export const FORWARDING_SINCE = REQUEST_ID_SINCE;
+
+/** Sends a non-leader's proposals to the leader (peer-service/forwarder.ts). */
+export interface ProposalForwarder {
+  /** Whether a proposal made now goes to `leader`. */
+  accepts(leader: NodeId): boolean;
+  /** Resolves with this member's apply outcome of the entry made from `body` (encodeForwardBody). */
+  forward(leader: NodeId, body: Uint8Array): Promise<ApplyOutcome>;
+  /** Every applied outcome carrying a request id, in apply order. */
+  onApplied(outcome: ApplyOutcome): void;
+}
+
 /** What the front end hears about. All called synchronously, in apply order. */
 export interface VeraNodeHooks {
   /** An entry was applied: its outcome and the recorded events (with recipients). */
@@ -117,6 +130,11 @@ function changeConcerns(entry: Entry, id: NodeId): boolean {
   }
 }
 
+/** The forwarder attached after the node opened, which the apply loop tells of forwarded entries. */
+interface ForwarderSlot {
+  current: ProposalForwarder | null;
+}
+
 /** Messages go to the transport attached after the node opened (the transport needs the store's identity). */
 class TransportSlot implements Transport {
   current: ClosableTransport | null = null;
@@ -142,6 +160,7 @@ export class VeraNode {
     readonly events: EventLog,
     private readonly driver: RaftDriver<ApplyOutcome>,
     private readonly slot: TransportSlot,
+    private readonly forwarding: ForwarderSlot,
   ) {}
 
   static async open(opts: VeraNodeOptions, hooks: VeraNodeHooks): Promise<VeraNode> {
@@ -177,6 +196,7 @@ export class VeraNode {
         { ...loaded, applied: sm.appliedIndex },
       );
       const slot = new TransportSlot();
+      const forwarding: ForwarderSlot = { current: null };
       const snapshots: SnapshotIO = {
         capture: () => captureState(dir.db, APPLIED_INDEX, stateExtras(dir.db, FAMILIES)),
         staging: fileStaging(join(opts.dataDir, SNAPSHOTS_DIRNAME)),
@@ -217,6 +237,7 @@ export class VeraNode {
             const recorded = recipients[written]!;
             events.record(recorded);
             hooks.onApplied(outcome, recorded);
+            if (outcome.r !== undefined) forwarding.current?.onApplied(outcome);
             applied(run[written++]!, outcome);
           },
         });
@@ -263,7 +284,7 @@ export class VeraNode {
         sm.appliedIndex,
       );
       opts.logger.info({ event: 'node-opened', id: opts.id, fresh: dir.fresh, applied: sm.appliedIndex, term: loaded.hardState.term, lastIndex: node.lastIndex() }, 'data directory opened');
-      return new VeraNode(opts.id, dir, sm, events, driver, slot);
+      return new VeraNode(opts.id, dir, sm, events, driver, slot, forwarding);
     } catch (err) {
       await dir.close();
       throw err;
@@ -341,8 +362,20 @@ export class VeraNode {
   /** Writes proposed here and not yet applied: past its bound, client connections stop reading (write-pressure.ts). */
   readonly pressure = new WritePressure(WRITE_PRESSURE);
 
-  /** Propose a state-machine command; resolves with its apply outcome once committed and applied here. */
+  /** Forward proposals made while another member leads (set once the peer service exists; null: refuse them as before). */
+  setForwarder(forwarder: ProposalForwarder | null): void {
+    this.forwarding.current = forwarder;
+  }
+
+  /**
+   * Propose a state-machine command; resolves with its apply outcome once committed and applied here.
+   * On a member that does not lead, with a forwarder that accepts the leader (it advertised
+   * FORWARDING_SINCE) and a proposal gate that allows that version, the command is forwarded
+   * and answered with this member's outcome of it (docs/scale-out.md); otherwise, as before.
+   */
   propose(command: AnyCommand): Promise<ApplyOutcome> {
+    const forwarded = this.forwardIfFollowing(command);
+    if (forwarded !== null) return forwarded;
     let bytes: Uint8Array;
     try {
       // The leader's wall clock rides in the entry: the replicated clock every member applies with.
@@ -353,6 +386,41 @@ export class VeraNode {
       return Promise.reject(err);
     }
     return this.pressure.track(this.driver.propose(bytes), bytes.byteLength);
+  }
+
+  private forwardIfFollowing(command: AnyCommand): Promise<ApplyOutcome> | null {
+    const forwarder = this.forwarding.current;
+    if (forwarder === null) return null;
+    const { role, leader } = this.driver.status();
+    if (role === 'leader' || leader === null || leader === this.id || !forwarder.accepts(leader)) return null;
+    let body: Uint8Array;
+    try {
+      const encoded = encodeForwardBody(command);
+      // Below the version the cluster runs, no forward: the core refuses it as before (NOT_LEADER).
+      this.proposalGate?.(command, encoded.version);
+      body = encoded.bytes;
+    } catch {
+      return null;
+    }
+    return this.pressure.track(forwarder.forward(leader, body), body.byteLength);
+  }
+
+  /**
+   * The leader's half of a forward: checks the body's envelope and the proposal gate
+   * (both throw to refuse), completes it with this leader's clock and the request id,
+   * and proposes it. `place` is null when the core refused it (then `result` rejects why).
+   */
+  proposeForwarded(body: Uint8Array, rid: string): { readonly place: { readonly index: number; readonly term: number } | null; readonly result: Promise<ApplyOutcome> } {
+    const envelope = readForwardEnvelope(body);
+    this.proposalGate?.({ family: envelope.family, op: envelope.op } as unknown as AnyCommand, envelope.v);
+    const bytes = completeEnvelope(body, Date.now(), rid);
+    const { place, result } = this.driver.proposePlaced(bytes);
+    return { place, result: this.pressure.track(result, bytes.byteLength) };
+  }
+
+  /** Waits for an entry another member proposed (RaftDriver.awaitEntry). */
+  awaitEntry(index: number, term: number): Promise<ApplyOutcome> {
+    return this.driver.awaitEntry(index, term);
   }
 
   /** Resolves once a linearizable read may be served from the local state machine. */

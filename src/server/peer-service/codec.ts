@@ -1,0 +1,114 @@
+// The peer service's messages (docs/scale-out.md "Peer messages"), each one opaque
+// service payload of the peer transport: a MessagePack map with a kind `k` and
+// exactly the fields of that kind. Decoded as strictly as the Raft messages: a
+// missing, unknown or mistyped field is a PeerProtocolError, and nothing
+// half-checked is returned.
+import { ERROR_CODES, type ErrorCode } from '../../protocol/errors.js';
+import { bool, bytes, describe, nodeId, packFrame, PeerProtocolError, uint, unpackFrame } from '../../raft/transport/codec.js';
+import type { NodeId } from '../../raft/types.js';
+
+/** Propose this command (a body made by encodeForwardBody) with request id `rid`. */
+export interface ForwardMessage {
+  readonly k: 'fwd';
+  /** The forwarding member's id for this request; the answer names it. */
+  readonly id: number;
+  readonly rid: string;
+  readonly body: Uint8Array;
+}
+
+/** Proposed at (index, term): the answer comes from the member's own apply. */
+export interface ForwardedMessage {
+  readonly k: 'fwdOk';
+  readonly id: number;
+  readonly index: number;
+  readonly term: number;
+}
+
+/** Refused before proposing: never in the log. */
+export interface ForwardRefusedMessage {
+  readonly k: 'fwdErr';
+  readonly id: number;
+  readonly code: ErrorCode;
+  readonly message: string;
+  readonly notProposed: boolean;
+  readonly retryAfterMs?: number;
+  /** The member the refusing one takes for leader, when it knows one. */
+  readonly leader?: NodeId;
+}
+
+export type ServiceMessage = ForwardMessage | ForwardedMessage | ForwardRefusedMessage;
+
+/** A request id: the forwarding member's id, its process tag and a counter (commands.ts MAX_REQUEST_ID_BYTES). */
+const MAX_RID_BYTES = 320;
+const MAX_MESSAGE_BYTES = 1024;
+const CODES: ReadonlySet<string> = new Set(ERROR_CODES);
+
+export function encodeServiceMessage(m: ServiceMessage): Buffer {
+  switch (m.k) {
+    case 'fwd':
+      return packFrame({ k: m.k, id: m.id, rid: m.rid, body: m.body });
+    case 'fwdOk':
+      return packFrame({ k: m.k, id: m.id, index: m.index, term: m.term });
+    case 'fwdErr':
+      return packFrame({
+        k: m.k,
+        id: m.id,
+        code: m.code,
+        message: m.message.length > MAX_MESSAGE_BYTES / 4 ? `${m.message.slice(0, MAX_MESSAGE_BYTES / 4 - 3)}...` : m.message,
+        notProposed: m.notProposed,
+        ...(m.retryAfterMs === undefined ? {} : { retryAfterMs: m.retryAfterMs }),
+        ...(m.leader === undefined ? {} : { leader: m.leader }),
+      });
+  }
+}
+
+/** Decodes and validates one payload; throws PeerProtocolError on anything else. */
+export function decodeServiceMessage(payload: Uint8Array): ServiceMessage {
+  const value = unpackFrame(payload);
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || Object.getPrototypeOf(value) !== Object.prototype) {
+    throw new PeerProtocolError(`a service message must be a map, got ${describe(value)}`);
+  }
+  const v = value as Record<string, unknown>;
+  switch (v.k) {
+    case 'fwd': {
+      fields(v, 'fwd', ['k', 'id', 'rid', 'body'], []);
+      return { k: 'fwd', id: uint(v.id, 'fwd.id'), rid: text(v.rid, 'fwd.rid', MAX_RID_BYTES), body: bytes(v.body, 'fwd.body') };
+    }
+    case 'fwdOk': {
+      fields(v, 'fwdOk', ['k', 'id', 'index', 'term'], []);
+      const index = uint(v.index, 'fwdOk.index');
+      if (index === 0) throw new PeerProtocolError('fwdOk.index must be at least 1');
+      return { k: 'fwdOk', id: uint(v.id, 'fwdOk.id'), index, term: uint(v.term, 'fwdOk.term') };
+    }
+    case 'fwdErr': {
+      fields(v, 'fwdErr', ['k', 'id', 'code', 'message', 'notProposed'], ['retryAfterMs', 'leader']);
+      if (typeof v.code !== 'string' || !CODES.has(v.code)) throw new PeerProtocolError(`fwdErr.code is not an error code: ${describe(v.code)}`);
+      return {
+        k: 'fwdErr',
+        id: uint(v.id, 'fwdErr.id'),
+        code: v.code as ErrorCode,
+        message: text(v.message, 'fwdErr.message', MAX_MESSAGE_BYTES, true),
+        notProposed: bool(v.notProposed, 'fwdErr.notProposed'),
+        ...(v.retryAfterMs === undefined ? {} : { retryAfterMs: uint(v.retryAfterMs, 'fwdErr.retryAfterMs') }),
+        ...(v.leader === undefined ? {} : { leader: nodeId(v.leader, 'fwdErr.leader') }),
+      };
+    }
+    default:
+      throw new PeerProtocolError(`unknown service message kind ${describe(v.k)}`);
+  }
+}
+
+/** Exactly the `required` keys, and any of the `optional` ones. */
+function fields(v: Record<string, unknown>, where: string, required: readonly string[], optional: readonly string[]): void {
+  for (const key of Object.keys(v)) {
+    if (!required.includes(key) && !optional.includes(key)) throw new PeerProtocolError(`${where} has an unexpected field ${JSON.stringify(key)}`);
+  }
+  for (const key of required) if (!Object.hasOwn(v, key)) throw new PeerProtocolError(`${where}.${key} is missing`);
+  for (const key of optional) if (Object.hasOwn(v, key) && v[key] === undefined) throw new PeerProtocolError(`${where}.${key} is undefined`);
+}
+
+function text(value: unknown, where: string, maxBytes: number, mayBeEmpty = false): string {
+  if (typeof value !== 'string' || (!mayBeEmpty && value.length === 0)) throw new PeerProtocolError(`${where} must be a ${mayBeEmpty ? '' : 'non-empty '}string, got ${describe(value)}`);
+  if (Buffer.byteLength(value, 'utf8') > maxBytes) throw new PeerProtocolError(`${where} is longer than ${maxBytes} bytes`);
+  return value;
+}

@@ -1,0 +1,94 @@
+// The peer service of one member: the forwarder (member side) and the desk (leader
+// side) on the peer transport's service channel. It decodes each payload and hands
+// it to the part it is for; a payload that does not decode is logged and dropped
+// (the sender proved the cluster secret; the Raft traffic on its link goes on).
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { NodeId, Status } from '../../raft/types.js';
+import type { ApplyOutcome } from '../../statemachine/types.js';
+import { decodeServiceMessage } from './codec.js';
+import { Desk, type PlacedProposal } from './desk.js';
+import { Forwarder } from './forwarder.js';
+import type { ProposalForwarder } from '../node/vera-node.js';
+
+/** What the service needs of the member (VeraNode). */
+export interface ForwardingNode {
+  readonly id: NodeId;
+  status(): Status;
+  awaitEntry(index: number, term: number): Promise<ApplyOutcome>;
+  proposeForwarded(body: Uint8Array, rid: string): PlacedProposal;
+  setForwarder(forwarder: ProposalForwarder | null): void;
+}
+
+/** The peer transport's service channel. */
+export interface ServiceChannel {
+  sendService(to: NodeId, payload: Uint8Array): boolean;
+}
+
+export interface PeerServiceOptions {
+  readonly node: ForwardingNode;
+  readonly channel: ServiceChannel;
+  /** The command version each authenticated peer advertised. */
+  readonly peerVersions: ReadonlyMap<NodeId, number>;
+  /** Forwards go only to a leader advertising at least this (VeraNode's FORWARDING_SINCE). */
+  readonly minLeaderVersion: number;
+  readonly logger: Logger;
+  /** A forward's deadline (default 5 s, the read timeout of docs/scale-out.md). */
+  readonly deadlineMs?: number;
+  /** Forwards the desk holds at once (default 16,384, as the write pressure bound). */
+  readonly maxForwardsInFlight?: number;
+}
+
+export class PeerService {
+  readonly forwarder: Forwarder;
+  readonly desk: Desk;
+  private readonly logger: Logger;
+
+  constructor(opts: PeerServiceOptions) {
+    const { node, channel, logger } = opts;
+    this.logger = logger;
+    this.forwarder = new Forwarder({
+      selfId: node.id,
+      processTag: randomBytes(6).toString('base64url'),
+      send: (to, payload) => channel.sendService(to, payload),
+      peerVersion: (peer) => opts.peerVersions.get(peer),
+      minLeaderVersion: opts.minLeaderVersion,
+      awaitEntry: (index, term) => node.awaitEntry(index, term),
+      currentLeader: () => node.status().leader,
+      deadlineMs: opts.deadlineMs ?? 5000,
+      after: (ms, run) => {
+        const timer = setTimeout(run, ms);
+        return () => clearTimeout(timer);
+      },
+    });
+    this.desk = new Desk({
+      send: (to, payload) => channel.sendService(to, payload),
+      propose: (body, rid) => node.proposeForwarded(body, rid),
+      maxInFlight: opts.maxForwardsInFlight ?? 16_384,
+      onUnanswerable: (to, kind) => logger.warn({ event: 'peer-service.unanswered', peer: to, kind }, `could not send a ${kind} to ${to}; it settles the forward by its deadline`),
+    });
+    node.setForwarder(this.forwarder);
+  }
+
+  /** PeerTransport's onService. */
+  onService(from: NodeId, payload: Uint8Array): void {
+    let m;
+    try {
+      m = decodeServiceMessage(payload);
+    } catch (err) {
+      this.logger.warn({ event: 'peer-service.badMessage', peer: from, err: err instanceof Error ? err.message : String(err) }, `dropped a malformed service message from ${from}`);
+      return;
+    }
+    if (m.k === 'fwd') this.desk.onForward(from, m);
+    else this.forwarder.onAnswer(from, m);
+  }
+
+  /** PeerTransport's onServiceUnsent. */
+  onUnsent(to: NodeId, payloads: readonly Uint8Array[]): void {
+    this.forwarder.onUnsent(to, payloads);
+  }
+
+  close(): void {
+    this.forwarder.close();
+  }
+}

@@ -1,0 +1,219 @@
+// Forwarded writes between real in-process members (docs/scale-out.md, stage 1 step 4):
+// three VeraNodes on real LevelDB stores, real peer transports on 127.0.0.1, and the
+// peer service (forwarder and desk) on the transports' service channel. A member that
+// does not lead forwards its proposals to the leader and answers with its own apply
+// outcome; the lost-answer rules settle what the leader never answered.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AnyCommand } from '../../src/families/core-commands.js';
+import { RaftError } from '../../src/raft/driver.js';
+import { PeerTransport } from '../../src/raft/transport/peer-transport.js';
+import type { NodeId } from '../../src/raft/types.js';
+import { decodeServiceMessage } from '../../src/server/peer-service/codec.js';
+import { PeerService } from '../../src/server/peer-service/service.js';
+import { DEFAULT_COMPACTION, FORWARDING_SINCE, VeraNode } from '../../src/server/node/vera-node.js';
+import { initialMembers } from '../../src/statemachine/index.js';
+import type { ApplyOutcome } from '../../src/statemachine/types.js';
+import { freePort } from '../support/vera-process.js';
+import { withTimeout } from '../support/poll.js';
+
+const IDS = ['n1', 'n2', 'n3'] as const;
+const SECRET = 'forwarding-test-secret';
+/** The forwarder's deadline where a test waits it out. */
+const SHORT_DEADLINE_MS = 2000;
+
+interface Member {
+  readonly id: NodeId;
+  readonly node: VeraNode;
+  readonly transport: PeerTransport;
+  readonly service: PeerService;
+  /** Service payloads of each kind this member received. */
+  readonly received: Map<string, number>;
+  /** When set, a `fwd` arriving here is handed to this instead of the desk. */
+  interceptForward: ((from: NodeId, payload: Uint8Array) => void) | null;
+  alive: boolean;
+  close(): Promise<void>;
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function cluster(commandVersion = FORWARDING_SINCE, deadlineMs = 10_000): Promise<Member[]> {
+  const ports = new Map<NodeId, { peer: number; client: number }>();
+  for (const id of IDS) ports.set(id, { peer: await freePort(), client: await freePort() });
+  const book = initialMembers(IDS.map((id) => ({ id, host: '127.0.0.1', peerPort: ports.get(id)!.peer, clientPort: ports.get(id)!.client })));
+  const members: Member[] = [];
+  for (const id of IDS) {
+    const dir = await mkdtemp(join(tmpdir(), `vera-fwd-${id}-`));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const logger = pino({ level: 'silent' });
+    const node = await VeraNode.open(
+      { id, dataDir: dir, initialMembers: book, clusterId: 'c-fwd', timing: { tickMs: 50, electionTicks: 20, heartbeatTicks: 1 }, logger, eventLogCapacity: 100, compaction: DEFAULT_COMPACTION },
+      { onApplied: () => undefined, onSoftState: () => undefined, onMembersChanged: () => undefined, onFatal: (err) => logger.error({ err }, 'fatal') },
+    );
+    const versions = new Map<NodeId, number>();
+    let service!: PeerService;
+    const member: Member = {
+      id,
+      node,
+      transport: null as unknown as PeerTransport,
+      service: null as unknown as PeerService,
+      received: new Map(),
+      interceptForward: null,
+      alive: true,
+      async close() {
+        if (!member.alive) return;
+        member.alive = false;
+        service.close();
+        await node.close(); // closes the transport too
+      },
+    };
+    const transport = new PeerTransport({
+      selfId: id,
+      listen: { host: '127.0.0.1', port: ports.get(id)!.peer },
+      peers: IDS.filter((p) => p !== id).map((p) => ({ id: p, host: '127.0.0.1', port: ports.get(p)!.peer })),
+      secret: SECRET,
+      clusterId: node.identity.clusterId,
+      incarnation: node.identity.incarnation,
+      commandVersion,
+      notePeerCommandVersion: (peer, v) => versions.set(peer, v),
+      onMessage: (m) => node.step(m),
+      currentTerm: () => node.status().term,
+      serviceMinCommandVersion: FORWARDING_SINCE,
+      onService: (from, payload) => {
+        const kind = decodeServiceMessage(payload).k;
+        member.received.set(kind, (member.received.get(kind) ?? 0) + 1);
+        if (kind === 'fwd' && member.interceptForward !== null) return member.interceptForward(from, payload);
+        service.onService(from, payload);
+      },
+      onServiceUnsent: (to, payloads) => service.onUnsent(to, payloads),
+      logger,
+      reconnect: { initialDelayMs: 10, maxDelayMs: 100 },
+    });
+    service = new PeerService({ node, channel: transport, peerVersions: versions, minLeaderVersion: FORWARDING_SINCE, logger, deadlineMs });
+    Object.assign(member, { transport, service });
+    await transport.start();
+    node.attachTransport(transport);
+    cleanups.push(() => member.close());
+    members.push(member);
+  }
+  for (const m of members) m.node.start();
+  return members;
+}
+
+/** Resolves once `check()` holds, looking again every 20 ms. */
+async function until(check: () => boolean, what: string): Promise<void> {
+  await withTimeout(
+    (async () => {
+      while (!check()) await new Promise((r) => setTimeout(r, 20));
+    })(),
+    20_000,
+    what,
+  );
+}
+
+/** The leader, once the live members agree on one and every follower has a service link to it. */
+async function leaderOf(members: Member[], serviceLinks = true): Promise<{ leader: Member; followers: Member[] }> {
+  let leader: Member | undefined;
+  await until(() => {
+    const live = members.filter((m) => m.alive);
+    leader = live.find((m) => m.node.status().role === 'leader');
+    return leader !== undefined && live.every((m) => m.node.status().leader === leader!.id && (!serviceLinks || m === leader || m.transport.serviceReady(leader!.id)));
+  }, 'a leader every live member follows');
+  return { leader: leader!, followers: members.filter((m) => m.alive && m !== leader) };
+}
+
+const add = (name: string, delta: number): AnyCommand => ({ family: 'counter', op: 'add', name, delta }) as unknown as AnyCommand;
+const valueOf = (o: ApplyOutcome): unknown => (o.result.ok && o.result.op === 'family' ? (o.result.value as { value: number }).value : o.result);
+
+describe('forwarded writes between in-process members', () => {
+  it("a follower's proposal is applied once, and answered with the follower's own outcome of it", async () => {
+    const members = await cluster();
+    const { leader, followers } = await leaderOf(members);
+    const follower = followers[0]!;
+    const outcome = await follower.node.propose(add('c', 1));
+    expect(valueOf(outcome)).toBe(1);
+    expect(outcome.r).toMatch(new RegExp(`^${follower.id}/`));
+    // Answered from the follower's apply: it has applied the entry.
+    expect(follower.node.appliedIndex).toBeGreaterThanOrEqual(outcome.index);
+    expect(leader.received.get('fwd') ?? 0).toBe(1);
+    // Exactly once: the leader's next add sees it.
+    expect(valueOf(await leader.node.propose(add('c', 10)))).toBe(11);
+    // And the other follower, through the same path, sees both.
+    expect(valueOf(await followers[1]!.node.propose(add('c', 100)))).toBe(111);
+  });
+
+  it('pipelined forwards from one member are applied in the order they were made', async () => {
+    const members = await cluster();
+    const { followers } = await leaderOf(members);
+    const outcomes = await Promise.all(Array.from({ length: 20 }, () => followers[0]!.node.propose(add('seq', 1))));
+    expect(outcomes.map(valueOf)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    const indexes = outcomes.map((o) => o.index);
+    expect([...indexes].sort((a, b) => a - b)).toEqual(indexes);
+  });
+
+  it('a forward the leader received but never answered (it died) is UNAVAILABLE with the outcome unknown, and never applied', async () => {
+    const members = await cluster(FORWARDING_SINCE, SHORT_DEADLINE_MS);
+    const { leader, followers } = await leaderOf(members);
+    const follower = followers[0]!;
+    let killed: Promise<void> | null = null;
+    leader.interceptForward = () => (killed ??= leader.close());
+    const err = await follower.node.propose(add('lost', 1)).catch((e: unknown) => e);
+    await killed;
+    expect(err).toBeInstanceOf(RaftError);
+    expect(err).toMatchObject({ code: 'UNAVAILABLE', notProposed: false });
+    expect((err as Error).message).toMatch(/outcome is unknown/);
+    // The survivors elect a leader; the command was never proposed, so the counter starts from zero.
+    const { leader: next } = await leaderOf(members);
+    expect(valueOf(await next.node.propose(add('lost', 5)))).toBe(5);
+  });
+
+  it('a forward refused by a leader that stepped down is sent once more, to the new leader, and applied once', async () => {
+    const members = await cluster();
+    const { leader, followers } = await leaderOf(members);
+    const [f, g] = followers as [Member, Member];
+    let handed: Promise<void> | null = null;
+    leader.interceptForward = (from, payload) => {
+      leader.interceptForward = null;
+      // Hold the forward until leadership has moved to g, then let the old leader's desk answer it.
+      handed = (async () => {
+        expect(leader.node.transferLeadership(g.id)).toBe(true);
+        await until(() => g.node.status().role === 'leader' && f.node.status().leader === g.id && f.transport.serviceReady(g.id), `${g.id} leading`);
+        leader.service.onService(from, payload);
+      })();
+    };
+    const outcome = await f.node.propose(add('moved', 1));
+    await handed;
+    expect(valueOf(outcome)).toBe(1);
+    expect(g.received.get('fwd')).toBe(1);
+    expect(valueOf(await g.node.propose(add('moved', 10)))).toBe(11);
+  });
+
+  it('a forward still queued when the link to the leader drops is refused as not proposed, and never applied', async () => {
+    const members = await cluster();
+    const { leader, followers } = await leaderOf(members);
+    const follower = followers[0]!;
+    const answer = follower.node.propose(add('unsent', 1)).catch((e: unknown) => e);
+    // Same tick: the forward is queued for the link, not yet handed to its socket.
+    await follower.transport.removePeer(leader.id);
+    const err = await answer;
+    expect(err).toMatchObject({ name: 'RaftError', code: 'UNAVAILABLE', notProposed: true });
+    expect(leader.received.get('fwd') ?? 0).toBe(0);
+    expect(valueOf(await leader.node.propose(add('unsent', 5)))).toBe(5);
+  });
+
+  it('a leader that advertised an older command version gets no forward: the follower refuses as before', async () => {
+    const members = await cluster(FORWARDING_SINCE - 1);
+    // No service link ever comes up towards an old leader: wait for the election alone.
+    const { leader, followers } = await leaderOf(members, false);
+    expect(followers[0]!.transport.serviceReady(leader.id)).toBe(false);
+    const err = await followers[0]!.node.propose(add('old', 1)).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'RaftError', code: 'NOT_LEADER', leader: leader.id });
+    expect(leader.received.size).toBe(0);
+  });
+});
