@@ -178,9 +178,9 @@ export class RawPeer {
   }
 
   /** Runs the dialer side of the handshake; resolves true when the listener accepted us. */
-  async authenticate(selfId: NodeId, peerId: NodeId, secret = SECRET, clusterId = CLUSTER): Promise<boolean> {
+  async authenticate(selfId: NodeId, peerId: NodeId, secret = SECRET, clusterId = CLUSTER, commandVersion?: number): Promise<boolean> {
     await this.opened;
-    const handshake = new DialerHandshake({ secret, clusterId, selfId }, peerId);
+    const handshake = new DialerHandshake({ secret, clusterId, selfId, ...(commandVersion === undefined ? {} : { commandVersion }) }, peerId);
     const challenge = this.nextFrame();
     this.ws.send(handshake.hello());
     const proof = handshake.receive(await challenge)!;

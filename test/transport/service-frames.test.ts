@@ -4,7 +4,8 @@
 // decoded strictly, and never in the way of Raft messages (docs/scale-out.md, stage 1 step 1).
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeFrame, encodeMessages, encodeServicePayloads, packFrame, PeerProtocolError } from '../../src/raft/transport/codec.js';
+import { decodeFrame, encodeMessages, encodeServicePayloads, MAX_SERVICE_PAYLOADS_PER_FRAME, packFrame, PeerProtocolError } from '../../src/raft/transport/codec.js';
+import { PeerTransportError } from '../../src/raft/transport/peer-transport.js';
 import type { PeerTransport, PeerTransportOptions } from '../../src/raft/transport/peer-transport.js';
 import type { NodeId } from '../../src/raft/types.js';
 import { freePort, heartbeat, makeNode, RawPeer, withDeadline, type TestNode } from './helpers.js';
@@ -163,6 +164,97 @@ describe('service frames between real transports', () => {
     ]);
   });
 
+  it('never hands a payload to the next process of a peer whose socket dropped, nor both delivers and hands it back', async () => {
+    const unsent: string[] = [];
+    const p = await ports('a', 'b');
+    const a = await started(serviceNode('a', p, { onServiceUnsent: (_to, payloads) => unsent.push(...payloads.map((x) => Buffer.from(x).toString('utf8'))) }));
+    let b = await started(serviceNode('b', p));
+    a.transport.send(heartbeat('a', 'b', 1));
+    await withDeadline(
+      new Promise<void>((resolve) => {
+        const poll = (): void => (b.arrivals.log.length > 0 ? resolve() : void setImmediate(poll));
+        poll();
+      }),
+      'the link a -> b',
+    );
+    for (const s of ['d1', 'd2']) expect(a.transport.sendService('b', text(s))).toBe(true);
+    // b goes away: each payload either reached its socket first (and b may or may not have
+    // taken it: a forward's deadline covers that) or comes back when a's socket closes.
+    await b.transport.close();
+    const first = b.arrivals.log.filter((e) => e.kind === 'svc').map((e) => (e.kind === 'svc' ? e.text : ''));
+    await withDeadline(
+      new Promise<void>((resolve) => {
+        const poll = (): void => (!a.transport.serviceReady('b') ? resolve() : void setTimeout(poll, 2));
+        poll();
+      }),
+      'a to see the socket gone',
+    );
+    for (const s of ['d1', 'd2']) expect(Number(first.includes(s)) + Number(unsent.includes(s))).toBeLessThanOrEqual(1);
+    // A new process of b on the same port: a redials, and only what is sent now reaches it.
+    b = await started(serviceNode('b', p));
+    await withDeadline(
+      new Promise<void>((resolve) => {
+        const poll = (): void => (a.transport.serviceReady('b') ? resolve() : void setTimeout(poll, 2));
+        poll();
+      }),
+      'the redial',
+    );
+    // Order holds on a socket: anything stale sent to this process would arrive before these.
+    for (const s of ['after1', 'after2']) expect(a.transport.sendService('b', text(s))).toBe(true);
+    expect(await b.arrivals.waitForService(2)).toEqual(['after1', 'after2']);
+  });
+
+  it('hands back payloads queued longer than maxServiceQueueMs: a peer that stopped reading keeps its socket open', async () => {
+    const unsent: string[] = [];
+    const { a, b } = await pair({
+      limits: { maxQueueMessages: 100_000, maxQueueBytes: 1 << 30, maxFrameBytes: 64 * 1024, maxServiceQueueMs: 50 },
+      onServiceUnsent: (_to, payloads) => unsent.push(...payloads.map((x) => Buffer.from(x).toString('utf8'))),
+    });
+    // b stops reading (as a paused process would); a's appends fill the sockets until what a
+    // handed to its socket stays unwritten past the half service frames may use.
+    const inbound = [...(b.transport as unknown as { inbound: Set<{ ws: { _socket: { pause(): void } } }> }).inbound];
+    for (const conn of inbound) conn.ws._socket.pause();
+    const data = new Uint8Array(60 * 1024).fill(3);
+    for (let i = 1; i <= 400; i++) a.transport.send({ type: 'app', from: 'a', to: 'b', term: 1, prevIndex: i - 1, prevTerm: 1, commit: 0, entries: [{ index: i, term: 1, kind: 'command', data }] });
+    a.transport.flush();
+    for (const s of ['o1', 'o2', 'o3']) expect(a.transport.sendService('b', text(s))).toBe(true);
+    await withDeadline(
+      new Promise<void>((resolve) => {
+        const poll = (): void => (unsent.length >= 3 ? resolve() : void setTimeout(poll, 5));
+        poll();
+      }),
+      'the stale payloads to come back',
+    );
+    expect(unsent).toEqual(['o1', 'o2', 'o3']);
+    expect(a.transport.status().peers.b).toMatchObject({ queuedServicePayloads: 0, connected: true });
+  });
+
+  it('keeps service frames within half the socket budget, so Raft keeps the other half', async () => {
+    const { a } = await pair({ limits: { maxQueueMessages: 1000, maxQueueBytes: 1 << 20, maxFrameBytes: 4096, maxBufferedBytes: 16_384 } });
+    const payload = new Uint8Array(1000).fill(7);
+    for (let i = 0; i < 20; i++) expect(a.transport.sendService('b', payload)).toBe(true);
+    // One synchronous flush: what it hands to the socket stays unwritten until the write callbacks run.
+    a.transport.flush();
+    const sent = 20 - (a.transport.status().peers.b?.queuedServicePayloads ?? 20);
+    expect(sent).toBeGreaterThan(0);
+    // Half the budget is 8,192 bytes: at most 8 payloads of 1,000 bytes and their framing.
+    expect(sent).toBeLessThanOrEqual(8);
+  });
+
+  it('counts bytes, not only payloads, against the service queue', async () => {
+    const { a } = await pair({ limits: { maxQueueMessages: 1000, maxQueueBytes: 1 << 20, maxFrameBytes: 4096, maxServiceQueueBytes: 8192 } });
+    const payload = new Uint8Array(3000).fill(1);
+    expect([1, 2, 3].map(() => a.transport.sendService('b', payload))).toEqual([true, true, false]);
+  });
+
+  it('refuses a service queue smaller than a frame, and sends nothing without a minimum command version', async () => {
+    const p = await ports('a', 'b');
+    expect(() => serviceNode('a', p, { limits: { maxQueueMessages: 1000, maxQueueBytes: 1 << 20, maxFrameBytes: 8192, maxServiceQueueBytes: 4096 } })).toThrow(PeerTransportError);
+    const { a } = await pair({ serviceMinCommandVersion: undefined });
+    expect(a.transport.serviceReady('b')).toBe(false);
+    expect(a.transport.sendService('b', text('x'))).toBe(false);
+  });
+
   it('answers false for a peer that is not connected or unknown', async () => {
     const p = await ports('a', 'b');
     const a = await started(serviceNode('a', p));
@@ -194,16 +286,18 @@ describe('strict decoding of service frames', () => {
     ['an extra field', { t: 'svc', m: [text('x')], g: 1 }],
     ['no m', { t: 'svc' }],
     ['an unknown frame kind', { t: 'svc2', m: [text('x')] }],
+    ['an empty payload', { t: 'svc', m: [text('x'), new Uint8Array(0)] }],
+    ['more payloads than a frame may carry', { t: 'svc', m: Array.from({ length: MAX_SERVICE_PAYLOADS_PER_FRAME + 1 }, () => text('x')) }],
   ])('refuses %s', (_what, frame) => {
     expect(() => decodeFrame(packFrame(frame))).toThrow(PeerProtocolError);
   });
 
-  async function listener(overrides: Partial<PeerTransportOptions> = {}) {
+  async function listener(overrides: Partial<PeerTransportOptions> = {}, advertised: number | null = V1) {
     const p = await ports('a', 'b');
     const a = await started(serviceNode('a', p, overrides));
     const client = new RawPeer(p.a!);
     rawPeers.push(client);
-    expect(await client.authenticate('b', 'a')).toBe(true);
+    expect(await client.authenticate('b', 'a', undefined, undefined, advertised ?? undefined)).toBe(true);
     return { a, client };
   }
 
@@ -219,6 +313,15 @@ describe('strict decoding of service frames', () => {
     expect((await client.closed).code).toBe(4002);
     const logged = await a.logger.waitFor('peer.protocolError', { direction: 'inbound', peer: 'b' });
     expect(logged.obj.err).toMatch(/frame\.m\[1\] must be binary data/);
+    expect(a.arrivals.log).toEqual([]);
+  });
+
+  it('drops a peer that sends a service frame without having advertised the minimum command version', async () => {
+    const { a, client } = await listener({}, null);
+    client.send(encodeServicePayloads([text('hi')]));
+    expect((await client.closed).code).toBe(4002);
+    const logged = await a.logger.waitFor('peer.protocolError', { direction: 'inbound', peer: 'b' });
+    expect(logged.obj.err).toMatch(/advertised command version 1/);
     expect(a.arrivals.log).toEqual([]);
   });
 

@@ -290,6 +290,11 @@ export class DialerHandshake {
 
 /** The accepting side: answers hello with a challenge, verifies the proof, then proves itself. */
 export class ListenerHandshake {
+  /** The command version the dialer advertised in its proven hello (1 when it sent none), once authenticated; null before. */
+  get peerCommandVersion(): number | null {
+    return this.state === 'done' ? (this.peer.commandVersion ?? 1) : null;
+  }
+
   private readonly nonce: Uint8Array;
   private peerNonce: Uint8Array | null = null;
   private claimedPeer: NodeId | null = null;

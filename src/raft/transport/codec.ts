@@ -110,6 +110,12 @@ export function encodeMessages(messages: readonly Message[]): Buffer {
   return packFrame({ t: 'msgs', m: messages.map(messageToWire) });
 }
 
+/**
+ * The most service payloads one frame may carry: decoding a frame is one synchronous step,
+ * and a frame of millions of tiny payloads would hold the event loop (and heartbeats) for it.
+ */
+export const MAX_SERVICE_PAYLOADS_PER_FRAME = 16_384;
+
 /** One frame carrying service `payloads` in order. */
 export function encodeServicePayloads(payloads: readonly Uint8Array[]): Buffer {
   return packFrame({ t: 'svc', m: payloads });
@@ -129,7 +135,15 @@ export function decodeFrame(frame: Uint8Array, currentTerm?: number): DecodedFra
     const f = record(value, 'frame', ['t', 'm']);
     if (!Array.isArray(f.m)) throw new PeerProtocolError(`frame.m must be an array, got ${describe(f.m)}`);
     if (f.m.length === 0) throw new PeerProtocolError('frame.m must not be empty');
-    return { kind: 'svc', payloads: f.m.map((p: unknown, i: number) => bytes(p, `frame.m[${i}]`)) };
+    if (f.m.length > MAX_SERVICE_PAYLOADS_PER_FRAME) throw new PeerProtocolError(`frame.m holds ${f.m.length} service payloads, more than ${MAX_SERVICE_PAYLOADS_PER_FRAME}`);
+    return {
+      kind: 'svc',
+      payloads: f.m.map((p: unknown, i: number) => {
+        const payload = bytes(p, `frame.m[${i}]`);
+        if (payload.byteLength === 0) throw new PeerProtocolError(`frame.m[${i}] is an empty service payload`);
+        return payload;
+      }),
+    };
   }
   return { kind: 'msgs', messages: messagesOf(value, currentTerm) };
 }

@@ -33,6 +33,11 @@ export interface InboundConnectionOptions {
   readonly deliver: (messages: readonly Message[]) => void;
   /** Service payloads from the authenticated peer, in arrival order; absent: a service frame breaks the protocol. */
   readonly deliverService?: (payloads: readonly Uint8Array[]) => void;
+  /**
+   * Service frames are taken only from a dialer whose proven hello advertised at least this
+   * command version (one that did not may not send them: the same rule the sending side keeps).
+   */
+  readonly serviceMinCommandVersion?: number;
   readonly onClosed: (conn: InboundConnection) => void;
 }
 
@@ -150,6 +155,9 @@ export class InboundConnection {
     if (decoded.kind === 'svc') {
       const deliverService = this.opts.deliverService;
       if (deliverService === undefined) throw new PeerProtocolError(`${peer} sent a service frame, which this member does not take`);
+      const advertised = this.handshake.peerCommandVersion ?? 0;
+      const minimum = this.opts.serviceMinCommandVersion ?? Number.POSITIVE_INFINITY;
+      if (advertised < minimum) throw new PeerProtocolError(`${peer} sent a service frame, but advertised command version ${advertised} (service frames need ${minimum})`);
       deliverService(decoded.payloads);
       return;
     }

@@ -11,17 +11,19 @@
 // a queue of their own that never drops: it takes a payload only while the link
 // is up to a peer that advertised at least `serviceMinCommandVersion`, and only
 // while it has room (else sendService answers false and the sender backs off).
-// Payloads still queued when the socket goes are handed back through
-// onServiceUnsent, so none is lost silently and none reaches a later socket.
-// Raft messages go first in every flush, and service frames stop at half the
-// socket's buffer budget, so a burst of service traffic cannot hold back heartbeats.
+// Payloads still queued when the socket goes, or queued longer than
+// maxServiceQueueMs (a peer that stopped reading keeps its socket open), are
+// handed back through onServiceUnsent, so none is lost silently, none reaches a
+// later socket, and none waits without bound. Raft messages go first in every
+// flush, and service frames keep within half the socket's buffer budget, so a
+// burst of service traffic cannot hold back heartbeats.
 
 import WebSocket from 'ws';
 import type { Message, NodeId } from '../types.js';
 import { DialerHandshake, PeerAuthError, PeerIncarnationError, type PeerIdentityOptions } from './auth.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { BoundedQueue } from './bounded-queue.js';
-import { encodeMessages, encodeServicePayloads, estimateMessageBytes, estimateServicePayloadBytes, frameOverheadBytes, PeerProtocolError } from './codec.js';
+import { encodeMessages, encodeServicePayloads, estimateMessageBytes, estimateServicePayloadBytes, frameOverheadBytes, MAX_SERVICE_PAYLOADS_PER_FRAME, PeerProtocolError } from './codec.js';
 import { CloseCode, closeReason, errorText, MAX_HANDSHAKE_FRAME_BYTES, peerUrl, toBuffer, type PeerLogger, type PeerTls } from './shared.js';
 import { splitAppend } from './split-append.js';
 
@@ -56,8 +58,10 @@ export interface OutboundLinkOptions {
   /** Service payloads waiting for the socket; past either bound sendService refuses (never drops). */
   readonly maxServiceQueuePayloads: number;
   readonly maxServiceQueueBytes: number;
-  /** Service payloads go only to a peer whose handshake advertised at least this command version. */
-  readonly serviceMinCommandVersion: number;
+  /** Service payloads go only to a peer whose handshake advertised at least this command version; absent: to none. */
+  readonly serviceMinCommandVersion: number | undefined;
+  /** A payload not handed to a socket within this long is handed back (onServiceUnsent). */
+  readonly maxServiceQueueMs: number;
   /** Payloads that were queued but never handed to a socket (it closed, or the link stopped). */
   readonly onServiceUnsent?: (payloads: Uint8Array[]) => void;
 }
@@ -87,8 +91,10 @@ interface Dial {
 
 export class OutboundLink {
   private readonly queue: BoundedQueue<Message>;
-  /** Never overflows: enqueueService checks `fits` first. */
-  private readonly serviceQueue: BoundedQueue<Uint8Array>;
+  /** Never overflows: enqueueService checks `fits` first. Oldest first, so their ages ascend. */
+  private readonly serviceQueue: BoundedQueue<{ readonly payload: Uint8Array; readonly queuedAt: number }>;
+  /** Hands back the payloads queued too long; armed while the service queue holds any. */
+  private serviceAgeTimer: NodeJS.Timeout | null = null;
   private dial: Dial | null = null;
   private started = false;
   private stopped = false;
@@ -150,8 +156,9 @@ export class OutboundLink {
   /** Up to a peer that may receive service frames (authenticated, advertising a high enough command version). */
   serviceReady(): boolean {
     const dial = this.dial;
-    if (this.stopped || dial === null || !dial.authenticated) return false;
-    return (dial.handshake.peerCommandVersion ?? 0) >= this.opts.serviceMinCommandVersion;
+    const minimum = this.opts.serviceMinCommandVersion;
+    if (minimum === undefined || this.stopped || dial === null || !dial.authenticated || dial.ws.readyState !== WebSocket.OPEN) return false;
+    return (dial.handshake.peerCommandVersion ?? 0) >= minimum;
   }
 
   /**
@@ -164,7 +171,8 @@ export class OutboundLink {
       throw new RangeError(`a ${payload.byteLength}-byte service payload cannot fit in a ${this.opts.maxFrameBytes}-byte frame`);
     }
     if (!this.serviceReady() || !this.serviceQueue.fits(bytes)) return false;
-    this.serviceQueue.push(payload, bytes);
+    this.serviceQueue.push({ payload, queuedAt: performance.now() }, bytes);
+    this.armServiceAgeTimer();
     this.scheduleFlush();
     return true;
   }
@@ -379,18 +387,25 @@ export class OutboundLink {
     this.flushService(dial);
   }
 
-  /** Service frames, after the Raft queue, within half the buffer budget so Raft keeps its headroom. */
+  /**
+   * Service frames, after the Raft queue, within half the buffer budget so Raft keeps its
+   * headroom: a frame is cut where it would take the unwritten bytes past that half. With
+   * nothing unwritten one payload always goes, however large, so a big one cannot wait forever.
+   */
   private flushService(dial: Dial): void {
     const { maxFrameBytes, maxBufferedBytes } = this.opts;
     const budget = Math.max(1, Math.floor(maxBufferedBytes / 2));
-    while (this.serviceQueue.length > 0 && dial.unwritten < budget) {
+    while (this.serviceQueue.length > 0) {
+      const room = Math.min(maxFrameBytes, budget - dial.unwritten);
       const batch: Uint8Array[] = [];
       let size = frameOverheadBytes();
-      for (let next = this.serviceQueue.peek(); next !== undefined; next = this.serviceQueue.peek()) {
-        if (batch.length > 0 && size + next.bytes > maxFrameBytes) break;
-        batch.push(this.serviceQueue.shift()!);
+      for (let next = this.serviceQueue.peek(); next !== undefined && batch.length < MAX_SERVICE_PAYLOADS_PER_FRAME; next = this.serviceQueue.peek()) {
+        const alone = batch.length === 0 && dial.unwritten === 0;
+        if (!alone && size + next.bytes > room) break;
+        batch.push(this.serviceQueue.shift()!.payload);
         size += next.bytes;
       }
+      if (batch.length === 0) break;
       const frame = encodeServicePayloads(batch);
       dial.unwritten += frame.byteLength;
       this.framesSent++;
@@ -401,10 +416,41 @@ export class OutboundLink {
     }
   }
 
+  /** Hands back every payload still queued (the socket is gone, or the link stopped). */
   private returnUnsentService(): void {
-    if (this.serviceQueue.length === 0) return;
+    this.clearServiceAgeTimer();
     const unsent: Uint8Array[] = [];
-    for (let p = this.serviceQueue.shift(); p !== undefined; p = this.serviceQueue.shift()) unsent.push(p);
+    for (let p = this.serviceQueue.shift(); p !== undefined; p = this.serviceQueue.shift()) unsent.push(p.payload);
+    this.handBack(unsent);
+  }
+
+  /** Hands back the payloads queued longer than maxServiceQueueMs, and re-arms for the next oldest. */
+  private returnStaleService(): void {
+    this.serviceAgeTimer = null;
+    const cutoff = performance.now() - this.opts.maxServiceQueueMs;
+    const stale: Uint8Array[] = [];
+    for (let next = this.serviceQueue.peek(); next !== undefined && next.item.queuedAt <= cutoff; next = this.serviceQueue.peek()) {
+      stale.push(this.serviceQueue.shift()!.payload);
+    }
+    this.armServiceAgeTimer();
+    this.handBack(stale);
+  }
+
+  private armServiceAgeTimer(): void {
+    const oldest = this.serviceQueue.peek();
+    if (this.serviceAgeTimer !== null || oldest === undefined) return;
+    const wait = Math.max(0, oldest.item.queuedAt + this.opts.maxServiceQueueMs - performance.now());
+    this.serviceAgeTimer = setTimeout(() => this.returnStaleService(), wait);
+  }
+
+  private clearServiceAgeTimer(): void {
+    if (this.serviceAgeTimer === null) return;
+    clearTimeout(this.serviceAgeTimer);
+    this.serviceAgeTimer = null;
+  }
+
+  private handBack(unsent: Uint8Array[]): void {
+    if (unsent.length === 0) return;
     try {
       this.opts.onServiceUnsent?.(unsent);
     } catch (err) {
@@ -433,6 +479,7 @@ export class OutboundLink {
 
   private clearTimers(): void {
     this.clearHandshakeTimer();
+    this.clearServiceAgeTimer();
     if (this.retryTimer) {
       clearTimeout(this.retryTimer);
       this.retryTimer = null;

@@ -57,6 +57,11 @@ export interface PeerLimits {
   readonly maxServiceQueuePayloads?: number;
   /** Estimated service bytes waiting for one peer; past this sendService answers false (default 64 MiB). */
   readonly maxServiceQueueBytes?: number;
+  /**
+   * A service payload not handed to a socket within this long comes back through onServiceUnsent
+   * (default 1,000 ms, an election timeout): a peer that stopped reading keeps its socket open.
+   */
+  readonly maxServiceQueueMs?: number;
 }
 
 export const DEFAULT_PEER_LIMITS: Required<PeerLimits> = {
@@ -66,6 +71,7 @@ export const DEFAULT_PEER_LIMITS: Required<PeerLimits> = {
   maxBufferedBytes: 8 * 1024 * 1024,
   maxServiceQueuePayloads: 16_384,
   maxServiceQueueBytes: 64 * 1024 * 1024,
+  maxServiceQueueMs: 1_000,
 };
 
 /** Room for a message's own fields (two 255-byte ids, a context) next to its entries. */
@@ -107,7 +113,9 @@ export interface PeerTransportOptions {
   readonly onServiceUnsent?: (to: NodeId, payloads: Uint8Array[]) => void;
   /**
    * Service payloads go only to a peer whose handshake advertised at least this command
-   * version (default 1: any), so an older member never gets a frame kind it would refuse.
+   * version, so an older member never gets a frame kind it would refuse, and are taken only
+   * from a peer that advertised it. Absent: service frames are neither sent nor taken
+   * (sendService answers false), so forgetting it cannot break an older member's links.
    */
   readonly serviceMinCommandVersion?: number;
   /** A dial to `peer` was refused: nothing listens on its port, its process is most likely gone. */
@@ -389,7 +397,8 @@ export class PeerTransport implements Transport {
       onRefused: () => this.opts.onPeerRefused?.(peer.id),
       maxServiceQueuePayloads: this.limits.maxServiceQueuePayloads,
       maxServiceQueueBytes: this.limits.maxServiceQueueBytes,
-      serviceMinCommandVersion: this.opts.serviceMinCommandVersion ?? 1,
+      serviceMinCommandVersion: this.opts.serviceMinCommandVersion,
+      maxServiceQueueMs: this.limits.maxServiceQueueMs,
       onServiceUnsent: (payloads) => this.opts.onServiceUnsent?.(peer.id, payloads),
       ...(this.opts.tls === undefined ? {} : { tls: this.opts.tls }),
     });
@@ -435,6 +444,7 @@ export class PeerTransport implements Transport {
       onAuthenticated: (c) => this.onAuthenticated(c),
       deliver: (messages) => this.deliver(messages),
       ...(this.opts.onService === undefined ? {} : { deliverService: (payloads: readonly Uint8Array[]) => this.deliverService(conn, payloads) }),
+      ...(this.opts.serviceMinCommandVersion === undefined ? {} : { serviceMinCommandVersion: this.opts.serviceMinCommandVersion }),
       onClosed: (c) => this.onInboundClosed(c),
     });
     this.inbound.add(conn);
@@ -543,6 +553,10 @@ function resolveLimits(limits: PeerLimits | undefined): Required<PeerLimits> {
   }
   if (merged.maxFrameBytes < MIN_FRAME_BYTES) {
     throw new PeerTransportError('invalidOptions', `limits.maxFrameBytes must be at least ${MIN_FRAME_BYTES}, got ${merged.maxFrameBytes}`);
+  }
+  // Else a payload that fits a frame could be refused forever, indistinguishable from a full queue.
+  if (merged.maxServiceQueueBytes < merged.maxFrameBytes) {
+    throw new PeerTransportError('invalidOptions', `limits.maxServiceQueueBytes (${merged.maxServiceQueueBytes}) must be at least limits.maxFrameBytes (${merged.maxFrameBytes})`);
   }
   return merged;
 }
