@@ -118,9 +118,12 @@ export interface ForwardEnvelope {
 }
 
 /**
- * Checks a forwarded body's envelope: a map with `v` (at least REQUEST_ID_SINCE),
- * `family` and `op`, and no `t` or `r` (the leader's to write). Throws CommandError.
- * The op's fields are left to apply, which checks every entry on every member alike.
+ * Checks a forwarded body whole before the leader proposes it: a map with `v`, `family`
+ * and `op`, no `t` or `r` (the leader's to write), an op this leader knows with fields its
+ * spec accepts, and `v` exactly the version that op with those fields needs (at least
+ * REQUEST_ID_SINCE). A member cannot get an entry into the log that stops every member at
+ * apply (an unknown op) or that members of different versions would judge differently (a
+ * `v` below what its fields need). Throws CommandError.
  */
 export function readForwardEnvelope(body: Uint8Array): ForwardEnvelope {
   let raw: unknown;
@@ -134,6 +137,10 @@ export function readForwardEnvelope(body: Uint8Array): ForwardEnvelope {
   if ('t' in c || 'r' in c) throw new CommandError('a forwarded command must not carry t or r');
   const v = integerField(c.v, 'v', REQUEST_ID_SINCE, MAX_INDEX);
   if (typeof c.family !== 'string' || typeof c.op !== 'string') throw new CommandError('a forwarded command names its family and op');
+  const family = FAMILY_BY_NAME.get(c.family);
+  if (family === undefined || !Object.hasOwn(family.ops, c.op)) throw new CommandError(`a forwarded command names an unknown op ${c.family}.${c.op}`);
+  const needs = Math.max(versionOf(family, decodeFields(family, c, FORWARD_ENVELOPE)), REQUEST_ID_SINCE);
+  if (v !== needs) throw new CommandError(`a forwarded ${c.family}.${c.op} says command version ${v}; with these fields it needs ${needs}`);
   return { v, family: c.family, op: c.op };
 }
 
@@ -260,6 +267,9 @@ function decodeFields(family: AnyFamily, c: Readonly<Record<string, unknown>>, e
   }
   return spec.decode(c);
 }
+
+/** The envelope fields of a forwarded body (no `t` or `r` yet). */
+const FORWARD_ENVELOPE: readonly string[] = ['v', 'family'];
 
 function withoutOp(command: { readonly op: string }): Record<string, unknown> {
   const { op: _op, ...fields } = command as { op: string } & Record<string, unknown>;

@@ -319,8 +319,10 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
 
   /** `propose`, also saying where the entry went in the log (null: refused, and `result` rejects why). */
   proposePlaced(data: Uint8Array): { readonly place: { readonly index: number; readonly term: number } | null; readonly result: Promise<R> } {
+    // Stopped: nothing may reach the core's log, so a refusal (place null) means not proposed.
+    if (this.stopped) return { place: null, result: Promise.reject(new RaftError('UNAVAILABLE', 'server is shutting down', null, true)) };
     const proposed = this.node.propose(data);
-    const place = proposed.ok && !this.stopped ? { index: proposed.index, term: proposed.term } : null;
+    const place = proposed.ok ? { index: proposed.index, term: proposed.term } : null;
     return { place, result: this.track(proposed) };
   }
 

@@ -109,6 +109,13 @@ describe('forwarded bodies', () => {
     ['an r of its own', pack({ v: REQUEST_ID_SINCE, family: 'lists', op: 'push', r: 'x' })],
     ['a version below REQUEST_ID_SINCE', pack({ v: REQUEST_ID_SINCE - 1, family: 'lists', op: 'push' })],
     ['no family', pack({ v: REQUEST_ID_SINCE, op: 'push' })],
+    // An op no member knows would stop every member at apply.
+    ['an unknown op', pack({ v: REQUEST_ID_SINCE, family: 'nope', op: 'x' })],
+    ['an unknown op of a known family', pack({ v: REQUEST_ID_SINCE, family: 'lists', op: 'explode' })],
+    ['a field its op does not have', pack({ v: REQUEST_ID_SINCE, family: 'lists', op: 'push', session: 's1', path: '/jobs', data: 1, persistent: true, watch: false, colour: 'red' })],
+    ['a field of the wrong type', pack({ v: REQUEST_ID_SINCE, family: 'lists', op: 'push', session: 's1', path: 42, data: 1, persistent: true, watch: false })],
+    // Members of different versions would judge it differently: refused unless v is exactly what it needs.
+    ['a version above what its fields need', pack({ ...(unpack(encodeForwardBody(push).bytes) as Record<string, unknown>), v: REQUEST_ID_SINCE + 1 })],
   ])('are refused with %s', (_what, body) => {
     expect(() => readForwardEnvelope(body)).toThrow(CommandError);
   });

@@ -39,6 +39,11 @@ export class Desk {
   }
 
   onForward(from: NodeId, m: ForwardMessage): void {
+    // A request id names the member that forwards it: one member cannot answer another's client.
+    if (!m.rid.startsWith(`${from}/`)) {
+      this.reply(from, { k: 'fwdErr', id: m.id, code: 'BAD_REQUEST', message: `a forward from ${from} must carry a request id of its own (${from}/...)`, notProposed: true });
+      return;
+    }
     if (this.inFlight >= this.opts.maxInFlight) {
       this.reply(from, { k: 'fwdErr', id: m.id, code: 'UNAVAILABLE', message: 'too many forwarded writes are waiting at the leader; retry shortly', notProposed: true, retryAfterMs: RETRY_AFTER_MS });
       return;

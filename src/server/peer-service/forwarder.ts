@@ -13,6 +13,7 @@
 // - the payload never reached a socket (the link dropped first): not-proposed;
 // - nothing by the deadline: UNAVAILABLE with the outcome unknown. Nobody resends
 //   it, so it is applied at most once.
+import { randomInt } from 'node:crypto';
 import { RaftError } from '../../raft/driver.js';
 import type { NodeId } from '../../raft/types.js';
 import { VeraError } from '../../protocol/errors.js';
@@ -51,7 +52,8 @@ interface PendingForward {
 }
 
 export class Forwarder {
-  private nextId = 1;
+  /** Random start: an answer meant for an earlier process of this member can match no forward of this one. */
+  private nextId = randomInt(1, 2 ** 30);
   private nextRequest = 1;
   private readonly byId = new Map<number, PendingForward>();
   private readonly byRid = new Map<string, PendingForward>();
@@ -101,7 +103,8 @@ export class Forwarder {
       this.byId.delete(p.id);
       this.opts.awaitEntry(m.index, m.term).then(
         (outcome) => {
-          if (this.settle(p)) p.resolve(outcome);
+          // Only the entry carrying this forward's request id answers it; any other is left to `r` or the deadline.
+          if (outcome.r === p.rid && this.settle(p)) p.resolve(outcome);
         },
         (err: unknown) => {
           // Another entry took the index: never applied. Anything else (applied before we

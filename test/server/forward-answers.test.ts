@@ -1,0 +1,72 @@
+// What the peer service trusts of an answer or a forward (docs/scale-out.md, "Writes:
+// forwarding to the leader"): a forward is answered only by the entry carrying its own
+// request id, and the leader's desk takes a forward only under the sender's own id.
+import { describe, expect, it } from 'vitest';
+import { encodeForwardBody } from '../../src/families/commands.js';
+import type { Command } from '../../src/families/core-commands.js';
+import { decodeServiceMessage } from '../../src/server/peer-service/codec.js';
+import { Desk } from '../../src/server/peer-service/desk.js';
+import { Forwarder } from '../../src/server/peer-service/forwarder.js';
+import type { ApplyOutcome } from '../../src/statemachine/types.js';
+
+const push: Command = { op: 'push', session: 's1', path: '/jobs', data: { n: 1 }, persistent: true, watch: false };
+
+function outcome(index: number, r: string | undefined): ApplyOutcome {
+  return { index, result: { ok: true, op: 'push', item: { index, owner: 's1', data: null } }, events: [], ...(r === undefined ? {} : { r }) } as unknown as ApplyOutcome;
+}
+
+describe('a forward is answered by its own entry only', () => {
+  it('a fwdOk whose index holds another request id (an answer meant for an earlier process) settles nothing', async () => {
+    const sent: Uint8Array[] = [];
+    let awaited: ((o: ApplyOutcome) => void) | null = null;
+    let expire: (() => void) | null = null;
+    const f = new Forwarder({
+      selfId: 'n2',
+      processTag: 'tag',
+      send: (_to, payload) => (sent.push(payload), true),
+      peerVersion: () => 9,
+      minLeaderVersion: 9,
+      awaitEntry: () => new Promise<ApplyOutcome>((resolve) => (awaited = resolve)),
+      currentLeader: () => 'n1',
+      deadlineMs: 5000,
+      after: (_ms, run) => ((expire = run), () => undefined),
+    });
+    let settled: string | null = null;
+    f.forward('n1', encodeForwardBody(push).bytes).then(
+      (o) => (settled = `ok ${o.r}`),
+      (e: Error) => (settled = `err ${e.message}`),
+    );
+    const fwd = decodeServiceMessage(sent[0]!);
+    if (fwd.k !== 'fwd') throw new Error('expected a fwd');
+    f.onAnswer('n1', { k: 'fwdOk', id: fwd.id, index: 40, term: 3 });
+    awaited!(outcome(40, 'n2/other-process/1'));
+    await new Promise((r) => setImmediate(r));
+    expect(settled).toBeNull();
+    // Its own entry answers it.
+    f.onApplied(outcome(41, fwd.rid));
+    await new Promise((r) => setImmediate(r));
+    expect(settled).toBe(`ok ${fwd.rid}`);
+    expect(expire).not.toBeNull();
+  });
+});
+
+describe("the leader's desk", () => {
+  it("refuses a forward whose request id is another member's, proposing nothing", () => {
+    const replies: Uint8Array[] = [];
+    let proposed = 0;
+    const desk = new Desk({
+      send: (_to, payload) => (replies.push(payload), true),
+      propose: () => {
+        proposed++;
+        return { place: { index: 1, term: 1 }, result: new Promise<ApplyOutcome>(() => undefined) };
+      },
+      maxInFlight: 10,
+    });
+    desk.onForward('n3', { k: 'fwd', id: 5, rid: 'n2/tag/1', body: encodeForwardBody(push).bytes });
+    expect(proposed).toBe(0);
+    expect(decodeServiceMessage(replies[0]!)).toMatchObject({ k: 'fwdErr', id: 5, code: 'BAD_REQUEST', notProposed: true });
+    desk.onForward('n3', { k: 'fwd', id: 6, rid: 'n3/tag/1', body: encodeForwardBody(push).bytes });
+    expect(proposed).toBe(1);
+    expect(decodeServiceMessage(replies[1]!)).toMatchObject({ k: 'fwdOk', id: 6, index: 1, term: 1 });
+  });
+});
