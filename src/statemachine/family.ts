@@ -35,6 +35,12 @@ export interface Plan {
   readonly events: AppliedEvent[];
   /** Index updates, run in order after the batch is written. */
   readonly after: Array<() => void>;
+  /**
+   * Run once the batch holding the entry is in the db (for an entry that shares a batch,
+   * `after` runs as soon as it is planned, so the next entry plans against it; this waits
+   * for the write): hibernation's crash points named for a written step.
+   */
+  readonly written?: Array<() => void>;
 }
 
 /** A family's share of ending a session: what it deletes and reports. */

@@ -137,6 +137,7 @@ export class StateMachine {
     const outcomes: ApplyOutcome[] = [];
     let unwritten: ApplyOutcome[] = [];
     let ops: BatchOp[] = [];
+    let written: Array<() => void> = []; // the planned entries' Plan.written, run once their batch is in
     const reads = new PendingReads(this.db, () => ops); // what an entry sharing the batch reads: the db plus `ops`
     let planned = this.applied; // the last index planned; written once the batch is
     let writtenClock = this.now; // the clock the db holds
@@ -155,6 +156,8 @@ export class StateMachine {
       const batch = writeBatch(this.db, ops);
       this.noteWriting(batch, planned);
       ops = [];
+      const whenWritten = written;
+      written = [];
       // Reported as the batch goes to LevelDB, not once it is in: a reply does not wait for the
       // thread pool's trip, and every read waits for the batch first (settled()), so whoever is
       // answered or notified still reads the entry. Its state is as durable as it will be either
@@ -163,6 +166,7 @@ export class StateMachine {
       await batch;
       this.applied = planned;
       writtenClock = this.now;
+      for (const step of whenWritten) step();
     };
     const settled = (outcome: ApplyOutcome): void => {
       outcomes.push(outcome);
@@ -194,6 +198,7 @@ export class StateMachine {
       planned = entry.index;
       // A loop, not a spread: a closeSession plan holds one op per item the session owned.
       if ('ops' in plan) for (const op of plan.ops) ops.push(op);
+      if ('ops' in plan && plan.written !== undefined) for (const step of plan.written) written.push(step);
       if (alone) await write();
       if ('ops' in plan) for (const update of plan.after) update();
       const outcome: ApplyOutcome =

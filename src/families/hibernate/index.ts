@@ -24,7 +24,7 @@ import { CommandError, failure, type BatchOp, type Family, type ListGuard, type 
 import { indexField, integerField, pathField } from '../fields.js';
 import { lists } from '../lists/public.js';
 import { ColdStoreError, type HeldEntries } from './cold-store.js';
-import { crashPoint } from './crash-points.js';
+import { crashPoint, type CrashPoint } from './crash-points.js';
 import { drainingKey, freezingKey, HibernateBucket, inUnit, unitItemRanges, unitKey } from './keys.js';
 import { MAX_UNIT_ITEMS, prepareUnit, readUnit, type Prepared, type UnfreezableWhy } from './freezing.js';
 import { encodeFreezing, encodeFrozen, type FreezingUnit, type FrozenUnit } from './records.js';
@@ -270,7 +270,8 @@ async function dropHot(c: Extract<HibernateCommand, { op: 'dropHot' }>, ctx: Pla
     if (cursor !== undefined && Buffer.compare(cursor, range.lt) >= 0) continue;
     const from = cursor !== undefined && Buffer.compare(cursor, range.gte) >= 0 ? { gt: cursor, lt: range.lt } : range;
     // In one call to LevelDB, not one await per key: the step holds the log for as long as this takes.
-    for (const key of await ctx.db.keys({ ...from, limit: c.step + 1 - keys.length }).all()) keys.push(key);
+    // Through the batch's pending writes: the step shares a batch with the entries around it (see goesAlone).
+    for (const key of await ctx.reads.keys({ ...from, limit: c.step + 1 - keys.length })) keys.push(key);
     if (keys.length > c.step) break;
   }
   const last = keys.length <= c.step;
@@ -278,22 +279,21 @@ async function dropHot(c: Extract<HibernateCommand, { op: 'dropHot' }>, ctx: Pla
   crashPoint('drop-hot-planned');
   if (!last) {
     const upTo = keys[c.step - 1]!;
-    return answer({ op: 'dropHot', unit: c.unit, dropped: ops.length, done: false }, ops, [
-      () => {
-        crashPoint('drop-hot-written');
-        state.drainCursor.set(c.unit, upTo);
-      },
-    ]);
+    return written(answer({ op: 'dropHot', unit: c.unit, dropped: ops.length, done: false }, ops, [() => state.drainCursor.set(c.unit, upTo)]), 'drop-hot-written');
   }
   ops.push({ type: 'del', key: drainingKey(c.unit) });
-  return answer({ op: 'dropHot', unit: c.unit, dropped: ops.length - 1, done: true }, ops, [
+  return written(answer({ op: 'dropHot', unit: c.unit, dropped: ops.length - 1, done: true }, ops, [
     () => {
-      crashPoint('drop-hot-written');
       state.draining.delete(c.unit);
       state.drainCursor.delete(c.unit);
       state.compactor.frozen(unitItemRanges(c.unit));
     },
-  ]);
+  ]), 'drop-hot-written');
+}
+
+/** The plan with a crash point once its batch is written (a step shares its batch, so its `after` runs before that). */
+function written(plan: Plan, point: CrashPoint): Plan {
+  return { ...plan, written: [() => crashPoint(point)] };
 }
 
 /** The work done beside the log for this freeze, or (after a restart, or if it failed) done now from the db, which still holds the state the freeze began at. */
@@ -426,15 +426,32 @@ async function thawStep(c: Extract<HibernateCommand, { op: 'thawStep' }>, ctx: P
     return answer(value(end, true, true, cold.entries.length), ops, [thawedAfter(ctx, c.unit, record)]);
   }
   ops.push({ type: 'put', key: drainingKey(c.unit), value: encodeThawNext(end) });
-  return answer(value(end, false), ops, [
+  return written(answer(value(end, false), ops, [
     () => {
-      crashPoint('thaw-step-written');
       // What a drain had left is put back over by the thaw: the drain stops.
       state.draining.delete(c.unit);
       state.drainCursor.delete(c.unit);
       state.thawing.set(c.unit, end);
     },
-  ]);
+  ]), 'thaw-step-written');
+}
+
+/**
+ * Whether an entry shares the batch of the entries around it. The others read the db (a
+ * unit's items, to freeze or thaw it whole) or make a unit Hot, and go alone: what came
+ * before is written first, and they are written before anything after them is planned.
+ * A dropHot step reads through the batch's pending writes, and a thawStep that is not
+ * the last reads only the file and the state in memory (its unit stays Frozen, so no
+ * other entry reads what it puts back): going alone, each step would cost every member
+ * two more writes to LevelDB, in turn, holding its log (and the client entries planned
+ * before it, split into a batch of their own) meanwhile.
+ */
+function sharesBatch(c: HibernateCommand, state: HibernateState): boolean {
+  if (c.op === 'dropHot') return true;
+  if (c.op !== 'thawStep') return false;
+  const record = state.frozen.get(c.unit);
+  if (record === undefined) return false;
+  return c.from + c.step < record.lists.reduce((n, l) => n + l.items, 0);
 }
 
 /**
@@ -543,8 +560,7 @@ export const hibernate: Family<HibernateCommand, HibernateState> = {
     }
   },
   loaded: (db, snapshot, states) => states.of(hibernate).hideDraining(db, snapshot, states.of(lists)),
-  // Each reads the db (the units' items, the cold file) and must see every write before it.
-  goesAlone: () => true,
+  goesAlone: (command, states) => !sharesBatch(command, states.of(hibernate)),
   listGuard,
   plugin: async () => (await import('./server.js')).plugin,
 };

@@ -14,7 +14,7 @@ import { drainingKey, freezingKey, HibernateBucket, unitKey, unitOfKey } from '.
 import { decodeFreezing, decodeFrozen } from './records.js';
 import { COLD_FILE_MOVED, frozenEntriesAt, frozenListsAt } from './held-reads.js';
 import { HIBERNATE_SCHEMAS, MAX_FREEZE_PATHS, UNITS_PAGE, type FreezeResult, type FrozenUnitInfo, type UnitInfo, type UnitsPage } from './wire.js';
-import { followersMargin, StepPacer } from './pacing.js';
+import { followersMargin, itemsWithin, StepPacer, STEP_BYTES } from './pacing.js';
 import { newestIndexIn } from './freezing.js';
 import { HibernateMember, type Thawed } from './member.js';
 import { idleDetector, idleSettings, noteActivity, type IdleSettings, type IdleWork } from './idle.js';
@@ -100,8 +100,9 @@ class Hibernation implements IdleWork {
   }
 
   /**
-   * A unit of up to HOT_STEP items thaws in one entry; a larger one (or one a thaw in steps
-   * was begun on) in thawStep entries of HOT_STEP items, one after another, client writes
+   * A unit of up to HOT_STEP items (and a cold file of up to STEP_BYTES) thaws in one entry;
+   * a larger one (or one a thaw in steps was begun on) in thawStep entries of HOT_STEP items
+   * and STEP_BYTES at most, one after another, client writes
    * taking their turns in the log between them. The unit stays Frozen (read from its file)
    * until the last.
    */
@@ -109,19 +110,22 @@ class Hibernation implements IdleWork {
     const state = this.host.state();
     const record = state.frozen.get(unit);
     const items = record === undefined ? 0 : record.lists.reduce((n, l) => n + l.items, 0);
-    if (record === undefined || (items <= HOT_STEP && !state.thawing.has(unit))) {
+    // A unit whose file alone is over a step's bytes holds more than that once inflated: it thaws in steps too.
+    if (record === undefined || (items <= HOT_STEP && record.bytes <= STEP_BYTES && !state.thawing.has(unit))) {
       const v = await this.propose({ op: 'thaw', unit });
       return { thawed: v.thawed, items: v.items };
     }
     // Every member reads and decodes its file (beside the log, in slices) before the first step, which would otherwise wait for it in apply.
     await this.propose({ op: 'thawBegin', unit, frozenAt: record.frozenAt });
     const reading = performance.now();
-    await state.thawRead(unit, record.frozenAt).catch(() => undefined);
+    const cold = await state.thawRead(unit, record.frozenAt).catch(() => undefined);
     // A step that reaches a follower still reading holds its log (and its acknowledgements) until it is done.
     await followersMargin(reading);
     const pace = new StepPacer();
     for (let from = state.thawing.get(unit) ?? 0; ; ) {
-      const v = await pace.step(() => this.propose({ op: 'thawStep', unit, frozenAt: record.frozenAt, from, step: HOT_STEP }));
+      // Bounded by bytes too, from this member's own read of the file (without it, by items alone: the step that needs the file stops the member).
+      const step = cold === undefined ? HOT_STEP : itemsWithin(cold.entries, from, HOT_STEP);
+      const v = await pace.step(() => this.propose({ op: 'thawStep', unit, frozenAt: record.frozenAt, from, step }));
       if (v.done) return { thawed: v.thawed, items: v.items };
       from = v.next;
     }

@@ -3,6 +3,7 @@
 // directory, and the unit's items are all there, read through the normal get
 // (which thaws the unit if it is still frozen); the start after that leaves no
 // cold file of the now Hot unit.
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,6 +11,7 @@ import { connect } from '../../../src/client/client.js';
 import { HibernateClient } from '../../../src/families/hibernate/client.js';
 import { CRASH_POINTS, DRAIN_CRASH_POINTS, THAW_STEP_CRASH_POINTS } from '../../../src/families/hibernate/crash-points.js';
 import { HOT_STEP } from '../../../src/families/hibernate/server.js';
+import { STEP_BYTES } from '../../../src/families/hibernate/pacing.js';
 import { startLeader, untilCommandVersion, waitForLeadership } from '../../server/fixture.js';
 import { pollUntil } from '../../support/poll.js';
 import { killAll, VeraProcess } from '../../support/vera-process.js';
@@ -93,6 +95,30 @@ describe('hibernation crash points, kill -9 on a real process', () => {
       await third.stop();
     });
   }
+
+  it('a unit of few but large items (its file over STEP_BYTES) thaws in steps too: a crash at thaw-step-written is reached', { timeout: 90_000 }, async () => {
+    const vp = await startLeader({ env: { VERA_CRASH_AT: 'thaw-step-written' } });
+    const client = await connect(vp.url, { timeoutMs: 10_000, requestTimeoutMs: 10_000 });
+    const hib = new HibernateClient(client);
+    await untilCommandVersion(() => hib.units());
+    // 24 items of 8 KiB that do not compress: far fewer items than a step, a file of several steps' bytes.
+    const data = Array.from({ length: 24 }, () => randomBytes(6 * 1024).toString('base64'));
+    for (const d of data) await client.push('/users/zoe/items', d, { persistent: true, watch: false });
+    const frozen = await hib.freeze('/users/zoe');
+    expect(frozen).toMatchObject({ frozen: true, items: 24 });
+    expect((frozen as { bytes: number }).bytes).toBeGreaterThan(2 * STEP_BYTES);
+    // In one entry (as before the bound) the thaw would not pass the step's crash point, and would answer.
+    expect(await hib.thaw('/users/zoe').then(() => 'answered', () => 'lost with the process')).toBe('lost with the process');
+    expect((await vp.exited).signal).toBe('SIGKILL');
+    await client.close().catch(() => undefined);
+    const again = await VeraProcess.start({ dataDir: vp.dataDir });
+    await waitForLeadership(again);
+    const reader = await connect(again.url, { timeoutMs: 10_000 });
+    await pollUntil('the unit thawed', async () => ((await new HibernateClient(reader).units()).length === 0 ? true : undefined));
+    expect((await reader.get('/users/zoe/items')).items.map((i) => i.data)).toEqual(data);
+    await reader.close();
+    await again.stop();
+  });
 
   for (const point of THAW_STEP_CRASH_POINTS) {
     it(`a crash at ${point} (a large unit thawed in steps) leaves the unit whole, and the next leader finishes the thaw`, { timeout: 90_000 }, async () => {

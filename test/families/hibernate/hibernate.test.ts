@@ -31,6 +31,7 @@ import type { BatchOp } from '../../../src/statemachine/family.js';
 import { getList } from '../../../src/families/lists/queries.js';
 import { decodeItemKey, itemKey } from '../../../src/families/lists/keys.js';
 import { FAMILIES, REGISTRY } from '../../../src/families/registry.js';
+import { unitItemRanges } from '../../../src/families/hibernate/keys.js';
 
 class Member {
   /** The index of the last entry applied. */
@@ -841,6 +842,54 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     await state.thawRead(units[0]!, 7);
     expect(reads).toHaveBeenCalledTimes(units.length + 1);
     reads.mockRestore();
+  });
+
+  it('a dropHot step and a thawStep short of the last share the batch of the client entries around them; the last step goes alone (issue 34)', async () => {
+    const m = await member();
+    const seen = await bigUnit(m);
+    const hot = [...(await m.items('/users/big')), ...(await m.items('/users/big/x'))];
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
+    const frozenAt = m.index;
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    /** Applies the commands as one run of committed entries (as a Ready hands them over); the batches it wrote. */
+    const run = async (commands: Array<Record<string, unknown>>): Promise<{ batches: number; results: ApplyResult[] }> => {
+      const writes = recordBatches(m.temp.db);
+      const outcomes = await m.sm.applyMany(commands.map((c) => ({ index: ++m.index, term: 1, kind: 'command' as const, data: encodeCommand(c as unknown as Command, m.now) })));
+      vi.restoreAllMocks();
+      return { batches: writes.length, results: outcomes.map((o) => o.result) };
+    };
+    const push = (data: string): Record<string, unknown> => ({ op: 'push', session: 's1', path: '/users/other', data, persistent: true, watch: false });
+    const drop = { family: 'hibernate', op: 'dropHot', unit: '/users/big', frozenAt, step: STEP };
+    // Going alone, each step would split the run into three batches, each written in turn.
+    const drops = await run([push('p1'), drop, push('p2'), drop, push('p3')]);
+    expect(drops.batches).toBe(1);
+    expect(drops.results.map((r) => (r.ok && r.op === 'family' ? (r.value as { dropped: number }).dropped : r.ok))).toEqual([true, STEP, true, STEP, true]);
+    // The second step read past the first one's deletes, pending in the same batch.
+    let left = 0;
+    for (const range of unitItemRanges('/users/big')) left += (await m.temp.db.keys(range).all()).length;
+    expect(left).toBe(1050 - 2 * STEP);
+    for (let done = false; !done; ) done = ((await m.hibernate(drop)) as { done: boolean }).done;
+
+    await m.hibernate({ op: 'thawBegin', unit: '/users/big', frozenAt });
+    await m.sm.stateOf(hibernate).thawRead('/users/big', frozenAt);
+    const step = (from: number, n = STEP): Record<string, unknown> => ({ family: 'hibernate', op: 'thawStep', unit: '/users/big', frozenAt, from, step: n });
+    const middle = await run([push('p4'), step(0), push('p5'), step(STEP), push('p6')]);
+    expect(middle.batches).toBe(1);
+    expect(m.sm.stateOf(hibernate).thawing.get('/users/big')).toBe(2 * STEP);
+    // A push into the unit still waits for its thaw: refused, changing nothing.
+    expect((await m.run({ op: 'push', session: 's1', path: '/users/big', data: 'early', persistent: true, watch: false })).ok).toBe(false);
+    await m.hibernate(step(2 * STEP, 1050 - 3 * STEP));
+    // The last step makes the unit Hot: what comes before it is written first, and it is written before what follows is planned.
+    const last = await run([push('p7'), step(1050 - STEP), push('p8')]);
+    expect(last.batches).toBe(3);
+    expect(m.sm.stateOf(hibernate).frozen.has('/users/big')).toBe(false);
+    expect([...(await m.items('/users/big')), ...(await m.items('/users/big/x'))]).toEqual(hot);
+    expect(await m.items('/users/other')).toEqual(['p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7', 'p8']);
+    // A restarted member loads what was written.
+    const digest = await m.sm.digest();
+    await m.restart();
+    expect(await m.sm.digest()).toBe(digest);
   });
 
   it('thawBegin has every member read the file beside the log, so no thawStep reads it in apply; a stale thawBegin changes nothing', async () => {

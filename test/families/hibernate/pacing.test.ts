@@ -2,7 +2,7 @@
 // the first waits a multiple of the time the step before took, within bounds, so
 // the steps hold the log a bounded share of the time.
 import { describe, expect, it } from 'vitest';
-import { FOLLOWER_MARGIN_MS, followersMargin, StepPacer, STEP_PACING } from '../../../src/families/hibernate/pacing.js';
+import { FOLLOWER_MARGIN_MS, followersMargin, itemsWithin, StepPacer, STEP_BYTES, STEP_PACING } from '../../../src/families/hibernate/pacing.js';
 
 describe('StepPacer', () => {
   it('runs the first step at once and waits before each later one in proportion to the step before, within bounds', async () => {
@@ -35,6 +35,19 @@ describe('StepPacer', () => {
     await pacer.step(async () => 1);
     expect(waits).toHaveLength(1);
     expect(waits[0]).toBeGreaterThanOrEqual(STEP_PACING.minMs);
+  });
+});
+
+describe('a thaw step\'s size (issue 34: a step holds every member\'s log while its batch is written)', () => {
+  it('takes no more entries than fit in STEP_BYTES, nor more than its items, and always at least one', () => {
+    const entry = (valueBytes: number): readonly [Buffer, Buffer] => [Buffer.alloc(24), Buffer.alloc(valueBytes)];
+    const small = Array.from({ length: 1000 }, () => entry(100));
+    const large = Array.from({ length: 1000 }, () => entry(4000));
+    expect(itemsWithin(small, 0, 250)).toBe(250); // 124 bytes each: the items' bound
+    expect(itemsWithin(large, 10, 250)).toBe(Math.floor(STEP_BYTES / 4024));
+    expect(itemsWithin(small, 0, 250, 16 * 1024)).toBe(132);
+    expect(itemsWithin(small, 990, 250)).toBe(10); // the unit's end
+    expect(itemsWithin([entry(STEP_BYTES * 4), entry(10)], 0, 250)).toBe(1);
   });
 });
 
