@@ -137,6 +137,7 @@ export class StateMachine {
     const outcomes: ApplyOutcome[] = [];
     let unwritten: ApplyOutcome[] = [];
     let ops: BatchOp[] = [];
+    let opsBytes = 0; // keys and values in `ops`: a batch is bounded by bytes as well as by ops
     let written: Array<() => void> = []; // the planned entries' Plan.written, run once their batch is in
     const reads = new PendingReads(this.db, () => ops); // what an entry sharing the batch reads: the db plus `ops`
     let planned = this.applied; // the last index planned; written once the batch is
@@ -156,6 +157,7 @@ export class StateMachine {
       const batch = writeBatch(this.db, ops);
       this.noteWriting(batch, planned);
       ops = [];
+      opsBytes = 0;
       const whenWritten = written;
       written = [];
       // Reported as the batch goes to LevelDB, not once it is in: a reply does not wait for the
@@ -193,11 +195,16 @@ export class StateMachine {
       // every entry once did: what was planned before it is written first, and its own
       // in-memory changes show only once it is written too.
       const alone = goesAlone(decoded, this.states);
-      if (alone || ops.length >= MAX_BATCH_OPS) await write();
+      if (alone || ops.length >= MAX_BATCH_OPS || opsBytes >= MAX_BATCH_BYTES) await write();
       const plan = await this.plan(entry, decoded, reads);
       planned = entry.index;
       // A loop, not a spread: a closeSession plan holds one op per item the session owned.
-      if ('ops' in plan) for (const op of plan.ops) ops.push(op);
+      if ('ops' in plan) {
+        for (const op of plan.ops) {
+          ops.push(op);
+          opsBytes += op.key.byteLength + (op.type === 'put' ? op.value.byteLength : 0);
+        }
+      }
       if ('ops' in plan && plan.written !== undefined) for (const step of plan.written) written.push(step);
       if (alone) await write();
       if ('ops' in plan) for (const update of plan.after) update();
@@ -496,6 +503,12 @@ export interface ApplyHooks {
 
 /** Past this many batch operations, write what is planned before planning more. */
 const MAX_BATCH_OPS = 4096;
+/**
+ * And at most about this many bytes (the entry that passes it still joins): entries that
+ * share batches (a follower catching up on many thaw steps of large items) would otherwise
+ * make one LevelDB batch of hundreds of MiB.
+ */
+export const MAX_BATCH_BYTES = 1024 * 1024;
 
 type DecodedEntry =
   | { readonly kind: 'command'; readonly family: AnyFamily; readonly command: { readonly op: string }; readonly t: number; readonly r?: string }

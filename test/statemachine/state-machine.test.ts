@@ -6,7 +6,7 @@ import { clientKey } from '../../src/families/sessions/keys.js';
 import { lagKey } from '../../src/families/lag/keys.js';
 import { watchKey, WatchesBucket } from '../../src/families/watches/keys.js';
 import type { Command } from '../../src/families/core-commands.js';
-import { StateMachine } from '../../src/statemachine/state-machine.js';
+import { MAX_BATCH_BYTES, StateMachine } from '../../src/statemachine/state-machine.js';
 import { StateMachineError, type ApplyOutcome } from '../../src/statemachine/types.js';
 import { EntryFeed, openTempDb, type TempDb } from './helpers.js';
 import { failNextBatch, holdNextBatch, recordBatches } from '../support/batches.js';
@@ -121,6 +121,23 @@ describe('applyMany', () => {
     expect(sm.appliedIndex).toBe(6);
     expect((await getList(sm, '/x')).items.map((i) => i.data)).toEqual([1, 3]);
   });
+  it('cuts a run of entries into batches of about MAX_BATCH_BYTES, whatever the ops count', async () => {
+    // Five pushes of 400 KB each plan from memory and would share one batch of 2 MB.
+    const big = 'x'.repeat(400_000);
+    const entries = [
+      feed.command({ op: 'openSession', session: 'A', timeoutMs: 5000, remote: 'ip' }),
+      ...Array.from({ length: 5 }, () => feed.command({ op: 'push', session: 'A', path: '/big', data: big, persistent: true, watch: false })),
+    ];
+    const writes = recordBatches(tmp.db);
+    const outcomes = await sm.applyMany(entries);
+    expect(outcomes.map((o) => o.result.ok)).toEqual([true, true, true, true, true, true]);
+    const sizes = writes.map((ops) => ops.reduce((n, o) => n + o.key.byteLength + (o.type === 'put' ? o.value.byteLength : 0), 0));
+    // No batch holds more than one entry's bytes past the bound.
+    expect(writes.length).toBeGreaterThan(1);
+    for (const size of sizes) expect(size).toBeLessThan(MAX_BATCH_BYTES + 500_000);
+    expect((await getList(sm, '/big')).items).toHaveLength(5);
+  });
+
   it('reports an entry as its batch goes to the db; a read begun then waits for the batch and sees the entry', async () => {
     await open('A');
     const release = holdNextBatch(tmp.db);

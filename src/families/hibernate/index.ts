@@ -450,7 +450,9 @@ function sharesBatch(c: HibernateCommand, state: HibernateState): boolean {
   if (c.op === 'dropHot') return true;
   if (c.op !== 'thawStep') return false;
   const record = state.frozen.get(c.unit);
-  if (record === undefined) return false;
+  // Its file not read yet here (evicted, a restart): reading it inside a shared batch would hold
+  // the client entries planned before it, unanswered, for as long as the read takes.
+  if (record === undefined || !state.thawReadReady(c.unit, record.frozenAt)) return false;
   return c.from + c.step < record.lists.reduce((n, l) => n + l.items, 0);
 }
 

@@ -108,7 +108,7 @@ export class HibernateState {
    * step would otherwise hold its decoded unit until the unit is thawed again; a step whose read was
    * dropped reads the file again.
    */
-  private readonly thawReads = new Map<string, { readonly frozenAt: number; readonly read: Promise<HeldColdUnit> }>();
+  private readonly thawReads = new Map<string, { readonly frozenAt: number; readonly read: Promise<HeldColdUnit>; done: boolean }>();
 
   /** The Frozen unit's file, verified to be its freeze's, for a step of its thaw. */
   thawRead(unit: string, frozenAt: number): Promise<HeldColdUnit> {
@@ -118,16 +118,30 @@ export class HibernateState {
       if (cold.meta.frozenAt !== frozenAt) throw new ColdStoreError(unit, 'foreign', `the file is from the freeze at ${String(cold.meta.frozenAt)}, the unit froze at ${frozenAt}`);
       return cold;
     });
-    read.catch(() => {
-      if (this.thawReads.get(unit)?.read === read) this.thawReads.delete(unit);
-    });
+    const entry = { frozenAt, read, done: false };
+    read.then(
+      () => void (entry.done = true),
+      () => {
+        if (this.thawReads.get(unit)?.read === read) this.thawReads.delete(unit);
+      },
+    );
     this.thawReads.delete(unit); // a re-read goes to the end of the order
-    this.thawReads.set(unit, { frozenAt, read });
+    this.thawReads.set(unit, entry);
     for (const oldest of this.thawReads.keys()) {
       if (this.thawReads.size <= MAX_HELD_THAW_READS) break;
       this.thawReads.delete(oldest);
     }
     return read;
+  }
+
+  /**
+   * Whether this member holds the unit's file read for its thaw, read to the end: a step
+   * that needs no more is quick. Local to the member: it only decides whether a step shares
+   * the batch around it, which changes nothing a step writes.
+   */
+  thawReadReady(unit: string, frozenAt: number): boolean {
+    const held = this.thawReads.get(unit);
+    return held !== undefined && held.frozenAt === frozenAt && held.done;
   }
 
   /** The unit is Hot again (or its thaw read is no longer wanted). */

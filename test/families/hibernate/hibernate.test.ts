@@ -879,13 +879,17 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     expect(m.sm.stateOf(hibernate).thawing.get('/users/big')).toBe(2 * STEP);
     // A push into the unit still waits for its thaw: refused, changing nothing.
     expect((await m.run({ op: 'push', session: 's1', path: '/users/big', data: 'early', persistent: true, watch: false })).ok).toBe(false);
-    await m.hibernate(step(2 * STEP, 1050 - 3 * STEP));
+    // A member that does not hold the file's read (restarted, or evicted it) would read the whole file
+    // inside the batch, holding the entries planned before the step: such a step goes alone.
+    await m.restart();
+    const unread = await run([push('p6b'), step(2 * STEP, 1050 - 3 * STEP), push('p6c')]);
+    expect(unread.batches).toBe(3);
     // The last step makes the unit Hot: what comes before it is written first, and it is written before what follows is planned.
     const last = await run([push('p7'), step(1050 - STEP), push('p8')]);
     expect(last.batches).toBe(3);
     expect(m.sm.stateOf(hibernate).frozen.has('/users/big')).toBe(false);
     expect([...(await m.items('/users/big')), ...(await m.items('/users/big/x'))]).toEqual(hot);
-    expect(await m.items('/users/other')).toEqual(['p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7', 'p8']);
+    expect(await m.items('/users/other')).toEqual(['p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p6b', 'p6c', 'p7', 'p8']);
     // A restarted member loads what was written.
     const digest = await m.sm.digest();
     await m.restart();
