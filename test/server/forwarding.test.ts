@@ -129,7 +129,7 @@ async function leaderOf(members: Member[], serviceLinks = true): Promise<{ leade
 }
 
 const add = (name: string, delta: number): AnyCommand => ({ family: 'counter', op: 'add', name, delta }) as unknown as AnyCommand;
-const valueOf = (o: ApplyOutcome): unknown => (o.result.ok && o.result.op === 'family' ? (o.result.value as { value: number }).value : o.result);
+const counterValue = (o: ApplyOutcome): unknown => (o.result.ok && o.result.op === 'family' ? (o.result.value as { value: number }).value : o.result);
 
 describe('forwarded writes between in-process members', () => {
   it("a follower's proposal is applied once, and answered with the follower's own outcome of it", async () => {
@@ -137,22 +137,22 @@ describe('forwarded writes between in-process members', () => {
     const { leader, followers } = await leaderOf(members);
     const follower = followers[0]!;
     const outcome = await follower.node.propose(add('c', 1));
-    expect(valueOf(outcome)).toBe(1);
+    expect(counterValue(outcome)).toBe(1);
     expect(outcome.r).toMatch(new RegExp(`^${follower.id}/`));
     // Answered from the follower's apply: it has applied the entry.
     expect(follower.node.appliedIndex).toBeGreaterThanOrEqual(outcome.index);
     expect(leader.received.get('fwd') ?? 0).toBe(1);
     // Exactly once: the leader's next add sees it.
-    expect(valueOf(await leader.node.propose(add('c', 10)))).toBe(11);
+    expect(counterValue(await leader.node.propose(add('c', 10)))).toBe(11);
     // And the other follower, through the same path, sees both.
-    expect(valueOf(await followers[1]!.node.propose(add('c', 100)))).toBe(111);
+    expect(counterValue(await followers[1]!.node.propose(add('c', 100)))).toBe(111);
   });
 
   it('pipelined forwards from one member are applied in the order they were made', async () => {
     const members = await cluster();
     const { followers } = await leaderOf(members);
     const outcomes = await Promise.all(Array.from({ length: 20 }, () => followers[0]!.node.propose(add('seq', 1))));
-    expect(outcomes.map(valueOf)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(outcomes.map(counterValue)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     const indexes = outcomes.map((o) => o.index);
     expect([...indexes].sort((a, b) => a - b)).toEqual(indexes);
   });
@@ -170,7 +170,7 @@ describe('forwarded writes between in-process members', () => {
     expect((err as Error).message).toMatch(/outcome is unknown/);
     // The survivors elect a leader; the command was never proposed, so the counter starts from zero.
     const { leader: next } = await leaderOf(members);
-    expect(valueOf(await next.node.propose(add('lost', 5)))).toBe(5);
+    expect(counterValue(await next.node.propose(add('lost', 5)))).toBe(5);
   });
 
   it('a forward refused by a leader that stepped down is sent once more, to the new leader, and applied once', async () => {
@@ -189,9 +189,9 @@ describe('forwarded writes between in-process members', () => {
     };
     const outcome = await f.node.propose(add('moved', 1));
     await handed;
-    expect(valueOf(outcome)).toBe(1);
+    expect(counterValue(outcome)).toBe(1);
     expect(g.received.get('fwd')).toBe(1);
-    expect(valueOf(await g.node.propose(add('moved', 10)))).toBe(11);
+    expect(counterValue(await g.node.propose(add('moved', 10)))).toBe(11);
   });
 
   it('a forward still queued when the link to the leader drops is refused as not proposed, and never applied', async () => {
@@ -204,7 +204,7 @@ describe('forwarded writes between in-process members', () => {
     const err = await answer;
     expect(err).toMatchObject({ name: 'RaftError', code: 'UNAVAILABLE', notProposed: true });
     expect(leader.received.get('fwd') ?? 0).toBe(0);
-    expect(valueOf(await leader.node.propose(add('unsent', 5)))).toBe(5);
+    expect(counterValue(await leader.node.propose(add('unsent', 5)))).toBe(5);
   });
 
   it('a leader that advertised an older command version gets no forward: the follower refuses as before', async () => {

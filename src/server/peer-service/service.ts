@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { NodeId, Status } from '../../raft/types.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
-import { decodeServiceMessage } from './codec.js';
+import { decodeServiceMessage, type ServiceMessage } from './codec.js';
 import { Desk, type PlacedProposal } from './desk.js';
 import { Forwarder } from './forwarder.js';
 import type { ProposalForwarder } from '../node/vera-node.js';
@@ -72,7 +72,7 @@ export class PeerService {
 
   /** PeerTransport's onService. */
   onService(from: NodeId, payload: Uint8Array): void {
-    let m;
+    let m: ServiceMessage;
     try {
       m = decodeServiceMessage(payload);
     } catch (err) {
