@@ -416,6 +416,15 @@ function openError(dir: string, error: unknown): DataDirError {
   return new DataDirError('corrupt', dir, `LevelDB cannot open the store: ${describe(cause)}`, { cause: error });
 }
 
+/**
+ * LevelDB's memtable, and so the most its write-ahead log (the .log file) holds before
+ * it is flushed to a table. The log repeats what the memtable holds; with LevelDB's
+ * default of 4 MiB it was most of a hibernating member's hot store (docs/hibernation.md).
+ * Smaller memtables mean more, smaller level-0 tables: 1 MiB cost S2 with new keys about
+ * a tenth of its throughput, 2 MiB was within the rounds' spread (bench/results/2026-11-28d-memtable).
+ */
+export const WRITE_BUFFER_BYTES = 2 * 1024 * 1024;
+
 function openLevel(path: string, create: boolean, maxOpenFiles?: number): LevelDb {
   // Open options go to the constructor: it starts opening at once, and a later open() only waits for that.
   return new ClassicLevel<Buffer, Buffer>(path, {
@@ -423,6 +432,7 @@ function openLevel(path: string, create: boolean, maxOpenFiles?: number): LevelD
     valueEncoding: checkedValueEncoding as unknown as 'buffer',
     createIfMissing: create,
     errorIfExists: create,
+    writeBufferSize: WRITE_BUFFER_BYTES,
     ...(maxOpenFiles === undefined ? {} : { maxOpenFiles }),
   });
 }

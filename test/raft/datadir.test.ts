@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { ClassicLevel } from 'classic-level';
 import { Packr } from 'msgpackr';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DataDirError, type DataDirErrorCode, FORMAT_KEY, type OpenedDataDir, openDataDir } from '../../src/raft/datadir.js';
+import { DataDirError, type DataDirErrorCode, FORMAT_KEY, type OpenedDataDir, openDataDir, WRITE_BUFFER_BYTES } from '../../src/raft/datadir.js';
 import type { ClusterConfig } from '../../src/raft/types.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -213,6 +213,34 @@ describe('openDataDir', () => {
     const opened = await open();
     expect(opened.fresh).toBe(true);
     expect((await readdir(dir)).sort()).toEqual(['acked', 'db']);
+  });
+
+  // The write-ahead log repeats the memtable: it is disk (and memory) the store holds for
+  // nothing once the memtable is a table, and the memtable's size bounds it.
+  it("bounds LevelDB's write-ahead log by a memtable of WRITE_BUFFER_BYTES", async () => {
+    const opened = await open();
+    const logs = async (): Promise<Array<{ number: number; bytes: number }>> => {
+      const found = [];
+      for (const f of await readdir(join(dir, 'db'))) {
+        if (!f.endsWith('.log')) continue;
+        // A log LevelDB has just replaced may be gone by the time it is looked at: it holds nothing then.
+        found.push({ number: Number.parseInt(f, 10), bytes: (await stat(join(dir, 'db', f)).catch(() => ({ size: 0 }))).size });
+      }
+      return found;
+    };
+    const first = Math.max(...(await logs()).map((l) => l.number));
+    let largest = 0;
+    const value = Buffer.alloc(1000, 7);
+    const batches = Math.ceil((1.5 * WRITE_BUFFER_BYTES) / (100 * value.length));
+    for (let batch = 0; batch < batches; batch++) {
+      const ops = Array.from({ length: 100 }, (_, n) => ({ type: 'put' as const, key: Buffer.from(`wal-${batch}-${n}`), value }));
+      await opened.db.batch(ops);
+      for (const l of await logs()) largest = Math.max(largest, l.bytes);
+    }
+    // 1.5 memtables written: LevelDB moved to a new log on the way (with its default of
+    // 4 MiB it would not have), and no log grew past one memtable and a batch.
+    expect(Math.max(...(await logs()).map((l) => l.number))).toBeGreaterThan(first);
+    expect(largest).toBeLessThan(WRITE_BUFFER_BYTES + 2 * 100 * value.length);
   });
 
   it('rejects an empty node id with a typed error', async () => {
