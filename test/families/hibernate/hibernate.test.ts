@@ -896,6 +896,40 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     expect(await m.sm.digest()).toBe(digest);
   });
 
+  it('a freeze drained and a thaw stepped write the same db whether their entries come one at a time or in runs with client entries', async () => {
+    /** Freezes /users/big, drains it, thaws it in steps, with pushes between; `grouped`: each run as one applyMany. */
+    const scenario = async (grouped: boolean): Promise<{ digests: string[]; other: unknown[] }> => {
+      const m = await member();
+      const seen = await bigUnit(m);
+      await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
+      const frozenAt = m.index;
+      await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+      await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+      const apply = async (commands: Array<Record<string, unknown>>): Promise<void> => {
+        const entries = commands.map((c) => ({ index: ++m.index, term: 1, kind: 'command' as const, data: encodeCommand(c as unknown as Command, m.now) }));
+        if (grouped) await m.sm.applyMany(entries);
+        else for (const e of entries) await m.sm.applyMany([e]);
+      };
+      const push = (data: string): Record<string, unknown> => ({ op: 'push', session: 's1', path: '/users/other', data, persistent: true, watch: false });
+      const drop = { family: 'hibernate', op: 'dropHot', unit: '/users/big', frozenAt, step: STEP };
+      const digests: string[] = [];
+      // 1050 items less the commit's step: nine steps drain them, two to a run.
+      for (let run = 0; run < 5; run++) await apply([push(`d${run}`), drop, push(`e${run}`), drop]);
+      digests.push(await m.sm.digest());
+      await m.hibernate({ op: 'thawBegin', unit: '/users/big', frozenAt });
+      await m.sm.stateOf(hibernate).thawRead('/users/big', frozenAt);
+      const step = (from: number): Record<string, unknown> => ({ family: 'hibernate', op: 'thawStep', unit: '/users/big', frozenAt, from, step: Math.min(STEP, 1050 - from) });
+      for (let from = 0; from < 1050; from += 2 * STEP) await apply([push(`t${from}`), step(from), ...(from + STEP < 1050 ? [push(`u${from}`), step(from + STEP)] : [])]);
+      digests.push(await m.sm.digest());
+      return { digests, other: await m.items('/users/other') };
+    };
+    const oneByOne = await scenario(false);
+    const inRuns = await scenario(true);
+    expect(inRuns.digests).toEqual(oneByOne.digests);
+    expect(inRuns.other).toEqual(oneByOne.other);
+    expect(oneByOne.other).toHaveLength(5 * 2 + 6 + 5);
+  });
+
   it('thawBegin has every member read the file beside the log, so no thawStep reads it in apply; a stale thawBegin changes nothing', async () => {
     const m = await member();
     const seen = await bigUnit(m);
