@@ -74,6 +74,9 @@ export const plugin: Plugin<Record<string, never>, SessionsState, ApplySuccess, 
       sessionCount: () => liveSessions(host.reader).size,
       resumeTokensSince: RESUME_TOKENS_SINCE,
       holdersSince: HOLDERS_SINCE,
+      attach: async (session, member) => {
+        await host.propose({ op: 'attachSession', session, member });
+      },
     },
   }),
 };
