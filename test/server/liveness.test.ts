@@ -32,14 +32,16 @@ class FakeClock {
   }
 }
 
-function member(clock = new FakeClock(), term = 3) {
+const EPOCH = 77;
+
+function member(clock = new FakeClock(), term = 3, epoch = EPOCH) {
   const sent: LiveBatch[] = [];
-  const liveness = new MemberLiveness({ clock, intervalMs: INTERVAL_MS, term: () => term, send: (b) => void sent.push(b) });
+  const liveness = new MemberLiveness({ clock, intervalMs: INTERVAL_MS, term: () => term, send: (b) => void sent.push(b), epoch });
   liveness.start();
   return { clock, liveness, sent };
 }
 
-const ackOf = (batch: LiveBatch, ignored: string[] = []): LiveAck => ({ seq: batch.seq, term: 3, ignored, busy: false });
+const ackOf = (batch: LiveBatch, ignored: string[] = []): LiveAck => ({ epoch: batch.epoch, seq: batch.seq, term: 3, ignored, busy: false });
 
 /** A leadership check the test settles by hand. */
 class Checks {
@@ -74,7 +76,7 @@ function leader(holders: Record<string, string | null>, clock = new FakeClock())
   return { clock, checks, clocks, acks, acknowledged };
 }
 
-const batch = (seq: number, touched: string[], acks: Array<[string, number]> = []): LiveBatch => ({ seq, term: 5, full: false, touched, acks, held: touched.length });
+const batch = (seq: number, touched: string[], acks: Array<[string, number]> = []): LiveBatch => ({ epoch: EPOCH, seq, term: 5, full: false, touched, acks, held: touched.length });
 
 describe('member side: batches', () => {
   it('one batch per interval names the sessions heard from since the last, with their highest acknowledged index', () => {
@@ -90,7 +92,7 @@ describe('member side: batches', () => {
     clock.advance(INTERVAL_MS - 1);
     expect(sent).toEqual([]);
     clock.advance(1);
-    expect(sent).toEqual([{ seq: 1, term: 3, full: false, touched: ['a', 'b'], acks: [['a', 7]], held: 2 }]);
+    expect(sent).toEqual([{ epoch: EPOCH, seq: 1, term: 3, full: false, touched: ['a', 'b'], acks: [['a', 7]], held: 2 }]);
     clock.advance(5 * INTERVAL_MS); // nothing heard since: nothing sent
     expect(sent).toHaveLength(1);
     liveness.touch('b');
@@ -103,7 +105,7 @@ describe('member side: batches', () => {
     for (const s of ['a', 'b', 'c']) liveness.hold(s, T, clock.t);
     liveness.touch('b');
     liveness.leaderChanged();
-    expect(sent).toEqual([{ seq: 1, term: 3, full: true, touched: ['a', 'b', 'c'], acks: [], held: 3 }]);
+    expect(sent).toEqual([{ epoch: EPOCH, seq: 1, term: 3, full: true, touched: ['a', 'b', 'c'], acks: [], held: 3 }]);
     clock.advance(INTERVAL_MS);
     expect(sent).toHaveLength(1); // 'b' went in the full batch
   });
@@ -140,7 +142,7 @@ describe('member side: confirmations', () => {
     expect(liveness.confirmedAt('a')).toBe(1_100);
     expect(liveness.confirmedAt('b')).toBe(1_000); // the leader did not take it
     liveness.onLiveAck(ackOf(first)); // a duplicate answer moves nothing
-    liveness.onLiveAck({ seq: 99, term: 3, ignored: [], busy: false }); // nor one to a batch never sent
+    liveness.onLiveAck({ epoch: EPOCH, seq: 99, term: 3, ignored: [], busy: false }); // nor one to a batch never sent
     expect(liveness.confirmedAt('b')).toBe(1_000);
   });
 
@@ -168,6 +170,39 @@ describe('member side: confirmations', () => {
     expect(liveness.confirmedAt('a')).toBe(1_000);
     liveness.onLiveAck(ackOf(sent[1]!));
     expect(liveness.confirmedAt('a')).toBe(1_200); // the second batch, sent two intervals in
+  });
+});
+
+describe('member side: epochs', () => {
+  it('each process draws its own epoch; its batches carry it', () => {
+    const clock = new FakeClock();
+    const one = new MemberLiveness({ clock, intervalMs: INTERVAL_MS, term: () => 3, send: () => undefined });
+    const two = new MemberLiveness({ clock, intervalMs: INTERVAL_MS, term: () => 3, send: () => undefined });
+    expect(Number.isSafeInteger(one.epoch) && one.epoch >= 0 && one.epoch < 2 ** 48).toBe(true);
+    expect(one.epoch).not.toBe(two.epoch); // 2^-48 apart
+    const { liveness, sent } = member();
+    liveness.hold('a', T, 0);
+    liveness.leaderChanged();
+    expect(sent[0]!.epoch).toBe(liveness.epoch);
+  });
+
+  it("a stale answer to an earlier process's batch of the same number confirms nothing after a restart", () => {
+    const clock = new FakeClock();
+    const before = member(clock, 3, 1);
+    before.liveness.hold('a', T, clock.t);
+    before.liveness.touch('a');
+    clock.advance(INTERVAL_MS);
+    const stale = ackOf(before.sent[0]!); // still on its way when the process restarts
+    const after = member(clock, 3, 2);
+    clock.advance(2 * T);
+    after.liveness.hold('a', T, clock.t); // resumed here after the restart
+    after.liveness.touch('a');
+    clock.advance(INTERVAL_MS);
+    expect(after.sent[0]!.seq).toBe(stale.seq); // numbered from 1 again
+    after.liveness.onLiveAck(stale);
+    expect(after.liveness.confirmedAt('a')).toBe(clock.t - INTERVAL_MS); // its hold, not the stale batch's sending
+    after.liveness.onLiveAck(ackOf(after.sent[0]!));
+    expect(after.liveness.confirmedAt('a')).toBe(clock.t);
   });
 });
 
@@ -236,7 +271,7 @@ describe('leader side: clocks', () => {
     expect(clocks.remainingMs('theirs')).toBe(T / 2); // held by n3: n2's word does not keep it alive
     expect(clocks.remainingMs('old')).toBe(T); // opened before holders were recorded: any member may speak for it
     await checks.pass();
-    expect(acks).toEqual([{ to: 'n2', ack: { seq: 1, term: 5, ignored: ['theirs', 'gone'], busy: false } }]);
+    expect(acks).toEqual([{ to: 'n2', ack: { epoch: EPOCH, seq: 1, term: 5, ignored: ['theirs', 'gone'], busy: false } }]);
   });
 
   it('a session already reported due is not confirmed to its member', async () => {

@@ -89,6 +89,7 @@ export class SimSessions {
   private readonly nextPing = new Map<string, number>();
   private inFlight: InFlight[] = [];
   private nextSession = 0;
+  private epochs = 0;
 
   constructor(
     private readonly host: SessionsHost,
@@ -166,6 +167,7 @@ export class SimSessions {
       clock: { now: () => view.now(), every: () => () => undefined }, // flushed by step()
       intervalMs: INTERVAL,
       term: () => view.term(),
+      epoch: ++this.epochs, // each incarnation its own (a counter: the seed's random stream stays as it was)
       send: (batch) => {
         const to = view.leader();
         if (to === null) return;

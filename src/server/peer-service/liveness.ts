@@ -12,8 +12,12 @@
 // (4009) once `now - confirmed[s] > T/2`: the client moves to another member with
 // at least T/2 left. A member never expires anything itself.
 
+import { randomInt } from 'node:crypto';
+
 /** What the member tells the leader every interval (the `live` peer message's content). */
 export interface LiveBatch {
+  /** The sending process's random epoch: a restarted member numbers its batches from 1 again. */
+  readonly epoch: number;
   readonly seq: number;
   /** The member's Raft term when it sent the batch. */
   readonly term: number;
@@ -28,6 +32,8 @@ export interface LiveBatch {
 
 /** The leader's answer to a batch (the `liveAck` peer message's content): sent only after it proved it still led. */
 export interface LiveAck {
+  /** The batch's epoch, echoed: an answer to an earlier process of the member confirms nothing. */
+  readonly epoch: number;
   readonly seq: number;
   /** The leader's term. */
   readonly term: number;
@@ -51,6 +57,8 @@ export interface MemberLivenessOptions {
   readonly term: () => number;
   /** Hands a batch to the leader (directly, or by the relay). */
   readonly send: (batch: LiveBatch) => void;
+  /** This process's epoch (tests and the simulator fix it); a random 48-bit number by default. */
+  readonly epoch?: number;
 }
 
 interface HeldSession {
@@ -73,8 +81,11 @@ export class MemberLiveness {
   private nextSeq = 1;
   private fullDue = false;
   private stopTimer: (() => void) | null = null;
+  readonly epoch: number;
 
-  constructor(private readonly opts: MemberLivenessOptions) {}
+  constructor(private readonly opts: MemberLivenessOptions) {
+    this.epoch = opts.epoch ?? randomInt(2 ** 48 - 1);
+  }
 
   start(): void {
     this.stopTimer ??= this.opts.clock.every(this.opts.intervalMs, () => this.flush());
@@ -129,6 +140,7 @@ export class MemberLiveness {
 
   /** The leader acknowledged batch `ack.seq` after proving it led: its sessions, but the ignored, are confirmed as of its sending. */
   onLiveAck(ack: LiveAck): void {
+    if (ack.epoch !== this.epoch) return; // an answer to a batch of an earlier process, with the same number
     const batch = this.unacknowledged.get(ack.seq);
     if (batch === undefined) return;
     this.unacknowledged.delete(ack.seq);
@@ -166,7 +178,7 @@ export class MemberLiveness {
     const full = this.fullDue;
     if (!full && this.touched.size === 0 && this.acks.size === 0) return null;
     const sessions = full ? [...this.held.keys()] : [...this.touched];
-    const batch: LiveBatch = { seq: this.nextSeq++, term: this.opts.term(), full, touched: sessions, acks: [...this.acks], held: this.held.size };
+    const batch: LiveBatch = { epoch: this.epoch, seq: this.nextSeq++, term: this.opts.term(), full, touched: sessions, acks: [...this.acks], held: this.held.size };
     this.fullDue = false;
     this.touched.clear();
     this.acks.clear();

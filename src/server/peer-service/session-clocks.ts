@@ -46,6 +46,7 @@ export interface SessionClocksOptions {
 
 interface WaitingAck {
   readonly member: string;
+  readonly epoch: number;
   readonly seq: number;
   readonly ignored: readonly string[];
 }
@@ -100,7 +101,7 @@ export class SessionClocks {
     // tracked (one opened since start is tracked by the duty at its full timeout), not due already.
     for (const session of batch.touched) if (!(this.holds(member, session) && this.queue.touch(session))) ignored.push(session);
     for (const [session, index] of batch.acks) if (this.holds(member, session)) this.opts.acknowledge(session, index);
-    this.waiting.push({ member, seq: batch.seq, ignored });
+    this.waiting.push({ member, epoch: batch.epoch, seq: batch.seq, ignored });
     this.checkLeadership();
   }
 
@@ -142,7 +143,7 @@ export class SessionClocks {
       const stillLeading = proved && this.term === term && this.opts.leadership.leadingTerm() === term;
       if (stillLeading) {
         const busy = this.opts.busy?.() ?? false;
-        for (const a of answering) this.opts.sendAck(a.member, { seq: a.seq, term, ignored: a.ignored, busy });
+        for (const a of answering) this.opts.sendAck(a.member, { epoch: a.epoch, seq: a.seq, term, ignored: a.ignored, busy });
       }
       this.checkLeadership();
     };
