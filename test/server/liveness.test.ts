@@ -3,8 +3,8 @@
 // leader side (SessionClocks: holders, the acknowledgement after a leadership
 // check, a new leader's full timeouts), each rule of the design by name.
 import { describe, expect, it } from 'vitest';
-import { MAX_UNACKNOWLEDGED_BATCHES, MemberLiveness, type LiveAck, type LiveBatch } from '../../src/server/peer-service/liveness.js';
-import { SessionClocks } from '../../src/server/peer-service/session-clocks.js';
+import { MAX_SESSIONS_PER_BATCH, MAX_UNACKNOWLEDGED_BATCHES, MemberLiveness, type LiveAck, type LiveBatch } from '../../src/server/peer-service/liveness.js';
+import { LEADERSHIP_CHECK_TIMEOUT_MS, MAX_WAITING_BATCHES, SessionClocks } from '../../src/server/peer-service/session-clocks.js';
 
 const INTERVAL_MS = 100;
 const T = 10_000;
@@ -108,6 +108,28 @@ describe('member side: batches', () => {
     expect(sent).toEqual([{ epoch: EPOCH, seq: 1, term: 3, full: true, touched: ['a', 'b', 'c'], acks: [], held: 3 }]);
     clock.advance(INTERVAL_MS);
     expect(sent).toHaveLength(1); // 'b' went in the full batch
+  });
+
+  it(`a batch names at most ${MAX_SESSIONS_PER_BATCH} sessions and acknowledgements: a bigger one goes in parts, each confirmed by its own answer`, () => {
+    const { clock, liveness, sent } = member();
+    const ids = Array.from({ length: 2 * MAX_SESSIONS_PER_BATCH + 500 }, (_, i) => `s${i}`);
+    for (const [i, s] of ids.entries()) {
+      liveness.hold(s, T, clock.t);
+      liveness.ack(s, i + 1);
+    }
+    clock.advance(50);
+    liveness.leaderChanged(); // a full batch of every session held here
+    expect(sent.map((b) => [b.touched.length, b.acks.length])).toEqual([
+      [MAX_SESSIONS_PER_BATCH, MAX_SESSIONS_PER_BATCH],
+      [MAX_SESSIONS_PER_BATCH, MAX_SESSIONS_PER_BATCH],
+      [500, 500],
+    ]);
+    expect(sent.every((b) => b.full && b.held === ids.length)).toBe(true);
+    expect(sent.map((b) => b.seq)).toEqual([1, 2, 3]);
+    expect(sent.flatMap((b) => b.touched)).toEqual(ids);
+    liveness.onLiveAck(ackOf(sent[1]!));
+    expect(liveness.confirmedAt(ids[0]!)).toBe(1_000); // its part is still unanswered
+    expect(liveness.confirmedAt(ids[MAX_SESSIONS_PER_BATCH]!)).toBe(1_050);
   });
 
   it('a released session is named no more', () => {
@@ -332,6 +354,56 @@ describe('leader side: acknowledgements after a leadership check', () => {
     checks.term = 6;
     await checks.pass();
     expect(acks).toEqual([]);
+  });
+
+  it('a check that never settles is abandoned after its timeout: its batches go unanswered, later ones get a check of their own', async () => {
+    const { clock, clocks, checks, acks } = leader({ a: 'n2' });
+    clocks.start([['a', T]]);
+    clocks.onBatch('n2', batch(1, ['a']));
+    clocks.onBatch('n2', batch(2, ['a'])); // waits for the next check
+    clock.advance(LEADERSHIP_CHECK_TIMEOUT_MS);
+    expect(clocks.takeDue()).toEqual([]); // the periodic call: exactly the timeout, not yet
+    expect(checks.pending).toHaveLength(1);
+    clock.advance(1);
+    clocks.takeDue();
+    expect(checks.pending).toHaveLength(2); // the next check, for batch 2
+    const stuck = checks.pending.shift()!;
+    await checks.pass();
+    expect(acks.map((x) => x.ack.seq)).toEqual([2]);
+    stuck.resolve(); // settles at last: it answers nothing, and disturbs no later check
+    await new Promise((r) => setImmediate(r));
+    clocks.onBatch('n2', batch(3, ['a']));
+    expect(checks.pending).toHaveLength(1);
+    await checks.pass();
+    expect(acks.map((x) => x.ack.seq)).toEqual([2, 3]);
+  });
+
+  it('a new leadership does not wait for a check of the last one, whose late success answers nothing', async () => {
+    const { clocks, checks, acks } = leader({ a: 'n2' });
+    clocks.start([['a', T]]);
+    clocks.onBatch('n2', batch(1, ['a']));
+    clocks.stop();
+    checks.term = 7;
+    clocks.start([['a', T]]);
+    clocks.onBatch('n2', batch(2, ['a']));
+    expect(checks.pending).toHaveLength(2);
+    const old = checks.pending.shift()!;
+    await checks.pass();
+    expect(acks.map((x) => x.ack)).toEqual([expect.objectContaining({ seq: 2, term: 7 })]);
+    old.resolve();
+    await new Promise((r) => setImmediate(r));
+    expect(acks).toHaveLength(1);
+  });
+
+  it(`at most ${MAX_WAITING_BATCHES} batches wait for a check; the oldest go unanswered`, async () => {
+    const { clocks, checks, acks } = leader({ a: 'n2' });
+    clocks.start([['a', T]]);
+    clocks.onBatch('n2', batch(0, ['a'])); // its check is in flight while the rest arrive
+    for (let seq = 1; seq <= MAX_WAITING_BATCHES + 5; seq++) clocks.onBatch('n2', batch(seq, ['a']));
+    await checks.pass();
+    await checks.pass();
+    expect(acks).toHaveLength(1 + MAX_WAITING_BATCHES);
+    expect(acks.slice(0, 2).map((x) => x.ack.seq)).toEqual([0, 6]);
   });
 
   it('a member that does not lead takes no batch and answers none', async () => {

@@ -21,7 +21,7 @@ export interface LiveBatch {
   readonly seq: number;
   /** The member's Raft term when it sent the batch. */
   readonly term: number;
-  /** Every session held here (sent at once to a new leader), not only those heard from since the last batch. */
+  /** Every session held here (sent at once to a new leader), not only those heard from since the last batch; over MAX_SESSIONS_PER_BATCH it goes in several batches, each marked full. */
   readonly full: boolean;
   readonly touched: readonly string[];
   /** `[session, index]`: the highest notification index each session acknowledged since the last batch. */
@@ -71,6 +71,14 @@ interface HeldSession {
 
 /** Batches sent and not acknowledged, kept for their acknowledgement; older ones are forgotten (ten seconds at 100 ms). */
 export const MAX_UNACKNOWLEDGED_BATCHES = 100;
+
+/**
+ * The most sessions (and, apart, acknowledgements) one batch names: a full batch of
+ * --sessions-max 10,000 ids would pass the peer link's frame bound, and a frame over it is
+ * dropped, so every session's confirmation would stop (a 4009 storm). 2,000 ids of 22
+ * characters fit in about 50 KB.
+ */
+export const MAX_SESSIONS_PER_BATCH = 2_000;
 
 export class MemberLiveness {
   private readonly held = new Map<string, HeldSession>();
@@ -132,10 +140,9 @@ export class MemberLiveness {
     this.flush();
   }
 
-  /** Sends the batch due now, if it has anything to say (the interval's timer calls this). */
+  /** Sends the batches due now, if there is anything to say (the interval's timer calls this). */
   flush(): void {
-    const batch = this.takeBatch();
-    if (batch !== null) this.opts.send(batch);
+    for (const batch of this.takeBatches()) this.opts.send(batch);
   }
 
   /** The leader acknowledged batch `ack.seq` after proving it led: its sessions, but the ignored, are confirmed as of its sending. */
@@ -174,19 +181,29 @@ export class MemberLiveness {
     return this.held.size;
   }
 
-  private takeBatch(): LiveBatch | null {
+  private takeBatches(): LiveBatch[] {
     const full = this.fullDue;
-    if (!full && this.touched.size === 0 && this.acks.size === 0) return null;
+    if (!full && this.touched.size === 0 && this.acks.size === 0) return [];
     const sessions = full ? [...this.held.keys()] : [...this.touched];
-    const batch: LiveBatch = { epoch: this.epoch, seq: this.nextSeq++, term: this.opts.term(), full, touched: sessions, acks: [...this.acks], held: this.held.size };
+    const acks = [...this.acks];
     this.fullDue = false;
     this.touched.clear();
     this.acks.clear();
-    this.unacknowledged.set(batch.seq, { sentAt: this.opts.clock.now(), sessions });
+    const sentAt = this.opts.clock.now();
+    const term = this.opts.term();
+    const parts = Math.max(1, Math.ceil(sessions.length / MAX_SESSIONS_PER_BATCH), Math.ceil(acks.length / MAX_SESSIONS_PER_BATCH));
+    const batches: LiveBatch[] = [];
+    for (let part = 0; part < parts; part++) {
+      const named = sessions.slice(part * MAX_SESSIONS_PER_BATCH, (part + 1) * MAX_SESSIONS_PER_BATCH);
+      const acked = acks.slice(part * MAX_SESSIONS_PER_BATCH, (part + 1) * MAX_SESSIONS_PER_BATCH);
+      const batch: LiveBatch = { epoch: this.epoch, seq: this.nextSeq++, term, full, touched: named, acks: acked, held: this.held.size };
+      this.unacknowledged.set(batch.seq, { sentAt, sessions: named });
+      batches.push(batch);
+    }
     for (const oldest of this.unacknowledged.keys()) {
       if (this.unacknowledged.size <= MAX_UNACKNOWLEDGED_BATCHES) break;
       this.unacknowledged.delete(oldest);
     }
-    return batch;
+    return batches;
   }
 }
