@@ -284,6 +284,18 @@ describe('leader side: clocks', () => {
     expect(clocks.takeDue()).toEqual([]); // reported once
   });
 
+  it('reports nothing due once this member no longer leads in the term its clocks started in, even before stop()', () => {
+    const { clock, clocks, checks } = leader({ a: 'n2' });
+    clocks.start([['a', T]]);
+    clock.advance(T);
+    checks.term = null; // deposed; stop() not called yet
+    expect(clocks.takeDue()).toEqual([]);
+    checks.term = 6; // leads again, in a later term: its clocks must start afresh first
+    expect(clocks.takeDue()).toEqual([]);
+    checks.term = 5;
+    expect(clocks.takeDue()).toEqual(['a']);
+  });
+
   it("a batch moves the clocks of the sessions its sender holds; touches from a non-holder are ignored", async () => {
     const { clock, clocks, checks, acks } = leader({ mine: 'n2', theirs: 'n3', old: null }); // 'gone' is not live
     clocks.start([['mine', T], ['theirs', T], ['old', T]]);

@@ -121,11 +121,12 @@ export class SessionClocks {
   }
 
   /**
-   * Sessions whose deadline passed, each reported once (none when not leading): the caller proposes
+   * Sessions whose deadline passed, each reported once (none unless leading in the term of start()): the caller proposes
    * their expiry. Called periodically, it also abandons an overdue check and starts the next.
    */
   takeDue(): string[] {
-    if (this.term === null) return [];
+    // Not only stop(): a caller that has not yet told us leadership ended must not propose expiries either.
+    if (this.term === null || this.opts.leadership.leadingTerm() !== this.term) return [];
     this.checkLeadership();
     return this.queue.takeDue();
   }
