@@ -334,6 +334,8 @@ export interface LiveSession {
   readonly resumeHash?: string;
   /** The user that opened it, when authentication was on. */
   readonly principal?: string;
+  /** The member holding its connection, as the log records it (command version 9; absent: none recorded). */
+  readonly member?: string;
 }
 
 /**
@@ -351,6 +353,8 @@ export interface PluginConnection {
   readonly holdersSince?: number;
   /** The cluster's active command version. */
   activeVersion(): number;
+  /** Commits that `member` now holds the live session's connection (from holdersSince; rejects SESSION_EXPIRED when it is not live). */
+  attach?(session: string, member: string): Promise<void>;
   /** Resolves once `version` is active, or this leader cannot raise it to it, or after `timeoutMs`. */
   settleVersion(version: number, timeoutMs: number): Promise<void>;
   /** The watches `session` holds, in key order. */

@@ -83,3 +83,33 @@ describe('observing the cluster', () => {
     expect(seen.lag).toBeGreaterThanOrEqual(5);
   });
 });
+
+describe('the member holding a session', () => {
+  it('moves to the next leader when the session is resumed there (attachSession), and observe shows it', async () => {
+    const moved = await Cluster.start(3);
+    try {
+      const first = await moved.leader();
+      const client = await open(moved.urls);
+      const observe = new ObserveClient(client);
+      const holderOf = async (): Promise<string | null | undefined> => (await observe.sessions()).sessions.find((s) => s.session === client.session)?.member;
+      expect(await holderOf()).toBe(first.id);
+
+      const resumed = new Promise<void>((resolve) => {
+        const off = client.on('connected', (info) => {
+          if (!info.resumed) return;
+          off();
+          resolve();
+        });
+      });
+      await first.process.kill9();
+      await resumed;
+      const next = await moved.leader({ not: first.id });
+      expect(client.serverUrl).toContain(`:${next.clientPort}/`);
+      // The resume committed its new holder before the connection was established there.
+      expect(await holderOf()).toBe(next.id);
+    } finally {
+      await moved.stop();
+      moved.removeData();
+    }
+  });
+});

@@ -21,11 +21,18 @@ import type { Command } from '../../src/families/core-commands.js';
 const CHECK_MS = 25;
 let clock = 0;
 let proposals: Command[] = [];
+/** Leadership checks (the barrier's ReadIndex round) in flight, settled by the test; null: each passes at once. */
+let checks: Array<{ resolve: () => void; reject: (err: Error) => void }> | null = null;
+let term = 1;
+let replicated = new Map<string, { timeoutMs: number; remote: string }>();
 
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
   clock = 0;
   proposals = [];
+  checks = null;
+  term = 1;
+  replicated = new Map([['S', { timeoutMs: 1000, remote: '127.0.0.1:1' }]]);
 });
 afterEach(() => {
   vi.useRealTimers();
@@ -39,12 +46,19 @@ function advance(ms: number): void {
   }
 }
 
+/** Lets the promise callbacks queued so far run (the leadership check's, the proposal's). */
+const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
+
 /** The parts of a front end the duties touch: one replicated session S with a 1000 ms timeout. */
 function frontEnd(): FrontEnd {
-  const sessions = new Map([['S', { timeoutMs: 1000, remote: '127.0.0.1:1' }]]);
   return {
+    isLeader: () => true,
+    readTimeoutMs: 5000,
     node: {
-      stateMachine: { stateOf: (family: { name: string }) => (family.name === 'sessions' ? { sessions } : { of: () => 0 }) },
+      stateMachine: { stateOf: (family: { name: string }) => (family.name === 'sessions' ? { sessions: replicated } : { of: () => 0 }) },
+      status: () => ({ id: 'n1', role: 'leader', term, leader: 'n1', commit: 0, lastIndex: 0, config: { voters: ['n1'], learners: [] } }),
+      appliedIndex: 0,
+      linearizableBarrier: () => (checks === null ? Promise.resolve() : new Promise<void>((resolve, reject) => checks!.push({ resolve, reject }))),
       propose: (c: Command) => {
         proposals.push(c);
         return new Promise(() => undefined); // never commits here: the test only counts proposals
@@ -68,7 +82,7 @@ function sessionAndAckDuties(fe: FrontEnd): PluginDuty[] {
 const expiries = (): Command[] => proposals.filter((c) => c.op === 'closeSession');
 
 describe('LeaderDuties across a lost and regained leadership', () => {
-  it('gives every session its full timeout again when this member leads again', () => {
+  it('gives every session its full timeout again when this member leads again', async () => {
     const fe = frontEnd();
     const duties = new LeaderDuties(fe, sessionAndAckDuties(fe), { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
     duties.setLeading(true);
@@ -82,7 +96,67 @@ describe('LeaderDuties across a lost and regained leadership', () => {
     advance(975);
     expect(expiries()).toEqual([]);
     advance(50);
+    await settle();
     expect(expiries()).toEqual([{ op: 'closeSession', session: 'S', reason: 'expired' }]);
+    duties.stop();
+  });
+});
+
+describe('an expiry waits for a leadership check', () => {
+  it('a leader that cannot prove it leads (no quorum) proposes no expiry; once a check passes, it does', async () => {
+    checks = [];
+    const fe = frontEnd();
+    const duties = new LeaderDuties(fe, sessionAndAckDuties(fe), { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
+    duties.setLeading(true);
+    advance(1000);
+    await settle();
+    expect(checks).toHaveLength(1); // S is due: one check, and nothing proposed before it answers
+    advance(500);
+    await settle();
+    expect(checks).toHaveLength(1); // reported once: no second check while the first is out
+    expect(expiries()).toEqual([]);
+    checks.shift()!.reject(new Error('no quorum: the read timed out'));
+    await settle();
+    expect(expiries()).toEqual([]);
+    advance(CHECK_MS); // tried again at the next tick
+    await settle();
+    expect(checks).toHaveLength(1);
+    checks.shift()!.resolve();
+    await settle();
+    expect(expiries()).toEqual([{ op: 'closeSession', session: 'S', reason: 'expired' }]);
+    duties.stop();
+  });
+
+  it('nothing is proposed when, by the time the check passes, the session closed, its clock restarted or the term changed', async () => {
+    checks = [];
+    const fe = frontEnd();
+    const duties = new LeaderDuties(fe, sessionAndAckDuties(fe), { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
+    duties.setLeading(true);
+    advance(1000);
+    await settle();
+    replicated.delete('S'); // closed (by its client's bye) while the check was out
+    checks.shift()!.resolve();
+    await settle();
+    expect(expiries()).toEqual([]);
+
+    advance(CHECK_MS); // the tick drops the closed session's clock
+    replicated.set('S', { timeoutMs: 1000, remote: '127.0.0.1:1' });
+    advance(CHECK_MS); // live again (a stand-in for a new session): the tick tracks it at its full timeout
+    advance(1000);
+    await settle();
+    expect(checks).toHaveLength(1);
+    fe.expiry.track('S', 1000); // its clock restarted (an attach, a new leadership) while the check was out
+    checks.shift()!.resolve();
+    await settle();
+    expect(expiries()).toEqual([]);
+
+    advance(1000);
+    await settle();
+    expect(checks).toHaveLength(1);
+    term = 2; // deposed and elected again while the check was out: this term's clocks decide
+    checks.shift()!.resolve();
+    await settle();
+    expect(expiries()).toEqual([]);
     duties.stop();
   });
 });

@@ -3,8 +3,8 @@
 // leader side (SessionClocks: holders, the acknowledgement after a leadership
 // check, a new leader's full timeouts), each rule of the design by name.
 import { describe, expect, it } from 'vitest';
-import { MAX_UNACKNOWLEDGED_BATCHES, MemberLiveness, type LiveAck, type LiveBatch } from '../../src/server/peer-service/liveness.js';
-import { SessionClocks } from '../../src/server/peer-service/session-clocks.js';
+import { MAX_SESSIONS_PER_BATCH, MAX_UNACKNOWLEDGED_BATCHES, MemberLiveness, type LiveAck, type LiveBatch } from '../../src/server/peer-service/liveness.js';
+import { LEADERSHIP_CHECK_TIMEOUT_MS, MAX_WAITING_BATCHES, SessionClocks } from '../../src/server/peer-service/session-clocks.js';
 
 const INTERVAL_MS = 100;
 const T = 10_000;
@@ -32,14 +32,16 @@ class FakeClock {
   }
 }
 
-function member(clock = new FakeClock(), term = 3) {
+const EPOCH = 77;
+
+function member(clock = new FakeClock(), term = 3, epoch = EPOCH) {
   const sent: LiveBatch[] = [];
-  const liveness = new MemberLiveness({ clock, intervalMs: INTERVAL_MS, term: () => term, send: (b) => void sent.push(b) });
+  const liveness = new MemberLiveness({ clock, intervalMs: INTERVAL_MS, term: () => term, send: (b) => void sent.push(b), epoch });
   liveness.start();
   return { clock, liveness, sent };
 }
 
-const ackOf = (batch: LiveBatch, ignored: string[] = []): LiveAck => ({ seq: batch.seq, term: 3, ignored, busy: false });
+const ackOf = (batch: LiveBatch, ignored: string[] = []): LiveAck => ({ epoch: batch.epoch, seq: batch.seq, term: 3, ignored, busy: false });
 
 /** A leadership check the test settles by hand. */
 class Checks {
@@ -74,7 +76,7 @@ function leader(holders: Record<string, string | null>, clock = new FakeClock())
   return { clock, checks, clocks, acks, acknowledged };
 }
 
-const batch = (seq: number, touched: string[], acks: Array<[string, number]> = []): LiveBatch => ({ seq, term: 5, full: false, touched, acks, held: touched.length });
+const batch = (seq: number, touched: string[], acks: Array<[string, number]> = []): LiveBatch => ({ epoch: EPOCH, seq, term: 5, full: false, touched, acks, held: touched.length });
 
 describe('member side: batches', () => {
   it('one batch per interval names the sessions heard from since the last, with their highest acknowledged index', () => {
@@ -90,7 +92,7 @@ describe('member side: batches', () => {
     clock.advance(INTERVAL_MS - 1);
     expect(sent).toEqual([]);
     clock.advance(1);
-    expect(sent).toEqual([{ seq: 1, term: 3, full: false, touched: ['a', 'b'], acks: [['a', 7]], held: 2 }]);
+    expect(sent).toEqual([{ epoch: EPOCH, seq: 1, term: 3, full: false, touched: ['a', 'b'], acks: [['a', 7]], held: 2 }]);
     clock.advance(5 * INTERVAL_MS); // nothing heard since: nothing sent
     expect(sent).toHaveLength(1);
     liveness.touch('b');
@@ -103,9 +105,31 @@ describe('member side: batches', () => {
     for (const s of ['a', 'b', 'c']) liveness.hold(s, T, clock.t);
     liveness.touch('b');
     liveness.leaderChanged();
-    expect(sent).toEqual([{ seq: 1, term: 3, full: true, touched: ['a', 'b', 'c'], acks: [], held: 3 }]);
+    expect(sent).toEqual([{ epoch: EPOCH, seq: 1, term: 3, full: true, touched: ['a', 'b', 'c'], acks: [], held: 3 }]);
     clock.advance(INTERVAL_MS);
     expect(sent).toHaveLength(1); // 'b' went in the full batch
+  });
+
+  it(`a batch names at most ${MAX_SESSIONS_PER_BATCH} sessions and acknowledgements: a bigger one goes in parts, each confirmed by its own answer`, () => {
+    const { clock, liveness, sent } = member();
+    const ids = Array.from({ length: 2 * MAX_SESSIONS_PER_BATCH + 500 }, (_, i) => `s${i}`);
+    for (const [i, s] of ids.entries()) {
+      liveness.hold(s, T, clock.t);
+      liveness.ack(s, i + 1);
+    }
+    clock.advance(50);
+    liveness.leaderChanged(); // a full batch of every session held here
+    expect(sent.map((b) => [b.touched.length, b.acks.length])).toEqual([
+      [MAX_SESSIONS_PER_BATCH, MAX_SESSIONS_PER_BATCH],
+      [MAX_SESSIONS_PER_BATCH, MAX_SESSIONS_PER_BATCH],
+      [500, 500],
+    ]);
+    expect(sent.every((b) => b.full && b.held === ids.length)).toBe(true);
+    expect(sent.map((b) => b.seq)).toEqual([1, 2, 3]);
+    expect(sent.flatMap((b) => b.touched)).toEqual(ids);
+    liveness.onLiveAck(ackOf(sent[1]!));
+    expect(liveness.confirmedAt(ids[0]!)).toBe(1_000); // its part is still unanswered
+    expect(liveness.confirmedAt(ids[MAX_SESSIONS_PER_BATCH]!)).toBe(1_050);
   });
 
   it('a released session is named no more', () => {
@@ -140,7 +164,7 @@ describe('member side: confirmations', () => {
     expect(liveness.confirmedAt('a')).toBe(1_100);
     expect(liveness.confirmedAt('b')).toBe(1_000); // the leader did not take it
     liveness.onLiveAck(ackOf(first)); // a duplicate answer moves nothing
-    liveness.onLiveAck({ seq: 99, term: 3, ignored: [], busy: false }); // nor one to a batch never sent
+    liveness.onLiveAck({ epoch: EPOCH, seq: 99, term: 3, ignored: [], busy: false }); // nor one to a batch never sent
     expect(liveness.confirmedAt('b')).toBe(1_000);
   });
 
@@ -168,6 +192,39 @@ describe('member side: confirmations', () => {
     expect(liveness.confirmedAt('a')).toBe(1_000);
     liveness.onLiveAck(ackOf(sent[1]!));
     expect(liveness.confirmedAt('a')).toBe(1_200); // the second batch, sent two intervals in
+  });
+});
+
+describe('member side: epochs', () => {
+  it('each process draws its own epoch; its batches carry it', () => {
+    const clock = new FakeClock();
+    const one = new MemberLiveness({ clock, intervalMs: INTERVAL_MS, term: () => 3, send: () => undefined });
+    const two = new MemberLiveness({ clock, intervalMs: INTERVAL_MS, term: () => 3, send: () => undefined });
+    expect(Number.isSafeInteger(one.epoch) && one.epoch >= 0 && one.epoch < 2 ** 48).toBe(true);
+    expect(one.epoch).not.toBe(two.epoch); // 2^-48 apart
+    const { liveness, sent } = member();
+    liveness.hold('a', T, 0);
+    liveness.leaderChanged();
+    expect(sent[0]!.epoch).toBe(liveness.epoch);
+  });
+
+  it("a stale answer to an earlier process's batch of the same number confirms nothing after a restart", () => {
+    const clock = new FakeClock();
+    const before = member(clock, 3, 1);
+    before.liveness.hold('a', T, clock.t);
+    before.liveness.touch('a');
+    clock.advance(INTERVAL_MS);
+    const stale = ackOf(before.sent[0]!); // still on its way when the process restarts
+    const after = member(clock, 3, 2);
+    clock.advance(2 * T);
+    after.liveness.hold('a', T, clock.t); // resumed here after the restart
+    after.liveness.touch('a');
+    clock.advance(INTERVAL_MS);
+    expect(after.sent[0]!.seq).toBe(stale.seq); // numbered from 1 again
+    after.liveness.onLiveAck(stale);
+    expect(after.liveness.confirmedAt('a')).toBe(clock.t - INTERVAL_MS); // its hold, not the stale batch's sending
+    after.liveness.onLiveAck(ackOf(after.sent[0]!));
+    expect(after.liveness.confirmedAt('a')).toBe(clock.t);
   });
 });
 
@@ -227,6 +284,18 @@ describe('leader side: clocks', () => {
     expect(clocks.takeDue()).toEqual([]); // reported once
   });
 
+  it('reports nothing due once this member no longer leads in the term its clocks started in, even before stop()', () => {
+    const { clock, clocks, checks } = leader({ a: 'n2' });
+    clocks.start([['a', T]]);
+    clock.advance(T);
+    checks.term = null; // deposed; stop() not called yet
+    expect(clocks.takeDue()).toEqual([]);
+    checks.term = 6; // leads again, in a later term: its clocks must start afresh first
+    expect(clocks.takeDue()).toEqual([]);
+    checks.term = 5;
+    expect(clocks.takeDue()).toEqual(['a']);
+  });
+
   it("a batch moves the clocks of the sessions its sender holds; touches from a non-holder are ignored", async () => {
     const { clock, clocks, checks, acks } = leader({ mine: 'n2', theirs: 'n3', old: null }); // 'gone' is not live
     clocks.start([['mine', T], ['theirs', T], ['old', T]]);
@@ -236,7 +305,7 @@ describe('leader side: clocks', () => {
     expect(clocks.remainingMs('theirs')).toBe(T / 2); // held by n3: n2's word does not keep it alive
     expect(clocks.remainingMs('old')).toBe(T); // opened before holders were recorded: any member may speak for it
     await checks.pass();
-    expect(acks).toEqual([{ to: 'n2', ack: { seq: 1, term: 5, ignored: ['theirs', 'gone'], busy: false } }]);
+    expect(acks).toEqual([{ to: 'n2', ack: { epoch: EPOCH, seq: 1, term: 5, ignored: ['theirs', 'gone'], busy: false } }]);
   });
 
   it('a session already reported due is not confirmed to its member', async () => {
@@ -297,6 +366,56 @@ describe('leader side: acknowledgements after a leadership check', () => {
     checks.term = 6;
     await checks.pass();
     expect(acks).toEqual([]);
+  });
+
+  it('a check that never settles is abandoned after its timeout: its batches go unanswered, later ones get a check of their own', async () => {
+    const { clock, clocks, checks, acks } = leader({ a: 'n2' });
+    clocks.start([['a', T]]);
+    clocks.onBatch('n2', batch(1, ['a']));
+    clocks.onBatch('n2', batch(2, ['a'])); // waits for the next check
+    clock.advance(LEADERSHIP_CHECK_TIMEOUT_MS);
+    expect(clocks.takeDue()).toEqual([]); // the periodic call: exactly the timeout, not yet
+    expect(checks.pending).toHaveLength(1);
+    clock.advance(1);
+    clocks.takeDue();
+    expect(checks.pending).toHaveLength(2); // the next check, for batch 2
+    const stuck = checks.pending.shift()!;
+    await checks.pass();
+    expect(acks.map((x) => x.ack.seq)).toEqual([2]);
+    stuck.resolve(); // settles at last: it answers nothing, and disturbs no later check
+    await new Promise((r) => setImmediate(r));
+    clocks.onBatch('n2', batch(3, ['a']));
+    expect(checks.pending).toHaveLength(1);
+    await checks.pass();
+    expect(acks.map((x) => x.ack.seq)).toEqual([2, 3]);
+  });
+
+  it('a new leadership does not wait for a check of the last one, whose late success answers nothing', async () => {
+    const { clocks, checks, acks } = leader({ a: 'n2' });
+    clocks.start([['a', T]]);
+    clocks.onBatch('n2', batch(1, ['a']));
+    clocks.stop();
+    checks.term = 7;
+    clocks.start([['a', T]]);
+    clocks.onBatch('n2', batch(2, ['a']));
+    expect(checks.pending).toHaveLength(2);
+    const old = checks.pending.shift()!;
+    await checks.pass();
+    expect(acks.map((x) => x.ack)).toEqual([expect.objectContaining({ seq: 2, term: 7 })]);
+    old.resolve();
+    await new Promise((r) => setImmediate(r));
+    expect(acks).toHaveLength(1);
+  });
+
+  it(`at most ${MAX_WAITING_BATCHES} batches wait for a check; the oldest go unanswered`, async () => {
+    const { clocks, checks, acks } = leader({ a: 'n2' });
+    clocks.start([['a', T]]);
+    clocks.onBatch('n2', batch(0, ['a'])); // its check is in flight while the rest arrive
+    for (let seq = 1; seq <= MAX_WAITING_BATCHES + 5; seq++) clocks.onBatch('n2', batch(seq, ['a']));
+    await checks.pass();
+    await checks.pass();
+    expect(acks).toHaveLength(1 + MAX_WAITING_BATCHES);
+    expect(acks.slice(0, 2).map((x) => x.ack.seq)).toEqual([0, 6]);
   });
 
   it('a member that does not lead takes no batch and answers none', async () => {

@@ -172,6 +172,8 @@ export interface SimStats {
   sessionsExpired: number;
   sessionsMoved: number;
   livenessAcks: number;
+  /** Session-steps the sessions model judged kept alive by their holder's clean link to the leader. */
+  sessionsKeptAlive: number;
   committed: number;
   messagesSent: number;
   messagesLost: number;
@@ -241,6 +243,7 @@ export class SimCluster {
     sessionsExpired: 0,
     sessionsMoved: 0,
     livenessAcks: 0,
+    sessionsKeptAlive: 0,
     committed: 0,
     messagesSent: 0,
     messagesLost: 0,
@@ -287,7 +290,7 @@ export class SimCluster {
     });
     for (const d of this.nodes.slice(0, config.nodeCount)) this.provision(d);
     const sessionsRandom = root.fork(6);
-    this.sessions = config.mutation === 'none' || config.mutation === 'unprovedLiveAck' ? this.makeSessions(sessionsRandom) : null;
+    this.sessions = config.mutation === 'none' || config.mutation === 'unprovedLiveAck' || config.mutation === 'ignoreLiveBatch' ? this.makeSessions(sessionsRandom) : null;
   }
 
   private makeSessions(random: SimRandom): SimSessions {
@@ -321,6 +324,7 @@ export class SimCluster {
         highestLeaderTerm: () => this.checker.highestLeaderTerm,
         fail: (detail) => this.checker.fail('sessionLiveness', detail),
         say: (line) => this.say(line),
+        ignoreLiveBatch: this.config.mutation === 'ignoreLiveBatch',
       },
       random,
       timeoutMs,
@@ -849,7 +853,7 @@ export class SimCluster {
     if (this.sessions === null) return;
     this.sessions.step();
     const s = this.sessions.stats;
-    Object.assign(this.stats, { sessionsOpened: s.opened, sessionsExpired: s.expired, sessionsMoved: s.moved, livenessAcks: s.acknowledged });
+    Object.assign(this.stats, { sessionsOpened: s.opened, sessionsExpired: s.expired, sessionsMoved: s.moved, livenessAcks: s.acknowledged, sessionsKeptAlive: s.keptAlive });
   }
 
   /**

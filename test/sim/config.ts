@@ -73,7 +73,9 @@ export type SimMutation =
    */
   | 'leaseTooLong'
   /** The sessions model's leaders acknowledge liveness batches without proving they still lead (sessions.ts). */
-  | 'unprovedLiveAck';
+  | 'unprovedLiveAck'
+  /** The sessions model's leaders take no member's liveness touch (every session's holder looks like another member). */
+  | 'ignoreLiveBatch';
 
 export interface SimConfig {
   readonly seed: number;

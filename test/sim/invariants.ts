@@ -41,7 +41,7 @@ export type InvariantName =
   | 'readLinearizable'
   /** A read under a leader lease: no leader of a later term exists yet, and nothing committed anywhere is missing. */
   | 'leaseSafety'
-  /** A leader found a session due while the member holding it had been promised more time (docs/scale-out.md). */
+  /** A leader found a session due while the member holding it had been promised more time, or a session kept alive by a clean link to the leader was sent away or expired (docs/scale-out.md). */
   | 'sessionLiveness'
   /** The core broke its contract with the driver (bad Ready, bad message). */
   | 'driverContract'

@@ -76,6 +76,12 @@ describe('the simulation catches a broken driver', () => {
     expect(kinds(failures)).toEqual(new Set(['sessionLiveness']));
   });
 
+  it('session liveness touches that no leader takes (the liveness half: no 4009 or expiry of a session kept alive)', async () => {
+    const failures = await failuresUnder('ignoreLiveBatch', 30, 2);
+    expect(failures.size).toBe(2);
+    expect(kinds(failures)).toEqual(new Set(['sessionLiveness']));
+  });
+
   it('a failure report ends with the events that led to it', async () => {
     let caught: unknown = null;
     try {

@@ -7,7 +7,12 @@
 // invariant, checked every step against the leader of the highest term elected
 // so far (only it can still commit an expiry), and whenever such a leader's
 // clock reports a session due: no member holding a session was promised more
-// time (its confirmation plus the timeout) than that leader's deadline.
+// time (its confirmation plus the timeout) than that leader's deadline. Its
+// liveness half: no session is sent away (4009) nor expired while its holder
+// kept a clean link to that leader (uncut both ways, no liveness message lost,
+// the holder knowing it as leader) and the leader proved it led (no failed or
+// slow check), since the session came to its holder or for the last T; judged
+// only where T leaves room for the design's timing (LIVENESS_NEEDS_T).
 //
 // Simplified on purpose: no log entries for sessions (a session "opens" on a
 // member and in every leader's clocks at once, as a leader that applies its
@@ -46,6 +51,8 @@ export interface SessionsHost {
   /** Fails the run (InvariantViolation 'sessionLiveness'). */
   fail(detail: string): never;
   say(line: string): void;
+  /** The mutation ignoreLiveBatch: every leader takes no member's touch (as if none held its sessions). */
+  readonly ignoreLiveBatch?: boolean;
 }
 
 export interface SessionsStats {
@@ -54,6 +61,8 @@ export interface SessionsStats {
   moved: number;
   batches: number;
   acknowledged: number;
+  /** Session-steps the liveness half judged kept alive (a 4009 or expiry then fails the run). */
+  keptAlive: number;
 }
 
 type Payload = { readonly kind: 'live'; readonly batch: LiveBatch } | { readonly kind: 'liveAck'; readonly ack: LiveAck };
@@ -79,9 +88,17 @@ const SESSIONS = 6;
 const INTERVAL = 10;
 const MAX_DELAY = 6;
 const LOSS = 0.05;
+/** A leadership check slower than this (steps) makes the liveness half leave the window unjudged. */
+const CHECK_BOUND = 2 * (MAX_DELAY + 1);
+/**
+ * The liveness half holds only where the design's timing assumption does (a batch interval, a
+ * round trip and a check well within T/6: 100 ms against 10 s in the real server); the
+ * smallest simulated timeouts are too short for it, and are judged by the safety half alone.
+ */
+const LIVENESS_NEEDS_T = 6 * (INTERVAL + 2 * (MAX_DELAY + 1) + CHECK_BOUND);
 
 export class SimSessions {
-  readonly stats: SessionsStats = { opened: 0, expired: 0, moved: 0, batches: 0, acknowledged: 0 };
+  readonly stats: SessionsStats = { opened: 0, expired: 0, moved: 0, batches: 0, acknowledged: 0, keptAlive: 0 };
   private readonly states = new Map<NodeId, NodeState>();
   /** Live sessions: their holder (null once it left: crashed, or sent its client away). */
   private readonly live = new Map<string, NodeId | null>();
@@ -89,6 +106,15 @@ export class SimSessions {
   private readonly nextPing = new Map<string, number>();
   private inFlight: InFlight[] = [];
   private nextSession = 0;
+  /** When each session was last handed to its holder (opened there). */
+  private readonly heldSince = new Map<string, number>();
+  /** The top leader (node, term, incarnation) and since when it has been it. */
+  private topLeader: { readonly id: NodeId; readonly term: number; readonly incarnation: object; readonly since: number } | null = null;
+  /** The last step at which something hurt a link or a leader (a cut, a lost liveness message, a failed or slow check, a member not knowing the leader). */
+  private readonly lastTrouble = new Map<string, number>();
+  /** Leadership checks not settled yet: one out longer than CHECK_BOUND is trouble while it stays out. */
+  private readonly checksOut = new Set<{ readonly id: NodeId; readonly started: number }>();
+  private epochs = 0;
 
   constructor(
     private readonly host: SessionsHost,
@@ -100,6 +126,8 @@ export class SimSessions {
   /** One simulation step: processes up or down, leadership, clients, batches, answers, expiries. */
   step(): void {
     for (const view of this.host.nodes) this.follow(view);
+    this.noteTrouble();
+    for (const [session, holder] of this.live) if (holder !== null && this.keptAlive(session, holder)) this.stats.keptAlive++;
     while (this.live.size < SESSIONS && this.openOne()) {}
     this.clientsTalk();
     this.deliver();
@@ -166,6 +194,7 @@ export class SimSessions {
       clock: { now: () => view.now(), every: () => () => undefined }, // flushed by step()
       intervalMs: INTERVAL,
       term: () => view.term(),
+      epoch: ++this.epochs, // each incarnation its own (a counter: the seed's random stream stays as it was)
       send: (batch) => {
         const to = view.leader();
         if (to === null) return;
@@ -176,12 +205,64 @@ export class SimSessions {
     const clocks = new SessionClocks({
       now: () => view.now(),
       checkEveryMs: 1,
-      holderOf: (session) => (this.live.has(session) ? (this.live.get(session) ?? '-') : undefined),
-      leadership: { leadingTerm: () => view.leadingTerm(), confirm: () => view.confirm() },
+      holderOf: (session) => (this.live.has(session) ? (this.host.ignoreLiveBatch === true ? '-' : (this.live.get(session) ?? '-')) : undefined),
+      leadership: { leadingTerm: () => view.leadingTerm(), confirm: () => this.timedCheck(view) },
       acknowledge: () => undefined,
       sendAck: (to, ack) => this.send(id, to, { kind: 'liveAck', ack }),
     });
     return { incarnation: view.incarnation!, liveness, clocks, clocksTerm: null, knownLeader: null };
+  }
+
+  /** A leader's check, noted as trouble when it fails or is slow (the liveness half then judges nothing across it). */
+  private timedCheck(view: SessionsNodeView): Promise<unknown> {
+    const check = { id: view.id, started: this.host.now() };
+    this.checksOut.add(check);
+    return view.confirm().then(
+      (value) => {
+        this.checksOut.delete(check);
+        if (this.host.now() - check.started > CHECK_BOUND) this.lastTrouble.set(`check:${view.id}`, this.host.now());
+        return value;
+      },
+      (err: unknown) => {
+        this.checksOut.delete(check);
+        this.lastTrouble.set(`check:${view.id}`, this.host.now());
+        throw err;
+      },
+    );
+  }
+
+  /** Notes, each step, the top leader and what troubles each member's link to it. */
+  private noteTrouble(): void {
+    const now = this.host.now();
+    const top = this.host.highestLeaderTerm();
+    const leader = this.host.nodes.find((v) => v.leadingTerm() === top && this.states.get(v.id)?.clocksTerm === top);
+    const incarnation = leader === undefined ? null : this.states.get(leader.id)!.incarnation;
+    if (leader === undefined || incarnation === null) this.topLeader = null;
+    else if (this.topLeader === null || this.topLeader.id !== leader.id || this.topLeader.term !== top || this.topLeader.incarnation !== incarnation) {
+      this.topLeader = { id: leader.id, term: top, incarnation, since: now };
+    }
+    for (const check of this.checksOut) if (now - check.started > CHECK_BOUND) this.lastTrouble.set(`check:${check.id}`, now);
+    if (this.topLeader === null) return;
+    const l = this.topLeader.id;
+    for (const view of this.host.nodes) {
+      if (view.id === l) continue;
+      if (this.host.isCut(view.id, l) || this.host.isCut(l, view.id) || view.leader() !== l) this.lastTrouble.set(`link:${view.id}`, now);
+    }
+  }
+
+  /**
+   * The liveness half: whether `session`'s holder kept a clean link to the top leader (no cut, no
+   * liveness message lost either way, it knew that leader) and that leader proved it led (no
+   * failed or slow check), since the session came to its holder or for the last T.
+   */
+  private keptAlive(session: string, holder: NodeId): boolean {
+    const leader = this.topLeader;
+    if (leader === null || this.timeoutMs < LIVENESS_NEEDS_T) return false;
+    const now = this.host.now();
+    const from = Math.max(this.heldSince.get(session) ?? now, now - this.timeoutMs);
+    if (leader.since > from) return false;
+    const troubles = [`check:${leader.id}`, `link:${holder}`, `lost:${holder}>${leader.id}`, `lost:${leader.id}>${holder}`];
+    return troubles.every((key) => (this.lastTrouble.get(key) ?? Number.NEGATIVE_INFINITY) < from);
   }
 
   /** A process died: what it held in memory is gone; its sessions' clients have nobody to talk to. */
@@ -197,6 +278,7 @@ export class SimSessions {
     const holder = this.random.pick(up);
     const session = `s${++this.nextSession}`;
     this.live.set(session, holder.id);
+    this.heldSince.set(session, this.host.now());
     this.stats.opened++;
     // Its member forwards the openSession now; the leader that applies it starts the clock at the full timeout.
     this.states.get(holder.id)!.liveness.hold(session, this.timeoutMs, holder.now());
@@ -221,7 +303,10 @@ export class SimSessions {
       this.receive(from, to, payload); // the leader's own sessions
       return;
     }
-    if (this.random.chance(LOSS)) return;
+    if (this.random.chance(LOSS)) {
+      this.lastTrouble.set(`lost:${from}>${to}`, this.host.now());
+      return;
+    }
     this.inFlight.push({ at: this.host.now() + 1 + this.random.int(MAX_DELAY), from, to, payload });
   }
 
@@ -244,6 +329,9 @@ export class SimSessions {
 
   /** The 4009 rule sent a client away; in this model it does not come back. */
   private move(id: NodeId, state: NodeState, session: string): void {
+    if (this.live.get(session) === id && this.keptAlive(session, id)) {
+      this.host.fail(`${id} sent ${session}'s client away (4009), though it kept a clean link to ${this.topLeader!.id} (leader of term ${this.topLeader!.term}, proving it led) since ${Math.max(this.heldSince.get(session)!, this.host.now() - this.timeoutMs)}`);
+    }
     state.liveness.release(session);
     if (this.live.get(session) === id) this.live.set(session, null);
     this.stats.moved++;
@@ -264,9 +352,14 @@ export class SimSessions {
         );
       }
     }
+    const holder = this.live.get(session);
+    if (holder !== null && holder !== undefined && this.keptAlive(session, holder)) {
+      this.host.fail(`${view.id} (leader of term ${term}) found ${session} due, though its holder ${holder} kept a clean link to it since ${Math.max(this.heldSince.get(session)!, this.host.now() - this.timeoutMs)}`);
+    }
     this.stats.expired++;
     this.host.say(`${view.id} expires ${session}`);
     this.live.delete(session);
+    this.heldSince.delete(session);
     this.nextPing.delete(session);
     for (const state of this.states.values()) {
       state.liveness.release(session);

@@ -37,7 +37,7 @@ if (env.replaySeed !== null) {
   /** Seeds in which some leader held a lease; steps checked under a lease; client reads it answered. */
   const leaseCoverage = { seeds: 0, steps: 0, reads: 0, memberReads: 0 };
   /** The sessions model: sessions expired by a leader (each checked against its holder), sent away, liveness batches acknowledged. */
-  const sessionCoverage = { expired: 0, moved: 0, acks: 0 };
+  const sessionCoverage = { expired: 0, moved: 0, acks: 0, keptAlive: 0 };
 
   describe(`seeded simulation: ${count} seeds from ${first}, ${env.steps} fault steps each`, () => {
     for (let start = first; start < first + count; start += CHUNK) {
@@ -63,6 +63,7 @@ if (env.replaySeed !== null) {
           sessionCoverage.expired += st.sessionsExpired;
           sessionCoverage.moved += st.sessionsMoved;
           sessionCoverage.acks += st.livenessAcks;
+          sessionCoverage.keptAlive += st.sessionsKeptAlive;
         }
         totalMs += performance.now() - t0;
       }, 600_000);
@@ -83,7 +84,8 @@ if (env.replaySeed !== null) {
           `${c.installCrashes} power losses around an install, ${c.ignored} stale snapshots ignored, ${c.aborted} streams aborted); ` +
           `leases held in ${leaseCoverage.seeds} seeds over ${leaseCoverage.steps} steps, each checked against the cluster, ${leaseCoverage.reads} lease reads, ` +
           `${leaseCoverage.memberReads} members' reads answered under a lease; sessions: ${sessionCoverage.expired} expired (each checked against its holder), ` +
-          `${sessionCoverage.moved} sent away (4009), ${sessionCoverage.acks} liveness batches acknowledged`,
+          `${sessionCoverage.moved} sent away (4009), ${sessionCoverage.acks} liveness batches acknowledged, ` +
+          `${sessionCoverage.keptAlive} session-steps kept alive by a clean link to the leader (none sent away nor expired)`,
       );
     });
 
@@ -101,6 +103,7 @@ if (env.replaySeed !== null) {
         expect(leaseCoverage.memberReads).toBeGreaterThan(count / 10);
         expect(sessionCoverage.acks).toBeGreaterThan(count);
         expect(sessionCoverage.expired).toBeGreaterThan(count / 10);
+        expect(sessionCoverage.keptAlive).toBeGreaterThan(count);
       });
     }
   });

@@ -13,6 +13,41 @@ type SessionsHost = FamilyHost<SessionsState, ApplySuccess, SessionsCommand>;
 /** The leader's session clocks: started afresh when it starts leading, each expiry proposed when one runs out. */
 export function sessionExpiry(host: SessionsHost): PluginDuty {
   const clocks = host.sessionClocks;
+  /**
+   * A deposed leader (it lost its quorum, and CheckQuorum has not told it yet) must not put an
+   * expiry in its log: a follower could be elected with the entry and commit it, while the
+   * session's client talks to a member connected to a majority. So the sessions due now share
+   * one leadership check (a ReadIndex round), and each is proposed only if, after it, this member
+   * still leads in the same term and the session is still live and still due (its clock was not
+   * restarted nor cleared meanwhile).
+   */
+  async function expireOnceLeadershipHolds(due: readonly string[]): Promise<void> {
+    const term = host.member.status().term;
+    try {
+      await host.barrier();
+    } catch (err) {
+      host.log.warn({ event: 'session-expiry-unconfirmed', sessions: due.length, err: String(err) }, 'could not confirm leadership before expiring sessions; will retry');
+      for (const session of due) clocks.retry(session);
+      return;
+    }
+    if (!host.isLeader() || host.member.status().term !== term) return; // the clocks went with the leadership
+    const live = liveSessions(host.reader);
+    for (const session of due) {
+      const remaining = clocks.remainingMs(session);
+      if (remaining === undefined || remaining > 0 || !live.has(session)) continue;
+      host.log.info({ event: 'session-expired', session }, 'session timed out; deleting its ephemeral items');
+      clocks.countExpired();
+      // A refusal (the session closed meanwhile) is an answer too; only a proposal not applied is tried again.
+      host.proposeOutcome({ op: 'closeSession', session, reason: 'expired' }).then(
+        () => undefined,
+        (err: unknown) => {
+          host.log.warn({ event: 'session-expiry-failed', session, err: String(err) }, 'expiry proposal failed; will retry');
+          clocks.retry(session);
+        },
+      );
+    }
+  }
+
   return {
     name: 'session-expiry',
     periodMs: 25,
@@ -33,18 +68,8 @@ export function sessionExpiry(host: SessionsHost): PluginDuty {
         clocks.remove(session);
         host.member.endConnection(session);
       }
-      for (const session of clocks.takeDue()) {
-        host.log.info({ event: 'session-expired', session }, 'session timed out; deleting its ephemeral items');
-        clocks.countExpired();
-        // A refusal (the session closed meanwhile) is an answer too; only a proposal not applied is tried again.
-        host.proposeOutcome({ op: 'closeSession', session, reason: 'expired' }).then(
-          () => undefined,
-          (err: unknown) => {
-            host.log.warn({ event: 'session-expiry-failed', session, err: String(err) }, 'expiry proposal failed; will retry');
-            clocks.retry(session);
-          },
-        );
-      }
+      const due = clocks.takeDue();
+      if (due.length > 0) void expireOnceLeadershipHolds(due);
     },
     // The clocks belong to the leader: a later leadership starts them afresh.
     stop: () => clocks.clear(),
@@ -74,6 +99,9 @@ export const plugin: Plugin<Record<string, never>, SessionsState, ApplySuccess, 
       sessionCount: () => liveSessions(host.reader).size,
       resumeTokensSince: RESUME_TOKENS_SINCE,
       holdersSince: HOLDERS_SINCE,
+      attach: async (session, member) => {
+        await host.propose({ op: 'attachSession', session, member });
+      },
     },
   }),
 };

@@ -405,6 +405,11 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       if (held !== null) throw new VeraError('UNAUTHORIZED', held);
       const refused = resumeRefusal(info, req.resume) ?? principalRefusal(info, principal, fe.guard.enabled);
       if (refused !== null) throw new VeraError('UNAUTHORIZED', refused);
+      // The log must name the member now holding the connection before it is established here: the
+      // leader takes a session's liveness from its recorded holder only (docs/scale-out.md).
+      if (seam.activeVersion() >= (seam.holdersSince ?? Number.POSITIVE_INFINITY) && info.member !== fe.node.id) {
+        await seam.attach(req.session, fe.node.id);
+      }
       session = req.session;
       timeoutMs = info.timeoutMs;
     } else {

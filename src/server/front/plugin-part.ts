@@ -51,6 +51,7 @@ export type CoreOps = { readonly [O in CoreOp]?: CoreOpHandler<O> };
 export interface ConnectionSeam extends PluginConnection {
   /** Why a hello may not resume the live session `id` (a family holds it for its own use), or null. */
   resumeRefusal(id: string): string | null;
+  attach(session: string, member: string): Promise<void>;
 }
 
 const NOTHING_KEPT: ConnectionSeam = {
@@ -60,6 +61,8 @@ const NOTHING_KEPT: ConnectionSeam = {
   resumeTokensSince: Number.POSITIVE_INFINITY,
   holdersSince: Number.POSITIVE_INFINITY,
   activeVersion: () => 0,
+  // Never called: with no family recording holders, holdersSince is never reached.
+  attach: async () => undefined,
   settleVersion: async () => undefined,
   watchesOf: () => [],
   ackedInLog: () => 0,

@@ -12,12 +12,16 @@
 // (4009) once `now - confirmed[s] > T/2`: the client moves to another member with
 // at least T/2 left. A member never expires anything itself.
 
+import { randomInt } from 'node:crypto';
+
 /** What the member tells the leader every interval (the `live` peer message's content). */
 export interface LiveBatch {
+  /** The sending process's random epoch: a restarted member numbers its batches from 1 again. */
+  readonly epoch: number;
   readonly seq: number;
   /** The member's Raft term when it sent the batch. */
   readonly term: number;
-  /** Every session held here (sent at once to a new leader), not only those heard from since the last batch. */
+  /** Every session held here (sent at once to a new leader), not only those heard from since the last batch; over MAX_SESSIONS_PER_BATCH it goes in several batches, each marked full. */
   readonly full: boolean;
   readonly touched: readonly string[];
   /** `[session, index]`: the highest notification index each session acknowledged since the last batch. */
@@ -28,6 +32,8 @@ export interface LiveBatch {
 
 /** The leader's answer to a batch (the `liveAck` peer message's content): sent only after it proved it still led. */
 export interface LiveAck {
+  /** The batch's epoch, echoed: an answer to an earlier process of the member confirms nothing. */
+  readonly epoch: number;
   readonly seq: number;
   /** The leader's term. */
   readonly term: number;
@@ -51,6 +57,8 @@ export interface MemberLivenessOptions {
   readonly term: () => number;
   /** Hands a batch to the leader (directly, or by the relay). */
   readonly send: (batch: LiveBatch) => void;
+  /** This process's epoch (tests and the simulator fix it); a random 48-bit number by default. */
+  readonly epoch?: number;
 }
 
 interface HeldSession {
@@ -64,6 +72,14 @@ interface HeldSession {
 /** Batches sent and not acknowledged, kept for their acknowledgement; older ones are forgotten (ten seconds at 100 ms). */
 export const MAX_UNACKNOWLEDGED_BATCHES = 100;
 
+/**
+ * The most sessions (and, apart, acknowledgements) one batch names: a full batch of
+ * --sessions-max 10,000 ids would pass the peer link's frame bound, and a frame over it is
+ * dropped, so every session's confirmation would stop (a 4009 storm). 2,000 ids of 22
+ * characters fit in about 50 KB.
+ */
+export const MAX_SESSIONS_PER_BATCH = 2_000;
+
 export class MemberLiveness {
   private readonly held = new Map<string, HeldSession>();
   private readonly touched = new Set<string>();
@@ -73,8 +89,11 @@ export class MemberLiveness {
   private nextSeq = 1;
   private fullDue = false;
   private stopTimer: (() => void) | null = null;
+  readonly epoch: number;
 
-  constructor(private readonly opts: MemberLivenessOptions) {}
+  constructor(private readonly opts: MemberLivenessOptions) {
+    this.epoch = opts.epoch ?? randomInt(2 ** 48 - 1);
+  }
 
   start(): void {
     this.stopTimer ??= this.opts.clock.every(this.opts.intervalMs, () => this.flush());
@@ -121,14 +140,14 @@ export class MemberLiveness {
     this.flush();
   }
 
-  /** Sends the batch due now, if it has anything to say (the interval's timer calls this). */
+  /** Sends the batches due now, if there is anything to say (the interval's timer calls this). */
   flush(): void {
-    const batch = this.takeBatch();
-    if (batch !== null) this.opts.send(batch);
+    for (const batch of this.takeBatches()) this.opts.send(batch);
   }
 
   /** The leader acknowledged batch `ack.seq` after proving it led: its sessions, but the ignored, are confirmed as of its sending. */
   onLiveAck(ack: LiveAck): void {
+    if (ack.epoch !== this.epoch) return; // an answer to a batch of an earlier process, with the same number
     const batch = this.unacknowledged.get(ack.seq);
     if (batch === undefined) return;
     this.unacknowledged.delete(ack.seq);
@@ -162,19 +181,29 @@ export class MemberLiveness {
     return this.held.size;
   }
 
-  private takeBatch(): LiveBatch | null {
+  private takeBatches(): LiveBatch[] {
     const full = this.fullDue;
-    if (!full && this.touched.size === 0 && this.acks.size === 0) return null;
+    if (!full && this.touched.size === 0 && this.acks.size === 0) return [];
     const sessions = full ? [...this.held.keys()] : [...this.touched];
-    const batch: LiveBatch = { seq: this.nextSeq++, term: this.opts.term(), full, touched: sessions, acks: [...this.acks], held: this.held.size };
+    const acks = [...this.acks];
     this.fullDue = false;
     this.touched.clear();
     this.acks.clear();
-    this.unacknowledged.set(batch.seq, { sentAt: this.opts.clock.now(), sessions });
+    const sentAt = this.opts.clock.now();
+    const term = this.opts.term();
+    const parts = Math.max(1, Math.ceil(sessions.length / MAX_SESSIONS_PER_BATCH), Math.ceil(acks.length / MAX_SESSIONS_PER_BATCH));
+    const batches: LiveBatch[] = [];
+    for (let part = 0; part < parts; part++) {
+      const named = sessions.slice(part * MAX_SESSIONS_PER_BATCH, (part + 1) * MAX_SESSIONS_PER_BATCH);
+      const acked = acks.slice(part * MAX_SESSIONS_PER_BATCH, (part + 1) * MAX_SESSIONS_PER_BATCH);
+      const batch: LiveBatch = { epoch: this.epoch, seq: this.nextSeq++, term, full, touched: named, acks: acked, held: this.held.size };
+      this.unacknowledged.set(batch.seq, { sentAt, sessions: named });
+      batches.push(batch);
+    }
     for (const oldest of this.unacknowledged.keys()) {
       if (this.unacknowledged.size <= MAX_UNACKNOWLEDGED_BATCHES) break;
       this.unacknowledged.delete(oldest);
     }
-    return batch;
+    return batches;
   }
 }

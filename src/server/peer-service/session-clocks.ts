@@ -13,7 +13,10 @@
 //   linearizable read takes). Batches that arrive while a check is in flight
 //   wait for the next one, which must start after they were applied; batches
 //   arriving together share one. A leader that cannot prove it leads never
-//   answers.
+//   answers. A check unanswered for checkTimeoutMs is abandoned with its
+//   batches (unanswered: the member's confirmations just do not move), so a
+//   check that never settles cannot stop every later answer; at most
+//   MAX_WAITING_BATCHES wait, the oldest dropped first.
 // A new leader starts every clock at the full timeout; one that stops leading
 // forgets its clocks, answers nothing more and reports nothing due.
 
@@ -42,10 +45,19 @@ export interface SessionClocksOptions {
   readonly sendAck: (member: string, ack: LiveAck) => void;
   /** Whether the leader's writes waiting to commit are past their bound (`busy` in every answer). */
   readonly busy?: () => boolean;
+  /** How long a leadership check may stay unanswered before it is abandoned (ms; LEADERSHIP_CHECK_TIMEOUT_MS by default). */
+  readonly checkTimeoutMs?: number;
 }
+
+/** A leadership check is a heartbeat round: one unanswered this long will not prove anything in time to help. */
+export const LEADERSHIP_CHECK_TIMEOUT_MS = 2_000;
+
+/** Batches waiting for a check, at most (200 members' five parts of a full batch); the oldest go unanswered first. */
+export const MAX_WAITING_BATCHES = 1_000;
 
 interface WaitingAck {
   readonly member: string;
+  readonly epoch: number;
   readonly seq: number;
   readonly ignored: readonly string[];
 }
@@ -54,7 +66,10 @@ export class SessionClocks {
   private readonly queue: ExpiryQueue;
   /** Batches applied and waiting for a leadership check started after them. */
   private waiting: WaitingAck[] = [];
-  private checking = false;
+  /** Which check is the current one: a check's outcome counts only while it is (start, stop and a timeout move it on). */
+  private checkGeneration = 0;
+  /** When the current check started; null when none is in flight. */
+  private checkStartedAt: number | null = null;
   /** The term this member leads in since start(); null when it does not lead. */
   private term: number | null = null;
 
@@ -65,7 +80,7 @@ export class SessionClocks {
   /** This member now leads: every live session's clock starts at its full timeout. */
   start(live: Iterable<readonly [string, number]>): void {
     this.queue.clear();
-    this.waiting = [];
+    this.forgetChecks();
     this.term = this.opts.leadership.leadingTerm();
     for (const [session, timeoutMs] of live) this.queue.track(session, timeoutMs);
   }
@@ -74,7 +89,7 @@ export class SessionClocks {
   stop(): void {
     this.term = null;
     this.queue.clear();
-    this.waiting = [];
+    this.forgetChecks();
   }
 
   /** A session opened (or attached) after start: its clock starts at the full timeout. */
@@ -100,13 +115,20 @@ export class SessionClocks {
     // tracked (one opened since start is tracked by the duty at its full timeout), not due already.
     for (const session of batch.touched) if (!(this.holds(member, session) && this.queue.touch(session))) ignored.push(session);
     for (const [session, index] of batch.acks) if (this.holds(member, session)) this.opts.acknowledge(session, index);
-    this.waiting.push({ member, seq: batch.seq, ignored });
+    this.waiting.push({ member, epoch: batch.epoch, seq: batch.seq, ignored });
+    if (this.waiting.length > MAX_WAITING_BATCHES) this.waiting.splice(0, this.waiting.length - MAX_WAITING_BATCHES);
     this.checkLeadership();
   }
 
-  /** Sessions whose deadline passed, each reported once (none when not leading): the caller proposes their expiry. */
+  /**
+   * Sessions whose deadline passed, each reported once (none unless leading in the term of start()): the caller proposes
+   * their expiry. Called periodically, it also abandons an overdue check and starts the next.
+   */
   takeDue(): string[] {
-    return this.term === null ? [] : this.queue.takeDue();
+    // Not only stop(): a caller that has not yet told us leadership ended must not propose expiries either.
+    if (this.term === null || this.opts.leadership.leadingTerm() !== this.term) return [];
+    this.checkLeadership();
+    return this.queue.takeDue();
   }
 
   /** An expiry proposal failed: the session may be reported again. */
@@ -123,6 +145,13 @@ export class SessionClocks {
     return this.queue.has(session);
   }
 
+  /** The check in flight counts no more (its batches go unanswered); and, unless told otherwise, neither do the batches waiting. */
+  private forgetChecks(waitingToo = true): void {
+    this.checkGeneration++;
+    this.checkStartedAt = null;
+    if (waitingToo) this.waiting = [];
+  }
+
   /** Whether `member` holds the live `session` (any member does for one that records no holder). */
   private holds(member: string, session: string): boolean {
     const holder = this.opts.holderOf(session);
@@ -131,18 +160,22 @@ export class SessionClocks {
 
   /** Answers every batch applied before the check started, once the check proves this member still leads in the same term. */
   private checkLeadership(): void {
-    if (this.checking || this.waiting.length === 0 || this.term === null) return;
+    const timeoutMs = this.opts.checkTimeoutMs ?? LEADERSHIP_CHECK_TIMEOUT_MS;
+    if (this.checkStartedAt !== null && this.opts.now() - this.checkStartedAt > timeoutMs) this.forgetChecks(false);
+    if (this.checkStartedAt !== null || this.waiting.length === 0 || this.term === null) return;
     const term = this.term;
     const answering = this.waiting;
     this.waiting = [];
-    this.checking = true;
+    const generation = ++this.checkGeneration;
+    this.checkStartedAt = this.opts.now();
     const done = (proved: boolean): void => {
-      this.checking = false;
+      if (generation !== this.checkGeneration) return; // abandoned: its batches went unanswered
+      this.checkStartedAt = null;
       // Proved only if this member led in `term` throughout: it cannot lead again in a term it left.
       const stillLeading = proved && this.term === term && this.opts.leadership.leadingTerm() === term;
       if (stillLeading) {
         const busy = this.opts.busy?.() ?? false;
-        for (const a of answering) this.opts.sendAck(a.member, { seq: a.seq, term, ignored: a.ignored, busy });
+        for (const a of answering) this.opts.sendAck(a.member, { epoch: a.epoch, seq: a.seq, term, ignored: a.ignored, busy });
       }
       this.checkLeadership();
     };
