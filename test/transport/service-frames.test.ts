@@ -83,6 +83,12 @@ async function pair(aOverrides: Partial<PeerTransportOptions> = {}, bOverrides: 
   const p = await ports('a', 'b');
   const a = await started(serviceNode('a', p, aOverrides));
   const b = await started(serviceNode('b', p, bOverrides));
+  await linked(a, b);
+  return { a, b };
+}
+
+/** Resolves once a heartbeat from a reached b: a's link to b is authenticated. */
+async function linked(a: TestNode, b: TestNode & { arrivals: Arrivals }): Promise<void> {
   a.transport.send(heartbeat('a', 'b', 1));
   await withDeadline(
     new Promise<void>((resolve) => {
@@ -91,7 +97,6 @@ async function pair(aOverrides: Partial<PeerTransportOptions> = {}, bOverrides: 
     }),
     'the link a -> b',
   );
-  return { a, b };
 }
 
 describe('service frames between real transports', () => {
@@ -169,14 +174,7 @@ describe('service frames between real transports', () => {
     const p = await ports('a', 'b');
     const a = await started(serviceNode('a', p, { onServiceUnsent: (_to, payloads) => unsent.push(...payloads.map((x) => Buffer.from(x).toString('utf8'))) }));
     let b = await started(serviceNode('b', p));
-    a.transport.send(heartbeat('a', 'b', 1));
-    await withDeadline(
-      new Promise<void>((resolve) => {
-        const poll = (): void => (b.arrivals.log.length > 0 ? resolve() : void setImmediate(poll));
-        poll();
-      }),
-      'the link a -> b',
-    );
+    await linked(a, b);
     for (const s of ['d1', 'd2']) expect(a.transport.sendService('b', text(s))).toBe(true);
     // b goes away: each payload either reached its socket first (and b may or may not have
     // taken it: a forward's deadline covers that) or comes back when a's socket closes.

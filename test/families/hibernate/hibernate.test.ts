@@ -692,6 +692,15 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     return { big, small };
   }
 
+  /** Freezes /users/big (seen at `seen`) and commits the freeze with STEP: what is left of it drains in dropHot steps; the freeze's index. */
+  async function freezeBig(m: Member, seen: number): Promise<number> {
+    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen }] });
+    const frozenAt = m.index;
+    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
+    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    return frozenAt;
+  }
+
   it('a commit deletes at most its step of hot entries, dropHot steps the rest, and a restart mid-way agrees with a member that never stopped', async () => {
     const m = await member();
     const seen = await bigUnit(m);
@@ -741,10 +750,7 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     const m = await member();
     const seen = await bigUnit(m);
     const bigItems = [...(await m.items('/users/big')), ...(await m.items('/users/big/x'))];
-    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
-    const frozenAt = m.index;
-    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
-    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    const frozenAt = await freezeBig(m, seen.big);
     expect(await m.hibernate({ op: 'dropHot', unit: '/users/big', frozenAt, step: STEP })).toEqual({ op: 'dropHot', unit: '/users/big', dropped: STEP, done: false });
     expect(await m.hibernate({ op: 'thaw', unit: '/users/big' })).toMatchObject({ thawed: true, items: 1050 });
     expect(m.sm.stateOf(hibernate).draining.size).toBe(0);
@@ -759,10 +765,7 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
   it('each step seeks past the keys earlier steps deleted, rather than over their tombstones', async () => {
     const m = await member();
     const seen = await bigUnit(m);
-    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
-    const frozenAt = m.index;
-    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
-    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    const frozenAt = await freezeBig(m, seen.big);
     const keys = vi.spyOn(m.temp.db, 'keys');
     const starts: string[] = [];
     for (let done = false; !done; ) {
@@ -848,10 +851,7 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     const m = await member();
     const seen = await bigUnit(m);
     const hot = [...(await m.items('/users/big')), ...(await m.items('/users/big/x'))];
-    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
-    const frozenAt = m.index;
-    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
-    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    const frozenAt = await freezeBig(m, seen.big);
     /** Applies the commands as one run of committed entries (as a Ready hands them over); the batches it wrote. */
     const run = async (commands: Array<Record<string, unknown>>): Promise<{ batches: number; results: ApplyResult[] }> => {
       const writes = recordBatches(m.temp.db);
@@ -901,10 +901,7 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     const scenario = async (grouped: boolean): Promise<{ digests: string[]; other: unknown[] }> => {
       const m = await member();
       const seen = await bigUnit(m);
-      await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
-      const frozenAt = m.index;
-      await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
-      await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+      const frozenAt = await freezeBig(m, seen.big);
       const apply = async (commands: Array<Record<string, unknown>>): Promise<void> => {
         const entries = commands.map((c) => ({ index: ++m.index, term: 1, kind: 'command' as const, data: encodeCommand(c as unknown as Command, m.now) }));
         if (grouped) await m.sm.applyMany(entries);
@@ -934,10 +931,7 @@ describe('a large unit freezes in bounded steps (issue 34, defect 5)', () => {
     const m = await member();
     const seen = await bigUnit(m);
     const hot = [...(await m.items('/users/big')), ...(await m.items('/users/big/x'))];
-    await m.hibernate({ op: 'freezeUnits', units: [{ unit: '/users/big', seen: seen.big }] });
-    const frozenAt = m.index;
-    await Promise.all([...m.sm.stateOf(hibernate).writing.values()].map((w) => w.done));
-    await m.hibernate({ op: 'commitFreeze', units: ['/users/big'], step: STEP });
+    const frozenAt = await freezeBig(m, seen.big);
     const state = m.sm.stateOf(hibernate);
     const reads = vi.spyOn(state.cold, 'readInSlices');
     const before = await m.sm.digest();
