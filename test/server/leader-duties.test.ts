@@ -81,11 +81,17 @@ function sessionAndAckDuties(fe: FrontEnd): PluginDuty[] {
 
 const expiries = (): Command[] => proposals.filter((c) => c.op === 'closeSession');
 
+/** A front end whose duties run as leader from now on. */
+function leading(): { fe: FrontEnd; duties: LeaderDuties } {
+  const fe = frontEnd();
+  const duties = new LeaderDuties(fe, sessionAndAckDuties(fe), { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
+  duties.setLeading(true);
+  return { fe, duties };
+}
+
 describe('LeaderDuties across a lost and regained leadership', () => {
   it('gives every session its full timeout again when this member leads again', async () => {
-    const fe = frontEnd();
-    const duties = new LeaderDuties(fe, sessionAndAckDuties(fe), { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
-    duties.setLeading(true);
+    const { duties } = leading();
     advance(900);
     expect(expiries()).toEqual([]);
     // Another member leads for a while; S's client heartbeats there, not here.
@@ -105,9 +111,7 @@ describe('LeaderDuties across a lost and regained leadership', () => {
 describe('an expiry waits for a leadership check', () => {
   it('a leader that cannot prove it leads (no quorum) proposes no expiry; once a check passes, it does', async () => {
     checks = [];
-    const fe = frontEnd();
-    const duties = new LeaderDuties(fe, sessionAndAckDuties(fe), { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
-    duties.setLeading(true);
+    const { duties } = leading();
     advance(1000);
     await settle();
     expect(checks).toHaveLength(1); // S is due: one check, and nothing proposed before it answers
@@ -129,9 +133,7 @@ describe('an expiry waits for a leadership check', () => {
 
   it('nothing is proposed when, by the time the check passes, the session closed, its clock restarted or the term changed', async () => {
     checks = [];
-    const fe = frontEnd();
-    const duties = new LeaderDuties(fe, sessionAndAckDuties(fe), { 'session-expiry': CHECK_MS, 'ack-flush': 60_000 });
-    duties.setLeading(true);
+    const { fe, duties } = leading();
     advance(1000);
     await settle();
     replicated.delete('S'); // closed (by its client's bye) while the check was out
