@@ -444,7 +444,9 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
   private sendMemberReads(): boolean {
     const reads = this.memberReads;
     reads.inFlight?.cancelRetry();
-    const waiting = new Set([...(reads.inFlight?.reads ?? []), ...reads.next]);
+    // The reads of the request given up, then the next ones (in arrival order); that request's set is not used again.
+    const waiting = reads.inFlight?.reads ?? new Set<MemberRead>();
+    for (const read of reads.next) waiting.add(read);
     reads.inFlight = null;
     reads.next.clear();
     if (waiting.size === 0) return true;
@@ -897,9 +899,11 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     this.reads.clear();
     const member = this.memberReads;
     member.inFlight?.cancelRetry();
-    for (const r of [...(member.inFlight?.reads ?? []), ...member.next]) {
-      r.cancelTimer();
-      r.reject(err);
+    for (const waiting of [member.inFlight?.reads, member.next]) {
+      for (const r of waiting ?? []) {
+        r.cancelTimer();
+        r.reject(err);
+      }
     }
     member.inFlight = null;
     member.next.clear();

@@ -138,7 +138,7 @@ export class StateMachine {
     let unwritten: ApplyOutcome[] = [];
     let ops: BatchOp[] = [];
     let opsBytes = 0; // keys and values in `ops`: a batch is bounded by bytes as well as by ops
-    let written: Array<() => void> = []; // the planned entries' Plan.written, run once their batch is in
+    let written: Array<() => void> | null = null; // the planned entries' Plan.written, run once their batch is in (rare: made when needed)
     const reads = new PendingReads(this.db, () => ops); // what an entry sharing the batch reads: the db plus `ops`
     let planned = this.applied; // the last index planned; written once the batch is
     let writtenClock = this.now; // the clock the db holds
@@ -159,7 +159,7 @@ export class StateMachine {
       ops = [];
       opsBytes = 0;
       const whenWritten = written;
-      written = [];
+      written = null;
       // Reported as the batch goes to LevelDB, not once it is in: a reply does not wait for the
       // thread pool's trip, and every read waits for the batch first (settled()), so whoever is
       // answered or notified still reads the entry. Its state is as durable as it will be either
@@ -168,7 +168,7 @@ export class StateMachine {
       await batch;
       this.applied = planned;
       writtenClock = this.now;
-      for (const step of whenWritten) step();
+      if (whenWritten !== null) for (const step of whenWritten) step();
     };
     const settled = (outcome: ApplyOutcome): void => {
       outcomes.push(outcome);
@@ -204,8 +204,8 @@ export class StateMachine {
           ops.push(op);
           opsBytes += op.key.byteLength + (op.type === 'put' ? op.value.byteLength : 0);
         }
+        if (plan.written !== undefined) for (const step of plan.written) (written ??= []).push(step);
       }
-      if ('ops' in plan && plan.written !== undefined) for (const step of plan.written) written.push(step);
       if (alone) await write();
       if ('ops' in plan) for (const update of plan.after) update();
       const outcome: ApplyOutcome =

@@ -110,6 +110,7 @@ export class JournalWaiters {
           this.byJournal.delete(name);
           clearTimeout(this.dueTimers.get(name));
           this.dueTimers.delete(name);
+          this.emptyAhead.delete(name);
         }
       };
       const waiter: Waiter = {
@@ -140,15 +141,15 @@ export class JournalWaiters {
   /** Claims of each journal being proposed here: how many, the items they ask for, and the latest date one was sent (it takes the items due by then). */
   private readonly proposing = new Map<string, { count: number; asked: number; through: number }>();
 
-  /**
-   * A claim of `name` for `max` items, taking those due by `through` (its `dueBy`, or now), is
-   * being proposed here until the returned function is called (its round is measured so).
-   */
   /** A claim woken ahead of `date` (its dueBy) took nothing: the timer goes no longer ahead for that date. */
   aheadCameBackEmpty(name: string, date: number): void {
     this.emptyAhead.set(name, date);
   }
 
+  /**
+   * A claim of `name` for `max` items, taking those due by `through` (its `dueBy`, or now), is
+   * being proposed here until the returned function is called (its round is measured so).
+   */
   claiming(name: string, max: number, through = Date.now()): () => void {
     const p = this.proposing.get(name) ?? { count: 0, asked: 0, through: -Infinity };
     p.count++;
