@@ -860,9 +860,7 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     for (const [index, waiting] of this.awaited) {
       if (index > meta.index) continue;
       this.awaited.delete(index);
-      for (const w of waiting) {
-        w.reject(w.term > meta.term ? supersededEntry(index) : new RaftError('UNAVAILABLE', `entry ${index} was covered by an installed snapshot; the outcome is unknown`));
-      }
+      for (const w of waiting) w.reject(coveredBySnapshot(index, w.term, meta));
     }
   }
 
@@ -908,6 +906,16 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     member.inFlight = null;
     member.next.clear();
   }
+}
+
+/**
+ * Why an awaited entry (`index`, `term`) that a snapshot covered is not answered: an entry of a
+ * term above the snapshot's cannot be in it (terms never fall along the log), so it never
+ * applies (not proposed: safe to send again); any other may be in it, its outcome unknown.
+ * Answering "not proposed" for the second kind would let a client apply a write twice.
+ */
+export function coveredBySnapshot(index: number, term: number, meta: SnapshotMeta): RaftError {
+  return term > meta.term ? supersededEntry(index) : new RaftError('UNAVAILABLE', `entry ${index} was covered by an installed snapshot; the outcome is unknown`);
 }
 
 /** Another entry took the index: the awaited command was never in a committed log, and never will be. */

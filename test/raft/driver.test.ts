@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RaftNode } from '../../src/raft/core.js';
 import type { DriverClock } from '../../src/raft/clock.js';
-import { RaftDriver, type DriverOptions, type Stall } from '../../src/raft/driver.js';
+import { coveredBySnapshot, RaftDriver, type DriverOptions, type Stall } from '../../src/raft/driver.js';
 import { MemoryLogStorage } from '../../src/raft/memory-storage.js';
 import type { Entry, HardState, Message, NodeId, SnapshotMeta } from '../../src/raft/types.js';
 
@@ -658,6 +658,15 @@ describe('RaftDriver heartbeats while a Ready is held', () => {
 });
 
 describe('RaftDriver awaitEntry (an entry another member proposed)', () => {
+  it('an awaited entry a snapshot covered is "not proposed" only when its term is above the snapshot\'s', () => {
+    const meta: SnapshotMeta = { index: 10, term: 3, config: { voters: ['n1', 'n2', 'n3'], learners: [] } };
+    // Above the snapshot's term: cannot be in it, never applies: safe to send again.
+    expect(coveredBySnapshot(7, 4, meta)).toMatchObject({ code: 'UNAVAILABLE', notProposed: true });
+    // The snapshot's term or below: it may be in the snapshot; saying "not proposed" would let a resend apply it twice.
+    expect(coveredBySnapshot(7, 3, meta)).toMatchObject({ code: 'UNAVAILABLE', notProposed: false });
+    expect(coveredBySnapshot(7, 2, meta)).toMatchObject({ code: 'UNAVAILABLE', notProposed: false });
+  });
+
   const cmd = (index: number, term: number): Entry => ({ index, term, kind: 'command', data: new Uint8Array([index]) });
   /** An append from `leader` in `term` carrying `entries` after (prevIndex, prevTerm), committing `commit`. */
   const append = (term: number, prevIndex: number, prevTerm: number, entries: Entry[], commit: number, leader = 'n1'): Message => ({
