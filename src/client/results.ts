@@ -12,6 +12,9 @@ const CHECKS: { readonly [O in Op]: (r: Fields) => string | null } = {
     typeof r.session !== 'string' ? 'session is not a string'
     : !isIndex(r.timeoutMs) ? 'timeoutMs is not a non-negative integer'
     : r.resume !== undefined && typeof r.resume !== 'string' ? 'resume is not a string'
+    // Any string: a newer server may name a role this client does not know.
+    : r.role !== undefined && typeof r.role !== 'string' ? 'role is not a string'
+    : r.members !== undefined && (!Array.isArray(r.members) || !r.members.every((m) => typeof m === 'string')) ? 'members is not a list of strings'
     : null,
   ping: (r) => (isIndex(r.index) ? null : 'index is not a non-negative integer'),
   bye: () => null,

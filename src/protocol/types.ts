@@ -149,7 +149,20 @@ export interface HelloResult {
   readonly resume?: string;
   /** Extension: the user the connection is authenticated as, when authentication is on. */
   readonly user?: string;
+  /**
+   * Extension (scale-out, command version 9 once followers serve sessions): the answering
+   * member's role. A client must accept roles it does not know.
+   */
+  readonly role?: MemberRole;
+  /**
+   * Extension (scale-out, as `role`): the client URLs (`ws://host:port`, `wss://...`) of every
+   * member that accepts sessions; a client adds them to the servers it knows.
+   */
+  readonly members?: readonly string[];
 }
+
+/** What a member that answers hello is (`HelloResult.role`). */
+export type MemberRole = 'leader' | 'follower' | 'learner';
 
 export interface PingResult {
   readonly index: number;
@@ -289,6 +302,11 @@ export const CloseCode = {
    * user's password changed, the user was removed, or authentication was turned off and on again.
    */
   credentialRevoked: 4008,
+  /**
+   * This member cannot confirm the session to the leader (or was removed from the cluster):
+   * resume on another member (scale-out, sent once followers serve sessions; docs/scale-out.md).
+   */
+  leaderUnreachable: 4009,
   shuttingDown: 1001,
 } as const;
 
