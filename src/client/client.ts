@@ -43,6 +43,11 @@ export interface ConnectOptions extends TlsClientOptions {
   readonly backoff?: BackoffOptions;
   /** NOT_LEADER answers followed in a row before backing off (guards against redirect loops). Default 8. */
   readonly maxRedirects?: number;
+  /**
+   * Picks the server tried first (a number in [0, 1), as Math.random, the default, gives):
+   * clients given the same servers spread over them. Tests pass a fixed one.
+   */
+  readonly random?: () => number;
 }
 
 export interface PushOptions {
@@ -153,7 +158,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     private readonly options: ConnectOptions = {},
   ) {
     super();
-    this.ring = new ServerRing(urls);
+    this.ring = new ServerRing(urls, options.random);
     this.encoding = options.encoding ?? 'msgpack';
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
@@ -402,8 +407,11 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
 
   // ---------------------------------------------------------------- connections
 
-  /** Connects to some server and says hello, until it works, fails for good, or `deadline` passes. */
-  private async establish(resume: boolean, deadline: number | null, preferredUrl: string | null): Promise<void> {
+  /**
+   * Connects to some server and says hello, until it works, fails for good, or `deadline` passes.
+   * `hurry` shortens each attempt (attemptTimeoutMs).
+   */
+  private async establish(resume: boolean, deadline: number | null, preferredUrl: string | null, hurry = false): Promise<void> {
     const backoff = new Backoff(this.options.backoff);
     let redirects = 0;
     let nextUrl = preferredUrl;
@@ -417,7 +425,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
       }
       const url = nextUrl ?? this.ring.current();
       nextUrl = null;
-      const attemptMs = Math.min(remaining, this.attemptTimeoutMs());
+      const attemptMs = Math.min(remaining, this.attemptTimeoutMs(hurry));
       try {
         await this.attempt(url, resume, attemptMs);
         return;
@@ -425,7 +433,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
         const failed = asVeraError(error);
         // An attempt the deadline cut short that merely ran out of time says less than the failure
         // before it (a refused certificate, say), which is then the one reported.
-        if (lastError === null || attemptMs >= this.attemptTimeoutMs() || !ranOutOfTime(failed)) lastError = failed;
+        if (lastError === null || attemptMs >= this.attemptTimeoutMs(hurry) || !ranOutOfTime(failed)) lastError = failed;
       }
       if (FATAL_HELLO_ERRORS.has(lastError.code)) throw lastError;
       if (lastError.code === 'NOT_LEADER' && lastError.hints.leader !== undefined && redirects < this.maxRedirects) {
@@ -445,13 +453,15 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
    * How long one server gets to open a socket and answer hello. Once a session
    * exists, a server slower than two thirds of its timeout would let it expire,
    * so move on to the next one; before that, the request timeout applies.
+   * In a `hurry` (the member closed with 4009 once its confirmation of the session
+   * was half the timeout old) each gets a quarter, so two can be tried in what is left.
    */
-  private attemptTimeoutMs(): number {
+  private attemptTimeoutMs(hurry = false): number {
     // Before a session exists, share the connect budget among the servers (as
     // ZooKeeper's client does), so one that accepts sockets but never answers
     // (a paused process) cannot use all of it up.
     if (this.grantedTimeoutMs === 0) return Math.min(this.requestTimeoutMs, Math.max(MIN_ATTEMPT_MS, this.connectTimeoutMs / this.ring.all().length));
-    return Math.min(this.requestTimeoutMs, Math.max(10, (this.grantedTimeoutMs * 2) / 3));
+    return Math.min(this.requestTimeoutMs, Math.max(10, hurry ? this.grantedTimeoutMs / 4 : (this.grantedTimeoutMs * 2) / 3));
   }
 
   /** One connection attempt: open, hello, adopt. Throws what went wrong. */
@@ -464,7 +474,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
       onClose: (reason, code) => {
         if (conn === null || conn !== this.conn) return;
         if (code === CLOSE_SESSION_MOVED) this.fail(new VeraError('UNAVAILABLE', `session ${this.sessionId} was resumed on another connection (${reason}); this client stops`));
-        else this.connectionLost(conn, reason);
+        else this.connectionLost(conn, reason, code === CloseCode.leaderUnreachable);
       },
     }, this.options);
     if (this.stop.signal.aborted) {
@@ -507,13 +517,16 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     if (hello.resume !== undefined) this.resumeValue = hello.resume;
     this.grantedTimeoutMs = hello.timeoutMs;
     this.ring.prefer(url);
+    // The members that serve sessions (scale-out): somewhere to resume when this one goes.
+    if (hello.members !== undefined) this.ring.learn(hello.members);
     this.stateValue = 'open';
     this.startHeartbeat();
     for (const call of this.queue.splice(0)) this.dispatch(call);
     this.emit('connected', { url, session: hello.session, resumed, hello });
   }
 
-  private connectionLost(conn: Connection, reason: string): void {
+  /** `hurry`: the member closed with 4009, so about half the session's timeout is left to resume in. */
+  private connectionLost(conn: Connection, reason: string, hurry = false): void {
     if (this.stateValue !== 'open' || this.conn !== conn) return;
     this.conn = null;
     this.stopHeartbeat();
@@ -528,7 +541,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     this.nextPreferredUrl = null;
     // The server just lost may be dead or paused: try the others first. Its turn comes again after them.
     if (preferred === null) this.ring.advance();
-    this.establish(true, null, preferred).catch((error: unknown) => {
+    this.establish(true, null, preferred, hurry).catch((error: unknown) => {
       if (this.stop.signal.aborted) return;
       const failure = asVeraError(error);
       if (failure.code === 'SESSION_EXPIRED') this.expire(failure);

@@ -40,18 +40,57 @@ export function httpBaseUrl(address: string): string {
   return url.toString().replace(/\/$/, '');
 }
 
-/** The known servers, tried in turn; the one that worked last is tried first. */
+/** The most members one hello may add to the ring; the rest of its list is ignored. */
+export const MAX_LEARNT_MEMBERS = 64;
+
+/**
+ * The known servers, tried in turn; the one that worked last is tried first.
+ * The first one tried is chosen at random, so clients given the same list spread
+ * over its members instead of all dialling the first. The members a hello names
+ * are added (the latest hello's list replaces the one before it); the addresses
+ * the user gave are never dropped.
+ */
 export class ServerRing {
   private readonly urls: string[] = [];
-  private cursor = 0;
+  private readonly given: ReadonlySet<string>;
+  /** URLs the last hello's `members` added (not given by the user). */
+  private learnt = new Set<string>();
+  private cursor: number;
 
-  constructor(addresses: readonly string[]) {
+  /** `random` (in [0, 1), default Math.random) picks where the ring starts. */
+  constructor(addresses: readonly string[], random: () => number = Math.random) {
     if (addresses.length === 0) throw new VeraError('BAD_REQUEST', 'at least one server address is needed');
     for (const address of addresses) this.add(sessionUrl(address));
+    this.given = new Set(this.urls);
+    const start = Math.floor(random() * this.urls.length);
+    this.cursor = Number.isInteger(start) ? Math.min(this.urls.length - 1, Math.max(0, start)) : 0;
   }
 
   add(url: string): void {
     if (!this.urls.includes(url)) this.urls.push(url);
+  }
+
+  /**
+   * Adopts the members a hello named (`ws://host:port` each): at most MAX_LEARNT_MEMBERS
+   * of them, skipping anything that is not a ws:// or wss:// URL. Members an earlier hello
+   * named and this one does not are dropped, except the current server.
+   */
+  learn(members: readonly string[]): void {
+    const named = new Set<string>();
+    for (const member of members.slice(0, MAX_LEARNT_MEMBERS)) {
+      const url = memberSessionUrl(member);
+      if (url !== null) named.add(url);
+    }
+    const current = this.current();
+    const kept = this.urls.filter((url) => !this.learnt.has(url) || named.has(url) || url === current);
+    const learnt = new Set([...this.learnt].filter((url) => url === current && !named.has(url)));
+    for (const url of named) {
+      if (!this.given.has(url)) learnt.add(url);
+      if (!kept.includes(url)) kept.push(url);
+    }
+    this.urls.splice(0, this.urls.length, ...kept);
+    this.learnt = learnt;
+    this.cursor = this.urls.indexOf(current);
   }
 
   /** The current candidate; call advance() when it failed. */
@@ -71,5 +110,15 @@ export class ServerRing {
 
   all(): readonly string[] {
     return this.urls;
+  }
+}
+
+/** The session URL of a member a hello named, or null when it is not a ws:// or wss:// URL. */
+function memberSessionUrl(member: string): string | null {
+  if (!/^wss?:\/\//i.test(member)) return null;
+  try {
+    return sessionUrl(member);
+  } catch {
+    return null;
   }
 }

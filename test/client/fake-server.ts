@@ -67,6 +67,8 @@ export class FakeServer {
   silent = false;
   /** When false, a new session's hello answers no resume token (as a cluster before command version 6). */
   resumeTokens = true;
+  /** Fields added to every hello reply (scale-out: `role`, `members`). */
+  helloFields: Readonly<Record<string, unknown>> = {};
   private held: Array<{ request: Request; send: () => void }> = [];
   private readonly failures = new Map<string, ProtocolError[]>();
   private readonly conns = new Set<Conn>();
@@ -142,6 +144,11 @@ export class FakeServer {
   /** Drops every connection without a close handshake, as a crash or a network cut would. */
   dropAll(): void {
     for (const conn of this.conns) conn.ws.terminate();
+  }
+
+  /** Closes every connection with a close code, as a member sending its clients away does (4009, say). */
+  closeAll(code: number, reason: string): void {
+    for (const conn of this.conns) conn.ws.close(code, reason);
   }
 
   /** Ends a session as expiry would: its ephemeral items go, and resuming it fails. */
@@ -296,7 +303,7 @@ export class FakeServer {
     session.conn = conn;
     conn.session = session;
     conn.encoding = encoding;
-    reply({ session: session.id, timeoutMs: this.sessionTimeoutMs, node: this.name, leader: this.name, term: 1, index: this.index, ...(resume === undefined && this.resumeTokens ? { resume: session.token } : {}) });
+    reply({ session: session.id, timeoutMs: this.sessionTimeoutMs, node: this.name, leader: this.name, term: 1, index: this.index, ...(resume === undefined && this.resumeTokens ? { resume: session.token } : {}), ...this.helloFields } as AnyResult);
     // At-least-once across reconnects: everything above the last ack, one frame per index.
     const missed = this.log.filter((e) => e.index > session.acked && session.watches.has(e.path));
     for (const batch of byIndex(missed)) conn.ws.send(encodeNotify({ events: batch }, encoding));

@@ -111,7 +111,7 @@ describe('server addresses', () => {
   });
 
   it('rotates through known servers and prefers the last one that worked', () => {
-    const ring = new ServerRing(['ws://a:1', 'ws://b:1']);
+    const ring = new ServerRing(['ws://a:1', 'ws://b:1'], () => 0);
     expect(ring.current()).toBe('ws://a:1/v1/connect');
     ring.advance();
     expect(ring.current()).toBe('ws://b:1/v1/connect');

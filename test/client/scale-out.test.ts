@@ -1,11 +1,59 @@
 // The client's side of scale-out (docs/scale-out.md, stage 1): hello's `role` and
 // `members`, the ring of servers that starts at a random position and learns the
 // members, and close code 4009 (leaderUnreachable).
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { connect, type ClientEvents, type ConnectedInfo, type VeraClient } from '../../src/client/index.js';
 import { checkResult } from '../../src/client/results.js';
+import { MAX_LEARNT_MEMBERS, ServerRing } from '../../src/client/urls.js';
 import { CloseCode } from '../../src/protocol/index.js';
+import { FakeServer } from './fake-server.js';
 
 const HELLO = { session: 's1', timeoutMs: 10_000, node: 'n1', leader: 'n1', term: 1, index: 0 };
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function server(options: Parameters<typeof FakeServer.start>[0] = {}): Promise<FakeServer> {
+  const s = await FakeServer.start(options);
+  cleanups.push(() => s.stop());
+  return s;
+}
+
+async function client(urls: string | string[], options: Parameters<typeof connect>[1] = {}): Promise<VeraClient> {
+  const c = await connect(urls, { backoff: { initialMs: 5, maxMs: 20 }, random: () => 0, ...options });
+  cleanups.push(() => c.close());
+  return c;
+}
+
+/** The client's next resumed connection, or a rejection naming where it is after `withinMs`. */
+function nextResume(c: VeraClient, withinMs: number): Promise<ConnectedInfo> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      off();
+      reject(new Error(`no resume within ${withinMs} ms (state ${c.state})`));
+    }, withinMs);
+    const off = c.on('connected', (info) => {
+      if (!info.resumed) return;
+      clearTimeout(timer);
+      off();
+      resolve(info);
+    });
+  });
+}
+
+/** The arguments of the next emission of `name`. */
+function next<K extends keyof ClientEvents>(c: VeraClient, name: K): Promise<Parameters<ClientEvents[K]>> {
+  return new Promise((resolve) => {
+    const off = c.on(name, ((...args: Parameters<ClientEvents[K]>) => {
+      off();
+      resolve(args);
+    }) as ClientEvents[K]);
+  });
+}
+
+const hellos = (s: FakeServer): number => s.received.filter((r) => r.request.op === 'hello').length;
 
 describe('hello result: role and members', () => {
   it('takes role and members, and roles this client does not know', () => {
@@ -25,5 +73,115 @@ describe('hello result: role and members', () => {
 
   it('has the close code 4009 for a member that cannot reach the leader', () => {
     expect(CloseCode.leaderUnreachable).toBe(4009);
+  });
+});
+
+describe('the ring of servers', () => {
+  const given = ['ws://a:1', 'ws://b:1', 'ws://c:1', 'ws://d:1'];
+
+  it('starts where the random source points, and anywhere it may point', () => {
+    expect(new ServerRing(given, () => 0).current()).toBe('ws://a:1/v1/connect');
+    expect(new ServerRing(given, () => 0.5).current()).toBe('ws://c:1/v1/connect');
+    expect(new ServerRing(given, () => 0.9999).current()).toBe('ws://d:1/v1/connect');
+    // A source outside [0, 1) cannot point outside the ring.
+    expect(new ServerRing(given, () => 1).current()).toBe('ws://d:1/v1/connect');
+    expect(new ServerRing(given, () => -1).current()).toBe('ws://a:1/v1/connect');
+    expect(new ServerRing(given, () => Number.NaN).current()).toBe('ws://a:1/v1/connect');
+  });
+
+  it('spreads rings over the servers by default', () => {
+    const starts = new Set<string>();
+    // The chance that 200 rings all miss one of three servers is (2/3)^200.
+    for (let i = 0; i < 200; i++) starts.add(new ServerRing(given.slice(0, 3)).current());
+    expect(starts.size).toBe(3);
+  });
+
+  it('adds the members a hello names, once each, and ignores those that are not ws:// or wss:// URLs', () => {
+    const ring = new ServerRing(['ws://a:1', 'b:1'], () => 0);
+    ring.learn(['ws://a:1', 'ws://B:1/', 'wss://c:1', 'http://d:1', 'e:1', 'ws://', 'not a url', 'ws://f:1']);
+    expect(ring.all()).toEqual(['ws://a:1/v1/connect', 'ws://b:1/v1/connect', 'wss://c:1/v1/connect', 'ws://f:1/v1/connect']);
+    expect(ring.current()).toBe('ws://a:1/v1/connect');
+  });
+
+  it(`takes at most ${MAX_LEARNT_MEMBERS} members from one hello`, () => {
+    const ring = new ServerRing(['ws://given:1'], () => 0);
+    ring.learn(Array.from({ length: 1000 }, (_, i) => `ws://m${i}:1`));
+    expect(ring.all()).toHaveLength(1 + MAX_LEARNT_MEMBERS);
+    expect(ring.all()).toContain(`ws://m${MAX_LEARNT_MEMBERS - 1}:1/v1/connect`);
+    expect(ring.all()).not.toContain(`ws://m${MAX_LEARNT_MEMBERS}:1/v1/connect`);
+  });
+
+  it("a later hello's members replace the ones learnt before, but never the given servers nor the current one", () => {
+    const ring = new ServerRing(['ws://a:1', 'ws://b:1'], () => 0);
+    ring.learn(['ws://c:1', 'ws://d:1', 'ws://e:1']);
+    ring.prefer('ws://d:1/v1/connect');
+    ring.learn(['ws://e:1', 'ws://f:1']);
+    expect(ring.all()).toEqual(['ws://a:1/v1/connect', 'ws://b:1/v1/connect', 'ws://d:1/v1/connect', 'ws://e:1/v1/connect', 'ws://f:1/v1/connect']);
+    expect(ring.current()).toBe('ws://d:1/v1/connect');
+    // Once it is no longer current, the member no hello names any more goes; given ones stay.
+    ring.prefer('ws://e:1/v1/connect');
+    ring.learn([]);
+    expect(ring.all()).toEqual(['ws://a:1/v1/connect', 'ws://b:1/v1/connect', 'ws://e:1/v1/connect']);
+    ring.prefer('ws://a:1/v1/connect');
+    ring.learn([]);
+    expect(ring.all()).toEqual(['ws://a:1/v1/connect', 'ws://b:1/v1/connect']);
+  });
+});
+
+describe('the client over several members', () => {
+  it('tries first the server its random source picks', async () => {
+    const a = await server({ name: 'n1' });
+    const b = await server({ name: 'n2', state: a.state });
+    const c = await client([a.url, b.url], { random: () => 0.75 });
+    expect(c.serverUrl).toBe(`${b.url}/v1/connect`);
+    expect(hellos(a)).toBe(0);
+  });
+
+  it('resumes, after losing its only given server, on a member that server named in its hello', async () => {
+    const a = await server({ name: 'n1' });
+    const b = await server({ name: 'n2', state: a.state });
+    a.helloFields = { role: 'leader', members: [a.url, b.url] };
+    const c = await client(a.url);
+    const item = await c.push('/q', 'mine');
+    const resumed = nextResume(c, 3000);
+    await a.stop();
+    expect(await resumed).toMatchObject({ url: `${b.url}/v1/connect`, session: c.session, resumed: true });
+    // The session goes on there: its ephemeral item is still its own.
+    expect((await c.get('/q')).items).toEqual([item]);
+  });
+
+  it('on 4009 resumes on another member, its session and watches intact', async () => {
+    const a = await server({ name: 'n1' });
+    const b = await server({ name: 'n2', state: a.state });
+    a.helloFields = { role: 'follower', members: [a.url, b.url] };
+    const c = await client(a.url);
+    await c.watch('/w');
+    const disconnected = next(c, 'disconnected');
+    const resumed = nextResume(c, 3000);
+    a.closeAll(CloseCode.leaderUnreachable, 'cannot confirm the session to the leader');
+    expect((await disconnected)[0]).toMatch(/4009/);
+    expect(await resumed).toMatchObject({ url: `${b.url}/v1/connect`, session: 's1', resumed: true });
+    expect(hellos(a)).toBe(1);
+    // The watch is the session's, so events on it reach the client through the new member.
+    const event = next(c, 'event');
+    const writer = await client(b.url);
+    await writer.push('/w', 'news', { watch: false });
+    expect((await event)[0]).toMatchObject({ type: 'push', path: '/w', item: { data: 'news' } });
+  });
+
+  it('on 4009 gives each member a quarter of the session timeout, so a hung one cannot use up the half that is left', async () => {
+    const timeoutMs = 4000;
+    const a = await server({ name: 'n1', sessionTimeoutMs: timeoutMs });
+    const hung = await server({ name: 'n2', sessionTimeoutMs: timeoutMs, state: a.state });
+    const b = await server({ name: 'n3', sessionTimeoutMs: timeoutMs, state: a.state });
+    const c = await client([a.url, hung.url, b.url]);
+    hung.silent = true; // accepts the socket, never answers hello: a paused process
+    const resumed = nextResume(c, timeoutMs);
+    const closedAt = performance.now();
+    a.closeAll(CloseCode.leaderUnreachable, 'cannot confirm the session to the leader');
+    expect(await resumed).toMatchObject({ url: `${b.url}/v1/connect`, resumed: true });
+    expect(hellos(hung)).toBe(1);
+    // The member closed with half the timeout left; a third of its timeout per attempt (2/3) would not fit.
+    expect(performance.now() - closedAt).toBeLessThan(timeoutMs / 2);
   });
 });
