@@ -44,8 +44,9 @@ export interface ConnectOptions extends TlsClientOptions {
   /** NOT_LEADER answers followed in a row before backing off (guards against redirect loops). Default 8. */
   readonly maxRedirects?: number;
   /**
-   * Picks the server tried first (a number in [0, 1), as Math.random, the default, gives):
-   * clients given the same servers spread over them. Tests pass a fixed one.
+   * Shuffles the servers (a number in [0, 1) per call, as Math.random, the default, gives), so
+   * clients given the same ones spread over them, and over the rest when one goes. One that
+   * always answers 0 keeps the given order, as tests want.
    */
   readonly random?: () => number;
 }

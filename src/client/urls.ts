@@ -45,25 +45,32 @@ export const MAX_LEARNT_MEMBERS = 64;
 
 /**
  * The known servers, tried in turn; the one that worked last is tried first.
- * The first one tried is chosen at random, so clients given the same list spread
- * over its members instead of all dialling the first. The members a hello names
- * are added (the latest hello's list replaces the one before it); the addresses
- * the user gave are never dropped.
+ * The order is shuffled, so clients given the same list spread over its members
+ * instead of all dialling the first, and the clients of a member that goes spread
+ * over the others instead of all moving to the one after it. The members a hello
+ * names are added, shuffled too (the latest hello's list replaces the one before
+ * it); the addresses the user gave are never dropped.
  */
 export class ServerRing {
   private readonly urls: string[] = [];
   private readonly given: ReadonlySet<string>;
   /** URLs the last hello's `members` added (not given by the user). */
   private learnt = new Set<string>();
-  private cursor: number;
+  private cursor = 0;
 
-  /** `random` (in [0, 1), default Math.random) picks where the ring starts. */
-  constructor(addresses: readonly string[], random: () => number = Math.random) {
+  /** `random` (in [0, 1), default Math.random) shuffles the order; one that always answers 0 keeps it. */
+  constructor(
+    addresses: readonly string[],
+    private readonly random: () => number = Math.random,
+  ) {
     if (addresses.length === 0) throw new VeraError('BAD_REQUEST', 'at least one server address is needed');
-    for (const address of addresses) this.add(sessionUrl(address));
+    const urls: string[] = [];
+    for (const address of addresses) {
+      const url = sessionUrl(address);
+      if (!urls.includes(url)) urls.push(url);
+    }
+    this.urls.push(...shuffle(urls, random));
     this.given = new Set(this.urls);
-    const start = Math.floor(random() * this.urls.length);
-    this.cursor = Number.isInteger(start) ? Math.min(this.urls.length - 1, Math.max(0, start)) : 0;
   }
 
   add(url: string): void {
@@ -84,10 +91,8 @@ export class ServerRing {
     const current = this.current();
     const kept = this.urls.filter((url) => !this.learnt.has(url) || named.has(url) || url === current);
     const learnt = new Set([...this.learnt].filter((url) => url === current && !named.has(url)));
-    for (const url of named) {
-      if (!this.given.has(url)) learnt.add(url);
-      if (!kept.includes(url)) kept.push(url);
-    }
+    for (const url of named) if (!this.given.has(url)) learnt.add(url);
+    kept.push(...shuffle([...named].filter((url) => !kept.includes(url)), this.random));
     this.urls.splice(0, this.urls.length, ...kept);
     this.learnt = learnt;
     this.cursor = this.urls.indexOf(current);
@@ -111,6 +116,20 @@ export class ServerRing {
   all(): readonly string[] {
     return this.urls;
   }
+}
+
+/**
+ * The URLs in a random order (Fisher-Yates, taking each from the part not yet placed);
+ * a source that answers 0 leaves the order as it was, and one outside [0, 1) cannot
+ * lose or repeat a URL.
+ */
+function shuffle(urls: string[], random: () => number): string[] {
+  for (let i = urls.length - 1; i > 0; i--) {
+    const pick = Math.floor(random() * (i + 1));
+    const j = i - (Number.isInteger(pick) ? Math.min(i, Math.max(0, pick)) : 0);
+    [urls[i], urls[j]] = [urls[j]!, urls[i]!];
+  }
+  return urls;
 }
 
 /** The session URL of a member a hello named, or null when it is not a ws:// or wss:// URL. */

@@ -79,21 +79,43 @@ describe('hello result: role and members', () => {
 describe('the ring of servers', () => {
   const given = ['ws://a:1', 'ws://b:1', 'ws://c:1', 'ws://d:1'];
 
-  it('starts where the random source points, and anywhere it may point', () => {
+  const names = (ring: ServerRing): string[] => ring.all().map((url) => new URL(url).hostname);
+
+  it('keeps the given order with a source that answers 0, and shuffles it with another', () => {
+    expect(names(new ServerRing(given, () => 0))).toEqual(['a', 'b', 'c', 'd']);
     expect(new ServerRing(given, () => 0).current()).toBe('ws://a:1/v1/connect');
-    expect(new ServerRing(given, () => 0.5).current()).toBe('ws://c:1/v1/connect');
-    expect(new ServerRing(given, () => 0.9999).current()).toBe('ws://d:1/v1/connect');
-    // A source outside [0, 1) cannot point outside the ring.
-    expect(new ServerRing(given, () => 1).current()).toBe('ws://d:1/v1/connect');
-    expect(new ServerRing(given, () => -1).current()).toBe('ws://a:1/v1/connect');
-    expect(new ServerRing(given, () => Number.NaN).current()).toBe('ws://a:1/v1/connect');
+    expect(names(new ServerRing(given, () => 0.5))).toEqual(['c', 'a', 'd', 'b']);
+    // A source outside [0, 1) can neither lose a server nor repeat one.
+    for (const odd of [1, -1, Number.NaN, 7.5]) expect(names(new ServerRing(given, () => odd)).sort()).toEqual(['a', 'b', 'c', 'd']);
   });
 
-  it('spreads rings over the servers by default', () => {
+  // The chance that 200 shuffles all miss one of three outcomes is about (2/3)^200.
+  it('spreads where rings start over the servers by default', () => {
     const starts = new Set<string>();
-    // The chance that 200 rings all miss one of three servers is (2/3)^200.
     for (let i = 0; i < 200; i++) starts.add(new ServerRing(given.slice(0, 3)).current());
     expect(starts.size).toBe(3);
+  });
+
+  it('spreads the clients of a lost server over the others by default, not all to the one after it', () => {
+    const successors = new Set<string>();
+    for (let i = 0; i < 200; i++) {
+      const ring = new ServerRing(given.slice(0, 3));
+      ring.prefer('ws://a:1/v1/connect');
+      ring.advance();
+      successors.add(ring.current());
+    }
+    expect([...successors].sort()).toEqual(['ws://b:1/v1/connect', 'ws://c:1/v1/connect']);
+  });
+
+  it('spreads over the members a hello names, in a random order too', () => {
+    const successors = new Set<string>();
+    for (let i = 0; i < 200; i++) {
+      const ring = new ServerRing(['ws://given:1']);
+      ring.learn(['ws://a:1', 'ws://b:1', 'ws://c:1']);
+      ring.advance();
+      successors.add(ring.current());
+    }
+    expect(successors.size).toBe(3);
   });
 
   it('adds the members a hello names, once each, and ignores those that are not ws:// or wss:// URLs', () => {
