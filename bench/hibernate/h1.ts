@@ -169,9 +169,11 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
           }
         }),
       );
-      // Ends the writers' sessions, and with them their items.
+      // Ends the writers' sessions, and with them their items; every member has applied those
+      // ends (each deletes thousands of items in one entry) before the next window is timed.
       for (const c of pushers) await c.close().catch(() => undefined);
       await connectAll();
+      await cluster.settled();
       return samples.summary();
     };
     const forMs = (ms: number): (() => boolean) => {

@@ -32,6 +32,8 @@ interface VeraStatus {
   readonly role: string;
   readonly term: number;
   readonly leader: string | null;
+  readonly commit: number;
+  readonly applied: number;
 }
 
 export interface VeraClusterOptions {
@@ -284,6 +286,20 @@ export class VeraCluster extends ProcessCluster<Member> implements Cluster {
     let term = 0;
     for (const s of statuses) if (s.status === 'fulfilled') term = Math.max(term, s.value.term);
     return term;
+  }
+
+  /**
+   * Resolves once every live member has applied what the leader had committed when called:
+   * work the last phase left behind (sessions ending with thousands of ephemeral items, each
+   * one entry every member applies) is then done, and not counted in the next phase.
+   */
+  async settled(timeoutMs = 30_000): Promise<void> {
+    const leader = this.member(await this.leader(timeoutMs));
+    const { commit } = await this.status(leader);
+    await pollUntil(`every Vera member to apply index ${commit}`, timeoutMs, async () => {
+      const statuses = await Promise.all(this.alive().map((m) => this.status(m)));
+      return statuses.every((s) => s.applied >= commit) ? true : undefined;
+    });
   }
 
   async waitHealthy(timeoutMs: number): Promise<void> {
