@@ -226,7 +226,21 @@ export class Breather {
   constructor(
     /** The least each pause waits (ms): with it, the work goes at most a slice per that long, however fast each slice is. */
     private readonly minMs = 0,
+    /** How long each pause is, as a multiple of the work since the last (1: the work takes at most half the time). */
+    private readonly restPerWork = 1,
+    /** The most a pause waits beyond minMs's floor (ms). */
+    private readonly maxRestMs = 50,
   ) {}
+
+  /**
+   * For a freeze's work beside the log (reading the unit, encoding and compressing its file), which
+   * no client waits for: at most a quarter of the member's time, so on a machine whose cores the
+   * clients already keep busy the others' writes hardly notice it (a freeze that waited as long as it
+   * worked took half of a core on each member, and every member freezes at once).
+   */
+  static forFreeze(minMs = 0): Breather {
+    return new Breather(minMs, 3, 150);
+  }
 
   /** Something waits for the work (a follower's commit, applied while the read is still paced): from now on only yield a turn. */
   hurry(): void {
@@ -234,7 +248,7 @@ export class Breather {
   }
 
   async pause(): Promise<void> {
-    const wait = this.hurried ? 0 : Math.max(this.minMs, Math.min(performance.now() - this.since, 50));
+    const wait = this.hurried ? 0 : Math.max(this.minMs, Math.min((performance.now() - this.since) * this.restPerWork, this.maxRestMs));
     if (wait < 1) await new Promise<void>((go) => setImmediate(go));
     else await new Promise<void>((go) => setTimeout(go, wait));
     this.since = performance.now();
@@ -295,9 +309,8 @@ export async function packInSlices(cold: ColdUnitToWrite): Promise<Buffer> {
 }
 
 /** packInSlices' bytes as they are made, a slice at a time, paced by a Breather. */
-async function* packedParts(cold: ColdUnitToWrite): AsyncGenerator<Buffer> {
+async function* packedParts(cold: ColdUnitToWrite, breather = new Breather()): AsyncGenerator<Buffer> {
   yield Buffer.concat([arrayHeader(3), pack(cold.unit), pack(cold.meta), arrayHeader(cold.entries.length)]);
-  const breather = new Breather();
   // Packed as they were read, a slice at a time: the same bytes.
   if (cold.entries instanceof SlicedEntries) {
     for (const [n, part] of cold.entries.end().parts.entries()) {
@@ -320,7 +333,7 @@ async function* packedParts(cold: ColdUnitToWrite): AsyncGenerator<Buffer> {
  * the pool (which LevelDB's reads and writes share) is held for the whole unit, and the
  * encoded unit is never held whole beside its compressed form.
  */
-export async function deflateInSlices(cold: ColdUnitToWrite): Promise<Buffer> {
+export async function deflateInSlices(cold: ColdUnitToWrite, breather?: Breather): Promise<Buffer> {
   const z = createDeflate();
   const out: Buffer[] = [];
   z.on('data', (chunk: Buffer) => out.push(chunk));
@@ -328,7 +341,7 @@ export async function deflateInSlices(cold: ColdUnitToWrite): Promise<Buffer> {
     z.once('end', done);
     z.once('error', fail);
   });
-  for await (const part of packedParts(cold)) {
+  for await (const part of packedParts(cold, breather)) {
     // Each slice compressed before the next is packed: the pause after a slice covers its compression too.
     await new Promise<void>((done, fail) => z.write(part, (err) => (err ? fail(err) : done())));
   }
@@ -367,9 +380,9 @@ export class ColdStore {
    * `wanted`, asked when the write's turn comes (after every earlier write of the file):
    * if it says no, nothing is written and the write fails with SupersededWrite.
    */
-  async write(cold: ColdUnitToWrite, wanted?: () => boolean, options: { readonly syncDir?: boolean } = {}): Promise<number> {
+  async write(cold: ColdUnitToWrite, wanted?: () => boolean, options: { readonly syncDir?: boolean; readonly breather?: Breather } = {}): Promise<number> {
     // Encoded in slices and compressed in the thread pool: a freeze beside the log must not hold the event loop.
-    const body = await deflateInSlices(cold);
+    const body = await deflateInSlices(cold, options.breather);
     if (body.byteLength > MAX_COLD_BODY_BYTES) throw new ColdStoreError(cold.unit, 'too-large', `${body.byteLength} compressed bytes is over ${MAX_COLD_BODY_BYTES}`);
     const header = Buffer.alloc(HEADER_BYTES);
     MAGIC.copy(header, 0);

@@ -139,14 +139,15 @@ export async function prepareUnit(
   since: number,
   snapshot?: DbSnapshot,
   wanted?: () => boolean,
-  /** Beside the log: the read's pace (a Breather of READ_PAGE_PAUSE_MS), and the directory's sync left to the caller (ColdStore.syncDir). */
+  /** Beside the log: the read's and the encoding's pace (Breather.forFreeze(READ_PAGE_PAUSE_MS)), and the directory's sync left to the caller (ColdStore.syncDir). */
   background?: Breather,
 ): Promise<Prepared> {
   const read = await readUnit(db, unit, snapshot, background);
   if ('why' in read) return read;
   // A write (or delete of the newest item) after the leader looked: the unit is not idle.
   if (read.newest !== seen) return { why: 'changed' };
-  const bytes = await cold.write({ unit, meta: { frozenAt: since }, entries: read.entries }, wanted, { syncDir: background === undefined });
+  // The same pace for the encoding as for the read (hurried alike when a commit waits for it).
+  const bytes = await cold.write({ unit, meta: { frozenAt: since }, entries: read.entries }, wanted, { syncDir: background === undefined, ...(background === undefined ? {} : { breather: background }) });
   return { items: read.entries.length, lists: read.lists, bytes };
 }
 

@@ -259,7 +259,7 @@ export class HibernateState {
     // a newer file of the unit that this one must not land on.
     const wanted = (unit: string) => (): boolean => liveStates.get(this.cold.dir)?.deref() === this && this.freezing.get(unit)?.since === since;
     // Paced, unless a commit is already applied and waits for it (BackgroundPrepare.hurry).
-    const paces = targets.map(() => new Breather(READ_PAGE_PAUSE_MS));
+    const paces = targets.map(() => Breather.forFreeze(READ_PAGE_PAUSE_MS));
     const written = targets.map(({ unit, seen }, n) => run(() => prepareUnit(db, this.cold, unit, seen, since, snapshot, wanted(unit), paces[n])));
     // One sync of the directory for the freeze's files, once all are renamed into it: each is durable only then.
     const synced = Promise.allSettled(written).then((all) => (all.some((r) => r.status === 'fulfilled' && !('why' in r.value)) ? this.cold.syncDir() : undefined));

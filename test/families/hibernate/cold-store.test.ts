@@ -285,6 +285,30 @@ describe('reading a large unit in slices (issue 34, defect 5)', () => {
     expect(pause).toHaveBeenCalledTimes(5);
   });
 
+  it('paces a freeze\'s encoding with the breather given, which rests three times as long as it worked', async () => {
+    const s = await store();
+    const n = 3 * PACK_SLICE;
+    const cold: ColdUnit = { unit: '/users/paced', meta: { frozenAt: 1 }, entries: Array.from({ length: n }, (_, i) => entry(`k${String(i).padStart(6, '0')}`, 'v')) };
+    const breather = Breather.forFreeze();
+    const pause = vi.spyOn(breather, 'pause');
+    await s.write(cold, undefined, { breather });
+    expect(pause).toHaveBeenCalledTimes(2); // between the three slices
+    expect(whole(await s.read(cold.unit))).toEqual(cold);
+    // The rest is measured against the work since the last pause: 20 ms of work, then at least 3 x 20 ms of rest.
+    const rest = async (b: Breather): Promise<number> => {
+      const worked = performance.now();
+      while (performance.now() - worked < 20) {
+        // work
+      }
+      const resting = performance.now();
+      await b.pause();
+      return performance.now() - resting;
+    };
+    const slow = Breather.forFreeze();
+    await slow.pause();
+    expect(await rest(slow)).toBeGreaterThanOrEqual(55);
+  });
+
   it('gives any unit\'s entries as read() does, keys and values of any bytes and sizes (bin8, bin16, bin32)', async () => {
     const s = await store();
     const sizes: ColdUnit = { unit: '/users/p', meta: { frozenAt: 0 }, entries: [entry('k', ''), [Buffer.alloc(300, 1), Buffer.alloc(70_000, 2)], [Buffer.alloc(255, 3), Buffer.alloc(65_536, 4)]] };
