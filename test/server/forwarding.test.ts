@@ -207,6 +207,19 @@ describe('forwarded writes between in-process members', () => {
     expect(counterValue(await leader.node.propose(add('unsent', 5)))).toBe(5);
   });
 
+  it("a forwarded command of the leader's duties is refused at the desk and never proposed; a client's next to it is applied", async () => {
+    const members = await cluster();
+    const { leader, followers } = await leaderOf(members);
+    const follower = followers[0]!;
+    const before = leader.node.status().lastIndex;
+    const err = await follower.node.propose({ family: 'cluster', op: 'setCommandVersion', version: FORWARDING_SINCE } as unknown as AnyCommand).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'BAD_REQUEST' });
+    expect((err as Error).message).toMatch(/cluster\.setCommandVersion is the leader's own to propose/);
+    expect(leader.received.get('fwd')).toBe(1);
+    expect(leader.node.status().lastIndex).toBe(before);
+    expect(counterValue(await follower.node.propose(add('beside', 1)))).toBe(1);
+  });
+
   it('a leader that advertised an older command version gets no forward: the follower refuses as before', async () => {
     const members = await cluster(FORWARDING_SINCE - 1);
     // No service link ever comes up towards an old leader: wait for the election alone.

@@ -3,12 +3,16 @@
 // term}` as soon as it has a place in the log, or `fwdErr` when it was refused
 // before that (never in the log, so the member may send it again elsewhere). The
 // member answers its client from its own apply, so the desk never waits for a commit.
+// It takes only commands a member may forward (routes.ts): a command only the leader's
+// duties propose is refused before proposing, changing nothing.
 import { RaftError } from '../../raft/driver.js';
 import type { NodeId } from '../../raft/types.js';
 import { VeraError } from '../../protocol/errors.js';
 import { CommandError } from '../../statemachine/family.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
+import type { ForwardEnvelope } from '../../families/commands.js';
 import { encodeServiceMessage, type ForwardMessage, type ForwardRefusedMessage } from './codec.js';
+import { forwardRefusal } from './routes.js';
 
 /** What a leader's proposal of a forwarded body gives: its place in the log (null: refused) and its outcome. */
 export interface PlacedProposal {
@@ -18,8 +22,10 @@ export interface PlacedProposal {
 
 export interface DeskOptions {
   readonly send: (to: NodeId, payload: Uint8Array) => boolean;
-  /** VeraNode.proposeForwarded: throws (or its result rejects, with no place) when the body is refused. */
-  readonly propose: (body: Uint8Array, rid: string) => PlacedProposal;
+  /** VeraNode.proposeForwarded: throws (or its result rejects, with no place) when the body is refused, `admit` included. */
+  readonly propose: (body: Uint8Array, rid: string, admit: (envelope: ForwardEnvelope) => void) => PlacedProposal;
+  /** Why a member may not forward this command, or null (routes.ts forwardRefusal by default). */
+  readonly forwardRefusal?: (family: string, command: ForwardEnvelope['command']) => string | null;
   /** Forwards proposed and not yet applied here; past this the desk refuses (not proposed). */
   readonly maxInFlight: number;
   readonly onUnanswerable?: (to: NodeId, kind: string) => void;
@@ -31,7 +37,16 @@ const RETRY_AFTER_MS = 200;
 export class Desk {
   private inFlight = 0;
 
-  constructor(private readonly opts: DeskOptions) {}
+  /** Throws when the body's command is not one a member may forward: the leader's duties' commands are its own. */
+  private readonly admit: (envelope: ForwardEnvelope) => void;
+
+  constructor(private readonly opts: DeskOptions) {
+    const refusal = opts.forwardRefusal ?? forwardRefusal;
+    this.admit = (envelope) => {
+      const why = refusal(envelope.family, envelope.command);
+      if (why !== null) throw new VeraError('BAD_REQUEST', why);
+    };
+  }
 
   /** Forwards proposed and not yet applied. */
   get forwardsInFlight(): number {
@@ -50,7 +65,7 @@ export class Desk {
     }
     let placed: PlacedProposal;
     try {
-      placed = this.opts.propose(m.body, m.rid);
+      placed = this.opts.propose(m.body, m.rid, this.admit);
     } catch (err) {
       this.reply(from, refusalOf(m.id, err));
       return;

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { NodeId, Status } from '../../raft/types.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
+import type { ForwardEnvelope } from '../../families/commands.js';
 import { decodeServiceMessage, type ServiceMessage } from './codec.js';
 import { Desk, type PlacedProposal } from './desk.js';
 import { Forwarder } from './forwarder.js';
@@ -16,7 +17,7 @@ export interface ForwardingNode {
   readonly id: NodeId;
   status(): Status;
   awaitEntry(index: number, term: number): Promise<ApplyOutcome>;
-  proposeForwarded(body: Uint8Array, rid: string): PlacedProposal;
+  proposeForwarded(body: Uint8Array, rid: string, admit: (envelope: ForwardEnvelope) => void): PlacedProposal;
   setForwarder(forwarder: ProposalForwarder | null): void;
 }
 
@@ -63,7 +64,7 @@ export class PeerService {
     });
     this.desk = new Desk({
       send: (to, payload) => channel.sendService(to, payload),
-      propose: (body, rid) => node.proposeForwarded(body, rid),
+      propose: (body, rid, admit) => node.proposeForwarded(body, rid, admit),
       maxInFlight: opts.maxForwardsInFlight ?? 16_384,
       onUnanswerable: (to, kind) => logger.warn({ event: 'peer-service.unanswered', peer: to, kind }, `could not send a ${kind} to ${to}; it settles the forward by its deadline`),
     });
