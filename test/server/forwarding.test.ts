@@ -13,12 +13,16 @@ import { RaftError } from '../../src/raft/driver.js';
 import { PeerTransport } from '../../src/raft/transport/peer-transport.js';
 import type { NodeId } from '../../src/raft/types.js';
 import { decodeServiceMessage } from '../../src/server/peer-service/codec.js';
-import { PeerService } from '../../src/server/peer-service/service.js';
+import { PeerService, type RelayRunner } from '../../src/server/peer-service/service.js';
 import { DEFAULT_COMPACTION, FORWARDING_SINCE, VeraNode } from '../../src/server/node/vera-node.js';
 import { initialMembers } from '../../src/statemachine/index.js';
 import type { ApplyOutcome } from '../../src/statemachine/types.js';
 import { freePort } from '../support/vera-process.js';
 import { withTimeout } from '../support/poll.js';
+import { FAMILIES } from '../../src/families/registry.js';
+import { DEFAULT_LIMITS, type FamilyRequest } from '../../src/protocol/index.js';
+import { loadPlugins } from '../../src/server/front/plugin-part.js';
+import type { RelayedCaller } from '../../src/server/peer-service/relay.js';
 
 const IDS = ['n1', 'n2', 'n3'] as const;
 const SECRET = 'forwarding-test-secret';
@@ -34,6 +38,8 @@ interface Member {
   readonly received: Map<string, number>;
   /** When set, a `fwd` arriving here is handed to this instead of the desk. */
   interceptForward: ((from: NodeId, payload: Uint8Array) => void) | null;
+  /** When set, an `op` (a relayed op) arriving here is handed to this instead of the relay desk. */
+  interceptOp: ((from: NodeId, payload: Uint8Array) => void) | null;
   alive: boolean;
   close(): Promise<void>;
 }
@@ -43,7 +49,14 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function cluster(commandVersion = FORWARDING_SINCE, deadlineMs = 10_000): Promise<Member[]> {
+/** The relay's settings of a cluster: each member's runner of relayed ops, and the bounds. */
+interface RelaySettings {
+  readonly runner?: (node: VeraNode) => RelayRunner;
+  readonly deadlineMs?: number;
+  readonly maxPerMember?: number;
+}
+
+async function cluster(commandVersion = FORWARDING_SINCE, deadlineMs = 10_000, relay: RelaySettings = {}): Promise<Member[]> {
   const ports = new Map<NodeId, { peer: number; client: number }>();
   for (const id of IDS) ports.set(id, { peer: await freePort(), client: await freePort() });
   const book = initialMembers(IDS.map((id) => ({ id, host: '127.0.0.1', peerPort: ports.get(id)!.peer, clientPort: ports.get(id)!.client })));
@@ -65,6 +78,7 @@ async function cluster(commandVersion = FORWARDING_SINCE, deadlineMs = 10_000): 
       service: null as unknown as PeerService,
       received: new Map(),
       interceptForward: null,
+      interceptOp: null,
       alive: true,
       async close() {
         if (!member.alive) return;
@@ -89,13 +103,24 @@ async function cluster(commandVersion = FORWARDING_SINCE, deadlineMs = 10_000): 
         const kind = decodeServiceMessage(payload).k;
         member.received.set(kind, (member.received.get(kind) ?? 0) + 1);
         if (kind === 'fwd' && member.interceptForward !== null) return member.interceptForward(from, payload);
+        if (kind === 'op' && member.interceptOp !== null) return member.interceptOp(from, payload);
         service.onService(from, payload);
       },
       onServiceUnsent: (to, payloads) => service.onUnsent(to, payloads),
       logger,
       reconnect: { initialDelayMs: 10, maxDelayMs: 100 },
     });
-    service = new PeerService({ node, channel: transport, peerVersions: versions, minLeaderVersion: FORWARDING_SINCE, logger, deadlineMs });
+    service = new PeerService({
+      node,
+      channel: transport,
+      peerVersions: versions,
+      minLeaderVersion: FORWARDING_SINCE,
+      logger,
+      deadlineMs,
+      ...(relay.runner === undefined ? {} : { relayRunner: relay.runner(node) }),
+      ...(relay.deadlineMs === undefined ? {} : { relayDeadlineMs: relay.deadlineMs }),
+      ...(relay.maxPerMember === undefined ? {} : { maxRelaysPerMember: relay.maxPerMember }),
+    });
     Object.assign(member, { transport, service });
     await transport.start();
     node.attachTransport(transport);
@@ -228,5 +253,110 @@ describe('forwarded writes between in-process members', () => {
     const err = await followers[0]!.node.propose(add('old', 1)).catch((e: unknown) => e);
     expect(err).toMatchObject({ name: 'RaftError', code: 'NOT_LEADER', leader: leader.id });
     expect(leader.received.size).toBe(0);
+  });
+});
+
+/** The counter family's ops as a member's plugins give them (builders and routes), for the relay desk. */
+async function counterOps(): Promise<RelayRunner['ops']> {
+  return (await loadPlugins(FAMILIES.filter((f) => f.name === 'counter'))).familyOps;
+}
+
+interface RelayedCall {
+  readonly at: NodeId;
+  readonly op: string;
+  readonly request: FamilyRequest;
+  readonly caller: RelayedCaller;
+}
+
+/** A runner that answers counter.add by proposing it on the member it runs on, as the op's handler would; counts its calls. */
+function counterRunner(ops: RelayRunner['ops'], calls: RelayedCall[], hold?: Promise<void>): (node: VeraNode) => RelayRunner {
+  return (node) => ({
+    ops,
+    limits: DEFAULT_LIMITS,
+    sessionLive: (session) => session !== 'ended',
+    run: async (op, request, caller) => {
+      calls.push({ at: node.id, op, request, caller });
+      await hold;
+      const r = request as unknown as { name: string; delta: number };
+      return { value: counterValue(await node.propose(add(r.name, r.delta))) };
+    },
+  });
+}
+
+const addRequest = (name: string, delta: number): FamilyRequest => ({ id: 7, op: 'counter.add', name, delta });
+const caller: RelayedCaller = { session: 'sess-1', principal: 'alice', remote: '10.0.0.9:4000', frameBytes: 61 };
+
+describe('relayed ops between in-process members', () => {
+  it("a member's leader-only op runs at the leader as its caller, and is answered once the member applied what it wrote", async () => {
+    const calls: RelayedCall[] = [];
+    const members = await cluster(FORWARDING_SINCE, 10_000, { runner: counterRunner(await counterOps(), calls) });
+    const { leader, followers } = await leaderOf(members);
+    const follower = followers[0]!;
+    const answer = await follower.service.relay.request(leader.id, addRequest('r', 3), caller);
+    expect(answer.result).toEqual({ value: 3 });
+    // Read-your-writes: the entry the op wrote at the leader is applied here already.
+    expect(follower.node.appliedIndex).toBeGreaterThanOrEqual(answer.index);
+    expect(counterValue(await follower.node.propose(add('r', 0)))).toBe(3);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatchObject({ at: leader.id, op: 'counter.add', caller, request: { op: 'counter.add', name: 'r', delta: 3 } });
+    expect(leader.received.get('op')).toBe(1);
+    expect(follower.service.relay.inFlight).toBe(0);
+    expect(leader.service.relayDesk.runningFor(follower.id)).toBe(0);
+  });
+
+  it('refuses before running: an op not routed to the leader, a request its builder refuses, an ended session, a member that does not lead', async () => {
+    const calls: RelayedCall[] = [];
+    const members = await cluster(FORWARDING_SINCE, 10_000, { runner: counterRunner(await counterOps(), calls) });
+    const { leader, followers } = await leaderOf(members);
+    const [f, g] = followers as [Member, Member];
+    const refused = (p: Promise<unknown>): Promise<unknown> => p.then(() => 'answered', (e: unknown) => e);
+    expect(await refused(f.service.relay.request(leader.id, { id: 1, op: 'push', path: '/a', data: 1 } as unknown as FamilyRequest, caller))).toMatchObject({ code: 'BAD_REQUEST', message: expect.stringMatching(/not an op the leader runs/) });
+    expect(await refused(f.service.relay.request(leader.id, { id: 1, op: 'counter.add', name: 'x', delta: 'one' } as unknown as FamilyRequest, caller))).toMatchObject({ code: 'BAD_REQUEST' });
+    expect(await refused(f.service.relay.request(leader.id, addRequest('x', 1), { ...caller, session: 'ended' }))).toMatchObject({ code: 'SESSION_EXPIRED' });
+    expect(calls).toEqual([]);
+    // Sent to a member that does not lead: refused there before running, and relayed once more, to the leader.
+    const answer = await f.service.relay.request(g.id, addRequest('x', 2), caller);
+    expect(answer.result).toEqual({ value: 2 });
+    expect(g.received.get('op')).toBe(1);
+    expect(calls.map((c) => c.at)).toEqual([leader.id]);
+  });
+
+  it('past its bound of ops running for one member, the leader refuses the next as not run', async () => {
+    const calls: RelayedCall[] = [];
+    let release!: () => void;
+    const hold = new Promise<void>((r) => (release = r));
+    const members = await cluster(FORWARDING_SINCE, 10_000, { runner: counterRunner(await counterOps(), calls, hold), maxPerMember: 1 });
+    const { leader, followers } = await leaderOf(members);
+    const [f, g] = followers as [Member, Member];
+    const first = f.service.relay.request(leader.id, addRequest('b', 1), caller);
+    await until(() => calls.length === 1, 'the first op running');
+    const second = await f.service.relay.request(leader.id, addRequest('b', 1), caller).catch((e: unknown) => e);
+    expect(second).toMatchObject({ code: 'UNAVAILABLE', hints: { reason: 'not-proposed' } });
+    // Another member's share is its own.
+    const other = g.service.relay.request(leader.id, addRequest('b', 10), caller);
+    await until(() => calls.length === 2, "the other member's op running");
+    release();
+    expect((await first).result).toEqual({ value: 1 });
+    expect((await other).result.value).toBeGreaterThan(1);
+    expect(calls).toHaveLength(2);
+  });
+
+  it('an op the leader never answers is UNAVAILABLE with the outcome unknown at the deadline; a cancelled one is let go at once', async () => {
+    const members = await cluster(FORWARDING_SINCE, 10_000, { runner: counterRunner(await counterOps(), []), deadlineMs: SHORT_DEADLINE_MS });
+    const { leader, followers } = await leaderOf(members);
+    const follower = followers[0]!;
+    leader.interceptOp = () => undefined; // received, never answered
+    const started = Date.now();
+    const err = await follower.service.relay.request(leader.id, addRequest('d', 1), caller).catch((e: unknown) => e);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(SHORT_DEADLINE_MS - 50);
+    expect(err).toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/outcome is unknown/) });
+    expect((err as { hints: object }).hints).not.toHaveProperty('reason');
+    const cancel = new AbortController();
+    const cancelled = follower.service.relay.request(leader.id, addRequest('d', 1), caller, { signal: cancel.signal }).catch((e: unknown) => e);
+    await until(() => (leader.received.get('op') ?? 0) === 2, 'the second op at the leader');
+    expect(follower.service.relay.inFlight).toBe(1);
+    cancel.abort();
+    expect(await cancelled).toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/cancelled/) });
+    expect(follower.service.relay.inFlight).toBe(0);
   });
 });
