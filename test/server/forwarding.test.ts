@@ -12,7 +12,7 @@ import type { AnyCommand } from '../../src/families/core-commands.js';
 import { RaftError } from '../../src/raft/driver.js';
 import { PeerTransport } from '../../src/raft/transport/peer-transport.js';
 import type { NodeId } from '../../src/raft/types.js';
-import { decodeServiceMessage } from '../../src/server/peer-service/codec.js';
+import { decodeServiceMessage, encodeServiceMessage } from '../../src/server/peer-service/codec.js';
 import { PeerService, type RelayRunner } from '../../src/server/peer-service/service.js';
 import { DEFAULT_COMPACTION, FORWARDING_SINCE, VeraNode } from '../../src/server/node/vera-node.js';
 import { initialMembers } from '../../src/statemachine/index.js';
@@ -196,6 +196,22 @@ describe('forwarded writes between in-process members', () => {
     // The survivors elect a leader; the command was never proposed, so the counter starts from zero.
     const { leader: next } = await leaderOf(members);
     expect(counterValue(await next.node.propose(add('lost', 5)))).toBe(5);
+  });
+
+  it('a forward placed at an index that does not apply by its deadline leaves no wait behind in the driver', async () => {
+    const members = await cluster(FORWARDING_SINCE, SHORT_DEADLINE_MS);
+    const { leader, followers } = await leaderOf(members);
+    const follower = followers[0]!;
+    // The leader answers with a place in the log far ahead, proposing nothing: that index does not apply in time.
+    leader.interceptForward = (from, payload) => {
+      const fwd = decodeServiceMessage(payload);
+      if (fwd.k !== 'fwd') return;
+      const { lastIndex, term } = leader.node.status();
+      leader.transport.sendService(from, encodeServiceMessage({ k: 'fwdOk', id: fwd.id, index: lastIndex + 1000, term }));
+    };
+    const err = await follower.node.propose(add('far', 1)).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'UNAVAILABLE', notProposed: false });
+    expect(follower.node.awaitedEntries).toBe(0);
   });
 
   it('a forward refused by a leader that stepped down is sent once more, to the new leader, and applied once', async () => {

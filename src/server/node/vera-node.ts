@@ -420,9 +420,14 @@ export class VeraNode {
     return { place, result: this.pressure.track(result, bytes.byteLength) };
   }
 
-  /** Waits for an entry another member proposed (RaftDriver.awaitEntry). */
-  awaitEntry(index: number, term: number): Promise<ApplyOutcome> {
-    return this.driver.awaitEntry(index, term);
+  /** Waits for an entry another member proposed (RaftDriver.awaitEntry); `cancel` gives the wait up. */
+  awaitEntry(index: number, term: number, cancel?: AbortSignal): Promise<ApplyOutcome> {
+    return this.driver.awaitEntry(index, term, cancel);
+  }
+
+  /** Entries awaited here and not yet settled nor given up (RaftDriver.awaitedEntries). */
+  get awaitedEntries(): number {
+    return this.driver.awaitedEntries;
   }
 
   /** Resolves once a linearizable read may be served from the local state machine. */

@@ -18,7 +18,7 @@ import type { ProposalForwarder } from '../node/vera-node.js';
 export interface ForwardingNode {
   readonly id: NodeId;
   status(): Status;
-  awaitEntry(index: number, term: number): Promise<ApplyOutcome>;
+  awaitEntry(index: number, term: number, cancel?: AbortSignal): Promise<ApplyOutcome>;
   proposeForwarded(body: Uint8Array, rid: string, admit: (envelope: ForwardEnvelope) => void): PlacedProposal;
   setForwarder(forwarder: ProposalForwarder | null): void;
   readonly appliedIndex: number;
@@ -79,7 +79,7 @@ export class PeerService {
       send: (to, payload) => channel.sendService(to, payload),
       peerVersion: (peer) => opts.peerVersions.get(peer),
       minLeaderVersion: opts.minLeaderVersion,
-      awaitEntry: (index, term) => node.awaitEntry(index, term),
+      awaitEntry: (index, term, cancel) => node.awaitEntry(index, term, cancel),
       currentLeader: () => node.status().leader,
       deadlineMs: opts.deadlineMs ?? 5000,
       after: (ms, run) => {
