@@ -10,6 +10,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AnyCommand } from '../../src/families/core-commands.js';
 import { RaftError } from '../../src/raft/driver.js';
+import { packFrame } from '../../src/raft/transport/codec.js';
 import { PeerTransport } from '../../src/raft/transport/peer-transport.js';
 import type { NodeId } from '../../src/raft/types.js';
 import { decodeServiceMessage, encodeServiceMessage } from '../../src/server/peer-service/codec.js';
@@ -54,6 +55,8 @@ interface RelaySettings {
   readonly runner?: (node: VeraNode) => RelayRunner;
   readonly deadlineMs?: number;
   readonly maxPerMember?: number;
+  /** Where the members' warnings go, one JSON line each (naming the member); absent: nowhere. */
+  readonly logs?: string[];
 }
 
 async function cluster(commandVersion = FORWARDING_SINCE, deadlineMs = 10_000, relay: RelaySettings = {}): Promise<Member[]> {
@@ -64,7 +67,8 @@ async function cluster(commandVersion = FORWARDING_SINCE, deadlineMs = 10_000, r
   for (const id of IDS) {
     const dir = await mkdtemp(join(tmpdir(), `vera-fwd-${id}-`));
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    const logger = pino({ level: 'silent' });
+    const logs = relay.logs;
+    const logger = logs === undefined ? pino({ level: 'silent' }) : pino({ level: 'warn', base: { member: id } }, { write: (line: string) => void logs.push(line) });
     const node = await VeraNode.open(
       { id, dataDir: dir, initialMembers: book, clusterId: 'c-fwd', timing: { tickMs: 50, electionTicks: 20, heartbeatTicks: 1 }, logger, eventLogCapacity: 100, compaction: DEFAULT_COMPACTION },
       { onApplied: () => undefined, onSoftState: () => undefined, onMembersChanged: () => undefined, onFatal: (err) => logger.error({ err }, 'fatal') },
@@ -100,7 +104,12 @@ async function cluster(commandVersion = FORWARDING_SINCE, deadlineMs = 10_000, r
       currentTerm: () => node.status().term,
       serviceMinCommandVersion: FORWARDING_SINCE,
       onService: (from, payload) => {
-        const kind = decodeServiceMessage(payload).k;
+        let kind: string;
+        try {
+          kind = decodeServiceMessage(payload).k;
+        } catch {
+          kind = 'malformed'; // the service's to judge
+        }
         member.received.set(kind, (member.received.get(kind) ?? 0) + 1);
         if (kind === 'fwd' && member.interceptForward !== null) return member.interceptForward(from, payload);
         if (kind === 'op' && member.interceptOp !== null) return member.interceptOp(from, payload);
@@ -259,6 +268,24 @@ describe('forwarded writes between in-process members', () => {
     expect(leader.received.get('fwd')).toBe(1);
     expect(leader.node.status().lastIndex).toBe(before);
     expect(counterValue(await follower.node.propose(add('beside', 1)))).toBe(1);
+  });
+
+  it('a service payload the leader cannot read drops the link it came on; the link comes back and forwards go on', async () => {
+    const logs: string[] = [];
+    const members = await cluster(FORWARDING_SINCE, 10_000, { logs });
+    const { leader, followers } = await leaderOf(members);
+    const follower = followers[0]!;
+    expect(follower.transport.sendService(leader.id, packFrame({ k: 'fwd', id: 1 }))).toBe(true);
+    await until(() => logs.some((l) => l.includes('"peer.protocolError"')), "the leader dropping the follower's link");
+    const dropped = logs.map((l) => JSON.parse(l) as { member: string; event: string; err?: string }).filter((l) => l.event === 'peer.protocolError' || l.event === 'peer-service.badMessage');
+    expect(dropped.map((l) => [l.member, l.event])).toEqual([
+      [leader.id, 'peer-service.badMessage'],
+      [leader.id, 'peer.protocolError'],
+    ]);
+    expect(dropped[1]!.err).toMatch(/fwd\.rid is missing/);
+    expect(leader.received.get('malformed')).toBe(1);
+    await leaderOf(members);
+    expect(counterValue(await follower.node.propose(add('after', 1)))).toBe(1);
   });
 
   it('a leader that advertised an older command version gets no forward: the follower refuses as before', async () => {

@@ -1,7 +1,7 @@
 // The peer service of one member: the forwarder and the relay client (member side),
-// the desk and the relay desk (leader side) on the peer transport's service channel. It decodes each payload and hands
-// it to the part it is for; a payload that does not decode is logged and dropped
-// (the sender proved the cluster secret; the Raft traffic on its link goes on).
+// the desk and the relay desk (leader side) on the peer transport's service channel.
+// It decodes each payload and hands it to the part it is for; a payload that does
+// not decode drops the link it came on (onService).
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { NodeId, Status } from '../../raft/types.js';
@@ -117,14 +117,19 @@ export class PeerService {
     node.setForwarder(this.forwarder);
   }
 
-  /** PeerTransport's onService. */
+  /**
+   * PeerTransport's onService. A payload that does not decode throws its PeerProtocolError,
+   * which makes the transport drop the link it came on, as for a malformed Raft message
+   * (docs/scale-out.md "Peer messages"): a peer sending what this member cannot read is
+   * broken or of another build, and nothing it sends after that can be trusted in order.
+   */
   onService(from: NodeId, payload: Uint8Array): void {
     let m: ServiceMessage;
     try {
       m = decodeServiceMessage(payload);
     } catch (err) {
-      this.logger.warn({ event: 'peer-service.badMessage', peer: from, err: err instanceof Error ? err.message : String(err) }, `dropped a malformed service message from ${from}`);
-      return;
+      this.logger.warn({ event: 'peer-service.badMessage', peer: from, err: err instanceof Error ? err.message : String(err) }, `a malformed service message from ${from}: dropping its link`);
+      throw err;
     }
     switch (m.k) {
       case 'fwd':
