@@ -163,8 +163,9 @@ export function pluginPart(family: AnyFamily, plugin: AnyPlugin): PluginPart {
           onApplied: (outcome: ApplyOutcome) => {
             const r = outcome.result;
             let value: unknown = null;
-            if (r.ok && legacy) value = LEGACY_OPS.get(r.op) === family ? r : null;
-            else if (r.ok && r.op === 'family' && r.family === family.name) value = r.value;
+            // A first family's op added since (sessions' attachSession) answers a family result, as every newer op does.
+            if (r.ok && r.op === 'family') value = r.family === family.name ? r.value : null;
+            else if (r.ok && legacy) value = LEGACY_OPS.get(r.op) === family ? r : null;
             applied.call(instance, outcome.index, value);
           },
         }),
