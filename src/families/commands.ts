@@ -115,6 +115,8 @@ export interface ForwardEnvelope {
   readonly v: number;
   readonly family: string;
   readonly op: string;
+  /** The op's fields as its decoder checked them (what the desk judges a forward by, docs/scale-out.md "Relayed ops"). */
+  readonly command: Readonly<Record<string, unknown>> & { readonly op: string };
 }
 
 /**
@@ -139,9 +141,10 @@ export function readForwardEnvelope(body: Uint8Array): ForwardEnvelope {
   if (typeof c.family !== 'string' || typeof c.op !== 'string') throw new CommandError('a forwarded command names its family and op');
   const family = FAMILY_BY_NAME.get(c.family);
   if (family === undefined || !Object.hasOwn(family.ops, c.op)) throw new CommandError(`a forwarded command names an unknown op ${c.family}.${c.op}`);
-  const needs = Math.max(versionOf(family, decodeFields(family, c, FORWARD_ENVELOPE)), REQUEST_ID_SINCE);
+  const command = decodeFields(family, c, FORWARD_ENVELOPE);
+  const needs = Math.max(versionOf(family, command), REQUEST_ID_SINCE);
   if (v !== needs) throw new CommandError(`a forwarded ${c.family}.${c.op} says command version ${v}; with these fields it needs ${needs}`);
-  return { v, family: c.family, op: c.op };
+  return { v, family: c.family, op: c.op, command: command as ForwardEnvelope['command'] };
 }
 
 /**

@@ -33,6 +33,7 @@ export type {
   PluginPathGuard,
   PluginRoute,
   PluginServer,
+  RunsOn,
   StoreDb,
   StoreReader,
   StoreSnapshot,

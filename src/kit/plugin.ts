@@ -242,6 +242,9 @@ export interface FamilyHost<S, V = unknown, C extends { readonly op: string } = 
   };
 }
 
+/** Where an op runs (Plugin.runsOn): on the leader, relayed there by the member a client talks to, or on any member. */
+export type RunsOn = 'leader' | 'anywhere';
+
 /** Who calls an op, as the server judged it. */
 export interface OpCaller {
   /** The session the connection established, '' for an HTTP call. */
@@ -416,6 +419,12 @@ export interface Plugin<Schemas extends Readonly<Record<string, AnyOpSchema>>, S
   readonly touches?: { readonly [K in keyof Schemas]?: (request: RequestOfSchema<Schemas[K]>) => readonly PathAccess[] };
   /** Why the ops without `touches` read or write no list at a path (so the path guards have nothing to do for them). */
   readonly touchesNoLists: string;
+  /**
+   * Where each op runs once every member serves clients (docs/scale-out.md "Relayed ops"): at the
+   * `leader` (a member relays the request there; the default, right for any handler) or `anywhere`
+   * (its handler proposes and reads replicated state only, so the member serving the client runs it).
+   */
+  readonly runsOn?: { readonly [K in keyof Schemas]?: RunsOn };
   createServer(host: FamilyHost<S, V, C>): PluginServer<Schemas, V>;
 }
 

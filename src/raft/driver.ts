@@ -333,20 +333,50 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
    * member never led it). Rejects with `notProposed` when the entry applied at `index` has
    * another term: by Log Matching that command can never be applied. An index applied
    * already rejects too (UNAVAILABLE), since its result was not kept; callers that may be
-   * late find their entry by other means (the envelope's request id).
+   * late find their entry by other means (the envelope's request id). `cancel` gives up the
+   * wait (a forward's deadline): the waiter is forgotten at once, not kept until the index
+   * applies, and the promise rejects UNAVAILABLE (outcome unknown).
    */
-  awaitEntry(index: number, term: number): Promise<R> {
+  awaitEntry(index: number, term: number, cancel?: AbortSignal): Promise<R> {
     if (this.stopped) return Promise.reject(new RaftError('UNAVAILABLE', 'server is shutting down'));
+    if (cancel?.aborted === true) return Promise.reject(abandonedEntry(index));
     if (index <= this.applied) {
       const applied = this.node.termAt(index);
       if (applied !== null && applied !== term) return Promise.reject(supersededEntry(index));
       return Promise.reject(new RaftError('UNAVAILABLE', `entry ${index} was applied here before it was awaited; its result was not kept`));
     }
     return new Promise<R>((resolve, reject) => {
+      const waiter: PendingProposal<R> = { term, resolve, reject };
       const waiting = this.awaited.get(index);
-      if (waiting === undefined) this.awaited.set(index, [{ term, resolve, reject }]);
-      else waiting.push({ term, resolve, reject });
+      if (waiting === undefined) this.awaited.set(index, [waiter]);
+      else waiting.push(waiter);
+      if (cancel === undefined) return;
+      const onCancel = (): void => {
+        const still = this.awaited.get(index);
+        const at = still?.indexOf(waiter) ?? -1;
+        if (at < 0) return; // settled already
+        still!.splice(at, 1);
+        if (still!.length === 0) this.awaited.delete(index);
+        reject(abandonedEntry(index));
+      };
+      cancel.addEventListener('abort', onCancel, { once: true });
+      // Settled some other way: the listener has nothing left to do.
+      waiter.resolve = (result) => {
+        cancel.removeEventListener('abort', onCancel);
+        resolve(result);
+      };
+      waiter.reject = (err) => {
+        cancel.removeEventListener('abort', onCancel);
+        reject(err);
+      };
     });
+  }
+
+  /** Entries awaited here (awaitEntry) and not yet settled nor given up. */
+  get awaitedEntries(): number {
+    let n = 0;
+    for (const waiting of this.awaited.values()) n += waiting.length;
+    return n;
   }
 
   /** The transport saw `peer`'s process gone: if it led us, elect a new leader soon (RaftNode.leaderUnreachable). */
@@ -916,6 +946,11 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
  */
 export function coveredBySnapshot(index: number, term: number, meta: SnapshotMeta): RaftError {
   return term > meta.term ? supersededEntry(index) : new RaftError('UNAVAILABLE', `entry ${index} was covered by an installed snapshot; the outcome is unknown`);
+}
+
+/** The caller gave up waiting for the entry at `index` (its deadline): whether it applies is unknown to it. */
+function abandonedEntry(index: number): RaftError {
+  return new RaftError('UNAVAILABLE', `the wait for entry ${index} was given up; its outcome is unknown`);
 }
 
 /** Another entry took the index: the awaited command was never in a committed log, and never will be. */

@@ -737,6 +737,24 @@ describe('RaftDriver awaitEntry (an entry another member proposed)', () => {
     await expect(driver.awaitEntry(2, 1)).rejects.toMatchObject({ code: 'UNAVAILABLE', notProposed: false });
   });
 
+  it('a wait given up (a forward past its deadline) is forgotten at once; another wait for the same entry is not', async () => {
+    const { driver, appliedIndexes } = await follower();
+    const giveUp = new AbortController();
+    const abandoned = driver.awaitEntry(2, 1, giveUp.signal);
+    const kept = driver.awaitEntry(2, 1);
+    expect(driver.awaitedEntries).toBe(2);
+    giveUp.abort();
+    await expect(abandoned).rejects.toMatchObject({ code: 'UNAVAILABLE', notProposed: false, message: expect.stringMatching(/given up/) });
+    expect(driver.awaitedEntries).toBe(1);
+    driver.step(append(1, 0, 0, [cmd(1, 1), cmd(2, 1)], 2));
+    await turnsUntil(() => appliedIndexes.length === 2);
+    expect(await kept).toBe(2);
+    expect(driver.awaitedEntries).toBe(0);
+    // Given up before asking: nothing is kept either.
+    await expect(driver.awaitEntry(9, 1, giveUp.signal)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(driver.awaitedEntries).toBe(0);
+  });
+
   it('rejects every waiting entry when the driver stops', async () => {
     const { driver } = await follower();
     const awaited = driver.awaitEntry(5, 1);

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeForwardBody } from '../../src/families/commands.js';
 import type { Command } from '../../src/families/core-commands.js';
 import { decodeServiceMessage } from '../../src/server/peer-service/codec.js';
-import { Desk } from '../../src/server/peer-service/desk.js';
+import { CONTENDING_MS, Desk } from '../../src/server/peer-service/desk.js';
 import { Forwarder } from '../../src/server/peer-service/forwarder.js';
 import type { ApplyOutcome } from '../../src/statemachine/types.js';
 
@@ -68,5 +68,69 @@ describe("the leader's desk", () => {
     desk.onForward('n3', { k: 'fwd', id: 6, rid: 'n3/tag/1', body: encodeForwardBody(push).bytes });
     expect(proposed).toBe(1);
     expect(decodeServiceMessage(replies[1]!)).toMatchObject({ k: 'fwdOk', id: 6, index: 1, term: 1 });
+  });
+});
+
+describe("the desk's share of forwards in flight", () => {
+  /** A desk of `max` whose proposals apply when the test says; `codes` lists each forward's answer kind. */
+  function deskOf(max: number) {
+    const replies: Array<{ readonly to: string; readonly k: string; readonly id: number }> = [];
+    const applied: Array<() => void> = [];
+    let now = 0;
+    const desk = new Desk({
+      send: (to, payload) => {
+        const m = decodeServiceMessage(payload);
+        replies.push({ to, k: m.k, id: m.id });
+        return true;
+      },
+      propose: () => {
+        let apply!: () => void;
+        const result = new Promise<ApplyOutcome>((resolve) => (apply = () => resolve(outcome(1, undefined))));
+        applied.push(apply);
+        return { place: { index: applied.length, term: 1 }, result };
+      },
+      maxInFlight: max,
+      now: () => now,
+    });
+    let id = 0;
+    const forward = (from: string): string => {
+      id++;
+      desk.onForward(from, { k: 'fwd', id, rid: `${from}/t/${id}`, body: encodeForwardBody(push).bytes });
+      return replies.find((r) => r.id === id)!.k;
+    };
+    return { desk, applied, forward, advance: (ms: number) => (now += ms) };
+  }
+  const settle = () => new Promise((r) => setImmediate(r));
+
+  it('one member flooding it cannot keep another out: a refused member gets the next free places', async () => {
+    const { desk, applied, forward } = deskOf(4);
+    // Alone, n2 may use it all.
+    expect(['n2', 'n2', 'n2', 'n2'].map(forward)).toEqual(['fwdOk', 'fwdOk', 'fwdOk', 'fwdOk']);
+    expect(forward('n3')).toBe('fwdErr');
+    // Two of n2's apply: n2 keeps sending, but n3 wants its share now, and gets the places.
+    applied[0]!();
+    applied[1]!();
+    await settle();
+    expect(forward('n2')).toBe('fwdErr');
+    expect(forward('n3')).toBe('fwdOk');
+    expect(forward('n2')).toBe('fwdErr');
+    expect(forward('n3')).toBe('fwdOk');
+    expect(desk.heldBy('n2')).toBe(2);
+    expect(desk.heldBy('n3')).toBe(2);
+    // Never more than the bound in all.
+    expect(desk.forwardsInFlight).toBe(4);
+    expect(forward('n3')).toBe('fwdErr');
+  });
+
+  it('a member that stopped asking gives its share back', async () => {
+    const { desk, applied, forward, advance } = deskOf(4);
+    expect(['n2', 'n2', 'n2', 'n2', 'n3'].map(forward)).toEqual(['fwdOk', 'fwdOk', 'fwdOk', 'fwdOk', 'fwdErr']);
+    for (const apply of applied) apply();
+    await settle();
+    expect(['n2', 'n2', 'n2'].map(forward)).toEqual(['fwdOk', 'fwdOk', 'fwdErr']);
+    // n3 has not asked again for a while: n2 is alone again, and may fill the desk.
+    advance(CONTENDING_MS + 1);
+    expect(['n2', 'n2'].map(forward)).toEqual(['fwdOk', 'fwdOk']);
+    expect(desk.heldBy('n2')).toBe(4);
   });
 });

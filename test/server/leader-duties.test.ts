@@ -17,6 +17,7 @@ import { lag } from '../../src/families/lag/index.js';
 import { plugin as sessionsPlugin } from '../../src/families/sessions/server.js';
 import { plugin as lagPlugin } from '../../src/families/lag/server.js';
 import type { Command } from '../../src/families/core-commands.js';
+import type { ApplyOutcome } from '../../src/statemachine/types.js';
 
 const CHECK_MS = 25;
 let clock = 0;
@@ -159,6 +160,34 @@ describe('an expiry waits for a leadership check', () => {
     checks.shift()!.resolve();
     await settle();
     expect(expiries()).toEqual([]);
+    duties.stop();
+  });
+});
+
+describe('an attachSession applied on the leader', () => {
+  /** The outcome of `sessions.attachSession {session, member}` applied at `index`, as the kernel gives it. */
+  const attached = (index: number, session: string, member: string): ApplyOutcome =>
+    ({ index, result: { ok: true, op: 'family', family: 'sessions', value: { session, member } }, events: [] }) as unknown as ApplyOutcome;
+
+  it("restarts that session's clock at its full timeout, as an opened session's starts", async () => {
+    const fe = frontEnd();
+    const part = pluginPart(sessions, sessionsPlugin);
+    part.bind(fe);
+    const duties = new LeaderDuties(fe, part.duties, { 'session-expiry': CHECK_MS });
+    duties.setLeading(true);
+    advance(900);
+    // S moves to n2 (a resume there): n2 counts its confirmations from now, so the leader must give S its whole timeout.
+    part.onApplied!(attached(7, 'S', 'n2'));
+    expect(fe.expiry.remainingMs('S')).toBe(1000);
+    advance(975);
+    await settle();
+    expect(expiries()).toEqual([]);
+    advance(50);
+    await settle();
+    expect(expiries()).toEqual([{ op: 'closeSession', session: 'S', reason: 'expired' }]);
+    // An attach of a session that is not live starts no clock.
+    part.onApplied!(attached(8, 'gone', 'n2'));
+    expect(fe.expiry.has('gone')).toBe(false);
     duties.stop();
   });
 });

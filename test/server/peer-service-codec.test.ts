@@ -2,7 +2,7 @@
 // types and sizes; anything else is a PeerProtocolError.
 import { describe, expect, it } from 'vitest';
 import { packFrame, PeerProtocolError } from '../../src/raft/transport/codec.js';
-import { decodeServiceMessage, encodeServiceMessage, type ServiceMessage } from '../../src/server/peer-service/codec.js';
+import { decodeServiceMessage, encodeServiceMessage, MAX_RELAYED_BYTES, type ServiceMessage } from '../../src/server/peer-service/codec.js';
 
 describe('peer service codec', () => {
   it.each<ServiceMessage>([
@@ -10,9 +10,14 @@ describe('peer service codec', () => {
     { k: 'fwdOk', id: 7, index: 42, term: 3 },
     { k: 'fwdErr', id: 8, code: 'NOT_LEADER', message: 'not leader', notProposed: true, leader: 'n3' },
     { k: 'fwdErr', id: 9, code: 'UNAVAILABLE', message: '', notProposed: true, retryAfterMs: 200 },
+    { k: 'op', id: 3, session: 's1', principal: 'alice', remote: '10.0.0.1:5000', frameBytes: 40, req: new Uint8Array([0x81, 0xa2, 0x6f, 0x70, 0xa1, 0x78]) },
+    { k: 'op', id: 4, session: 's1', remote: '', frameBytes: 0, req: new Uint8Array([0x80]) },
+    { k: 'opOk', id: 3, result: new Uint8Array([0x80]), index: 0 },
+    { k: 'opErr', id: 4, code: 'NOT_LEADER', message: 'no', notRun: true, index: 12, leader: 'n1' },
+    { k: 'opErr', id: 5, code: 'UNAVAILABLE', message: 'busy', notRun: true, index: 12, retryAfterMs: 200, reason: 'not-proposed' },
   ])('round-trips %o', (m) => {
-    const decoded = decodeServiceMessage(encodeServiceMessage(m));
-    expect(decoded.k === 'fwd' ? { ...decoded, body: [...decoded.body] } : decoded).toEqual(m.k === 'fwd' ? { ...m, body: [...m.body] } : m);
+    const plain = (x: ServiceMessage): unknown => Object.fromEntries(Object.entries(x).map(([k, v]) => [k, v instanceof Uint8Array ? [...v] : v]));
+    expect(plain(decodeServiceMessage(encodeServiceMessage(m)))).toEqual(plain(m));
   });
 
   it.each([
@@ -28,6 +33,16 @@ describe('peer service codec', () => {
     ['an unknown error code', { k: 'fwdErr', id: 1, code: 'OOPS', message: 'm', notProposed: true }],
     ['a non-boolean notProposed', { k: 'fwdErr', id: 1, code: 'UNAVAILABLE', message: 'm', notProposed: 1 }],
     ['a bad leader id', { k: 'fwdErr', id: 1, code: 'NOT_LEADER', message: 'm', notProposed: true, leader: '' }],
+    ['an op without its session', { k: 'op', id: 1, remote: '', frameBytes: 0, req: new Uint8Array(1) }],
+    ['an op with an empty session', { k: 'op', id: 1, session: '', remote: '', frameBytes: 0, req: new Uint8Array(1) }],
+    ['an op with a session id past its bound', { k: 'op', id: 1, session: 's'.repeat(129), remote: '', frameBytes: 0, req: new Uint8Array(1) }],
+    ['an op whose principal is null', { k: 'op', id: 1, session: 's', principal: null, remote: '', frameBytes: 0, req: new Uint8Array(1) }],
+    ['an op whose request is not binary', { k: 'op', id: 1, session: 's', remote: '', frameBytes: 0, req: { op: 'x' } }],
+    ['an op whose request is past the bound', { k: 'op', id: 1, session: 's', remote: '', frameBytes: 0, req: new Uint8Array(MAX_RELAYED_BYTES + 1) }],
+    ['an opOk without its index', { k: 'opOk', id: 1, result: new Uint8Array(1) }],
+    ['an opOk with an extra field', { k: 'opOk', id: 1, result: new Uint8Array(1), index: 1, term: 2 }],
+    ['an opErr without notRun', { k: 'opErr', id: 1, code: 'UNAVAILABLE', message: 'm', index: 1 }],
+    ['an opErr with a long reason', { k: 'opErr', id: 1, code: 'UNAVAILABLE', message: 'm', notRun: false, index: 1, reason: 'r'.repeat(65) }],
   ])('refuses %s', (_what, value) => {
     expect(() => decodeServiceMessage(packFrame(value))).toThrow(PeerProtocolError);
   });

@@ -99,7 +99,8 @@ describe('forwarded bodies', () => {
     expect(body.version).toBe(REQUEST_ID_SINCE);
     const fields = unpack(body.bytes) as Record<string, unknown>;
     expect('t' in fields || 'r' in fields).toBe(false);
-    expect(readForwardEnvelope(body.bytes)).toEqual({ v: REQUEST_ID_SINCE, family: 'lists', op: 'push' });
+    // With the op's fields as its decoder checked them: what the desk judges a forward by.
+    expect(readForwardEnvelope(body.bytes)).toEqual({ v: REQUEST_ID_SINCE, family: 'lists', op: 'push', command: expect.objectContaining({ op: 'push', session: push.session, path: push.path }) });
   });
 
   it.each([

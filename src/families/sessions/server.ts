@@ -8,7 +8,16 @@ import { liveSessions } from './queries.js';
 import { HOLDERS_SINCE, RESUME_TOKENS_SINCE, type SessionsCommand } from './index.js';
 import type { SessionsState } from './state.js';
 
-type SessionsHost = FamilyHost<SessionsState, ApplySuccess, SessionsCommand>;
+/** What an applied attachSession answers (a family result's value). */
+interface Attached {
+  readonly session: string;
+  readonly member: string;
+}
+
+/** The applied values of the family's commands: the first three ops' own results, attachSession's family value. */
+type SessionsValue = ApplySuccess | Attached;
+
+type SessionsHost = FamilyHost<SessionsState, SessionsValue, SessionsCommand>;
 
 /** The leader's session clocks: started afresh when it starts leading, each expiry proposed when one runs out. */
 export function sessionExpiry(host: SessionsHost): PluginDuty {
@@ -76,7 +85,7 @@ export function sessionExpiry(host: SessionsHost): PluginDuty {
   };
 }
 
-export const plugin: Plugin<Record<string, never>, SessionsState, ApplySuccess, SessionsCommand> = {
+export const plugin: Plugin<Record<string, never>, SessionsState, SessionsValue, SessionsCommand> = {
   ops: {},
   needs: {},
   touchesNoLists: 'the sessions family answers only bye, which uses no list',
@@ -89,9 +98,18 @@ export const plugin: Plugin<Record<string, never>, SessionsState, ApplySuccess, 
       },
     },
     duties: [sessionExpiry(host)],
-    // Sessions (and leases) opened, as this member applies them.
+    // Sessions (and leases) opened, as this member applies them; and a session attached to a member
+    // (a resume there) gets its full timeout again on the leader, as an opened one does: its new holder
+    // counts its confirmations from the attach (docs/scale-out.md "Session liveness").
     applied: (_index, value) => {
-      if (value?.op === 'openSession') host.sessionClocks.countOpened();
+      if (value === null) return;
+      if ('op' in value) {
+        if (value.op === 'openSession') host.sessionClocks.countOpened();
+        return;
+      }
+      if (!host.isLeader()) return;
+      const info = liveSessions(host.reader).get(value.session);
+      if (info !== undefined) host.sessionClocks.track(value.session, info.timeoutMs);
     },
     // A hello opens or resumes a session through these: the connection knows no family.
     connection: {

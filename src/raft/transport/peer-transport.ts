@@ -17,7 +17,7 @@ import type { Transport } from '../driver.js';
 import type { Message, NodeId } from '../types.js';
 import { checkHandshakeOptions, type PeerIdentityOptions } from './auth.js';
 import { checkBackoffOptions, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.js';
-import { MAX_NODE_ID_BYTES } from './codec.js';
+import { MAX_NODE_ID_BYTES, PeerProtocolError } from './codec.js';
 import { RateLimitedLog } from '../../log/rate-limited-log.js';
 import { decideHandshakeSlot, remoteIp } from './handshake-slots.js';
 import { InboundConnection } from './inbound-connection.js';
@@ -106,7 +106,8 @@ export interface PeerTransportOptions {
   readonly onMessage: (message: Message) => void;
   /**
    * Each service payload from an authenticated peer, in the order it sent them. Absent:
-   * this member takes no service frames, and a peer that sends one is dropped.
+   * this member takes no service frames, and a peer that sends one is dropped. Throwing a
+   * PeerProtocolError (a payload it cannot read) drops the connection it came on too.
    */
   readonly onService?: (from: NodeId, payload: Uint8Array) => void;
   /** Service payloads sendService accepted for `to` but never handed to a socket (the link dropped or closed). */
@@ -523,6 +524,8 @@ export class PeerTransport implements Transport {
       try {
         onService(from, payload);
       } catch (err) {
+        // A payload the service cannot read drops the link, as a malformed Raft message does (the inbound connection's rule).
+        if (err instanceof PeerProtocolError) throw err;
         this.opts.logger.error({ event: 'peer.onServiceFailed', from, err: errorText(err) }, 'onService threw');
       }
     }

@@ -6,7 +6,7 @@
 // instance is made then, with a host (plugin-host.ts) bound to the member's front end once
 // it is built (PluginParts.bind): the server calls the instance as the kit declares it.
 import { buildersOf, OPS, typedRequest, type AnyOpSchema, type FamilyRequest, type FamilyResult, type ProtocolExtensions, type RequestBuilder } from '../../protocol/index.js';
-import type { AnyPlugin, CoreOp, CoreOpHandler, PathAccess, PluginConnection, PluginDuty, PluginPathGuard, PluginRoute, PluginServer } from '../../kit/plugin.js';
+import type { AnyPlugin, CoreOp, CoreOpHandler, PathAccess, PluginConnection, PluginDuty, PluginPathGuard, PluginRoute, PluginServer, RunsOn } from '../../kit/plugin.js';
 import type { AnyFamily } from '../../statemachine/family.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { LEGACY_OPS } from '../../families/registry.js';
@@ -28,6 +28,8 @@ export interface FamilyOp {
   /** The lists at paths the request uses and how, for the path guards (path-guard.ts); none for an op of `touchesNoLists`. */
   readonly touches: (request: FamilyRequest) => readonly PathAccess[];
   readonly handle: (call: FamilyOpCall) => Promise<FamilyResult>;
+  /** Where it runs once every member serves clients (Plugin.runsOn; the leader unless the plugin says otherwise). */
+  readonly runsOn: RunsOn;
 }
 
 export interface FamilyOpCall {
@@ -94,7 +96,7 @@ type AnyInstance = PluginServer<Record<string, AnyOpSchema>>;
 function protocolOpsOf(plugin: AnyPlugin, instance: AnyInstance): Record<string, FamilyOp> {
   const schemas = Object.entries(plugin.ops as Record<string, AnyOpSchema>);
   // A needs or touches entry for no op is a misspelt one: its op would go unjudged or unguarded.
-  for (const [what, table] of [['needs', plugin.needs], ['touches', plugin.touches ?? {}]] as const) {
+  for (const [what, table] of [['needs', plugin.needs], ['touches', plugin.touches ?? {}], ['runsOn', plugin.runsOn ?? {}]] as const) {
     for (const key of Object.keys(table)) if (!Object.hasOwn(plugin.ops, key)) throw new Error(`the plugin declares ${what} for ${key}, which is none of its ops`);
   }
   const builders = buildersOf(schemas.map(([, schema]) => schema));
@@ -103,6 +105,8 @@ function protocolOpsOf(plugin: AnyPlugin, instance: AnyInstance): Record<string,
     const needs = plugin.needs[key] as ((request: object) => ReturnType<FamilyOp['needs']>) | undefined;
     const touches = plugin.touches?.[key] as ((request: object) => readonly PathAccess[]) | undefined;
     const handler = instance.handlers[key];
+    const runsOn: unknown = plugin.runsOn?.[key] ?? 'leader';
+    if (runsOn !== 'leader' && runsOn !== 'anywhere') throw new Error(`the plugin says ${schema.name} runs on ${String(runsOn)}, neither 'leader' nor 'anywhere'`);
     // The types demand both; checked here too, so no op is ever served unjudged (docs/security.md).
     if (typeof needs !== 'function') throw new Error(`the plugin declares no needs for ${schema.name}`);
     if (handler === undefined) throw new Error(`the plugin's instance has no handler for ${schema.name}`);
@@ -115,6 +119,7 @@ function protocolOpsOf(plugin: AnyPlugin, instance: AnyInstance): Record<string,
         const result = await handler(typedRequest(schema, call.request), { session: call.session, user: call.principal, remote: call.remote, frameBytes: call.frameBytes });
         return result as Readonly<Record<string, unknown>>;
       },
+      runsOn,
     };
   }
   return protocolOps;
@@ -158,8 +163,9 @@ export function pluginPart(family: AnyFamily, plugin: AnyPlugin): PluginPart {
           onApplied: (outcome: ApplyOutcome) => {
             const r = outcome.result;
             let value: unknown = null;
-            if (r.ok && legacy) value = LEGACY_OPS.get(r.op) === family ? r : null;
-            else if (r.ok && r.op === 'family' && r.family === family.name) value = r.value;
+            // A first family's op added since (sessions' attachSession) answers a family result, as every newer op does.
+            if (r.ok && r.op === 'family') value = r.family === family.name ? r.value : null;
+            else if (r.ok && legacy) value = LEGACY_OPS.get(r.op) === family ? r : null;
             applied.call(instance, outcome.index, value);
           },
         }),

@@ -15,7 +15,7 @@ import { captureState, fileStaging, type CapturedState } from '../../raft/state-
 import { installStagedSnapshot } from '../../raft/snapshot-install.js';
 import type { ClusterConfig, Entry, Message, NodeId, RandomSource, SnapshotMeta, SoftState, Status } from '../../raft/types.js';
 import { encodeMembers, MEMBERS_KEY, StateMachine, type ApplyOutcome, type Member } from '../../statemachine/index.js';
-import { completeEnvelope, decodeEntryCommand, encodeEntryCommand, encodeForwardBody, mayBeOfFamily, readForwardEnvelope, REQUEST_ID_SINCE } from '../../families/commands.js';
+import { completeEnvelope, decodeEntryCommand, encodeEntryCommand, encodeForwardBody, mayBeOfFamily, readForwardEnvelope, REQUEST_ID_SINCE, type ForwardEnvelope } from '../../families/commands.js';
 import { type AnyCommand } from '../../families/core-commands.js';
 import { EventLog, type RecordedEvent } from './event-log.js';
 import { APPLIED_INDEX } from '../../statemachine/applied.js';
@@ -406,21 +406,28 @@ export class VeraNode {
   }
 
   /**
-   * The leader's half of a forward: checks the body's envelope and the proposal gate
-   * (both throw to refuse), completes it with this leader's clock and the request id,
-   * and proposes it. `place` is null when the core refused it (then `result` rejects why).
+   * The leader's half of a forward: checks the body's envelope, the caller's `admit` (the
+   * desk's: may a member forward this command?) and the proposal gate (each throws to
+   * refuse), completes it with this leader's clock and the request id, and proposes it.
+   * `place` is null when the core refused it (then `result` rejects why).
    */
-  proposeForwarded(body: Uint8Array, rid: string): { readonly place: { readonly index: number; readonly term: number } | null; readonly result: Promise<ApplyOutcome> } {
+  proposeForwarded(body: Uint8Array, rid: string, admit?: (envelope: ForwardEnvelope) => void): { readonly place: { readonly index: number; readonly term: number } | null; readonly result: Promise<ApplyOutcome> } {
     const envelope = readForwardEnvelope(body);
+    admit?.(envelope);
     this.proposalGate?.({ family: envelope.family, op: envelope.op } as unknown as AnyCommand, envelope.v);
     const bytes = completeEnvelope(body, Date.now(), rid);
     const { place, result } = this.driver.proposePlaced(bytes);
     return { place, result: this.pressure.track(result, bytes.byteLength) };
   }
 
-  /** Waits for an entry another member proposed (RaftDriver.awaitEntry). */
-  awaitEntry(index: number, term: number): Promise<ApplyOutcome> {
-    return this.driver.awaitEntry(index, term);
+  /** Waits for an entry another member proposed (RaftDriver.awaitEntry); `cancel` gives the wait up. */
+  awaitEntry(index: number, term: number, cancel?: AbortSignal): Promise<ApplyOutcome> {
+    return this.driver.awaitEntry(index, term, cancel);
+  }
+
+  /** Entries awaited here and not yet settled nor given up (RaftDriver.awaitedEntries). */
+  get awaitedEntries(): number {
+    return this.driver.awaitedEntries;
   }
 
   /** Resolves once a linearizable read may be served from the local state machine. */

@@ -4,6 +4,7 @@
 // missing, unknown or mistyped field is a PeerProtocolError, and nothing
 // half-checked is returned.
 import { ERROR_CODES, type ErrorCode } from '../../protocol/errors.js';
+import { MAX_SESSION_ID_BYTES } from '../../protocol/session-id.js';
 import { bool, bytes, describe, nodeId, packFrame, PeerProtocolError, uint, unpackFrame } from '../../raft/transport/codec.js';
 import type { NodeId } from '../../raft/types.js';
 
@@ -36,7 +37,55 @@ export interface ForwardRefusedMessage {
   readonly leader?: NodeId;
 }
 
-export type ServiceMessage = ForwardMessage | ForwardedMessage | ForwardRefusedMessage;
+/** Run this leader-only op here, as this session (relay.ts): a relayed request. */
+export interface RelayedOpMessage {
+  readonly k: 'op';
+  /** The relaying member's id for this request; the answer names it. */
+  readonly id: number;
+  readonly session: string;
+  /** The user the member's connection authenticated; absent with authentication off. */
+  readonly principal?: string;
+  /** The client's address as the member saw it (the audit log and per-address limits name it). */
+  readonly remote: string;
+  /** The client frame's size: what a write is charged against the leader's disk reserve. */
+  readonly frameBytes: number;
+  /** The request's fields (op included, id not) as MessagePack: the leader checks them again with the op's own builder. */
+  readonly req: Uint8Array;
+}
+
+/** The op's answer: its result (MessagePack) and the leader's applied index when it answered. */
+export interface RelayedOkMessage {
+  readonly k: 'opOk';
+  readonly id: number;
+  readonly result: Uint8Array;
+  readonly index: number;
+}
+
+/** The op failed (`notRun`: refused before its handler ran, so nothing changed), with the leader's applied index then. */
+export interface RelayedErrMessage {
+  readonly k: 'opErr';
+  readonly id: number;
+  readonly code: ErrorCode;
+  readonly message: string;
+  readonly notRun: boolean;
+  readonly index: number;
+  readonly retryAfterMs?: number;
+  /** The error's machine-readable reason (not-proposed, a family's own). */
+  readonly reason?: string;
+  /** The member the refusing one takes for leader, when it knows one. */
+  readonly leader?: NodeId;
+}
+
+export type ServiceMessage = ForwardMessage | ForwardedMessage | ForwardRefusedMessage | RelayedOpMessage | RelayedOkMessage | RelayedErrMessage;
+
+/**
+ * A relayed request's fields, and an answer's result, at most: a client frame's limit
+ * (16 MiB by default, docs/protocol.md) and room for the rest of the message.
+ */
+export const MAX_RELAYED_BYTES = 16 * 1024 * 1024 + 64 * 1024;
+const MAX_PRINCIPAL_BYTES = 256;
+const MAX_REMOTE_BYTES = 256;
+const MAX_REASON_BYTES = 64;
 
 /** A request id: the forwarding member's id, its process tag and a counter (commands.ts MAX_REQUEST_ID_BYTES). */
 const MAX_RID_BYTES = 320;
@@ -57,6 +106,30 @@ export function encodeServiceMessage(m: ServiceMessage): Buffer {
         message: m.message.length > MAX_MESSAGE_BYTES / 4 ? `${m.message.slice(0, MAX_MESSAGE_BYTES / 4 - 3)}...` : m.message,
         notProposed: m.notProposed,
         ...(m.retryAfterMs === undefined ? {} : { retryAfterMs: m.retryAfterMs }),
+        ...(m.leader === undefined ? {} : { leader: m.leader }),
+      });
+    case 'op':
+      return packFrame({
+        k: m.k,
+        id: m.id,
+        session: m.session,
+        ...(m.principal === undefined ? {} : { principal: m.principal }),
+        remote: m.remote,
+        frameBytes: m.frameBytes,
+        req: m.req,
+      });
+    case 'opOk':
+      return packFrame({ k: m.k, id: m.id, result: m.result, index: m.index });
+    case 'opErr':
+      return packFrame({
+        k: m.k,
+        id: m.id,
+        code: m.code,
+        message: m.message.length > MAX_MESSAGE_BYTES / 4 ? `${m.message.slice(0, MAX_MESSAGE_BYTES / 4 - 3)}...` : m.message,
+        notRun: m.notRun,
+        index: m.index,
+        ...(m.retryAfterMs === undefined ? {} : { retryAfterMs: m.retryAfterMs }),
+        ...(m.reason === undefined ? {} : { reason: m.reason }),
         ...(m.leader === undefined ? {} : { leader: m.leader }),
       });
   }
@@ -93,6 +166,37 @@ export function decodeServiceMessage(payload: Uint8Array): ServiceMessage {
         ...(v.leader === undefined ? {} : { leader: nodeId(v.leader, 'fwdErr.leader') }),
       };
     }
+    case 'op': {
+      fields(v, 'op', ['k', 'id', 'session', 'remote', 'frameBytes', 'req'], ['principal']);
+      return {
+        k: 'op',
+        id: uint(v.id, 'op.id'),
+        session: text(v.session, 'op.session', MAX_SESSION_ID_BYTES),
+        ...(v.principal === undefined ? {} : { principal: text(v.principal, 'op.principal', MAX_PRINCIPAL_BYTES) }),
+        remote: text(v.remote, 'op.remote', MAX_REMOTE_BYTES, true),
+        frameBytes: uint(v.frameBytes, 'op.frameBytes'),
+        req: sized(v.req, 'op.req'),
+      };
+    }
+    case 'opOk': {
+      fields(v, 'opOk', ['k', 'id', 'result', 'index'], []);
+      return { k: 'opOk', id: uint(v.id, 'opOk.id'), result: sized(v.result, 'opOk.result'), index: uint(v.index, 'opOk.index') };
+    }
+    case 'opErr': {
+      fields(v, 'opErr', ['k', 'id', 'code', 'message', 'notRun', 'index'], ['retryAfterMs', 'reason', 'leader']);
+      if (typeof v.code !== 'string' || !CODES.has(v.code)) throw new PeerProtocolError(`opErr.code is not an error code: ${describe(v.code)}`);
+      return {
+        k: 'opErr',
+        id: uint(v.id, 'opErr.id'),
+        code: v.code as ErrorCode,
+        message: text(v.message, 'opErr.message', MAX_MESSAGE_BYTES, true),
+        notRun: bool(v.notRun, 'opErr.notRun'),
+        index: uint(v.index, 'opErr.index'),
+        ...(v.retryAfterMs === undefined ? {} : { retryAfterMs: uint(v.retryAfterMs, 'opErr.retryAfterMs') }),
+        ...(v.reason === undefined ? {} : { reason: text(v.reason, 'opErr.reason', MAX_REASON_BYTES) }),
+        ...(v.leader === undefined ? {} : { leader: nodeId(v.leader, 'opErr.leader') }),
+      };
+    }
     default:
       throw new PeerProtocolError(`unknown service message kind ${describe(v.k)}`);
   }
@@ -111,4 +215,11 @@ function text(value: unknown, where: string, maxBytes: number, mayBeEmpty = fals
   if (typeof value !== 'string' || (!mayBeEmpty && value.length === 0)) throw new PeerProtocolError(`${where} must be a ${mayBeEmpty ? '' : 'non-empty '}string, got ${describe(value)}`);
   if (Buffer.byteLength(value, 'utf8') > maxBytes) throw new PeerProtocolError(`${where} is longer than ${maxBytes} bytes`);
   return value;
+}
+
+/** Binary data of at most MAX_RELAYED_BYTES. */
+function sized(value: unknown, where: string): Uint8Array {
+  const b = bytes(value, where);
+  if (b.byteLength > MAX_RELAYED_BYTES) throw new PeerProtocolError(`${where} is ${b.byteLength} bytes, more than ${MAX_RELAYED_BYTES}`);
+  return b;
 }

@@ -3,12 +3,16 @@
 // term}` as soon as it has a place in the log, or `fwdErr` when it was refused
 // before that (never in the log, so the member may send it again elsewhere). The
 // member answers its client from its own apply, so the desk never waits for a commit.
+// It takes only commands a member may forward (routes.ts): a command only the leader's
+// duties propose is refused before proposing, changing nothing.
 import { RaftError } from '../../raft/driver.js';
 import type { NodeId } from '../../raft/types.js';
 import { VeraError } from '../../protocol/errors.js';
 import { CommandError } from '../../statemachine/family.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
+import type { ForwardEnvelope } from '../../families/commands.js';
 import { encodeServiceMessage, type ForwardMessage, type ForwardRefusedMessage } from './codec.js';
+import { forwardRefusal } from './routes.js';
 
 /** What a leader's proposal of a forwarded body gives: its place in the log (null: refused) and its outcome. */
 export interface PlacedProposal {
@@ -18,20 +22,43 @@ export interface PlacedProposal {
 
 export interface DeskOptions {
   readonly send: (to: NodeId, payload: Uint8Array) => boolean;
-  /** VeraNode.proposeForwarded: throws (or its result rejects, with no place) when the body is refused. */
-  readonly propose: (body: Uint8Array, rid: string) => PlacedProposal;
-  /** Forwards proposed and not yet applied here; past this the desk refuses (not proposed). */
+  /** VeraNode.proposeForwarded: throws (or its result rejects, with no place) when the body is refused, `admit` included. */
+  readonly propose: (body: Uint8Array, rid: string, admit: (envelope: ForwardEnvelope) => void) => PlacedProposal;
+  /** Why a member may not forward this command, or null (routes.ts forwardRefusal by default). */
+  readonly forwardRefusal?: (family: string, command: ForwardEnvelope['command']) => string | null;
+  /** Forwards proposed and not yet applied here; past this the desk refuses (not proposed). Shared fairly among members. */
   readonly maxInFlight: number;
+  /** Monotonic milliseconds (performance.now by default): how long a refused member counts as wanting its share. */
+  readonly now?: () => number;
   readonly onUnanswerable?: (to: NodeId, kind: string) => void;
 }
 
 /** How long a member's client should wait before retrying a write the desk refused for load. */
 const RETRY_AFTER_MS = 200;
 
+/**
+ * A member refused for load counts as wanting its share this long (ms): several retry
+ * periods, so a member whose clients retry is not forgotten between two of its tries.
+ */
+export const CONTENDING_MS = 5 * RETRY_AFTER_MS;
+
 export class Desk {
   private inFlight = 0;
+  /** Forwards in flight per member. */
+  private readonly byMember = new Map<NodeId, number>();
+  /** Members refused for load, and when last: they want a share even while they hold none. */
+  private readonly refusedAt = new Map<NodeId, number>();
 
-  constructor(private readonly opts: DeskOptions) {}
+  /** Throws when the body's command is not one a member may forward: the leader's duties' commands are its own. */
+  private readonly admit: (envelope: ForwardEnvelope) => void;
+
+  constructor(private readonly opts: DeskOptions) {
+    const refusal = opts.forwardRefusal ?? forwardRefusal;
+    this.admit = (envelope) => {
+      const why = refusal(envelope.family, envelope.command);
+      if (why !== null) throw new VeraError('BAD_REQUEST', why);
+    };
+  }
 
   /** Forwards proposed and not yet applied. */
   get forwardsInFlight(): number {
@@ -44,13 +71,22 @@ export class Desk {
       this.reply(from, { k: 'fwdErr', id: m.id, code: 'BAD_REQUEST', message: `a forward from ${from} must carry a request id of its own (${from}/...)`, notProposed: true });
       return;
     }
-    if (this.inFlight >= this.opts.maxInFlight) {
-      this.reply(from, { k: 'fwdErr', id: m.id, code: 'UNAVAILABLE', message: 'too many forwarded writes are waiting at the leader; retry shortly', notProposed: true, retryAfterMs: RETRY_AFTER_MS });
+    const share = this.shareOf(from);
+    if (this.inFlight >= this.opts.maxInFlight || this.heldBy(from) >= share) {
+      this.refusedAt.set(from, this.now());
+      this.reply(from, {
+        k: 'fwdErr',
+        id: m.id,
+        code: 'UNAVAILABLE',
+        message: `too many forwarded writes are waiting at the leader (${this.heldBy(from)} of ${from}'s, ${this.inFlight} in all; a member's share is ${share}); retry shortly`,
+        notProposed: true,
+        retryAfterMs: RETRY_AFTER_MS,
+      });
       return;
     }
     let placed: PlacedProposal;
     try {
-      placed = this.opts.propose(m.body, m.rid);
+      placed = this.opts.propose(m.body, m.rid, this.admit);
     } catch (err) {
       this.reply(from, refusalOf(m.id, err));
       return;
@@ -64,9 +100,40 @@ export class Desk {
       return;
     }
     this.inFlight++;
-    const done = (): void => void this.inFlight--;
+    this.byMember.set(from, this.heldBy(from) + 1);
+    this.refusedAt.delete(from);
+    const done = (): void => {
+      this.inFlight--;
+      const left = this.heldBy(from) - 1;
+      if (left > 0) this.byMember.set(from, left);
+      else this.byMember.delete(from);
+    };
     result.then(done, done);
     this.reply(from, { k: 'fwdOk', id: m.id, index: place.index, term: place.term });
+  }
+
+  /** Forwards of `member` in flight here. */
+  heldBy(member: NodeId): number {
+    return this.byMember.get(member) ?? 0;
+  }
+
+  /**
+   * What one member may hold: maxInFlight split evenly among the members that hold forwards
+   * here or were refused lately, `member` included. A member alone may use it all; one that
+   * floods it cannot keep another out, since the other's refusal shrinks the flooder's share.
+   */
+  private shareOf(member: NodeId): number {
+    const now = this.now();
+    const wanting = new Set<NodeId>([member, ...this.byMember.keys()]);
+    for (const [m, at] of this.refusedAt) {
+      if (now - at > CONTENDING_MS) this.refusedAt.delete(m);
+      else wanting.add(m);
+    }
+    return Math.max(1, Math.floor(this.opts.maxInFlight / wanting.size));
+  }
+
+  private now(): number {
+    return (this.opts.now ?? performance.now.bind(performance))();
   }
 
   private reply(to: NodeId, m: Parameters<typeof encodeServiceMessage>[0]): void {

@@ -30,8 +30,8 @@ export interface ForwarderOptions {
   readonly peerVersion: (peer: NodeId) => number | undefined;
   /** Forwards go only to a leader advertising at least this version (the envelope's `r` needs it). */
   readonly minLeaderVersion: number;
-  /** RaftDriver.awaitEntry through the node. */
-  readonly awaitEntry: (index: number, term: number) => Promise<ApplyOutcome>;
+  /** RaftDriver.awaitEntry through the node; `cancel` fires when the forward settles otherwise (its deadline, its `r`). */
+  readonly awaitEntry: (index: number, term: number, cancel: AbortSignal) => Promise<ApplyOutcome>;
   /** The leader this member knows now, for the one re-forward after a refusal. */
   readonly currentLeader: () => NodeId | null;
   /** How long a forward may wait for its entry before it is answered UNAVAILABLE (outcome unknown). */
@@ -49,6 +49,8 @@ interface PendingForward {
   readonly resolve: (outcome: ApplyOutcome) => void;
   readonly reject: (err: Error) => void;
   readonly cancelDeadline: () => void;
+  /** Gives up the driver's wait for the entry (awaitEntry), so a settled forward leaves nothing waiting there. */
+  readonly giveUp: AbortController;
 }
 
 export class Forwarder {
@@ -79,7 +81,7 @@ export class Forwarder {
       const cancelDeadline = this.opts.after(this.opts.deadlineMs, () => {
         if (this.settle(p)) reject(new RaftError('UNAVAILABLE', `the leader did not answer a forwarded write within ${this.opts.deadlineMs} ms; the outcome is unknown`));
       });
-      const p: PendingForward = { rid, body, to: leader, id: 0, reforwarded: false, resolve, reject, cancelDeadline };
+      const p: PendingForward = { rid, body, to: leader, id: 0, reforwarded: false, resolve, reject, cancelDeadline, giveUp: new AbortController() };
       this.byRid.set(rid, p);
       if (!this.send(p, leader)) {
         this.settle(p);
@@ -101,7 +103,7 @@ export class Forwarder {
     if (p === undefined || p.to !== from) return; // settled already (by its entry, or its deadline)
     if (m.k === 'fwdOk') {
       this.byId.delete(p.id);
-      this.opts.awaitEntry(m.index, m.term).then(
+      this.opts.awaitEntry(m.index, m.term, p.giveUp.signal).then(
         (outcome) => {
           // Only the entry carrying this forward's request id answers it; any other is left to `r` or the deadline.
           if (outcome.r === p.rid && this.settle(p)) p.resolve(outcome);
@@ -167,6 +169,7 @@ export class Forwarder {
     this.byRid.delete(p.rid);
     this.byId.delete(p.id);
     p.cancelDeadline();
+    p.giveUp.abort();
     return true;
   }
 }

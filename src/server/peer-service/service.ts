@@ -1,24 +1,32 @@
-// The peer service of one member: the forwarder (member side) and the desk (leader
-// side) on the peer transport's service channel. It decodes each payload and hands
-// it to the part it is for; a payload that does not decode is logged and dropped
-// (the sender proved the cluster secret; the Raft traffic on its link goes on).
+// The peer service of one member: the forwarder and the relay client (member side),
+// the desk and the relay desk (leader side) on the peer transport's service channel.
+// It decodes each payload and hands it to the part it is for; a payload that does
+// not decode drops the link it came on (onService).
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { NodeId, Status } from '../../raft/types.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
+import type { ForwardEnvelope } from '../../families/commands.js';
 import { decodeServiceMessage, type ServiceMessage } from './codec.js';
 import { Desk, type PlacedProposal } from './desk.js';
 import { Forwarder } from './forwarder.js';
+import { DEFAULT_RELAY_DEADLINE_MS, RelayClient, RelayDesk, type RelayDeskOptions } from './relay.js';
+import { DEFAULT_LIMITS } from '../../protocol/index.js';
 import type { ProposalForwarder } from '../node/vera-node.js';
 
 /** What the service needs of the member (VeraNode). */
 export interface ForwardingNode {
   readonly id: NodeId;
   status(): Status;
-  awaitEntry(index: number, term: number): Promise<ApplyOutcome>;
-  proposeForwarded(body: Uint8Array, rid: string): PlacedProposal;
+  awaitEntry(index: number, term: number, cancel?: AbortSignal): Promise<ApplyOutcome>;
+  proposeForwarded(body: Uint8Array, rid: string, admit: (envelope: ForwardEnvelope) => void): PlacedProposal;
   setForwarder(forwarder: ProposalForwarder | null): void;
+  readonly appliedIndex: number;
+  waitApplied(index: number): Promise<void>;
 }
+
+/** What the leader needs to run another member's relayed ops (the front end's, from step 8 of docs/scale-out.md). */
+export type RelayRunner = Pick<RelayDeskOptions, 'ops' | 'limits' | 'sessionLive' | 'run'>;
 
 /** The peer transport's service channel. */
 export interface ServiceChannel {
@@ -37,11 +45,29 @@ export interface PeerServiceOptions {
   readonly deadlineMs?: number;
   /** Forwards the desk holds at once (default 16,384, as the write pressure bound). */
   readonly maxForwardsInFlight?: number;
+  /** Runs relayed ops here while this member leads; absent, every relayed op is refused (not run). */
+  readonly relayRunner?: RelayRunner;
+  /** A relayed op's deadline (default DEFAULT_RELAY_DEADLINE_MS). */
+  readonly relayDeadlineMs?: number;
+  /** Relayed ops this member has waiting at the leader at once (default 4,096). */
+  readonly maxRelaysInFlight?: number;
+  /** Relayed ops one member may have running at the leader at once (default 1,024). */
+  readonly maxRelaysPerMember?: number;
 }
+
+/** Until a runner is given (step 8), the leader runs no relayed op: each is refused before running. */
+const NO_RELAYED_OPS: RelayRunner = {
+  ops: new Map(),
+  limits: DEFAULT_LIMITS,
+  sessionLive: () => false,
+  run: () => Promise.reject(new Error('this member runs no relayed ops')),
+};
 
 export class PeerService {
   readonly forwarder: Forwarder;
   readonly desk: Desk;
+  readonly relay: RelayClient;
+  readonly relayDesk: RelayDesk;
   private readonly logger: Logger;
 
   constructor(opts: PeerServiceOptions) {
@@ -53,7 +79,7 @@ export class PeerService {
       send: (to, payload) => channel.sendService(to, payload),
       peerVersion: (peer) => opts.peerVersions.get(peer),
       minLeaderVersion: opts.minLeaderVersion,
-      awaitEntry: (index, term) => node.awaitEntry(index, term),
+      awaitEntry: (index, term, cancel) => node.awaitEntry(index, term, cancel),
       currentLeader: () => node.status().leader,
       deadlineMs: opts.deadlineMs ?? 5000,
       after: (ms, run) => {
@@ -63,32 +89,70 @@ export class PeerService {
     });
     this.desk = new Desk({
       send: (to, payload) => channel.sendService(to, payload),
-      propose: (body, rid) => node.proposeForwarded(body, rid),
+      propose: (body, rid, admit) => node.proposeForwarded(body, rid, admit),
       maxInFlight: opts.maxForwardsInFlight ?? 16_384,
       onUnanswerable: (to, kind) => logger.warn({ event: 'peer-service.unanswered', peer: to, kind }, `could not send a ${kind} to ${to}; it settles the forward by its deadline`),
+    });
+    const after = (ms: number, run: () => void): (() => void) => {
+      const timer = setTimeout(run, ms);
+      return () => clearTimeout(timer);
+    };
+    this.relay = new RelayClient({
+      send: (to, payload) => channel.sendService(to, payload),
+      currentLeader: () => node.status().leader,
+      waitApplied: (index) => node.waitApplied(index),
+      maxInFlight: opts.maxRelaysInFlight ?? 4_096,
+      deadlineMs: opts.relayDeadlineMs ?? DEFAULT_RELAY_DEADLINE_MS,
+      after,
+    });
+    this.relayDesk = new RelayDesk({
+      send: (to, payload) => channel.sendService(to, payload),
+      leading: () => node.status().role === 'leader',
+      leaderHint: () => node.status().leader,
+      appliedIndex: () => node.appliedIndex,
+      ...(opts.relayRunner ?? NO_RELAYED_OPS),
+      maxPerMember: opts.maxRelaysPerMember ?? 1_024,
+      onUnanswerable: (to, kind) => logger.warn({ event: 'peer-service.unanswered', peer: to, kind }, `could not send a ${kind} to ${to}; it settles the relayed op by its deadline`),
     });
     node.setForwarder(this.forwarder);
   }
 
-  /** PeerTransport's onService. */
+  /**
+   * PeerTransport's onService. A payload that does not decode throws its PeerProtocolError,
+   * which makes the transport drop the link it came on, as for a malformed Raft message
+   * (docs/scale-out.md "Peer messages"): a peer sending what this member cannot read is
+   * broken or of another build, and nothing it sends after that can be trusted in order.
+   */
   onService(from: NodeId, payload: Uint8Array): void {
     let m: ServiceMessage;
     try {
       m = decodeServiceMessage(payload);
     } catch (err) {
-      this.logger.warn({ event: 'peer-service.badMessage', peer: from, err: err instanceof Error ? err.message : String(err) }, `dropped a malformed service message from ${from}`);
-      return;
+      this.logger.warn({ event: 'peer-service.badMessage', peer: from, err: err instanceof Error ? err.message : String(err) }, `a malformed service message from ${from}: dropping its link`);
+      throw err;
     }
-    if (m.k === 'fwd') this.desk.onForward(from, m);
-    else this.forwarder.onAnswer(from, m);
+    switch (m.k) {
+      case 'fwd':
+        return this.desk.onForward(from, m);
+      case 'fwdOk':
+      case 'fwdErr':
+        return this.forwarder.onAnswer(from, m);
+      case 'op':
+        return this.relayDesk.onOp(from, m);
+      case 'opOk':
+      case 'opErr':
+        return this.relay.onAnswer(from, m);
+    }
   }
 
   /** PeerTransport's onServiceUnsent. */
   onUnsent(to: NodeId, payloads: readonly Uint8Array[]): void {
     this.forwarder.onUnsent(to, payloads);
+    this.relay.onUnsent(to, payloads);
   }
 
   close(): void {
     this.forwarder.close();
+    this.relay.close();
   }
 }
