@@ -16,7 +16,7 @@ import { Connection, ConnectionLost, type TlsClientOptions } from './connection.
 import { TypedEmitter } from './emitter.js';
 import { Notifications, type ClientEvent } from './notifications.js';
 import { checkResult } from './results.js';
-import { leaderSessionUrl, ServerRing } from './urls.js';
+import { ServerRing } from './urls.js';
 
 export interface ConnectOptions extends TlsClientOptions {
   /** Session timeout to ask for; the server clamps it (and reports what it granted). */
@@ -437,9 +437,11 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
         if (lastError === null || attemptMs >= this.attemptTimeoutMs(hurry) || !ranOutOfTime(failed)) lastError = failed;
       }
       if (FATAL_HELLO_ERRORS.has(lastError.code)) throw lastError;
-      if (lastError.code === 'NOT_LEADER' && lastError.hints.leader !== undefined && redirects < this.maxRedirects) {
+      // A hint that would lower the transport (ws:// when wss:// was given) is not followed.
+      const leaderUrl = lastError.code === 'NOT_LEADER' && lastError.hints.leader !== undefined ? this.ring.leaderUrl(lastError.hints.leader) : null;
+      if (leaderUrl !== null && redirects < this.maxRedirects) {
         redirects++;
-        nextUrl = leaderSessionUrl(lastError.hints.leader);
+        nextUrl = leaderUrl;
         this.ring.add(nextUrl);
         continue;
       }
@@ -553,7 +555,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
   /** This server is no longer the leader: drop it and resume on the leader it named. */
   private moveToLeader(conn: Connection, error: VeraError): void {
     if (conn !== this.conn) return;
-    if (error.hints.leader !== undefined) this.nextPreferredUrl = leaderSessionUrl(error.hints.leader);
+    if (error.hints.leader !== undefined) this.nextPreferredUrl = this.ring.leaderUrl(error.hints.leader);
     conn.terminate(`server is not the leader (${error.message})`);
   }
 

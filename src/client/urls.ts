@@ -54,6 +54,12 @@ export const MAX_LEARNT_MEMBERS = 64;
 export class ServerRing {
   private readonly urls: string[] = [];
   private readonly given: ReadonlySet<string>;
+  /**
+   * True when the user gave a wss:// address: learnt members and leader hints must then be
+   * wss:// too, or one that names a ws:// URL (a member behind a TLS-terminating proxy,
+   * say) would have the client send its session, resume token and credentials in cleartext.
+   */
+  private readonly secureOnly: boolean;
   /** URLs the last hello's `members` added (not given by the user). */
   private learnt = new Set<string>();
   private cursor = 0;
@@ -71,6 +77,23 @@ export class ServerRing {
     }
     this.urls.push(...shuffle(urls, random));
     this.given = new Set(this.urls);
+    this.secureOnly = this.urls.some((url) => url.startsWith('wss:'));
+  }
+
+  /** Where a NOT_LEADER hint leads, or null when it is malformed or would lower the transport. */
+  leaderUrl(leader: string): string | null {
+    let url: string;
+    try {
+      url = leaderSessionUrl(leader);
+    } catch {
+      return null;
+    }
+    return this.keepsTransport(url) ? url : null;
+  }
+
+  /** Whether a URL the servers named (not the user) may be tried: never ws:// once wss:// was given. */
+  private keepsTransport(url: string): boolean {
+    return !this.secureOnly || url.startsWith('wss:');
   }
 
   add(url: string): void {
@@ -79,14 +102,15 @@ export class ServerRing {
 
   /**
    * Adopts the members a hello named (`ws://host:port` each): at most MAX_LEARNT_MEMBERS
-   * of them, skipping anything that is not a ws:// or wss:// URL. Members an earlier hello
-   * named and this one does not are dropped, except the current server.
+   * of them, skipping anything that is not a ws:// or wss:// URL, and ws:// ones when a
+   * wss:// address was given. Members an earlier hello named and this one does not are
+   * dropped, except the current server.
    */
   learn(members: readonly string[]): void {
     const named = new Set<string>();
     for (const member of members.slice(0, MAX_LEARNT_MEMBERS)) {
       const url = memberSessionUrl(member);
-      if (url !== null) named.add(url);
+      if (url !== null && this.keepsTransport(url)) named.add(url);
     }
     const current = this.current();
     const kept = this.urls.filter((url) => !this.learnt.has(url) || named.has(url) || url === current);

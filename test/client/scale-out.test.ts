@@ -125,6 +125,21 @@ describe('the ring of servers', () => {
     expect(ring.current()).toBe('ws://a:1/v1/connect');
   });
 
+  it('never learns a ws:// member nor follows a ws:// leader hint once a wss:// address was given', () => {
+    for (const given of [['wss://a:1'], ['ws://a:1', 'wss://b:1']]) {
+      const ring = new ServerRing(given, () => 0);
+      ring.learn(['ws://10.0.0.5:1919', 'wss://c:1', 'ws://10.0.0.6:1919']);
+      expect(ring.all()).toEqual([...given.map((url) => `${url}/v1/connect`), 'wss://c:1/v1/connect']);
+      expect(ring.leaderUrl('ws://10.0.0.5:1919')).toBeNull();
+      expect(ring.leaderUrl('wss://c:1')).toBe('wss://c:1/v1/connect');
+    }
+    // Given only ws://, both are taken: a wss:// member raises the transport.
+    const plain = new ServerRing(['ws://a:1'], () => 0);
+    plain.learn(['ws://b:1', 'wss://c:1']);
+    expect(plain.all()).toEqual(['ws://a:1/v1/connect', 'ws://b:1/v1/connect', 'wss://c:1/v1/connect']);
+    expect(plain.leaderUrl('ws://b:1')).toBe('ws://b:1/v1/connect');
+  });
+
   it(`takes at most ${MAX_LEARNT_MEMBERS} members from one hello`, () => {
     const ring = new ServerRing(['ws://given:1'], () => 0);
     ring.learn(Array.from({ length: 1000 }, (_, i) => `ws://m${i}:1`));
@@ -157,6 +172,18 @@ describe('the client over several members', () => {
     const c = await client([a.url, b.url], { random: () => 0.75 });
     expect(c.serverUrl).toBe(`${b.url}/v1/connect`);
     expect(hellos(a)).toBe(0);
+  });
+
+  it('does not follow a NOT_LEADER hint to a ws:// server when it was given a wss:// one', async () => {
+    const a = await server({ name: 'n1' });
+    const b = await server({ name: 'n2', state: a.state });
+    const gone = await server({ name: 'n3' });
+    const secure = gone.url.replace(/^ws:/, 'wss:');
+    await gone.stop(); // refuses connections: only the hint could lead anywhere
+    a.helloMode = { kind: 'redirect', leader: b.url };
+    await expect(client([a.url, secure], { connectTimeoutMs: 300 })).rejects.toThrow(/could not connect/);
+    expect(hellos(a)).toBeGreaterThan(0);
+    expect(hellos(b)).toBe(0);
   });
 
   it('resumes, after losing its only given server, on a member that server named in its hello', async () => {
