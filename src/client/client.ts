@@ -410,9 +410,9 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
 
   /**
    * Connects to some server and says hello, until it works, fails for good, or `deadline` passes.
-   * `hurry` shortens each attempt (attemptTimeoutMs).
+   * Attempts started before `hurryUntil` are shorter (attemptTimeoutMs).
    */
-  private async establish(resume: boolean, deadline: number | null, preferredUrl: string | null, hurry = false): Promise<void> {
+  private async establish(resume: boolean, deadline: number | null, preferredUrl: string | null, hurryUntil: number | null = null): Promise<void> {
     const backoff = new Backoff(this.options.backoff);
     let redirects = 0;
     let nextUrl = preferredUrl;
@@ -426,7 +426,8 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
       }
       const url = nextUrl ?? this.ring.current();
       nextUrl = null;
-      const attemptMs = Math.min(remaining, this.attemptTimeoutMs(hurry));
+      const fullAttemptMs = this.attemptTimeoutMs(hurryUntil);
+      const attemptMs = Math.min(remaining, fullAttemptMs);
       try {
         await this.attempt(url, resume, attemptMs);
         return;
@@ -434,7 +435,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
         const failed = asVeraError(error);
         // An attempt the deadline cut short that merely ran out of time says less than the failure
         // before it (a refused certificate, say), which is then the one reported.
-        if (lastError === null || attemptMs >= this.attemptTimeoutMs(hurry) || !ranOutOfTime(failed)) lastError = failed;
+        if (lastError === null || attemptMs >= fullAttemptMs || !ranOutOfTime(failed)) lastError = failed;
       }
       if (FATAL_HELLO_ERRORS.has(lastError.code)) throw lastError;
       // A hint that would lower the transport (ws:// when wss:// was given) is not followed.
@@ -456,14 +457,18 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
    * How long one server gets to open a socket and answer hello. Once a session
    * exists, a server slower than two thirds of its timeout would let it expire,
    * so move on to the next one; before that, the request timeout applies.
-   * In a `hurry` (the member closed with 4009 once its confirmation of the session
-   * was half the timeout old) each gets a quarter, so two can be tried in what is left.
+   * Until `hurryUntil` (half the timeout after a 4009: the member closed once its
+   * confirmation of the session was half the timeout old) each gets a quarter, so two
+   * can be tried in what is left. After that the session has either expired (a server
+   * says so at once) or been attached afresh at its full timeout, so a resume that
+   * needs longer than a quarter (a busy leader's attach) gets the usual two thirds.
    */
-  private attemptTimeoutMs(hurry = false): number {
+  private attemptTimeoutMs(hurryUntil: number | null = null): number {
     // Before a session exists, share the connect budget among the servers (as
     // ZooKeeper's client does), so one that accepts sockets but never answers
     // (a paused process) cannot use all of it up.
     if (this.grantedTimeoutMs === 0) return Math.min(this.requestTimeoutMs, Math.max(MIN_ATTEMPT_MS, this.connectTimeoutMs / this.ring.all().length));
+    const hurry = hurryUntil !== null && performance.now() < hurryUntil;
     return Math.min(this.requestTimeoutMs, Math.max(10, hurry ? this.grantedTimeoutMs / 4 : (this.grantedTimeoutMs * 2) / 3));
   }
 
@@ -530,6 +535,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
 
   /** `hurry`: the member closed with 4009, so about half the session's timeout is left to resume in. */
   private connectionLost(conn: Connection, reason: string, hurry = false): void {
+    const hurryUntil = hurry ? performance.now() + this.grantedTimeoutMs / 2 : null;
     if (this.stateValue !== 'open' || this.conn !== conn) return;
     this.conn = null;
     this.stopHeartbeat();
@@ -544,7 +550,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     this.nextPreferredUrl = null;
     // The server just lost may be dead or paused: try the others first. Its turn comes again after them.
     if (preferred === null) this.ring.advance();
-    this.establish(true, null, preferred, hurry).catch((error: unknown) => {
+    this.establish(true, null, preferred, hurryUntil).catch((error: unknown) => {
       if (this.stop.signal.aborted) return;
       const failure = asVeraError(error);
       if (failure.code === 'SESSION_EXPIRED') this.expire(failure);

@@ -233,4 +233,19 @@ describe('the client over several members', () => {
     // The member closed with half the timeout left; a third of its timeout per attempt (2/3) would not fit.
     expect(performance.now() - closedAt).toBeLessThan(timeoutMs / 2);
   });
+
+  it('after a 4009 hurries only until half the timeout has passed, then gives a slow member two thirds again', async () => {
+    const timeoutMs = 2000;
+    const a = await server({ name: 'n1', sessionTimeoutMs: timeoutMs });
+    const slow = await server({ name: 'n2', sessionTimeoutMs: timeoutMs, state: a.state });
+    const c = await client([a.url, slow.url]);
+    a.silent = true; // sends its clients away, then answers nothing
+    // Slower than a quarter of the timeout (500 ms), well within two thirds (1333 ms): a busy leader's attach.
+    slow.helloDelayMs = 800;
+    const resumed = nextResume(c, 4 * timeoutMs);
+    a.closeAll(CloseCode.leaderUnreachable, 'cannot confirm the session to the leader');
+    // Had every attempt a quarter, none on the slow member would ever finish.
+    expect(await resumed).toMatchObject({ url: `${slow.url}/v1/connect`, resumed: true });
+    expect(hellos(slow)).toBeGreaterThanOrEqual(2);
+  });
 });
