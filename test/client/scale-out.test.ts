@@ -63,11 +63,22 @@ describe('hello result: role and members', () => {
     expect(checkResult('hello', HELLO).members).toBeUndefined();
   });
 
+  // Hints in a shape this client does not know (a later server's) must not keep it from connecting.
   it.each([
-    ['a role that is not a string', { role: 1 }, /role is not a string/],
-    ['members that are not a list', { members: 'ws://127.0.0.1:7001' }, /members is not a list of strings/],
-    ['members that are not all strings', { members: ['ws://127.0.0.1:7001', 7] }, /members is not a list of strings/],
-  ])('refuses %s as a malformed reply (INTERNAL)', (_what, extra, message) => {
+    ['a role that is not a string', { role: { name: 'witness', voter: false } }, { role: undefined }],
+    ['members that are not a list', { members: 'ws://127.0.0.1:7001' }, { members: undefined }],
+    ['members that are not all strings', { members: ['ws://127.0.0.1:7001', 7, { id: 'n2', url: 'ws://127.0.0.1:7002' }] }, { members: ['ws://127.0.0.1:7001'] }],
+  ])('ignores %s, keeping the rest of the reply', (_what, extra, expected) => {
+    const result = checkResult('hello', { ...HELLO, ...extra });
+    expect(result).toMatchObject(HELLO);
+    expect({ role: result.role, members: result.members }).toEqual({ role: undefined, members: undefined, ...expected });
+  });
+
+  it.each([
+    ['a session that is not a string', { session: 1 }, /session is not a string/],
+    ['a timeout that is not an integer', { timeoutMs: 1.5 }, /timeoutMs is not a non-negative integer/],
+    ['a resume token that is not a string', { resume: ['t'] }, /resume is not a string/],
+  ])('still refuses %s as a malformed reply (INTERNAL)', (_what, extra, message) => {
     expect(() => checkResult('hello', { ...HELLO, ...extra })).toThrow(message);
   });
 
@@ -197,6 +208,16 @@ describe('the client over several members', () => {
     expect(await resumed).toMatchObject({ url: `${b.url}/v1/connect`, session: c.session, resumed: true });
     // The session goes on there: its ephemeral item is still its own.
     expect((await c.get('/q')).items).toEqual([item]);
+  });
+
+  it('connects to a member whose role and members it cannot read, and learns the members it can', async () => {
+    const a = await server({ name: 'n1' });
+    const b = await server({ name: 'n2', state: a.state });
+    a.helloFields = { role: { name: 'leader' }, members: [{ id: 'n1', url: a.url }, b.url] };
+    const c = await client(a.url, { connectTimeoutMs: 2000 });
+    const resumed = nextResume(c, 3000);
+    await a.stop();
+    expect(await resumed).toMatchObject({ url: `${b.url}/v1/connect`, session: c.session, resumed: true });
   });
 
   it('on 4009 resumes on another member, its session and watches intact', async () => {
