@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect, type ClientEvents, type ConnectedInfo, type VeraClient } from '../../src/client/index.js';
 import { checkResult } from '../../src/client/results.js';
 import { MAX_LEARNT_MEMBERS, ServerRing } from '../../src/client/urls.js';
-import { CloseCode } from '../../src/protocol/index.js';
+import { CloseCode, type HelloResult } from '../../src/protocol/index.js';
 import { FakeServer } from './fake-server.js';
 
 const HELLO = { session: 's1', timeoutMs: 10_000, node: 'n1', leader: 'n1', term: 1, index: 0 };
@@ -80,6 +80,14 @@ describe('hello result: role and members', () => {
     ['a resume token that is not a string', { resume: ['t'] }, /resume is not a string/],
   ])('still refuses %s as a malformed reply (INTERNAL)', (_what, extra, message) => {
     expect(() => checkResult('hello', { ...HELLO, ...extra })).toThrow(message);
+  });
+
+  it('types role as any string, so code switching over it must handle roles it does not know', () => {
+    const later: string = 'witness';
+    // Compiles only while HelloResult.role is open (tsc checks the tests).
+    const hello: HelloResult = { ...HELLO, role: later };
+    const role: string | undefined = checkResult('hello', { ...hello }).role;
+    expect(role).toBe('witness');
   });
 
   it('has the close code 4009 for a member that cannot reach the leader', () => {
