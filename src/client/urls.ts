@@ -10,6 +10,26 @@ export const CONNECT_PATH = '/v1/connect';
  * `/v1/connect` when the URL has no path of its own.
  */
 export function sessionUrl(address: string): string {
+  const url = serverUrl(address);
+  if (url.pathname === '' || url.pathname === '/') url.pathname = CONNECT_PATH;
+  return url.toString();
+}
+
+/**
+ * Where to reconnect after NOT_LEADER: the hint is the leader's `ws://host:port`, and
+ * `/v1/connect` is added to its path. Normalised as sessionUrl normalises (host in lower
+ * case, no default port, IPv6 compressed), so a leader also named some other way
+ * (in hello's `members`, say) is one server, not two. Throws BAD_REQUEST when malformed.
+ */
+export function leaderSessionUrl(leader: string): string {
+  const url = serverUrl(leader);
+  const path = url.pathname.replace(/\/+$/, '');
+  url.pathname = path === CONNECT_PATH ? path : `${path}${CONNECT_PATH}`;
+  return url.toString();
+}
+
+/** A server address as a ws:// or wss:// URL (http(s) mapped, a bare host:port taken as ws). */
+function serverUrl(address: string): URL {
   const text = address.trim();
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `ws://${text}`;
   let url: URL;
@@ -23,13 +43,7 @@ export function sessionUrl(address: string): string {
   if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
     throw new VeraError('BAD_REQUEST', `server address ${JSON.stringify(address)} must use ws:// or wss://`);
   }
-  if (url.pathname === '' || url.pathname === '/') url.pathname = CONNECT_PATH;
-  return url.toString();
-}
-
-/** Where to reconnect after NOT_LEADER: the hint is the leader's `ws://host:port`. */
-export function leaderSessionUrl(leader: string): string {
-  return `${leader.replace(/\/+$/, '')}${CONNECT_PATH}`;
+  return url;
 }
 
 /** The HTTP base of a server address, for /v1/status and friends. */

@@ -159,6 +159,16 @@ describe('the ring of servers', () => {
     expect(plain.leaderUrl('ws://b:1')).toBe('ws://b:1/v1/connect');
   });
 
+  it('holds a member once when a NOT_LEADER hint and a hello name it in different spellings', () => {
+    const ring = new ServerRing(['ws://a:1'], () => 0);
+    for (const hint of ['ws://Node1:1919', 'ws://[0:0:0:0:0:0:0:1]:80']) ring.add(ring.leaderUrl(hint)!); // as a followed hint is
+    ring.learn(['ws://node1:1919', 'ws://[::1]']);
+    expect(ring.all()).toEqual(['ws://a:1/v1/connect', 'ws://node1:1919/v1/connect', 'ws://[::1]/v1/connect']);
+    // Named by the hello, they are learnt, so a later hello that leaves them out drops them.
+    ring.learn([]);
+    expect(ring.all()).toEqual(['ws://a:1/v1/connect']);
+  });
+
   it(`takes at most ${MAX_LEARNT_MEMBERS} members from one hello`, () => {
     const ring = new ServerRing(['ws://given:1'], () => 0);
     ring.learn(Array.from({ length: 1000 }, (_, i) => `ws://m${i}:1`));
