@@ -239,17 +239,24 @@ describe('the client over several members', () => {
   });
 
   it('on 4009 resumes on another member, its session and watches intact', async () => {
-    const a = await server({ name: 'n1' });
-    const b = await server({ name: 'n2', state: a.state });
-    a.helloFields = { role: 'follower', members: [a.url, b.url] };
+    const timeoutMs = 4000;
+    const a = await server({ name: 'n1', sessionTimeoutMs: timeoutMs });
+    const hung = await server({ name: 'n2', sessionTimeoutMs: timeoutMs, state: a.state });
+    const b = await server({ name: 'n3', sessionTimeoutMs: timeoutMs, state: a.state });
+    a.helloFields = { role: 'follower', members: [a.url, hung.url, b.url] };
     const c = await client(a.url);
     await c.watch('/w');
+    hung.silent = true;
     const disconnected = next(c, 'disconnected');
-    const resumed = nextResume(c, 3000);
+    const resumed = nextResume(c, timeoutMs);
+    const closedAt = performance.now();
     a.closeAll(CloseCode.leaderUnreachable, 'cannot confirm the session to the leader');
     expect((await disconnected)[0]).toMatch(/4009/);
     expect(await resumed).toMatchObject({ url: `${b.url}/v1/connect`, session: 's1', resumed: true });
     expect(hellos(a)).toBe(1);
+    // What is 4009's own: the learnt member that hung got a quarter of the timeout, not two thirds.
+    expect(hellos(hung)).toBe(1);
+    expect(performance.now() - closedAt).toBeLessThan(timeoutMs / 2);
     // The watch is the session's, so events on it reach the client through the new member.
     const event = next(c, 'event');
     const writer = await client(b.url);
@@ -271,6 +278,22 @@ describe('the client over several members', () => {
     expect(hellos(hung)).toBe(1);
     // The member closed with half the timeout left; a third of its timeout per attempt (2/3) would not fit.
     expect(performance.now() - closedAt).toBeLessThan(timeoutMs / 2);
+  });
+
+  it('after an ordinary close gives each member two thirds of the session timeout, as before', async () => {
+    const timeoutMs = 3000;
+    const a = await server({ name: 'n1', sessionTimeoutMs: timeoutMs });
+    const hung = await server({ name: 'n2', sessionTimeoutMs: timeoutMs, state: a.state });
+    const b = await server({ name: 'n3', sessionTimeoutMs: timeoutMs, state: a.state });
+    const c = await client([a.url, hung.url, b.url]);
+    hung.silent = true;
+    const resumed = nextResume(c, 2 * timeoutMs);
+    const closedAt = performance.now();
+    a.closeAll(CloseCode.shuttingDown, 'shutting down');
+    expect(await resumed).toMatchObject({ url: `${b.url}/v1/connect`, resumed: true });
+    expect(hellos(hung)).toBe(1);
+    // A lower bound (load only makes it longer): the hung member was waited on for 2T/3, not T/4.
+    expect(performance.now() - closedAt).toBeGreaterThanOrEqual((timeoutMs * 2) / 3 - 20);
   });
 
   it('after a 4009 hurries only until half the timeout has passed, then gives a slow member two thirds again', async () => {
