@@ -1,13 +1,15 @@
 // The Vera client: one session kept alive across connections.
 //
-// - connect() tries the given servers in turn, follows NOT_LEADER to the
-//   leader, and backs off (honoring retryAfterMs) on NO_LEADER/UNAVAILABLE.
+// - connect() tries the given servers in turn, in a random order (option
+//   `random`), follows NOT_LEADER to the leader, and backs off (honoring
+//   retryAfterMs) on NO_LEADER/UNAVAILABLE.
 // - The session is heartbeated with `ping {ack}` at a third of its timeout; a
 //   connection silent for two thirds of it is presumed dead (as ZooKeeper's
 //   client does) so the session can be resumed elsewhere before it expires.
 // - On connection loss it reconnects to any known server and resumes with
 //   `hello {session, resume}` (the resume token its first hello answered). Reads in flight are resent; writes in flight reject
-//   with UNAVAILABLE because their outcome is unknown.
+//   with UNAVAILABLE because their outcome is unknown. The known servers include
+//   the members the last hello named; after close code 4009 each gets less time.
 // - SESSION_EXPIRED ends the client for good: its ephemeral items are gone,
 //   and only the application knows how to recover (recipes depend on that).
 import { CloseCode, DEFAULT_LIMITS, NOT_PROPOSED, validateRequest, VeraError, type FamilyRequest, type FamilyResult, type RequestBuilder, type ChangeEvent, type Encoding, type GetResult, type HelloResult, type Item, type JsonValue, type LsResult, type Op, type Request, type RequestBody, type ResultOf, type ResyncList, type WatchResult } from '../protocol/index.js';
