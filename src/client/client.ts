@@ -1,13 +1,15 @@
 // The Vera client: one session kept alive across connections.
 //
-// - connect() tries the given servers in turn, follows NOT_LEADER to the
-//   leader, and backs off (honoring retryAfterMs) on NO_LEADER/UNAVAILABLE.
+// - connect() tries the given servers in turn, in a random order (option
+//   `random`), follows NOT_LEADER to the leader, and backs off (honoring
+//   retryAfterMs) on NO_LEADER/UNAVAILABLE.
 // - The session is heartbeated with `ping {ack}` at a third of its timeout; a
 //   connection silent for two thirds of it is presumed dead (as ZooKeeper's
 //   client does) so the session can be resumed elsewhere before it expires.
 // - On connection loss it reconnects to any known server and resumes with
 //   `hello {session, resume}` (the resume token its first hello answered). Reads in flight are resent; writes in flight reject
-//   with UNAVAILABLE because their outcome is unknown.
+//   with UNAVAILABLE because their outcome is unknown. The known servers include
+//   the members the last hello named; after close code 4009 each gets less time.
 // - SESSION_EXPIRED ends the client for good: its ephemeral items are gone,
 //   and only the application knows how to recover (recipes depend on that).
 import { CloseCode, DEFAULT_LIMITS, NOT_PROPOSED, validateRequest, VeraError, type FamilyRequest, type FamilyResult, type RequestBuilder, type ChangeEvent, type Encoding, type GetResult, type HelloResult, type Item, type JsonValue, type LsResult, type Op, type Request, type RequestBody, type ResultOf, type ResyncList, type WatchResult } from '../protocol/index.js';
@@ -16,7 +18,7 @@ import { Connection, ConnectionLost, type TlsClientOptions } from './connection.
 import { TypedEmitter } from './emitter.js';
 import { Notifications, type ClientEvent } from './notifications.js';
 import { checkResult } from './results.js';
-import { leaderSessionUrl, ServerRing } from './urls.js';
+import { ServerRing } from './urls.js';
 
 export interface ConnectOptions extends TlsClientOptions {
   /** Session timeout to ask for; the server clamps it (and reports what it granted). */
@@ -410,9 +412,9 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
 
   /**
    * Connects to some server and says hello, until it works, fails for good, or `deadline` passes.
-   * `hurry` shortens each attempt (attemptTimeoutMs).
+   * Attempts started before `hurryUntil` are shorter (attemptTimeoutMs).
    */
-  private async establish(resume: boolean, deadline: number | null, preferredUrl: string | null, hurry = false): Promise<void> {
+  private async establish(resume: boolean, deadline: number | null, preferredUrl: string | null, hurryUntil: number | null = null): Promise<void> {
     const backoff = new Backoff(this.options.backoff);
     let redirects = 0;
     let nextUrl = preferredUrl;
@@ -426,7 +428,8 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
       }
       const url = nextUrl ?? this.ring.current();
       nextUrl = null;
-      const attemptMs = Math.min(remaining, this.attemptTimeoutMs(hurry));
+      const fullAttemptMs = this.attemptTimeoutMs(hurryUntil);
+      const attemptMs = Math.min(remaining, fullAttemptMs);
       try {
         await this.attempt(url, resume, attemptMs);
         return;
@@ -434,12 +437,14 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
         const failed = asVeraError(error);
         // An attempt the deadline cut short that merely ran out of time says less than the failure
         // before it (a refused certificate, say), which is then the one reported.
-        if (lastError === null || attemptMs >= this.attemptTimeoutMs(hurry) || !ranOutOfTime(failed)) lastError = failed;
+        if (lastError === null || attemptMs >= fullAttemptMs || !ranOutOfTime(failed)) lastError = failed;
       }
       if (FATAL_HELLO_ERRORS.has(lastError.code)) throw lastError;
-      if (lastError.code === 'NOT_LEADER' && lastError.hints.leader !== undefined && redirects < this.maxRedirects) {
+      // A hint that would lower the transport (ws:// when wss:// was given) is not followed.
+      const leaderUrl = lastError.code === 'NOT_LEADER' && lastError.hints.leader !== undefined ? this.ring.leaderUrl(lastError.hints.leader) : null;
+      if (leaderUrl !== null && redirects < this.maxRedirects) {
         redirects++;
-        nextUrl = leaderSessionUrl(lastError.hints.leader);
+        nextUrl = leaderUrl;
         this.ring.add(nextUrl);
         continue;
       }
@@ -454,14 +459,18 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
    * How long one server gets to open a socket and answer hello. Once a session
    * exists, a server slower than two thirds of its timeout would let it expire,
    * so move on to the next one; before that, the request timeout applies.
-   * In a `hurry` (the member closed with 4009 once its confirmation of the session
-   * was half the timeout old) each gets a quarter, so two can be tried in what is left.
+   * Until `hurryUntil` (half the timeout after a 4009: the member closed once its
+   * confirmation of the session was half the timeout old) each gets a quarter, so two
+   * can be tried in what is left. After that the session has either expired (a server
+   * says so at once) or been attached afresh at its full timeout, so a resume that
+   * needs longer than a quarter (a busy leader's attach) gets the usual two thirds.
    */
-  private attemptTimeoutMs(hurry = false): number {
+  private attemptTimeoutMs(hurryUntil: number | null = null): number {
     // Before a session exists, share the connect budget among the servers (as
     // ZooKeeper's client does), so one that accepts sockets but never answers
     // (a paused process) cannot use all of it up.
     if (this.grantedTimeoutMs === 0) return Math.min(this.requestTimeoutMs, Math.max(MIN_ATTEMPT_MS, this.connectTimeoutMs / this.ring.all().length));
+    const hurry = hurryUntil !== null && performance.now() < hurryUntil;
     return Math.min(this.requestTimeoutMs, Math.max(10, hurry ? this.grantedTimeoutMs / 4 : (this.grantedTimeoutMs * 2) / 3));
   }
 
@@ -528,6 +537,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
 
   /** `hurry`: the member closed with 4009, so about half the session's timeout is left to resume in. */
   private connectionLost(conn: Connection, reason: string, hurry = false): void {
+    const hurryUntil = hurry ? performance.now() + this.grantedTimeoutMs / 2 : null;
     if (this.stateValue !== 'open' || this.conn !== conn) return;
     this.conn = null;
     this.stopHeartbeat();
@@ -542,7 +552,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     this.nextPreferredUrl = null;
     // The server just lost may be dead or paused: try the others first. Its turn comes again after them.
     if (preferred === null) this.ring.advance();
-    this.establish(true, null, preferred, hurry).catch((error: unknown) => {
+    this.establish(true, null, preferred, hurryUntil).catch((error: unknown) => {
       if (this.stop.signal.aborted) return;
       const failure = asVeraError(error);
       if (failure.code === 'SESSION_EXPIRED') this.expire(failure);
@@ -553,7 +563,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
   /** This server is no longer the leader: drop it and resume on the leader it named. */
   private moveToLeader(conn: Connection, error: VeraError): void {
     if (conn !== this.conn) return;
-    if (error.hints.leader !== undefined) this.nextPreferredUrl = leaderSessionUrl(error.hints.leader);
+    if (error.hints.leader !== undefined) this.nextPreferredUrl = this.ring.leaderUrl(error.hints.leader);
     conn.terminate(`server is not the leader (${error.message})`);
   }
 

@@ -12,9 +12,6 @@ const CHECKS: { readonly [O in Op]: (r: Fields) => string | null } = {
     typeof r.session !== 'string' ? 'session is not a string'
     : !isIndex(r.timeoutMs) ? 'timeoutMs is not a non-negative integer'
     : r.resume !== undefined && typeof r.resume !== 'string' ? 'resume is not a string'
-    // Any string: a newer server may name a role this client does not know.
-    : r.role !== undefined && typeof r.role !== 'string' ? 'role is not a string'
-    : r.members !== undefined && (!Array.isArray(r.members) || !r.members.every((m) => typeof m === 'string')) ? 'members is not a list of strings'
     : null,
   ping: (r) => (isIndex(r.index) ? null : 'index is not a non-negative integer'),
   bye: () => null,
@@ -32,8 +29,23 @@ const CHECKS: { readonly [O in Op]: (r: Fields) => string | null } = {
   unwatch: () => null,
 };
 
+/**
+ * Advisory fields are hints the client can do without: one in a shape this client does
+ * not know (a newer server's, say) is dropped rather than failing the reply, which would
+ * keep the client from connecting to any member that sends it.
+ */
+const HINTS: { readonly [O in Op]?: (r: Fields) => Fields } = {
+  hello: ({ role, members, ...rest }) => ({
+    ...rest,
+    // Any string: a newer server may name a role this client does not know.
+    ...(typeof role === 'string' ? { role } : {}),
+    ...(Array.isArray(members) ? { members: members.filter((m: unknown): m is string => typeof m === 'string') } : {}),
+  }),
+};
+
 export function checkResult<O extends Op>(op: O, result: Fields): ResultOf<O> {
   const problem = CHECKS[op](result);
   if (problem !== null) throw new VeraError('INTERNAL', `malformed ${op} reply from the server: ${problem}`);
-  return result as unknown as ResultOf<O>;
+  const hints = HINTS[op];
+  return (hints === undefined ? result : hints(result)) as unknown as ResultOf<O>;
 }

@@ -10,6 +10,26 @@ export const CONNECT_PATH = '/v1/connect';
  * `/v1/connect` when the URL has no path of its own.
  */
 export function sessionUrl(address: string): string {
+  const url = serverUrl(address);
+  if (url.pathname === '' || url.pathname === '/') url.pathname = CONNECT_PATH;
+  return url.toString();
+}
+
+/**
+ * Where to reconnect after NOT_LEADER: the hint is the leader's `ws://host:port`, and
+ * `/v1/connect` is added to its path. Normalised as sessionUrl normalises (host in lower
+ * case, no default port, IPv6 compressed), so a leader also named some other way
+ * (in hello's `members`, say) is one server, not two. Throws BAD_REQUEST when malformed.
+ */
+export function leaderSessionUrl(leader: string): string {
+  const url = serverUrl(leader);
+  const path = url.pathname.replace(/\/+$/, '');
+  url.pathname = path === CONNECT_PATH ? path : `${path}${CONNECT_PATH}`;
+  return url.toString();
+}
+
+/** A server address as a ws:// or wss:// URL (http(s) mapped, a bare host:port taken as ws). */
+function serverUrl(address: string): URL {
   const text = address.trim();
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `ws://${text}`;
   let url: URL;
@@ -23,13 +43,7 @@ export function sessionUrl(address: string): string {
   if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
     throw new VeraError('BAD_REQUEST', `server address ${JSON.stringify(address)} must use ws:// or wss://`);
   }
-  if (url.pathname === '' || url.pathname === '/') url.pathname = CONNECT_PATH;
-  return url.toString();
-}
-
-/** Where to reconnect after NOT_LEADER: the hint is the leader's `ws://host:port`. */
-export function leaderSessionUrl(leader: string): string {
-  return `${leader.replace(/\/+$/, '')}${CONNECT_PATH}`;
+  return url;
 }
 
 /** The HTTP base of a server address, for /v1/status and friends. */
@@ -54,6 +68,12 @@ export const MAX_LEARNT_MEMBERS = 64;
 export class ServerRing {
   private readonly urls: string[] = [];
   private readonly given: ReadonlySet<string>;
+  /**
+   * True when the user gave a wss:// address: learnt members and leader hints must then be
+   * wss:// too, or one that names a ws:// URL (a member behind a TLS-terminating proxy,
+   * say) would have the client send its session, resume token and credentials in cleartext.
+   */
+  private readonly secureOnly: boolean;
   /** URLs the last hello's `members` added (not given by the user). */
   private learnt = new Set<string>();
   private cursor = 0;
@@ -71,6 +91,23 @@ export class ServerRing {
     }
     this.urls.push(...shuffle(urls, random));
     this.given = new Set(this.urls);
+    this.secureOnly = this.urls.some((url) => url.startsWith('wss:'));
+  }
+
+  /** Where a NOT_LEADER hint leads, or null when it is malformed or would lower the transport. */
+  leaderUrl(leader: string): string | null {
+    let url: string;
+    try {
+      url = leaderSessionUrl(leader);
+    } catch {
+      return null;
+    }
+    return this.keepsTransport(url) ? url : null;
+  }
+
+  /** Whether a URL the servers named (not the user) may be tried: never ws:// once wss:// was given. */
+  private keepsTransport(url: string): boolean {
+    return !this.secureOnly || url.startsWith('wss:');
   }
 
   add(url: string): void {
@@ -79,14 +116,15 @@ export class ServerRing {
 
   /**
    * Adopts the members a hello named (`ws://host:port` each): at most MAX_LEARNT_MEMBERS
-   * of them, skipping anything that is not a ws:// or wss:// URL. Members an earlier hello
-   * named and this one does not are dropped, except the current server.
+   * of them, skipping anything that is not a ws:// or wss:// URL, and ws:// ones when a
+   * wss:// address was given. Members an earlier hello named and this one does not are
+   * dropped, except the current server.
    */
   learn(members: readonly string[]): void {
     const named = new Set<string>();
     for (const member of members.slice(0, MAX_LEARNT_MEMBERS)) {
       const url = memberSessionUrl(member);
-      if (url !== null) named.add(url);
+      if (url !== null && this.keepsTransport(url)) named.add(url);
     }
     const current = this.current();
     const kept = this.urls.filter((url) => !this.learnt.has(url) || named.has(url) || url === current);

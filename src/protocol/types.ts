@@ -151,9 +151,10 @@ export interface HelloResult {
   readonly user?: string;
   /**
    * Extension (scale-out, command version 9 once followers serve sessions): the answering
-   * member's role. A client must accept roles it does not know.
+   * member's role. A client must accept roles it does not know, so it is typed as any string:
+   * a switch over MemberRole needs a default (`string & {}` keeps the known ones as hints).
    */
-  readonly role?: MemberRole;
+  readonly role?: MemberRole | (string & Record<never, never>);
   /**
    * Extension (scale-out, as `role`): the client URLs (`ws://host:port`, `wss://...`) of every
    * member that accepts sessions; a client adds them to the servers it knows.
@@ -161,7 +162,7 @@ export interface HelloResult {
   readonly members?: readonly string[];
 }
 
-/** What a member that answers hello is (`HelloResult.role`). */
+/** What a member that answers hello is (`HelloResult.role`): the roles this version's servers send. */
 export type MemberRole = 'leader' | 'follower' | 'learner';
 
 export interface PingResult {

@@ -67,6 +67,8 @@ export class FakeServer {
   silent = false;
   /** When false, a new session's hello answers no resume token (as a cluster before command version 6). */
   resumeTokens = true;
+  /** Hellos are answered this much later (a member slow to attach a session); none on a connection closed meanwhile. */
+  helloDelayMs = 0;
   /** Fields added to every hello reply (scale-out: `role`, `members`). */
   helloFields: Readonly<Record<string, unknown>> = {};
   private held: Array<{ request: Request; send: () => void }> = [];
@@ -228,8 +230,14 @@ export class FakeServer {
 
     if ((request.op as string) === 'range.items') return answer(() => reply({ index: this.index, items: this.lists.get((request as unknown as { path: string }).path) ?? [] } as AnyResult));
     switch (request.op) {
-      case 'hello':
-        return this.hello(conn, request.session, request.resume, encoding, reply, fail);
+      case 'hello': {
+        const answerHello = (): void => this.hello(conn, request.session, request.resume, encoding, reply, fail);
+        if (this.helloDelayMs === 0) return answerHello();
+        setTimeout(() => {
+          if (conn.ws.readyState === conn.ws.OPEN) answerHello();
+        }, this.helloDelayMs);
+        return;
+      }
       case 'ping':
         if (request.ack !== undefined) conn.session!.acked = Math.max(conn.session!.acked, request.ack);
         return reply({ index: this.index });

@@ -106,6 +106,13 @@ describe('server addresses', () => {
     expect(() => sessionUrl('ftp://h:1')).toThrow(/must use ws:\/\/ or wss:\/\//);
     expect(leaderSessionUrl('ws://10.0.0.2:1919')).toBe('ws://10.0.0.2:1919/v1/connect');
     expect(leaderSessionUrl('ws://10.0.0.2:1919/')).toBe('ws://10.0.0.2:1919/v1/connect');
+    expect(leaderSessionUrl('ws://h:1/vera')).toBe('ws://h:1/vera/v1/connect');
+    expect(leaderSessionUrl('ws://h:1/v1/connect/')).toBe('ws://h:1/v1/connect');
+    // Normalised as the given addresses are, so one member is never two entries.
+    expect(leaderSessionUrl('WS://Node1:1919')).toBe('ws://node1:1919/v1/connect');
+    expect(leaderSessionUrl('ws://[0:0:0:0:0:0:0:1]:80')).toBe('ws://[::1]/v1/connect');
+    expect(leaderSessionUrl('wss://h:443')).toBe('wss://h/v1/connect');
+    expect(() => leaderSessionUrl('ws://')).toThrow(/invalid server address/);
     expect(httpBaseUrl('ws://127.0.0.1:1919')).toBe('http://127.0.0.1:1919');
     expect(httpBaseUrl('wss://h')).toBe('https://h');
   });
