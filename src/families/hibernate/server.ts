@@ -261,7 +261,7 @@ class Hibernation implements IdleWork {
   /**
    * Hibernation's rule on every access to a path (the core runs it on every read, write,
    * watch, listing and resync). A use on the leader (a linearizable read, a write, a watch)
-   * thaws the path's unit first; a change ordered after a freeze the use did not see is
+   * thaws the path's unit (a write or a watch first; a read meanwhile); a change ordered after a freeze the use did not see is
    * refused in apply, changing nothing, and asked again after the thaw. Reads never depend on
    * the thaw: at their own snapshot they take a Frozen list from its cold file, so a stale
    * read is served on any member without an entry (and without a quorum), and a read that
@@ -273,6 +273,13 @@ class Hibernation implements IdleWork {
       if (access.use === 'list') return false;
       noteActivity(this, access.path);
       if (access.stale || !this.host.isLeader()) return false;
+      // A read starts the thaw and goes on at once, reading the cold file at its snapshot as a
+      // stale read does (the same items): a large unit's thaw is paced over seconds so as not
+      // to slow everyone else, and a read need not wait for it. A change or a watch waits.
+      if (access.use === 'read') {
+        void this.thawFor(access.path).catch(() => undefined);
+        return false;
+      }
       return this.thawFor(access.path);
     },
     refuses: (err) => err instanceof VeraError && err.code === 'CONFLICT' && (err.message.endsWith(FROZEN_REFUSAL) || err.message.endsWith(COLD_FILE_MOVED)),

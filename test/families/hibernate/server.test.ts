@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect, type VeraClient } from '../../../src/client/client.js';
 import type { ClientEvent } from '../../../src/client/notifications.js';
 import { HibernateClient } from '../../../src/families/hibernate/client.js';
+import { RangeClient } from '../../../src/families/range/client.js';
 import { main } from '../../../src/cli/main.js';
 import { captureIO } from '../../client/cli-io.js';
 import { openSession, startLeader, untilCommandVersion, waitForLeadership } from '../../server/fixture.js';
@@ -56,9 +57,29 @@ describe('hibernation on a server', () => {
     clients.push(other);
     const reads = await Promise.all(Array.from({ length: 20 }, (_, k) => (k % 2 === 0 ? client : other).get('/users/alice/bookmarks')));
     for (const r of reads) expect(r.items).toEqual(before.items);
+    // The reads started the thaw and did not wait for it (they read the cold file): it ends soon after.
+    await pollUntil('the thaw the reads started', async () => ((await hib.units()).length === 0 ? true : undefined), 10_000);
     expect(await metric(vp, 'vera_hibernate_thaws_total')).toBe(1);
-    expect(await hib.units()).toEqual([]);
     expect((await client.get('/users/alice')).items.map((i) => i.data)).toEqual([{ name: 'alice' }]);
+  });
+
+  it('a read of a large frozen unit starts its thaw and answers from the cold file without waiting for the paced steps; a push waits for them', async () => {
+    const { client, hib } = await start();
+    const ITEMS = 20_000; // 80 thaw steps of 250, at least 4 ms apart: the thaw takes over 0.3 s however fast each step is
+    for (let n = 0; n < ITEMS; n += 500) await Promise.all(Array.from({ length: 500 }, (_, k) => client.push('/users/erin/log', n + k, { persistent: true, watch: false })));
+    const range = new RangeClient(client);
+    const before = await range.items('/users/erin/log', { limit: 10 });
+    expect(await hib.freeze('/users/erin')).toMatchObject({ frozen: true, items: ITEMS });
+
+    const read = await range.items('/users/erin/log', { limit: 10 });
+    expect(read.items).toEqual(before.items);
+    // Answered while the unit is still Frozen: its thaw's steps are still going.
+    expect((await hib.units()).map((u) => u.unit)).toEqual(['/users/erin']);
+    // A push waits for the thaw, then lands after every item.
+    const pushed = await client.push('/users/erin/log', 'last', { persistent: true, watch: false });
+    expect(await hib.units()).toEqual([]);
+    expect(pushed.index).toBeGreaterThan(before.items[9]!.index);
+    expect((await range.items('/users/erin/log', { after: pushed.index - 1 })).items.map((i) => i.data)).toEqual(['last']);
   });
 
   it('freezes several units in one request and entry; a bad list of paths is refused whole', async () => {
@@ -121,6 +142,7 @@ describe('hibernation on a server', () => {
     expect(await metric(vp, 'vera_hibernate_thaws_total')).toBe(1);
     const linearizable = await fetch(`${vp.httpUrl}/v1/data/users/carol/notes?consistency=linearizable`);
     expect(((await linearizable.json()) as { items: Array<{ data: unknown }> }).items.map((i) => i.data)).toEqual(['n1', 'n2']);
+    await pollUntil('the thaw the linearizable read started', async () => ((await hib.units()).length === 0 ? true : undefined), 10_000);
     expect(await metric(vp, 'vera_hibernate_thaws_total')).toBe(2);
     // A unit with an ephemeral item (a live session's) is not frozen.
     await client.push('/users/dave/presence', 'here');
