@@ -2,26 +2,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect, VeraError, type ChangeEvent, type VeraClient } from '../../src/client/index.js';
 import type { ClientEvents } from '../../src/client/index.js';
 import { FakeServer } from './fake-server.js';
+import { client, server, stopAll } from './harness.js';
 import { RangeClient } from '../../src/families/range/client.js';
 
-// Everything started in a test is stopped after it, even when it fails.
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function server(options: Parameters<typeof FakeServer.start>[0] = {}): Promise<FakeServer> {
-  const s = await FakeServer.start(options);
-  cleanups.push(() => s.stop());
-  return s;
-}
-
-async function client(urls: string | string[], options: Parameters<typeof connect>[1] = {}): Promise<VeraClient> {
-  // The first URL first (not a random one), as these tests expect.
-  const c = await connect(urls, { backoff: { initialMs: 5, maxMs: 20 }, random: () => 0, ...options });
-  cleanups.push(() => c.close());
-  return c;
-}
+afterEach(stopAll);
 
 /** Resolves with the arguments of the next emission of `name`. */
 function next<K extends keyof ClientEvents>(c: VeraClient, name: K): Promise<Parameters<ClientEvents[K]>> {

@@ -2,30 +2,16 @@
 // `members`, the ring of servers that starts at a random position and learns the
 // members, and close code 4009 (leaderUnreachable).
 import { afterEach, describe, expect, it } from 'vitest';
-import { connect, type ClientEvents, type ConnectedInfo, type VeraClient } from '../../src/client/index.js';
+import { type ClientEvents, type ConnectedInfo, type VeraClient } from '../../src/client/index.js';
 import { checkResult } from '../../src/client/results.js';
 import { MAX_LEARNT_MEMBERS, ServerRing } from '../../src/client/urls.js';
 import { CloseCode, type HelloResult } from '../../src/protocol/index.js';
 import { FakeServer } from './fake-server.js';
+import { client, server, stopAll } from './harness.js';
 
 const HELLO = { session: 's1', timeoutMs: 10_000, node: 'n1', leader: 'n1', term: 1, index: 0 };
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function server(options: Parameters<typeof FakeServer.start>[0] = {}): Promise<FakeServer> {
-  const s = await FakeServer.start(options);
-  cleanups.push(() => s.stop());
-  return s;
-}
-
-async function client(urls: string | string[], options: Parameters<typeof connect>[1] = {}): Promise<VeraClient> {
-  const c = await connect(urls, { backoff: { initialMs: 5, maxMs: 20 }, random: () => 0, ...options });
-  cleanups.push(() => c.close());
-  return c;
-}
+afterEach(stopAll);
 
 /** The client's next resumed connection, or a rejection naming where it is after `withinMs`. */
 function nextResume(c: VeraClient, withinMs: number): Promise<ConnectedInfo> {
