@@ -97,7 +97,7 @@ export const plugin: Plugin<Record<string, never>, SessionsState, SessionsValue,
         return {};
       },
     },
-    duties: [sessionExpiry(host)],
+    duties: [sessionExpiry(host.leaderOnly)],
     // Sessions (and leases) opened, as this member applies them; and a session attached to a member
     // (a resume there) gets its full timeout again on the leader, as an opened one does: its new holder
     // counts its confirmations from the attach (docs/scale-out.md "Session liveness").

@@ -376,6 +376,15 @@ export class VeraNode {
   propose(command: AnyCommand): Promise<ApplyOutcome> {
     const forwarded = this.forwardIfFollowing(command);
     if (forwarded !== null) return forwarded;
+    return this.proposeAsLeader(command);
+  }
+
+  /**
+   * Proposes `command` here only: never forwarded. On a member that does not lead the core
+   * refuses it (NOT_LEADER). For a leader's duties, whose work may outlive its leadership:
+   * the new leader runs its own (docs/scale-out.md, step 8a).
+   */
+  proposeAsLeader(command: AnyCommand): Promise<ApplyOutcome> {
     let bytes: Uint8Array;
     try {
       // The leader's wall clock rides in the entry: the replicated clock every member applies with.
