@@ -15,6 +15,7 @@ import { toVeraError, type AttachedConnection, type FrontEnd } from './front/con
 import { loadPlugins, type PluginParts } from './front/plugin-part.js';
 import { fdBudget, openFileLimit } from './front/fd-budget.js';
 import { buildFrontEnd } from './front/front-end.js';
+import { afterSnapshotInstalled } from './front/snapshot-installed.js';
 import { serverMetrics } from './front/front-metrics.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './front/leader-duties.js';
 import { authorizeOperatorRequest } from './guard/access.js';
@@ -86,6 +87,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         leaderWatch.notify(s);
       },
       onMembersChanged: (members) => void late.directory?.update(members),
+      onSnapshotInstalled: () => {
+        if (late.front !== undefined) afterSnapshotInstalled(late.front);
+      },
     });
     late.node = node;
     undo.push(() => node.close());

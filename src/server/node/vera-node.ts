@@ -91,6 +91,8 @@ export interface VeraNodeHooks {
   onSoftState(state: SoftState): void;
   /** The address book changed: a config entry applied or a snapshot was installed. */
   onMembersChanged(members: readonly Member[]): void;
+  /** A snapshot was installed: the state and the event log restart at `index` (no entry before it is applied here any more). */
+  onSnapshotInstalled?(index: number): void;
   onFatal(err: unknown): void;
   /** For the metrics: each synced write of the Raft log, each run of entries applied, each snapshot event. */
   onLogSynced?(seconds: number): void;
@@ -205,6 +207,7 @@ export class VeraNode {
           // Reads wait while the state is replaced in several batches: none may see it half done.
           await sm.replaceUnderneath(() => installStagedSnapshot(dir.db, dir.storage, meta, staged, APPLIED_INDEX));
           events.reset(meta.index);
+          hooks.onSnapshotInstalled?.(meta.index);
           hooks.onMembersChanged(sm.members());
         },
       };
