@@ -232,6 +232,13 @@ export interface FamilyHost<S, V = unknown, C extends { readonly op: string } = 
   /** This family's section of the server's configuration (hibernation: which units hibernate when idle), or null. */
   settings(): unknown;
   isLeader(): boolean;
+  /**
+   * This host as a leader duty should use it: the same in all but that its proposals are
+   * never forwarded to another member. A duty's work that outlives this member's leadership
+   * (a step of a freeze, a purge, a drop) fails NOT_LEADER then instead of being made on the
+   * new leader's behalf, which runs its own duties (docs/scale-out.md, step 8a).
+   */
+  readonly leaderOnly: FamilyHost<S, V, C>;
   /** The error to answer when the op needs the leader and this member is not it. */
   notLeader(): VeraError;
   readonly log: {

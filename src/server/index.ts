@@ -15,6 +15,7 @@ import { toVeraError, type AttachedConnection, type FrontEnd } from './front/con
 import { loadPlugins, type PluginParts } from './front/plugin-part.js';
 import { fdBudget, openFileLimit } from './front/fd-budget.js';
 import { buildFrontEnd } from './front/front-end.js';
+import { afterSnapshotInstalled } from './front/snapshot-installed.js';
 import { serverMetrics } from './front/front-metrics.js';
 import { DEFAULT_DUTY_TIMINGS, LeaderDuties } from './front/leader-duties.js';
 import { authorizeOperatorRequest } from './guard/access.js';
@@ -24,6 +25,8 @@ import { openClientPort } from './http/client-port.js';
 import { DiskGuard } from './node/disk-guard.js';
 import { ExpiryQueue } from './node/expiry.js';
 import { openMember } from './node/open-member.js';
+import type { PeerService } from './peer-service/service.js';
+import { startPeerService } from './peer-service/wiring.js';
 import { startPeerLink } from './node/peer-link.js';
 import { DEFAULT_RAFT_TIMING, type RaftTiming, type VeraNode } from './node/vera-node.js';
 
@@ -31,6 +34,8 @@ export interface RunningServer {
   /** The client port actually bound (useful with port 0). */
   readonly clientPort: number;
   readonly node: VeraNode;
+  /** The peer service on the transport's service channel (null without a cluster secret: no peers). */
+  readonly peerService: PeerService | null;
   close(): Promise<void>;
 }
 
@@ -59,7 +64,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     // Certificates first: a member that cannot serve them should not open its store.
     const tls = openPortTls(config, logger, options.tlsReloadCheckMs);
     undo.push(() => tls.close());
-    const late: { front?: FrontEnd; duties?: LeaderDuties; directory?: MemberDirectory; appliedHooks: PluginParts['appliedHooks']; node?: VeraNode } = { appliedHooks: [] };
+    const late: { front?: FrontEnd; duties?: LeaderDuties; directory?: MemberDirectory; appliedHooks: PluginParts['appliedHooks']; node?: VeraNode; service?: PeerService } = { appliedHooks: [] };
     const connections = new Map<string, AttachedConnection>();
     const peerCommandVersions = new Map<string, number>();
     const fds = fdBudget(openFileLimit(), config.limits.connectionsMax);
@@ -82,12 +87,21 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         leaderWatch.notify(s);
       },
       onMembersChanged: (members) => void late.directory?.update(members),
+      onSnapshotInstalled: () => {
+        if (late.front !== undefined) afterSnapshotInstalled(late.front);
+      },
     });
     late.node = node;
     undo.push(() => node.close());
     refuseExposure(config, node, logger);
 
-    const link = await startPeerLink(config, node, tls.peer === null ? null : peerTls(tls.peer), logger, peerCommandVersions);
+    // Service payloads reach the peer service once it is built (after the front end); before that none can
+    // concern this member: it has forwarded nothing, and it leads (and takes forwards) only once started.
+    const serviceEnd = {
+      onService: (from: string, payload: Uint8Array) => late.service?.onService(from, payload),
+      onUnsent: (to: string, payloads: readonly Uint8Array[]) => late.service?.onUnsent(to, payloads),
+    };
+    const link = await startPeerLink(config, node, tls.peer === null ? null : peerTls(tls.peer), logger, peerCommandVersions, serviceEnd);
     let clientPort = config.client.port;
     // Members advertise wss:// when this one serves TLS: a cluster's client ports are all TLS or none.
     const selfUrl = (): string => wsUrl(config.client.host, clientPort, tls.client !== null);
@@ -106,6 +120,11 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     parts.bind(front);
     undo.push(() => parts.close());
     node.setProposalGate((command, version) => parts.versionGate('family' in command ? `${command.family}.${command.op}` : command.op, version));
+    if (link !== null) {
+      const service = startPeerService(front, link.transport, peerCommandVersions, logger);
+      late.service = service;
+      undo.push(() => service.close());
+    }
     const duties = new LeaderDuties(front, parts.duties, DEFAULT_DUTY_TIMINGS);
     late.duties = duties;
     undo.push(() => duties.stop());
@@ -142,10 +161,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     return {
       clientPort,
       node,
+      peerService: late.service ?? null,
       close: () =>
         (closing ??= (async () => {
           clearTimeout(processMetricsTimer);
           duties.stop();
+          late.service?.close();
           parts.close();
           // What the parts answered at close (the journal's waiting claims: UNAVAILABLE) goes out before the connections close.
           await new Promise<void>((resolve) => setImmediate(resolve));

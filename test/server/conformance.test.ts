@@ -83,6 +83,8 @@ describe.each(ENCODINGS)('protocol over %s', (enc) => {
         term: expect.any(Number),
         index: expect.any(Number),
         ...(reply.value!.resume === undefined ? {} : { resume: expect.stringMatching(/^[A-Za-z0-9_-]{32}$/) }),
+        // And from command version 9 (docs/scale-out.md), who answered and where sessions are served: here, the leader alone.
+        ...(reply.value!.role === undefined ? {} : { role: 'leader', members: [vp.url] }),
       });
       const st = await status(vp);
       expect(reply.value!.term).toBe(st.term);

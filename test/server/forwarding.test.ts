@@ -182,6 +182,17 @@ describe('forwarded writes between in-process members', () => {
     expect(counterValue(await followers[1]!.node.propose(add('c', 100)))).toBe(111);
   });
 
+  it("a proposal as the leader (a duty's) on a follower is refused NOT_LEADER and never forwarded", async () => {
+    const members = await cluster();
+    const { leader, followers } = await leaderOf(members);
+    const follower = followers[0]!;
+    const err = await follower.node.proposeAsLeader(add('duty', 1)).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'RaftError', code: 'NOT_LEADER', leader: leader.id });
+    expect(leader.received.get('fwd') ?? 0).toBe(0);
+    // Nothing was proposed: the counter starts from zero.
+    expect(counterValue(await leader.node.proposeAsLeader(add('duty', 5)))).toBe(5);
+  });
+
   it('pipelined forwards from one member are applied in the order they were made', async () => {
     const members = await cluster();
     const { followers } = await leaderOf(members);

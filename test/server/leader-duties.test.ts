@@ -60,7 +60,8 @@ function frontEnd(): FrontEnd {
       status: () => ({ id: 'n1', role: 'leader', term, leader: 'n1', commit: 0, lastIndex: 0, config: { voters: ['n1'], learners: [] } }),
       appliedIndex: 0,
       linearizableBarrier: () => (checks === null ? Promise.resolve() : new Promise<void>((resolve, reject) => checks!.push({ resolve, reject }))),
-      propose: (c: Command) => {
+      // The duties propose as the leader (never forwarded: FamilyHost.leaderOnly).
+      proposeAsLeader: (c: Command) => {
         proposals.push(c);
         return new Promise(() => undefined); // never commits here: the test only counts proposals
       },

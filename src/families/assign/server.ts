@@ -311,7 +311,7 @@ function createServer(host: AssignHost): PluginServer<Ops, AssignValue> {
         return { service, at, users };
       },
     },
-    duties: [purgeDuty(host)],
+    duties: [purgeDuty(host.leaderOnly)],
     http: [httpRoute(host)],
     applied: (_index, v) => {
       if (v === null || v.op !== 'login') return;

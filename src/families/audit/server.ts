@@ -20,7 +20,8 @@ function createServer(host: FamilyHost<AuditState, unknown, AppendCommand>): Plu
     const facts: AuditFact[] = taken.facts.map((f) => ({ at: f.at, kind: f.kind, principal: f.principal, remote: f.remote, what: f.what }));
     if (taken.suppressed !== null) facts.push({ at: Date.now(), kind: 'dropped', principal: null, remote: '', what: taken.suppressed });
     writing = true;
-    host
+    // A duty's entry: never forwarded (made only while this member leads).
+    host.leaderOnly
       .proposeOutcome({ op: 'append', facts })
       .then(
         (outcome) => {

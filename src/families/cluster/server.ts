@@ -72,7 +72,7 @@ export const plugin: Plugin<Record<string, never>, ClusterState, unknown, SetCom
   touchesNoLists: 'the cluster family answers no client op',
   createServer: (host) => ({
     handlers: {},
-    duties: [raiseCommandVersion(host)],
+    duties: [raiseCommandVersion(host.leaderOnly)],
     versionGate: (what, required) => assertCommandVersion(host, what, required),
     connection: { activeVersion: () => host.state().active, settleVersion: (version, timeoutMs) => settleCommandVersion(host, version, timeoutMs) },
   }),

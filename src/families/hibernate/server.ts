@@ -42,11 +42,18 @@ async function* noLists(): AsyncGenerator<never> {}
 
 /** Hibernation on one member: everything here is this member's, made by createServer and released by close. */
 class Hibernation implements IdleWork {
-  readonly member = new HibernateMember();
   /** Read once, on first use (the host answers only once the member is open). */
   private settingsRead: IdleSettings | null | undefined;
 
-  constructor(readonly host: Host) {}
+  constructor(
+    readonly host: Host,
+    readonly member = new HibernateMember(),
+  ) {}
+
+  /** The same member's hibernation for its idle duty: its proposals are never forwarded (FamilyHost.leaderOnly). */
+  asLeader(): Hibernation {
+    return new Hibernation(this.host.leaderOnly, this.member);
+  }
 
   get activity(): HibernateMember['activity'] {
     return this.member.activity;
@@ -322,7 +329,7 @@ function createServer(host: Host): PluginServer<Ops, HibernateValue> {
         return h.unitsPage(after, limit ?? UNITS_PAGE);
       },
     },
-    duties: [idleDetector(h)],
+    duties: [idleDetector(h.asLeader())],
     applied: (_index, value) => h.applied(value),
     metrics: async () => h.metrics(),
     pathGuard: h.pathGuard,

@@ -557,13 +557,16 @@ export function createServer(host: Host): JournalServer {
     },
   };
 
-  /** Runs one duty's work unless its previous entry is still in flight: one at a time per key. */
+  /**
+   * Runs one duty's work unless its previous entry is still in flight: one at a time per key.
+   * Its entry is the leader's own, never forwarded: a step-down while the work runs fails it.
+   */
   const runDuty = (key: string, work: () => Promise<JournalCommand | null>): void => {
     const busy = m.dutiesInFlight;
     if (busy.has(key)) return;
     busy.add(key);
     void work()
-      .then((command) => (command === null ? null : propose(command)))
+      .then((command) => (command === null ? null : host.leaderOnly.propose(command)))
       .catch((err: unknown) => host.log.debug({ event: 'journal-duty-failed', duty: key, err: String(err) }, 'a journal duty failed; it runs again next tick'))
       .finally(() => busy.delete(key));
   };

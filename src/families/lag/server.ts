@@ -32,7 +32,7 @@ export const plugin: Plugin<Record<string, never>, LagState, unknown, AckCommand
   touchesNoLists: 'the lag family answers no client op',
   createServer: (host) => ({
     handlers: {},
-    duties: [ackFlush(host)],
+    duties: [ackFlush(host.leaderOnly)],
     // A resumed session's replay starts after what the log says it acknowledged.
     connection: { ackedInLog: (session) => lagOf(host.reader, session) },
   }),

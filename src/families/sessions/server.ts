@@ -72,11 +72,8 @@ export function sessionExpiry(host: SessionsHost): PluginDuty {
     tick: () => {
       const live = liveSessions(host.reader);
       for (const [session, info] of live) if (!clocks.has(session)) clocks.track(session, info.timeoutMs);
-      for (const session of clocks.sessions()) {
-        if (live.has(session)) continue;
-        clocks.remove(session);
-        host.member.endConnection(session);
-      }
+      // A session's connection closes where it is held, when that member applies its closeSession (below).
+      for (const session of clocks.sessions()) if (!live.has(session)) clocks.remove(session);
       const due = clocks.takeDue();
       if (due.length > 0) void expireOnceLeadershipHolds(due);
     },
@@ -97,7 +94,7 @@ export const plugin: Plugin<Record<string, never>, SessionsState, SessionsValue,
         return {};
       },
     },
-    duties: [sessionExpiry(host)],
+    duties: [sessionExpiry(host.leaderOnly)],
     // Sessions (and leases) opened, as this member applies them; and a session attached to a member
     // (a resume there) gets its full timeout again on the leader, as an opened one does: its new holder
     // counts its confirmations from the attach (docs/scale-out.md "Session liveness").
@@ -105,6 +102,9 @@ export const plugin: Plugin<Record<string, never>, SessionsState, SessionsValue,
       if (value === null) return;
       if ('op' in value) {
         if (value.op === 'openSession') host.sessionClocks.countOpened();
+        // On every member: the one holding the session's connection closes it (4001). After this turn,
+        // so that a bye's own reply, answered once this entry applied, goes out first (then its 1000).
+        if (value.op === 'closeSession') setImmediate(() => host.member.endConnection(value.session));
         return;
       }
       if (!host.isLeader()) return;

@@ -82,6 +82,16 @@ export class MemberDirectory {
     return address === null ? null : wsUrl(address.host, address.clientPort, this.secureClients);
   }
 
+  /**
+   * The client URLs of the members that accept sessions (hello's `members`). Today only the
+   * leader does (followers answer hello NOT_LEADER), so it is the leader's alone, or none while
+   * no leader is known; step 8b of docs/scale-out.md makes it every member of the book.
+   */
+  servingUrls(leader: NodeId | null): string[] {
+    const url = leader === null ? null : this.clientUrl(leader);
+    return url === null ? [] : [url];
+  }
+
   /** Adopt a new book: update the peer links, and report members that left. Resolves when the links are updated. */
   update(book: readonly Member[]): Promise<void> {
     const before = new Map(this.book.map((m) => [m.id, m.voter]));

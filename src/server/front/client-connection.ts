@@ -14,7 +14,8 @@ import { credentialBasis, credentialProblem, type Credential } from '../guard/cr
 import type { CoreOp, CoreOpHandler } from '../../kit/plugin.js';
 import type { LiveSession } from './plugin-part.js';
 import { accessesOf, guarded } from '../guard/path-guard.js';
-import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult } from '../../protocol/index.js';
+import type { Status } from '../../raft/types.js';
+import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult, type MemberRole } from '../../protocol/index.js';
 
 /** How long a hello on a member that knows no leader waits for an election to end (the shortest election timeout). */
 const HELLO_LEADER_WAIT_MS = 1000;
@@ -449,6 +450,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     this.clearHelloTimer();
     this.reviewAtTokenExpiry(credential);
     const st = fe.node.status();
+    // From the version whose sessions record their holder (V1 of docs/scale-out.md): who answered, and where sessions are served.
+    const scaleOut = seam.activeVersion() >= (seam.holdersSince ?? Number.POSITIVE_INFINITY);
     return {
       session,
       timeoutMs,
@@ -458,6 +461,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       index: fe.node.appliedIndex,
       ...(resume === undefined ? {} : { resume }),
       ...(principal === null ? {} : { user: principal }),
+      // Only the leader opens sessions until followers serve them (step 8b): its role, unless it lost it meanwhile.
+      ...(scaleOut ? { role: roleOf(st), members: fe.servingUrls() } : {}),
     };
   }
 
@@ -624,4 +629,10 @@ function visibleTo(fe: FrontEnd, principal: Principal, payload: NotifyPayload): 
   // A resync's last frame is sent even when empty: it ends the resync the client is gathering.
   if (lists.length === payload.resync.length) return payload;
   return payload.more === true ? (lists.length === 0 ? null : { resync: lists, more: true }) : { resync: lists };
+}
+
+/** What this member is, as hello's `role` says it. */
+function roleOf(st: Status): MemberRole {
+  if (st.role === 'leader') return 'leader';
+  return st.config.learners.includes(st.id) ? 'learner' : 'follower';
 }

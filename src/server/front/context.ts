@@ -83,6 +83,8 @@ export interface FrontEnd {
   awaitLeader(timeoutMs: number): Promise<void>;
   /** The client URL (`ws://host:port`) of a member, or null if unknown. */
   clientUrl(id: NodeId): string | null;
+  /** The client URLs of the members that accept sessions now (hello's `members`; MemberDirectory.servingUrls). */
+  servingUrls(): readonly string[];
   /** Sessions with a live connection on this node. */
   readonly connections: Map<string, AttachedConnection>;
   /** The command version each authenticated peer advertised in its handshake. */

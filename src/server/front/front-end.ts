@@ -78,6 +78,7 @@ export function buildFrontEnd(i: FrontEndInputs): FrontEnd {
       await i.leaderWatch.waitFor((s) => s.leader !== null, timeoutMs);
     },
     clientUrl: (id) => i.directory.clientUrl(id),
+    servingUrls: () => i.directory.servingUrls(node.status().leader),
     connections: i.connections,
     peerCommandVersions: i.peerCommandVersions,
     guard,

@@ -164,6 +164,22 @@ export class Notifier {
     this.ackedUnwritten.delete(session);
   }
 
+  /**
+   * The member installed a snapshot: its event log restarts at the snapshot's index, so no
+   * feed can be replayed across it. Every feed is resynced from the state as it is now (one
+   * already resyncing reads again once done: part of what it read may be from before).
+   */
+  resyncAll(): void {
+    for (const feed of this.feeds.values()) {
+      if (feed.mode.kind === 'live') this.startResync(feed);
+      else if (feed.mode.kind === 'resyncing') {
+        feed.pending = [];
+        feed.resyncAgain = true;
+      }
+      // A stalled feed resyncs anyway once its client reads again.
+    }
+  }
+
   close(): void {
     this.closed = true;
     for (const s of [...this.feeds.keys()]) this.detach(s);

@@ -39,14 +39,23 @@ export class Binding {
 
 type ProposeOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly code: ErrorCode; readonly message: string };
 
+/**
+ * The host of `family`'s instance. Its `leaderOnly` view (the duties') is the same host
+ * but for its proposals, which it never forwards (VeraNode.proposeAsLeader).
+ */
 export function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown> {
+  const leaderOnly: FamilyHost<unknown> = hostProposing(binding, family, false, () => leaderOnly);
+  return hostProposing(binding, family, true, () => leaderOnly);
+}
+
+function hostProposing(binding: Binding, family: AnyFamily, forward: boolean, leaderOnly: () => FamilyHost<unknown>): FamilyHost<unknown> {
   const fe = (): FrontEnd => binding.get();
   // One path for propose, proposeOutcome and proposeTo: the first four families' commands name
   // no family (their entries never did: docs/architecture.md), every later one is tagged. A
   // legacy command's value is its result as the kernel gives it (those families answer no FamilySuccess).
   const isLegacy = (name: string, op: string): boolean => LEGACY_OPS.get(op)?.name === name;
   const send = (name: string, command: { readonly op: string }, legacy: boolean): Promise<ApplyOutcome> =>
-    proposeTimed(fe(), (legacy ? command : { ...command, family: name }) as unknown as AnyCommand);
+    proposeTimed(fe(), (legacy ? command : { ...command, family: name }) as unknown as AnyCommand, forward);
   const successValue = (name: string, legacy: boolean, result: ApplySuccess): unknown => {
     if (legacy) return result;
     if (result.op !== 'family' || result.family !== name) throw new VeraError('INTERNAL', `a ${name} command applied as ${result.op}`);
@@ -149,6 +158,9 @@ export function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown>
     },
     settings: () => settingsOf(fe(), family.name),
     isLeader: () => fe().isLeader(),
+    get leaderOnly() {
+      return leaderOnly();
+    },
     notLeader: () => notLeaderError(fe()),
     log: {
       debug: (fields, msg) => logger().debug(fields, msg),
@@ -159,13 +171,13 @@ export function hostOf(binding: Binding, family: AnyFamily): FamilyHost<unknown>
   };
 }
 
-/** Proposes a command, counting it and timing it. */
-async function proposeTimed(fe: FrontEnd, command: AnyCommand): Promise<ApplyOutcome> {
+/** Proposes a command, counting it and timing it; `forward: false` never sends it to another member (a duty's). */
+async function proposeTimed(fe: FrontEnd, command: AnyCommand, forward: boolean): Promise<ApplyOutcome> {
   const started = performance.now();
   fe.metrics.proposals.inc({ op: command.op });
   let outcome: ApplyOutcome;
   try {
-    outcome = await fe.node.propose(command);
+    outcome = await (forward ? fe.node.propose(command) : fe.node.proposeAsLeader(command));
   } catch (err) {
     fe.metrics.proposalsFailed.inc({ op: command.op });
     throw err;

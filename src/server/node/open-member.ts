@@ -10,7 +10,7 @@ import type { ServerConfig } from '../config.js';
 import type { ServerMetrics } from './server-metrics.js';
 import { MembershipDivergedError, VeraNode, type RaftTiming, type VeraNodeHooks } from './vera-node.js';
 
-export type MemberListeners = Pick<VeraNodeHooks, 'onApplied' | 'onMembersChanged'> & {
+export type MemberListeners = Pick<VeraNodeHooks, 'onApplied' | 'onMembersChanged' | 'onSnapshotInstalled'> & {
   /** The role or the known leader changed (logged and counted here first). */
   onRoleChanged(state: SoftState): void;
 };
@@ -45,6 +45,7 @@ export async function openMember(config: ServerConfig, timing: RaftTiming, level
         listeners.onRoleChanged(s);
       },
       onMembersChanged: (members: readonly Member[]) => listeners.onMembersChanged(members),
+      ...(listeners.onSnapshotInstalled === undefined ? {} : { onSnapshotInstalled: listeners.onSnapshotInstalled }),
       onLogSynced: (seconds) => metrics.logSync.observe(seconds),
       onAppliedRun: (seconds, entries) => {
         metrics.apply.observe(seconds);

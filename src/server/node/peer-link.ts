@@ -9,7 +9,13 @@ import { PeerTransport } from '../../raft/transport/peer-transport.js';
 import type { Message } from '../../raft/types.js';
 import type { ServerConfig } from '../config.js';
 import type { PeerTls } from '../../raft/transport/shared.js';
-import type { VeraNode } from './vera-node.js';
+import { FORWARDING_SINCE, type VeraNode } from './vera-node.js';
+
+/** Where the transport's service channel delivers (PeerService.onService, onUnsent). */
+export interface ServiceEnd {
+  onService(from: string, payload: Uint8Array): void;
+  onUnsent(to: string, payloads: readonly Uint8Array[]): void;
+}
 
 export interface PeerLink {
   readonly transport: PeerTransport;
@@ -25,6 +31,8 @@ export async function startPeerLink(
   logger: Logger,
   /** The command version each authenticated peer advertised (see families/cluster/versions.ts). */
   peerCommandVersions: Map<string, number>,
+  /** The peer service (peer-service/), built after the link: what its channel carries goes there. */
+  service?: ServiceEnd,
 ): Promise<PeerLink | null> {
   if (config.secret === null) return null;
   const incarnations = new IncarnationGuard(
@@ -56,6 +64,14 @@ export async function startPeerLink(
     },
     logger,
     ...(tls === null ? {} : { tls }),
+    ...(service === undefined
+      ? {}
+      : {
+          // Service payloads go only to peers advertising the version whose entries carry a request id.
+          serviceMinCommandVersion: FORWARDING_SINCE,
+          onService: (from: string, payload: Uint8Array) => service.onService(from, payload),
+          onServiceUnsent: (to: string, payloads: Uint8Array[]) => service.onUnsent(to, payloads),
+        }),
   });
   await transport.start();
   node.attachTransport(transport);

@@ -91,6 +91,8 @@ export interface VeraNodeHooks {
   onSoftState(state: SoftState): void;
   /** The address book changed: a config entry applied or a snapshot was installed. */
   onMembersChanged(members: readonly Member[]): void;
+  /** A snapshot was installed: the state and the event log restart at `index` (no entry before it is applied here any more). */
+  onSnapshotInstalled?(index: number): void;
   onFatal(err: unknown): void;
   /** For the metrics: each synced write of the Raft log, each run of entries applied, each snapshot event. */
   onLogSynced?(seconds: number): void;
@@ -205,6 +207,7 @@ export class VeraNode {
           // Reads wait while the state is replaced in several batches: none may see it half done.
           await sm.replaceUnderneath(() => installStagedSnapshot(dir.db, dir.storage, meta, staged, APPLIED_INDEX));
           events.reset(meta.index);
+          hooks.onSnapshotInstalled?.(meta.index);
           hooks.onMembersChanged(sm.members());
         },
       };
@@ -376,6 +379,15 @@ export class VeraNode {
   propose(command: AnyCommand): Promise<ApplyOutcome> {
     const forwarded = this.forwardIfFollowing(command);
     if (forwarded !== null) return forwarded;
+    return this.proposeAsLeader(command);
+  }
+
+  /**
+   * Proposes `command` here only: never forwarded. On a member that does not lead the core
+   * refuses it (NOT_LEADER). For a leader's duties, whose work may outlive its leadership:
+   * the new leader runs its own (docs/scale-out.md, step 8a).
+   */
+  proposeAsLeader(command: AnyCommand): Promise<ApplyOutcome> {
     let bytes: Uint8Array;
     try {
       // The leader's wall clock rides in the entry: the replicated clock every member applies with.

@@ -40,7 +40,7 @@ function timeoutDuty(h: JournalHarness): { duty: PluginDuty; scans: Buffer[]; pr
       return track(done);
     },
   };
-  const host = {
+  const host: Record<string, unknown> = {
     state: () => h.sm.stateOf(journal),
     reader,
     now: () => h.sm.clock,
@@ -49,8 +49,10 @@ function timeoutDuty(h: JournalHarness): { duty: PluginDuty; scans: Buffer[]; pr
       return track(h.ok(command));
     },
     log: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
-  } as unknown as FamilyHost<JournalState, JournalValue, JournalCommand>;
-  const duty = plugin.createServer(host).duties!.find((d) => d.name === 'journal-timeouts')!;
+  };
+  // The duties' view (FamilyHost.leaderOnly): the same stand-in.
+  host.leaderOnly = host;
+  const duty = plugin.createServer(host as unknown as FamilyHost<JournalState, JournalValue, JournalCommand>).duties!.find((d) => d.name === 'journal-timeouts')!;
   // The tick's reads and proposals, and whatever each starts once it resolves (a read leads to a
   // proposal, a proposal's apply to the next read): done when a turn passes with none in flight.
   const settle = async (): Promise<void> => {

@@ -1,0 +1,71 @@
+// A member that installs a snapshot restarts its event log at the snapshot's index, so no
+// feed attached there can be replayed across it: every feed is resynced (Notifier.resyncAll),
+// and a session whose closeSession the snapshot covered (never applied here as an entry) has
+// its connection closed as applying it would have (docs/scale-out.md, step 8a).
+import { describe, expect, it } from 'vitest';
+import { EventLog } from '../../src/server/node/event-log.js';
+import { DEFAULT_NOTIFIER_LIMITS, Notifier, type NotifySink } from '../../src/server/front/notifier.js';
+import { afterSnapshotInstalled } from '../../src/server/front/snapshot-installed.js';
+import { CloseCode, type AttachedConnection, type FrontEnd } from '../../src/server/front/context.js';
+import type { NotifyPayload } from '../../src/protocol/index.js';
+
+/** A notifier whose every session watches `/a`, which holds one item at index 9. */
+function notifier(): { notifier: Notifier; sent: Map<string, NotifyPayload[]>; sink: (s: string) => NotifySink } {
+  const sent = new Map<string, NotifyPayload[]>();
+  const sink = (session: string): NotifySink => ({
+    sendNotify: (payload) => sent.set(session, [...(sent.get(session) ?? []), payload]),
+    bufferedBytes: () => 0,
+    closeSlow: () => undefined,
+    room: async () => undefined,
+  });
+  const source = {
+    watchesOf: () => [{ path: '/a', prefix: false }],
+    readListPages: async (path: string, _bytes: number, onPage: (page: never) => Promise<void> | void) => {
+      await onPage({ path, items: [{ index: 9, owner: null, data: 'x' }], index: 9 } as never);
+    },
+    children: async () => ({ children: [] }),
+  };
+  const n = new Notifier(source as never, new EventLog(1000, 0), DEFAULT_NOTIFIER_LIMITS, (err) => {
+    throw err;
+  });
+  return { notifier: n, sent, sink };
+}
+
+const turns = async (n: number): Promise<void> => {
+  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+};
+
+describe('a snapshot installed on a member', () => {
+  it('resyncs every attached feed from the state as it is now', async () => {
+    const { notifier: n, sent, sink } = notifier();
+    for (const s of ['s1', 's2']) n.attach(s, sink(s), 0);
+    await turns(3);
+    expect(sent.size).toBe(0); // nothing to replay: both feeds are live
+    n.resyncAll();
+    await turns(3);
+    for (const s of ['s1', 's2']) expect(sent.get(s), s).toEqual([{ resync: [{ path: '/a', items: [{ index: 9, owner: null, data: 'x' }], index: 9 }] }]);
+    n.close();
+  });
+
+  it("closes the connection of a session the snapshot ended, and keeps a live one's", async () => {
+    const { notifier: n, sink } = notifier();
+    const closed: Array<[string, number]> = [];
+    const connection = (session: string): AttachedConnection => ({ close: (code) => void closed.push([session, code]) });
+    n.attach('live', sink('live'), 0);
+    n.attach('ended', sink('ended'), 0);
+    const fe = {
+      notifier: n,
+      connections: new Map([
+        ['live', connection('live')],
+        ['ended', connection('ended')],
+      ]),
+      connectionSeam: { session: (id: string) => (id === 'live' ? { timeoutMs: 10_000 } : undefined) },
+    } as unknown as FrontEnd;
+    afterSnapshotInstalled(fe);
+    expect(closed).toEqual([['ended', CloseCode.sessionEnded]]);
+    expect([...fe.connections.keys()]).toEqual(['live']);
+    expect(n.isAttached('ended')).toBe(false);
+    expect(n.isAttached('live')).toBe(true);
+    n.close();
+  });
+});
