@@ -6,8 +6,9 @@
 // Freezes the idle 90% while the active set keeps writing: first at the idle
 // detector's pace (one entry of 16 units a second), then as fast as it goes,
 // timing the freezes and the active set's latency meanwhile. Measures the same
-// again with the idle units frozen, then the latency of the first read of a
-// frozen unit (which thaws it), one at a time. Last (issue 34), one large unit
+// again with the idle units frozen, then the latency of the first write to a
+// frozen unit (which waits for its thaw) and of the first read of another (which
+// starts its thaw and reads the cold file), one at a time. Last (issue 34), one large unit
 // (`largeUnit` items in two lists) is loaded, frozen and thawed by hand while the
 // active set writes, each judged against the same writes just before.
 import { readdirSync, statSync } from 'node:fs';
@@ -87,7 +88,10 @@ export interface H1Result {
   readonly freeze: FreezeRun;
   /** At paces up to the idle detector's, fastest first (PACES). */
   readonly paced: readonly PacedRun[];
+  /** The first write to a frozen unit: it waits for the unit's thaw. */
   readonly thaw: LatencySummary;
+  /** The first read of a frozen unit: it starts the thaw and is answered from the cold file. */
+  readonly firstRead: LatencySummary;
   readonly large: LargeUnitRun;
   readonly errors: readonly string[];
 }
@@ -289,16 +293,28 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
     log(`the members compacted the frozen span ${((performance.now() - c0) / 1000).toFixed(1)} s after the last freeze`);
     const frozen = await phase('idle frozen');
 
-    // Thaw latency: the first read of a frozen unit, one at a time.
+    // Thaw latency, one unit at a time: the first write to a frozen unit waits for its thaw;
+    // the first read of another starts its thaw and is answered from the cold file meanwhile.
     const thaw = new Samples();
-    for (let n = 0; n < Math.min(scale.thawSamples, scale.units - active); n++) {
+    const firstRead = new Samples();
+    const samples = Math.min(scale.thawSamples, Math.floor((scale.units - active) / 2));
+    for (let n = 0; n < samples; n++) {
+      const written = unit(active + 2 * n);
       const t = performance.now();
-      const r = await pushers[0]!.get(`${unit(active + n)}/items`);
+      await pushers[0]!.push(`${written}/items`, { thawed: n }, { persistent: true, watch: false });
       thaw.add(performance.now() - t);
-      if (r.items.length !== scale.perUnit) errors.push(`${unit(active + n)} came back with ${r.items.length} items, not ${scale.perUnit}`);
+      const w = await pushers[0]!.get(`${written}/items`);
+      if (w.items.length !== scale.perUnit + 1) errors.push(`${written} came back with ${w.items.length} items after a push, not ${scale.perUnit + 1}`);
+      const read = unit(active + 2 * n + 1);
+      const r0 = performance.now();
+      const r = await pushers[0]!.get(`${read}/items`);
+      firstRead.add(performance.now() - r0);
+      if (r.items.length !== scale.perUnit) errors.push(`${read} came back with ${r.items.length} items, not ${scale.perUnit}`);
     }
     const thawSummary = thaw.summary();
-    log(`thaw (first read of a ${scale.perUnit}-item unit): p50 ${thawSummary.p50.toFixed(2)} ms, p99 ${thawSummary.p99.toFixed(2)} ms`);
+    const firstReadSummary = firstRead.summary();
+    log(`first read of a frozen ${scale.perUnit}-item unit (answered from its cold file while it thaws): p50 ${firstReadSummary.p50.toFixed(2)} ms, p99 ${firstReadSummary.p99.toFixed(2)} ms`);
+    log(`thaw (first write to a ${scale.perUnit}-item unit): p50 ${thawSummary.p50.toFixed(2)} ms, p99 ${thawSummary.p99.toFixed(2)} ms`);
 
     // One large unit, frozen and thawed by hand while the active set writes.
     const LARGE = '/large/unit';
@@ -340,6 +356,7 @@ export async function runH1(scale: H1Scale, logDir: string, log: (m: string) => 
       freeze: { units: fastUnits, seconds: freezeSeconds, perSec: fastUnits / freezeSeconds, activeWrites: activeDuringFreeze },
       paced,
       thaw: thawSummary,
+      firstRead: firstReadSummary,
       large,
       errors: errors.slice(0, 20),
     };

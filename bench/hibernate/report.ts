@@ -34,7 +34,7 @@ export function h1Targets(r: H1Result): Target[] {
       detail: `after a restart ${mib(aboveEmpty(r.hot.restartedRssBytes))} -> ${mib(aboveEmpty(r.frozen.restartedRssBytes))} (${dataRssRatio.toFixed(2)}x)`,
     },
     { what: 'active-set write p99 unchanged within noise (within 20%)', met: p99Change <= 1.2, detail: `${r.hot.activeWrites.p99.toFixed(2)} -> ${r.frozen.activeWrites.p99.toFixed(2)} ms (${p99Change.toFixed(2)}x)` },
-    { what: 'thaw p99 under 50 ms (a 100-item unit)', met: r.thaw.p99 < 50, detail: `p50 ${r.thaw.p50.toFixed(2)} ms, p99 ${r.thaw.p99.toFixed(2)} ms` },
+    { what: 'thaw p99 under 50 ms (a 100-item unit; its first write waits for it)', met: r.thaw.p99 < 50, detail: `p50 ${r.thaw.p50.toFixed(2)} ms, p99 ${r.thaw.p99.toFixed(2)} ms` },
     {
       what: `unrelated writes' p99 within 1.2x while a ${large.items.toLocaleString('en-US')}-item unit freezes (issue 34)`,
       met: largeFreeze <= 1.2,
@@ -79,7 +79,8 @@ export function renderH1(r: H1Result, meta: { readonly command: string; readonly
     '',
     `Freezing as fast as it goes (16 units a freeze, 4 freezes in flight): ${r.freeze.units.toLocaleString('en-US')} units in ${r.freeze.seconds.toFixed(1)} s (${Math.round(r.freeze.perSec)} units/s); active-set writes meanwhile p50 ${r.freeze.activeWrites.p50.toFixed(2)} ms, p99 ${r.freeze.activeWrites.p99.toFixed(2)} ms.`,
     '',
-    `Thaw (the first read of a frozen ${Math.round(r.items / r.units)}-item unit, one at a time, ${r.thaw.count} units): p50 ${r.thaw.p50.toFixed(2)} ms, p99 ${r.thaw.p99.toFixed(2)} ms, max ${r.thaw.max.toFixed(2)} ms.`,
+    `Thaw (the first write to a frozen ${Math.round(r.items / r.units)}-item unit, which waits for its thaw, one at a time, ${r.thaw.count} units): p50 ${r.thaw.p50.toFixed(2)} ms, p99 ${r.thaw.p99.toFixed(2)} ms, max ${r.thaw.max.toFixed(2)} ms.`,
+    `The first read of another (it starts the thaw and is answered from the cold file meanwhile), ${r.firstRead.count} units: p50 ${r.firstRead.p50.toFixed(2)} ms, p99 ${r.firstRead.p99.toFixed(2)} ms, max ${r.firstRead.max.toFixed(2)} ms.`,
     '',
     `A ${r.large.items.toLocaleString('en-US')}-item unit frozen by hand (\`vera hibernate PATH\`) and then thawed, the active set writing throughout (each window at least 1 s): active-set p99 ${r.large.before.p99.toFixed(2)} ms just before, ${r.large.freezing.p99.toFixed(2)} ms while it froze (${r.large.freezeSeconds.toFixed(2)} s), ${r.large.thawing.p99.toFixed(2)} ms while it thawed (${r.large.thawSeconds.toFixed(2)} s).`,
     '',
