@@ -24,6 +24,7 @@ describe('a forward is answered by its own entry only', () => {
       selfId: 'n2',
       processTag: 'tag',
       send: (_to, payload) => (sent.push(payload), true),
+      maxPayloadBytes: 1 << 20,
       peerVersion: () => 9,
       minLeaderVersion: 9,
       awaitEntry: () => new Promise<ApplyOutcome>((resolve) => (awaited = resolve)),

@@ -13,6 +13,7 @@ function client(opts: { maxInFlight?: number; send?: boolean; applied?: Promise<
   const timers: Array<() => void> = [];
   const relay = new RelayClient({
     send: (_to, payload) => (sent.push(payload), opts.send ?? true),
+    maxPayloadBytes: 1 << 20,
     currentLeader: () => 'n1',
     waitApplied: () => opts.applied ?? Promise.resolve(),
     maxInFlight: opts.maxInFlight ?? 10,

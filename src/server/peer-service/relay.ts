@@ -44,12 +44,17 @@ export interface RelayedAnswer {
 /** How long to wait before retrying a request refused for load (ms). */
 const RETRY_AFTER_MS = 200;
 
+/** An id as wide as any this member sends (MessagePack uint32): what a payload is sized with. */
+const LARGEST_ID = 2 ** 32 - 1;
+
 /** The longest an op waits on purpose (journal.claim's waitMs, MAX_CLAIM_WAIT_MS), and 5 s for the rest. */
 export const DEFAULT_RELAY_DEADLINE_MS = 65_000;
 
 export interface RelayClientOptions {
-  /** The peer transport's sendService: false when the payload was not queued. */
+  /** The peer transport's sendService: false when the payload was not queued (it may throw, for one too large). */
   readonly send: (to: NodeId, payload: Uint8Array) => boolean;
+  /** The largest service payload the transport carries (maxServicePayloadBytes of its maxFrameBytes). */
+  readonly maxPayloadBytes: number;
   /** The leader this member knows now, for the one re-relay after a refusal. */
   readonly currentLeader: () => NodeId | null;
   /** Resolves once this member has applied `index` (RaftDriver.waitApplied through the node). */
@@ -109,9 +114,13 @@ export class RelayClient {
     if (options.signal?.aborted === true) return Promise.reject(notRun('the request was cancelled before it was relayed'));
     const { id: _id, ...fields } = request;
     const req = packFrame(fields);
-    if (req.byteLength > MAX_RELAYED_BYTES) return Promise.reject(new VeraError('TOO_LARGE', `the request is ${req.byteLength} bytes, more than the ${MAX_RELAYED_BYTES} a member relays to the leader`));
     const payloadOf = (id: number): Uint8Array =>
       encodeServiceMessage({ k: 'op', id, session: caller.session, ...(caller.principal === null ? {} : { principal: caller.principal }), remote: caller.remote, frameBytes: caller.frameBytes, req });
+    // Sized with the widest id (ids stay below 2^32): a request that fits here fits with any id. Refused before it is registered.
+    const size = req.byteLength > MAX_RELAYED_BYTES ? req.byteLength : payloadOf(LARGEST_ID).byteLength;
+    if (size > Math.min(MAX_RELAYED_BYTES, this.opts.maxPayloadBytes)) {
+      return Promise.reject(new VeraError('TOO_LARGE', `the request would be a ${size}-byte peer message, more than the ${this.opts.maxPayloadBytes} a member relays to the leader`));
+    }
     const deadlineMs = options.deadlineMs ?? this.opts.deadlineMs;
     return new Promise<RelayedAnswer>((resolve, reject) => {
       const onAbort = (): void => {
@@ -200,7 +209,12 @@ export class RelayClient {
     p.to = to;
     p.id = id;
     this.byId.set(id, p);
-    const sent = this.opts.send(to, p.payloadOf(id));
+    let sent: boolean;
+    try {
+      sent = this.opts.send(to, p.payloadOf(id));
+    } catch {
+      sent = false; // the transport refused it outright (too large for a frame): it was not sent
+    }
     if (!sent) this.byId.delete(id);
     return sent;
   }
@@ -237,7 +251,10 @@ export interface RelayableOp extends RoutedOp {
 }
 
 export interface RelayDeskOptions {
+  /** The peer transport's sendService (it may throw, for a payload too large). */
   readonly send: (to: NodeId, payload: Uint8Array) => boolean;
+  /** The largest service payload the transport carries: a larger answer is sent as TOO_LARGE instead. */
+  readonly maxPayloadBytes: number;
   /** Whether this member leads now, and whom it takes for leader when it does not. */
   readonly leading: () => boolean;
   readonly leaderHint: () => NodeId | null;
@@ -254,7 +271,8 @@ export interface RelayDeskOptions {
   readonly run: (op: string, request: FamilyRequest, caller: RelayedCaller) => Promise<FamilyResult>;
   /** Relayed ops one member may have running here at once; past it the next is refused (not run). */
   readonly maxPerMember: number;
-  readonly onUnanswerable?: (to: NodeId, kind: string) => void;
+  /** An answer that could not be sent (`err`: the send threw). */
+  readonly onUnanswerable?: (to: NodeId, kind: string, err?: unknown) => void;
 }
 
 export class RelayDesk {
@@ -292,19 +310,27 @@ export class RelayDesk {
       if (left > 0) this.running.set(from, left);
       else this.running.delete(from);
     };
-    this.opts.run(request.op, request, caller).then(
-      (result) => {
-        done();
-        const bytes = packFrame(result);
-        if ('id' in result || 'ok' in result) return this.failed(from, m.id, new VeraError('INTERNAL', `the reply to ${request.op} sets id or ok, which belong to the reply frame`));
-        if (bytes.byteLength > MAX_RELAYED_BYTES) return this.failed(from, m.id, new VeraError('TOO_LARGE', `the reply would be ${bytes.byteLength} bytes, more than a member relays`));
-        this.reply(from, { k: 'opOk', id: m.id, result: bytes, index: this.opts.appliedIndex() });
-      },
-      (err: unknown) => {
-        done();
-        this.failed(from, m.id, err);
-      },
-    );
+    this.opts
+      .run(request.op, request, caller)
+      .then(
+        (result) => {
+          done();
+          if ('id' in result || 'ok' in result) return this.failed(from, m.id, new VeraError('INTERNAL', `the reply to ${request.op} sets id or ok, which belong to the reply frame`));
+          const bytes = packFrame(result);
+          const payload = bytes.byteLength > MAX_RELAYED_BYTES ? null : encodeServiceMessage({ k: 'opOk', id: m.id, result: bytes, index: this.opts.appliedIndex() });
+          if (payload === null || payload.byteLength > this.opts.maxPayloadBytes) {
+            // It ran (and may have changed state): the member learns that, not the reply.
+            return this.failed(from, m.id, new VeraError('TOO_LARGE', `the reply to ${request.op} would be ${bytes.byteLength} bytes, more than the ${this.opts.maxPayloadBytes} a peer message carries; ask for less`));
+          }
+          this.send(from, payload, 'opOk');
+        },
+        (err: unknown) => {
+          done();
+          this.failed(from, m.id, err);
+        },
+      )
+      // Nothing above should throw; if it does, it must not become an unhandled rejection.
+      .catch((err: unknown) => this.opts.onUnanswerable?.(from, 'opOk', err));
   }
 
   /** The request the member relayed, checked as this member's own decoder checks a client's frame. */
@@ -339,7 +365,15 @@ export class RelayDesk {
   }
 
   private reply(to: NodeId, m: RelayedOkMessage | RelayedErrMessage): void {
-    // A lost answer is the member's deadline's to settle (outcome unknown).
-    if (!this.opts.send(to, encodeServiceMessage(m))) this.opts.onUnanswerable?.(to, m.k);
+    this.send(to, encodeServiceMessage(m), m.k);
+  }
+
+  /** Never throws: a lost answer is the member's deadline's to settle (outcome unknown). */
+  private send(to: NodeId, payload: Uint8Array, kind: string): void {
+    try {
+      if (!this.opts.send(to, payload)) this.opts.onUnanswerable?.(to, kind);
+    } catch (err) {
+      this.opts.onUnanswerable?.(to, kind, err);
+    }
   }
 }

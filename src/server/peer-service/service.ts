@@ -12,6 +12,8 @@ import { Desk, type PlacedProposal } from './desk.js';
 import { Forwarder } from './forwarder.js';
 import { DEFAULT_RELAY_DEADLINE_MS, RelayClient, RelayDesk, type RelayDeskOptions } from './relay.js';
 import { DEFAULT_LIMITS } from '../../protocol/index.js';
+import { maxServicePayloadBytes } from '../../raft/transport/codec.js';
+import { DEFAULT_PEER_LIMITS } from '../../raft/transport/peer-transport.js';
 import type { ProposalForwarder } from '../node/vera-node.js';
 
 /** What the service needs of the member (VeraNode). */
@@ -41,6 +43,8 @@ export interface PeerServiceOptions {
   /** Forwards go only to a leader advertising at least this (VeraNode's FORWARDING_SINCE). */
   readonly minLeaderVersion: number;
   readonly logger: Logger;
+  /** The peer transport's limits.maxFrameBytes (default DEFAULT_PEER_LIMITS'): what one service payload may be. */
+  readonly maxFrameBytes?: number;
   /** A forward's deadline (default 5 s, the read timeout of docs/scale-out.md). */
   readonly deadlineMs?: number;
   /** Forwards the desk holds at once (default 16,384, as the write pressure bound). */
@@ -73,10 +77,17 @@ export class PeerService {
   constructor(opts: PeerServiceOptions) {
     const { node, channel, logger } = opts;
     this.logger = logger;
+    const maxPayloadBytes = maxServicePayloadBytes(opts.maxFrameBytes ?? DEFAULT_PEER_LIMITS.maxFrameBytes);
+    const unanswered = (what: string) => (to: NodeId, kind: string, err?: unknown): void =>
+      logger.warn(
+        { event: 'peer-service.unanswered', peer: to, kind, ...(err === undefined ? {} : { err: err instanceof Error ? err.message : String(err) }) },
+        `could not send a ${kind} to ${to}; it settles the ${what} by its deadline`,
+      );
     this.forwarder = new Forwarder({
       selfId: node.id,
       processTag: randomBytes(6).toString('base64url'),
       send: (to, payload) => channel.sendService(to, payload),
+      maxPayloadBytes,
       peerVersion: (peer) => opts.peerVersions.get(peer),
       minLeaderVersion: opts.minLeaderVersion,
       awaitEntry: (index, term, cancel) => node.awaitEntry(index, term, cancel),
@@ -91,7 +102,7 @@ export class PeerService {
       send: (to, payload) => channel.sendService(to, payload),
       propose: (body, rid, admit) => node.proposeForwarded(body, rid, admit),
       maxInFlight: opts.maxForwardsInFlight ?? 16_384,
-      onUnanswerable: (to, kind) => logger.warn({ event: 'peer-service.unanswered', peer: to, kind }, `could not send a ${kind} to ${to}; it settles the forward by its deadline`),
+      onUnanswerable: unanswered('forward'),
     });
     const after = (ms: number, run: () => void): (() => void) => {
       const timer = setTimeout(run, ms);
@@ -99,6 +110,7 @@ export class PeerService {
     };
     this.relay = new RelayClient({
       send: (to, payload) => channel.sendService(to, payload),
+      maxPayloadBytes,
       currentLeader: () => node.status().leader,
       waitApplied: (index) => node.waitApplied(index),
       maxInFlight: opts.maxRelaysInFlight ?? 4_096,
@@ -107,12 +119,13 @@ export class PeerService {
     });
     this.relayDesk = new RelayDesk({
       send: (to, payload) => channel.sendService(to, payload),
+      maxPayloadBytes,
       leading: () => node.status().role === 'leader',
       leaderHint: () => node.status().leader,
       appliedIndex: () => node.appliedIndex,
       ...(opts.relayRunner ?? NO_RELAYED_OPS),
       maxPerMember: opts.maxRelaysPerMember ?? 1_024,
-      onUnanswerable: (to, kind) => logger.warn({ event: 'peer-service.unanswered', peer: to, kind }, `could not send a ${kind} to ${to}; it settles the relayed op by its deadline`),
+      onUnanswerable: unanswered('relayed op'),
     });
     node.setForwarder(this.forwarder);
   }
