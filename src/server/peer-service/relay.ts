@@ -23,7 +23,8 @@ import { NOT_PROPOSED, VeraError, type ErrorCode, type FamilyRequest, type Famil
 import { packFrame, unpackFrame } from '../../raft/transport/codec.js';
 import { RaftError } from '../../raft/driver.js';
 import type { NodeId } from '../../raft/types.js';
-import { decodeServiceMessage, encodeServiceMessage, MAX_RELAYED_BYTES, type RelayedErrMessage, type RelayedOkMessage, type RelayedOpMessage } from './codec.js';
+import { MAX_SESSION_ID_BYTES } from '../../protocol/session-id.js';
+import { decodeServiceMessage, encodeServiceMessage, MAX_PRINCIPAL_BYTES, MAX_RELAYED_BYTES, MAX_REMOTE_BYTES, type RelayedErrMessage, type RelayedOkMessage, type RelayedOpMessage } from './codec.js';
 import { routeOf, type RoutedOp } from './routes.js';
 
 /** Who asks for a relayed op, as the member's connection established it. */
@@ -112,10 +113,12 @@ export class RelayClient {
     if (this.closed) return Promise.reject(unknownOutcome('server is shutting down'));
     if (this.all.size >= this.opts.maxInFlight) return Promise.reject(notRun(`too many requests are waiting on the leader (${this.opts.maxInFlight}); retry shortly`));
     if (options.signal?.aborted === true) return Promise.reject(notRun('the request was cancelled before it was relayed'));
+    const problem = callerProblem(caller);
+    if (problem !== null) return Promise.reject(new VeraError('BAD_REQUEST', `cannot relay ${request.op} to the leader: ${problem}`));
     const { id: _id, ...fields } = request;
     const req = packFrame(fields);
     const payloadOf = (id: number): Uint8Array =>
-      encodeServiceMessage({ k: 'op', id, session: caller.session, ...(caller.principal === null ? {} : { principal: caller.principal }), remote: caller.remote, frameBytes: caller.frameBytes, req });
+      encodeServiceMessage({ k: 'op', id, session: caller.session, ...(caller.principal === null ? {} : { principal: caller.principal }), remote: shortRemote(caller.remote), frameBytes: caller.frameBytes, req });
     // Sized with the widest id (ids stay below 2^32): a request that fits here fits with any id. Refused before it is registered.
     const size = req.byteLength > MAX_RELAYED_BYTES ? req.byteLength : payloadOf(LARGEST_ID).byteLength;
     if (size > Math.min(MAX_RELAYED_BYTES, this.opts.maxPayloadBytes)) {
@@ -229,6 +232,21 @@ export class RelayClient {
   }
 }
 
+/** Why the leader's decoder would refuse this caller (the bounds of codec.ts), or null: refused here instead of dropping the link. */
+function callerProblem(caller: RelayedCaller): string | null {
+  if (Buffer.byteLength(caller.session, 'utf8') > MAX_SESSION_ID_BYTES) return `a session id is at most ${MAX_SESSION_ID_BYTES} bytes`;
+  if (caller.principal !== null && (caller.principal.length === 0 || Buffer.byteLength(caller.principal, 'utf8') > MAX_PRINCIPAL_BYTES)) {
+    return `a principal is 1 to ${MAX_PRINCIPAL_BYTES} bytes`;
+  }
+  if (!Number.isSafeInteger(caller.frameBytes) || caller.frameBytes < 0) return 'the frame size is not a whole number of bytes';
+  return null;
+}
+
+/** The client's address only names it in logs and limits: one past the bound is cut (by characters, 4 bytes each at most). */
+function shortRemote(remote: string): string {
+  return Buffer.byteLength(remote, 'utf8') <= MAX_REMOTE_BYTES ? remote : remote.slice(0, MAX_REMOTE_BYTES / 4);
+}
+
 function resultOf(bytes: Uint8Array): FamilyResult {
   const value = unpackFrame(bytes);
   if (typeof value !== 'object' || value === null || Array.isArray(value) || 'id' in value || 'ok' in value) {
@@ -302,7 +320,8 @@ export class RelayDesk {
       const e = err instanceof VeraError ? err : new VeraError('BAD_REQUEST', String(err));
       return refuse(e.code, e.message);
     }
-    if (!this.opts.sessionLive(m.session)) return refuse('SESSION_EXPIRED', `session ${m.session} is unknown or has expired`);
+    // An HTTP caller has no session (''): the handler judges it as it judges an HTTP call made at the leader.
+    if (m.session !== '' && !this.opts.sessionLive(m.session)) return refuse('SESSION_EXPIRED', `session ${m.session} is unknown or has expired`);
     this.running.set(from, this.runningFor(from) + 1);
     const caller: RelayedCaller = { session: m.session, principal: m.principal ?? null, remote: m.remote, frameBytes: m.frameBytes };
     const done = (): void => {

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { NodeId, Status } from '../../raft/types.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import type { ForwardEnvelope } from '../../families/commands.js';
-import { decodeServiceMessage, type ServiceMessage } from './codec.js';
+import { BadServiceFields, decodeServiceMessage, encodeServiceMessage, type ServiceMessage } from './codec.js';
 import { Desk, type PlacedProposal } from './desk.js';
 import { Forwarder } from './forwarder.js';
 import { DEFAULT_RELAY_DEADLINE_MS, RelayClient, RelayDesk, type RelayDeskOptions } from './relay.js';
@@ -73,10 +73,14 @@ export class PeerService {
   readonly relay: RelayClient;
   readonly relayDesk: RelayDesk;
   private readonly logger: Logger;
+  private readonly channel: ServiceChannel;
+  private readonly node: ForwardingNode;
 
   constructor(opts: PeerServiceOptions) {
     const { node, channel, logger } = opts;
     this.logger = logger;
+    this.channel = channel;
+    this.node = node;
     const maxPayloadBytes = maxServicePayloadBytes(opts.maxFrameBytes ?? DEFAULT_PEER_LIMITS.maxFrameBytes);
     const unanswered = (what: string) => (to: NodeId, kind: string, err?: unknown): void =>
       logger.warn(
@@ -131,16 +135,19 @@ export class PeerService {
   }
 
   /**
-   * PeerTransport's onService. A payload that does not decode throws its PeerProtocolError,
-   * which makes the transport drop the link it came on, as for a malformed Raft message
-   * (docs/scale-out.md "Peer messages"): a peer sending what this member cannot read is
-   * broken or of another build, and nothing it sends after that can be trusted in order.
+   * PeerTransport's onService. A payload that cannot be read, or names a kind this member
+   * does not know, throws its PeerProtocolError, which makes the transport drop the link it
+   * came on, as for a malformed Raft message (docs/scale-out.md "Peer messages"). A known
+   * kind with fields that do not check keeps the link (it also carries Raft traffic, and a
+   * client's request must never cost it): a request is refused under its id, an answer is
+   * ignored (its request settles by its deadline).
    */
   onService(from: NodeId, payload: Uint8Array): void {
     let m: ServiceMessage;
     try {
       m = decodeServiceMessage(payload);
     } catch (err) {
+      if (err instanceof BadServiceFields) return this.badFields(from, err);
       this.logger.warn({ event: 'peer-service.badMessage', peer: from, err: err instanceof Error ? err.message : String(err) }, `a malformed service message from ${from}: dropping its link`);
       throw err;
     }
@@ -155,6 +162,24 @@ export class PeerService {
       case 'opOk':
       case 'opErr':
         return this.relay.onAnswer(from, m);
+    }
+  }
+
+  private badFields(from: NodeId, err: BadServiceFields): void {
+    this.logger.warn({ event: 'peer-service.badFields', peer: from, kind: err.kind, err: err.message }, `a ${err.kind} from ${from} with fields that do not check: ${err.message}`);
+    if (err.id === null) return;
+    const message = `the ${err.kind} did not check at the leader: ${err.message}`;
+    const answer: ServiceMessage | null =
+      err.kind === 'fwd'
+        ? { k: 'fwdErr', id: err.id, code: 'BAD_REQUEST', message, notProposed: true }
+        : err.kind === 'op'
+          ? { k: 'opErr', id: err.id, code: 'BAD_REQUEST', message, notRun: true, index: this.node.appliedIndex }
+          : null;
+    if (answer === null) return;
+    try {
+      this.channel.sendService(from, encodeServiceMessage(answer));
+    } catch {
+      // A short answer always fits; if not, the request settles by its deadline.
     }
   }
 

@@ -1,0 +1,97 @@
+// What a correct member encodes, the other decodes, and client traffic never drops a peer
+// link (docs/scale-out.md "Peer messages"): a known kind with fields that do not check is
+// answered (a request) or ignored (an answer); an HTTP caller (no session) can be relayed.
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS, type FamilyRequest, type FamilyResult } from '../../src/protocol/index.js';
+import { packFrame } from '../../src/raft/transport/codec.js';
+import { decodeServiceMessage } from '../../src/server/peer-service/codec.js';
+import { RelayClient, RelayDesk, type RelayableOp, type RelayedCaller } from '../../src/server/peer-service/relay.js';
+import { PeerService, type ForwardingNode } from '../../src/server/peer-service/service.js';
+
+const flush = () => new Promise((r) => setImmediate(r));
+
+function service(sent: Array<{ to: string; payload: Uint8Array }>) {
+  const node = {
+    id: 'n1',
+    status: () => ({ role: 'leader', leader: 'n1' }),
+    awaitEntry: () => new Promise(() => undefined),
+    proposeForwarded: () => {
+      throw new Error('unused');
+    },
+    setForwarder: () => undefined,
+    appliedIndex: 4,
+    waitApplied: () => Promise.resolve(),
+  } as unknown as ForwardingNode;
+  return new PeerService({
+    node,
+    channel: { sendService: (to, payload) => (sent.push({ to, payload }), true) },
+    peerVersions: new Map(),
+    minLeaderVersion: 9,
+    logger: pino({ level: 'silent' }),
+  });
+}
+
+describe('a known kind whose fields do not check keeps the link', () => {
+  it('a request is refused under its id (BAD_REQUEST, not run); an answer is ignored; neither throws', () => {
+    const sent: Array<{ to: string; payload: Uint8Array }> = [];
+    const s = service(sent);
+    expect(() => s.onService('n2', packFrame({ k: 'op', id: 8, session: 's', remote: '', frameBytes: -1, req: new Uint8Array(1) }))).not.toThrow();
+    expect(() => s.onService('n2', packFrame({ k: 'fwd', id: 9, rid: '', body: new Uint8Array(1) }))).not.toThrow();
+    expect(() => s.onService('n2', packFrame({ k: 'opErr', id: 10, code: 'CONFLICT', message: 'm', notRun: false, index: 1, reason: '' }))).not.toThrow();
+    expect(sent.map((x) => [x.to, decodeServiceMessage(x.payload)])).toEqual([
+      ['n2', expect.objectContaining({ k: 'opErr', id: 8, code: 'BAD_REQUEST', notRun: true })],
+      ['n2', expect.objectContaining({ k: 'fwdErr', id: 9, code: 'BAD_REQUEST', notProposed: true })],
+    ]);
+    // An unknown kind still drops the link.
+    expect(() => s.onService('n2', packFrame({ k: 'nope', id: 1 }))).toThrow();
+    s.close();
+  });
+});
+
+describe('HTTP relays (no session)', () => {
+  const op: RelayableOp = { runsOn: 'leader', build: (fields, id) => ({ ...fields, id }) as unknown as FamilyRequest };
+  const http: RelayedCaller = { session: '', principal: 'alice', remote: '10.0.0.3:80', frameBytes: 5 };
+
+  it('a member relays an HTTP caller, and the leader runs it without a session check', async () => {
+    const sent: Uint8Array[] = [];
+    const relay = new RelayClient({ send: (_to, p) => (sent.push(p), true), maxPayloadBytes: 1 << 20, currentLeader: () => 'n1', waitApplied: () => Promise.resolve(), maxInFlight: 4, deadlineMs: 1000, after: () => () => undefined });
+    const answer = relay.request('n1', { id: 1, op: 'x.get' }, http);
+    const relayed = decodeServiceMessage(sent[0]!);
+    expect(relayed).toMatchObject({ k: 'op', session: '' });
+    const runs: RelayedCaller[] = [];
+    const replies: Uint8Array[] = [];
+    const desk = new RelayDesk({
+      send: (_to, p) => (replies.push(p), true),
+      maxPayloadBytes: 1 << 20,
+      leading: () => true,
+      leaderHint: () => 'n1',
+      appliedIndex: () => 2,
+      ops: new Map([['x.get', op]]),
+      limits: DEFAULT_LIMITS,
+      sessionLive: () => false,
+      run: (_op, _request, caller) => (runs.push(caller), Promise.resolve<FamilyResult>({ value: 1 })),
+      maxPerMember: 4,
+    });
+    if (relayed.k !== 'op') throw new Error('expected an op');
+    desk.onOp('n2', relayed);
+    await flush();
+    expect(runs).toEqual([http]);
+    const reply = decodeServiceMessage(replies[0]!);
+    if (reply.k !== 'opOk') throw new Error(`expected opOk, got ${reply.k}`);
+    relay.onAnswer('n1', reply);
+    await expect(answer).resolves.toEqual({ result: { value: 1 }, index: 2 });
+  });
+
+  it('a caller the leader could not decode is refused here, sending nothing', async () => {
+    const sent: Uint8Array[] = [];
+    const relay = new RelayClient({ send: (_to, p) => (sent.push(p), true), maxPayloadBytes: 1 << 20, currentLeader: () => 'n1', waitApplied: () => Promise.resolve(), maxInFlight: 4, deadlineMs: 1000, after: () => () => undefined });
+    await expect(relay.request('n1', { id: 1, op: 'x.get' }, { ...http, principal: '' })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    await expect(relay.request('n1', { id: 1, op: 'x.get' }, { ...http, session: 's'.repeat(129) })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
+    void relay.request('n1', { id: 1, op: 'x.get' }, { ...http, remote: 'r'.repeat(400) }).catch(() => undefined);
+    expect(sent).toHaveLength(1);
+    expect(decodeServiceMessage(sent[0]!)).toMatchObject({ k: 'op' });
+    expect(relay.inFlight).toBe(1);
+    relay.close();
+  });
+});
