@@ -131,3 +131,16 @@ describe('payloads larger than the transport carries', () => {
     expect(encodeServiceMessage(fwd).byteLength).toBeLessThan(LIMIT);
   });
 });
+
+describe("a relayed op's deadline", () => {
+  it('is 5 s for an op that does not wait, and its wait plus 5 s for one that does', () => {
+    const deadlines: number[] = [];
+    const relay = new RelayClient({ send: () => true, maxPayloadBytes: LIMIT, currentLeader: () => 'n1', waitApplied: () => Promise.resolve(), maxInFlight: 10, deadlineMs: 5000, after: (ms) => (deadlines.push(ms), () => undefined) });
+    void relay.request('n1', { id: 1, op: 'counter.add', name: 'c', delta: 1 }, caller).catch(() => undefined);
+    void relay.request('n1', { id: 2, op: 'journal.claim', name: 'j', waitMs: 60_000 }, caller).catch(() => undefined);
+    void relay.request('n1', { id: 3, op: 'journal.doneMany', name: 'j', holdMs: 2_000 }, caller).catch(() => undefined);
+    void relay.request('n1', { id: 4, op: 'journal.claim', name: 'j' }, caller, { deadlineMs: 123 }).catch(() => undefined);
+    expect(deadlines).toEqual([5000, 65_000, 7000, 123]);
+    relay.close();
+  });
+});

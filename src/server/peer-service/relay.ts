@@ -48,8 +48,22 @@ const RETRY_AFTER_MS = 200;
 /** An id as wide as any this member sends (MessagePack uint32): what a payload is sized with. */
 const LARGEST_ID = 2 ** 32 - 1;
 
-/** The longest an op waits on purpose (journal.claim's waitMs, MAX_CLAIM_WAIT_MS), and 5 s for the rest. */
-export const DEFAULT_RELAY_DEADLINE_MS = 65_000;
+/**
+ * A relayed op's deadline beyond the time it waits on purpose (ms): the read timeout of
+ * docs/scale-out.md's failure case 2. An op that waits (a `waitMs` or `holdMs` field,
+ * journal.claim's up to 60 s) gets that wait on top (relayDeadlineOf).
+ */
+export const DEFAULT_RELAY_DEADLINE_MS = 5_000;
+
+/** How long a relayed `request` may take: `baseMs` plus the longest wait it asks for. */
+export function relayDeadlineOf(request: FamilyRequest, baseMs: number): number {
+  let waits = 0;
+  for (const field of ['waitMs', 'holdMs'] as const) {
+    const ms = (request as Readonly<Record<string, unknown>>)[field];
+    if (typeof ms === 'number' && Number.isFinite(ms) && ms > waits) waits = ms;
+  }
+  return baseMs + waits;
+}
 
 export interface RelayClientOptions {
   /** The peer transport's sendService: false when the payload was not queued (it may throw, for one too large). */
@@ -62,7 +76,7 @@ export interface RelayClientOptions {
   readonly waitApplied: (index: number) => Promise<void>;
   /** Requests waiting for an answer, at most; past it a request is refused (not run). */
   readonly maxInFlight: number;
-  /** A request's deadline unless the caller gives one (ms). */
+  /** A request's deadline beyond the wait it asks for, unless the caller gives one (ms; relayDeadlineOf). */
   readonly deadlineMs: number;
   readonly after: (ms: number, run: () => void) => () => void;
 }
@@ -124,7 +138,7 @@ export class RelayClient {
     if (size > Math.min(MAX_RELAYED_BYTES, this.opts.maxPayloadBytes)) {
       return Promise.reject(new VeraError('TOO_LARGE', `the request would be a ${size}-byte peer message, more than the ${this.opts.maxPayloadBytes} a member relays to the leader`));
     }
-    const deadlineMs = options.deadlineMs ?? this.opts.deadlineMs;
+    const deadlineMs = options.deadlineMs ?? relayDeadlineOf(request, this.opts.deadlineMs);
     return new Promise<RelayedAnswer>((resolve, reject) => {
       const onAbort = (): void => {
         if (this.settle(p)) reject(unknownOutcome('the relayed request was cancelled; the leader may still run it'));

@@ -51,7 +51,7 @@ export interface PeerServiceOptions {
   readonly maxForwardsInFlight?: number;
   /** Runs relayed ops here while this member leads; absent, every relayed op is refused (not run). */
   readonly relayRunner?: RelayRunner;
-  /** A relayed op's deadline (default DEFAULT_RELAY_DEADLINE_MS). */
+  /** A relayed op's deadline beyond the wait it asks for (default DEFAULT_RELAY_DEADLINE_MS, 5 s). */
   readonly relayDeadlineMs?: number;
   /** Relayed ops this member has waiting at the leader at once (default 4,096). */
   readonly maxRelaysInFlight?: number;
