@@ -144,3 +144,28 @@ describe("a relayed op's deadline", () => {
     relay.close();
   });
 });
+
+describe('an answer waiting for this member to apply its index', () => {
+  it('gives the wait up when the request settles at its deadline (nothing left waiting in the driver)', async () => {
+    const timers: Array<() => void> = [];
+    const signals: AbortSignal[] = [];
+    const sent: Uint8Array[] = [];
+    const relay = new RelayClient({
+      send: (_to, p) => (sent.push(p), true),
+      maxPayloadBytes: LIMIT,
+      currentLeader: () => 'n1',
+      waitApplied: (_index, cancel) => (signals.push(cancel), new Promise<void>(() => undefined)),
+      maxInFlight: 10,
+      deadlineMs: 5000,
+      after: (_ms, run) => (timers.push(run), () => undefined),
+    });
+    const answer = relay.request('n1', { id: 1, op: 'x.y' }, caller);
+    const m = decodeServiceMessage(sent[0]!);
+    relay.onAnswer('n1', { k: 'opOk', id: m.k === 'op' ? m.id : -1, result: packFrame({ value: 1 }), index: 50 });
+    expect(signals).toHaveLength(1);
+    expect(signals[0]!.aborted).toBe(false);
+    timers[0]!();
+    await expect(answer).resolves.toEqual({ result: { value: 1 }, index: 50 });
+    expect(signals[0]!.aborted).toBe(true);
+  });
+});

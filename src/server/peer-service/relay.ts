@@ -72,8 +72,8 @@ export interface RelayClientOptions {
   readonly maxPayloadBytes: number;
   /** The leader this member knows now, for the one re-relay after a refusal. */
   readonly currentLeader: () => NodeId | null;
-  /** Resolves once this member has applied `index` (RaftDriver.waitApplied through the node). */
-  readonly waitApplied: (index: number) => Promise<void>;
+  /** Resolves once this member has applied `index` (RaftDriver.waitApplied through the node); `cancel` gives the wait up. */
+  readonly waitApplied: (index: number, cancel: AbortSignal) => Promise<void>;
   /** Requests waiting for an answer, at most; past it a request is refused (not run). */
   readonly maxInFlight: number;
   /** A request's deadline beyond the wait it asks for, unless the caller gives one (ms; relayDeadlineOf). */
@@ -92,6 +92,8 @@ interface PendingRelay {
   readonly reject: (err: Error) => void;
   readonly cancelDeadline: () => void;
   readonly stopListening: () => void;
+  /** Gives up the driver's wait for the answer's index, so a settled request leaves nothing waiting there. */
+  readonly giveUp: AbortController;
 }
 
 /** Not run: nothing changed, and the client library may send it again. */
@@ -158,6 +160,7 @@ export class RelayClient {
         reject,
         cancelDeadline,
         stopListening: () => options.signal?.removeEventListener('abort', onAbort),
+        giveUp: new AbortController(),
       };
       this.all.add(p);
       if (!this.send(p, leader)) {
@@ -196,7 +199,7 @@ export class RelayClient {
     };
     p.answer = { settle };
     // Read-your-writes: what the op wrote at the leader is applied here before the client hears of it.
-    this.opts.waitApplied(m.index).then(settle, settle);
+    this.opts.waitApplied(m.index, p.giveUp.signal).then(settle, settle);
   }
 
   /** Payloads the transport accepted for `to` but never handed to a socket: those requests never reached the leader. */
@@ -242,6 +245,7 @@ export class RelayClient {
     if (this.byId.get(p.id) === p) this.byId.delete(p.id);
     p.cancelDeadline();
     p.stopListening();
+    p.giveUp.abort();
     return true;
   }
 }

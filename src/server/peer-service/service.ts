@@ -24,7 +24,7 @@ export interface ForwardingNode {
   proposeForwarded(body: Uint8Array, rid: string, admit: (envelope: ForwardEnvelope) => void): PlacedProposal;
   setForwarder(forwarder: ProposalForwarder | null): void;
   readonly appliedIndex: number;
-  waitApplied(index: number): Promise<void>;
+  waitApplied(index: number, cancel?: AbortSignal): Promise<void>;
 }
 
 /** What the leader needs to run another member's relayed ops (the front end's, from step 8 of docs/scale-out.md). */
@@ -116,7 +116,7 @@ export class PeerService {
       send: (to, payload) => channel.sendService(to, payload),
       maxPayloadBytes,
       currentLeader: () => node.status().leader,
-      waitApplied: (index) => node.waitApplied(index),
+      waitApplied: (index, cancel) => node.waitApplied(index, cancel),
       maxInFlight: opts.maxRelaysInFlight ?? 4_096,
       deadlineMs: opts.relayDeadlineMs ?? DEFAULT_RELAY_DEADLINE_MS,
       after,
