@@ -123,6 +123,22 @@ describe("the desk's share of forwards in flight", () => {
     expect(forward('n3')).toBe('fwdErr');
   });
 
+  it("a member whose client retries every 1.5 s (the client library's backoff) still gets its share from a flooder", async () => {
+    const { applied, forward, advance } = deskOf(4);
+    expect(['n2', 'n2', 'n2', 'n2', 'n3'].map(forward)).toEqual(['fwdOk', 'fwdOk', 'fwdOk', 'fwdOk', 'fwdErr']);
+    for (let round = 0; round < 3; round++) {
+      advance(1500);
+      applied.shift()!();
+      applied.shift()!();
+      await settle();
+      // n2 refills at once; n3's retry comes 1.5 s after its refusal and still counts as wanting its share.
+      forward('n2');
+      forward('n2');
+      if (forward('n3') === 'fwdOk') return;
+    }
+    throw new Error('n3 was refused on every retry');
+  });
+
   it('a member that stopped asking gives its share back', async () => {
     const { desk, applied, forward, advance } = deskOf(4);
     expect(['n2', 'n2', 'n2', 'n2', 'n3'].map(forward)).toEqual(['fwdOk', 'fwdOk', 'fwdOk', 'fwdOk', 'fwdErr']);

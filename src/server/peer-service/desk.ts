@@ -38,10 +38,11 @@ export interface DeskOptions {
 const RETRY_AFTER_MS = 200;
 
 /**
- * A member refused for load counts as wanting its share this long (ms): several retry
- * periods, so a member whose clients retry is not forgotten between two of its tries.
+ * A member refused for load counts as wanting its share this long (ms): longer than the
+ * client library's longest backoff (1-2 s from the 6th retry, client/backoff.ts), so a
+ * member whose clients retry is not forgotten between two of its tries.
  */
-export const CONTENDING_MS = 5 * RETRY_AFTER_MS;
+export const CONTENDING_MS = 5_000;
 
 export class Desk {
   private inFlight = 0;
