@@ -95,3 +95,31 @@ describe('HTTP relays (no session)', () => {
     relay.close();
   });
 });
+
+describe('the relay desk and routes', () => {
+  it("runs a family op routed 'anywhere' here (a member of another build may relay it); refuses an op it does not know, not run", async () => {
+    const replies: Uint8Array[] = [];
+    const runs: string[] = [];
+    const anywhere: RelayableOp = { runsOn: 'anywhere', build: (fields, id) => ({ ...fields, id }) as unknown as FamilyRequest };
+    const desk = new RelayDesk({
+      send: (_to, p) => (replies.push(p), true),
+      maxPayloadBytes: 1 << 20,
+      leading: () => true,
+      leaderHint: () => 'n1',
+      appliedIndex: () => 2,
+      ops: new Map([['counter.get', anywhere]]),
+      limits: DEFAULT_LIMITS,
+      sessionLive: () => true,
+      run: (op) => (runs.push(op), Promise.resolve<FamilyResult>({ value: 3 })),
+      maxPerMember: 4,
+    });
+    desk.onOp('n2', { k: 'op', id: 1, session: 's1', remote: '', frameBytes: 1, req: packFrame({ op: 'counter.get', name: 'c' }) });
+    desk.onOp('n2', { k: 'op', id: 2, session: 's1', remote: '', frameBytes: 1, req: packFrame({ op: 'push', path: '/a' }) });
+    await flush();
+    expect(runs).toEqual(['counter.get']);
+    expect(replies.map((r) => decodeServiceMessage(r))).toEqual([
+      expect.objectContaining({ k: 'opErr', id: 2, code: 'BAD_REQUEST', notRun: true }),
+      expect.objectContaining({ k: 'opOk', id: 1 }),
+    ]);
+  });
+});

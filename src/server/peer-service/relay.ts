@@ -25,7 +25,7 @@ import { RaftError } from '../../raft/driver.js';
 import type { NodeId } from '../../raft/types.js';
 import { MAX_SESSION_ID_BYTES } from '../../protocol/session-id.js';
 import { decodeServiceMessage, encodeServiceMessage, MAX_PRINCIPAL_BYTES, MAX_RELAYED_BYTES, MAX_REMOTE_BYTES, type RelayedErrMessage, type RelayedOkMessage, type RelayedOpMessage } from './codec.js';
-import { routeOf, type RoutedOp } from './routes.js';
+import type { RoutedOp } from './routes.js';
 
 /** Who asks for a relayed op, as the member's connection established it. */
 export interface RelayedCaller {
@@ -382,8 +382,10 @@ export class RelayDesk {
     const op = (fields as { op?: unknown }).op;
     if (typeof op !== 'string') throw new VeraError('BAD_REQUEST', 'a relayed request names its op');
     const spec = this.opts.ops.get(op);
-    // Core ops and family ops that run anywhere are served where the client is: never relayed.
-    if (spec === undefined || routeOf(op, this.opts.ops) !== 'leader') throw new VeraError('BAD_REQUEST', `${op} is not an op the leader runs for another member`);
+    // Core ops are served where the client is, never relayed. A family op routed `anywhere`
+    // here still runs (it may run on any member, this one included): a member of another
+    // build, mid rolling upgrade, may route it to the leader.
+    if (spec === undefined) throw new VeraError('BAD_REQUEST', `${op} is not an op the leader runs for another member`);
     return spec.build(fields as Readonly<Record<string, unknown>>, m.id, this.opts.limits);
   }
 
