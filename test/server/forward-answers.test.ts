@@ -151,3 +151,25 @@ describe("the desk's share of forwards in flight", () => {
     expect(desk.heldBy('n2')).toBe(4);
   });
 });
+
+describe('a refused forward', () => {
+  it("goes once more to the refuser's hint when this member still takes the refuser for leader", () => {
+    const sent: string[] = [];
+    const f = new Forwarder({
+      selfId: 'n4',
+      processTag: 'tag',
+      send: (to) => (sent.push(to), true),
+      maxPayloadBytes: 1 << 20,
+      peerVersion: () => 9,
+      minLeaderVersion: 9,
+      awaitEntry: () => new Promise<ApplyOutcome>(() => undefined),
+      currentLeader: () => 'n2',
+      deadlineMs: 5000,
+      after: () => () => undefined,
+    });
+    void f.forward('n2', encodeForwardBody(push).bytes).catch(() => undefined);
+    f.onAnswer('n2', { k: 'fwdErr', id: (f as unknown as { nextId: number }).nextId - 1, code: 'NOT_LEADER', message: 'not me', notProposed: true, leader: 'n3' });
+    expect(sent).toEqual(['n2', 'n3']);
+    f.close();
+  });
+});

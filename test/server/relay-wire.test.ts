@@ -49,9 +49,10 @@ describe('a known kind whose fields do not check keeps the link', () => {
   });
 });
 
+const http: RelayedCaller = { session: '', principal: 'alice', remote: '10.0.0.3:80', frameBytes: 5 };
+
 describe('HTTP relays (no session)', () => {
   const op: RelayableOp = { runsOn: 'leader', build: (fields, id) => ({ ...fields, id }) as unknown as FamilyRequest };
-  const http: RelayedCaller = { session: '', principal: 'alice', remote: '10.0.0.3:80', frameBytes: 5 };
 
   it('a member relays an HTTP caller, and the leader runs it without a session check', async () => {
     const sent: Uint8Array[] = [];
@@ -121,5 +122,63 @@ describe('the relay desk and routes', () => {
       expect.objectContaining({ k: 'opErr', id: 2, code: 'BAD_REQUEST', notRun: true }),
       expect.objectContaining({ k: 'opOk', id: 1 }),
     ]);
+  });
+});
+
+describe('small robustness rules of the relay', () => {
+  const op: RelayableOp = { runsOn: 'leader', build: (fields, id) => ({ ...fields, id }) as unknown as FamilyRequest };
+  function desk(run: () => Promise<FamilyResult>, sessionMember?: (s: string) => string | undefined) {
+    const replies: Uint8Array[] = [];
+    const d = new RelayDesk({
+      send: (_to, p) => (replies.push(p), true),
+      maxPayloadBytes: 1 << 20,
+      leading: () => true,
+      leaderHint: () => 'n1',
+      appliedIndex: () => 2,
+      ops: new Map([['x.get', op]]),
+      limits: DEFAULT_LIMITS,
+      sessionLive: () => true,
+      run,
+      maxPerMember: 1,
+      ...(sessionMember === undefined ? {} : { sessionMember }),
+    });
+    return { d, replies: () => replies.map((r) => decodeServiceMessage(r)) };
+  }
+  const opOf = (id: number) => ({ k: 'op', id, session: 's1', remote: '', frameBytes: 1, req: packFrame({ op: 'x.get' }) }) as const;
+
+  it('a runner that throws synchronously gives its slot back and is answered (it may have run)', async () => {
+    const { d, replies } = desk(() => {
+      throw new Error('boom');
+    });
+    expect(() => d.onOp('n2', opOf(1))).not.toThrow();
+    await flush();
+    expect(d.runningFor('n2')).toBe(0);
+    expect(replies()).toEqual([expect.objectContaining({ k: 'opErr', id: 1, code: 'INTERNAL', notRun: false })]);
+  });
+
+  it('a relay from a member that does not hold the session is refused, not run (retryable); from its holder it runs', async () => {
+    const runs: number[] = [];
+    const { d, replies } = desk(
+      () => (runs.push(1), Promise.resolve({ value: 1 })),
+      () => 'n3',
+    );
+    d.onOp('n2', opOf(1));
+    d.onOp('n3', opOf(2));
+    await flush();
+    expect(runs).toEqual([1]);
+    expect(replies()).toEqual([
+      expect.objectContaining({ k: 'opErr', id: 1, code: 'UNAVAILABLE', notRun: true, reason: 'not-proposed' }),
+      expect.objectContaining({ k: 'opOk', id: 2 }),
+    ]);
+  });
+
+  it("a refusal is re-relayed to the refuser's hint when this member still takes the refuser for leader", () => {
+    const sent: Array<[string, Uint8Array]> = [];
+    const relay = new RelayClient({ send: (to, p) => (sent.push([to, p]), true), maxPayloadBytes: 1 << 20, currentLeader: () => 'n2', waitApplied: () => Promise.resolve(), maxInFlight: 4, deadlineMs: 1000, after: () => () => undefined });
+    void relay.request('n2', { id: 1, op: 'x.get' }, http).catch(() => undefined);
+    const first = decodeServiceMessage(sent[0]![1]);
+    relay.onAnswer('n2', { k: 'opErr', id: first.id, code: 'NOT_LEADER', message: 'not me', notRun: true, index: 1, leader: 'n3' });
+    expect(sent.map(([to]) => to)).toEqual(['n2', 'n3']);
+    relay.close();
   });
 });

@@ -18,6 +18,7 @@ import { RaftError } from '../../raft/driver.js';
 import type { NodeId } from '../../raft/types.js';
 import { VeraError } from '../../protocol/errors.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
+import { nextLeader } from './relay.js';
 import { decodeServiceMessage, encodeServiceMessage, type ForwardedMessage, type ForwardRefusedMessage } from './codec.js';
 
 export interface ForwarderOptions {
@@ -125,8 +126,8 @@ export class Forwarder {
     }
     this.byId.delete(p.id);
     if ((m.code === 'NOT_LEADER' || m.code === 'NO_LEADER') && m.notProposed && !p.reforwarded) {
-      const leader = this.opts.currentLeader() ?? m.leader ?? null;
-      if (leader !== null && leader !== from && this.accepts(leader)) {
+      const leader = nextLeader(this.opts.currentLeader(), from, m.leader);
+      if (leader !== null && this.accepts(leader)) {
         p.reforwarded = true;
         if (this.send(p, leader)) return;
       }

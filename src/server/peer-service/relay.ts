@@ -176,8 +176,8 @@ export class RelayClient {
     if (p === undefined || p.to !== from || p.answer !== null) return; // settled already, or an answer for another link
     this.byId.delete(m.id);
     if (m.k === 'opErr' && m.notRun && (m.code === 'NOT_LEADER' || m.code === 'NO_LEADER') && !p.rerelayed) {
-      const leader = this.opts.currentLeader() ?? m.leader ?? null;
-      if (leader !== null && leader !== from) {
+      const leader = nextLeader(this.opts.currentLeader(), from, m.leader);
+      if (leader !== null) {
         p.rerelayed = true;
         if (this.send(p, leader)) return;
       }
@@ -250,6 +250,15 @@ export class RelayClient {
   }
 }
 
+/**
+ * Where a request refused by `from` (not leading) goes once more: the leader known here,
+ * unless that is `from` itself or unknown, in which case the one `from` named; null when neither.
+ */
+export function nextLeader(known: NodeId | null, from: NodeId, hint: NodeId | undefined): NodeId | null {
+  if (known !== null && known !== from) return known;
+  return hint !== undefined && hint !== from ? hint : null;
+}
+
 /** Why the leader's decoder would refuse this caller (the bounds of codec.ts), or null: refused here instead of dropping the link. */
 function callerProblem(caller: RelayedCaller): string | null {
   if (Buffer.byteLength(caller.session, 'utf8') > MAX_SESSION_ID_BYTES) return `a session id is at most ${MAX_SESSION_ID_BYTES} bytes`;
@@ -301,6 +310,11 @@ export interface RelayDeskOptions {
   /** Whether `session` is live (the replicated sessions): an op of an ended session is not run. */
   readonly sessionLive: (session: string) => boolean;
   /**
+   * The member the replicated sessions record as holding `session` (undefined: none recorded).
+   * A relay from another member is refused, not run (retryable: the session may be moving to it).
+   */
+  readonly sessionMember?: (session: string) => NodeId | undefined;
+  /**
    * Runs the op's handler as `caller`, judging its permissions and path guards as for a
    * connection of this member's own (runFamilyOp, wired in step 8 of docs/scale-out.md).
    */
@@ -340,30 +354,44 @@ export class RelayDesk {
     }
     // An HTTP caller has no session (''): the handler judges it as it judges an HTTP call made at the leader.
     if (m.session !== '' && !this.opts.sessionLive(m.session)) return refuse('SESSION_EXPIRED', `session ${m.session} is unknown or has expired`);
-    this.running.set(from, this.runningFor(from) + 1);
+    const holder = m.session === '' ? undefined : this.opts.sessionMember?.(m.session);
+    if (holder !== undefined && holder !== from) {
+      return refuse('UNAVAILABLE', `session ${m.session} is held by ${holder}, not ${from}; retry shortly`, { retryAfterMs: RETRY_AFTER_MS, reason: NOT_PROPOSED });
+    }
     const caller: RelayedCaller = { session: m.session, principal: m.principal ?? null, remote: m.remote, frameBytes: m.frameBytes };
+    // Its own method: the callbacks that wait for the handler keep the id, not the message (whose bytes may be a frame's worth).
+    this.start(from, m.id, request, caller);
+  }
+
+  private start(from: NodeId, id: number, request: FamilyRequest, caller: RelayedCaller): void {
+    this.running.set(from, this.runningFor(from) + 1);
     const done = (): void => {
       const left = this.runningFor(from) - 1;
       if (left > 0) this.running.set(from, left);
       else this.running.delete(from);
     };
-    this.opts
-      .run(request.op, request, caller)
+    let running: Promise<FamilyResult>;
+    try {
+      running = this.opts.run(request.op, request, caller);
+    } catch (err) {
+      running = Promise.reject(err); // a runner that throws instead of rejecting still gives its slot back
+    }
+    running
       .then(
         (result) => {
           done();
-          if ('id' in result || 'ok' in result) return this.failed(from, m.id, new VeraError('INTERNAL', `the reply to ${request.op} sets id or ok, which belong to the reply frame`));
+          if ('id' in result || 'ok' in result) return this.failed(from, id, new VeraError('INTERNAL', `the reply to ${request.op} sets id or ok, which belong to the reply frame`));
           const bytes = packFrame(result);
-          const payload = bytes.byteLength > MAX_RELAYED_BYTES ? null : encodeServiceMessage({ k: 'opOk', id: m.id, result: bytes, index: this.opts.appliedIndex() });
+          const payload = bytes.byteLength > MAX_RELAYED_BYTES ? null : encodeServiceMessage({ k: 'opOk', id, result: bytes, index: this.opts.appliedIndex() });
           if (payload === null || payload.byteLength > this.opts.maxPayloadBytes) {
             // It ran (and may have changed state): the member learns that, not the reply.
-            return this.failed(from, m.id, new VeraError('TOO_LARGE', `the reply to ${request.op} would be ${bytes.byteLength} bytes, more than the ${this.opts.maxPayloadBytes} a peer message carries; ask for less`));
+            return this.failed(from, id, new VeraError('TOO_LARGE', `the reply to ${request.op} would be ${bytes.byteLength} bytes, more than the ${this.opts.maxPayloadBytes} a peer message carries; ask for less`));
           }
           this.send(from, payload, 'opOk');
         },
         (err: unknown) => {
           done();
-          this.failed(from, m.id, err);
+          this.failed(from, id, err);
         },
       )
       // Nothing above should throw; if it does, it must not become an unhandled rejection.

@@ -28,7 +28,7 @@ export interface ForwardingNode {
 }
 
 /** What the leader needs to run another member's relayed ops (the front end's, from step 8 of docs/scale-out.md). */
-export type RelayRunner = Pick<RelayDeskOptions, 'ops' | 'limits' | 'sessionLive' | 'run'>;
+export type RelayRunner = Pick<RelayDeskOptions, 'ops' | 'limits' | 'sessionLive' | 'sessionMember' | 'run'>;
 
 /** The peer transport's service channel. */
 export interface ServiceChannel {
