@@ -564,10 +564,35 @@ export class RaftDriver<R, S extends StagedTransfer = StagedFile> {
     }
   }
 
-  /** Resolves once the state machine has applied `index`. */
-  waitApplied(index: number): Promise<void> {
+  /**
+   * Resolves once the state machine has applied `index`. `cancel` gives up the wait (a
+   * relayed answer settled at its deadline): the waiter is forgotten at once, not kept until
+   * the index applies, and the promise rejects UNAVAILABLE.
+   */
+  waitApplied(index: number, cancel?: AbortSignal): Promise<void> {
     if (this.applied >= index) return Promise.resolve();
-    return new Promise((resolve) => this.appliedWaiters.push({ index, resolve }));
+    if (cancel?.aborted === true) return Promise.reject(abandonedApply(index));
+    return new Promise((resolve, reject) => {
+      const waiter = { index, resolve };
+      this.appliedWaiters.push(waiter);
+      if (cancel === undefined) return;
+      const onCancel = (): void => {
+        const at = this.appliedWaiters.indexOf(waiter);
+        if (at < 0) return; // released already
+        this.appliedWaiters.splice(at, 1);
+        reject(abandonedApply(index));
+      };
+      cancel.addEventListener('abort', onCancel, { once: true });
+      waiter.resolve = () => {
+        cancel.removeEventListener('abort', onCancel);
+        resolve();
+      };
+    });
+  }
+
+  /** Waits for an applied index (waitApplied) not yet released nor given up. */
+  get appliedWaits(): number {
+    return this.appliedWaiters.length;
   }
 
   private track(result: ProposeResult): Promise<R> {
@@ -949,6 +974,10 @@ export function coveredBySnapshot(index: number, term: number, meta: SnapshotMet
 }
 
 /** The caller gave up waiting for the entry at `index` (its deadline): whether it applies is unknown to it. */
+function abandonedApply(index: number): RaftError {
+  return new RaftError('UNAVAILABLE', `the wait for index ${index} to apply was given up`);
+}
+
 function abandonedEntry(index: number): RaftError {
   return new RaftError('UNAVAILABLE', `the wait for entry ${index} was given up; its outcome is unknown`);
 }

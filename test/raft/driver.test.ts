@@ -755,6 +755,23 @@ describe('RaftDriver awaitEntry (an entry another member proposed)', () => {
     expect(driver.awaitedEntries).toBe(0);
   });
 
+  it('a wait for an applied index that is given up (a relayed answer at its deadline) is forgotten at once', async () => {
+    const { driver, appliedIndexes } = await follower();
+    const giveUp = new AbortController();
+    const abandoned = driver.waitApplied(2, giveUp.signal);
+    const kept = driver.waitApplied(2);
+    expect(driver.appliedWaits).toBe(2);
+    giveUp.abort();
+    await expect(abandoned).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(driver.appliedWaits).toBe(1);
+    await expect(driver.waitApplied(9, giveUp.signal)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(driver.appliedWaits).toBe(1);
+    driver.step(append(1, 0, 0, [cmd(1, 1), cmd(2, 1)], 2));
+    await turnsUntil(() => appliedIndexes.length === 2);
+    await kept;
+    expect(driver.appliedWaits).toBe(0);
+  });
+
   it('rejects every waiting entry when the driver stops', async () => {
     const { driver } = await follower();
     const awaited = driver.awaitEntry(5, 1);

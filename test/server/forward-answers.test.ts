@@ -24,6 +24,7 @@ describe('a forward is answered by its own entry only', () => {
       selfId: 'n2',
       processTag: 'tag',
       send: (_to, payload) => (sent.push(payload), true),
+      maxPayloadBytes: 1 << 20,
       peerVersion: () => 9,
       minLeaderVersion: 9,
       awaitEntry: () => new Promise<ApplyOutcome>((resolve) => (awaited = resolve)),
@@ -122,6 +123,22 @@ describe("the desk's share of forwards in flight", () => {
     expect(forward('n3')).toBe('fwdErr');
   });
 
+  it("a member whose client retries every 1.5 s (the client library's backoff) still gets its share from a flooder", async () => {
+    const { applied, forward, advance } = deskOf(4);
+    expect(['n2', 'n2', 'n2', 'n2', 'n3'].map(forward)).toEqual(['fwdOk', 'fwdOk', 'fwdOk', 'fwdOk', 'fwdErr']);
+    for (let round = 0; round < 3; round++) {
+      advance(1500);
+      applied.shift()!();
+      applied.shift()!();
+      await settle();
+      // n2 refills at once; n3's retry comes 1.5 s after its refusal and still counts as wanting its share.
+      forward('n2');
+      forward('n2');
+      if (forward('n3') === 'fwdOk') return;
+    }
+    throw new Error('n3 was refused on every retry');
+  });
+
   it('a member that stopped asking gives its share back', async () => {
     const { desk, applied, forward, advance } = deskOf(4);
     expect(['n2', 'n2', 'n2', 'n2', 'n3'].map(forward)).toEqual(['fwdOk', 'fwdOk', 'fwdOk', 'fwdOk', 'fwdErr']);
@@ -132,5 +149,27 @@ describe("the desk's share of forwards in flight", () => {
     advance(CONTENDING_MS + 1);
     expect(['n2', 'n2'].map(forward)).toEqual(['fwdOk', 'fwdOk']);
     expect(desk.heldBy('n2')).toBe(4);
+  });
+});
+
+describe('a refused forward', () => {
+  it("goes once more to the refuser's hint when this member still takes the refuser for leader", () => {
+    const sent: string[] = [];
+    const f = new Forwarder({
+      selfId: 'n4',
+      processTag: 'tag',
+      send: (to) => (sent.push(to), true),
+      maxPayloadBytes: 1 << 20,
+      peerVersion: () => 9,
+      minLeaderVersion: 9,
+      awaitEntry: () => new Promise<ApplyOutcome>(() => undefined),
+      currentLeader: () => 'n2',
+      deadlineMs: 5000,
+      after: () => () => undefined,
+    });
+    void f.forward('n2', encodeForwardBody(push).bytes).catch(() => undefined);
+    f.onAnswer('n2', { k: 'fwdErr', id: (f as unknown as { nextId: number }).nextId - 1, code: 'NOT_LEADER', message: 'not me', notProposed: true, leader: 'n3' });
+    expect(sent).toEqual(['n2', 'n3']);
+    f.close();
   });
 });

@@ -281,20 +281,24 @@ describe('forwarded writes between in-process members', () => {
     expect(counterValue(await follower.node.propose(add('beside', 1)))).toBe(1);
   });
 
-  it('a service payload the leader cannot read drops the link it came on; the link comes back and forwards go on', async () => {
+  it('a service payload of a kind the leader does not know drops the link it came on (bad fields of a known kind do not); the link comes back and forwards go on', async () => {
     const logs: string[] = [];
     const members = await cluster(FORWARDING_SINCE, 10_000, { logs });
     const { leader, followers } = await leaderOf(members);
     const follower = followers[0]!;
     expect(follower.transport.sendService(leader.id, packFrame({ k: 'fwd', id: 1 }))).toBe(true);
+    expect(follower.transport.sendService(leader.id, packFrame({ k: 'nope', id: 2 }))).toBe(true);
     await until(() => logs.some((l) => l.includes('"peer.protocolError"')), "the leader dropping the follower's link");
-    const dropped = logs.map((l) => JSON.parse(l) as { member: string; event: string; err?: string }).filter((l) => l.event === 'peer.protocolError' || l.event === 'peer-service.badMessage');
+    const watched = ['peer.protocolError', 'peer-service.badMessage', 'peer-service.badFields'];
+    const dropped = logs.map((l) => JSON.parse(l) as { member: string; event: string; err?: string }).filter((l) => watched.includes(l.event));
     expect(dropped.map((l) => [l.member, l.event])).toEqual([
+      [leader.id, 'peer-service.badFields'],
       [leader.id, 'peer-service.badMessage'],
       [leader.id, 'peer.protocolError'],
     ]);
-    expect(dropped[1]!.err).toMatch(/fwd\.rid is missing/);
-    expect(leader.received.get('malformed')).toBe(1);
+    expect(dropped[0]!.err).toMatch(/fwd\.rid is missing/);
+    expect(dropped[2]!.err).toMatch(/unknown service message kind/);
+    expect(leader.received.get('malformed')).toBe(2);
     await leaderOf(members);
     expect(counterValue(await follower.node.propose(add('after', 1)))).toBe(1);
   });

@@ -191,4 +191,14 @@ describe('an attachSession applied on the leader', () => {
     expect(fe.expiry.has('gone')).toBe(false);
     duties.stop();
   });
+
+  it('on a member that does not lead, restarts no clock (the leader runs the clocks)', () => {
+    const fe = { ...frontEnd(), isLeader: () => false } as FrontEnd;
+    const part = pluginPart(sessions, sessionsPlugin);
+    part.bind(fe);
+    fe.expiry.track('S', 1000);
+    clock += 900;
+    part.onApplied!(attached(7, 'S', 'n2'));
+    expect(fe.expiry.remainingMs('S')).toBe(100);
+  });
 });

@@ -13,6 +13,7 @@ function client(opts: { maxInFlight?: number; send?: boolean; applied?: Promise<
   const timers: Array<() => void> = [];
   const relay = new RelayClient({
     send: (_to, payload) => (sent.push(payload), opts.send ?? true),
+    maxPayloadBytes: 1 << 20,
     currentLeader: () => 'n1',
     waitApplied: () => opts.applied ?? Promise.resolve(),
     maxInFlight: opts.maxInFlight ?? 10,
@@ -51,15 +52,24 @@ describe('relayed ops, member side', () => {
   it('an answer waits for its index to apply here, and is given as it is at the deadline if the index has not', async () => {
     const { relay, timers, idOf } = client({ applied: new Promise<void>(() => undefined) });
     let settled: unknown = null;
-    void relay.request('n1', { id: 1, op: 'x.y' }, caller).then((a) => (settled = a));
+    let failed: unknown = null;
+    void relay.request('n1', { id: 1, op: 'x.y' }, caller).then(
+      (a) => (settled = a),
+      (e: unknown) => (failed = e),
+    );
+    // An answer from another member than the one asked settles nothing.
+    relay.onAnswer('n2', { k: 'opOk', id: idOf(0), result: packFrame({ value: 666 }), index: 1 });
     relay.onAnswer('n1', { k: 'opOk', id: idOf(0), result: packFrame({ value: 4 }), index: 99 });
     await new Promise((r) => setImmediate(r));
     expect(settled).toBeNull();
     timers[0]!();
     await new Promise((r) => setImmediate(r));
     expect(settled).toEqual({ result: { value: 4 }, index: 99 });
-    // A second answer for the same id, or one from another member, changes nothing.
+    // A second answer for the same id changes nothing.
     relay.onAnswer('n1', { k: 'opErr', id: idOf(0), code: 'INTERNAL', message: 'late', notRun: false, index: 1 });
+    await new Promise((r) => setImmediate(r));
+    expect(settled).toEqual({ result: { value: 4 }, index: 99 });
+    expect(failed).toBeNull();
     expect(relay.inFlight).toBe(0);
   });
 

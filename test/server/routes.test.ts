@@ -61,6 +61,8 @@ describe('forwardable commands', () => {
     expect(forwardRefusal('sessions', { op: 'closeSession', session: 's', reason: 'expired' })).toMatch(/session-expiry duty/);
     expect(forwardRefusal('cluster', { op: 'setCommandVersion', version: 9 })).toMatch(/leader's own to propose/);
     expect(forwardRefusal('lag', { op: 'ack', acks: [] })).toMatch(/ack-flush/);
+    // A member's own audit facts (auth failures its guard saw) reach the log by forwarding.
+    expect(forwardRefusal('audit', { op: 'append', facts: [{ at: 1, kind: 'auth-failed', principal: null, remote: 'r', what: 'x' }] })).toBeNull();
     expect(forwardRefusal('journal', { op: 'timeout', name: 'j', claims: [] })).toMatch(/journal-timeouts/);
     expect(forwardRefusal('assign', { op: 'purgeStop', service: 's' })).toBeNull();
     expect(forwardRefusal('assign', { op: 'purgeStop', service: 's', seq: 1, error: 'x' })).toMatch(/assign-purge/);

@@ -314,6 +314,20 @@ describe('strict decoding of service frames', () => {
     expect(a.arrivals.log).toEqual([]);
   });
 
+  it('a payload the service cannot read drops the link, after the rest of its frame is delivered', async () => {
+    const seen: string[] = [];
+    const { client } = await listener({
+      onService: (_from, payload) => {
+        const t = Buffer.from(payload).toString('utf8');
+        if (t === 'unreadable') throw new PeerProtocolError('cannot read it');
+        seen.push(t);
+      },
+    });
+    client.send(encodeServicePayloads([text('one'), text('unreadable'), text('two')]));
+    expect((await client.closed).code).toBe(4002);
+    expect(seen).toEqual(['one', 'two']);
+  });
+
   it('drops a peer that sends a service frame without having advertised the minimum command version', async () => {
     const { a, client } = await listener({}, null);
     client.send(encodeServicePayloads([text('hi')]));

@@ -217,6 +217,11 @@ export function estimateServicePayloadBytes(payload: Uint8Array): number {
   return payload.byteLength + 8;
 }
 
+/** The largest service payload a frame of `maxFrameBytes` carries (sendService throws past it). */
+export function maxServicePayloadBytes(maxFrameBytes: number): number {
+  return maxFrameBytes - frameOverheadBytes() - 8;
+}
+
 /** Upper bound on one message's encoded size inside a frame. */
 export function estimateMessageBytes(m: Message): number {
   let bytes = estimateMessageBaseBytes(m);

@@ -519,16 +519,20 @@ export class PeerTransport implements Transport {
     const from = conn.peerId;
     const onService = this.opts.onService;
     if (from === null || onService === undefined) return;
+    let unreadable: PeerProtocolError | null = null;
     for (const payload of payloads) {
       if (this.state !== 'started') return;
       try {
         onService(from, payload);
       } catch (err) {
-        // A payload the service cannot read drops the link, as a malformed Raft message does (the inbound connection's rule).
-        if (err instanceof PeerProtocolError) throw err;
-        this.opts.logger.error({ event: 'peer.onServiceFailed', from, err: errorText(err) }, 'onService threw');
+        // A payload the service cannot read drops the link, as a malformed Raft message does (the inbound
+        // connection's rule), but only after the rest of its frame: those payloads were read, and their
+        // requests would otherwise wait out their deadlines.
+        if (err instanceof PeerProtocolError) unreadable ??= err;
+        else this.opts.logger.error({ event: 'peer.onServiceFailed', from, err: errorText(err) }, 'onService threw');
       }
     }
+    if (unreadable !== null) throw unreadable;
   }
 
   private deliver(messages: readonly Message[]): void {

@@ -479,9 +479,9 @@ export class VeraNode {
     return this.driver.transferLeadership(to);
   }
 
-  /** Resolves once the state machine has applied `index`. */
-  waitApplied(index: number): Promise<void> {
-    return this.driver.waitApplied(index);
+  /** Resolves once the state machine has applied `index`; `cancel` gives the wait up (RaftDriver.waitApplied). */
+  waitApplied(index: number, cancel?: AbortSignal): Promise<void> {
+    return this.driver.waitApplied(index, cancel);
   }
 
   /** Propose a membership change; resolves once it is committed and applied here. */

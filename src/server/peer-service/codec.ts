@@ -1,8 +1,12 @@
 // The peer service's messages (docs/scale-out.md "Peer messages"), each one opaque
 // service payload of the peer transport: a MessagePack map with a kind `k` and
-// exactly the fields of that kind. Decoded as strictly as the Raft messages: a
-// missing, unknown or mistyped field is a PeerProtocolError, and nothing
-// half-checked is returned.
+// exactly the fields of that kind. Decoded strictly, and nothing half-checked is
+// returned: a payload that is not a map or names an unknown kind is a
+// PeerProtocolError (the transport drops the link); a known kind with a missing,
+// unknown or mistyped field is a BadServiceFields (answered or ignored, the link
+// stays). The encoder brings every field within the decoder's bounds, so what one
+// member encodes the other decodes. A field, kind or error code added later must be
+// gated by command version, or an older member refuses it.
 import { ERROR_CODES, type ErrorCode } from '../../protocol/errors.js';
 import { MAX_SESSION_ID_BYTES } from '../../protocol/session-id.js';
 import { bool, bytes, describe, nodeId, packFrame, PeerProtocolError, uint, unpackFrame } from '../../raft/transport/codec.js';
@@ -76,6 +80,19 @@ export interface RelayedErrMessage {
   readonly leader?: NodeId;
 }
 
+/** A payload of a known kind whose fields do not check: answered (a request) or ignored (an answer); the link stays. */
+export class BadServiceFields extends Error {
+  override readonly name = 'BadServiceFields';
+  constructor(
+    readonly kind: ServiceMessage['k'],
+    /** The message's id, when that much was readable: a request is answered under it. */
+    readonly id: number | null,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 export type ServiceMessage = ForwardMessage | ForwardedMessage | ForwardRefusedMessage | RelayedOpMessage | RelayedOkMessage | RelayedErrMessage;
 
 /**
@@ -83,8 +100,8 @@ export type ServiceMessage = ForwardMessage | ForwardedMessage | ForwardRefusedM
  * (16 MiB by default, docs/protocol.md) and room for the rest of the message.
  */
 export const MAX_RELAYED_BYTES = 16 * 1024 * 1024 + 64 * 1024;
-const MAX_PRINCIPAL_BYTES = 256;
-const MAX_REMOTE_BYTES = 256;
+export const MAX_PRINCIPAL_BYTES = 256;
+export const MAX_REMOTE_BYTES = 256;
 const MAX_REASON_BYTES = 64;
 
 /** A request id: the forwarding member's id, its process tag and a counter (commands.ts MAX_REQUEST_ID_BYTES). */
@@ -103,9 +120,9 @@ export function encodeServiceMessage(m: ServiceMessage): Buffer {
         k: m.k,
         id: m.id,
         code: m.code,
-        message: m.message.length > MAX_MESSAGE_BYTES / 4 ? `${m.message.slice(0, MAX_MESSAGE_BYTES / 4 - 3)}...` : m.message,
+        message: shortMessage(m.message),
         notProposed: m.notProposed,
-        ...(m.retryAfterMs === undefined ? {} : { retryAfterMs: m.retryAfterMs }),
+        ...retryAfterField(m.retryAfterMs),
         ...(m.leader === undefined ? {} : { leader: m.leader }),
       });
     case 'op':
@@ -125,23 +142,56 @@ export function encodeServiceMessage(m: ServiceMessage): Buffer {
         k: m.k,
         id: m.id,
         code: m.code,
-        message: m.message.length > MAX_MESSAGE_BYTES / 4 ? `${m.message.slice(0, MAX_MESSAGE_BYTES / 4 - 3)}...` : m.message,
+        message: shortMessage(m.message),
         notRun: m.notRun,
         index: m.index,
-        ...(m.retryAfterMs === undefined ? {} : { retryAfterMs: m.retryAfterMs }),
-        ...(m.reason === undefined ? {} : { reason: m.reason }),
+        ...retryAfterField(m.retryAfterMs),
+        ...reasonField(m.reason),
         ...(m.leader === undefined ? {} : { leader: m.leader }),
       });
   }
 }
 
-/** Decodes and validates one payload; throws PeerProtocolError on anything else. */
+/** A handler's message, cut to what the decoder takes (256 UTF-16 units are at most 1,024 UTF-8 bytes). */
+function shortMessage(message: string): string {
+  return message.length > MAX_MESSAGE_BYTES / 4 ? `${message.slice(0, MAX_MESSAGE_BYTES / 4 - 3)}...` : message;
+}
+
+/** A retry hint as a whole, non-negative number of ms (a plugin's may be computed); dropped when not a finite number. */
+function retryAfterField(ms: number | undefined): { retryAfterMs?: number } {
+  if (ms === undefined || !Number.isFinite(ms)) return {};
+  return { retryAfterMs: Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.ceil(ms))) };
+}
+
+/** A reason is a short machine-readable token: an empty one, or one past the bound (no token then), is left out. */
+function reasonField(reason: string | undefined): { reason?: string } {
+  if (reason === undefined || reason.length === 0 || Buffer.byteLength(reason, 'utf8') > MAX_REASON_BYTES) return {};
+  return { reason };
+}
+
+const KINDS: ReadonlySet<string> = new Set<ServiceMessage['k']>(['fwd', 'fwdOk', 'fwdErr', 'op', 'opOk', 'opErr']);
+
+/**
+ * Decodes and validates one payload. Throws PeerProtocolError for one that is not a map
+ * of a known kind, BadServiceFields for a known kind whose fields do not check.
+ */
 export function decodeServiceMessage(payload: Uint8Array): ServiceMessage {
   const value = unpackFrame(payload);
   if (typeof value !== 'object' || value === null || Array.isArray(value) || Object.getPrototypeOf(value) !== Object.prototype) {
     throw new PeerProtocolError(`a service message must be a map, got ${describe(value)}`);
   }
   const v = value as Record<string, unknown>;
+  if (typeof v.k !== 'string' || !KINDS.has(v.k)) throw new PeerProtocolError(`unknown service message kind ${describe(v.k)}`);
+  try {
+    return decodeFields(v);
+  } catch (err) {
+    if (!(err instanceof PeerProtocolError)) throw err;
+    const id = typeof v.id === 'number' && Number.isSafeInteger(v.id) && v.id >= 0 ? v.id : null;
+    throw new BadServiceFields(v.k as ServiceMessage['k'], id, err.message);
+  }
+}
+
+function decodeFields(v: Record<string, unknown>): ServiceMessage {
   switch (v.k) {
     case 'fwd': {
       fields(v, 'fwd', ['k', 'id', 'rid', 'body'], []);
@@ -171,7 +221,8 @@ export function decodeServiceMessage(payload: Uint8Array): ServiceMessage {
       return {
         k: 'op',
         id: uint(v.id, 'op.id'),
-        session: text(v.session, 'op.session', MAX_SESSION_ID_BYTES),
+        // Empty for an HTTP caller, which has no session (docs/scale-out.md "Relayed ops").
+        session: text(v.session, 'op.session', MAX_SESSION_ID_BYTES, true),
         ...(v.principal === undefined ? {} : { principal: text(v.principal, 'op.principal', MAX_PRINCIPAL_BYTES) }),
         remote: text(v.remote, 'op.remote', MAX_REMOTE_BYTES, true),
         frameBytes: uint(v.frameBytes, 'op.frameBytes'),

@@ -30,17 +30,19 @@ export interface DeskOptions {
   readonly maxInFlight: number;
   /** Monotonic milliseconds (performance.now by default): how long a refused member counts as wanting its share. */
   readonly now?: () => number;
-  readonly onUnanswerable?: (to: NodeId, kind: string) => void;
+  /** An answer that could not be sent (`err`: the send threw). */
+  readonly onUnanswerable?: (to: NodeId, kind: string, err?: unknown) => void;
 }
 
 /** How long a member's client should wait before retrying a write the desk refused for load. */
 const RETRY_AFTER_MS = 200;
 
 /**
- * A member refused for load counts as wanting its share this long (ms): several retry
- * periods, so a member whose clients retry is not forgotten between two of its tries.
+ * A member refused for load counts as wanting its share this long (ms): longer than the
+ * client library's longest backoff (1-2 s from the 6th retry, client/backoff.ts), so a
+ * member whose clients retry is not forgotten between two of its tries.
  */
-export const CONTENDING_MS = 5 * RETRY_AFTER_MS;
+export const CONTENDING_MS = 5_000;
 
 export class Desk {
   private inFlight = 0;
@@ -136,9 +138,13 @@ export class Desk {
     return (this.opts.now ?? performance.now.bind(performance))();
   }
 
+  /** Never throws. A lost answer is the member's case 5: it finds its entry by `r` or answers UNAVAILABLE at its deadline. */
   private reply(to: NodeId, m: Parameters<typeof encodeServiceMessage>[0]): void {
-    // A lost answer is the member's case 5: it finds its entry by `r` or answers UNAVAILABLE at its deadline.
-    if (!this.opts.send(to, encodeServiceMessage(m))) this.opts.onUnanswerable?.(to, m.k);
+    try {
+      if (!this.opts.send(to, encodeServiceMessage(m))) this.opts.onUnanswerable?.(to, m.k);
+    } catch (err) {
+      this.opts.onUnanswerable?.(to, m.k, err);
+    }
   }
 }
 

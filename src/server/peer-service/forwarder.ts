@@ -18,14 +18,17 @@ import { RaftError } from '../../raft/driver.js';
 import type { NodeId } from '../../raft/types.js';
 import { VeraError } from '../../protocol/errors.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
+import { nextLeader } from './relay.js';
 import { decodeServiceMessage, encodeServiceMessage, type ForwardedMessage, type ForwardRefusedMessage } from './codec.js';
 
 export interface ForwarderOptions {
   readonly selfId: NodeId;
   /** Unique to this process: a request id of an earlier process of this member is never taken for one of ours. */
   readonly processTag: string;
-  /** The peer transport's sendService: false when the payload was not queued. */
+  /** The peer transport's sendService: false when the payload was not queued (it may throw, for one too large). */
   readonly send: (to: NodeId, payload: Uint8Array) => boolean;
+  /** The largest service payload the transport carries (maxServicePayloadBytes of its maxFrameBytes). */
+  readonly maxPayloadBytes: number;
   /** The command version `peer` advertised in its handshake, if it is connected. */
   readonly peerVersion: (peer: NodeId) => number | undefined;
   /** Forwards go only to a leader advertising at least this version (the envelope's `r` needs it). */
@@ -77,6 +80,11 @@ export class Forwarder {
   forward(leader: NodeId, body: Uint8Array): Promise<ApplyOutcome> {
     if (this.closed) return Promise.reject(new RaftError('UNAVAILABLE', 'server is shutting down', null, true));
     const rid = `${this.opts.selfId}/${this.opts.processTag}/${this.nextRequest++}`;
+    // Sized with the widest id (ids stay below 2^32), and refused before it is registered.
+    const size = encodeServiceMessage({ k: 'fwd', id: 2 ** 32 - 1, rid, body }).byteLength;
+    if (size > this.opts.maxPayloadBytes) {
+      return Promise.reject(new VeraError('TOO_LARGE', `the write would be a ${size}-byte peer message, more than the ${this.opts.maxPayloadBytes} a member forwards to the leader`));
+    }
     return new Promise<ApplyOutcome>((resolve, reject) => {
       const cancelDeadline = this.opts.after(this.opts.deadlineMs, () => {
         if (this.settle(p)) reject(new RaftError('UNAVAILABLE', `the leader did not answer a forwarded write within ${this.opts.deadlineMs} ms; the outcome is unknown`));
@@ -118,8 +126,8 @@ export class Forwarder {
     }
     this.byId.delete(p.id);
     if ((m.code === 'NOT_LEADER' || m.code === 'NO_LEADER') && m.notProposed && !p.reforwarded) {
-      const leader = this.opts.currentLeader() ?? m.leader ?? null;
-      if (leader !== null && leader !== from && this.accepts(leader)) {
+      const leader = nextLeader(this.opts.currentLeader(), from, m.leader);
+      if (leader !== null && this.accepts(leader)) {
         p.reforwarded = true;
         if (this.send(p, leader)) return;
       }
@@ -158,7 +166,12 @@ export class Forwarder {
     p.to = to;
     p.id = id;
     this.byId.set(id, p);
-    const sent = this.opts.send(to, encodeServiceMessage({ k: 'fwd', id, rid: p.rid, body: p.body }));
+    let sent: boolean;
+    try {
+      sent = this.opts.send(to, encodeServiceMessage({ k: 'fwd', id, rid: p.rid, body: p.body }));
+    } catch {
+      sent = false; // the transport refused it outright: it was not sent
+    }
     if (!sent) this.byId.delete(id);
     return sent;
   }

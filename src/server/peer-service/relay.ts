@@ -23,8 +23,9 @@ import { NOT_PROPOSED, VeraError, type ErrorCode, type FamilyRequest, type Famil
 import { packFrame, unpackFrame } from '../../raft/transport/codec.js';
 import { RaftError } from '../../raft/driver.js';
 import type { NodeId } from '../../raft/types.js';
-import { decodeServiceMessage, encodeServiceMessage, MAX_RELAYED_BYTES, type RelayedErrMessage, type RelayedOkMessage, type RelayedOpMessage } from './codec.js';
-import { routeOf, type RoutedOp } from './routes.js';
+import { MAX_SESSION_ID_BYTES } from '../../protocol/session-id.js';
+import { decodeServiceMessage, encodeServiceMessage, MAX_PRINCIPAL_BYTES, MAX_RELAYED_BYTES, MAX_REMOTE_BYTES, type RelayedErrMessage, type RelayedOkMessage, type RelayedOpMessage } from './codec.js';
+import type { RoutedOp } from './routes.js';
 
 /** Who asks for a relayed op, as the member's connection established it. */
 export interface RelayedCaller {
@@ -44,19 +45,38 @@ export interface RelayedAnswer {
 /** How long to wait before retrying a request refused for load (ms). */
 const RETRY_AFTER_MS = 200;
 
-/** The longest an op waits on purpose (journal.claim's waitMs, MAX_CLAIM_WAIT_MS), and 5 s for the rest. */
-export const DEFAULT_RELAY_DEADLINE_MS = 65_000;
+/** An id as wide as any this member sends (MessagePack uint32): what a payload is sized with. */
+const LARGEST_ID = 2 ** 32 - 1;
+
+/**
+ * A relayed op's deadline beyond the time it waits on purpose (ms): the read timeout of
+ * docs/scale-out.md's failure case 2. An op that waits (a `waitMs` or `holdMs` field,
+ * journal.claim's up to 60 s) gets that wait on top (relayDeadlineOf).
+ */
+export const DEFAULT_RELAY_DEADLINE_MS = 5_000;
+
+/** How long a relayed `request` may take: `baseMs` plus the longest wait it asks for. */
+export function relayDeadlineOf(request: FamilyRequest, baseMs: number): number {
+  let waits = 0;
+  for (const field of ['waitMs', 'holdMs'] as const) {
+    const ms = (request as Readonly<Record<string, unknown>>)[field];
+    if (typeof ms === 'number' && Number.isFinite(ms) && ms > waits) waits = ms;
+  }
+  return baseMs + waits;
+}
 
 export interface RelayClientOptions {
-  /** The peer transport's sendService: false when the payload was not queued. */
+  /** The peer transport's sendService: false when the payload was not queued (it may throw, for one too large). */
   readonly send: (to: NodeId, payload: Uint8Array) => boolean;
+  /** The largest service payload the transport carries (maxServicePayloadBytes of its maxFrameBytes). */
+  readonly maxPayloadBytes: number;
   /** The leader this member knows now, for the one re-relay after a refusal. */
   readonly currentLeader: () => NodeId | null;
-  /** Resolves once this member has applied `index` (RaftDriver.waitApplied through the node). */
-  readonly waitApplied: (index: number) => Promise<void>;
+  /** Resolves once this member has applied `index` (RaftDriver.waitApplied through the node); `cancel` gives the wait up. */
+  readonly waitApplied: (index: number, cancel: AbortSignal) => Promise<void>;
   /** Requests waiting for an answer, at most; past it a request is refused (not run). */
   readonly maxInFlight: number;
-  /** A request's deadline unless the caller gives one (ms). */
+  /** A request's deadline beyond the wait it asks for, unless the caller gives one (ms; relayDeadlineOf). */
   readonly deadlineMs: number;
   readonly after: (ms: number, run: () => void) => () => void;
 }
@@ -72,6 +92,8 @@ interface PendingRelay {
   readonly reject: (err: Error) => void;
   readonly cancelDeadline: () => void;
   readonly stopListening: () => void;
+  /** Gives up the driver's wait for the answer's index, so a settled request leaves nothing waiting there. */
+  readonly giveUp: AbortController;
 }
 
 /** Not run: nothing changed, and the client library may send it again. */
@@ -107,12 +129,18 @@ export class RelayClient {
     if (this.closed) return Promise.reject(unknownOutcome('server is shutting down'));
     if (this.all.size >= this.opts.maxInFlight) return Promise.reject(notRun(`too many requests are waiting on the leader (${this.opts.maxInFlight}); retry shortly`));
     if (options.signal?.aborted === true) return Promise.reject(notRun('the request was cancelled before it was relayed'));
+    const problem = callerProblem(caller);
+    if (problem !== null) return Promise.reject(new VeraError('BAD_REQUEST', `cannot relay ${request.op} to the leader: ${problem}`));
     const { id: _id, ...fields } = request;
     const req = packFrame(fields);
-    if (req.byteLength > MAX_RELAYED_BYTES) return Promise.reject(new VeraError('TOO_LARGE', `the request is ${req.byteLength} bytes, more than the ${MAX_RELAYED_BYTES} a member relays to the leader`));
     const payloadOf = (id: number): Uint8Array =>
-      encodeServiceMessage({ k: 'op', id, session: caller.session, ...(caller.principal === null ? {} : { principal: caller.principal }), remote: caller.remote, frameBytes: caller.frameBytes, req });
-    const deadlineMs = options.deadlineMs ?? this.opts.deadlineMs;
+      encodeServiceMessage({ k: 'op', id, session: caller.session, ...(caller.principal === null ? {} : { principal: caller.principal }), remote: shortRemote(caller.remote), frameBytes: caller.frameBytes, req });
+    // Sized with the widest id (ids stay below 2^32): a request that fits here fits with any id. Refused before it is registered.
+    const size = req.byteLength > MAX_RELAYED_BYTES ? req.byteLength : payloadOf(LARGEST_ID).byteLength;
+    if (size > Math.min(MAX_RELAYED_BYTES, this.opts.maxPayloadBytes)) {
+      return Promise.reject(new VeraError('TOO_LARGE', `the request would be a ${size}-byte peer message, more than the ${this.opts.maxPayloadBytes} a member relays to the leader`));
+    }
+    const deadlineMs = options.deadlineMs ?? relayDeadlineOf(request, this.opts.deadlineMs);
     return new Promise<RelayedAnswer>((resolve, reject) => {
       const onAbort = (): void => {
         if (this.settle(p)) reject(unknownOutcome('the relayed request was cancelled; the leader may still run it'));
@@ -132,6 +160,7 @@ export class RelayClient {
         reject,
         cancelDeadline,
         stopListening: () => options.signal?.removeEventListener('abort', onAbort),
+        giveUp: new AbortController(),
       };
       this.all.add(p);
       if (!this.send(p, leader)) {
@@ -147,8 +176,8 @@ export class RelayClient {
     if (p === undefined || p.to !== from || p.answer !== null) return; // settled already, or an answer for another link
     this.byId.delete(m.id);
     if (m.k === 'opErr' && m.notRun && (m.code === 'NOT_LEADER' || m.code === 'NO_LEADER') && !p.rerelayed) {
-      const leader = this.opts.currentLeader() ?? m.leader ?? null;
-      if (leader !== null && leader !== from) {
+      const leader = nextLeader(this.opts.currentLeader(), from, m.leader);
+      if (leader !== null) {
         p.rerelayed = true;
         if (this.send(p, leader)) return;
       }
@@ -170,7 +199,7 @@ export class RelayClient {
     };
     p.answer = { settle };
     // Read-your-writes: what the op wrote at the leader is applied here before the client hears of it.
-    this.opts.waitApplied(m.index).then(settle, settle);
+    this.opts.waitApplied(m.index, p.giveUp.signal).then(settle, settle);
   }
 
   /** Payloads the transport accepted for `to` but never handed to a socket: those requests never reached the leader. */
@@ -200,7 +229,12 @@ export class RelayClient {
     p.to = to;
     p.id = id;
     this.byId.set(id, p);
-    const sent = this.opts.send(to, p.payloadOf(id));
+    let sent: boolean;
+    try {
+      sent = this.opts.send(to, p.payloadOf(id));
+    } catch {
+      sent = false; // the transport refused it outright (too large for a frame): it was not sent
+    }
     if (!sent) this.byId.delete(id);
     return sent;
   }
@@ -211,8 +245,33 @@ export class RelayClient {
     if (this.byId.get(p.id) === p) this.byId.delete(p.id);
     p.cancelDeadline();
     p.stopListening();
+    p.giveUp.abort();
     return true;
   }
+}
+
+/**
+ * Where a request refused by `from` (not leading) goes once more: the leader known here,
+ * unless that is `from` itself or unknown, in which case the one `from` named; null when neither.
+ */
+export function nextLeader(known: NodeId | null, from: NodeId, hint: NodeId | undefined): NodeId | null {
+  if (known !== null && known !== from) return known;
+  return hint !== undefined && hint !== from ? hint : null;
+}
+
+/** Why the leader's decoder would refuse this caller (the bounds of codec.ts), or null: refused here instead of dropping the link. */
+function callerProblem(caller: RelayedCaller): string | null {
+  if (Buffer.byteLength(caller.session, 'utf8') > MAX_SESSION_ID_BYTES) return `a session id is at most ${MAX_SESSION_ID_BYTES} bytes`;
+  if (caller.principal !== null && (caller.principal.length === 0 || Buffer.byteLength(caller.principal, 'utf8') > MAX_PRINCIPAL_BYTES)) {
+    return `a principal is 1 to ${MAX_PRINCIPAL_BYTES} bytes`;
+  }
+  if (!Number.isSafeInteger(caller.frameBytes) || caller.frameBytes < 0) return 'the frame size is not a whole number of bytes';
+  return null;
+}
+
+/** The client's address only names it in logs and limits: one past the bound is cut (by characters, 4 bytes each at most). */
+function shortRemote(remote: string): string {
+  return Buffer.byteLength(remote, 'utf8') <= MAX_REMOTE_BYTES ? remote : remote.slice(0, MAX_REMOTE_BYTES / 4);
 }
 
 function resultOf(bytes: Uint8Array): FamilyResult {
@@ -237,7 +296,10 @@ export interface RelayableOp extends RoutedOp {
 }
 
 export interface RelayDeskOptions {
+  /** The peer transport's sendService (it may throw, for a payload too large). */
   readonly send: (to: NodeId, payload: Uint8Array) => boolean;
+  /** The largest service payload the transport carries: a larger answer is sent as TOO_LARGE instead. */
+  readonly maxPayloadBytes: number;
   /** Whether this member leads now, and whom it takes for leader when it does not. */
   readonly leading: () => boolean;
   readonly leaderHint: () => NodeId | null;
@@ -248,13 +310,19 @@ export interface RelayDeskOptions {
   /** Whether `session` is live (the replicated sessions): an op of an ended session is not run. */
   readonly sessionLive: (session: string) => boolean;
   /**
+   * The member the replicated sessions record as holding `session` (undefined: none recorded).
+   * A relay from another member is refused, not run (retryable: the session may be moving to it).
+   */
+  readonly sessionMember?: (session: string) => NodeId | undefined;
+  /**
    * Runs the op's handler as `caller`, judging its permissions and path guards as for a
    * connection of this member's own (runFamilyOp, wired in step 8 of docs/scale-out.md).
    */
   readonly run: (op: string, request: FamilyRequest, caller: RelayedCaller) => Promise<FamilyResult>;
   /** Relayed ops one member may have running here at once; past it the next is refused (not run). */
   readonly maxPerMember: number;
-  readonly onUnanswerable?: (to: NodeId, kind: string) => void;
+  /** An answer that could not be sent (`err`: the send threw). */
+  readonly onUnanswerable?: (to: NodeId, kind: string, err?: unknown) => void;
 }
 
 export class RelayDesk {
@@ -284,27 +352,50 @@ export class RelayDesk {
       const e = err instanceof VeraError ? err : new VeraError('BAD_REQUEST', String(err));
       return refuse(e.code, e.message);
     }
-    if (!this.opts.sessionLive(m.session)) return refuse('SESSION_EXPIRED', `session ${m.session} is unknown or has expired`);
-    this.running.set(from, this.runningFor(from) + 1);
+    // An HTTP caller has no session (''): the handler judges it as it judges an HTTP call made at the leader.
+    if (m.session !== '' && !this.opts.sessionLive(m.session)) return refuse('SESSION_EXPIRED', `session ${m.session} is unknown or has expired`);
+    const holder = m.session === '' ? undefined : this.opts.sessionMember?.(m.session);
+    if (holder !== undefined && holder !== from) {
+      return refuse('UNAVAILABLE', `session ${m.session} is held by ${holder}, not ${from}; retry shortly`, { retryAfterMs: RETRY_AFTER_MS, reason: NOT_PROPOSED });
+    }
     const caller: RelayedCaller = { session: m.session, principal: m.principal ?? null, remote: m.remote, frameBytes: m.frameBytes };
+    // Its own method: the callbacks that wait for the handler keep the id, not the message (whose bytes may be a frame's worth).
+    this.start(from, m.id, request, caller);
+  }
+
+  private start(from: NodeId, id: number, request: FamilyRequest, caller: RelayedCaller): void {
+    this.running.set(from, this.runningFor(from) + 1);
     const done = (): void => {
       const left = this.runningFor(from) - 1;
       if (left > 0) this.running.set(from, left);
       else this.running.delete(from);
     };
-    this.opts.run(request.op, request, caller).then(
-      (result) => {
-        done();
-        const bytes = packFrame(result);
-        if ('id' in result || 'ok' in result) return this.failed(from, m.id, new VeraError('INTERNAL', `the reply to ${request.op} sets id or ok, which belong to the reply frame`));
-        if (bytes.byteLength > MAX_RELAYED_BYTES) return this.failed(from, m.id, new VeraError('TOO_LARGE', `the reply would be ${bytes.byteLength} bytes, more than a member relays`));
-        this.reply(from, { k: 'opOk', id: m.id, result: bytes, index: this.opts.appliedIndex() });
-      },
-      (err: unknown) => {
-        done();
-        this.failed(from, m.id, err);
-      },
-    );
+    let running: Promise<FamilyResult>;
+    try {
+      running = this.opts.run(request.op, request, caller);
+    } catch (err) {
+      running = Promise.reject(err); // a runner that throws instead of rejecting still gives its slot back
+    }
+    running
+      .then(
+        (result) => {
+          done();
+          if ('id' in result || 'ok' in result) return this.failed(from, id, new VeraError('INTERNAL', `the reply to ${request.op} sets id or ok, which belong to the reply frame`));
+          const bytes = packFrame(result);
+          const payload = bytes.byteLength > MAX_RELAYED_BYTES ? null : encodeServiceMessage({ k: 'opOk', id, result: bytes, index: this.opts.appliedIndex() });
+          if (payload === null || payload.byteLength > this.opts.maxPayloadBytes) {
+            // It ran (and may have changed state): the member learns that, not the reply.
+            return this.failed(from, id, new VeraError('TOO_LARGE', `the reply to ${request.op} would be ${bytes.byteLength} bytes, more than the ${this.opts.maxPayloadBytes} a peer message carries; ask for less`));
+          }
+          this.send(from, payload, 'opOk');
+        },
+        (err: unknown) => {
+          done();
+          this.failed(from, id, err);
+        },
+      )
+      // Nothing above should throw; if it does, it must not become an unhandled rejection.
+      .catch((err: unknown) => this.opts.onUnanswerable?.(from, 'opOk', err));
   }
 
   /** The request the member relayed, checked as this member's own decoder checks a client's frame. */
@@ -319,8 +410,10 @@ export class RelayDesk {
     const op = (fields as { op?: unknown }).op;
     if (typeof op !== 'string') throw new VeraError('BAD_REQUEST', 'a relayed request names its op');
     const spec = this.opts.ops.get(op);
-    // Core ops and family ops that run anywhere are served where the client is: never relayed.
-    if (spec === undefined || routeOf(op, this.opts.ops) !== 'leader') throw new VeraError('BAD_REQUEST', `${op} is not an op the leader runs for another member`);
+    // Core ops are served where the client is, never relayed. A family op routed `anywhere`
+    // here still runs (it may run on any member, this one included): a member of another
+    // build, mid rolling upgrade, may route it to the leader.
+    if (spec === undefined) throw new VeraError('BAD_REQUEST', `${op} is not an op the leader runs for another member`);
     return spec.build(fields as Readonly<Record<string, unknown>>, m.id, this.opts.limits);
   }
 
@@ -339,7 +432,15 @@ export class RelayDesk {
   }
 
   private reply(to: NodeId, m: RelayedOkMessage | RelayedErrMessage): void {
-    // A lost answer is the member's deadline's to settle (outcome unknown).
-    if (!this.opts.send(to, encodeServiceMessage(m))) this.opts.onUnanswerable?.(to, m.k);
+    this.send(to, encodeServiceMessage(m), m.k);
+  }
+
+  /** Never throws: a lost answer is the member's deadline's to settle (outcome unknown). */
+  private send(to: NodeId, payload: Uint8Array, kind: string): void {
+    try {
+      if (!this.opts.send(to, payload)) this.opts.onUnanswerable?.(to, kind);
+    } catch (err) {
+      this.opts.onUnanswerable?.(to, kind, err);
+    }
   }
 }

@@ -140,7 +140,9 @@ export const COMMAND_ORIGINS: Readonly<Record<string, Readonly<Record<string, Co
     revokeToken: client,
     setQuota: client,
   },
-  audit: { append: leader("the audit-flush duty writes the facts the leader's guard gathered") },
+  // Facts are observations of the member that saw them (its own guard, its own clock in `at`); the chain is
+  // built at apply, so any member may propose them: from step 8 every member's audit-flush drains its own guard.
+  audit: { append: client },
   kv: { txn: client },
   counter: { add: client, remove: client },
 };
