@@ -180,9 +180,15 @@ export class Notifier {
     }
   }
 
+  /** This member stopped serving its sessions (a leader stepped down): every feed ends, and it may feed again later. */
+  detachAll(): void {
+    for (const s of [...this.feeds.keys()]) this.detach(s);
+  }
+
+  /** The server shuts down: nothing is fed again. */
   close(): void {
     this.closed = true;
-    for (const s of [...this.feeds.keys()]) this.detach(s);
+    this.detachAll();
   }
 
   get attachedCount(): number {
