@@ -10,8 +10,10 @@ import { CloseCode, type AttachedConnection, type FrontEnd } from '../../src/ser
 import type { NotifyPayload } from '../../src/protocol/index.js';
 
 /** A notifier whose every session watches `/a`, which holds one item at index 9. */
-function notifier(): { notifier: Notifier; sent: Map<string, NotifyPayload[]>; sink: (s: string) => NotifySink } {
+function notifier(): { notifier: Notifier; sent: Map<string, NotifyPayload[]>; sink: (s: string) => NotifySink; readFor: string[] } {
   const sent = new Map<string, NotifyPayload[]>();
+  /** The sessions whose watched lists were read for a resync. */
+  const readFor: string[] = [];
   const sink = (session: string): NotifySink => ({
     sendNotify: (payload) => sent.set(session, [...(sent.get(session) ?? []), payload]),
     bufferedBytes: () => 0,
@@ -19,7 +21,10 @@ function notifier(): { notifier: Notifier; sent: Map<string, NotifyPayload[]>; s
     room: async () => undefined,
   });
   const source = {
-    watchesOf: () => [{ path: '/a', prefix: false }],
+    watchesOf: (session: string) => {
+      readFor.push(session);
+      return [{ path: '/a', prefix: false }];
+    },
     readListPages: async (path: string, _bytes: number, onPage: (page: never) => Promise<void> | void) => {
       await onPage({ path, items: [{ index: 9, owner: null, data: 'x' }], index: 9 } as never);
     },
@@ -28,7 +33,7 @@ function notifier(): { notifier: Notifier; sent: Map<string, NotifyPayload[]>; s
   const n = new Notifier(source as never, new EventLog(1000, 0), DEFAULT_NOTIFIER_LIMITS, (err) => {
     throw err;
   });
-  return { notifier: n, sent, sink };
+  return { notifier: n, sent, sink, readFor };
 }
 
 const turns = async (n: number): Promise<void> => {
@@ -48,7 +53,7 @@ describe('a snapshot installed on a member', () => {
   });
 
   it("closes the connection of a session the snapshot ended, and keeps a live one's", async () => {
-    const { notifier: n, sink } = notifier();
+    const { notifier: n, sink, readFor } = notifier();
     const closed: Array<[string, number]> = [];
     const connection = (session: string): AttachedConnection => ({ close: (code) => void closed.push([session, code]) });
     n.attach('live', sink('live'), 0);
@@ -66,6 +71,8 @@ describe('a snapshot installed on a member', () => {
     expect([...fe.connections.keys()]).toEqual(['live']);
     expect(n.isAttached('ended')).toBe(false);
     expect(n.isAttached('live')).toBe(true);
+    // Only the live feed is resynced: none is read for the ended one.
+    await expect.poll(() => readFor).toEqual(['live']);
     n.close();
   });
 });
