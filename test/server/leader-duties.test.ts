@@ -68,7 +68,7 @@ function frontEnd(): FrontEnd {
     },
     expiry: new ExpiryQueue(() => clock, CHECK_MS),
     connections: new Map(),
-    notifier: { close: () => undefined, forgetSession: () => undefined, takeUnwrittenAcks: () => [] },
+    notifier: { close: () => undefined, detachAll: () => undefined, forgetSession: () => undefined, takeUnwrittenAcks: () => [] },
     logger: pino({ level: 'silent' }),
     metrics: { expirations: { inc: () => undefined }, proposals: { inc: () => undefined }, proposalsFailed: { inc: () => undefined }, proposeLatency: { observe: () => undefined } },
   } as unknown as FrontEnd;

@@ -10,8 +10,10 @@ import { CloseCode, type AttachedConnection, type FrontEnd } from '../../src/ser
 import type { NotifyPayload } from '../../src/protocol/index.js';
 
 /** A notifier whose every session watches `/a`, which holds one item at index 9. */
-function notifier(): { notifier: Notifier; sent: Map<string, NotifyPayload[]>; sink: (s: string) => NotifySink } {
+function notifier(): { notifier: Notifier; sent: Map<string, NotifyPayload[]>; sink: (s: string) => NotifySink; readFor: string[] } {
   const sent = new Map<string, NotifyPayload[]>();
+  /** The sessions whose watched lists were read for a resync. */
+  const readFor: string[] = [];
   const sink = (session: string): NotifySink => ({
     sendNotify: (payload) => sent.set(session, [...(sent.get(session) ?? []), payload]),
     bufferedBytes: () => 0,
@@ -19,7 +21,10 @@ function notifier(): { notifier: Notifier; sent: Map<string, NotifyPayload[]>; s
     room: async () => undefined,
   });
   const source = {
-    watchesOf: () => [{ path: '/a', prefix: false }],
+    watchesOf: (session: string) => {
+      readFor.push(session);
+      return [{ path: '/a', prefix: false }];
+    },
     readListPages: async (path: string, _bytes: number, onPage: (page: never) => Promise<void> | void) => {
       await onPage({ path, items: [{ index: 9, owner: null, data: 'x' }], index: 9 } as never);
     },
@@ -28,27 +33,23 @@ function notifier(): { notifier: Notifier; sent: Map<string, NotifyPayload[]>; s
   const n = new Notifier(source as never, new EventLog(1000, 0), DEFAULT_NOTIFIER_LIMITS, (err) => {
     throw err;
   });
-  return { notifier: n, sent, sink };
+  return { notifier: n, sent, sink, readFor };
 }
-
-const turns = async (n: number): Promise<void> => {
-  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-};
 
 describe('a snapshot installed on a member', () => {
   it('resyncs every attached feed from the state as it is now', async () => {
     const { notifier: n, sent, sink } = notifier();
     for (const s of ['s1', 's2']) n.attach(s, sink(s), 0);
-    await turns(3);
-    expect(sent.size).toBe(0); // nothing to replay: both feeds are live
+    // Nothing to replay (the event log holds everything after 0, and it is empty): both feeds are live at once.
+    expect(n.backlogByState()).toEqual({ live: 0, stalled: 0, resyncing: 0 });
+    expect(sent.size).toBe(0);
     n.resyncAll();
-    await turns(3);
-    for (const s of ['s1', 's2']) expect(sent.get(s), s).toEqual([{ resync: [{ path: '/a', items: [{ index: 9, owner: null, data: 'x' }], index: 9 }] }]);
+    for (const s of ['s1', 's2']) await expect.poll(() => sent.get(s), { message: s }).toEqual([{ resync: [{ path: '/a', items: [{ index: 9, owner: null, data: 'x' }], index: 9 }] }]);
     n.close();
   });
 
   it("closes the connection of a session the snapshot ended, and keeps a live one's", async () => {
-    const { notifier: n, sink } = notifier();
+    const { notifier: n, sink, readFor } = notifier();
     const closed: Array<[string, number]> = [];
     const connection = (session: string): AttachedConnection => ({ close: (code) => void closed.push([session, code]) });
     n.attach('live', sink('live'), 0);
@@ -66,6 +67,8 @@ describe('a snapshot installed on a member', () => {
     expect([...fe.connections.keys()]).toEqual(['live']);
     expect(n.isAttached('ended')).toBe(false);
     expect(n.isAttached('live')).toBe(true);
+    // Only the live feed is resynced: none is read for the ended one.
+    await expect.poll(() => readFor).toEqual(['live']);
     n.close();
   });
 });

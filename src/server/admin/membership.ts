@@ -88,8 +88,22 @@ export class MemberDirectory {
    * no leader is known; step 8b of docs/scale-out.md makes it every member of the book.
    */
   servingUrls(leader: NodeId | null): string[] {
-    const url = leader === null ? null : this.clientUrl(leader);
+    const url = leader === null ? null : this.advertisedUrl(leader);
     return url === null ? [] : [url];
+  }
+
+  /**
+   * A member's client URL as others can dial it: the book's address (the `--peers` host with
+   * its client port), as followers name it too; this member's own bind address only while the
+   * book has none for it. Never a wildcard host (0.0.0.0, ::), which a client would take for
+   * its own machine: null then.
+   */
+  advertisedUrl(id: NodeId): string | null {
+    const address = this.addressOf(id);
+    if (address !== null) return isWildcardHost(address.host) ? null : wsUrl(address.host, address.clientPort, this.secureClients);
+    if (id !== this.selfId) return null;
+    const own = this.selfUrl();
+    return isWildcardHost(new URL(own).hostname) ? null : own;
   }
 
   /** Adopt a new book: update the peer links, and report members that left. Resolves when the links are updated. */
@@ -171,6 +185,12 @@ export function peersFlagDisagreements(selfId: NodeId, contacts: readonly Contac
     if (!contacts.some((c) => c.id === m.id)) out.push(`member ${m.id} is missing from --peers`);
   }
   return out;
+}
+
+/** A host that means "every interface" when bound, and this machine when dialled. */
+export function isWildcardHost(host: string): boolean {
+  const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  return bare === '' || bare === '0.0.0.0' || /^[0:]+$/.test(bare);
 }
 
 /** A client URL; IPv6 hosts need brackets. */

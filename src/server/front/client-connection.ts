@@ -452,6 +452,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     const st = fe.node.status();
     // From the version whose sessions record their holder (V1 of docs/scale-out.md): who answered, and where sessions are served.
     const scaleOut = seam.activeVersion() >= (seam.holdersSince ?? Number.POSITIVE_INFINITY);
+    const members = scaleOut ? fe.servingUrls() : [];
     return {
       session,
       timeoutMs,
@@ -462,7 +463,9 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       ...(resume === undefined ? {} : { resume }),
       ...(principal === null ? {} : { user: principal }),
       // Only the leader opens sessions until followers serve them (step 8b): its role, unless it lost it meanwhile.
-      ...(scaleOut ? { role: roleOf(st), members: fe.servingUrls() } : {}),
+      ...(scaleOut ? { role: roleOf(st) } : {}),
+      // Left out when no member has an address a client could dial (docs/protocol.md).
+      ...(scaleOut && members.length > 0 ? { members } : {}),
     };
   }
 

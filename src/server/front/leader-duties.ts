@@ -49,7 +49,8 @@ export class LeaderDuties {
       // Sessions live on the leader: send their clients to the new one.
       for (const conn of [...fe.connections.values()]) conn.close(CloseCode.notLeader, 'this node is no longer the leader; reconnect');
       fe.connections.clear();
-      fe.notifier.close();
+      // Not close(): that is for shutdown, and a closed notifier never resyncs a stalled feed once this member leads again.
+      fe.notifier.detachAll();
     }
   }
 

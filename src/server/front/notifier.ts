@@ -44,7 +44,12 @@ export interface NotifierLimits {
   readonly resyncFrameBytes: number;
   /** Events held for a feed while its resync is read; past this they are dropped and another resync follows. */
   readonly pendingDuringResync: number;
+  /** How many feeds resyncAll reads at once (each holds up to a frame of items); default RESYNC_ALL_AT_ONCE. */
+  readonly resyncAllAtOnce?: number;
 }
+
+/** resyncAll's bound: memory and reads grow with this, not with the number of feeds. */
+export const RESYNC_ALL_AT_ONCE = 16;
 
 export const DEFAULT_NOTIFIER_LIMITS: NotifierLimits = {
   stallBytes: 8 * 1024 * 1024,
@@ -84,6 +89,9 @@ export class Notifier {
   private readonly acked = new Map<string, number>();
   private readonly ackedUnwritten = new Set<string>();
   private closed = false;
+  /** Feeds resyncAll owes a resync and has not started yet (each already in mode resyncing, holding its events). */
+  private resyncQueue: Feed[] = [];
+  private queuedResyncsRunning = 0;
 
   constructor(
     private readonly source: ResyncSource,
@@ -171,18 +179,43 @@ export class Notifier {
    */
   resyncAll(): void {
     for (const feed of this.feeds.values()) {
-      if (feed.mode.kind === 'live') this.startResync(feed);
-      else if (feed.mode.kind === 'resyncing') {
+      if (feed.mode.kind === 'live') {
+        // Queued: a few are read at a time. Events meanwhile are held, as during the read.
+        feed.mode = { kind: 'resyncing' };
+        feed.pending = [];
+        this.resyncQueue.push(feed);
+      } else if (feed.mode.kind === 'resyncing') {
         feed.pending = [];
         feed.resyncAgain = true;
       }
       // A stalled feed resyncs anyway once its client reads again.
     }
+    this.startQueuedResyncs();
   }
 
+  private startQueuedResyncs(): void {
+    const atOnce = this.limits.resyncAllAtOnce ?? RESYNC_ALL_AT_ONCE;
+    while (this.queuedResyncsRunning < atOnce && this.resyncQueue.length > 0) {
+      const feed = this.resyncQueue.shift()!;
+      if (this.feeds.get(feed.session) !== feed) continue; // detached while it waited
+      this.queuedResyncsRunning++;
+      this.startResync(feed, () => {
+        this.queuedResyncsRunning--;
+        this.startQueuedResyncs();
+      });
+    }
+  }
+
+  /** This member stopped serving its sessions (a leader stepped down): every feed ends, and it may feed again later. */
+  detachAll(): void {
+    for (const s of [...this.feeds.keys()]) this.detach(s);
+    this.resyncQueue = [];
+  }
+
+  /** The server shuts down: nothing is fed again. */
   close(): void {
     this.closed = true;
-    for (const s of [...this.feeds.keys()]) this.detach(s);
+    this.detachAll();
   }
 
   get attachedCount(): number {
@@ -243,22 +276,25 @@ export class Notifier {
   }
 
   /** Send every watched list as a resync; events arriving meanwhile queue and are filtered by each list's read index. */
-  private startResync(feed: Feed): void {
+  /** `done` runs once the feed is live again, or gone. */
+  private startResync(feed: Feed, done?: () => void): void {
     feed.mode = { kind: 'resyncing' };
     feed.pending = [];
     feed.floors = new Map();
     feed.resyncAgain = false;
     void this.sendResync(feed).then(
       () => {
-        if (this.feeds.get(feed.session) !== feed) return;
+        if (this.feeds.get(feed.session) !== feed) return done?.();
         if (feed.resyncAgain) {
-          this.startResync(feed);
+          this.startResync(feed, done);
           return;
         }
         feed.mode = { kind: 'live' };
         if (feed.pending.length > 0) this.markDirty(feed);
+        done?.();
       },
       (err: unknown) => {
+        done?.();
         if (err instanceof FeedGone) return;
         this.detach(feed.session);
         feed.sink.closeSlow();

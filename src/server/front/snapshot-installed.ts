@@ -6,11 +6,12 @@
 import { CloseCode, type FrontEnd } from './context.js';
 
 export function afterSnapshotInstalled(fe: FrontEnd): void {
-  fe.notifier.resyncAll();
+  // The ended sessions first, so no resync is read for a feed about to go.
   for (const [session, connection] of [...fe.connections]) {
     if (fe.connectionSeam.session(session) !== undefined) continue;
     fe.notifier.forgetSession(session);
     fe.connections.delete(session);
     connection.close(CloseCode.sessionEnded, 'session ended');
   }
+  fe.notifier.resyncAll();
 }

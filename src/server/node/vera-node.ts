@@ -207,7 +207,12 @@ export class VeraNode {
           // Reads wait while the state is replaced in several batches: none may see it half done.
           await sm.replaceUnderneath(() => installStagedSnapshot(dir.db, dir.storage, meta, staged, APPLIED_INDEX));
           events.reset(meta.index);
-          hooks.onSnapshotInstalled?.(meta.index);
+          try {
+            hooks.onSnapshotInstalled?.(meta.index);
+          } catch (err) {
+            // The state is replaced already: the book update below must still happen.
+            opts.logger.error({ event: 'snapshot-installed-hook-failed', err: String(err) }, 'the connections could not be brought in step with the installed snapshot');
+          }
           hooks.onMembersChanged(sm.members());
         },
       };
