@@ -8,30 +8,38 @@ import { plugin as sessionsPlugin } from '../../src/families/sessions/server.js'
 import { pluginPart } from '../../src/server/front/plugin-part.js';
 import { CloseCode, type AttachedConnection, type FrontEnd } from '../../src/server/front/context.js';
 import type { ApplyOutcome } from '../../src/statemachine/types.js';
+import { SessionsState } from '../../src/families/sessions/state.js';
 
 /** A member that does not lead, holding a connection for session S. */
-function follower(): { fe: FrontEnd; closed: Array<[number, string]>; forgotten: string[] } {
+function follower(): { fe: FrontEnd; state: SessionsState; closed: Array<[number, string]>; forgotten: string[] } {
   const closed: Array<[number, string]> = [];
   const forgotten: string[] = [];
   const connection: AttachedConnection = { close: (code, reason) => void closed.push([code, reason]) };
+  const state = new SessionsState();
+  for (const s of ['S', 'T']) state.add(s, { timeoutMs: 10_000, remote: '127.0.0.1:1', quota: {} } as never);
   const fe = {
     isLeader: () => false,
     connections: new Map([['S', connection]]),
     notifier: { forgetSession: (s: string) => void forgotten.push(s) },
     metrics: { sessionsOpened: { inc: () => undefined } },
+    node: { stateMachine: { stateOf: () => state } },
   } as unknown as FrontEnd;
-  return { fe, closed, forgotten };
+  return { fe, state, closed, forgotten };
 }
 
-const closeOf = (session: string, index: number): ApplyOutcome => ({ index, ignored: false, result: { ok: true, op: 'closeSession', session }, events: [] });
+/** The session's closeSession as this member applies it: its after-step removes it from the state, then the hook runs. */
+const closeOf = (state: SessionsState, session: string, index: number): ApplyOutcome => {
+  state.remove(session);
+  return { index, ignored: false, result: { ok: true, op: 'closeSession' }, events: [] };
+};
 const afterTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 describe('closeSession applied on a member that does not lead', () => {
   it("closes that member's connection of the session with 4001, after the turn that applied it", async () => {
-    const { fe, closed, forgotten } = follower();
+    const { fe, state, closed, forgotten } = follower();
     const part = pluginPart(sessions, sessionsPlugin);
     part.bind(fe);
-    part.onApplied!(closeOf('S', 7));
+    part.onApplied!(closeOf(state, 'S', 7));
     // Not in the same turn: a bye's reply, answered once the entry applied, goes out first.
     expect(closed).toEqual([]);
     await afterTurn();
@@ -41,10 +49,10 @@ describe('closeSession applied on a member that does not lead', () => {
   });
 
   it('leaves the connections of other sessions alone', async () => {
-    const { fe, closed } = follower();
+    const { fe, state, closed } = follower();
     const part = pluginPart(sessions, sessionsPlugin);
     part.bind(fe);
-    part.onApplied!(closeOf('T', 8));
+    part.onApplied!(closeOf(state, 'T', 8));
     await afterTurn();
     expect(closed).toEqual([]);
     expect(fe.connections.has('S')).toBe(true);

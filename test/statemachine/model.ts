@@ -144,7 +144,7 @@ export class Model {
         for (const m of [this.exact, this.prefix]) for (const set of m.values()) set.delete(c.session);
         this.lag.delete(c.session);
         this.sessions.delete(c.session);
-        return { result: { ok: true, op: 'closeSession', session: c.session }, events };
+        return { result: { ok: true, op: 'closeSession' }, events };
       }
       case 'push': {
         if (c.ifLastIndex !== undefined && c.ifLastIndex !== this.last(c.path)) return fail('CONFLICT');

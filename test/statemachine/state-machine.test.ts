@@ -394,7 +394,7 @@ describe('closeSession', () => {
     await run({ op: 'ack', acks: [['A', 8]] }); // 9
 
     const out = await run({ op: 'closeSession', session: 'A', reason: 'expired' }); // 10
-    expect(out.result).toEqual({ ok: true, op: 'closeSession', session: 'A' });
+    expect(out.result).toEqual({ ok: true, op: 'closeSession' });
     // Events follow key order: path first, then index.
     expect(out.events).toEqual([
       { index: 10, type: 'delete', path: '/a', item: { index: 4, owner: 'A', data: 'a-a' } },

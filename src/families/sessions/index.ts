@@ -114,7 +114,7 @@ async function closeSession(c: CloseSessionCommand, ctx: PlanContext): Promise<P
   const expired = sessionProblem(ctx.states, c.session);
   if (expired !== null) return expired;
   const ops: BatchOp[] = [];
-  const plan: Plan = { result: { ok: true, op: 'closeSession', session: c.session }, ops, events: [], after: [] };
+  const plan: Plan = { result: { ok: true, op: 'closeSession' }, ops, events: [], after: [] };
   for (const family of ctx.families) {
     if (family.endSession === undefined) continue;
     const share = await family.endSession(c.session, ctx);
@@ -140,8 +140,7 @@ export const HOLDERS_SINCE = 9;
 declare module '../../statemachine/types.js' {
   interface LegacyResults {
     openSession: { readonly session: string };
-    /** The session closed: the member holding its connection closes it when it applies this (server.ts). */
-    closeSession: { readonly session: string };
+    closeSession: Record<never, never>;
   }
 }
 

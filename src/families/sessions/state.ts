@@ -8,12 +8,21 @@ import type { VeraDb } from '../../statemachine/types.js';
 import type { SessionInfo } from './codec.js';
 import type { DbSnapshot } from '../../statemachine/family.js';
 
+/** Ended sessions a member keeps for its applied hook, at most (takeEnded). */
+const MAX_ENDED_KEPT = 10_000;
+
 export class SessionsState {
   private readonly info = new Map<string, SessionInfo>();
   /** Open sessions per client address, for the sessionsPerAddress quota. */
   private readonly byAddress = new Map<string, number>();
   /** Open sessions per user, for the limits per user. */
   private readonly byPrincipal = new Map<string, Set<string>>();
+  /**
+   * Sessions removed since the applied hook last took them (takeEnded), so that the member
+   * holding one's connection closes it: this member's own note, not replicated state. Bounded:
+   * a member that applies entries with no hook taking them (none today) keeps the newest only.
+   */
+  private ended: string[] = [];
 
   static async load(db: VeraDb, snapshot: DbSnapshot): Promise<SessionsState> {
     const state = new SessionsState();
@@ -61,6 +70,15 @@ export class SessionsState {
       if (held?.size === 0) this.byPrincipal.delete(info.principal);
     }
     this.info.delete(session);
+    if (this.ended.length >= MAX_ENDED_KEPT) this.ended.splice(0, this.ended.length - MAX_ENDED_KEPT + 1);
+    this.ended.push(session);
+  }
+
+  /** The sessions removed since the last call, in the order they ended. */
+  takeEnded(): readonly string[] {
+    const ended = this.ended;
+    this.ended = [];
+    return ended;
   }
 
   sessionsOf(principal: string): number {
