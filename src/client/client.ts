@@ -51,6 +51,12 @@ export interface ConnectOptions extends TlsClientOptions {
    * always answers 0 keeps the given order, as tests want.
    */
   readonly random?: () => number;
+  /**
+   * Whether the members a server names in its hello join the servers this client tries (default
+   * true). Off for a client that must reach the cluster only through the addresses it was given:
+   * through a proxy, a tunnel or NAT, where a member's own address is not the one to dial.
+   */
+  readonly learnMembers?: boolean;
 }
 
 export interface PushOptions {
@@ -136,6 +142,7 @@ export async function connect(urls: string | readonly string[], options: Connect
 
 export class VeraClient extends TypedEmitter<ClientEvents> {
   private readonly ring: ServerRing;
+  private readonly learnMembers: boolean;
   private readonly encoding: Encoding;
   private readonly connectTimeoutMs: number;
   private readonly requestTimeoutMs: number;
@@ -162,6 +169,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
   ) {
     super();
     this.ring = new ServerRing(urls, options.random);
+    this.learnMembers = options.learnMembers ?? true;
     this.encoding = options.encoding ?? 'msgpack';
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
@@ -528,7 +536,7 @@ export class VeraClient extends TypedEmitter<ClientEvents> {
     this.grantedTimeoutMs = hello.timeoutMs;
     this.ring.prefer(url);
     // The members that serve sessions (scale-out): somewhere to resume when this one goes.
-    if (hello.members !== undefined) this.ring.learn(hello.members);
+    if (hello.members !== undefined && this.learnMembers) this.ring.learn(hello.members);
     this.stateValue = 'open';
     this.startHeartbeat();
     for (const call of this.queue.splice(0)) this.dispatch(call);

@@ -214,6 +214,19 @@ describe('the client over several members', () => {
     expect((await c.get('/q')).items).toEqual([item]);
   });
 
+  it('with learnMembers off, tries only the servers it was given (a client behind a proxy)', async () => {
+    const a = await server({ name: 'n1' });
+    const b = await server({ name: 'n2', state: a.state });
+    a.helloFields = { role: 'leader', members: [a.url, b.url] };
+    const c = await client(a.url, { learnMembers: false });
+    await c.push('/q', 'mine');
+    // Sent away from its only given server, it resumes there again, never on the member hello named.
+    const resumed = nextResume(c, 5_000);
+    a.closeAll(CloseCode.leaderUnreachable, 'cannot confirm the session to the leader');
+    expect(await resumed).toMatchObject({ url: `${a.url}/v1/connect`, session: c.session, resumed: true });
+    expect(hellos(b)).toBe(0);
+  });
+
   it('connects to a member whose role and members it cannot read, and learns the members it can', async () => {
     const a = await server({ name: 'n1' });
     const b = await server({ name: 'n2', state: a.state });

@@ -103,11 +103,11 @@ export class Clients {
     return client;
   }
 
-  /** A client whose connection can be cut (see CuttableLink). */
+  /** A client whose connection can be cut (see CuttableLink): it reaches the server only through the link, never by the address hello names. */
   async openCuttable(options: ConnectOptions = {}): Promise<{ client: VeraClient; link: CuttableLink }> {
     const link = await CuttableLink.open(this.serverPort);
     this.cleanups.push(() => link.close());
-    const client = await connect(link.url, options);
+    const client = await connect(link.url, { learnMembers: false, ...options });
     this.cleanups.push(() => client.close());
     return { client, link };
   }
