@@ -13,6 +13,12 @@ import { Forwarder } from './forwarder.js';
 import { DEFAULT_RELAY_DEADLINE_MS, RelayClient, RelayDesk, type RelayDeskOptions } from './relay.js';
 import { DEFAULT_LIMITS } from '../../protocol/index.js';
 import type { ProposalForwarder } from '../node/vera-node.js';
+import { looksLikeLiveness } from './liveness-codec.js';
+
+/** Where `live` and `liveAck` payloads go (liveness-wiring.ts). */
+export interface LivenessEnd {
+  onPayload(from: NodeId, payload: Uint8Array): void;
+}
 
 /** What the service needs of the member (VeraNode). */
 export interface ForwardingNode {
@@ -68,6 +74,8 @@ export class PeerService {
   readonly desk: Desk;
   readonly relay: RelayClient;
   readonly relayDesk: RelayDesk;
+  /** Session liveness (step 8b): set once wired; until then liveness payloads are dropped. */
+  liveness: LivenessEnd | null = null;
   private readonly logger: Logger;
 
   constructor(opts: PeerServiceOptions) {
@@ -126,6 +134,10 @@ export class PeerService {
   onService(from: NodeId, payload: Uint8Array): void {
     let m: ServiceMessage;
     try {
+      if (looksLikeLiveness(payload)) {
+        this.liveness?.onPayload(from, payload);
+        return;
+      }
       m = decodeServiceMessage(payload);
     } catch (err) {
       this.logger.warn({ event: 'peer-service.badMessage', peer: from, err: err instanceof Error ? err.message : String(err) }, `a malformed service message from ${from}: dropping its link`);
