@@ -86,6 +86,21 @@ describe('every member serves clients', () => {
     await elsewhere.call('push', { path: '/so8b/moved', data: 1 });
   });
 
+  it("HTTP family routes keep their answers on a follower: a read is served there, a leader op's POST names the leader", async () => {
+    const { leader, followers } = await roles();
+    const follower = followers[0]!;
+    const read = await fetch(`http://127.0.0.1:${follower.clientPort}/v1/journals`, { signal: AbortSignal.timeout(5000) });
+    expect(read.status).toBe(200);
+    const post = await fetch(`http://127.0.0.1:${follower.clientPort}/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 'nobody', password: 'x' }),
+      signal: AbortSignal.timeout(5000),
+    });
+    const body = (await post.json()) as { error?: { code?: string; leader?: string } };
+    expect(body.error).toMatchObject({ code: 'NOT_LEADER', leader: leader.url });
+  });
+
   it('a session on a follower outlives a leader change without reconnecting', async () => {
     const { leader, followers } = await roles();
     const timeoutMs = 3000;

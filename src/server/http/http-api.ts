@@ -161,10 +161,12 @@ function serveFamily(fe: FrontEnd, route: PluginRoute, req: IncomingMessage, res
 async function answerFamilyOp(fe: FrontEnd, req: IncomingMessage, request: FamilyRequest): Promise<FamilyResult> {
   const op = fe.familyOps.get(request.op);
   if (op === undefined) throw new VeraError('NOT_FOUND', `no command family answers ${request.op}`);
-  // The op runs where routes.ts says, as on a connection. A leader op asked of another member would be relayed,
-  // but a relayed op runs as a live session and an HTTP request has none: until the relay takes sessionless
-  // requests, such a member names the leader (NOT_LEADER), as it did for a family's writes before step 8b.
-  if (!fe.isLeader() && servesAnywhere(fe) && routeOf(request.op, fe.familyOps) === 'leader') throw notLeaderError(fe);
+  // A leader op asked of another member would be relayed (routes.ts), but a relayed op runs as a live session
+  // and an HTTP request has none. Until the relay takes sessionless requests, HTTP keeps what it did before step
+  // 8b: a read (GET, HEAD) is answered here from this member's state, and a POST names the leader (NOT_LEADER)
+  // rather than have its proposals forwarded by a handler meant to run at the leader.
+  const reads = req.method === 'GET' || req.method === 'HEAD';
+  if (!reads && !fe.isLeader() && servesAnywhere(fe) && routeOf(request.op, fe.familyOps) === 'leader') throw notLeaderError(fe);
   const principal = await fe.guard.principalOfHttp(req, op.needs(request));
   return runFamilyOp(fe, op, request, { principal, remote: req.socket.remoteAddress ?? 'unknown', session: '', frameBytes: 0, what: `${req.method ?? 'GET'} ${req.url ?? ''} (${request.op})` });
 }
