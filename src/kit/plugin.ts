@@ -82,8 +82,6 @@ export interface HostMember {
   takeUnwrittenAcks(): Array<[string, number]>;
   /** The session ended: this member forgets its notifications and closes its connection here, if any. */
   endConnection(session: string): void;
-  /** The session was attached to another member (attachSession): its connection here, if any, closes with 4002 (added in step 8b). */
-  sessionMovedAway(session: string): void;
   /**
    * The changes at `path` (or below it, for a prefix) in (after, through] from this member's event
    * log, those `visible` passes, at most `maxBytes` of them; null when the log no longer holds them all or they do not fit.

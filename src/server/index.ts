@@ -26,8 +26,7 @@ import { DiskGuard } from './node/disk-guard.js';
 import { ExpiryQueue } from './node/expiry.js';
 import { openMember } from './node/open-member.js';
 import type { PeerService } from './peer-service/service.js';
-import { startLiveness, startPeerService } from './peer-service/wiring.js';
-import type { LivenessWiring } from './peer-service/liveness-wiring.js';
+import { startPeerService } from './peer-service/wiring.js';
 import { startPeerLink } from './node/peer-link.js';
 import { DEFAULT_RAFT_TIMING, type RaftTiming, type VeraNode } from './node/vera-node.js';
 
@@ -65,7 +64,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     // Certificates first: a member that cannot serve them should not open its store.
     const tls = openPortTls(config, logger, options.tlsReloadCheckMs);
     undo.push(() => tls.close());
-    const late: { front?: FrontEnd; duties?: LeaderDuties; directory?: MemberDirectory; appliedHooks: PluginParts['appliedHooks']; node?: VeraNode; service?: PeerService; liveness?: LivenessWiring } = { appliedHooks: [] };
+    const late: { front?: FrontEnd; duties?: LeaderDuties; directory?: MemberDirectory; appliedHooks: PluginParts['appliedHooks']; node?: VeraNode; service?: PeerService } = { appliedHooks: [] };
     const connections = new Map<string, AttachedConnection>();
     const peerCommandVersions = new Map<string, number>();
     const fds = fdBudget(openFileLimit(), config.limits.connectionsMax);
@@ -85,7 +84,6 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       },
       onRoleChanged: (s) => {
         late.duties?.setLeading(s.role === 'leader');
-        late.liveness?.onStatus(s);
         leaderWatch.notify(s);
       },
       onMembersChanged: (members) => void late.directory?.update(members),
@@ -126,9 +124,6 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       const service = startPeerService(front, link.transport, peerCommandVersions, logger);
       late.service = service;
       undo.push(() => service.close());
-      const liveness = startLiveness(front, service, link.transport, logger);
-      late.liveness = liveness;
-      undo.push(() => liveness.stop());
     }
     const duties = new LeaderDuties(front, parts.duties, DEFAULT_DUTY_TIMINGS);
     late.duties = duties;
@@ -171,7 +166,6 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
         (closing ??= (async () => {
           clearTimeout(processMetricsTimer);
           duties.stop();
-          late.liveness?.stop();
           late.service?.close();
           parts.close();
           // What the parts answered at close (the journal's waiting claims: UNAVAILABLE) goes out before the connections close.

@@ -1,9 +1,8 @@
-// hello's `role` and `members` on a real 3-member cluster (docs/scale-out.md, steps 8a
-// and 8b): at command version 9 every member accepts sessions, so the leader answers
-// `role: "leader"` and every member's client URL, and a follower opens the session
-// itself (`role: "follower"`, the same list); after the leader is killed, the next one
-// answers so about itself. (Below version 9 a follower answers NOT_LEADER:
-// test/families/versions.test.ts.)
+// hello's `role` and `members` on a real 3-member cluster (docs/scale-out.md, step 8a):
+// the leader answers `role: "leader"` and the client URLs of the members that accept
+// sessions, which today is the leader alone; a follower still answers NOT_LEADER; after
+// the leader is killed, the next one answers so about itself. The cluster runs with the
+// peer service wired, and this is also its failover check.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killAll } from '../support/vera-process.js';
 import { pollUntil } from '../support/poll.js';
@@ -38,16 +37,14 @@ async function hello(member: Member): Promise<Record<string, unknown>> {
 }
 
 describe("hello's role and members", () => {
-  it('the leader names itself the leader and every member as serving sessions; a follower opens the session itself', async () => {
+  it("the leader names itself the leader and its own URL as the one member serving sessions; a follower refuses as before", async () => {
     const leader = await leaderAtV9();
     const answer = await hello(leader);
-    expect(answer).toMatchObject({ ok: true, node: leader.id, leader: leader.id, role: 'leader' });
-    expect([...(answer.members as string[])].sort()).toEqual([...cluster.urls].sort());
+    expect(answer).toMatchObject({ ok: true, node: leader.id, leader: leader.id, role: 'leader', members: [leader.url] });
     const follower = cluster.members.find((m) => m !== leader)!;
-    await pollUntil('the follower at command version 9', async () => ((await fetchStatus(follower.clientPort)).commandVersion.active >= 9 ? true : undefined));
-    const opened = await hello(follower);
-    expect(opened).toMatchObject({ ok: true, node: follower.id, leader: leader.id, role: 'follower' });
-    expect([...(opened.members as string[])].sort()).toEqual([...cluster.urls].sort());
+    const refused = await hello(follower);
+    expect(refused).toMatchObject({ ok: false, error: { code: 'NOT_LEADER', leader: leader.url } });
+    expect(refused).not.toHaveProperty('members');
   });
 
   it('after the leader is killed, the next leader answers so about itself', async () => {
@@ -55,7 +52,6 @@ describe("hello's role and members", () => {
     await old.process.kill9();
     const next = await leaderAtV9(old.id);
     const answer = await hello(next);
-    expect(answer).toMatchObject({ ok: true, node: next.id, role: 'leader' });
-    expect(answer.members).toContain(next.url);
+    expect(answer).toMatchObject({ ok: true, node: next.id, role: 'leader', members: [next.url] });
   });
 });

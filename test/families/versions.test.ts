@@ -13,8 +13,7 @@ import { plugin as clusterPlugin } from '../../src/families/cluster/server.js';
 import { pluginPart } from '../../src/server/front/plugin-part.js';
 import { COMMAND_VERSION, FAMILIES, REGISTRY } from '../../src/families/registry.js';
 import { VeraError } from '../../src/protocol/index.js';
-import { servesAnywhere, type FrontEnd } from '../../src/server/front/context.js';
-import { HOLDERS_SINCE } from '../../src/families/sessions/index.js';
+import type { FrontEnd } from '../../src/server/front/context.js';
 import { encodeCommand, requiredVersion, versionOf } from '../../src/families/commands.js';
 import { StateMachine } from '../../src/statemachine/state-machine.js';
 import { dumpDb, EntryFeed, openTempDb, type TempDb } from '../statemachine/helpers.js';
@@ -146,17 +145,5 @@ describe('the handshake', () => {
     const proof = d.receive(challenge)!;
     expect(() => l.receive(proof)).toThrow(PeerAuthError);
     expect(noted.size).toBe(0);
-  });
-});
-
-describe('who serves sessions (docs/scale-out.md, step 8b)', () => {
-  // The leader-only contract below command version 9: a follower answers hello NOT_LEADER and a leader that steps
-  // down closes its connections (4003); both turn on servesAnywhere (test/server/serve-switch.test.ts shows the step-down).
-  const member = (active: number) => ({ peer: {} as FrontEnd['peer'], connectionSeam: { activeVersion: () => active, holdersSince: HOLDERS_SINCE } as unknown as FrontEnd['connectionSeam'] });
-
-  it('is the leader alone below the version that records sessions’ holders, every member from it', () => {
-    expect(HOLDERS_SINCE).toBe(9);
-    for (let v = 1; v < HOLDERS_SINCE; v++) expect(servesAnywhere(member(v))).toBe(false);
-    expect(servesAnywhere(member(HOLDERS_SINCE))).toBe(true);
   });
 });

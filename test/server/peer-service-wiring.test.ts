@@ -2,8 +2,8 @@
 // this process, each with its client port and peer transport on 127.0.0.1. A follower's
 // forward reaches the leader's desk over the real service channel and is answered from the
 // follower's own apply; a follower's relayed op runs at the leader through runFamilyOp as
-// the caller's session. From step 8b the forwarder is attached to the node: a follower's
-// own proposal is forwarded and answered from its apply.
+// the caller's session. Clients see nothing of it yet: a follower's own proposal is still
+// refused NOT_LEADER (the forwarder is attached to the node in step 8b).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,7 +84,7 @@ const add = (name: string, delta: number): AnyCommand => ({ family: 'counter', o
 const counterValue = (o: ApplyOutcome): unknown => (o.result.ok && o.result.op === 'family' ? (o.result.value as { value: number }).value : o.result);
 
 describe('the peer service of a started member', () => {
-  it("carries a follower's forward and relayed op to the leader; a follower's own proposal is forwarded too", async () => {
+  it("carries a follower's forward and relayed op to the leader; a follower's own proposal is still refused", async () => {
     const members = await cluster();
     let leader: RunningServer | undefined;
     await until(() => {
@@ -118,8 +118,8 @@ describe('the peer service of a started member', () => {
     const ended = await follower.peerService!.relay.request(leaderId, request, { session: 'no-such-session', principal: null, remote: '127.0.0.1:1', frameBytes: 40 }).catch((e: unknown) => e);
     expect(ended).toMatchObject({ code: 'SESSION_EXPIRED' });
 
-    // The forwarder is attached to the node (step 8b): the follower's own proposal is forwarded and answered from its apply.
-    const own = await follower.node.propose(add('wired', 1));
-    expect(counterValue(own)).toBe(6);
+    // Inert for clients: the follower's node does not forward its own proposals yet.
+    const refused = await follower.node.propose(add('wired', 1)).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ name: 'RaftError', code: 'NOT_LEADER', leader: leaderId });
   });
 });

@@ -114,8 +114,6 @@ export const plugin: Plugin<Record<string, never>, SessionsState, SessionsValue,
         }
         return;
       }
-      // The member it names holds the session from now on: any other closes its connection (4002), in log order.
-      if (value.member !== host.member.status().id) host.member.sessionMovedAway(value.session);
       if (!host.isLeader()) return;
       const info = liveSessions(host.reader).get(value.session);
       if (info !== undefined) host.sessionClocks.track(value.session, info.timeoutMs);

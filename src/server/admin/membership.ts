@@ -83,16 +83,11 @@ export class MemberDirectory {
   }
 
   /**
-   * The client URLs of the members that accept sessions (hello's `members`). Once every member
-   * serves (`everyMember`, step 8b of docs/scale-out.md) that is each member of the book, voter
-   * or learner, with a known address; before, only the leader does (followers answer hello
-   * NOT_LEADER), so it is the leader's alone, or none while no leader is known.
+   * The client URLs of the members that accept sessions (hello's `members`). Today only the
+   * leader does (followers answer hello NOT_LEADER), so it is the leader's alone, or none while
+   * no leader is known; step 8b of docs/scale-out.md makes it every member of the book.
    */
-  servingUrls(leader: NodeId | null, everyMember = false): string[] {
-    if (everyMember) {
-      const ids = this.book.some((m) => m.id === this.selfId) ? this.book.map((m) => m.id) : [this.selfId, ...this.book.map((m) => m.id)];
-      return ids.map((id) => this.advertisedUrl(id)).filter((url): url is string => url !== null);
-    }
+  servingUrls(leader: NodeId | null): string[] {
     const url = leader === null ? null : this.advertisedUrl(leader);
     return url === null ? [] : [url];
   }

@@ -4,8 +4,7 @@
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { WebSocket } from 'ws';
-import { CloseCode, expectOk, notLeaderError, servesAnywhere, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
-import { routeOf } from '../peer-service/routes.js';
+import { CloseCode, expectOk, notLeaderError, toVeraError, type AttachedConnection, type FrontEnd } from './context.js';
 import { DEFAULT_NOTIFIER_LIMITS, type NotifySink } from './notifier.js';
 import * as ops from './ops.js';
 import { OutputBudget, type OutputSocket } from './output-budget.js';
@@ -17,9 +16,6 @@ import type { LiveSession } from './plugin-part.js';
 import { accessesOf, guarded } from '../guard/path-guard.js';
 import type { Status } from '../../raft/types.js';
 import { decodeFrame, encodeError, encodeNotify, encodeReply, VeraError, type AnyResult, type Encoding, type GetRequest, type GetResult, type HelloRequest, type HelloResult, type NotifyFrames, type NotifyPayload, type Request, isCoreRequest, type FamilyRequest, type FamilyResult, type LsResult, type MemberRole } from '../../protocol/index.js';
-
-/** How long a connection whose credential ended waits for the answers of its relayed requests before it closes. */
-const RELAYED_REPLY_GRACE_MS = 1000;
 
 /** How long a hello on a member that knows no leader waits for an election to end (the shortest election timeout). */
 const HELLO_LEADER_WAIT_MS = 1000;
@@ -65,16 +61,6 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   /** Requests read after the socket was paused (what ws had already read), waiting for room, in order. */
   private backlog: Array<{ readonly request: Request | FamilyRequest; readonly encoding: Encoding; readonly bytes: number }> = [];
   private backlogBytes = 0;
-  /**
-   * The highest index an answer on this connection was given at: a later local read waits
-   * until this member has applied it (read-your-writes, docs/scale-out.md "Reads"). A write is
-   * answered once applied here anyway; a relayed op's answer may come before its index applied.
-   */
-  private floor = 0;
-  /** Fired when the connection closes: relayed requests stop waiting for the leader's answer. */
-  private readonly gone = new AbortController();
-  /** Relayed requests waiting for the leader's answer. */
-  private readonly relaying = new Set<Promise<unknown>>();
 
   constructor(
     private readonly ws: WebSocket,
@@ -96,7 +82,9 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       wsOutput(ws, this.pauses),
       { pauseBytes: DEFAULT_NOTIFIER_LIMITS.stallBytes, closeBytes: DEFAULT_NOTIFIER_LIMITS.closeBytes },
       (buffered) => this.dropForBacklog(buffered),
-      () => this.touched(),
+      () => {
+        if (this.established) fe.expiry.touch(this.established.session);
+      },
     );
     ws.on('message', (data, isBinary) => this.onFrame(toBuffer(data), isBinary));
     ws.on('close', () => this.onClosed());
@@ -166,8 +154,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (revoked.length === 0) return;
     const reason = `user ${est.principal} may no longer watch these; they were dropped`;
     this.sendFrame(encodeNotify({ revoked: revoked.map((w) => ({ path: w.path, prefix: w.prefix })), reason }, est.encoding), false);
-    // The member holding the connection drops them (forwarded from a member that does not lead, from version 9).
-    if (!this.fe.isLeader() && !servesAnywhere(this.fe)) return;
+    if (!this.fe.isLeader()) return;
     for (const w of revoked) {
       this.fe.node.propose({ op: 'unwatch', session: est.session, path: w.path, prefix: w.prefix }).catch((err: unknown) =>
         this.fe.logger.warn({ event: 'revoked-unwatch-failed', session: est.session, path: w.path, err: String(err) }, 'could not drop a revoked watch; its events stay withheld'),
@@ -190,13 +177,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     this.revoked = true;
     const code = est.credential === null ? CloseCode.unauthenticated : CloseCode.credentialRevoked;
     this.fe.logger.info({ event: 'credential-revoked', remote: this.remote, session: est.session, user: est.principal, reason: problem.message }, 'closing a connection whose credential no longer holds');
-    const closeNow = (): void => {
-      setImmediate(() => this.close(code, problem.closeReason));
-    };
-    // A relayed request's answer comes after this member applied its entry: when that entry is the one that
-    // ended the grant (auth.enable asked on a member), its reply goes out first, as on the leader, briefly bounded.
-    if (this.relaying.size === 0) closeNow();
-    else void Promise.race([Promise.allSettled([...this.relaying]), new Promise((resolve) => setTimeout(resolve, RELAYED_REPLY_GRACE_MS))]).then(closeNow);
+    setImmediate(() => this.close(code, problem.closeReason));
     return true;
   }
 
@@ -216,7 +197,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
   private onFrame(data: Buffer, isBinary: boolean): void {
     this.fe.metrics.bytesIn.inc(data.length);
     // Any frame, even one we reject, proves the client is alive (PROTOCOL.md "Session").
-    this.touched();
+    if (this.established) this.fe.expiry.touch(this.established.session);
     const decoded = decodeFrame(data, isBinary, this.fe.limits, this.fe.extensions);
     if (!decoded.ok) {
       this.fe.metrics.requests.inc({ op: 'invalid', code: decoded.error.code });
@@ -244,7 +225,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       this.inflight--;
       if (!this.pauses.holds('inflight')) return;
       // The pause is the server's doing: a client waiting on it is not silent.
-      this.touched();
+      if (this.established) this.fe.expiry.touch(this.established.session);
       this.startWaiting();
     });
     this.pauseIfBusy();
@@ -272,20 +253,10 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     if (pressure.over && !this.pauses.holds('writes')) {
       this.pauses.hold('writes');
       pressure.whenBelow(() => {
-        this.touched();
+        if (this.established) this.fe.expiry.touch(this.established.session);
         this.pauses.release('writes');
       });
     }
-  }
-
-  /**
-   * The session's client is alive: the leader's clock moves at once when this member leads, and
-   * every member tells the leader in its next liveness batch (docs/scale-out.md "Session liveness").
-   */
-  private touched(): void {
-    if (!this.established) return;
-    this.fe.expiry.touch(this.established.session);
-    this.fe.peer?.liveness.touch(this.established.session);
   }
 
   private async run(request: Request | FamilyRequest, encoding: Encoding, frameBytes: number): Promise<void> {
@@ -329,11 +300,8 @@ export class ClientConnection implements AttachedConnection, NotifySink {
         throw new VeraError('UNAUTHORIZED', problem.message);
       }
     }
-    if (!fe.isLeader() && !servesAnywhere(fe)) throw notLeaderError(fe);
+    if (!fe.isLeader()) throw notLeaderError(fe);
     if (principal !== null && fe.guard.enabled) fe.guard.meter.request(principal);
-    if (!isCoreRequest(request) && this.relaysToLeader(request.op)) return this.relay(request, session, frameBytes);
-    // Read-your-writes: what this connection was answered at is applied here before anything runs here.
-    if (fe.node.appliedIndex < this.floor) await fe.node.waitApplied(this.floor);
     if (!isCoreRequest(request)) return this.answerAddedOp(request, session, frameBytes);
     // The one check (access.ts): what the op touches, as this connection's principal (nothing to judge while authentication is off).
     const needs = (CORE_NEEDS[request.op] as (r: Request) => readonly Need[])(request);
@@ -345,11 +313,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     return guarded(fe, accessesOf(request, needs), () => {
       switch (request.op) {
         case 'ping':
-          if (request.ack !== undefined) {
-            fe.notifier.acknowledge(session, request.ack);
-            // The leader writes acknowledgements (lag): a member's reach it in its liveness batches.
-            if (!fe.isLeader()) fe.peer?.liveness.ack(session, request.ack);
-          }
+          if (request.ack !== undefined) fe.notifier.acknowledge(session, request.ack);
           return Promise.resolve({ index: fe.node.appliedIndex });
         case 'get':
           return this.get(request, encoding);
@@ -357,28 +321,6 @@ export class ClientConnection implements AttachedConnection, NotifySink {
           return this.answerCoreOp(request, session, frameBytes);
       }
     });
-  }
-
-  /** Whether a family op runs at the leader and this member does not lead (routes.ts): it is relayed. */
-  private relaysToLeader(op: string): boolean {
-    return this.fe.peer !== null && !this.fe.isLeader() && routeOf(op, this.fe.familyOps) === 'leader';
-  }
-
-  /**
-   * A leader op asked on a member: the leader runs its handler as this session (relay.ts) and
-   * judges its permissions; the answer's index becomes the connection's floor.
-   */
-  private async relay(request: FamilyRequest, session: string, frameBytes: number): Promise<FamilyResult> {
-    const fe = this.fe;
-    if (fe.node.status().leader === null) await fe.awaitLeader(HELLO_LEADER_WAIT_MS);
-    const leader = fe.node.status().leader;
-    if (leader === null || leader === fe.node.id) throw notLeaderError(fe);
-    const { principal } = this.established!;
-    const asked = fe.peer!.relay.request(leader, request, { session, principal, remote: this.remote, frameBytes }, { signal: this.gone.signal });
-    this.relaying.add(asked);
-    const answer = await asked.finally(() => this.relaying.delete(asked));
-    this.floor = Math.max(this.floor, answer.index);
-    return answer.result;
   }
 
   /** An op a command family added to the protocol (the decoder knew it, so a family answers it). */
@@ -431,11 +373,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     // During an election, answer when it is decided (NOT_LEADER naming the winner) rather than
     // NO_LEADER at once: the client then moves in one step instead of polling.
     if (!fe.isLeader() && fe.node.status().leader === null) await fe.awaitLeader(HELLO_LEADER_WAIT_MS);
-    // From command version 9 every member opens and resumes sessions (docs/scale-out.md); below it, only the leader.
-    if (!fe.isLeader() && !servesAnywhere(fe)) throw notLeaderError(fe);
-    // A member judges the credentials by what it applied: first everything committed before this hello (a
-    // ReadIndex), so an auth change acknowledged to another client (auth.enable, a revoked token) holds here too.
-    if (!fe.isLeader()) await fe.node.linearizableBarrier(fe.readTimeoutMs);
+    if (!fe.isLeader()) throw notLeaderError(fe);
     const proof = { token: req.token, user: req.user, password: req.password, certUser: this.certUser };
     const basis = credentialBasis(fe.guard.state, proof);
     const principal = await fe.guard.authenticate(proof, this.remote, Date.now());
@@ -458,9 +396,6 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     let session: string;
     let timeoutMs: number;
     let resume: string | undefined;
-    // Whether this member holds the session for the leader's liveness (step 8b), and since when its clock is known to run from.
-    const holding = servesAnywhere(fe);
-    let confirmedAt = performance.now();
     if (req.session !== undefined) {
       // Only a state machine that has applied every committed entry can say a session is gone.
       await fe.node.linearizableBarrier(fe.readTimeoutMs);
@@ -473,10 +408,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       if (refused !== null) throw new VeraError('UNAUTHORIZED', refused);
       // The log must name the member now holding the connection before it is established here: the
       // leader takes a session's liveness from its recorded holder only (docs/scale-out.md).
-      // Where this member reports the session's liveness, the attach is committed even when it holds the session
-      // already: its applying restarts the leader's clock, which is what the member's first confirmation rests on.
-      if (seam.activeVersion() >= (seam.holdersSince ?? Number.POSITIVE_INFINITY) && (holding || info.member !== fe.node.id)) {
-        confirmedAt = performance.now();
+      if (seam.activeVersion() >= (seam.holdersSince ?? Number.POSITIVE_INFINITY) && info.member !== fe.node.id) {
         await seam.attach(req.session, fe.node.id);
       }
       session = req.session;
@@ -506,7 +438,6 @@ export class ClientConnection implements AttachedConnection, NotifySink {
         // The member holding the connection, once every member can apply the field (docs/scale-out.md).
         ...(seam.activeVersion() >= (seam.holdersSince ?? Number.POSITIVE_INFINITY) ? { member: fe.node.id } : {}),
       };
-      confirmedAt = performance.now();
       const r = expectOk(await fe.node.propose(open));
       if (r.op !== 'openSession') throw new VeraError('INTERNAL', `openSession applied as ${r.op}`);
     }
@@ -514,9 +445,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     const previous = fe.connections.get(session);
     if (previous && previous !== this) previous.close(CloseCode.sessionMoved, 'session resumed on another connection');
     fe.connections.set(session, this);
-    if (fe.isLeader()) fe.expiry.track(session, timeoutMs);
-    // A session held here is reported to the leader in this member's batches, and sent away (4009) when they go unconfirmed.
-    if (holding) fe.peer?.liveness.hold(session, timeoutMs, confirmedAt);
+    fe.expiry.track(session, timeoutMs);
     this.established = { session, principal, credential, encoding, resumed: req.session !== undefined };
     this.clearHelloTimer();
     this.reviewAtTokenExpiry(credential);
@@ -533,6 +462,7 @@ export class ClientConnection implements AttachedConnection, NotifySink {
       index: fe.node.appliedIndex,
       ...(resume === undefined ? {} : { resume }),
       ...(principal === null ? {} : { user: principal }),
+      // Only the leader opens sessions until followers serve them (step 8b): its role, unless it lost it meanwhile.
       ...(scaleOut ? { role: roleOf(st) } : {}),
       // Left out when no member has an address a client could dial (docs/protocol.md).
       ...(scaleOut && members.length > 0 ? { members } : {}),
@@ -572,16 +502,12 @@ export class ClientConnection implements AttachedConnection, NotifySink {
     this.tokenTimer = null;
     this.releasePrincipal?.();
     this.releasePrincipal = null;
-    this.gone.abort();
     const est = this.established;
     if (!est) return;
-    const current = this.fe.connections.get(est.session);
-    if (current === this) {
+    if (this.fe.connections.get(est.session) === this) {
       this.fe.connections.delete(est.session);
       this.fe.notifier.detach(est.session);
     }
-    // Not when another connection of the session holds it here now (a resume on this member).
-    if (current === this || current === undefined) this.fe.peer?.liveness.release(est.session);
   }
 
   // ---------------------------------------------------------------- output

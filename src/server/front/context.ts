@@ -15,8 +15,6 @@ import { NOT_PROPOSED, VeraError, type ProtocolExtensions, type ProtocolLimits }
 import type { ServerMetrics } from '../node/server-metrics.js';
 import type { VeraNode } from '../node/vera-node.js';
 import type { Guard } from '../guard/access.js';
-import type { MemberLiveness } from '../peer-service/liveness.js';
-import type { RelayClient } from '../peer-service/relay.js';
 
 export interface SessionTimeouts {
   readonly min: number;
@@ -91,26 +89,6 @@ export interface FrontEnd {
   readonly connections: Map<string, AttachedConnection>;
   /** The command version each authenticated peer advertised in its handshake. */
   readonly peerCommandVersions: ReadonlyMap<NodeId, number>;
-  /** This member's side of serving clients anywhere (docs/scale-out.md, step 8b): set once the peer service is wired; null without peers. */
-  peer: ServingPeer | null;
-}
-
-/** What a connection on any member uses to serve its session: the relay to the leader and the member's liveness batches. */
-export interface ServingPeer {
-  readonly relay: Pick<RelayClient, 'request'>;
-  readonly liveness: Pick<MemberLiveness, 'hold' | 'release' | 'touch' | 'ack' | 'confirmedAt'>;
-}
-
-/**
- * Whether this member serves sessions and requests itself (step 8b of docs/scale-out.md):
- * once the cluster's active command version records sessions' holders (9), on a member
- * with a peer service. Below it, followers answer NOT_LEADER as before, and the leader
- * closes its connections with 4003 when it steps down.
- */
-export function servesAnywhere(fe: Pick<FrontEnd, 'peer' | 'connectionSeam'>): boolean {
-  if (!fe.peer) return false;
-  const seam = fe.connectionSeam;
-  return seam.activeVersion() >= (seam.holdersSince ?? Number.POSITIVE_INFINITY);
 }
 
 export { CloseCode } from '../../protocol/index.js';

@@ -13,7 +13,7 @@ import type { DiskGuard } from '../node/disk-guard.js';
 import type { ExpiryQueue } from '../node/expiry.js';
 import type { ServerMetrics } from '../node/server-metrics.js';
 import type { VeraNode } from '../node/vera-node.js';
-import { servesAnywhere, type AttachedConnection, type FrontEnd } from './context.js';
+import type { AttachedConnection, FrontEnd } from './context.js';
 import type { PluginParts } from './plugin-part.js';
 import { DEFAULT_NOTIFIER_LIMITS, Notifier } from './notifier.js';
 
@@ -78,10 +78,9 @@ export function buildFrontEnd(i: FrontEndInputs): FrontEnd {
       await i.leaderWatch.waitFor((s) => s.leader !== null, timeoutMs);
     },
     clientUrl: (id) => i.directory.clientUrl(id),
-    servingUrls: () => i.directory.servingUrls(node.status().leader, servesAnywhere(front)),
+    servingUrls: () => i.directory.servingUrls(node.status().leader),
     connections: i.connections,
     peerCommandVersions: i.peerCommandVersions,
-    peer: null,
     guard,
   };
   return front;

@@ -1,10 +1,9 @@
 // What only the leader does, on timers: the duties the command families declare
 // (session clocks and expiry, writing acknowledged indexes, ...). Each runs every
 // `timings[name]` ms while this member leads; when it stops leading, the duties
-// stop, and (below command version 9, when only the leader serves) the clients
-// attached here are sent to the new leader.
+// stop and the clients attached here are sent to the new leader.
 
-import { CloseCode, servesAnywhere, type FrontEnd } from '../front/context.js';
+import { CloseCode, type FrontEnd } from '../front/context.js';
 import type { PluginDuty } from '../../kit/plugin.js';
 
 /** Period of each duty by name (ms). */
@@ -47,19 +46,7 @@ export class LeaderDuties {
       }
     } else {
       for (const duty of this.duties) duty.stop?.();
-      if (servesAnywhere(fe)) {
-        // Every member serves (docs/scale-out.md, step 8b): connections and feeds stay, and this member's
-        // liveness batches go to the new leader, whose clocks start at the full timeout. Only a session
-        // this member does not report (one opened before the switch, held here as the leader's) is sent on.
-        for (const [session, conn] of [...fe.connections]) {
-          if (fe.peer?.liveness.confirmedAt(session) !== undefined) continue;
-          fe.connections.delete(session);
-          fe.notifier.detach(session);
-          conn.close(CloseCode.notLeader, 'this node is no longer the leader; reconnect');
-        }
-        return;
-      }
-      // Below command version 9 sessions live on the leader: send their clients to the new one.
+      // Sessions live on the leader: send their clients to the new one.
       for (const conn of [...fe.connections.values()]) conn.close(CloseCode.notLeader, 'this node is no longer the leader; reconnect');
       fe.connections.clear();
       // Not close(): that is for shutdown, and a closed notifier never resyncs a stalled feed once this member leads again.

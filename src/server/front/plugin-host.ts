@@ -114,13 +114,6 @@ function hostProposing(binding: Binding, family: AnyFamily, forward: boolean, le
         fe().connections.delete(session);
         connection.close(CloseCode.sessionEnded, 'session ended');
       },
-      sessionMovedAway: (session) => {
-        const connection = fe().connections.get(session);
-        if (connection === undefined) return;
-        fe().connections.delete(session);
-        fe().notifier.detach(session);
-        connection.close(CloseCode.sessionMoved, 'session resumed on another member');
-      },
       // The event log holds the lists family's events, which are the protocol's ChangeEvent on the wire.
       eventsOf: (path, prefix, after, through, maxBytes, visible) => fe().node.events.eventsOf(path, prefix, after, through, maxBytes, visible) as ChangeEvent[] | null,
       commandVersions: () => ({ build: COMMAND_VERSION, peers: fe().peerCommandVersions }),

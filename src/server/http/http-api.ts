@@ -6,12 +6,11 @@ import { jsonText } from '../../protocol/json.js';
 import type { NodeId, Role } from '../../raft/types.js';
 import { serveBackup } from '../admin/backup.js';
 import { serveList } from './http-list.js';
-import { notLeaderError, servesAnywhere, toVeraError, type FrontEnd } from '../front/context.js';
+import { toVeraError, type FrontEnd } from '../front/context.js';
 import type { PluginRoute } from '../../kit/plugin.js';
 import { readJsonBody } from './http-body.js';
 import { ADMIN_PATHS, handleAdmin, issueChallenge, type AdminContext } from '../admin/membership.js';
 import { runFamilyOp } from '../guard/access.js';
-import { routeOf } from '../peer-service/routes.js';
 import { VeraError, type ErrorCode, type FamilyRequest, type FamilyResult } from '../../protocol/index.js';
 import { cluster } from '../../families/cluster/index.js';
 import { COMMAND_VERSION } from '../../families/registry.js';
@@ -161,12 +160,6 @@ function serveFamily(fe: FrontEnd, route: PluginRoute, req: IncomingMessage, res
 async function answerFamilyOp(fe: FrontEnd, req: IncomingMessage, request: FamilyRequest): Promise<FamilyResult> {
   const op = fe.familyOps.get(request.op);
   if (op === undefined) throw new VeraError('NOT_FOUND', `no command family answers ${request.op}`);
-  // A leader op asked of another member would be relayed (routes.ts), but a relayed op runs as a live session
-  // and an HTTP request has none. Until the relay takes sessionless requests, HTTP keeps what it did before step
-  // 8b: a read (GET, HEAD) is answered here from this member's state, and a POST names the leader (NOT_LEADER)
-  // rather than have its proposals forwarded by a handler meant to run at the leader.
-  const reads = req.method === 'GET' || req.method === 'HEAD';
-  if (!reads && !fe.isLeader() && servesAnywhere(fe) && routeOf(request.op, fe.familyOps) === 'leader') throw notLeaderError(fe);
   const principal = await fe.guard.principalOfHttp(req, op.needs(request));
   return runFamilyOp(fe, op, request, { principal, remote: req.socket.remoteAddress ?? 'unknown', session: '', frameBytes: 0, what: `${req.method ?? 'GET'} ${req.url ?? ''} (${request.op})` });
 }

@@ -15,12 +15,6 @@ import { DEFAULT_LIMITS } from '../../protocol/index.js';
 import { maxServicePayloadBytes } from '../../raft/transport/codec.js';
 import { DEFAULT_PEER_LIMITS } from '../../raft/transport/peer-transport.js';
 import type { ProposalForwarder } from '../node/vera-node.js';
-import { looksLikeLiveness } from './liveness-codec.js';
-
-/** Where `live` and `liveAck` payloads go (liveness-wiring.ts). */
-export interface LivenessEnd {
-  onPayload(from: NodeId, payload: Uint8Array): void;
-}
 
 /** What the service needs of the member (VeraNode). */
 export interface ForwardingNode {
@@ -78,8 +72,6 @@ export class PeerService {
   readonly desk: Desk;
   readonly relay: RelayClient;
   readonly relayDesk: RelayDesk;
-  /** Session liveness (step 8b): set once wired; until then liveness payloads are dropped. */
-  liveness: LivenessEnd | null = null;
   private readonly logger: Logger;
   private readonly channel: ServiceChannel;
   private readonly node: ForwardingNode;
@@ -153,10 +145,6 @@ export class PeerService {
   onService(from: NodeId, payload: Uint8Array): void {
     let m: ServiceMessage;
     try {
-      if (looksLikeLiveness(payload)) {
-        this.liveness?.onPayload(from, payload);
-        return;
-      }
       m = decodeServiceMessage(payload);
     } catch (err) {
       if (err instanceof BadServiceFields) return this.badFields(from, err);

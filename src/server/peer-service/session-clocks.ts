@@ -47,8 +47,6 @@ export interface SessionClocksOptions {
   readonly busy?: () => boolean;
   /** How long a leadership check may stay unanswered before it is abandoned (ms; LEADERSHIP_CHECK_TIMEOUT_MS by default). */
   readonly checkTimeoutMs?: number;
-  /** The clocks to move, when they are shared with the session-expiry duty (the front end's ExpiryQueue); a new queue by default. */
-  readonly queue?: ExpiryQueue;
 }
 
 /** A leadership check is a heartbeat round: one unanswered this long will not prove anything in time to help. */
@@ -76,7 +74,7 @@ export class SessionClocks {
   private term: number | null = null;
 
   constructor(private readonly opts: SessionClocksOptions) {
-    this.queue = opts.queue ?? new ExpiryQueue(opts.now, opts.checkEveryMs);
+    this.queue = new ExpiryQueue(opts.now, opts.checkEveryMs);
   }
 
   /** This member now leads: every live session's clock starts at its full timeout. */
