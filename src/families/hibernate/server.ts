@@ -40,6 +40,9 @@ function freezeReply(v: FreezeValue): FreezeResult {
 
 async function* noLists(): AsyncGenerator<never> {}
 
+/** Thaws running at once that a read may add to (see pathGuard.before). */
+export const MAX_THAWS_BY_READS = 16;
+
 /** Hibernation on one member: everything here is this member's, made by createServer and released by close. */
 class Hibernation implements IdleWork {
   /** Read once, on first use (the host answers only once the member is open). */
@@ -283,8 +286,12 @@ class Hibernation implements IdleWork {
       // A read starts the thaw and goes on at once, reading the cold file at its snapshot as a
       // stale read does (the same items): a large unit's thaw is paced over seconds so as not
       // to slow everyone else, and a read need not wait for it. A change or a watch waits.
+      // At most MAX_THAWS_BY_READS thaws at once on a read's account: a read no longer waits for the
+      // thaw it starts, so a client reading many frozen units quickly would otherwise start a thaw
+      // of each at once. Past that, the read still answers from the cold file; the unit thaws on a
+      // later use (any write, or a read once fewer thaws run).
       if (access.use === 'read') {
-        void this.thawFor(access.path).catch(() => undefined);
+        if (this.member.thawing.size < MAX_THAWS_BY_READS) void this.thawFor(access.path).catch(() => undefined);
         return false;
       }
       return this.thawFor(access.path);
