@@ -172,6 +172,23 @@ function reasonField(reason: string | undefined): { reason?: string } {
 const KINDS: ReadonlySet<string> = new Set<ServiceMessage['k']>(['fwd', 'fwdOk', 'fwdErr', 'op', 'opOk', 'opErr']);
 
 /**
+ * The ids of the requests of kind `k` among payloads the transport never sent (onServiceUnsent):
+ * the forwarder's and the relay's own payloads, so one that does not decode is skipped.
+ */
+export function unsentIds(payloads: readonly Uint8Array[], k: 'fwd' | 'op'): number[] {
+  const ids: number[] = [];
+  for (const payload of payloads) {
+    try {
+      const m = decodeServiceMessage(payload);
+      if (m.k === k) ids.push(m.id);
+    } catch {
+      // not one of ours to settle
+    }
+  }
+  return ids;
+}
+
+/**
  * Decodes and validates one payload. Throws PeerProtocolError for one that is not a map
  * of a known kind, BadServiceFields for a known kind whose fields do not check.
  */

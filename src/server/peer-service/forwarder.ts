@@ -19,7 +19,7 @@ import type { NodeId } from '../../raft/types.js';
 import { VeraError } from '../../protocol/errors.js';
 import type { ApplyOutcome } from '../../statemachine/types.js';
 import { nextLeader } from './relay.js';
-import { decodeServiceMessage, encodeServiceMessage, type ForwardedMessage, type ForwardRefusedMessage } from './codec.js';
+import { encodeServiceMessage, unsentIds, type ForwardedMessage, type ForwardRefusedMessage } from './codec.js';
 
 export interface ForwarderOptions {
   readonly selfId: NodeId;
@@ -137,15 +137,7 @@ export class Forwarder {
 
   /** Payloads the transport accepted for `to` but never handed to a socket: those forwards were not sent. */
   onUnsent(to: NodeId, payloads: readonly Uint8Array[]): void {
-    for (const payload of payloads) {
-      let id: number;
-      try {
-        const m = decodeServiceMessage(payload);
-        if (m.k !== 'fwd') continue;
-        id = m.id;
-      } catch {
-        continue;
-      }
+    for (const id of unsentIds(payloads, 'fwd')) {
       const p = this.byId.get(id);
       if (p !== undefined && p.to === to && this.settle(p)) {
         p.reject(new RaftError('UNAVAILABLE', `the link to the leader ${to} dropped before the write was sent`, to, true));

@@ -24,7 +24,7 @@ import { packFrame, unpackFrame } from '../../raft/transport/codec.js';
 import { RaftError } from '../../raft/driver.js';
 import type { NodeId } from '../../raft/types.js';
 import { MAX_SESSION_ID_BYTES } from '../../protocol/session-id.js';
-import { decodeServiceMessage, encodeServiceMessage, MAX_PRINCIPAL_BYTES, MAX_RELAYED_BYTES, MAX_REMOTE_BYTES, type RelayedErrMessage, type RelayedOkMessage, type RelayedOpMessage } from './codec.js';
+import { encodeServiceMessage, unsentIds, MAX_PRINCIPAL_BYTES, MAX_RELAYED_BYTES, MAX_REMOTE_BYTES, type RelayedErrMessage, type RelayedOkMessage, type RelayedOpMessage } from './codec.js';
 import type { RoutedOp } from './routes.js';
 
 /** Who asks for a relayed op, as the member's connection established it. */
@@ -204,15 +204,7 @@ export class RelayClient {
 
   /** Payloads the transport accepted for `to` but never handed to a socket: those requests never reached the leader. */
   onUnsent(to: NodeId, payloads: readonly Uint8Array[]): void {
-    for (const payload of payloads) {
-      let id: number;
-      try {
-        const m = decodeServiceMessage(payload);
-        if (m.k !== 'op') continue;
-        id = m.id;
-      } catch {
-        continue;
-      }
+    for (const id of unsentIds(payloads, 'op')) {
       const p = this.byId.get(id);
       if (p !== undefined && p.to === to && this.settle(p)) p.reject(notRun(`the link to the leader ${to} dropped before the request was sent`));
     }
