@@ -4,6 +4,7 @@
 // follower's own apply; a follower's relayed op runs at the leader through runFamilyOp as
 // the caller's session. Clients see nothing of it yet: a follower's own proposal is still
 // refused NOT_LEADER (the forwarder is attached to the node in step 8b).
+import { TEST_LIMITS } from '../support/member.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,22 +46,7 @@ async function cluster(): Promise<RunningServer[]> {
         secret: 'peer-service-wiring-secret',
         logLevel: 'silent',
         sessionTimeout: { min: 1000, max: 60_000, default: 10_000 },
-        limits: {
-          dataBytes: 1024 * 1024,
-          frameBytes: 16 * 1024 * 1024,
-          pathBytes: 1024,
-          sessionsMax: 100,
-          sessionsPerAddress: 100,
-          watchesPerSession: 100,
-          itemsPerSession: 1000,
-          bytesPerSession: 1024 * 1024,
-          itemsPerList: 1000,
-          diskReserveBytes: 1024 * 1024,
-          inflightPerConnection: 64,
-          connectionsMax: 100,
-          connectionsPerAddress: 100,
-          helloTimeoutMs: 10_000,
-        },
+        limits: TEST_LIMITS,
         compaction: { everyEntries: 10_000, keepEntries: 1000 },
       };
       const server = await startServer(config, { logger: pino({ level: 'silent' }) });

@@ -33,6 +33,24 @@ export interface MemberOptions {
   readonly families?: readonly AnyFamily[];
 }
 
+/** The small limits test members run with. */
+export const TEST_LIMITS: ServerConfig['limits'] = {
+  dataBytes: 1024 * 1024,
+  frameBytes: 16 * 1024 * 1024,
+  pathBytes: 1024,
+  sessionsMax: 100,
+  sessionsPerAddress: 100,
+  watchesPerSession: 100,
+  itemsPerSession: 1000,
+  bytesPerSession: 1024 * 1024,
+  itemsPerList: 1000,
+  diskReserveBytes: 1024 * 1024,
+  inflightPerConnection: 64,
+  connectionsMax: 100,
+  connectionsPerAddress: 100,
+  helloTimeoutMs: 10_000,
+};
+
 /** Starts a member and connects a client. */
 export async function startServer(options: MemberOptions = {}): Promise<{ url: string; client: VeraClient; dataDir: string }> {
   dir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'vera-member-'));
@@ -46,23 +64,7 @@ export async function startServer(options: MemberOptions = {}): Promise<{ url: s
     secret: null,
     logLevel: 'silent',
     sessionTimeout: { min: options.sessionTimeoutMinMs ?? 1000, max: 60_000, default: 10_000 },
-    limits: {
-      dataBytes: 1024 * 1024,
-      frameBytes: 16 * 1024 * 1024,
-      pathBytes: 1024,
-      sessionsMax: 100,
-      sessionsPerAddress: 100,
-      watchesPerSession: 100,
-      itemsPerSession: 1000,
-      bytesPerSession: 1024 * 1024,
-      itemsPerList: 1000,
-      diskReserveBytes: 1024 * 1024,
-      inflightPerConnection: 64,
-      connectionsMax: 100,
-      connectionsPerAddress: 100,
-      helloTimeoutMs: 10_000,
-      ...options.limits,
-    },
+    limits: { ...TEST_LIMITS, ...options.limits },
     compaction: { everyEntries: 10_000, keepEntries: 1000 },
   };
   server = await startMember(config, { logger: pino({ level: 'silent' }), ...(options.families === undefined ? {} : { families: options.families }) });
