@@ -20,7 +20,7 @@ export class SessionsState {
   /**
    * Sessions removed since the applied hook last took them (takeEnded), so that the member
    * holding one's connection closes it: this member's own note, not replicated state. Bounded:
-   * a member that applies entries with no hook taking them (none today) keeps the newest only.
+   * a member that applies entries with no hook taking them (none today) keeps only those since it last filled up.
    */
   private ended: string[] = [];
 
@@ -70,7 +70,8 @@ export class SessionsState {
       if (held?.size === 0) this.byPrincipal.delete(info.principal);
     }
     this.info.delete(session);
-    if (this.ended.length >= MAX_ENDED_KEPT) this.ended.splice(0, this.ended.length - MAX_ENDED_KEPT + 1);
+    // Full only where no hook takes them (nothing holds those connections): start afresh rather than shift a long array per end.
+    if (this.ended.length >= MAX_ENDED_KEPT) this.ended = [];
     this.ended.push(session);
   }
 
